@@ -1,0 +1,265 @@
+"""The speculative decoding engine: rounds of draft-then-verify on transformers causal LMs.
+
+A round, with the target's KV cache holding every token but the last one ("cur"):
+    1. the drafter proposes up to K tokens x_1..x_K after the context;
+    2. the target scores [cur, x_1..x_K] in one forward: K+1 distributions;
+    3. `verify` accepts x_1..x_n and adds one target token (resampled at the rejection, or the bonus);
+    4. both caches are trimmed by absolute length to the accepted prefix.
+Plain decoding is the same loop with no drafter: one target forward, one token. Both paths share the
+sampler, the cache code and the events, so every comparison runs one code path.
+
+The engine yields `Round` events and never prints, colours or tokenizes anything.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+import torch
+
+from specui.drafters import Drafter, DraftLength, ModelDrafter, PromptLookupDrafter
+from specui.events import GenerationResult, Round
+from specui.kv import CachedLM, context_limit, model_device
+from specui.sampling import Sampling, choose, logits_to_probs
+from specui.verify import ACCEPTED, PLAIN, verify
+
+DRAFTERS = ("model", "prompt_lookup")
+MAX_DRAFT_TOKENS = 64
+
+
+class ContextLengthError(ValueError):
+    """The prompt plus the tokens asked for do not fit in a model's context."""
+
+
+class SpeculativeEngine:
+    """Exact speculative decoding with a target model and an optional draft model.
+
+    Both are transformers causal LMs (anything `AutoModelForCausalLM` loads). Without a draft model
+    the engine drafts by prompt lookup. The engine keeps no per-generation state, so one engine can
+    serve many generations, one after another or interleaved.
+    """
+
+    verify = staticmethod(verify)  # a subclass may swap the rule (the tests do, to prove they can fail)
+
+    def __init__(self, target_model, draft_model=None, *, eos_token_id: int | Sequence[int] | None = None):
+        self.target_model = target_model.eval()
+        self.draft_model = draft_model.eval() if draft_model is not None else None
+        self.device = model_device(target_model)
+        self.vocab_size = target_model.get_output_embeddings().weight.shape[0]
+        if draft_model is not None:
+            draft_vocab = draft_model.get_output_embeddings().weight.shape[0]
+            if draft_vocab > self.vocab_size:
+                raise ValueError(
+                    f"The draft model's vocabulary ({draft_vocab} tokens) is larger than the target's "
+                    f"({self.vocab_size}); speculative decoding needs a draft that shares the target's tokenizer."
+                )
+        if eos_token_id is None:
+            eos_token_id = getattr(target_model.generation_config, "eos_token_id", None)
+        if eos_token_id is None:
+            eos_token_id = getattr(target_model.config, "eos_token_id", None)
+        ids = [] if eos_token_id is None else [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id)
+        self.eos_token_ids = frozenset(int(i) for i in ids)
+
+    def generate(self, input_ids: Sequence[int], **settings) -> GenerationResult:
+        """Run to the end and return every token with its provenance. Keywords as `stream`."""
+        result = GenerationResult()
+        for _ in self.stream(input_ids, into=result, **settings):
+            pass
+        return result
+
+    def stream(
+        self,
+        input_ids: Sequence[int],
+        *,
+        max_new_tokens: int = 64,
+        num_draft_tokens: int = 4,
+        temperature: float = 0.0,
+        top_k: int = 0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        speculative: bool = True,
+        ignore_eos: bool = False,
+        drafter: str | Drafter | None = None,
+        adaptive: bool = False,
+        into: GenerationResult | None = None,
+    ) -> Iterator[Round]:
+        """Yield one `Round` as each round is decided.
+
+        drafter: "model" (the draft model; the default when there is one), "prompt_lookup" (the
+                 default without one), or any object with the `Drafter` methods.
+        adaptive: let K move between 1 and max(2K, 8) with the observed acceptance.
+        into: a `GenerationResult` to fill as the rounds come (tokens, seed, timings, stop reason).
+        Raises ValueError (ContextLengthError for a prompt that does not fit) before any work.
+        """
+        prompt = self._check_prompt(input_ids)
+        sampling = Sampling(temperature=temperature, top_k=top_k, top_p=top_p)
+        if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool) or max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
+        if not isinstance(num_draft_tokens, int) or not 1 <= num_draft_tokens <= MAX_DRAFT_TOKENS:
+            raise ValueError(f"num_draft_tokens (K) must be an integer from 1 to {MAX_DRAFT_TOKENS}, got {num_draft_tokens!r}")
+        drafter = self._make_drafter(drafter) if speculative else None
+        self._check_context(len(prompt), max_new_tokens, drafter)
+        seed = secrets.randbits(63) if seed is None else int(seed)
+        result = into if into is not None else GenerationResult()
+        result.seed, result.speculative = seed, speculative
+        return self._rounds(prompt, sampling, drafter, seed, result, max_new_tokens=max_new_tokens,
+                            schedule=DraftLength(num_draft_tokens, adaptive=adaptive), ignore_eos=ignore_eos)
+
+    # -- the loop ------------------------------------------------------------------------------------
+
+    def _rounds(self, prompt, sampling, drafter, seed, result, *, max_new_tokens, schedule, ignore_eos):
+        started = time.perf_counter()
+        generator = torch.Generator(device=self.device).manual_seed(seed)
+        target = CachedLM(self.target_model)
+        with torch.inference_mode():  # never held across a yield: the consumer may run on another thread
+            if len(prompt) > 1:
+                target.extend(prompt[:-1], last_only=True)  # the last prompt token opens round 1
+            if drafter is not None:
+                drafter.start(prompt, sampling=sampling, seed=seed)
+            self._sync()
+        result.prefill_s = time.perf_counter() - started
+
+        context = list(prompt)
+        while len(result.token_ids) < max_new_tokens:
+            remaining = max_new_tokens - len(result.token_ids)
+            with torch.inference_mode():
+                if drafter is None:
+                    round_ = self._plain_round(target, context, sampling, generator)
+                else:
+                    k = min(schedule.k, remaining - 1)  # a round emits at most k+1 tokens
+                    round_ = self._speculative_round(target, drafter, context, k, sampling, generator)
+                    schedule.update(num_accepted=round_.num_accepted, num_drafted=round_.num_drafted)
+            round_ = self._cut_at_eos(round_, ignore_eos)
+            round_ = replace(round_, index=len(result.rounds), elapsed_s=time.perf_counter() - started)
+            context.extend(round_.token_ids)
+            result.add(round_)
+            stop = not ignore_eos and round_.token_ids[-1] in self.eos_token_ids
+            if stop or len(result.token_ids) >= max_new_tokens:
+                result.stop_reason = "eos" if stop else "length"
+            yield round_
+            if stop:
+                return
+
+    def _plain_round(self, target: CachedLM, context, sampling, generator) -> Round:
+        t0 = time.perf_counter()
+        logits = target.extend(context[-1:])[-1]
+        token, probs = choose(logits, sampling, generator)
+        token = int(token)
+        p = float(probs[token])
+        return Round(index=0, token_ids=[token], kinds=[PLAIN], drafted=[], num_accepted=0, target_probs=[],
+                     draft_probs=[], accept_probs=[], uniforms=[], token_target_probs=[p], token_draft_probs=[None],
+                     residual_top=[], num_draft_tokens=0, draft_s=0.0, verify_s=self._sync_time(t0),
+                     elapsed_s=0.0, speculative=False)
+
+    def _speculative_round(self, target: CachedLM, drafter: Drafter, context, k, sampling, generator) -> Round:
+        t0 = time.perf_counter()
+        draft = drafter.propose(context, k)
+        draft_tokens = draft.tokens.to(self.device)
+        draft_probs = _align(draft.probs, self.vocab_size, self.device)
+        draft_s = self._sync_time(t0)
+        t1 = time.perf_counter()
+
+        logits = target.extend(torch.cat([torch.tensor(context[-1:], device=self.device), draft_tokens]))
+        target_probs = logits_to_probs(logits, sampling)  # [k+1, V]
+        verdict = self.verify(target_probs=target_probs, draft_tokens=draft_tokens,
+                              draft_probs=None if sampling.greedy else draft_probs,
+                              generator=generator, greedy=sampling.greedy)
+        n = verdict.num_accepted
+        target.trim(len(context) + n)  # keep cur and the accepted drafts; the new token is next round's cur
+        drafter.observe(n)
+
+        # p and q of every drafted token and of the round's last token, in one transfer
+        k_drafted = draft_tokens.shape[0]
+        rows = torch.cat([torch.arange(k_drafted, device=self.device), torch.tensor([n], device=self.device)])
+        cols = torch.cat([draft_tokens, torch.tensor([verdict.next_token], device=self.device)])
+        p_all = target_probs[rows, cols].tolist()  # p(x_1..x_k), then p of the round's last token
+        if draft_probs is None:
+            q_all, q_next = [1.0] * k_drafted, None
+        else:
+            q_all = draft_probs[rows[:-1], cols[:-1]].tolist()
+            q_next = float(draft_probs[n, verdict.next_token]) if n < k_drafted else None
+        residual_top = []
+        if verdict.residual is not None:
+            top = torch.topk(verdict.residual, min(10, verdict.residual.shape[0]))
+            residual_top = [(int(i), float(v)) for i, v in zip(top.indices.tolist(), top.values.tolist()) if v > 0]
+        drafted = draft_tokens.tolist()
+        verify_s = self._sync_time(t1)
+        return Round(index=0, token_ids=drafted[:n] + [verdict.next_token], kinds=[ACCEPTED] * n + [verdict.next_kind],
+                     drafted=drafted, num_accepted=n, target_probs=p_all[:k_drafted], draft_probs=q_all,
+                     accept_probs=verdict.accept_probs, uniforms=verdict.uniforms,
+                     token_target_probs=p_all[:n] + [p_all[-1]], token_draft_probs=q_all[:n] + [q_next],
+                     residual_top=residual_top, num_draft_tokens=k, draft_s=draft_s, verify_s=verify_s,
+                     elapsed_s=0.0)
+
+    def _cut_at_eos(self, round_: Round, ignore_eos: bool) -> Round:
+        """An EOS inside a block ends the generation there: drop what the round emitted after it."""
+        if ignore_eos or not self.eos_token_ids:
+            return round_
+        for j, token in enumerate(round_.token_ids[:-1]):
+            if token in self.eos_token_ids:
+                keep = j + 1
+                return replace(round_, token_ids=round_.token_ids[:keep], kinds=round_.kinds[:keep],
+                                token_target_probs=round_.token_target_probs[:keep],
+                                token_draft_probs=round_.token_draft_probs[:keep])
+        return round_
+
+    # -- checks and helpers ----------------------------------------------------------------------------
+
+    def _make_drafter(self, drafter) -> Drafter:
+        if drafter is None:
+            drafter = "model" if self.draft_model is not None else "prompt_lookup"
+        if drafter == "model":
+            if self.draft_model is None:
+                raise ValueError("drafter='model' needs a draft model; this engine has none (use 'prompt_lookup')")
+            return ModelDrafter(self.draft_model)
+        if drafter == "prompt_lookup":
+            return PromptLookupDrafter()
+        if isinstance(drafter, str):
+            raise ValueError(f"unknown drafter {drafter!r}; choose one of {', '.join(DRAFTERS)}")
+        return drafter
+
+    def _check_prompt(self, input_ids) -> list[int]:
+        if isinstance(input_ids, torch.Tensor):
+            input_ids = input_ids.reshape(-1).tolist()
+        prompt = list(input_ids)
+        if not prompt:
+            raise ValueError("the prompt is empty: give at least one token id")
+        for t in prompt:
+            if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < self.vocab_size:
+                raise ValueError(f"token id {t!r} is not an integer in [0, {self.vocab_size}) (the target's vocabulary)")
+        return prompt
+
+    def _check_context(self, prompt_len: int, max_new_tokens: int, drafter) -> None:
+        models = [("target", self.target_model)]
+        if isinstance(drafter, ModelDrafter):
+            models.append(("draft", drafter.model))
+        for role, model in models:
+            limit = context_limit(model)
+            if limit is not None and prompt_len + max_new_tokens > limit:
+                raise ContextLengthError(
+                    f"the prompt ({prompt_len} tokens) plus max_new_tokens ({max_new_tokens}) is "
+                    f"{prompt_len + max_new_tokens} tokens, more than the {role} model's context of {limit}; "
+                    "shorten the prompt or lower max_new_tokens"
+                )
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _sync_time(self, since: float) -> float:
+        self._sync()
+        return time.perf_counter() - since
+
+
+def _align(probs: torch.Tensor | None, vocab_size: int, device) -> torch.Tensor | None:
+    """Put the draft's q on the target's device and vocabulary: tokens the draft lacks get q = 0."""
+    if probs is None:
+        return None
+    probs = probs.to(device)
+    missing = vocab_size - probs.shape[-1]
+    return torch.nn.functional.pad(probs, (0, missing)) if missing > 0 else probs
+
+

@@ -1,0 +1,137 @@
+"""Load a preset's target, draft and tokenizer through `from_pretrained`, the same path for the bundled
+pair (local folders) and for Hub models.
+
+Failures become a `LoadError` whose message names the preset and says what to do; callers (the app)
+show it and keep serving whatever was loaded before.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from specui.presets import Preset
+
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+class LoadError(RuntimeError):
+    """A preset could not be loaded; the message is meant for people."""
+
+
+@dataclass
+class LoadedPair:
+    preset: Preset
+    target: torch.nn.Module
+    draft: torch.nn.Module | None
+    tokenizer: object  # a transformers tokenizer
+
+    @property
+    def device(self) -> torch.device:
+        return self.target.get_input_embeddings().weight.device
+
+
+def pick_device(requested: str | None) -> str:
+    if requested:
+        return requested
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) -> LoadedPair:
+    """Load everything a preset names. `progress` receives short status lines."""
+    say = progress or (lambda _msg: None)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    wants_cuda = preset.quantization != "none" or preset.draft_quantization != "none"
+    if wants_cuda and not torch.cuda.is_available():
+        raise LoadError(
+            f"Preset '{preset.name}' asks for {preset.quantization if preset.quantization != 'none' else preset.draft_quantization} "
+            "quantization, which needs a CUDA GPU (bitsandbytes); this machine has none. "
+            "Choose a preset without quantization."
+        )
+    try:
+        say(f"Loading the tokenizer of {preset.target}")
+        tokenizer = AutoTokenizer.from_pretrained(preset.target, revision=preset.revision,
+                                                  trust_remote_code=preset.trust_remote_code)
+        say(f"Loading the target {preset.target}")
+        target = AutoModelForCausalLM.from_pretrained(
+            preset.target, **_model_kwargs(preset, quantization=preset.quantization, revision=preset.revision,
+                                           device=preset.device, device_map=preset.device_map))
+        draft = None
+        if preset.draft is not None:
+            say(f"Loading the draft {preset.draft}")
+            draft = AutoModelForCausalLM.from_pretrained(
+                preset.draft, **_model_kwargs(preset, quantization=preset.draft_quantization,
+                                              revision=preset.draft_revision,
+                                              device=preset.draft_device or preset.device, device_map=None))
+            check_compatible(preset, tokenizer)
+    except LoadError:
+        raise
+    except (OSError, ValueError, ImportError, RuntimeError) as e:
+        raise LoadError(f"Preset '{preset.name}' could not be loaded: {_short(e)}") from e
+    say("Ready")
+    return LoadedPair(preset=preset, target=target.eval(), draft=draft.eval() if draft is not None else None,
+                      tokenizer=tokenizer)
+
+
+def check_compatible(preset: Preset, target_tokenizer) -> None:
+    """The draft must tokenize exactly as the target does, or its proposals mean other text."""
+    from transformers import AutoTokenizer
+
+    draft_tokenizer = AutoTokenizer.from_pretrained(preset.draft, revision=preset.draft_revision,
+                                                    trust_remote_code=preset.trust_remote_code)
+    if draft_tokenizer.get_vocab() != target_tokenizer.get_vocab():
+        raise LoadError(
+            f"Preset '{preset.name}': the draft {preset.draft} and the target {preset.target} use different "
+            "tokenizers (their vocabularies differ), so the draft's tokens cannot be verified by the target. "
+            "Pick a draft from the target's model family."
+        )
+
+
+def _model_kwargs(preset: Preset, *, quantization: str, revision, device, device_map) -> dict:
+    kwargs = {"revision": revision, "trust_remote_code": preset.trust_remote_code}
+    if preset.dtype != "auto":
+        kwargs["dtype"] = _DTYPES[preset.dtype]
+    else:
+        kwargs["dtype"] = "auto"
+    if quantization != "none":
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=quantization == "4bit",
+                                                           load_in_8bit=quantization == "8bit")
+        kwargs["device_map"] = device_map or pick_device(device)
+    elif device_map:
+        kwargs["device_map"] = device_map
+    else:
+        kwargs["device_map"] = pick_device(device)
+    return kwargs
+
+
+def _short(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    first = text[0] if text else type(e).__name__
+    return first if len(first) < 400 else first[:400] + "…"
+
+
+class PairCache:
+    """Loaded pairs by preset name, the most recent `capacity` kept; one load at a time."""
+
+    def __init__(self, capacity: int = 1):
+        self.capacity = capacity
+        self._pairs: OrderedDict[str, LoadedPair] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, preset: Preset, *, progress: Callable[[str], None] | None = None) -> LoadedPair:
+        with self._lock:
+            if preset.name in self._pairs:
+                self._pairs.move_to_end(preset.name)
+                return self._pairs[preset.name]
+            pair = load_pair(preset, progress=progress)
+            self._pairs[preset.name] = pair
+            while len(self._pairs) > self.capacity:
+                self._pairs.popitem(last=False)
+            return pair

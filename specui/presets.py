@@ -1,0 +1,161 @@
+"""models.yaml: the model pairs specui knows, parsed once into frozen dataclasses and validated.
+
+Every problem is reported as a `ConfigError` whose message names the file and the key, e.g.
+`models.yaml: presets.qwen.quantization: must be one of none, 8bit, 4bit (got '3bit')`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import yaml
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "models.yaml"
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+QUANTIZATIONS = ("none", "8bit", "4bit")
+DRAFTERS = ("model", "prompt_lookup")
+
+
+class ConfigError(ValueError):
+    """models.yaml is missing, unreadable or invalid; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    target: str  # a local folder (absolute after loading) or a Hugging Face Hub id
+    draft: str | None = None  # None: no draft model (the drafter is prompt lookup)
+    drafter: str = "model"  # "model" | "prompt_lookup"
+    description: str = ""
+    revision: str | None = None  # of the target, on the Hub
+    draft_revision: str | None = None
+    dtype: str = "auto"
+    quantization: str = "none"  # of the target, through bitsandbytes (CUDA only)
+    draft_quantization: str = "none"
+    device_map: str | None = None  # e.g. "auto": accelerate spreads / offloads the target
+    device: str | None = None  # the target's device without device_map; None: CUDA if present, else CPU
+    draft_device: str | None = None  # None: the target's device
+    num_draft_tokens: int = 4
+    chat_template: bool = False  # wrap prompts in the tokenizer's chat template (instruct models)
+    trust_remote_code: bool = False
+    memory: str = ""  # what it needs, in words, for people choosing a preset
+
+    @property
+    def is_local(self) -> bool:
+        return Path(self.target).is_absolute()
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    default: str
+    presets: dict[str, Preset]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.presets)
+
+    def get(self, name: str | None) -> Preset:
+        name = name or self.default
+        if name not in self.presets:
+            raise ConfigError(f"{self.path.name}: no preset named {name!r}; known presets: {', '.join(self.presets)}")
+        return self.presets[name]
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Read and validate a models.yaml (default: the one beside the package)."""
+    path = Path(path) if path is not None else DEFAULT_CONFIG
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot be read ({e})") from None
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        line = f" at line {where.line + 1}" if where is not None else ""
+        raise ConfigError(f"{path}: not valid YAML{line}: {getattr(e, 'problem', e)}") from None
+    return parse_config(raw, path=path)
+
+
+def parse_config(raw, *, path: Path) -> Config:
+    where = path.name
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: the top level must be a mapping with 'default' and 'presets'")
+    unknown = set(raw) - {"default", "presets"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown top-level key {sorted(unknown)[0]!r} (expected 'default' and 'presets')")
+    presets_raw = raw.get("presets")
+    if not isinstance(presets_raw, dict) or not presets_raw:
+        raise ConfigError(f"{where}: presets: must be a non-empty mapping of preset names to settings")
+    presets = {str(name): _parse_preset(str(name), body, path=path) for name, body in presets_raw.items()}
+    default = raw.get("default", next(iter(presets)))
+    if default not in presets:
+        raise ConfigError(f"{where}: default: {default!r} is not a preset (known: {', '.join(presets)})")
+    return Config(path=path, default=default, presets=presets)
+
+
+def _parse_preset(name: str, body, *, path: Path) -> Preset:
+    key = f"{path.name}: presets.{name}"
+    if not isinstance(body, dict):
+        raise ConfigError(f"{key}: must be a mapping of settings")
+    allowed = {f.name for f in fields(Preset)} - {"name"}
+    for k in body:
+        if k not in allowed:
+            raise ConfigError(f"{key}.{k}: unknown setting (allowed: {', '.join(sorted(allowed))})")
+
+    def text(k, default=None, *, required=False):
+        v = body.get(k, default)
+        if v is None and not required:
+            return None
+        if not isinstance(v, str) or not v.strip():
+            raise ConfigError(f"{key}.{k}: {'is required and ' if required else ''}must be a non-empty string")
+        return v.strip()
+
+    def choice(k, options, default):
+        v = body.get(k, default)
+        v = "none" if v is None and "none" in options else v
+        if v not in options:
+            raise ConfigError(f"{key}.{k}: must be one of {', '.join(options)} (got {v!r})")
+        return v
+
+    def flag(k, default):
+        v = body.get(k, default)
+        if not isinstance(v, bool):
+            raise ConfigError(f"{key}.{k}: must be true or false (got {v!r})")
+        return v
+
+    k_draft = body.get("num_draft_tokens", 4)
+    if isinstance(k_draft, bool) or not isinstance(k_draft, int) or not 1 <= k_draft <= 64:
+        raise ConfigError(f"{key}.num_draft_tokens: must be an integer from 1 to 64 (got {k_draft!r})")
+    draft = text("draft")
+    drafter = choice("drafter", DRAFTERS, "model" if draft else "prompt_lookup")
+    if drafter == "model" and draft is None:
+        raise ConfigError(f"{key}.draft: drafter 'model' needs a draft model (or set drafter: prompt_lookup)")
+    return Preset(
+        name=name,
+        target=_resolve(text("target", required=True), path),
+        draft=_resolve(draft, path) if draft else None,
+        drafter=drafter,
+        description=" ".join(str(body.get("description", "")).split()),
+        revision=text("revision"),
+        draft_revision=text("draft_revision"),
+        dtype=choice("dtype", DTYPES, "auto"),
+        quantization=choice("quantization", QUANTIZATIONS, "none"),
+        draft_quantization=choice("draft_quantization", QUANTIZATIONS, "none"),
+        device_map=text("device_map"),
+        device=text("device"),
+        draft_device=text("draft_device"),
+        num_draft_tokens=k_draft,
+        chat_template=flag("chat_template", False),
+        trust_remote_code=flag("trust_remote_code", False),
+        memory=str(body.get("memory", "")),
+    )
+
+
+def _resolve(ref: str, config_path: Path) -> str:
+    """Local folders ("./x", "../x", "/x", "assets/x") become absolute; anything else is a Hub id."""
+    if ref.startswith(("./", "../", "/", "assets/", "~")):
+        return str((config_path.resolve().parent / Path(ref).expanduser()).resolve())
+    return ref

@@ -1,0 +1,72 @@
+"""One sampling transform, shared by the target and every drafter.
+
+Temperature, top-k and top-p follow transformers' `TemperatureLogitsWarper`, `TopKLogitsWarper`
+and `TopPLogitsWarper` exactly, applied in that order (the order `generate()` uses). Greedy decoding
+(temperature 0) is an explicit case, never a limit of the sampled one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How tokens are chosen. `temperature == 0` means greedy (argmax)."""
+
+    temperature: float = 0.0
+    top_k: int = 0  # 0 keeps every token
+    top_p: float = 1.0  # 1.0 keeps every token
+
+    def __post_init__(self):
+        if not (isinstance(self.temperature, (int, float)) and math.isfinite(self.temperature)) or self.temperature < 0:
+            raise ValueError(f"temperature must be a finite number >= 0 (0 means greedy), got {self.temperature!r}")
+        if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or self.top_k < 0:
+            raise ValueError(f"top_k must be an integer >= 0 (0 disables it), got {self.top_k!r}")
+        if not isinstance(self.top_p, (int, float)) or not (0.0 < self.top_p <= 1.0):
+            raise ValueError(f"top_p must be in (0, 1] (1 disables it), got {self.top_p!r}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+def logits_to_probs(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+    """Turn logits [..., V] into the float32 distribution tokens are sampled from.
+
+    Greedy sampling has no distribution to sample from; for it this returns the plain softmax, which
+    specui only reports (the token itself is always the argmax).
+    """
+    scores = logits.float()  # a new tensor when logits are half precision; never edited in place below
+    if sampling.greedy:
+        return torch.softmax(scores, dim=-1)
+    if sampling.temperature != 1.0:
+        scores = scores / sampling.temperature
+    if sampling.top_k > 0:
+        k = min(sampling.top_k, scores.shape[-1])
+        kth_best = torch.topk(scores, k, dim=-1).values[..., -1:]
+        scores = scores.masked_fill(scores < kth_best, -math.inf)  # ties with the k-th score are kept
+    if sampling.top_p < 1.0:
+        sorted_scores, sorted_idx = torch.sort(scores, dim=-1, descending=False)
+        cumulative = sorted_scores.softmax(dim=-1).cumsum(dim=-1)
+        sorted_remove = cumulative <= (1.0 - sampling.top_p)
+        sorted_remove[..., -1:] = False  # always keep the most likely token
+        remove = sorted_remove.scatter(-1, sorted_idx, sorted_remove)
+        scores = scores.masked_fill(remove, -math.inf)
+    return torch.softmax(scores, dim=-1)
+
+
+def sample(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Draw one token per row of probs [..., V]; returns [...] int64."""
+    flat = probs.reshape(-1, probs.shape[-1])
+    return torch.multinomial(flat, 1, generator=generator).reshape(probs.shape[:-1])
+
+
+def choose(logits: torch.Tensor, sampling: Sampling, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pick the next token from logits [V]: returns (token [] int64, probs [V] it came from)."""
+    probs = logits_to_probs(logits, sampling)
+    token = logits.argmax(dim=-1) if sampling.greedy else sample(probs, generator)
+    return token, probs
