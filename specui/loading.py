@@ -7,6 +7,7 @@ show it and keep serving whatever was loaded before.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -71,7 +72,13 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
             check_compatible(preset, tokenizer)
     except LoadError:
         raise
-    except (OSError, ValueError, ImportError, RuntimeError) as e:
+    except OSError as e:
+        hint = ""
+        if not preset.is_local and ("connect" in str(e).lower() or os.environ.get("HF_HUB_OFFLINE") == "1"):
+            hint = (" The Hugging Face Hub cannot be reached (offline, or HF_HUB_OFFLINE=1) and the weights are not in"
+                    " the local cache: connect once to download them, or choose a preset with local weights.")
+        raise LoadError(f"Preset '{preset.name}' could not be loaded: {_short(e)}{hint}") from e
+    except (ValueError, ImportError, RuntimeError) as e:
         raise LoadError(f"Preset '{preset.name}' could not be loaded: {_short(e)}") from e
     say("Ready")
     return LoadedPair(preset=preset, target=target.eval(), draft=draft.eval() if draft is not None else None,

@@ -73,3 +73,25 @@ def random_prompts(n: int, *, vocab_size: int, seed: int, min_len: int = 2, max_
         base = torch.randint(0, vocab_size, (max(1, length // 2),), generator=gen).tolist()
         prompts.append((base * 3)[:length])
     return prompts
+
+
+def char_tokenizer(*, reverse: bool = False):
+    """A 96-token character-level tokenizer (printable ASCII + [UNK]) in transformers' fast format."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    chars = [chr(c) for c in range(32, 127)]
+    if reverse:
+        chars = chars[::-1]
+    vocab = {"[UNK]": 0, **{ch: i + 1 for i, ch in enumerate(chars)}}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Split("", behavior="isolated")
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
+
+
+def save_tiny_model(folder, arch: str, *, layers: int, seed: int, tokenizer=None, model=None):
+    """Save a random-initialised model (and its tokenizer) as a complete Hugging Face folder."""
+    model = model if model is not None else make_model(arch, layers=layers, seed=seed)
+    model.save_pretrained(folder)
+    (tokenizer or char_tokenizer()).save_pretrained(folder)
+    return str(folder)

@@ -1,0 +1,80 @@
+"""Loading presets through the real `from_pretrained` path, from local folders of tiny random models."""
+
+import pytest
+import torch
+
+from specui import SpeculativeEngine
+from specui.loading import LoadError, PairCache, load_pair
+from specui.presets import load_config
+from tests.conftest import char_tokenizer, noisy_copy, make_model, save_tiny_model
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    """Local folders for three architectures, a draft with another tokenizer, and a models.yaml naming them."""
+    root = tmp_path_factory.mktemp("hub")
+    for arch in ("llama", "qwen2", "gpt2"):
+        target = make_model(arch, layers=2, seed=0)
+        save_tiny_model(root / f"{arch}-target", arch, layers=2, seed=0, model=target)
+        save_tiny_model(root / f"{arch}-draft", arch, layers=1, seed=1, model=noisy_copy(target, noise=0.3, seed=2))
+    save_tiny_model(root / "other-tokenizer", "llama", layers=1, seed=3, tokenizer=char_tokenizer(reverse=True))
+    (root / "models.yaml").write_text(
+        "default: llama\n"
+        "presets:\n"
+        + "".join(f"  {a}:\n    target: ./{a}-target\n    draft: ./{a}-draft\n    dtype: float32\n    device: cpu\n"
+                  for a in ("llama", "qwen2", "gpt2"))
+        + "  mismatched:\n    target: ./llama-target\n    draft: ./other-tokenizer\n    device: cpu\n"
+        "  lookup:\n    target: ./gpt2-target\n    device: cpu\n"
+        "  quantized:\n    target: ./llama-target\n    draft: ./llama-draft\n    quantization: 4bit\n"
+        "  offline:\n    target: specui-test-org/no-such-model\n    draft: specui-test-org/no-such-draft\n"
+    )
+    return load_config(root / "models.yaml")
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "gpt2"])
+def test_pairs_load_and_speculate_exactly(hub, arch):
+    lines = []
+    pair = load_pair(hub.get(arch), progress=lines.append)
+    assert lines[-1] == "Ready" and any("draft" in line for line in lines)
+    assert pair.device.type == "cpu" and pair.target.dtype == torch.float32
+    ids = pair.tokenizer("def f(x):\n    return x").input_ids
+    engine = SpeculativeEngine(pair.target, pair.draft)
+    plain = engine.generate(ids, max_new_tokens=16, speculative=False)
+    spec = engine.generate(ids, max_new_tokens=16, num_draft_tokens=hub.get(arch).num_draft_tokens)
+    assert spec.token_ids == plain.token_ids and spec.num_drafted > 0
+
+
+def test_prompt_lookup_preset_loads_without_a_draft(hub):
+    pair = load_pair(hub.get("lookup"))
+    assert pair.draft is None and pair.preset.drafter == "prompt_lookup"
+
+
+def test_mismatched_tokenizers_are_rejected_naming_both(hub):
+    with pytest.raises(LoadError) as e:
+        load_pair(hub.get("mismatched"))
+    message = str(e.value)
+    assert "'mismatched'" in message and "other-tokenizer" in message and "llama-target" in message
+
+
+def test_quantization_without_cuda_is_explained(hub):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA; the message is for machines without it")
+    with pytest.raises(LoadError, match="'quantized' asks for 4bit quantization, which needs a CUDA GPU"):
+        load_pair(hub.get("quantized"))
+
+
+def test_unreachable_hub_names_the_preset(hub, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(LoadError, match="Preset 'offline' could not be loaded"):
+        load_pair(hub.get("offline"))
+
+
+def test_cache_keeps_the_loaded_pair_when_another_fails(hub):
+    cache = PairCache(capacity=1)
+    first = cache.get(hub.get("llama"))
+    assert cache.get(hub.get("llama")) is first
+    with pytest.raises(LoadError):
+        cache.get(hub.get("mismatched"))
+    assert cache.get(hub.get("llama")) is first  # still loaded, not reloaded
+    second = cache.get(hub.get("gpt2"))
+    assert second is not first and cache.get(hub.get("gpt2")) is second

@@ -1,0 +1,24 @@
+"""`import specui` and the whole engine work without gradio or plotly installed."""
+
+import subprocess
+import sys
+
+BLOCKER = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in {'gradio', 'gradio_client', 'plotly'}:
+            raise ImportError(f'{name} is blocked in this test')
+sys.meta_path.insert(0, Block())
+import specui
+from specui import SpeculativeEngine, Sampling, verify, PromptLookupDrafter, GenerationResult
+import specui.engine, specui.kv, specui.events, specui.presets, specui.loading, specui.metrics
+assert 'gradio' not in sys.modules and 'plotly' not in sys.modules
+print('ok')
+"""
+
+
+def test_import_without_ui_packages():
+    out = subprocess.run([sys.executable, "-c", BLOCKER], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

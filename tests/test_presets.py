@@ -1,0 +1,75 @@
+"""models.yaml: the shipped file is valid, and broken files get messages naming the file and the key."""
+
+import pytest
+
+from specui.presets import DEFAULT_CONFIG, ConfigError, load_config
+
+
+def test_shipped_models_yaml_is_valid():
+    config = load_config()
+    assert config.default == "bundled"
+    bundled = config.get(None)
+    assert bundled.is_local and bundled.target.endswith("assets/specui-target")
+    assert bundled.draft.endswith("assets/specui-draft") and bundled.drafter == "model"
+    kinds = {(p.quantization, p.drafter, p.device_map) for p in config.presets.values()}
+    assert ("4bit", "model", None) in kinds and ("none", "prompt_lookup", None) in kinds
+    assert any(p.device_map == "auto" for p in config.presets.values())
+    assert all(p.description and p.memory for p in config.presets.values())
+    assert config.path == DEFAULT_CONFIG
+
+
+def write(tmp_path, text):
+    path = tmp_path / "models.yaml"
+    path.write_text(text)
+    return path
+
+
+GOOD = "default: a\npresets:\n  a:\n    target: ./t\n    draft: org/draft\n"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("presets: [\n", "not valid YAML at line"),
+    ("- 1\n- 2\n", "top level must be a mapping"),
+    ("defualt: a\npresets: {a: {target: x}}\n", "unknown top-level key 'defualt'"),
+    ("default: a\n", "presets: must be a non-empty mapping"),
+    ("default: b\npresets:\n  a: {target: x}\n", "default: 'b' is not a preset"),
+    ("presets:\n  a: {draft: y}\n", "presets.a.target: is required"),
+    ("presets:\n  a: {target: x, quantization: 3bit}\n", "presets.a.quantization: must be one of none, 8bit, 4bit"),
+    ("presets:\n  a: {target: x, draft: y, dtype: fp8}\n", "presets.a.dtype: must be one of"),
+    ("presets:\n  a: {target: x, num_draft_tokens: 0}\n", "presets.a.num_draft_tokens: must be an integer"),
+    ("presets:\n  a: {target: x, chat_template: 'yes'}\n", "presets.a.chat_template: must be true or false"),
+    ("presets:\n  a: {target: x, drafter: model}\n", "presets.a.draft: drafter 'model' needs a draft model"),
+    ("presets:\n  a: {target: x, drafter: eagle}\n", "presets.a.drafter: must be one of model, prompt_lookup"),
+    ("presets:\n  a: {target: x, temprature: 1}\n", "presets.a.temprature: unknown setting"),
+    ("presets:\n  a: [1]\n", "presets.a: must be a mapping"),
+])
+def test_broken_files_name_file_and_key(tmp_path, text, message):
+    with pytest.raises(ConfigError) as e:
+        load_config(write(tmp_path, text))
+    assert "models.yaml" in str(e.value) and message in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="nope.yaml: file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_paths_resolve_beside_the_file_and_hub_ids_stay(tmp_path):
+    config = load_config(write(tmp_path, GOOD))
+    preset = config.get("a")
+    assert preset.target == str(tmp_path / "t") and preset.draft == "org/draft"
+    assert preset.drafter == "model" and preset.num_draft_tokens == 4 and not preset.trust_remote_code
+    with pytest.raises(ConfigError, match="no preset named 'zz'"):
+        config.get("zz")
+
+
+def test_prompt_lookup_is_the_default_without_a_draft(tmp_path):
+    preset = load_config(write(tmp_path, "presets:\n  solo:\n    target: org/model\n")).get(None)
+    assert preset.draft is None and preset.drafter == "prompt_lookup"
+
+
+def test_presets_are_frozen():
+    preset = load_config().get(None)
+    with pytest.raises(AttributeError):
+        preset.target = "elsewhere"
