@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -42,10 +43,22 @@ def pick_device(requested: str | None) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def apply_threads(pair: LoadedPair) -> None:
+    """Give torch the preset's CPU thread count when its target runs on a CPU. Tiny models run several
+    times faster on one thread than on two that fight over a busy core."""
+    if pair.preset.threads and pair.device.type == "cpu":
+        torch.set_num_threads(pair.preset.threads)
+
+
 def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) -> LoadedPair:
     """Load everything a preset names. `progress` receives short status lines."""
     say = progress or (lambda _msg: None)
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    for role, ref in (("target", preset.target), ("draft", preset.draft)):
+        if ref and Path(ref).is_absolute() and not (Path(ref) / "config.json").is_file():
+            raise LoadError(f"Preset '{preset.name}': the {role} folder {ref} has no config.json. "
+                            "Check the path in models.yaml (local paths are relative to that file).")
 
     wants_cuda = preset.quantization != "none" or preset.draft_quantization != "none"
     if wants_cuda and not torch.cuda.is_available():
@@ -81,8 +94,10 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
     except (ValueError, ImportError, RuntimeError) as e:
         raise LoadError(f"Preset '{preset.name}' could not be loaded: {_short(e)}") from e
     say("Ready")
-    return LoadedPair(preset=preset, target=target.eval(), draft=draft.eval() if draft is not None else None,
+    pair = LoadedPair(preset=preset, target=target.eval(), draft=draft.eval() if draft is not None else None,
                       tokenizer=tokenizer)
+    apply_threads(pair)
+    return pair
 
 
 def check_compatible(preset: Preset, target_tokenizer) -> None:
@@ -136,6 +151,7 @@ class PairCache:
         with self._lock:
             if preset.name in self._pairs:
                 self._pairs.move_to_end(preset.name)
+                apply_threads(self._pairs[preset.name])
                 return self._pairs[preset.name]
             pair = load_pair(preset, progress=progress)
             self._pairs[preset.name] = pair

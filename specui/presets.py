@@ -39,6 +39,7 @@ class Preset:
     num_draft_tokens: int = 4
     chat_template: bool = False  # wrap prompts in the tokenizer's chat template (instruct models)
     trust_remote_code: bool = False
+    threads: int | None = None  # CPU threads for torch while this preset runs on a CPU (None: torch's default)
     memory: str = ""  # what it needs, in words, for people choosing a preset
 
     @property
@@ -126,6 +127,9 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
             raise ConfigError(f"{key}.{k}: must be true or false (got {v!r})")
         return v
 
+    threads = body.get("threads")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ConfigError(f"{key}.threads: must be a positive integer (got {threads!r})")
     k_draft = body.get("num_draft_tokens", 4)
     if isinstance(k_draft, bool) or not isinstance(k_draft, int) or not 1 <= k_draft <= 64:
         raise ConfigError(f"{key}.num_draft_tokens: must be an integer from 1 to 64 (got {k_draft!r})")
@@ -150,6 +154,7 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
         num_draft_tokens=k_draft,
         chat_template=flag("chat_template", False),
         trust_remote_code=flag("trust_remote_code", False),
+        threads=threads,
         memory=str(body.get("memory", "")),
     )
 

@@ -78,3 +78,23 @@ def test_cache_keeps_the_loaded_pair_when_another_fails(hub):
     assert cache.get(hub.get("llama")) is first  # still loaded, not reloaded
     second = cache.get(hub.get("gpt2"))
     assert second is not first and cache.get(hub.get("gpt2")) is second
+
+
+def test_missing_local_folder_is_named(tmp_path):
+    from specui.presets import parse_config
+
+    config = parse_config({"presets": {"gone": {"target": "./nowhere", "draft": "./nowhere-either"}}},
+                          path=tmp_path / "models.yaml")
+    with pytest.raises(LoadError, match=r"Preset 'gone': the target folder .*nowhere has no config.json"):
+        load_pair(config.get("gone"))
+
+
+def test_preset_threads_apply_on_cpu(hub):
+    from dataclasses import replace
+
+    before = torch.get_num_threads()
+    try:
+        load_pair(replace(hub.get("llama"), threads=1))
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

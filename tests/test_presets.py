@@ -42,6 +42,7 @@ GOOD = "default: a\npresets:\n  a:\n    target: ./t\n    draft: org/draft\n"
     ("presets:\n  a: {target: x, drafter: eagle}\n", "presets.a.drafter: must be one of model, prompt_lookup"),
     ("presets:\n  a: {target: x, temprature: 1}\n", "presets.a.temprature: unknown setting"),
     ("presets:\n  a: [1]\n", "presets.a: must be a mapping"),
+    ("presets:\n  a: {target: x, threads: 0}\n", "presets.a.threads: must be a positive integer"),
 ])
 def test_broken_files_name_file_and_key(tmp_path, text, message):
     with pytest.raises(ConfigError) as e:

@@ -1,0 +1,52 @@
+"""specui's Gradio showcase: `python app.py [--preset NAME] [--config models.yaml] [--host H] [--port P] [--share]`.
+
+Thin on purpose: parse the arguments, read models.yaml, build the Blocks app (specui/ui/blocks.py)
+and launch it. A broken config ends the program with one line naming the file and the problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import replace
+
+
+def main(argv: list[str] | None = None) -> int:
+    from specui.spaces import preset_from_env
+
+    parser = argparse.ArgumentParser(description="specui: speculative decoding, visible (a Gradio app)")
+    parser.add_argument("--preset", default=preset_from_env(),
+                        help="the preset to start with (default: $SPECUI_PRESET, else models.yaml's default)")
+    parser.add_argument("--config", help="a models.yaml (default: the one beside specui/)")
+    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                        help="address to listen on (0.0.0.0: every interface; default $GRADIO_SERVER_NAME or 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)),
+                        help="port to listen on (default $GRADIO_SERVER_PORT or 7860)")
+    parser.add_argument("--share", action="store_true", help="also open a public gradio.live link")
+    args = parser.parse_args(argv)
+
+    from specui.presets import ConfigError, load_config
+
+    try:
+        config = load_config(args.config)
+        if args.preset:
+            config.get(args.preset)  # fails with the known names
+            config = replace(config, default=args.preset)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    from specui.ui.blocks import build, launch
+
+    demo = build(config)
+    try:
+        launch(demo, server_name=args.host, server_port=args.port, share=args.share)
+    except OSError as e:  # the port is taken, or the address cannot be bound
+        print(f"error: cannot serve on {args.host}:{args.port}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

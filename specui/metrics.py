@@ -1,0 +1,139 @@
+"""Speculative decoding figures, as pure functions shared by the benchmark and the UI.
+
+Definitions (Leviathan, Kalman, Matias 2023, "Fast Inference from Transformers via Speculative
+Decoding", section 3; the counting conventions of vLLM and Spec-Bench):
+    alpha  acceptance rate: accepted draft tokens / drafted tokens (an estimate of E[beta])
+    K      draft tokens proposed per round (gamma in the paper)
+    c      cost of one draft forward / cost of one target forward (one token each, KV cached)
+    mean accepted length: tokens emitted per target forward, bonus included (plain decoding = 1.0;
+           gpt-fast prints this minus one)
+    expected tokens per round (eq. 1): (1 - alpha^(K+1)) / (1 - alpha), K+1 when alpha = 1
+    walltime speedup (Theorem 3.8): (1 - alpha^(K+1)) / ((1 - alpha)(K c + 1))
+The optimal K has no closed form; `best_k` maximises over integers.
+
+Rounds are anything with `num_accepted` and `drafted` (a list) or `num_drafted` (an int), such as
+`specui.events.Round`; no torch, no models.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+
+
+def _drafted(round_) -> int:
+    n = getattr(round_, "num_drafted", None)
+    return int(n) if n is not None else len(round_.drafted)
+
+
+def _emitted(round_) -> int:
+    ids = getattr(round_, "token_ids", None)
+    return len(ids) if ids is not None else int(round_.num_accepted) + 1
+
+
+def acceptance_rate(rounds: Iterable) -> float | None:
+    """Accepted draft tokens / drafted tokens over `rounds`; None when nothing was drafted."""
+    accepted = drafted = 0
+    for r in rounds:
+        accepted += int(r.num_accepted)
+        drafted += _drafted(r)
+    return accepted / drafted if drafted else None
+
+
+def mean_accepted_length(rounds: Iterable) -> float | None:
+    """Tokens emitted per target forward (= per round), bonus included; None for no rounds.
+
+    Plain decoding gives 1.0; a fully accepted round of K drafts gives K+1.
+    """
+    tokens = forwards = 0
+    for r in rounds:
+        tokens += _emitted(r)
+        forwards += 1
+    return tokens / forwards if forwards else None
+
+
+def _check_alpha(alpha: float) -> float:
+    alpha = float(alpha)
+    if not 0.0 <= alpha <= 1.0 or math.isnan(alpha):
+        raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
+    return alpha
+
+
+def _check_k(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValueError(f"K must be an integer >= 0, got {k!r}")
+    return k
+
+
+def expected_tokens_per_round(alpha: float, k: int) -> float:
+    """(1 - alpha^(K+1)) / (1 - alpha): tokens one round emits on average; K+1 at alpha = 1, 1 at alpha = 0."""
+    alpha, k = _check_alpha(alpha), _check_k(k)
+    if alpha == 1.0:
+        return float(k + 1)
+    return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
+
+
+def alpha_from_mean_accepted_length(mean_length: float, k: int) -> float:
+    """The per-token alpha whose expected tokens per round (eq. 1) equals a measured mean accepted length.
+
+    accepted / drafted underestimates the paper's alpha when rounds stop at the first rejection
+    (drafts after it count as drafted but never had a chance); this inverts eq. 1 instead, so that
+    `theoretical_speedup` predicts exactly the tokens per round that were measured.
+    """
+    k = _check_k(k)
+    mean_length = float(mean_length)
+    if not 1.0 <= mean_length <= k + 1 + 1e-9:
+        raise ValueError(f"a mean accepted length with K={k} must be in [1, {k + 1}], got {mean_length!r}")
+    if k == 0 or mean_length >= k + 1:
+        return 1.0 if k > 0 else 0.0
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # expected_tokens_per_round increases with alpha: bisect
+        mid = (lo + hi) / 2
+        if expected_tokens_per_round(mid, k) < mean_length:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def theoretical_speedup(alpha: float, k: int, c: float, *, verify_cost: float = 1.0) -> float:
+    """Leviathan et al. Theorem 3.8: (1 - alpha^(K+1)) / ((1 - alpha)(K c + 1)).
+
+    The theorem assumes verifying K+1 tokens costs one target forward and nothing else costs time;
+    `verify_cost` replaces that 1 with a measured cost (in target forwards) of the K+1-token forward.
+    """
+    c, verify_cost = float(c), float(verify_cost)
+    if not c >= 0 or math.isinf(c):
+        raise ValueError(f"c (draft cost / target cost) must be a finite number >= 0, got {c!r}")
+    if not verify_cost > 0 or math.isinf(verify_cost):
+        raise ValueError(f"verify_cost must be a finite number > 0, got {verify_cost!r}")
+    return expected_tokens_per_round(alpha, k) / (_check_k(k) * c + verify_cost)
+
+
+def best_k(alpha: float, c: float, k_max: int = 16) -> int:
+    """The K in 1..k_max that maximises `theoretical_speedup` (the smallest on ties)."""
+    if isinstance(k_max, bool) or not isinstance(k_max, int) or k_max < 1:
+        raise ValueError(f"k_max must be an integer >= 1, got {k_max!r}")
+    best = (1, theoretical_speedup(alpha, 1, c))
+    for k in range(2, k_max + 1):
+        s = theoretical_speedup(alpha, k, c)
+        if s > best[1] * (1 + 1e-12):
+            best = (k, s)
+    return best[0]
+
+
+def draft_cost_ratio(draft_seconds: float | Sequence[float], target_seconds: float | Sequence[float]) -> float:
+    """c = one draft forward / one target forward. Give single timings or samples (medians are used)."""
+    d = statistics.median(draft_seconds) if isinstance(draft_seconds, Sequence) else float(draft_seconds)
+    t = statistics.median(target_seconds) if isinstance(target_seconds, Sequence) else float(target_seconds)
+    if not t > 0:
+        raise ValueError(f"the target's forward time must be > 0, got {t!r}")
+    if not d >= 0:
+        raise ValueError(f"the draft's forward time must be >= 0, got {d!r}")
+    return d / t
+
+
+def efficiency(measured_speedup: float, theoretical: float) -> float | None:
+    """Measured speedup / theoretical speedup (1.0: no overhead beyond the model forwards)."""
+    return measured_speedup / theoretical if theoretical > 0 else None

@@ -1,0 +1,39 @@
+"""Hugging Face Spaces support, optional: ZeroGPU when the `spaces` package is installed, else nothing.
+
+On a ZeroGPU Space, `@spaces.GPU(duration=...)` lends a GPU to each call of the decorated function
+(arguments and results are pickled, generators are fine). Everywhere else `gpu()` returns the
+function unchanged, so the same app runs on a workstation, a CPU Space and a ZeroGPU Space.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+
+def on_spaces() -> bool:
+    """Whether this process runs inside a Hugging Face Space (the platform sets SPACE_ID)."""
+    return bool(os.environ.get("SPACE_ID"))
+
+
+def gpu(*, duration: int = 120) -> Callable:
+    """Decorator: a ZeroGPU allocation per call when `spaces` is importable, a no-op otherwise."""
+    try:
+        import spaces
+    except ImportError:
+        return lambda fn: fn
+    return spaces.GPU(duration=duration)
+
+
+def hardware_note(device_type: str) -> str | None:
+    """A line for the UI when decoding runs on a CPU, so visitors read the timings right."""
+    if device_type != "cpu":
+        return None
+    where = "this Space" if on_spaces() else "this machine"
+    return (f"Running on CPU: {where} has no GPU, so timings are CPU timings. The bundled pair is sized for "
+            "that; large presets need a GPU (or a ZeroGPU Space).")
+
+
+def preset_from_env(default: str | None = None) -> str | None:
+    """The preset a deployment asks for through SPECUI_PRESET (e.g. a Space variable)."""
+    return os.environ.get("SPECUI_PRESET") or default

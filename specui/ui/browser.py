@@ -1,0 +1,86 @@
+"""Drive Debian's Chromium with Python playwright, for the browser test and the README screenshot.
+
+Never `playwright install`: the browser is the system's /usr/bin/chromium (apt-get install chromium).
+`python -m specui.ui.browser assets/screenshot.png` serves the app on a free port, runs a greedy
+prompt with compare on, and saves a screenshot of the page.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--no-first-run", "--disable-gpu"]
+SHOT_PROMPT = "import os\nimport sys\n\n\ndef main(argv):\n"
+
+
+def chromium_path() -> str | None:
+    """The system Chromium, or None when it is not installed."""
+    return CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
+
+
+def launch_chromium(playwright):
+    return playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def set_number(page, elem_id: str, value) -> None:
+    """Type into a slider's or number's input box and commit it."""
+    box = page.locator(f"#{elem_id} input[type=number]").first
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def run_prompt(page, prompt: str, *, timeout_ms: int = 120_000) -> None:
+    """Type a prompt, press Send, wait until the run is finished (no caret left in the chat)."""
+    before = page.locator("#chat .specui-prompt").count()
+    page.fill("#prompt textarea", prompt)
+    page.click("#send")
+    page.wait_for_function(
+        "n => document.querySelectorAll('#chat .specui-prompt').length > n", arg=before, timeout=timeout_ms)
+    page.wait_for_function(
+        "() => { const m = document.querySelectorAll('#chat .specui-out, #chat .specui-error');"
+        " return m.length && !m[m.length - 1].querySelector('.specui-caret') &&"
+        " !document.querySelector('#stats .stat-status')?.textContent.includes('…'); }", timeout=timeout_ms)
+
+
+def screenshot(path: str, *, config_path: str | None = None, max_new_tokens: int = 96) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from specui.presets import load_config
+    from specui.ui.blocks import build, launch
+
+    demo = build(load_config(config_path), preload=True)
+    port = free_port()
+    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        with sync_playwright() as p:
+            browser = launch_chromium(p)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.wait_for_selector("#prompt textarea", timeout=60_000)
+            set_number(page, "max-new-tokens", max_new_tokens)
+            page.click("#compare input")
+            run_prompt(page, SHOT_PROMPT)
+            replay_s = page.evaluate("() => Math.max(0, ...[...document.querySelectorAll('#race .race-fill')]"
+                                     ".map(e => parseFloat(e.style.animationDuration) || 0))")
+            page.wait_for_timeout(1500 + 1000 * min(replay_s, 60))  # the race replay and plotly transitions end
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=path, full_page=True)
+            browser.close()
+    finally:
+        demo.close()
+
+
+if __name__ == "__main__":
+    screenshot(sys.argv[1] if len(sys.argv) > 1 else "assets/screenshot.png",
+               config_path=sys.argv[2] if len(sys.argv) > 2 else None)

@@ -1,0 +1,108 @@
+"""Plotly figures of a run, built from `GenerationResult`s: pure functions, testable without a server.
+
+    speed_figure        tokens/s over engine time, speculative and plain
+    acceptance_figure   acceptance per round (bars) and the running acceptance rate (line)
+    round_tokens_figure histogram of tokens emitted per round (1..K+1)
+    position_figure     acceptance by draft position
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from specui.ui.stats import round_times
+
+SPEC_COLOUR, PLAIN_COLOUR, RATE_COLOUR = "#2563eb", "#9ca3af", "#dc2626"
+HEIGHT = 280
+
+
+def _layout(fig: go.Figure, *, title: str, x: str, y: str, **kwargs) -> go.Figure:
+    fig.update_layout(title={"text": title, "font": {"size": 14}}, template="plotly_white", height=HEIGHT,
+                      margin={"l": 50, "r": 20, "t": 45, "b": 40}, xaxis_title=x, yaxis_title=y,
+                      legend={"orientation": "h", "y": -0.25, "x": 0}, uirevision="specui", **kwargs)
+    return fig
+
+
+def _running_speed(result) -> tuple[list[float], list[float]]:
+    times, xs, ys, tokens = round_times(result), [], [], 0
+    for r, t in zip(result.rounds, times):
+        tokens += len(r.token_ids)
+        if t > 0:
+            xs.append(round(t, 4))
+            ys.append(round(tokens / t, 2))
+    return xs, ys
+
+
+def speed_figure(spec=None, plain=None) -> go.Figure:
+    """Running tokens/s (tokens so far / engine seconds so far) against engine time."""
+    fig = go.Figure()
+    for result, name, colour in ((spec, "speculative", SPEC_COLOUR), (plain, "plain (target alone)", PLAIN_COLOUR)):
+        if result is not None and result.rounds:
+            xs, ys = _running_speed(result)
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name, line={"color": colour, "width": 2}))
+    return _layout(fig, title="Tokens/s over time", x="engine time (s)", y="tokens/s", showlegend=True)
+
+
+def acceptance_figure(spec=None) -> go.Figure:
+    """Per round: accepted / drafted (bars); the running acceptance rate (line)."""
+    fig = go.Figure()
+    xs, per_round, running = [], [], []
+    accepted = drafted = 0
+    for r in spec.rounds if spec is not None else []:
+        if r.num_drafted == 0:
+            continue
+        accepted += r.num_accepted
+        drafted += r.num_drafted
+        xs.append(r.index + 1)
+        per_round.append(round(r.num_accepted / r.num_drafted, 4))
+        running.append(round(accepted / drafted, 4))
+    fig.add_trace(go.Bar(x=xs, y=per_round, name="accepted / drafted, this round", marker_color=SPEC_COLOUR,
+                         opacity=0.55))
+    fig.add_trace(go.Scatter(x=xs, y=running, mode="lines", name="running acceptance rate",
+                             line={"color": RATE_COLOUR, "width": 2}))
+    fig = _layout(fig, title="Acceptance per round", x="round", y="acceptance", showlegend=True)
+    fig.update_yaxes(range=[0, 1.05])
+    return fig
+
+
+def round_tokens_figure(spec=None) -> go.Figure:
+    """How many tokens each round emitted (1 = first draft rejected, K+1 = all accepted plus the bonus)."""
+    counts: dict[int, int] = {}
+    for r in spec.rounds if spec is not None else []:
+        counts[len(r.token_ids)] = counts.get(len(r.token_ids), 0) + 1
+    top = max(counts, default=1)
+    xs = list(range(1, top + 1))
+    fig = go.Figure(go.Bar(x=xs, y=[counts.get(x, 0) for x in xs], marker_color=SPEC_COLOUR, name="rounds"))
+    fig = _layout(fig, title="Tokens per round", x="tokens emitted in the round", y="rounds", showlegend=False)
+    fig.update_xaxes(dtick=1)
+    return fig
+
+
+def position_figure(spec=None) -> go.Figure:
+    """For draft position i: the share of rounds drafting i tokens or more where token i was accepted,
+    and the mean acceptance probability min(1, p/q) there."""
+    reached: dict[int, int] = {}
+    passed: dict[int, int] = {}
+    prob_sum: dict[int, float] = {}
+    for r in spec.rounds if spec is not None else []:
+        for i in range(r.num_drafted):
+            reached[i] = reached.get(i, 0) + 1
+            passed[i] = passed.get(i, 0) + (i < r.num_accepted)
+            if i < len(r.accept_probs):
+                prob_sum[i] = prob_sum.get(i, 0.0) + r.accept_probs[i]
+    xs = sorted(reached)
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=[i + 1 for i in xs], y=[round(passed[i] / reached[i], 4) for i in xs],
+                         name="accepted (share of rounds)", marker_color=SPEC_COLOUR))
+    fig.add_trace(go.Scatter(x=[i + 1 for i in xs], y=[round(prob_sum.get(i, 0.0) / reached[i], 4) for i in xs],
+                             mode="lines+markers", name="mean min(1, p/q)", line={"color": RATE_COLOUR, "width": 2}))
+    fig = _layout(fig, title="Acceptance by draft position", x="draft position", y="acceptance", showlegend=True)
+    fig.update_yaxes(range=[0, 1.05])
+    fig.update_xaxes(dtick=1)
+    return fig
+
+
+def all_figures(spec=None, plain=None) -> dict[str, go.Figure]:
+    """Every chart, keyed by the element id it is shown in."""
+    return {"chart-speed": speed_figure(spec, plain), "chart-acceptance": acceptance_figure(spec),
+            "chart-tokens-per-round": round_tokens_figure(spec), "chart-position": position_figure(spec)}

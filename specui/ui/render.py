@@ -1,0 +1,181 @@
+"""HTML for tokens, prompts, replies, the legend and the race view: pure functions, no gradio.
+
+Every piece of text that comes from a user or a model goes through `escape_text`, so a prompt or a
+token such as `<img src=x onerror=alert(1)>` is shown as text and never becomes markup. The output
+is one line of HTML (newlines and tabs become character references), so a markdown renderer cannot
+split it into blocks, and `white-space: pre-wrap` in a monospace font shows code exactly.
+
+Each emitted token is a `<span class="tok tok-{kind}" title="...">` whose tooltip gives the target
+probability p, the draft probability q and the acceptance probability; rejected drafts are
+`tok-rejected` spans (hidden unless the chat has the `show-rejected` class).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+KIND_LABELS = {
+    "accepted": "accepted draft token",
+    "resampled": "resampled by the target (first rejection)",
+    "bonus": "bonus token (every draft accepted)",
+    "plain": "plain decoding (target alone)",
+    "rejected": "rejected draft token",
+}
+TEXT_STYLE = "white-space:pre-wrap;font-family:var(--font-mono, ui-monospace, monospace)"
+
+
+@dataclass(frozen=True)
+class TokenView:
+    """One token as the UI shows it."""
+
+    text: str
+    kind: str  # accepted | resampled | bonus | plain | rejected
+    p: float | None = None  # target probability of the token at its position
+    q: float | None = None  # draft probability (None: the drafter gave no distribution)
+    accept: float | None = None  # min(1, p/q) of the draft at this position (greedy: 1 or 0)
+    token_id: int | None = None
+    time_s: float = 0.0  # engine time at which its round was decided (for the race replay)
+    note: str = ""  # extra words for the tooltip
+
+
+def escape_text(text: str) -> str:
+    """Escape & < > " ' and turn line breaks and tabs into references, keeping the HTML on one line."""
+    escaped = html.escape(text, quote=True)
+    return escaped.replace("\r", "&#13;").replace("\n", "&#10;").replace("\t", "&#9;")
+
+
+def _num(x: float | None, digits: int = 4) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def tooltip(view: TokenView) -> str:
+    """The title text: kind, then p, q and the acceptance probability."""
+    label = KIND_LABELS.get(view.kind, view.kind)
+    if view.kind == "resampled":
+        accept = f"accept prob of the rejected draft = {_num(view.accept, 3)}"
+    else:
+        accept = f"accept prob min(1, p/q) = {_num(view.accept, 3)}"
+    parts = [label, f"p (target) = {_num(view.p)}", f"q (draft) = {_num(view.q)}", accept]
+    if view.token_id is not None:
+        parts.append(f"token {view.token_id} {view.text!r}")
+    if view.note:
+        parts.append(view.note)
+    return " · ".join(parts)
+
+
+def token_span(view: TokenView, *, style: str = "") -> str:
+    style_attr = f' style="{style}"' if style else ""
+    return (f'<span class="tok tok-{html.escape(view.kind)}" title="{html.escape(tooltip(view), quote=True)}"'
+            f'{style_attr}>{escape_text(view.text)}</span>')
+
+
+def render_tokens(views: Sequence[TokenView], *, cursor: bool = False) -> str:
+    """A block of token spans; `cursor` adds a blinking caret while streaming."""
+    body = "".join(token_span(v) for v in views)
+    caret = '<span class="specui-caret">▍</span>' if cursor else ""
+    return f'<div class="specui-text" style="{TEXT_STYLE}">{body}{caret}</div>'
+
+
+def render_prompt(prompt: str) -> str:
+    """A user's prompt, escaped, whitespace kept."""
+    return f'<div class="specui-prompt" style="{TEXT_STYLE}">{escape_text(prompt)}</div>'
+
+
+def render_error(message: str) -> str:
+    """A readable error in the chat (the message is escaped; never a traceback)."""
+    return f'<div class="specui-error">⚠ {escape_text(message)}</div>'
+
+
+def render_note(text: str) -> str:
+    return f'<div class="specui-note">{escape_text(text)}</div>' if text else ""
+
+
+def render_reply(spec: Sequence[TokenView], *, plain: Sequence[TokenView] | None = None, spec_title: str = "",
+                 plain_title: str = "", note: str = "", verdict: str = "", streaming: str = "") -> str:
+    """The assistant's message: the speculative tokens, and beside them the plain run in compare mode.
+
+    streaming: "spec" or "plain" puts a caret at the end of that column.
+    """
+    if plain is None:
+        return f'<div class="specui-out">{render_tokens(spec, cursor=streaming == "spec")}{render_note(note)}</div>'
+    cols = "".join(
+        f'<div class="specui-col"><div class="specui-col-title">{escape_text(title)}</div>'
+        f'{render_tokens(views, cursor=streaming == which)}</div>'
+        for which, title, views in (("spec", spec_title, spec), ("plain", plain_title, plain))
+    )
+    return f'<div class="specui-out"><div class="specui-compare">{cols}</div>{verdict}{render_note(note)}</div>'
+
+
+def render_verdict(*, identical: bool | None, speedup: float | None, first_difference: int | None = None) -> str:
+    """The compare-mode result line: speedup ratio and, in greedy mode, the identical-output check."""
+    parts = []
+    if speedup is not None:
+        parts.append(f'<span class="specui-speedup">speedup {speedup:.2f}×</span>')
+    if identical is True:
+        parts.append('<span class="specui-identical">✓ identical output (greedy: speculative = plain)</span>')
+    elif identical is False:
+        where = f" at token {first_difference}" if first_difference is not None else ""
+        parts.append(f'<span class="specui-different">✗ outputs differ{where}</span>')
+    else:
+        parts.append('<span class="specui-sampled">sampling: both runs are exact draws from the target, '
+                     'so they may differ</span>')
+    return f'<div class="specui-verdict">{" · ".join(parts)}</div>'
+
+
+def legend_html() -> str:
+    """The colour key shown above the chat."""
+    samples = [("accepted", "accepted draft"), ("resampled", "resampled"), ("bonus", "bonus"),
+               ("plain", "plain (compare)"), ("rejected", "rejected draft (toggle)")]
+    items = "".join(f'<span class="tok tok-{k} legend-item" title="{html.escape(KIND_LABELS[k])}">'
+                    f'{html.escape(t)}</span>' for k, t in samples)
+    hint = '<span class="legend-hint">hover a token for p, q and its acceptance probability</span>'
+    return f'<div class="specui-legend"><span class="legend-title">Tokens:</span>{items}{hint}</div>'
+
+
+def render_race(lanes: Sequence[tuple[str, Sequence[TokenView], float]], *, nonce: int = 0) -> str:
+    """Replay lanes at their measured pace: each token fades in at the engine time its round ended.
+
+    lanes: (title, emitted tokens with time_s, total engine seconds). Pure CSS animation; a new
+    `nonce` makes the HTML differ so the browser restarts the replay.
+    """
+    if not lanes:
+        return ""
+    longest = max(total for _, _, total in lanes) or 1.0
+    rows = []
+    for title, views, total in lanes:
+        spans = "".join(token_span(v, style=f"animation-delay:{v.time_s:.3f}s") for v in views if v.kind != "rejected")
+        width = 100.0 * total / longest
+        rows.append(
+            f'<div class="race-lane"><div class="race-label">{escape_text(title)}</div>'
+            f'<div class="race-track"><div class="race-fill" '
+            f'style="width:{width:.1f}%;animation-duration:{max(total, 0.01):.3f}s"></div></div>'
+            f'<div class="specui-text race-text" style="{TEXT_STYLE}">{spans}</div></div>'
+        )
+    head = '<div class="race-head">Race replay at the measured pace (engine time, prefill included)</div>'
+    return f'<div class="specui-race" data-nonce="{int(nonce)}">{head}{"".join(rows)}</div>'
+
+
+def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], *, time_s: float) -> list[TokenView]:
+    """The views of one `specui.events.Round`: rejected drafts (if any) then the emitted tokens.
+
+    text(id) adds an emitted token to the decoder and returns its text; peek(id) gives a rejected
+    draft's text without adding it.
+    """
+    views = []
+    n = round_.num_accepted
+    for j, (token, kind) in enumerate(zip(round_.token_ids, round_.kinds)):
+        if kind == "resampled":
+            for i in range(n, round_.num_drafted):  # drafted[n] was rejected; later drafts were discarded
+                views.append(TokenView(
+                    text=peek(round_.drafted[i]), kind="rejected", p=round_.target_probs[i], q=round_.draft_probs[i],
+                    accept=round_.accept_probs[i] if i < len(round_.accept_probs) else None,
+                    token_id=round_.drafted[i], time_s=time_s,
+                    note="rejected here" if i == n else "discarded after the rejection"))
+        accept = None
+        if kind in ("accepted", "resampled") and j < len(round_.accept_probs):
+            accept = round_.accept_probs[j]
+        views.append(TokenView(text=text(token), kind=kind, p=round_.token_target_probs[j],
+                               q=round_.token_draft_probs[j], accept=accept, token_id=token, time_s=time_s))
+    return views

@@ -1,0 +1,359 @@
+"""One request, start to end: load the preset's pair, encode the prompt, run the speculative engine
+(and in compare mode the target alone, afterwards, never overlapping) and yield throttled `Frame`s
+for the UI. No gradio here: `blocks` turns frames into component updates, the API turns the final
+state into a dict, and the tests drive it directly.
+
+Errors people can fix (bad settings, a prompt too long, a model that fails to load) end the run with
+a readable `Frame.error`; nothing here lets a traceback reach the page.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+from specui.events import GenerationResult
+from specui.loading import LoadError
+from specui.spaces import gpu
+from specui.ui import charts, render, stats
+from specui.ui.text import TokenText
+
+log = logging.getLogger("specui.ui")
+DRAFTER_CHOICES = {"draft model": "model", "prompt lookup": "prompt_lookup"}
+MAX_NEW_TOKENS = 1024
+PHASES = {"speculative": "Decoding speculatively…", "plain": "Decoding plainly (target alone) for the comparison…",
+          "stopped": "Stopped.", "done": ""}
+STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
+
+
+class SettingsError(ValueError):
+    """A setting is out of range; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    preset: str | None = None
+    drafter: str = "model"  # "model" | "prompt_lookup" (or the labels of DRAFTER_CHOICES)
+    num_draft_tokens: int = 4
+    adaptive: bool = False
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 64
+    seed: int | None = 0
+    compare: bool = False
+
+    @classmethod
+    def from_ui(cls, **values) -> Settings:
+        """Coerce what widgets send (floats for integers, None or "" for blanks) and check ranges."""
+        def integer(name, lo, hi, *, blank=None):
+            v = values.get(name)
+            if v is None or v == "":
+                if blank is not None or name == "seed":
+                    return blank
+                raise SettingsError(f"{name.replace('_', ' ')} is required")
+            try:
+                f = float(v)
+            except (TypeError, ValueError):
+                raise SettingsError(f"{name.replace('_', ' ')} must be a number (got {v!r})") from None
+            if f != int(f) or not lo <= f <= hi:
+                raise SettingsError(f"{name.replace('_', ' ')} must be a whole number from {lo} to {hi} (got {v!r})")
+            return int(f)
+
+        def number(name, lo, hi, default):
+            v = values.get(name, default)
+            try:
+                f = float(default if v is None else v)
+            except (TypeError, ValueError):
+                raise SettingsError(f"{name.replace('_', ' ')} must be a number (got {v!r})") from None
+            if not lo <= f <= hi:
+                raise SettingsError(f"{name.replace('_', ' ')} must be from {lo} to {hi} (got {v!r})")
+            return f
+
+        drafter = values.get("drafter") or "model"
+        drafter = DRAFTER_CHOICES.get(drafter, drafter)
+        if drafter not in DRAFTER_CHOICES.values():
+            raise SettingsError(f"drafter must be one of {', '.join(DRAFTER_CHOICES)} (got {drafter!r})")
+        top_p = number("top_p", 0.0, 1.0, 1.0)
+        if top_p <= 0:
+            raise SettingsError("top-p must be above 0 (1 turns it off)")
+        return cls(preset=values.get("preset") or None, drafter=drafter,
+                   num_draft_tokens=integer("num_draft_tokens", 1, 64),
+                   adaptive=bool(values.get("adaptive")), temperature=number("temperature", 0.0, 5.0, 0.0),
+                   top_p=top_p, top_k=integer("top_k", 0, 1_000_000, blank=0),
+                   max_new_tokens=integer("max_new_tokens", 1, MAX_NEW_TOKENS),
+                   seed=integer("seed", -1, 2**63 - 1), compare=bool(values.get("compare")))
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+@dataclass
+class Frame:
+    """What the page shows at one moment; None fields are left as they are."""
+
+    message: str  # the assistant's message (HTML)
+    stats: str  # the stats line (HTML)
+    figures: dict | None = None  # element id -> plotly figure, when due
+    race: str | None = None  # the race replay (HTML), once both runs are done
+    done: bool = False
+    error: str | None = None
+
+
+@dataclass
+class Run:
+    """Everything one request produced so far."""
+
+    settings: Settings
+    spec: GenerationResult = field(default_factory=GenerationResult)
+    plain: GenerationResult | None = None
+    spec_views: list = field(default_factory=list)
+    plain_views: list = field(default_factory=list)
+    phase: str = "speculative"  # speculative | plain | done | stopped
+    error: str | None = None
+
+    @property
+    def spec_text(self) -> str:
+        return "".join(v.text for v in self.spec_views if v.kind != "rejected")
+
+    @property
+    def plain_text(self) -> str:
+        return "".join(v.text for v in self.plain_views)
+
+    @property
+    def identical(self) -> bool | None:
+        if self.plain is None or self.phase != "done" or not self.settings.greedy:
+            return None
+        return self.spec.token_ids == self.plain.token_ids
+
+    def stats(self):
+        spec = stats.run_stats(self.spec, plain=self.plain) if self.spec.rounds else None
+        plain = stats.run_stats(self.plain) if self.plain is not None and self.plain.rounds else None
+        return spec, plain
+
+    def as_dict(self) -> dict:
+        """The API's answer."""
+        spec, plain = self.stats()
+        return {
+            "text": self.spec_text,
+            "tokens": [{"id": v.token_id, "text": v.text, "kind": v.kind, "p": v.p, "q": v.q, "accept": v.accept}
+                       for v in self.spec_views if v.kind != "rejected"],
+            "stats": spec.as_dict() if spec else None, "stop_reason": self.spec.stop_reason, "seed": self.spec.seed,
+            "plain_text": self.plain_text if self.plain is not None else None,
+            "plain_stats": plain.as_dict() if plain else None,
+            "speedup": stats.speedup(spec, plain) if spec else None, "identical": self.identical,
+            "stopped": self.phase == "stopped",
+        }
+
+
+class Throttle:
+    """True at most once per `interval` seconds (and always when forced)."""
+
+    def __init__(self, interval: float):
+        self.interval, self.last = interval, float("-inf")
+
+    def __call__(self, *, force: bool = False) -> bool:
+        now = time.monotonic()
+        if force or now - self.last >= self.interval:
+            self.last = now
+            return True
+        return False
+
+
+class Showcase:
+    """The app's state: the config, the loaded pairs, one lock per pair. `run` serves one request."""
+
+    def __init__(self, config, cache, *, text_interval: float = 0.1, chart_interval: float = 0.7):
+        self.config, self.cache = config, cache
+        self.text_interval, self.chart_interval = text_interval, chart_interval
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self._warm: set[int] = set()  # ids of the pairs that have run once
+
+    def lock(self, preset_name: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(preset_name, threading.Lock())
+
+    def _load(self, preset) -> Iterator[str]:
+        """Load (or fetch from the cache) a preset's pair on a worker thread, yielding its progress lines;
+        returns the pair (raises LoadError)."""
+        lines: queue.Queue = queue.Queue()
+        box: dict = {}
+
+        def work():
+            try:
+                box["pair"] = self.cache.get(preset, progress=lambda line: lines.put(
+                    line + ("…" if line.startswith("Loading") else "")))
+            except BaseException as e:  # re-raised on the request's thread
+                box["error"] = e
+            finally:
+                lines.put(None)
+
+        threading.Thread(target=work, daemon=True, name=f"specui-load-{preset.name}").start()
+        while (line := lines.get()) is not None:
+            yield line
+        if "error" in box:
+            error = box["error"]
+            if isinstance(error, LoadError):
+                raise error
+            raise LoadError(f"Preset '{preset.name}' could not be loaded: {type(error).__name__}: {error}")
+        return box["pair"]
+
+    def encode(self, pair, prompt: str, history: Sequence[dict]) -> list[int]:
+        tokenizer = pair.tokenizer
+        if pair.preset.chat_template:
+            messages = [*history, {"role": "user", "content": prompt}]
+            text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+        return list(tokenizer(prompt)["input_ids"])  # a base model continues the prompt
+
+    def run(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
+            stop: threading.Event | None = None) -> Iterator[tuple[Frame, Run]]:
+        """Yield (frame, run) as the request goes; the last frame has done=True."""
+        stop = stop or threading.Event()
+        run = Run(settings)
+
+        def fail(message: str):
+            run.error, run.phase = message, "done"
+            return Frame(message=render.render_error(message), stats=stats.stats_html(None, status="Error"),
+                         done=True, error=message), run
+
+        if not prompt or not prompt.strip():
+            yield fail("Type a prompt first.")
+            return
+        try:
+            preset = self.config.get(settings.preset)
+        except ValueError as e:  # ConfigError
+            yield fail(str(e))
+            return
+        loading = self._load(preset)
+        try:
+            while True:
+                line = next(loading)  # progress lines while the pair loads (nothing when it is cached)
+                yield Frame(message=render.render_note(line), stats=stats.stats_html(None, status=line)), run
+        except StopIteration as done:
+            pair = done.value
+        except LoadError as e:
+            log.warning("%s", e)
+            yield fail(str(e))
+            return
+        try:
+            ids = self.encode(pair, prompt, history)
+        except Exception as e:  # e.g. a tokenizer without a chat template
+            log.exception("encoding the prompt")
+            yield fail(f"The prompt could not be encoded: {type(e).__name__}: {e}")
+            return
+        from specui.engine import SpeculativeEngine
+
+        engine = SpeculativeEngine(pair.target, pair.draft)
+        common = dict(max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, top_k=settings.top_k,
+                      top_p=settings.top_p, seed=None if settings.seed in (None, -1) else settings.seed)
+        try:
+            spec_stream = engine.stream(ids, speculative=True, drafter=settings.drafter,
+                                        num_draft_tokens=settings.num_draft_tokens, adaptive=settings.adaptive,
+                                        into=run.spec, **common)
+        except ValueError as e:  # bad settings, ContextLengthError
+            yield fail(str(e))
+            return
+        lock = self.lock(preset.name)
+        text_due, chart_due = Throttle(self.text_interval), Throttle(self.chart_interval)
+        try:
+            self._warm_up(engine, pair, ids, lock)
+            yield from self._drive(run, spec_stream, pair, ids, run.spec_views, lock, stop, text_due, chart_due)
+            if settings.compare and run.phase != "stopped":
+                run.phase, run.plain = "plain", GenerationResult()
+                common["seed"] = run.spec.seed  # the same seed, even when the first run drew one
+                plain_stream = engine.stream(ids, speculative=False, into=run.plain, **common)
+                yield from self._drive(run, plain_stream, pair, ids, run.plain_views, lock, stop, text_due, chart_due)
+        except Exception as e:  # a model failing mid-run: say so, keep serving
+            log.exception("generation failed")
+            yield fail(f"Generation failed: {type(e).__name__}: {e}")
+            return
+        if run.phase != "stopped":
+            run.phase = "done"
+        yield self.frame(run, figures=True, final=True), run
+
+    def _warm_up(self, engine, pair, ids, lock) -> None:
+        """Run both paths once on a fresh pair, so first-call allocations are not timed as decoding."""
+        if id(pair) in self._warm:
+            return
+        with lock:
+            for speculative in (True, False):
+                engine.generate(ids[-8:], max_new_tokens=3, speculative=speculative, ignore_eos=True, seed=0)
+        self._warm.add(id(pair))
+
+    def _drive(self, run, stream, pair, ids, views, lock, stop, text_due, chart_due):
+        decoder = TokenText(pair.tokenizer, ids)
+        result = run.plain if run.phase == "plain" else run.spec
+        clock = None  # engine seconds: prefill, then each round's draft and verify time
+        try:
+            while True:
+                if stop.is_set():
+                    run.phase = "stopped"
+                    break
+                with lock:  # one generation step at a time per model pair; never held across a yield
+                    rnd = next(stream, None)
+                if rnd is None:
+                    break
+                clock = (result.prefill_s if clock is None else clock) + rnd.draft_s + rnd.verify_s
+                views.extend(render.round_views(rnd, decoder.push, decoder.peek, time_s=clock))
+                if chart_due():
+                    text_due(force=True)
+                    yield self.frame(run, figures=True), run
+                elif text_due():
+                    yield self.frame(run), run
+        finally:
+            stream.close()
+        rest = decoder.flush()
+        if rest and views:
+            last = views[-1]
+            views[-1] = replace(last, text=last.text + rest)
+
+    def frame(self, run: Run, *, figures: bool = False, final: bool = False) -> Frame:
+        """Render the run as it stands."""
+        spec_stats, plain_stats = run.stats()
+        streaming = "" if final else ("plain" if run.phase == "plain" else "spec")
+        note = ""
+        if run.phase == "stopped":
+            note = "⏹ stopped"
+        elif final:
+            note = STOP_REASONS.get(run.spec.stop_reason, "")
+        if run.settings.compare:
+            verdict = ""
+            if final and run.phase == "done":
+                verdict = render.render_verdict(
+                    identical=run.identical, speedup=stats.speedup(spec_stats, plain_stats),
+                    first_difference=stats.first_difference(run.spec.token_ids, run.plain.token_ids))
+            spec_title, plain_title = "speculative", "plain (target alone)"
+            if spec_stats and run.phase != "speculative":
+                spec_title += f" · {spec_stats.tokens_per_s:.1f} tokens/s"
+            if plain_stats and final:
+                plain_title += f" · {plain_stats.tokens_per_s:.1f} tokens/s"
+            message = render.render_reply(run.spec_views, plain=run.plain_views, spec_title=spec_title,
+                                          plain_title=plain_title, note=note, verdict=verdict, streaming=streaming)
+        else:
+            message = render.render_reply(run.spec_views, note=note, streaming=streaming)
+        race = None
+        if final and run.settings.compare and run.phase == "done" and run.plain is not None:
+            race = self.race(run)
+        return Frame(message=message, stats=stats.stats_html(spec_stats, plain_stats, status=PHASES[run.phase]),
+                     figures=charts.all_figures(run.spec, run.plain) if figures else None, race=race, done=final)
+
+    @staticmethod
+    def race(run: Run, nonce: int = 0) -> str:
+        spec_s, plain_s = stats.engine_seconds(run.spec), stats.engine_seconds(run.plain)
+        return render.render_race([(f"speculative · {spec_s:.2f} s", run.spec_views, spec_s),
+                                   (f"plain · {plain_s:.2f} s", run.plain_views, plain_s)], nonce=nonce)
+
+
+@gpu(duration=180)
+def decode(showcase: Showcase, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
+           stop: threading.Event | None = None) -> Iterator[tuple[Frame, Run]]:
+    """`showcase.run` under one ZeroGPU allocation when the app runs on a ZeroGPU Space (a plain call
+    elsewhere): the speculative run and, in compare mode, the plain run are timed inside the same call."""
+    yield from showcase.run(prompt, settings, history=history, stop=stop)

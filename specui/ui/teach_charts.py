@@ -1,0 +1,202 @@
+"""Plotly figures of teaching mode: pure functions of `specui.teach` records, testable without a server.
+
+    theory_tokens_figure   eq. 1, tokens per round over alpha for several K, with the measured point
+    theory_speedup_figure  Theorem 3.8, speedup over alpha for several K at the measured c, with the
+                           measured point and the best K
+    residual_figure        a rejection's residual norm(max(0, p - q)): its top tokens, the drawn one marked
+    k_sweep_figure         measured speedup against K beside the theory at the measured alpha and c
+    temperature_figure     acceptance against temperature
+    drafter_figure         acceptance and speedup per drafter (the weaker-drafter experiment)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from specui import metrics
+from specui.teach import Measured, Point, Step, theory_curve
+
+KS = (1, 2, 4, 8)
+DEFAULT_C = 0.1  # the draft cost drawn before anything is measured
+K_COLOURS = {1: "#93c5fd", 2: "#60a5fa", 3: "#3b82f6", 4: "#2563eb", 5: "#1d4ed8", 6: "#1e40af", 8: "#1e3a8a"}
+POINT_COLOUR, THEORY_COLOUR, PLAIN_COLOUR = "#dc2626", "#2563eb", "#9ca3af"
+HEIGHT = 320
+
+
+def _layout(fig: go.Figure, *, title: str, x: str, y: str, **kwargs) -> go.Figure:
+    fig.update_layout(title={"text": title, "font": {"size": 14}}, template="plotly_white", height=HEIGHT,
+                      margin={"l": 55, "r": 20, "t": 50, "b": 40}, xaxis_title=x, yaxis_title=y,
+                      legend={"orientation": "h", "y": -0.22, "x": 0}, **kwargs)
+    return fig
+
+
+def _alphas(n: int = 101) -> list[float]:
+    return [i / (n - 1) for i in range(n)]
+
+
+def _ks(measured: Measured | None, ks: Sequence[int]) -> list[int]:
+    chosen = set(ks)
+    if measured is not None and measured.k >= 1:
+        chosen.add(measured.k)
+    return sorted(chosen)
+
+
+def theory_tokens_figure(measured: Measured | None = None, *, ks: Sequence[int] = KS) -> go.Figure:
+    """(1 - alpha^(K+1)) / (1 - alpha) for each K; the measured (alpha, tokens per round) as a red point."""
+    fig = go.Figure()
+    alphas = _alphas()
+    for k in _ks(measured, ks):
+        mine = measured is not None and k == measured.k
+        fig.add_trace(go.Scatter(x=alphas, y=[round(v, 4) for v in theory_curve(alphas, k)], mode="lines",
+                                 name=f"K={k}" + (" (this run)" if mine else ""),
+                                 line={"color": K_COLOURS.get(k, THEORY_COLOUR), "width": 3 if mine else 1.5,
+                                       "dash": "solid" if mine else "dot"}))
+    title = "Expected tokens per round = (1 − α^(K+1)) / (1 − α)"
+    if measured is not None and measured.alpha is not None and measured.tokens_per_round is not None:
+        fig.add_trace(go.Scatter(
+            x=[round(measured.alpha, 4)], y=[round(measured.tokens_per_round, 4)], mode="markers", name="measured",
+            marker={"color": POINT_COLOUR, "size": 13, "symbol": "diamond", "line": {"color": "white", "width": 1}},
+            hovertemplate="measured: α=%{x:.3f}, %{y:.2f} tokens/round<extra></extra>"))
+        title += f"<br><sub>measured α={measured.alpha:.2f}: {measured.tokens_per_round:.2f} tokens/round " \
+                 f"(theory at K={measured.k}: {measured.theory_tokens_per_round:.2f})</sub>"
+    fig = _layout(fig, title=title, x="α (chance the target accepts a draft token)", y="tokens per round")
+    fig.update_xaxes(range=[0, 1.0])
+    return fig
+
+
+def theory_speedup_figure(measured: Measured | None = None, *, ks: Sequence[int] = KS, c: float | None = None
+                          ) -> go.Figure:
+    """(1 - alpha^(K+1)) / ((1 - alpha)(K c + 1)) for each K at the measured c, the measured speedup as a
+    red point, and the best K for the measured alpha and c (a green star on its curve)."""
+    if c is None:
+        c = measured.cost_ratio if measured is not None and measured.cost_ratio is not None else DEFAULT_C
+    fig = go.Figure()
+    alphas = _alphas()
+    best = measured.best_k if measured is not None else None
+    shown = _ks(measured, ks)
+    if best is not None and best not in shown:
+        shown = sorted({*shown, best})
+    for k in shown:
+        mine = measured is not None and k == measured.k
+        fig.add_trace(go.Scatter(x=alphas, y=[round(v, 4) for v in theory_curve(alphas, k, c)], mode="lines",
+                                 name=f"K={k}" + (" (this run)" if mine else "") + (" (best)" if k == best else ""),
+                                 line={"color": K_COLOURS.get(k, THEORY_COLOUR), "width": 3 if mine else 1.5,
+                                       "dash": "solid" if mine else "dot"}))
+    fig.add_hline(y=1.0, line={"color": PLAIN_COLOUR, "dash": "dash", "width": 1})
+    title = f"Speedup = (1 − α^(K+1)) / ((1 − α)(Kc + 1)), c = {c:.3f}"
+    if measured is not None and measured.alpha is not None:
+        if measured.speedup is not None:
+            fig.add_trace(go.Scatter(
+                x=[round(measured.alpha, 4)], y=[round(measured.speedup, 4)], mode="markers",
+                name="measured speedup",
+                marker={"color": POINT_COLOUR, "size": 13, "symbol": "diamond", "line": {"color": "white", "width": 1}},
+                hovertemplate="measured: α=%{x:.3f}, speedup %{y:.2f}×<extra></extra>"))
+        if best is not None and measured.best_k_speedup is not None:
+            fig.add_trace(go.Scatter(
+                x=[round(measured.alpha, 4)], y=[round(measured.best_k_speedup, 4)], mode="markers",
+                name=f"best K = {best}", marker={"color": "#16a34a", "size": 14, "symbol": "star"},
+                hovertemplate=f"best K={best}: theory %{{y:.2f}}×<extra></extra>"))
+            measured_part = f"measured {measured.speedup:.2f}×, " if measured.speedup is not None else ""
+            title += (f"<br><sub>α={measured.alpha:.2f}, c={c:.3f}: {measured_part}theory at K={measured.k} "
+                      f"{measured.theory_speedup:.2f}×, best K={best} ({measured.best_k_speedup:.2f}×)</sub>")
+    else:
+        title += "<br><sub>c is a placeholder until a run is measured</sub>"
+    fig = _layout(fig, title=title, x="α (chance the target accepts a draft token)", y="speedup over plain decoding")
+    fig.update_xaxes(range=[0, 1.0])
+    return fig
+
+
+def residual_figure(step: Step | None = None) -> go.Figure:
+    """The residual norm(max(0, p − q)) at this round's rejection: its top tokens, the drawn token in red."""
+    fig = go.Figure()
+    title = "Residual distribution at the rejection"
+    if step is not None and step.residual:
+        drawn = step.final.token_id if step.final is not None else None
+        labels = [f"{c.text!r} ({c.token_id})" for c in step.residual]
+        fig.add_trace(go.Bar(x=labels, y=[round(c.prob, 5) for c in step.residual], name="norm(max(0, p − q))",
+                             marker_color=[POINT_COLOUR if c.token_id == drawn else THEORY_COLOUR
+                                           for c in step.residual],
+                             hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
+        if step.final is not None:
+            where = "red" if drawn in {c.token_id for c in step.residual} else f"outside the top {len(step.residual)}"
+            title += f"<br><sub>drawn: {step.final.text!r} ({where})</sub>"
+    elif step is not None:
+        if not step.drafts:
+            reason = "no drafts this round: the target drew its token from p"
+        elif step.rejected is None:
+            reason = "every draft was accepted: the bonus token comes from p itself"
+        else:
+            reason = "greedy mode: the target's most likely token replaces the rejected draft"
+        title += f"<br><sub>none this round: {reason}</sub>"
+    fig = _layout(fig, title=title, x="token", y="probability", showlegend=False)
+    fig.update_layout(height=280)
+    return fig
+
+
+def k_sweep_figure(points: Sequence[Point] = ()) -> go.Figure:
+    """Measured speedup against K, beside Theorem 3.8 at the sweep's pooled alpha and median c."""
+    fig = go.Figure()
+    pts = sorted((p for p in points if p.speedup is not None), key=lambda p: p.k)
+    title = "K sweep: measured speedup against theory"
+    if pts:
+        fig.add_trace(go.Scatter(x=[p.k for p in pts], y=[round(p.speedup, 4) for p in pts], mode="lines+markers",
+                                 name="measured", line={"color": POINT_COLOUR, "width": 2}, marker={"size": 9}))
+        alpha, c = pooled_alpha(pts), _median([p.cost_ratio for p in pts])
+        if alpha is not None and c is not None:
+            ks = list(range(1, max(8, pts[-1].k) + 1))
+            fig.add_trace(go.Scatter(x=ks, y=[round(metrics.theoretical_speedup(alpha, k, c), 4) for k in ks],
+                                     mode="lines+markers", name=f"theory (α={alpha:.2f}, c={c:.3f})",
+                                     line={"color": THEORY_COLOUR, "width": 2, "dash": "dot"}))
+            best = metrics.best_k(alpha, c)
+            measured_best = max(pts, key=lambda p: p.speedup)
+            title += f"<br><sub>best K: theory {best}, measured {measured_best.k} ({measured_best.speedup:.2f}×)</sub>"
+        fig.add_hline(y=1.0, line={"color": PLAIN_COLOUR, "dash": "dash", "width": 1})
+    fig = _layout(fig, title=title, x="K (draft tokens per round)", y="speedup over plain decoding")
+    fig.update_xaxes(dtick=1)
+    return fig
+
+
+def temperature_figure(points: Sequence[Point] = ()) -> go.Figure:
+    """Acceptance against temperature: accepted / judged, and the mean of min(1, p/q)."""
+    fig = go.Figure()
+    pts = sorted(points, key=lambda p: p.temperature)
+    fig.add_trace(go.Scatter(x=[p.temperature for p in pts], y=[_r(p.alpha) for p in pts], mode="lines+markers",
+                             name="α = accepted / judged drafts", line={"color": POINT_COLOUR, "width": 2}))
+    fig.add_trace(go.Scatter(x=[p.temperature for p in pts], y=[_r(p.mean_accept_prob) for p in pts],
+                             mode="lines+markers", name="mean min(1, p/q)",
+                             line={"color": THEORY_COLOUR, "width": 2, "dash": "dot"}))
+    fig = _layout(fig, title="Acceptance against temperature", x="temperature (0 = greedy)", y="acceptance")
+    fig.update_yaxes(range=[0, 1.05])
+    return fig
+
+
+def drafter_figure(points: Sequence[Point] = ()) -> go.Figure:
+    """Per drafter: alpha (bars) and measured speedup (diamonds, right axis)."""
+    fig = go.Figure()
+    labels = [p.label for p in points]
+    fig.add_trace(go.Bar(x=labels, y=[_r(p.alpha) for p in points], name="α = accepted / judged drafts",
+                         marker_color=THEORY_COLOUR, opacity=0.7))
+    fig.add_trace(go.Scatter(x=labels, y=[_r(p.speedup) for p in points], name="measured speedup", mode="markers",
+                             marker={"color": POINT_COLOUR, "size": 13, "symbol": "diamond"}, yaxis="y2"))
+    fig = _layout(fig, title="Drafters compared: a weaker drafter's acceptance collapses", x="drafter", y="α",
+                  yaxis2={"title": "speedup", "overlaying": "y", "side": "right", "rangemode": "tozero"})
+    fig.update_yaxes(range=[0, 1.05], selector={"title": {"text": "α"}})
+    return fig
+
+
+def pooled_alpha(points: Sequence[Point]) -> float | None:
+    """The mean alpha of points, weighted by their rounds (a sweep's alpha barely depends on K)."""
+    pairs = [(p.alpha, p.rounds) for p in points if p.alpha is not None and p.rounds]
+    total = sum(n for _, n in pairs)
+    return sum(a * n for a, n in pairs) / total if total else None
+
+
+def _median(values) -> float | None:
+    vals = sorted(v for v in values if v is not None)
+    return vals[len(vals) // 2] if vals else None
+
+
+def _r(x: float | None, digits: int = 4) -> float | None:
+    return None if x is None else round(x, digits)

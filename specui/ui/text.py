@@ -1,0 +1,50 @@
+"""Token ids to display text, one token at a time, exactly as the tokenizer would decode the sequence.
+
+Byte-level BPE tokens can hold part of a UTF-8 character, and SentencePiece tokens change their
+leading space depending on what precedes them. So each token's text is the difference between two
+decodes of a short window that ends with it (the approach of text-generation-inference): a token
+whose text is still an incomplete character shows as "" and the token that completes it carries the
+whole character. Joined, the pieces equal `tokenizer.decode(all_ids)` for the generated part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+_PARTIAL = "\ufffd"  # what a decoder writes for an incomplete UTF-8 sequence
+
+
+class TokenText:
+    """Incremental decoder: `push(id)` returns the new text the token completes."""
+
+    def __init__(self, tokenizer, prompt_ids: Sequence[int] = (), *, context: int = 4):
+        self.tokenizer = tokenizer
+        self.ids = list(prompt_ids)[-context:]  # a little prompt so the first token gets its leading space
+        self.prefix_offset = 0  # the window decoded as "already shown"
+        self.read_offset = len(self.ids)  # tokens before this are shown
+
+    def _decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+    def push(self, token_id: int) -> str:
+        """Add a generated token; return its text ("" while it ends in an incomplete character)."""
+        self.ids.append(int(token_id))
+        shown = self._decode(self.ids[self.prefix_offset : self.read_offset])
+        full = self._decode(self.ids[self.prefix_offset :])
+        if len(full) > len(shown) and not full.endswith(_PARTIAL):
+            self.prefix_offset, self.read_offset = self.read_offset, len(self.ids)
+            return full[len(shown) :]
+        return ""
+
+    def flush(self) -> str:
+        """Text still pending at the end of a generation (an incomplete character shows as U+FFFD)."""
+        shown = self._decode(self.ids[self.prefix_offset : self.read_offset])
+        full = self._decode(self.ids[self.prefix_offset :])
+        self.prefix_offset = self.read_offset = len(self.ids)
+        return full[len(shown) :]
+
+    def peek(self, token_id: int) -> str:
+        """The text `token_id` would have if it came next (for rejected drafts), without adding it."""
+        shown = self._decode(self.ids[self.prefix_offset :])
+        full = self._decode(self.ids[self.prefix_offset :] + [int(token_id)])
+        return full[len(shown) :] if full.startswith(shown) else self._decode([int(token_id)])

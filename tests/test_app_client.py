@@ -1,0 +1,138 @@
+"""The served app through `gradio_client`: the /generate endpoint, readable errors, concurrent visitors.
+
+The app runs in this process (launch(prevent_thread_lock=True) on a free port) on the bundled pair;
+max_new_tokens stays small so the module takes seconds on two CPU cores.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tests.ui_fixtures import served_app, ui_config
+
+gradio_client = pytest.importorskip("gradio_client")
+INJECTION = "<img src=x onerror=alert(1)>"
+PROMPT = "def main(argv):\n    "
+KINDS = {"accepted", "resampled", "bonus"}
+
+
+@pytest.fixture(scope="module")
+def app():
+    config = ui_config(with_broken=True)
+    with served_app(config) as url:
+        yield url, config
+
+
+@pytest.fixture(scope="module")
+def client(app):
+    return gradio_client.Client(app[0], verbose=False)
+
+
+def generate(client, prompt=PROMPT, **settings):
+    settings.setdefault("max_new_tokens", 16)
+    return client.predict(prompt, api_name="/generate", **settings)
+
+
+def test_generate_is_a_named_endpoint(client):
+    assert "/generate" in client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+
+
+def test_greedy_compare_reports_identical_output_and_a_speedup(client):
+    out = generate(client, compare=True, max_new_tokens=24, seed=0)
+    assert out["tokens"], out
+    assert {t["kind"] for t in out["tokens"]} <= KINDS
+    assert "".join(t["text"] for t in out["tokens"]) == out["text"]
+    assert out["identical"] is True and out["plain_text"] == out["text"]
+    assert out["speedup"] > 0
+    stats = out["stats"]
+    assert stats["tokens"] == len(out["tokens"]) and stats["tokens_per_s"] > 0
+    assert 0.0 <= stats["acceptance_rate"] <= 1.0 and stats["mean_accepted_length"] >= 1.0
+    for token in out["tokens"]:
+        assert 0.0 <= token["p"] <= 1.0
+        if token["kind"] == "accepted":
+            assert token["accept"] == 1.0 and token["q"] is not None
+
+
+def test_sampling_with_a_seed_is_reproducible_and_has_no_identity_claim(client):
+    first = generate(client, temperature=0.8, top_p=0.95, top_k=50, seed=1234, compare=True)
+    again = generate(client, temperature=0.8, top_p=0.95, top_k=50, seed=1234)
+    assert first["text"] == again["text"] and first["seed"] == 1234
+    assert first["identical"] is None  # sampled runs are two draws, not a check
+
+
+def test_prompt_lookup_and_adaptive_k(client):
+    out = generate(client, "a = 1\nb = 2\na = 1\nb = 2\na = 1\n", drafter="prompt lookup", adaptive=True,
+                   num_draft_tokens=3)
+    assert out["tokens"] and out["stats"]["rounds"] >= 1
+
+
+def test_an_injected_prompt_is_just_text(client):
+    out = generate(client, INJECTION, max_new_tokens=8)
+    assert len(out["tokens"]) >= 1
+
+
+@pytest.mark.parametrize("settings, words", [
+    ({"num_draft_tokens": 0}, "num draft tokens"),
+    ({"temperature": -1.0}, "temperature"),
+    ({"max_new_tokens": 100_000}, "max new tokens"),
+    ({"preset": "nope"}, "no preset named 'nope'"),
+    ({"preset": "broken"}, "has no config.json"),
+])
+def test_errors_are_readable_and_the_app_keeps_serving(client, settings, words):
+    with pytest.raises(gradio_client.exceptions.AppError, match=words) as caught:
+        generate(client, **settings)
+    assert "Traceback" not in str(caught.value)
+    assert generate(client, max_new_tokens=4)["tokens"]
+
+
+def test_an_empty_prompt_and_a_prompt_past_the_context_are_explained(client, app):
+    with pytest.raises(gradio_client.exceptions.AppError, match="Type a prompt"):
+        generate(client, "   ")
+    preset = app[1].get(None)
+    with pytest.raises(gradio_client.exceptions.AppError, match="context"):
+        generate(client, "x = 1\n" * 4000, max_new_tokens=1024, preset=preset.name)
+
+
+def test_concurrent_visitors_get_their_own_runs(app, client):
+    expected = {seed: generate(client, temperature=0.9, seed=seed)["text"] for seed in (1, 2)}
+    results, errors = {}, []
+
+    def visit(seed):
+        try:
+            results[seed] = generate(gradio_client.Client(app[0], verbose=False), temperature=0.9, seed=seed)["text"]
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=visit, args=(seed,)) for seed in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not errors
+    assert results == expected
+
+
+def test_the_chat_event_streams_frames(client):
+    job = client.submit(PROMPT, None, "draft model", 4, False, 0.0, 1.0, 0, 16, 0, False, api_name="/chat")
+    outputs = list(job)
+    assert len(outputs) >= 2  # a loading frame, then tokens
+    chat = outputs[-1][0]
+    assert chat[-1]["role"] == "assistant" and "tok-" in str(chat[-1]["content"])
+
+
+def test_a_stop_request_ends_the_run_between_rounds(app):
+    """The session itself (no server): Stop is honoured at the next round, and the frame says so."""
+    from specui.loading import PairCache
+    from specui.ui.session import Settings, Showcase
+
+    showcase, halt = Showcase(app[1], PairCache()), threading.Event()
+    frames = []
+    for frame, run in showcase.run(PROMPT, Settings(max_new_tokens=200, compare=True), stop=halt):
+        frames.append(frame)
+        if run.spec.rounds:
+            halt.set()
+    assert run.phase == "stopped" and frames[-1].done
+    assert len(run.spec.rounds) == 1 and run.plain is None
+    assert "stopped" in frames[-1].message and "Stopped" in frames[-1].stats

@@ -1,0 +1,170 @@
+"""A real browser on the served app: Python playwright driving Debian's Chromium (never `playwright install`).
+
+It types a prompt and sees coloured tokens stream and the charts draw, turns compare on and sees the
+speedup and the identical-output check, stops a long run, and sends an HTML-injection string and
+sees it as text (no element, no dialog). Under CI=true a missing browser is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from specui.ui.browser import chromium_path, launch_chromium, run_prompt, set_number
+from tests.ui_fixtures import served_app, ui_config
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+INJECTION = "<img src=x onerror=alert(1)>"
+PROMPT = "import os\nimport sys\n\n\ndef main(argv):\n"
+EMITTED = "#chat .tok-accepted, #chat .tok-resampled, #chat .tok-bonus"
+
+
+def _require_browser():
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        if IN_CI:
+            pytest.fail("CI=true but the Python package playwright is not installed (pip install playwright)")
+        pytest.skip("the Python package playwright is not installed (pip install playwright)")
+    if chromium_path() is None:
+        if IN_CI:
+            pytest.fail("CI=true but Chromium is missing at /usr/bin/chromium (apt-get install chromium)")
+        pytest.skip("no browser: Chromium is not at /usr/bin/chromium "
+                    "(apt-get install chromium; never playwright install)")
+
+
+def run_prompt_done(page):
+    """Wait until the last reply has no caret (the run finished); say what the page shows if it never does."""
+    try:
+        page.wait_for_function(
+            "() => { const m = document.querySelectorAll('#chat .specui-out');"
+            " return m.length && !m[m.length - 1].querySelector('.specui-caret'); }", timeout=120_000)
+    except Exception as e:
+        raise AssertionError(f"the run did not finish: chat={page.locator('#chat').inner_text()[-500:]!r} "
+                             f"stats={page.locator('#stats').inner_text()!r}") from e
+
+
+def choose_preset(page, name):
+    page.click("#preset input")
+    page.locator("[role=option]", has_text=name).first.click()
+    page.wait_for_function("n => document.querySelector('#preset input').value === n", arg=name, timeout=10_000)
+
+
+@pytest.fixture(scope="module")
+def page():
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    config = ui_config(with_broken=True)
+    with served_app(config) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.default_preset = config.default
+        page.dialogs = []
+        page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+        page.goto(url)
+        page.wait_for_selector("#prompt textarea", timeout=60_000)
+        yield page
+        browser.close()
+
+
+def test_tokens_stream_coloured_with_tooltips_and_the_charts_draw(page):
+    set_number(page, "max-new-tokens", 48)
+    # record every state of the chat in which coloured tokens show while the caret says it is still streaming
+    page.evaluate("""sel => { window.streamed = [];
+        new MutationObserver(() => {
+            const n = document.querySelectorAll(sel).length;
+            if (n > 0 && document.querySelector('#chat .specui-caret')) window.streamed.push(n);
+        }).observe(document.querySelector('#chat'), {subtree: true, childList: true, characterData: true}); }""",
+                  EMITTED)
+    page.fill("#prompt textarea", PROMPT)
+    page.click("#send")
+    run_prompt_done(page)
+    assert page.evaluate("window.streamed.length") > 0, "no token was shown before the run finished"
+    tokens = page.locator(EMITTED)
+    assert tokens.count() >= 1
+    title = tokens.first.get_attribute("title")
+    assert "p (target) =" in title and "q (draft) =" in title and "accept prob" in title
+    text = page.locator("#chat .specui-out .specui-text").last
+    assert text.evaluate("e => getComputedStyle(e).whiteSpace") == "pre-wrap"
+    assert page.locator("#chat .specui-prompt").last.evaluate("e => e.textContent") == PROMPT  # newlines kept
+    stats = page.locator("#stats").inner_text()
+    assert "acceptance rate" in stats and "tokens/s" in stats and "theoretical speedup" in stats
+    for chart in ("chart-speed", "chart-acceptance", "chart-tokens-per-round", "chart-position"):
+        page.wait_for_selector(f"#{chart} .js-plotly-plot", timeout=30_000)
+    assert page.locator("#chart-speed .scatterlayer .trace").count() >= 1
+    assert page.locator("#chart-acceptance .barlayer .trace, #chart-acceptance .scatterlayer .trace").count() >= 1
+
+
+def test_rejected_drafts_toggle(page):
+    page.click("#show-rejected input")
+    page.wait_for_selector("#chat.show-rejected", timeout=10_000)
+    rejected = page.locator("#chat .tok-rejected")
+    if rejected.count():
+        assert rejected.first.evaluate("e => getComputedStyle(e).display") != "none"
+        assert "line-through" in rejected.first.evaluate("e => getComputedStyle(e).textDecorationLine")
+    page.click("#show-rejected input")
+    page.wait_for_selector("#chat.show-rejected", state="detached", timeout=10_000)
+    if rejected.count():
+        assert rejected.first.evaluate("e => getComputedStyle(e).display") == "none"
+
+
+def test_compare_shows_the_speedup_and_the_identical_output_check(page):
+    set_number(page, "max-new-tokens", 32)
+    page.click("#compare input")
+    run_prompt(page, PROMPT)
+    verdict = page.locator("#chat .specui-verdict").last
+    verdict.wait_for(timeout=60_000)
+    assert "speedup" in verdict.inner_text() and "×" in verdict.inner_text()
+    assert "identical output" in verdict.inner_text()
+    assert page.locator("#chat .specui-out").last.locator(".tok-plain").count() >= 1
+    assert "speedup" in page.locator("#stats").inner_text()
+    race = page.locator("#race .specui-race")
+    assert race.count() == 1 and race.locator(".race-lane").count() == 2
+    assert page.locator("#chart-speed .scatterlayer .trace").count() == 2  # speculative and plain
+    page.click("#compare input")  # back off for the next tests
+
+
+def test_stop_halts_a_long_run(page):
+    set_number(page, "max-new-tokens", 400)
+    page.click("#compare input")  # a speculative run and then a plain one: a long run to stop
+    page.fill("#prompt textarea", PROMPT)
+    page.click("#send")
+    # press Stop from inside the page as soon as the reply starts streaming
+    page.wait_for_function("() => { if (!document.querySelector('#chat .specui-caret')) return false;"
+                           " document.querySelector('#stop').click(); return true; }", timeout=120_000)
+    try:
+        page.wait_for_function("() => document.querySelector('#stats').innerText.includes('Stopped')", timeout=30_000)
+    except Exception as e:
+        raise AssertionError(f"no 'Stopped' in {page.locator('#stats').inner_text()!r}") from e
+    reply = page.locator("#chat .specui-out").last
+    assert "stopped" in reply.inner_text()
+    assert reply.locator(".tok:not(.tok-rejected)").count() < 2 * 400
+    assert reply.locator(".specui-verdict").count() == 0  # no comparison claimed for a stopped run
+    page.click("#compare input")
+
+
+def test_injection_shows_as_text_and_never_runs(page):
+    set_number(page, "max-new-tokens", 8)
+    run_prompt(page, INJECTION)
+    assert page.locator("#chat .specui-prompt").last.evaluate("e => e.textContent") == INJECTION
+    assert page.locator("#chat img").count() == 0
+    assert page.dialogs == []
+
+
+def test_a_preset_that_fails_to_load_is_a_readable_message_and_the_app_keeps_serving(page):
+    choose_preset(page, "broken")
+    run_prompt(page, "x = 1")
+    error = page.locator("#chat .specui-error").last.inner_text()
+    assert "broken" in error and "no config.json" in error
+    assert "Traceback" not in page.locator("#chat").inner_text()
+    choose_preset(page, page.default_preset)
+    set_number(page, "max-new-tokens", 8)
+    run_prompt(page, "x = 1")
+    assert page.locator("#chat .specui-out").last.locator(".tok").count() >= 1
+
+
+def test_clear_empties_the_chat(page):
+    page.click("#clear")
+    page.wait_for_function("() => document.querySelectorAll('#chat .specui-prompt').length === 0", timeout=10_000)

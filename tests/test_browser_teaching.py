@@ -1,0 +1,179 @@
+"""Teaching mode in a real browser: Python playwright driving Debian's Chromium (never `playwright install`).
+
+A small Blocks app mounts the Teach tab over a tiny random pair saved to a temporary folder (so this
+test does not wait for the bundled pair). It decodes a prompt, clicks through three rounds and checks
+that every number the step view shows is the engine's own for the same seed, then auto-plays, checks
+the theory charts and the export, and sends an HTML-injection prompt that must stay text.
+Under CI=true a missing browser is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from specui.ui.browser import free_port, launch_chromium, set_number
+from tests.conftest import make_model, noisy_copy, save_tiny_model
+from tests.test_browser import _require_browser
+
+PROMPT = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n"
+INJECTION = "<img src=x onerror=alert(1)>"
+MAX_NEW, SEED, K, TEMPERATURE = 16, 3, 4, 0.8
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    _require_browser()
+    import gradio as gr
+
+    from specui.loading import PairCache
+    from specui.presets import load_config
+    from specui.ui.blocks import launch
+    from specui.ui.session import Showcase
+    from specui.ui.teaching import teaching_tab
+
+    root = tmp_path_factory.mktemp("teach-pair")
+    target = make_model("llama", layers=2, seed=0)
+    save_tiny_model(root / "target", "llama", layers=2, seed=0, model=target)
+    save_tiny_model(root / "draft", "llama", layers=1, seed=1, model=noisy_copy(target, noise=0.1, seed=1))
+    (root / "models.yaml").write_text(f"default: tiny\npresets:\n  tiny:\n    target: {root / 'target'}\n"
+                                      f"    draft: {root / 'draft'}\n    dtype: float32\n    device: cpu\n"
+                                      f"    num_draft_tokens: {K}\n")
+    showcase = Showcase(load_config(root / "models.yaml"), PairCache())
+    with gr.Blocks(title="specui teaching test") as demo:
+        teaching_tab(showcase)
+    demo.queue(default_concurrency_limit=4)
+    port = free_port()
+    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield showcase, f"http://127.0.0.1:{port}/"
+    finally:
+        demo.close()
+
+
+@pytest.fixture(scope="module")
+def page(app):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.dialogs = []
+        page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+        page.goto(app[1])
+        page.wait_for_selector("#step-start", timeout=60_000)
+        yield page
+        browser.close()
+
+
+def wait_round(page, n: int, *, timeout_ms: int = 30_000) -> None:
+    try:
+        page.wait_for_selector(f"#step-view .teach-step[data-round='{n}']", timeout=timeout_ms)
+    except Exception as e:
+        raise AssertionError(f"round {n} never showed: view={page.locator('#step-view').inner_text()[:400]!r} "
+                             f"status={page.locator('#step-status').inner_text()!r}") from e
+
+
+def shown_rows(page) -> list[dict]:
+    return page.evaluate("""() => [...document.querySelectorAll('#step-view tr.teach-draft')].map(r => ({
+        token: +r.dataset.token, q: parseFloat(r.dataset.q), p: parseFloat(r.dataset.p),
+        accept: parseFloat(r.dataset.accept), u: r.dataset.u === '' ? null : parseFloat(r.dataset.u),
+        verdict: r.dataset.verdict, cells: [...r.querySelectorAll('td')].map(td => td.textContent)}))""")
+
+
+def test_three_rounds_show_the_engines_numbers(app, page):
+    from specui.engine import SpeculativeEngine
+    from specui.ui.teaching import _num
+
+    showcase, _ = app
+    page.fill("#teach-prompt textarea", PROMPT)
+    set_number(page, "teach-max-new-tokens", MAX_NEW)
+    set_number(page, "teach-temperature", TEMPERATURE)
+    set_number(page, "teach-k", K)
+    page.fill("#teach-seed input", str(SEED))
+    page.press("#teach-seed input", "Enter")
+    page.click("#step-start")
+    wait_round(page, 1, timeout_ms=120_000)
+    seen = []
+    for n in (1, 2, 3):
+        if n > 1:
+            page.click("#step-next")
+            wait_round(page, n)
+        seen.append((page.locator("#step-view .teach-head").inner_text(), shown_rows(page),
+                     page.locator("#step-view .teach-outcome").inner_text()))
+
+    # the same prompt and seed through the engine directly
+    pair = showcase.cache.get(showcase.config.get(None))
+    ids = showcase.encode(pair, PROMPT, ())
+    with showcase.lock("tiny"):
+        result = SpeculativeEngine(pair.target, pair.draft).generate(
+            ids, max_new_tokens=MAX_NEW, num_draft_tokens=K, temperature=TEMPERATURE, seed=SEED, drafter="model")
+    for (head, rows, outcome), rnd in zip(seen, result.rounds):
+        assert head.startswith(f"Round {rnd.index + 1} of {len(result.rounds)}")
+        assert [r["token"] for r in rows] == rnd.drafted
+        assert [r["q"] for r in rows] == rnd.draft_probs  # repr round-trips floats exactly
+        assert [r["p"] for r in rows] == rnd.target_probs
+        assert [r["accept"] for r in rows] == rnd.accept_probs
+        assert [r["u"] for r in rows] == rnd.uniforms
+        n = rnd.num_accepted
+        assert [r["verdict"] for r in rows][: n + 1] == (["accepted"] * n + ["rejected"])[: len(rows)]
+        for r, q, p in zip(rows, rnd.draft_probs, rnd.target_probs):
+            assert r["cells"][2] == _num(q) and r["cells"][3] == _num(p)  # the visible text too
+        assert f"Accepted {n} of {rnd.num_drafted}" in outcome
+        kind = rnd.kinds[-1]
+        assert ("residual" in outcome) == (kind == "resampled") and ("bonus" in outcome) == (kind == "bonus")
+
+    page.click("#step-prev")
+    wait_round(page, 2)
+
+
+def test_autoplay_advances_and_stops(page):
+    set_number(page, "step-speed", 0.2)
+    page.click("#step-play")
+    page.wait_for_function("() => +document.querySelector('#step-view .teach-step').dataset.round >= 5",
+                           timeout=30_000)
+    page.click("#step-play")  # pause
+    page.wait_for_function("() => document.querySelector('#step-play').textContent.includes('Play')",
+                           timeout=10_000)
+    page.wait_for_timeout(800)  # a tick already in flight may still land
+    stopped_at = page.locator("#step-view .teach-step").get_attribute("data-round")
+    page.wait_for_timeout(1200)
+    assert page.locator("#step-view .teach-step").get_attribute("data-round") == stopped_at
+
+
+def test_theory_charts_show_the_measured_point_and_the_export_is_offered(page):
+    for chart in ("teach-theory-tokens", "teach-theory-speedup", "step-residual"):
+        page.wait_for_selector(f"#{chart} .js-plotly-plot", timeout=30_000)
+    assert "best K" in page.locator("#teach-theory-speedup").inner_text()
+    assert page.locator("#teach-theory-tokens .scatterlayer .trace").count() >= 5  # 4 K curves + the point
+    measured = page.locator("#teach-measured").inner_text()
+    assert "measured speedup" in measured and "best K" in measured and "–" not in measured.split("best K")[1]
+    assert ".json" in page.locator("#teach-export").inner_text()
+
+
+def test_the_k_sweep_charts_each_k(page):
+    set_number(page, "teach-max-new-tokens", 8)
+    page.click("#sweep-run")
+    page.wait_for_function("() => document.querySelectorAll('#sweep-table .teach-point').length === 8",
+                           timeout=180_000)
+    assert page.locator("#sweep-chart .scatterlayer .trace").count() >= 2  # measured and theory
+
+
+def test_the_temperature_and_drafter_experiments_run(page):
+    page.click("#temp-run")
+    page.wait_for_function("() => document.querySelectorAll('#temp-table .teach-point').length === 5",
+                           timeout=180_000)
+    page.click("#drafters-run")
+    page.wait_for_function("() => document.querySelectorAll('#drafters-table .teach-point').length === 3",
+                           timeout=180_000)
+    labels = page.locator("#drafters-table .teach-point td:first-child").all_inner_texts()
+    assert labels[0] == "draft model" and labels[1].startswith("draft + noise") and labels[2] == "prompt lookup"
+    assert page.locator("#drafters-chart .barlayer .trace").count() >= 1
+
+
+def test_an_injected_prompt_stays_text(page):
+    page.fill("#teach-prompt textarea", INJECTION)
+    page.click("#step-start")
+    page.wait_for_function("() => document.querySelector('#step-view .teach-context')?.textContent.includes('<')",
+                           timeout=120_000)
+    assert page.locator("#step-view img").count() == 0
+    assert page.dialogs == []

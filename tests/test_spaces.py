@@ -1,0 +1,57 @@
+"""Spaces deployment: README front matter agrees with requirements.txt; ZeroGPU is optional."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+from specui import spaces
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def front_matter() -> dict:
+    text = (ROOT / "README.md").read_text()
+    match = re.match(r"^---\n(.*?)\n---\n", text, re.S)
+    assert match, "README.md must open with Spaces front matter"
+    return yaml.safe_load(match.group(1))
+
+
+def test_front_matter_matches_the_pinned_gradio():
+    meta = front_matter()
+    pinned = re.search(r"^gradio==([\w.]+)$", (ROOT / "requirements.txt").read_text(), re.M)
+    assert pinned, "requirements.txt must pin gradio exactly (Spaces installs sdk_version)"
+    assert meta["sdk"] == "gradio" and str(meta["sdk_version"]) == pinned.group(1)
+    assert meta["app_file"] == "app.py" and (ROOT / meta["app_file"]).exists()
+    assert str(meta["python_version"]).startswith("3.")
+    assert 0 < len(meta["short_description"]) <= 60
+    assert meta["models"] and all("/" in m for m in meta["models"])
+
+
+def test_front_matter_models_are_the_hub_presets():
+    from specui.presets import load_config
+
+    hub = {ref for p in load_config().presets.values() for ref in (p.target, p.draft) if ref and not ref.startswith("/")}
+    assert set(front_matter()["models"]) <= hub
+
+
+def test_gpu_decorator_is_a_no_op_without_spaces():
+    def work(x):
+        return x + 1
+
+    try:
+        import spaces as _  # noqa: F401
+    except ImportError:
+        assert spaces.gpu(duration=60)(work) is work
+
+
+def test_cpu_note_and_preset_variable(monkeypatch):
+    assert spaces.hardware_note("cuda") is None
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    assert "Running on CPU" in spaces.hardware_note("cpu") and "this machine" in spaces.hardware_note("cpu")
+    monkeypatch.setenv("SPACE_ID", "someone/specui")
+    assert "this Space" in spaces.hardware_note("cpu")
+    monkeypatch.setenv("SPECUI_PRESET", "qwen2.5-7b-4bit")
+    assert spaces.preset_from_env("bundled") == "qwen2.5-7b-4bit"
+    monkeypatch.delenv("SPECUI_PRESET")
+    assert spaces.preset_from_env("bundled") == "bundled"

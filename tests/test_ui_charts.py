@@ -1,0 +1,89 @@
+"""Chart builders without a server: real plotly figures from hand-made rounds, checked by their data."""
+
+from __future__ import annotations
+
+import json
+
+import plotly.graph_objects as go
+import pytest
+
+from specui.events import GenerationResult, Round
+from specui.ui import charts
+
+
+def rnd(index, *, drafted, accepted, emitted=None, accept_probs=None, draft_s=0.01, verify_s=0.04, plain=False):
+    emitted = accepted + 1 if emitted is None else emitted
+    kinds = ["plain"] if plain else ["accepted"] * accepted + (["bonus"] if accepted == drafted else ["resampled"])
+    return Round(index=index, token_ids=list(range(emitted)), kinds=kinds[:emitted], drafted=list(range(drafted)),
+                 num_accepted=accepted, target_probs=[0.5] * drafted, draft_probs=[0.5] * drafted,
+                 accept_probs=accept_probs if accept_probs is not None
+                 else [1.0] * accepted + [0.0] * (drafted - accepted),
+                 uniforms=[], token_target_probs=[0.5] * emitted, token_draft_probs=[None] * emitted, residual_top=[],
+                 num_draft_tokens=drafted, draft_s=draft_s, verify_s=verify_s, elapsed_s=0.0, speculative=not plain)
+
+
+def result_of(rounds, prefill=0.05):
+    result = GenerationResult(prefill_s=prefill)
+    for r in rounds:
+        result.add(r)
+    return result
+
+
+@pytest.fixture
+def spec():
+    # 4 rounds of K=4: all accepted (5 tokens), 2 accepted (3), none (1), all accepted (5)
+    return result_of([rnd(0, drafted=4, accepted=4), rnd(1, drafted=4, accepted=2, accept_probs=[1.0, 0.9, 0.3, 0.2]),
+                      rnd(2, drafted=4, accepted=0), rnd(3, drafted=4, accepted=4)])
+
+
+@pytest.fixture
+def plain():
+    return result_of([rnd(i, drafted=0, accepted=0, draft_s=0.0, verify_s=0.03, plain=True) for i in range(14)])
+
+
+def test_speed_figure_plots_running_tokens_per_second_for_both_runs(spec, plain):
+    fig = charts.speed_figure(spec, plain)
+    assert isinstance(fig, go.Figure)
+    names = [t.name for t in fig.data]
+    assert names == ["speculative", "plain (target alone)"]
+    xs, ys = fig.data[0].x, fig.data[0].y
+    assert list(xs) == pytest.approx([0.1, 0.15, 0.2, 0.25])  # prefill + (draft + verify) per round
+    assert list(ys) == pytest.approx([5 / 0.1, 8 / 0.15, 9 / 0.2, 14 / 0.25], rel=1e-3)
+    assert fig.data[1].y[-1] == pytest.approx(14 / (0.05 + 14 * 0.03), rel=1e-3)
+
+
+def test_acceptance_figure_has_per_round_bars_and_the_running_rate(spec):
+    fig = charts.acceptance_figure(spec)
+    bars, line = fig.data
+    assert bars.type == "bar" and line.type == "scatter"
+    assert list(bars.x) == [1, 2, 3, 4]
+    assert list(bars.y) == pytest.approx([1.0, 0.5, 0.0, 1.0])
+    assert list(line.y) == pytest.approx([1.0, 6 / 8, 6 / 12, 10 / 16])
+
+
+def test_round_tokens_histogram_counts_rounds_by_tokens_emitted(spec):
+    fig = charts.round_tokens_figure(spec)
+    (bars,) = fig.data
+    assert list(bars.x) == [1, 2, 3, 4, 5]
+    assert list(bars.y) == [1, 0, 1, 0, 2]
+
+
+def test_position_figure_gives_acceptance_by_draft_position(spec):
+    fig = charts.position_figure(spec)
+    share, mean_prob = fig.data
+    assert list(share.x) == [1, 2, 3, 4]
+    assert list(share.y) == pytest.approx([3 / 4, 3 / 4, 2 / 4, 2 / 4])
+    assert list(mean_prob.y) == pytest.approx([3 / 4, 2.9 / 4, 2.3 / 4, 2.2 / 4])
+
+
+def test_rounds_without_drafts_are_left_out_of_acceptance_charts():
+    result = result_of([rnd(0, drafted=0, accepted=0, emitted=1), rnd(1, drafted=2, accepted=1)])
+    assert list(charts.acceptance_figure(result).data[0].x) == [2]
+    assert list(charts.position_figure(result).data[0].x) == [1, 2]
+
+
+def test_empty_figures_are_valid_and_every_chart_serialises(spec, plain):
+    for figures in (charts.all_figures(), charts.all_figures(spec, plain), charts.all_figures(result_of([]))):
+        assert set(figures) == {"chart-speed", "chart-acceptance", "chart-tokens-per-round", "chart-position"}
+        for fig in figures.values():
+            assert json.loads(fig.to_json())["layout"]["title"]["text"]
