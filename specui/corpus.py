@@ -1,0 +1,61 @@
+"""The training corpus: the Python standard library's source code of the running interpreter.
+
+Every machine that runs specui has this corpus, so the bundled model pair can be rebuilt anywhere
+without a download. Files under a test folder (`test`, `tests`, `idle_test`, `test_*`, ...) are the
+held-out evaluation set; everything else is training data. `site-packages` is never read.
+File order is sorted by relative path, so every function here is deterministic.
+"""
+
+import sysconfig
+from pathlib import Path
+
+EXCLUDED_DIRS = frozenset({"site-packages", "dist-packages", "__pycache__"})
+
+
+def stdlib_root() -> Path:
+    """The directory that holds the standard library's pure-Python modules."""
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def is_test_dir(name: str) -> bool:
+    """True for a directory name that holds tests: test, tests, idle_test, test_json, ..."""
+    return name in {"test", "tests"} or name.startswith("test_") or name.endswith(("_test", "_tests"))
+
+
+def is_held_out(relative: Path) -> bool:
+    """True when any directory component of `relative` is a test folder."""
+    return any(is_test_dir(part) for part in relative.parts[:-1])
+
+
+def list_sources(root: Path | None = None) -> list[Path]:
+    """Every `*.py` file under `root` (the stdlib by default), sorted, relative to `root`."""
+    root = stdlib_root() if root is None else Path(root)
+    paths = []
+    for path in root.rglob("*.py"):
+        relative = path.relative_to(root)
+        if EXCLUDED_DIRS.isdisjoint(relative.parts[:-1]) and path.is_file():
+            paths.append(relative)
+    return sorted(paths, key=lambda p: p.as_posix())
+
+
+def split_sources(root: Path | None = None) -> tuple[list[Path], list[Path]]:
+    """(training files, held-out files), both sorted and relative to `root`."""
+    sources = list_sources(root)
+    train = [p for p in sources if not is_held_out(p)]
+    held_out = [p for p in sources if is_held_out(p)]
+    return train, held_out
+
+
+def read_text(path: Path) -> str | None:
+    """A file's text if it is valid UTF-8 (a few stdlib test files are not), else None."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def read_texts(paths: list[Path], *, root: Path | None = None) -> list[str]:
+    """The UTF-8 texts of `paths` (relative to `root`), in order, skipping undecodable files."""
+    root = stdlib_root() if root is None else Path(root)
+    texts = (read_text(root / p) for p in paths)
+    return [t for t in texts if t]

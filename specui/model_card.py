@@ -1,0 +1,127 @@
+"""Model cards (README.md) for the bundled pair: corpus, shapes, training command, held-out figures.
+
+The training facts are kept next to the weights in `specui_training.json`, so `--eval-only` can
+rewrite the cards with fresh figures without losing how the pair was trained.
+"""
+
+import json
+import platform
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+TRAINING_FILE = "specui_training.json"
+
+
+def training_command(cfg) -> str:
+    """The command line that rebuilds the pair with `cfg` (only the options that differ)."""
+    from specui.train import TrainConfig
+
+    defaults = asdict(TrainConfig())
+    local = {"out", "checkpoint_dir", "checkpoint_every"}  # where files go, not what is trained
+    args = [f"--{k.replace('_', '-')} {v}" for k, v in asdict(cfg).items() if defaults[k] != v and k not in local]
+    return " ".join(["python -m specui.train", *args])
+
+
+def save_training_facts(folder: Path, *, cfg, train_minutes: float, device: str) -> None:
+    facts = {
+        "command": training_command(cfg),
+        "config": asdict(cfg),
+        "train_minutes": round(train_minutes, 1),
+        "device": device if device != "cpu" else f"cpu ({cfg.threads} thread{'s' if cfg.threads != 1 else ''})",
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+    }
+    (folder / TRAINING_FILE).write_text(json.dumps(facts, indent=2) + "\n")
+
+
+def refresh_training_command(folder: Path, *, cfg) -> None:
+    """After retraining only the draft: the target's facts name the command that rebuilds the pair."""
+    facts = load_training_facts(folder)
+    facts.update(command=training_command(cfg), config=asdict(cfg))
+    (folder / TRAINING_FILE).write_text(json.dumps(facts, indent=2) + "\n")
+
+
+def load_training_facts(folder: Path) -> dict:
+    path = folder / TRAINING_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def shape_line(config: dict) -> str:
+    return (f"LlamaForCausalLM, {config['num_hidden_layers']} decoder layer(s), width {config['hidden_size']}, "
+            f"{config['num_attention_heads']} heads, MLP {config['intermediate_size']}, "
+            f"vocabulary {config['vocab_size']}, context {config['max_position_embeddings']}, tied embeddings")
+
+
+def figures(report: dict) -> str:
+    lines = [
+        f"- held-out sample: {report['eval_files']} files of the stdlib's test folders, {report['eval_bytes']:,} bytes",
+        f"- target bits per byte: **{report['target_bpb']:.3f}** (draft alone: {report['draft_bpb']:.3f})",
+        f"- greedy acceptance alpha (draft argmax = target's greedy token, {report['alpha_prompts']} prompts "
+        f"of 256 tokens, {report.get('alpha_new_tokens', 128)} new tokens each): **{report['alpha']:.3f}**",
+    ]
+    s = report.get("speedup")
+    if s:
+        per_k = ", ".join(f"K={k} {v:.2f}x" for k, v in s["speedup"].items())
+        lines.append(f"- greedy speculative decoding vs plain, 128 new tokens, 2-core CPU, float32: "
+                     f"**{s['best_speedup']:.2f}x at K={s['best_k']}** (plain {s['plain_tps']:.0f} tokens/s; {per_k})")
+    return "\n".join(lines)
+
+
+def card(*, role: str, config: dict, params: int, facts: dict, report: dict, other: str) -> str:
+    description = {
+        "target": "The target model: deep and narrow, so that on a CPU one forward costs many draft forwards",
+        "draft": f"The draft model: {config['num_hidden_layers']} layer(s), distilled from `{other}`'s output distributions "
+                 "on training code and on the target's own greedy continuations (KL + a little CE)",
+    }[role]
+    minutes = facts.get("train_minutes")
+    stage = "tokenizer and target" if role == "target" else "distillation of the draft"
+    timing = f"{minutes} minutes ({stage}) on {facts.get('device', '?')}" if minutes else "time not recorded"
+    return f"""---
+library_name: transformers
+pipeline_tag: text-generation
+tags: [specui, speculative-decoding, code, python]
+---
+
+# specui-{role}
+
+{description}. Part of the pair bundled with specui so that the app shows real speculative
+decoding offline; the other half is `{other}`. Load it like any hub model:
+
+```python
+from transformers import AutoModelForCausalLM, AutoTokenizer
+model = AutoModelForCausalLM.from_pretrained("assets/specui-{role}")
+tokenizer = AutoTokenizer.from_pretrained("assets/specui-{role}")
+```
+
+## Corpus
+The source code of the Python {facts.get('python', '3')} standard library (`*.py` files, sorted, no
+site-packages). Files in test folders (`test`, `tests`, `idle_test`, `test_*`) are held out for evaluation.
+Tokenizer: byte-level BPE (`tokenizers`), {config['vocab_size']} tokens, `<|endoftext|>` as bos/eos/separator;
+it round-trips code byte for byte.
+
+## Shape
+{shape_line(config)}; {params / 1e6:.2f}M parameters, stored in float16.
+
+## Training
+`{facts.get('command', 'python -m specui.train')}`: {timing}.
+Random windows of the training token stream (half length and double batch first, full length for the
+last part), AdamW, warmup then cosine decay, fixed seeds; float32 training, saved in float16.
+
+## Held-out figures
+{figures(report)}
+
+Recompute with `python -m specui.train --eval-only`.
+"""
+
+
+def write_model_cards(out: Path, *, report: dict, target_dir: str, draft_dir: str) -> None:
+    """Write README.md into both folders from their config.json, training facts and `report`."""
+    for role, name, other, params in [("target", target_dir, draft_dir, report["target_params"]),
+                                      ("draft", draft_dir, target_dir, report["draft_params"])]:
+        folder = Path(out) / name
+        config = json.loads((folder / "config.json").read_text())
+        facts = load_training_facts(folder)
+        text = card(role=role, config=config, params=params, facts=facts, report=report, other=other)
+        (folder / "README.md").write_text(text)

@@ -1,0 +1,129 @@
+"""The bundled pair in assets/: loads offline like a hub model, shares one tokenizer, and speculates exactly.
+
+These run on every machine (no network, no GPU) in a few seconds: the pair is small on purpose.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from specui import corpus
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+TARGET = ASSETS / "specui-target"
+DRAFT = ASSETS / "specui-draft"
+CODE = 'class Point:\n    """A point."""\n\n    def __init__(self, x, y=0):\n\tself.x = x  # tab\n        return f"{x!r}\\n"\n\n\n'
+
+
+@pytest.fixture(scope="module")
+def pair():
+    """Target, draft and tokenizer, loaded offline through the ordinary from_pretrained path."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(TARGET)
+    target = AutoModelForCausalLM.from_pretrained(TARGET, dtype=torch.float32).eval()
+    draft = AutoModelForCausalLM.from_pretrained(DRAFT, dtype=torch.float32).eval()
+    return target, draft, tokenizer
+
+
+def test_folders_are_complete_and_small():
+    total = 0
+    for folder in (TARGET, DRAFT):
+        names = {p.name for p in folder.iterdir()}
+        assert {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "README.md"} <= names
+        assert any(n.endswith(".safetensors") for n in names)
+        for path in folder.iterdir():
+            assert path.stat().st_size < 10_000_000, f"{path} is 10 MB or more"
+            total += path.stat().st_size
+    assert total <= 24 * 2**20, f"the pair takes {total / 2**20:.1f} MiB, more than 24 MiB"
+
+
+def test_weights_are_stored_in_half_precision():
+    from safetensors import safe_open
+
+    for folder in (TARGET, DRAFT):
+        for shard in folder.glob("*.safetensors"):
+            with safe_open(shard, framework="pt") as f:
+                assert all(f.get_slice(k).get_dtype() == "F16" for k in f.keys()), shard
+
+
+def test_pair_loads_offline_as_causal_lms(pair):
+    target, draft, tokenizer = pair
+    assert target.config.num_hidden_layers > draft.config.num_hidden_layers
+    eos = tokenizer.eos_token_id
+    assert tokenizer.convert_ids_to_tokens(eos) == "<|endoftext|>"
+    for model in (target, draft):
+        assert model.config.eos_token_id == eos and model.generation_config.eos_token_id == eos
+        assert model.config.bos_token_id == eos and model.generation_config.bos_token_id == eos
+
+
+def test_default_load_is_float32_for_cpus():
+    from transformers import AutoModelForCausalLM
+
+    assert AutoModelForCausalLM.from_pretrained(DRAFT).dtype == torch.float32  # stored in fp16, computed in fp32
+
+
+def test_draft_and_target_share_the_vocabulary(pair):
+    from transformers import AutoTokenizer
+
+    target, draft, tokenizer = pair
+    draft_tokenizer = AutoTokenizer.from_pretrained(DRAFT)
+    assert draft_tokenizer.get_vocab() == tokenizer.get_vocab()
+    assert target.config.vocab_size == draft.config.vocab_size == len(tokenizer)
+    assert (TARGET / "tokenizer.json").read_bytes() == (DRAFT / "tokenizer.json").read_bytes()
+
+
+def test_tokenizer_round_trips_code(pair):
+    _, _, tokenizer = pair
+    _, held_out = corpus.split_sources()
+    samples = [CODE, "\u00e9t\u00e9 = '\u2603 \U0001f40d'\r\n", *corpus.read_texts(held_out[:: max(1, len(held_out) // 20)])]
+    for text in samples:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        assert tokenizer.decode(ids) == text
+    assert len(tokenizer(CODE, add_special_tokens=False)["input_ids"]) < len(CODE.encode()) / 2  # BPE merges
+
+
+def test_corpus_split_keeps_tests_out_of_training():
+    train, held_out = corpus.split_sources()
+    assert train and held_out
+    assert train == sorted(train, key=lambda p: p.as_posix())
+    assert not any(corpus.is_held_out(p) for p in train)
+    assert all(any(corpus.is_test_dir(d) for d in p.parts[:-1]) for p in held_out)
+    assert not any("site-packages" in p.parts for p in train + held_out)
+    assert Path("json/__init__.py") in train and Path("test/test_json/test_decode.py") in held_out
+    assert corpus.is_held_out(Path("idlelib/idle_test/test_run.py"))
+
+
+def held_out_prompts(tokenizer, count: int, length: int = 64) -> list[list[int]]:
+    _, held_out = corpus.split_sources()
+    texts = corpus.read_texts(held_out[7 :: max(1, len(held_out) // count)])[:count]
+    return [tokenizer(t, add_special_tokens=False)["input_ids"][:length] for t in texts]
+
+
+def test_greedy_speculative_output_equals_plain_output(pair):
+    from specui import SpeculativeEngine
+
+    target, draft, tokenizer = pair
+    engine = SpeculativeEngine(target, draft)
+    for prompt, k in zip(held_out_prompts(tokenizer, 3), (1, 4, 7)):
+        settings = dict(max_new_tokens=32, temperature=0.0, seed=0, ignore_eos=True)
+        plain = engine.generate(prompt, speculative=False, **settings)
+        speculative = engine.generate(prompt, speculative=True, num_draft_tokens=k, **settings)
+        assert speculative.token_ids == plain.token_ids
+        assert "accepted" in speculative.kinds  # the draft really predicts the target
+
+
+def test_plain_engine_output_equals_transformers_greedy(pair):
+    from specui import SpeculativeEngine
+
+    target, _, tokenizer = pair
+    prompt = held_out_prompts(tokenizer, 1)[0]
+    plain = SpeculativeEngine(target).generate(prompt, max_new_tokens=16, temperature=0.0, speculative=False, ignore_eos=True)
+    with torch.inference_mode():
+        ids = torch.tensor([prompt])
+        for _ in range(16):
+            ids = torch.cat([ids, target(input_ids=ids).logits[:, -1:].argmax(-1)], dim=1)
+    assert plain.token_ids == ids[0, len(prompt) :].tolist()
