@@ -76,7 +76,8 @@ class ModelDrafter:
         if k == 0:
             return Draft.empty(self.device)
         self.lm.trim(min(self.lm.length, self._valid))
-        logits = self.lm.extend(self._visible(context[self.lm.length :]))[-1]  # [V] at the last context token
+        # [V] at the last context token; the lm head runs on that position only
+        logits = self.lm.extend(self._visible(context[self.lm.length :]), last_only=True)[-1]
         tokens, probs = [], []
         for i in range(k):
             token, q = choose(logits, self.sampling, self.generator)

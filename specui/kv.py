@@ -5,12 +5,12 @@ model on new tokens at positions length..length+n-1 and returns their logits; `t
 the cache back to an absolute length (rejected drafts are simply forgotten). Trimming never uses a
 negative slice that could silently empty the cache at 0.
 
-Two ways to run the model, same numbers:
-- `DecoderStack`, for Llama-style decoders (model_type llama, mistral or qwen2 with full attention):
-  the model's own weights and modules' constants, the same torch ops in the same order as
-  transformers' sdpa forward, but without the per-module call machinery, mask building and cache
-  bookkeeping that dominate a small model's forward on a CPU; keys and values go into one
-  preallocated buffer, so rolling back is just not advancing (as in gpt-fast's `generate.py`).
+Two ways to run the model, with the same logits bit for bit:
+- `DecoderStack`, for Llama-style decoders on a CPU (model_type llama, mistral or qwen2; full
+  attention; sdpa): the model's own parameters and the same torch ops in the same order as
+  transformers' forward, without the per-module call machinery, mask building and cache
+  bookkeeping that cost a small model about a third of its forward time on a CPU. Keys and values
+  go into one preallocated buffer, so rolling back is just not advancing (as in gpt-fast).
 - the model's own `forward` with a transformers `DynamicCache`, for everything else.
 """
 
@@ -79,6 +79,11 @@ class StaticKV:
     def __init__(self, layers: int, kv_heads: int, head_dim: int, *, dtype, device, capacity: int = 256):
         self.buffer = torch.empty(layers, 2, kv_heads, capacity, head_dim, dtype=dtype, device=device)
         self.length = 0
+        self._views()
+
+    def _views(self) -> None:
+        self.keys = list(self.buffer[:, 0].unbind(0))  # per layer [kv_heads, capacity, head_dim]
+        self.values = list(self.buffer[:, 1].unbind(0))
 
     def get_seq_length(self) -> int:
         return self.length
@@ -89,14 +94,17 @@ class StaticKV:
             grown = self.buffer.new_empty(*self.buffer.shape[:3], max(length, 2 * capacity), self.buffer.shape[4])
             grown[:, :, :, : self.length] = self.buffer[:, :, :, : self.length]
             self.buffer = grown
+            self._views()
 
 
 class DecoderStack:
     """A lean forward of a Llama-style decoder over a `StaticKV` (batch 1).
 
-    It reads the model's parameters at call time (never copies them) and repeats transformers'
-    sdpa path op for op: RMSNorm in float32, rotary embeddings from the model's own `rotary_emb`,
-    sdpa with no mask for one new token, `is_causal` for a prefill, a boolean causal mask otherwise.
+    It holds references to the model's own parameters (never copies) and repeats transformers'
+    sdpa path op for op, so its logits equal the model's cached forward bit for bit (tests check):
+    RMSNorm in float32, rotary embeddings from the model's own `rotary_emb`, sdpa with no mask for
+    one new token, `is_causal` for a prefill, a boolean causal mask otherwise (keys and values
+    repeated for grouped-query attention under a mask, `enable_gqa` without one, as transformers does).
     """
 
     MODEL_TYPES = ("llama", "mistral", "qwen2")
@@ -109,6 +117,21 @@ class DecoderStack:
         self.head_dim = first.head_dim
         self.kv_heads = first.k_proj.out_features // self.head_dim
         self.groups = first.q_proj.out_features // first.k_proj.out_features
+        # (norm, q, k, v, o, norm, gate, up, down) as (weight, bias | eps) pairs, and the attention scale:
+        # plain references, so a forward does not pay nn.Module attribute lookups
+        self.params = []
+        for layer in self.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+            lin = [(m.weight, m.bias) for m in (attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj,
+                                                   mlp.gate_proj, mlp.up_proj, mlp.down_proj)]
+            norms = [(m.weight, m.variance_epsilon) for m in (layer.input_layernorm, layer.post_attention_layernorm)]
+            self.params.append((norms[0], *lin[:4], norms[1], *lin[4:], attn.scaling))
+        # Static rotary embeddings (rope_type "default") are a function of the position alone: a table
+        # of the module's own cos and sin, grown with the cache, equals calling it per forward bit for bit
+        # (vectorised cos/sin see whole vectors either way when head_dim is a multiple of 16; tests check).
+        rope = getattr(model.config, "rope_parameters", None) or {}
+        self.rope_table = rope.get("rope_type") == "default" and self.head_dim % 16 == 0
+        self.cos_table = self.sin_table = None  # [positions, head_dim]; sin with its first half negated
 
     @classmethod
     def build(cls, model) -> DecoderStack | None:
@@ -121,8 +144,8 @@ class DecoderStack:
                           else getattr(config, "sliding_window", None) is None)
         if not full_attention or getattr(config, "hidden_act", None) != "silu":
             return None
-        if getattr(config, "_attn_implementation", "sdpa") not in ("sdpa", None):
-            return None
+        if getattr(config, "_attn_implementation", None) != "sdpa":
+            return None  # eager or flash attention: other kernels, other last bits
         try:
             stack = cls(model)
             modules = [stack.embed, stack.norm, model.lm_head]
@@ -134,6 +157,8 @@ class DecoderStack:
         except (AttributeError, IndexError, TypeError):
             return None
         device = model_device(model)
+        if device.type != "cpu":
+            return None  # measured and tested on CPUs only; elsewhere the model's own forward runs
         for m in modules:
             if getattr(m, "_hf_hook", None) is not None or m._forward_hooks or m._forward_pre_hooks:
                 return None  # offloaded (accelerate) or instrumented: let the model's forward run
@@ -142,65 +167,85 @@ class DecoderStack:
                     return None  # quantized or spread over devices
         return stack
 
+    def _rotary(self, x: torch.Tensor, past: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin (first half negated, see the rotation below) at positions past..end-1."""
+        if not self.rope_table:
+            positions = torch.arange(past, end, device=x.device).unsqueeze(0)
+            cos, sin = self.rotary(x, position_ids=positions)  # [1, n, head_dim]
+            return cos.unsqueeze(1), _signed_sin(sin).unsqueeze(1)
+        if self.cos_table is None or end > self.cos_table.shape[0]:
+            size = max(end, 256, 2 * (0 if self.cos_table is None else self.cos_table.shape[0]))
+            cos, sin = self.rotary(x, position_ids=torch.arange(size, device=x.device).unsqueeze(0))
+            self.cos_table, self.sin_table = cos[0], _signed_sin(sin)[0]
+        return self.cos_table[past:end][None, None], self.sin_table[past:end][None, None]
+
     def new_cache(self) -> StaticKV:
         weight = self.layers[0].self_attn.k_proj.weight
         return StaticKV(len(self.layers), self.kv_heads, self.head_dim, dtype=weight.dtype, device=weight.device)
 
     def forward(self, ids: torch.Tensor, cache: StaticKV, *, last_only: bool) -> torch.Tensor:
         """ids [1, n] at positions cache.length.. -> logits [n, V] ([1, V] with last_only)."""
+        if not torch.is_inference_mode_enabled():  # the buffer is an inference tensor, written in place
+            with torch.inference_mode():
+                return self.forward(ids, cache, last_only=last_only)
         n, past = ids.shape[1], cache.length
         end = past + n
         cache.reserve(end)
         x = self.embed(ids)  # [1, n, D]
-        positions = torch.arange(past, end, device=ids.device).unsqueeze(0)
-        cos, sin = self.rotary(x, position_ids=positions)  # [1, n, head_dim]
-        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        cos, sin = self._rotary(x, past, end)  # [1, 1, n, head_dim] each
         if n == 1:
             mask, causal = None, False  # one query sees every cached key
         elif past == 0:
             mask, causal = None, True  # a prefill: plain causal attention
         else:  # query i (position past+i) sees keys 0..past+i
-            mask = (torch.arange(end, device=ids.device) <= positions.reshape(n, 1)).view(1, 1, n, end)
+            positions = torch.arange(past, end, device=ids.device).reshape(n, 1)
+            mask = (torch.arange(end, device=ids.device) <= positions).view(1, 1, n, end)
             causal = False
-        buffer = cache.buffer
-        for i, layer in enumerate(self.layers):
-            attn, mlp = layer.self_attn, layer.mlp
-            h = _rms_norm(x, layer.input_layernorm)
-            q = F.linear(h, attn.q_proj.weight, attn.q_proj.bias).view(1, n, -1, self.head_dim).transpose(1, 2)
-            k = F.linear(h, attn.k_proj.weight, attn.k_proj.bias).view(1, n, -1, self.head_dim).transpose(1, 2)
-            v = F.linear(h, attn.v_proj.weight, attn.v_proj.bias).view(1, n, -1, self.head_dim).transpose(1, 2)
-            q = (q * cos) + (_rotate_half(q) * sin)
-            k = (k * cos) + (_rotate_half(k) * sin)
-            buffer[i, 0, :, past:end] = k[0]
-            buffer[i, 1, :, past:end] = v[0]
-            keys, values = buffer[i, 0, :, :end].unsqueeze(0), buffer[i, 1, :, :end].unsqueeze(0)
+        keys_all, values_all = cache.keys, cache.values
+        hd, half = self.head_dim, self.head_dim // 2
+        for i, params in enumerate(self.params):
+            norm1, (wq, bq), (wk, bk), (wv, bv), (wo, bo), norm2, (wg, bg), (wu, bu), (wd, bd), scaling = params
+            h = _rms_norm(x, *norm1)  # [1, n, D]
+            q = F.linear(h, wq, bq).view(1, n, -1, hd).transpose(1, 2)
+            k = F.linear(h, wk, bk).view(1, n, -1, hd).transpose(1, 2)
+            v = F.linear(h, wv, bv).view(1, n, -1, hd).transpose(1, 2)  # [1, kv_heads, n, hd]
+            # rotate_half(t) * sin == cat(t2, t1) * cat(-sin1, sin2) exactly: (-a) * b == a * (-b) in IEEE arithmetic
+            q = (q * cos) + (torch.cat((q[..., half:], q[..., :half]), dim=-1) * sin)
+            k = (k * cos) + (torch.cat((k[..., half:], k[..., :half]), dim=-1) * sin)
+            key_buf, value_buf = keys_all[i], values_all[i]
+            key_buf[:, past:end] = k[0]
+            value_buf[:, past:end] = v[0]
+            keys, values = key_buf[None, :, :end], value_buf[None, :, :end]  # [1, kv_heads, end, hd]
             extra = {}
             if self.groups > 1:
                 if mask is None:
                     extra["enable_gqa"] = True
                 else:
                     keys, values = _repeat_kv(keys, self.groups), _repeat_kv(values, self.groups)
-            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=0.0, scale=attn.scaling,
+            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=0.0, scale=scaling,
                                                  is_causal=causal, **extra)
             out = out.transpose(1, 2).contiguous().reshape(1, n, -1).contiguous()
-            x = x + F.linear(out, attn.o_proj.weight, attn.o_proj.bias)
-            h = _rms_norm(x, layer.post_attention_layernorm)
-            gate = F.linear(h, mlp.gate_proj.weight, mlp.gate_proj.bias)
-            up = F.linear(h, mlp.up_proj.weight, mlp.up_proj.bias)
-            x = x + F.linear(F.silu(gate) * up, mlp.down_proj.weight, mlp.down_proj.bias)
+            x = x + F.linear(out, wo, bo)
+            h = _rms_norm(x, *norm2)
+            x = x + F.linear(F.silu(F.linear(h, wg, bg)) * F.linear(h, wu, bu), wd, bd)
         cache.length = end
-        x = _rms_norm(x[:, -1:] if last_only else x, self.norm)
+        x = _rms_norm(x[:, -1:] if last_only else x, self.norm.weight, self.norm.variance_epsilon)
         head = self.model.lm_head
         return F.linear(x, head.weight, head.bias)[0]
 
 
-def _rms_norm(x: torch.Tensor, norm) -> torch.Tensor:
-    """transformers' LlamaRMSNorm, op for op."""
+def _signed_sin(sin: torch.Tensor) -> torch.Tensor:
+    half = sin.shape[-1] // 2
+    return torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
+
+
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """transformers' LlamaRMSNorm, op for op (the casts are skipped when they are no-ops)."""
     dtype = x.dtype
-    h = x.to(torch.float32)
+    h = x if dtype == torch.float32 else x.to(torch.float32)
     variance = h.pow(2).mean(-1, keepdim=True)
-    h = h * torch.rsqrt(variance + norm.variance_epsilon)
-    return norm.weight * h.to(dtype)
+    h = h * torch.rsqrt(variance + eps)
+    return weight * (h if dtype == torch.float32 else h.to(dtype))
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:

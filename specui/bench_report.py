@@ -1,0 +1,67 @@
+"""The text report of `python -m specui.bench`: a table of the four methods, the speculative figures
+and one line per prompt. Pure functions of the report dict; no models, no timing."""
+
+from __future__ import annotations
+
+LABELS = {
+    "plain": "plain decoding (specui engine)",
+    "speculative": "speculative (specui engine)",
+    "hf_assisted": "transformers assisted generate",
+    "hf_plain": "transformers plain generate",
+}
+
+
+def _num(value, fmt: str) -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+def _yes_no(value) -> str:
+    return "n/a (sampling)" if value is None else "yes" if value else "NO"
+
+
+def format_table(r: dict) -> str:
+    k = r["num_draft_tokens"]
+    mode = "greedy" if r["temperature"] == 0 else f"temperature {r['temperature']:g}"
+    plain = r["plain_tokens_per_s"]
+    lines = [
+        (f"specui bench: preset {r['preset']}, drafter {r['drafter']}, K={k}, {mode}, "
+         f"{r['max_new_tokens']} new tokens (EOS ignored), {r['num_prompts']} prompts x {r['repeats']} repeats"),
+        (f"device {r['device']}, {r['torch_threads']} threads; torch {r['torch_version']}, "
+         f"transformers {r['transformers_version']}"),
+        "",
+        f"{'method':<38}{'tokens/s':>10}{'vs plain':>10}",
+    ]
+    for method in ("plain", "speculative", "hf_assisted", "hf_plain"):
+        tps = r[f"{method}_tokens_per_s"]
+        label = LABELS[method] + (f" (K={k})" if method in ("speculative", "hf_assisted") else "")
+        lines.append(f"{label:<38}{tps:>10.1f}{tps / plain:>9.2f}x")
+    lines += [
+        "",
+        (f"speedup vs plain {r['speedup_vs_plain']:.2f}x; vs transformers assisted {r['speedup_vs_hf_assisted']:.2f}x; "
+         f"vs transformers plain {r['speedup_vs_hf_plain']:.2f}x"),
+        (f"acceptance rate {_num(r['acceptance_rate'], '.3f')} (accepted / drafted); mean accepted length "
+         f"{_num(r['mean_accepted_length'], '.2f')} tokens per target forward (bonus included)"),
+        (f"c = {r['draft_cost_ratio']:.3f} (one-token KV-cached forward: draft {r['draft_forward_ms']:.2f} ms / "
+         f"target {r['target_forward_ms']:.2f} ms, medians); a {k + 1}-token verify forward costs "
+         f"{r['verify_cost_ratio']:.2f} target forwards"),
+        (f"theoretical speedup {_num(r['theoretical_speedup'], '.2f')}x (Leviathan et al. Thm 3.8, per-token alpha "
+         f"{_num(r['alpha_per_token'], '.3f')} fitted to the mean accepted length); efficiency "
+         f"{_num(r['efficiency'], '.2f')} (measured / theoretical)"),
+        (f"with the measured verify cost in place of 1: theoretical {_num(r['theoretical_speedup_measured_verify'], '.2f')}x, "
+         f"efficiency {_num(r['efficiency_measured_verify'], '.2f')}; Thm 3.8's best K at this alpha and c: "
+         f"{r['best_k_theoretical']}"),
+        (f"greedy outputs identical to plain decoding: {_yes_no(r['identical_to_plain'])}; "
+         f"transformers' plain output identical to the engine's: {_yes_no(r['hf_identical_to_engine'])}"),
+        "",
+        (f"{'prompt':>6}{'tokens':>8}{'plain':>9}{'spec':>9}{'hf asst':>9}{'hf plain':>9}{'speedup':>9}"
+         f"{'vs hf':>7}{'accept':>8}{'len':>6}"),
+    ]
+    for i, row in enumerate(r["rows"], 1):
+        lines.append(
+            f"{i:>6}{row['prompt_tokens']:>8}{row['plain_tokens_per_s']:>9.1f}{row['speculative_tokens_per_s']:>9.1f}"
+            f"{row['hf_assisted_tokens_per_s']:>9.1f}{row['hf_plain_tokens_per_s']:>9.1f}"
+            f"{row['speedup_vs_plain']:>8.2f}x{row['speedup_vs_hf_assisted']:>6.2f}x"
+            f"{_num(row['acceptance_rate'], '.2f'):>8}{_num(row['mean_accepted_length'], '.2f'):>6}"
+        )
+    lines.append("(tokens/s per prompt: max-new-tokens / the median of its timed runs, prefill included)")
+    return "\n".join(lines)

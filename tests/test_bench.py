@@ -1,0 +1,98 @@
+"""`python -m specui.bench` end to end on one short prompt: it runs, prints the table, and writes the
+JSON the issue asks for. No timing is asserted. Uses the bundled pair when it is present, else a tiny
+random pair (with a small trained tokenizer) saved to a temporary folder."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_model
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLED = ROOT / "assets" / "specui-target" / "config.json"
+
+NUMBERS = ("plain_tokens_per_s", "speculative_tokens_per_s", "hf_assisted_tokens_per_s", "hf_plain_tokens_per_s",
+           "speedup_vs_plain", "speedup_vs_hf_assisted", "acceptance_rate", "mean_accepted_length",
+           "draft_cost_ratio", "theoretical_speedup", "efficiency")
+
+
+def _tiny_pair_config(folder: Path) -> Path:
+    """A random-init Llama target, a noisy copy as its draft, a 300-token BPE tokenizer, and a models.yaml."""
+    from specui.train import train_tokenizer
+    from tests.conftest import noisy_copy
+
+    text = Path(json.__file__).read_text(encoding="utf-8")  # any Python source will do
+    tokenizer = train_tokenizer([text], vocab_size=300, max_positions=256)
+    target = make_model("llama", vocab_size=len(tokenizer), layers=2, seed=0, max_positions=256)
+    draft = noisy_copy(target, noise=0.2, seed=1)
+    for name, model in (("target", target), ("draft", draft)):
+        model.save_pretrained(folder / name)
+        tokenizer.save_pretrained(folder / name)
+    config = folder / "models.yaml"
+    config.write_text(
+        "default: tiny\npresets:\n  tiny:\n"
+        f"    target: {folder / 'target'}\n    draft: {folder / 'draft'}\n"
+        "    dtype: float32\n    num_draft_tokens: 3\n    device: cpu\n",
+        encoding="utf-8",
+    )
+    return config
+
+
+@pytest.fixture(scope="module")
+def bench_config(tmp_path_factory) -> list[str]:
+    if BUNDLED.exists():
+        return []  # the default models.yaml and its default preset
+    return ["--config", str(_tiny_pair_config(tmp_path_factory.mktemp("bench_pair")))]
+
+
+def _run(args: list[str], tmp_path: Path) -> tuple[dict, str]:
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"prompt": "def add(a, b):\n    return"}) + "\n", encoding="utf-8")
+    out = tmp_path / "bench.json"
+    cmd = [sys.executable, "-m", "specui.bench", "--prompts", str(prompts), "--max-new-tokens", "6",
+           "--repeats", "1", "--cost-samples", "3", "--threads", "1", "--json", str(out), *args]
+    done = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text(encoding="utf-8")), done.stdout
+
+
+def test_bench_greedy_json(bench_config, tmp_path):
+    report, stdout = _run(bench_config, tmp_path)
+    for key in NUMBERS:
+        assert isinstance(report[key], (int, float)) and math.isfinite(report[key]), key
+        assert report[key] >= 0, key
+    assert report["identical_to_plain"] is True  # greedy speculative == plain, token for token
+    assert isinstance(report["device"], str) and report["device"].split(":")[0] in ("cpu", "cuda")
+    assert isinstance(report["torch_version"], str)
+    assert isinstance(report["num_draft_tokens"], int) and report["num_draft_tokens"] >= 1
+    assert 0 <= report["acceptance_rate"] <= 1
+    assert 1 <= report["mean_accepted_length"] <= report["num_draft_tokens"] + 1
+    assert report["num_prompts"] == len(report["rows"]) == 1
+    row = report["rows"][0]
+    assert row["tokens"] == {"plain": 6, "speculative": 6, "hf_assisted": 6, "hf_plain": 6}  # EOS ignored everywhere
+    assert "tokens/s" in stdout and "speculative" in stdout
+
+
+def test_bench_sampled_json(bench_config, tmp_path):
+    report, _ = _run([*bench_config, "--temperature", "0.8", "--num-draft-tokens", "2"], tmp_path)
+    assert report["temperature"] == 0.8 and report["num_draft_tokens"] == 2
+    assert report["identical_to_plain"] is None  # not defined for sampling
+    assert all(report["rows"][0]["tokens"][m] == 6 for m in ("plain", "speculative", "hf_assisted", "hf_plain"))
+    assert isinstance(report["speedup_vs_hf_assisted"], float)
+
+
+def test_bench_rejects_bad_prompts_file(bench_config, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "no prompt key"}\n', encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "specui.bench", "--prompts", str(bad), *bench_config],
+                          check=False, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "bad.jsonl:1" in done.stderr
