@@ -25,13 +25,13 @@ from specui.ui.teaching import teaching_tab
 
 log = logging.getLogger("specui.ui")
 CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
-EXAMPLES = [
-    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
-    "import os\nimport sys\n\n\ndef main(argv):\n",
+EXAMPLES = [  # no trailing newline: the tokenizer merges a newline with the next line's indentation
     "class Stack:\n    \"\"\"A last-in, first-out stack.\"\"\"\n\n    def __init__(self):\n"
-    "        self.items = []\n\n    def push(self, item):\n",
+    "        self.items = []\n\n    def push(self, item):",
+    "import unittest\n\n\nclass TestList(unittest.TestCase):\n\n    def test_append(self):",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"",
+    "import os\nimport sys\n\n\ndef main(argv):",
     "    def __repr__(self):\n        return f\"{self.__class__.__name__}(",
-    "for key, value in sorted(mapping.items()):\n    if",
     "<img src=x onerror=alert(1)>",
 ]
 TITLE = "specui: speculative decoding, visible"
@@ -121,13 +121,15 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True) -> gr
                 gr.Warning(str(e))
                 yield shown, shown, history, stats.stats_html(None, status="Error"), *[gr.skip()] * 7
                 return
-            run, first = None, True
+            run, first, last_figs = None, True, [gr.skip()] * 4
             try:
                 for frame, run in decode(showcase, text, settings, history=history, stop=halt):
                     shown[-1] = {"role": "assistant", "content": frame.message}
                     if frame.error:
                         gr.Warning(frame.error)
-                    figs = [frame.figures[p.elem_id] for p in plots] if frame.figures else [gr.skip()] * 4
+                    if frame.figures:
+                        last_figs = [frame.figures[p.elem_id] for p in plots]
+                    figs = last_figs if frame.figures else [gr.skip()] * 4
                     if frame.race is not None:  # the race replay, once both runs are done
                         race_out = (frame.race, frame.race, gr.update(visible=True))
                     elif first:  # a new run hides the last one's race
@@ -146,7 +148,8 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True) -> gr
                 stops.pop(key, None)
             if run is not None and run.error is None:
                 history = [*history, {"role": "user", "content": text}, {"role": "assistant", "content": run.spec_text}]
-                yield shown, shown, history, *[gr.skip()] * 8
+                # the final charts again: a streaming client may have skipped the frame that carried them
+                yield shown, shown, history, gr.skip(), *last_figs, *[gr.skip()] * 3
 
         inputs = [prompt, messages, turns, preset, drafter, k, adaptive, temperature, top_p, top_k, max_new, seed,
                   compare]

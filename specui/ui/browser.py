@@ -15,7 +15,7 @@ from pathlib import Path
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--no-first-run", "--disable-gpu"]
-SHOT_PROMPT = "import os\nimport sys\n\n\ndef main(argv):\n"
+SHOT_PROMPT = "class Stack:\n    \"\"\"A last-in, first-out stack.\"\"\"\n\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):"
 
 
 def chromium_path() -> str | None:
