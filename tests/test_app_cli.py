@@ -1,0 +1,30 @@
+"""`python app.py` with a broken or missing config exits with one line naming the file and the problem."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_app(*args):
+    return subprocess.run([sys.executable, "app.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_missing_config(tmp_path):
+    out = run_app("--config", str(tmp_path / "missing.yaml"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().count("\n") == 0 and "missing.yaml: file not found" in out.stderr
+
+
+def test_broken_config_names_the_key(tmp_path):
+    bad = tmp_path / "models.yaml"
+    bad.write_text("presets:\n  x:\n    target: ./t\n    quantization: 3bit\n")
+    out = run_app("--config", str(bad))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "models.yaml: presets.x.quantization: must be one of none, 8bit, 4bit" in out.stderr
+
+
+def test_unknown_preset_lists_the_known_ones():
+    out = run_app("--preset", "nope")
+    assert out.returncode == 2 and "no preset named 'nope'" in out.stderr and "bundled" in out.stderr
