@@ -234,6 +234,20 @@ def write_export(run: teach.TeachingRun) -> str:
     return str(path)
 
 
+def _experiment_row(name: str, figure, help_text: str, label: str, *, extra=None):
+    """One experiment: its chart and table on the left; the explanation, any extra control and the run
+    button on the right. Element ids: #NAME-chart, #NAME-table, #NAME-run."""
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            chart = gr.Plot(figure, elem_id=f"{name}-chart", show_label=False)
+            table = gr.HTML("", elem_id=f"{name}-table")
+        with gr.Column(scale=1, min_width=260):
+            gr.Markdown(help_text)
+            control = extra() if extra is not None else None
+            button = gr.Button(label, elem_id=f"{name}-run")
+    return chart, table, button, control
+
+
 def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) -> None:
     """Build the teaching tab inside the current `gr.Blocks`. `showcase` is the app's `Showcase` (its
     config, pair cache and per-pair locks); `concurrency_id` is the app's engine queue, so teaching runs
@@ -287,29 +301,14 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) 
                 gr.Markdown(THEORY_HELP)
 
         gr.Markdown("## Experiments")
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=3):
-                sweep_chart = gr.Plot(teach_charts.k_sweep_figure(), elem_id="sweep-chart", show_label=False)
-                sweep_table = gr.HTML("", elem_id="sweep-table")
-            with gr.Column(scale=1, min_width=260):
-                gr.Markdown(SWEEP_HELP)
-                sweep_run = gr.Button("Run the K sweep (K = 1…8)", elem_id="sweep-run")
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=3):
-                temp_chart = gr.Plot(teach_charts.temperature_figure(), elem_id="temp-chart", show_label=False)
-                temp_table = gr.HTML("", elem_id="temp-table")
-            with gr.Column(scale=1, min_width=260):
-                gr.Markdown(TEMP_HELP)
-                temp_run = gr.Button("Run the temperature sweep", elem_id="temp-run")
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=3):
-                drafters_chart = gr.Plot(teach_charts.drafter_figure(), elem_id="drafters-chart", show_label=False)
-                drafters_table = gr.HTML("", elem_id="drafters-table")
-            with gr.Column(scale=1, min_width=260):
-                gr.Markdown(DRAFTERS_HELP)
-                noise = gr.Slider(0.0, 5.0, value=2.0, step=0.1, label="Noise on the weaker draft's weights",
-                                  elem_id="drafters-noise")
-                drafters_run = gr.Button("Compare drafters", elem_id="drafters-run")
+        sweep_chart, sweep_table, sweep_run, _ = _experiment_row(
+            "sweep", teach_charts.k_sweep_figure(), SWEEP_HELP, "Run the K sweep (K = 1…8)")
+        temp_chart, temp_table, temp_run, _ = _experiment_row(
+            "temp", teach_charts.temperature_figure(), TEMP_HELP, "Run the temperature sweep")
+        drafters_chart, drafters_table, drafters_run, noise = _experiment_row(
+            "drafters", teach_charts.drafter_figure(), DRAFTERS_HELP, "Compare drafters",
+            extra=lambda: gr.Slider(0.0, 5.0, value=2.0, step=0.1, label="Noise on the weaker draft's weights",
+                                    elem_id="drafters-noise"))
 
         run_state = gr.State(None)
         index_state = gr.State(0)
