@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from specui import metrics
+
 KINDS = ("accepted", "resampled", "bonus", "plain")
 
 
@@ -86,12 +88,12 @@ class GenerationResult:
     @property
     def acceptance_rate(self) -> float | None:
         """Accepted draft tokens / drafted tokens (None when nothing was drafted)."""
-        return self.num_accepted / self.num_drafted if self.num_drafted else None
+        return metrics.acceptance_rate(self.rounds)
 
     @property
     def mean_accepted_length(self) -> float:
         """Tokens emitted per target forward, bonus included (vLLM / Spec-Bench); plain decoding = 1.0."""
-        return len(self.token_ids) / len(self.rounds) if self.rounds else 0.0
+        return metrics.mean_accepted_length(self.rounds) or 0.0
 
     @property
     def tokens_per_s(self) -> float:

@@ -248,11 +248,6 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
     return weight * (h if dtype == torch.float32 else h.to(dtype))
 
 
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
 def _repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
     batch, heads, length, dim = x.shape
     return x[:, :, None].expand(batch, heads, groups, length, dim).reshape(batch, heads * groups, length, dim)

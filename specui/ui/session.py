@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
+from specui import teach
 from specui.events import GenerationResult
 from specui.loading import LoadError
 from specui.spaces import gpu
@@ -263,7 +264,7 @@ class Showcase:
         lock = self.lock(preset.name)
         text_due, chart_due = Throttle(self.text_interval), Throttle(self.chart_interval)
         try:
-            self._warm_up(engine, pair, ids, lock)
+            self.warm_up(engine, pair, ids)
             yield from self._drive(run, spec_stream, pair, ids, run.spec_views, lock, stop, text_due, chart_due)
             if settings.compare and run.phase != "stopped":
                 run.phase, run.plain = "plain", GenerationResult()
@@ -278,13 +279,12 @@ class Showcase:
             run.phase = "done"
         yield self.frame(run, figures=True, final=True), run
 
-    def _warm_up(self, engine, pair, ids, lock) -> None:
-        """Run both paths once on a fresh pair, so first-call allocations are not timed as decoding."""
+    def warm_up(self, engine, pair, ids) -> None:
+        """Run both paths once on a fresh pair (chat and Teach tab alike), so first-call allocations are
+        not timed as decoding."""
         if id(pair) in self._warm:
             return
-        with lock:
-            for speculative in (True, False):
-                engine.generate(ids[-8:], max_new_tokens=3, speculative=speculative, ignore_eos=True, seed=0)
+        teach.warm_up(engine, ids, lock=self.lock(pair.preset.name))
         self._warm.add(id(pair))
 
     def _drive(self, run, stream, pair, ids, views, lock, stop, text_due, chart_due):

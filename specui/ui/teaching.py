@@ -120,14 +120,12 @@ def _drafts_table(step: teach.Step) -> str:
     rule = "u &lt; p/q?" if not step.greedy else "draft = target's top token?"
     heads = ["#", "draft token", "q(x) draft", "p(x) target", "min(1, p/q)", u_head, rule]
     head = "".join(f'<th style="{CELL}">{h}</th>' for h in heads)
+    because = ("matches", "differs") if step.greedy else ("u &lt; p/q", "u ≥ p/q")
+    verdicts = {"accepted": f"✓ accepted ({because[0]})", "rejected": f"✗ rejected ({because[1]})",
+                "discarded": "– not checked"}
     rows = []
     for d in step.drafts:
-        if step.greedy:
-            verdict = {"accepted": "✓ accepted (matches)", "rejected": "✗ rejected (differs)",
-                       "discarded": "– not checked"}[d.verdict]
-        else:
-            verdict = {"accepted": "✓ accepted (u &lt; p/q)", "rejected": "✗ rejected (u ≥ p/q)",
-                       "discarded": "– not checked"}[d.verdict]
+        verdict = verdicts[d.verdict]
         data = (f'data-verdict="{d.verdict}" data-token="{d.token_id}" data-q="{d.q!r}" data-p="{d.p!r}" '
                 f'data-accept="{d.accept_prob!r}" data-u="{"" if d.u is None else repr(d.u)}"')
         rows.append(
@@ -255,7 +253,6 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) 
     config = showcase.config
     default = config.get(None)
     weak_cache: dict = {}  # (preset, noise) -> the noisy draft, one kept
-    warmed: set[int] = set()  # ids of the pairs that have run once (first-call allocations are not timed)
 
     container = gr.Tab("Teach", id="teach", elem_id="teach-tab") if tab else gr.Column(elem_id="teach-tab")
     with container:
@@ -349,9 +346,7 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) 
             settings, chosen, pair, engine, ids, seed = prepare(text, preset_name, drafter_label, k_value, temp,
                                                                 new_tokens, seed_value)
             try:
-                if id(pair) not in warmed:
-                    teach.warm_up(engine, ids, lock=showcase.lock(chosen.name))
-                    warmed.add(id(pair))
+                showcase.warm_up(engine, pair, ids)
                 run = teach.teaching_run(
                     engine, pair.tokenizer, ids, prompt=text, drafter=settings.drafter,
                     num_draft_tokens=settings.num_draft_tokens, temperature=settings.temperature,
