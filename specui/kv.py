@@ -103,7 +103,7 @@ class DecoderStack:
     It holds references to the model's own parameters (never copies) and repeats transformers'
     sdpa path op for op, so its logits equal the model's cached forward bit for bit (tests check):
     RMSNorm in float32, rotary embeddings from the model's own `rotary_emb`, sdpa with no mask for
-    one new token, `is_causal` for a prefill, a boolean causal mask otherwise (keys and values
+    one new token, `is_causal` for a prefill, an additive causal mask otherwise (keys and values
     repeated for grouped-query attention under a mask, `enable_gqa` without one, as transformers does).
     """
 
@@ -197,9 +197,11 @@ class DecoderStack:
             mask, causal = None, False  # one query sees every cached key
         elif past == 0:
             mask, causal = None, True  # a prefill: plain causal attention
-        else:  # query i (position past+i) sees keys 0..past+i
+        else:  # query i (position past+i) sees keys 0..past+i; additive, as sdpa turns a boolean mask
+            # into in every layer (the same bits: tests check), so that conversion happens once here
             positions = torch.arange(past, end, device=ids.device).reshape(n, 1)
-            mask = (torch.arange(end, device=ids.device) <= positions).view(1, 1, n, end)
+            visible = torch.arange(end, device=ids.device) <= positions
+            mask = torch.zeros(1, 1, n, end, dtype=x.dtype, device=ids.device).masked_fill_(~visible, float("-inf"))
             causal = False
         keys_all, values_all = cache.keys, cache.values
         hd, half = self.head_dim, self.head_dim // 2

@@ -7,6 +7,7 @@ max_new_tokens stays small so the module takes seconds on two CPU cores.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -136,3 +137,28 @@ def test_a_stop_request_ends_the_run_between_rounds(app):
     assert run.phase == "stopped" and frames[-1].done
     assert len(run.spec.rounds) == 1 and run.plain is None
     assert "stopped" in frames[-1].message and "Stopped" in frames[-1].stats
+
+
+def test_the_zerogpu_call_pickles_its_arguments_and_results(app, monkeypatch):
+    """On a ZeroGPU Space `@spaces.GPU` pickles what goes in and comes out: the decorated call takes
+    a key, not the showcase (models, locks) or the stop event, and every frame it yields pickles."""
+    import pickle
+
+    from specui.loading import PairCache
+    from specui.ui import session
+
+    inner = session._decode_on_gpu
+
+    def as_on_zerogpu(*args):
+        pickle.dumps(args)
+        for item in inner(*args):
+            yield pickle.loads(pickle.dumps(item))
+
+    monkeypatch.setattr(session, "_decode_on_gpu", as_on_zerogpu)
+    showcase, halt = session.Showcase(app[1], PairCache()), threading.Event()
+    settings = session.Settings(max_new_tokens=12, compare=True)
+    frames = [frame for frame, _ in session.decode(showcase, PROMPT, settings, history=[{"role": "user", "content": "x"}])]
+    assert frames[-1].done and frames[-1].figures and "identical" in frames[-1].message
+    for frame, run in session.decode(showcase, PROMPT, replace(settings, max_new_tokens=200), stop=halt):
+        halt.set()  # the event itself stayed in this process, and still stops the run
+    assert run.phase == "stopped" and not session._LIVE

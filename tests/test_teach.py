@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import plotly.graph_objects as go
@@ -127,6 +128,17 @@ def test_export_is_json_and_round_trips(setup):
     assert back["speculative"]["prefill_s"] == run.spec.prefill_s
     assert back["measured"]["alpha"] == run.measured.alpha
     assert back["settings"]["seed"] == 3 and back["settings"]["temperature"] == 0.8
+
+
+def test_export_files_are_valid_json_and_only_the_newest_stay(setup, monkeypatch):
+    from specui.ui import teaching
+
+    monkeypatch.setattr(teaching, "EXPORTS_KEPT", 3)
+    run, _ = _run(setup)
+    paths = [teaching.write_export(run) for _ in range(5)]
+    assert json.loads(Path(paths[-1]).read_text())["tokens"] == teach.export_run(run)["tokens"]
+    assert Path(paths[-1]).name == "specui-run-seed3.json"
+    assert [Path(p).exists() for p in paths] == [False, False, True, True, True]
 
 
 def test_export_turns_non_finite_numbers_into_null():

@@ -9,6 +9,7 @@ a readable `Frame.error`; nothing here lets a traceback reach the page.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import threading
@@ -351,9 +352,27 @@ class Showcase:
                                    (f"plain · {plain_s:.2f} s", run.plain_views, plain_s)], nonce=nonce)
 
 
-@gpu(duration=180)
 def decode(showcase: Showcase, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
            stop: threading.Event | None = None) -> Iterator[tuple[Frame, Run]]:
     """`showcase.run` under one ZeroGPU allocation when the app runs on a ZeroGPU Space (a plain call
-    elsewhere): the speculative run and, in compare mode, the plain run are timed inside the same call."""
+    elsewhere): the speculative run and, in compare mode, the plain run are timed inside the same call.
+
+    ZeroGPU pickles a call's arguments and results, and a showcase (models, locks) or an Event does not
+    pickle: they stay in this process's `_LIVE` table and the call carries their key.
+    """
+    key = next(_KEYS)
+    _LIVE[key] = (showcase, stop)
+    try:
+        yield from _decode_on_gpu(key, prompt, settings, list(history))
+    finally:
+        _LIVE.pop(key, None)
+
+
+_LIVE: dict[int, tuple] = {}  # key -> (showcase, stop event) of the calls in flight
+_KEYS = itertools.count()
+
+
+@gpu(duration=180)
+def _decode_on_gpu(key: int, prompt: str, settings: Settings, history: list[dict]) -> Iterator[tuple[Frame, Run]]:
+    showcase, stop = _LIVE[key]
     yield from showcase.run(prompt, settings, history=history, stop=stop)

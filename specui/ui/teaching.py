@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import gradio as gr
@@ -224,11 +226,24 @@ def _fmt(x, pattern="{:.3f}") -> str:
     return "–" if x is None else pattern.format(x)
 
 
+EXPORTS_KEPT = 16  # export files kept on disk per process (gradio serves its own copy of each)
+_exports: tempfile.TemporaryDirectory | None = None  # removed when the process exits
+
+
 def write_export(run: teach.TeachingRun) -> str:
-    """Write the run's JSON export to a fresh temporary file; returns its path."""
-    folder = Path(tempfile.mkdtemp(prefix="specui-teach-"))
+    """Write the run's JSON export to a fresh file in this process's export folder; returns its path.
+
+    Only the newest EXPORTS_KEPT exports stay on disk, and the folder goes when the process ends.
+    """
+    global _exports
+    if _exports is None:
+        _exports = tempfile.TemporaryDirectory(prefix="specui-teach-")
+    folder = Path(_exports.name) / f"{time.monotonic_ns()}"  # a folder per export keeps the file's plain name
+    folder.mkdir()
     path = folder / f"specui-run-seed{run.spec.seed}.json"
     path.write_text(json.dumps(teach.export_run(run), indent=1, allow_nan=False), encoding="utf-8")
+    for old in sorted(Path(_exports.name).iterdir(), key=lambda p: int(p.name))[:-EXPORTS_KEPT]:
+        shutil.rmtree(old, ignore_errors=True)
     return str(path)
 
 
