@@ -55,7 +55,7 @@ def target_continuations(target, stream: torch.Tensor, *, count: int, prompt_len
 
 def distill_draft(draft, target, stream: torch.Tensor, *, cfg, device: str):
     """Train `draft` to match `target`'s next-token distributions on real and target-written code."""
-    from specui.train import lr_at, make_optimizer, random_windows, window_shape
+    from specui.train import autocast, lr_at, make_optimizer, random_windows, window_shape
 
     same_width = draft.config.hidden_size == target.config.hidden_size
     if same_width:
@@ -76,9 +76,10 @@ def distill_draft(draft, target, stream: torch.Tensor, *, cfg, device: str):
         offset = int(torch.randint(0, written.shape[1] - seq_len, (1,), generator=generator))
         batch = torch.cat([real, written[picks, offset : offset + seq_len + 1]]).to(device)  # (B, T+1)
         inputs, labels = batch[:, :-1], batch[:, 1:].flatten()
-        with torch.no_grad():
-            target_logits = target(input_ids=inputs).logits.flatten(0, 1)  # (B*T, V)
-        draft_logits = draft(input_ids=inputs).logits.flatten(0, 1)  # (B*T, V)
+        with torch.no_grad(), autocast(device, cfg.bf16):
+            target_logits = target(input_ids=inputs).logits.float().flatten(0, 1)  # (B*T, V)
+        with autocast(device, cfg.bf16):
+            draft_logits = draft(input_ids=inputs).logits.float().flatten(0, 1)  # (B*T, V)
         loss = distill_loss(draft_logits, target_logits, labels, ce_weight=cfg.distill_ce_weight)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

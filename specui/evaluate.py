@@ -123,7 +123,8 @@ def measure_speedup(target, draft, prompts: list[list[int]], *, ks=range(1, 9), 
     tps = {k: tokens[("spec", k)] / seconds[("spec", k)] for k in ks}
     speedup = {k: v / plain_tps for k, v in tps.items()}
     best_k = max(speedup, key=speedup.get)
-    return {"plain_tps": plain_tps, "tps": tps, "speedup": speedup, "best_k": best_k, "best_speedup": speedup[best_k]}
+    return {"plain_tps": plain_tps, "tps": tps, "speedup": speedup, "best_k": best_k, "best_speedup": speedup[best_k],
+            "torch_threads": torch.get_num_threads()}
 
 
 def evaluate_folders(target_dir: Path, draft_dir: Path, held_out: list[Path], *, cfg, device: str) -> dict:

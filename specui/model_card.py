@@ -20,7 +20,11 @@ def training_command(cfg) -> str:
 
     defaults = asdict(TrainConfig())
     local = {"out", "checkpoint_dir", "checkpoint_every"}  # where files go, not what is trained
-    args = [f"--{k.replace('_', '-')} {v}" for k, v in asdict(cfg).items() if defaults[k] != v and k not in local]
+    args = []
+    for k, v in asdict(cfg).items():
+        if defaults[k] != v and k not in local:
+            flag = f"--{k.replace('_', '-')}"
+            args.append((flag if v else f"--no-{flag[2:]}") if isinstance(v, bool) else f"{flag} {v}")
     return " ".join(["python -m specui.train", *args])
 
 
@@ -64,7 +68,9 @@ def figures(report: dict) -> str:
     s = report.get("speedup")
     if s:
         per_k = ", ".join(f"K={k} {v:.2f}x" for k, v in s["speedup"].items())
-        lines.append(f"- greedy speculative decoding vs plain, 128 new tokens, 2-core CPU, float32: "
+        threads = s.get("torch_threads")
+        where = "2-core CPU" + (f", {threads} torch thread{'s' if threads != 1 else ''}" if threads else "")
+        lines.append(f"- greedy speculative decoding vs plain, 128 new tokens, {where}, float32: "
                      f"**{s['best_speedup']:.2f}x at K={s['best_k']}** (plain {s['plain_tps']:.0f} tokens/s; {per_k})")
     return "\n".join(lines)
 
@@ -112,7 +118,7 @@ last part), AdamW, warmup then cosine decay, fixed seeds; float32 training, save
 ## Held-out figures
 {figures(report)}
 
-Recompute with `python -m specui.train --eval-only`.
+Recompute with `python -m specui.train --eval-only --threads 1` (one thread: as the app runs it).
 """
 
 

@@ -56,6 +56,7 @@ class TrainConfig:
     lr: float = 2e-3
     draft_lr: float = 3e-3
     warmup_steps: int = 50
+    bf16: bool = False  # --bf16: autocast matmuls to bfloat16 (float32 weights and optimiser); ~1.25x on AVX512-BF16 CPUs
     weight_decay: float = 0.1
     grad_clip: float = 1.0
     distill_ce_weight: float = 0.1  # weight of plain cross-entropy next to the KL to the target
@@ -68,6 +69,11 @@ class TrainConfig:
     alpha_new_tokens: int = 128
     speedup_prompts: int = 6  # held-out prompts timed for the speedup (0: skip the timing)
     threads: int = 2
+
+
+def autocast(device: str, enabled: bool):
+    """Mixed precision for training forwards: bfloat16 matmuls, float32 master weights."""
+    return torch.autocast("cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16, enabled=enabled)
 
 
 # ---------------------------------------------------------------- tokenizer
@@ -186,8 +192,9 @@ def train_target(model, stream: torch.Tensor, *, cfg: TrainConfig, device: str, 
             group["lr"] = lr_at(step, steps=cfg.target_steps, lr=cfg.lr, warmup=cfg.warmup_steps)
         batch_size, seq_len = window_shape(step, steps=cfg.target_steps, cfg=cfg)
         batch = random_windows(stream, batch_size=batch_size, seq_len=seq_len, generator=generator).to(device)
-        logits = model(input_ids=batch[:, :-1]).logits  # (B, T, V)
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch[:, 1:].flatten())
+        with autocast(device, cfg.bf16):
+            logits = model(input_ids=batch[:, :-1]).logits  # (B, T, V)
+        loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), batch[:, 1:].flatten())
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
@@ -220,7 +227,11 @@ def parse_args(argv=None) -> tuple[TrainConfig, argparse.Namespace]:
     parser = argparse.ArgumentParser(prog="python -m specui.train", description=__doc__.split("\n")[0])
     defaults = TrainConfig()
     for name, value in asdict(defaults).items():
-        parser.add_argument("--" + name.replace("_", "-"), type=type(value), default=value)
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=value)
+        else:
+            parser.add_argument(flag, type=type(value), default=value)
     parser.add_argument("--eval-only", action="store_true", help="only re-evaluate the folders in --out")
     parser.add_argument("--stage", choices=["all", "draft"], default="all", help="draft: reuse the saved target")
     args = parser.parse_args(argv)

@@ -70,7 +70,7 @@ def page():
 
 
 def test_tokens_stream_coloured_with_tooltips_and_the_charts_draw(page):
-    set_number(page, "max-new-tokens", 160)  # long enough to be seen streaming on a quiet machine
+    set_number(page, "max-new-tokens", 400)  # over a second of streaming: long enough to be seen on any machine
     # record every state of the chat in which coloured tokens show while the caret says it is still streaming
     page.evaluate("""sel => { window.streamed = [];
         new MutationObserver(() => {
