@@ -200,8 +200,8 @@ class DecoderStack:
         else:  # query i (position past+i) sees keys 0..past+i; additive, as sdpa turns a boolean mask
             # into in every layer (the same bits: tests check), so that conversion happens once here
             positions = torch.arange(past, end, device=ids.device).reshape(n, 1)
-            visible = torch.arange(end, device=ids.device) <= positions
-            mask = torch.zeros(1, 1, n, end, dtype=x.dtype, device=ids.device).masked_fill_(~visible, float("-inf"))
+            hidden = torch.arange(end, device=ids.device) > positions
+            mask = torch.zeros(1, 1, n, end, dtype=x.dtype, device=ids.device).masked_fill_(hidden, float("-inf"))
             causal = False
         keys_all, values_all = cache.keys, cache.values
         hd, half = self.head_dim, self.head_dim // 2
