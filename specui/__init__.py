@@ -7,7 +7,9 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "SpeculativeEngine": "specui.engine",
+    "DecodeSettings": "specui.settings",
     "GenerationResult": "specui.events",
+    "Kind": "specui.events",
     "Round": "specui.events",
     "Sampling": "specui.sampling",
     "logits_to_probs": "specui.sampling",

@@ -9,6 +9,7 @@ File order is sorted by relative path, so every function here is deterministic.
 import sysconfig
 from pathlib import Path
 
+PROMPT_TOKENS = 256  # held-out prompt length for alpha and speedup
 EXCLUDED_DIRS = frozenset({"site-packages", "dist-packages", "__pycache__"})
 
 
@@ -59,3 +60,18 @@ def read_texts(paths: list[Path], *, root: Path | None = None) -> list[str]:
     root = stdlib_root() if root is None else Path(root)
     texts = (read_text(root / p) for p in paths)
     return [t for t in texts if t]
+
+
+def held_out_prompts(tokenizer, held_out: list[Path], *, count: int, length: int = PROMPT_TOKENS) -> list[list[int]]:
+    """`count` prompts of `length` tokens, cut from the middle of evenly spaced held-out files."""
+    texts = read_texts(held_out)
+    prompts = []
+    for i in range(len(texts)):
+        text = texts[(i * 7919) % len(texts)]  # a fixed stride through the sorted files
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        if len(ids) >= 2 * length:
+            middle = len(ids) // 2
+            prompts.append(ids[middle - length : middle])
+        if len(prompts) == count:
+            break
+    return prompts

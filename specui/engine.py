@@ -20,14 +20,12 @@ from dataclasses import replace
 
 import torch
 
-from specui.drafters import Drafter, DraftLength, ModelDrafter, PromptLookupDrafter
-from specui.events import GenerationResult, Round
+from specui.drafters import MODEL, PROMPT_LOOKUP, Drafter, DraftLength, ModelDrafter, PromptLookupDrafter
+from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, model_device
 from specui.sampling import Sampling, choose, logits_to_probs
-from specui.verify import ACCEPTED, PLAIN, verify
-
-DRAFTERS = ("model", "prompt_lookup")
-MAX_DRAFT_TOKENS = 64
+from specui.settings import MAX_DRAFT_TOKENS, DecodeSettings  # noqa: F401 - MAX_DRAFT_TOKENS re-exported
+from specui.verify import verify
 
 
 class ContextLengthError(ValueError):
@@ -63,50 +61,36 @@ class SpeculativeEngine:
         ids = [] if eos_token_id is None else [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id)
         self.eos_token_ids = frozenset(int(i) for i in ids)
 
-    def generate(self, input_ids: Sequence[int], **settings) -> GenerationResult:
-        """Run to the end and return every token with its provenance. Keywords as `stream`."""
+    def generate(self, input_ids: Sequence[int], settings: DecodeSettings | None = None, **keywords) -> GenerationResult:
+        """Run to the end and return every token with its provenance. Arguments as `stream`."""
         result = GenerationResult()
-        for _ in self.stream(input_ids, into=result, **settings):
+        for _ in self.stream(input_ids, settings, into=result, **keywords):
             pass
         return result
 
-    def stream(
-        self,
-        input_ids: Sequence[int],
-        *,
-        max_new_tokens: int = 64,
-        num_draft_tokens: int = 4,
-        temperature: float = 0.0,
-        top_k: int = 0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        speculative: bool = True,
-        ignore_eos: bool = False,
-        drafter: str | Drafter | None = None,
-        adaptive: bool = False,
-        into: GenerationResult | None = None,
-    ) -> Iterator[Round]:
+    def stream(self, input_ids: Sequence[int], settings: DecodeSettings | None = None, *,
+               into: GenerationResult | None = None, **keywords) -> Iterator[Round]:
         """Yield one `Round` as each round is decided.
 
+        settings: a `DecodeSettings`; keywords (its field names: max_new_tokens, num_draft_tokens,
+                  temperature, top_k, top_p, seed, speculative, ignore_eos, drafter, adaptive) build
+                  one, or change the one given.
         drafter: "model" (the draft model; the default when there is one), "prompt_lookup" (the
                  default without one), or any object with the `Drafter` methods.
-        adaptive: let K move between 1 and max(2K, 8) with the observed acceptance.
         into: a `GenerationResult` to fill as the rounds come (tokens, seed, timings, stop reason).
         Raises ValueError (ContextLengthError for a prompt that does not fit) before any work.
         """
+        settings = settings.but(**keywords) if settings is not None else DecodeSettings(**keywords)
         prompt = self._check_prompt(input_ids)
-        sampling = Sampling(temperature=temperature, top_k=top_k, top_p=top_p)
-        if not isinstance(max_new_tokens, int) or isinstance(max_new_tokens, bool) or max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be an integer >= 1, got {max_new_tokens!r}")
-        if not isinstance(num_draft_tokens, int) or not 1 <= num_draft_tokens <= MAX_DRAFT_TOKENS:
-            raise ValueError(f"num_draft_tokens (K) must be an integer from 1 to {MAX_DRAFT_TOKENS}, got {num_draft_tokens!r}")
-        drafter = self._make_drafter(drafter) if speculative else None
-        self._check_context(len(prompt), max_new_tokens, drafter)
-        seed = secrets.randbits(63) if seed is None else int(seed)
+        sampling = Sampling(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
+        drafter = self._make_drafter(settings.drafter) if settings.speculative else None
+        self._check_context(len(prompt), settings.max_new_tokens, drafter)
+        seed = secrets.randbits(63) if settings.seed is None else settings.seed
         result = into if into is not None else GenerationResult()
-        result.seed, result.speculative = seed, speculative
-        return self._rounds(prompt, sampling, drafter, seed, result, max_new_tokens=max_new_tokens,
-                            schedule=DraftLength(num_draft_tokens, adaptive=adaptive), ignore_eos=ignore_eos)
+        result.seed, result.speculative = seed, settings.speculative
+        schedule = DraftLength(settings.num_draft_tokens, adaptive=settings.adaptive)
+        return self._rounds(prompt, sampling, drafter, seed, result, max_new_tokens=settings.max_new_tokens,
+                            schedule=schedule, ignore_eos=settings.ignore_eos)
 
     # -- the loop ------------------------------------------------------------------------------------
 
@@ -149,7 +133,7 @@ class SpeculativeEngine:
         token, probs = choose(logits, sampling, generator)
         token = int(token)
         p = float(probs[token])
-        return Round(index=0, token_ids=[token], kinds=[PLAIN], drafted=[], num_accepted=0, target_probs=[],
+        return Round(index=0, token_ids=[token], kinds=[Kind.PLAIN], drafted=[], num_accepted=0, target_probs=[],
                      draft_probs=[], accept_probs=[], uniforms=[], token_target_probs=[p], token_draft_probs=[None],
                      residual_top=[], num_draft_tokens=0, draft_s=0.0, verify_s=self._sync_time(t0),
                      elapsed_s=0.0, speculative=False)
@@ -187,7 +171,7 @@ class SpeculativeEngine:
             residual_top = [(int(i), float(v)) for i, v in zip(top.indices.tolist(), top.values.tolist()) if v > 0]
         drafted = draft_tokens.tolist()
         verify_s = self._sync_time(t1)
-        return Round(index=0, token_ids=drafted[:n] + [verdict.next_token], kinds=[ACCEPTED] * n + [verdict.next_kind],
+        return Round(index=0, token_ids=drafted[:n] + [verdict.next_token], kinds=[Kind.ACCEPTED] * n + [verdict.next_kind],
                      drafted=drafted, num_accepted=n, target_probs=p_all[:k_drafted], draft_probs=q_all,
                      accept_probs=verdict.accept_probs, uniforms=verdict.uniforms,
                      token_target_probs=p_all[:n] + [p_all[-1]], token_draft_probs=q_all[:n] + [q_next],
@@ -210,16 +194,14 @@ class SpeculativeEngine:
 
     def _make_drafter(self, drafter) -> Drafter:
         if drafter is None:
-            drafter = "model" if self.draft_model is not None else "prompt_lookup"
-        if drafter == "model":
+            drafter = MODEL if self.draft_model is not None else PROMPT_LOOKUP
+        if drafter == MODEL:
             if self.draft_model is None:
-                raise ValueError("drafter='model' needs a draft model; this engine has none (use 'prompt_lookup')")
+                raise ValueError(f"drafter={MODEL!r} needs a draft model; this engine has none (use {PROMPT_LOOKUP!r})")
             return ModelDrafter(self.draft_model)
-        if drafter == "prompt_lookup":
+        if drafter == PROMPT_LOOKUP:
             return PromptLookupDrafter()
-        if isinstance(drafter, str):
-            raise ValueError(f"unknown drafter {drafter!r}; choose one of {', '.join(DRAFTERS)}")
-        return drafter
+        return drafter  # a Drafter object (DecodeSettings refused unknown names)
 
     def _check_prompt(self, input_ids) -> list[int]:
         if isinstance(input_ids, torch.Tensor):

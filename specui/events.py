@@ -1,21 +1,76 @@
 """What the engine reports: one `Round` per draft-then-verify step, and the whole `GenerationResult`.
 
 Everything a UI draws comes from these records; nothing here needs a model or a tokenizer.
-Token provenance ("kinds"):
+Token provenance (`Kind`, string-valued so JSON and HTML classes read the same words):
     accepted   a draft token the target accepted
     resampled  the target's token at the first rejection (greedy: its correction)
     bonus      the target's extra token after a fully accepted block (also the token of a round
                whose drafter proposed nothing, e.g. prompt lookup without a match)
     plain      a token of plain decoding by the target alone
+    rejected   a drafted token the target turned down (shown by the UI, never emitted)
+A drafted position's outcome (`Check`): accepted, rejected (the first rejection) or discarded
+(after the rejection, never judged).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from enum import Enum
 
 from specui import metrics
 
-KINDS = ("accepted", "resampled", "bonus", "plain")
+
+class _Label(str, Enum):
+    """A str-valued enum that prints, formats and serialises as its value."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__
+
+
+class Kind(_Label):
+    ACCEPTED = "accepted"
+    RESAMPLED = "resampled"
+    BONUS = "bonus"
+    PLAIN = "plain"
+    REJECTED = "rejected"
+
+
+class Check(_Label):
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    DISCARDED = "discarded"
+
+
+KINDS = (Kind.ACCEPTED, Kind.RESAMPLED, Kind.BONUS, Kind.PLAIN)  # the kinds of emitted tokens
+OWN_KINDS = frozenset({Kind.RESAMPLED, Kind.BONUS, Kind.PLAIN})  # a round's own token (not a draft)
+
+
+@dataclass(frozen=True)
+class Position:
+    """One drafted position of a round, as the target judged it."""
+
+    index: int  # 0-based; position index + 1 in the paper's numbering
+    token_id: int
+    target_prob: float  # p(x)
+    draft_prob: float  # q(x) (1.0 for a deterministic drafter)
+    accept_prob: float | None  # min(1, p/q) (greedy: 1.0 or 0.0)
+    uniform: float | None  # the draw compared with p/q (None in greedy mode or when never judged)
+    check: Check
+
+
+@dataclass(frozen=True)
+class Emitted:
+    """One token a round emitted."""
+
+    index: int  # 0-based within the round
+    token_id: int
+    kind: Kind
+    target_prob: float  # p at its position
+    draft_prob: float | None  # q at its position (None: no draft distribution there)
+    accept_prob: float | None  # min(1, p/q) of the draft judged at its position (None for a bonus or plain token)
 
 
 @dataclass(frozen=True)
@@ -56,6 +111,25 @@ class Round:
     @property
     def num_drafted(self) -> int:
         return len(self.drafted)
+
+    def positions(self) -> Iterator[Position]:
+        """Each drafted position with its p, q, acceptance probability, draw and outcome."""
+        n = self.num_accepted
+        for i, token in enumerate(self.drafted):
+            check = Check.ACCEPTED if i < n else Check.REJECTED if i == n else Check.DISCARDED
+            yield Position(index=i, token_id=int(token), target_prob=float(self.target_probs[i]),
+                           draft_prob=float(self.draft_probs[i]),
+                           accept_prob=float(self.accept_probs[i]) if i < len(self.accept_probs) else None,
+                           uniform=float(self.uniforms[i]) if i < len(self.uniforms) else None, check=check)
+
+    def emitted(self) -> Iterator[Emitted]:
+        """Each emitted token with its kind, p, q and (for a judged draft position) min(1, p/q)."""
+        for j, (token, kind) in enumerate(zip(self.token_ids, self.kinds)):
+            q = self.token_draft_probs[j]
+            judged = kind in (Kind.ACCEPTED, Kind.RESAMPLED) and j < len(self.accept_probs)
+            yield Emitted(index=j, token_id=int(token), kind=Kind(kind), target_prob=float(self.token_target_probs[j]),
+                          draft_prob=None if q is None else float(q),
+                          accept_prob=float(self.accept_probs[j]) if judged else None)
 
 
 @dataclass

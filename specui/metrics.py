@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 
 def _drafted(round_) -> int:
@@ -137,3 +138,60 @@ def draft_cost_ratio(draft_seconds: float | Sequence[float], target_seconds: flo
 def efficiency(measured_speedup: float, theoretical: float) -> float | None:
     """Measured speedup / theoretical speedup (1.0: no overhead beyond the model forwards)."""
     return measured_speedup / theoretical if theoretical > 0 else None
+
+
+def median(values: Iterable[float | None]) -> float | None:
+    """The median of the values that are not None (the mean of the middle two for an even count); None if none."""
+    vals = [float(v) for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def run_k(rounds: Iterable) -> int | None:
+    """The K of a run: the draft length asked in most rounds that asked for drafts (the larger on ties).
+
+    A fixed-K run gives K even when its last rounds asked for fewer (the token budget was nearly spent).
+    """
+    counts: dict[int, int] = {}
+    for r in rounds:
+        k = int(getattr(r, "num_draft_tokens", 0) or 0)
+        if k > 0:
+            counts[k] = counts.get(k, 0) + 1
+    return max(counts, key=lambda k: (counts[k], k)) if counts else None
+
+
+def fitted_alpha(rounds: Sequence, k: int | None = None) -> float | None:
+    """specui's one alpha estimator: the alpha whose expected tokens per round (eq. 1) at K equal the
+    measured mean accepted length, so the theory predicts exactly the rounds that were seen.
+
+    K is `run_k(rounds)` unless given. None when no round drafted.
+    """
+    k = run_k(rounds) if k is None else k
+    mal = mean_accepted_length(rounds)
+    if not k or mal is None or acceptance_rate(rounds) is None:
+        return None
+    return alpha_from_mean_accepted_length(min(max(mal, 1.0), k + 1), k)
+
+
+@dataclass(frozen=True)
+class Theory:
+    """Theorem 3.8 at a run's fitted alpha, its K and a cost ratio c: the one theoretical figure."""
+
+    alpha: float
+    k: int
+    c: float
+    tokens_per_round: float  # eq. 1 at (alpha, K)
+    speedup: float  # Theorem 3.8 at (alpha, K, c), verification costing one forward
+    best_k: int  # the K that maximises Theorem 3.8 at (alpha, c)
+    best_k_speedup: float
+
+
+def theory(rounds: Sequence, *, c: float | None, k: int | None = None) -> Theory | None:
+    """The theoretical figures of a run (chat tab, Teach tab and benchmark alike); None without drafts or c."""
+    k = run_k(rounds) if k is None else k
+    alpha = fitted_alpha(rounds, k)
+    if alpha is None or c is None:
+        return None
+    best = best_k(alpha, c)
+    return Theory(alpha=alpha, k=k, c=c, tokens_per_round=expected_tokens_per_round(alpha, k),
+                  speedup=theoretical_speedup(alpha, k, c), best_k=best,
+                  best_k_speedup=theoretical_speedup(alpha, best, c))

@@ -11,10 +11,13 @@ from pathlib import Path
 
 import yaml
 
+from specui.drafters.registry import DRAFTER_NAMES, MODEL, PROMPT_LOOKUP
+from specui.settings import MAX_DRAFT_TOKENS
+
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "models.yaml"
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 QUANTIZATIONS = ("none", "8bit", "4bit")
-DRAFTERS = ("model", "prompt_lookup")
+DRAFTERS = DRAFTER_NAMES
 
 
 class ConfigError(ValueError):
@@ -26,7 +29,7 @@ class Preset:
     name: str
     target: str  # a local folder (absolute after loading) or a Hugging Face Hub id
     draft: str | None = None  # None: no draft model (the drafter is prompt lookup)
-    drafter: str = "model"  # "model" | "prompt_lookup"
+    drafter: str = MODEL  # a name of specui.drafters.registry
     description: str = ""
     revision: str | None = None  # of the target, on the Hub
     draft_revision: str | None = None
@@ -131,11 +134,11 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ConfigError(f"{key}.threads: must be a positive integer (got {threads!r})")
     k_draft = body.get("num_draft_tokens", 4)
-    if isinstance(k_draft, bool) or not isinstance(k_draft, int) or not 1 <= k_draft <= 64:
-        raise ConfigError(f"{key}.num_draft_tokens: must be an integer from 1 to 64 (got {k_draft!r})")
+    if isinstance(k_draft, bool) or not isinstance(k_draft, int) or not 1 <= k_draft <= MAX_DRAFT_TOKENS:
+        raise ConfigError(f"{key}.num_draft_tokens: must be an integer from 1 to {MAX_DRAFT_TOKENS} (got {k_draft!r})")
     draft = text("draft")
-    drafter = choice("drafter", DRAFTERS, "model" if draft else "prompt_lookup")
-    if drafter == "model" and draft is None:
+    drafter = choice("drafter", DRAFTERS, MODEL if draft else PROMPT_LOOKUP)
+    if drafter == MODEL and draft is None:
         raise ConfigError(f"{key}.draft: drafter 'model' needs a draft model (or set drafter: prompt_lookup)")
     return Preset(
         name=name,

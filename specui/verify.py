@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 import torch
 
+from specui.events import Kind
 from specui.sampling import sample
 
-ACCEPTED, RESAMPLED, BONUS, PLAIN = "accepted", "resampled", "bonus", "plain"
+ACCEPTED, RESAMPLED, BONUS, PLAIN = Kind.ACCEPTED, Kind.RESAMPLED, Kind.BONUS, Kind.PLAIN
 
 
 @dataclass(frozen=True)

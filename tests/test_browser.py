@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from specui.ui.browser import chromium_path, launch_chromium, run_prompt, set_number
+from tools.screenshot import chromium_path, launch_chromium, run_prompt, set_number
 from tests.ui_fixtures import served_app, ui_config
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from specui.ui.browser import free_port, launch_chromium, set_number
+from tools.screenshot import free_port, launch_chromium, set_number
 from tests.conftest import make_model, noisy_copy, save_tiny_model
 from tests.test_browser import _require_browser
 
@@ -82,7 +82,7 @@ def shown_rows(page) -> list[dict]:
 
 def test_three_rounds_show_the_engines_numbers(app, page):
     from specui.engine import SpeculativeEngine
-    from specui.ui.teaching import _num
+    from specui.ui.teach_view import _num
 
     showcase, _ = app
     page.fill("#teach-prompt textarea", PROMPT)

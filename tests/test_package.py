@@ -12,7 +12,7 @@ class Block:
 sys.meta_path.insert(0, Block())
 import specui
 from specui import SpeculativeEngine, Sampling, verify, PromptLookupDrafter, GenerationResult
-import specui.engine, specui.kv, specui.events, specui.presets, specui.loading, specui.metrics, specui.teach
+import specui.engine, specui.kv, specui.events, specui.presets, specui.loading, specui.metrics, specui.lesson, specui.settings, specui.runstats, specui.text, specui.train, specui.bench.run
 assert 'gradio' not in sys.modules and 'plotly' not in sys.modules
 print('ok')
 """

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 
-from specui import SpeculativeEngine, metrics, teach
+from specui import SpeculativeEngine, lesson as teach, metrics
 from tests.conftest import char_tokenizer, make_model, noisy_copy
 
 PROMPT = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n"
@@ -92,21 +92,21 @@ def test_measured_numbers_use_the_metrics_formulas(setup):
     assert run.plain is not None and run.plain.token_ids  # the same prompt with the target alone
     assert m.k == 4 and m.acceptance_rate == metrics.acceptance_rate(run.spec.rounds)
     assert m.tokens_per_round == metrics.mean_accepted_length(run.spec.rounds)
-    assert m.alpha == teach.checked_alpha(run.spec.rounds)
+    assert m.alpha == metrics.fitted_alpha(run.spec.rounds, 4)
+    assert m.theory_tokens_per_round == pytest.approx(m.tokens_per_round)  # alpha is fitted to them
     assert m.theory_tokens_per_round == metrics.expected_tokens_per_round(m.alpha, 4)
     assert m.theory_speedup == metrics.theoretical_speedup(m.alpha, 4, m.cost_ratio)
     assert m.best_k == metrics.best_k(m.alpha, m.cost_ratio)
     assert m.speedup == pytest.approx(m.tokens_per_s / m.plain_tokens_per_s)
 
 
-def test_checked_alpha_counts_only_judged_drafts():
+def test_mean_accept_prob_averages_the_judged_drafts():
     rounds = [SimpleNamespace(num_accepted=2, num_drafted=4, accept_probs=[1.0, 0.9, 0.2, 0.5]),
               SimpleNamespace(num_accepted=4, num_drafted=4, accept_probs=[1.0, 1.0, 0.8, 0.7]),
               SimpleNamespace(num_accepted=0, num_drafted=0, accept_probs=[])]
-    assert teach.checked_alpha(rounds) == 6 / 7  # 2 + 1 rejection, then 4: drafts 4 of round 1 never judged
     assert metrics.acceptance_rate(rounds) == 6 / 8
     assert teach.mean_accept_prob(rounds) == pytest.approx((1.0 + 0.9 + 0.2 + 1.0 + 1.0 + 0.8 + 0.7) / 7)
-    assert teach.checked_alpha([]) is None and teach.mean_accept_prob([]) is None
+    assert teach.mean_accept_prob([]) is None
 
 
 def test_export_is_json_and_round_trips(setup):
@@ -135,7 +135,8 @@ def test_export_files_are_valid_json_and_only_the_newest_stay(setup, monkeypatch
 
     monkeypatch.setattr(teaching, "EXPORTS_KEPT", 3)
     run, _ = _run(setup)
-    paths = [teaching.write_export(run) for _ in range(5)]
+    exports = teaching.Exports()
+    paths = [exports.write(run) for _ in range(5)]
     assert json.loads(Path(paths[-1]).read_text())["tokens"] == teach.export_run(run)["tokens"]
     assert Path(paths[-1]).name == "specui-run-seed3.json"
     assert [Path(p).exists() for p in paths] == [False, False, True, True, True]
@@ -228,7 +229,7 @@ def _step_with(text: str) -> teach.Step:
 
 
 def test_the_step_view_escapes_model_text_and_shows_the_engines_numbers(setup):
-    from specui.ui import teaching
+    from specui.ui import teach_view as teaching
 
     run, _ = _run(setup)
     run.steps = [_step_with(INJECTION)] + run.steps
@@ -267,7 +268,8 @@ def test_the_tab_builds_inside_a_callers_blocks(tmp_path):
 
 def test_a_round_cut_at_end_of_text_has_no_final_token():
     from specui.events import GenerationResult, Round
-    from specui.ui import teaching
+    from specui.settings import DecodeSettings
+    from specui.ui import teach_view as teaching
 
     tokenizer = char_tokenizer()
     cut = Round(index=0, token_ids=[40, 41], kinds=["accepted", "accepted"], drafted=[40, 41, 42, 43], num_accepted=3,
@@ -279,7 +281,7 @@ def test_a_round_cut_at_end_of_text_has_no_final_token():
     steps = teach.build_steps(result, tokenizer=tokenizer, prompt_ids=[33, 34], greedy=False)
     assert [d.verdict for d in steps[0].drafts] == ["accepted", "accepted", "accepted", "rejected"]
     assert steps[0].final is None and [e.token_id for e in steps[0].emitted] == [40, 41]
-    run = teach.TeachingRun(prompt="AB", prompt_ids=[33, 34], settings={"temperature": 0.8}, spec=result, plain=None,
+    run = teach.TeachingRun(prompt="AB", prompt_ids=[33, 34], decode=DecodeSettings(temperature=0.8), spec=result, plain=None,
                             steps=steps, measured=teach.measure(result))
     assert "end-of-text" in teaching.render_step(run, 0)
     assert json.loads(json.dumps(teach.export_run(run), allow_nan=False))["plain"] is None

@@ -9,9 +9,10 @@ import pytest
 
 from specui import metrics
 from specui.events import GenerationResult, Round
+from specui import runstats
 from specui.ui import render, stats
-from specui.ui.session import Settings, SettingsError
-from specui.ui.text import TokenText
+from specui.ui.request import Settings, SettingsError
+from specui.text import TokenText
 
 INJECTION = "<img src=x onerror=alert(1)>"
 
@@ -219,18 +220,18 @@ def test_engine_time_and_stats():
               make_round(drafted=[4, 5], num_accepted=0, token_ids=[6], kinds=["resampled"], index=1,
                          draft_s=0.02, verify_s=0.08)]
     result = _result(rounds)
-    assert stats.round_times(result) == pytest.approx([0.2, 0.3])
-    s = stats.run_stats(result)
+    assert runstats.round_times(result) == pytest.approx([0.2, 0.3])
+    s = runstats.run_stats(result)
     assert (s.tokens, s.rounds) == (4, 2)
     assert s.tokens_per_s == pytest.approx(4 / 0.3)
     assert s.acceptance_rate == pytest.approx(0.5) and s.mean_accepted_length == pytest.approx(2.0)
     assert s.cost_ratio == pytest.approx(0.01 / 0.08)
-    value, alpha, k = s.theory()
+    value, alpha, k = s.theory.speedup, s.theory.alpha, s.theory.k
     assert k == 2 and metrics.expected_tokens_per_round(alpha, 2) == pytest.approx(2.0, abs=1e-6)
     assert value == pytest.approx(metrics.theoretical_speedup(alpha, 2, 0.01 / 0.08))
-    plain = stats.run_stats(_result([make_round(drafted=[], num_accepted=0, token_ids=[1], kinds=["plain"], index=i,
+    plain = runstats.run_stats(_result([make_round(drafted=[], num_accepted=0, token_ids=[1], kinds=["plain"], index=i,
                                                 draft_s=0.0, verify_s=0.1) for i in range(4)]))
-    assert stats.speedup(s, plain) == pytest.approx((4 / 0.3) / (4 / 0.5))
+    assert runstats.speedup(s, plain) == pytest.approx((4 / 0.3) / (4 / 0.5))
     line = stats.stats_html(s, plain, status=INJECTION)
     for words in ("acceptance rate", "50.0%", "mean accepted length", "tokens/s", "speedup", "theoretical speedup"):
         assert words in line
@@ -238,9 +239,9 @@ def test_engine_time_and_stats():
 
 
 def test_first_difference():
-    assert stats.first_difference([1, 2, 3], [1, 2, 3]) is None
-    assert stats.first_difference([1, 2, 3], [1, 5, 3]) == 1
-    assert stats.first_difference([1, 2], [1, 2, 3]) == 2
+    assert runstats.first_difference([1, 2, 3], [1, 2, 3]) is None
+    assert runstats.first_difference([1, 2, 3], [1, 5, 3]) == 1
+    assert runstats.first_difference([1, 2], [1, 2, 3]) == 2
 
 
 # -- settings -----------------------------------------------------------------------------------------

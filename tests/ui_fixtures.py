@@ -37,7 +37,7 @@ def ui_config(*, with_broken: bool = False):
 def served_app(config):
     """The real app, launched in this process on a free port; yields its URL."""
     from specui.ui.blocks import build, launch
-    from specui.ui.browser import free_port
+    from tools.screenshot import free_port
 
     demo = build(config, preload=False)
     port = free_port()

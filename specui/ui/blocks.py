@@ -20,7 +20,10 @@ import gradio as gr
 from specui.loading import PairCache, pick_device
 from specui.spaces import hardware_note
 from specui.ui import charts, render, stats
-from specui.ui.session import DRAFTER_CHOICES, Settings, SettingsError, Showcase, decode
+from specui.drafters import LABELS
+from specui.settings import MAX_DRAFT_TOKENS
+from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError
+from specui.ui.session import Showcase, decode
 from specui.ui.teaching import teaching_tab
 
 log = logging.getLogger("specui.ui")
@@ -43,7 +46,7 @@ ENGINE_GROUP = "engine"  # one generation at a time, UI and API alike
 
 
 def _choice(preset) -> str:
-    return "draft model" if preset.drafter == "model" else "prompt lookup"
+    return LABELS[preset.drafter]
 
 
 def build(config, *, cache: PairCache | None = None, preload: bool = True) -> gr.Blocks:
@@ -77,7 +80,7 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True) -> gr
                         preset = gr.Dropdown(config.names, value=default.name, label="Preset (models.yaml)", elem_id="preset")
                         about = gr.Markdown(_about(default), elem_id="preset-info")
                         drafter = gr.Radio(list(DRAFTER_CHOICES), value=_choice(default), label="Drafter", elem_id="drafter")
-                        k = gr.Slider(1, 16, value=default.num_draft_tokens, step=1, label="K (draft tokens per round)",
+                        k = gr.Slider(1, MAX_DRAFT_TOKENS, value=default.num_draft_tokens, step=1, label="K (draft tokens per round)",
                                       elem_id="num-draft-tokens")
                         adaptive = gr.Checkbox(False, label="Adaptive K", elem_id="adaptive-k")
                         temperature = gr.Slider(0.0, 2.0, value=0.0, step=0.05, label="Temperature (0 = greedy)",

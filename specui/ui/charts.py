@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from specui.ui.stats import round_times
-
-SPEC_COLOUR, PLAIN_COLOUR, RATE_COLOUR = "#2563eb", "#9ca3af", "#dc2626"
-HEIGHT = 280
+from specui.runstats import round_times
+from specui.ui.theme import PLAIN_COLOUR, RATE_COLOUR, SPEC_COLOUR, layout
 
 
-def _layout(fig: go.Figure, *, title: str, x: str, y: str, **kwargs) -> go.Figure:
-    fig.update_layout(title={"text": title, "font": {"size": 14}}, template="plotly_white", height=HEIGHT,
-                      margin={"l": 50, "r": 20, "t": 45, "b": 40}, xaxis_title=x, yaxis_title=y,
-                      legend={"orientation": "h", "y": -0.25, "x": 0}, uirevision="specui", **kwargs)
-    return fig
+
+def _layout(fig: go.Figure, **kwargs) -> go.Figure:
+    return layout(fig, uirevision="specui", **kwargs)
 
 
 def _running_speed(result) -> tuple[list[float], list[float]]:

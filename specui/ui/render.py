@@ -16,12 +16,15 @@ import html
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from specui.events import Check, Kind
+from specui.text import fmt
+
 KIND_LABELS = {
-    "accepted": "accepted draft token",
-    "resampled": "resampled by the target (first rejection)",
-    "bonus": "bonus token (every draft accepted)",
-    "plain": "plain decoding (target alone)",
-    "rejected": "rejected draft token",
+    Kind.ACCEPTED: "accepted draft token",
+    Kind.RESAMPLED: "resampled by the target (first rejection)",
+    Kind.BONUS: "bonus token (every draft accepted)",
+    Kind.PLAIN: "plain decoding (target alone)",
+    Kind.REJECTED: "rejected draft token",
 }
 TEXT_STYLE = "white-space:pre-wrap;font-family:var(--font-mono, ui-monospace, monospace)"
 
@@ -31,7 +34,7 @@ class TokenView:
     """One token as the UI shows it."""
 
     text: str
-    kind: str  # accepted | resampled | bonus | plain | rejected
+    kind: Kind  # accepted | resampled | bonus | plain | rejected
     p: float | None = None  # target probability of the token at its position
     q: float | None = None  # draft probability (None: the drafter gave no distribution)
     accept: float | None = None  # min(1, p/q) of the draft at this position (greedy: 1 or 0)
@@ -47,13 +50,13 @@ def escape_text(text: str) -> str:
 
 
 def _num(x: float | None, digits: int = 4) -> str:
-    return "–" if x is None else f"{x:.{digits}f}"
+    return fmt(x, f".{digits}f")
 
 
 def tooltip(view: TokenView) -> str:
     """The title text: kind, then p, q and the acceptance probability."""
     label = KIND_LABELS.get(view.kind, view.kind)
-    if view.kind == "resampled":
+    if view.kind == Kind.RESAMPLED:
         accept = f"accept prob of the rejected draft = {_num(view.accept, 3)}"
     else:
         accept = f"accept prob min(1, p/q) = {_num(view.accept, 3)}"
@@ -112,7 +115,7 @@ def render_verdict(*, identical: bool | None, speedup: float | None, first_diffe
     """The compare-mode result line: speedup ratio and, in greedy mode, the identical-output check."""
     parts = []
     if speedup is not None:
-        parts.append(f'<span class="specui-speedup">speedup {speedup:.2f}×</span>')
+        parts.append(f'<span class="specui-speedup">speedup {fmt(speedup, ".2f×")}</span>')
     if identical is True:
         parts.append('<span class="specui-identical">✓ identical output (greedy: speculative = plain)</span>')
     elif identical is False:
@@ -126,8 +129,8 @@ def render_verdict(*, identical: bool | None, speedup: float | None, first_diffe
 
 def legend_html() -> str:
     """The colour key shown above the chat."""
-    samples = [("accepted", "accepted draft"), ("resampled", "resampled"), ("bonus", "bonus"),
-               ("plain", "plain (compare)"), ("rejected", "rejected draft (toggle)")]
+    samples = [(Kind.ACCEPTED, "accepted draft"), (Kind.RESAMPLED, "resampled"), (Kind.BONUS, "bonus"),
+               (Kind.PLAIN, "plain (compare)"), (Kind.REJECTED, "rejected draft (toggle)")]
     items = "".join(f'<span class="tok tok-{k} legend-item" title="{html.escape(KIND_LABELS[k])}">'
                     f'{html.escape(t)}</span>' for k, t in samples)
     hint = '<span class="legend-hint">hover a token for p, q and its acceptance probability</span>'
@@ -145,7 +148,7 @@ def render_race(lanes: Sequence[tuple[str, Sequence[TokenView], float]], *, nonc
     longest = max(total for _, _, total in lanes) or 1.0
     rows = []
     for title, views, total in lanes:
-        spans = "".join(token_span(v, style=f"animation-delay:{v.time_s:.3f}s") for v in views if v.kind != "rejected")
+        spans = "".join(token_span(v, style=f"animation-delay:{v.time_s:.3f}s") for v in views if v.kind != Kind.REJECTED)
         width = 100.0 * total / longest
         rows.append(
             f'<div class="race-lane"><div class="race-label">{escape_text(title)}</div>'
@@ -164,18 +167,14 @@ def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], 
     draft's text without adding it.
     """
     views = []
-    n = round_.num_accepted
-    for j, (token, kind) in enumerate(zip(round_.token_ids, round_.kinds)):
-        if kind == "resampled":
-            for i in range(n, round_.num_drafted):  # drafted[n] was rejected; later drafts were discarded
-                views.append(TokenView(
-                    text=peek(round_.drafted[i]), kind="rejected", p=round_.target_probs[i], q=round_.draft_probs[i],
-                    accept=round_.accept_probs[i] if i < len(round_.accept_probs) else None,
-                    token_id=round_.drafted[i], time_s=time_s,
-                    note="rejected here" if i == n else "discarded after the rejection"))
-        accept = None
-        if kind in ("accepted", "resampled") and j < len(round_.accept_probs):
-            accept = round_.accept_probs[j]
-        views.append(TokenView(text=text(token), kind=kind, p=round_.token_target_probs[j],
-                               q=round_.token_draft_probs[j], accept=accept, token_id=token, time_s=time_s))
+    for token in round_.emitted():
+        if token.kind == Kind.RESAMPLED:  # the rejected draft and the discarded ones after it, first
+            for d in round_.positions():
+                if d.check != Check.ACCEPTED:
+                    views.append(TokenView(
+                        text=peek(d.token_id), kind=Kind.REJECTED, p=d.target_prob, q=d.draft_prob,
+                        accept=d.accept_prob, token_id=d.token_id, time_s=time_s,
+                        note="rejected here" if d.check == Check.REJECTED else "discarded after the rejection"))
+        views.append(TokenView(text=text(token.token_id), kind=token.kind, p=token.target_prob, q=token.draft_prob,
+                               accept=token.accept_prob, token_id=token.token_id, time_s=time_s))
     return views

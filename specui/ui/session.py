@@ -14,85 +14,23 @@ import logging
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from specui import teach
-from specui.events import GenerationResult
+from specui import lesson, runstats
+from specui.engine import SpeculativeEngine
+from specui.events import GenerationResult, Kind
 from specui.loading import LoadError
 from specui.spaces import gpu
+from specui.text import TokenText
 from specui.ui import charts, render, stats
-from specui.ui.text import TokenText
+from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError  # noqa: F401 - the request's types
 
 log = logging.getLogger("specui.ui")
-DRAFTER_CHOICES = {"draft model": "model", "prompt lookup": "prompt_lookup"}
-MAX_NEW_TOKENS = 1024
 PHASES = {"speculative": "Decoding speculatively…", "plain": "Decoding plainly (target alone) for the comparison…",
           "stopped": "Stopped.", "done": ""}
 STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
-
-
-class SettingsError(ValueError):
-    """A setting is out of range; the message says which and why."""
-
-
-@dataclass(frozen=True)
-class Settings:
-    preset: str | None = None
-    drafter: str = "model"  # "model" | "prompt_lookup" (or the labels of DRAFTER_CHOICES)
-    num_draft_tokens: int = 4
-    adaptive: bool = False
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = 0
-    max_new_tokens: int = 64
-    seed: int | None = 0
-    compare: bool = False
-
-    @classmethod
-    def from_ui(cls, **values) -> Settings:
-        """Coerce what widgets send (floats for integers, None or "" for blanks) and check ranges."""
-        def integer(name, lo, hi, *, blank=None):
-            v = values.get(name)
-            if v is None or v == "":
-                if blank is not None or name == "seed":
-                    return blank
-                raise SettingsError(f"{name.replace('_', ' ')} is required")
-            try:
-                f = float(v)
-            except (TypeError, ValueError):
-                raise SettingsError(f"{name.replace('_', ' ')} must be a number (got {v!r})") from None
-            if f != int(f) or not lo <= f <= hi:
-                raise SettingsError(f"{name.replace('_', ' ')} must be a whole number from {lo} to {hi} (got {v!r})")
-            return int(f)
-
-        def number(name, lo, hi, default):
-            v = values.get(name, default)
-            try:
-                f = float(default if v is None else v)
-            except (TypeError, ValueError):
-                raise SettingsError(f"{name.replace('_', ' ')} must be a number (got {v!r})") from None
-            if not lo <= f <= hi:
-                raise SettingsError(f"{name.replace('_', ' ')} must be from {lo} to {hi} (got {v!r})")
-            return f
-
-        drafter = values.get("drafter") or "model"
-        drafter = DRAFTER_CHOICES.get(drafter, drafter)
-        if drafter not in DRAFTER_CHOICES.values():
-            raise SettingsError(f"drafter must be one of {', '.join(DRAFTER_CHOICES)} (got {drafter!r})")
-        top_p = number("top_p", 0.0, 1.0, 1.0)
-        if top_p <= 0:
-            raise SettingsError("top-p must be above 0 (1 turns it off)")
-        return cls(preset=values.get("preset") or None, drafter=drafter,
-                   num_draft_tokens=integer("num_draft_tokens", 1, 64),
-                   adaptive=bool(values.get("adaptive")), temperature=number("temperature", 0.0, 5.0, 0.0),
-                   top_p=top_p, top_k=integer("top_k", 0, 1_000_000, blank=0),
-                   max_new_tokens=integer("max_new_tokens", 1, MAX_NEW_TOKENS),
-                   seed=integer("seed", -1, 2**63 - 1), compare=bool(values.get("compare")))
-
-    @property
-    def greedy(self) -> bool:
-        return self.temperature == 0
 
 
 @dataclass
@@ -121,7 +59,7 @@ class Run:
 
     @property
     def spec_text(self) -> str:
-        return "".join(v.text for v in self.spec_views if v.kind != "rejected")
+        return "".join(v.text for v in self.spec_views if v.kind != Kind.REJECTED)
 
     @property
     def plain_text(self) -> str:
@@ -134,8 +72,8 @@ class Run:
         return self.spec.token_ids == self.plain.token_ids
 
     def stats(self):
-        spec = stats.run_stats(self.spec, plain=self.plain) if self.spec.rounds else None
-        plain = stats.run_stats(self.plain) if self.plain is not None and self.plain.rounds else None
+        spec = runstats.run_stats(self.spec, plain=self.plain) if self.spec.rounds else None
+        plain = runstats.run_stats(self.plain) if self.plain is not None and self.plain.rounds else None
         return spec, plain
 
     def as_dict(self) -> dict:
@@ -144,11 +82,11 @@ class Run:
         return {
             "text": self.spec_text,
             "tokens": [{"id": v.token_id, "text": v.text, "kind": v.kind, "p": v.p, "q": v.q, "accept": v.accept}
-                       for v in self.spec_views if v.kind != "rejected"],
+                       for v in self.spec_views if v.kind != Kind.REJECTED],
             "stats": spec.as_dict() if spec else None, "stop_reason": self.spec.stop_reason, "seed": self.spec.seed,
             "plain_text": self.plain_text if self.plain is not None else None,
             "plain_stats": plain.as_dict() if plain else None,
-            "speedup": stats.speedup(spec, plain) if spec else None, "identical": self.identical,
+            "speedup": runstats.speedup(spec, plain) if spec else None, "identical": self.identical,
             "stopped": self.phase == "stopped",
         }
 
@@ -175,7 +113,7 @@ class Showcase:
         self.text_interval, self.chart_interval = text_interval, chart_interval
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
-        self._warm: set[int] = set()  # ids of the pairs that have run once
+        self._warm: list[weakref.ref] = []  # the pairs that have run once (weak: an evicted pair goes)
 
     def lock(self, preset_name: str) -> threading.Lock:
         with self._guard:
@@ -250,15 +188,9 @@ class Showcase:
             log.exception("encoding the prompt")
             yield fail(f"The prompt could not be encoded: {type(e).__name__}: {e}")
             return
-        from specui.engine import SpeculativeEngine
-
         engine = SpeculativeEngine(pair.target, pair.draft)
-        common = dict(max_new_tokens=settings.max_new_tokens, temperature=settings.temperature, top_k=settings.top_k,
-                      top_p=settings.top_p, seed=None if settings.seed in (None, -1) else settings.seed)
         try:
-            spec_stream = engine.stream(ids, speculative=True, drafter=settings.drafter,
-                                        num_draft_tokens=settings.num_draft_tokens, adaptive=settings.adaptive,
-                                        into=run.spec, **common)
+            spec_stream = engine.stream(ids, settings.decode.but(speculative=True), into=run.spec)
         except ValueError as e:  # bad settings, ContextLengthError
             yield fail(str(e))
             return
@@ -269,8 +201,9 @@ class Showcase:
             yield from self._drive(run, spec_stream, pair, ids, run.spec_views, lock, stop, text_due, chart_due)
             if settings.compare and run.phase != "stopped":
                 run.phase, run.plain = "plain", GenerationResult()
-                common["seed"] = run.spec.seed  # the same seed, even when the first run drew one
-                plain_stream = engine.stream(ids, speculative=False, into=run.plain, **common)
+                # the same seed, even when the first run drew one
+                plain = settings.decode.but(speculative=False, seed=run.spec.seed)
+                plain_stream = engine.stream(ids, plain, into=run.plain)
                 yield from self._drive(run, plain_stream, pair, ids, run.plain_views, lock, stop, text_due, chart_due)
         except Exception as e:  # a model failing mid-run: say so, keep serving
             log.exception("generation failed")
@@ -283,10 +216,13 @@ class Showcase:
     def warm_up(self, engine, pair, ids) -> None:
         """Run both paths once on a fresh pair (chat and Teach tab alike), so first-call allocations are
         not timed as decoding."""
-        if id(pair) in self._warm:
-            return
-        teach.warm_up(engine, ids, lock=self.lock(pair.preset.name))
-        self._warm.add(id(pair))
+        with self._guard:
+            self._warm = [ref for ref in self._warm if ref() is not None]
+            if any(ref() is pair for ref in self._warm):
+                return
+        lesson.warm_up(engine, ids, lock=self.lock(pair.preset.name))
+        with self._guard:
+            self._warm.append(weakref.ref(pair))
 
     def _drive(self, run, stream, pair, ids, views, lock, stop, text_due, chart_due):
         decoder = TokenText(pair.tokenizer, ids)
@@ -328,8 +264,8 @@ class Showcase:
             verdict = ""
             if final and run.phase == "done":
                 verdict = render.render_verdict(
-                    identical=run.identical, speedup=stats.speedup(spec_stats, plain_stats),
-                    first_difference=stats.first_difference(run.spec.token_ids, run.plain.token_ids))
+                    identical=run.identical, speedup=runstats.speedup(spec_stats, plain_stats),
+                    first_difference=runstats.first_difference(run.spec.token_ids, run.plain.token_ids))
             spec_title, plain_title = "speculative", "plain (target alone)"
             if spec_stats and run.phase != "speculative":
                 spec_title += f" · {spec_stats.tokens_per_s:.1f} tokens/s"
@@ -347,7 +283,7 @@ class Showcase:
 
     @staticmethod
     def race(run: Run, nonce: int = 0) -> str:
-        spec_s, plain_s = stats.engine_seconds(run.spec), stats.engine_seconds(run.plain)
+        spec_s, plain_s = runstats.engine_seconds(run.spec), runstats.engine_seconds(run.plain)
         return render.render_race([(f"speculative · {spec_s:.2f} s", run.spec_views, spec_s),
                                    (f"plain · {plain_s:.2f} s", run.plain_views, plain_s)], nonce=nonce)
 

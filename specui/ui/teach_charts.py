@@ -16,20 +16,16 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from specui import metrics
-from specui.teach import Measured, Point, Step, theory_curve
+from specui.lesson import Measured, Point, Step, theory_curve
+from specui.text import fmt
+from specui.ui.theme import BEST_COLOUR, K_COLOURS, PLAIN_COLOUR, POINT_COLOUR, TALL, THEORY_COLOUR, layout
 
 KS = (1, 2, 4, 8)
 DEFAULT_C = 0.1  # the draft cost drawn before anything is measured
-K_COLOURS = {1: "#93c5fd", 2: "#60a5fa", 3: "#3b82f6", 4: "#2563eb", 5: "#1d4ed8", 6: "#1e40af", 8: "#1e3a8a"}
-POINT_COLOUR, THEORY_COLOUR, PLAIN_COLOUR = "#dc2626", "#2563eb", "#9ca3af"
-HEIGHT = 320
 
 
-def _layout(fig: go.Figure, *, title: str, x: str, y: str, **kwargs) -> go.Figure:
-    fig.update_layout(title={"text": title, "font": {"size": 14}}, template="plotly_white", height=HEIGHT,
-                      margin={"l": 55, "r": 20, "t": 50, "b": 40}, xaxis_title=x, yaxis_title=y,
-                      legend={"orientation": "h", "y": -0.22, "x": 0}, **kwargs)
-    return fig
+def _layout(fig: go.Figure, **kwargs) -> go.Figure:
+    return layout(fig, height=TALL, **kwargs)
 
 
 def _alphas(n: int = 101) -> list[float]:
@@ -60,7 +56,7 @@ def theory_tokens_figure(measured: Measured | None = None, *, ks: Sequence[int] 
             marker={"color": POINT_COLOUR, "size": 13, "symbol": "diamond", "line": {"color": "white", "width": 1}},
             hovertemplate="measured: α=%{x:.3f}, %{y:.2f} tokens/round<extra></extra>"))
         title += f"<br><sub>measured α={measured.alpha:.2f}: {measured.tokens_per_round:.2f} tokens/round " \
-                 f"(theory at K={measured.k}: {measured.theory_tokens_per_round:.2f})</sub>"
+                 f"(theory at K={measured.k}: {fmt(measured.theory_tokens_per_round, '.2f')})</sub>"
     fig = _layout(fig, title=title, x="α (chance the target accepts a draft token)", y="tokens per round")
     fig.update_xaxes(range=[0, 1.0])
     return fig
@@ -96,11 +92,11 @@ def theory_speedup_figure(measured: Measured | None = None, *, ks: Sequence[int]
         if best is not None and measured.best_k_speedup is not None:
             fig.add_trace(go.Scatter(
                 x=[round(measured.alpha, 4)], y=[round(measured.best_k_speedup, 4)], mode="markers",
-                name=f"best K = {best}", marker={"color": "#16a34a", "size": 14, "symbol": "star"},
+                name=f"best K = {best}", marker={"color": BEST_COLOUR, "size": 14, "symbol": "star"},
                 hovertemplate=f"best K={best}: theory %{{y:.2f}}×<extra></extra>"))
             measured_part = f"measured {measured.speedup:.2f}×, " if measured.speedup is not None else ""
             title += (f"<br><sub>α={measured.alpha:.2f}, c={c:.3f}: {measured_part}theory at K={measured.k} "
-                      f"{measured.theory_speedup:.2f}×, best K={best} ({measured.best_k_speedup:.2f}×)</sub>")
+                      f"{fmt(measured.theory_speedup, '.2f×')}, best K={best} ({measured.best_k_speedup:.2f}×)</sub>")
     else:
         title += "<br><sub>c is a placeholder until a run is measured</sub>"
     fig = _layout(fig, title=title, x="α (chance the target accepts a draft token)", y="speedup over plain decoding")
@@ -143,7 +139,7 @@ def k_sweep_figure(points: Sequence[Point] = ()) -> go.Figure:
     if pts:
         fig.add_trace(go.Scatter(x=[p.k for p in pts], y=[round(p.speedup, 4) for p in pts], mode="lines+markers",
                                  name="measured", line={"color": POINT_COLOUR, "width": 2}, marker={"size": 9}))
-        alpha, c = pooled_alpha(pts), _median([p.cost_ratio for p in pts])
+        alpha, c = pooled_alpha(pts), metrics.median(p.cost_ratio for p in pts)
         if alpha is not None and c is not None:
             ks = list(range(1, max(8, pts[-1].k) + 1))
             fig.add_trace(go.Scatter(x=ks, y=[round(metrics.theoretical_speedup(alpha, k, c), 4) for k in ks],
@@ -159,11 +155,11 @@ def k_sweep_figure(points: Sequence[Point] = ()) -> go.Figure:
 
 
 def temperature_figure(points: Sequence[Point] = ()) -> go.Figure:
-    """Acceptance against temperature: accepted / judged, and the mean of min(1, p/q)."""
+    """Acceptance against temperature: the fitted α, and the mean of min(1, p/q)."""
     fig = go.Figure()
     pts = sorted(points, key=lambda p: p.temperature)
     fig.add_trace(go.Scatter(x=[p.temperature for p in pts], y=[_r(p.alpha) for p in pts], mode="lines+markers",
-                             name="α = accepted / judged drafts", line={"color": POINT_COLOUR, "width": 2}))
+                             name="α (fitted to tokens per round)", line={"color": POINT_COLOUR, "width": 2}))
     fig.add_trace(go.Scatter(x=[p.temperature for p in pts], y=[_r(p.mean_accept_prob) for p in pts],
                              mode="lines+markers", name="mean min(1, p/q)",
                              line={"color": THEORY_COLOUR, "width": 2, "dash": "dot"}))
@@ -176,7 +172,7 @@ def drafter_figure(points: Sequence[Point] = ()) -> go.Figure:
     """Per drafter: alpha (bars) and measured speedup (diamonds, right axis)."""
     fig = go.Figure()
     labels = [p.label for p in points]
-    fig.add_trace(go.Bar(x=labels, y=[_r(p.alpha) for p in points], name="α = accepted / judged drafts",
+    fig.add_trace(go.Bar(x=labels, y=[_r(p.alpha) for p in points], name="α (fitted to tokens per round)",
                          marker_color=THEORY_COLOUR, opacity=0.7))
     fig.add_trace(go.Scatter(x=labels, y=[_r(p.speedup) for p in points], name="measured speedup", mode="markers",
                              marker={"color": POINT_COLOUR, "size": 13, "symbol": "diamond"}, yaxis="y2"))
@@ -191,11 +187,6 @@ def pooled_alpha(points: Sequence[Point]) -> float | None:
     pairs = [(p.alpha, p.rounds) for p in points if p.alpha is not None and p.rounds]
     total = sum(n for _, n in pairs)
     return sum(a * n for a, n in pairs) / total if total else None
-
-
-def _median(values) -> float | None:
-    vals = sorted(v for v in values if v is not None)
-    return vals[len(vals) // 2] if vals else None
 
 
 def _r(x: float | None, digits: int = 4) -> float | None:

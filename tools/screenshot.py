@@ -1,7 +1,7 @@
 """Drive Debian's Chromium with Python playwright, for the browser test and the README screenshot.
 
 Never `playwright install`: the browser is the system's /usr/bin/chromium (apt-get install chromium).
-`python -m specui.ui.browser assets/screenshot.png` serves the app on a free port, runs a greedy
+`python -m tools.screenshot assets/screenshot.png` serves the app on a free port, runs a greedy
 prompt with compare on, and saves a screenshot of the page.
 """
 

@@ -1,4 +1,6 @@
-"""Token ids to display text, one token at a time, exactly as the tokenizer would decode the sequence.
+"""Text for people: token ids to display text (`TokenText`), and the one number format (`fmt`).
+
+Token ids become display text one token at a time, exactly as the tokenizer would decode the sequence.
 
 Byte-level BPE tokens can hold part of a UTF-8 character, and SentencePiece tokens change their
 leading space depending on what precedes them. So each token's text is the difference between two
@@ -48,3 +50,23 @@ class TokenText:
         shown = self._decode(self.ids[self.prefix_offset :])
         full = self._decode(self.ids[self.prefix_offset :] + [int(token_id)])
         return full[len(shown) :] if full.startswith(shown) else self._decode([int(token_id)])
+
+
+def fmt(x: float | None, spec: str = ".3f", *, none: str = "–") -> str:
+    """The one number format of specui: `x` with a format spec (".2f", ".1%", ".2e"...), `none` for None.
+
+    A spec ending in "x" or "×" is a ratio: fmt(2.049, ".2f×") -> "2.05×".
+    """
+    if x is None:
+        return none
+    suffix = ""
+    if spec and spec[-1] in "x×":
+        spec, suffix = spec[:-1], spec[-1]
+    return f"{x:{spec}}{suffix}"
+
+
+def fmt_prob(x: float | None) -> str:
+    """A probability for the step view: four decimals, or scientific notation below 0.001."""
+    if x is None:
+        return "–"
+    return fmt(x, ".4f") if x == 0 or abs(x) >= 1e-3 else fmt(x, ".2e")

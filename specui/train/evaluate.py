@@ -16,9 +16,11 @@ from pathlib import Path
 import torch
 
 from specui import corpus
+from specui.corpus import PROMPT_TOKENS, held_out_prompts
+from specui.engine import SpeculativeEngine
+from specui.train.common import encode_stream, greedy_continuation
 
 EVAL_FILES = 40  # held-out files, evenly spaced over the sorted list, scored for bits per byte
-PROMPT_TOKENS = 256  # held-out prompt length for alpha and speedup
 
 
 def eval_texts(held_out: list[Path], *, total_bytes: int) -> list[str]:
@@ -41,8 +43,6 @@ def eval_texts(held_out: list[Path], *, total_bytes: int) -> list[str]:
 @torch.inference_mode()
 def bits_per_byte(model, tokenizer, texts: list[str], *, seq_len: int, device: str) -> float:
     """Total NLL of every token of `texts` (each after an EOS) over ln 2 x their UTF-8 bytes."""
-    from specui.train import encode_stream
-
     stream = encode_stream(tokenizer, texts).to(device)  # EOS text EOS text ...
     eos = tokenizer.eos_token_id
     nll = 0.0
@@ -56,42 +56,12 @@ def bits_per_byte(model, tokenizer, texts: list[str], *, seq_len: int, device: s
     return nll / (math.log(2) * n_bytes)
 
 
-def held_out_prompts(tokenizer, held_out: list[Path], *, count: int, length: int = PROMPT_TOKENS) -> list[list[int]]:
-    """`count` prompts of `length` tokens, cut from the middle of evenly spaced held-out files."""
-    texts = [t for t in corpus.read_texts(held_out)]
-    prompts = []
-    for i in range(len(texts)):
-        text = texts[(i * 7919) % len(texts)]  # a fixed stride through the sorted files
-        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-        if len(ids) >= 2 * length:
-            middle = len(ids) // 2
-            prompts.append(ids[middle - length : middle])
-        if len(prompts) == count:
-            break
-    return prompts
-
-
-@torch.inference_mode()
-def greedy_continuation(model, prompt: list[int], *, new_tokens: int, device: str) -> list[int]:
-    """The model's greedy tokens after `prompt` (EOS is an ordinary token here), with a KV cache."""
-    from transformers import DynamicCache
-
-    cache = DynamicCache()
-    logits = model(input_ids=torch.tensor([prompt], device=device), past_key_values=cache, use_cache=True).logits
-    tokens = []
-    for _ in range(new_tokens):
-        token = int(logits[0, -1].argmax())
-        tokens.append(token)
-        logits = model(input_ids=torch.tensor([[token]], device=device), past_key_values=cache, use_cache=True).logits
-    return tokens
-
-
 @torch.inference_mode()
 def greedy_alpha(target, draft, prompts: list[list[int]], *, new_tokens: int, device: str) -> float:
     """Fraction of the target's greedy tokens that the draft's argmax predicts from the same prefix."""
     agree = total = 0
     for prompt in prompts:
-        continuation = greedy_continuation(target, prompt, new_tokens=new_tokens, device=device)
+        continuation = greedy_continuation(target, prompt, new_tokens=new_tokens)
         sequence = torch.tensor([prompt + continuation], device=device)
         draft_logits = draft(input_ids=sequence[:, :-1]).logits[0, len(prompt) - 1 :]  # predicts continuation
         agree += (draft_logits.argmax(-1).cpu() == torch.tensor(continuation)).sum().item()
@@ -105,8 +75,6 @@ def measure_speedup(target, draft, prompts: list[list[int]], *, ks=range(1, 9), 
     Every setting runs once on each prompt, interleaved prompt by prompt, after a warm-up pass.
     Returns {"plain_tps": ..., "tps": {K: ...}, "speedup": {K: ...}, "best_k": K, "best_speedup": x}.
     """
-    from specui import SpeculativeEngine
-
     engine = SpeculativeEngine(target, draft)
     settings = [("plain", 0)] + [("spec", k) for k in ks]
     seconds = {s: 0.0 for s in settings}

@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from specui.train.common import autocast, greedy_continuation, lr_at, make_optimizer, random_windows, window_shape
+
 
 def copy_shared_weights(draft, target) -> None:
     """Initialise the draft's embeddings (tied to its lm_head) and final norm from the target's."""
@@ -33,30 +35,19 @@ def distill_loss(draft_logits, target_logits, labels, *, ce_weight: float) -> to
     return kl + ce_weight * F.nll_loss(draft_logp, labels)
 
 
-@torch.no_grad()  # not inference_mode: the sequences become training inputs
 def target_continuations(target, stream: torch.Tensor, *, count: int, prompt_len: int, total_len: int,
-                         batch_size: int, generator, device: str) -> torch.Tensor:
+                         generator) -> torch.Tensor:
     """`count` sequences of `total_len` tokens: a training prompt, then the target's greedy tokens."""
-    from transformers import DynamicCache
-
+    starts = torch.randint(0, len(stream) - prompt_len, (count,), generator=generator).tolist()
     sequences = []
-    for _ in range(0, count, batch_size):
-        starts = torch.randint(0, len(stream) - prompt_len, (batch_size,), generator=generator).tolist()
-        ids = torch.stack([stream[s : s + prompt_len] for s in starts]).to(device)  # (B, P)
-        cache = DynamicCache()
-        logits = target(input_ids=ids, past_key_values=cache, use_cache=True).logits[:, -1]
-        for _ in range(total_len - prompt_len):
-            token = logits.argmax(-1, keepdim=True)  # (B, 1)
-            ids = torch.cat([ids, token], dim=1)
-            logits = target(input_ids=token, past_key_values=cache, use_cache=True).logits[:, -1]
-        sequences.append(ids.cpu())
-    return torch.cat(sequences)[:count]  # (count, total_len)
+    for s in starts:
+        prompt = stream[s : s + prompt_len].tolist()
+        sequences.append(prompt + greedy_continuation(target, prompt, new_tokens=total_len - prompt_len))
+    return torch.tensor(sequences, dtype=torch.long)  # (count, total_len)
 
 
 def distill_draft(draft, target, stream: torch.Tensor, *, cfg, device: str):
     """Train `draft` to match `target`'s next-token distributions on real and target-written code."""
-    from specui.train import autocast, lr_at, make_optimizer, random_windows, window_shape
-
     same_width = draft.config.hidden_size == target.config.hidden_size
     if same_width:
         copy_shared_weights(draft, target)
@@ -65,7 +56,7 @@ def distill_draft(draft, target, stream: torch.Tensor, *, cfg, device: str):
     optimizer = make_optimizer(draft, lr=cfg.draft_lr, weight_decay=cfg.weight_decay)
     generator = torch.Generator().manual_seed(cfg.seed + 1)  # other windows than the target saw first
     written = target_continuations(target, stream, count=cfg.distill_sequences, prompt_len=cfg.seq_len // 4,
-                                   total_len=cfg.seq_len + 1, batch_size=32, generator=generator, device=device)
+                                   total_len=cfg.seq_len + 1, generator=generator)
     bar = tqdm(range(cfg.draft_steps), desc="draft", dynamic_ncols=True)
     for step in bar:
         for group in optimizer.param_groups:

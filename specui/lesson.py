@@ -1,4 +1,4 @@
-"""Teaching mode's data: a speculative run as step records, its JSON export, and the classroom experiments.
+"""The lesson: a speculative run as step records, its JSON export, and the classroom experiments.
 
 A teacher explains speculative decoding one round at a time. `teaching_run` decodes a prompt once
 (and once more with the target alone, same seed, for the measured speedup) and turns every
@@ -7,14 +7,14 @@ min(1, p/q), the uniform draw u and its verdict, the residual norm(max(0, p - q)
 and the token the round emitted of its own. Every number is copied from the engine's Round: none is
 recomputed, so the step view shows exactly what the engine decided.
 
-The theory is `specui.metrics` (Leviathan et al. 2023, eq. 1 and Theorem 3.8). One estimator is new
-here, `checked_alpha`: accepted drafts / drafts the target actually judged. Drafts after a rejection
-are discarded unjudged, so accepted / drafted (the usual acceptance rate) underestimates the paper's
-per-token alpha; counting only judged drafts is the maximum-likelihood alpha of the paper's model.
+The theory is `specui.metrics.theory` (Leviathan et al. 2023, eq. 1 and Theorem 3.8), the same figure
+as the chat tab's and the benchmark's: alpha fitted to the measured tokens per round, c from
+`specui.runstats`.
 
 The experiments (`k_sweep`, `temperature_sweep`, `drafter_comparison`) run short generations over
 an engine and yield plain records; `weakened_draft` makes a noisy copy of a draft model, a drafter
-whose acceptance collapses as the noise grows. No gradio, no plotly, no HTML here.
+whose acceptance collapses as the noise grows. Every run takes one `DecodeSettings`. No gradio, no
+plotly, no HTML here: the Teach tab in `specui.ui` renders these records.
 """
 
 from __future__ import annotations
@@ -22,17 +22,22 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-import statistics
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
-from specui import __version__, metrics
-from specui.events import GenerationResult
-from specui.ui import stats
-from specui.ui.text import TokenText
+from specui import __version__, metrics, runstats
+from specui.events import OWN_KINDS, Check, GenerationResult, Kind
+from specui.settings import DecodeSettings
+from specui.text import TokenText
 
-ACCEPTED, REJECTED, DISCARDED = "accepted", "rejected", "discarded"  # verdicts of drafted positions
+ACCEPTED, REJECTED, DISCARDED = Check.ACCEPTED, Check.REJECTED, Check.DISCARDED  # verdicts of drafted positions
 EXPORT_FORMAT = "specui-teaching-run/1"
+DEFAULTS = DecodeSettings(max_new_tokens=32, seed=0)  # a lesson's runs: short, and seeded
+
+
+def _settings(settings: DecodeSettings | None, keywords: dict) -> DecodeSettings:
+    """`settings` (the lesson's defaults when None) with `keywords` changed."""
+    return (settings or DEFAULTS).but(**keywords) if keywords else (settings or DEFAULTS)
 
 
 # -- step records --------------------------------------------------------------------------------------
@@ -49,7 +54,7 @@ class DraftCheck:
     p: float  # p(x): the target's probability at this position
     accept_prob: float  # min(1, p/q) (greedy: 1 if x is the target's argmax, else 0)
     u: float | None  # the uniform draw compared with p/q (None in greedy mode)
-    verdict: str  # accepted | rejected | discarded (after the rejection, never judged)
+    verdict: Check  # accepted | rejected | discarded (after the rejection, never judged)
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,7 @@ class Emitted:
 
     token_id: int
     text: str
-    kind: str  # accepted | resampled | bonus | plain
+    kind: Kind  # accepted | resampled | bonus | plain
     p: float  # p of the token at its position
     q: float | None  # q of the token at its position (None: no draft distribution there)
 
@@ -99,45 +104,26 @@ def build_steps(result: GenerationResult, *, tokenizer, prompt_ids: Sequence[int
     context = tokenizer.decode(list(prompt_ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
     steps = []
     for rnd in result.rounds:
+        tokens = list(rnd.emitted())
         n = rnd.num_accepted
-        emitted_texts = []
-        for token in rnd.token_ids[:n]:  # accepted drafts first: later drafts' text follows them
-            emitted_texts.append(decoder.push(token))
-        drafts = []
-        for i, token in enumerate(rnd.drafted):
-            text = emitted_texts[i] if i < len(emitted_texts) else decoder.peek(token)
-            verdict = ACCEPTED if i < n else REJECTED if i == n else DISCARDED
-            drafts.append(DraftCheck(position=i + 1, token_id=int(token), text=text, q=float(rnd.draft_probs[i]),
-                                     p=float(rnd.target_probs[i]), accept_prob=float(rnd.accept_probs[i]),
-                                     u=float(rnd.uniforms[i]) if i < len(rnd.uniforms) else None, verdict=verdict))
+        texts = [decoder.push(t.token_id) for t in tokens[:n]]  # accepted drafts first: later drafts follow them
+        drafts = [DraftCheck(position=d.index + 1, token_id=d.token_id,
+                             text=texts[d.index] if d.index < len(texts) else decoder.peek(d.token_id), q=d.draft_prob,
+                             p=d.target_prob, accept_prob=d.accept_prob, u=d.uniform, verdict=d.check)
+                  for d in rnd.positions()]
         residual = [Candidate(int(t), decoder.peek(t), float(prob)) for t, prob in rnd.residual_top]
-        for token in rnd.token_ids[n:]:
-            emitted_texts.append(decoder.push(token))
-        emitted = [Emitted(token_id=int(t), text=text, kind=kind, p=float(p), q=None if q is None else float(q))
-                   for t, text, kind, p, q in zip(rnd.token_ids, emitted_texts, rnd.kinds, rnd.token_target_probs,
-                                                  rnd.token_draft_probs)]
-        final = emitted[-1] if emitted and emitted[-1].kind in ("resampled", "bonus", "plain") else None
+        texts += [decoder.push(t.token_id) for t in tokens[n:]]
+        emitted = [Emitted(token_id=t.token_id, text=text, kind=t.kind, p=t.target_prob, q=t.draft_prob)
+                   for t, text in zip(tokens, texts)]
+        final = emitted[-1] if emitted and emitted[-1].kind in OWN_KINDS else None
         steps.append(Step(index=rnd.index, context=context, num_draft_tokens=rnd.num_draft_tokens, greedy=greedy,
                           drafts=drafts, num_accepted=n, residual=residual, emitted=emitted, final=final,
                           draft_s=rnd.draft_s, verify_s=rnd.verify_s))
-        context += "".join(emitted_texts)
+        context += "".join(texts)
     return steps
 
 
 # -- what was measured ---------------------------------------------------------------------------------
-
-
-def checked_alpha(rounds: Iterable) -> float | None:
-    """accepted drafts / drafts the target judged (accepted ones plus the one rejection per round).
-
-    The maximum-likelihood per-token alpha of the paper's model (each draft accepted independently
-    with probability alpha); None when no draft was judged.
-    """
-    accepted = judged = 0
-    for r in rounds:
-        accepted += r.num_accepted
-        judged += r.num_accepted + (r.num_accepted < r.num_drafted)
-    return accepted / judged if judged else None
 
 
 def mean_accept_prob(rounds: Iterable) -> float | None:
@@ -152,7 +138,7 @@ class Measured:
 
     k: int  # K asked
     acceptance_rate: float | None  # accepted / drafted
-    alpha: float | None  # accepted / judged (`checked_alpha`), the alpha the theory curves use
+    alpha: float | None  # fitted to the tokens per round (`metrics.fitted_alpha`), as the theory curves use
     tokens_per_round: float | None  # emitted tokens / rounds, bonus included
     cost_ratio: float | None  # c: seconds per drafted token / seconds per plain target forward
     verify_cost: float | None  # seconds of one verify forward (K+1 tokens) / one plain forward
@@ -168,30 +154,22 @@ class Measured:
 def measure(spec: GenerationResult, plain: GenerationResult | None = None) -> Measured:
     """Summarise a speculative run (and the plain run of the same prompt) for the theory charts."""
     rounds = spec.rounds
-    k = max((r.num_draft_tokens for r in rounds), default=0)
-    spec_stats = stats.run_stats(spec, plain=plain)
-    plain_stats = stats.run_stats(plain) if plain is not None and plain.rounds else None
-    alpha = checked_alpha(rounds)
-    c = spec_stats.cost_ratio
+    spec_stats = runstats.run_stats(spec, plain=plain)
+    plain_stats = runstats.run_stats(plain) if plain is not None and plain.rounds else None
+    theory = spec_stats.theory
     verify_cost = None
-    drafted_forwards = [r.verify_s for r in rounds if r.num_drafted]
-    if plain_stats is not None and drafted_forwards:
-        plain_forward = statistics.median(r.verify_s for r in plain.rounds)
-        verify_cost = statistics.median(drafted_forwards) / plain_forward if plain_forward > 0 else None
-    theory_tokens = theory = best = best_speedup = None
-    if alpha is not None and k >= 1:
-        theory_tokens = metrics.expected_tokens_per_round(alpha, k)
-        if c is not None:
-            theory = metrics.theoretical_speedup(alpha, k, c)
-            best = metrics.best_k(alpha, c)
-            best_speedup = metrics.theoretical_speedup(alpha, best, c)
-    return Measured(k=k, acceptance_rate=metrics.acceptance_rate(rounds), alpha=alpha,
-                    tokens_per_round=metrics.mean_accepted_length(rounds), cost_ratio=c, verify_cost=verify_cost,
-                    tokens_per_s=spec_stats.tokens_per_s,
+    if plain_stats is not None:
+        drafted = metrics.median(r.verify_s for r in rounds if r.num_drafted)
+        plain_forward = metrics.median(r.verify_s for r in plain.rounds)
+        verify_cost = drafted / plain_forward if drafted is not None and plain_forward else None
+    return Measured(k=metrics.run_k(rounds) or 0, acceptance_rate=metrics.acceptance_rate(rounds),
+                    alpha=metrics.fitted_alpha(rounds), tokens_per_round=metrics.mean_accepted_length(rounds),
+                    cost_ratio=spec_stats.cost_ratio, verify_cost=verify_cost, tokens_per_s=spec_stats.tokens_per_s,
                     plain_tokens_per_s=plain_stats.tokens_per_s if plain_stats else None,
-                    speedup=stats.speedup(spec_stats, plain_stats) if plain_stats else None,
-                    theory_tokens_per_round=theory_tokens, theory_speedup=theory, best_k=best,
-                    best_k_speedup=best_speedup)
+                    speedup=runstats.speedup(spec_stats, plain_stats) if plain_stats else None,
+                    theory_tokens_per_round=theory.tokens_per_round if theory else None,
+                    theory_speedup=theory.speedup if theory else None, best_k=theory.best_k if theory else None,
+                    best_k_speedup=theory.best_k_speedup if theory else None)
 
 
 # -- a teaching run ------------------------------------------------------------------------------------
@@ -203,50 +181,46 @@ class TeachingRun:
 
     prompt: str
     prompt_ids: list[int]
-    settings: dict  # preset, drafter, num_draft_tokens, temperature, top_k, top_p, max_new_tokens, seed
+    decode: DecodeSettings
     spec: GenerationResult
     plain: GenerationResult | None
     steps: list[Step]
     measured: Measured
     text: str = ""  # the generated text
-    extra: dict = field(default_factory=dict)  # e.g. the preset's description
+    extra: dict = field(default_factory=dict)  # e.g. the preset's name
 
     @property
     def greedy(self) -> bool:
-        return float(self.settings.get("temperature", 0.0)) == 0.0
+        return self.decode.greedy
 
-
-def _common(max_new_tokens, temperature, top_k, top_p, seed) -> dict:
-    """The generation settings every run of one comparison shares."""
-    return {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_k": top_k, "top_p": top_p,
-            "seed": seed}
+    @property
+    def settings(self) -> dict:
+        """The settings as exported: the decode settings and the extras (e.g. the preset)."""
+        return {**self.decode.as_dict(), **self.extra}
 
 
 def _locked(lock) -> contextlib.AbstractContextManager:
     return lock if lock is not None else contextlib.nullcontext()
 
 
-def teaching_run(engine, tokenizer, prompt_ids: Sequence[int], *, prompt: str = "", drafter: str | None = None,
-                 num_draft_tokens: int = 4, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
-                 max_new_tokens: int = 32, seed: int = 0, compare: bool = True, lock=None,
-                 settings: dict | None = None) -> TeachingRun:
+def teaching_run(engine, tokenizer, prompt_ids: Sequence[int], settings: DecodeSettings | None = None, *,
+                 prompt: str = "", compare: bool = True, lock=None, extra: dict | None = None,
+                 **keywords) -> TeachingRun:
     """Decode `prompt_ids` speculatively (then, with `compare`, with the target alone and the same seed).
 
     `lock` (e.g. the model pair's lock) is held for each generation, never across both.
     """
-    common = _common(max_new_tokens, temperature, top_k, top_p, seed)
+    settings = _settings(settings, keywords)
     with _locked(lock):
-        spec = engine.generate(prompt_ids, speculative=True, drafter=drafter, num_draft_tokens=num_draft_tokens,
-                               **common)
+        spec = engine.generate(prompt_ids, settings.but(speculative=True))
     plain = None
     if compare:
         with _locked(lock):
-            plain = engine.generate(prompt_ids, speculative=False, **common)
-    steps = build_steps(spec, tokenizer=tokenizer, prompt_ids=prompt_ids, greedy=temperature == 0)
+            plain = engine.generate(prompt_ids, settings.but(speculative=False, seed=spec.seed))
+    steps = build_steps(spec, tokenizer=tokenizer, prompt_ids=prompt_ids, greedy=settings.greedy)
     text = "".join(e.text for s in steps for e in s.emitted)
-    chosen = {"drafter": drafter, "num_draft_tokens": num_draft_tokens, **common}
-    return TeachingRun(prompt=prompt, prompt_ids=list(prompt_ids), settings={**chosen, **(settings or {})},
-                       spec=spec, plain=plain, steps=steps, measured=measure(spec, plain), text=text)
+    return TeachingRun(prompt=prompt, prompt_ids=list(prompt_ids), decode=settings, spec=spec, plain=plain,
+                       steps=steps, measured=measure(spec, plain), text=text, extra=dict(extra or {}))
 
 
 # -- export --------------------------------------------------------------------------------------------
@@ -266,7 +240,7 @@ def _finite(x):
 def _result_dict(result: GenerationResult) -> dict:
     return {"token_ids": list(result.token_ids), "kinds": list(result.kinds), "seed": result.seed,
             "stop_reason": result.stop_reason, "prefill_s": result.prefill_s, "total_s": result.total_s,
-            "engine_s": stats.engine_seconds(result),
+            "engine_s": runstats.engine_seconds(result),
             "rounds": [{**asdict(r), "residual_top": [list(t) for t in r.residual_top]} for r in result.rounds]}
 
 
@@ -289,12 +263,11 @@ def export_run(run: TeachingRun) -> dict:
             "q": "draft probability of a token at its position (1.0 for prompt lookup: one-hot q)",
             "accept_probs": "min(1, p/q) per drafted position (greedy: 1 if the draft is the target's argmax, else 0)",
             "uniforms": "the uniform draw u per drafted position: accepted when u < p/q (empty in greedy mode)",
-            "alpha": "accepted drafts / judged drafts (drafts after a rejection are never judged)",
+            "alpha": "the alpha whose expected tokens per round (1 - a^(K+1))/(1 - a) equal the measured ones",
             "acceptance_rate": "accepted drafts / drafted tokens",
             "cost_ratio": "c = seconds per drafted token / seconds per plain target forward",
             "times": "seconds of engine time: prefill_s, then per round draft_s and verify_s",
         },
-        **({"extra": run.extra} if run.extra else {}),
     })
 
 
@@ -322,12 +295,12 @@ class Point:
     theory_speedup: float | None
 
 
-def _point(label: str, result: GenerationResult, plain: GenerationResult | None, *, k: int, temperature: float,
-           drafter: str) -> Point:
+def _point(label: str, result: GenerationResult, plain: GenerationResult | None, settings: DecodeSettings) -> Point:
     m = measure(result, plain)
-    return Point(label=label, k=k, temperature=temperature, drafter=drafter, tokens=len(result.token_ids),
-                 rounds=len(result.rounds), acceptance_rate=m.acceptance_rate, alpha=m.alpha,
-                 mean_accept_prob=mean_accept_prob(result.rounds), tokens_per_round=m.tokens_per_round,
+    drafter = settings.drafter if isinstance(settings.drafter, str) else "default"
+    return Point(label=label, k=settings.num_draft_tokens, temperature=float(settings.temperature), drafter=drafter,
+                 tokens=len(result.token_ids), rounds=len(result.rounds), acceptance_rate=m.acceptance_rate,
+                 alpha=m.alpha, mean_accept_prob=mean_accept_prob(result.rounds), tokens_per_round=m.tokens_per_round,
                  tokens_per_s=m.tokens_per_s, plain_tokens_per_s=m.plain_tokens_per_s, speedup=m.speedup,
                  cost_ratio=m.cost_ratio, theory_speedup=m.theory_speedup)
 
@@ -339,38 +312,34 @@ def warm_up(engine, prompt_ids: Sequence[int], *, lock=None) -> None:
             engine.generate(list(prompt_ids)[-8:], max_new_tokens=3, speculative=speculative, ignore_eos=True, seed=0)
 
 
-def _plain(engine, prompt_ids, lock, **common) -> GenerationResult:
+def _generate(engine, prompt_ids, settings: DecodeSettings, lock) -> GenerationResult:
     with _locked(lock):
-        return engine.generate(prompt_ids, speculative=False, **common)
+        return engine.generate(prompt_ids, settings)
 
 
-def k_sweep(engine, prompt_ids: Sequence[int], *, ks: Iterable[int] = range(1, 9), drafter: str | None = None,
-            temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, max_new_tokens: int = 32, seed: int = 0,
-            lock=None, warm: bool = True) -> Iterator[Point]:
+def k_sweep(engine, prompt_ids: Sequence[int], settings: DecodeSettings | None = None, *,
+            ks: Iterable[int] = range(1, 9), lock=None, warm: bool = True, **keywords) -> Iterator[Point]:
     """One prompt at each K: measured speedup against plain decoding (run once first, same seed and length).
 
     Yields a `Point` per K as it is measured, so a chart can grow while the sweep runs.
     """
-    common = _common(max_new_tokens, temperature, top_k, top_p, seed)
+    settings = _settings(settings, keywords)
     if warm:
         warm_up(engine, prompt_ids, lock=lock)
-    plain = _plain(engine, prompt_ids, lock, **common)
+    plain = _generate(engine, prompt_ids, settings.but(speculative=False), lock)
     for k in ks:
-        with _locked(lock):
-            result = engine.generate(prompt_ids, speculative=True, drafter=drafter, num_draft_tokens=int(k), **common)
-        yield _point(f"K={k}", result, plain, k=int(k), temperature=temperature, drafter=drafter or "default")
+        at_k = settings.but(num_draft_tokens=int(k), speculative=True)
+        yield _point(f"K={k}", _generate(engine, prompt_ids, at_k, lock), plain, at_k)
 
 
-def temperature_sweep(engine, prompt_ids: Sequence[int], *, temperatures: Iterable[float] = (0.0, 0.3, 0.6, 1.0, 1.5),
-                      num_draft_tokens: int = 4, drafter: str | None = None, top_k: int = 0, top_p: float = 1.0,
-                      max_new_tokens: int = 32, seed: int = 0, lock=None) -> Iterator[Point]:
+def temperature_sweep(engine, prompt_ids: Sequence[int], settings: DecodeSettings | None = None, *,
+                      temperatures: Iterable[float] = (0.0, 0.3, 0.6, 1.0, 1.5), lock=None,
+                      **keywords) -> Iterator[Point]:
     """One prompt at each temperature: how acceptance moves as both distributions flatten or sharpen."""
+    settings = _settings(settings, keywords)
     for t in temperatures:
-        with _locked(lock):
-            result = engine.generate(prompt_ids, speculative=True, drafter=drafter, num_draft_tokens=num_draft_tokens,
-                                     temperature=float(t), top_k=top_k, top_p=top_p, max_new_tokens=max_new_tokens,
-                                     seed=seed)
-        yield _point(f"T={t:g}", result, None, k=num_draft_tokens, temperature=float(t), drafter=drafter or "default")
+        at_t = settings.but(temperature=float(t), speculative=True)
+        yield _point(f"T={t:g}", _generate(engine, prompt_ids, at_t, lock), None, at_t)
 
 
 @dataclass(frozen=True)
@@ -379,24 +348,22 @@ class DrafterChoice:
 
     label: str
     engine: object
-    drafter: str  # "model" | "prompt_lookup"
+    drafter: str  # a name of specui.drafters.DRAFTER_NAMES
 
 
-def drafter_comparison(choices: Sequence[DrafterChoice], prompt_ids: Sequence[int], *, num_draft_tokens: int = 4,
-                       temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, max_new_tokens: int = 32,
-                       seed: int = 0, lock=None, warm: bool = True) -> Iterator[Point]:
+def drafter_comparison(choices: Sequence[DrafterChoice], prompt_ids: Sequence[int],
+                       settings: DecodeSettings | None = None, *, lock=None, warm: bool = True,
+                       **keywords) -> Iterator[Point]:
     """The same prompt with each drafter (all engines share the target): acceptance and speedup side by side."""
     if not choices:
         return
-    common = _common(max_new_tokens, temperature, top_k, top_p, seed)
+    settings = _settings(settings, keywords)
     if warm:
         warm_up(choices[0].engine, prompt_ids, lock=lock)
-    plain = _plain(choices[0].engine, prompt_ids, lock, **common)
+    plain = _generate(choices[0].engine, prompt_ids, settings.but(speculative=False), lock)
     for choice in choices:
-        with _locked(lock):
-            result = choice.engine.generate(prompt_ids, speculative=True, drafter=choice.drafter,
-                                            num_draft_tokens=num_draft_tokens, **common)
-        yield _point(choice.label, result, plain, k=num_draft_tokens, temperature=temperature, drafter=choice.drafter)
+        arm = settings.but(drafter=choice.drafter, speculative=True)
+        yield _point(choice.label, _generate(choice.engine, prompt_ids, arm, lock), plain, arm)
 
 
 def weakened_draft(draft_model, *, noise: float, seed: int = 0):

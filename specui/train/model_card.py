@@ -11,13 +11,13 @@ from pathlib import Path
 
 import torch
 
+from specui.train.config import TrainConfig
+
 TRAINING_FILE = "specui_training.json"
 
 
 def training_command(cfg) -> str:
     """The command line that rebuilds the pair with `cfg` (only the options that differ)."""
-    from specui.train import TrainConfig
-
     defaults = asdict(TrainConfig())
     local = {"out", "checkpoint_dir", "checkpoint_every"}  # where files go, not what is trained
     args = []

@@ -1,74 +1,20 @@
-"""Train the bundled model pair from the Python standard library: `python -m specui.train`.
+"""Training utilities shared by the stages: the tokenizer, the token stream, model shapes, batches,
+the learning-rate schedule, the optimiser, the target's training loop and saving a model folder.
 
-Three stages, each deterministic given the seed, the interpreter's stdlib and the torch build:
-1. a byte-level BPE tokenizer (`tokenizers`) trained on the stdlib's non-test source files;
-2. the target, a deep and narrow Llama-style causal LM, trained on random windows of that code;
-3. the draft, a two-layer model with the same tokenizer, distilled from the target (specui.distill).
-Then both are evaluated on the held-out test folders (specui.evaluate) and saved under `--out`
-as complete Hugging Face model folders (fp16 safetensors in small shards, tokenizer, model card).
-
-`--eval-only` recomputes the held-out figures and model cards from the shipped folders.
-`--stage draft` reuses a saved target and tokenizer and retrains only the draft.
-References: nanoGPT (karpathy/nanoGPT, train.py) for the loop; Leviathan et al. 2023 for why the
-draft must be much cheaper than the target; Hinton et al. 2015 for distillation.
+References: nanoGPT (karpathy/nanoGPT, train.py) for the loop.
 """
 
-import argparse
 import copy
 import json
 import math
-import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 from tqdm import tqdm
 
-from specui import corpus
-
-EOS = "<|endoftext|>"
-TARGET_DIR = "specui-target"
-DRAFT_DIR = "specui-draft"
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    out: str = "assets"
-    seed: int = 1234
-    vocab_size: int = 8192
-    # target: deep and narrow, so that on a CPU its per-token cost dwarfs the draft's
-    target_layers: int = 32
-    target_width: int = 96
-    target_heads: int = 3
-    target_ffn: int = 256
-    # draft: two layers (enough for an induction head, to copy from context) of the same width (its embeddings are initialised from the target's)
-    draft_layers: int = 2
-    draft_width: int = 96
-    draft_heads: int = 3
-    draft_ffn: int = 512
-    max_positions: int = 1024
-    # optimisation
-    seq_len: int = 512  # the last `long_fraction` of the steps; earlier steps use half of it, twice the batch
-    long_fraction: float = 0.3
-    batch_size: int = 8  # at seq_len; tokens per step are the same throughout
-    target_steps: int = 500
-    draft_steps: int = 200
-    lr: float = 2e-3
-    draft_lr: float = 3e-3
-    warmup_steps: int = 50
-    bf16: bool = False  # --bf16: autocast matmuls to bfloat16 (float32 weights and optimiser); ~1.25x on AVX512-BF16 CPUs
-    weight_decay: float = 0.1
-    grad_clip: float = 1.0
-    distill_ce_weight: float = 0.1  # weight of plain cross-entropy next to the KL to the target
-    distill_sequences: int = 64  # target-written sequences (greedy continuations) in the distillation mix
-    checkpoint_dir: str = ""  # when set, the target is saved there every `checkpoint_every` steps
-    checkpoint_every: int = 100
-    # evaluation
-    eval_bytes: int = 400_000  # held-out bytes scored for bits per byte
-    alpha_prompts: int = 24  # held-out prompts whose greedy target continuations measure alpha
-    alpha_new_tokens: int = 128
-    speedup_prompts: int = 6  # held-out prompts timed for the speedup (0: skip the timing)
-    threads: int = 2
+from specui.engine import SpeculativeEngine
+from specui.settings import DecodeSettings
+from specui.train.config import EOS, TARGET_DIR, TrainConfig
 
 
 def autocast(device: str, enabled: bool):
@@ -220,68 +166,8 @@ def save_pair_member(model, tokenizer, folder: Path) -> None:
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
-# ---------------------------------------------------------------- main
-
-
-def parse_args(argv=None) -> tuple[TrainConfig, argparse.Namespace]:
-    parser = argparse.ArgumentParser(prog="python -m specui.train", description=__doc__.split("\n")[0])
-    defaults = TrainConfig()
-    for name, value in asdict(defaults).items():
-        flag = "--" + name.replace("_", "-")
-        if isinstance(value, bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=value)
-        else:
-            parser.add_argument(flag, type=type(value), default=value)
-    parser.add_argument("--eval-only", action="store_true", help="only re-evaluate the folders in --out")
-    parser.add_argument("--stage", choices=["all", "draft"], default="all", help="draft: reuse the saved target")
-    args = parser.parse_args(argv)
-    cfg = TrainConfig(**{name: getattr(args, name) for name in asdict(defaults)})
-    return cfg, args
-
-
-def main(argv=None) -> None:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from specui import distill, evaluate, model_card
-
-    cfg, args = parse_args(argv)
-    torch.set_num_threads(cfg.threads)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    out = Path(cfg.out)
-    train_files, held_out_files = corpus.split_sources()
-    print(f"stdlib {corpus.stdlib_root()}: {len(train_files)} training files, {len(held_out_files)} held out")
-    started = time.perf_counter()
-
-    if not args.eval_only:
-        texts = corpus.read_texts(train_files)
-        if args.stage == "all":
-            tokenizer = train_tokenizer(texts, vocab_size=cfg.vocab_size, max_positions=cfg.max_positions)
-            stream = encode_stream(tokenizer, texts)
-            print(f"training stream: {len(stream):,} tokens from {sum(len(t.encode()) for t in texts):,} bytes")
-            target = train_target(make_model(cfg, kind="target", tokenizer=tokenizer), stream, cfg=cfg, device=device,
-                                  tokenizer=tokenizer)
-            save_pair_member(target, tokenizer, out / TARGET_DIR)
-        else:
-            tokenizer = AutoTokenizer.from_pretrained(out / TARGET_DIR)
-            target = AutoModelForCausalLM.from_pretrained(out / TARGET_DIR, dtype=torch.float32).to(device).eval()
-            stream = encode_stream(tokenizer, texts)
-        target_minutes = (time.perf_counter() - started) / 60
-        draft = make_model(cfg, kind="draft", tokenizer=tokenizer)
-        draft = distill.distill_draft(draft, target, stream, cfg=cfg, device=device)
-        save_pair_member(draft, tokenizer, out / DRAFT_DIR)
-        minutes = (time.perf_counter() - started) / 60
-        print(f"trained in {minutes:.1f} min on {device}")
-        if args.stage == "all":
-            model_card.save_training_facts(out / TARGET_DIR, cfg=cfg, train_minutes=target_minutes, device=device)
-        else:
-            model_card.refresh_training_command(out / TARGET_DIR, cfg=cfg)
-        model_card.save_training_facts(out / DRAFT_DIR, cfg=cfg, train_minutes=minutes - target_minutes, device=device)
-
-    report = evaluate.evaluate_folders(out / TARGET_DIR, out / DRAFT_DIR, held_out_files, cfg=cfg, device=device)
-    model_card.write_model_cards(out, report=report, target_dir=TARGET_DIR, draft_dir=DRAFT_DIR)
-    (out / TARGET_DIR / "eval_results.json").write_text(json.dumps(report, indent=2) + "\n")
-    print(evaluate.format_report(report))
-
-
-if __name__ == "__main__":
-    main()
+def greedy_continuation(model, prompt: list[int], *, new_tokens: int) -> list[int]:
+    """The model's greedy tokens after `prompt` (EOS is an ordinary token here): the engine's plain decoding,
+    specui's one greedy loop."""
+    settings = DecodeSettings(max_new_tokens=new_tokens, speculative=False, ignore_eos=True, seed=0)
+    return SpeculativeEngine(model).generate(prompt, settings).token_ids

@@ -1,0 +1,6 @@
+"""The benchmark, `python -m specui.bench`: specui's engine against transformers' own generation.
+
+    cli     options, prompts and `main`
+    run     the four methods, the timing loop, the forward costs and the summary
+    report  the table printed at the end
+"""

@@ -1,0 +1,150 @@
+"""`python -m specui.bench`'s command line: options, prompts, the environment, and `main`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from specui.bench.report import format_table
+from specui.bench.run import (DEFAULT_PROMPTS, PROMPT_TOKENS, TIMING_SAMPLES, Methods, Plan,
+                              constant_assistant_schedule, measure_costs, run_prompts, summarise)
+from specui import corpus
+from specui.drafters import DRAFTER_NAMES, MODEL, PROMPT_LOOKUP
+from specui.loading import load_pair
+from specui.presets import load_config
+from specui.settings import DecodeSettings
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m specui.bench", description="specui's engine against transformers' own generation, on the same prompts.")
+    p.add_argument("--preset", default=None, help="a preset of models.yaml (default: its default)")
+    p.add_argument("--config", default=None, help="the models.yaml to read (default: the one beside the package)")
+    p.add_argument("--prompts", default=None,
+                   help='JSON Lines file, one {"prompt": "..."} per line (default: held-out stdlib test code)')
+    p.add_argument("--num-prompts", type=int, default=DEFAULT_PROMPTS, help="how many built-in prompts")
+    p.add_argument("--prompt-tokens", type=int, default=PROMPT_TOKENS, help="length of each built-in prompt")
+    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--num-draft-tokens", type=int, default=None, help="K (default: the preset's)")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--drafter", choices=DRAFTER_NAMES, default=None, help="default: the preset's")
+    p.add_argument("--repeats", type=int, default=3, help="timed runs of each method per prompt (median kept)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed runs of each method per prompt first")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: the preset's `threads`, else torch's choice)")
+    p.add_argument("--cost-samples", type=int, default=TIMING_SAMPLES,
+                   help="timed one-token forwards of each model for c (median kept)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default=None, help="also write the results as one JSON object to this file")
+    args = p.parse_args(argv)
+    for name in ("num_prompts", "prompt_tokens", "max_new_tokens", "repeats", "cost_samples"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.warmup < 0 or args.temperature < 0:
+        p.error("--warmup and --temperature must be >= 0")
+    return args
+
+
+# -- prompts -----------------------------------------------------------------------------------------
+
+
+def builtin_prompts(tokenizer, *, count: int, length: int) -> list[list[int]]:
+    """Held-out prompts: `length` tokens from the middle of stdlib test files (specui.evaluate's set)."""
+    _, held_out = corpus.split_sources()
+    prompts = corpus.held_out_prompts(tokenizer, held_out, count=count, length=length)
+    if not prompts:
+        raise SystemExit("no held-out stdlib test file is long enough for a built-in prompt; use --prompts")
+    return prompts
+
+
+def read_prompt_texts(path: str) -> list[str]:
+    """The prompts of a JSON Lines file, one {"prompt": "..."} per line (checked before any model loads)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise SystemExit(f"{path}: cannot be read ({e})") from None
+    texts = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            text = json.loads(line)["prompt"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            text = None
+        if not isinstance(text, str) or not text:
+            raise SystemExit(f'{path}:{n}: expected a JSON object {{"prompt": "<non-empty text>"}}')
+        texts.append(text)
+    if not texts:
+        raise SystemExit(f"{path}: no prompts")
+    return texts
+
+
+def tokenize_prompts(texts: list[str], tokenizer) -> list[list[int]]:
+    prompts = [list(tokenizer(text)["input_ids"]) for text in texts]
+    for n, ids in enumerate(prompts, 1):
+        if not ids:
+            raise SystemExit(f"prompt {n} is empty after tokenization")
+    return prompts
+
+
+def environment(device: torch.device) -> dict:
+    import platform
+
+    import transformers
+
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
+    return {"device": f"{device.type}: {name}", "torch_version": torch.__version__,
+            "transformers_version": transformers.__version__, "python_version": platform.python_version(),
+            "torch_threads": torch.get_num_threads()}
+
+
+def _cpu_name() -> str:
+    import os
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} cores"
+    except OSError:
+        pass
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+
+
+def main(argv=None) -> dict:
+    from transformers.utils import logging as transformers_logging
+
+    args = parse_args(argv)
+    texts = read_prompt_texts(args.prompts) if args.prompts else None
+    transformers_logging.set_verbosity_error()  # generate()'s advice about its own arguments is noise here
+    preset = load_config(args.config).get(args.preset)
+    pair = load_pair(preset, progress=lambda msg: print(msg, file=sys.stderr))  # applies the preset's threads
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    drafter = args.drafter or preset.drafter
+    if drafter == MODEL and pair.draft is None:
+        raise SystemExit(f"preset {preset.name!r} has no draft model; use --drafter {PROMPT_LOOKUP}")
+    decode = DecodeSettings(max_new_tokens=args.max_new_tokens,
+                            num_draft_tokens=args.num_draft_tokens or preset.num_draft_tokens,
+                            temperature=args.temperature, drafter=drafter, seed=args.seed, ignore_eos=True)
+    plan = Plan(decode=decode, repeats=args.repeats, warmup=args.warmup)
+    prompts = (tokenize_prompts(texts, pair.tokenizer) if texts
+               else builtin_prompts(pair.tokenizer, count=args.num_prompts, length=args.prompt_tokens))
+    methods = Methods(pair, plan)
+    with constant_assistant_schedule(pair.draft if drafter == MODEL else None, decode.num_draft_tokens):
+        costs = measure_costs(methods, prompts[0], decode.num_draft_tokens, samples=args.cost_samples)
+        runs = run_prompts(methods, prompts, progress=lambda i, total, run: print(
+            f"prompt {i}/{total} done", file=sys.stderr))
+    report = {"preset": preset.name, "drafter": drafter, "max_new_tokens": decode.max_new_tokens,
+              "temperature": decode.temperature, "repeats": plan.repeats, "warmup": plan.warmup,
+              "num_prompts": len(prompts), "prompts": args.prompts or "built-in held-out stdlib test code",
+              **environment(methods.device), **summarise(runs, costs, plan),
+              "command": "python -m specui.bench " + " ".join(argv if argv is not None else sys.argv[1:])}
+    print(format_table(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report
+

@@ -1,0 +1,59 @@
+"""The drafter protocol: who proposes the tokens the target checks, and how many per round.
+
+Every drafter has the same three methods, as transformers' candidate generators do:
+    start(prompt, sampling=, seed=)  a new generation begins
+    propose(context, k) -> Draft     up to k tokens to follow `context` (the whole sequence so far)
+    observe(num_accepted)            how many of the last proposal the target accepted
+
+`Draft.probs` holds, per drafted token, the distribution q it was sampled from. A deterministic
+drafter (prompt lookup) returns `probs=None`: its q is one-hot on the proposed token, and verification
+treats it exactly that way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+
+from specui.sampling import Sampling
+
+
+@dataclass(frozen=True)
+class Draft:
+    tokens: torch.Tensor  # [k] int64
+    probs: torch.Tensor | None  # [k, V] the q each token was drawn from; None: deterministic (one-hot q)
+
+    @staticmethod
+    def empty(device: torch.device | str = "cpu") -> Draft:
+        return Draft(torch.empty(0, dtype=torch.long, device=device), None)
+
+
+class Drafter(Protocol):
+    name: str
+
+    def start(self, prompt: list[int], *, sampling: Sampling, seed: int) -> None: ...
+
+    def propose(self, context: list[int], k: int) -> Draft: ...
+
+    def observe(self, num_accepted: int) -> None: ...
+
+
+class DraftLength:
+    """K for the next round: fixed, or adaptive (one more after a fully accepted block, one fewer
+    after a rejection, within [1, k_max]), the heuristic schedule of transformers' assisted generation
+    with steps of one. It depends only on the tokens, so a seeded run stays reproducible."""
+
+    def __init__(self, k: int, *, adaptive: bool = False, k_max: int | None = None):
+        self.k = k
+        self.adaptive = adaptive
+        self.k_max = k_max if k_max is not None else max(2 * k, 8)
+
+    def update(self, *, num_accepted: int, num_drafted: int) -> None:
+        if not self.adaptive or num_drafted == 0:
+            return
+        if num_accepted == num_drafted:
+            self.k = min(self.k + 1, self.k_max)
+        else:
+            self.k = max(self.k - 1, 1)

@@ -1,0 +1,59 @@
+"""The draft-model drafter: a small causal LM proposes k tokens, sampled from the q it reports."""
+
+from __future__ import annotations
+
+import torch
+
+from specui.drafters.base import Draft
+from specui.kv import CachedLM, model_device
+from specui.sampling import Sampling, choose
+
+
+class ModelDrafter:
+    """A small causal LM drafts k tokens autoregressively, sampling each from the q it reports.
+
+    Its KV cache holds a prefix of the context. After a round, `observe` rolls it back to the
+    accepted tokens; the next `propose` feeds whatever it has not seen yet (the round's last token,
+    and after a fully accepted block also the last draft token, which it never fed itself).
+    """
+
+    name = "draft model"
+
+    def __init__(self, model: torch.nn.Module):
+        self.model = model
+        self.device = model_device(model)
+        self.vocab_size = model.get_input_embeddings().num_embeddings
+
+    def _visible(self, ids: list[int]) -> list[int]:
+        # A draft with a smaller vocabulary (e.g. Qwen2.5-0.5B under 7B) cannot embed the target's extra
+        # ids; it sees its last id instead. That can only cost acceptance, never exactness.
+        return [min(t, self.vocab_size - 1) for t in ids]
+
+    def start(self, prompt: list[int], *, sampling: Sampling, seed: int) -> None:
+        self.sampling = sampling
+        # Its own generator: the draft may sit on another device than the target.
+        self.generator = torch.Generator(device=self.device).manual_seed(seed ^ 0x5DEECE66D)
+        self.lm = CachedLM(self.model)
+        if len(prompt) > 1:
+            self.lm.extend(self._visible(prompt[:-1]), last_only=True)
+        self._valid = len(prompt) - 1  # cached tokens known to be part of the context
+        self._proposed_at = len(prompt)
+
+    def propose(self, context: list[int], k: int) -> Draft:
+        self._proposed_at = len(context)
+        if k == 0:
+            return Draft.empty(self.device)
+        self.lm.trim(min(self.lm.length, self._valid))
+        # [V] at the last context token; the lm head runs on that position only
+        logits = self.lm.extend(self._visible(context[self.lm.length :]), last_only=True)[-1]
+        tokens, probs = [], []
+        for i in range(k):
+            token, q = choose(logits, self.sampling, self.generator)
+            tokens.append(token)
+            probs.append(q)
+            if i + 1 < k:  # the last draft token is fed only if the target accepts it
+                logits = self.lm.extend(token.view(1))[-1]
+        return Draft(torch.stack(tokens), torch.stack(probs))
+
+    def observe(self, num_accepted: int) -> None:
+        self._valid = self._proposed_at + num_accepted

@@ -1,0 +1,78 @@
+"""What one request asks for: `Settings` = the `DecodeSettings` of the run plus the preset and compare mode,
+and `Settings.from_ui`, which turns widget values (floats for integers, blanks, labels) into them.
+
+The ranges are `specui.settings`' limits, checked there; this module only coerces what widgets send.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from specui.drafters.registry import DRAFTER_NAMES, LABELS, MODEL, name_of
+from specui.settings import MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_SEED, MAX_TEMPERATURE, DecodeSettings, SettingsError
+
+DRAFTER_CHOICES = {label: name for name, label in LABELS.items()}  # what the radio shows -> drafter name
+
+
+@dataclass(frozen=True)
+class Settings(DecodeSettings):
+    """A request: decode settings (with the app's defaults), the preset, and whether to race plain decoding."""
+
+    drafter: object = MODEL
+    seed: int | None = 0
+    preset: str | None = None
+    compare: bool = False
+
+    @property
+    def decode(self) -> DecodeSettings:
+        """The decode settings alone, as the engine takes them."""
+        return DecodeSettings(**{f.name: getattr(self, f.name) for f in fields(DecodeSettings)})
+
+    @classmethod
+    def from_ui(cls, **values) -> Settings:
+        """Coerce what widgets send (floats for integers, None or "" for blanks, labels) and check ranges."""
+        drafter = name_of(values.get("drafter") or MODEL)
+        if drafter not in DRAFTER_NAMES:
+            raise SettingsError(f"drafter must be one of {', '.join(DRAFTER_CHOICES)} (got {drafter!r})")
+        top_p = _number(values, "top_p", 0.0, 1.0, 1.0)
+        if top_p <= 0:
+            raise SettingsError("top-p must be above 0 (1 turns it off)")
+        seed = _integer(values, "seed", -1, MAX_SEED, blank=None)
+        return cls(preset=values.get("preset") or None, drafter=drafter,
+                   num_draft_tokens=_integer(values, "num_draft_tokens", 1, MAX_DRAFT_TOKENS),
+                   adaptive=bool(values.get("adaptive")),
+                   temperature=_number(values, "temperature", 0.0, MAX_TEMPERATURE, 0.0), top_p=top_p,
+                   top_k=_integer(values, "top_k", 0, 1_000_000, blank=0),
+                   max_new_tokens=_integer(values, "max_new_tokens", 1, MAX_NEW_TOKENS),
+                   seed=None if seed == -1 else seed, compare=bool(values.get("compare")))
+
+
+_REQUIRED = object()
+
+
+def _integer(values: dict, name: str, lo: int, hi: int, *, blank=_REQUIRED) -> int | None:
+    words = name.replace("_", " ")
+    v = values.get(name)
+    if v is None or v == "":
+        if blank is _REQUIRED:
+            raise SettingsError(f"{words} is required")
+        return blank
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise SettingsError(f"{words} must be a number (got {v!r})") from None
+    if f != int(f) or not lo <= f <= hi:
+        raise SettingsError(f"{words} must be a whole number from {lo} to {hi} (got {v!r})")
+    return int(f)
+
+
+def _number(values: dict, name: str, lo: float, hi: float, default: float) -> float:
+    words = name.replace("_", " ")
+    v = values.get(name, default)
+    try:
+        f = float(default if v is None else v)
+    except (TypeError, ValueError):
+        raise SettingsError(f"{words} must be a number (got {v!r})") from None
+    if not lo <= f <= hi:
+        raise SettingsError(f"{words} must be from {lo} to {hi} (got {v!r})")
+    return f

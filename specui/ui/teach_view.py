@@ -1,0 +1,190 @@
+"""The Teach tab's HTML and words: a round as a table (`render_step`), the measured numbers, an
+experiment's points, and the help texts. Pure functions of `specui.lesson` records, no gradio.
+
+Every model or user string is escaped before it becomes HTML. Styles are classes of style.css.
+"""
+
+from __future__ import annotations
+
+from specui import lesson
+from specui.events import Check, Kind
+from specui.text import fmt, fmt_prob
+from specui.ui.render import TokenView, escape_text, token_span
+
+CONTEXT_CHARS = 1200  # the context shown is cut to its last characters
+DEFAULT_PROMPT = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"
+SWEEP_KS = range(1, 9)
+TEMPERATURES = (0.0, 0.3, 0.6, 1.0, 1.5)
+INTRO = """## Teaching mode: one round at a time
+Decode a prompt, then press **Next round** (or **Play**) to walk through it. Every number is the engine's own,
+for this seed: nothing is recomputed for display."""
+STEP_HELP = """**What happens in one round**
+
+1. The **draft** proposes K tokens, sampling each from its own distribution **q**.
+2. The **target** scores all K in *one* forward pass: **p** for each.
+3. Token i is kept when a uniform draw **u < p(x)/q(x)**, which happens with probability **min(1, p/q)**.
+   A draft the target likes at least as much as the draft did is always kept.
+4. The **first rejection ends the round**. The target then draws a replacement from the **residual**
+   norm(max(0, p − q)): the probability the draft under-proposed. This step makes the text an exact sample
+   from the target. Later drafts are thrown away without a check.
+5. If all K drafts pass, the target adds a **bonus** token drawn from its own p one position further.
+
+One round costs one target forward and gives 1 to K+1 tokens. In **greedy** mode (temperature 0) a draft is
+kept when it equals the target's most likely token, and a rejected one is replaced by that token.
+Prompt lookup drafts by copying text: its q is 1 for the copied token."""
+THEORY_HELP = """**Theory beside measurement** (Leviathan et al. 2023)
+
+* **α**: the chance the target accepts a draft token. Fitted here so that the expected tokens per round equal
+  the measured ones (the same α the chat tab and the benchmark use).
+* **Tokens per round** = (1 − α^(K+1)) / (1 − α): between 1 (α = 0) and K+1 (α = 1).
+* **c**: the cost of one draft forward relative to one target forward, measured from this run's timings.
+* **Speedup** = (1 − α^(K+1)) / ((1 − α)(Kc + 1)): a longer draft pays off only if α is high and c small.
+* The red diamonds are this run; the green star is the best K for its α and c. On the left, a diamond off its
+  curve means acceptances were not independent coin flips (easy stretches, hard stretches). On the right,
+  a diamond below its curve is real cost the formula leaves out: a (K+1)-token verify that costs more than one
+  plain forward ("verify cost" below), sampling, cache trims, Python."""
+SWEEP_HELP = """**K sweep.** The same prompt decoded with K = 1…8, each timed against plain decoding (the target
+alone, same seed). Small K wastes the draft's good guesses; large K wastes draft forwards on tokens that get
+thrown away. The dotted line is the theory at the sweep's α and c. Temperature 0 gives the cleanest sweep:
+every K then writes exactly the same text, so only the speed differs."""
+TEMP_HELP = """**Temperature.** Higher temperature flattens both p and q; they overlap differently and acceptance
+moves. The blue line is the mean of min(1, p/q) over judged drafts: since x is drawn from q, it estimates
+α = Σ min(p, q) directly."""
+DRAFTERS_HELP = """**Weaker drafters.** The draft model, the same draft with noise added to its weights, and prompt
+lookup (copying earlier text, no model). A worse guesser is accepted less often and the speedup collapses,
+but the output stays an exact sample from the target: speculative decoding trades speed, never quality.
+Prompt lookup proposes only where the text repeats itself; with nothing to copy it drafts nothing (α shows –)."""
+
+
+_num = fmt_prob
+
+
+def render_step(run: lesson.TeachingRun | None, index: int) -> str:
+    """One round as HTML: the context, the drafts table, the outcome and the tokens it added."""
+    if run is None or not run.steps:
+        return '<div class="teach-step teach-empty">Press <b>Decode</b> to run a prompt, then <b>Next round</b>.</div>'
+    index = max(0, min(index, len(run.steps) - 1))
+    step = run.steps[index]
+    prompt_text = run.steps[0].context
+    generated = step.context[len(prompt_text):]
+    shown_prompt = prompt_text
+    if len(prompt_text) + len(generated) > CONTEXT_CHARS:
+        keep = max(0, CONTEXT_CHARS - len(generated))
+        shown_prompt = "…" + prompt_text[len(prompt_text) - keep:] if keep else "…"
+        generated = generated[-CONTEXT_CHARS:]
+    mode = "greedy" if step.greedy else f"sampling, temperature {run.decode.temperature:g}"
+    head = (f'<div class="teach-head">Round <span class="teach-round">'
+            f'{index + 1}</span> of {len(run.steps)} · K = {step.num_draft_tokens} · {escape_text(mode)}</div>')
+    context = (f'<div class="teach-label">Context (prompt in grey, then the '
+               f'text so far)</div><div class="teach-context specui-text">'
+               f'<span class="teach-prompt-text">{escape_text(shown_prompt)}</span>{escape_text(generated)}</div>')
+    return (f'<div class="teach-step" data-round="{index + 1}" data-rounds="{len(run.steps)}">{head}{context}'
+            f'{_drafts_table(step)}{_outcome(step)}{_added(step)}</div>')
+
+
+def _drafts_table(step: lesson.Step) -> str:
+    if not step.drafts:
+        why = ("only one token was left to generate" if step.num_draft_tokens == 0
+               else "prompt lookup found no earlier match")
+        return (f'<div class="teach-nodraft">No drafts this round ({why}), so the target '
+                'decoded one token itself.</div>')
+    u_head = "u" if not step.greedy else "u (greedy: none)"
+    rule = "u &lt; p/q?" if not step.greedy else "draft = target's top token?"
+    heads = ["#", "draft token", "q(x) draft", "p(x) target", "min(1, p/q)", u_head, rule]
+    head = "".join(f'<th class="num">{h}</th>' for h in heads)
+    because = ("matches", "differs") if step.greedy else ("u &lt; p/q", "u ≥ p/q")
+    verdicts = {Check.ACCEPTED: f"✓ accepted ({because[0]})", Check.REJECTED: f"✗ rejected ({because[1]})",
+                Check.DISCARDED: "– not checked"}
+    rows = []
+    for d in step.drafts:
+        verdict = verdicts[d.verdict]
+        data = (f'data-verdict="{d.verdict}" data-token="{d.token_id}" data-q="{d.q!r}" data-p="{d.p!r}" '
+                f'data-accept="{d.accept_prob!r}" data-u="{"" if d.u is None else repr(d.u)}"')
+        rows.append(
+            f'<tr class="teach-draft" {data}><td class="num">{d.position}</td>'
+            f'<td class="text">{escape_text(repr(d.text))}</td><td class="num">{_num(d.q)}</td>'
+            f'<td class="num">{_num(d.p)}</td><td class="num">{_num(d.accept_prob)}</td>'
+            f'<td class="num">{_num(d.u)}</td><td class="num verdict-{d.verdict}">{verdict}</td></tr>')
+    return (f'<table class="teach-table teach-drafts">'
+            f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def _outcome(step: lesson.Step) -> str:
+    n, k = step.num_accepted, len(step.drafts)
+    final = step.final
+    parts = []
+    if k:
+        parts.append(f"Accepted {n} of {k} drafts.")
+    rejected = step.rejected
+    if rejected is not None:
+        if step.greedy:
+            parts.append(f"Draft {rejected.position} {escape_text(repr(rejected.text))} is not the target's top token: "
+                         "the round stops there.")
+        else:
+            parts.append(f"Draft {rejected.position} {escape_text(repr(rejected.text))} was rejected: "
+                         f"u = {_num(rejected.u)} ≥ p/q = {_num(rejected.accept_prob)}. The round stops there.")
+    if final is not None:
+        token = escape_text(repr(final.text))
+        if final.kind == Kind.RESAMPLED and step.greedy:
+            parts.append(f"The target's top token {token} (p = {_num(final.p)}) replaces it.")
+        elif final.kind == Kind.RESAMPLED:
+            parts.append(f"The target drew {token} from the residual norm(max(0, p − q)) (chart below); "
+                         f"its p = {_num(final.p)}.")
+        elif k:
+            parts.append(f"Every draft passed, so the target adds a bonus token {token} drawn from its own p at "
+                         f"position {k + 1} (p = {_num(final.p)}).")
+        else:
+            parts.append(f"The target drew {token} from p (p = {_num(final.p)}).")
+    else:
+        parts.append("An end-of-text token among the accepted drafts ended the generation.")
+    return f'<div class="teach-outcome">{" ".join(parts)}</div>'
+
+
+def _added(step: lesson.Step) -> str:
+    spans = "".join(token_span(TokenView(text=e.text, kind=e.kind, p=e.p, q=e.q, token_id=e.token_id))
+                    for e in step.emitted)
+    word = "token" if len(step.emitted) == 1 else "tokens"
+    return (f'<div class="teach-added">This round adds {len(step.emitted)} {word}: '
+            f'<span class="specui-text">'
+            f'{spans}</span> <span class="teach-key">(green accepted, red resampled, '
+            f'blue bonus)</span></div>')
+
+
+def render_measured(run: lesson.TeachingRun | None) -> str:
+    """The measured numbers under the theory charts."""
+    if run is None:
+        return '<div class="teach-measured">No run yet.</div>'
+    m = run.measured
+
+    def item(name, value, hint):
+        return (f'<span class="stat" title="{escape_text(hint)}"><span class="stat-name">'
+                f'{escape_text(name)}</span> <b>{escape_text(value)}</b></span>')
+
+    items = [item("α (fitted)", fmt(m.alpha), "the α whose expected tokens per round equal the measured ones; "
+                                              "the theory curves, the chat tab and the benchmark use it"),
+             item("acceptance rate (accepted / drafted)", fmt(m.acceptance_rate), "the usual acceptance rate"),
+             item("tokens per round", fmt(m.tokens_per_round, ".2f"), "bonus included"),
+             item("theory tokens per round", fmt(m.theory_tokens_per_round, ".2f"), "(1 − α^(K+1)) / (1 − α)"),
+             item("c", fmt(m.cost_ratio), "seconds per drafted token / seconds per plain target forward"),
+             item("verify cost", fmt(m.verify_cost, ".2f"),
+                  "seconds of one (K+1)-token verify forward / one plain target forward (the theorem assumes 1)"),
+             item("measured speedup", fmt(m.speedup, ".2f×"), "tokens/s / plain tokens/s, same prompt and seed"),
+             item("theory speedup", fmt(m.theory_speedup, ".2f×"), "Theorem 3.8 at the measured α, K, c"),
+             item("best K", "–" if m.best_k is None else f"{m.best_k} ({fmt(m.best_k_speedup, '.2f×')})",
+                  "the K that maximises Theorem 3.8 at the measured α and c")]
+    return f'<div class="teach-measured specui-stats">{"".join(items)}</div>'
+
+
+def render_points(points) -> str:
+    """An experiment's points as a table."""
+    if not points:
+        return ""
+    heads = ["run", "α", "acceptance rate", "tokens/round", "tokens/s", "speedup"]
+    rows = "".join(
+        f'<tr class="teach-point"><td class="text">{escape_text(p.label)}</td>'
+        + "".join(f'<td class="num">{v}</td>' for v in (
+            fmt(p.alpha), fmt(p.acceptance_rate), fmt(p.tokens_per_round, ".2f"),
+            fmt(p.tokens_per_s, ".1f"), fmt(p.speedup, ".2f×"))) + "</tr>" for p in points)
+    head = "".join(f'<th class="num">{h}</th>' for h in heads)
+    return (f'<table class="teach-table teach-points"><thead><tr>{head}</tr>'
+            f'</thead><tbody>{rows}</tbody></table>')

@@ -1,0 +1,21 @@
+"""The one chart theme: colours, sizes and the layout every plotly figure of the app gets."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+SPEC_COLOUR = THEORY_COLOUR = "#2563eb"  # speculative runs and theory curves
+PLAIN_COLOUR = "#9ca3af"  # plain decoding, and the 1x line
+POINT_COLOUR = RATE_COLOUR = "#dc2626"  # measured points, running rates
+BEST_COLOUR = "#16a34a"  # the best K
+K_COLOURS = {1: "#93c5fd", 2: "#60a5fa", 3: "#3b82f6", 4: "#2563eb", 5: "#1d4ed8", 6: "#1e40af", 8: "#1e3a8a"}
+HEIGHT = 280  # the chat tab's live charts
+TALL = 320  # the Teach tab's theory and experiment charts
+
+
+def layout(fig: go.Figure, *, title: str, x: str, y: str, height: int = HEIGHT, **kwargs) -> go.Figure:
+    """Title, axes, size, margins and a horizontal legend under the plot, the same for every chart."""
+    fig.update_layout(title={"text": title, "font": {"size": 14}}, template="plotly_white", height=height,
+                      margin={"l": 55, "r": 20, "t": 50, "b": 40}, xaxis_title=x, yaxis_title=y,
+                      legend={"orientation": "h", "y": -0.22, "x": 0}, **kwargs)
+    return fig
