@@ -7,6 +7,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "SpeculativeEngine": "specui.engine",
+    "load_engine": "specui.loading",
     "DecodeSettings": "specui.settings",
     "GenerationResult": "specui.events",
     "Kind": "specui.events",

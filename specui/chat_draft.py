@@ -122,3 +122,25 @@ def load(folder: str | Path, target):
     if missing or unexpected:
         raise ValueError(f"{folder}: draft tensors do not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
     return draft.eval()
+
+
+def full_vocabulary(draft):
+    """The same draft with an output layer over the target's whole vocabulary, for code that cannot
+    map rows to ids (transformers' assisted generation): the ids outside `token_ids` get a logit of
+    -1e4, so their probability is 0 in float32 and greedy picks are unchanged."""
+    vocab = draft.model.embed_tokens.num_embeddings
+    full = copy.copy(draft)  # a shallow copy: the layers, norm and embeddings are shared
+    weight = draft.lm_head.weight
+    head = torch.nn.Linear(weight.shape[1], vocab, bias=True, device=weight.device, dtype=weight.dtype)
+    with torch.no_grad():
+        head.weight.zero_()
+        head.weight[draft.token_ids.to(weight.device)] = weight
+        head.bias.fill_(-1e4)
+        head.bias[draft.token_ids.to(weight.device)] = 0.0
+    head.requires_grad_(False)
+    full._modules = dict(draft._modules, lm_head=head)
+    full._buffers = {k: v for k, v in draft._buffers.items() if k != "token_ids"}
+    full.config = copy.deepcopy(draft.config)
+    full.config.vocab_size = vocab
+    full.generation_config = copy.deepcopy(draft.generation_config)
+    return full

@@ -81,7 +81,7 @@ CHAT = [
     "Describe a sunset in three sentences.", "How can I be a better listener?", "What should I consider when buying a laptop?",
 ]
 
-# Held out: other tasks, other topics, other phrasings. Chat first, then code.
+# Held out: other tasks, other topics, other phrasings.
 HELD_OUT_CHAT = [
     "What are some tips for keeping a vegetable garden healthy in summer?",
     "Describe how a bicycle works.",
@@ -102,7 +102,7 @@ HELD_OUT_CODE = [
     "Write a Python generator that yields the squares of the numbers from 1 to n.",
     "Write a Python function that computes the median of three numbers.",
 ]
-HELD_OUT = HELD_OUT_CHAT + HELD_OUT_CODE
+HELD_OUT = [p for pair in zip(HELD_OUT_CHAT, HELD_OUT_CODE) for p in pair]  # chat, code, chat, code…
 HELD_OUT_SUBJECTS = ["vegetable garden", "bicycle", "picnic", "leaves change colour", "virus", "guitar", "airplanes",
                      "team leader", "days between", "bank account", "most common character", "multiplication table",
                      "is sorted", "title case", "squares", "median of three"]

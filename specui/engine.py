@@ -61,6 +61,11 @@ class SpeculativeEngine:
         ids = [] if eos_token_id is None else [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id)
         self.eos_token_ids = frozenset(int(i) for i in ids)
 
+    @property
+    def drafters(self) -> tuple[str, ...]:
+        """The drafter names this engine can draft with ("model" needs a draft model)."""
+        return (MODEL, PROMPT_LOOKUP) if self.draft_model is not None else (PROMPT_LOOKUP,)
+
     def generate(self, input_ids: Sequence[int], settings: DecodeSettings | None = None, **keywords) -> GenerationResult:
         """Run to the end and return every token with its provenance. Arguments as `stream`."""
         result = GenerationResult()

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from specui import chat_draft, packaged
 from specui.presets import Preset
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -55,36 +56,26 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
     say = progress or (lambda _msg: None)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    for role, ref in (("target", preset.target), ("draft", preset.draft)):
-        if ref and Path(ref).is_absolute() and not (Path(ref) / "config.json").is_file():
-            raise LoadError(f"Preset '{preset.name}': the {role} folder {ref} has no config.json. "
-                            "Check the path in models.yaml (local paths are relative to that file).")
-
-    wants_cuda = preset.quantization != "none" or preset.draft_quantization != "none"
-    if wants_cuda and not torch.cuda.is_available():
-        raise LoadError(
-            f"Preset '{preset.name}' asks for {preset.quantization if preset.quantization != 'none' else preset.draft_quantization} "
-            "quantization, which needs a CUDA GPU (bitsandbytes); this machine has none. "
-            "Choose a preset without quantization."
-        )
+    _check_before_loading(preset)
     try:
+        target_ref = preset.target
+        if packaged.is_packaged(target_ref):
+            target_ref = str(packaged.local_folder(target_ref, progress=say))  # converted once, then cached
         say(f"Loading the tokenizer of {preset.target}")
-        tokenizer = AutoTokenizer.from_pretrained(preset.target, revision=preset.revision,
+        tokenizer = AutoTokenizer.from_pretrained(target_ref, revision=preset.revision,
                                                   trust_remote_code=preset.trust_remote_code)
         say(f"Loading the target {preset.target}")
         target = AutoModelForCausalLM.from_pretrained(
-            preset.target, **_model_kwargs(preset, quantization=preset.quantization, revision=preset.revision,
-                                           device=preset.device, device_map=preset.device_map))
+            target_ref, **_model_kwargs(preset, quantization=preset.quantization, revision=preset.revision,
+                                        device=preset.device, device_map=preset.device_map))
         draft = None
         if preset.draft is not None:
             say(f"Loading the draft {preset.draft}")
-            draft = AutoModelForCausalLM.from_pretrained(
-                preset.draft, **_model_kwargs(preset, quantization=preset.draft_quantization,
-                                              revision=preset.draft_revision,
-                                              device=preset.draft_device or preset.device, device_map=None))
-            check_compatible(preset, tokenizer)
+            draft = _load_draft(preset, target, tokenizer)
     except LoadError:
         raise
+    except packaged.PackagedModelError as e:
+        raise LoadError(f"Preset '{preset.name}': {e}") from e
     except OSError as e:
         hint = ""
         if not preset.is_local and ("connect" in str(e).lower() or os.environ.get("HF_HUB_OFFLINE") == "1"):
@@ -98,6 +89,36 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
                       tokenizer=tokenizer)
     apply_threads(pair)
     return pair
+
+
+def _check_before_loading(preset: Preset) -> None:
+    """Missing folders and quantization without CUDA, said before anything heavy is loaded."""
+    for role, ref in (("target", preset.target), ("draft", preset.draft)):
+        if ref and Path(ref).is_absolute() and not ((Path(ref) / "config.json").is_file()
+                                                    or chat_draft.is_draft_folder(ref)):
+            raise LoadError(f"Preset '{preset.name}': the {role} folder {ref} has no config.json. "
+                            "Check the path in models.yaml (local paths are relative to that file).")
+    wants_cuda = preset.quantization != "none" or preset.draft_quantization != "none"
+    if wants_cuda and not torch.cuda.is_available():
+        raise LoadError(
+            f"Preset '{preset.name}' asks for {preset.quantization if preset.quantization != 'none' else preset.draft_quantization} "
+            "quantization, which needs a CUDA GPU (bitsandbytes); this machine has none. "
+            "Choose a preset without quantization."
+        )
+
+
+def _load_draft(preset: Preset, target, tokenizer):
+    """A transformers draft model (its tokenizer checked against the target's), or a specui draft that
+    borrows the target's embeddings (specui.chat_draft), which has no tokenizer of its own."""
+    from transformers import AutoModelForCausalLM
+
+    if chat_draft.is_draft_folder(preset.draft):
+        return chat_draft.load(preset.draft, target)
+    draft = AutoModelForCausalLM.from_pretrained(
+        preset.draft, **_model_kwargs(preset, quantization=preset.draft_quantization, revision=preset.draft_revision,
+                                      device=preset.draft_device or preset.device, device_map=None))
+    check_compatible(preset, tokenizer)
+    return draft
 
 
 def check_compatible(preset: Preset, target_tokenizer) -> None:
@@ -118,6 +139,10 @@ def _model_kwargs(preset: Preset, *, quantization: str, revision, device, device
     kwargs = {"revision": revision, "trust_remote_code": preset.trust_remote_code}
     if preset.dtype != "auto":
         kwargs["dtype"] = _DTYPES[preset.dtype]
+    elif quantization == "none" and not device_map and pick_device(device) == "cpu":
+        # CPUs run float32 fastest and most exactly: in bfloat16 a batched verify and a one-token forward
+        # can round a near-tie differently; a checkpoint saved in half precision would otherwise load in it
+        kwargs["dtype"] = torch.float32
     else:
         kwargs["dtype"] = "auto"
     if quantization != "none":
@@ -158,3 +183,21 @@ class PairCache:
             while len(self._pairs) > self.capacity:
                 self._pairs.popitem(last=False)
             return pair
+
+
+def load_engine(preset: str | Preset | None = None, config=None, *, progress: Callable[[str], None] | None = None):
+    """A ready `SpeculativeEngine` for a preset of models.yaml (None: its default), for scripts and
+    notebooks. It carries `.tokenizer`, `.preset` and `.drafters` (the drafter names it can use).
+
+    config: a models.yaml path or a loaded `Config` (None: the one beside the package).
+    """
+    from specui.engine import SpeculativeEngine
+    from specui.presets import Config, load_config
+
+    if not isinstance(preset, Preset):
+        config = config if isinstance(config, Config) else load_config(config)
+        preset = config.get(preset)
+    pair = load_pair(preset, progress=progress)
+    engine = SpeculativeEngine(pair.target, pair.draft)
+    engine.tokenizer, engine.preset = pair.tokenizer, preset
+    return engine

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from specui.drafters.registry import DRAFTER_NAMES, MODEL, PROMPT_LOOKUP
+from specui.packaged import PACKAGED, PREFIX as PACKAGED_PREFIX
 from specui.settings import MAX_DRAFT_TOKENS
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "models.yaml"
@@ -47,7 +48,8 @@ class Preset:
 
     @property
     def is_local(self) -> bool:
-        return Path(self.target).is_absolute()
+        """True when nothing comes from the Hub: a local folder or a model shipped in a PyPI package."""
+        return Path(self.target).is_absolute() or self.target.startswith(PACKAGED_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -136,13 +138,17 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
     k_draft = body.get("num_draft_tokens", 4)
     if isinstance(k_draft, bool) or not isinstance(k_draft, int) or not 1 <= k_draft <= MAX_DRAFT_TOKENS:
         raise ConfigError(f"{key}.num_draft_tokens: must be an integer from 1 to {MAX_DRAFT_TOKENS} (got {k_draft!r})")
+    target = text("target", required=True)
+    if target.startswith(PACKAGED_PREFIX) and target[len(PACKAGED_PREFIX):] not in PACKAGED:
+        known = ", ".join(PACKAGED_PREFIX + k for k in PACKAGED)
+        raise ConfigError(f"{key}.target: unknown packaged model {target!r} (known: {known})")
     draft = text("draft")
     drafter = choice("drafter", DRAFTERS, MODEL if draft else PROMPT_LOOKUP)
     if drafter == MODEL and draft is None:
         raise ConfigError(f"{key}.draft: drafter 'model' needs a draft model (or set drafter: prompt_lookup)")
     return Preset(
         name=name,
-        target=_resolve(text("target", required=True), path),
+        target=_resolve(target, path),
         draft=_resolve(draft, path) if draft else None,
         drafter=drafter,
         description=" ".join(str(body.get("description", "")).split()),
@@ -163,7 +169,10 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
 
 
 def _resolve(ref: str, config_path: Path) -> str:
-    """Local folders ("./x", "../x", "/x", "assets/x") become absolute; anything else is a Hub id."""
+    """Local folders ("./x", "../x", "/x", "assets/x") become absolute; "pypi:<package>" names a model
+    shipped in a PyPI package (specui.packaged) and stays as it is; anything else is a Hub id."""
+    if ref.startswith(PACKAGED_PREFIX):
+        return ref
     if ref.startswith(("./", "../", "/", "assets/", "~")):
         return str((config_path.resolve().parent / Path(ref).expanduser()).resolve())
     return ref

@@ -68,3 +68,98 @@ def test_load_refuses_another_target(tmp_path):
     chat_draft.save(draft, tmp_path / "d")
     with pytest.raises(ValueError, match="made for a target of width 64 and 120 tokens"):
         chat_draft.load(tmp_path / "d", tiny_target(vocab=200))
+
+
+# -- in the engine -------------------------------------------------------------------------------
+
+
+def test_greedy_identity_with_a_reduced_vocabulary():
+    from specui import SpeculativeEngine
+
+    target = tiny_target(seed=3)
+    every = torch.arange(120)
+    # the draft knows half the vocabulary: the target's greedy tokens outside it are never proposed
+    draft = chat_draft.build(target, num_layers=2, token_ids=every[::2], init_layers=[0, 3]).eval()
+    engine = SpeculativeEngine(target, draft)
+    for prompt in ([5, 9, 11], [100, 7, 7, 7, 2], [1]):
+        plain = engine.generate(prompt, max_new_tokens=40, speculative=False).token_ids
+        spec = engine.generate(prompt, max_new_tokens=40, num_draft_tokens=4)
+        assert spec.token_ids == plain
+        assert all(t % 2 == 0 for r in spec.rounds for t in r.drafted)  # only ids the draft has
+        with torch.inference_mode():
+            hf = target.generate(torch.tensor([prompt]), max_new_tokens=40, do_sample=False)[0, len(prompt):]
+        assert hf.tolist() == plain
+
+
+def _five_token_pair():
+    from tests.test_engine_sampling import make_model
+
+    target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
+    draft = chat_draft.build(target, num_layers=1, token_ids=torch.tensor([0, 2, 4]), init_layers=[1]).eval()
+    with torch.no_grad():
+        draft.lm_head.weight.mul_(0.5)  # a draft that disagrees with the target
+    return target, draft
+
+
+class UnmappedQ:
+    """Broken on purpose: proposes the right ids but reports q on rows 0..N-1 (no scatter onto ids)."""
+
+    name = "unmapped"
+
+    def __init__(self, draft):
+        from specui.drafters import ModelDrafter
+
+        self.inner = ModelDrafter(draft)
+
+    def start(self, prompt, *, sampling, seed):
+        self.inner.start(prompt, sampling=sampling, seed=seed)
+
+    def propose(self, context, k):
+        from specui.drafters import Draft
+
+        draft = self.inner.propose(context, k)
+        if k == 0:
+            return draft
+        rows = draft.probs[:, self.inner.token_ids]  # q per draft row
+        wrong = torch.zeros_like(draft.probs)
+        wrong[:, : rows.shape[1]] = rows
+        return Draft(draft.tokens, wrong)
+
+    def observe(self, num_accepted):
+        self.inner.observe(num_accepted)
+
+
+@pytest.mark.parametrize("temperature,top_k,top_p", [(1.0, 0, 1.0), (0.8, 2, 0.9)])
+def test_sampling_is_exact_with_a_reduced_vocabulary(temperature, top_k, top_p):
+    from specui import SpeculativeEngine
+    from specui.sampling import Sampling
+    from tests.test_engine_sampling import exact_first_two, observed_first_two, p_value
+
+    target, draft = _five_token_pair()
+    settings = dict(temperature=temperature, top_k=top_k, top_p=top_p)
+    counts = observed_first_two(SpeculativeEngine(target, draft), [1, 2], num_draft_tokens=2, **settings)
+    assert p_value(counts, exact_first_two(target, [1, 2], Sampling(**settings))) > 1e-3
+
+
+def test_unmapped_q_is_caught():
+    from specui import SpeculativeEngine
+    from specui.sampling import Sampling
+    from tests.test_engine_sampling import exact_first_two, observed_first_two, p_value
+
+    target, draft = _five_token_pair()
+    counts = observed_first_two(SpeculativeEngine(target, draft), [1, 2], num_draft_tokens=2, temperature=1.0,
+                                drafter=UnmappedQ(draft))
+    assert p_value(counts, exact_first_two(target, [1, 2], Sampling(temperature=1.0))) < 1e-6
+
+
+def test_full_vocabulary_keeps_greedy_choices():
+    target = tiny_target()
+    token_ids = torch.tensor([0, 3, 7, 50, 119])
+    draft = chat_draft.build(target, num_layers=2, token_ids=token_ids, init_layers=[0, 1]).eval()
+    full = chat_draft.full_vocabulary(draft)
+    ids = torch.tensor([[1, 2, 118, 7, 3]])
+    with torch.inference_mode():
+        small, big = draft(input_ids=ids).logits, full(input_ids=ids).logits
+    assert big.shape[-1] == 120 and draft.lm_head.out_features == 5  # the original is untouched
+    assert torch.equal(token_ids[small.argmax(-1)], big.argmax(-1))
+    assert torch.allclose(big.softmax(-1)[..., token_ids], small.softmax(-1), atol=1e-6)

@@ -12,7 +12,7 @@ import torch
 from specui.bench.report import format_table
 from specui.bench.run import (DEFAULT_PROMPTS, PROMPT_TOKENS, TIMING_SAMPLES, Methods, Plan,
                               constant_assistant_schedule, measure_costs, run_prompts, summarise)
-from specui import corpus
+from specui import chat_prompts, corpus
 from specui.drafters import DRAFTER_NAMES, MODEL, PROMPT_LOOKUP
 from specui.loading import load_pair
 from specui.presets import load_config
@@ -24,7 +24,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--preset", default=None, help="a preset of models.yaml (default: its default)")
     p.add_argument("--config", default=None, help="the models.yaml to read (default: the one beside the package)")
     p.add_argument("--prompts", default=None,
-                   help='JSON Lines file, one {"prompt": "..."} per line (default: held-out stdlib test code)')
+                   help='JSON Lines file, one {"prompt": "..."} per line (default: the held-out chat and code prompts '
+                        'of specui.chat_prompts for a chat preset, else held-out stdlib test code)')
     p.add_argument("--num-prompts", type=int, default=DEFAULT_PROMPTS, help="how many built-in prompts")
     p.add_argument("--prompt-tokens", type=int, default=PROMPT_TOKENS, help="length of each built-in prompt")
     p.add_argument("--max-new-tokens", type=int, default=128)
@@ -82,8 +83,13 @@ def read_prompt_texts(path: str) -> list[str]:
     return texts
 
 
-def tokenize_prompts(texts: list[str], tokenizer) -> list[list[int]]:
-    prompts = [list(tokenizer(text)["input_ids"]) for text in texts]
+def tokenize_prompts(texts: list[str], tokenizer, *, chat: bool = False) -> list[list[int]]:
+    """Token ids of each text; with `chat`, as a user turn in the tokenizer's chat template."""
+    if chat:
+        prompts = [list(tokenizer.apply_chat_template([{"role": "user", "content": t}], add_generation_prompt=True,
+                                                      tokenize=True, return_dict=True)["input_ids"]) for t in texts]
+    else:
+        prompts = [list(tokenizer(text)["input_ids"]) for text in texts]
     for n, ids in enumerate(prompts, 1):
         if not ids:
             raise SystemExit(f"prompt {n} is empty after tokenization")
@@ -131,16 +137,19 @@ def main(argv=None) -> dict:
                             num_draft_tokens=args.num_draft_tokens or preset.num_draft_tokens,
                             temperature=args.temperature, drafter=drafter, seed=args.seed, ignore_eos=True)
     plan = Plan(decode=decode, repeats=args.repeats, warmup=args.warmup)
-    prompts = (tokenize_prompts(texts, pair.tokenizer) if texts
+    chat = preset.chat_template
+    prompts = (tokenize_prompts(texts, pair.tokenizer, chat=chat) if texts
+               else tokenize_prompts(chat_prompts.HELD_OUT[: args.num_prompts], pair.tokenizer, chat=True) if chat
                else builtin_prompts(pair.tokenizer, count=args.num_prompts, length=args.prompt_tokens))
     methods = Methods(pair, plan)
-    with constant_assistant_schedule(pair.draft if drafter == MODEL else None, decode.num_draft_tokens):
+    with constant_assistant_schedule(methods.hf_draft if drafter == MODEL else None, decode.num_draft_tokens):
         costs = measure_costs(methods, prompts[0], decode.num_draft_tokens, samples=args.cost_samples)
         runs = run_prompts(methods, prompts, progress=lambda i, total, run: print(
             f"prompt {i}/{total} done", file=sys.stderr))
     report = {"preset": preset.name, "drafter": drafter, "max_new_tokens": decode.max_new_tokens,
               "temperature": decode.temperature, "repeats": plan.repeats, "warmup": plan.warmup,
-              "num_prompts": len(prompts), "prompts": args.prompts or "built-in held-out stdlib test code",
+              "num_prompts": len(prompts), "prompts": args.prompts or ("held-out chat and code prompts (specui.chat_prompts)" if chat
+                                          else "built-in held-out stdlib test code"),
               **environment(methods.device), **summarise(runs, costs, plan),
               "command": "python -m specui.bench " + " ".join(argv if argv is not None else sys.argv[1:])}
     print(format_table(report))

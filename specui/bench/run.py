@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from specui import metrics
+from specui import chat_draft, metrics
 from specui.drafters import MODEL, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
 from specui.kv import CachedLM
@@ -76,6 +76,9 @@ class Methods:
         self.device = pair.device
         self.engine = SpeculativeEngine(pair.target, pair.draft)
         self.sampled = not plan.decode.greedy
+        # transformers' assistant must score the whole vocabulary: a reduced-vocabulary draft is widened
+        reduced = pair.draft is not None and getattr(pair.draft, "token_ids", None) is not None
+        self.hf_draft = chat_draft.full_vocabulary(pair.draft) if reduced else pair.draft
 
     def sync(self) -> None:
         if self.device.type == "cuda":
@@ -105,7 +108,7 @@ class Methods:
         if assisted and self.s.drafter == PROMPT_LOOKUP:
             kwargs["prompt_lookup_num_tokens"] = self.s.num_draft_tokens
         elif assisted:
-            kwargs["assistant_model"] = self.pair.draft
+            kwargs["assistant_model"] = self.hf_draft
         with torch.inference_mode():
             out = target.generate(ids, **kwargs)
         return out[0, len(prompt):].tolist()

@@ -23,6 +23,10 @@ class ModelDrafter:
         self.model = model
         self.device = model_device(model)
         self.vocab_size = model.get_input_embeddings().num_embeddings
+        # A draft with a reduced output vocabulary (specui.chat_draft) maps its rows to the target's ids;
+        # q is scattered onto the full vocabulary, zero for the ids it never proposes.
+        token_ids = getattr(model, "token_ids", None)
+        self.token_ids = None if token_ids is None else token_ids.to(self.device)
 
     def _visible(self, ids: list[int]) -> list[int]:
         # A draft with a smaller vocabulary (e.g. Qwen2.5-0.5B under 7B) cannot embed the target's extra
@@ -49,11 +53,17 @@ class ModelDrafter:
         tokens, probs = [], []
         for i in range(k):
             token, q = choose(logits, self.sampling, self.generator)
+            if self.token_ids is not None:
+                token = self.token_ids[token]
             tokens.append(token)
             probs.append(q)
             if i + 1 < k:  # the last draft token is fed only if the target accepts it
                 logits = self.lm.extend(token.view(1))[-1]
-        return Draft(torch.stack(tokens), torch.stack(probs))
+        probs = torch.stack(probs)  # [k, draft vocabulary]
+        if self.token_ids is not None:
+            full = probs.new_zeros(k, self.vocab_size)
+            probs = full.index_copy_(1, self.token_ids, probs)
+        return Draft(torch.stack(tokens), probs)
 
     def observe(self, num_accepted: int) -> None:
         self._valid = self._proposed_at + num_accepted
