@@ -96,3 +96,30 @@ def test_bench_rejects_bad_prompts_file(bench_config, tmp_path):
                           check=False, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
     assert "bad.jsonl:1" in done.stderr
+
+
+def test_the_model_cards_speedup_comes_from_the_benchmarks_harness(monkeypatch):
+    """`specui.train.evaluate.measure_speedup` is `specui.bench.run.k_speedups`: the same interleaved arms
+    and per-prompt medians as the benchmark, one arm per K plus plain."""
+    from specui.bench import run as bench_run
+    from specui.train import evaluate
+    from tests.conftest import noisy_copy
+
+    target = make_model("llama", layers=2, seed=0)
+    draft = noisy_copy(target, noise=0.2, seed=1)
+    calls = []
+    real = bench_run.Methods.run
+
+    def counted(self, method, prompt, seed, *, k=None):
+        calls.append((method, k))
+        return real(self, method, prompt, seed, k=k)
+
+    monkeypatch.setattr(bench_run.Methods, "run", counted)
+    report = evaluate.measure_speedup(target, draft, [[1, 2, 3, 1, 2], [4, 5, 6]], ks=(1, 3), new_tokens=5)
+    assert set(report["speedup"]) == {1, 3} and report["best_k"] in (1, 3)
+    assert report["best_speedup"] == max(report["speedup"].values())
+    assert all(v > 0 for v in [report["plain_tps"], *report["tps"].values()])
+    assert math.isclose(report["speedup"][3], report["tps"][3] / report["plain_tps"])
+    # 2 prompts x (1 warm-up + 1 timed pass) x 3 arms, interleaved
+    assert calls == [("plain", None), ("speculative", 1), ("speculative", 3)] * 4
+    assert "harness" in report["method"]
