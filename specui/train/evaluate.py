@@ -16,6 +16,7 @@ import torch
 from specui import corpus
 from specui.corpus import PROMPT_TOKENS, held_out_prompts
 from specui.bench.run import ModelPair, k_speedups
+from specui.text import fmt
 from specui.train.common import encode_stream, greedy_continuation
 
 EVAL_FILES = 40  # held-out files, evenly spaced over the sorted list, scored for bits per byte
@@ -104,13 +105,14 @@ def evaluate_folders(target_dir: Path, draft_dir: Path, held_out: list[Path], *,
 
 def format_report(report: dict) -> str:
     lines = [
-        f"held-out: {report['eval_files']} files, {report['eval_bytes']:,} bytes",
-        f"target bits/byte {report['target_bpb']:.3f}   draft bits/byte {report['draft_bpb']:.3f}",
-        f"greedy alpha (draft argmax == target greedy, {report['alpha_prompts']} prompts): {report['alpha']:.3f}",
+        f"held-out: {report['eval_files']} files, {fmt(report['eval_bytes'], ',')} bytes",
+        f"target bits/byte {fmt(report['target_bpb'], '.3f')}   draft bits/byte {fmt(report['draft_bpb'], '.3f')}",
+        f"greedy alpha (draft argmax == target greedy, {report['alpha_prompts']} prompts): "
+        f"{fmt(report['alpha'], '.3f')}",
     ]
     s = report.get("speedup")
     if s:
-        per_k = "  ".join(f"K={k}: {v:.2f}x" for k, v in s["speedup"].items())
-        lines.append(f"plain {s['plain_tps']:.1f} tok/s; speculative {per_k}")
-        lines.append(f"best K={s['best_k']}: {s['best_speedup']:.2f}x")
+        per_k = "  ".join(f"K={k}: {fmt(v, '.2fx')}" for k, v in s["speedup"].items())
+        lines.append(f"plain {fmt(s['plain_tps'], '.1f')} tok/s; speculative {per_k}")
+        lines.append(f"best K={s['best_k']}: {fmt(s['best_speedup'], '.2fx')}")
     return "\n".join(lines)

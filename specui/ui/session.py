@@ -23,7 +23,7 @@ from specui.engine import SpeculativeEngine
 from specui.events import GenerationResult, Kind
 from specui.loading import LoadError
 from specui.spaces import gpu
-from specui.text import TokenText
+from specui.text import TokenText, fmt
 from specui.ui import charts, render, stats
 from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError  # noqa: F401 - the request's types
 
@@ -269,9 +269,9 @@ class Showcase:
                     first_difference=runstats.first_difference(run.spec.token_ids, run.plain.token_ids))
             spec_title, plain_title = "speculative", "plain (target alone)"
             if spec_stats and run.phase != "speculative":
-                spec_title += f" · {spec_stats.tokens_per_s:.1f} tokens/s"
+                spec_title += f" · {fmt(spec_stats.tokens_per_s, '.1f')} tokens/s"
             if plain_stats and final:
-                plain_title += f" · {plain_stats.tokens_per_s:.1f} tokens/s"
+                plain_title += f" · {fmt(plain_stats.tokens_per_s, '.1f')} tokens/s"
             message = render.render_reply(run.spec_views, plain=run.plain_views, spec_title=spec_title,
                                           plain_title=plain_title, note=note, verdict=verdict, streaming=streaming)
         else:
@@ -285,8 +285,8 @@ class Showcase:
     @staticmethod
     def race(run: Run, nonce: int = 0) -> str:
         spec_s, plain_s = runstats.engine_seconds(run.spec), runstats.engine_seconds(run.plain)
-        return render.render_race([(f"speculative · {spec_s:.2f} s", run.spec_views, spec_s),
-                                   (f"plain · {plain_s:.2f} s", run.plain_views, plain_s)], nonce=nonce)
+        return render.render_race([(f"speculative · {fmt(spec_s, '.2f')} s", run.spec_views, spec_s),
+                                   (f"plain · {fmt(plain_s, '.2f')} s", run.plain_views, plain_s)], nonce=nonce)
 
 
 def decode(showcase: Showcase, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
