@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_model
+from tests.helpers import ROOT, make_model
 
-ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "assets" / "specui-target" / "config.json"
 
 NUMBERS = ("plain_tokens_per_s", "speculative_tokens_per_s", "hf_assisted_tokens_per_s", "hf_plain_tokens_per_s",
@@ -26,7 +25,7 @@ NUMBERS = ("plain_tokens_per_s", "speculative_tokens_per_s", "hf_assisted_tokens
 def _tiny_pair_config(folder: Path) -> Path:
     """A random-init Llama target, a noisy copy as its draft, a 300-token BPE tokenizer, and a models.yaml."""
     from specui.train import train_tokenizer
-    from tests.conftest import noisy_copy
+    from tests.helpers import noisy_copy
 
     text = Path(json.__file__).read_text(encoding="utf-8")  # any Python source will do
     tokenizer = train_tokenizer([text], vocab_size=300, max_positions=256)
@@ -64,6 +63,7 @@ def _run(args: list[str], tmp_path: Path) -> tuple[dict, str]:
     return json.loads(out.read_text(encoding="utf-8")), done.stdout
 
 
+@pytest.mark.slow
 def test_bench_greedy_json(bench_config, tmp_path):
     report, stdout = _run(bench_config, tmp_path)
     for key in NUMBERS:
@@ -81,6 +81,7 @@ def test_bench_greedy_json(bench_config, tmp_path):
     assert "tokens/s" in stdout and "speculative" in stdout
 
 
+@pytest.mark.slow
 def test_bench_sampled_json(bench_config, tmp_path):
     report, _ = _run([*bench_config, "--temperature", "0.8", "--num-draft-tokens", "2"], tmp_path)
     assert report["temperature"] == 0.8 and report["num_draft_tokens"] == 2
@@ -103,7 +104,7 @@ def test_the_model_cards_speedup_comes_from_the_benchmarks_harness(monkeypatch):
     and per-prompt medians as the benchmark, one arm per K plus plain."""
     from specui.bench import run as bench_run
     from specui.train import evaluate
-    from tests.conftest import noisy_copy
+    from tests.helpers import noisy_copy
 
     target = make_model("llama", layers=2, seed=0)
     draft = noisy_copy(target, noise=0.2, seed=1)

@@ -11,7 +11,9 @@ from dataclasses import replace
 
 import pytest
 
-from tests.ui_fixtures import served_app, ui_config
+from tests.helpers import served_app, ui_config
+
+pytestmark = pytest.mark.slow  # serves the app on the bundled pair
 
 gradio_client = pytest.importorskip("gradio_client")
 INJECTION = "<img src=x onerror=alert(1)>"
