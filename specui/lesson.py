@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from specui import __version__, metrics, runstats
 from specui.events import OWN_KINDS, Check, GenerationResult, Kind
 from specui.settings import DecodeSettings
-from specui.text import TokenText
+from specui.text import TokenText, fmt
 
 ACCEPTED, REJECTED, DISCARDED = Check.ACCEPTED, Check.REJECTED, Check.DISCARDED  # verdicts of drafted positions
 EXPORT_FORMAT = "specui-teaching-run/1"
@@ -339,7 +339,7 @@ def temperature_sweep(engine, prompt_ids: Sequence[int], settings: DecodeSetting
     settings = _settings(settings, keywords)
     for t in temperatures:
         at_t = settings.but(temperature=float(t), speculative=True)
-        yield _point(f"T={t:g}", _generate(engine, prompt_ids, at_t, lock), None, at_t)
+        yield _point(f"T={fmt(t, 'g')}", _generate(engine, prompt_ids, at_t, lock), None, at_t)
 
 
 @dataclass(frozen=True)

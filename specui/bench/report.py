@@ -3,6 +3,8 @@ and one line per prompt. Pure functions of the report dict; no models, no timing
 
 from __future__ import annotations
 
+from specui.text import fmt
+
 LABELS = {
     "plain": "plain decoding (specui engine)",
     "speculative": "speculative (specui engine)",
@@ -11,8 +13,8 @@ LABELS = {
 }
 
 
-def _num(value, fmt: str) -> str:
-    return "n/a" if value is None else format(value, fmt)
+def _num(value, spec: str) -> str:
+    return fmt(value, spec, none="n/a")
 
 
 def _yes_no(value) -> str:
@@ -21,7 +23,7 @@ def _yes_no(value) -> str:
 
 def format_table(r: dict) -> str:
     k = r["num_draft_tokens"]
-    mode = "greedy" if r["temperature"] == 0 else f"temperature {r['temperature']:g}"
+    mode = "greedy" if r["temperature"] == 0 else f"temperature {fmt(r['temperature'], 'g')}"
     plain = r["plain_tokens_per_s"]
     lines = [
         (f"specui bench: preset {r['preset']}, drafter {r['drafter']}, K={k}, {mode}, "
@@ -34,16 +36,18 @@ def format_table(r: dict) -> str:
     for method in ("plain", "speculative", "hf_assisted", "hf_plain"):
         tps = r[f"{method}_tokens_per_s"]
         label = LABELS[method] + (f" (K={k})" if method in ("speculative", "hf_assisted") else "")
-        lines.append(f"{label:<38}{tps:>10.1f}{tps / plain:>9.2f}x")
+        lines.append(f"{label:<38}{fmt(tps, '>10.1f')}{fmt(tps / plain, '>9.2fx')}")
     lines += [
         "",
-        (f"speedup vs plain {r['speedup_vs_plain']:.2f}x; vs transformers assisted {r['speedup_vs_hf_assisted']:.2f}x; "
-         f"vs transformers plain {r['speedup_vs_hf_plain']:.2f}x"),
+        (f"speedup vs plain {fmt(r['speedup_vs_plain'], '.2fx')}; "
+         f"vs transformers assisted {fmt(r['speedup_vs_hf_assisted'], '.2fx')}; "
+         f"vs transformers plain {fmt(r['speedup_vs_hf_plain'], '.2fx')}"),
         (f"acceptance rate {_num(r['acceptance_rate'], '.3f')} (accepted / drafted); mean accepted length "
          f"{_num(r['mean_accepted_length'], '.2f')} tokens per target forward (bonus included)"),
-        (f"c = {r['draft_cost_ratio']:.3f} (one-token KV-cached forward: draft {r['draft_forward_ms']:.2f} ms / "
-         f"target {r['target_forward_ms']:.2f} ms, medians); a {k + 1}-token verify forward costs "
-         f"{r['verify_cost_ratio']:.2f} target forwards"),
+        (f"c = {fmt(r['draft_cost_ratio'], '.3f')} "
+         f"(one-token KV-cached forward: draft {fmt(r['draft_forward_ms'], '.2f')} ms / "
+         f"target {fmt(r['target_forward_ms'], '.2f')} ms, medians); a {k + 1}-token verify forward costs "
+         f"{fmt(r['verify_cost_ratio'], '.2f')} target forwards"),
         (f"theoretical speedup {_num(r['theoretical_speedup'], '.2f')}x (Leviathan et al. Thm 3.8, per-token alpha "
          f"{_num(r['alpha_per_token'], '.3f')} fitted to the mean accepted length); efficiency "
          f"{_num(r['efficiency'], '.2f')} (measured / theoretical)"),
@@ -58,9 +62,10 @@ def format_table(r: dict) -> str:
     ]
     for i, row in enumerate(r["rows"], 1):
         lines.append(
-            f"{i:>6}{row['prompt_tokens']:>8}{row['plain_tokens_per_s']:>9.1f}{row['speculative_tokens_per_s']:>9.1f}"
-            f"{row['hf_assisted_tokens_per_s']:>9.1f}{row['hf_plain_tokens_per_s']:>9.1f}"
-            f"{row['speedup_vs_plain']:>8.2f}x{row['speedup_vs_hf_assisted']:>6.2f}x"
+            f"{i:>6}{row['prompt_tokens']:>8}{fmt(row['plain_tokens_per_s'], '>9.1f')}"
+            f"{fmt(row['speculative_tokens_per_s'], '>9.1f')}"
+            f"{fmt(row['hf_assisted_tokens_per_s'], '>9.1f')}{fmt(row['hf_plain_tokens_per_s'], '>9.1f')}"
+            f"{fmt(row['speedup_vs_plain'], '>8.2fx')}{fmt(row['speedup_vs_hf_assisted'], '>6.2fx')}"
             f"{_num(row['acceptance_rate'], '.2f'):>8}{_num(row['mean_accepted_length'], '.2f'):>6}"
         )
     lines.append("(tokens/s per prompt: max-new-tokens / the median of its timed runs, prefill included)")

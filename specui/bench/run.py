@@ -18,7 +18,8 @@ nothing but model forwards cost time and verifying costs one forward (`theoretic
 `efficiency` = measured / that), and again with the measured verify cost (`..._measured_verify`).
 The theorem's alpha is fitted so that its expected tokens per round equal the measured mean
 accepted length (accepted / drafted, also reported, undercounts it: see specui.metrics).
-The command line is specui.bench.cli, the table specui.bench.report.
+The command line is specui.bench.cli, the table specui.bench.report. `k_speedups` times plain and
+speculative greedy decoding over several K with the same harness: the model card's speedup figure.
 """
 
 
@@ -54,15 +55,39 @@ class Plan:
     warmup: int
 
 
+@dataclass(frozen=True)
+class Arm:
+    """One timed setting: a method of METHODS, with K overriding the plan's (None: the plan's K)."""
+
+    method: str
+    k: int | None = None
+
+
+ARMS = {m: Arm(m) for m in METHODS}  # the benchmark's four arms, keyed by the row labels
+
+
 @dataclass
 class PromptRun:
-    """Every timed run of one prompt: seconds per method, the tokens, and the engine's rounds."""
+    """Every timed run of one prompt: seconds per arm, the tokens, and the engine's rounds."""
 
     prompt_tokens: int
     preview: str = ""  # the prompt's last characters, for people reading the rows
-    seconds: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in METHODS})
-    outputs: dict[str, list[list[int]]] = field(default_factory=lambda: {m: [] for m in METHODS})
+    seconds: dict[str, list[float]] = field(default_factory=dict)  # arm label -> seconds of each timed run
+    outputs: dict[str, list[list[int]]] = field(default_factory=dict)
     rounds: list = field(default_factory=list)  # the speculative engine's rounds, from the first timed run
+
+
+@dataclass(frozen=True)
+class ModelPair:
+    """A target and its draft outside a preset (e.g. freshly trained): what `Methods` needs of a pair."""
+
+    target: object
+    draft: object
+    tokenizer: object = None
+
+    @property
+    def device(self) -> torch.device:
+        return self.target.get_input_embeddings().weight.device
 
 
 # -- the four methods --------------------------------------------------------------------------------
@@ -84,11 +109,12 @@ class Methods:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def run(self, method: str, prompt: list[int], seed: int):
+    def run(self, method: str, prompt: list[int], seed: int, *, k: int | None = None):
         self.sync()
         started = time.perf_counter()
         if method in ("plain", "speculative"):
-            result = self.engine.generate(prompt, self.s.but(seed=seed, speculative=method == "speculative"))
+            settings = self.s.but(seed=seed, speculative=method == "speculative")
+            result = self.engine.generate(prompt, settings if k is None else settings.but(num_draft_tokens=k))
             tokens = result.token_ids
         else:
             result = None
@@ -180,20 +206,23 @@ def measure_costs(methods: Methods, prompt: list[int], k: int, *, samples: int =
             "verify_cost_ratio": metrics.median(target_k) / t1}
 
 
-def run_prompts(methods: Methods, prompts: list[list[int]], *, progress=None) -> list[PromptRun]:
+def run_prompts(methods: Methods, prompts: list[list[int]], *, arms: dict[str, Arm] = ARMS,
+                progress=None) -> list[PromptRun]:
+    """The harness: per prompt, `warmup` untimed then `repeats` timed passes, the arms interleaved."""
     s = methods.plan
     runs = []
     for i, prompt in enumerate(prompts):
-        run = PromptRun(prompt_tokens=len(prompt), preview=_preview(methods.pair.tokenizer, prompt))
+        run = PromptRun(prompt_tokens=len(prompt), preview=_preview(methods.pair.tokenizer, prompt),
+                        seconds={label: [] for label in arms}, outputs={label: [] for label in arms})
         seed = s.decode.seed + i  # the same seed in every repeat: each repeat does the same work
         for rep in range(s.warmup + s.repeats):
-            for method in METHODS:
-                seconds, tokens, result = methods.run(method, prompt, seed)
+            for label, arm in arms.items():
+                seconds, tokens, result = methods.run(arm.method, prompt, seed, k=arm.k)
                 if rep < s.warmup:
                     continue
-                run.seconds[method].append(seconds)
-                run.outputs[method].append(tokens)
-                if result is not None and method == "speculative" and not run.rounds:
+                run.seconds[label].append(seconds)
+                run.outputs[label].append(tokens)
+                if result is not None and label == "speculative" and not run.rounds:
                     run.rounds = list(result.rounds)
         runs.append(run)
         if progress:
@@ -208,12 +237,46 @@ def _preview(tokenizer, prompt: list[int], chars: int = 60) -> str:
         return ""
 
 
+def prompt_medians(runs: list[PromptRun]) -> list[dict[str, float]]:
+    """Per prompt, the median seconds of each arm."""
+    return [{label: metrics.median(times) for label, times in r.seconds.items()} for r in runs]
+
+
+def tokens_per_s(runs: list[PromptRun], new_tokens: int) -> dict[str, float]:
+    """Per arm: all tokens / the sum of the per-prompt medians (every run emits `new_tokens`)."""
+    medians = prompt_medians(runs)
+    return {label: new_tokens * len(runs) / sum(md[label] for md in medians) for label in medians[0]}
+
+
+def k_speedups(pair, prompts: list[list[int]], *, ks=range(1, 9), new_tokens: int = 128, warmup: int = 1,
+               repeats: int = 1) -> dict:
+    """Greedy speculative decoding at each K in `ks` against plain decoding, with the benchmark's harness
+    (`run_prompts`: the arms interleaved per prompt, per-prompt medians; EOS ignored).
+
+    Returns {"plain_tps": ..., "tps": {K: ...}, "speedup": {K: ...}, "best_k": K, "best_speedup": x,
+    "torch_threads": n, "method": "..."}.
+    """
+    ks = list(ks)
+    decode = DecodeSettings(max_new_tokens=new_tokens, num_draft_tokens=max(ks), temperature=0.0, seed=0,
+                            ignore_eos=True)
+    arms = {"plain": Arm("plain"), **{f"K={k}": Arm("speculative", k) for k in ks}}
+    runs = run_prompts(Methods(pair, Plan(decode, repeats=repeats, warmup=warmup)), prompts, arms=arms)
+    tps = tokens_per_s(runs, new_tokens)
+    plain_tps = tps["plain"]
+    speedup = {k: tps[f"K={k}"] / plain_tps for k in ks}
+    best_k = max(speedup, key=speedup.get)
+    method = (f"specui.bench's harness: {len(prompts)} prompts, {warmup} untimed and {repeats} timed pass(es) "
+              f"each, plain and every K interleaved, {new_tokens} new tokens, greedy")
+    return {"plain_tps": plain_tps, "tps": {k: tps[f"K={k}"] for k in ks}, "speedup": speedup, "best_k": best_k,
+            "best_speedup": speedup[best_k], "torch_threads": torch.get_num_threads(), "method": method}
+
+
 def summarise(runs: list[PromptRun], costs: dict, plan: Plan) -> dict:
     """The figures of the issue, from the runs and the measured forward costs."""
     s = plan.decode
     n = s.max_new_tokens
-    medians = [{m: metrics.median(r.seconds[m]) for m in METHODS} for r in runs]
-    tps = {m: n * len(runs) / sum(md[m] for md in medians) for m in METHODS}
+    medians = prompt_medians(runs)
+    tps = tokens_per_s(runs, n)
     rounds = [x for r in runs for x in r.rounds]
     alpha = metrics.acceptance_rate(rounds)
     mal = metrics.mean_accepted_length(rounds)

@@ -4,12 +4,26 @@
     model          `ModelDrafter`: a small causal LM
     prompt_lookup  `PromptLookupDrafter`: copies from the context, no second model
     registry       the drafter names used everywhere (`MODEL`, `PROMPT_LOOKUP`, `DRAFTER_NAMES`)
+
+The registry's names are plain strings and import nothing; the drafter classes (which need torch) are
+imported on first use, so `specui.settings` and anything else that only names drafters stays light.
 """
 
-from specui.drafters.base import Draft, Drafter, DraftLength
-from specui.drafters.model import ModelDrafter
-from specui.drafters.prompt_lookup import PromptLookupDrafter
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, MODEL, PROMPT_LOOKUP
 
-__all__ = ["Draft", "Drafter", "DraftLength", "ModelDrafter", "PromptLookupDrafter", "DRAFTER_NAMES", "LABELS",
-           "MODEL", "PROMPT_LOOKUP"]
+_EXPORTS = {
+    "Draft": "specui.drafters.base",
+    "Drafter": "specui.drafters.base",
+    "DraftLength": "specui.drafters.base",
+    "ModelDrafter": "specui.drafters.model",
+    "PromptLookupDrafter": "specui.drafters.prompt_lookup",
+}
+__all__ = ["DRAFTER_NAMES", "LABELS", "MODEL", "PROMPT_LOOKUP", *_EXPORTS]
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'specui.drafters' has no attribute {name!r}")

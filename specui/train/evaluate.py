@@ -5,19 +5,18 @@ Measured on the standard library's test folders, which training never sees (spec
 - greedy acceptance alpha: the fraction of the target's greedy tokens (continuing held-out prompts)
   that the draft's argmax predicts from the same prefix;
 - speedup of greedy speculative decoding over plain decoding with `SpeculativeEngine`, 128 new
-  tokens, best K, both timed interleaved on the same prompts after a warm-up.
+  tokens, best K, timed by the benchmark's harness (specui.bench.run.k_speedups).
 """
 
-import json
 import math
-import time
 from pathlib import Path
 
 import torch
 
 from specui import corpus
 from specui.corpus import PROMPT_TOKENS, held_out_prompts
-from specui.engine import SpeculativeEngine
+from specui.bench.run import ModelPair, k_speedups
+from specui.text import fmt
 from specui.train.common import encode_stream, greedy_continuation
 
 EVAL_FILES = 40  # held-out files, evenly spaced over the sorted list, scored for bits per byte
@@ -69,30 +68,14 @@ def greedy_alpha(target, draft, prompts: list[list[int]], *, new_tokens: int, de
     return agree / total
 
 
-def measure_speedup(target, draft, prompts: list[list[int]], *, ks=range(1, 9), new_tokens: int = 128) -> dict:
-    """Tokens/s of greedy plain and speculative decoding (K in `ks`) with SpeculativeEngine.
+def measure_speedup(target, draft, prompts: list[list[int]], *, ks=range(1, 9), new_tokens: int = 128,
+                    tokenizer=None) -> dict:
+    """Tokens/s of greedy plain and speculative decoding (K in `ks`), timed by the benchmark's harness
+    (`specui.bench.run.k_speedups`): the figure the model card reports.
 
-    Every setting runs once on each prompt, interleaved prompt by prompt, after a warm-up pass.
-    Returns {"plain_tps": ..., "tps": {K: ...}, "speedup": {K: ...}, "best_k": K, "best_speedup": x}.
+    Returns {"plain_tps": ..., "tps": {K: ...}, "speedup": {K: ...}, "best_k": K, "best_speedup": x, ...}.
     """
-    engine = SpeculativeEngine(target, draft)
-    settings = [("plain", 0)] + [("spec", k) for k in ks]
-    seconds = {s: 0.0 for s in settings}
-    tokens = {s: 0 for s in settings}
-    for i, prompt in enumerate([prompts[0]] + list(prompts)):  # the first pass is the warm-up
-        for kind, k in settings:
-            started = time.perf_counter()
-            result = engine.generate(prompt, max_new_tokens=new_tokens, num_draft_tokens=max(k, 1),
-                                     temperature=0.0, seed=0, speculative=kind == "spec", ignore_eos=True)
-            if i > 0:
-                seconds[(kind, k)] += time.perf_counter() - started
-                tokens[(kind, k)] += len(result.token_ids)
-    plain_tps = tokens[("plain", 0)] / seconds[("plain", 0)]
-    tps = {k: tokens[("spec", k)] / seconds[("spec", k)] for k in ks}
-    speedup = {k: v / plain_tps for k, v in tps.items()}
-    best_k = max(speedup, key=speedup.get)
-    return {"plain_tps": plain_tps, "tps": tps, "speedup": speedup, "best_k": best_k, "best_speedup": speedup[best_k],
-            "torch_threads": torch.get_num_threads()}
+    return k_speedups(ModelPair(target, draft, tokenizer), prompts, ks=ks, new_tokens=new_tokens)
 
 
 def evaluate_folders(target_dir: Path, draft_dir: Path, held_out: list[Path], *, cfg, device: str) -> dict:
@@ -116,19 +99,20 @@ def evaluate_folders(target_dir: Path, draft_dir: Path, held_out: list[Path], *,
     report["alpha_new_tokens"] = cfg.alpha_new_tokens
     report["alpha"] = greedy_alpha(target, draft, prompts, new_tokens=cfg.alpha_new_tokens, device=device)
     if cfg.speedup_prompts > 0:
-        report["speedup"] = measure_speedup(target, draft, prompts[: cfg.speedup_prompts])
+        report["speedup"] = measure_speedup(target, draft, prompts[: cfg.speedup_prompts], tokenizer=tokenizer)
     return report
 
 
 def format_report(report: dict) -> str:
     lines = [
-        f"held-out: {report['eval_files']} files, {report['eval_bytes']:,} bytes",
-        f"target bits/byte {report['target_bpb']:.3f}   draft bits/byte {report['draft_bpb']:.3f}",
-        f"greedy alpha (draft argmax == target greedy, {report['alpha_prompts']} prompts): {report['alpha']:.3f}",
+        f"held-out: {report['eval_files']} files, {fmt(report['eval_bytes'], ',')} bytes",
+        f"target bits/byte {fmt(report['target_bpb'], '.3f')}   draft bits/byte {fmt(report['draft_bpb'], '.3f')}",
+        f"greedy alpha (draft argmax == target greedy, {report['alpha_prompts']} prompts): "
+        f"{fmt(report['alpha'], '.3f')}",
     ]
     s = report.get("speedup")
     if s:
-        per_k = "  ".join(f"K={k}: {v:.2f}x" for k, v in s["speedup"].items())
-        lines.append(f"plain {s['plain_tps']:.1f} tok/s; speculative {per_k}")
-        lines.append(f"best K={s['best_k']}: {s['best_speedup']:.2f}x")
+        per_k = "  ".join(f"K={k}: {fmt(v, '.2fx')}" for k, v in s["speedup"].items())
+        lines.append(f"plain {fmt(s['plain_tps'], '.1f')} tok/s; speculative {per_k}")
+        lines.append(f"best K={s['best_k']}: {fmt(s['best_speedup'], '.2fx')}")
     return "\n".join(lines)

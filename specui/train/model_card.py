@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from specui.text import fmt
 from specui.train.config import TrainConfig
 
 TRAINING_FILE = "specui_training.json"
@@ -60,18 +61,21 @@ def shape_line(config: dict) -> str:
 
 def figures(report: dict) -> str:
     lines = [
-        f"- held-out sample: {report['eval_files']} files of the stdlib's test folders, {report['eval_bytes']:,} bytes",
-        f"- target bits per byte: **{report['target_bpb']:.3f}** (draft alone: {report['draft_bpb']:.3f})",
+        f"- held-out sample: {report['eval_files']} files of the stdlib's test folders, "
+        f"{fmt(report['eval_bytes'], ',')} bytes",
+        f"- target bits per byte: **{fmt(report['target_bpb'], '.3f')}** "
+        f"(draft alone: {fmt(report['draft_bpb'], '.3f')})",
         f"- greedy acceptance alpha (draft argmax = target's greedy token, {report['alpha_prompts']} prompts "
-        f"of 256 tokens, {report.get('alpha_new_tokens', 128)} new tokens each): **{report['alpha']:.3f}**",
+        f"of 256 tokens, {report.get('alpha_new_tokens', 128)} new tokens each): **{fmt(report['alpha'], '.3f')}**",
     ]
     s = report.get("speedup")
     if s:
-        per_k = ", ".join(f"K={k} {v:.2f}x" for k, v in s["speedup"].items())
+        per_k = ", ".join(f"K={k} {fmt(v, '.2fx')}" for k, v in s["speedup"].items())
         threads = s.get("torch_threads")
         where = "2-core CPU" + (f", {threads} torch thread{'s' if threads != 1 else ''}" if threads else "")
         lines.append(f"- greedy speculative decoding vs plain, 128 new tokens, {where}, float32: "
-                     f"**{s['best_speedup']:.2f}x at K={s['best_k']}** (plain {s['plain_tps']:.0f} tokens/s; {per_k})")
+                     f"**{fmt(s['best_speedup'], '.2fx')} at K={s['best_k']}** "
+                     f"(plain {fmt(s['plain_tps'], '.0f')} tokens/s; {per_k})")
     return "\n".join(lines)
 
 
@@ -108,7 +112,7 @@ Tokenizer: byte-level BPE (`tokenizers`), {config['vocab_size']} tokens, `<|endo
 it round-trips code byte for byte.
 
 ## Shape
-{shape_line(config)}; {params / 1e6:.2f}M parameters, stored in float16.
+{shape_line(config)}; {fmt(params / 1e6, '.2f')}M parameters, stored in float16.
 
 ## Training
 `{facts.get('command', 'python -m specui.train')}`: {timing}.

@@ -1,4 +1,9 @@
-"""The Gradio 6 Blocks app: components, their element ids, and the events that drive `Showcase`.
+"""The Gradio 6 Blocks app: the Chat tab's layout, its handlers, and the `/generate` API around `Showcase`.
+
+Layout: builder functions, each returning a dataclass of its components (`_chat_panel`, `_controls`,
+`_results`, composed by `chat_tab`). Handlers live at module level and read their inputs by component
+(gradio passes a dict when the inputs are a set) and answer with a dict of the outputs they change.
+The stylesheet is style.css, passed at `launch`.
 
 Element ids that tests and automation rely on: #prompt #send #stop #clear #chat #compare #stats
 #chart-speed #chart-acceptance #chart-tokens-per-round #chart-position #preset #drafter
@@ -13,15 +18,17 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
 
+from specui.drafters import LABELS
 from specui.loading import PairCache, pick_device
+from specui.settings import MAX_DRAFT_TOKENS
 from specui.spaces import hardware_note
 from specui.ui import charts, render, stats
-from specui.drafters import LABELS
-from specui.settings import MAX_DRAFT_TOKENS
 from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError
 from specui.ui.session import Showcase, decode
 from specui.ui.teaching import teaching_tab
@@ -43,181 +50,306 @@ INTRO = ("A small **draft** model guesses the next K tokens; the **target** chec
          "the target alone would write it (identical in greedy mode), only faster. Hover any token to see p, q and "
          "its acceptance probability.")
 ENGINE_GROUP = "engine"  # one generation at a time, UI and API alike
+QUIET = {"queue": False, "api_visibility": "private"}
 
 
-def _choice(preset) -> str:
-    return LABELS[preset.drafter]
+class Stops:
+    """The Stop button's events, one per browser session with a run in flight."""
+
+    def __init__(self):
+        self._events: dict[str, threading.Event] = {}
+        self._guard = threading.Lock()
+
+    def start(self, key: str) -> threading.Event:
+        with self._guard:
+            self._events[key] = event = threading.Event()
+        return event
+
+    def end(self, key: str, event: threading.Event) -> None:
+        with self._guard:
+            if self._events.get(key) is event:
+                del self._events[key]
+
+    def set(self, key: str) -> None:
+        with self._guard:
+            event = self._events.get(key)
+        if event is not None:
+            event.set()
+
+
+@dataclass
+class App:
+    """What the Chat tab's handlers share: the showcase (config, pairs, locks) and the Stop events."""
+
+    showcase: Showcase
+    stops: Stops = field(default_factory=Stops)
+
+
+# -- layout --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ChatPanel:
+    chat: gr.Chatbot
+    prompt: gr.Textbox
+    send: gr.Button
+    stop: gr.Button
+    clear: gr.Button
+
+
+@dataclass
+class Controls:
+    preset: gr.Dropdown
+    about: gr.Markdown
+    drafter: gr.Radio
+    k: gr.Slider
+    adaptive: gr.Checkbox
+    temperature: gr.Slider
+    top_p: gr.Slider
+    top_k: gr.Number
+    max_new: gr.Slider
+    seed: gr.Number
+    compare: gr.Checkbox
+    show_rejected: gr.Checkbox
+
+    def settings(self, data: dict) -> Settings:
+        """The request's settings, read by component (raises SettingsError)."""
+        return Settings.from_ui(preset=data[self.preset], drafter=data[self.drafter], num_draft_tokens=data[self.k],
+                                adaptive=data[self.adaptive], temperature=data[self.temperature],
+                                top_p=data[self.top_p], top_k=data[self.top_k], max_new_tokens=data[self.max_new],
+                                seed=data[self.seed], compare=data[self.compare])
+
+    @property
+    def inputs(self) -> set:
+        return {self.preset, self.drafter, self.k, self.adaptive, self.temperature, self.top_p, self.top_k,
+                self.max_new, self.seed, self.compare}
+
+
+@dataclass
+class Results:
+    stats: gr.HTML
+    race: gr.HTML
+    replay: gr.Button
+    plots: dict[str, gr.Plot]  # element id -> plot
+
+
+@dataclass
+class ChatTab:
+    panel: ChatPanel
+    controls: Controls
+    results: Results
+    messages: gr.State  # the chat as shown (HTML), which the chatbot displays
+    turns: gr.State  # the conversation as plain text, for chat templates
+    race_html: gr.State  # the last race replay, for the Replay button
+
+    @property
+    def outputs(self) -> list:
+        """Everything a chat request may change; the chatbot first (the /chat API's first output)."""
+        r = self.results
+        return [self.panel.chat, self.messages, self.turns, r.stats, *r.plots.values(), r.race, self.race_html,
+                r.replay]
+
+
+def _chat_panel() -> ChatPanel:
+    gr.HTML(render.legend_html(), elem_id="legend")
+    chat = gr.Chatbot(elem_id="chat", label="Conversation", show_label=False, height=460, render_markdown=False,
+                      latex_delimiters=[], feedback_options=None, sanitize_html=True,
+                      placeholder="The reply streams here, each token coloured by where it came from.")
+    prompt = gr.Textbox(elem_id="prompt", label="Prompt", lines=4, max_lines=12,
+                        placeholder="Type a prompt; base models continue it (Python code suits the bundled pair).")
+    with gr.Row():
+        send = gr.Button("Send", elem_id="send", variant="primary")
+        stop = gr.Button("Stop", elem_id="stop", variant="stop")
+        clear = gr.Button("Clear", elem_id="clear")
+    gr.Examples(EXAMPLES, inputs=[prompt], label="Example prompts")
+    return ChatPanel(chat, prompt, send, stop, clear)
+
+
+def _controls(config) -> Controls:
+    default = config.get(None)
+    return Controls(
+        preset=gr.Dropdown(config.names, value=default.name, label="Preset (models.yaml)", elem_id="preset"),
+        about=gr.Markdown(_about(default), elem_id="preset-info"),
+        drafter=gr.Radio(list(DRAFTER_CHOICES), value=LABELS[default.drafter], label="Drafter", elem_id="drafter"),
+        k=gr.Slider(1, MAX_DRAFT_TOKENS, value=default.num_draft_tokens, step=1, label="K (draft tokens per round)",
+                    elem_id="num-draft-tokens"),
+        adaptive=gr.Checkbox(False, label="Adaptive K", elem_id="adaptive-k"),
+        temperature=gr.Slider(0.0, 2.0, value=0.0, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature"),
+        top_p=gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p", elem_id="top-p"),
+        top_k=gr.Number(0, label="Top-k (0 = off)", precision=0, minimum=0, elem_id="top-k"),
+        max_new=gr.Slider(8, 512, value=128, step=8, label="Max new tokens", elem_id="max-new-tokens"),
+        seed=gr.Number(0, label="Seed (-1 = random)", precision=0, elem_id="seed"),
+        compare=gr.Checkbox(False, label="Compare with plain decoding", elem_id="compare"),
+        show_rejected=gr.Checkbox(False, label="Show rejected drafts (struck through)", elem_id="show-rejected"))
+
+
+def _results() -> Results:
+    stats_line = gr.HTML(stats.stats_html(None), elem_id="stats")
+    with gr.Row():
+        race = gr.HTML("", elem_id="race")
+    replay = gr.Button("Replay race", elem_id="replay", size="sm", visible=False)
+    plots = {}
+    for row in (("chart-speed", "chart-acceptance"), ("chart-tokens-per-round", "chart-position")):
+        with gr.Row():
+            for elem_id, figure in ((e, charts.all_figures()[e]) for e in row):
+                plots[elem_id] = gr.Plot(figure, elem_id=elem_id, show_label=False)
+    return Results(stats_line, race, replay, plots)
+
+
+def chat_tab(config) -> ChatTab:
+    """The Chat tab's components, inside the current `gr.Blocks`."""
+    with gr.Tab("Chat", id="chat-tab", elem_id="chat-tab"):
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3, min_width=420):
+                panel = _chat_panel()
+            with gr.Column(scale=1, min_width=280):
+                controls = _controls(config)
+        results = _results()
+        return ChatTab(panel, controls, results, messages=gr.State([]), turns=gr.State([]), race_html=gr.State(""))
 
 
 def build(config, *, cache: PairCache | None = None, preload: bool = True) -> gr.Blocks:
     """The whole app for a parsed models.yaml. `preload` loads the default pair in the background."""
-    showcase = Showcase(config, cache or PairCache())
-    stops: dict[str, threading.Event] = {}
-    default = config.get(None)
+    app = App(Showcase(config, cache or PairCache()))
     if preload:
-        threading.Thread(target=_preload, args=(showcase, default), daemon=True, name="specui-preload").start()
-
+        threading.Thread(target=_preload, args=(app.showcase, config.get(None)), daemon=True,
+                         name="specui-preload").start()
     with gr.Blocks(title=TITLE) as demo:
         gr.Markdown(f"# {TITLE}\n{INTRO}", elem_id="intro")
         with gr.Tabs():
-            with gr.Tab("Chat", id="chat-tab", elem_id="chat-tab"):
-                with gr.Row(equal_height=False):
-                    with gr.Column(scale=3, min_width=420):
-                        gr.HTML(render.legend_html(), elem_id="legend")
-                        chat = gr.Chatbot(elem_id="chat", label="Conversation", show_label=False, height=460,
-                                          render_markdown=False, latex_delimiters=[], feedback_options=None,
-                                          sanitize_html=True,
-                                          placeholder="The reply streams here, each token coloured by where it came from.")
-                        prompt = gr.Textbox(elem_id="prompt", label="Prompt", lines=4, max_lines=12,
-                                            placeholder="Type a prompt; base models continue it "
-                                                        "(Python code suits the bundled pair).")
-                        with gr.Row():
-                            send = gr.Button("Send", elem_id="send", variant="primary")
-                            stop = gr.Button("Stop", elem_id="stop", variant="stop")
-                            clear = gr.Button("Clear", elem_id="clear")
-                        gr.Examples(EXAMPLES, inputs=[prompt], label="Example prompts")
-                    with gr.Column(scale=1, min_width=280):
-                        preset = gr.Dropdown(config.names, value=default.name, label="Preset (models.yaml)", elem_id="preset")
-                        about = gr.Markdown(_about(default), elem_id="preset-info")
-                        drafter = gr.Radio(list(DRAFTER_CHOICES), value=_choice(default), label="Drafter", elem_id="drafter")
-                        k = gr.Slider(1, MAX_DRAFT_TOKENS, value=default.num_draft_tokens, step=1, label="K (draft tokens per round)",
-                                      elem_id="num-draft-tokens")
-                        adaptive = gr.Checkbox(False, label="Adaptive K", elem_id="adaptive-k")
-                        temperature = gr.Slider(0.0, 2.0, value=0.0, step=0.05, label="Temperature (0 = greedy)",
-                                                elem_id="temperature")
-                        top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p", elem_id="top-p")
-                        top_k = gr.Number(0, label="Top-k (0 = off)", precision=0, minimum=0, elem_id="top-k")
-                        max_new = gr.Slider(8, 512, value=128, step=8, label="Max new tokens", elem_id="max-new-tokens")
-                        seed = gr.Number(0, label="Seed (-1 = random)", precision=0, elem_id="seed")
-                        compare = gr.Checkbox(False, label="Compare with plain decoding", elem_id="compare")
-                        show_rejected = gr.Checkbox(False, label="Show rejected drafts (struck through)",
-                                                    elem_id="show-rejected")
-                stats_line = gr.HTML(stats.stats_html(None), elem_id="stats")
-                with gr.Row():
-                    race = gr.HTML("", elem_id="race")
-                replay = gr.Button("Replay race", elem_id="replay", size="sm", visible=False)
-                figures = charts.all_figures()
-                with gr.Row():
-                    speed = gr.Plot(figures["chart-speed"], elem_id="chart-speed", show_label=False)
-                    acceptance = gr.Plot(figures["chart-acceptance"], elem_id="chart-acceptance", show_label=False)
-                with gr.Row():
-                    per_round = gr.Plot(figures["chart-tokens-per-round"], elem_id="chart-tokens-per-round", show_label=False)
-                    position = gr.Plot(figures["chart-position"], elem_id="chart-position", show_label=False)
-                messages = gr.State([])  # the chat as shown (HTML), which the chatbot displays
-                turns = gr.State([])  # the conversation as plain text, for chat templates
-                race_html = gr.State("")
-                plots = [speed, acceptance, per_round, position]
-            teaching_tab(showcase, concurrency_id=ENGINE_GROUP)  # the Teach tab: step-through, theory, experiments
-
-        def respond(text, shown, history, preset_name, drafter_label, k_value, adaptive_on, temp, p_top, k_top,
-                    new_tokens, seed_value, compare_on, request: gr.Request):
-            key = request.session_hash if request is not None else ""
-            stops[key] = halt = threading.Event()
-            shown = [*shown, {"role": "user", "content": render.render_prompt(text or "")},
-                     {"role": "assistant", "content": render.render_note("…")}]
-            try:
-                settings = Settings.from_ui(preset=preset_name, drafter=drafter_label, num_draft_tokens=k_value,
-                                            adaptive=adaptive_on, temperature=temp, top_p=p_top, top_k=k_top,
-                                            max_new_tokens=new_tokens, seed=seed_value, compare=compare_on)
-            except SettingsError as e:
-                shown[-1] = {"role": "assistant", "content": render.render_error(str(e))}
-                gr.Warning(str(e))
-                yield shown, shown, history, stats.stats_html(None, status="Error"), *[gr.skip()] * 7
-                return
-            run, first, last_figs = None, True, [gr.skip()] * 4
-            try:
-                for frame, run in decode(showcase, text, settings, history=history, stop=halt):
-                    shown[-1] = {"role": "assistant", "content": frame.message}
-                    if frame.error:
-                        gr.Warning(frame.error)
-                    if frame.figures:
-                        last_figs = [frame.figures[p.elem_id] for p in plots]
-                    figs = last_figs if frame.figures else [gr.skip()] * 4
-                    if frame.race is not None:  # the race replay, once both runs are done
-                        race_out = (frame.race, frame.race, gr.update(visible=True))
-                    elif first:  # a new run hides the last one's race
-                        race_out = ("", "", gr.update(visible=False))
-                    else:
-                        race_out = (gr.skip(), gr.skip(), gr.skip())
-                    first = False
-                    yield shown, shown, history, frame.stats, *figs, *race_out
-            except Exception as e:  # a bug of ours: still a message, never a traceback, and the app serves on
-                log.exception("the request failed")
-                message = f"Something went wrong: {type(e).__name__}: {e}"
-                shown[-1] = {"role": "assistant", "content": render.render_error(message)}
-                yield shown, shown, history, stats.stats_html(None, status="Error"), *[gr.skip()] * 7
-                return
-            finally:
-                stops.pop(key, None)
-            if run is not None and run.error is None:
-                history = [*history, {"role": "user", "content": text}, {"role": "assistant", "content": run.spec_text}]
-                # the final charts again: a streaming client may have skipped the frame that carried them
-                yield shown, shown, history, gr.skip(), *last_figs, *[gr.skip()] * 3
-
-        inputs = [prompt, messages, turns, preset, drafter, k, adaptive, temperature, top_p, top_k, max_new, seed,
-                  compare]
-        outputs = [chat, messages, turns, stats_line, *plots, race, race_html, replay]
-        queued = {"concurrency_id": ENGINE_GROUP, "concurrency_limit": 1, "show_progress": "hidden"}
-        send.click(respond, inputs, outputs, api_name="chat", api_visibility="undocumented", **queued)
-        prompt.submit(respond, inputs, outputs, api_visibility="private", **queued)
-
-        def halt_current(request: gr.Request):
-            event = stops.get(request.session_hash if request is not None else "")
-            if event is not None:
-                event.set()
-
-        stop.click(halt_current, None, None, queue=False, api_visibility="private")
-
-        def clear_all():
-            empty = charts.all_figures()
-            return ([], [], [], stats.stats_html(None), *[empty[p.elem_id] for p in plots], "", "",
-                    gr.update(visible=False))
-
-        clear.click(clear_all, None, outputs, queue=False, api_visibility="private")
-
-        def replay_race(html_now):
-            if not html_now:
-                return gr.skip()
-            replay_race.count += 1  # a new nonce: the HTML changes, so the browser restarts the animation
-            return html_now.replace('data-nonce="', f'data-nonce="{replay_race.count}-', 1)
-
-        replay_race.count = 0
-        replay.click(replay_race, [race_html], [race], queue=False, api_visibility="private")
-
-        def on_preset(name):
-            try:
-                chosen = config.get(name)
-            except ValueError as e:
-                return gr.skip(), gr.skip(), f"⚠ {e}"
-            return gr.update(value=chosen.num_draft_tokens), gr.update(value=_choice(chosen)), _about(chosen)
-
-        preset.change(on_preset, [preset], [k, drafter, about], queue=False, api_visibility="private")
-        show_rejected.change(lambda on: gr.update(elem_classes=["show-rejected"] if on else []), [show_rejected],
-                             [chat], queue=False, api_visibility="private")
-
-        def generate(prompt: str, preset: str = default.name, drafter: str = "model",
-                     num_draft_tokens: int = default.num_draft_tokens, adaptive: bool = False,
-                     temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, max_new_tokens: int = 64,
-                     seed: int = 0, compare: bool = False) -> dict:
-            """Decode `prompt` speculatively (and plainly too with compare=True); returns the text, every
-            token with its kind, p, q and acceptance probability, the stats and, with compare, the speedup
-            and (greedy) whether both outputs are identical."""
-            try:
-                settings = Settings.from_ui(preset=preset, drafter=drafter, num_draft_tokens=num_draft_tokens,
-                                            adaptive=adaptive, temperature=temperature, top_p=top_p, top_k=top_k,
-                                            max_new_tokens=max_new_tokens, seed=seed, compare=compare)
-            except SettingsError as e:
-                raise gr.Error(str(e)) from None
-            frame = run = None
-            for frame, run in decode(showcase, prompt, settings):
-                pass
-            if frame.error:
-                raise gr.Error(frame.error)
-            return run.as_dict()
-
-        gr.api(generate, api_name="generate", concurrency_id=ENGINE_GROUP, concurrency_limit=1)
+            ui = chat_tab(config)
+            teaching_tab(app.showcase, concurrency_id=ENGINE_GROUP)  # step-through, theory, experiments
+        _wire(ui, app)
+        gr.api(generate_endpoint(app.showcase), api_name="generate", concurrency_id=ENGINE_GROUP,
+               concurrency_limit=1)
     demo.queue(default_concurrency_limit=4)
     return demo
+
+
+def _wire(ui: ChatTab, app: App) -> None:
+    p, c, r = ui.panel, ui.controls, ui.results
+
+    def send(data: dict, request: gr.Request):  # gradio injects the request by its annotation
+        yield from respond(app, ui, data, request)
+
+    def halt(request: gr.Request):
+        app.stops.set(_session(request))
+
+    inputs = {p.prompt, ui.messages, ui.turns} | c.inputs
+    queued = {"concurrency_id": ENGINE_GROUP, "concurrency_limit": 1, "show_progress": "hidden"}
+    p.send.click(send, inputs, ui.outputs, api_name="chat", api_visibility="undocumented", **queued)
+    p.prompt.submit(send, inputs, ui.outputs, api_visibility="private", **queued)
+    p.stop.click(halt, None, None, **QUIET)
+    p.clear.click(lambda: clear(ui), None, ui.outputs, **QUIET)
+    r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)
+    c.preset.change(lambda name: on_preset(app.showcase.config, c, name), [c.preset], [c.k, c.drafter, c.about],
+                    **QUIET)
+    c.show_rejected.change(lambda on: gr.update(elem_classes=["show-rejected"] if on else []), [c.show_rejected],
+                           [p.chat], **QUIET)
+
+
+# -- handlers ------------------------------------------------------------------------------------------
+
+
+def _session(request: gr.Request | None) -> str:
+    return request.session_hash if request is not None else ""
+
+
+def respond(app: App, ui: ChatTab, data: dict, request: gr.Request | None = None):
+    """Stream one chat request: yields dicts of the outputs that changed (the rest stay as they are)."""
+    r, chat = ui.results, ui.panel.chat
+    text, history = data[ui.panel.prompt], data[ui.turns]
+    shown = [*data[ui.messages], {"role": "user", "content": render.render_prompt(text or "")},
+             {"role": "assistant", "content": render.render_note("…")}]
+
+    def page(message: str, changes: dict) -> dict:
+        shown[-1] = {"role": "assistant", "content": message}
+        return {chat: shown, ui.messages: shown, ui.turns: history, **changes}
+
+    try:
+        settings = ui.controls.settings(data)
+    except SettingsError as e:
+        gr.Warning(str(e))
+        yield page(render.render_error(str(e)), {r.stats: stats.stats_html(None, status="Error")})
+        return
+    key = _session(request)
+    halt = app.stops.start(key)
+    run, figures, hidden = None, {}, False
+    try:
+        for frame, run in decode(app.showcase, text, settings, history=history, stop=halt):
+            if frame.error:
+                gr.Warning(frame.error)
+            changes = {r.stats: frame.stats}
+            if frame.figures:
+                figures = {r.plots[elem_id]: figure for elem_id, figure in frame.figures.items()}
+                changes.update(figures)
+            if frame.race is not None:  # the race replay, once both runs are done
+                changes.update({r.race: frame.race, ui.race_html: frame.race, r.replay: gr.update(visible=True)})
+            elif not hidden:  # a new run hides the last one's race
+                changes.update({r.race: "", ui.race_html: "", r.replay: gr.update(visible=False)})
+            hidden = True
+            yield page(frame.message, changes)
+    except Exception as e:  # a bug of ours: still a message, never a traceback, and the app serves on
+        log.exception("the request failed")
+        message = f"Something went wrong: {type(e).__name__}: {e}"
+        yield page(render.render_error(message), {r.stats: stats.stats_html(None, status="Error")})
+        return
+    finally:
+        app.stops.end(key, halt)
+    if run is not None and run.error is None:
+        history = [*history, {"role": "user", "content": text}, {"role": "assistant", "content": run.spec_text}]
+        # the final charts again: a streaming client may have skipped the frame that carried them
+        yield page(shown[-1]["content"], figures)
+
+
+def clear(ui: ChatTab) -> dict:
+    r, empty = ui.results, charts.all_figures()
+    return {ui.panel.chat: [], ui.messages: [], ui.turns: [], r.stats: stats.stats_html(None), r.race: "",
+            ui.race_html: "", r.replay: gr.update(visible=False),
+            **{plot: empty[elem_id] for elem_id, plot in r.plots.items()}}
+
+
+def replay(ui: ChatTab, html_now: str):
+    """The race again: a fresh nonce changes the HTML, so the browser restarts the animation."""
+    if not html_now:
+        return gr.skip()
+    return html_now.replace('data-nonce="', f'data-nonce="{time.monotonic_ns()}-', 1)
+
+
+def on_preset(config, c: Controls, name: str) -> dict:
+    try:
+        chosen = config.get(name)
+    except ValueError as e:
+        return {c.about: f"⚠ {e}"}
+    return {c.k: gr.update(value=chosen.num_draft_tokens), c.drafter: gr.update(value=LABELS[chosen.drafter]),
+            c.about: _about(chosen)}
+
+
+def generate_endpoint(showcase: Showcase):
+    """The `/generate` API function: its parameters (names, defaults) are the API's."""
+    default = showcase.config.get(None)
+
+    def generate(prompt: str, preset: str = default.name, drafter: str = "model",
+                 num_draft_tokens: int = default.num_draft_tokens, adaptive: bool = False,
+                 temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, max_new_tokens: int = 64,
+                 seed: int = 0, compare: bool = False) -> dict:
+        """Decode `prompt` speculatively (and plainly too with compare=True); returns the text, every
+        token with its kind, p, q and acceptance probability, the stats and, with compare, the speedup
+        and (greedy) whether both outputs are identical."""
+        try:
+            settings = Settings.from_ui(preset=preset, drafter=drafter, num_draft_tokens=num_draft_tokens,
+                                        adaptive=adaptive, temperature=temperature, top_p=top_p, top_k=top_k,
+                                        max_new_tokens=max_new_tokens, seed=seed, compare=compare)
+        except SettingsError as e:
+            raise gr.Error(str(e)) from None
+        frame = run = None
+        for frame, run in decode(showcase, prompt, settings):
+            pass
+        if frame.error:
+            raise gr.Error(frame.error)
+        return run.as_dict()
+
+    return generate
 
 
 def _about(preset) -> str:

@@ -23,7 +23,7 @@ from specui.engine import SpeculativeEngine
 from specui.events import GenerationResult, Kind
 from specui.loading import LoadError
 from specui.spaces import gpu
-from specui.text import TokenText
+from specui.text import TokenText, fmt
 from specui.ui import charts, render, stats
 from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError  # noqa: F401 - the request's types
 
@@ -114,6 +114,7 @@ class Showcase:
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self._warm: list[weakref.ref] = []  # the pairs that have run once (weak: an evicted pair goes)
+        self.calls = GpuCalls(self)  # requests under ZeroGPU (a plain call elsewhere)
 
     def lock(self, preset_name: str) -> threading.Lock:
         with self._guard:
@@ -268,9 +269,9 @@ class Showcase:
                     first_difference=runstats.first_difference(run.spec.token_ids, run.plain.token_ids))
             spec_title, plain_title = "speculative", "plain (target alone)"
             if spec_stats and run.phase != "speculative":
-                spec_title += f" · {spec_stats.tokens_per_s:.1f} tokens/s"
+                spec_title += f" · {fmt(spec_stats.tokens_per_s, '.1f')} tokens/s"
             if plain_stats and final:
-                plain_title += f" · {plain_stats.tokens_per_s:.1f} tokens/s"
+                plain_title += f" · {fmt(plain_stats.tokens_per_s, '.1f')} tokens/s"
             message = render.render_reply(run.spec_views, plain=run.plain_views, spec_title=spec_title,
                                           plain_title=plain_title, note=note, verdict=verdict, streaming=streaming)
         else:
@@ -284,31 +285,39 @@ class Showcase:
     @staticmethod
     def race(run: Run, nonce: int = 0) -> str:
         spec_s, plain_s = runstats.engine_seconds(run.spec), runstats.engine_seconds(run.plain)
-        return render.render_race([(f"speculative · {spec_s:.2f} s", run.spec_views, spec_s),
-                                   (f"plain · {plain_s:.2f} s", run.plain_views, plain_s)], nonce=nonce)
+        return render.render_race([(f"speculative · {fmt(spec_s, '.2f')} s", run.spec_views, spec_s),
+                                   (f"plain · {fmt(plain_s, '.2f')} s", run.plain_views, plain_s)], nonce=nonce)
 
 
 def decode(showcase: Showcase, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
            stop: threading.Event | None = None) -> Iterator[tuple[Frame, Run]]:
-    """`showcase.run` under one ZeroGPU allocation when the app runs on a ZeroGPU Space (a plain call
-    elsewhere): the speculative run and, in compare mode, the plain run are timed inside the same call.
+    """`showcase.run` under one ZeroGPU allocation (see `GpuCalls`)."""
+    return showcase.calls.decode(prompt, settings, history=history, stop=stop)
+
+
+class GpuCalls:
+    """A showcase's runs, each under one ZeroGPU allocation when the app runs on a ZeroGPU Space (a plain
+    call elsewhere): the speculative run and, in compare mode, the plain run are timed inside the same call.
 
     ZeroGPU pickles a call's arguments and results, and a showcase (models, locks) or an Event does not
-    pickle: they stay in this process's `_LIVE` table and the call carries their key.
+    pickle: they stay in this object (`live`, key -> stop event of the calls in flight) and the decorated
+    call (`on_gpu`) carries only the key and plain data.
     """
-    key = next(_KEYS)
-    _LIVE[key] = (showcase, stop)
-    try:
-        yield from _decode_on_gpu(key, prompt, settings, list(history))
-    finally:
-        _LIVE.pop(key, None)
 
+    def __init__(self, showcase: Showcase, *, duration: int = 180):
+        self.showcase = showcase
+        self.live: dict[int, threading.Event | None] = {}
+        self._keys = itertools.count()
+        self.on_gpu = gpu(duration=duration)(self._serve)
 
-_LIVE: dict[int, tuple] = {}  # key -> (showcase, stop event) of the calls in flight
-_KEYS = itertools.count()
+    def decode(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
+               stop: threading.Event | None = None) -> Iterator[tuple[Frame, Run]]:
+        key = next(self._keys)
+        self.live[key] = stop
+        try:
+            yield from self.on_gpu(key, prompt, settings, list(history))
+        finally:
+            self.live.pop(key, None)
 
-
-@gpu(duration=180)
-def _decode_on_gpu(key: int, prompt: str, settings: Settings, history: list[dict]) -> Iterator[tuple[Frame, Run]]:
-    showcase, stop = _LIVE[key]
-    yield from showcase.run(prompt, settings, history=history, stop=stop)
+    def _serve(self, key: int, prompt: str, settings: Settings, history: list[dict]) -> Iterator[tuple[Frame, Run]]:
+        yield from self.showcase.run(prompt, settings, history=history, stop=self.live[key])

@@ -26,10 +26,10 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
         rate = fmt(spec.acceptance_rate, ".1%")
         items += [("acceptance rate", rate),
                   ("mean accepted length", f"{fmt(spec.mean_accepted_length, '.2f')} tokens/round"),
-                  ("speculative", f"{spec.tokens_per_s:.1f} tokens/s")]
+                  ("speculative", f"{fmt(spec.tokens_per_s, '.1f')} tokens/s")]
         ratio = speedup(spec, plain)
         if plain is not None:
-            items.append(("plain", f"{plain.tokens_per_s:.1f} tokens/s"))
+            items.append(("plain", f"{fmt(plain.tokens_per_s, '.1f')} tokens/s"))
         items.append(("speedup", fmt(ratio, ".2f×")))
         theory = spec.theory
         if theory is not None:
@@ -37,7 +37,7 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
                                                  f"K={theory.k}, c={fmt(theory.c, '.2f')})"))
         else:
             items.append(("theoretical speedup", "–"))
-        items.append(("tokens", f"{spec.tokens} in {spec.rounds} rounds, {spec.seconds:.2f} s"))
+        items.append(("tokens", f"{spec.tokens} in {spec.rounds} rounds, {fmt(spec.seconds, '.2f')} s"))
     body = "".join(f'<span class="stat" title="{html.escape(HINTS.get(k, k))}"><span class="stat-name">{html.escape(k)}'
                    f'</span> <span class="stat-value">{html.escape(v)}</span></span>' for k, v in items)
     head = f'<span class="stat-status">{html.escape(status)}</span>' if status else ""

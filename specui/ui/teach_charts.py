@@ -55,7 +55,8 @@ def theory_tokens_figure(measured: Measured | None = None, *, ks: Sequence[int] 
             x=[round(measured.alpha, 4)], y=[round(measured.tokens_per_round, 4)], mode="markers", name="measured",
             marker={"color": POINT_COLOUR, "size": 13, "symbol": "diamond", "line": {"color": "white", "width": 1}},
             hovertemplate="measured: α=%{x:.3f}, %{y:.2f} tokens/round<extra></extra>"))
-        title += f"<br><sub>measured α={measured.alpha:.2f}: {measured.tokens_per_round:.2f} tokens/round " \
+        title += f"<br><sub>measured α={fmt(measured.alpha, '.2f')}: " \
+                 f"{fmt(measured.tokens_per_round, '.2f')} tokens/round " \
                  f"(theory at K={measured.k}: {fmt(measured.theory_tokens_per_round, '.2f')})</sub>"
     fig = _layout(fig, title=title, x="α (chance the target accepts a draft token)", y="tokens per round")
     fig.update_xaxes(range=[0, 1.0])
@@ -81,7 +82,7 @@ def theory_speedup_figure(measured: Measured | None = None, *, ks: Sequence[int]
                                  line={"color": K_COLOURS.get(k, THEORY_COLOUR), "width": 3 if mine else 1.5,
                                        "dash": "solid" if mine else "dot"}))
     fig.add_hline(y=1.0, line={"color": PLAIN_COLOUR, "dash": "dash", "width": 1})
-    title = f"Speedup = (1 − α^(K+1)) / ((1 − α)(Kc + 1)), c = {c:.3f}"
+    title = f"Speedup = (1 − α^(K+1)) / ((1 − α)(Kc + 1)), c = {fmt(c, '.3f')}"
     if measured is not None and measured.alpha is not None:
         if measured.speedup is not None:
             fig.add_trace(go.Scatter(
@@ -94,9 +95,11 @@ def theory_speedup_figure(measured: Measured | None = None, *, ks: Sequence[int]
                 x=[round(measured.alpha, 4)], y=[round(measured.best_k_speedup, 4)], mode="markers",
                 name=f"best K = {best}", marker={"color": BEST_COLOUR, "size": 14, "symbol": "star"},
                 hovertemplate=f"best K={best}: theory %{{y:.2f}}×<extra></extra>"))
-            measured_part = f"measured {measured.speedup:.2f}×, " if measured.speedup is not None else ""
-            title += (f"<br><sub>α={measured.alpha:.2f}, c={c:.3f}: {measured_part}theory at K={measured.k} "
-                      f"{fmt(measured.theory_speedup, '.2f×')}, best K={best} ({measured.best_k_speedup:.2f}×)</sub>")
+            measured_part = f"measured {fmt(measured.speedup, '.2f×')}, " if measured.speedup is not None else ""
+            title += (f"<br><sub>α={fmt(measured.alpha, '.2f')}, c={fmt(c, '.3f')}: "
+                      f"{measured_part}theory at K={measured.k} "
+                      f"{fmt(measured.theory_speedup, '.2f×')}, "
+                      f"best K={best} ({fmt(measured.best_k_speedup, '.2f×')})</sub>")
     else:
         title += "<br><sub>c is a placeholder until a run is measured</sub>"
     fig = _layout(fig, title=title, x="α (chance the target accepts a draft token)", y="speedup over plain decoding")
@@ -143,11 +146,12 @@ def k_sweep_figure(points: Sequence[Point] = ()) -> go.Figure:
         if alpha is not None and c is not None:
             ks = list(range(1, max(8, pts[-1].k) + 1))
             fig.add_trace(go.Scatter(x=ks, y=[round(metrics.theoretical_speedup(alpha, k, c), 4) for k in ks],
-                                     mode="lines+markers", name=f"theory (α={alpha:.2f}, c={c:.3f})",
+                                     mode="lines+markers", name=f"theory (α={fmt(alpha, '.2f')}, c={fmt(c, '.3f')})",
                                      line={"color": THEORY_COLOUR, "width": 2, "dash": "dot"}))
             best = metrics.best_k(alpha, c)
             measured_best = max(pts, key=lambda p: p.speedup)
-            title += f"<br><sub>best K: theory {best}, measured {measured_best.k} ({measured_best.speedup:.2f}×)</sub>"
+            title += (f"<br><sub>best K: theory {best}, measured {measured_best.k} "
+                      f"({fmt(measured_best.speedup, '.2f×')})</sub>")
         fig.add_hline(y=1.0, line={"color": PLAIN_COLOUR, "dash": "dash", "width": 1})
     fig = _layout(fig, title=title, x="K (draft tokens per round)", y="speedup over plain decoding")
     fig.update_xaxes(dtick=1)

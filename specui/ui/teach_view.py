@@ -72,7 +72,7 @@ def render_step(run: lesson.TeachingRun | None, index: int) -> str:
         keep = max(0, CONTEXT_CHARS - len(generated))
         shown_prompt = "…" + prompt_text[len(prompt_text) - keep:] if keep else "…"
         generated = generated[-CONTEXT_CHARS:]
-    mode = "greedy" if step.greedy else f"sampling, temperature {run.decode.temperature:g}"
+    mode = "greedy" if step.greedy else f"sampling, temperature {fmt(run.decode.temperature, 'g')}"
     head = (f'<div class="teach-head">Round <span class="teach-round">'
             f'{index + 1}</span> of {len(run.steps)} · K = {step.num_draft_tokens} · {escape_text(mode)}</div>')
     context = (f'<div class="teach-label">Context (prompt in grey, then the '

@@ -30,6 +30,7 @@ import gradio as gr
 from specui import lesson
 from specui.drafters import LABELS, MODEL, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
+from specui.text import fmt
 from specui.ui import teach_charts
 from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError
 from specui.ui.teach_view import (DEFAULT_PROMPT, DRAFTERS_HELP, INTRO, STEP_HELP, SWEEP_HELP, SWEEP_KS, TEMP_HELP,
@@ -342,7 +343,7 @@ def drafters(state: TeachState, ui: TeachTab, data: dict):
             state.weak_drafts.clear()
             state.weak_drafts[key] = lesson.weakened_draft(p.pair.draft, noise=noise, seed=p.settings.seed)
         choices += [lesson.DrafterChoice(LABELS[MODEL], p.engine, MODEL),
-                    lesson.DrafterChoice(f"draft + noise {noise:g}",
+                    lesson.DrafterChoice(f"draft + noise {fmt(noise, 'g')}",
                                          SpeculativeEngine(p.pair.target, state.weak_drafts[key]), MODEL)]
     choices.append(lesson.DrafterChoice(LABELS[PROMPT_LOOKUP], p.engine, PROMPT_LOOKUP))
     points = []

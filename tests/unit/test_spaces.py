@@ -1,13 +1,12 @@
 """Spaces deployment: README front matter agrees with requirements.txt; ZeroGPU is optional."""
 
 import re
-from pathlib import Path
 
 import yaml
 
 from specui import spaces
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
 
 
 def front_matter() -> dict:

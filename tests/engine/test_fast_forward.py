@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from specui.kv import CachedLM, DecoderStack
-from tests.conftest import make_model
+from tests.helpers import make_model
 
 
 def _walk(lm: CachedLM, seq: list[int]) -> torch.Tensor:

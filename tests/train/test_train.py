@@ -9,6 +9,8 @@ import json
 import pytest
 from safetensors import safe_open
 
+pytestmark = pytest.mark.slow  # trains a toy pair end to end
+
 TOY = ["--vocab-size", "512", "--max-positions", "512", "--seq-len", "64", "--batch-size", "2",
        "--target-layers", "2", "--target-width", "32", "--target-heads", "2", "--target-ffn", "64",
        "--draft-layers", "1", "--draft-width", "32", "--draft-heads", "2", "--draft-ffn", "64",

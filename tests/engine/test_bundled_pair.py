@@ -11,7 +11,9 @@ import torch
 
 from specui import corpus
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets"
+from tests.helpers import ROOT
+
+ASSETS = ROOT / "assets"
 TARGET = ASSETS / "specui-target"
 DRAFT = ASSETS / "specui-draft"
 CODE = 'class Point:\n    """A point."""\n\n    def __init__(self, x, y=0):\n\tself.x = x  # tab\n        return f"{x!r}\\n"\n\n\n'

@@ -6,7 +6,7 @@ import torch
 from specui import SpeculativeEngine
 from specui.loading import LoadError, PairCache, load_pair
 from specui.presets import load_config
-from tests.conftest import char_tokenizer, noisy_copy, make_model, save_tiny_model
+from tests.helpers import char_tokenizer, noisy_copy, make_model, save_tiny_model
 
 
 @pytest.fixture(scope="module")

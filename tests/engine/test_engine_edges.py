@@ -9,7 +9,7 @@ from specui import SpeculativeEngine
 from specui.drafters import Draft
 from specui.engine import ContextLengthError
 from specui.kv import CachedLM
-from tests.conftest import make_model, random_prompts
+from tests.helpers import make_model, random_prompts
 
 PROMPT = [4, 8, 15, 16, 23, 42]
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from specui import SpeculativeEngine
-from tests.conftest import make_model, noisy_copy, random_prompts
+from tests.helpers import make_model, noisy_copy, random_prompts
 
 NEW_TOKENS = 20
 

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_model
+from tests.helpers import ROOT, make_model
 
-ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "assets" / "specui-target" / "config.json"
 
 NUMBERS = ("plain_tokens_per_s", "speculative_tokens_per_s", "hf_assisted_tokens_per_s", "hf_plain_tokens_per_s",
@@ -26,7 +25,7 @@ NUMBERS = ("plain_tokens_per_s", "speculative_tokens_per_s", "hf_assisted_tokens
 def _tiny_pair_config(folder: Path) -> Path:
     """A random-init Llama target, a noisy copy as its draft, a 300-token BPE tokenizer, and a models.yaml."""
     from specui.train import train_tokenizer
-    from tests.conftest import noisy_copy
+    from tests.helpers import noisy_copy
 
     text = Path(json.__file__).read_text(encoding="utf-8")  # any Python source will do
     tokenizer = train_tokenizer([text], vocab_size=300, max_positions=256)
@@ -64,6 +63,7 @@ def _run(args: list[str], tmp_path: Path) -> tuple[dict, str]:
     return json.loads(out.read_text(encoding="utf-8")), done.stdout
 
 
+@pytest.mark.slow
 def test_bench_greedy_json(bench_config, tmp_path):
     report, stdout = _run(bench_config, tmp_path)
     for key in NUMBERS:
@@ -81,6 +81,7 @@ def test_bench_greedy_json(bench_config, tmp_path):
     assert "tokens/s" in stdout and "speculative" in stdout
 
 
+@pytest.mark.slow
 def test_bench_sampled_json(bench_config, tmp_path):
     report, _ = _run([*bench_config, "--temperature", "0.8", "--num-draft-tokens", "2"], tmp_path)
     assert report["temperature"] == 0.8 and report["num_draft_tokens"] == 2
@@ -96,3 +97,30 @@ def test_bench_rejects_bad_prompts_file(bench_config, tmp_path):
                           check=False, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
     assert "bad.jsonl:1" in done.stderr
+
+
+def test_the_model_cards_speedup_comes_from_the_benchmarks_harness(monkeypatch):
+    """`specui.train.evaluate.measure_speedup` is `specui.bench.run.k_speedups`: the same interleaved arms
+    and per-prompt medians as the benchmark, one arm per K plus plain."""
+    from specui.bench import run as bench_run
+    from specui.train import evaluate
+    from tests.helpers import noisy_copy
+
+    target = make_model("llama", layers=2, seed=0)
+    draft = noisy_copy(target, noise=0.2, seed=1)
+    calls = []
+    real = bench_run.Methods.run
+
+    def counted(self, method, prompt, seed, *, k=None):
+        calls.append((method, k))
+        return real(self, method, prompt, seed, k=k)
+
+    monkeypatch.setattr(bench_run.Methods, "run", counted)
+    report = evaluate.measure_speedup(target, draft, [[1, 2, 3, 1, 2], [4, 5, 6]], ks=(1, 3), new_tokens=5)
+    assert set(report["speedup"]) == {1, 3} and report["best_k"] in (1, 3)
+    assert report["best_speedup"] == max(report["speedup"].values())
+    assert all(v > 0 for v in [report["plain_tps"], *report["tps"].values()])
+    assert math.isclose(report["speedup"][3], report["tps"][3] / report["plain_tps"])
+    # 2 prompts x (1 warm-up + 1 timed pass) x 3 arms, interleaved
+    assert calls == [("plain", None), ("speculative", 1), ("speculative", 3)] * 4
+    assert "harness" in report["method"]

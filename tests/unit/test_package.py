@@ -22,3 +22,12 @@ def test_import_without_ui_packages():
     out = subprocess.run([sys.executable, "-c", BLOCKER], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_settings_and_the_drafter_names_import_without_torch():
+    """DecodeSettings and the drafter registry are plain data: importing them loads no torch."""
+    code = ("import sys\nfrom specui.settings import DecodeSettings\nfrom specui.drafters import DRAFTER_NAMES, MODEL\n"
+            "DecodeSettings(drafter=MODEL)\nassert 'torch' not in sys.modules, 'torch was imported'\nprint('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
+
 PACKAGE = ROOT / "specui"
 UI_ONLY = ("gradio", "gradio_client", "plotly")
 

@@ -11,7 +11,9 @@ from dataclasses import replace
 
 import pytest
 
-from tests.ui_fixtures import served_app, ui_config
+from tests.helpers import served_app, ui_config
+
+pytestmark = pytest.mark.slow  # serves the app on the bundled pair
 
 gradio_client = pytest.importorskip("gradio_client")
 INJECTION = "<img src=x onerror=alert(1)>"
@@ -147,18 +149,18 @@ def test_the_zerogpu_call_pickles_its_arguments_and_results(app, monkeypatch):
     from specui.loading import PairCache
     from specui.ui import session
 
-    inner = session._decode_on_gpu
+    showcase, halt = session.Showcase(app[1], PairCache()), threading.Event()
+    inner = showcase.calls.on_gpu
 
     def as_on_zerogpu(*args):
         pickle.dumps(args)
         for item in inner(*args):
             yield pickle.loads(pickle.dumps(item))
 
-    monkeypatch.setattr(session, "_decode_on_gpu", as_on_zerogpu)
-    showcase, halt = session.Showcase(app[1], PairCache()), threading.Event()
+    monkeypatch.setattr(showcase.calls, "on_gpu", as_on_zerogpu)
     settings = session.Settings(max_new_tokens=12, compare=True)
     frames = [frame for frame, _ in session.decode(showcase, PROMPT, settings, history=[{"role": "user", "content": "x"}])]
     assert frames[-1].done and frames[-1].figures and "identical" in frames[-1].message
     for frame, run in session.decode(showcase, PROMPT, replace(settings, max_new_tokens=200), stop=halt):
         halt.set()  # the event itself stayed in this process, and still stops the run
-    assert run.phase == "stopped" and not session._LIVE
+    assert run.phase == "stopped" and not showcase.calls.live

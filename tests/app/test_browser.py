@@ -7,31 +7,16 @@ sees it as text (no element, no dialog). Under CI=true a missing browser is a fa
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from tools.screenshot import chromium_path, launch_chromium, run_prompt, set_number
-from tests.ui_fixtures import served_app, ui_config
+from tests.helpers import require_browser, served_app, ui_config
+from tools.screenshot import launch_chromium, run_prompt, set_number
 
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
+
 INJECTION = "<img src=x onerror=alert(1)>"
 PROMPT = "import os\nimport sys\n\n\ndef main(argv):\n"
 EMITTED = "#chat .tok-accepted, #chat .tok-resampled, #chat .tok-bonus"
-
-
-def _require_browser():
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        if IN_CI:
-            pytest.fail("CI=true but the Python package playwright is not installed (pip install playwright)")
-        pytest.skip("the Python package playwright is not installed (pip install playwright)")
-    if chromium_path() is None:
-        if IN_CI:
-            pytest.fail("CI=true but Chromium is missing at /usr/bin/chromium (apt-get install chromium)")
-        pytest.skip("no browser: Chromium is not at /usr/bin/chromium "
-                    "(apt-get install chromium; never playwright install)")
 
 
 def run_prompt_done(page):
@@ -53,7 +38,7 @@ def choose_preset(page, name):
 
 @pytest.fixture(scope="module")
 def page():
-    _require_browser()
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     config = ui_config(with_broken=True)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import pytest
 
 from tools.screenshot import free_port, launch_chromium, set_number
-from tests.conftest import make_model, noisy_copy, save_tiny_model
-from tests.test_browser import _require_browser
+from tests.helpers import make_model, noisy_copy, require_browser, save_tiny_model
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
 
 PROMPT = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n"
 INJECTION = "<img src=x onerror=alert(1)>"
@@ -22,7 +23,7 @@ MAX_NEW, SEED, K, TEMPERATURE = 16, 3, 4, 0.8
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    _require_browser()
+    require_browser()
     import gradio as gr
 
     from specui.loading import PairCache

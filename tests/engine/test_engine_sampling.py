@@ -16,7 +16,7 @@ from scipy.stats import chisquare
 from specui import SpeculativeEngine
 from specui.sampling import Sampling, logits_to_probs, sample
 from specui.verify import BONUS, RESAMPLED, Verdict
-from tests.conftest import make_model
+from tests.helpers import make_model
 
 VOCAB = 5
 RUNS = 2000
@@ -70,6 +70,7 @@ SETTINGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SETTINGS))
 def test_draft_model_sampling_is_exact(models, name):
     target, draft = models
@@ -78,6 +79,7 @@ def test_draft_model_sampling_is_exact(models, name):
     assert p_value(counts, exact_first_two(target, prompt, Sampling(**SETTINGS[name]))) > 1e-3
 
 
+@pytest.mark.slow
 def test_prompt_lookup_sampling_is_exact(models):
     target, _ = models
     prompt = [1, 2, 3, 1, 2]  # the suffix [1, 2] recurs: lookup proposes [3, 1]
@@ -102,6 +104,7 @@ def resample_from_target(*, target_probs, draft_tokens, draft_probs, generator, 
     return Verdict(k, int(sample(target_probs[k], generator)), BONUS, [], [], None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", [always_accept, resample_from_target])
 def test_broken_rules_are_caught(models, rule):
     class Broken(SpeculativeEngine):

@@ -1,0 +1,146 @@
+"""Helpers the tests import explicitly (`from tests.helpers import ...`); fixtures stay in conftest.py.
+
+Tiny models: `make_model` builds a random-initialised transformers model in-process (no downloads);
+`noisy_copy` makes a draft that agrees with its target often but not always, so rounds see every path
+(all rejected, partly accepted, all accepted). A large initializer range keeps the logits peaked, so
+greedy argmaxes have clear margins and float32 batched vs one-token forwards cannot flip them.
+
+The app: `ui_config` is the bundled pair's config (the UI tests skip, saying why, when it has not been
+built; SPECUI_UI_TEST_CONFIG points them at another models.yaml, whose default preset is used);
+`served_app` serves the real app in this process; `require_browser` checks for playwright and Chromium.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLED_TARGET = ROOT / "assets" / "specui-target" / "config.json"
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def make_config(arch: str, *, vocab_size: int, layers: int, hidden: int = 64, max_positions: int = 512,
+                init_range: float = 0.3):
+    from transformers import GPT2Config, LlamaConfig, Qwen2Config
+
+    if arch == "llama":
+        return LlamaConfig(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
+                           num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                           max_position_embeddings=max_positions, initializer_range=init_range,
+                           bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    if arch == "qwen2":
+        return Qwen2Config(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
+                           num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                           max_position_embeddings=max_positions, initializer_range=init_range,
+                           bos_token_id=None, eos_token_id=None, pad_token_id=None, use_sliding_window=False)
+    if arch == "gpt2":
+        return GPT2Config(vocab_size=vocab_size, n_embd=hidden, n_layer=layers, n_head=4, n_positions=max_positions,
+                          initializer_range=init_range, bos_token_id=None, eos_token_id=None)
+    raise ValueError(arch)
+
+
+def make_model(arch: str = "llama", *, vocab_size: int = 96, layers: int = 3, seed: int = 0, **kw):
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(make_config(arch, vocab_size=vocab_size, layers=layers, **kw))
+    model.generation_config.eos_token_id = None
+    model.generation_config.pad_token_id = None
+    return model.eval()
+
+
+def noisy_copy(model, *, noise: float, seed: int):
+    """A draft that agrees with `model` often but not always."""
+    draft = copy.deepcopy(model)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in draft.parameters():
+            p.add_(torch.randn(p.shape, generator=gen) * noise * p.std().clamp_min(1e-3))
+    return draft
+
+
+def random_prompts(n: int, *, vocab_size: int, seed: int, min_len: int = 2, max_len: int = 24) -> list[list[int]]:
+    """Prompts with some repetition inside, so prompt lookup finds matches."""
+    gen = torch.Generator().manual_seed(seed)
+    prompts = []
+    for _ in range(n):
+        length = int(torch.randint(min_len, max_len + 1, (1,), generator=gen))
+        base = torch.randint(0, vocab_size, (max(1, length // 2),), generator=gen).tolist()
+        prompts.append((base * 3)[:length])
+    return prompts
+
+
+def char_tokenizer(*, reverse: bool = False):
+    """A 96-token character-level tokenizer (printable ASCII + [UNK]) in transformers' fast format."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    chars = [chr(c) for c in range(32, 127)]
+    if reverse:
+        chars = chars[::-1]
+    vocab = {"[UNK]": 0, **{ch: i + 1 for i, ch in enumerate(chars)}}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Split("", behavior="isolated")
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
+
+
+def save_tiny_model(folder, arch: str, *, layers: int, seed: int, tokenizer=None, model=None):
+    """Save a random-initialised model (and its tokenizer) as a complete Hugging Face folder."""
+    model = model if model is not None else make_model(arch, layers=layers, seed=seed)
+    model.save_pretrained(folder)
+    (tokenizer or char_tokenizer()).save_pretrained(folder)
+    return str(folder)
+
+
+def ui_config(*, with_broken: bool = False):
+    """models.yaml for the UI tests; `with_broken` adds a preset whose model folder does not exist."""
+    from specui.presets import Preset, load_config
+
+    override = os.environ.get("SPECUI_UI_TEST_CONFIG")
+    if not override and not BUNDLED_TARGET.exists():
+        pytest.skip(f"the bundled pair is not built ({BUNDLED_TARGET.relative_to(ROOT)} is missing)")
+    config = load_config(override or None)
+    if with_broken:
+        broken = Preset(name="broken", target=str(ROOT / "assets" / "no-such-model"), drafter="prompt_lookup",
+                        description="a preset whose model folder is missing")
+        config = replace(config, presets={**config.presets, "broken": broken})
+    return config
+
+
+@contextlib.contextmanager
+def served_app(config):
+    """The real app, launched in this process on a free port; yields its URL."""
+    from specui.ui.blocks import build, launch
+    from tools.screenshot import free_port
+
+    demo = build(config, preload=False)
+    port = free_port()
+    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        demo.close()
+
+
+def require_browser():
+    """Skip (fail under CI=true) when playwright or Debian's Chromium is missing."""
+    from tools.screenshot import chromium_path
+
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        if IN_CI:
+            pytest.fail("CI=true but the Python package playwright is not installed (pip install playwright)")
+        pytest.skip("the Python package playwright is not installed (pip install playwright)")
+    if chromium_path() is None:
+        if IN_CI:
+            pytest.fail("CI=true but Chromium is missing at /usr/bin/chromium (apt-get install chromium)")
+        pytest.skip("no browser: Chromium is not at /usr/bin/chromium "
+                    "(apt-get install chromium; never playwright install)")
