@@ -13,6 +13,7 @@ The engine yields `Round` events and never prints, colours or tokenizes anything
 
 from __future__ import annotations
 
+import operator
 import secrets
 import time
 from collections.abc import Iterator, Sequence
@@ -20,7 +21,7 @@ from dataclasses import replace
 
 import torch
 
-from specui.drafters import MODEL, PROMPT_LOOKUP, Drafter, DraftLength, ModelDrafter, PromptLookupDrafter
+from specui.drafters import MODEL, PROMPT_LOOKUP, Draft, Drafter, DraftLength, ModelDrafter, PromptLookupDrafter
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, model_device
 from specui.sampling import Sampling, choose, logits_to_probs
@@ -77,10 +78,13 @@ class SpeculativeEngine:
                   one, or change the one given.
         drafter: "model" (the draft model; the default when there is one), "prompt_lookup" (the
                  default without one), or any object with the `Drafter` methods.
-        into: a `GenerationResult` to fill as the rounds come (tokens, seed, timings, stop reason).
+        into: a fresh `GenerationResult` to fill as the rounds come (tokens, seed, timings, stop reason);
+              one that already holds a run is refused (make a new one per run).
         Raises ValueError (ContextLengthError for a prompt that does not fit) before any work.
         """
         settings = settings.but(**keywords) if settings is not None else DecodeSettings(**keywords)
+        if into is not None and (into.rounds or into.token_ids):
+            raise ValueError(f"into= already holds a run ({len(into.token_ids)} tokens); pass a new GenerationResult")
         prompt = self._check_prompt(input_ids)
         sampling = Sampling(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
         drafter = self._make_drafter(settings.drafter) if settings.speculative else None
@@ -140,9 +144,7 @@ class SpeculativeEngine:
 
     def _speculative_round(self, target: CachedLM, drafter: Drafter, context, k, sampling, generator) -> Round:
         t0 = time.perf_counter()
-        draft = drafter.propose(context, k)
-        draft_tokens = draft.tokens.to(self.device)
-        draft_probs = _align(draft.probs, self.vocab_size, self.device)
+        draft_tokens, draft_probs = self._check_draft(drafter.propose(context, k), k, drafter)
         draft_s = self._sync_time(t0)
         t1 = time.perf_counter()
 
@@ -204,15 +206,46 @@ class SpeculativeEngine:
         return drafter  # a Drafter object (DecodeSettings refused unknown names)
 
     def _check_prompt(self, input_ids) -> list[int]:
-        if isinstance(input_ids, torch.Tensor):
+        """One prompt as a list of ints: a sequence of ints (numpy's too), a 1-D tensor or array, or [1, n]."""
+        shape = getattr(input_ids, "shape", None)  # a torch tensor or a numpy array
+        if shape is not None:
+            if len(shape) == 2 and shape[0] != 1 or len(shape) > 2:
+                raise ValueError(f"input_ids has shape {tuple(shape)}: the engine decodes one prompt at a time; "
+                                 "give a 1-D sequence of token ids or a [1, n] tensor")
             input_ids = input_ids.reshape(-1).tolist()
         prompt = list(input_ids)
         if not prompt:
             raise ValueError("the prompt is empty: give at least one token id")
+        ids = []
         for t in prompt:
-            if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < self.vocab_size:
+            i = None if isinstance(t, bool) or type(t).__name__ == "bool_" else _index(t)
+            if i is None or not 0 <= i < self.vocab_size:
                 raise ValueError(f"token id {t!r} is not an integer in [0, {self.vocab_size}) (the target's vocabulary)")
-        return prompt
+            ids.append(i)
+        return ids
+
+    def _check_draft(self, draft: Draft, k: int, drafter) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """A drafter's proposal as (tokens [n], q [n, V] | None) with n <= k; a longer one is cut to k.
+
+        Raises ValueError naming the drafter for ids outside the target's vocabulary or a malformed q.
+        """
+        name = getattr(drafter, "name", type(drafter).__name__)
+        tokens = torch.as_tensor(draft.tokens)
+        if tokens.dim() != 1 or tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
+            raise ValueError(f"drafter {name!r} proposed {tuple(tokens.shape)} {tokens.dtype} tokens; "
+                             "a Draft holds a 1-D integer tensor")
+        tokens = tokens[:k].to(device=self.device, dtype=torch.long)
+        if tokens.numel() and not (0 <= int(tokens.min()) and int(tokens.max()) < self.vocab_size):
+            raise ValueError(f"drafter {name!r} proposed token ids {tokens.tolist()}, outside the target's "
+                             f"vocabulary [0, {self.vocab_size})")
+        probs = draft.probs
+        if probs is not None:
+            n, v = tokens.shape[0], probs.shape[-1] if probs.dim() == 2 else None
+            if probs.dim() != 2 or probs.shape[0] < n or v > self.vocab_size:
+                raise ValueError(f"drafter {name!r} gave q of shape {tuple(probs.shape)} for {n} tokens; need "
+                                 f"[n, V] with V <= {self.vocab_size} (the target's vocabulary)")
+            probs = probs[:n]
+        return tokens, _align(probs, self.vocab_size, self.device)
 
     def _check_context(self, prompt_len: int, max_new_tokens: int, drafter) -> None:
         models = [("target", self.target_model)]
@@ -234,6 +267,13 @@ class SpeculativeEngine:
     def _sync_time(self, since: float) -> float:
         self._sync()
         return time.perf_counter() - since
+
+
+def _index(x) -> int | None:
+    try:
+        return operator.index(x)
+    except TypeError:
+        return None
 
 
 def _align(probs: torch.Tensor | None, vocab_size: int, device) -> torch.Tensor | None:
