@@ -151,8 +151,8 @@ class SpeculativeEngine:
         logits = target.extend(torch.cat([torch.tensor(context[-1:], device=self.device), draft_tokens]))
         target_probs = logits_to_probs(logits, sampling)  # [k+1, V]
         verdict = self.verify(target_probs=target_probs, draft_tokens=draft_tokens,
-                              draft_probs=None if sampling.greedy else draft_probs,
-                              generator=generator, greedy=sampling.greedy)
+                              draft_probs=None if sampling.greedy else draft_probs, generator=generator,
+                              target_argmax=logits.argmax(dim=-1) if sampling.greedy else None)  # as plain decoding
         n = verdict.num_accepted
         target.trim(len(context) + n)  # keep cur and the accepted drafts; the new token is next round's cur
         drafter.observe(n)
