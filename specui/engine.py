@@ -24,7 +24,7 @@ import torch
 from specui.drafters import MODEL, PROMPT_LOOKUP, Draft, Drafter, DraftLength, ModelDrafter, PromptLookupDrafter
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, model_device
-from specui.sampling import Sampling, choose, logits_to_probs
+from specui.sampling import Generators, Sampling, choose, logits_to_probs
 from specui.settings import MAX_DRAFT_TOKENS, DecodeSettings  # noqa: F401 - MAX_DRAFT_TOKENS re-exported
 from specui.verify import verify
 
@@ -100,7 +100,7 @@ class SpeculativeEngine:
 
     def _rounds(self, prompt, sampling, drafter, seed, result, *, max_new_tokens, schedule, ignore_eos):
         started = time.perf_counter()
-        generator = torch.Generator(device=self.device).manual_seed(seed)
+        generators = Generators(seed, home=self.device)  # draws happen on the device of what they sample
         target = CachedLM(self.target_model)
         with torch.inference_mode():  # never held across a yield: the consumer may run on another thread
             if len(prompt) > 1:
@@ -115,10 +115,10 @@ class SpeculativeEngine:
             remaining = max_new_tokens - len(result.token_ids)
             with torch.inference_mode():
                 if drafter is None:
-                    round_ = self._plain_round(target, context, sampling, generator)
+                    round_ = self._plain_round(target, context, sampling, generators)
                 else:
                     k = min(schedule.k, remaining - 1)  # a round emits at most k+1 tokens
-                    round_ = self._speculative_round(target, drafter, context, k, sampling, generator)
+                    round_ = self._speculative_round(target, drafter, context, k, sampling, generators)
                     schedule.update(num_accepted=round_.num_accepted, num_drafted=round_.num_drafted)
             round_ = self._cut_at_eos(round_, ignore_eos)
             round_ = replace(round_, index=len(result.rounds), elapsed_s=time.perf_counter() - started)
@@ -131,10 +131,10 @@ class SpeculativeEngine:
             if stop:
                 return
 
-    def _plain_round(self, target: CachedLM, context, sampling, generator) -> Round:
+    def _plain_round(self, target: CachedLM, context, sampling, generators: Generators) -> Round:
         t0 = time.perf_counter()
         logits = target.extend(context[-1:])[-1]
-        token, probs = choose(logits, sampling, generator)
+        token, probs = choose(logits, sampling, generators.for_tensor(logits))
         token = int(token)
         p = float(probs[token])
         return Round(index=0, token_ids=[token], kinds=[Kind.PLAIN], drafted=[], num_accepted=0, target_probs=[],
@@ -142,16 +142,21 @@ class SpeculativeEngine:
                      residual_top=[], num_draft_tokens=0, draft_s=0.0, verify_s=self._sync_time(t0),
                      elapsed_s=0.0, speculative=False)
 
-    def _speculative_round(self, target: CachedLM, drafter: Drafter, context, k, sampling, generator) -> Round:
+    def _speculative_round(self, target: CachedLM, drafter: Drafter, context, k, sampling,
+                           generators: Generators) -> Round:
         t0 = time.perf_counter()
         draft_tokens, draft_probs = self._check_draft(drafter.propose(context, k), k, drafter)
         draft_s = self._sync_time(t0)
         t1 = time.perf_counter()
 
         logits = target.extend(torch.cat([torch.tensor(context[-1:], device=self.device), draft_tokens]))
+        # verification happens where the logits are (the last device of a target spread over several)
+        device = logits.device
+        draft_tokens, draft_probs = draft_tokens.to(device), _align(draft_probs, self.vocab_size, device)
         target_probs = logits_to_probs(logits, sampling)  # [k+1, V]
         verdict = self.verify(target_probs=target_probs, draft_tokens=draft_tokens,
-                              draft_probs=None if sampling.greedy else draft_probs, generator=generator,
+                              draft_probs=None if sampling.greedy else draft_probs,
+                              generator=generators.for_tensor(target_probs),
                               target_argmax=logits.argmax(dim=-1) if sampling.greedy else None)  # as plain decoding
         n = verdict.num_accepted
         target.trim(len(context) + n)  # keep cur and the accepted drafts; the new token is next round's cur
@@ -159,8 +164,8 @@ class SpeculativeEngine:
 
         # p and q of every drafted token and of the round's last token, in one transfer
         k_drafted = draft_tokens.shape[0]
-        rows = torch.cat([torch.arange(k_drafted, device=self.device), torch.tensor([n], device=self.device)])
-        cols = torch.cat([draft_tokens, torch.tensor([verdict.next_token], device=self.device)])
+        rows = torch.cat([torch.arange(k_drafted, device=device), torch.tensor([n], device=device)])
+        cols = torch.cat([draft_tokens, torch.tensor([verdict.next_token], device=device)])
         p_all = target_probs[rows, cols].tolist()  # p(x_1..x_k), then p of the round's last token
         if draft_probs is None:
             q_all, q_next = [1.0] * k_drafted, None
@@ -225,7 +230,8 @@ class SpeculativeEngine:
         return ids
 
     def _check_draft(self, draft: Draft, k: int, drafter) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """A drafter's proposal as (tokens [n], q [n, V] | None) with n <= k; a longer one is cut to k.
+        """A drafter's proposal as (tokens [n] on the target's input device, q [n, V'] | None) with n <= k;
+        a longer one is cut to k.
 
         Raises ValueError naming the drafter for ids outside the target's vocabulary or a malformed q.
         """
@@ -245,7 +251,7 @@ class SpeculativeEngine:
                 raise ValueError(f"drafter {name!r} gave q of shape {tuple(probs.shape)} for {n} tokens; need "
                                  f"[n, V] with V <= {self.vocab_size} (the target's vocabulary)")
             probs = probs[:n]
-        return tokens, _align(probs, self.vocab_size, self.device)
+        return tokens, probs
 
     def _check_context(self, prompt_len: int, max_new_tokens: int, drafter) -> None:
         models = [("target", self.target_model)]
