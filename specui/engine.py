@@ -214,7 +214,7 @@ class SpeculativeEngine:
         """One prompt as a list of ints: a sequence of ints (numpy's too), a 1-D tensor or array, or [1, n]."""
         shape = getattr(input_ids, "shape", None)  # a torch tensor or a numpy array
         if shape is not None:
-            if len(shape) == 2 and shape[0] != 1 or len(shape) > 2:
+            if len(shape) > 2 or (len(shape) == 2 and shape[0] != 1):
                 raise ValueError(f"input_ids has shape {tuple(shape)}: the engine decodes one prompt at a time; "
                                  "give a 1-D sequence of token ids or a [1, n] tensor")
             input_ids = input_ids.reshape(-1).tolist()
