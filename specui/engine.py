@@ -13,6 +13,7 @@ The engine yields `Round` events and never prints, colours or tokenizes anything
 
 from __future__ import annotations
 
+import operator
 import secrets
 import time
 from collections.abc import Iterator, Sequence
@@ -20,10 +21,10 @@ from dataclasses import replace
 
 import torch
 
-from specui.drafters import MODEL, PROMPT_LOOKUP, Drafter, DraftLength, ModelDrafter, PromptLookupDrafter
+from specui.drafters import MODEL, PROMPT_LOOKUP, Draft, Drafter, DraftLength, ModelDrafter, PromptLookupDrafter
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, model_device
-from specui.sampling import Sampling, choose, logits_to_probs
+from specui.sampling import Generators, Sampling, choose, logits_to_probs
 from specui.settings import MAX_DRAFT_TOKENS, DecodeSettings  # noqa: F401 - MAX_DRAFT_TOKENS re-exported
 from specui.verify import verify
 
@@ -82,10 +83,13 @@ class SpeculativeEngine:
                   one, or change the one given.
         drafter: "model" (the draft model; the default when there is one), "prompt_lookup" (the
                  default without one), or any object with the `Drafter` methods.
-        into: a `GenerationResult` to fill as the rounds come (tokens, seed, timings, stop reason).
+        into: a fresh `GenerationResult` to fill as the rounds come (tokens, seed, timings, stop reason);
+              one that already holds a run is refused (make a new one per run).
         Raises ValueError (ContextLengthError for a prompt that does not fit) before any work.
         """
         settings = settings.but(**keywords) if settings is not None else DecodeSettings(**keywords)
+        if into is not None and (into.rounds or into.token_ids):
+            raise ValueError(f"into= already holds a run ({len(into.token_ids)} tokens); pass a new GenerationResult")
         prompt = self._check_prompt(input_ids)
         sampling = Sampling(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
         drafter = self._make_drafter(settings.drafter) if settings.speculative else None
@@ -101,7 +105,7 @@ class SpeculativeEngine:
 
     def _rounds(self, prompt, sampling, drafter, seed, result, *, max_new_tokens, schedule, ignore_eos):
         started = time.perf_counter()
-        generator = torch.Generator(device=self.device).manual_seed(seed)
+        generators = Generators(seed, home=self.device)  # draws happen on the device of what they sample
         target = CachedLM(self.target_model)
         with torch.inference_mode():  # never held across a yield: the consumer may run on another thread
             if len(prompt) > 1:
@@ -116,10 +120,10 @@ class SpeculativeEngine:
             remaining = max_new_tokens - len(result.token_ids)
             with torch.inference_mode():
                 if drafter is None:
-                    round_ = self._plain_round(target, context, sampling, generator)
+                    round_ = self._plain_round(target, context, sampling, generators)
                 else:
                     k = min(schedule.k, remaining - 1)  # a round emits at most k+1 tokens
-                    round_ = self._speculative_round(target, drafter, context, k, sampling, generator)
+                    round_ = self._speculative_round(target, drafter, context, k, sampling, generators)
                     schedule.update(num_accepted=round_.num_accepted, num_drafted=round_.num_drafted)
             round_ = self._cut_at_eos(round_, ignore_eos)
             round_ = replace(round_, index=len(result.rounds), elapsed_s=time.perf_counter() - started)
@@ -132,10 +136,10 @@ class SpeculativeEngine:
             if stop:
                 return
 
-    def _plain_round(self, target: CachedLM, context, sampling, generator) -> Round:
+    def _plain_round(self, target: CachedLM, context, sampling, generators: Generators) -> Round:
         t0 = time.perf_counter()
         logits = target.extend(context[-1:])[-1]
-        token, probs = choose(logits, sampling, generator)
+        token, probs = choose(logits, sampling, generators.for_tensor(logits))
         token = int(token)
         p = float(probs[token])
         return Round(index=0, token_ids=[token], kinds=[Kind.PLAIN], drafted=[], num_accepted=0, target_probs=[],
@@ -143,27 +147,30 @@ class SpeculativeEngine:
                      residual_top=[], num_draft_tokens=0, draft_s=0.0, verify_s=self._sync_time(t0),
                      elapsed_s=0.0, speculative=False)
 
-    def _speculative_round(self, target: CachedLM, drafter: Drafter, context, k, sampling, generator) -> Round:
+    def _speculative_round(self, target: CachedLM, drafter: Drafter, context, k, sampling,
+                           generators: Generators) -> Round:
         t0 = time.perf_counter()
-        draft = drafter.propose(context, k)
-        draft_tokens = draft.tokens.to(self.device)
-        draft_probs = _align(draft.probs, self.vocab_size, self.device)
+        draft_tokens, draft_probs = self._check_draft(drafter.propose(context, k), k, drafter)
         draft_s = self._sync_time(t0)
         t1 = time.perf_counter()
 
         logits = target.extend(torch.cat([torch.tensor(context[-1:], device=self.device), draft_tokens]))
+        # verification happens where the logits are (the last device of a target spread over several)
+        device = logits.device
+        draft_tokens, draft_probs = draft_tokens.to(device), _align(draft_probs, self.vocab_size, device)
         target_probs = logits_to_probs(logits, sampling)  # [k+1, V]
         verdict = self.verify(target_probs=target_probs, draft_tokens=draft_tokens,
                               draft_probs=None if sampling.greedy else draft_probs,
-                              generator=generator, greedy=sampling.greedy)
+                              generator=generators.for_tensor(target_probs),
+                              target_argmax=logits.argmax(dim=-1) if sampling.greedy else None)  # as plain decoding
         n = verdict.num_accepted
         target.trim(len(context) + n)  # keep cur and the accepted drafts; the new token is next round's cur
         drafter.observe(n)
 
         # p and q of every drafted token and of the round's last token, in one transfer
         k_drafted = draft_tokens.shape[0]
-        rows = torch.cat([torch.arange(k_drafted, device=self.device), torch.tensor([n], device=self.device)])
-        cols = torch.cat([draft_tokens, torch.tensor([verdict.next_token], device=self.device)])
+        rows = torch.cat([torch.arange(k_drafted, device=device), torch.tensor([n], device=device)])
+        cols = torch.cat([draft_tokens, torch.tensor([verdict.next_token], device=device)])
         p_all = target_probs[rows, cols].tolist()  # p(x_1..x_k), then p of the round's last token
         if draft_probs is None:
             q_all, q_next = [1.0] * k_drafted, None
@@ -209,21 +216,61 @@ class SpeculativeEngine:
         return drafter  # a Drafter object (DecodeSettings refused unknown names)
 
     def _check_prompt(self, input_ids) -> list[int]:
-        if isinstance(input_ids, torch.Tensor):
+        """One prompt as a list of ints: a sequence of ints (numpy's too), a 1-D tensor or array, or [1, n]."""
+        shape = getattr(input_ids, "shape", None)  # a torch tensor or a numpy array
+        if shape is not None:
+            if len(shape) > 2 or (len(shape) == 2 and shape[0] != 1):
+                raise ValueError(f"input_ids has shape {tuple(shape)}: the engine decodes one prompt at a time; "
+                                 "give a 1-D sequence of token ids or a [1, n] tensor")
             input_ids = input_ids.reshape(-1).tolist()
         prompt = list(input_ids)
         if not prompt:
             raise ValueError("the prompt is empty: give at least one token id")
+        ids = []
         for t in prompt:
-            if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < self.vocab_size:
+            i = None if isinstance(t, bool) or type(t).__name__ == "bool_" else _index(t)
+            if i is None or not 0 <= i < self.vocab_size:
                 raise ValueError(f"token id {t!r} is not an integer in [0, {self.vocab_size}) (the target's vocabulary)")
-        return prompt
+            ids.append(i)
+        return ids
+
+    def _check_draft(self, draft: Draft, k: int, drafter) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """A drafter's proposal as (tokens [n] on the target's input device, q [n, V'] | None) with n <= k;
+        a longer one is cut to k.
+
+        Raises ValueError naming the drafter for ids outside the target's vocabulary or a malformed q.
+        """
+        name = getattr(drafter, "name", type(drafter).__name__)
+        tokens = torch.as_tensor(draft.tokens)
+        if tokens.dim() != 1 or tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
+            raise ValueError(f"drafter {name!r} proposed {tuple(tokens.shape)} {tokens.dtype} tokens; "
+                             "a Draft holds a 1-D integer tensor")
+        tokens = tokens[:k].to(device=self.device, dtype=torch.long)
+        if tokens.numel() and not (0 <= int(tokens.min()) and int(tokens.max()) < self.vocab_size):
+            raise ValueError(f"drafter {name!r} proposed token ids {tokens.tolist()}, outside the target's "
+                             f"vocabulary [0, {self.vocab_size})")
+        probs = draft.probs
+        if probs is not None:
+            n, v = tokens.shape[0], probs.shape[-1] if probs.dim() == 2 else None
+            if probs.dim() != 2 or probs.shape[0] < n or v > self.vocab_size:
+                raise ValueError(f"drafter {name!r} gave q of shape {tuple(probs.shape)} for {n} tokens; need "
+                                 f"[n, V] with V <= {self.vocab_size} (the target's vocabulary)")
+            probs = probs[:n]
+        return tokens, probs
 
     def _check_context(self, prompt_len: int, max_new_tokens: int, drafter) -> None:
         models = [("target", self.target_model)]
         if isinstance(drafter, ModelDrafter):
             models.append(("draft", drafter.model))
         for role, model in models:
+            window = attention_window(model) if drafter is not None else None  # plain decoding never rolls back
+            if window is not None and prompt_len + max_new_tokens > window:
+                raise ValueError(
+                    f"the {role} model attends through a sliding window of {window} tokens, and its transformers "
+                    f"cache cannot roll back rejected drafts once a sequence passes the window; the prompt "
+                    f"({prompt_len} tokens) plus max_new_tokens ({max_new_tokens}) would: keep them within "
+                    f"{window} tokens, or use a model with full attention"
+                )
             limit = context_limit(model)
             if limit is not None and prompt_len + max_new_tokens > limit:
                 raise ContextLengthError(
@@ -239,6 +286,35 @@ class SpeculativeEngine:
     def _sync_time(self, since: float) -> float:
         self._sync()
         return time.perf_counter() - since
+
+
+def attention_window(model) -> int | None:
+    """The smallest sliding-window (or chunked-attention) size among the model's layers; None when all
+    attend to the whole sequence. Read the way transformers builds its cache layers from the config."""
+    config = getattr(model, "config", None)
+    if config is None:
+        return None
+    try:
+        from transformers.cache_utils import get_layer_types_and_kwargs
+
+        layer_types, per_layer = get_layer_types_and_kwargs(config.get_text_config(decoder=True))
+    except (ImportError, AttributeError, TypeError, ValueError):  # another transformers: read the config
+        types = getattr(config, "layer_types", None)
+        window = getattr(config, "sliding_window", None)
+        if types is not None:
+            window = window if any(t == "sliding_attention" for t in types) else None
+        return window if isinstance(window, int) else None
+    sizes = [kw.get("sliding_window") or kw.get("attention_chunk_size")
+             for t, kw in zip(layer_types, per_layer) if t in ("sliding_attention", "chunked_attention")]
+    sizes = [int(w) for w in sizes if w]
+    return min(sizes) if sizes else None
+
+
+def _index(x) -> int | None:
+    try:
+        return operator.index(x)
+    except TypeError:
+        return None
 
 
 def _align(probs: torch.Tensor | None, vocab_size: int, device) -> torch.Tensor | None:

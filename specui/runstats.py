@@ -9,10 +9,15 @@ The theoretical speedup is `specui.metrics.theory` (Leviathan et al. 2023, Theor
 alpha fitted to the measured tokens per round), with c the median seconds per drafted token over the
 median seconds of one target forward, both from this run (the plain run's forwards when there is one).
 The chat tab and the Teach tab both show this figure.
+
+`explain_divergence` says why a greedy speculative run and a plain one part: in reduced precision a
+batched (K+1)-token forward and a one-token forward differ in the last bits, so at a near-tie (two
+candidates whose probabilities are within a rounding step) the two runs may pick different tokens.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from specui import metrics
@@ -84,3 +89,54 @@ def first_difference(a: list[int], b: list[int]) -> int | None:
         if x != y:
             return i
     return None if len(a) == len(b) else min(len(a), len(b))
+
+
+NEAR_TIE_REL_TOL = 0.1  # ~ a few bfloat16 steps of a logit below 16 (one step there moves p by up to 6%)
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where two greedy outputs part, and whether a near-tie explains it."""
+
+    index: int  # the first position where they differ
+    token_a: int | None  # run a's token there (None: run a had ended)
+    token_b: int | None
+    prob_a: float | None  # the target's probability of token_a in run a
+    prob_b: float | None
+    near_tie: bool  # both tokens present and their probabilities within the tolerance
+
+    def describe(self) -> str:
+        if self.token_a is None or self.token_b is None:
+            return f"the outputs differ in length from token {self.index} on"
+        verdict = ("a near-tie: rounding in one forward or the other decides it" if self.near_tie
+                   else "not a near-tie")
+        return (f"token {self.index}: {self.token_a} (p {self.prob_a:.4f}) vs {self.token_b} (p {self.prob_b:.4f}), "
+                f"{verdict}")
+
+
+def explain_divergence(a_ids: list[int], a_probs: list[float], b_ids: list[int], b_probs: list[float], *,
+                       rel_tol: float = NEAR_TIE_REL_TOL, abs_tol: float = 1e-6) -> Divergence | None:
+    """Explain where two greedy runs of the same prompt part (None when they are identical).
+
+    a_ids, b_ids: the two runs' new tokens; a_probs, b_probs: the target's probability of each of those
+    tokens in its own run (`token_probs(result)`). Each run's token is its own forward's argmax, so
+    at a divergence caused by rounding both are near the top and their probabilities nearly equal:
+    `near_tie` holds when |p_a - p_b| <= max(rel_tol * max(p_a, p_b), abs_tol). A divergence that is
+    not a near-tie is not explained by precision, and is worth a bug report.
+    """
+    if len(a_probs) != len(a_ids) or len(b_probs) != len(b_ids):
+        raise ValueError("need one probability per token in each run")
+    i = first_difference(a_ids, b_ids)
+    if i is None:
+        return None
+    if i >= len(a_ids) or i >= len(b_ids):
+        return Divergence(i, a_ids[i] if i < len(a_ids) else None, b_ids[i] if i < len(b_ids) else None,
+                          a_probs[i] if i < len(a_probs) else None, b_probs[i] if i < len(b_probs) else None, False)
+    pa, pb = float(a_probs[i]), float(b_probs[i])
+    near = math.isfinite(pa) and math.isfinite(pb) and abs(pa - pb) <= max(rel_tol * max(pa, pb), abs_tol)
+    return Divergence(i, int(a_ids[i]), int(b_ids[i]), pa, pb, near)
+
+
+def token_probs(result) -> list[float]:
+    """The target's probability of each emitted token, in order (from the rounds' records)."""
+    return [float(p) for r in result.rounds for p in r.token_target_probs]

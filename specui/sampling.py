@@ -7,6 +7,7 @@ and `TopPLogitsWarper` exactly, applied in that order (the order `generate()` us
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -22,11 +23,12 @@ class Sampling:
     top_p: float = 1.0  # 1.0 keeps every token
 
     def __post_init__(self):
-        if not (isinstance(self.temperature, (int, float)) and math.isfinite(self.temperature)) or self.temperature < 0:
+        if (isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float))
+                or not math.isfinite(self.temperature) or self.temperature < 0):
             raise ValueError(f"temperature must be a finite number >= 0 (0 means greedy), got {self.temperature!r}")
         if not isinstance(self.top_k, int) or isinstance(self.top_k, bool) or self.top_k < 0:
             raise ValueError(f"top_k must be an integer >= 0 (0 disables it), got {self.top_k!r}")
-        if not isinstance(self.top_p, (int, float)) or not (0.0 < self.top_p <= 1.0):
+        if isinstance(self.top_p, bool) or not isinstance(self.top_p, (int, float)) or not (0.0 < self.top_p <= 1.0):
             raise ValueError(f"top_p must be in (0, 1] (1 disables it), got {self.top_p!r}")
 
     @property
@@ -70,3 +72,41 @@ def choose(logits: torch.Tensor, sampling: Sampling, generator: torch.Generator)
     probs = logits_to_probs(logits, sampling)
     token = logits.argmax(dim=-1) if sampling.greedy else sample(probs, generator)
     return token, probs
+
+
+class Generators:
+    """One seeded `torch.Generator` per device, so that every draw happens where its tensor lives.
+
+    A target spread over devices (`device_map`) takes its input on the embeddings' device and may put
+    its logits on another; a generator can only draw on its own device. `for_tensor(t)` gives the
+    generator of t's device, made on first use: the home device's is seeded with `seed` itself (a
+    single-device run draws exactly what one generator would), any other with a seed derived from
+    `seed` and the device's name, so that two devices never share a stream.
+    """
+
+    def __init__(self, seed: int, *, home: torch.device | str):
+        self.seed = seed
+        self.home = torch.device(home)
+        self._by_device: dict[torch.device, torch.Generator] = {}
+
+    def on(self, device: torch.device | str) -> torch.Generator:
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        generator = self._by_device.get(device)
+        if generator is None:
+            home = self.home if not (self.home.type == "cuda" and self.home.index is None) else \
+                torch.device("cuda", torch.cuda.current_device())
+            seed = self.seed if device == home else derived_seed(self.seed, str(device))
+            generator = self._by_device[device] = torch.Generator(device=device).manual_seed(seed)
+        return generator
+
+    def for_tensor(self, tensor: torch.Tensor) -> torch.Generator:
+        """The generator that draws on `tensor`'s device."""
+        return self.on(tensor.device)
+
+
+def derived_seed(seed: int, label: str) -> int:
+    """A seed in [0, 2**64) for `label`'s stream, fixed by `seed` and `label` (no global state)."""
+    digest = hashlib.blake2b(f"{seed}/{label}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little")

@@ -8,6 +8,7 @@ here and nowhere else (the UI's sliders read them).
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 from dataclasses import asdict, dataclass, replace
 
@@ -16,15 +17,31 @@ from specui.drafters.registry import DRAFTER_NAMES
 MAX_DRAFT_TOKENS = 64  # K: the most draft tokens a round may ask for
 MAX_NEW_TOKENS = 1024  # the most new tokens one run of the app may ask for
 MAX_TEMPERATURE = 5.0
+MIN_TEMPERATURE = 1e-5  # below it, logits / temperature overflow float32 and sampling is greedy anyway
 MAX_SEED = 2**63 - 1  # the UI's seed box
+SEED_LIMIT = 2**64  # torch generators take seeds in [0, 2**64)
+DRAFTER_METHODS = ("start", "propose", "observe")  # what a drafter object must have (`specui.drafters.Drafter`)
 
 
 class SettingsError(ValueError):
     """A setting is out of range; the message says which and why."""
 
 
-def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
+def _as_int(x):
+    """x as a Python int when it is an integer (numpy's included) and not a bool; else None."""
+    if isinstance(x, bool) or type(x).__name__ == "bool_":
+        return None
+    try:
+        return operator.index(x)
+    except TypeError:
+        return None
+
+
+def _as_float(x):
+    """x as a Python float when it is a real number (numpy's included) and not a bool; else None."""
+    if isinstance(x, bool) or type(x).__name__ == "bool_" or not isinstance(x, numbers.Real):
+        return None
+    return float(x)
 
 
 @dataclass(frozen=True)
@@ -47,25 +64,51 @@ class DecodeSettings:
     speculative: bool = True  # False: plain decoding by the target alone
 
     def __post_init__(self):
-        if not _is_int(self.max_new_tokens) or self.max_new_tokens < 1:
+        # numbers are normalised to Python ints and floats (numpy's are accepted), bools refused
+        def put(name, value):
+            object.__setattr__(self, name, value)
+
+        n = _as_int(self.max_new_tokens)
+        if n is None or n < 1:
             raise SettingsError(f"max_new_tokens must be an integer >= 1, got {self.max_new_tokens!r}")
-        if not _is_int(self.num_draft_tokens) or not 1 <= self.num_draft_tokens <= MAX_DRAFT_TOKENS:
+        put("max_new_tokens", n)
+        k = _as_int(self.num_draft_tokens)
+        if k is None or not 1 <= k <= MAX_DRAFT_TOKENS:
             raise SettingsError(f"num_draft_tokens (K) must be an integer from 1 to {MAX_DRAFT_TOKENS}, "
                                 f"got {self.num_draft_tokens!r}")
-        t = self.temperature
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
-            raise SettingsError(f"temperature must be a finite number >= 0 (0 means greedy), got {t!r}")
-        if not _is_int(self.top_k) or self.top_k < 0:
+        put("num_draft_tokens", k)
+        t = _as_float(self.temperature)
+        if t is None or not math.isfinite(t) or t < 0:
+            raise SettingsError(f"temperature must be a finite number >= 0 (0 means greedy), got {self.temperature!r}")
+        if 0 < t < MIN_TEMPERATURE:
+            raise SettingsError(f"temperature must be 0 (greedy) or at least {MIN_TEMPERATURE:g}, got {t!r}: "
+                                "below that, logits divided by it overflow float32")
+        put("temperature", t)
+        top_k = _as_int(self.top_k)
+        if top_k is None or top_k < 0:
             raise SettingsError(f"top_k must be an integer >= 0 (0 disables it), got {self.top_k!r}")
-        if isinstance(self.top_p, bool) or not isinstance(self.top_p, (int, float)) or not 0.0 < self.top_p <= 1.0:
+        put("top_k", top_k)
+        top_p = _as_float(self.top_p)
+        if top_p is None or not 0.0 < top_p <= 1.0:
             raise SettingsError(f"top_p must be in (0, 1] (1 disables it), got {self.top_p!r}")
+        put("top_p", top_p)
         if self.seed is not None:
-            try:
-                object.__setattr__(self, "seed", operator.index(self.seed))
-            except TypeError:
-                raise SettingsError(f"seed must be None or an integer, got {self.seed!r}") from None
-        if isinstance(self.drafter, str) and self.drafter not in DRAFTER_NAMES:
-            raise SettingsError(f"unknown drafter {self.drafter!r}; choose one of {', '.join(DRAFTER_NAMES)}")
+            seed = _as_int(self.seed)
+            if seed is None or not 0 <= seed < SEED_LIMIT:
+                raise SettingsError(f"seed must be None or an integer from 0 to 2**64 - 1, got {self.seed!r}")
+            put("seed", seed)
+        for name in ("adaptive", "ignore_eos", "speculative"):
+            if not isinstance(getattr(self, name), bool):
+                raise SettingsError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        d = self.drafter
+        if isinstance(d, str):
+            if d not in DRAFTER_NAMES:
+                raise SettingsError(f"unknown drafter {d!r}; choose one of {', '.join(DRAFTER_NAMES)}")
+        elif d is not None:
+            missing = [m for m in DRAFTER_METHODS if not callable(getattr(d, m, None))]
+            if missing:
+                raise SettingsError(f"drafter must be None, one of {', '.join(DRAFTER_NAMES)}, or an object with the "
+                                    f"Drafter methods {', '.join(DRAFTER_METHODS)}; {d!r} lacks {', '.join(missing)}")
 
     @property
     def greedy(self) -> bool:

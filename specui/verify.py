@@ -15,7 +15,9 @@ q(x) = 0 or p(x) = 0 is never accepted). At the first rejection the round ends w
 from norm(max(0, p - q)) ("resampled"); when all K drafts pass, the target's distribution at
 position K+1 gives one more token ("bonus"). Either way the emitted tokens are distributed exactly
 as if the target had sampled them alone. Greedy decoding is the argmax case: accept while the draft
-equals the target's argmax; the correction (or bonus) is the target's argmax.
+equals the target's argmax; the correction (or bonus) is the target's argmax. That argmax is taken of
+the logits, as plain decoding takes it, and given to `verify`: two logits a few ulps apart can round
+to the same probability, and an argmax of the probabilities would then pick another token.
 
 This module is pure: tensors in, a Verdict out. No model calls, no I/O.
 """
@@ -48,19 +50,23 @@ def verify(
     draft_tokens: torch.Tensor,
     draft_probs: torch.Tensor | None,
     generator: torch.Generator | None,
-    greedy: bool,
+    target_argmax: torch.Tensor | None = None,
 ) -> Verdict:
     """Decide one round.
 
     target_probs: [K+1, V] target distribution at each drafted position and one past the last.
-                  In greedy mode only its argmax is used.
+                  Unused in greedy mode.
     draft_tokens: [K] int64 drafted tokens (K may be 0).
     draft_probs:  [K, V] the draft distributions the tokens were sampled from, or None for
                   deterministic drafts (q is one-hot on the drafted token). Ignored in greedy mode.
+    generator:    the source of the uniform draws and of the resampled or bonus token; it must live on
+                  target_probs' device. Unused in greedy mode.
+    target_argmax: greedy decoding: [K+1] int64, the argmax of the target's logits at each position
+                  (`logits.argmax(-1)`). None: speculative sampling from target_probs.
     """
     k = draft_tokens.shape[0]
-    if greedy:
-        best = target_probs.argmax(dim=-1).tolist()  # [K+1]
+    if target_argmax is not None:
+        best = target_argmax.tolist()  # [K+1]
         drafted = draft_tokens.tolist()
         n = 0
         while n < k and drafted[n] == best[n]:

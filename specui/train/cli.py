@@ -3,7 +3,7 @@
 import argparse
 import json
 import time
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import torch
@@ -11,22 +11,34 @@ import torch
 from specui import corpus
 from specui.train import distill, evaluate, model_card
 from specui.train.common import encode_stream, make_model, save_pair_member, train_target, train_tokenizer
-from specui.train.config import DRAFT_DIR, TARGET_DIR, TrainConfig
+from specui.train.config import DEFAULT_OUT, DRAFT_DIR, TARGET_DIR, TrainConfig
 
 
 def parse_args(argv=None) -> tuple[TrainConfig, argparse.Namespace]:
-    parser = argparse.ArgumentParser(prog="python -m specui.train", description="Train the bundled model pair from the Python standard library.")
-    defaults = TrainConfig()
-    for name, value in asdict(defaults).items():
-        flag = "--" + name.replace("_", "-")
-        if isinstance(value, bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=value)
+    parser = argparse.ArgumentParser(
+        prog="python -m specui.train",
+        description="Train the bundled model pair from the Python standard library. Writes into --out "
+                    f"(default {DEFAULT_OUT}); the shipped pair in assets/ changes only with --out assets.")
+    for f in fields(TrainConfig):
+        flag = "--" + f.name.replace("_", "-")
+        help_text = f"{f.metadata['help']} (default: %(default)r)"
+        if isinstance(f.default, bool):
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=help_text)
         else:
-            parser.add_argument(flag, type=type(value), default=value)
-    parser.add_argument("--eval-only", action="store_true", help="only re-evaluate the folders in --out")
-    parser.add_argument("--stage", choices=["all", "draft"], default="all", help="draft: reuse the saved target")
+            parser.add_argument(flag, type=type(f.default), default=f.default, help=help_text)
+    parser.add_argument("--eval-only", action="store_true",
+                        help="train nothing: re-evaluate the pair in --out and rewrite its model cards (default: off)")
+    parser.add_argument("--stage", choices=["all", "draft"], default="all",
+                        help="all: tokenizer, target and draft; draft: reuse the target saved in --out "
+                             "(default: %(default)s)")
     args = parser.parse_args(argv)
-    cfg = TrainConfig(**{name: getattr(args, name) for name in asdict(defaults)})
+    cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
+    needed = [TARGET_DIR, DRAFT_DIR] if args.eval_only else [TARGET_DIR] if args.stage == "draft" else []
+    missing = [name for name in needed if not (Path(cfg.out) / name).is_dir()]
+    if missing:
+        what = "--eval-only" if args.eval_only else "--stage draft"
+        parser.error(f"{what} reads an existing pair, but {Path(cfg.out) / missing[0]} is not a folder "
+                     f"(train one first, or pass --out assets for the shipped pair)")
     return cfg, args
 
 
@@ -67,7 +79,7 @@ def main(argv=None) -> None:
         model_card.save_training_facts(out / DRAFT_DIR, cfg=cfg, train_minutes=minutes - target_minutes, device=device)
 
     report = evaluate.evaluate_folders(out / TARGET_DIR, out / DRAFT_DIR, held_out_files, cfg=cfg, device=device)
-    model_card.write_model_cards(out, report=report, target_dir=TARGET_DIR, draft_dir=DRAFT_DIR)
+    model_card.write_model_cards(out, report=report, target_dir=TARGET_DIR, draft_dir=DRAFT_DIR, out_arg=cfg.out)
     (out / TARGET_DIR / "eval_results.json").write_text(json.dumps(report, indent=2) + "\n")
     print(evaluate.format_report(report))
 

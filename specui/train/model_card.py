@@ -79,7 +79,7 @@ def figures(report: dict) -> str:
     return "\n".join(lines)
 
 
-def card(*, role: str, config: dict, params: int, facts: dict, report: dict, other: str) -> str:
+def card(*, role: str, config: dict, params: int, facts: dict, report: dict, other: str, out_arg: str = "assets") -> str:
     description = {
         "target": "The target model: deep and narrow, so that on a CPU one forward costs many draft forwards",
         "draft": f"The draft model: {config['num_hidden_layers']} layer(s), distilled from `{other}`'s output distributions "
@@ -122,16 +122,17 @@ last part), AdamW, warmup then cosine decay, fixed seeds; float32 training, save
 ## Held-out figures
 {figures(report)}
 
-Recompute with `python -m specui.train --eval-only --threads 1` (one thread: as the app runs it).
+Recompute with `python -m specui.train --out {out_arg} --eval-only --threads 1` (one thread: as the app runs it).
 """
 
 
-def write_model_cards(out: Path, *, report: dict, target_dir: str, draft_dir: str) -> None:
+def write_model_cards(out: Path, *, report: dict, target_dir: str, draft_dir: str, out_arg: str | None = None) -> None:
     """Write README.md into both folders from their config.json, training facts and `report`."""
     for role, name, other, params in [("target", target_dir, draft_dir, report["target_params"]),
                                       ("draft", draft_dir, target_dir, report["draft_params"])]:
         folder = Path(out) / name
         config = json.loads((folder / "config.json").read_text())
         facts = load_training_facts(folder)
-        text = card(role=role, config=config, params=params, facts=facts, report=report, other=other)
+        text = card(role=role, config=config, params=params, facts=facts, report=report, other=other,
+                    out_arg=str(out) if out_arg is None else out_arg)
         (folder / "README.md").write_text(text)

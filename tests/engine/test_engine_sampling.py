@@ -89,12 +89,12 @@ def test_prompt_lookup_sampling_is_exact(models):
     assert p_value(counts, exact_first_two(target, prompt, Sampling(temperature=1.0))) > 1e-3
 
 
-def always_accept(*, target_probs, draft_tokens, draft_probs, generator, greedy):
+def always_accept(*, target_probs, draft_tokens, draft_probs, generator, target_argmax):
     k = draft_tokens.shape[0]
     return Verdict(k, int(sample(target_probs[k], generator)), BONUS, [1.0] * k, [], None)
 
 
-def resample_from_target(*, target_probs, draft_tokens, draft_probs, generator, greedy):
+def resample_from_target(*, target_probs, draft_tokens, draft_probs, generator, target_argmax):
     """A subtle bug: at a rejection, draw from p instead of norm(max(0, p - q))."""
     k = draft_tokens.shape[0]
     for i, x in enumerate(draft_tokens.tolist()):

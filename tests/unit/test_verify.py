@@ -12,7 +12,8 @@ Q = torch.tensor([0.1, 0.6, 0.2, 0.1])
 def run(target_rows, draft_tokens, draft_rows=None, *, seed=0, greedy=False):
     return verify(target_probs=torch.stack(target_rows), draft_tokens=torch.tensor(draft_tokens),
                   draft_probs=None if draft_rows is None else torch.stack(draft_rows),
-                  generator=torch.Generator().manual_seed(seed), greedy=greedy)
+                  generator=torch.Generator().manual_seed(seed),
+                  target_argmax=torch.stack(target_rows).argmax(-1) if greedy else None)
 
 
 def test_accepts_when_target_likes_the_token_more():
@@ -97,5 +98,5 @@ def test_greedy_accepts_while_draft_equals_argmax():
 
 def test_empty_draft_is_one_target_token():
     v = verify(target_probs=P[None], draft_tokens=torch.empty(0, dtype=torch.long), draft_probs=None,
-               generator=torch.Generator().manual_seed(3), greedy=False)
+               generator=torch.Generator().manual_seed(3))
     assert v.num_accepted == 0 and v.next_kind == BONUS and v.next_token in (0, 1, 2)
