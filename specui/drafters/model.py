@@ -6,7 +6,7 @@ import torch
 
 from specui.drafters.base import Draft
 from specui.kv import CachedLM, model_device
-from specui.sampling import Sampling, choose
+from specui.sampling import Generators, Sampling, choose
 
 
 class ModelDrafter:
@@ -35,8 +35,8 @@ class ModelDrafter:
 
     def start(self, prompt: list[int], *, sampling: Sampling, seed: int) -> None:
         self.sampling = sampling
-        # Its own generator: the draft may sit on another device than the target.
-        self.generator = torch.Generator(device=self.device).manual_seed(seed ^ 0x5DEECE66D)
+        # Its own generators, one per device its logits land on (the draft may sit elsewhere than the target).
+        self.generators = Generators(seed ^ 0x5DEECE66D, home=self.device)
         self.lm = CachedLM(self.model)
         if len(prompt) > 1:
             self.lm.extend(self._visible(prompt[:-1]), last_only=True)
@@ -52,7 +52,7 @@ class ModelDrafter:
         logits = self.lm.extend(self._visible(context[self.lm.length :]), last_only=True)[-1]
         tokens, probs = [], []
         for i in range(k):
-            token, q = choose(logits, self.sampling, self.generator)
+            token, q = choose(logits, self.sampling, self.generators.for_tensor(logits))
             if self.token_ids is not None:
                 token = self.token_ids[token]
             tokens.append(token)

@@ -11,7 +11,7 @@ import torch
 
 from specui import SpeculativeEngine
 from specui.engine import attention_window
-from tests.conftest import make_model, noisy_copy
+from tests.helpers import make_model, noisy_copy
 
 WINDOW = 16
 PROMPT = [4, 8, 15, 16, 23, 42]

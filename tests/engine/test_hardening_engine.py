@@ -11,7 +11,7 @@ from specui import DecodeSettings, GenerationResult, SpeculativeEngine
 from specui.drafters import Draft
 from specui.sampling import Sampling
 from specui.settings import SettingsError
-from tests.conftest import make_model, noisy_copy
+from tests.helpers import make_model, noisy_copy
 
 PROMPT = [4, 8, 15, 16, 23, 42]
 

@@ -8,7 +8,7 @@ import torch
 
 from specui import SpeculativeEngine
 from specui.runstats import Divergence, explain_divergence, token_probs
-from tests.conftest import make_model
+from tests.helpers import make_model
 
 
 def test_identical_outputs_need_no_explanation():

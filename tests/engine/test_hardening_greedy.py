@@ -9,7 +9,7 @@ import torch
 
 from specui import SpeculativeEngine
 from specui.verify import BONUS, RESAMPLED, verify
-from tests.conftest import make_model
+from tests.helpers import make_model
 
 LOW, HIGH = 5, 9  # token HIGH's logit is one float32 ulp above token LOW's
 NEAR_TIE = torch.zeros(96)

@@ -8,7 +8,7 @@ import torch
 
 from specui import SpeculativeEngine
 from specui.sampling import Generators, derived_seed, sample
-from tests.conftest import make_model, noisy_copy
+from tests.helpers import make_model, noisy_copy
 
 
 def test_the_generator_lives_on_the_tensors_device():
