@@ -1,8 +1,8 @@
 """Drive Debian's Chromium with Python playwright, for the browser test and the README screenshot.
 
 Never `playwright install`: the browser is the system's /usr/bin/chromium (apt-get install chromium).
-`python -m tools.screenshot assets/screenshot.png` serves the app on a free port, runs a greedy
-prompt with compare on, and saves a screenshot of the page.
+`python -m tools.screenshot assets/screenshot.png` serves the app (its default preset, the chat model)
+on a free port, runs a greedy chat prompt with compare on, and saves a screenshot of the page.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--no-first-run", "--disable-gpu"]
-SHOT_PROMPT = "class Stack:\n    \"\"\"A last-in, first-out stack.\"\"\"\n\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):"
+SHOT_PROMPT = "Write a Python function that checks whether a word is a palindrome, with a docstring."
 
 
 def chromium_path() -> str | None:

@@ -35,13 +35,16 @@ from specui.ui.teaching import teaching_tab
 
 log = logging.getLogger("specui.ui")
 CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
-EXAMPLES = [  # no trailing newline: the tokenizer merges a newline with the next line's indentation
+EXAMPLES = [  # chat and code for the default chat model; code to continue for the stdlib pair (no trailing
+    # newline: the tokenizer merges a newline with the next line's indentation)
+    "Write a Python function that checks whether a word is a palindrome, with a docstring.",
+    "Explain what a hash table is, with a small example.",
+    "Give me three tips for writing clear emails.",
     "class Stack:\n    \"\"\"A last-in, first-out stack.\"\"\"\n\n    def __init__(self):\n"
     "        self.items = []\n\n    def push(self, item):",
     "import unittest\n\n\nclass TestList(unittest.TestCase):\n\n    def test_append(self):",
     "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"",
     "import os\nimport sys\n\n\ndef main(argv):",
-    "    def __repr__(self):\n        return f\"{self.__class__.__name__}(",
     "<img src=x onerror=alert(1)>",
 ]
 TITLE = "specui: speculative decoding, visible"
