@@ -2,19 +2,22 @@
 
 `DecoderStack` runs a Llama/Mistral/Qwen2 decoder (batch 1, full attention) with the model's own
 weights and dtype, without transformers' per-module call machinery, mask building and cache
-bookkeeping. Every row it returns is *batch-invariant*: the logits of a token are the same bits
-whether it is computed alone (plain decoding) or among the K+1 tokens of a verify forward, so greedy
-speculative decoding emits plain greedy decoding's tokens by construction, whatever the ties:
-- matrix products go through `RowLinear`: in float32 with MKL, a weight packed once for MKL's packed
-  GEMM, whose rows do not depend on how many rows are computed (2 to many; tests check), with a
-  single row padded to two (one row would take MKL's GEMV, which rounds differently); other dtypes
-  use `F.linear`, whose rows are checked the same way by the tests;
-- attention for a block after a cache runs row by row, each query over exactly the keys it may see,
-  with the very call a one-token forward makes (a masked block call would round differently);
+bookkeeping. Every row it returns is *batch-invariant*: a token's logits are the same bits whether
+it is computed alone (plain decoding) or among the K+1 tokens of a verify forward, so greedy
+speculative decoding emits plain greedy decoding's tokens by construction, in any dtype, ties or not:
+- matrix products (`RowLinear`, q/k/v and gate/up joined into one product each) are GEMMs of at
+  least two rows, whose rows do not depend on how many rows are computed: large float32 weights
+  packed once for MKL's packed GEMM (which also runs 8 rows in about 1.5 times the time of one),
+  small ones as x @ W^T with W^T stored. One token runs as two identical rows: a single row would
+  take a GEMV, which sums in another order;
+- attention reads keys in whole grains of KEY_GRAIN (the zero-initialised cache past the end is
+  masked), takes the softmax over them and sums values over blocks of KEY_BLOCK keys in order, so a
+  query's bits do not depend on how many queries come with it (masked keys add exact zeros);
 - norms, rotary embeddings, SiLU and residual adds work row by row or element by element.
-The price: logits no longer equal transformers' own forward bit for bit (MKL's packed GEMM sums in
-another order than its GEMV), only to float32 rounding; the tests check that and greedy identity.
-Keys and values live in one preallocated buffer, so rolling back is just not advancing (gpt-fast).
+The price: the logits are no longer transformers' own bits (its one-token forward takes the GEMV),
+only equal to float32 rounding (tests check that, greedy tokens, and invariance), and the matrices
+are held twice (packed or transposed copies beside the model's own parameters).
+Keys and values live in preallocated buffers, so rolling back is just not advancing (gpt-fast).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ _MKL_PACKED = torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl
 SMALL_WEIGHT = 1 << 17  # weights of at most this many elements run as x @ W^T with W^T stored; larger ones packed
 _PACK_ROWS = 16  # the row count MKL is told to expect when packing (the rows' results do not depend on it)
 KEY_BLOCK = 256  # attention sums values over blocks of this many keys (the cache capacity is a multiple)
+KEY_GRAIN = 64  # and reads keys up to the next multiple of this many (a divisor of KEY_BLOCK)
 PREFILL_SDPA = 128  # a first block longer than this (a prompt) takes sdpa's causal kernel
 _packs: dict[tuple, tuple] = {}  # ids of joined weights -> (weakrefs to them, their versions, packed weight)
 _mkl_linear = torch.ops.mkl._mkl_linear.default if _MKL_PACKED else None
@@ -39,7 +43,6 @@ class RowLinear:
     (q, k, v; gate, up), each row's bits independent of n (see the module docstring)."""
 
     def __init__(self, modules: list[torch.nn.Linear]):
-        self.modules = modules
         self.weight = _joined([m.weight for m in modules])
         biases = [m.bias for m in modules]
         self.bias = None if all(b is None for b in biases) else _joined(
@@ -110,9 +113,10 @@ class StaticKV:
 class DecoderStack:
     """A lean, batch-invariant forward of a Llama-style decoder over a `StaticKV` (batch 1, CPU).
 
-    It holds references to the model's own parameters (plus MKL's packed copies of its float32
+    It holds references to the model's own parameters (plus packed or transposed copies of its
     matrices) and computes the same model as transformers' sdpa path: RMSNorm in float32, rotary
-    embeddings from the model's own `rotary_emb`, grouped-query attention by sdpa.
+    embeddings from the model's own `rotary_emb`, grouped-query attention with scores, softmax and
+    value sums in float32 (half-precision models too, as sdpa's CPU kernel keeps them).
     """
 
     MODEL_TYPES = ("llama", "mistral", "qwen2")
@@ -235,10 +239,9 @@ class DecoderStack:
                 mask: torch.Tensor | None) -> torch.Tensor:
         """q [rows, heads, hd] over the cached keys -> [rows, heads * hd].
 
-        Batch-invariant: scores over whole blocks of KEY_BLOCK keys (the zero-initialised buffer past the
-        end is masked), values summed block by block in order, so a query's bits do not depend on how
-        many queries come with it (masked blocks add exact zeros); every product is a GEMM of at least
-        two rows. Grouped queries share their key and value head without copies of the cache.
+        Batch-invariant (see the module docstring): every product is a GEMM of at least two rows over
+        whole grains of keys, values summed block by block in order. Grouped queries share their key
+        and value head without copies of the cache.
         `mask` is `_mask`'s additive mask; None for a long prompt, which takes sdpa's causal kernel.
         """
         rows, heads, hd = q.shape
@@ -262,11 +265,11 @@ class DecoderStack:
 
     def _mask(self, past: int, n: int, rows: int, device) -> torch.Tensor | None:
         """[groups * rows, length]: 0 where a query row may see a key, -inf where not (keys past its
-        position, and the unwritten tail of the last block); None for a long prompt."""
+        position, and the unwritten tail of the last grain); None for a long prompt."""
         if past == 0 and n > PREFILL_SDPA:
             return None
-        length = -(-(past + n) // KEY_BLOCK) * KEY_BLOCK
-        positions = torch.arange(past, past + n, device=device).expand(rows) if n == 1 else torch.arange(past, past + n, device=device)
+        length = -(-(past + n) // KEY_GRAIN) * KEY_GRAIN
+        positions = torch.arange(past, past + n, device=device).expand(rows)  # one token: twice its position
         hidden = torch.arange(length, device=device)[None, :] > positions.repeat(self.groups)[:, None]
         return torch.zeros(hidden.shape, device=device).masked_fill_(hidden, float("-inf"))  # float32
 

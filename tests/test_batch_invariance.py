@@ -64,8 +64,9 @@ def test_verify_rows_equal_one_token_rows(shape, dtype):
     model = _model(arch, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=vocab, dtype=dtype)
     if shape == "large products":
         assert model.model.layers[0].mlp.gate_proj.weight.numel() * 2 > SMALL_WEIGHT
-    # blocks inside the first key block, ending on and crossing its end, and inside the second
-    pasts = (1, 20, KEY_BLOCK - 9, KEY_BLOCK - 1, KEY_BLOCK + 40)
+    # blocks inside the first key block, crossing a multiple of KEY_GRAIN, ending on and crossing the
+    # block's end, and inside the second
+    pasts = (1, 60, KEY_BLOCK - 9, KEY_BLOCK - 1, KEY_BLOCK + 40)
     assert _differing_rows(model, pasts=pasts, sizes=(2, 5, 9, 17)) == (0, 5 * 33)
 
 
