@@ -34,7 +34,7 @@ _PACK_ROWS = 16  # the row count MKL is told to expect when packing (the rows' r
 KEY_BLOCK = 256  # attention sums values over blocks of this many keys (the cache capacity is a multiple)
 KEY_GRAIN = 64  # and reads keys up to the next multiple of this many (a divisor of KEY_BLOCK)
 PREFILL_SDPA = 128  # a first block longer than this (a prompt) takes sdpa's causal kernel
-_packs: dict[tuple, tuple] = {}  # ids of joined weights -> (weakrefs to them, their versions, packed weight)
+_prepared_cache: dict[tuple, tuple] = {}  # ids of joined weights -> (weakrefs to them, their stamp, prepared matrix)
 _mkl_linear = torch.ops.mkl._mkl_linear.default if _MKL_PACKED else None
 
 
@@ -43,21 +43,21 @@ class RowLinear:
     (q, k, v; gate, up), each row's bits independent of n (see the module docstring)."""
 
     def __init__(self, modules: list[torch.nn.Linear]):
-        self.weight = _joined([m.weight for m in modules])
-        biases = [m.bias for m in modules]
-        self.bias = None if all(b is None for b in biases) else _joined(
-            [m.bias if m.bias is not None else m.weight.new_zeros(m.out_features) for m in modules])
+        weights = [m.weight for m in modules]
         self.sizes = [m.out_features for m in modules]
-        self.pack = self.weight_t = None
-        if self.weight.dtype == torch.float32 and _MKL_PACKED and self.weight.numel() > SMALL_WEIGHT:
-            self.pack = _packed(modules, self.weight)
-        else:  # small matrices: a plain GEMM on the transposed weight has less overhead per call
-            self.weight_t = self.weight.t().contiguous()
+        shape = (sum(self.sizes), weights[0].shape[1])
+        self.bias = None if all(m.bias is None for m in modules) else torch.cat(
+            [(m.bias if m.bias is not None else m.weight.new_zeros(m.out_features)).detach() for m in modules])
+        self.packed = weights[0].dtype == torch.float32 and _MKL_PACKED and shape[0] * shape[1] > SMALL_WEIGHT
+        # packed: MKL's packed copy (MKL reads only the shape of the `ghost`, a weight of no memory);
+        # small: W^T stored, as a plain GEMM on it has less overhead per call
+        self.matrix = _prepared(weights, packed=self.packed)
+        self.ghost = weights[0].new_zeros(()).expand(shape) if self.packed else None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self.pack is not None:
-            return _mkl_linear(x, self.pack, self.weight, self.bias, x.shape[0])
-        y = torch.mm(x, self.weight_t)
+        if self.packed:
+            return _mkl_linear(x, self.matrix, self.ghost, self.bias, x.shape[0])
+        y = torch.mm(x, self.matrix)
         return y if self.bias is None else y.add_(self.bias)
 
     def split(self, y: torch.Tensor) -> list[torch.Tensor]:
@@ -65,24 +65,21 @@ class RowLinear:
         return list(y.split(self.sizes, dim=-1))
 
 
-def _joined(tensors: list[torch.Tensor]) -> torch.Tensor:
-    return tensors[0].detach() if len(tensors) == 1 else torch.cat([t.detach() for t in tensors])
-
-
-def _packed(modules: list[torch.nn.Linear], weight: torch.Tensor) -> torch.Tensor:
-    """MKL's packed copy of the joined weights, made once per set of weights and their versions
-    (an in-place edit of any of them repacks); dropped when the first weight is."""
-    key = tuple(id(m.weight) for m in modules)
-    versions = tuple(m.weight._version for m in modules)
-    cached = _packs.get(key)
-    if cached is not None and all(r() is m.weight for r, m in zip(cached[0], modules)) and cached[1] == versions:
+def _prepared(weights: list[torch.Tensor], *, packed: bool) -> torch.Tensor:
+    """The joined weights packed for MKL, or transposed: made once and kept while the weights live,
+    remade when any of them is edited in place (its version) or replaced (`.to()`: its storage)."""
+    key = tuple(id(w) for w in weights)
+    stamp = (packed, tuple(w._version for w in weights), tuple(w.data_ptr() for w in weights), weights[0].dtype)
+    cached = _prepared_cache.get(key)
+    if cached is not None and all(r() is w for r, w in zip(cached[0], weights)) and cached[1] == stamp:
         return cached[2]
     with torch.inference_mode():
-        pack = torch.ops.mkl._mkl_reorder_linear_weight(weight, _PACK_ROWS)
+        joined = torch.cat([w.detach() for w in weights]) if len(weights) > 1 else weights[0].detach()
+        matrix = torch.ops.mkl._mkl_reorder_linear_weight(joined, _PACK_ROWS) if packed else joined.t().contiguous()
     if cached is None:
-        weakref.finalize(modules[0].weight, _packs.pop, key, None)
-    _packs[key] = (tuple(weakref.ref(m.weight) for m in modules), versions, pack)
-    return pack
+        weakref.finalize(weights[0], _prepared_cache.pop, key, None)
+    _prepared_cache[key] = (tuple(weakref.ref(w) for w in weights), stamp, matrix)
+    return matrix
 
 
 class StaticKV:

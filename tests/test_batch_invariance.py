@@ -81,7 +81,8 @@ def test_rows_are_invariant_with_two_threads():
 
 
 def test_an_edited_weight_is_repacked():
-    """Packed copies follow in-place edits of the model's weights (a trained or edited model)."""
+    """Packed and transposed copies follow in-place edits of the model's weights (a trained or edited
+    model) and conversions (`.to()` replaces a parameter's storage, not the parameter)."""
     model = _model("llama", hidden=192, heads=6, kv_heads=2, vocab=1024)
     ids = [5, 6, 7, 8]
     with torch.inference_mode():
@@ -91,6 +92,10 @@ def test_an_edited_weight_is_repacked():
         reference = model(torch.tensor([ids])).logits[0]
     assert not torch.allclose(before, after)
     assert torch.allclose(after, reference, atol=1e-4 * reference.abs().max())
+    model.to(torch.float64)  # a dtype the lean forward computes with its plain products
+    with torch.inference_mode():
+        converted = CachedLM(model).extend(ids)
+    assert converted.dtype == torch.float64 and torch.allclose(converted.float(), reference, atol=1e-4 * reference.abs().max())
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
