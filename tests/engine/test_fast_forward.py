@@ -1,5 +1,11 @@
-"""specui.kv's DecoderStack: the lean Llama-style forward gives the model's own cached logits bit for
-bit, through extends of every size, trims of every kind and buffer growth; other models fall back."""
+"""specui.kv's DecoderStack (specui.lean): the lean Llama-style forward computes the model's own logits,
+through extends of every size, trims of every kind and buffer growth; other models fall back.
+
+It is not transformers' forward bit for bit: its products are GEMMs whose rows do not depend on how
+many rows are computed (MKL's GEMV, which transformers' one-token forward takes, sums in another
+order). So these tests check it against transformers within float32 rounding and by greedy tokens,
+and check batch invariance directly (tests/test_batch_invariance.py): that is what makes greedy
+speculative decoding emit plain greedy decoding's tokens by construction."""
 
 import pytest
 import torch
@@ -23,7 +29,7 @@ def _walk(lm: CachedLM, seq: list[int]) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
-def test_stack_equals_the_model_forward_bit_for_bit(arch):
+def test_stack_equals_the_model_forward_to_rounding(arch):
     model = make_model(arch, layers=3, seed=0, max_positions=512)  # grouped-query attention: 4 heads, 2 kv heads
     if arch == "qwen2":
         with torch.no_grad():  # give the q/k/v biases values, so they are tested
@@ -36,7 +42,9 @@ def test_stack_equals_the_model_forward_bit_for_bit(arch):
     with torch.inference_mode():
         a, b = _walk(fast, seq), _walk(slow, seq)
         full = model(torch.tensor([seq[:306]])).logits[0]
-    assert torch.equal(a, b)
+    scale = b.abs().max()
+    assert (a - b).abs().max() <= 1e-5 * scale  # the same model, to float32 rounding
+    assert torch.equal(a.argmax(-1), b.argmax(-1))  # and the same greedy tokens
     assert torch.allclose(a[:7], full[:7], atol=1e-4)  # and the same model as a full forward
 
 

@@ -1,0 +1,285 @@
+"""A lean, batch-invariant CPU forward of Llama-style decoders over a static KV cache.
+
+`DecoderStack` runs a Llama/Mistral/Qwen2 decoder (batch 1, full attention) with the model's own
+weights and dtype, without transformers' per-module call machinery, mask building and cache
+bookkeeping. Every row it returns is *batch-invariant*: a token's logits are the same bits whether
+it is computed alone (plain decoding) or among the K+1 tokens of a verify forward, so greedy
+speculative decoding emits plain greedy decoding's tokens by construction, in any dtype, ties or not:
+- matrix products (`RowLinear`, q/k/v and gate/up joined into one product each) are GEMMs of at
+  least two rows, whose rows do not depend on how many rows are computed: large float32 weights
+  packed once for MKL's packed GEMM (which also runs 8 rows in about 1.5 times the time of one),
+  small ones as x @ W^T with W^T stored. One token runs as two identical rows: a single row would
+  take a GEMV, which sums in another order;
+- attention reads keys in whole grains of KEY_GRAIN (the zero-initialised cache past the end is
+  masked), takes the softmax over them and sums values over blocks of KEY_BLOCK keys in order, so a
+  query's bits do not depend on how many queries come with it (masked keys add exact zeros);
+- norms, rotary embeddings, SiLU and residual adds work row by row or element by element.
+The price: the logits are no longer transformers' own bits (its one-token forward takes the GEMV),
+only equal to float32 rounding (tests check that, greedy tokens, and invariance), and the matrices
+are held twice (packed or transposed copies beside the model's own parameters).
+Keys and values live in preallocated buffers, so rolling back is just not advancing (gpt-fast).
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+import torch.nn.functional as F
+
+# MKL's packed float32 GEMM (what inductor's freezing uses on x86): present in x86 PyTorch builds
+_MKL_PACKED = torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_linear")
+SMALL_WEIGHT = 1 << 17  # weights of at most this many elements run as x @ W^T with W^T stored; larger ones packed
+_PACK_ROWS = 16  # the row count MKL is told to expect when packing (the rows' results do not depend on it)
+KEY_BLOCK = 256  # attention sums values over blocks of this many keys (the cache capacity is a multiple)
+KEY_GRAIN = 64  # and reads keys up to the next multiple of this many (a divisor of KEY_BLOCK)
+PREFILL_SDPA = 128  # a first block longer than this (a prompt) takes sdpa's causal kernel
+_prepared_cache: dict[tuple, tuple] = {}  # ids of joined weights -> (weakrefs to them, their stamp, prepared matrix)
+_mkl_linear = torch.ops.mkl._mkl_linear.default if _MKL_PACKED else None
+
+
+class RowLinear:
+    """y = x [W_1; W_2; ...]^T + b for x [n, in]: one product for several linears of the same input
+    (q, k, v; gate, up), each row's bits independent of n (see the module docstring)."""
+
+    def __init__(self, modules: list[torch.nn.Linear]):
+        weights = [m.weight for m in modules]
+        self.sizes = [m.out_features for m in modules]
+        shape = (sum(self.sizes), weights[0].shape[1])
+        self.bias = None if all(m.bias is None for m in modules) else torch.cat(
+            [(m.bias if m.bias is not None else m.weight.new_zeros(m.out_features)).detach() for m in modules])
+        self.packed = weights[0].dtype == torch.float32 and _MKL_PACKED and shape[0] * shape[1] > SMALL_WEIGHT
+        # packed: MKL's packed copy (MKL reads only the shape of the `ghost`, a weight of no memory);
+        # small: W^T stored, as a plain GEMM on it has less overhead per call
+        self.matrix = _prepared(weights, packed=self.packed)
+        self.ghost = weights[0].new_zeros(()).expand(shape) if self.packed else None
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.packed:
+            return _mkl_linear(x, self.matrix, self.ghost, self.bias, x.shape[0])
+        y = torch.mm(x, self.matrix)
+        return y if self.bias is None else y.add_(self.bias)
+
+    def split(self, y: torch.Tensor) -> list[torch.Tensor]:
+        """The output of each linear, as views of one product's output."""
+        return list(y.split(self.sizes, dim=-1))
+
+
+def _prepared(weights: list[torch.Tensor], *, packed: bool) -> torch.Tensor:
+    """The joined weights packed for MKL, or transposed: made once and kept while the weights live,
+    remade when any of them is edited in place (its version) or replaced (`.to()`: its storage)."""
+    key = tuple(id(w) for w in weights)
+    stamp = (packed, tuple(w._version for w in weights), tuple(w.data_ptr() for w in weights), weights[0].dtype)
+    cached = _prepared_cache.get(key)
+    if cached is not None and all(r() is w for r, w in zip(cached[0], weights)) and cached[1] == stamp:
+        return cached[2]
+    with torch.inference_mode():
+        joined = torch.cat([w.detach() for w in weights]) if len(weights) > 1 else weights[0].detach()
+        matrix = torch.ops.mkl._mkl_reorder_linear_weight(joined, _PACK_ROWS) if packed else joined.t().contiguous()
+    if cached is None:
+        weakref.finalize(weights[0], _prepared_cache.pop, key, None)
+    _prepared_cache[key] = (tuple(weakref.ref(w) for w in weights), stamp, matrix)
+    return matrix
+
+
+class StaticKV:
+    """Keys [layers, kv_heads, head_dim, capacity] (stored transposed, as the attention scores read
+    them) and values [layers, kv_heads, capacity, head_dim] of every layer, zero-initialised (attention
+    reads whole blocks and masks the unwritten keys, which must not be NaN); capacity, a multiple of
+    KEY_BLOCK, doubles when full. `length` tokens are valid."""
+
+    def __init__(self, layers: int, kv_heads: int, head_dim: int, *, dtype, device, capacity: int = KEY_BLOCK):
+        self.keys = torch.zeros(layers, kv_heads, head_dim, capacity, dtype=dtype, device=device)
+        self.values = torch.zeros(layers, kv_heads, capacity, head_dim, dtype=dtype, device=device)
+        self.length = 0
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+    def reserve(self, length: int) -> None:
+        capacity = self.values.shape[2]
+        if length > capacity:
+            size = -(-max(length, 2 * capacity) // KEY_BLOCK) * KEY_BLOCK
+            keys = self.keys.new_zeros(*self.keys.shape[:3], size)
+            values = self.values.new_zeros(self.values.shape[0], self.values.shape[1], size, self.values.shape[3])
+            keys[..., : self.length] = self.keys[..., : self.length]
+            values[:, :, : self.length] = self.values[:, :, : self.length]
+            self.keys, self.values = keys, values
+
+
+class DecoderStack:
+    """A lean, batch-invariant forward of a Llama-style decoder over a `StaticKV` (batch 1, CPU).
+
+    It holds references to the model's own parameters (plus packed or transposed copies of its
+    matrices) and computes the same model as transformers' sdpa path: RMSNorm in float32, rotary
+    embeddings from the model's own `rotary_emb`, grouped-query attention with scores, softmax and
+    value sums in float32 (half-precision models too, as sdpa's CPU kernel keeps them).
+    """
+
+    MODEL_TYPES = ("llama", "mistral", "qwen2")
+
+    def __init__(self, model):
+        base = model.model
+        self.model, self.embed, self.norm, self.rotary = model, base.embed_tokens, base.norm, base.rotary_emb
+        self.layers = list(base.layers)
+        first = self.layers[0].self_attn
+        self.head_dim = first.head_dim
+        self.kv_heads = first.k_proj.out_features // self.head_dim
+        self.groups = first.q_proj.out_features // first.k_proj.out_features
+        # per layer: (norm, q, k, v, o, norm, gate, up, down, attention scale), norms as (weight, eps)
+        self.params = []
+        for layer in self.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+            qkv = RowLinear([attn.q_proj, attn.k_proj, attn.v_proj])
+            gate_up = RowLinear([mlp.gate_proj, mlp.up_proj])
+            norms = [(m.weight, m.variance_epsilon) for m in (layer.input_layernorm, layer.post_attention_layernorm)]
+            self.params.append((norms[0], qkv, RowLinear([attn.o_proj]), norms[1], gate_up,
+                                RowLinear([mlp.down_proj]), attn.scaling))
+        self.head = RowLinear([model.lm_head])
+        # Static rotary embeddings (rope_type "default") are a function of the position alone: a table
+        # of the module's own cos and sin, grown with the cache (rows of it are what each position uses).
+        rope = getattr(model.config, "rope_parameters", None) or {}
+        self.rope_table = rope.get("rope_type") == "default" and self.head_dim % 16 == 0
+        self.cos_table = self.sin_table = None  # [positions, head_dim]; sin with its first half negated
+
+    @classmethod
+    def build(cls, model) -> DecoderStack | None:
+        """A stack for `model`, or None when its architecture or setup is not one this path computes."""
+        config = getattr(model, "config", None)
+        if config is None or getattr(config, "model_type", None) not in cls.MODEL_TYPES or model.training:
+            return None
+        layer_types = getattr(config, "layer_types", None)
+        full_attention = (all(t == "full_attention" for t in layer_types) if layer_types is not None
+                          else getattr(config, "sliding_window", None) is None)
+        if not full_attention or getattr(config, "hidden_act", None) != "silu":
+            return None
+        if getattr(config, "_attn_implementation", None) != "sdpa":
+            return None  # eager or flash attention: the user chose other kernels
+        try:
+            base = model.model
+            modules = [base.embed_tokens, base.norm, model.lm_head]
+            for layer in base.layers:
+                attn, mlp = layer.self_attn, layer.mlp
+                modules += [attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj, mlp.gate_proj, mlp.up_proj,
+                            mlp.down_proj, layer.input_layernorm, layer.post_attention_layernorm]
+                _ = attn.scaling, attn.head_dim, base.rotary_emb
+                _ = layer.input_layernorm.variance_epsilon, layer.post_attention_layernorm.variance_epsilon
+        except (AttributeError, IndexError, TypeError):
+            return None
+        device = model.get_input_embeddings().weight.device
+        if device.type != "cpu":
+            return None  # measured and tested on CPUs only; elsewhere the model's own forward runs
+        for m in modules:
+            if getattr(m, "_hf_hook", None) is not None or m._forward_hooks or m._forward_pre_hooks:
+                return None  # offloaded (accelerate) or instrumented: let the model's forward run
+            for p in m.parameters(recurse=False):
+                if type(p) is not torch.nn.Parameter or not p.dtype.is_floating_point or p.device != device:
+                    return None  # quantized or spread over devices
+        return cls(model)
+
+    def _rotary(self, x: torch.Tensor, past: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin (first half negated, see the rotation below) at positions past..end-1."""
+        if not self.rope_table:
+            positions = torch.arange(past, end, device=x.device).unsqueeze(0)
+            cos, sin = self.rotary(x, position_ids=positions)  # [1, n, head_dim]
+            return cos[0], _signed_sin(sin)[0]
+        if self.cos_table is None or end > self.cos_table.shape[0]:
+            size = max(end, 256, 2 * (0 if self.cos_table is None else self.cos_table.shape[0]))
+            cos, sin = self.rotary(x, position_ids=torch.arange(size, device=x.device).unsqueeze(0))
+            self.cos_table, self.sin_table = cos[0], _signed_sin(sin)[0]
+        return self.cos_table[past:end], self.sin_table[past:end]
+
+    def new_cache(self) -> StaticKV:
+        weight = self.layers[0].self_attn.k_proj.weight
+        return StaticKV(len(self.layers), self.kv_heads, self.head_dim, dtype=weight.dtype, device=weight.device)
+
+    def forward(self, ids: torch.Tensor, cache: StaticKV, *, last_only: bool) -> torch.Tensor:
+        """ids [1, n] at positions cache.length.. -> logits [n, V] ([1, V] with last_only).
+
+        One token runs as two identical rows (MKL would take its GEMV for one row, which rounds
+        differently from the GEMM that computes a verify block); only the first row is kept.
+        """
+        if not torch.is_inference_mode_enabled():  # the buffer is an inference tensor, written in place
+            with torch.inference_mode():
+                return self.forward(ids, cache, last_only=last_only)
+        n, past = ids.shape[1], cache.length
+        end = past + n
+        cache.reserve(end)
+        x = self.embed(ids[0] if n > 1 else ids[0].repeat(2))  # [rows, D]: rows = n, or 2 for one token
+        rows = x.shape[0]
+        cos, sin = self._rotary(x, past, end)  # [n, head_dim] each
+        cos, sin = cos.expand(rows, -1)[:, None], sin.expand(rows, -1)[:, None]  # over heads: [rows, 1, head_dim]
+        mask = self._mask(past, n, rows, ids.device)
+        keys_all, values_all = cache.keys, cache.values
+        hd, half = self.head_dim, self.head_dim // 2
+        q_heads = self.kv_heads * self.groups
+        qk_width = (q_heads + self.kv_heads) * hd
+        for i, params in enumerate(self.params):
+            norm1, qkv, wo, norm2, gate_up, down, scaling = params
+            out = qkv(_rms_norm(x, *norm1))  # [rows, (heads + 2 kv_heads) * hd]
+            qk, v = out[:, :qk_width].view(rows, -1, hd), out[:, qk_width:].view(rows, -1, hd)  # [rows, heads, hd]
+            # rotary embeddings of q and k at once; rotate_half(t) * sin == cat(t2, t1) * cat(-sin1, sin2)
+            # exactly: (-a) * b == a * (-b) in IEEE arithmetic
+            qk = (qk * cos) + (torch.cat((qk[..., half:], qk[..., :half]), dim=-1) * sin)
+            q, k = qk[:, :q_heads], qk[:, q_heads:]
+            key_buf, value_buf = keys_all[i], values_all[i]  # [kv_heads, hd, capacity], [kv_heads, capacity, hd]
+            key_buf[:, :, past:end] = k[:n].permute(1, 2, 0)
+            value_buf[:, past:end] = v[:n].transpose(0, 1)
+            x = x + wo(self._attend(q, key_buf, value_buf, scaling, mask))
+            gate, up = gate_up.split(gate_up(_rms_norm(x, *norm2)))
+            x = x + down(F.silu(gate) * up)
+        cache.length = end
+        x = _rms_norm(x[n - 1:n] if last_only else x, self.norm.weight, self.norm.variance_epsilon)
+        return self.head(x)[:1] if rows > n else self.head(x)
+
+    def _attend(self, q: torch.Tensor, key_buf: torch.Tensor, value_buf: torch.Tensor, scaling,
+                mask: torch.Tensor | None) -> torch.Tensor:
+        """q [rows, heads, hd] over the cached keys -> [rows, heads * hd].
+
+        Batch-invariant (see the module docstring): every product is a GEMM of at least two rows over
+        whole grains of keys, values summed block by block in order. Grouped queries share their key
+        and value head without copies of the cache.
+        `mask` is `_mask`'s additive mask; None for a long prompt, which takes sdpa's causal kernel.
+        """
+        rows, heads, hd = q.shape
+        kvh, groups = self.kv_heads, self.groups
+        if mask is None:  # a long prompt (shared by plain and speculative decoding)
+            out = F.scaled_dot_product_attention(q.transpose(0, 1)[None], key_buf[None, :, :, :rows].transpose(2, 3),
+                                                 value_buf[None, :, :rows], scale=scaling, is_causal=True,
+                                                 enable_gqa=groups > 1)
+            return out[0].transpose(0, 1).reshape(rows, -1)
+        dtype, length = q.dtype, mask.shape[1]
+        keys, values = key_buf[:, :, :length], value_buf[:, :length]
+        if dtype != torch.float32:  # half precision: scores, softmax and sums in float32, as sdpa's kernel keeps them
+            q, keys, values = q.float(), keys.float(), values.float()
+        q = q.view(rows, kvh, groups, hd).permute(1, 2, 0, 3).reshape(kvh, groups * rows, hd)
+        scores = torch.baddbmm(mask, q, keys, alpha=scaling)  # [kvh, groups*rows, length]
+        weights = torch.softmax(scores, dim=-1)
+        out = torch.bmm(weights[..., :KEY_BLOCK], values[:, :KEY_BLOCK])
+        for start in range(KEY_BLOCK, length, KEY_BLOCK):
+            out = out + torch.bmm(weights[..., start:start + KEY_BLOCK], values[:, start:start + KEY_BLOCK])
+        return out.view(kvh, groups, rows, hd).permute(2, 0, 1, 3).reshape(rows, heads * hd).to(dtype)
+
+    def _mask(self, past: int, n: int, rows: int, device) -> torch.Tensor | None:
+        """[groups * rows, length]: 0 where a query row may see a key, -inf where not (keys past its
+        position, and the unwritten tail of the last grain); None for a long prompt."""
+        if past == 0 and n > PREFILL_SDPA:
+            return None
+        length = -(-(past + n) // KEY_GRAIN) * KEY_GRAIN
+        positions = torch.arange(past, past + n, device=device).expand(rows)  # one token: twice its position
+        hidden = torch.arange(length, device=device)[None, :] > positions.repeat(self.groups)[:, None]
+        return torch.zeros(hidden.shape, device=device).masked_fill_(hidden, float("-inf"))  # float32
+
+
+def _signed_sin(sin: torch.Tensor) -> torch.Tensor:
+    half = sin.shape[-1] // 2
+    return torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
+
+
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """transformers' LlamaRMSNorm, op for op (the casts are skipped when they are no-ops)."""
+    dtype = x.dtype
+    h = x if dtype == torch.float32 else x.to(torch.float32)
+    variance = h.pow(2).mean(-1, keepdim=True)
+    h = h * torch.rsqrt(variance + eps)
+    return weight * (h if dtype == torch.float32 else h.to(dtype))
