@@ -10,7 +10,7 @@ import torch
 from specui import SpeculativeEngine
 from specui.kv import CachedLM
 from specui.lean import KEY_BLOCK, SMALL_WEIGHT
-from tests.conftest import make_config, noisy_copy
+from tests.helpers import make_config, noisy_copy
 
 
 def _model(arch: str, *, hidden: int, heads: int, kv_heads: int, vocab: int, dtype=torch.float32, seed: int = 0):

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from specui.verify_cost import VerifyCost, main, measure_verify_cost
-from tests.conftest import make_model, save_tiny_model
+from tests.helpers import make_model, save_tiny_model
 
 
 def test_curve_has_one_median_per_block_size():
