@@ -48,6 +48,7 @@ def format_table(r: dict) -> str:
          f"(one-token KV-cached forward: draft {fmt(r['draft_forward_ms'], '.2f')} ms / "
          f"target {fmt(r['target_forward_ms'], '.2f')} ms, medians); a {k + 1}-token verify forward costs "
          f"{fmt(r['verify_cost_ratio'], '.2f')} target forwards"),
+        _verify_curve(r.get("verify_cost_curve")),
         (f"theoretical speedup {_num(r['theoretical_speedup'], '.2f')}x (Leviathan et al. Thm 3.8, per-token alpha "
          f"{_num(r['alpha_per_token'], '.3f')} fitted to the mean accepted length); efficiency "
          f"{_num(r['efficiency'], '.2f')} (measured / theoretical)"),
@@ -70,3 +71,11 @@ def format_table(r: dict) -> str:
         )
     lines.append("(tokens/s per prompt: max-new-tokens / the median of its timed runs, prefill included)")
     return "\n".join(lines)
+
+
+def _verify_curve(curve: dict | None) -> str:
+    """One line of the verify-cost curve: a forward of n new tokens ÷ a one-token forward."""
+    if not curve:
+        return "verify-cost curve: not measured"
+    pairs = [f"{n}:{fmt(r, '.2f')}" for n, r in zip(curve["tokens"], curve["ratios"]) if n in (1, 2, 4, 6, 8, 12, 16)]
+    return f"verify-cost curve (n new tokens ÷ one token, cache {curve['cache_length']}): " + "  ".join(pairs)

@@ -38,6 +38,7 @@ from specui import chat_draft, metrics
 from specui.drafters import MODEL, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
 from specui.kv import CachedLM
+from specui.verify_cost import measure_verify_cost
 from specui.settings import DecodeSettings
 
 METHODS = ("plain", "speculative", "hf_assisted", "hf_plain")
@@ -203,7 +204,9 @@ def measure_costs(methods: Methods, prompt: list[int], k: int, *, samples: int =
               f"own forward) after the first prompt, interleaved in {chunks} chunks")
     return {"cost_method": method, "target_forward_ms": 1e3 * t1, "draft_forward_ms": 1e3 * d1,
             "draft_cost_ratio": metrics.draft_cost_ratio(d1, t1),
-            "verify_cost_ratio": metrics.median(target_k) / t1}
+            "verify_cost_ratio": metrics.median(target_k) / t1,
+            "verify_cost_curve": measure_verify_cost(pair.target, cache_length=len(prompt), max_tokens=16,
+                                                     repeats=max(3, samples // 4)).as_dict()}
 
 
 def run_prompts(methods: Methods, prompts: list[list[int]], *, arms: dict[str, Arm] = ARMS,

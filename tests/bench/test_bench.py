@@ -81,6 +81,9 @@ def test_bench_greedy_json(bench_config, tmp_path):
     row = report["rows"][0]
     assert row["tokens"] == {"plain": 6, "speculative": 6, "hf_assisted": 6, "hf_plain": 6}  # EOS ignored everywhere
     assert "tokens/s" in stdout and "speculative" in stdout
+    curve = report["verify_cost_curve"]  # the target's forward time for 1..16 new tokens, ÷ one token
+    assert curve["tokens"] == list(range(1, 17)) and curve["ratios"][0] == 1.0 and len(curve["seconds"]) == 16
+    assert "verify-cost curve" in stdout
 
 
 @pytest.mark.slow
