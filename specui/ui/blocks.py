@@ -29,6 +29,7 @@ from specui.loading import PairCache, pick_device
 from specui.settings import MAX_DRAFT_TOKENS
 from specui.spaces import hardware_note
 from specui.ui import charts, render, stats
+from specui.ui.api import generate_endpoint
 from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError
 from specui.ui.session import Showcase, decode
 from specui.ui.teaching import teaching_tab
@@ -211,9 +212,11 @@ def chat_tab(config) -> ChatTab:
         return ChatTab(panel, controls, results, messages=gr.State([]), turns=gr.State([]), race_html=gr.State(""))
 
 
-def build(config, *, cache: PairCache | None = None, preload: bool = True) -> gr.Blocks:
-    """The whole app for a parsed models.yaml. `preload` loads the default pair in the background."""
-    app = App(Showcase(config, cache or PairCache()))
+def build(config, *, cache: PairCache | None = None, preload: bool = True,
+          showcase: Showcase | None = None) -> gr.Blocks:
+    """The whole app for a parsed models.yaml. `preload` loads the default pair in the background; a given
+    `showcase` (e.g. a test's, to watch its runs) replaces the one built from `config` and `cache`."""
+    app = App(showcase or Showcase(config, cache or PairCache()))
     if preload:
         threading.Thread(target=_preload, args=(app.showcase, config.get(None)), daemon=True,
                          name="specui-preload").start()
@@ -326,33 +329,6 @@ def on_preset(config, c: Controls, name: str) -> dict:
         return {c.about: f"⚠ {e}"}
     return {c.k: gr.update(value=chosen.num_draft_tokens), c.drafter: gr.update(value=LABELS[chosen.drafter]),
             c.about: _about(chosen)}
-
-
-def generate_endpoint(showcase: Showcase):
-    """The `/generate` API function: its parameters (names, defaults) are the API's."""
-    default = showcase.config.get(None)
-
-    def generate(prompt: str, preset: str = default.name, drafter: str = "model",
-                 num_draft_tokens: int = default.num_draft_tokens, adaptive: bool = False,
-                 temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, max_new_tokens: int = 64,
-                 seed: int = 0, compare: bool = False) -> dict:
-        """Decode `prompt` speculatively (and plainly too with compare=True); returns the text, every
-        token with its kind, p, q and acceptance probability, the stats and, with compare, the speedup
-        and (greedy) whether both outputs are identical."""
-        try:
-            settings = Settings.from_ui(preset=preset, drafter=drafter, num_draft_tokens=num_draft_tokens,
-                                        adaptive=adaptive, temperature=temperature, top_p=top_p, top_k=top_k,
-                                        max_new_tokens=max_new_tokens, seed=seed, compare=compare)
-        except SettingsError as e:
-            raise gr.Error(str(e)) from None
-        frame = run = None
-        for frame, run in decode(showcase, prompt, settings):
-            pass
-        if frame.error:
-            raise gr.Error(frame.error)
-        return run.as_dict()
-
-    return generate
 
 
 def _about(preset) -> str:

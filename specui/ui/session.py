@@ -114,6 +114,7 @@ class Showcase:
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self._warm: list[weakref.ref] = []  # the pairs that have run once (weak: an evicted pair goes)
+        self.live = 0  # runs in flight (started and neither finished, stopped nor closed)
         self.calls = GpuCalls(self)  # requests under ZeroGPU (a plain call elsewhere)
 
     def lock(self, preset_name: str) -> threading.Lock:
@@ -154,9 +155,18 @@ class Showcase:
         return list(tokenizer(prompt)["input_ids"])  # a base model continues the prompt
 
     def run(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
-            stop: threading.Event | None = None) -> Iterator[tuple[Frame, Run]]:
-        """Yield (frame, run) as the request goes; the last frame has done=True."""
-        stop = stop or threading.Event()
+            stop: threading.Event | None = None, figures: bool = True) -> Iterator[tuple[Frame, Run]]:
+        """Yield (frame, run) as the request goes; the last frame has done=True. `figures=False` (the API)
+        builds no charts. Setting `stop` (or closing this generator) ends the run at the next round."""
+        with self._guard:
+            self.live += 1
+        try:
+            yield from self._run(prompt, settings, history=history, stop=stop or threading.Event(), figures=figures)
+        finally:
+            with self._guard:
+                self.live -= 1
+
+    def _run(self, prompt, settings, *, history, stop, figures) -> Iterator[tuple[Frame, Run]]:
         run = Run(settings)
 
         def fail(message: str):
@@ -196,7 +206,8 @@ class Showcase:
             yield fail(str(e))
             return
         lock = self.lock(preset.name)
-        text_due, chart_due = Throttle(self.text_interval), Throttle(self.chart_interval)
+        text_due = Throttle(self.text_interval)
+        chart_due = Throttle(self.chart_interval) if figures else (lambda force=False: False)
         try:
             self.warm_up(engine, pair, ids)
             yield from self._drive(run, spec_stream, pair, ids, run.spec_views, lock, stop, text_due, chart_due)
@@ -212,7 +223,7 @@ class Showcase:
             return
         if run.phase != "stopped":
             run.phase = "done"
-        yield self.frame(run, figures=True, final=True), run
+        yield self.frame(run, figures=figures, final=True), run
 
     def warm_up(self, engine, pair, ids) -> None:
         """Run both paths once on a fresh pair (chat and Teach tab alike), so first-call allocations are
@@ -290,9 +301,9 @@ class Showcase:
 
 
 def decode(showcase: Showcase, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
-           stop: threading.Event | None = None) -> Iterator[tuple[Frame, Run]]:
+           stop: threading.Event | None = None, figures: bool = True) -> Iterator[tuple[Frame, Run]]:
     """`showcase.run` under one ZeroGPU allocation (see `GpuCalls`)."""
-    return showcase.calls.decode(prompt, settings, history=history, stop=stop)
+    return showcase.calls.decode(prompt, settings, history=history, stop=stop, figures=figures)
 
 
 class GpuCalls:
@@ -311,13 +322,14 @@ class GpuCalls:
         self.on_gpu = gpu(duration=duration)(self._serve)
 
     def decode(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
-               stop: threading.Event | None = None) -> Iterator[tuple[Frame, Run]]:
+               stop: threading.Event | None = None, figures: bool = True) -> Iterator[tuple[Frame, Run]]:
         key = next(self._keys)
         self.live[key] = stop
         try:
-            yield from self.on_gpu(key, prompt, settings, list(history))
+            yield from self.on_gpu(key, prompt, settings, list(history), figures)
         finally:
             self.live.pop(key, None)
 
-    def _serve(self, key: int, prompt: str, settings: Settings, history: list[dict]) -> Iterator[tuple[Frame, Run]]:
-        yield from self.showcase.run(prompt, settings, history=history, stop=self.live[key])
+    def _serve(self, key: int, prompt: str, settings: Settings, history: list[dict],
+               figures: bool = True) -> Iterator[tuple[Frame, Run]]:
+        yield from self.showcase.run(prompt, settings, history=history, stop=self.live[key], figures=figures)

@@ -1,0 +1,83 @@
+"""The `/generate` API: one request decoded to the end and answered as a dict (for `gradio_client`).
+
+The run decodes on a thread of its own (named `specui-generate-N`) while the endpoint, a coroutine,
+awaits it. Gradio cancels an event by cancelling its asyncio task (a client's `job.cancel()`); a plain
+function would leave its worker thread decoding to the end while the concurrency slot is handed to the
+next request. Here the cancel sets the run's stop event, so the run ends at its next round, and the
+endpoint waits for that before it lets the cancel through: the slot frees only once decoding stopped.
+
+The API builds no charts: it returns none (`figures=False`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import itertools
+import threading
+
+import gradio as gr
+
+from specui.ui.request import Settings, SettingsError
+from specui.ui.session import Showcase, decode
+
+_names = itertools.count(1)
+
+
+def decode_all(showcase: Showcase, prompt: str, settings: Settings, stop: threading.Event):
+    """Decode to the end (or until `stop`); the last (frame, run)."""
+    frame = run = None
+    for frame, run in decode(showcase, prompt, settings, stop=stop, figures=False):
+        pass
+    return frame, run
+
+
+async def run_stoppable(work, stop: threading.Event):
+    """`work()` on a thread of its own; when the awaiting task is cancelled, set `stop`, wait for `work`
+    to return, then let the cancellation through."""
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def target():
+        try:
+            future.set_result(work())
+        except BaseException as e:  # re-raised in the awaiting task
+            future.set_exception(e)
+
+    threading.Thread(target=target, daemon=True, name=f"specui-generate-{next(_names)}").start()
+    waiting = asyncio.wrap_future(future)
+    try:
+        return await asyncio.shield(waiting)
+    except asyncio.CancelledError:
+        stop.set()  # the run ends at its next round
+        while not waiting.done():
+            try:
+                await asyncio.wait({waiting})
+            except asyncio.CancelledError:  # cancelled again: still wait, it is one round at most
+                continue
+        raise
+
+
+def generate_endpoint(showcase: Showcase):
+    """The `/generate` API function: its parameters (names, defaults) are the API's."""
+    default = showcase.config.get(None)
+
+    async def generate(prompt: str, preset: str = default.name, drafter: str = "model",
+                       num_draft_tokens: int = default.num_draft_tokens, adaptive: bool = False,
+                       temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, max_new_tokens: int = 64,
+                       seed: int = 0, compare: bool = False) -> dict:
+        """Decode `prompt` speculatively (and plainly too with compare=True); returns the text, every
+        token with its kind, p, q and acceptance probability, the stats and, with compare, the speedup
+        and (greedy) whether both outputs are identical."""
+        try:
+            settings = Settings.from_ui(preset=preset, drafter=drafter, num_draft_tokens=num_draft_tokens,
+                                        adaptive=adaptive, temperature=temperature, top_p=top_p, top_k=top_k,
+                                        max_new_tokens=max_new_tokens, seed=seed, compare=compare)
+        except SettingsError as e:
+            raise gr.Error(str(e)) from None
+        stop = threading.Event()
+        frame, run = await run_stoppable(lambda: decode_all(showcase, prompt, settings, stop), stop)
+        if frame.error:
+            raise gr.Error(frame.error)
+        return run.as_dict()
+
+    return generate

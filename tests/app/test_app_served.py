@@ -1,0 +1,98 @@
+"""The served app's resources: a cancelled or abandoned run stops and frees its slot; the API builds no
+charts. The app runs in this process on the bundled pair with a `Showcase` the test holds, so it can
+watch the runs in flight (`Showcase.live`) and the API's decoding threads (`specui-generate-N`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from tests.helpers import require_browser, served_app, ui_config
+
+pytestmark = pytest.mark.slow  # serves the app on the bundled pair
+
+gradio_client = pytest.importorskip("gradio_client")
+PROMPT = "import os\nimport sys\n\n\ndef main(argv):\n"
+
+
+@pytest.fixture(scope="module")
+def app():
+    from specui.loading import PairCache
+    from specui.ui.session import Showcase
+
+    config = ui_config()
+    showcase = Showcase(config, PairCache())
+    with served_app(config, showcase=showcase) as url:
+        yield url, showcase
+
+
+def wait_until(condition, *, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def decoding_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("specui-generate")]
+
+
+def test_a_cancelled_api_job_stops_and_frees_its_slot(app):
+    url, showcase = app
+    client = gradio_client.Client(url, verbose=False)
+    client.predict(PROMPT, max_new_tokens=8, api_name="/generate")  # loads and warms the pair
+    job = client.submit(PROMPT, max_new_tokens=1000, compare=True, api_name="/generate")
+    assert wait_until(lambda: showcase.live == 1, timeout=60), "the long run never started"
+    time.sleep(1.0)  # a few rounds in
+    job.cancel()
+    # one round at most (milliseconds), then the run is gone; the whole run takes far longer than this bound
+    cancelled = time.monotonic()
+    assert wait_until(lambda: showcase.live == 0, timeout=4), f"{showcase.live} run(s) still decoding"
+    print(f"stopped {time.monotonic() - cancelled:.2f} s after the cancel")
+    assert wait_until(lambda: not decoding_threads(), timeout=5), decoding_threads()
+    started = time.monotonic()
+    out = client.predict(PROMPT, max_new_tokens=8, api_name="/generate")
+    assert out["tokens"] and time.monotonic() - started < 60
+    assert showcase.live == 0 and not decoding_threads()
+
+
+def test_the_api_builds_no_charts(app, monkeypatch):
+    from specui.ui import charts
+
+    calls = []
+    real = charts.all_figures
+    monkeypatch.setattr(charts, "all_figures", lambda *a, **k: calls.append(1) or real(*a, **k))
+    client = gradio_client.Client(app[0], verbose=False)
+    out = client.predict(PROMPT, max_new_tokens=64, compare=True, api_name="/generate")
+    assert out["tokens"] and out["identical"] is True
+    assert not calls, f"the API built figures {len(calls)} times"
+
+
+def test_a_closed_page_stops_its_run(app):
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    from tools.screenshot import launch_chromium, set_number
+
+    url, showcase = app
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_page()
+        page.goto(url)
+        page.wait_for_selector("#prompt textarea", timeout=60_000)
+        set_number(page, "max-new-tokens", 512)
+        page.click("#compare input")  # a speculative run and then a plain one: long
+        page.fill("#prompt textarea", PROMPT)
+        page.click("#send")
+        page.wait_for_selector("#chat .specui-caret", timeout=120_000)
+        assert showcase.live == 1
+        page.close()
+        try:
+            assert wait_until(lambda: showcase.live == 0, timeout=30), f"{showcase.live} run(s) still decoding"
+        finally:
+            browser.close()
