@@ -96,3 +96,13 @@ def test_a_closed_page_stops_its_run(app):
             assert wait_until(lambda: showcase.live == 0, timeout=30), f"{showcase.live} run(s) still decoding"
         finally:
             browser.close()
+
+
+def test_a_short_soak_levels_off():
+    """40 runs of 8 tokens (after 5 warm-up runs): the server's memory grows little in the second half.
+    `python -m tools.soak --runs 200` is the long version."""
+    from tools.soak import soak_in_process
+
+    result = soak_in_process(ui_config(), runs=40, tokens=8, warm_up=5)
+    first, second = result.growth()
+    assert second < 15, f"+{first:.1f} MB then +{second:.1f} MB: {[round(x) for x in result.rss]}"
