@@ -28,6 +28,13 @@ def _layout(fig: go.Figure, **kwargs) -> go.Figure:
     return layout(fig, height=TALL, **kwargs)
 
 
+def _waiting(fig: go.Figure, what: str) -> go.Figure:
+    """An experiment's chart before its run: the titled axes and a note saying what will fill them."""
+    fig.add_annotation(text=f"Run the experiment to fill this:<br>{what}", showarrow=False, xref="paper",
+                       yref="paper", x=0.5, y=0.5, font={"size": 14, "color": PLAIN_COLOUR})
+    return fig
+
+
 def _alphas(n: int = 101) -> list[float]:
     return [i / (n - 1) for i in range(n)]
 
@@ -155,6 +162,10 @@ def k_sweep_figure(points: Sequence[Point] = ()) -> go.Figure:
         fig.add_hline(y=1.0, line={"color": PLAIN_COLOUR, "dash": "dash", "width": 1})
     fig = _layout(fig, title=title, x="K (draft tokens per round)", y="speedup over plain decoding")
     fig.update_xaxes(dtick=1)
+    if not pts:
+        fig.update_xaxes(range=[0.5, 8.5])
+        fig.update_yaxes(range=[0, 3])
+        _waiting(fig, "the measured speedup for K = 1…8 beside the theory's curve")
     return fig
 
 
@@ -162,6 +173,11 @@ def temperature_figure(points: Sequence[Point] = ()) -> go.Figure:
     """Acceptance against temperature: the fitted α, and the mean of min(1, p/q)."""
     fig = go.Figure()
     pts = sorted(points, key=lambda p: p.temperature)
+    if not pts:
+        fig = _layout(fig, title="Acceptance against temperature", x="temperature (0 = greedy)", y="acceptance")
+        fig.update_xaxes(range=[-0.05, 1.55])
+        fig.update_yaxes(range=[0, 1.05])
+        return _waiting(fig, "α and the mean min(1, p/q) at temperatures 0 to 1.5")
     fig.add_trace(go.Scatter(x=[p.temperature for p in pts], y=[_r(p.alpha) for p in pts], mode="lines+markers",
                              name="α (fitted to tokens per round)", line={"color": POINT_COLOUR, "width": 2}))
     fig.add_trace(go.Scatter(x=[p.temperature for p in pts], y=[_r(p.mean_accept_prob) for p in pts],
@@ -176,6 +192,12 @@ def drafter_figure(points: Sequence[Point] = ()) -> go.Figure:
     """Per drafter: alpha (bars) and measured speedup (diamonds, right axis)."""
     fig = go.Figure()
     labels = [p.label for p in points]
+    if not labels:
+        fig = _layout(fig, title="Drafters compared: a weaker drafter's acceptance collapses", x="drafter", y="α")
+        fig.update_xaxes(showticklabels=False, range=[0, 1])
+        fig.update_yaxes(range=[0, 1.05])
+        return _waiting(fig, "α (bars) and the measured speedup (diamonds) for the draft model, "
+                             "a noisier copy and prompt lookup")
     fig.add_trace(go.Bar(x=labels, y=[_r(p.alpha) for p in points], name="α (fitted to tokens per round)",
                          marker_color=THEORY_COLOUR, opacity=0.7))
     fig.add_trace(go.Scatter(x=labels, y=[_r(p.speedup) for p in points], name="measured speedup", mode="markers",

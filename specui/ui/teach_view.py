@@ -62,7 +62,8 @@ _num = fmt_prob
 def render_step(run: lesson.TeachingRun | None, index: int) -> str:
     """One round as HTML: the context, the drafts table, the outcome and the tokens it added."""
     if run is None or not run.steps:
-        return '<div class="teach-step teach-empty">Press <b>Decode</b> to run a prompt, then <b>Next round</b>.</div>'
+        return ('<div class="teach-step teach-empty">Press <b>Decode</b> or <b>Next round ▶</b> to decode the '
+                'prompt above and step into round 1.</div>')
     index = max(0, min(index, len(run.steps) - 1))
     step = run.steps[index]
     prompt_text = run.steps[0].context

@@ -216,11 +216,13 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) 
 def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     c, s = ui.controls, ui.step
     queued = {"concurrency_id": concurrency_id, "concurrency_limit": 1, "api_visibility": "private"}
-    c.start.click(functools.partial(decode, state, ui), c.settings,
-                  [ui.run, ui.index, s.view, s.residual, s.theory_tokens, s.theory_speedup, s.measured, s.export,
-                   s.status, ui.playing, ui.timer, c.play], **queued)
+    decoded = [ui.run, ui.index, s.view, s.residual, s.theory_tokens, s.theory_speedup, s.measured, s.export,
+               s.status, ui.playing, ui.timer, c.play]
+    c.start.click(functools.partial(decode, state, ui), c.settings, decoded, **queued)
     nav_outputs = [ui.index, s.view, s.residual]
-    c.next.click(functools.partial(move, ui, 1), {ui.run, ui.index}, nav_outputs, **NAV)
+    # Next before any run decodes the prompt shown (in the engine's queue) and lands on round 1
+    c.next.click(functools.partial(move, ui, 1), {ui.run, ui.index}, nav_outputs, **NAV).then(
+        functools.partial(decode_first, state, ui), c.settings | {ui.run}, decoded, **queued)
     c.prev.click(functools.partial(move, ui, -1), {ui.run, ui.index}, nav_outputs, **NAV)
     c.play.click(functools.partial(toggle, ui), {ui.run, ui.playing, c.speed}, [ui.playing, ui.timer, c.play], **NAV)
     ui.timer.tick(functools.partial(tick, ui), {ui.run, ui.index}, [*nav_outputs, ui.playing, ui.timer, c.play],
@@ -294,6 +296,13 @@ def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
             s.export: state.exports.write(run), s.status: note, ui.playing: False, ui.timer: gr.Timer(active=False),
             ui.controls.play: gr.update(value="▶ Play")}
+
+
+def decode_first(state: TeachState, ui: TeachTab, data: dict) -> dict:
+    """After Next: decode when nothing has been decoded yet (round 1 is then shown), else change nothing."""
+    if data[ui.run] is not None:
+        return {}
+    return decode(state, ui, data)
 
 
 def move(ui: TeachTab, delta: int, data: dict) -> dict:

@@ -178,3 +178,24 @@ def test_an_injected_prompt_stays_text(page):
                            timeout=120_000)
     assert page.locator("#step-view img").count() == 0
     assert page.dialogs == []
+
+
+def test_before_any_run_next_decodes_and_the_experiment_charts_say_what_they_will_hold(app, page):
+    fresh = page.context.browser.new_page()  # a new session: nothing decoded yet
+    try:
+        fresh.goto(app[1])
+        fresh.wait_for_selector("#step-start", timeout=60_000)
+        for chart in ("sweep-chart", "temp-chart", "drafters-chart"):
+            fresh.wait_for_selector(f"#{chart} .js-plotly-plot", timeout=30_000)
+            shown = fresh.locator(f"#{chart}").inner_text()
+            assert "Run the experiment to fill this" in shown, (chart, shown)
+            assert "−1" not in shown, (chart, shown)  # no empty default axes
+        fresh.fill("#teach-prompt textarea", PROMPT)
+        set_number(fresh, "teach-max-new-tokens", 8)
+        fresh.click("#step-next")
+        wait_round(fresh, 1, timeout_ms=120_000)
+        assert "Decoded" in fresh.locator("#step-status").inner_text()
+        fresh.click("#step-next")  # now it steps
+        wait_round(fresh, 2)
+    finally:
+        fresh.close()
