@@ -169,13 +169,18 @@ class DecoderStack:
         device = model.get_input_embeddings().weight.device
         if device.type != "cpu":
             return None  # measured and tested on CPUs only; elsewhere the model's own forward runs
+        if not _plain_modules(model, base):
+            return None  # a hook, an adapter or a subclass with its own forward: only the model knows its math
         for m in modules:
-            if getattr(m, "_hf_hook", None) is not None or m._forward_hooks or m._forward_pre_hooks:
-                return None  # offloaded (accelerate) or instrumented: let the model's forward run
             for p in m.parameters(recurse=False):
                 if type(p) is not torch.nn.Parameter or not p.dtype.is_floating_point or p.device != device:
                     return None  # quantized or spread over devices
         return cls(model)
+
+    # the module classes whose forward this path repeats, per model type (anything else: the model's forward)
+    EXACT_CLASSES = {kind: {f"{prefix}{name}" for name in ("ForCausalLM", "Model", "DecoderLayer", "Attention", "MLP",
+                                                             "RMSNorm", "RotaryEmbedding")}
+                     for kind, prefix in (("llama", "Llama"), ("mistral", "Mistral"), ("qwen2", "Qwen2"))}
 
     def _rotary(self, x: torch.Tensor, past: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin (first half negated, see the rotation below) at positions past..end-1."""
@@ -283,3 +288,25 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
     variance = h.pow(2).mean(-1, keepdim=True)
     h = h * torch.rsqrt(variance + eps)
     return weight * (h if dtype == torch.float32 else h.to(dtype))
+
+
+def _plain_modules(model, base) -> bool:
+    """True when every module of `model` is exactly a class this path repeats, with no hook anywhere:
+    no forward (pre-)hook on any module or registered globally, no accelerate hook, every linear layer
+    exactly `nn.Linear` (not a LoRA wrapper or a subclass with its own forward), the embeddings exactly
+    `nn.Embedding`, everything else one of the model type's own transformers classes."""
+    from torch.nn.modules import module as torch_module
+
+    if torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks:
+        return False
+    exact = DecoderStack.EXACT_CLASSES[model.config.model_type]
+    plain = (torch.nn.Linear, torch.nn.Embedding, torch.nn.ModuleList, torch.nn.SiLU, torch.nn.Identity)
+    for m in model.modules():
+        if m._forward_hooks or m._forward_pre_hooks or getattr(m, "_hf_hook", None) is not None:
+            return False
+        kind = type(m)
+        if kind in plain:
+            continue
+        if not (kind.__module__.startswith("transformers.") and (kind.__name__ in exact or kind.__name__ == "SiLUActivation")):
+            return False
+    return base is model.model
