@@ -263,14 +263,6 @@ class SpeculativeEngine:
         if isinstance(drafter, ModelDrafter):
             models.append(("draft", drafter.model))
         for role, model in models:
-            window = attention_window(model) if drafter is not None else None  # plain decoding never rolls back
-            if window is not None and prompt_len + max_new_tokens > window:
-                raise ValueError(
-                    f"the {role} model attends through a sliding window of {window} tokens, and its transformers "
-                    f"cache cannot roll back rejected drafts once a sequence passes the window; the prompt "
-                    f"({prompt_len} tokens) plus max_new_tokens ({max_new_tokens}) would: keep them within "
-                    f"{window} tokens, or use a model with full attention"
-                )
             limit = context_limit(model)
             if limit is not None and prompt_len + max_new_tokens > limit:
                 raise ContextLengthError(
@@ -288,28 +280,6 @@ class SpeculativeEngine:
         return time.perf_counter() - since
 
 
-def attention_window(model) -> int | None:
-    """The smallest sliding-window (or chunked-attention) size among the model's layers; None when all
-    attend to the whole sequence. Read the way transformers builds its cache layers from the config."""
-    config = getattr(model, "config", None)
-    if config is None:
-        return None
-    try:
-        from transformers.cache_utils import get_layer_types_and_kwargs
-
-        layer_types, per_layer = get_layer_types_and_kwargs(config.get_text_config(decoder=True))
-    except (ImportError, AttributeError, TypeError, ValueError):  # another transformers: read the config
-        types = getattr(config, "layer_types", None)
-        window = getattr(config, "sliding_window", None)
-        if types is not None:
-            window = window if any(t == "sliding_attention" for t in types) else None
-        return window if isinstance(window, int) else None
-    sizes = [kw.get("sliding_window") or kw.get("attention_chunk_size")
-             for t, kw in zip(layer_types, per_layer) if t in ("sliding_attention", "chunked_attention")]
-    sizes = [int(w) for w in sizes if w]
-    return min(sizes) if sizes else None
-
-
 def _index(x) -> int | None:
     try:
         return operator.index(x)
@@ -324,5 +294,3 @@ def _align(probs: torch.Tensor | None, vocab_size: int, device) -> torch.Tensor 
     probs = probs.to(device)
     missing = vocab_size - probs.shape[-1]
     return torch.nn.functional.pad(probs, (0, missing)) if missing > 0 else probs
-
-

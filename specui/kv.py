@@ -55,6 +55,13 @@ class CachedLM:
             self.length += ids.shape[1]
             return logits
         kwargs = {"logits_to_keep": 1} if (last_only and self._keep_arg) else {}
+        if self.cache is None:
+            # a plain DynamicCache keeps every layer's keys whole, so it can roll back: a model that attends
+            # through a sliding window would otherwise get a cache that drops old keys and cannot crop; the
+            # window itself is applied by the model's attention mask, from its config
+            from transformers import DynamicCache
+
+            self.cache = DynamicCache()
         out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True, **kwargs)
         self.cache = out.past_key_values
         self.length += ids.shape[1]
