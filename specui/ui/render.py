@@ -111,8 +111,10 @@ def render_reply(spec: Sequence[TokenView], *, plain: Sequence[TokenView] | None
     return f'<div class="specui-out"><div class="specui-compare">{cols}</div>{verdict}{render_note(note)}</div>'
 
 
-def render_verdict(*, identical: bool | None, speedup: float | None, first_difference: int | None = None) -> str:
-    """The compare-mode result line: speedup ratio and, in greedy mode, the identical-output check."""
+def render_verdict(*, identical: bool | None, speedup: float | None, first_difference: int | None = None,
+                   explanation: str = "") -> str:
+    """The compare-mode result line: speedup ratio and, in greedy mode, the identical-output check
+    (with `explanation`, e.g. a near-tie that reduced precision rounds either way, when they differ)."""
     parts = []
     if speedup is not None:
         parts.append(f'<span class="specui-speedup">speedup {fmt(speedup, ".2f×")}</span>')
@@ -120,7 +122,8 @@ def render_verdict(*, identical: bool | None, speedup: float | None, first_diffe
         parts.append('<span class="specui-identical">✓ identical output (greedy: speculative = plain)</span>')
     elif identical is False:
         where = f" at token {first_difference}" if first_difference is not None else ""
-        parts.append(f'<span class="specui-different">✗ outputs differ{where}</span>')
+        why = f": {html.escape(explanation)}" if explanation else ""
+        parts.append(f'<span class="specui-different">✗ outputs differ{where}{why}</span>')
     else:
         parts.append('<span class="specui-sampled">sampling: both runs are exact draws from the target, '
                      'so they may differ</span>')

@@ -277,7 +277,8 @@ class Showcase:
             if final and run.phase == "done":
                 verdict = render.render_verdict(
                     identical=run.identical, speedup=runstats.speedup(spec_stats, plain_stats),
-                    first_difference=runstats.first_difference(run.spec.token_ids, run.plain.token_ids))
+                    first_difference=runstats.first_difference(run.spec.token_ids, run.plain.token_ids),
+                    explanation=_divergence_note(run) if run.identical is False else "")
             spec_title, plain_title = "speculative", "plain (target alone)"
             if spec_stats and run.phase != "speculative":
                 spec_title += f" · {fmt(spec_stats.tokens_per_s, '.1f')} tokens/s"
@@ -333,3 +334,12 @@ class GpuCalls:
     def _serve(self, key: int, prompt: str, settings: Settings, history: list[dict],
                figures: bool = True) -> Iterator[tuple[Frame, Run]]:
         yield from self.showcase.run(prompt, settings, history=history, stop=self.live[key], figures=figures)
+
+
+def _divergence_note(run) -> str:
+    """Why two greedy outputs differ, in words: a near-tie (reduced precision) or not explained."""
+    divergence = runstats.explain_divergence(run.spec.token_ids, runstats.token_probs(run.spec),
+                                             run.plain.token_ids, runstats.token_probs(run.plain))
+    if divergence is None:
+        return ""
+    return divergence.describe()

@@ -280,3 +280,21 @@ def test_instruct_presets_get_the_chat_template_and_base_presets_continue_the_pr
     assert byte_tokenizer.decode(ids) == "[user] hi\n[assistant] hello\n[user] def f():\n[assistant] "
     base = SimpleNamespace(preset=SimpleNamespace(chat_template=False), tokenizer=byte_tokenizer)
     assert byte_tokenizer.decode(showcase.encode(base, "def f():", history)) == "def f():"
+
+
+def test_a_greedy_divergence_is_explained_and_escaped():
+    from types import SimpleNamespace
+
+    from specui.ui import render
+    from specui.ui.session import _divergence_note
+
+    def run_of(ids, probs):
+        return SimpleNamespace(token_ids=ids, rounds=[SimpleNamespace(token_target_probs=probs)])
+
+    run = SimpleNamespace(spec=run_of([5, 7, 9], [0.9, 0.41, 0.5]), plain=run_of([5, 8, 2], [0.9, 0.40, 0.6]))
+    note = _divergence_note(run)
+    assert "token 1" in note and "near-tie" in note and "not a near-tie" not in note
+    far = SimpleNamespace(spec=run_of([5, 7], [0.9, 0.9]), plain=run_of([5, 8], [0.9, 0.05]))
+    assert "not a near-tie" in _divergence_note(far)
+    html_out = render.render_verdict(identical=False, speedup=1.5, first_difference=1, explanation=note + " <b>")
+    assert "outputs differ at token 1: token 1" in html_out and "&lt;b&gt;" in html_out and "<b>" not in html_out
