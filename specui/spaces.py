@@ -30,7 +30,7 @@ def hardware_note(device_type: str) -> str | None:
     if device_type != "cpu":
         return None
     where = "this Space" if on_spaces() else "this machine"
-    return (f"Running on CPU: {where} has no GPU, so timings are CPU timings. The bundled pair is sized for "
+    return (f"Running on CPU: {where} has no GPU, so timings are CPU timings. The chat and stdlib pairs are sized for "
             "that; large presets need a GPU (or a ZeroGPU Space).")
 
 
