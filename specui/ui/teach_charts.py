@@ -5,6 +5,7 @@
                            measured point and the best K
     residual_figure        a rejection's residual norm(max(0, p - q)): its top tokens, the drawn one marked
     k_sweep_figure         measured speedup against K beside the theory at the measured alpha and c
+    verify_cost_figure     the target's forward time for n new tokens ÷ one token, beside the theorem's 1
     temperature_figure     acceptance against temperature
     drafter_figure         acceptance and speedup per drafter (the weaker-drafter experiment)
 """
@@ -217,3 +218,23 @@ def pooled_alpha(points: Sequence[Point]) -> float | None:
 
 def _r(x: float | None, digits: int = 4) -> float | None:
     return None if x is None else round(x, digits)
+
+
+def verify_cost_figure(curve: dict | None = None) -> go.Figure:
+    """The target's forward time for n new tokens ÷ one token (a `VerifyCost.as_dict()`), beside the
+    theorem's assumption that it stays 1."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[1, 16], y=[1, 1], mode="lines", name="Theorem 3.8 assumes 1",
+                             line={"color": THEORY_COLOUR, "dash": "dash"}))
+    title = "Verify cost: a forward of n new tokens ÷ a one-token forward"
+    if curve:
+        fig.add_trace(go.Scatter(x=list(curve["tokens"]), y=[_r(v, 3) for v in curve["ratios"]], mode="lines+markers",
+                                 name="measured", line={"color": POINT_COLOUR},
+                                 hovertemplate="n=%{x}: %{y:.2f}× one token<extra></extra>"))
+        ms = 1e3 * curve["seconds"][0]
+        title += f"<br><sub>one token {fmt(ms, '.1f')} ms, cache {curve['cache_length']} tokens</sub>"
+    _layout(fig, title=title, x="n new tokens in one forward (K + 1)", y="÷ one-token forward",
+            xaxis={"range": [0.5, 16.5]}, yaxis={"rangemode": "tozero"})
+    if not curve:
+        _waiting(fig, "the target's forward time for 1…16 new tokens, ÷ one token")
+    return fig

@@ -55,6 +55,12 @@ lookup (copying earlier text, no model). A worse guesser is accepted less often 
 but the output stays an exact sample from the target: speculative decoding trades speed, never quality.
 Prompt lookup proposes only where the text repeats itself; with nothing to copy it drafts nothing (α shows –)."""
 
+VERIFY_HELP = """**What verification costs.** Theorem 3.8 assumes that checking K+1 tokens in one target forward
+costs as much as one token: the weights are read once either way. This times the target's forward of
+n = 1…16 new tokens on this machine (after the prompt's tokens, median of 3) and divides by one token. Where the
+curve stays near 1, speculation pays in full; where it climbs (small models on a CPU do real work per row),
+each extra drafted token costs verify time too, and the best K is smaller than the theorem says."""
+
 
 _num = fmt_prob
 
@@ -189,3 +195,12 @@ def render_points(points) -> str:
     head = "".join(f'<th class="num">{h}</th>' for h in heads)
     return (f'<table class="teach-table teach-points"><thead><tr>{head}</tr>'
             f'</thead><tbody>{rows}</tbody></table>')
+
+
+def render_verify_cost(curve: dict) -> str:
+    """The verify-cost curve as a table: n, the forward's time, ÷ one token."""
+    rows = "".join(f'<tr class="teach-point"><td class="num">{n}</td><td class="num">{fmt(1e3 * sec, ".2f")} ms</td>'
+                   f'<td class="num">{fmt(r, ".2f×")}</td></tr>'
+                   for n, sec, r in zip(curve["tokens"], curve["seconds"], curve["ratios"]))
+    head = "".join(f'<th class="num">{h}</th>' for h in ("n new tokens", "forward", "÷ one token"))
+    return f'<table class="teach-table teach-points"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'

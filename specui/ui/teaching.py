@@ -11,7 +11,7 @@ Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-temperat
 #teach-seed #step-start #step-prev #step-next #step-play #step-speed #step-status #step-view
 #step-residual #teach-theory-tokens #teach-theory-speedup #teach-measured #teach-export #sweep-run
 #sweep-chart #sweep-table #temp-run #temp-chart #temp-table #drafters-run #drafters-noise
-#drafters-chart #drafters-table. Every model or user string is escaped before it becomes HTML.
+#drafters-chart #drafters-table #verify-cost-run #verify-cost-chart #verify-cost-table. Every model or user string is escaped before it becomes HTML.
 """
 
 from __future__ import annotations
@@ -32,9 +32,11 @@ from specui.drafters import LABELS, MODEL, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
 from specui.text import fmt
 from specui.ui import teach_charts
+from specui.verify_cost import measure_verify_cost
 from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError
 from specui.ui.teach_view import (DEFAULT_PROMPT, DRAFTERS_HELP, INTRO, STEP_HELP, SWEEP_HELP, SWEEP_KS, TEMP_HELP,
-                                  TEMPERATURES, THEORY_HELP, render_measured, render_points, render_step)
+                                  TEMPERATURES, THEORY_HELP, VERIFY_HELP, render_measured, render_points,
+                                  render_step, render_verify_cost)
 
 log = logging.getLogger("specui.ui")
 EXPORTS_KEPT = 16  # export files kept on disk per process (gradio serves its own copy of each)
@@ -122,6 +124,7 @@ class TeachTab:
     sweep: Experiment
     temps: Experiment
     drafters: Experiment
+    verify: Experiment
     run: gr.State
     index: gr.State
     playing: gr.State
@@ -208,6 +211,8 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) 
             temps=_experiment("temp", teach_charts.temperature_figure(), TEMP_HELP, "Run the temperature sweep"),
             drafters=_experiment("drafters", teach_charts.drafter_figure(), DRAFTERS_HELP, "Compare drafters",
                                  extra=_noise_slider),
+            verify=_experiment("verify-cost", teach_charts.verify_cost_figure(), VERIFY_HELP,
+                               "Time the verify forward (n = 1…16)"),
             run=gr.State(None), index=gr.State(0), playing=gr.State(False), timer=gr.Timer(1.5, active=False))
         _wire(ui, TeachState(showcase), concurrency_id)
     return ui
@@ -229,7 +234,7 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
                   **NAV)
     c.speed.change(lambda seconds: gr.Timer(value=float(seconds)), [c.speed], [ui.timer], **NAV)
     for experiment, handler, extra in ((ui.sweep, sweep, set()), (ui.temps, temperatures, set()),
-                                       (ui.drafters, drafters, {ui.drafters.control})):
+                                       (ui.drafters, drafters, {ui.drafters.control}), (ui.verify, verify_costs, set())):
         experiment.run.click(functools.partial(handler, state, ui), c.settings | extra,
                              [experiment.chart, experiment.table], **queued)
 
@@ -359,3 +364,10 @@ def drafters(state: TeachState, ui: TeachTab, data: dict):
     for point in lesson.drafter_comparison(choices, p.ids, p.settings.decode, lock=lock):
         points.append(point)
         yield {ui.drafters.chart: teach_charts.drafter_figure(points), ui.drafters.table: render_points(points)}
+
+
+def verify_costs(state: TeachState, ui: TeachTab, data: dict):
+    p, lock = prepare(state, ui.controls, data)
+    with lock:  # one engine run at a time, like every other generation
+        curve = measure_verify_cost(p.pair.target, cache_length=len(p.ids), max_tokens=16, repeats=3).as_dict()
+    yield {ui.verify.chart: teach_charts.verify_cost_figure(curve), ui.verify.table: render_verify_cost(curve)}

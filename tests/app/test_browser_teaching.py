@@ -171,6 +171,15 @@ def test_the_temperature_and_drafter_experiments_run(page):
     assert page.locator("#drafters-chart .barlayer .trace").count() >= 1
 
 
+def test_the_verify_cost_curve_is_timed_and_drawn(page):
+    page.click("#verify-cost-run")
+    page.wait_for_function("() => document.querySelectorAll('#verify-cost-table .teach-point').length === 16",
+                           timeout=180_000)
+    first = page.locator("#verify-cost-table .teach-point").first.locator("td").all_inner_texts()
+    assert first[0] == "1" and first[2] == "1.00×"  # one token ÷ one token
+    assert page.locator("#verify-cost-chart .scatterlayer .trace").count() >= 2  # measured and the theorem's 1
+
+
 def test_an_injected_prompt_stays_text(page):
     page.fill("#teach-prompt textarea", INJECTION)
     page.click("#step-start")

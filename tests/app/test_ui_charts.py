@@ -87,3 +87,17 @@ def test_empty_figures_are_valid_and_every_chart_serialises(spec, plain):
         assert set(figures) == {"chart-speed", "chart-acceptance", "chart-tokens-per-round", "chart-position"}
         for fig in figures.values():
             assert json.loads(fig.to_json())["layout"]["title"]["text"]
+
+
+def test_verify_cost_figure_draws_the_curve_beside_the_theorems_one():
+    import json
+
+    from specui.ui import teach_charts
+
+    empty = teach_charts.verify_cost_figure()
+    assert len(empty.data) == 1 and "Run the experiment" in empty.layout.annotations[0].text
+    curve = {"tokens": [1, 2, 4], "seconds": [0.05, 0.05, 0.06], "ratios": [1.0, 1.0, 1.2], "cache_length": 40}
+    fig = teach_charts.verify_cost_figure(curve)
+    assert list(fig.data[1].y) == [1.0, 1.0, 1.2] and list(fig.data[0].y) == [1, 1]
+    assert "50.0 ms" in fig.layout.title.text
+    json.loads(fig.to_json())
