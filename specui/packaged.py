@@ -58,7 +58,7 @@ def is_packaged(ref: str) -> bool:
 def lookup(ref: str) -> PackagedModel:
     key = ref[len(PREFIX):] if is_packaged(ref) else ref
     if key not in PACKAGED:
-        raise PackagedModelError(f"unknown packaged model {ref!r}; known: {', '.join(PREFIX + k for k in PACKAGED)}")
+        raise PackagedModelError(f"unknown packaged model {ref!r} (known: {', '.join(PREFIX + k for k in PACKAGED)})")
     return PACKAGED[key]
 
 
@@ -89,23 +89,34 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def converted_folder(model: PackagedModel, cache: Path | None = None) -> Path:
+    """Where the converted folder of `model` lives (it may not exist yet)."""
+    return (cache or cache_root()) / f"{model.name}-{model.sha256[:12]}"
+
+
+def is_converted(model: PackagedModel, cache: Path | None = None) -> bool:
+    return (converted_folder(model, cache) / "specui_source.json").is_file()
+
+
 def local_folder(ref: str, *, cache: Path | None = None, progress: Callable[[str], None] | None = None) -> Path:
     """The converted folder of a packaged model, converting it first if the cache lacks it."""
     model = lookup(ref)
-    folder = (cache or cache_root()) / f"{model.name}-{model.sha256[:12]}"
-    if (folder / "specui_source.json").is_file():
-        return folder
-    convert(model, folder, progress=progress)
-    return folder
+    if not is_converted(model, cache):
+        convert(model, converted_folder(model, cache), progress=progress)
+    return converted_folder(model, cache)
 
 
 def ensure_available(ref: str, *, cache: Path | None = None) -> None:
     """Raise PackagedModelError (one line, with the command to run) unless `ref` is converted already or
     everything to convert it is installed. Cheap: nothing is read or loaded."""
     model = lookup(ref)
-    if ((cache or cache_root()) / f"{model.name}-{model.sha256[:12]}" / "specui_source.json").is_file():
-        return
-    source_file(model)
+    if not is_converted(model, cache):
+        source_file(model)
+        _require_gguf(model)
+
+
+def _require_gguf(model: PackagedModel) -> None:
+    """transformers reads GGUF files through the gguf package."""
     if importlib.util.find_spec("gguf") is None:
         raise PackagedModelError(f"Reading {model.filename} needs the gguf package. Run: {model.install_command}")
 
@@ -115,10 +126,7 @@ def load_gguf(model: PackagedModel, source: Path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    try:
-        import gguf  # noqa: F401  (transformers needs it to read the file)
-    except ImportError:
-        raise PackagedModelError(f"Reading {model.filename} needs the gguf package. Run: {model.install_command}") from None
+    _require_gguf(model)
     tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
     lm = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
     return lm.eval(), tokenizer

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from specui.drafters.registry import DRAFTER_NAMES, MODEL, PROMPT_LOOKUP
-from specui.packaged import PACKAGED, PREFIX as PACKAGED_PREFIX
+from specui.packaged import PREFIX as PACKAGED_PREFIX, PackagedModelError, lookup as lookup_packaged
 from specui.settings import MAX_DRAFT_TOKENS
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "models.yaml"
@@ -139,9 +139,11 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
     if isinstance(k_draft, bool) or not isinstance(k_draft, int) or not 1 <= k_draft <= MAX_DRAFT_TOKENS:
         raise ConfigError(f"{key}.num_draft_tokens: must be an integer from 1 to {MAX_DRAFT_TOKENS} (got {k_draft!r})")
     target = text("target", required=True)
-    if target.startswith(PACKAGED_PREFIX) and target[len(PACKAGED_PREFIX):] not in PACKAGED:
-        known = ", ".join(PACKAGED_PREFIX + k for k in PACKAGED)
-        raise ConfigError(f"{key}.target: unknown packaged model {target!r} (known: {known})")
+    if target.startswith(PACKAGED_PREFIX):
+        try:
+            lookup_packaged(target)
+        except PackagedModelError as e:
+            raise ConfigError(f"{key}.target: {e}") from None
     draft = text("draft")
     drafter = choice("drafter", DRAFTERS, MODEL if draft else PROMPT_LOOKUP)
     if drafter == MODEL and draft is None:
