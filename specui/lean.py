@@ -169,7 +169,7 @@ class DecoderStack:
         device = model.get_input_embeddings().weight.device
         if device.type != "cpu":
             return None  # measured and tested on CPUs only; elsewhere the model's own forward runs
-        if not _plain_modules(model, base):
+        if not _plain_modules(model):
             return None  # a hook, an adapter or a subclass with its own forward: only the model knows its math
         for m in modules:
             for p in m.parameters(recurse=False):
@@ -290,7 +290,7 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
     return weight * (h if dtype == torch.float32 else h.to(dtype))
 
 
-def _plain_modules(model, base) -> bool:
+def _plain_modules(model) -> bool:
     """True when every module of `model` is exactly a class this path repeats, with no hook anywhere:
     no forward (pre-)hook on any module or registered globally, no accelerate hook, every linear layer
     exactly `nn.Linear` (not a LoRA wrapper or a subclass with its own forward), the embeddings exactly
@@ -299,7 +299,7 @@ def _plain_modules(model, base) -> bool:
 
     if torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks:
         return False
-    exact = DecoderStack.EXACT_CLASSES[model.config.model_type]
+    exact = DecoderStack.EXACT_CLASSES[model.config.model_type] | {"SiLUActivation"}
     plain = (torch.nn.Linear, torch.nn.Embedding, torch.nn.ModuleList, torch.nn.SiLU, torch.nn.Identity)
     for m in model.modules():
         if m._forward_hooks or m._forward_pre_hooks or getattr(m, "_hf_hook", None) is not None:
@@ -307,6 +307,6 @@ def _plain_modules(model, base) -> bool:
         kind = type(m)
         if kind in plain:
             continue
-        if not (kind.__module__.startswith("transformers.") and (kind.__name__ in exact or kind.__name__ == "SiLUActivation")):
+        if not (kind.__module__.startswith("transformers.") and kind.__name__ in exact):
             return False
-    return base is model.model
+    return True
