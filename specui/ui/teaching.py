@@ -331,20 +331,24 @@ def tick(ui: TeachTab, data: dict) -> dict:
     return {ui.index: index + 1, **_show(ui, run, index + 1)}  # a late tick never resumes
 
 
+def _stream_points(experiment: Experiment, points, figure):
+    """Redraw an experiment's chart and table as each of its points arrives."""
+    shown = []
+    for point in points:
+        shown.append(point)
+        yield {experiment.chart: figure(shown), experiment.table: render_points(shown)}
+
+
 def sweep(state: TeachState, ui: TeachTab, data: dict):
     p, lock = prepare(state, ui.controls, data)
-    points = []
-    for point in lesson.k_sweep(p.engine, p.ids, p.settings.decode, ks=SWEEP_KS, lock=lock):
-        points.append(point)
-        yield {ui.sweep.chart: teach_charts.k_sweep_figure(points), ui.sweep.table: render_points(points)}
+    points = lesson.k_sweep(p.engine, p.ids, p.settings.decode, ks=SWEEP_KS, lock=lock)
+    yield from _stream_points(ui.sweep, points, teach_charts.k_sweep_figure)
 
 
 def temperatures(state: TeachState, ui: TeachTab, data: dict):
     p, lock = prepare(state, ui.controls, data)
-    points = []
-    for point in lesson.temperature_sweep(p.engine, p.ids, p.settings.decode, temperatures=TEMPERATURES, lock=lock):
-        points.append(point)
-        yield {ui.temps.chart: teach_charts.temperature_figure(points), ui.temps.table: render_points(points)}
+    points = lesson.temperature_sweep(p.engine, p.ids, p.settings.decode, temperatures=TEMPERATURES, lock=lock)
+    yield from _stream_points(ui.temps, points, teach_charts.temperature_figure)
 
 
 def drafters(state: TeachState, ui: TeachTab, data: dict):
@@ -360,10 +364,8 @@ def drafters(state: TeachState, ui: TeachTab, data: dict):
                     lesson.DrafterChoice(f"draft + noise {fmt(noise, 'g')}",
                                          SpeculativeEngine(p.pair.target, state.weak_drafts[key]), MODEL)]
     choices.append(lesson.DrafterChoice(LABELS[PROMPT_LOOKUP], p.engine, PROMPT_LOOKUP))
-    points = []
-    for point in lesson.drafter_comparison(choices, p.ids, p.settings.decode, lock=lock):
-        points.append(point)
-        yield {ui.drafters.chart: teach_charts.drafter_figure(points), ui.drafters.table: render_points(points)}
+    points = lesson.drafter_comparison(choices, p.ids, p.settings.decode, lock=lock)
+    yield from _stream_points(ui.drafters, points, teach_charts.drafter_figure)
 
 
 def verify_costs(state: TeachState, ui: TeachTab, data: dict):
