@@ -57,27 +57,35 @@ def load_target(gguf: str | None, device: str):
     return lm.to(device).eval(), tok
 
 
+def _generate_chat(target, tok, prompts: list[str], *, device: str, max_new: int, **kwargs):
+    """The target's answers to `prompts` (one user turn each, in its chat template), batched with left
+    padding: (generate()'s output, its sequences, the padded prompt width, and per row (pad, n): row i's
+    conversation is sequences[i, pad:width + n], its answer ending at <|im_end|> or at `max_new`)."""
+    tok.padding_side = "left"
+    eos = tok.convert_tokens_to_ids("<|im_end|>")
+    enc = tok.apply_chat_template([[{"role": "user", "content": p}] for p in prompts], add_generation_prompt=True,
+                                  padding=True, return_tensors="pt", return_dict=True).to(device)
+    with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=device.startswith("cuda")):
+        gen = target.generate(**enc, max_new_tokens=max_new, pad_token_id=tok.pad_token_id, eos_token_id=eos, **kwargs)
+    sequences = gen if isinstance(gen, torch.Tensor) else gen.sequences
+    width = enc["input_ids"].shape[1]
+    spans = []
+    for i, mask in enumerate(enc["attention_mask"].tolist()):
+        answer_ids = sequences[i, width:].tolist()
+        spans.append((len(mask) - sum(mask), answer_ids.index(eos) + 1 if eos in answer_ids else len(answer_ids)))
+    return gen, sequences, width, spans
+
+
 @torch.no_grad()
 def answer(target, tok, prompts: list[str], *, max_new: int, sample: bool, batch: int, device: str, seed: int):
     """Full conversations (prompt + answer ids, ending at <|im_end|>) for every prompt."""
-    tok.padding_side = "left"
-    eos = tok.convert_tokens_to_ids("<|im_end|>")
     out = []
     torch.manual_seed(seed)
     for start in range(0, len(prompts), batch):
-        chunk = [[{"role": "user", "content": p}] for p in prompts[start:start + batch]]
-        enc = tok.apply_chat_template(chunk, add_generation_prompt=True, padding=True, return_tensors="pt",
-                                      return_dict=True).to(device)
-        with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=device.startswith("cuda")):
-            gen = target.generate(**enc, max_new_tokens=max_new, do_sample=sample, temperature=0.7 if sample else None,
-                                  top_p=0.9 if sample else None, top_k=None, pad_token_id=tok.pad_token_id,
-                                  eos_token_id=eos)
-        for row, mask in zip(gen.tolist(), enc["attention_mask"].tolist()):
-            pad = len(mask) - sum(mask)
-            ids = row[pad:]
-            if eos in ids[len(mask) - pad:]:
-                ids = ids[: len(mask) - pad + ids[len(mask) - pad:].index(eos) + 1]
-            out.append(ids)
+        _, sequences, width, spans = _generate_chat(
+            target, tok, prompts[start:start + batch], device=device, max_new=max_new, do_sample=sample,
+            temperature=0.7 if sample else None, top_p=0.9 if sample else None, top_k=None)
+        out += [sequences[i, pad:width + n].tolist() for i, (pad, n) in enumerate(spans)]
         log(f"answered {min(start + batch, len(prompts))}/{len(prompts)} ({'sampled' if sample else 'greedy'})")
     return out
 
@@ -88,8 +96,6 @@ def write_answers(target, tok, prompts: list[str], *, folder: Path, batch: int, 
     """Greedy answers with the target's top-`top` log-probabilities at every answer position, one
     file per batch of prompts (resumable: existing files are skipped), until `minutes` have passed."""
     folder.mkdir(parents=True, exist_ok=True)
-    tok.padding_side = "left"
-    eos = tok.convert_tokens_to_ids("<|im_end|>")
     started = time.time()
     for b, start in enumerate(range(0, len(prompts), batch)):
         path = folder / f"answers-{b:05d}.pt"
@@ -97,21 +103,13 @@ def write_answers(target, tok, prompts: list[str], *, folder: Path, batch: int, 
             continue
         if minutes and time.time() - started > minutes * 60:
             break
-        chunk = [[{"role": "user", "content": p}] for p in prompts[start:start + batch]]
-        enc = tok.apply_chat_template(chunk, add_generation_prompt=True, padding=True, return_tensors="pt",
-                                      return_dict=True)
-        gen = target.generate(**enc, max_new_tokens=max_new, do_sample=False, pad_token_id=tok.pad_token_id,
-                              eos_token_id=eos, output_logits=True, return_dict_in_generate=True)
-        width = enc["input_ids"].shape[1]
-        logp = torch.stack(gen.logits, dim=1).float().log_softmax(-1)  # [B, new, V]
-        values, indices = logp.topk(top, dim=-1)
-        records = []
-        for i, mask in enumerate(enc["attention_mask"].tolist()):
-            pad = len(mask) - sum(mask)
-            answer = gen.sequences[i, width:].tolist()
-            n = answer.index(eos) + 1 if eos in answer else len(answer)
-            records.append({"ids": gen.sequences[i, pad:width + n].to(torch.int32), "prompt_len": width - pad,
-                            "top_ids": indices[i, :n].to(torch.int32), "top_logp": values[i, :n].half()})
+        gen, sequences, width, spans = _generate_chat(target, tok, prompts[start:start + batch], device="cpu",
+                                                      max_new=max_new, do_sample=False, output_logits=True,
+                                                      return_dict_in_generate=True)
+        values, indices = torch.stack(gen.logits, dim=1).float().log_softmax(-1).topk(top, dim=-1)  # [B, new, top]
+        records = [{"ids": sequences[i, pad:width + n].to(torch.int32), "prompt_len": width - pad,
+                    "top_ids": indices[i, :n].to(torch.int32), "top_logp": values[i, :n].half()}
+                   for i, (pad, n) in enumerate(spans)]
         torch.save(records, path)
         log(f"{path.name}: {sum(len(r['top_ids']) for r in records)} answer tokens")
 
@@ -156,6 +154,11 @@ def windows(stream: torch.Tensor, n: int, length: int, gen: torch.Generator) -> 
     return torch.stack([stream[s:s + length] for s in starts])
 
 
+def lr_at(args, progress: float, step: int) -> float:
+    """Linear warmup over --warmup steps, then cosine decay to a tenth of --lr as `progress` goes 0 → 1."""
+    return args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
 def soft_loss(draft_logits, target_logp_sub):
     """Cross-entropy to the target's probabilities on the draft's vocabulary (mass elsewhere unreachable)."""
     return -(target_logp_sub.exp() * F.log_softmax(draft_logits.float(), dim=-1)).sum(-1).mean()
@@ -164,20 +167,19 @@ def soft_loss(draft_logits, target_logp_sub):
 @torch.no_grad()
 def held_out_alpha(target, drafts: dict, tok, *, device: str, new_tokens: int) -> dict:
     """Teacher-forced greedy agreement of each draft with the target on the target's held-out answers."""
-    convs = answer(target, tok, chat_prompts.HELD_OUT, max_new=new_tokens, sample=False, batch=len(chat_prompts.HELD_OUT),
-                   device=device, seed=0)
-    prompt_lens = [len(tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True))
-                   for p in chat_prompts.HELD_OUT]
+    _, sequences, width, spans = _generate_chat(target, tok, chat_prompts.HELD_OUT, device=device, max_new=new_tokens,
+                                                do_sample=False)
+    log(f"answered {len(spans)} held-out prompts (greedy)")
     agree = {name: [0, 0] for name in drafts}
-    for ids, plen in zip(convs, prompt_lens):
-        x = torch.tensor([ids], device=device)
-        t_arg = target(input_ids=x).logits[0].argmax(-1)
+    for i, (pad, n) in enumerate(spans):
+        x = sequences[i:i + 1, pad:width + n]
+        answer_from = width - pad - 1  # position answer_from + j predicts answer token j
+        t_arg = target(input_ids=x).logits[0].argmax(-1)[answer_from:-1]
         for name, d in drafts.items():
-            d_arg = d.token_ids.to(device)[d(input_ids=x).logits[0].argmax(-1)]
-            sl = slice(plen - 1, len(ids) - 1)
-            agree[name][0] += int((d_arg[sl] == t_arg[sl]).sum())
-            agree[name][1] += len(ids) - plen
-    return {name: a / max(1, n) for name, (a, n) in agree.items()}
+            d_arg = d.token_ids.to(device)[d(input_ids=x).logits[0].argmax(-1)][answer_from:-1]
+            agree[name][0] += int((d_arg == t_arg).sum())
+            agree[name][1] += n
+    return {name: a / max(1, count) for name, (a, count) in agree.items()}
 
 
 def write_card(folder: Path) -> None:
@@ -254,7 +256,7 @@ def train_on_answers(args, target, tok) -> None:
     out = Path(args.out)
     for step in range(args.steps):
         frac = min(1.0, (time.time() - started) / (args.max_minutes * 60)) if args.max_minutes else step / args.steps
-        lr = args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+        lr = lr_at(args, frac, step)
         for g in opt.param_groups:
             g["lr"] = lr
         picks = torch.randint(0, len(records), (args.batch,), generator=gen).tolist()
@@ -362,7 +364,7 @@ def gpu_recipe(args, target, tok, *, device: str, started: float, argv) -> None:
     n_chat = min(args.batch, max(1, round(args.batch * args.chat_fraction)))
     step = 0
     for step in range(args.steps):
-        lr = args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * step / args.steps)))
+        lr = lr_at(args, step / args.steps, step)
         parts = [windows(chat, n_chat, args.seq, gen)]
         if args.batch > n_chat:
             parts.append(windows(code, args.batch - n_chat, args.seq, gen))
