@@ -188,25 +188,25 @@ def forward_seconds(model, prompt: list[int], *, tokens: int, samples: int, sync
 
 
 def measure_costs(methods: Methods, prompt: list[int], k: int, *, samples: int = TIMING_SAMPLES) -> dict:
-    """c = draft / target one-token forward (medians); also the target's (K+1)-token verify forward."""
+    """c = draft / target one-token forward (medians); also the target's verify-cost curve (1..16 new tokens,
+    and K+1 if more), whose K+1 point is the (K+1)-token verify forward's cost."""
     pair, sync = methods.pair, methods.sync
-    target_1, target_k, draft_1 = [], [], []
+    target_1, draft_1 = [], []
     chunks = min(5, samples)
-    for _ in range(chunks):  # interleaved in chunks, so a slow spell of a shared machine hits all three
+    for _ in range(chunks):  # interleaved in chunks, so a slow spell of a shared machine hits both
         n = max(1, samples // chunks)
         target_1 += forward_seconds(pair.target, prompt, tokens=1, samples=n, sync=sync)
-        target_k += forward_seconds(pair.target, prompt, tokens=k + 1, samples=n, sync=sync)
         if pair.draft is not None and methods.s.drafter == MODEL:
             draft_1 += forward_seconds(pair.draft, prompt, tokens=1, samples=n, sync=sync)
     t1 = metrics.median(target_1)
     d1 = metrics.median(draft_1) if draft_1 else 0.0  # prompt lookup: no model forward to draft
     method = (f"median of {len(target_1)} timed KV-cached forwards of each model (specui.kv.CachedLM, the engine's "
               f"own forward) after the first prompt, interleaved in {chunks} chunks")
+    curve = measure_verify_cost(pair.target, cache_length=len(prompt), max_tokens=max(16, k + 1),
+                                repeats=max(3, samples // 4))
     return {"cost_method": method, "target_forward_ms": 1e3 * t1, "draft_forward_ms": 1e3 * d1,
             "draft_cost_ratio": metrics.draft_cost_ratio(d1, t1),
-            "verify_cost_ratio": metrics.median(target_k) / t1,
-            "verify_cost_curve": measure_verify_cost(pair.target, cache_length=len(prompt), max_tokens=16,
-                                                     repeats=max(3, samples // 4)).as_dict()}
+            "verify_cost_ratio": curve.ratio(k + 1), "verify_cost_curve": curve.as_dict()}
 
 
 def run_prompts(methods: Methods, prompts: list[list[int]], *, arms: dict[str, Arm] = ARMS,
