@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from specui import chat_draft, chat_prompts, corpus, packaged
+from specui.train import model_card
 
 
 def log(msg: str) -> None:
@@ -182,34 +183,6 @@ def held_out_alpha(target, drafts: dict, tok, *, device: str, new_tokens: int) -
     return {name: a / max(1, count) for name, (a, count) in agree.items()}
 
 
-def write_card(folder: Path) -> None:
-    """A model card (README.md) for a saved draft, from its specui_draft.json."""
-    meta = json.loads((Path(folder) / chat_draft.META).read_text())
-    alpha = meta.get("held_out_greedy_alpha_teacher_forced")
-    lines = [
-        "# specui's draft for SmolLM2-135M-Instruct",
-        "",
-        f"A {meta['num_layers']}-layer draft of width {meta['hidden_size']} that borrows the target's token embeddings "
-        f"and drafts from its {meta['vocab_size']:,} most frequent tokens (format `{meta['format']}`; load it with "
-        "`specui.chat_draft.load(folder, target)` or through the `smollm2-chat` preset). It holds only its layers, "
-        "its final norm and its token ids, in float16 shards under 10 MB; everything vocabulary-sized comes from the "
-        "target at load time.",
-        "",
-        f"- target: {meta.get('target', 'SmolLM2-135M-Instruct')}",
-        f"- trained: {meta.get('steps')} steps of {meta.get('batch')} answers on {meta.get('device', 'cpu')}, "
-        f"{meta.get('minutes', '?')} minutes; {meta.get('answers', '?')} greedy answers of the target to the project's "
-        f"training prompts ({meta.get('answer_tokens', 0):,} answer tokens, top-32 soft labels)",
-        f"- layers initialised from the target's layers {meta.get('init_layers')}",
-        f"- held-out greedy acceptance (teacher-forced agreement with the target's argmax on its own answers to "
-        f"the 16 held-out prompts of `specui.chat_prompts`): **{alpha}**",
-        f"- share of the target's answer tokens inside the draft vocabulary: {meta.get('vocab_coverage')}",
-        "",
-        f"Command: `{meta.get('command', 'python -m specui.train.chat')}`",
-        "",
-    ]
-    (Path(folder) / "README.md").write_text("\n".join(lines))
-
-
 def load_answers(folder: Path) -> list[dict]:
     records = []
     for path in sorted(Path(folder).glob("answers-*.pt")):
@@ -281,7 +254,7 @@ def train_on_answers(args, target, tok) -> None:
              "minutes": round((time.time() - started) / 60, 1),
              "command": "python -m specui.train.chat " + " ".join(sys.argv[1:])}
     chat_draft.save(draft, out / "draft", facts=facts)
-    write_card(out / "draft")
+    model_card.write_chat_draft_card(out / "draft")
     log(f"held-out greedy alpha {alpha:.3f}; saved {out / 'draft'}")
 
 

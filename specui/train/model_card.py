@@ -1,4 +1,5 @@
-"""Model cards (README.md) for the bundled pair: corpus, shapes, training command, held-out figures.
+"""Model cards (README.md) for the bundled pair (corpus, shapes, training command, held-out figures) and
+for the chat draft of `specui.train.chat` (from its specui_draft.json).
 
 The training facts are kept next to the weights in `specui_training.json`, so `--eval-only` can
 rewrite the cards with fresh figures without losing how the pair was trained.
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import torch
 
+from specui.chat_draft import META
 from specui.text import fmt
 from specui.train.config import TrainConfig
 
@@ -136,3 +138,31 @@ def write_model_cards(out: Path, *, report: dict, target_dir: str, draft_dir: st
         text = card(role=role, config=config, params=params, facts=facts, report=report, other=other,
                     out_arg=str(out) if out_arg is None else out_arg)
         (folder / "README.md").write_text(text)
+
+
+def write_chat_draft_card(folder: Path) -> None:
+    """A model card (README.md) for a saved draft, from its specui_draft.json."""
+    meta = json.loads((Path(folder) / META).read_text())
+    alpha = meta.get("held_out_greedy_alpha_teacher_forced")
+    lines = [
+        "# specui's draft for SmolLM2-135M-Instruct",
+        "",
+        f"A {meta['num_layers']}-layer draft of width {meta['hidden_size']} that borrows the target's token embeddings "
+        f"and drafts from its {meta['vocab_size']:,} most frequent tokens (format `{meta['format']}`; load it with "
+        "`specui.chat_draft.load(folder, target)` or through the `smollm2-chat` preset). It holds only its layers, "
+        "its final norm and its token ids, in float16 shards under 10 MB; everything vocabulary-sized comes from the "
+        "target at load time.",
+        "",
+        f"- target: {meta.get('target', 'SmolLM2-135M-Instruct')}",
+        f"- trained: {meta.get('steps')} steps of {meta.get('batch')} answers on {meta.get('device', 'cpu')}, "
+        f"{meta.get('minutes', '?')} minutes; {meta.get('answers', '?')} greedy answers of the target to the project's "
+        f"training prompts ({meta.get('answer_tokens', 0):,} answer tokens, top-32 soft labels)",
+        f"- layers initialised from the target's layers {meta.get('init_layers')}",
+        f"- held-out greedy acceptance (teacher-forced agreement with the target's argmax on its own answers to "
+        f"the 16 held-out prompts of `specui.chat_prompts`): **{alpha}**",
+        f"- share of the target's answer tokens inside the draft vocabulary: {meta.get('vocab_coverage')}",
+        "",
+        f"Command: `{meta.get('command', 'python -m specui.train.chat')}`",
+        "",
+    ]
+    (Path(folder) / "README.md").write_text("\n".join(lines))
