@@ -21,7 +21,7 @@ from dataclasses import replace
 
 import torch
 
-from specui.drafters import MODEL, PROMPT_LOOKUP, Draft, Drafter, DraftLength, ModelDrafter, PromptLookupDrafter
+from specui.drafters import HEADS, MODEL, PROMPT_LOOKUP, Draft, Drafter, DraftLength, ModelDrafter, PromptLookupDrafter
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, model_device
 from specui.sampling import Generators, Sampling, choose, logits_to_probs
@@ -43,8 +43,15 @@ class SpeculativeEngine:
 
     verify = staticmethod(verify)  # a subclass may swap the rule (the tests do, to prove they can fail)
 
-    def __init__(self, target_model, draft_model=None, *, eos_token_id: int | Sequence[int] | None = None):
+    def __init__(self, target_model, draft_model=None, *, eos_token_id: int | Sequence[int] | None = None,
+                 heads: dict | None = None):
+        """heads: drafter name ("eagle", "medusa", "early_exit") -> a head trained on this target
+        (`specui.heads`), each with `make_drafter(target_model)`."""
         self.target_model = target_model.eval()
+        self.heads = dict(heads or {})
+        for name, head in self.heads.items():
+            if name not in HEADS or not callable(getattr(head, "make_drafter", None)):
+                raise ValueError(f"heads: {name!r} is not one of {', '.join(HEADS)} with a make_drafter method")
         self.draft_model = draft_model.eval() if draft_model is not None else None
         self.device = model_device(target_model)
         self.vocab_size = target_model.get_output_embeddings().weight.shape[0]
@@ -64,8 +71,9 @@ class SpeculativeEngine:
 
     @property
     def drafters(self) -> tuple[str, ...]:
-        """The drafter names this engine can draft with ("model" needs a draft model)."""
-        return (MODEL, PROMPT_LOOKUP) if self.draft_model is not None else (PROMPT_LOOKUP,)
+        """The drafter names this engine can draft with ("model" needs a draft model, a head its head)."""
+        return ((MODEL,) if self.draft_model is not None else ()) + tuple(h for h in HEADS if h in self.heads) \
+            + (PROMPT_LOOKUP,)
 
     def generate(self, input_ids: Sequence[int], settings: DecodeSettings | None = None, **keywords) -> GenerationResult:
         """Run to the end and return every token with its provenance. Arguments as `stream`."""
@@ -107,11 +115,19 @@ class SpeculativeEngine:
         started = time.perf_counter()
         generators = Generators(seed, home=self.device)  # draws happen on the device of what they sample
         target = CachedLM(self.target_model)
+        features = tuple(getattr(drafter, "target_features", None) or ())
         with torch.inference_mode():  # never held across a yield: the consumer may run on another thread
-            if len(prompt) > 1:
-                target.extend(prompt[:-1], last_only=True)  # the last prompt token opens round 1
+            states = None
+            if len(prompt) > 1:  # the last prompt token opens round 1
+                out = target.extend(prompt[:-1], last_only=True, features=features)
+                states = out[1] if features else None
             if drafter is not None:
-                drafter.start(prompt, sampling=sampling, seed=seed)
+                extra = {}
+                if features:
+                    extra["features"] = states
+                if getattr(drafter, "shares_target", False):
+                    extra["target"] = target
+                drafter.start(prompt, sampling=sampling, seed=seed, **extra)
             self._sync()
         result.prefill_s = time.perf_counter() - started
 
@@ -154,7 +170,11 @@ class SpeculativeEngine:
         draft_s = self._sync_time(t0)
         t1 = time.perf_counter()
 
-        logits = target.extend(torch.cat([torch.tensor(context[-1:], device=self.device), draft_tokens]))
+        features = tuple(getattr(drafter, "target_features", None) or ())
+        logits = target.extend(torch.cat([torch.tensor(context[-1:], device=self.device), draft_tokens]),
+                               features=features)
+        if features:
+            logits, states = logits
         # verification happens where the logits are (the last device of a target spread over several)
         device = logits.device
         draft_tokens, draft_probs = draft_tokens.to(device), _align(draft_probs, self.vocab_size, device)
@@ -165,7 +185,10 @@ class SpeculativeEngine:
                               target_argmax=logits.argmax(dim=-1) if sampling.greedy else None)  # as plain decoding
         n = verdict.num_accepted
         target.trim(len(context) + n)  # keep cur and the accepted drafts; the new token is next round's cur
-        drafter.observe(n)
+        if features:
+            drafter.observe(n, features=states[: n + 1])
+        else:
+            drafter.observe(n)
 
         # p and q of every drafted token and of the round's last token, in one transfer
         k_drafted = draft_tokens.shape[0]
@@ -213,6 +236,12 @@ class SpeculativeEngine:
             return ModelDrafter(self.draft_model)
         if drafter == PROMPT_LOOKUP:
             return PromptLookupDrafter()
+        if drafter in HEADS:
+            if drafter not in self.heads:
+                have = ", ".join(repr(d) for d in self.drafters)
+                raise ValueError(f"drafter={drafter!r} needs a {drafter} head trained on this target; this engine has "
+                                 f"none (its drafters: {have}; a preset's heads: list attaches them)")
+            return self.heads[drafter].make_drafter(self.target_model)
         return drafter  # a Drafter object (DecodeSettings refused unknown names)
 
     def _check_prompt(self, input_ids) -> list[int]:

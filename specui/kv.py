@@ -44,17 +44,25 @@ class CachedLM:
         self.stack = DecoderStack.build(model) if fast else None
         self.cache = None  # a DynamicCache, or the stack's StaticKV
         self.length = 0
+        self.early = None  # (stop, tokens, hidden [n, D]): tokens an early-exit draft ran through layers < stop
 
-    def extend(self, ids: list[int] | torch.Tensor, *, last_only: bool = False) -> torch.Tensor:
-        """Feed tokens [n] after the cached ones; returns logits [n, V] ([1, V] with last_only)."""
+    def extend(self, ids: list[int] | torch.Tensor, *, last_only: bool = False, features: tuple[int, ...] = ()):
+        """Feed tokens [n] after the cached ones; returns logits [n, V] ([1, V] with last_only).
+
+        features: indices into transformers' `hidden_states` (0 the embeddings, i the input of layer i,
+        the number of layers the final normed state); with them, returns (logits, features [n, F]),
+        the named states of every new token side by side (what EAGLE and Medusa heads read).
+        Tokens an early-exit draft already ran through the first layers (`extend_early`) start there.
+        """
         ids = torch.as_tensor(ids, dtype=torch.long, device=self.device).reshape(1, -1)
+        early = self._take_early(ids)
         if self.stack is not None:
             if self.cache is None:
                 self.cache = self.stack.new_cache()
-            logits = self.stack.forward(ids, self.cache, last_only=last_only)
+            out = self.stack.forward(ids, self.cache, last_only=last_only, features=tuple(features), early=early)
             self.length += ids.shape[1]
-            return logits
-        kwargs = {"logits_to_keep": 1} if (last_only and self._keep_arg) else {}
+            return out
+        kwargs = {"logits_to_keep": 1} if (last_only and self._keep_arg and not features) else {}
         if self.cache is None:
             # a plain DynamicCache keeps every layer's keys whole, so it can roll back: a model that attends
             # through a sliding window would otherwise get a cache that drops old keys and cannot crop; the
@@ -62,16 +70,60 @@ class CachedLM:
             from transformers import DynamicCache
 
             self.cache = DynamicCache()
-        out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True, **kwargs)
+        out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True,
+                         output_hidden_states=bool(features), **kwargs)
         self.cache = out.past_key_values
         self.length += ids.shape[1]
         logits = out.logits[0]
-        return logits[-1:] if last_only else logits
+        logits = logits[-1:] if last_only else logits
+        if not features:
+            return logits
+        return logits, torch.cat([out.hidden_states[i][0] for i in features], dim=-1)
+
+    # -- early exit: a draft that runs the target's first layers on the target's own cache ----------------
+
+    def extend_early(self, ids: list[int] | torch.Tensor, *, stop: int) -> torch.Tensor:
+        """Run tokens [n] after the cached and early-run ones through layers 0..stop-1 only, writing those
+        layers' keys and values into this cache; returns their hidden states [n, D] entering layer `stop`.
+        The next `extend` whose tokens begin with them starts them at layer `stop`: nothing runs twice.
+        Needs the lean stack (`DecoderStack`)."""
+        if self.stack is None:
+            raise ValueError("an early-exit draft shares the target's cache through specui's lean forward, which "
+                             "this target does not take (it needs a Llama, Mistral or Qwen2 decoder on the CPU)")
+        if self.cache is None:
+            self.cache = self.stack.new_cache()
+        if self.early and self.early[0] != stop:
+            self.early = None
+        ids = torch.as_tensor(ids, dtype=torch.long, device=self.device).reshape(1, -1)
+        done = 0 if not self.early else len(self.early[1])
+        hidden = self.stack.run_early(ids, self.cache, self.length + done, stop)
+        if self.early:
+            self.early = (stop, self.early[1] + ids[0].tolist(), torch.cat([self.early[2], hidden]))
+        else:
+            self.early = (stop, ids[0].tolist(), hidden)
+        return hidden
+
+    @property
+    def early_length(self) -> int:
+        """Tokens whose first layers are cached: `length` plus those an early-exit draft ran ahead."""
+        return self.length + (len(self.early[1]) if self.early else 0)
+
+    def _take_early(self, ids: torch.Tensor) -> tuple[int, torch.Tensor] | None:
+        """The early-run tokens' (stop, hidden) when `ids` begin with them; they are consumed either way."""
+        early, self.early = self.early, None
+        if not early or self.stack is None:
+            return None
+        stop, tokens, hidden = early
+        m = min(len(tokens), ids.shape[1])
+        if ids[0, :m].tolist() != tokens[:m]:
+            return None  # other tokens: their early layers are recomputed (and overwritten)
+        return stop, hidden[:m]
 
     def trim(self, length: int) -> None:
         """Forget every cached token at position >= length."""
         if not 0 <= length <= self.length:
             raise ValueError(f"cannot trim a cache of {self.length} tokens to {length}")
+        self.early = None
         drop = self.length - length
         if drop > 0:
             if isinstance(self.cache, StaticKV):

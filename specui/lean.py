@@ -102,8 +102,8 @@ class StaticKV:
             size = -(-max(length, 2 * capacity) // KEY_BLOCK) * KEY_BLOCK
             keys = self.keys.new_zeros(*self.keys.shape[:3], size)
             values = self.values.new_zeros(self.values.shape[0], self.values.shape[1], size, self.values.shape[3])
-            keys[..., : self.length] = self.keys[..., : self.length]
-            values[:, :, : self.length] = self.values[:, :, : self.length]
+            keys[..., :capacity] = self.keys  # all of it: an early-exit draft may have written past `length`
+            values[:, :, :capacity] = self.values
             self.keys, self.values = keys, values
 
 
@@ -198,29 +198,71 @@ class DecoderStack:
         weight = self.layers[0].self_attn.k_proj.weight
         return StaticKV(len(self.layers), self.kv_heads, self.head_dim, dtype=weight.dtype, device=weight.device)
 
-    def forward(self, ids: torch.Tensor, cache: StaticKV, *, last_only: bool) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, cache: StaticKV, *, last_only: bool, features: tuple[int, ...] = (),
+                early: tuple[int, torch.Tensor] | None = None):
         """ids [1, n] at positions cache.length.. -> logits [n, V] ([1, V] with last_only).
 
+        features: indices into transformers' `hidden_states` (i < layers: the input of layer i, 0 the
+                  embeddings; i == layers: the final normed state); with them, returns (logits,
+                  features [n, len(features) * D]) (features of every row, last_only or not).
+        early: (stop, hidden [m, D]): the first m tokens already ran through layers 0..stop-1 (`run_early`,
+               an early-exit draft), their keys and values are in the cache; they start at layer `stop`.
         One token runs as two identical rows (MKL would take its GEMV for one row, which rounds
         differently from the GEMM that computes a verify block); only the first row is kept.
         """
         if not torch.is_inference_mode_enabled():  # the buffer is an inference tensor, written in place
             with torch.inference_mode():
-                return self.forward(ids, cache, last_only=last_only)
-        n, past = ids.shape[1], cache.length
-        end = past + n
-        cache.reserve(end)
-        x = self.embed(ids[0] if n > 1 else ids[0].repeat(2))  # [rows, D]: rows = n, or 2 for one token
-        rows = x.shape[0]
+                return self.forward(ids, cache, last_only=last_only, features=features, early=early)
+        n, past, layers = ids.shape[1], cache.length, len(self.layers)
+        cache.reserve(past + n)
+        found: dict[int, torch.Tensor] = {}
+        if early is None:
+            x = self._run(_rows(self.embed(ids[0])), cache, past, n, 0, layers, features, found)
+        else:
+            stop, hidden = early
+            m = hidden.shape[0]
+            if m < n:  # the tokens the draft did not feed (its last one) run the early layers now
+                rest = self._run(_rows(self.embed(ids[0, m:])), cache, past + m, n - m, 0, stop, (), {})
+                hidden = torch.cat([hidden, rest[: n - m]])
+            x = self._run(_rows(hidden), cache, past, n, stop, layers, features, found)
+        cache.length = past + n
+        x = x[:n]
+        normed = _rms_norm(x if features else x[n - 1:n] if last_only else x, self.norm.weight, self.norm.variance_epsilon)
+        found[layers] = normed
+        out = normed[n - 1:n] if (features and last_only) else normed
+        logits = self.head(_rows(out))[: out.shape[0]]
+        if not features:
+            return logits
+        return logits, torch.cat([found[i][:n] for i in features], dim=-1)
+
+    def run_early(self, ids: torch.Tensor, cache: StaticKV, past: int, stop: int) -> torch.Tensor:
+        """ids [1, n] at positions past.. through layers 0..stop-1 only -> their hidden states [n, D]
+        entering layer `stop`; their keys and values for those layers go into the cache (an early-exit
+        draft writes the target's own cache, which the verify forward then reuses: `forward(early=)`)."""
+        if not torch.is_inference_mode_enabled():
+            with torch.inference_mode():
+                return self.run_early(ids, cache, past, stop)
+        n = ids.shape[1]
+        cache.reserve(past + n)
+        return self._run(_rows(self.embed(ids[0])), cache, past, n, 0, stop, (), {})[:n]
+
+    def _run(self, x: torch.Tensor, cache: StaticKV, past: int, n: int, start: int, stop: int, features,
+             found: dict) -> torch.Tensor:
+        """x [rows, D] (n tokens, or one token as two identical rows) at positions past..past+n-1 through
+        layers start..stop-1, their keys and values written into the cache; the input of layer i is kept
+        in `found` when i is in `features`."""
+        rows, end = x.shape[0], past + n
         cos, sin = self._rotary(x, past, end)  # [n, head_dim] each
         cos, sin = cos.expand(rows, -1)[:, None], sin.expand(rows, -1)[:, None]  # over heads: [rows, 1, head_dim]
-        mask = self._mask(past, n, rows, ids.device)
+        mask = self._mask(past, n, rows, x.device)
         keys_all, values_all = cache.keys, cache.values
         hd, half = self.head_dim, self.head_dim // 2
         q_heads = self.kv_heads * self.groups
         qk_width = (q_heads + self.kv_heads) * hd
-        for i, params in enumerate(self.params):
-            norm1, qkv, wo, norm2, gate_up, down, scaling = params
+        for i in range(start, stop):
+            if i in features:
+                found[i] = x
+            norm1, qkv, wo, norm2, gate_up, down, scaling = self.params[i]
             out = qkv(_rms_norm(x, *norm1))  # [rows, (heads + 2 kv_heads) * hd]
             qk, v = out[:, :qk_width].view(rows, -1, hd), out[:, qk_width:].view(rows, -1, hd)  # [rows, heads, hd]
             # rotary embeddings of q and k at once; rotate_half(t) * sin == cat(t2, t1) * cat(-sin1, sin2)
@@ -233,9 +275,7 @@ class DecoderStack:
             x = x + wo(self._attend(q, key_buf, value_buf, scaling, mask))
             gate, up = gate_up.split(gate_up(_rms_norm(x, *norm2)))
             x = x + down(F.silu(gate) * up)
-        cache.length = end
-        x = _rms_norm(x[n - 1:n] if last_only else x, self.norm.weight, self.norm.variance_epsilon)
-        return self.head(x)[:1] if rows > n else self.head(x)
+        return x
 
     def _attend(self, q: torch.Tensor, key_buf: torch.Tensor, value_buf: torch.Tensor, scaling,
                 mask: torch.Tensor | None) -> torch.Tensor:
@@ -274,6 +314,11 @@ class DecoderStack:
         positions = torch.arange(past, past + n, device=device).expand(rows)  # one token: twice its position
         hidden = torch.arange(length, device=device)[None, :] > positions.repeat(self.groups)[:, None]
         return torch.zeros(hidden.shape, device=device).masked_fill_(hidden, float("-inf"))  # float32
+
+
+def _rows(x: torch.Tensor) -> torch.Tensor:
+    """x [n, D] as GEMM rows: one row becomes two identical rows (see `DecoderStack.forward`)."""
+    return x if x.shape[0] > 1 else x.repeat(2, 1)
 
 
 def _signed_sin(sin: torch.Tensor) -> torch.Tensor:

@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -32,6 +32,13 @@ class LoadedPair:
     target: torch.nn.Module
     draft: torch.nn.Module | None
     tokenizer: object  # a transformers tokenizer
+    heads: dict = field(default_factory=dict)  # drafter name -> a head trained on the target (specui.heads)
+
+    def engine(self):
+        """A `SpeculativeEngine` over this pair and its heads."""
+        from specui.engine import SpeculativeEngine
+
+        return SpeculativeEngine(self.target, self.draft, heads=self.heads)
 
     @property
     def device(self) -> torch.device:
@@ -72,6 +79,10 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
         if preset.draft is not None:
             say(f"Loading the draft {preset.draft}")
             draft = _load_draft(preset, target, tokenizer)
+        heads = {}
+        for name, folder in preset.heads:
+            say(f"Loading the {name} head {folder}")
+            heads[name] = _load_head(folder, target)
     except LoadError:
         raise
     except packaged.PackagedModelError as e:
@@ -86,7 +97,7 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
         raise LoadError(f"Preset '{preset.name}' could not be loaded: {_short(e)}") from e
     say("Ready")
     pair = LoadedPair(preset=preset, target=target.eval(), draft=draft.eval() if draft is not None else None,
-                      tokenizer=tokenizer)
+                      tokenizer=tokenizer, heads=heads)
     apply_threads(pair)
     return pair
 
@@ -105,6 +116,14 @@ def _check_before_loading(preset: Preset) -> None:
             "quantization, which needs a CUDA GPU (bitsandbytes); this machine has none. "
             "Choose a preset without quantization."
         )
+
+
+def _load_head(folder: str, target):
+    from specui import heads
+
+    if not heads.is_head_folder(folder):
+        raise LoadError(f"the head folder {folder} has no specui_head.json (train one: python -m specui.train heads --help)")
+    return heads.load(folder, target).to(target.get_input_embeddings().weight.device).eval()
 
 
 def _load_draft(preset: Preset, target, tokenizer):
@@ -191,13 +210,12 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
 
     config: a models.yaml path or a loaded `Config` (None: the one beside the package).
     """
-    from specui.engine import SpeculativeEngine
     from specui.presets import Config, load_config
 
     if not isinstance(preset, Preset):
         config = config if isinstance(config, Config) else load_config(config)
         preset = config.get(preset)
     pair = load_pair(preset, progress=progress)
-    engine = SpeculativeEngine(pair.target, pair.draft)
+    engine = pair.engine()
     engine.tokenizer, engine.preset = pair.tokenizer, preset
     return engine

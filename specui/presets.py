@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from specui.drafters.registry import DRAFTER_NAMES, MODEL, PROMPT_LOOKUP
+from specui.drafters.registry import DRAFTER_NAMES, HEADS, MODEL, PROMPT_LOOKUP
 from specui.packaged import PREFIX as PACKAGED_PREFIX, PackagedModelError, lookup as lookup_packaged
 from specui.settings import MAX_DRAFT_TOKENS
 
@@ -45,6 +45,11 @@ class Preset:
     trust_remote_code: bool = False
     threads: int | None = None  # CPU threads for torch while this preset runs on a CPU (None: torch's default)
     memory: str = ""  # what it needs, in words, for people choosing a preset
+    heads: tuple[tuple[str, str], ...] = ()  # (drafter name, folder) of the heads trained on the target
+
+    @property
+    def head_folders(self) -> dict[str, str]:
+        return dict(self.heads)
 
     @property
     def is_local(self) -> bool:
@@ -148,6 +153,9 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
     drafter = choice("drafter", DRAFTERS, MODEL if draft else PROMPT_LOOKUP)
     if drafter == MODEL and draft is None:
         raise ConfigError(f"{key}.draft: drafter 'model' needs a draft model (or set drafter: prompt_lookup)")
+    heads = _heads(body.get("heads"), key, path)
+    if drafter in HEADS and drafter not in dict(heads):
+        raise ConfigError(f"{key}.drafter: {drafter!r} needs a trained head listed under heads: ({drafter}: <folder>)")
     return Preset(
         name=name,
         target=_resolve(target, path),
@@ -167,7 +175,24 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
         trust_remote_code=flag("trust_remote_code", False),
         threads=threads,
         memory=str(body.get("memory", "")),
+        heads=heads,
     )
+
+
+def _heads(body, key: str, path: Path) -> tuple[tuple[str, str], ...]:
+    """`heads: {eagle: assets/..., medusa: ...}`: drafter names of trained heads -> their folders."""
+    if body is None:
+        return ()
+    if not isinstance(body, dict):
+        raise ConfigError(f"{key}.heads: must be a mapping of head names ({', '.join(HEADS)}) to folders (got {body!r})")
+    out = []
+    for name, folder in body.items():
+        if name not in HEADS:
+            raise ConfigError(f"{key}.heads.{name}: not a head; choose from {', '.join(HEADS)}")
+        if not isinstance(folder, str) or not folder.strip():
+            raise ConfigError(f"{key}.heads.{name}: must be a folder (got {folder!r})")
+        out.append((name, _resolve(folder.strip(), path)))
+    return tuple(out)
 
 
 def _resolve(ref: str, config_path: Path) -> str:

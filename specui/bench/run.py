@@ -100,7 +100,7 @@ class Methods:
     def __init__(self, pair, plan: Plan):
         self.pair, self.plan, self.s = pair, plan, plan.decode
         self.device = pair.device
-        self.engine = SpeculativeEngine(pair.target, pair.draft)
+        self.engine = pair.engine()
         self.sampled = not plan.decode.greedy
         # transformers' assistant must score the whole vocabulary: a reduced-vocabulary draft is widened
         reduced = pair.draft is not None and getattr(pair.draft, "token_ids", None) is not None

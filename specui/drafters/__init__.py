@@ -3,13 +3,15 @@
     base           the `Drafter` protocol, `Draft` and the K schedule `DraftLength`
     model          `ModelDrafter`: a small causal LM
     prompt_lookup  `PromptLookupDrafter`: copies from the context, no second model
-    registry       the drafter names used everywhere (`MODEL`, `PROMPT_LOOKUP`, `DRAFTER_NAMES`)
+    registry       the drafter names used everywhere (`MODEL`, `PROMPT_LOOKUP`, the heads', `DRAFTER_NAMES`)
+
+The drafters that are heads trained on the target (EAGLE, Medusa, early exit) live in `specui.heads`.
 
 The registry's names are plain strings and import nothing; the drafter classes (which need torch) are
 imported on first use, so `specui.settings` and anything else that only names drafters stays light.
 """
 
-from specui.drafters.registry import DRAFTER_NAMES, LABELS, MODEL, PROMPT_LOOKUP
+from specui.drafters.registry import DRAFTER_NAMES, EAGLE, EARLY_EXIT, HEADS, LABELS, MEDUSA, MODEL, PROMPT_LOOKUP
 
 _EXPORTS = {
     "Draft": "specui.drafters.base",
@@ -18,7 +20,7 @@ _EXPORTS = {
     "ModelDrafter": "specui.drafters.model",
     "PromptLookupDrafter": "specui.drafters.prompt_lookup",
 }
-__all__ = ["DRAFTER_NAMES", "LABELS", "MODEL", "PROMPT_LOOKUP", *_EXPORTS]
+__all__ = ["DRAFTER_NAMES", "EAGLE", "EARLY_EXIT", "HEADS", "LABELS", "MEDUSA", "MODEL", "PROMPT_LOOKUP", *_EXPORTS]
 
 
 def __getattr__(name):

@@ -5,6 +5,15 @@ Every drafter has the same three methods, as transformers' candidate generators 
     propose(context, k) -> Draft     up to k tokens to follow `context` (the whole sequence so far)
     observe(num_accepted)            how many of the last proposal the target accepted
 
+Drafters that read the target itself say so with two optional attributes:
+    target_features: tuple[int, ...]   indices into transformers' `hidden_states` (0 the embeddings, i the
+        input of layer i, the layer count the final normed state). The engine then passes the target's
+        states of those layers side by side: `start(..., features=[len(prompt) - 1, F])` for the prompt
+        (its last token opens round 1) and `observe(n, features=[n + 1, F])` for the verified tokens
+        (the round's first token and the n accepted drafts), taken from the verify forward, at no cost.
+    shares_target: bool   the engine passes its target `CachedLM` as `start(..., target=)`: an early-exit
+        draft runs the target's first layers on the target's own KV cache.
+
 `Draft.probs` holds, per drafted token, the distribution q it was sampled from. A deterministic
 drafter (prompt lookup) returns `probs=None`: its q is one-hot on the proposed token, and verification
 treats it exactly that way.

@@ -199,7 +199,7 @@ class Showcase:
             log.exception("encoding the prompt")
             yield fail(f"The prompt could not be encoded: {type(e).__name__}: {e}")
             return
-        engine = SpeculativeEngine(pair.target, pair.draft)
+        engine = pair.engine()
         try:
             spec_stream = engine.stream(ids, settings.decode.but(speculative=True), into=run.spec)
         except ValueError as e:  # bad settings, ContextLengthError

@@ -276,7 +276,7 @@ def prepare(state: TeachState, c: Controls, data: dict, *, drafter: str | None =
     except Exception as e:  # noqa: BLE001 - e.g. a tokenizer without a chat template
         raise gr.Error(f"The prompt could not be encoded: {type(e).__name__}: {e}") from None
     settings = settings.but(seed=0 if settings.seed is None else settings.seed)
-    prepared = Prepared(settings, chosen, pair, SpeculativeEngine(pair.target, pair.draft), ids)
+    prepared = Prepared(settings, chosen, pair, pair.engine(), ids)
     return prepared, showcase.lock(chosen.name)
 
 

@@ -1,0 +1,138 @@
+"""What the trained heads share: their folder format, the output layer they read the target's
+vocabulary through, a residual block, and the one draw every head drafts with.
+
+A head folder holds `specui_head.json` (format, kind, the head's constructor arguments, training facts)
+and `head.safetensors` (the head's own parameters only: the target's embeddings, final norm and output
+rows are borrowed from the loaded target, never copied into the file). `load(folder, target)` rebuilds
+the head around a loaded target and checks that it was trained for a target of that shape.
+
+Output layer: a head drafts over `token_ids`, a reduced list of the target's ids (as FR-Spec and
+EAGLE-3 do; all of them for a small vocabulary). Its matrix is the target's output rows at those ids,
+read from the target at load (frozen), so a head's file stays small. q is scattered back onto the
+full vocabulary, zero for ids it never proposes: verification handles that exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from specui.sampling import Sampling, choose
+
+FORMAT = "specui-head/1"
+META = "specui_head.json"
+WEIGHTS = "head.safetensors"
+
+
+def is_head_folder(folder: str | Path) -> bool:
+    return (Path(folder) / META).is_file()
+
+
+def read_meta(folder: str | Path) -> dict:
+    meta = json.loads((Path(folder) / META).read_text())
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{folder}: {META} has format {meta.get('format')!r}; this specui reads {FORMAT!r}")
+    return meta
+
+
+def save(head: nn.Module, folder: str | Path, *, facts: dict | None = None) -> Path:
+    """Write `head` (its `kind`, `arguments` and own parameters, `token_ids` included) into `folder`."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().to("cpu").contiguous() for k, v in head.state_dict().items()}
+    save_file(state, str(folder / WEIGHTS))
+    meta = {"format": FORMAT, "kind": head.kind, "arguments": head.arguments, **(facts or {})}
+    (folder / META).write_text(json.dumps(meta, indent=2) + "\n")
+    return folder
+
+
+def load_state(folder: str | Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(str(Path(folder) / WEIGHTS))
+
+
+def target_shape(target) -> dict:
+    """What a head must match in its target: width, layer count and vocabulary size."""
+    config = target.config
+    return {"hidden_size": config.hidden_size, "num_layers": config.num_hidden_layers,
+            "vocab_size": target.get_output_embeddings().weight.shape[0]}
+
+
+def check_target(meta_or_arguments: dict, target, folder) -> None:
+    want = meta_or_arguments.get("target_shape")
+    have = target_shape(target)
+    if want is not None and want != have:
+        raise ValueError(f"{folder}: this head was trained for a target with {want}, but the loaded target has "
+                         f"{have}; train a head for this target (python -m specui.train heads --help)")
+
+
+class VocabOutput(nn.Module):
+    """logits over `token_ids` from a hidden state [.., D]: the target's final norm and output rows at
+    those ids, borrowed (frozen, not saved). `token_ids` is saved with the head."""
+
+    def __init__(self, target, token_ids: torch.Tensor):
+        super().__init__()
+        self.register_buffer("token_ids", torch.as_tensor(token_ids, dtype=torch.long))
+        self.vocab_size = target.get_output_embeddings().weight.shape[0]
+        self.bind(target)
+
+    def bind(self, target) -> None:
+        weight = target.get_output_embeddings().weight
+        # plain attributes, not submodules or buffers: never saved, never trained
+        object.__setattr__(self, "_norm", target.model.norm)
+        object.__setattr__(self, "_rows", weight.detach()[self.token_ids.to(weight.device)].clone())
+
+    def forward(self, hidden: torch.Tensor, *, normed: bool = False) -> torch.Tensor:
+        x = hidden if normed else self._norm(hidden)
+        return F.linear(x, self._rows.to(x.dtype))
+
+    def target_logits(self, logits_full: torch.Tensor) -> torch.Tensor:
+        """The target's own logits restricted to the head's ids (training targets)."""
+        return logits_full[..., self.token_ids.to(logits_full.device)]
+
+
+class ResBlock(nn.Module):
+    """x + SiLU(W x + b), with W = 0 at the start: a head begins as the identity (Medusa's block)."""
+
+    def __init__(self, width: int):
+        super().__init__()
+        self.linear = nn.Linear(width, width)
+        nn.init.zeros_(self.linear.weight)
+        nn.init.zeros_(self.linear.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + F.silu(self.linear(x))
+
+
+def draw(logits: torch.Tensor, output: VocabOutput, sampling: Sampling, generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample one draft token from a head's logits over its ids [N]: (the target's id [], q [V] on the
+    target's full vocabulary, zero outside the head's ids)."""
+    index, q = choose(logits, sampling, generator)
+    full = q.new_zeros(output.vocab_size)
+    full.index_copy_(0, output.token_ids.to(q.device), q)
+    return output.token_ids.to(index.device)[index], full
+
+
+def soft_loss(head_logits: torch.Tensor, target_logp: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy from the target's distribution (log-probs over the head's ids, normalised over the
+    whole vocabulary: mass elsewhere is unreachable) to the head's: the distillation loss of every head."""
+    return -(target_logp.exp() * F.log_softmax(head_logits.float(), dim=-1)).sum(-1).mean()
+
+
+def frequent_ids(streams: list[torch.Tensor], *, size: int, vocab_size: int, always=()) -> torch.Tensor:
+    """The `size` most frequent ids of the streams (plus `always`), sorted; every id when the
+    vocabulary is not larger than `size`."""
+    if vocab_size <= size:
+        return torch.arange(vocab_size)
+    counts = torch.zeros(vocab_size, dtype=torch.long)
+    for s in streams:
+        counts += torch.bincount(s.reshape(-1).long(), minlength=vocab_size)[:vocab_size]
+    counts[list(always)] = counts.max() + 1
+    return torch.sort(torch.topk(counts, size).indices).values
