@@ -1,0 +1,226 @@
+"""EAGLE: a one-layer head that drafts in the target's feature space (Li et al., EAGLE 1-3).
+
+At a position t whose target states are known, the head reads u_t, the target's states fused
+(EAGLE-3: a low, a middle and the top layer, side by side, through one linear map), and the embedding
+of the token that follows, x_{t+1}:
+
+    a_t = fc([u_t, embed(x_{t+1})])    h_t = layer(a_t)    q(x_{t+2}) = softmax(out(norm(h_t)))
+
+`layer` is one pre-norm decoder layer (attention with rotary positions over the head's own KV cache,
+SwiGLU MLP). h_t stands in for the target's state at t+1, so the next step feeds u_{t+1} = h_t with the
+token just drafted: the head runs K steps autoregressively, and after the verify forward it takes
+the target's fresh states of the accepted tokens instead (`observe`), at no extra target work.
+
+Training (EAGLE-3's "training-time test"): step 1 reads the target's states; step s reads the head's
+own step s-1 outputs, attending to real keys before the block and its own earlier steps inside it,
+exactly as drafting will. The loss is the cross-entropy to the target's distributions at each step.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from specui.drafters.base import Draft
+from specui.heads import common
+from specui.sampling import Generators, Sampling
+
+
+class HeadLayer(nn.Module):
+    """One pre-norm decoder layer with its own rotary attention: x [T, D] at `positions` -> [T, D]."""
+
+    def __init__(self, width: int, *, heads: int, ffn: int, theta: float, eps: float):
+        super().__init__()
+        self.heads, self.head_dim, self.theta, self.eps = heads, width // heads, theta, eps
+        self.norm1 = nn.Parameter(torch.ones(width))
+        self.qkv = nn.Linear(width, 3 * width, bias=False)
+        self.o = nn.Linear(width, width, bias=False)
+        self.norm2 = nn.Parameter(torch.ones(width))
+        self.gate_up = nn.Linear(width, 2 * ffn, bias=False)
+        self.down = nn.Linear(ffn, width, bias=False)
+
+    def rope(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """x [..., T, head_dim] rotated by `positions` [T] (the rotate-half convention of Llama)."""
+        half = self.head_dim // 2
+        freq = self.theta ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
+        angle = positions.to(torch.float32)[:, None] * freq[None]  # [T, half]
+        cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+        x1, x2 = x[..., :half], x[..., half:]
+        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+    def project(self, x: torch.Tensor, positions: torch.Tensor):
+        """q, k, v [.., heads, T, head_dim] of x [.., T, D], q and k rotated."""
+        q, k, v = self.qkv(_rms(x, self.norm1, self.eps)).chunk(3, dim=-1)
+        q, k, v = (t.unflatten(-1, (self.heads, self.head_dim)).transpose(-3, -2) for t in (q, k, v))
+        return self.rope(q, positions), self.rope(k, positions), v
+
+    def finish(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
+        """The residual adds around attention's output [.., heads, T, head_dim] and the MLP."""
+        x = x + self.o(attended.transpose(-3, -2).flatten(-2))
+        gate, up = self.gate_up(_rms(x, self.norm2, self.eps)).chunk(2, dim=-1)
+        return x + self.down(F.silu(gate) * up)
+
+
+class EagleHead(nn.Module):
+    kind = "eagle"
+
+    def __init__(self, target, *, token_ids, fuse_layers: list[int], heads: int, ffn: int, train_steps: int = 3,
+                 target_shape: dict | None = None):
+        super().__init__()
+        config = target.config
+        width = config.hidden_size
+        self.fuse_layers = tuple(int(i) for i in fuse_layers)
+        self.train_steps = train_steps
+        self.arguments = {"fuse_layers": list(self.fuse_layers), "heads": heads, "ffn": ffn, "train_steps": train_steps,
+                          "target_shape": target_shape or common.target_shape(target)}
+        self.fuse = nn.Linear(len(self.fuse_layers) * width, width, bias=False)
+        self.fc = nn.Linear(2 * width, width, bias=False)
+        theta = (getattr(config, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
+        eps = getattr(config, "rms_norm_eps", 1e-6)
+        self.layer = HeadLayer(width, heads=heads, ffn=ffn, theta=theta, eps=eps)
+        self.norm = nn.Parameter(target.model.norm.weight.detach().clone().float())
+        self.eps = eps
+        self.output = common.VocabOutput(target, token_ids)
+        object.__setattr__(self, "_embed", target.get_input_embeddings())  # borrowed, never saved
+
+    @property
+    def feature_layers(self) -> tuple[int, ...]:
+        return self.fuse_layers
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.output(_rms(hidden, self.norm, self.eps), normed=True)
+
+    def inputs(self, fused: torch.Tensor, next_ids: torch.Tensor) -> torch.Tensor:
+        """a = fc([u, embed(next)]) for fused states u [.., T, D] and the tokens that follow [.., T]."""
+        return self.fc(torch.cat([fused, self._embed(next_ids).to(fused.dtype)], dim=-1))
+
+    def make_drafter(self, target_model) -> EagleDrafter:
+        return EagleDrafter(self)
+
+    # -- training ---------------------------------------------------------------------------------------
+
+    def training_loss(self, batch: dict) -> torch.Tensor:
+        """Cross-entropy to the target over `train_steps` unrolled steps (weights 0.8^(s-1))."""
+        ids, logp, mask = batch["ids"], batch["target_logp"], batch["mask"]
+        T = ids.shape[1] - 1  # position t reads x_{t+1}; its step-s output predicts x_{t+2}
+        fused = self.fuse(torch.cat([batch["hidden"][i] for i in self.fuse_layers], dim=-1))[:, :T]
+        a = self.inputs(fused, ids[:, 1:])  # [B, T, D]
+        positions = torch.arange(T, device=ids.device)
+        keys, values, total, weight_sum, u = [], [], 0.0, 0.0, None
+        for s in range(1, self.train_steps + 1):
+            if s > 1:  # the head's own output at t-1 stands in for the target's state at t
+                u = torch.cat([torch.zeros_like(h[:, :1]), h[:, :-1]], dim=1)
+                a = self.inputs(u, ids[:, 1:])
+            q, k, v = self.layer.project(a, positions)
+            keys.append(k)
+            values.append(v)
+            attended = F.scaled_dot_product_attention(q, torch.cat(keys, dim=-2), torch.cat(values, dim=-2),
+                                                      attn_mask=_unrolled_mask(T, s, ids.device))
+            h = self.layer.finish(a, attended)
+            valid = mask[:, 1:T + 1].clone()  # target row t+1: the target's distribution of x_{t+2}
+            valid[:, : s - 1] = False  # step s at t needs s-1 real positions before it
+            loss = common.soft_loss(self.logits(h)[valid], logp[:, 1:T + 1][valid])
+            total, weight_sum = total + 0.8 ** (s - 1) * loss, weight_sum + 0.8 ** (s - 1)
+        return total / weight_sum
+
+
+def _unrolled_mask(T: int, s: int, device) -> torch.Tensor:
+    """[T, s*T] bool: the step-s query at position t sees step-1 keys at positions <= t-s+1 and the
+    step-j key at position t-s+j (2 <= j <= s), the keys drafting would have cached."""
+    t = torch.arange(T, device=device)[:, None]
+    p = torch.arange(T, device=device)[None, :]
+    blocks = [p <= t - s + 1] + [p == t - s + j for j in range(2, s + 1)]
+    mask = torch.cat(blocks, dim=1)
+    mask[:, 0] |= ~mask.any(dim=1)  # a row that sees nothing (t < s-1, never in the loss) sees one key
+    return mask
+
+
+class EagleDrafter:
+    """Drafts K tokens with an `EagleHead`, reading the target's states of every verified token."""
+
+    name = "EAGLE"
+
+    def __init__(self, head: EagleHead):
+        self.head = head
+        self.target_features = head.fuse_layers
+        self.device = head.fc.weight.device
+
+    def start(self, prompt: list[int], *, sampling: Sampling, seed: int, features: torch.Tensor | None = None) -> None:
+        self.sampling = sampling
+        self.generators = Generators(seed ^ 0xEA61E, home=self.device)
+        self.keys = self.values = None  # the head's cache [heads, length, head_dim]
+        self.length = 0  # cached positions that hold real (target-state) pairs
+        self.pending = features  # target states not yet fed to the head; the tokens after them end the context
+
+    def propose(self, context: list[int], k: int) -> Draft:
+        if k == 0 or self.pending is None or len(self.pending) == 0:
+            return Draft.empty(self.device)
+        head = self.head
+        n = len(self.pending)
+        follow = torch.tensor(context[-n:], device=self.device)
+        a = head.inputs(head.fuse(self.pending.to(head.fc.weight.dtype)), follow)  # [n, D]
+        h = self._step(a)  # [n, D]; the last row predicts the first draft token
+        self.length += n
+        self.pending = None
+        tokens, probs = [], []
+        for i in range(k):
+            logits = head.logits(h[-1])
+            token, q = common.draw(logits, head.output, self.sampling, self.generators.for_tensor(logits))
+            tokens.append(token)
+            probs.append(q)
+            if i + 1 < k:
+                h = self._step(head.inputs(h[-1:], token.view(1)))
+        return Draft(torch.stack(tokens), torch.stack(probs))
+
+    def observe(self, num_accepted: int, *, features: torch.Tensor | None = None) -> None:
+        self._trim(self.length)  # forget the draft steps; the accepted tokens' real states come instead
+        self.pending = features
+
+    def _step(self, a: torch.Tensor) -> torch.Tensor:
+        """Run rows a [n, D] at the next positions of the head's cache (kept), causally."""
+        layer = self.head.layer
+        start = 0 if self.keys is None else self.keys.shape[1]
+        positions = torch.arange(start, start + a.shape[0], device=a.device)
+        q, k, v = layer.project(a, positions)
+        self.keys = k if self.keys is None else torch.cat([self.keys, k], dim=1)
+        self.values = v if self.values is None else torch.cat([self.values, v], dim=1)
+        n = a.shape[0]
+        mask = None
+        if n > 1:  # row i sees the cache and rows <= i
+            mask = torch.ones(n, start + n, dtype=torch.bool, device=a.device).tril(diagonal=start)
+        attended = F.scaled_dot_product_attention(q, self.keys, self.values, attn_mask=mask)
+        return layer.finish(a, attended)
+
+    def _trim(self, length: int) -> None:
+        if self.keys is not None:
+            self.keys, self.values = self.keys[:, :length], self.values[:, :length]
+
+
+def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return (weight * h).to(x.dtype)
+
+
+def build(target, *, token_ids, fuse_layers=None, heads: int | None = None, ffn: int | None = None,
+          train_steps: int = 3) -> EagleHead:
+    """A fresh head for `target`: by default it fuses layer 2's input, the middle layer's and the final
+    normed state, with the target's head count and MLP width, and its output reads `token_ids`."""
+    config = target.config
+    layers = config.num_hidden_layers
+    fuse_layers = fuse_layers or sorted({min(2, layers), layers // 2, layers})
+    heads = heads or config.num_attention_heads
+    ffn = ffn or config.intermediate_size
+    head = EagleHead(target, token_ids=token_ids, fuse_layers=fuse_layers, heads=heads, ffn=ffn,
+                     train_steps=train_steps)
+    return head.to(target.get_input_embeddings().weight.device)
+
+
+def load(folder, target, meta: dict) -> EagleHead:
+    common.check_target(meta["arguments"], target, folder)
+    state = common.load_state(folder)
+    head = EagleHead(target, token_ids=state["output.token_ids"], **meta["arguments"])
+    head.load_state_dict(state)
+    head.output.bind(target)
+    return head.to(target.get_input_embeddings().weight.device).eval()

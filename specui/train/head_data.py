@@ -1,0 +1,95 @@
+"""Training data for the heads (EAGLE, Medusa, early exit): token sequences with the frozen target's
+states cached, so that every head trains on one target pass over the data.
+
+Sequences come from the target's own chat answers (`python -m specui.train.chat --write-answers DIR`:
+the prompt and the target's greedy answer, the loss on the answer) or, for the stdlib target, from
+windows of the training corpus. `FeatureCache` runs the target once over them and keeps, per token, the
+states the heads read (half precision) and the log-normaliser of its logits; a batch then rebuilds the
+target's log-probabilities over a head's ids from the cached final state (one small matrix product),
+instead of storing a distribution per token.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+
+
+def answer_sequences(folder: str | Path, *, max_len: int) -> list[tuple[torch.Tensor, int]]:
+    """(conversation ids, index of the first answer token) per saved answer, cut to max_len tokens."""
+    out = []
+    for path in sorted(Path(folder).glob("answers-*.pt")):
+        for record in torch.load(path):
+            ids = record["ids"].long()[:max_len]
+            if len(ids) > record["prompt_len"] + 1:
+                out.append((ids, int(record["prompt_len"])))
+    if not out:
+        raise SystemExit(f"{folder}: no answers-*.pt files (write them with python -m specui.train.chat --write-answers)")
+    return out
+
+
+def window_sequences(stream: torch.Tensor, *, length: int, count: int, seed: int) -> list[tuple[torch.Tensor, int]]:
+    """`count` random windows of `length` tokens of a token stream, the loss on all of them."""
+    gen = torch.Generator().manual_seed(seed)
+    starts = torch.randint(0, len(stream) - length, (count,), generator=gen).tolist()
+    return [(stream[s:s + length].clone(), 0) for s in starts]
+
+
+class FeatureCache:
+    """The target's states at `layers` (transformers' hidden_states indices) for every sequence."""
+
+    def __init__(self, target, sequences: list[tuple[torch.Tensor, int]], *, layers: tuple[int, ...],
+                 batch: int = 8, log=print):
+        self.layers = tuple(sorted(set(layers) | {target.config.num_hidden_layers}))  # the final state: always
+        self.final = target.config.num_hidden_layers
+        self.sequences = sequences
+        self.states: list[dict[int, torch.Tensor]] = []
+        self.lse: list[torch.Tensor] = []
+        device = target.get_input_embeddings().weight.device
+        started = time.time()
+        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i][0]))  # similar lengths together
+        slots: list = [None] * len(sequences)
+        with torch.inference_mode():
+            for b in range(0, len(order), batch):
+                chunk = order[b:b + batch]
+                width = max(len(sequences[i][0]) for i in chunk)
+                ids = torch.zeros(len(chunk), width, dtype=torch.long)
+                mask = torch.zeros(len(chunk), width, dtype=torch.long)
+                for row, i in enumerate(chunk):
+                    n = len(sequences[i][0])
+                    ids[row, :n], mask[row, :n] = sequences[i][0], 1
+                out = target(input_ids=ids.to(device), attention_mask=mask.to(device), output_hidden_states=True)
+                lse = out.logits.float().logsumexp(-1).cpu()
+                for row, i in enumerate(chunk):
+                    n = len(sequences[i][0])
+                    slots[i] = ({j: out.hidden_states[j][row, :n].to("cpu", torch.float16) for j in self.layers},
+                                lse[row, :n])
+                if (b // batch) % 20 == 0:
+                    done = b + len(chunk)
+                    log(f"target states: {done}/{len(order)} sequences ({time.time() - started:.0f} s)")
+        self.states = [s[0] for s in slots]
+        self.lse = [s[1] for s in slots]
+        self.tokens = sum(len(s[0]) for s in sequences)
+
+    def batch(self, indices: list[int], *, token_ids: torch.Tensor, rows: torch.Tensor, device) -> dict:
+        """A padded training batch: ids, states per layer (float32), the target's log-probs over
+        `token_ids` (the target's output `rows` at them), and the mask of positions that count."""
+        width = max(len(self.sequences[i][0]) for i in indices)
+        B, D = len(indices), rows.shape[1]
+        ids = torch.zeros(B, width, dtype=torch.long)
+        mask = torch.zeros(B, width, dtype=torch.bool)
+        hidden = {j: torch.zeros(B, width, D) for j in self.layers}
+        lse = torch.zeros(B, width)
+        for row, i in enumerate(indices):
+            seq, first = self.sequences[i]
+            n = len(seq)
+            ids[row, :n] = seq
+            mask[row, max(first - 1, 0):n] = True  # positions whose next token is part of the answer
+            for j in self.layers:
+                hidden[j][row, :n] = self.states[i][j].float()
+            lse[row, :n] = self.lse[i]
+        hidden = {j: h.to(device) for j, h in hidden.items()}
+        logp = hidden[self.final] @ rows.to(device).float().T - lse.to(device)[..., None]  # [B, T, N]
+        return {"ids": ids.to(device), "hidden": hidden, "target_logp": logp, "mask": mask.to(device)}

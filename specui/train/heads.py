@@ -1,0 +1,193 @@
+"""`python -m specui.train heads`: train EAGLE, Medusa and early-exit heads for a preset's target.
+
+The target is frozen. Its states are cached once over the data (specui.train.head_data), then every
+head named by --head learns from the same batches: the cross-entropy from the target's distributions
+to the head's (soft targets, over the head's reduced vocabulary). Progress is logged; a checkpoint
+(heads, optimiser, step) is written every --checkpoint-every steps and at the end, and --resume goes
+on from it. Each head is saved as a head folder (specui.heads.common) under --out/<head>, which a
+preset's `heads:` names. Runs on a CUDA GPU when there is one.
+
+    python -m specui.train heads --preset bundled --head eagle,medusa,early_exit --out runs/heads-bundled
+    python -m specui.train heads --preset smollm2-chat --answers DIR --out runs/heads-chat --minutes 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import torch
+
+from specui.drafters.registry import HEADS
+from specui.heads import common
+from specui.train import head_data
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m specui.train heads", description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default=None, help="the preset whose target the heads serve (default: models.yaml's default)")
+    ap.add_argument("--config", default=None, help="a models.yaml (default: the one beside the package)")
+    ap.add_argument("--head", default=",".join(HEADS), help="comma-separated: " + ", ".join(HEADS) + " (default: all)")
+    ap.add_argument("--out", default="runs/heads", help="folder for the heads and the checkpoint (default: %(default)s)")
+    ap.add_argument("--answers", help="the target's chat answers (python -m specui.train.chat --write-answers DIR); "
+                                      "without it: windows of the stdlib corpus")
+    ap.add_argument("--windows", type=int, default=4000, help="corpus windows without --answers (default: %(default)s)")
+    ap.add_argument("--seq", type=int, default=320, help="tokens per sequence (default: %(default)s)")
+    ap.add_argument("--vocab", type=int, default=8192, help="the heads' draft vocabulary (default: %(default)s)")
+    ap.add_argument("--exit-layer", type=int, default=0, help="early exit: layers the draft runs (0: a quarter)")
+    ap.add_argument("--medusa-heads", type=int, default=4, help="Medusa: positions ahead (default: %(default)s)")
+    ap.add_argument("--eagle-steps", type=int, default=3, help="EAGLE: training-time-test steps (default: %(default)s)")
+    ap.add_argument("--steps", type=int, default=100000, help="optimiser steps at most (default: %(default)s)")
+    ap.add_argument("--minutes", type=float, default=20, help="stop after this long (default: %(default)s)")
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--held-out", type=float, default=0.05, help="share of sequences held out for the loss report")
+    ap.add_argument("--checkpoint-every", type=int, default=200)
+    ap.add_argument("--resume", action="store_true", help="go on from --out/checkpoint.pt")
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    ap.add_argument("--seed", type=int, default=1234)
+    args = ap.parse_args(argv)
+    args.heads = [h.strip() for h in args.head.split(",") if h.strip()]
+    unknown = [h for h in args.heads if h not in HEADS]
+    if unknown or not args.heads:
+        ap.error(f"--head: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(HEADS)}")
+    return args
+
+
+def load_target(args):
+    from specui.loading import load_pair
+    from specui.presets import load_config
+
+    preset = load_config(args.config).get(args.preset)
+    pair = load_pair(preset)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    target = pair.target.to(device).eval()
+    for p in target.parameters():
+        p.requires_grad_(False)
+    return preset, target, pair.tokenizer
+
+
+def sequences_for(args, target, tokenizer):
+    if args.answers:
+        return head_data.answer_sequences(args.answers, max_len=args.seq)
+    from specui import corpus
+    from specui.train.common import encode_stream
+
+    stream = encode_stream(tokenizer, corpus.read_texts(corpus.split_sources()[0]))
+    return head_data.window_sequences(stream, length=args.seq, count=args.windows, seed=args.seed)
+
+
+def build_heads(args, target, token_ids) -> dict:
+    import importlib
+
+    layers = target.config.num_hidden_layers
+    options = {"eagle": {"train_steps": args.eagle_steps},
+               "medusa": {"num_heads": args.medusa_heads},
+               "early_exit": {"exit_layer": args.exit_layer or max(1, layers // 4)}}
+    return {name: importlib.import_module(f"specui.heads.{name}").build(target, token_ids=token_ids, **options[name])
+            for name in args.heads}
+
+
+def lr_at(args, step: int, progress: float) -> float:
+    """Linear warmup, then cosine decay to a tenth as progress (time or steps) goes 0 -> 1."""
+    return args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.45 * (1 + math.cos(math.pi * min(progress, 1.0))))
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    preset, target, tokenizer = load_target(args)
+    device = target.get_input_embeddings().weight.device
+    sequences = sequences_for(args, target, tokenizer)
+    vocab = target.get_output_embeddings().weight.shape[0]
+    special = [i for i in (tokenizer.all_special_ids or []) if i is not None and i < vocab]
+    token_ids = common.frequent_ids([s for s, _ in sequences], size=args.vocab, vocab_size=vocab, always=special)
+    heads = build_heads(args, target, token_ids)
+    layers = tuple(sorted({i for h in heads.values() for i in h.feature_layers}))
+    log(f"{preset.name}: {len(sequences)} sequences, {sum(len(s) for s, _ in sequences):,} tokens; heads "
+        f"{', '.join(heads)}; target states at layers {layers}; draft vocabulary {len(token_ids)}")
+    cache = head_data.FeatureCache(target, sequences, layers=layers, log=log)
+    gen = torch.Generator().manual_seed(args.seed)
+    order = torch.randperm(len(sequences), generator=gen).tolist()
+    n_held = max(1, int(len(order) * args.held_out))
+    held, train = order[:n_held], order[n_held:]
+    rows = target.get_output_embeddings().weight.detach()[token_ids.to(device)]
+
+    params = [p for h in heads.values() for p in h.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
+    step, spent = 0, 0.0
+    checkpoint = out / "checkpoint.pt"
+    if args.resume and checkpoint.exists():
+        state = torch.load(checkpoint, map_location=device)
+        for name, h in heads.items():
+            h.load_state_dict(state["heads"][name])
+        opt.load_state_dict(state["optimizer"])
+        step, spent = state["step"], state["seconds"]
+        log(f"resumed from {checkpoint} at step {step} ({spent / 60:.1f} min in)")
+
+    def save_checkpoint():
+        torch.save({"heads": {n: h.state_dict() for n, h in heads.items()}, "optimizer": opt.state_dict(),
+                    "step": step, "seconds": spent}, checkpoint)
+
+    started = time.time() - spent
+    for h in heads.values():
+        h.train()
+    losses = {n: 0.0 for n in heads}
+    while step < args.steps and (time.time() - started) < args.minutes * 60:
+        progress = max(step / args.steps, (time.time() - started) / (args.minutes * 60))
+        for group in opt.param_groups:
+            group["lr"] = lr_at(args, step, progress)
+        picks = torch.randint(0, len(train), (args.batch,), generator=gen).tolist()
+        batch = cache.batch([train[i] for i in picks], token_ids=token_ids, rows=rows, device=device)
+        total = 0.0
+        for name, h in heads.items():
+            loss = h.training_loss(batch)
+            losses[name] += float(loss.detach())
+            total = total + loss
+        opt.zero_grad(set_to_none=True)
+        total.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        step += 1
+        spent = time.time() - started
+        if step % 25 == 0:
+            log(f"step {step}: " + ", ".join(f"{n} {v / 25:.3f}" for n, v in losses.items())
+                + f" (lr {opt.param_groups[0]['lr']:.2e}, {spent / 60:.1f} min)")
+            losses = {n: 0.0 for n in heads}
+        if step % args.checkpoint_every == 0:
+            save_checkpoint()
+    save_checkpoint()
+    held_loss = held_out_loss(heads, cache, held, token_ids=token_ids, rows=rows, device=device, batch=args.batch)
+    for name, h in heads.items():
+        facts = {"preset": preset.name, "target": preset.target if not Path(preset.target).is_absolute()
+                 else Path(preset.target).name, "steps": step, "minutes": round(spent / 60, 1),
+                 "sequences": len(train), "tokens": cache.tokens, "held_out_loss": round(held_loss[name], 4),
+                 "device": str(device), "command": "python -m specui.train heads " + " ".join(argv or [])}
+        common.save(h.eval(), out / name, facts=facts)
+        log(f"{name}: saved to {out / name} (held-out loss {held_loss[name]:.3f})")
+    (out / "run.json").write_text(json.dumps({"steps": step, "minutes": spent / 60, "held_out_loss": held_loss}, indent=2))
+
+
+@torch.no_grad()
+def held_out_loss(heads: dict, cache, held: list[int], *, token_ids, rows, device, batch: int) -> dict:
+    sums = {n: 0.0 for n in heads}
+    count = 0
+    for b in range(0, len(held), batch):
+        data = cache.batch(held[b:b + batch], token_ids=token_ids, rows=rows, device=device)
+        for name, h in heads.items():
+            h.eval()
+            sums[name] += float(h.training_loss(data))
+        count += 1
+    return {n: s / max(count, 1) for n, s in sums.items()}
