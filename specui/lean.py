@@ -335,9 +335,15 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
     return weight * (h if dtype == torch.float32 else h.to(dtype))
 
 
+def _records_only(hook) -> bool:
+    """transformers' own output-capturing hook (installed by the first `output_hidden_states=True` call):
+    it only records a module's output while a caller collects them, and never changes it."""
+    return getattr(hook, "__module__", "") == "transformers.utils.output_capturing"
+
+
 def _plain_modules(model) -> bool:
     """True when every module of `model` is exactly a class this path repeats, with no hook anywhere:
-    no forward (pre-)hook on any module or registered globally, no accelerate hook, every linear layer
+    no forward (pre-)hook on any module (but transformers' recording-only output capture) or registered globally, no accelerate hook, every linear layer
     exactly `nn.Linear` (not a LoRA wrapper or a subclass with its own forward), the embeddings exactly
     `nn.Embedding`, everything else one of the model type's own transformers classes."""
     from torch.nn.modules import module as torch_module
@@ -347,7 +353,8 @@ def _plain_modules(model) -> bool:
     exact = DecoderStack.EXACT_CLASSES[model.config.model_type] | {"SiLUActivation"}
     plain = (torch.nn.Linear, torch.nn.Embedding, torch.nn.ModuleList, torch.nn.SiLU, torch.nn.Identity)
     for m in model.modules():
-        if m._forward_hooks or m._forward_pre_hooks or getattr(m, "_hf_hook", None) is not None:
+        if (any(not _records_only(h) for h in m._forward_hooks.values()) or m._forward_pre_hooks
+                or getattr(m, "_hf_hook", None) is not None):
             return False
         kind = type(m)
         if kind in plain:

@@ -1,0 +1,140 @@
+"""The EAGLE head as a drafter: greedy output equals transformers' greedy `generate`, sampled output
+follows the target's exact law (chi-square, and a broken drafter that the test catches), the head's
+cache follows every verify outcome, a saved head loads back, and training lowers its loss."""
+
+import pytest
+import torch
+
+from specui import SpeculativeEngine
+from specui.drafters.base import Draft
+from specui.heads import common, eagle, load
+from specui.sampling import Sampling
+from tests.engine.test_engine_sampling import exact_first_two, observed_first_two, p_value
+from tests.helpers import make_model
+
+
+def trained_head(target, *, token_ids, steps: int = 60, seed: int = 0):
+    """A head fitted briefly to the target's own greedy continuations, so that its drafts are often right."""
+    torch.manual_seed(seed)
+    head = eagle.build(target, token_ids=token_ids, train_steps=2)
+    vocab = target.config.vocab_size
+    prompts = torch.randint(0, vocab, (8, 4), generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        ids = target.generate(prompts, max_new_tokens=28, do_sample=False)
+        out = target(ids, output_hidden_states=True)
+    logp = out.logits.float().log_softmax(-1)[..., token_ids]
+    batch = {"ids": ids, "hidden": {i: out.hidden_states[i] for i in head.fuse_layers}, "target_logp": logp,
+             "mask": torch.ones(ids.shape, dtype=torch.bool)}
+    opt = torch.optim.Adam(head.parameters(), lr=3e-3)
+    first = None
+    for _ in range(steps):
+        loss = head.training_loss(batch)
+        first = first if first is not None else float(loss.detach())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    head.first_loss, head.last_loss = first, float(loss)
+    return head.eval()
+
+
+@pytest.fixture(scope="module")
+def target():
+    return make_model("llama", vocab_size=96, layers=3, seed=4)
+
+
+@pytest.fixture(scope="module")
+def head(target):
+    return trained_head(target, token_ids=torch.arange(96))
+
+
+def test_training_lowers_the_loss(head):
+    assert head.last_loss < 0.8 * head.first_loss
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 7])
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_greedy_equals_generate(arch, k):
+    target = make_model(arch, vocab_size=96, layers=3, seed=7)
+    head = trained_head(target, token_ids=torch.arange(96), steps=40)
+    engine = SpeculativeEngine(target, heads={"eagle": head})
+    for prompt in ([5, 17, 3, 88, 41], [9]):
+        result = engine.generate(prompt, max_new_tokens=48, num_draft_tokens=k, drafter="eagle")
+        expected = target.generate(torch.tensor([prompt]), max_new_tokens=48, do_sample=False)[0, len(prompt):]
+        assert result.token_ids == expected.tolist()
+
+
+def test_rounds_see_every_outcome_and_the_cache_follows(target, head):
+    """All rejected, partly accepted and all accepted rounds all occur, and output stays plain greedy."""
+    engine = SpeculativeEngine(target, heads={"eagle": head})
+    prompt = [3, 14, 15, 92, 65, 35]
+    result = engine.generate(prompt, max_new_tokens=120, num_draft_tokens=3, drafter="eagle")
+    outcomes = {("none" if r.num_accepted == 0 else "all" if r.num_accepted == r.num_drafted else "part")
+                for r in result.rounds if r.num_drafted}
+    assert outcomes == {"none", "part", "all"}
+    assert result.token_ids == engine.generate(prompt, max_new_tokens=120, speculative=False).token_ids
+
+
+def test_reduced_vocabulary_and_the_head_cache(target):
+    """A head over a few ids drafts only those; after each round its cache holds the real pairs only."""
+    ids = torch.tensor([0, 3, 5, 8, 13, 21, 34, 55])
+    head = trained_head(target, token_ids=ids, steps=10)
+    drafter = head.make_drafter(target)
+    engine = SpeculativeEngine(target, heads={"eagle": head})
+    result = engine.generate([1, 2, 3, 4], max_new_tokens=30, num_draft_tokens=4, drafter=drafter)
+    assert all(t in ids.tolist() for r in result.rounds for t in r.drafted)
+    assert drafter.keys.shape[1] == drafter.length <= 4 + 30  # the draft steps were forgotten
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("settings", [dict(temperature=1.0), dict(temperature=0.7, top_k=3, top_p=0.8),
+                                      dict(temperature=1.5, top_p=0.9)])
+def test_sampling_is_exact(settings):
+    target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
+    head = eagle.build(target, token_ids=torch.arange(5))
+    engine = SpeculativeEngine(target, heads={"eagle": head})
+    counts = observed_first_two(engine, [1, 2, 4], num_draft_tokens=2, drafter="eagle", **settings)
+    assert p_value(counts, exact_first_two(target, [1, 2, 4], Sampling(**settings))) > 1e-3
+
+
+class MisreportingDrafter(eagle.EagleDrafter):
+    """A broken drafter: it reports a flattened q, not the one its tokens were drawn from."""
+
+    def propose(self, context, k):
+        draft = super().propose(context, k)
+        if draft.probs is None or not len(draft.tokens):
+            return draft
+        return Draft(draft.tokens, (draft.probs + 0.5).clamp(max=1.0) / (draft.probs + 0.5).clamp(max=1.0).sum(-1, keepdim=True))
+
+
+@pytest.mark.slow
+def test_a_misreporting_drafter_is_caught():
+    target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
+    head = eagle.build(target, token_ids=torch.arange(5))
+    with torch.no_grad():
+        head.fc.weight.mul_(4.0)  # a peaked q, far from the flattened one it reports
+    counts = torch.zeros(5, 5)
+    engine = SpeculativeEngine(target, heads={"eagle": head})
+    for seed in range(2000):
+        t1, t2 = engine.generate([1, 2, 4], max_new_tokens=3, seed=seed, num_draft_tokens=2, temperature=1.0,
+                                 drafter=MisreportingDrafter(head)).token_ids[:2]
+        counts[t1, t2] += 1
+    assert p_value(counts, exact_first_two(target, [1, 2, 4], Sampling(temperature=1.0))) < 1e-6
+
+
+def test_save_and_load_round_trip(tmp_path, target, head):
+    common.save(head, tmp_path / "eagle", facts={"note": "test"})
+    loaded = load(tmp_path / "eagle", target)
+    engine = SpeculativeEngine(target, heads={"eagle": loaded})
+    original = SpeculativeEngine(target, heads={"eagle": head})
+    a = engine.generate([7, 8, 9], max_new_tokens=30, num_draft_tokens=3, drafter="eagle")
+    b = original.generate([7, 8, 9], max_new_tokens=30, num_draft_tokens=3, drafter="eagle")
+    assert a.token_ids == b.token_ids and [r.num_accepted for r in a.rounds] == [r.num_accepted for r in b.rounds]
+    other = make_model("llama", vocab_size=96, layers=4, seed=4)
+    with pytest.raises(ValueError, match="trained for a target"):
+        load(tmp_path / "eagle", other)
+
+
+def test_engine_lists_and_refuses_heads(target, head):
+    assert SpeculativeEngine(target, heads={"eagle": head}).drafters == ("eagle", "prompt_lookup")
+    with pytest.raises(ValueError, match="needs a eagle head"):
+        SpeculativeEngine(target).generate([1, 2], drafter="eagle")
