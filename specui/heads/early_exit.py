@@ -1,0 +1,121 @@
+"""Early exit (self-speculation): the target's first E layers and a small adapter draft for the target.
+
+As in LayerSkip (Elhoushi et al. 2024) and Draft & Verify (Zhang et al. 2024), the draft is the target
+itself, cut short: a token runs through layers 0..E-1, and the state entering layer E (transformers'
+`hidden_states[E]`) goes through an adapter to the target's own output layer. The adapter is an RMS
+norm with its own weight, one `ResBlock`, then the target's final norm and output rows (borrowed
+through `VocabOutput`, frozen). Its weight starts at one and the block as the identity, so an untrained
+head is the "logit lens" at layer E: the target's final norm and output applied to the early state
+(norms are scale-free, so the extra norm changes nothing at the start; it gives the block inputs of a
+steady size to learn on).
+
+The draft runs on the target's own KV cache (`CachedLM.extend_early`, the lean CPU stack): `propose`
+feeds cur and then each draft token but the last through the first E layers, whose keys and values
+land in the target's cache; the verify forward starts those tokens at layer E, so no layer runs twice.
+The last draft token is not fed: the verify forward runs its first layers with the rest of the block.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from specui.drafters.base import Draft
+from specui.drafters.registry import EARLY_EXIT, LABELS
+from specui.heads.common import ResBlock, VocabOutput, check_target, draw, load_state, soft_loss
+from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
+from specui.sampling import Generators, Sampling
+
+
+class EarlyExitHead(nn.Module):
+    """An exit after the target's layer E - 1: own RMS norm, one residual block, the target's output."""
+
+    kind = EARLY_EXIT
+
+    def __init__(self, target, *, token_ids: torch.Tensor, exit_layer: int, target_shape: dict | None = None):
+        super().__init__()
+        check_target({"target_shape": target_shape}, target, "early-exit head")
+        shape = shape_of(target)
+        if not 1 <= exit_layer < shape["num_layers"]:
+            raise ValueError(f"exit_layer must be in [1, {shape['num_layers'] - 1}] for a target of "
+                             f"{shape['num_layers']} layers (the draft runs layers 0..exit_layer-1), got {exit_layer}")
+        width = shape["hidden_size"]
+        self.arguments = {"exit_layer": exit_layer, "target_shape": shape}
+        self.exit_layer = exit_layer
+        self.feature_layers = (exit_layer,)  # transformers' hidden_states[E]: the input of layer E
+        self.eps = float(getattr(target.config, "rms_norm_eps", 1e-6))
+        self.norm_weight = nn.Parameter(torch.ones(width))
+        self.block = ResBlock(width)
+        self.output = VocabOutput(target, token_ids)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """States entering layer E [..., D] -> logits [..., N] over the head's token ids."""
+        x = hidden.to(self.norm_weight.device, self.norm_weight.dtype)
+        x = F.rms_norm(x, x.shape[-1:], self.norm_weight, self.eps)
+        return self.output(self.block(x))  # the target's final norm, then its output rows
+
+    def training_loss(self, batch: dict) -> torch.Tensor:
+        """At each valid position t, the head learns the target's distribution at t (for token t + 1)."""
+        mask = batch["mask"]  # [B, T]
+        logits = self(batch["hidden"][self.exit_layer])  # [B, T, N]
+        if not mask.any():
+            raise ValueError("the batch has no valid position")
+        return soft_loss(logits[mask], batch["target_logp"][mask].to(logits.device))
+
+    def make_drafter(self, target_model) -> EarlyExitDrafter:
+        check_target(self.arguments, target_model, "early-exit head")
+        return EarlyExitDrafter(self)
+
+
+class EarlyExitDrafter:
+    """Drafts k tokens one by one through the target's first E layers, on the target's own cache."""
+
+    name = LABELS[EARLY_EXIT]
+    shares_target = True  # the engine passes its target `CachedLM` to `start`
+
+    def __init__(self, head: EarlyExitHead):
+        self.head = head
+        self.device = head.norm_weight.device
+
+    def start(self, prompt: list[int], *, sampling: Sampling, seed: int, target) -> None:
+        if getattr(target, "stack", None) is None:
+            raise ValueError("the early-exit drafter runs the target's first layers on the target's own cache "
+                             "through specui's lean forward, which this target does not take (it needs a Llama, "
+                             "Mistral or Qwen2 decoder with full sdpa attention on the CPU); use another drafter")
+        self.target = target
+        self.sampling = sampling
+        self.generators = Generators(seed ^ 0xE417E417, home=self.device)  # its own stream, never the target's
+
+    def propose(self, context: list[int], k: int) -> Draft:
+        if k <= 0:
+            return Draft.empty(self.device)
+        feed = context[-1:]  # cur: the target's cache holds every context token before it
+        tokens, probs = [], []
+        for i in range(k):
+            hidden = self.target.extend_early(feed, stop=self.head.exit_layer)[-1]  # [D] entering layer E
+            token, q = draw(self.head(hidden), self.head.output, self.sampling, self.generators.for_tensor(hidden))
+            tokens.append(token)
+            probs.append(q)
+            feed = [int(token)]  # the last draft is never fed: the verify forward runs its first layers
+        return Draft(torch.stack(tokens), torch.stack(probs))
+
+    def observe(self, num_accepted: int) -> None:
+        pass  # the engine's trim of the target's cache forgets the rejected tokens' early layers too
+
+
+def build(target, *, token_ids: torch.Tensor | None = None, **arguments) -> EarlyExitHead:
+    """A fresh (untrained) head for `target` (arguments: exit_layer); token_ids None: the whole vocabulary."""
+    if token_ids is None:
+        token_ids = torch.arange(target.get_output_embeddings().weight.shape[0])
+    return EarlyExitHead(target, token_ids=token_ids, **arguments)
+
+
+def load(folder, target, meta: dict) -> EarlyExitHead:
+    """The head saved in `folder` (`specui.heads.common.save`), rebuilt around the loaded `target`."""
+    check_target(meta.get("arguments", {}), target, folder)
+    state = load_state(folder)
+    head = EarlyExitHead(target, token_ids=state["output.token_ids"], **meta["arguments"])
+    head.load_state_dict(state)
+    head.output.bind(target)  # the output rows at the saved ids, read from this target
+    return head.eval()

@@ -1,0 +1,136 @@
+"""Medusa heads: one small residual block per position ahead, all reading the target's last state.
+
+Medusa (Cai et al. 2024, "Medusa: Simple LLM Inference Acceleration Framework with Multiple Decoding
+Heads") puts K heads on the target's final normed hidden state h_t. Head i (1..K) predicts token
+t + i + 1: head 1 the token after the target's own next token, head 2 the one after that, and so on.
+Each head here is `num_blocks` `ResBlock`s followed by the target's own output rows (borrowed through
+`VocabOutput`, frozen), as in Medusa-1.
+
+The final norm is not applied again after the blocks (`normed=True`): h_t is already the target's
+normed state, and the blocks start as the identity, so at initialisation every head reproduces the
+target's own next-token distribution (Medusa's initialisation, where each head's output layer is a
+copy of the target's); training then teaches each block its shift. Re-applying the norm would start
+every head from a distorted distribution (the norm's weight applied twice).
+
+Drafting: at a round's start the target has states for c_0..c_{m-2}; the newest, h_{m-2}, already
+predicted cur = c_{m-1}. Head i on h_{m-2} proposes x_i (the token at position m - 1 + i). The heads'
+proposals do not depend on each other, so each q_i is a proper proposal distribution and verification
+(min(1, p/q) with the q each token was sampled from) stays exact; there is no "typical acceptance".
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from specui.drafters.base import Draft
+from specui.drafters.registry import LABELS, MEDUSA
+from specui.heads.common import ResBlock, VocabOutput, check_target, draw, load_state, soft_loss
+from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
+from specui.sampling import Generators, Sampling
+
+
+class MedusaHeads(nn.Module):
+    """`num_heads` heads of `num_blocks` residual blocks each, on the target's final normed state."""
+
+    kind = MEDUSA
+
+    def __init__(self, target, *, token_ids: torch.Tensor, num_heads: int = 4, num_blocks: int = 1,
+                 target_shape: dict | None = None):
+        super().__init__()
+        if num_heads < 1 or num_blocks < 1:
+            raise ValueError(f"a Medusa head needs num_heads >= 1 and num_blocks >= 1 (got {num_heads}, {num_blocks})")
+        check_target({"target_shape": target_shape}, target, "medusa head")
+        shape = shape_of(target)
+        width = shape["hidden_size"]
+        self.arguments = {"num_heads": num_heads, "num_blocks": num_blocks, "target_shape": shape}
+        self.feature_layers = (shape["num_layers"],)  # transformers' hidden_states[-1]: the final normed state
+        self.blocks = nn.ModuleList(nn.Sequential(*(ResBlock(width) for _ in range(num_blocks)))
+                                    for _ in range(num_heads))
+        self.output = VocabOutput(target, token_ids)
+
+    @property
+    def num_heads(self) -> int:
+        return len(self.blocks)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Final normed states [..., D] -> logits [..., num_heads, N] over the head's token ids."""
+        x = hidden.to(self.output.token_ids.device, self._dtype())
+        return torch.stack([self.output(block(x), normed=True) for block in self.blocks], dim=-2)
+
+    def training_loss(self, batch: dict) -> torch.Tensor:
+        """Head i at position t learns the target's distribution at position t + i (for token t + i + 1),
+        over the positions where both t and t + i are valid; the heads' losses are averaged."""
+        hidden = batch["hidden"][self.feature_layers[0]]  # [B, T, D]
+        target_logp, mask = batch["target_logp"], batch["mask"]  # [B, T, N], [B, T]
+        logits = self(hidden)  # [B, T, num_heads, N]
+        length = hidden.shape[1]
+        losses = []
+        for i in range(1, self.num_heads + 1):
+            if i >= length:
+                break
+            valid = mask[:, : length - i] & mask[:, i:]  # [B, T - i]
+            if valid.any():
+                head_logits = logits[:, : length - i, i - 1][valid]  # [M, N]
+                losses.append(soft_loss(head_logits, target_logp[:, i:][valid].to(head_logits.device)))
+        if not losses:
+            raise ValueError("the batch has no position with a valid target for any Medusa head")
+        return torch.stack(losses).mean()
+
+    def make_drafter(self, target_model) -> MedusaDrafter:
+        check_target(self.arguments, target_model, "medusa head")
+        return MedusaDrafter(self)
+
+    def _dtype(self) -> torch.dtype:
+        return self.blocks[0][0].linear.weight.dtype
+
+
+class MedusaDrafter:
+    """Drafts up to min(k, num_heads) tokens at once from the target's newest state (see the module
+    docstring). It keeps only that state, which the engine hands over after every verify forward."""
+
+    name = LABELS[MEDUSA]
+
+    def __init__(self, heads: MedusaHeads):
+        self.heads = heads
+        self.target_features = heads.feature_layers
+        self.device = heads.output.token_ids.device
+
+    def start(self, prompt: list[int], *, sampling: Sampling, seed: int, features: torch.Tensor | None = None) -> None:
+        self.sampling = sampling
+        self.generators = Generators(seed ^ 0x3ED05A, home=self.device)  # its own stream, never the target's
+        # the state of c_{m-2} (None for a one-token prompt: round 1 then drafts nothing)
+        self.state = None if features is None or features.shape[0] == 0 else features[-1]
+
+    def propose(self, context: list[int], k: int) -> Draft:
+        count = min(k, self.heads.num_heads)
+        if count <= 0 or self.state is None:
+            return Draft.empty(self.device)
+        logits = self.heads(self.state)[:count]  # [count, N]: head i's logits in row i - 1
+        tokens, probs = [], []
+        for row in logits:
+            token, q = draw(row, self.heads.output, self.sampling, self.generators.for_tensor(row))
+            tokens.append(token)
+            probs.append(q)
+        return Draft(torch.stack(tokens), torch.stack(probs))
+
+    def observe(self, num_accepted: int, *, features: torch.Tensor) -> None:
+        # rows: cur and the accepted drafts; the last is the state before next round's cur
+        self.state = features[num_accepted]
+
+
+def build(target, *, token_ids: torch.Tensor | None = None, **arguments) -> MedusaHeads:
+    """Fresh (untrained) heads for `target`; token_ids None: the whole vocabulary."""
+    if token_ids is None:
+        token_ids = torch.arange(target.get_output_embeddings().weight.shape[0])
+    return MedusaHeads(target, token_ids=token_ids, **arguments)
+
+
+def load(folder, target, meta: dict) -> MedusaHeads:
+    """The heads saved in `folder` (`specui.heads.common.save`), rebuilt around the loaded `target`."""
+    check_target(meta.get("arguments", {}), target, folder)
+    state = load_state(folder)
+    heads = MedusaHeads(target, token_ids=state["output.token_ids"], **meta["arguments"])
+    heads.load_state_dict(state)
+    heads.output.bind(target)  # the output rows at the saved ids, read from this target
+    return heads.eval()
