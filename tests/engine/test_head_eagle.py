@@ -2,6 +2,8 @@
 follows the target's exact law (chi-square, and a broken drafter that the test catches), the head's
 cache follows every verify outcome, a saved head loads back, and training lowers its loss."""
 
+import copy
+
 import pytest
 import torch
 
@@ -9,6 +11,7 @@ from specui import SpeculativeEngine
 from specui.drafters.base import Draft
 from specui.heads import common, eagle, load
 from specui.sampling import Sampling
+from tests.engine.head_helpers import sticky_target
 from tests.engine.test_engine_sampling import exact_first_two, observed_first_two, p_value
 from tests.helpers import make_model
 
@@ -21,7 +24,7 @@ def trained_head(target, *, token_ids, steps: int = 60, seed: int = 0):
     prompts = torch.randint(0, vocab, (8, 4), generator=torch.Generator().manual_seed(seed))
     with torch.no_grad():
         ids = target.generate(prompts, max_new_tokens=28, do_sample=False)
-        out = target(ids, output_hidden_states=True)
+        out = copy.deepcopy(target)(ids, output_hidden_states=True)  # keep transformers' hooks off the target
     logp = out.logits.float().log_softmax(-1)[..., token_ids]
     batch = {"ids": ids, "hidden": {i: out.hidden_states[i] for i in head.fuse_layers}, "target_logp": logp,
              "mask": torch.ones(ids.shape, dtype=torch.bool)}
@@ -63,8 +66,23 @@ def test_greedy_equals_generate(arch, k):
         assert result.token_ids == expected.tolist()
 
 
-def test_rounds_see_every_outcome_and_the_cache_follows(target, head):
+def copycat_head(target):
+    """A head that drafts the token it is given again (fc passes the embedding through, the layer adds
+    nothing): right whenever the sticky target repeats itself, wrong when it does not."""
+    head = eagle.build(target, token_ids=torch.arange(target.config.vocab_size))
+    width = target.config.hidden_size
+    with torch.no_grad():
+        head.fc.weight.zero_()
+        head.fc.weight[:, width:] = torch.eye(width)
+        head.layer.o.weight.zero_()
+        head.layer.down.weight.zero_()
+    return head.eval()
+
+
+def test_rounds_see_every_outcome_and_the_cache_follows():
     """All rejected, partly accepted and all accepted rounds all occur, and output stays plain greedy."""
+    target = sticky_target(seed=3, vocab_size=96, layers=3)
+    head = copycat_head(target)
     engine = SpeculativeEngine(target, heads={"eagle": head})
     prompt = [3, 14, 15, 92, 65, 35]
     result = engine.generate(prompt, max_new_tokens=120, num_draft_tokens=3, drafter="eagle")
