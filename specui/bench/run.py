@@ -90,6 +90,9 @@ class ModelPair:
     def device(self) -> torch.device:
         return self.target.get_input_embeddings().weight.device
 
+    def engine(self) -> SpeculativeEngine:
+        return SpeculativeEngine(self.target, self.draft)
+
 
 # -- the four methods --------------------------------------------------------------------------------
 
