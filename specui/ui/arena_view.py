@@ -1,5 +1,5 @@
-"""The chat tab's arena mode, drawn: the message, the stats line, the table and the charts of an arena run
-as it stands (plain decoding, then every drafter of the preset, one after another: `specui.arena`).
+"""The chat tab's arena mode, drawn: the message, the stats line, the table, the charts and the race replay
+of an arena run as it stands (plain decoding, then every drafter of the preset, one after another: `specui.arena`).
 
 Pure functions of the session's `Run` (its `arena` results and `arena_views`); no gradio. The numbers are
 `specui.arena.summarise`'s, formatted by `specui.ui.stats`, drawn by `specui.ui.charts` and `render`.
@@ -20,6 +20,7 @@ class ArenaView:
     stats: str  # the stats line (HTML)
     table: list[list[str]] | None  # the table's rows, when figures are due
     figures: dict | None  # element id -> plotly figure, when due
+    race: str | None = None  # every run replayed at its measured pace, once the arena is done
 
 
 def outcome(run) -> arena.Arena | None:
@@ -69,4 +70,14 @@ def view(run, *, figures: bool = False, final: bool = False) -> ArenaView:
                                   streaming="" if final else run.contestant)
     charts_now = {**charts.all_figures(), "chart-arena": charts.arena_figure(result)} if figures else None
     return ArenaView(message=message, stats=stats.stats_html(None, status=_status(run, final=final)),
-                     table=stats.arena_rows(result) if figures else None, figures=charts_now)
+                     table=stats.arena_rows(result) if figures else None, figures=charts_now,
+                     race=race(run) if final and run.phase == "done" else None)
+
+
+def race(run) -> str:
+    """The race replay of every contestant, each at its measured pace (engine time)."""
+    lanes = []
+    for name, views in run.arena_views.items():
+        seconds = runstats.engine_seconds(run.arena[name])
+        lanes.append((f"{arena.label(name)} · {fmt(seconds, '.2f')} s", views, seconds))
+    return render.render_race(lanes)

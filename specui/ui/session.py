@@ -300,7 +300,8 @@ class Showcase:
         """Render the run as it stands."""
         if run.settings.arena:
             view = arena_view.view(run, figures=figures, final=final)
-            return Frame(message=view.message, stats=view.stats, figures=view.figures, table=view.table, done=final)
+            return Frame(message=view.message, stats=view.stats, figures=view.figures, table=view.table,
+                         race=view.race, done=final)
         spec_stats, plain_stats = run.stats()
         streaming = "" if final else ("plain" if run.phase == "plain" else "spec")
         note = ""

@@ -178,6 +178,8 @@ def test_an_arena_request_runs_plain_then_every_drafter_and_fills_the_table(show
     assert len(frame.figures["chart-arena"].data) == 3 * len(charts.ARENA_PANELS)
     assert "identical to plain decoding" in frame.message and "Who proposed each token" in frame.message
     assert run.reply_text == "".join(v.text for v in run.arena_views["plain"]) and run.reply_text
+    assert frame.race.count('class="race-lane"') == 3 and "prompt lookup · " in frame.race
+    assert all(f.race is None for f, _ in frames[:-1])
     streaming = [f for f, r in frames if not f.done and "specui-caret" in f.message]
     assert streaming, "the arena streams its runs as they decode"
 
@@ -189,4 +191,5 @@ def test_stop_ends_the_arena_between_rounds(showcase):
             halt.set()
     assert run.phase == "stopped" and frame.done and list(run.arena) == ["plain"]
     assert len(run.arena["plain"].rounds) == 1 and "Stopped" in frame.stats and "stopped" in frame.message
+    assert frame.race is None  # no replay of a stopped arena
     assert showcase.live == 0

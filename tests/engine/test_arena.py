@@ -162,12 +162,12 @@ def test_warm_up_runs_each_contestant_under_the_lock(engine):
 def test_heads_attached_to_the_engine_join_the_arena_in_display_order(engine):
     from specui.drafters import PromptLookupDrafter
 
-    class Stand_in:  # a trained head's place: it drafts by prompt lookup
+    class StandIn:  # a trained head's place: it drafts by prompt lookup
         def make_drafter(self, target_model):
             return PromptLookupDrafter()
 
     with_heads = SpeculativeEngine(engine.target_model, engine.draft_model,
-                                   heads={"medusa": Stand_in(), "eagle": Stand_in()})
+                                   heads={"medusa": StandIn(), "eagle": StandIn()})
     outcome = arena.run(with_heads, PROMPT, GREEDY.but(max_new_tokens=8), warm=False)
     assert outcome.names == ("plain", "model", "eagle", "medusa", "prompt_lookup")
     assert outcome.identical is True
