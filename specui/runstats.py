@@ -55,9 +55,14 @@ class RunStats:
 
 def cost_ratio(result, plain=None) -> float | None:
     """c: median seconds per drafted token / median seconds of one target forward (the plain run's, if any)."""
-    rounds = result.rounds
+    return rounds_cost_ratio(result.rounds, plain.rounds if plain is not None and plain.rounds else result.rounds)
+
+
+def rounds_cost_ratio(rounds, forward_rounds) -> float | None:
+    """`cost_ratio` over rounds (of one run or several): the drafting rounds, and the rounds whose verify
+    seconds time one target forward (plain decoding's, or the same rounds)."""
     per_draft_token = [r.draft_s / r.num_drafted for r in rounds if r.num_drafted]
-    forwards = [r.verify_s for r in (plain.rounds if plain is not None and plain.rounds else rounds)]
+    forwards = [r.verify_s for r in forward_rounds]
     if per_draft_token and forwards and metrics.median(forwards) > 0:
         return metrics.draft_cost_ratio(metrics.median(per_draft_token), metrics.median(forwards))
     return None

@@ -9,15 +9,18 @@ from pathlib import Path
 
 import torch
 
+from specui.bench import arena as bench_arena
 from specui.bench.report import format_table
 from specui.bench.run import (DEFAULT_PROMPTS, PROMPT_TOKENS, TIMING_SAMPLES, Methods, Plan,
                               constant_assistant_schedule, measure_costs, run_prompts, summarise)
 from specui import chat_prompts, corpus
-from specui.drafters import DRAFTER_NAMES, MODEL, PROMPT_LOOKUP
+from specui.arena import PLAIN
+from specui.drafters import DRAFTER_NAMES, HEADS, MODEL
 from specui.loading import load_pair
 from specui.presets import load_config
 from specui.settings import DecodeSettings
 
+ALL = "all"  # --drafter all: plain decoding and every drafter of the preset
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m specui.bench", description="specui's engine against transformers' own generation, on the same prompts.")
@@ -31,7 +34,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--num-draft-tokens", type=int, default=None, help="K (default: the preset's)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
-    p.add_argument("--drafter", choices=DRAFTER_NAMES, default=None, help="default: the preset's")
+    p.add_argument("--drafter", choices=(*DRAFTER_NAMES, ALL), default=None, metavar="NAME|all",
+                   help=f"a drafter of the preset ({', '.join(DRAFTER_NAMES)}; default: the preset's), or {ALL}: "
+                        "plain decoding and every drafter of the preset, side by side")
     p.add_argument("--repeats", type=int, default=3, help="timed runs of each method per prompt (median kept)")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs of each method per prompt first")
     p.add_argument("--threads", type=int, default=None,
@@ -131,29 +136,48 @@ def main(argv=None) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
     drafter = args.drafter or preset.drafter
-    if drafter == MODEL and pair.draft is None:
-        raise SystemExit(f"preset {preset.name!r} has no draft model; use --drafter {PROMPT_LOOKUP}")
+    names = drafters_to_run(pair, preset.name, drafter)
     decode = DecodeSettings(max_new_tokens=args.max_new_tokens,
                             num_draft_tokens=args.num_draft_tokens or preset.num_draft_tokens,
-                            temperature=args.temperature, drafter=drafter, seed=args.seed, ignore_eos=True)
+                            temperature=args.temperature, drafter=None if names else drafter, seed=args.seed,
+                            ignore_eos=True)
     plan = Plan(decode=decode, repeats=args.repeats, warmup=args.warmup)
     chat = preset.chat_template
     prompts = (tokenize_prompts(texts, pair.tokenizer, chat=chat) if texts
                else tokenize_prompts(chat_prompts.HELD_OUT[: args.num_prompts], pair.tokenizer, chat=True) if chat
                else builtin_prompts(pair.tokenizer, count=args.num_prompts, length=args.prompt_tokens))
     methods = Methods(pair, plan)
-    with constant_assistant_schedule(methods.hf_draft if drafter == MODEL else None, decode.num_draft_tokens):
-        costs = measure_costs(methods, prompts[0], decode.num_draft_tokens, samples=args.cost_samples)
-        runs = run_prompts(methods, prompts, progress=lambda i, total, run: print(
-            f"prompt {i}/{total} done", file=sys.stderr))
+
+    def done(i, total, run):
+        print(f"prompt {i}/{total} done", file=sys.stderr)
+
+    if names:  # the drafters side by side (specui.bench.arena)
+        figures = bench_arena.summarise(run_prompts(methods, prompts, arms=bench_arena.arms(names), progress=done),
+                                        plan, names)
+    else:  # one drafter against plain decoding and transformers' own generation
+        with constant_assistant_schedule(methods.hf_draft if drafter == MODEL else None, decode.num_draft_tokens):
+            costs = measure_costs(methods, prompts[0], decode.num_draft_tokens, samples=args.cost_samples)
+            figures = summarise(run_prompts(methods, prompts, progress=done), costs, plan)
     report = {"preset": preset.name, "drafter": drafter, "max_new_tokens": decode.max_new_tokens,
               "temperature": decode.temperature, "repeats": plan.repeats, "warmup": plan.warmup,
               "num_prompts": len(prompts), "prompts": args.prompts or ("held-out chat and code prompts (specui.chat_prompts)" if chat
                                           else "built-in held-out stdlib test code"),
-              **environment(methods.device), **summarise(runs, costs, plan),
+              **environment(methods.device), **figures,
               "command": "python -m specui.bench " + " ".join(argv if argv is not None else sys.argv[1:])}
     print(format_table(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return report
 
+
+def drafters_to_run(pair, preset_name: str, drafter: str) -> tuple[str, ...]:
+    """The arms of a side-by-side run: plain and every drafter for `all`, plain and the head for a head
+    drafter (transformers has nothing to time it against); () for the model or prompt lookup alone.
+    Exits with the preset's drafters when it lacks the one asked for."""
+    available = pair.engine().drafters
+    if drafter != ALL and drafter not in available:
+        raise SystemExit(f"python -m specui.bench: error: preset {preset_name!r} has no drafter {drafter!r}; "
+                         f"its drafters: {', '.join(available)} (or --drafter {ALL})")
+    if drafter == ALL:
+        return (PLAIN, *available)
+    return (PLAIN, drafter) if drafter in HEADS else ()

@@ -1,5 +1,6 @@
 """The text report of `python -m specui.bench`: a table of the four methods, the speculative figures
-and one line per prompt. Pure functions of the report dict; no models, no timing."""
+and one line per prompt; with `--drafter all`, a table of the drafters side by side instead. Pure
+functions of the report dict; no models, no timing."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ def _yes_no(value) -> str:
 
 
 def format_table(r: dict) -> str:
+    if "drafters" in r:
+        return format_drafter_table(r)
     k = r["num_draft_tokens"]
     mode = "greedy" if r["temperature"] == 0 else f"temperature {fmt(r['temperature'], 'g')}"
     plain = r["plain_tokens_per_s"]
@@ -69,6 +72,39 @@ def format_table(r: dict) -> str:
             f"{fmt(row['speedup_vs_plain'], '>8.2fx')}{fmt(row['speedup_vs_hf_assisted'], '>6.2fx')}"
             f"{_num(row['acceptance_rate'], '.2f'):>8}{_num(row['mean_accepted_length'], '.2f'):>6}"
         )
+    lines.append("(tokens/s per prompt: max-new-tokens / the median of its timed runs, prefill included)")
+    return "\n".join(lines)
+
+
+def format_drafter_table(r: dict) -> str:
+    """`--drafter all`: one line per drafter (plain first), then tokens/s per prompt and drafter."""
+    k, drafters = r["num_draft_tokens"], r["drafters"]
+    mode = "greedy" if r["temperature"] == 0 else f"temperature {fmt(r['temperature'], 'g')}"
+    lines = [
+        (f"specui bench: preset {r['preset']}, drafters side by side ({', '.join(drafters)}), K={k}, {mode}, "
+         f"{r['max_new_tokens']} new tokens (EOS ignored), {r['num_prompts']} prompts x {r['repeats']} repeats"),
+        (f"device {r['device']}, {r['torch_threads']} threads; torch {r['torch_version']}, "
+         f"transformers {r['transformers_version']}"),
+        "",
+        f"{'drafter':<24}{'tokens/s':>10}{'vs plain':>10}{'alpha':>8}{'len':>7}{'c':>8}{'theory':>8}  identical",
+    ]
+    for name, d in drafters.items():
+        lines.append(f"{d['label']:<24}{fmt(d['tokens_per_s'], '>10.1f')}{fmt(d['speedup_vs_plain'], '>9.2fx')}"
+                     f"{_num(d['acceptance_rate'], '.3f'):>8}{_num(d['mean_accepted_length'], '.2f'):>7}"
+                     f"{_num(d['draft_cost_ratio'], '.3f'):>8}{_num(d['theoretical_speedup'], '.2f'):>8}"
+                     f"  {'(reference)' if name == 'plain' else _yes_no(d['identical_to_plain'])}")
+    lines += [
+        "",
+        "alpha: accepted / drafted; len: mean accepted length, tokens per target forward (bonus included)",
+        ("c: median seconds per drafted token / median seconds of one plain-decoding forward (the timed runs); "
+         "theory: Leviathan et al. Thm 3.8 at the fitted per-token alpha, K and c"),
+        f"greedy outputs of every drafter identical to plain decoding: {_yes_no(r['identical_to_plain'])}",
+        "",
+        f"{'prompt':>6}{'tokens':>8}" + "".join(f"{name:>16}" for name in drafters) + "  (tokens/s)",
+    ]
+    for i, row in enumerate(r["rows"], 1):
+        lines.append(f"{i:>6}{row['prompt_tokens']:>8}"
+                     + "".join(fmt(row["drafters"][name]["tokens_per_s"], ">16.1f") for name in drafters))
     lines.append("(tokens/s per prompt: max-new-tokens / the median of its timed runs, prefill included)")
     return "\n".join(lines)
 

@@ -58,10 +58,11 @@ class Plan:
 
 @dataclass(frozen=True)
 class Arm:
-    """One timed setting: a method of METHODS, with K overriding the plan's (None: the plan's K)."""
+    """One timed setting: a method of METHODS, with K and the drafter overriding the plan's (None: the plan's)."""
 
     method: str
     k: int | None = None
+    drafter: str | None = None
 
 
 ARMS = {m: Arm(m) for m in METHODS}  # the benchmark's four arms, keyed by the row labels
@@ -75,7 +76,13 @@ class PromptRun:
     preview: str = ""  # the prompt's last characters, for people reading the rows
     seconds: dict[str, list[float]] = field(default_factory=dict)  # arm label -> seconds of each timed run
     outputs: dict[str, list[list[int]]] = field(default_factory=dict)
-    rounds: list = field(default_factory=list)  # the speculative engine's rounds, from the first timed run
+    results: dict = field(default_factory=dict)  # arm label -> the engine's GenerationResult of its first timed run
+
+    @property
+    def rounds(self) -> list:
+        """The speculative arm's rounds, from its first timed run."""
+        result = self.results.get("speculative")
+        return list(result.rounds) if result is not None else []
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,9 @@ class ModelPair:
     @property
     def device(self) -> torch.device:
         return self.target.get_input_embeddings().weight.device
+
+    def engine(self) -> SpeculativeEngine:
+        return SpeculativeEngine(self.target, self.draft)
 
 
 # -- the four methods --------------------------------------------------------------------------------
@@ -110,12 +120,13 @@ class Methods:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def run(self, method: str, prompt: list[int], seed: int, *, k: int | None = None):
+    def run(self, method: str, prompt: list[int], seed: int, *, k: int | None = None, drafter: str | None = None):
         self.sync()
         started = time.perf_counter()
         if method in ("plain", "speculative"):
             settings = self.s.but(seed=seed, speculative=method == "speculative")
-            result = self.engine.generate(prompt, settings if k is None else settings.but(num_draft_tokens=k))
+            settings = settings if k is None else settings.but(num_draft_tokens=k)
+            result = self.engine.generate(prompt, settings if drafter is None else settings.but(drafter=drafter))
             tokens = result.token_ids
         else:
             result = None
@@ -220,13 +231,13 @@ def run_prompts(methods: Methods, prompts: list[list[int]], *, arms: dict[str, A
         seed = s.decode.seed + i  # the same seed in every repeat: each repeat does the same work
         for rep in range(s.warmup + s.repeats):
             for label, arm in arms.items():
-                seconds, tokens, result = methods.run(arm.method, prompt, seed, k=arm.k)
+                seconds, tokens, result = methods.run(arm.method, prompt, seed, k=arm.k, drafter=arm.drafter)
                 if rep < s.warmup:
                     continue
                 run.seconds[label].append(seconds)
                 run.outputs[label].append(tokens)
-                if result is not None and label == "speculative" and not run.rounds:
-                    run.rounds = list(result.rounds)
+                if result is not None:
+                    run.results.setdefault(label, result)
         runs.append(run)
         if progress:
             progress(i + 1, len(prompts), run)

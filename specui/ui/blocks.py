@@ -8,7 +8,7 @@ The stylesheet is style.css, passed at `launch`.
 Element ids that tests and automation rely on: #prompt #send #stop #clear #chat #compare #stats
 #chart-speed #chart-acceptance #chart-tokens-per-round #chart-position #preset #drafter
 #num-draft-tokens #adaptive-k #temperature #top-p #top-k #max-new-tokens #seed #show-rejected #race
-#replay. The API endpoint `/generate` answers one request as a dict (for `gradio_client`).
+#replay, and arena mode's #arena (the checkbox), #arena-results, #arena-table and #chart-arena. The API endpoint `/generate` answers one request as a dict (for `gradio_client`).
 
 One generation runs at a time (a shared concurrency group, plus a lock per model pair inside
 `Showcase`), so visitors queue instead of interleaving on a two-core CPU.
@@ -114,6 +114,7 @@ class Controls:
     max_new: gr.Slider
     seed: gr.Number
     compare: gr.Checkbox
+    arena: gr.Checkbox
     show_rejected: gr.Checkbox
 
     def settings(self, data: dict) -> Settings:
@@ -121,12 +122,12 @@ class Controls:
         return Settings.from_ui(preset=data[self.preset], drafter=data[self.drafter], num_draft_tokens=data[self.k],
                                 adaptive=data[self.adaptive], temperature=data[self.temperature],
                                 top_p=data[self.top_p], top_k=data[self.top_k], max_new_tokens=data[self.max_new],
-                                seed=data[self.seed], compare=data[self.compare])
+                                seed=data[self.seed], compare=data[self.compare], arena=data[self.arena])
 
     @property
     def inputs(self) -> set:
         return {self.preset, self.drafter, self.k, self.adaptive, self.temperature, self.top_p, self.top_k,
-                self.max_new, self.seed, self.compare}
+                self.max_new, self.seed, self.compare, self.arena}
 
 
 @dataclass
@@ -134,7 +135,9 @@ class Results:
     stats: gr.HTML
     race: gr.HTML
     replay: gr.Button
-    plots: dict[str, gr.Plot]  # element id -> plot
+    plots: dict[str, gr.Plot]  # element id -> plot (the arena's chart-arena too)
+    arena: gr.Column  # arena mode's table and chart, shown while the Arena box is ticked
+    arena_table: gr.Dataframe
 
 
 @dataclass
@@ -151,7 +154,7 @@ class ChatTab:
         """Everything a chat request may change; the chatbot first (the /chat API's first output)."""
         r = self.results
         return [self.panel.chat, self.messages, self.turns, r.stats, *r.plots.values(), r.race, self.race_html,
-                r.replay]
+                r.replay, r.arena_table]
 
 
 def _chat_panel() -> ChatPanel:
@@ -184,6 +187,7 @@ def _controls(config) -> Controls:
         max_new=gr.Slider(8, 512, value=128, step=8, label="Max new tokens", elem_id="max-new-tokens"),
         seed=gr.Number(0, label="Seed (-1 = random)", precision=0, elem_id="seed"),
         compare=gr.Checkbox(False, label="Compare with plain decoding", elem_id="compare"),
+        arena=gr.Checkbox(False, label="Arena: plain decoding, then every drafter of the preset", elem_id="arena"),
         show_rejected=gr.Checkbox(False, label="Show rejected drafts (struck through)", elem_id="show-rejected"))
 
 
@@ -192,12 +196,15 @@ def _results() -> Results:
     with gr.Row():
         race = gr.HTML("", elem_id="race")
     replay = gr.Button("Replay race", elem_id="replay", size="sm", visible=False)
-    plots = {}
+    with gr.Column(visible=False, elem_id="arena-results") as arena:
+        table = gr.Dataframe(headers=stats.ARENA_HEADERS, value=[], interactive=False, elem_id="arena-table",
+                             label="Drafter arena (engine time; the same prompt, settings and seed)")
+        plots = {"chart-arena": gr.Plot(charts.arena_figure(), elem_id="chart-arena", show_label=False)}
     for row in (("chart-speed", "chart-acceptance"), ("chart-tokens-per-round", "chart-position")):
         with gr.Row():
             for elem_id, figure in ((e, charts.all_figures()[e]) for e in row):
                 plots[elem_id] = gr.Plot(figure, elem_id=elem_id, show_label=False)
-    return Results(stats_line, race, replay, plots)
+    return Results(stats_line, race, replay, plots, arena, table)
 
 
 def chat_tab(config) -> ChatTab:
@@ -250,6 +257,7 @@ def _wire(ui: ChatTab, app: App) -> None:
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)
     c.preset.change(lambda name: on_preset(app.showcase.config, c, name), [c.preset], [c.k, c.drafter, c.about],
                     **QUIET)
+    c.arena.change(lambda on: gr.update(visible=on), [c.arena], [r.arena], **QUIET)
     c.show_rejected.change(lambda on: gr.update(elem_classes=["show-rejected"] if on else []), [c.show_rejected],
                            [p.chat], **QUIET)
 
@@ -288,6 +296,8 @@ def respond(app: App, ui: ChatTab, data: dict, request: gr.Request | None = None
             changes = {r.stats: frame.stats}
             if frame.figures:
                 figures = {r.plots[elem_id]: figure for elem_id, figure in frame.figures.items()}
+                if frame.table is not None:  # the arena's table comes with its chart
+                    figures[r.arena_table] = frame.table
                 changes.update(figures)
             if frame.race is not None:  # the race replay, once both runs are done
                 changes.update({r.race: frame.race, ui.race_html: frame.race, r.replay: gr.update(visible=True)})
@@ -303,15 +313,15 @@ def respond(app: App, ui: ChatTab, data: dict, request: gr.Request | None = None
     finally:
         app.stops.end(key, halt)
     if run is not None and run.error is None:
-        history = [*history, {"role": "user", "content": text}, {"role": "assistant", "content": run.spec_text}]
-        # the final charts again: a streaming client may have skipped the frame that carried them
+        history = [*history, {"role": "user", "content": text}, {"role": "assistant", "content": run.reply_text}]
+        # the final charts (and table) again: a streaming client may have skipped the frame that carried them
         yield page(shown[-1]["content"], figures)
 
 
 def clear(ui: ChatTab) -> dict:
-    r, empty = ui.results, charts.all_figures()
+    r, empty = ui.results, {**charts.all_figures(), "chart-arena": charts.arena_figure()}
     return {ui.panel.chat: [], ui.messages: [], ui.turns: [], r.stats: stats.stats_html(None), r.race: "",
-            ui.race_html: "", r.replay: gr.update(visible=False),
+            ui.race_html: "", r.replay: gr.update(visible=False), r.arena_table: [],
             **{plot: empty[elem_id] for elem_id, plot in r.plots.items()}}
 
 

@@ -4,14 +4,16 @@
     acceptance_figure   acceptance per round (bars) and the running acceptance rate (line)
     round_tokens_figure histogram of tokens emitted per round (1..K+1)
     position_figure     acceptance by draft position
+    arena_figure        the arena: tokens/s, speedup, alpha, mean accepted length and c per drafter
 """
 
 from __future__ import annotations
 
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from specui.runstats import round_times
-from specui.ui.theme import PLAIN_COLOUR, RATE_COLOUR, SPEC_COLOUR, layout
+from specui.ui.theme import DRAFTER_COLOURS, PLAIN_COLOUR, RATE_COLOUR, SPEC_COLOUR, layout
 
 
 
@@ -102,3 +104,29 @@ def all_figures(spec=None, plain=None) -> dict[str, go.Figure]:
     """Every chart, keyed by the element id it is shown in."""
     return {"chart-speed": speed_figure(spec, plain), "chart-acceptance": acceptance_figure(spec),
             "chart-tokens-per-round": round_tokens_figure(spec), "chart-position": position_figure(spec)}
+
+
+ARENA_PANELS = (("tokens/s", lambda s: s.stats.tokens_per_s), ("speedup ×", lambda s: s.speedup),
+                ("α (acceptance)", lambda s: s.stats.acceptance_rate),
+                ("mean accepted length", lambda s: s.stats.mean_accepted_length),
+                ("c (draft cost)", lambda s: s.stats.cost_ratio))
+
+
+def arena_figure(arena=None) -> go.Figure:
+    """One panel per figure of `ARENA_PANELS`, a bar per contestant (a `specui.arena.Arena`; None: empty)."""
+    fig = make_subplots(rows=1, cols=len(ARENA_PANELS), subplot_titles=[title for title, _ in ARENA_PANELS],
+                        horizontal_spacing=0.05)
+    for standing in arena.standings if arena is not None else ():
+        colour = DRAFTER_COLOURS.get(standing.name, SPEC_COLOUR)
+        for col, (_, value) in enumerate(ARENA_PANELS, 1):
+            y = value(standing)
+            fig.add_trace(go.Bar(x=[standing.label], y=[None if y is None else round(y, 4)], name=standing.label,
+                                 marker_color=colour, legendgroup=standing.name, showlegend=col == 1), row=1, col=col)
+    fig = layout(fig, title="Drafter arena (engine time; plain decoding first)", x="", y="", showlegend=True,
+                 uirevision="specui-arena")
+    fig.update_xaxes(showticklabels=False)
+    fig.update_annotations(font_size=12)
+    if arena is None or not arena.standings:
+        fig.add_annotation(text="Tick Arena and send a prompt: plain decoding, then every drafter of the preset",
+                           showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
+    return fig

@@ -181,3 +181,63 @@ def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], 
         views.append(TokenView(text=text(token.token_id), kind=token.kind, p=token.target_prob, q=token.draft_prob,
                                accept=token.accept_prob, token_id=token.token_id, time_s=time_s))
     return views
+
+
+# -- the arena -----------------------------------------------------------------------------------------
+
+ARENA_KINDS = {Kind.ACCEPTED: "proposed it", Kind.RESAMPLED: "proposed another token (the target resampled)",
+               Kind.BONUS: "had no draft left here (the target's bonus token)"}
+
+
+def credit_span(text: str, credit, labels: dict[str, str]) -> str:
+    """One token of plain decoding's output, coloured by the drafter that proposed it in its own run
+    (`arena-NAME`; `arena-many` for several, `arena-none` for none); the tooltip says what each did there."""
+    by = credit.drafted_by
+    cls = f"arena-{by[0]}" if len(by) == 1 else "arena-many" if by else "arena-none"
+    says = [f"{labels.get(name, name)} {ARENA_KINDS.get(kind, 'has not decoded this far (or its output parted before)')}"
+            for name, kind in credit.kinds.items()]
+    title = " · ".join([f"token {credit.index + 1}: {credit.token_id} {text!r}", *says])
+    return f'<span class="tok {html.escape(cls)}" title="{html.escape(title, quote=True)}">{escape_text(text)}</span>'
+
+
+def arena_key(names: Sequence[str], labels: dict[str, str]) -> str:
+    """The colour key of the who-proposed-it line."""
+    items = [(f"arena-{n}", labels.get(n, n)) for n in names] + [("arena-many", "several drafters"),
+                                                                ("arena-none", "no drafter (the target's own)")]
+    spans = "".join(f'<span class="tok {html.escape(c)}">{escape_text(t)}</span>' for c, t in items)
+    return f'<div class="arena-key">{spans}</div>'
+
+
+def render_arena(credits: Sequence[tuple[str, object]], lanes: Sequence[tuple[str, str, Sequence[TokenView]]], *,
+                 labels: dict[str, str], verdict: str = "", note: str = "", streaming: str = "") -> str:
+    """The arena's message: plain decoding's output with each token coloured by the drafter(s) that proposed
+    it, then every contestant's own run (its tokens coloured by kind, as in the chat).
+
+    credits: (token text, `specui.arena.Credit`) per token of plain decoding's output.
+    lanes: (contestant name, title, token views); streaming names the lane that gets the caret.
+    """
+    drafters = [name for name, _, _ in lanes if name in labels and name != "plain"]
+    who = ""
+    if credits and drafters:
+        spans = "".join(credit_span(text, credit, labels) for text, credit in credits)
+        who = (f'<div class="arena-head">Who proposed each token (in its own run; hover for every drafter)</div>'
+               f'{arena_key(drafters, labels)}<div class="specui-text" style="{TEXT_STYLE}">{spans}</div>')
+    rows = "".join(f'<div class="arena-lane"><div class="specui-col-title">{escape_text(title)}</div>'
+                   f'{render_tokens(views, cursor=streaming == name)}</div>' for name, title, views in lanes)
+    return f'<div class="specui-out specui-arena">{who}{rows}{verdict}{render_note(note)}</div>'
+
+
+def render_arena_verdict(*, greedy: bool, differ: Sequence[tuple[str, int | None]], finished: bool) -> str:
+    """The arena's result line: in greedy mode, whether every drafter's output equals plain decoding's
+    (differ: (label, first differing token) of those that do not)."""
+    if not greedy:
+        text = ('<span class="specui-sampled">sampling: every run is an exact draw from the target, so the '
+                'outputs may differ; a token is credited while a run agrees with plain decoding</span>')
+    elif differ:
+        where = ", ".join(f"{label} at token {i}" for label, i in differ)
+        text = f'<span class="specui-different">✗ outputs differ from plain decoding: {escape_text(where)}</span>'
+    elif finished:
+        text = '<span class="specui-identical">✓ every drafter\'s output identical to plain decoding (greedy)</span>'
+    else:
+        return ""
+    return f'<div class="specui-verdict">{text}</div>'

@@ -1,4 +1,5 @@
-"""What one request asks for: `Settings` = the `DecodeSettings` of the run plus the preset and compare mode,
+"""What one request asks for: `Settings` = the `DecodeSettings` of the run plus the preset and the mode (compare,
+arena),
 and `Settings.from_ui`, which turns widget values (floats for integers, blanks, labels) into them.
 
 The ranges are `specui.settings`' limits, checked there; this module only coerces what widgets send.
@@ -16,12 +17,15 @@ DRAFTER_CHOICES = {label: name for name, label in LABELS.items()}  # what the ra
 
 @dataclass(frozen=True)
 class Settings(DecodeSettings):
-    """A request: decode settings (with the app's defaults), the preset, and whether to race plain decoding."""
+    """A request: decode settings (with the app's defaults), the preset, and whether to race plain decoding
+    (compare) or to decode with plain decoding and then every drafter of the preset (arena; the drafter is
+    then ignored)."""
 
     drafter: object = MODEL
     seed: int | None = 0
     preset: str | None = None
     compare: bool = False
+    arena: bool = False
 
     @property
     def decode(self) -> DecodeSettings:
@@ -44,7 +48,8 @@ class Settings(DecodeSettings):
                    temperature=_number(values, "temperature", 0.0, MAX_TEMPERATURE, 0.0), top_p=top_p,
                    top_k=_integer(values, "top_k", 0, 1_000_000, blank=0),
                    max_new_tokens=_integer(values, "max_new_tokens", 1, MAX_NEW_TOKENS),
-                   seed=None if seed == -1 else seed, compare=bool(values.get("compare")))
+                   seed=None if seed == -1 else seed, compare=bool(values.get("compare")),
+                   arena=bool(values.get("arena")))
 
 
 _REQUIRED = object()

@@ -1,5 +1,6 @@
 """One request, start to end: load the preset's pair, encode the prompt, run the speculative engine
-(and in compare mode the target alone, afterwards, never overlapping) and yield throttled `Frame`s
+(and in compare mode the target alone, afterwards, never overlapping; in arena mode plain decoding and
+then every drafter of the preset, one after another: `specui.arena`) and yield throttled `Frame`s
 for the UI. No gradio here: `blocks` turns frames into component updates, the API turns the final
 state into a dict, and the tests drive it directly.
 
@@ -18,18 +19,18 @@ import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from specui import lesson, runstats
+from specui import arena, lesson, runstats
 from specui.engine import SpeculativeEngine
 from specui.events import GenerationResult, Kind
 from specui.loading import LoadError
 from specui.spaces import gpu
 from specui.text import TokenText, fmt
-from specui.ui import charts, render, stats
+from specui.ui import arena_view, charts, render, stats
 from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError  # noqa: F401 - the request's types
 
 log = logging.getLogger("specui.ui")
 PHASES = {"speculative": "Decoding speculatively…", "plain": "Decoding plainly (target alone) for the comparison…",
-          "stopped": "Stopped.", "done": ""}
+          "arena": "Arena: decoding…", "stopped": "Stopped.", "done": ""}
 STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
 
 
@@ -41,6 +42,7 @@ class Frame:
     stats: str  # the stats line (HTML)
     figures: dict | None = None  # element id -> plotly figure, when due
     race: str | None = None  # the race replay (HTML), once both runs are done
+    table: list | None = None  # arena mode: the table's rows, when due
     done: bool = False
     error: str | None = None
 
@@ -54,8 +56,16 @@ class Run:
     plain: GenerationResult | None = None
     spec_views: list = field(default_factory=list)
     plain_views: list = field(default_factory=list)
-    phase: str = "speculative"  # speculative | plain | done | stopped
+    phase: str = "speculative"  # speculative | plain | arena | done | stopped
     error: str | None = None
+    arena: dict = field(default_factory=dict)  # arena mode: contestant name -> its GenerationResult
+    arena_views: dict = field(default_factory=dict)  # contestant name -> its token views
+    contestant: str = ""  # arena mode: the one decoding now
+
+    @property
+    def reply_text(self) -> str:
+        """The reply the conversation keeps: the speculative run's, or in arena mode plain decoding's."""
+        return "".join(v.text for v in self.arena_views.get(arena.PLAIN, ())) if self.settings.arena else self.spec_text
 
     @property
     def spec_text(self) -> str:
@@ -201,7 +211,7 @@ class Showcase:
             return
         engine = pair.engine()
         try:
-            spec_stream = engine.stream(ids, settings.decode.but(speculative=True), into=run.spec)
+            streams = self._streams(run, engine, ids)
         except ValueError as e:  # bad settings, ContextLengthError
             yield fail(str(e))
             return
@@ -210,13 +220,13 @@ class Showcase:
         chart_due = Throttle(self.chart_interval) if figures else (lambda force=False: False)
         try:
             self.warm_up(engine, pair, ids)
-            yield from self._drive(run, spec_stream, pair, ids, run.spec_views, lock, stop, text_due, chart_due)
-            if settings.compare and run.phase != "stopped":
-                run.phase, run.plain = "plain", GenerationResult()
-                # the same seed, even when the first run drew one
-                plain = settings.decode.but(speculative=False, seed=run.spec.seed)
-                plain_stream = engine.stream(ids, plain, into=run.plain)
-                yield from self._drive(run, plain_stream, pair, ids, run.plain_views, lock, stop, text_due, chart_due)
+            if settings.arena:  # the drafters the pair's warm-up did not run
+                arena.warm_up(engine, ids, lock=lock)
+            for phase, result, views, stream in streams:  # one run at a time
+                run.phase = phase
+                yield from self._drive(run, stream, result, pair, ids, views, lock, stop, text_due, chart_due)
+                if run.phase == "stopped":
+                    break
         except Exception as e:  # a model failing mid-run: say so, keep serving
             log.exception("generation failed")
             yield fail(f"Generation failed: {type(e).__name__}: {e}")
@@ -224,6 +234,30 @@ class Showcase:
         if run.phase != "stopped":
             run.phase = "done"
         yield self.frame(run, figures=figures, final=True), run
+
+    def _streams(self, run: Run, engine, ids):
+        """(phase, result, views, engine stream) per run of the request, each opened only when its turn
+        comes; the first is opened now, so bad settings raise ValueError before any work."""
+        settings = run.settings
+        if settings.arena:
+            return self._arena_streams(run, arena.streams(engine, ids, settings.decode, into=run.arena))
+        first = engine.stream(ids, settings.decode.but(speculative=True), into=run.spec)
+        return self._spec_then_plain(run, engine, ids, first)
+
+    @staticmethod
+    def _spec_then_plain(run: Run, engine, ids, first):
+        yield "speculative", run.spec, run.spec_views, first
+        if run.settings.compare:
+            run.plain = GenerationResult()
+            # the same seed, even when the first run drew one
+            plain = run.settings.decode.but(speculative=False, seed=run.spec.seed)
+            yield "plain", run.plain, run.plain_views, engine.stream(ids, plain, into=run.plain)
+
+    @staticmethod
+    def _arena_streams(run: Run, named):
+        for name, stream in named:
+            run.contestant = name
+            yield "arena", run.arena[name], run.arena_views.setdefault(name, []), stream
 
     def warm_up(self, engine, pair, ids) -> None:
         """Run both paths once on a fresh pair (chat and Teach tab alike), so first-call allocations are
@@ -236,9 +270,8 @@ class Showcase:
         with self._guard:
             self._warm.append(weakref.ref(pair))
 
-    def _drive(self, run, stream, pair, ids, views, lock, stop, text_due, chart_due):
+    def _drive(self, run, stream, result, pair, ids, views, lock, stop, text_due, chart_due):
         decoder = TokenText(pair.tokenizer, ids)
-        result = run.plain if run.phase == "plain" else run.spec
         clock = None  # engine seconds: prefill, then each round's draft and verify time
         try:
             while True:
@@ -265,6 +298,10 @@ class Showcase:
 
     def frame(self, run: Run, *, figures: bool = False, final: bool = False) -> Frame:
         """Render the run as it stands."""
+        if run.settings.arena:
+            view = arena_view.view(run, figures=figures, final=final)
+            return Frame(message=view.message, stats=view.stats, figures=view.figures, table=view.table,
+                         race=view.race, done=final)
         spec_stats, plain_stats = run.stats()
         streaming = "" if final else ("plain" if run.phase == "plain" else "spec")
         note = ""

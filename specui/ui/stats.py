@@ -1,4 +1,5 @@
-"""The stats line under the chat: HTML from `specui.runstats.RunStats` (the numbers live there)."""
+"""The stats line under the chat: HTML from `specui.runstats.RunStats` (the numbers live there), and the
+arena's table (rows of text from a `specui.arena.Arena`)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,17 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
     if not body and not head:
         head = '<span class="stat-status">Send a prompt to see acceptance, tokens/s and speedup.</span>'
     return f'<div class="specui-stats">{head}{body}</div>'
+
+
+ARENA_HEADERS = ["drafter", "α (acceptance)", "mean accepted length", "c (draft cost)", "tokens/s", "speedup",
+                 "identical to plain"]
+
+
+def arena_rows(arena) -> list[list[str]]:
+    """The arena's table: one row per contestant (plain first), every number formatted by `fmt`."""
+    rows = []
+    for s in arena.standings if arena is not None else ():
+        same = "reference" if s.name == "plain" else {True: "yes", False: "NO"}.get(s.identical, "–")
+        rows.append([s.label, fmt(s.stats.acceptance_rate, ".3f"), fmt(s.stats.mean_accepted_length, ".2f"),
+                     fmt(s.stats.cost_ratio, ".3f"), fmt(s.stats.tokens_per_s, ".1f"), fmt(s.speedup, ".2f×"), same])
+    return rows

@@ -1,7 +1,8 @@
 """A real browser on the served app: Python playwright driving Debian's Chromium (never `playwright install`).
 
 It types a prompt and sees coloured tokens stream and the charts draw, turns compare on and sees the
-speedup and the identical-output check, stops a long run, and sends an HTML-injection string and
+speedup and the identical-output check, runs the drafter arena and sees its table, chart and who proposed
+each token, stops a long run, and sends an HTML-injection string and
 sees it as text (no element, no dialog). Under CI=true a missing browser is a failure, not a skip.
 """
 
@@ -109,6 +110,27 @@ def test_compare_shows_the_speedup_and_the_identical_output_check(page):
     assert race.count() == 1 and race.locator(".race-lane").count() == 2
     assert page.locator("#chart-speed .scatterlayer .trace").count() == 2  # speculative and plain
     page.click("#compare input")  # back off for the next tests
+
+
+def test_arena_mode_runs_every_drafter_and_shows_who_proposed_each_token(page):
+    set_number(page, "max-new-tokens", 24)
+    page.click("#arena input")
+    page.wait_for_selector("#arena-results", state="visible", timeout=10_000)
+    run_prompt(page, PROMPT)
+    reply = page.locator("#chat .specui-arena").last
+    reply.locator(".specui-verdict").wait_for(timeout=60_000)
+    assert "identical to plain decoding" in reply.locator(".specui-verdict").inner_text()
+    assert reply.locator(".arena-lane").count() == 3  # plain, the draft model, prompt lookup
+    who = reply.locator(".specui-text").first.locator(".tok")
+    assert who.count() == 24 and "proposed" in who.first.get_attribute("title") + who.last.get_attribute("title")
+    page.wait_for_function("() => document.querySelector('#arena-table [role=grid]')"
+                           "?.getAttribute('aria-rowcount') === '4'", timeout=30_000)  # the header and 3 rows
+    table = page.locator("#arena-table").inner_text()
+    assert "prompt lookup" in table and "reference" in table
+    page.wait_for_selector("#chart-arena .barlayer .trace", timeout=30_000)
+    assert page.locator("#race .race-lane").count() == 3  # every run replayed at its pace
+    page.click("#arena input")  # back off for the next tests
+    page.wait_for_selector("#arena-results", state="hidden", timeout=10_000)
 
 
 def test_stop_halts_a_long_run(page):

@@ -116,9 +116,9 @@ def test_the_model_cards_speedup_comes_from_the_benchmarks_harness(monkeypatch):
     calls = []
     real = bench_run.Methods.run
 
-    def counted(self, method, prompt, seed, *, k=None):
+    def counted(self, method, prompt, seed, *, k=None, drafter=None):
         calls.append((method, k))
-        return real(self, method, prompt, seed, k=k)
+        return real(self, method, prompt, seed, k=k, drafter=drafter)
 
     monkeypatch.setattr(bench_run.Methods, "run", counted)
     report = evaluate.measure_speedup(target, draft, [[1, 2, 3, 1, 2], [4, 5, 6]], ks=(1, 3), new_tokens=5)
@@ -145,3 +145,52 @@ def test_bench_on_the_default_chat_preset(tmp_path):
     assert report["preset"] == "smollm2-chat" and report["prompts"].startswith("held-out chat and code prompts")
     assert report["identical_to_plain"] is True and report["num_prompts"] == 2
     assert "<|im_start|>assistant" in report["rows"][0]["prompt_end"]
+
+
+@pytest.mark.slow
+def test_bench_every_drafter_side_by_side(bench_config, tmp_path):
+    """`--drafter all`: plain decoding and each drafter of the preset in one run, same prompts; the figures
+    per drafter and the greedy identity check."""
+    report, stdout = _run([*bench_config, "--drafter", "all"], tmp_path)
+    drafters = report["drafters"]
+    assert report["drafter"] == "all" and list(drafters) == ["plain", "model", "prompt_lookup"]
+    assert report["identical_to_plain"] is True and all(d["identical_to_plain"] for d in drafters.values())
+    for name, d in drafters.items():
+        assert d["tokens_per_s"] > 0 and math.isfinite(d["speedup_vs_plain"]), name
+        assert d["label"] and d["label"] in stdout
+    assert drafters["plain"]["speedup_vs_plain"] == 1.0 and drafters["plain"]["acceptance_rate"] is None
+    assert drafters["plain"]["mean_accepted_length"] == 1.0 and drafters["plain"]["draft_cost_ratio"] is None
+    k = report["num_draft_tokens"]
+    for name in ("model", "prompt_lookup"):
+        d = drafters[name]
+        assert 0 <= d["acceptance_rate"] <= 1 and 1 <= d["mean_accepted_length"] <= k + 1
+        assert d["draft_cost_ratio"] >= 0
+    (row,) = report["rows"]
+    assert {name: x["tokens"] for name, x in row["drafters"].items()} == {"plain": 6, "model": 6, "prompt_lookup": 6}
+    assert "hf_assisted_tokens_per_s" not in report  # transformers' arms belong to the one-drafter report
+    assert "drafters side by side" in stdout and "identical to plain decoding: yes" in stdout
+
+
+def test_an_unknown_drafter_is_refused_with_the_names_there_are(capsys):
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--drafter", "nonsense"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'nonsense'" in err and "prompt_lookup" in err and "all" in err
+
+
+def test_a_drafter_the_preset_lacks_is_refused_with_the_presets_drafters():
+    from specui.bench.cli import drafters_to_run
+
+    class Pair:
+        def engine(self):
+            return type("Engine", (), {"drafters": ("model", "prompt_lookup")})()
+
+    assert drafters_to_run(Pair(), "p", "all") == ("plain", "model", "prompt_lookup")
+    assert drafters_to_run(Pair(), "p", "model") == ()  # the one-drafter report, against transformers too
+    with pytest.raises(SystemExit, match="preset 'p' has no drafter 'eagle'; its drafters: model, prompt_lookup"):
+        drafters_to_run(Pair(), "p", "eagle")
+    Pair.engine = lambda self: type("Engine", (), {"drafters": ("eagle", "prompt_lookup")})()
+    assert drafters_to_run(Pair(), "p", "eagle") == ("plain", "eagle")  # a head runs beside plain decoding

@@ -1,0 +1,180 @@
+"""The drafter arena: one prompt decoded by the target alone and then by every drafter of an engine.
+
+The contestants run one after another, never overlapping, with the same settings and the same seed
+(plain decoding first; a seed it drew is reused by every drafter), so their timings are comparable and,
+in greedy mode, their outputs must be identical token for token.
+
+    contestants(engine)        "plain", then `engine.drafters` in display order
+    streams(engine, prompt, settings, into=...)   one engine stream per contestant, each opened only
+                               when the one before it is finished (for a UI that draws every round)
+    summarise(results, greedy=...)   pure: the per-contestant figures (`specui.runstats`), the identity
+                               check and each token's provenance per drafter
+    run(engine, prompt, settings)    all of it at once, for the library and the tests
+
+A token's provenance per drafter (`Credit.kinds`) is how that drafter's own run emitted the token at
+that position: `accepted` (the drafter proposed exactly this token there and the target kept it),
+`resampled` (it proposed another token, which the target turned down) or `bonus` (it proposed nothing
+more: the target's own token after a fully accepted block, or after an empty draft). Positions are
+those of plain decoding's output; a run whose output parted from it (sampling) has no kind from there on.
+No gradio, no HTML: `specui.ui` draws these records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from specui import runstats
+from specui.drafters.registry import LABELS
+from specui.events import GenerationResult, Kind
+from specui.settings import DecodeSettings
+
+PLAIN = "plain"  # the contestant without a drafter: the target alone
+PLAIN_LABEL = "plain (target alone)"
+
+
+def label(name: str) -> str:
+    """What people read for a contestant: "plain (target alone)" or the drafter's label."""
+    return PLAIN_LABEL if name == PLAIN else LABELS.get(name, name)
+
+
+def contestants(engine) -> tuple[str, ...]:
+    """Plain decoding, then every drafter the engine can draft with, in display order."""
+    return (PLAIN, *engine.drafters)
+
+
+def arm_settings(settings: DecodeSettings, name: str, *, seed: int | None) -> DecodeSettings:
+    """A contestant's settings: the shared ones, its drafter (none for plain) and the shared seed."""
+    if name == PLAIN:
+        return settings.but(speculative=False, seed=seed)
+    return settings.but(speculative=True, drafter=name, seed=seed)
+
+
+def streams(engine, prompt: Sequence[int], settings: DecodeSettings, *,
+            into: dict[str, GenerationResult], names: Sequence[str] | None = None) -> Iterator[tuple[str, Iterator]]:
+    """(name, engine stream) per contestant, in order; each result fills `into[name]`.
+
+    Plain decoding's stream is opened now, so bad settings or a prompt too long raise ValueError here,
+    before any work. The next stream opens only when the caller asks for it: finish (or close) each
+    stream first, and no two runs ever overlap. names: a subset of `contestants(engine)` (plain first).
+    """
+    names = tuple(names) if names is not None else contestants(engine)
+    if not names or names[0] != PLAIN:
+        raise ValueError(f"the arena starts with {PLAIN!r}; got {names!r}")
+    into[PLAIN] = GenerationResult()
+    first = engine.stream(prompt, arm_settings(settings, PLAIN, seed=settings.seed), into=into[PLAIN])
+    return _one_after_another(engine, prompt, settings, names, first, into)
+
+
+def _one_after_another(engine, prompt, settings, names, first, into) -> Iterator[tuple[str, Iterator]]:
+    yield PLAIN, first
+    seed = into[PLAIN].seed  # the seed plain decoding used (drawn if the settings had none)
+    for name in names[1:]:
+        into[name] = GenerationResult()
+        yield name, engine.stream(prompt, arm_settings(settings, name, seed=seed), into=into[name])
+
+
+def warm_up(engine, prompt: Sequence[int], *, names: Sequence[str] | None = None, lock=None) -> None:
+    """Three tokens with each contestant, so first-call allocations are not timed as decoding."""
+    for name in names if names is not None else contestants(engine):
+        with lock if lock is not None else contextlib.nullcontext():
+            engine.generate(list(prompt)[-8:], arm_settings(DecodeSettings(max_new_tokens=3, ignore_eos=True), name,
+                                                            seed=0))
+
+
+# -- the records -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One contestant's figures (engine time, as the chat tab measures a run)."""
+
+    name: str
+    label: str
+    result: GenerationResult  # its tokens, their kinds and its rounds
+    stats: runstats.RunStats  # alpha, mean accepted length, c, tokens/s
+    speedup: float | None  # its tokens/s over plain decoding's
+    finished: bool  # ran to its end (EOS or the token budget), not stopped
+    identical: bool | None  # greedy and finished: its tokens equal plain decoding's; None otherwise
+
+
+@dataclass(frozen=True)
+class Credit:
+    """One token of plain decoding's output and how each drafter's run emitted it (see the module docstring)."""
+
+    index: int
+    token_id: int
+    kinds: dict[str, Kind | None]  # drafter name -> accepted | resampled | bonus; None: not (yet) there
+
+    @property
+    def drafted_by(self) -> tuple[str, ...]:
+        """The drafters that proposed this token at this position in their runs (accepted drafts)."""
+        return tuple(name for name, kind in self.kinds.items() if kind == Kind.ACCEPTED)
+
+
+@dataclass(frozen=True)
+class Arena:
+    """The arena's outcome, or its state so far while it runs."""
+
+    names: tuple[str, ...]  # the contestants that have run (or are running), plain first
+    standings: tuple[Standing, ...]
+    credits: tuple[Credit, ...]  # one per token of plain decoding's output
+    greedy: bool
+
+    @property
+    def identical(self) -> bool | None:
+        """Greedy: every finished drafter's output equals plain decoding's (None when sampling or none finished)."""
+        checks = [s.identical for s in self.standings if s.name != PLAIN and s.identical is not None]
+        return all(checks) if checks else None
+
+    def standing(self, name: str) -> Standing:
+        return next(s for s in self.standings if s.name == name)
+
+
+def summarise(results: Mapping[str, GenerationResult], *, greedy: bool) -> Arena:
+    """The figures, the identity check and the provenance of each token, from the contestants' results
+    (`results[PLAIN]` first; a result may be partial while the arena runs)."""
+    plain = results[PLAIN]
+    plain_stats = runstats.run_stats(plain) if plain.rounds else None
+    standings = []
+    for name, result in results.items():
+        if not result.rounds:
+            continue
+        stats = plain_stats if name == PLAIN else runstats.run_stats(result, plain=plain)
+        finished = bool(result.stop_reason)  # set by the engine at a run's last round
+        same = result.token_ids == plain.token_ids if greedy and finished and plain.stop_reason else None
+        standings.append(Standing(name=name, label=label(name), result=result, stats=stats,
+                                  speedup=runstats.speedup(stats, plain_stats), finished=finished, identical=same))
+    return Arena(names=tuple(results), standings=tuple(standings), credits=tuple(credits(results)), greedy=greedy)
+
+
+def credits(results: Mapping[str, GenerationResult]) -> list[Credit]:
+    """Per token of plain decoding's output: each drafter's kind there, while its output agrees with plain's."""
+    reference = results[PLAIN].token_ids
+    agree = {}  # drafter -> how many leading tokens of its output equal plain decoding's
+    for name, result in results.items():
+        if name != PLAIN:
+            part = runstats.first_difference(result.token_ids, reference)
+            agree[name] = min(len(result.token_ids), len(reference)) if part is None else part
+    return [Credit(index=i, token_id=token,
+                   kinds={name: Kind(results[name].kinds[i]) if i < agree[name] else None for name in agree})
+            for i, token in enumerate(reference)]
+
+
+def run(engine, prompt: Sequence[int], settings: DecodeSettings | None = None, *, names: Sequence[str] | None = None,
+        stop=None, warm: bool = True) -> Arena:
+    """Decode `prompt` with each contestant in turn and summarise. `stop` (e.g. a threading.Event) ends
+    the arena at the next round; the contestants not yet run are left out."""
+    settings = settings or DecodeSettings()
+    if warm:
+        warm_up(engine, prompt, names=names)
+    results: dict[str, GenerationResult] = {}
+    for _, stream in streams(engine, prompt, settings, into=results, names=names):
+        with contextlib.closing(stream):
+            for _ in stream:
+                if stop is not None and stop.is_set():
+                    break
+        if stop is not None and stop.is_set():
+            break
+    return summarise(results, greedy=settings.greedy)

@@ -1,0 +1,66 @@
+"""`python -m specui.bench --drafter all`: plain decoding and every drafter of the preset, side by side.
+
+The arms are plain decoding and one per drafter (`specui.arena.contestants`), timed with the benchmark's
+own harness (`specui.bench.run.run_prompts`: warm-up passes, then the arms interleaved per prompt, the
+per-prompt median kept) on the same prompts, settings and seeds, one run at a time. Per arm:
+    tokens/s, speedup   all tokens / the sum of the per-prompt medians; over plain decoding's
+    alpha, mean accepted length   `specui.metrics` over the rounds of the first timed run of each prompt
+    c                   `specui.runstats.rounds_cost_ratio`: median seconds per drafted token in those rounds
+                        over the median seconds of plain decoding's one-token forwards (the chat tab's c)
+    theoretical speedup `specui.metrics.theory` at the fitted alpha, K and that c
+    identical_to_plain  greedy: every timed output equals plain decoding's, on every prompt
+A head drafter (EAGLE, Medusa, early exit) named alone runs here too, beside plain decoding: transformers
+has no assisted generation to time it against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from specui import metrics, runstats
+from specui.arena import PLAIN, label
+from specui.bench.run import Arm, Plan, PromptRun, prompt_medians, tokens_per_s
+
+
+def arms(names: Sequence[str]) -> dict[str, Arm]:
+    """One arm per contestant, keyed by its name: plain decoding, or the engine with that drafter."""
+    return {name: Arm("plain") if name == PLAIN else Arm("speculative", drafter=name) for name in names}
+
+
+def _rounds(runs: list[PromptRun], name: str) -> list:
+    return [x for r in runs for x in r.results[name].rounds]
+
+
+def _identical(run: PromptRun, name: str) -> bool:
+    return all(out == run.outputs[PLAIN][0] for out in run.outputs[name])
+
+
+def summarise(runs: list[PromptRun], plan: Plan, names: Sequence[str]) -> dict:
+    """The figures of each arm (keyed by name, plain first), the identity check and one row per prompt."""
+    s = plan.decode
+    n, greedy = s.max_new_tokens, s.greedy
+    tps = tokens_per_s(runs, n)
+    plain_rounds = _rounds(runs, PLAIN)
+    drafters = {}
+    for name in names:
+        rounds = _rounds(runs, name)
+        c = None if name == PLAIN else runstats.rounds_cost_ratio(rounds, plain_rounds)
+        fit = metrics.theory(rounds, c=c)
+        drafters[name] = {
+            "label": label(name), "tokens_per_s": tps[name], "speedup_vs_plain": tps[name] / tps[PLAIN],
+            "acceptance_rate": metrics.acceptance_rate(rounds), "mean_accepted_length": metrics.mean_accepted_length(rounds),
+            "draft_cost_ratio": c, "alpha_per_token": fit.alpha if fit else None,
+            "theoretical_speedup": fit.speedup if fit else None,
+            "identical_to_plain": all(_identical(r, name) for r in runs) if greedy else None,
+        }
+    rows = []
+    for r, md in zip(runs, prompt_medians(runs)):
+        rows.append({"prompt_tokens": r.prompt_tokens, "prompt_end": r.preview, "drafters": {name: {
+            "tokens_per_s": n / md[name], "speedup_vs_plain": md[PLAIN] / md[name],
+            "acceptance_rate": metrics.acceptance_rate(r.results[name].rounds),
+            "mean_accepted_length": metrics.mean_accepted_length(r.results[name].rounds),
+            "identical_to_plain": _identical(r, name) if greedy else None,
+            "tokens": len(r.outputs[name][0])} for name in names}})
+    checks = [d["identical_to_plain"] for name, d in drafters.items() if name != PLAIN]
+    return {"drafters": drafters, "identical_to_plain": all(checks) if greedy else None,
+            "num_draft_tokens": s.num_draft_tokens, "rows": rows}

@@ -1,0 +1,195 @@
+"""The chat tab's arena mode without a server: its table rows, chart, token HTML and verdict from hand-made
+runs; then the session on the bundled pair (plain decoding and every drafter, one after another, Stop)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from html.parser import HTMLParser
+
+import pytest
+
+from specui import arena
+from specui.events import GenerationResult, Round
+from specui.ui import charts, render, stats
+from specui.ui.render import TokenView
+from specui.ui.request import Settings
+
+INJECTION = "<img src=x onerror=alert(1)>"
+
+
+def result_of(blocks, *, plain=False, draft_s=0.002, verify_s=0.01):
+    """A finished run whose rounds emit `blocks` (lists of (token, kind)); a drafter's round drafted its
+    accepted tokens plus one (rejected) unless it ends in a bonus."""
+    result = GenerationResult(prefill_s=0.01)
+    for i, block in enumerate(blocks):
+        tokens, kinds = [t for t, _ in block], [k for _, k in block]
+        accepted = sum(k == "accepted" for k in kinds)
+        drafted = [] if plain else tokens[:accepted] + ([99] if kinds[-1] == "resampled" else [])
+        result.add(Round(index=i, token_ids=tokens, kinds=kinds, drafted=drafted, num_accepted=accepted,
+                         target_probs=[0.5] * len(drafted), draft_probs=[1.0] * len(drafted),
+                         accept_probs=[1.0] * accepted + [0.0] * (len(drafted) - accepted), uniforms=[],
+                         token_target_probs=[0.5] * len(tokens), token_draft_probs=[None] * len(tokens),
+                         residual_top=[], num_draft_tokens=0 if plain else 3, draft_s=0.0 if plain else draft_s,
+                         verify_s=verify_s, elapsed_s=0.0, speculative=not plain))
+    result.stop_reason = "length"
+    return result
+
+
+@pytest.fixture
+def results():
+    return {"plain": result_of([[(t, "plain")] for t in (1, 2, 3, 4)], plain=True),
+            "model": result_of([[(1, "accepted"), (2, "accepted"), (3, "resampled")], [(4, "bonus")]]),
+            "prompt_lookup": result_of([[(1, "accepted"), (2, "resampled")], [(3, "accepted"), (4, "bonus")]])}
+
+
+def test_table_rows_give_each_contestants_figures(results):
+    rows = stats.arena_rows(arena.summarise(results, greedy=True))
+    assert [r[0] for r in rows] == ["plain (target alone)", "draft model", "prompt lookup"]
+    assert all(len(r) == len(stats.ARENA_HEADERS) for r in rows)
+    plain, model, lookup = rows
+    assert plain[1] == "–" and plain[2] == "1.00" and plain[5] == "1.00×" and plain[6] == "reference"
+    assert model[1] == "0.667" and model[2] == "2.00" and model[6] == "yes"  # 2 of 3 drafts accepted, 4 tokens in 2 rounds
+    assert lookup[1] == "0.667" and lookup[6] == "yes"
+    results["model"].token_ids[3] = 7  # an output that parts from plain decoding's
+    assert stats.arena_rows(arena.summarise(results, greedy=True))[1][6] == "NO"
+    assert stats.arena_rows(arena.summarise(results, greedy=False))[1][6] == "–"
+    assert stats.arena_rows(None) == []
+
+
+def test_the_chart_has_a_panel_per_figure_and_a_bar_per_contestant(results):
+    outcome = arena.summarise(results, greedy=True)
+    fig = charts.arena_figure(outcome)
+    panels = len(charts.ARENA_PANELS)
+    assert len(fig.data) == panels * 3 and all(t.type == "bar" for t in fig.data)
+    assert [t.name for t in fig.data if t.showlegend] == ["plain (target alone)", "draft model", "prompt lookup"]
+    model = [t for t in fig.data if t.name == "draft model"]
+    by_panel = dict(zip((title for title, _ in charts.ARENA_PANELS), (t.y[0] for t in model)))
+    s = outcome.standing("model")
+    assert by_panel["tokens/s"] == pytest.approx(s.stats.tokens_per_s, rel=1e-3)
+    assert by_panel["speedup ×"] == pytest.approx(s.speedup, rel=1e-3)
+    assert by_panel["α (acceptance)"] == pytest.approx(2 / 3, rel=1e-3) and by_panel["mean accepted length"] == 2.0
+    assert by_panel["c (draft cost)"] == pytest.approx(s.stats.cost_ratio, rel=1e-3)
+    assert [t.y[0] for t in fig.data if t.name == "plain (target alone)"][2] is None  # plain drafts nothing
+    empty = charts.arena_figure()
+    assert not empty.data and "Arena" in empty.layout.annotations[-1].text
+    for figure in (fig, empty):
+        assert json.loads(figure.to_json())["layout"]["title"]["text"]
+
+
+class Tokens(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.spans, self.tags, self._in = [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append(tag)
+        if tag == "span" and "tok" in attrs.get("class", "").split():
+            self._in = {"class": attrs["class"], "title": attrs.get("title", ""), "text": ""}
+            self.spans.append(self._in)
+
+    def handle_endtag(self, tag):
+        self._in = None
+
+    def handle_data(self, data):
+        if self._in is not None:
+            self._in["text"] += data
+
+
+def test_each_token_is_coloured_by_the_drafters_that_proposed_it_and_model_text_stays_text(results):
+    outcome = arena.summarise(results, greedy=True)
+    texts = ["a", INJECTION, "c", "\n  d"]
+    lanes = [(name, arena.label(name), [TokenView(text=t, kind=k) for t, k in zip(texts, results[name].kinds)])
+             for name in results]
+    labels = {name: arena.label(name) for name in results}
+    markup = render.render_arena(list(zip(texts, outcome.credits)), lanes, labels=labels, streaming="prompt_lookup")
+    assert "<img" not in markup and "&lt;img" in markup
+    parser = Tokens()
+    parser.feed(markup)
+    assert "img" not in parser.tags
+    key, who = parser.spans[:4], parser.spans[4:8]
+    assert [s["class"] for s in key] == ["tok arena-model", "tok arena-prompt_lookup", "tok arena-many", "tok arena-none"]
+    assert [s["text"] for s in who] == texts
+    # token 1: both drafted it; 2: only the model (lookup's draft was rejected); 3: only lookup; 4: bonus in both
+    assert [s["class"] for s in who] == ["tok arena-many", "tok arena-model", "tok arena-prompt_lookup", "tok arena-none"]
+    assert "draft model proposed it" in who[1]["title"] and "prompt lookup proposed another token" in who[1]["title"]
+    assert "bonus" in who[3]["title"] and INJECTION in who[1]["title"]
+    lanes_spans = parser.spans[8:]
+    assert [s["class"] for s in lanes_spans[4:8]] == ["tok tok-accepted", "tok tok-accepted", "tok tok-resampled",
+                                                      "tok tok-bonus"]  # the model's own run, by kind
+    assert markup.count("specui-caret") == 1 and markup.index("specui-caret") > markup.index("prompt lookup</div>")
+
+
+def test_no_who_line_before_a_drafter_runs_and_the_verdicts():
+    plain_only = render.render_arena([], [("plain", "plain", [TokenView(text="x", kind="plain")])], labels={})
+    assert "Who proposed" not in plain_only and "tok-plain" in plain_only
+    assert "identical" in render.render_arena_verdict(greedy=True, differ=[], finished=True)
+    assert render.render_arena_verdict(greedy=True, differ=[], finished=False) == ""
+    differ = render.render_arena_verdict(greedy=True, differ=[("prompt lookup", 3)], finished=True)
+    assert "prompt lookup at token 3" in differ and "specui-different" in differ
+    assert "sampling" in render.render_arena_verdict(greedy=False, differ=[], finished=True)
+
+
+def test_settings_take_the_arena_box():
+    assert Settings.from_ui(num_draft_tokens=3, max_new_tokens=8, arena=True).arena is True
+    assert Settings.from_ui(num_draft_tokens=3, max_new_tokens=8).arena is False
+
+
+def test_the_chat_tab_has_the_arena_box_table_and_chart(tmp_path):
+    import gradio as gr
+
+    from specui.presets import load_config
+    from specui.ui.blocks import chat_tab
+
+    (tmp_path / "models.yaml").write_text("default: tiny\npresets:\n  tiny:\n    target: ./nowhere\n"
+                                          "    drafter: prompt_lookup\n")
+    with gr.Blocks() as demo:
+        tab = chat_tab(load_config(tmp_path / "models.yaml"))
+    ids = {c.get("props", {}).get("elem_id") for c in demo.config["components"]}
+    assert {"arena", "arena-results", "arena-table", "chart-arena"} <= ids
+    assert tab.results.arena_table in tab.outputs and tab.results.plots["chart-arena"] in tab.outputs
+
+
+# -- the session, on the bundled pair ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def showcase():
+    from specui.loading import PairCache
+    from specui.ui.session import Showcase
+    from tests.helpers import ui_config
+
+    return Showcase(ui_config(), PairCache())
+
+
+PROMPT = "def main(argv):\n    "
+
+
+def test_an_arena_request_runs_plain_then_every_drafter_and_fills_the_table(showcase):
+    frames = list(showcase.run(PROMPT, Settings(max_new_tokens=16, arena=True, seed=0)))
+    frame, run = frames[-1]
+    assert frame.done and run.phase == "done" and frame.error is None
+    assert list(run.arena) == ["plain", "model", "prompt_lookup"]
+    assert all(r.token_ids == run.arena["plain"].token_ids for r in run.arena.values())
+    assert [row[0] for row in frame.table] == ["plain (target alone)", "draft model", "prompt lookup"]
+    assert [row[-1] for row in frame.table] == ["reference", "yes", "yes"]
+    assert set(frame.figures) == {"chart-arena", *charts.all_figures()}
+    assert len(frame.figures["chart-arena"].data) == 3 * len(charts.ARENA_PANELS)
+    assert "identical to plain decoding" in frame.message and "Who proposed each token" in frame.message
+    assert run.reply_text == "".join(v.text for v in run.arena_views["plain"]) and run.reply_text
+    assert frame.race.count('class="race-lane"') == 3 and "prompt lookup · " in frame.race
+    assert all(f.race is None for f, _ in frames[:-1])
+    streaming = [f for f, r in frames if not f.done and "specui-caret" in f.message]
+    assert streaming, "the arena streams its runs as they decode"
+
+
+def test_stop_ends_the_arena_between_rounds(showcase):
+    halt = threading.Event()
+    for frame, run in showcase.run(PROMPT, Settings(max_new_tokens=200, arena=True), stop=halt):
+        if run.arena.get("plain") and run.arena["plain"].rounds:
+            halt.set()
+    assert run.phase == "stopped" and frame.done and list(run.arena) == ["plain"]
+    assert len(run.arena["plain"].rounds) == 1 and "Stopped" in frame.stats and "stopped" in frame.message
+    assert frame.race is None  # no replay of a stopped arena
+    assert showcase.live == 0
