@@ -41,10 +41,24 @@ class FeatureCache:
     """The target's states at `layers` (transformers' hidden_states indices) for every sequence."""
 
     def __init__(self, target, sequences: list[tuple[torch.Tensor, int]], *, layers: tuple[int, ...],
-                 batch: int = 8, log=print):
+                 batch: int = 8, log=print, path: str | Path | None = None):
+        """path: a file that keeps the cache between runs (read when it holds these sequences and layers)."""
         self.layers = tuple(sorted(set(layers) | {target.config.num_hidden_layers}))  # the final state: always
         self.final = target.config.num_hidden_layers
         self.sequences = sequences
+        key = (self.layers, len(sequences), sum(int(s[0].sum()) for s in sequences))
+        if path is not None and Path(path).exists():
+            saved = torch.load(path)
+            if saved["key"] == key:
+                self.states, self.lse, self.tokens = saved["states"], saved["lse"], saved["tokens"]
+                log(f"target states read from {path}")
+                return
+        self._compute(target, batch=batch, log=log)
+        if path is not None:
+            torch.save({"key": key, "states": self.states, "lse": self.lse, "tokens": self.tokens}, path)
+
+    def _compute(self, target, *, batch: int, log) -> None:
+        sequences = self.sequences
         self.states: list[dict[int, torch.Tensor]] = []
         self.lse: list[torch.Tensor] = []
         device = target.get_input_embeddings().weight.device

@@ -4,7 +4,7 @@ The target is frozen. Its states are cached once over the data (specui.train.hea
 head named by --head learns from the same batches: the cross-entropy from the target's distributions
 to the head's (soft targets, over the head's reduced vocabulary). Progress is logged; a checkpoint
 (heads, optimiser, step) is written every --checkpoint-every steps and at the end, and --resume goes
-on from it. Each head is saved as a head folder (specui.heads.common) under --out/<head>, which a
+on from it (the target's states are kept in --out/states.pt, so a resumed run skips them). Each head is saved as a head folder (specui.heads.common) under --out/<head>, which a
 preset's `heads:` names. Runs on a CUDA GPU when there is one.
 
     python -m specui.train heads --preset bundled --head eagle,medusa,early_exit --out runs/heads-bundled
@@ -118,7 +118,7 @@ def main(argv=None) -> None:
     layers = tuple(sorted({i for h in heads.values() for i in h.feature_layers}))
     log(f"{preset.name}: {len(sequences)} sequences, {sum(len(s) for s, _ in sequences):,} tokens; heads "
         f"{', '.join(heads)}; target states at layers {layers}; draft vocabulary {len(token_ids)}")
-    cache = head_data.FeatureCache(target, sequences, layers=layers, log=log)
+    cache = head_data.FeatureCache(target, sequences, layers=layers, log=log, path=out / "states.pt")
     gen = torch.Generator().manual_seed(args.seed)
     order = torch.randperm(len(sequences), generator=gen).tolist()
     n_held = max(1, int(len(order) * args.held_out))
