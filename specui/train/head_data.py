@@ -46,16 +46,18 @@ class FeatureCache:
         self.layers = tuple(sorted(set(layers) | {target.config.num_hidden_layers}))  # the final state: always
         self.final = target.config.num_hidden_layers
         self.sequences = sequences
-        key = (self.layers, len(sequences), sum(int(s[0].sum()) for s in sequences))
+        key = (len(sequences), sum(int(s[0].sum()) for s in sequences))  # which data
         if path is not None and Path(path).exists():
             saved = torch.load(path)
-            if saved["key"] == key:
-                self.states, self.lse, self.tokens = saved["states"], saved["lse"], saved["tokens"]
+            if saved["key"] == key and set(self.layers) <= set(saved["layers"]):  # the same data, the layers needed
+                self.layers, self.states, self.lse, self.tokens = (saved["layers"], saved["states"], saved["lse"],
+                                                                   saved["tokens"])
                 log(f"target states read from {path}")
                 return
         self._compute(target, batch=batch, log=log)
         if path is not None:
-            torch.save({"key": key, "states": self.states, "lse": self.lse, "tokens": self.tokens}, path)
+            torch.save({"key": key, "layers": self.layers, "states": self.states, "lse": self.lse,
+                        "tokens": self.tokens}, path)
 
     def _compute(self, target, *, batch: int, log) -> None:
         sequences = self.sequences

@@ -38,7 +38,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--out", default="runs/heads", help="folder for the heads and the checkpoint (default: %(default)s)")
     ap.add_argument("--answers", help="the target's chat answers (python -m specui.train.chat --write-answers DIR); "
                                       "without it: windows of the stdlib corpus")
-    ap.add_argument("--windows", type=int, default=4000, help="corpus windows without --answers (default: %(default)s)")
+    ap.add_argument("--windows", type=int, default=-1,
+                    help="windows of the offline corpus (stdlib code, and pydoc's topics for a chat target), added to "
+                         "--answers (default: 4000 without --answers, none with it)")
+    ap.add_argument("--states", help="file for the target's states (default: OUT/states.pt); runs that share data can share it")
+    ap.add_argument("--extra-layers", default="", help="cache these hidden_states indices too (comma-separated), "
+                                                       "so later runs for other heads reuse the file")
     ap.add_argument("--seq", type=int, default=320, help="tokens per sequence (default: %(default)s)")
     ap.add_argument("--vocab", type=int, default=8192, help="the heads' draft vocabulary (default: %(default)s)")
     ap.add_argument("--exit-layer", type=int, default=0, help="early exit: layers the draft runs (0: a quarter)")
@@ -56,6 +61,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=1234)
     args = ap.parse_args(argv)
     args.heads = [h.strip() for h in args.head.split(",") if h.strip()]
+    args.extra_layers = [int(x) for x in args.extra_layers.split(",") if x.strip()]
+    if args.windows < 0:
+        args.windows = 0 if args.answers else 4000
     unknown = [h for h in args.heads if h not in HEADS]
     if unknown or not args.heads:
         ap.error(f"--head: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(HEADS)}")
@@ -75,14 +83,19 @@ def load_target(args):
     return preset, target, pair.tokenizer
 
 
-def sequences_for(args, target, tokenizer):
-    if args.answers:
-        return head_data.answer_sequences(args.answers, max_len=args.seq)
-    from specui import corpus
-    from specui.train.common import encode_stream
+def sequences_for(args, target, tokenizer, *, chat: bool):
+    """The target's chat answers (--answers), then --windows windows of the offline corpus."""
+    sequences = head_data.answer_sequences(args.answers, max_len=args.seq) if args.answers else []
+    if args.windows:
+        from specui import corpus
+        from specui.train.chat import offline_texts
+        from specui.train.common import encode_stream
 
-    stream = encode_stream(tokenizer, corpus.read_texts(corpus.split_sources()[0]))
-    return head_data.window_sequences(stream, length=args.seq, count=args.windows, seed=args.seed)
+        # a chat target also reads pydoc's topics (English prose); the stdlib target was trained on code only
+        texts = offline_texts() if chat else corpus.read_texts(corpus.split_sources()[0])
+        stream = encode_stream(tokenizer, texts)
+        sequences += head_data.window_sequences(stream, length=args.seq, count=args.windows, seed=args.seed)
+    return sequences
 
 
 def build_heads(args, target, token_ids) -> dict:
@@ -110,7 +123,7 @@ def main(argv=None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     preset, target, tokenizer = load_target(args)
     device = target.get_input_embeddings().weight.device
-    sequences = sequences_for(args, target, tokenizer)
+    sequences = sequences_for(args, target, tokenizer, chat=preset.chat_template)
     vocab = target.get_output_embeddings().weight.shape[0]
     special = [i for i in (tokenizer.all_special_ids or []) if i is not None and i < vocab]
     token_ids = common.frequent_ids([s for s, _ in sequences], size=args.vocab, vocab_size=vocab, always=special)
@@ -118,7 +131,8 @@ def main(argv=None) -> None:
     layers = tuple(sorted({i for h in heads.values() for i in h.feature_layers}))
     log(f"{preset.name}: {len(sequences)} sequences, {sum(len(s) for s, _ in sequences):,} tokens; heads "
         f"{', '.join(heads)}; target states at layers {layers}; draft vocabulary {len(token_ids)}")
-    cache = head_data.FeatureCache(target, sequences, layers=layers, log=log, path=out / "states.pt")
+    layers = tuple(sorted(set(layers) | set(args.extra_layers)))
+    cache = head_data.FeatureCache(target, sequences, layers=layers, log=log, path=args.states or out / "states.pt")
     gen = torch.Generator().manual_seed(args.seed)
     order = torch.randperm(len(sequences), generator=gen).tolist()
     n_held = max(1, int(len(order) * args.held_out))
