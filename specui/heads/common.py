@@ -45,7 +45,10 @@ def save(head: nn.Module, folder: str | Path, *, facts: dict | None = None) -> P
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().to("cpu").contiguous() for k, v in head.state_dict().items()}
+    # float weights in half precision (a head's file stays under 10 MB; q is whatever the loaded head computes,
+    # so verification stays exact), ids as they are
+    state = {k: (v.detach().to("cpu", torch.float16) if v.is_floating_point() else v.detach().to("cpu")).contiguous()
+             for k, v in head.state_dict().items()}
     save_file(state, str(folder / WEIGHTS))
     meta = {"format": FORMAT, "kind": head.kind, "arguments": head.arguments, **(facts or {})}
     (folder / META).write_text(json.dumps(meta, indent=2) + "\n")
@@ -55,7 +58,7 @@ def save(head: nn.Module, folder: str | Path, *, facts: dict | None = None) -> P
 def load_state(folder: str | Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
-    return load_file(str(Path(folder) / WEIGHTS))
+    return {k: v.float() if v.is_floating_point() else v for k, v in load_file(str(Path(folder) / WEIGHTS)).items()}
 
 
 def target_shape(target) -> dict:

@@ -126,7 +126,10 @@ def main(argv=None) -> None:
     sequences = sequences_for(args, target, tokenizer, chat=preset.chat_template)
     vocab = target.get_output_embeddings().weight.shape[0]
     special = [i for i in (tokenizer.all_special_ids or []) if i is not None and i < vocab]
-    token_ids = common.frequent_ids([s for s, _ in sequences], size=args.vocab, vocab_size=vocab, always=special)
+    answers = [s for s, first in sequences if first > 0]  # the target's own answers pick the vocabulary when there are any
+    token_ids = common.frequent_ids(answers or [s for s, _ in sequences], size=args.vocab, vocab_size=vocab, always=special)
+    covered = torch.isin(torch.cat([s for s, _ in sequences]), token_ids).float().mean()
+    log(f"draft vocabulary: {len(token_ids)} ids cover {covered:.4f} of the training tokens")
     heads = build_heads(args, target, token_ids)
     layers = tuple(sorted({i for h in heads.values() for i in h.feature_layers}))
     log(f"{preset.name}: {len(sequences)} sequences, {sum(len(s) for s, _ in sequences):,} tokens; heads "

@@ -27,6 +27,14 @@ def sticky_target(*, seed: int, beta: float = 0.08, **kw):
     return target
 
 
+def halved(head):
+    """The head with its weights rounded to half precision, as a saved head holds them."""
+    with torch.no_grad():
+        for p in head.parameters():
+            p.copy_(p.half().float())
+    return head
+
+
 def perturb(head: torch.nn.Module, *, scale: float, seed: int):
     """Random noise on every trained parameter of a head, so drafts are sometimes right, sometimes wrong."""
     gen = torch.Generator().manual_seed(seed)

@@ -11,7 +11,7 @@ from specui import SpeculativeEngine
 from specui.drafters.base import Draft
 from specui.heads import common, eagle, load
 from specui.sampling import Sampling
-from tests.engine.head_helpers import sticky_target
+from tests.engine.head_helpers import halved, sticky_target
 from tests.engine.test_engine_sampling import exact_first_two, observed_first_two, p_value
 from tests.helpers import make_model
 
@@ -140,6 +140,7 @@ def test_a_misreporting_drafter_is_caught():
 
 
 def test_save_and_load_round_trip(tmp_path, target, head):
+    head = halved(head)  # a head is saved in half precision: compare with the rounded one
     common.save(head, tmp_path / "eagle", facts={"note": "test"})
     loaded = load(tmp_path / "eagle", target)
     engine = SpeculativeEngine(target, heads={"eagle": loaded})
