@@ -147,7 +147,7 @@ class SpeculativeEngine:
                     round_ = self._plain_round(target, context, sampling, generators)
                 else:
                     k = min(schedule.k, remaining - 1)  # a round emits at most k+1 tokens
-                    if tree is not None and k > 0:
+                    if tree is not None:  # a tree drafter drafts nothing for k = 0: the round is the bonus alone
                         round_ = tree_round(self, target=target, drafter=drafter, context=context, k=k,
                                             width=tree[0], nodes=tree[1], sampling=sampling, generators=generators)
                     else:

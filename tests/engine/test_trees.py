@@ -137,6 +137,8 @@ class SampledTree:
 
     def propose_tree(self, context, k, *, width, nodes):
         tokens, parents, probs = [], [], []
+        if k == 0:
+            return DraftTree(torch.empty(0, dtype=torch.long), [], None, sampled=False)
         with torch.no_grad():
             q_root = logits_to_probs(self.draft(torch.tensor([context])).logits[0, -1], self.sampling)
             for _ in range(self.width):
