@@ -26,6 +26,8 @@ from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, model_device
 from specui.sampling import Generators, Sampling, choose, logits_to_probs
 from specui.settings import MAX_DRAFT_TOKENS, DecodeSettings  # noqa: F401 - MAX_DRAFT_TOKENS re-exported
+from specui.tree_round import tree_round
+from specui.tree_verify import verify_tree
 from specui.verify import verify
 
 
@@ -42,6 +44,7 @@ class SpeculativeEngine:
     """
 
     verify = staticmethod(verify)  # a subclass may swap the rule (the tests do, to prove they can fail)
+    verify_tree = staticmethod(verify_tree)  # the same for token trees
 
     def __init__(self, target_model, draft_model=None, *, eos_token_id: int | Sequence[int] | None = None,
                  heads: dict | None = None):
@@ -87,7 +90,8 @@ class SpeculativeEngine:
         """Yield one `Round` as each round is decided.
 
         settings: a `DecodeSettings`; keywords (its field names: max_new_tokens, num_draft_tokens,
-                  temperature, top_k, top_p, seed, speculative, ignore_eos, drafter, adaptive) build
+                  temperature, top_k, top_p, seed, speculative, ignore_eos, drafter, adaptive, tree_width,
+                  tree_nodes) build
                   one, or change the one given.
         drafter: "model" (the draft model; the default when there is one), "prompt_lookup" (the
                  default without one), or any object with the `Drafter` methods.
@@ -101,17 +105,21 @@ class SpeculativeEngine:
         prompt = self._check_prompt(input_ids)
         sampling = Sampling(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
         drafter = self._make_drafter(settings.drafter) if settings.speculative else None
+        tree = (settings.tree_width, settings.tree_nodes) if settings.tree_width > 1 and drafter is not None else None
+        if tree and not all(callable(getattr(drafter, m, None)) for m in ("propose_tree", "observe_tree")):
+            raise ValueError(f"drafter {getattr(drafter, 'name', type(drafter).__name__)!r} cannot draft token trees "
+                             "(it gives no distributions to rank children by); use tree_width=1")
         self._check_context(len(prompt), settings.max_new_tokens, drafter)
         seed = secrets.randbits(63) if settings.seed is None else settings.seed
         result = into if into is not None else GenerationResult()
         result.seed, result.speculative = seed, settings.speculative
         schedule = DraftLength(settings.num_draft_tokens, adaptive=settings.adaptive)
         return self._rounds(prompt, sampling, drafter, seed, result, max_new_tokens=settings.max_new_tokens,
-                            schedule=schedule, ignore_eos=settings.ignore_eos)
+                            schedule=schedule, ignore_eos=settings.ignore_eos, tree=tree)
 
     # -- the loop ------------------------------------------------------------------------------------
 
-    def _rounds(self, prompt, sampling, drafter, seed, result, *, max_new_tokens, schedule, ignore_eos):
+    def _rounds(self, prompt, sampling, drafter, seed, result, *, max_new_tokens, schedule, ignore_eos, tree=None):
         started = time.perf_counter()
         generators = Generators(seed, home=self.device)  # draws happen on the device of what they sample
         target = CachedLM(self.target_model)
@@ -139,7 +147,11 @@ class SpeculativeEngine:
                     round_ = self._plain_round(target, context, sampling, generators)
                 else:
                     k = min(schedule.k, remaining - 1)  # a round emits at most k+1 tokens
-                    round_ = self._speculative_round(target, drafter, context, k, sampling, generators)
+                    if tree is not None:  # a tree drafter drafts nothing for k = 0: the round is the bonus alone
+                        round_ = tree_round(self, target=target, drafter=drafter, context=context, k=k,
+                                            width=tree[0], nodes=tree[1], sampling=sampling, generators=generators)
+                    else:
+                        round_ = self._speculative_round(target, drafter, context, k, sampling, generators)
                     schedule.update(num_accepted=round_.num_accepted, num_drafted=round_.num_drafted)
             round_ = self._cut_at_eos(round_, ignore_eos)
             round_ = replace(round_, index=len(result.rounds), elapsed_s=time.perf_counter() - started)

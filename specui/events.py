@@ -74,6 +74,20 @@ class Emitted:
 
 
 @dataclass(frozen=True)
+class TreeNode:
+    """One node of a tree round's draft, as the target judged it (`specui.tree_verify`)."""
+
+    index: int  # its index in the round's tree
+    token_id: int
+    parent: int  # -1: a child of the root (the round's first token, cur)
+    target_prob: float  # p(x) at its parent, before any sibling's rejection
+    draft_prob: float  # q(x), the draft's probability at its parent
+    accept_prob: float | None  # min(1, p/q) (sampled children), the residual p(x) (deterministic), 1/0 (greedy)
+    uniform: float | None  # the draw it was judged with (None: greedy, or never judged)
+    verdict: str  # "accepted", "rejected" or "unvisited"
+
+
+@dataclass(frozen=True)
 class Round:
     """One round: K drafted tokens checked by one target forward, emitting 1..K+1 tokens.
 
@@ -88,6 +102,9 @@ class Round:
         token_draft_probs[j]   q of the emitted token at its position, None where the drafter
                                gave no distribution (bonus and plain tokens, deterministic drafts)
     In greedy mode p and q are the models' plain softmax probabilities, shown for information.
+    Tree rounds (tree_width > 1) also give `tree` (every node: token, parent, p, q, verdict) and
+    `tree_path` (the accepted nodes, root to leaf); their per-position lists above describe the path the
+    target walked: the accepted nodes, then the first rejected child where it stopped (if any).
     """
 
     index: int
@@ -107,6 +124,8 @@ class Round:
     verify_s: float  # seconds in the target forward and the accept/reject decision
     elapsed_s: float  # seconds since the generation started (prefill included) when the round ended
     speculative: bool = True
+    tree: tuple[TreeNode, ...] | None = None  # tree rounds only: every drafted node
+    tree_path: tuple[int, ...] | None = None  # tree rounds only: the accepted nodes' indices
 
     @property
     def num_drafted(self) -> int:

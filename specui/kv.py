@@ -5,6 +5,11 @@ model on new tokens at positions length..length+n-1 and returns their logits; `t
 the cache back to an absolute length (rejected drafts are simply forgotten). Trimming never uses a
 negative slice that could silently empty the cache at 0.
 
+Token trees: `extend_tree(ids, parents=)` feeds tree nodes after the cached prefix, each at position
+prefix length + depth and seeing only the prefix and its ancestors (an explicit mask); after
+verification `keep_path(start, slots)` moves the accepted path's keys and values to start.. and
+forgets the rest.
+
 Two ways to run the model:
 - `specui.lean.DecoderStack`, for Llama-style decoders on a CPU (model_type llama, mistral or qwen2;
   full attention; sdpa): the model's own weights without transformers' per-module call machinery,
@@ -45,6 +50,7 @@ class CachedLM:
         self.cache = None  # a DynamicCache, or the stack's StaticKV
         self.length = 0
         self.early = None  # (stop, tokens, hidden [n, D]): tokens an early-exit draft ran through layers < stop
+        self.tree = None  # (base, parents, depths): the prefix length under the tree, each node's parent and depth
 
     def extend(self, ids: list[int] | torch.Tensor, *, last_only: bool = False, features: tuple[int, ...] = ()):
         """Feed tokens [n] after the cached ones; returns logits [n, V] ([1, V] with last_only).
@@ -56,6 +62,7 @@ class CachedLM:
         """
         ids = torch.as_tensor(ids, dtype=torch.long, device=self.device).reshape(1, -1)
         early = self._take_early(ids)
+        self.tree = None
         if self.stack is not None:
             if self.cache is None:
                 self.cache = self.stack.new_cache()
@@ -79,6 +86,86 @@ class CachedLM:
         if not features:
             return logits
         return logits, torch.cat([out.hidden_states[i][0] for i in features], dim=-1)
+
+    # -- token trees ---------------------------------------------------------------------------------------
+
+    def extend_tree(self, ids: list[int] | torch.Tensor, *, parents: list[int], features: tuple[int, ...] = ()):
+        """Feed tree nodes [n] after the cached ones; returns logits [n, V] (with features as `extend`).
+
+        parents[i]: the tree slot of node i's parent (0 is the first node fed since the tree began, this
+        call's nodes included, so a parent precedes its child), or -1 for a node that follows the cached
+        prefix directly. The tree begins at the first call after a plain `extend`, `trim` or `keep_path`;
+        its prefix is what was cached then. A node sits at position prefix + depth (-1's children: depth 0)
+        and attends to the prefix, its ancestors and itself.
+        """
+        ids = torch.as_tensor(ids, dtype=torch.long, device=self.device).reshape(1, -1)
+        self.early = None
+        if self.tree is None:
+            self.tree = (self.length, [], [])
+        base, all_parents, depths = self.tree
+        past, n = self.length, ids.shape[1]
+        visible = torch.zeros(n, past + n, dtype=torch.bool)
+        visible[:, :base] = True
+        for i, parent in enumerate(parents):
+            slot = past - base + i
+            if not -1 <= parent < slot:
+                raise ValueError(f"tree node {slot} has parent {parent}; a parent must be -1 or an earlier node")
+            all_parents.append(parent)
+            depths.append(0 if parent < 0 else depths[parent] + 1)
+            visible[i, base + slot] = True
+            while parent >= 0:  # the ancestors
+                visible[i, base + parent] = True
+                parent = all_parents[parent]
+        positions = torch.tensor(depths[past - base:], dtype=torch.long) + base
+        if self.stack is not None:
+            if self.cache is None:
+                self.cache = self.stack.new_cache()
+            out = self.stack.forward(ids, self.cache, last_only=False, features=tuple(features),
+                                     tree=(positions.to(self.device), visible))
+            self.length += n
+            return out
+        return self._model_tree(ids, positions, visible, features)
+
+    def _model_tree(self, ids, positions, visible, features):
+        """The model's own forward over tree nodes: a 4-D additive mask and explicit position ids."""
+        if self.cache is None:
+            from transformers import DynamicCache
+
+            self.cache = DynamicCache()
+        dtype = next(self.model.parameters()).dtype
+        mask = torch.zeros(visible.shape, dtype=dtype).masked_fill_(~visible, torch.finfo(dtype).min)
+        out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True,
+                         attention_mask=mask[None, None].to(self.device), position_ids=positions[None].to(self.device),
+                         output_hidden_states=bool(features))
+        self.cache = out.past_key_values
+        self.length += ids.shape[1]
+        logits = out.logits[0]
+        if not features:
+            return logits
+        return logits, torch.cat([out.hidden_states[i][0] for i in features], dim=-1)
+
+    def keep_path(self, start: int, slots: list[int]) -> None:
+        """Keep cached tokens [0, start) and then the tokens at absolute `slots` (>= start, increasing, a
+        tree's accepted path), moved to start..start+len(slots); forget everything else."""
+        if not 0 <= start <= self.length or any(not start <= s < self.length for s in slots) or slots != sorted(slots):
+            raise ValueError(f"keep_path({start}, {slots}) on a cache of {self.length} tokens")
+        end = start + len(slots)
+        if slots != list(range(start, end)):
+            with torch.inference_mode():  # the lean buffer is an inference tensor
+                self._move(start, slots)
+        self.trim(end)
+
+    def _move(self, start: int, slots: list[int]) -> None:
+        end = start + len(slots)
+        index = torch.tensor(slots, dtype=torch.long, device=self.device)
+        if isinstance(self.cache, StaticKV):
+            self.cache.keys[..., start:end] = self.cache.keys.index_select(3, index.to(self.cache.keys.device))
+            self.cache.values[:, :, start:end] = self.cache.values.index_select(2, index.to(self.cache.values.device))
+            return
+        for layer in self.cache.layers:
+            idx = index.to(layer.keys.device)
+            layer.keys[..., start:end, :] = layer.keys.index_select(-2, idx)
+            layer.values[..., start:end, :] = layer.values.index_select(-2, idx)
 
     # -- early exit: a draft that runs the target's first layers on the target's own cache ----------------
 
@@ -123,7 +210,7 @@ class CachedLM:
         """Forget every cached token at position >= length."""
         if not 0 <= length <= self.length:
             raise ValueError(f"cannot trim a cache of {self.length} tokens to {length}")
-        self.early = None
+        self.early = self.tree = None
         drop = self.length - length
         if drop > 0:
             if isinstance(self.cache, StaticKV):

@@ -199,7 +199,7 @@ class DecoderStack:
         return StaticKV(len(self.layers), self.kv_heads, self.head_dim, dtype=weight.dtype, device=weight.device)
 
     def forward(self, ids: torch.Tensor, cache: StaticKV, *, last_only: bool, features: tuple[int, ...] = (),
-                early: tuple[int, torch.Tensor] | None = None):
+                early: tuple[int, torch.Tensor] | None = None, tree: tuple[torch.Tensor, torch.Tensor] | None = None):
         """ids [1, n] at positions cache.length.. -> logits [n, V] ([1, V] with last_only).
 
         features: indices into transformers' `hidden_states` (i < layers: the input of layer i, 0 the
@@ -207,16 +207,23 @@ class DecoderStack:
                   features [n, len(features) * D]) (features of every row, last_only or not).
         early: (stop, hidden [m, D]): the first m tokens already ran through layers 0..stop-1 (`run_early`,
                an early-exit draft), their keys and values are in the cache; they start at layer `stop`.
+        tree: (positions [n], visible [n, past + n] bool): a token tree's rows at explicit positions, each
+              seeing the cached keys marked visible (the prefix and its ancestors; see `CachedLM.extend_tree`).
+              Its keys are written at slots past..past+n as usual. Rows are not bit-identical to a chain's:
+              an ancestor's key sits at another slot, so the softmax and value sums add the same terms with
+              masked zeros in other places (equal to float rounding).
         One token runs as two identical rows (MKL would take its GEMV for one row, which rounds
         differently from the GEMM that computes a verify block); only the first row is kept.
         """
         if not torch.is_inference_mode_enabled():  # the buffer is an inference tensor, written in place
             with torch.inference_mode():
-                return self.forward(ids, cache, last_only=last_only, features=features, early=early)
+                return self.forward(ids, cache, last_only=last_only, features=features, early=early, tree=tree)
         n, past, layers = ids.shape[1], cache.length, len(self.layers)
         cache.reserve(past + n)
         found: dict[int, torch.Tensor] = {}
-        if early is None:
+        if tree is not None:
+            x = self._run(_rows(self.embed(ids[0])), cache, past, n, 0, layers, features, found, tree=tree)
+        elif early is None:
             x = self._run(_rows(self.embed(ids[0])), cache, past, n, 0, layers, features, found)
         else:
             stop, hidden = early
@@ -247,14 +254,20 @@ class DecoderStack:
         return self._run(_rows(self.embed(ids[0])), cache, past, n, 0, stop, (), {})[:n]
 
     def _run(self, x: torch.Tensor, cache: StaticKV, past: int, n: int, start: int, stop: int, features,
-             found: dict) -> torch.Tensor:
+             found: dict, tree: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         """x [rows, D] (n tokens, or one token as two identical rows) at positions past..past+n-1 through
         layers start..stop-1, their keys and values written into the cache; the input of layer i is kept
         in `found` when i is in `features`."""
         rows, end = x.shape[0], past + n
-        cos, sin = self._rotary(x, past, end)  # [n, head_dim] each
+        if tree is None:
+            cos, sin = self._rotary(x, past, end)  # [n, head_dim] each
+            mask = self._mask(past, n, rows, x.device)
+        else:
+            positions, visible = tree
+            cos, sin = self._rotary(x, 0, int(positions.max()) + 1)
+            cos, sin = cos[positions], sin[positions]
+            mask = self._tree_mask(visible, rows, x.device)
         cos, sin = cos.expand(rows, -1)[:, None], sin.expand(rows, -1)[:, None]  # over heads: [rows, 1, head_dim]
-        mask = self._mask(past, n, rows, x.device)
         keys_all, values_all = cache.keys, cache.values
         hd, half = self.head_dim, self.head_dim // 2
         q_heads = self.kv_heads * self.groups
@@ -314,6 +327,15 @@ class DecoderStack:
         positions = torch.arange(past, past + n, device=device).expand(rows)  # one token: twice its position
         hidden = torch.arange(length, device=device)[None, :] > positions.repeat(self.groups)[:, None]
         return torch.zeros(hidden.shape, device=device).masked_fill_(hidden, float("-inf"))  # float32
+
+
+    def _tree_mask(self, visible: torch.Tensor, rows: int, device) -> torch.Tensor:
+        """`_mask` for tree rows: 0 where `visible` [n, past + n] marks a key, -inf elsewhere."""
+        n, width = visible.shape
+        length = -(-width // KEY_GRAIN) * KEY_GRAIN
+        mask = torch.full((n, length), float("-inf"), device=device)
+        mask[:, :width].masked_fill_(visible.to(device), 0.0)
+        return mask.expand(rows, -1).repeat(self.groups, 1) if n == 1 else mask.repeat(self.groups, 1)
 
 
 def _rows(x: torch.Tensor) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """The settings of one decoding run, validated once: `DecodeSettings`, and the limits it enforces.
 
 The engine, the chat and Teach tabs, the lesson's experiments and the benchmark all take one
-`DecodeSettings`; nothing else re-types these ten values or re-checks their ranges. The limits live
+`DecodeSettings`; nothing else re-types these twelve values or re-checks their ranges. The limits live
 here and nowhere else (the UI's sliders read them).
 """
 
@@ -12,7 +12,7 @@ import numbers
 import operator
 from dataclasses import asdict, dataclass, replace
 
-from specui.drafters.registry import DRAFTER_NAMES
+from specui.drafters.registry import DRAFTER_NAMES, EAGLE, MEDUSA, MODEL
 
 MAX_DRAFT_TOKENS = 64  # K: the most draft tokens a round may ask for
 MAX_NEW_TOKENS = 1024  # the most new tokens one run of the app may ask for
@@ -21,6 +21,10 @@ MIN_TEMPERATURE = 1e-5  # below it, logits / temperature overflow float32 and sa
 MAX_SEED = 2**63 - 1  # the UI's seed box
 SEED_LIMIT = 2**64  # torch generators take seeds in [0, 2**64)
 DRAFTER_METHODS = ("start", "propose", "observe")  # what a drafter object must have (`specui.drafters.Drafter`)
+MAX_TREE_WIDTH = 8  # children per expanded node of a token tree
+MAX_TREE_NODES = 256  # the most tree nodes one verify forward may check
+TREE_DRAFTERS = (MODEL, EAGLE, MEDUSA)  # the named drafters that draft trees (they give distributions)
+TREE_METHODS = ("propose_tree", "observe_tree")  # what a drafter object needs for trees (`specui.drafters.tree`)
 
 
 class SettingsError(ValueError):
@@ -62,6 +66,8 @@ class DecodeSettings:
     adaptive: bool = False  # K moves between 1 and max(2K, 8) with the observed acceptance
     ignore_eos: bool = False
     speculative: bool = True  # False: plain decoding by the target alone
+    tree_width: int = 1  # children per expanded tree node; 1: one chain of K drafts (no tree)
+    tree_nodes: int = 0  # trees: 0 the static shape (every node to depth K), N >= 1 the dynamic one keeping N
 
     def __post_init__(self):
         # numbers are normalised to Python ints and floats (numpy's are accepted), bools refused
@@ -100,6 +106,7 @@ class DecodeSettings:
         for name in ("adaptive", "ignore_eos", "speculative"):
             if not isinstance(getattr(self, name), bool):
                 raise SettingsError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        self._check_tree(put)
         d = self.drafter
         if isinstance(d, str):
             if d not in DRAFTER_NAMES:
@@ -109,6 +116,35 @@ class DecodeSettings:
             if missing:
                 raise SettingsError(f"drafter must be None, one of {', '.join(DRAFTER_NAMES)}, or an object with the "
                                     f"Drafter methods {', '.join(DRAFTER_METHODS)}; {d!r} lacks {', '.join(missing)}")
+
+    def _check_tree(self, put) -> None:
+        from specui.drafters.tree import static_size
+
+        width, nodes = _as_int(self.tree_width), _as_int(self.tree_nodes)
+        if width is None or not 1 <= width <= MAX_TREE_WIDTH:
+            raise SettingsError(f"tree_width must be an integer from 1 (no tree) to {MAX_TREE_WIDTH}, got {self.tree_width!r}")
+        if nodes is None or not 0 <= nodes <= MAX_TREE_NODES:
+            raise SettingsError(f"tree_nodes must be an integer from 0 (the static tree) to {MAX_TREE_NODES}, "
+                                f"got {self.tree_nodes!r}")
+        put("tree_width", width)
+        put("tree_nodes", nodes)
+        if width == 1:
+            if nodes:
+                raise SettingsError(f"tree_nodes={nodes} needs a tree: set tree_width to 2 or more")
+            return
+        if self.adaptive:
+            raise SettingsError("adaptive K and token trees do not go together: turn one off")
+        if not nodes and static_size(width=width, depth=self.num_draft_tokens) > MAX_TREE_NODES:
+            raise SettingsError(f"a static tree of width {width} and depth K={self.num_draft_tokens} has "
+                                f"{static_size(width=width, depth=self.num_draft_tokens)} nodes, more than "
+                                f"{MAX_TREE_NODES}; lower them or set tree_nodes (the dynamic tree keeps the best N)")
+        d = self.drafter
+        if isinstance(d, str) and d not in TREE_DRAFTERS:
+            raise SettingsError(f"drafter {d!r} cannot draft trees (it gives no distributions to rank children "
+                                f"by); trees need one of {', '.join(TREE_DRAFTERS)}, or tree_width=1")
+        if d is not None and not isinstance(d, str) and not all(callable(getattr(d, m, None)) for m in TREE_METHODS):
+            raise SettingsError(f"tree_width={width} needs a drafter with the tree methods {', '.join(TREE_METHODS)}; "
+                                f"{d!r} lacks them (use tree_width=1)")
 
     @property
     def greedy(self) -> bool:

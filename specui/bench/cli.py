@@ -34,6 +34,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--num-draft-tokens", type=int, default=None, help="K (default: the preset's)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--tree-width", type=int, default=1,
+                   help="token trees: children per expanded node (1 = one chain of K drafts, the default)")
+    p.add_argument("--tree-nodes", type=int, default=0,
+                   help="token trees: 0 = the static tree to depth K, N = the dynamic (EAGLE-2) tree keeping N nodes")
     p.add_argument("--drafter", choices=(*DRAFTER_NAMES, ALL), default=None, metavar="NAME|all",
                    help=f"a drafter of the preset ({', '.join(DRAFTER_NAMES)}; default: the preset's), or {ALL}: "
                         "plain decoding and every drafter of the preset, side by side")
@@ -140,7 +144,7 @@ def main(argv=None) -> dict:
     decode = DecodeSettings(max_new_tokens=args.max_new_tokens,
                             num_draft_tokens=args.num_draft_tokens or preset.num_draft_tokens,
                             temperature=args.temperature, drafter=None if names else drafter, seed=args.seed,
-                            ignore_eos=True)
+                            ignore_eos=True, tree_width=args.tree_width, tree_nodes=args.tree_nodes)
     plan = Plan(decode=decode, repeats=args.repeats, warmup=args.warmup)
     chat = preset.chat_template
     prompts = (tokenize_prompts(texts, pair.tokenizer, chat=chat) if texts
@@ -159,7 +163,8 @@ def main(argv=None) -> dict:
             costs = measure_costs(methods, prompts[0], decode.num_draft_tokens, samples=args.cost_samples)
             figures = summarise(run_prompts(methods, prompts, progress=done), costs, plan)
     report = {"preset": preset.name, "drafter": drafter, "max_new_tokens": decode.max_new_tokens,
-              "temperature": decode.temperature, "repeats": plan.repeats, "warmup": plan.warmup,
+              "temperature": decode.temperature, "tree_width": decode.tree_width, "tree_nodes": decode.tree_nodes,
+              "repeats": plan.repeats, "warmup": plan.warmup,
               "num_prompts": len(prompts), "prompts": args.prompts or ("held-out chat and code prompts (specui.chat_prompts)" if chat
                                           else "built-in held-out stdlib test code"),
               **environment(methods.device), **figures,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import torch
 
 from specui.drafters.base import Draft
+from specui.drafters.tree import DraftTree, grow, on_vocabulary
 from specui.kv import CachedLM, model_device
-from specui.sampling import Generators, Sampling, choose
+from specui.sampling import Generators, Sampling, choose, logits_to_probs
 
 
 class ModelDrafter:
@@ -15,6 +16,8 @@ class ModelDrafter:
     Its KV cache holds a prefix of the context. After a round, `observe` rolls it back to the
     accepted tokens; the next `propose` feeds whatever it has not seen yet (the round's last token,
     and after a fully accepted block also the last draft token, which it never fed itself).
+    Trees (`propose_tree`, `specui.drafters.tree`): one draft forward per depth over the nodes it
+    expands (`CachedLM.extend_tree`); `observe_tree` keeps the accepted path's keys and values.
     """
 
     name = "draft model"
@@ -67,3 +70,36 @@ class ModelDrafter:
 
     def observe(self, num_accepted: int) -> None:
         self._valid = self._proposed_at + num_accepted
+
+    def propose_tree(self, context: list[int], k: int, *, width: int, nodes: int) -> DraftTree:
+        """A tree of depth <= k: top-`width` children per expanded node, static or dynamic (nodes >= 1)."""
+        self._proposed_at = len(context)
+        self.lm.trim(min(self.lm.length, self._valid))
+        root = self.lm.extend(self._visible(context[self.lm.length :]), last_only=True)
+        slots: dict[int, int] = {}  # node (grow's numbering) -> its slot among the tree tokens fed
+
+        def expand(frontier, tokens, parents):
+            if frontier == [-1]:
+                return self._q(root)
+            feed_parents = [-1 if parents[i] < 0 else slots[parents[i]] for i in frontier]
+            for i in frontier:
+                slots[i] = len(slots)
+            return self._q(self.lm.extend_tree(self._visible([tokens[i] for i in frontier]), parents=feed_parents))
+
+        tree, kept = grow(expand, depth=k, width=width, nodes=nodes)
+        self._slots = [slots.get(old) for old in kept]
+        return tree
+
+    def observe_tree(self, path: list[int], **_) -> None:
+        """Keep the accepted nodes' keys and values (those it fed, a prefix of the path) after the context."""
+        fed = []
+        for node in path:
+            if self._slots[node] is None:
+                break
+            fed.append(self._proposed_at + self._slots[node])
+        self.lm.keep_path(self._proposed_at, fed)
+        self._valid = self._proposed_at + len(fed)
+
+    def _q(self, logits: torch.Tensor) -> torch.Tensor:
+        """The draft's q [n, V] on the target's vocabulary (its ids) from its logits [n, V']."""
+        return on_vocabulary(logits_to_probs(logits, self.sampling), self.token_ids, self.vocab_size)

@@ -23,8 +23,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from specui.drafters.base import Draft
+from specui.drafters.tree import DraftTree, ancestry, grow, on_vocabulary
 from specui.heads import common
-from specui.sampling import Generators, Sampling
+from specui.sampling import Generators, Sampling, logits_to_probs
 
 
 class HeadLayer(nn.Module):
@@ -177,17 +178,59 @@ class EagleDrafter:
         self._trim(self.length)  # forget the draft steps; the accepted tokens' real states come instead
         self.pending = features
 
-    def _step(self, a: torch.Tensor) -> torch.Tensor:
+    def propose_tree(self, context: list[int], k: int, *, width: int, nodes: int) -> DraftTree:
+        """A tree to depth <= k (`specui.drafters.tree`): each expanded node's children are the head's top
+        `width` tokens after it; one head step per depth over the nodes expanded, each seeing the head's
+        cache and its ancestors' steps (dropped by `observe_tree`, which feeds the target's real states)."""
+        if k == 0 or self.pending is None or len(self.pending) == 0:
+            return DraftTree(torch.empty(0, dtype=torch.long, device=self.device), [], None)
+        head = self.head
+        n = len(self.pending)
+        a = head.inputs(head.fuse(self.pending.to(head.fc.weight.dtype)), torch.tensor(context[-n:], device=self.device))
+        root = self._step(a)[-1]  # predicts the tree's first depth
+        self.length += n
+        self.pending = None
+        states, slots, base = {}, {}, self.length
+
+        def expand(frontier, tokens, parents):
+            if frontier == [-1]:
+                return self._q(head.logits(root))[None]
+            above = [ancestry(i, parents) for i in frontier]
+            for i in frontier:
+                slots[i] = len(slots)
+            visible = torch.zeros(len(frontier), base + len(slots), dtype=torch.bool, device=self.device)
+            visible[:, :base] = True
+            for row, (i, ancestors) in enumerate(zip(frontier, above)):
+                visible[row, [base + slots[j] for j in [i, *ancestors]]] = True
+            parent_states = torch.stack([root if parents[i] < 0 else states[parents[i]] for i in frontier])
+            a = head.inputs(parent_states, torch.tensor([tokens[i] for i in frontier], device=self.device))
+            positions = torch.tensor([base + len(x) for x in above], device=self.device)
+            h = self._step(a, positions=positions, visible=visible)
+            states.update(zip(frontier, h))
+            return self._q(head.logits(h))
+
+        return grow(expand, depth=k, width=width, nodes=nodes)[0]
+
+    def observe_tree(self, path: list[int], *, features: torch.Tensor | None = None) -> None:
+        self.observe(len(path), features=features)
+
+    def _q(self, logits: torch.Tensor) -> torch.Tensor:
+        output = self.head.output
+        return on_vocabulary(logits_to_probs(logits, self.sampling), output.token_ids, output.vocab_size)
+
+    def _step(self, a: torch.Tensor, *, positions: torch.Tensor | None = None,
+              visible: torch.Tensor | None = None) -> torch.Tensor:
         """Run rows a [n, D] at the next positions of the head's cache (kept), causally."""
         layer = self.head.layer
         start = 0 if self.keys is None else self.keys.shape[1]
-        positions = torch.arange(start, start + a.shape[0], device=a.device)
+        if positions is None:
+            positions = torch.arange(start, start + a.shape[0], device=a.device)
         q, k, v = layer.project(a, positions)
         self.keys = k if self.keys is None else torch.cat([self.keys, k], dim=1)
         self.values = v if self.values is None else torch.cat([self.values, v], dim=1)
         n = a.shape[0]
-        mask = None
-        if n > 1:  # row i sees the cache and rows <= i
+        mask = visible  # tree rows: the cache before the tree and their ancestors (and themselves)
+        if n > 1 and visible is None:  # row i sees the cache and rows <= i
             mask = torch.ones(n, start + n, dtype=torch.bool, device=a.device).tril(diagonal=start)
         attended = F.scaled_dot_product_attention(q, self.keys, self.values, attn_mask=mask)
         return layer.finish(a, attended)

@@ -24,10 +24,11 @@ import torch
 from torch import nn
 
 from specui.drafters.base import Draft
+from specui.drafters.tree import DraftTree, ancestry, grow, on_vocabulary
 from specui.drafters.registry import LABELS, MEDUSA
 from specui.heads.common import ResBlock, VocabOutput, check_target, draw, load_state, soft_loss
 from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
-from specui.sampling import Generators, Sampling
+from specui.sampling import Generators, Sampling, logits_to_probs
 
 
 class MedusaHeads(nn.Module):
@@ -113,6 +114,24 @@ class MedusaDrafter:
             tokens.append(token)
             probs.append(q)
         return Draft(torch.stack(tokens), torch.stack(probs))
+
+    def propose_tree(self, context: list[int], k: int, *, width: int, nodes: int) -> DraftTree:
+        """A tree to depth <= min(k, heads) (`specui.drafters.tree`): the children of a node at depth d are
+        head d+1's top `width` tokens (the heads do not read the tokens before them)."""
+        count = min(k, self.heads.num_heads)
+        if count <= 0 or self.state is None:
+            return DraftTree(torch.empty(0, dtype=torch.long, device=self.device), [], None)
+        output = self.heads.output
+        qs = on_vocabulary(logits_to_probs(self.heads(self.state)[:count], self.sampling), output.token_ids,
+                           output.vocab_size)  # [count, V]: head i's q in row i - 1
+
+        def expand(frontier, tokens, parents):
+            return torch.stack([qs[0 if i < 0 else len(ancestry(i, parents)) + 1] for i in frontier])
+
+        return grow(expand, depth=count, width=width, nodes=nodes)[0]
+
+    def observe_tree(self, path: list[int], *, features: torch.Tensor) -> None:
+        self.observe(len(path), features=features)
 
     def observe(self, num_accepted: int, *, features: torch.Tensor) -> None:
         # rows: cur and the accepted drafts; the last is the state before next round's cur

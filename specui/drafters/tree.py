@@ -1,0 +1,104 @@
+"""Token trees for drafters that give distributions: `DraftTree` and `grow`, the two shapes.
+
+A drafter that can draft trees has, besides the `Drafter` methods,
+    propose_tree(context, k, *, width, nodes) -> DraftTree   nodes to depth k after `context`
+    observe_tree(path, *, features=None)    the accepted nodes, root to leaf (with the target's
+                                            states of cur and of those nodes, in path order, when the
+                                            drafter reads `target_features`)
+`grow` builds the tree from one callback, `expand(frontier, tokens, parents) -> q [len(frontier), V]`:
+the draft's distribution (after the shared sampling transform, on the target's vocabulary) at each
+frontier node (-1 the root, i.e. after the context). Children are the top-`width` tokens of that q,
+chosen deterministically (so verification uses the one-hot rule of `specui.tree_verify`):
+- static (nodes == 0): every node to depth k gets `width` children: width + width^2 + ... + width^k nodes;
+- dynamic (nodes >= 1, EAGLE-2: Li et al. 2024, "EAGLE-2: Faster Inference of Language Models with
+  Dynamic Draft Trees"): at each depth only the `width` nodes with the highest cumulative draft
+  probability (the product of q along their path) are expanded, and the best `nodes` nodes of all
+  the candidates are kept. A child's cumulative probability never exceeds its parent's, so the kept
+  set (ties broken by creation order) always holds every kept node's ancestors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class DraftTree:
+    tokens: torch.Tensor  # [N] int64 node tokens
+    parents: list[int]  # [N] the parent of each node (-1: a child of the root, the round's cur); parents first
+    probs: torch.Tensor | None  # [N, V] the q each node was chosen from (its parent's distribution)
+    sampled: bool = False  # True: each node's children drawn i.i.d. from q; False: chosen deterministically
+
+    @property
+    def size(self) -> int:
+        return len(self.parents)
+
+
+def static_size(*, width: int, depth: int) -> int:
+    """Nodes of a full static tree: width + width^2 + ... + width^depth."""
+    return sum(width ** d for d in range(1, depth + 1))
+
+
+def grow(expand: Callable, *, depth: int, width: int, nodes: int) -> tuple[DraftTree, list[int]]:
+    """Build a tree by calling `expand` once per depth (see the module docstring).
+
+    Returns the tree and, for each of its nodes, the index the node had when `expand` saw it (the
+    dynamic shape drops and renumbers nodes; a drafter that keeps per-node state maps it with this).
+    """
+    tokens: list[int] = []
+    parents: list[int] = []
+    rows: list[torch.Tensor] = []  # the q each node was chosen from
+    scores: list[float] = []  # cumulative log q along the path
+    level, chosen = [-1], [-1]
+    for d in range(depth):
+        if d > 0:
+            if nodes:  # dynamic: expand the best `width` nodes of this depth
+                chosen = sorted(sorted(level, key=lambda i: -scores[i])[:width])
+            else:
+                chosen = level
+        if not chosen:
+            break
+        qs = expand(chosen, tokens, parents)
+        level = []
+        for node, q in zip(chosen, qs):
+            top = torch.topk(q, min(width, q.shape[-1]))
+            base = 0.0 if node < 0 else scores[node]
+            for value, token in zip(top.values.tolist(), top.indices.tolist()):
+                if value <= 0:
+                    break  # tokens outside q's support (top-k, top-p, a reduced vocabulary) are never drafted
+                level.append(len(tokens))
+                tokens.append(token)
+                parents.append(node)
+                rows.append(q)
+                scores.append(base + math.log(value))
+    keep = list(range(len(tokens)))
+    if nodes and len(keep) > nodes:
+        keep = sorted(sorted(keep, key=lambda i: (-scores[i], i))[:nodes])
+    new = {old: i for i, old in enumerate(keep)}
+    device = rows[0].device if rows else "cpu"
+    tree = DraftTree(tokens=torch.tensor([tokens[i] for i in keep], dtype=torch.long, device=device),
+                     parents=[-1 if parents[i] < 0 else new[parents[i]] for i in keep],
+                     probs=torch.stack([rows[i] for i in keep]) if keep else None)
+    return tree, keep
+
+
+def on_vocabulary(q: torch.Tensor, token_ids: torch.Tensor | None, vocab_size: int) -> torch.Tensor:
+    """q [.., N] over a reduced list of ids, scattered onto the full vocabulary [.., V] (zero elsewhere)."""
+    if token_ids is None:
+        return q
+    full = q.new_zeros(*q.shape[:-1], vocab_size)
+    return full.index_copy_(-1, token_ids.to(q.device), q)
+
+
+def ancestry(node: int, parents: list[int]) -> list[int]:
+    """node's ancestors, nearest first (-1, the root, excluded)."""
+    out = []
+    node = parents[node]
+    while node >= 0:
+        out.append(node)
+        node = parents[node]
+    return out
