@@ -44,7 +44,7 @@ def _side(r: ComparedRound, which: str, label: str) -> str:
     verb = "adds" if which == "primary" else "would add"
     return (f'<div class="teach-side" data-side="{which}" data-accepted="{step.num_accepted}" '
             f'data-drafted="{len(step.drafts)}"><div class="teach-label">{escape_text(role)}</div>'
-            f'<div class="teach-head">{escape_text(label)}</div>{drafts_table(step)}{outcome(step)}'
+            f'<div class="teach-head">{escape_text(label)}</div>{drafts_table(step)}{outcome(step, chart=which == "primary")}'
             f'{added(step, verb=verb)}</div>')
 
 
@@ -77,7 +77,8 @@ def _tallies(compared: Comparison, index: int) -> str:
     heads = ["drafter", "rounds", "accepted / drafted", "acceptance rate", "tokens per round"]
     rows = []
     for which in ("primary", "second"):
-        for upto, when in ((index + 1, f"rounds 1–{index + 1}"), (None, "whole run")):
+        so_far = "round 1" if index == 0 else f"rounds 1–{index + 1}"
+        for upto, when in ((index + 1, so_far), (None, "whole run")):
             t: Tally = compared.tally(which, upto=upto)
             rows.append(f'<tr class="teach-point" data-side="{which}"><td class="text">{escape_text(t.label)}'
                         f' ({when})</td><td class="num">{t.rounds}</td><td class="num">{t.accepted} / {t.drafted}</td>'

@@ -116,7 +116,8 @@ def drafts_table(step: lesson.Step) -> str:
             f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
-def outcome(step: lesson.Step) -> str:
+def outcome(step: lesson.Step, *, chart: bool = True) -> str:
+    """What the round decided, in words (`chart`: the residual's chart is shown below)."""
     n, k = step.num_accepted, len(step.drafts)
     final = step.final
     parts = []
@@ -135,7 +136,8 @@ def outcome(step: lesson.Step) -> str:
         if final.kind == Kind.RESAMPLED and step.greedy:
             parts.append(f"The target's top token {token} (p = {_num(final.p)}) replaces it.")
         elif final.kind == Kind.RESAMPLED:
-            parts.append(f"The target drew {token} from the residual norm(max(0, p − q)) (chart below); "
+            where = " (chart below)" if chart else ""
+            parts.append(f"The target drew {token} from the residual norm(max(0, p − q)){where}; "
                          f"its p = {_num(final.p)}.")
         elif k:
             parts.append(f"Every draft passed, so the target adds a bonus token {token} drawn from its own p at "

@@ -147,7 +147,8 @@ def _controls(config) -> Controls:
     return Controls(prompt, start, prev, nxt, play, speed, preset, drafter, k, temperature, max_new, seed)
 
 
-def _step_view() -> StepView:
+def _step_view() -> tuple[StepView, teach_compare.CompareView]:
+    """The step view and its residual, then the second drafter's view of the same round, then the theory."""
     status = gr.Markdown("", elem_id="step-status")
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, min_width=420):
@@ -155,6 +156,7 @@ def _step_view() -> StepView:
             residual = gr.Plot(teach_charts.residual_figure(), elem_id="step-residual", show_label=False)
         with gr.Column(scale=2, min_width=280):
             gr.Markdown(STEP_HELP)
+    compare = teach_compare.build()
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
             with gr.Row():
@@ -166,7 +168,7 @@ def _step_view() -> StepView:
                              interactive=False, elem_id="teach-export")
         with gr.Column(scale=1, min_width=260):
             gr.Markdown(THEORY_HELP)
-    return StepView(status, view, residual, tokens, speedup, measured, export)
+    return StepView(status, view, residual, tokens, speedup, measured, export), compare
 
 
 def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) -> TeachTab:
@@ -177,8 +179,7 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) 
     with container:
         gr.Markdown(INTRO)
         controls = _controls(showcase.config)
-        step = _step_view()
-        compare = teach_compare.build()
+        step, compare = _step_view()
         gr.Markdown("## Experiments")
         ui = TeachTab(controls=controls, step=step, **teach_experiments.build(), compare=compare,
                       run=gr.State(None), index=gr.State(0), playing=gr.State(False), timer=gr.Timer(1.5, active=False))
