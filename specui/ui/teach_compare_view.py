@@ -44,7 +44,7 @@ def _side(r: ComparedRound, which: str, label: str) -> str:
     verb = "adds" if which == "primary" else "would add"
     return (f'<div class="teach-side" data-side="{which}" data-accepted="{step.num_accepted}" '
             f'data-drafted="{len(step.drafts)}"><div class="teach-label">{escape_text(role)}</div>'
-            f'<div class="teach-head">{escape_text(label)}</div>{drafts_table(step)}{outcome(step, chart=which == "primary")}'
+            f'<div class="teach-head">{escape_text(label)}</div>{drafts_table(step)}{outcome(step, chart=False)}'
             f'{added(step, verb=verb)}</div>')
 
 
