@@ -86,7 +86,7 @@ class SpeculativeEngine:
         return result
 
     def stream(self, input_ids: Sequence[int], settings: DecodeSettings | None = None, *,
-               into: GenerationResult | None = None, **keywords) -> Iterator[Round]:
+               into: GenerationResult | None = None, draws: Generators | None = None, **keywords) -> Iterator[Round]:
         """Yield one `Round` as each round is decided.
 
         settings: a `DecodeSettings`; keywords (its field names: max_new_tokens, num_draft_tokens,
@@ -97,6 +97,9 @@ class SpeculativeEngine:
                  default without one), or any object with the `Drafter` methods.
         into: a fresh `GenerationResult` to fill as the rounds come (tokens, seed, timings, stop reason);
               one that already holds a run is refused (make a new one per run).
+        draws: the `Generators` the target's draws (uniforms, resampled and bonus tokens) come from, advanced
+               in place; by default fresh ones seeded with the run's seed. A `copy()` of another run's, taken
+               between two of its rounds, replays that run's draws from there (`specui.lesson_compare`).
         Raises ValueError (ContextLengthError for a prompt that does not fit) before any work.
         """
         settings = settings.but(**keywords) if settings is not None else DecodeSettings(**keywords)
@@ -114,14 +117,15 @@ class SpeculativeEngine:
         result = into if into is not None else GenerationResult()
         result.seed, result.speculative = seed, settings.speculative
         schedule = DraftLength(settings.num_draft_tokens, adaptive=settings.adaptive)
+        generators = draws if draws is not None else Generators(seed, home=self.device)
         return self._rounds(prompt, sampling, drafter, seed, result, max_new_tokens=settings.max_new_tokens,
-                            schedule=schedule, ignore_eos=settings.ignore_eos, tree=tree)
+                            schedule=schedule, ignore_eos=settings.ignore_eos, tree=tree, generators=generators)
 
     # -- the loop ------------------------------------------------------------------------------------
 
-    def _rounds(self, prompt, sampling, drafter, seed, result, *, max_new_tokens, schedule, ignore_eos, tree=None):
-        started = time.perf_counter()
-        generators = Generators(seed, home=self.device)  # draws happen on the device of what they sample
+    def _rounds(self, prompt, sampling, drafter, seed, result, *, max_new_tokens, schedule, ignore_eos, generators,
+                tree=None):
+        started = time.perf_counter()  # the generators draw on the device of what they sample
         target = CachedLM(self.target_model)
         features = tuple(getattr(drafter, "target_features", None) or ())
         with torch.inference_mode():  # never held across a yield: the consumer may run on another thread

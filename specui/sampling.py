@@ -105,6 +105,15 @@ class Generators:
         """The generator that draws on `tensor`'s device."""
         return self.on(tensor.device)
 
+    def copy(self) -> Generators:
+        """An independent copy in the same state: it draws exactly what this one would draw next."""
+        twin = Generators(self.seed, home=self.home)
+        for device, generator in self._by_device.items():
+            clone = torch.Generator(device=device)
+            clone.set_state(generator.get_state())
+            twin._by_device[device] = clone
+        return twin
+
 
 def derived_seed(seed: int, label: str) -> int:
     """A seed in [0, 2**64) for `label`'s stream, fixed by `seed` and `label` (no global state)."""

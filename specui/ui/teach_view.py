@@ -86,10 +86,10 @@ def render_step(run: lesson.TeachingRun | None, index: int) -> str:
                f'text so far)</div><div class="teach-context specui-text">'
                f'<span class="teach-prompt-text">{escape_text(shown_prompt)}</span>{escape_text(generated)}</div>')
     return (f'<div class="teach-step" data-round="{index + 1}" data-rounds="{len(run.steps)}">{head}{context}'
-            f'{_drafts_table(step)}{_outcome(step)}{_added(step)}</div>')
+            f'{drafts_table(step)}{outcome(step)}{added(step)}</div>')
 
 
-def _drafts_table(step: lesson.Step) -> str:
+def drafts_table(step: lesson.Step) -> str:
     if not step.drafts:
         why = ("only one token was left to generate" if step.num_draft_tokens == 0
                else "prompt lookup found no earlier match")
@@ -116,7 +116,8 @@ def _drafts_table(step: lesson.Step) -> str:
             f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
-def _outcome(step: lesson.Step) -> str:
+def outcome(step: lesson.Step, *, chart: bool = True) -> str:
+    """What the round decided, in words (`chart`: the residual's chart is shown below)."""
     n, k = step.num_accepted, len(step.drafts)
     final = step.final
     parts = []
@@ -135,7 +136,8 @@ def _outcome(step: lesson.Step) -> str:
         if final.kind == Kind.RESAMPLED and step.greedy:
             parts.append(f"The target's top token {token} (p = {_num(final.p)}) replaces it.")
         elif final.kind == Kind.RESAMPLED:
-            parts.append(f"The target drew {token} from the residual norm(max(0, p − q)) (chart below); "
+            where = " (chart below)" if chart else ""
+            parts.append(f"The target drew {token} from the residual norm(max(0, p − q)){where}; "
                          f"its p = {_num(final.p)}.")
         elif k:
             parts.append(f"Every draft passed, so the target adds a bonus token {token} drawn from its own p at "
@@ -147,11 +149,11 @@ def _outcome(step: lesson.Step) -> str:
     return f'<div class="teach-outcome">{" ".join(parts)}</div>'
 
 
-def _added(step: lesson.Step) -> str:
+def added(step: lesson.Step, *, verb: str = "adds") -> str:
     spans = "".join(token_span(TokenView(text=e.text, kind=e.kind, p=e.p, q=e.q, token_id=e.token_id))
                     for e in step.emitted)
     word = "token" if len(step.emitted) == 1 else "tokens"
-    return (f'<div class="teach-added">This round adds {len(step.emitted)} {word}: '
+    return (f'<div class="teach-added">This round {escape_text(verb)} {len(step.emitted)} {word}: '
             f'<span class="specui-text">'
             f'{spans}</span> <span class="teach-key">(green accepted, red resampled, '
             f'blue bonus)</span></div>')

@@ -4,21 +4,23 @@ A teacher decodes one prompt, then steps through it a round at a time (#step-nex
 a speed control): the context, the K drafts with q(x), p(x), min(1, p/q), the uniform draw u and the
 verdict, the residual distribution at a rejection, the bonus token after full acceptance. Beside it
 the theory (eq. 1 and Theorem 3.8 over alpha for several K) with this run's measured point and the
-best K, a JSON export of the run, and three experiments: a K sweep, a temperature sweep and weaker
-drafters. Every number shown comes from the engine's `Round` records (`specui.teach`).
+best K, a second drafter's round beside each round (the same context, the same draws), a JSON export of
+the run, and the experiments (`specui.ui.teach_experiments`): a K sweep, a temperature sweep, weaker
+drafters and the verify cost. Every number shown comes from the engine's `Round` records (`specui.lesson`).
 
 Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-temperature #teach-max-new-tokens
 #teach-seed #step-start #step-prev #step-next #step-play #step-speed #step-status #step-view
 #step-residual #teach-theory-tokens #teach-theory-speedup #teach-measured #teach-export #sweep-run
 #sweep-chart #sweep-table #temp-run #temp-chart #temp-table #drafters-run #drafters-noise
-#drafters-chart #drafters-table #verify-cost-run #verify-cost-chart #verify-cost-table. Every model or user string is escaped before it becomes HTML.
+#drafters-chart #drafters-table #verify-cost-run #verify-cost-chart #verify-cost-table, and for a second
+drafter judged on the same rounds (`specui.ui.teach_compare`) #teach-second #compare-view. Every model or
+user string is escaped before it becomes HTML.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import logging
 import shutil
 import tempfile
 import time
@@ -28,17 +30,14 @@ from pathlib import Path
 import gradio as gr
 
 from specui import lesson
-from specui.drafters import LABELS, MODEL, PROMPT_LOOKUP
-from specui.engine import SpeculativeEngine
-from specui.text import fmt
-from specui.ui import teach_charts
-from specui.verify_cost import measure_verify_cost
-from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError
-from specui.ui.teach_view import (DEFAULT_PROMPT, DRAFTERS_HELP, INTRO, STEP_HELP, SWEEP_HELP, SWEEP_KS, TEMP_HELP,
-                                  TEMPERATURES, THEORY_HELP, VERIFY_HELP, render_measured, render_points,
-                                  render_step, render_verify_cost)
+from specui.drafters import LABELS
+from specui.ui import teach_charts, teach_compare, teach_experiments
+from specui.ui.request import DRAFTER_CHOICES
+from specui.ui.teach_compare_view import render_compare
+from specui.ui.teach_experiments import Experiment
+from specui.ui.teach_prepare import prepare
+from specui.ui.teach_view import DEFAULT_PROMPT, INTRO, STEP_HELP, THEORY_HELP, render_measured, render_step
 
-log = logging.getLogger("specui.ui")
 EXPORTS_KEPT = 16  # export files kept on disk per process (gradio serves its own copy of each)
 TEACH_K_MAX = 8  # the Teach tab's K slider: enough for a lesson, small enough to read a round
 NAV = {"api_visibility": "private", "show_progress": "hidden"}
@@ -110,14 +109,6 @@ class StepView:
 
 
 @dataclass
-class Experiment:
-    chart: gr.Plot
-    table: gr.HTML
-    run: gr.Button
-    control: gr.components.Component | None = None
-
-
-@dataclass
 class TeachTab:
     controls: Controls
     step: StepView
@@ -125,6 +116,7 @@ class TeachTab:
     temps: Experiment
     drafters: Experiment
     verify: Experiment
+    compare: teach_compare.CompareView
     run: gr.State
     index: gr.State
     playing: gr.State
@@ -155,7 +147,8 @@ def _controls(config) -> Controls:
     return Controls(prompt, start, prev, nxt, play, speed, preset, drafter, k, temperature, max_new, seed)
 
 
-def _step_view() -> StepView:
+def _step_view() -> tuple[StepView, teach_compare.CompareView]:
+    """The step view and its residual, then the second drafter's view of the same round, then the theory."""
     status = gr.Markdown("", elem_id="step-status")
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, min_width=420):
@@ -163,6 +156,7 @@ def _step_view() -> StepView:
             residual = gr.Plot(teach_charts.residual_figure(), elem_id="step-residual", show_label=False)
         with gr.Column(scale=2, min_width=280):
             gr.Markdown(STEP_HELP)
+    compare = teach_compare.build()
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
             with gr.Row():
@@ -174,25 +168,7 @@ def _step_view() -> StepView:
                              interactive=False, elem_id="teach-export")
         with gr.Column(scale=1, min_width=260):
             gr.Markdown(THEORY_HELP)
-    return StepView(status, view, residual, tokens, speedup, measured, export)
-
-
-def _experiment(name: str, figure, help_text: str, label: str, *, extra=None) -> Experiment:
-    """One experiment: its chart and table on the left; the explanation, any extra control and the run
-    button on the right. Element ids: #NAME-chart, #NAME-table, #NAME-run."""
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=3):
-            chart = gr.Plot(figure, elem_id=f"{name}-chart", show_label=False)
-            table = gr.HTML("", elem_id=f"{name}-table")
-        with gr.Column(scale=1, min_width=260):
-            gr.Markdown(help_text)
-            control = extra() if extra is not None else None
-            button = gr.Button(label, elem_id=f"{name}-run")
-    return Experiment(chart, table, button, control)
-
-
-def _noise_slider() -> gr.Slider:
-    return gr.Slider(0.0, 5.0, value=2.0, step=0.1, label="Noise on the weaker draft's weights", elem_id="drafters-noise")
+    return StepView(status, view, residual, tokens, speedup, measured, export), compare
 
 
 def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) -> TeachTab:
@@ -203,38 +179,32 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) 
     with container:
         gr.Markdown(INTRO)
         controls = _controls(showcase.config)
-        step = _step_view()
+        step, compare = _step_view()
         gr.Markdown("## Experiments")
-        ui = TeachTab(
-            controls=controls, step=step,
-            sweep=_experiment("sweep", teach_charts.k_sweep_figure(), SWEEP_HELP, "Run the K sweep (K = 1…8)"),
-            temps=_experiment("temp", teach_charts.temperature_figure(), TEMP_HELP, "Run the temperature sweep"),
-            drafters=_experiment("drafters", teach_charts.drafter_figure(), DRAFTERS_HELP, "Compare drafters",
-                                 extra=_noise_slider),
-            verify=_experiment("verify-cost", teach_charts.verify_cost_figure(), VERIFY_HELP,
-                               "Time the verify forward (n = 1…16)"),
-            run=gr.State(None), index=gr.State(0), playing=gr.State(False), timer=gr.Timer(1.5, active=False))
+        ui = TeachTab(controls=controls, step=step, **teach_experiments.build(), compare=compare,
+                      run=gr.State(None), index=gr.State(0), playing=gr.State(False), timer=gr.Timer(1.5, active=False))
         _wire(ui, TeachState(showcase), concurrency_id)
     return ui
 
 
 def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
-    c, s = ui.controls, ui.step
+    c, s, cmp = ui.controls, ui.step, ui.compare
     queued = {"concurrency_id": concurrency_id, "concurrency_limit": 1, "api_visibility": "private"}
+    compared = [cmp.compared, cmp.view, cmp.second]
     decoded = [ui.run, ui.index, s.view, s.residual, s.theory_tokens, s.theory_speedup, s.measured, s.export,
-               s.status, ui.playing, ui.timer, c.play]
-    c.start.click(functools.partial(decode, state, ui), c.settings, decoded, **queued)
-    nav_outputs = [ui.index, s.view, s.residual]
+               s.status, ui.playing, ui.timer, c.play, *compared]
+    c.start.click(functools.partial(decode, state, ui), c.settings | {cmp.second}, decoded, **queued)
+    nav_inputs, nav_outputs = {ui.run, ui.index, cmp.compared}, [ui.index, s.view, s.residual, cmp.view]
     # Next before any run decodes the prompt shown (in the engine's queue) and lands on round 1
-    c.next.click(functools.partial(move, ui, 1), {ui.run, ui.index}, nav_outputs, **NAV).then(
-        functools.partial(decode_first, state, ui), c.settings | {ui.run}, decoded, **queued)
-    c.prev.click(functools.partial(move, ui, -1), {ui.run, ui.index}, nav_outputs, **NAV)
+    c.next.click(functools.partial(move, ui, 1), nav_inputs, nav_outputs, **NAV).then(
+        functools.partial(decode_first, state, ui), c.settings | {ui.run, cmp.second}, decoded, **queued)
+    c.prev.click(functools.partial(move, ui, -1), nav_inputs, nav_outputs, **NAV)
     c.play.click(functools.partial(toggle, ui), {ui.run, ui.playing, c.speed}, [ui.playing, ui.timer, c.play], **NAV)
-    ui.timer.tick(functools.partial(tick, ui), {ui.run, ui.index}, [*nav_outputs, ui.playing, ui.timer, c.play],
-                  **NAV)
+    ui.timer.tick(functools.partial(tick, ui), nav_inputs, [*nav_outputs, ui.playing, ui.timer, c.play], **NAV)
     c.speed.change(lambda seconds: gr.Timer(value=float(seconds)), [c.speed], [ui.timer], **NAV)
-    for experiment, handler, extra in ((ui.sweep, sweep, set()), (ui.temps, temperatures, set()),
-                                       (ui.drafters, drafters, {ui.drafters.control}), (ui.verify, verify_costs, set())):
+    cmp.second.input(functools.partial(teach_compare.run_comparison, state.showcase, ui),
+                     {ui.run, ui.index, cmp.second}, compared, **queued)
+    for experiment, handler, extra in teach_experiments.handlers(ui):
         experiment.run.click(functools.partial(handler, state, ui), c.settings | extra,
                              [experiment.chart, experiment.table], **queued)
 
@@ -242,51 +212,14 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
 # -- handlers (each gets the tab's state, its components, and the inputs by component) -----------------------
 
 
-@dataclass(frozen=True)
-class Prepared:
-    settings: Settings
-    preset: object
-    pair: object
-    engine: SpeculativeEngine
-    ids: list[int]
-
-
-def prepare(state: TeachState, c: Controls, data: dict, *, drafter: str | None = None) -> tuple[Prepared, object]:
-    """Check the settings and load the pair: (Prepared, the pair's lock) or raise gr.Error."""
-    showcase = state.showcase
-    try:
-        settings = Settings.from_ui(preset=data[c.preset], drafter=drafter or data[c.drafter],
-                                    num_draft_tokens=data[c.k], temperature=data[c.temperature],
-                                    max_new_tokens=data[c.max_new], seed=data[c.seed])
-        chosen = showcase.config.get(settings.preset)
-    except (SettingsError, ValueError) as e:
-        raise gr.Error(str(e)) from None
-    text = data[c.prompt]
-    if not text or not text.strip():
-        raise gr.Error("Type a prompt first.")
-    try:
-        pair = showcase.cache.get(chosen)
-    except Exception as e:  # noqa: BLE001 - LoadError or anything a loader throws: a message, not a traceback
-        log.warning("teaching: %s", e)
-        raise gr.Error(str(e)) from None
-    if settings.drafter == MODEL and pair.draft is None:
-        raise gr.Error(f"Preset '{chosen.name}' has no draft model: choose prompt lookup.")
-    try:
-        ids = showcase.encode(pair, text, ())
-    except Exception as e:  # noqa: BLE001 - e.g. a tokenizer without a chat template
-        raise gr.Error(f"The prompt could not be encoded: {type(e).__name__}: {e}") from None
-    settings = settings.but(seed=0 if settings.seed is None else settings.seed)
-    prepared = Prepared(settings, chosen, pair, pair.engine(), ids)
-    return prepared, showcase.lock(chosen.name)
-
-
-def _show(ui: TeachTab, run, index) -> dict:
+def _show(ui: TeachTab, run, index, compared=None) -> dict:
     step = run.steps[index] if run is not None and run.steps else None
-    return {ui.step.view: render_step(run, index), ui.step.residual: teach_charts.residual_figure(step)}
+    return {ui.step.view: render_step(run, index), ui.step.residual: teach_charts.residual_figure(step),
+            ui.compare.view: render_compare(compared, index)}
 
 
 def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
-    p, lock = prepare(state, ui.controls, data)
+    p, lock = prepare(state.showcase, ui.controls, data)
     try:
         state.showcase.warm_up(p.engine, p.pair, p.ids)
         run = lesson.teaching_run(p.engine, p.pair.tokenizer, p.ids, p.settings.decode, prompt=data[ui.controls.prompt],
@@ -300,13 +233,14 @@ def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
             s.theory_tokens: teach_charts.theory_tokens_figure(run.measured),
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
             s.export: state.exports.write(run), s.status: note, ui.playing: False, ui.timer: gr.Timer(active=False),
-            ui.controls.play: gr.update(value="▶ Play")}
+            ui.controls.play: gr.update(value="▶ Play"),
+            **teach_compare.run_comparison(state.showcase, ui, {**data, ui.run: run, ui.index: 0})}
 
 
 def decode_first(state: TeachState, ui: TeachTab, data: dict) -> dict:
     """After Next: decode when nothing has been decoded yet (round 1 is then shown), else change nothing."""
     if data[ui.run] is not None:
-        return {}
+        return {ui.controls.play: gr.update()}  # a no-op: gradio reads an empty dict as one value, an error
     return decode(state, ui, data)
 
 
@@ -315,7 +249,7 @@ def move(ui: TeachTab, delta: int, data: dict) -> dict:
     if run is None or not run.steps:
         return {ui.index: index}
     index = max(0, min(len(run.steps) - 1, index + delta))
-    return {ui.index: index, **_show(ui, run, index)}
+    return {ui.index: index, **_show(ui, run, index, data[ui.compare.compared])}
 
 
 def toggle(ui: TeachTab, data: dict) -> dict:
@@ -328,48 +262,6 @@ def tick(ui: TeachTab, data: dict) -> dict:
     run, index = data[ui.run], data[ui.index]
     if run is None or index >= len(run.steps) - 1:
         return {ui.playing: False, ui.timer: gr.Timer(active=False), ui.controls.play: gr.update(value="▶ Play")}
-    return {ui.index: index + 1, **_show(ui, run, index + 1)}  # a late tick never resumes
+    return {ui.index: index + 1, **_show(ui, run, index + 1, data[ui.compare.compared])}  # a late tick never resumes
 
 
-def _stream_points(experiment: Experiment, points, figure):
-    """Redraw an experiment's chart and table as each of its points arrives."""
-    shown = []
-    for point in points:
-        shown.append(point)
-        yield {experiment.chart: figure(shown), experiment.table: render_points(shown)}
-
-
-def sweep(state: TeachState, ui: TeachTab, data: dict):
-    p, lock = prepare(state, ui.controls, data)
-    points = lesson.k_sweep(p.engine, p.ids, p.settings.decode, ks=SWEEP_KS, lock=lock)
-    yield from _stream_points(ui.sweep, points, teach_charts.k_sweep_figure)
-
-
-def temperatures(state: TeachState, ui: TeachTab, data: dict):
-    p, lock = prepare(state, ui.controls, data)
-    points = lesson.temperature_sweep(p.engine, p.ids, p.settings.decode, temperatures=TEMPERATURES, lock=lock)
-    yield from _stream_points(ui.temps, points, teach_charts.temperature_figure)
-
-
-def drafters(state: TeachState, ui: TeachTab, data: dict):
-    p, lock = prepare(state, ui.controls, data, drafter=LABELS[PROMPT_LOOKUP])
-    noise = float(data[ui.drafters.control])
-    choices = []
-    if p.pair.draft is not None:
-        key = (p.preset.name, round(noise, 3))
-        if key not in state.weak_drafts:
-            state.weak_drafts.clear()
-            state.weak_drafts[key] = lesson.weakened_draft(p.pair.draft, noise=noise, seed=p.settings.seed)
-        choices += [lesson.DrafterChoice(LABELS[MODEL], p.engine, MODEL),
-                    lesson.DrafterChoice(f"draft + noise {fmt(noise, 'g')}",
-                                         SpeculativeEngine(p.pair.target, state.weak_drafts[key]), MODEL)]
-    choices.append(lesson.DrafterChoice(LABELS[PROMPT_LOOKUP], p.engine, PROMPT_LOOKUP))
-    points = lesson.drafter_comparison(choices, p.ids, p.settings.decode, lock=lock)
-    yield from _stream_points(ui.drafters, points, teach_charts.drafter_figure)
-
-
-def verify_costs(state: TeachState, ui: TeachTab, data: dict):
-    p, lock = prepare(state, ui.controls, data)
-    with lock:  # one engine run at a time, like every other generation
-        curve = measure_verify_cost(p.pair.target, cache_length=len(p.ids), max_tokens=16, repeats=3).as_dict()
-    yield {ui.verify.chart: teach_charts.verify_cost_figure(curve), ui.verify.table: render_verify_cost(curve)}

@@ -2,8 +2,9 @@
 
 A small Blocks app mounts the Teach tab over a tiny random pair saved to a temporary folder (so this
 test does not wait for the bundled pair). It decodes a prompt, clicks through three rounds and checks
-that every number the step view shows is the engine's own for the same seed, then auto-plays, checks
-the theory charts and the export, and sends an HTML-injection prompt that must stay text.
+that every number the step view shows is the engine's own for the same seed, compares a second
+drafter on the same rounds, then auto-plays, checks the theory charts and the export, and sends an
+HTML-injection prompt that must stay text.
 Under CI=true a missing browser is a failure, not a skip.
 """
 
@@ -125,6 +126,22 @@ def test_three_rounds_show_the_engines_numbers(app, page):
 
     page.click("#step-prev")
     wait_round(page, 2)
+
+
+def test_a_second_drafter_drafts_from_the_same_context_and_steps_along(page):
+    """Choosing prompt lookup compares it on the run shown (round 2); Next moves both views to round 3, whose
+    primary side shows exactly the step view's drafts."""
+    page.click("#teach-second input")
+    page.locator("[role=option]", has_text="prompt lookup").first.click()
+    page.wait_for_selector("#compare-view .teach-compare[data-round='2']", timeout=120_000)
+    page.click("#step-next")
+    wait_round(page, 3)
+    page.wait_for_selector("#compare-view .teach-compare[data-round='3']", timeout=30_000)
+    tokens = page.evaluate("""sel => [...document.querySelectorAll(sel)].map(r => +r.dataset.token)""",
+                           "#compare-view .teach-side[data-side='primary'] tr.teach-draft")
+    assert tokens == [r["token"] for r in shown_rows(page)]
+    assert page.locator("#compare-view .teach-side[data-side='second'] .teach-head").inner_text() == "prompt lookup"
+    assert "whole run" in page.locator("#compare-view .teach-compare-tally").inner_text()
 
 
 def test_autoplay_advances_and_stops(page):

@@ -1,0 +1,110 @@
+"""The Teach tab's experiments, built and wired by `specui.ui.teaching`: a K sweep, a temperature sweep,
+weaker drafters and what verification costs. Each has a chart and a table on the left, its explanation,
+any extra control and its run button on the right (#NAME-chart, #NAME-table, #NAME-run), and a handler
+that redraws both as each point is measured. Every number comes from `specui.lesson`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from specui import lesson
+from specui.drafters import LABELS, MODEL, PROMPT_LOOKUP
+from specui.engine import SpeculativeEngine
+from specui.text import fmt
+from specui.ui import teach_charts
+from specui.ui.teach_prepare import prepare
+from specui.ui.teach_view import (DRAFTERS_HELP, SWEEP_HELP, SWEEP_KS, TEMP_HELP, TEMPERATURES, VERIFY_HELP,
+                                  render_points, render_verify_cost)
+from specui.verify_cost import measure_verify_cost
+
+
+@dataclass
+class Experiment:
+    chart: gr.Plot
+    table: gr.HTML
+    run: gr.Button
+    control: gr.components.Component | None = None
+
+
+def experiment(name: str, figure, help_text: str, label: str, *, extra=None) -> Experiment:
+    """One experiment: its chart and table on the left; the explanation, any extra control and the run
+    button on the right. Element ids: #NAME-chart, #NAME-table, #NAME-run."""
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3):
+            chart = gr.Plot(figure, elem_id=f"{name}-chart", show_label=False)
+            table = gr.HTML("", elem_id=f"{name}-table")
+        with gr.Column(scale=1, min_width=260):
+            gr.Markdown(help_text)
+            control = extra() if extra is not None else None
+            button = gr.Button(label, elem_id=f"{name}-run")
+    return Experiment(chart, table, button, control)
+
+
+def _noise_slider() -> gr.Slider:
+    return gr.Slider(0.0, 5.0, value=2.0, step=0.1, label="Noise on the weaker draft's weights",
+                     elem_id="drafters-noise")
+
+
+def build() -> dict[str, Experiment]:
+    """The four experiments, in the order the tab shows them (keys: sweep, temps, drafters, verify)."""
+    return {"sweep": experiment("sweep", teach_charts.k_sweep_figure(), SWEEP_HELP, "Run the K sweep (K = 1…8)"),
+            "temps": experiment("temp", teach_charts.temperature_figure(), TEMP_HELP, "Run the temperature sweep"),
+            "drafters": experiment("drafters", teach_charts.drafter_figure(), DRAFTERS_HELP, "Compare drafters",
+                                   extra=_noise_slider),
+            "verify": experiment("verify-cost", teach_charts.verify_cost_figure(), VERIFY_HELP,
+                                 "Time the verify forward (n = 1…16)")}
+
+
+def handlers(ui) -> tuple:
+    """(experiment, handler, extra inputs) per experiment of the tab `ui`."""
+    return ((ui.sweep, sweep, set()), (ui.temps, temperatures, set()),
+            (ui.drafters, drafters, {ui.drafters.control}), (ui.verify, verify_costs, set()))
+
+
+# -- handlers (each gets the tab's state, its components, and the inputs by component) -----------------------
+
+
+def _stream_points(experiment: Experiment, points, figure):
+    """Redraw an experiment's chart and table as each of its points arrives."""
+    shown = []
+    for point in points:
+        shown.append(point)
+        yield {experiment.chart: figure(shown), experiment.table: render_points(shown)}
+
+
+def sweep(state, ui, data: dict):
+    p, lock = prepare(state.showcase, ui.controls, data)
+    points = lesson.k_sweep(p.engine, p.ids, p.settings.decode, ks=SWEEP_KS, lock=lock)
+    yield from _stream_points(ui.sweep, points, teach_charts.k_sweep_figure)
+
+
+def temperatures(state, ui, data: dict):
+    p, lock = prepare(state.showcase, ui.controls, data)
+    points = lesson.temperature_sweep(p.engine, p.ids, p.settings.decode, temperatures=TEMPERATURES, lock=lock)
+    yield from _stream_points(ui.temps, points, teach_charts.temperature_figure)
+
+
+def drafters(state, ui, data: dict):
+    p, lock = prepare(state.showcase, ui.controls, data, drafter=LABELS[PROMPT_LOOKUP])
+    noise = float(data[ui.drafters.control])
+    choices = []
+    if p.pair.draft is not None:
+        key = (p.preset.name, round(noise, 3))
+        if key not in state.weak_drafts:
+            state.weak_drafts.clear()
+            state.weak_drafts[key] = lesson.weakened_draft(p.pair.draft, noise=noise, seed=p.settings.seed)
+        choices += [lesson.DrafterChoice(LABELS[MODEL], p.engine, MODEL),
+                    lesson.DrafterChoice(f"draft + noise {fmt(noise, 'g')}",
+                                         SpeculativeEngine(p.pair.target, state.weak_drafts[key]), MODEL)]
+    choices.append(lesson.DrafterChoice(LABELS[PROMPT_LOOKUP], p.engine, PROMPT_LOOKUP))
+    points = lesson.drafter_comparison(choices, p.ids, p.settings.decode, lock=lock)
+    yield from _stream_points(ui.drafters, points, teach_charts.drafter_figure)
+
+
+def verify_costs(state, ui, data: dict):
+    p, lock = prepare(state.showcase, ui.controls, data)
+    with lock:  # one engine run at a time, like every other generation
+        curve = measure_verify_cost(p.pair.target, cache_length=len(p.ids), max_tokens=16, repeats=3).as_dict()
+    yield {ui.verify.chart: teach_charts.verify_cost_figure(curve), ui.verify.table: render_verify_cost(curve)}

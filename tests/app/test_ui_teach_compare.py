@@ -1,0 +1,132 @@
+"""The Teach tab's second drafter without a server: the side-by-side view shows the comparison's own numbers
+and escapes model text, the handlers (Decode, the dropdown, Next) fill and step the view over a real tiny
+pair loaded from a models.yaml, and a drafter the preset lacks is explained, not run."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from specui import lesson_compare
+from specui.ui.teach_compare_view import render_compare
+from tests.helpers import make_model, noisy_copy, save_tiny_model
+
+PROMPT = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n"
+INJECTION = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture(scope="module")
+def tab(tmp_path_factory):
+    """The Teach tab built in a Blocks over a tiny pair (target + noisy draft) and its handlers' state."""
+    import gradio as gr
+
+    from specui.loading import PairCache
+    from specui.presets import load_config
+    from specui.ui.session import Showcase
+    from specui.ui.teaching import TeachState, teaching_tab
+
+    root = tmp_path_factory.mktemp("teach-compare-pair")
+    target = make_model("llama", layers=2, seed=0)
+    save_tiny_model(root / "target", "llama", layers=2, seed=0, model=target)
+    save_tiny_model(root / "draft", "llama", layers=2, seed=1, model=noisy_copy(target, noise=0.1, seed=1))
+    (root / "models.yaml").write_text(f"default: tiny\npresets:\n  tiny:\n    target: {root / 'target'}\n"
+                                      f"    draft: {root / 'draft'}\n    dtype: float32\n    device: cpu\n")
+    showcase = Showcase(load_config(root / "models.yaml"), PairCache())
+    with gr.Blocks() as demo:
+        ui = teaching_tab(showcase)
+    return demo, ui, TeachState(showcase)
+
+
+def _inputs(ui, *, second: str, temperature: float = 0.8) -> dict:
+    c = ui.controls
+    return {c.prompt: PROMPT, c.preset: "tiny", c.drafter: "draft model", c.k: 4, c.temperature: temperature,
+            c.max_new: 16, c.seed: 3, ui.compare.second: second}
+
+
+def test_the_tab_has_the_second_drafter_and_its_view(tab):
+    demo, _, _ = tab
+    ids = {c.get("props", {}).get("elem_id") for c in demo.config["components"]}
+    assert {"teach-second", "compare-view", "step-view", "sweep-run", "drafters-run", "verify-cost-run"} <= ids
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_decode_compares_and_next_steps_both(tab, temperature):
+    from specui.ui.teaching import decode, move
+
+    _, ui, state = tab
+    out = decode(state, ui, _inputs(ui, second="prompt lookup", temperature=temperature))
+    run, compared = out[ui.run], out[ui.compare.compared]
+    assert compared.primary == "model" and compared.second == "prompt_lookup" and compared.seed == run.spec.seed
+    assert compared.result.token_ids == run.spec.token_ids and len(compared.rounds) == len(run.steps)
+    assert 'data-round="1"' in out[ui.compare.view] and 'data-side="second"' in out[ui.compare.view]
+    assert out[ui.compare.second]["choices"] == ["none", "prompt lookup"]  # the preset's other drafters
+    moved = move(ui, 1, {ui.run: run, ui.index: 0, ui.compare.compared: compared})
+    html = moved[ui.compare.view]
+    r = compared.rounds[1]
+    assert 'data-round="2"' in html and f"({r.context_tokens} tokens)" in html
+    for which in ("primary", "second"):
+        step = getattr(r, which)
+        assert f'data-side="{which}" data-accepted="{step.num_accepted}" data-drafted="{len(step.drafts)}"' in html
+    for d in r.second.drafts:
+        assert f'data-token="{d.token_id}" data-q="{d.q!r}" data-p="{d.p!r}"' in html
+
+
+def test_the_dropdown_clears_and_explains(tab):
+    from specui.ui.teach_compare import run_comparison
+    from specui.ui.teaching import decode
+
+    _, ui, state = tab
+    run = decode(state, ui, _inputs(ui, second="none"))[ui.run]
+    data = {ui.run: run, ui.index: 2, ui.compare.second: "none"}
+    cleared = run_comparison(state.showcase, ui, data)
+    assert cleared[ui.compare.compared] is None and "teach-empty" in cleared[ui.compare.view]
+    for missing in ("EAGLE", "draft model"):  # not in this preset, or the primary itself
+        out = run_comparison(state.showcase, ui, {**data, ui.compare.second: missing})
+        assert out[ui.compare.compared] is None and out[ui.compare.second]["value"] == "none"
+        assert "cannot be compared here" in out[ui.compare.view] and "prompt lookup" in out[ui.compare.view]
+    out = run_comparison(state.showcase, ui, {**data, ui.compare.second: "prompt lookup"})
+    assert 'data-round="3"' in out[ui.compare.view]  # the round the step-through is on
+    nothing = run_comparison(state.showcase, ui, {**data, ui.run: None})
+    assert nothing[ui.compare.compared] is None
+
+
+def test_next_after_a_run_changes_nothing_and_says_so_as_gradio_reads_it(tab):
+    """decode_first returns a dict of components (an empty dict would be read as one value: an error)."""
+    from specui.ui.teaching import decode_first
+
+    _, ui, state = tab
+    out = decode_first(state, ui, {ui.run: object()})
+    assert out and set(out) == {ui.controls.play}
+
+
+def test_the_view_escapes_model_text_and_clamps_the_round(tab):
+    from specui.ui.teaching import decode
+
+    _, ui, state = tab
+    compared = decode(state, ui, _inputs(ui, second="prompt lookup"))[ui.compare.compared]
+    first = compared.rounds[0]
+    bad = replace(first.second, drafts=[replace(d, text=INJECTION) for d in first.primary.drafts],
+                  emitted=[replace(e, text=INJECTION) for e in first.second.emitted])
+    poisoned = replace(compared, rounds=(replace(first, second=bad), *compared.rounds[1:]))
+    html = render_compare(poisoned, 0)
+    assert "<img" not in html and "&lt;img" in html
+    last = render_compare(compared, 10_000)
+    assert f'data-round="{len(compared.rounds)}"' in last and "whole run" in last
+    assert "<img" not in render_compare(None, 0, note=INJECTION)
+
+
+def test_the_tallies_are_the_comparisons():
+    from specui import SpeculativeEngine
+    from tests.helpers import char_tokenizer
+
+    target = make_model("llama", layers=2, seed=0)
+    tokenizer = char_tokenizer()
+    compared = lesson_compare.compare(SpeculativeEngine(target, noisy_copy(target, noise=0.1, seed=1)), tokenizer,
+                                      tokenizer(PROMPT)["input_ids"], temperature=0.0, max_new_tokens=16, seed=1,
+                                      primary="model", second="prompt_lookup")
+    html = render_compare(compared, 1)
+    for which in ("primary", "second"):
+        t = compared.tally(which, upto=2)
+        assert f"{t.accepted} / {t.drafted}" in html and "rounds 1–2" in html
+    assert "Greedy: no draws" in html
