@@ -48,6 +48,11 @@ def _as_float(x):
     return float(x)
 
 
+def static_size(*, width: int, depth: int) -> int:
+    """Nodes of a full static token tree: width + width^2 + ... + width^depth."""
+    return sum(width ** d for d in range(1, depth + 1))
+
+
 @dataclass(frozen=True)
 class DecodeSettings:
     """How to decode: K, the sampling transform, the budget, the seed and the drafter.
@@ -118,8 +123,6 @@ class DecodeSettings:
                                     f"Drafter methods {', '.join(DRAFTER_METHODS)}; {d!r} lacks {', '.join(missing)}")
 
     def _check_tree(self, put) -> None:
-        from specui.drafters.tree import static_size
-
         width, nodes = _as_int(self.tree_width), _as_int(self.tree_nodes)
         if width is None or not 1 <= width <= MAX_TREE_WIDTH:
             raise SettingsError(f"tree_width must be an integer from 1 (no tree) to {MAX_TREE_WIDTH}, got {self.tree_width!r}")

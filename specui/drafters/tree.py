@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import torch
 
+from specui.settings import static_size  # noqa: F401 - re-exported: the tree's size, where trees live
+
 
 @dataclass(frozen=True)
 class DraftTree:
@@ -36,11 +38,6 @@ class DraftTree:
     @property
     def size(self) -> int:
         return len(self.parents)
-
-
-def static_size(*, width: int, depth: int) -> int:
-    """Nodes of a full static tree: width + width^2 + ... + width^depth."""
-    return sum(width ** d for d in range(1, depth + 1))
 
 
 def grow(expand: Callable, *, depth: int, width: int, nodes: int) -> tuple[DraftTree, list[int]]:
