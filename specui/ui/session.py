@@ -62,6 +62,7 @@ class Run:
     arena: dict = field(default_factory=dict)  # arena mode: contestant name -> its GenerationResult
     arena_views: dict = field(default_factory=dict)  # contestant name -> its token views
     contestant: str = ""  # arena mode: the one decoding now
+    skipped: tuple = ()  # arena mode: the drafters left out (token trees: those that cannot draft them)
     trees: dict = field(default_factory=dict)  # round index -> its `TreeRecord`: the speculative run's tree rounds
 
     @property
@@ -242,6 +243,7 @@ class Showcase:
         comes; the first is opened now, so bad settings raise ValueError before any work."""
         settings = run.settings
         if settings.arena:
+            run.skipped = arena.skipped(engine, settings.decode)
             return self._arena_streams(run, arena.streams(engine, ids, settings.decode, into=run.arena))
         first = engine.stream(ids, settings.decode.but(speculative=True), into=run.spec)
         return self._spec_then_plain(run, engine, ids, first)

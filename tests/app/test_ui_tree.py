@@ -157,3 +157,16 @@ def test_a_tree_request_fills_the_tree_view(showcase):
     for r in trees.values():
         assert len(r.texts) == len(r.nodes) and set(r.path) <= set(range(len(r.nodes)))
         assert all(r.nodes[i].verdict == "accepted" for i in r.path) and r.final_kind in ("resampled", "bonus")
+
+
+def test_an_arena_request_with_trees_skips_prompt_lookup_and_says_so(showcase):
+    from specui.ui import stats
+
+    frame, run = list(showcase.run("def main(argv):\n    ", Settings(max_new_tokens=8, arena=True, seed=0,
+                                                                          tree_width=2)))[-1]
+    assert frame.done and frame.error is None and list(run.arena) == ["plain", "model"]
+    assert run.skipped == ("prompt_lookup",) and run.arena["model"].token_ids == run.arena["plain"].token_ids
+    assert [row[0] for row in frame.table] == ["plain (target alone)", "draft model", "prompt lookup (skipped)"]
+    assert frame.table[-1][-1] == "skipped: cannot draft token trees" and set(frame.table[-1][1:-1]) == {"–"}
+    assert "prompt lookup: skipped, it cannot draft token trees" in frame.stats
+    assert len(frame.table[0]) == len(stats.ARENA_HEADERS)
