@@ -11,7 +11,8 @@ Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-temperat
 #teach-seed #step-start #step-prev #step-next #step-play #step-speed #step-status #step-view
 #step-residual #teach-theory-tokens #teach-theory-speedup #teach-measured #teach-export #sweep-run
 #sweep-chart #sweep-table #temp-run #temp-chart #temp-table #drafters-run #drafters-noise
-#drafters-chart #drafters-table #verify-cost-run #verify-cost-chart #verify-cost-table. Every model or user string is escaped before it becomes HTML.
+#drafters-chart #drafters-table #verify-cost-run #verify-cost-chart #verify-cost-table, and the tree stepper's
+(`specui.ui.teach_tree`). Every model or user string is escaped before it becomes HTML.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from specui import lesson
 from specui.drafters import LABELS, MODEL, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
 from specui.text import fmt
-from specui.ui import teach_charts
+from specui.ui import teach_charts, teach_tree
 from specui.verify_cost import measure_verify_cost
 from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError
 from specui.ui.teach_view import (DEFAULT_PROMPT, DRAFTERS_HELP, INTRO, STEP_HELP, SWEEP_HELP, SWEEP_KS, TEMP_HELP,
@@ -204,6 +205,8 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) 
         gr.Markdown(INTRO)
         controls = _controls(showcase.config)
         step = _step_view()
+        state = TeachState(showcase)
+        teach_tree.tree_panel(controls, prepare=functools.partial(prepare, state), concurrency_id=concurrency_id)
         gr.Markdown("## Experiments")
         ui = TeachTab(
             controls=controls, step=step,
@@ -214,7 +217,7 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) 
             verify=_experiment("verify-cost", teach_charts.verify_cost_figure(), VERIFY_HELP,
                                "Time the verify forward (n = 1…16)"),
             run=gr.State(None), index=gr.State(0), playing=gr.State(False), timer=gr.Timer(1.5, active=False))
-        _wire(ui, TeachState(showcase), concurrency_id)
+        _wire(ui, state, concurrency_id)
     return ui
 
 
