@@ -9,7 +9,8 @@ Element ids that tests and automation rely on: #prompt #send #stop #clear #chat 
 #chart-speed #chart-acceptance #chart-tokens-per-round #chart-position #preset #drafter
 #num-draft-tokens #adaptive-k #temperature #top-p #top-k #max-new-tokens #seed #show-rejected #race
 #replay, and arena mode's #arena (the checkbox), #arena-results, #arena-table and #chart-arena; token trees'
-#tree-width #tree-nodes and the tree view's (`specui.ui.chat_tree`). The API endpoint `/generate` answers one request as a dict (for `gradio_client`).
+#tree-width #tree-nodes and the tree view's (`specui.ui.chat_tree`). The API endpoint `/generate` answers one
+request as a dict (for `gradio_client`).
 
 One generation runs at a time (a shared concurrency group, plus a lock per model pair inside
 `Showcase`), so visitors queue instead of interleaving on a two-core CPU.

@@ -73,8 +73,8 @@ def tree_panel(controls, *, prepare, concurrency_id: str = "engine") -> TreePane
     panel = _layout()
     queued = {"concurrency_id": concurrency_id, "concurrency_limit": 1, "api_visibility": "private"}
     decoded = [panel.trees, panel.pick, panel.status, *panel.shown]
-    panel.start.click(functools.partial(decode, panel, controls, prepare), controls.settings | {panel.width, panel.nodes},
-                      decoded, **queued)
+    inputs = controls.settings | {panel.width, panel.nodes}
+    panel.start.click(functools.partial(decode, panel, controls, prepare), inputs, decoded, **queued)
     panel.pick.input(functools.partial(pick, panel), {panel.trees, panel.pick}, panel.shown, **NAV)
     for button, delta in ((panel.prev, -1), (panel.next, 1)):
         button.click(functools.partial(move, panel, delta), {panel.trees, panel.pick, panel.step}, panel.shown, **NAV)

@@ -41,8 +41,8 @@ def _where(record: TreeRecord, node: int) -> str:
 def _try(record: TreeRecord, step: TreeStep) -> str:
     n = record.nodes[step.node]
     ok = n.verdict == "accepted"
-    head = (f"At {_where(record, step.parent)}, try child {step.sibling}: node {step.node} {_tok(record.texts[step.node])}"
-            f" (id {n.token_id}).")
+    head = (f"At {_where(record, step.parent)}, try child {step.sibling}: node {step.node} "
+            f"{_tok(record.texts[step.node])} (id {n.token_id}).")
     numbers = f"p(x) = {fmt_prob(n.target_prob)}, q(x) = {fmt_prob(n.draft_prob)} at its parent."
     if record.greedy:
         rule = ("It is the target's top token here: accepted." if ok
@@ -75,8 +75,8 @@ def _end(record: TreeRecord, step: TreeStep) -> str:
         return "<p>An end-of-text token on the accepted path ended the generation: the round adds nothing more.</p>"
     token = f"{_tok(record.final_text)} (id {record.final_id}; the target's p there = {fmt_prob(record.final_p)})"
     if record.final_kind == "resampled":
-        how = ("the target's top token" if record.greedy
-               else "a draw from what is left of p" if not record.sampled else "a draw from the residual norm(max(0, p − q))")
+        how = ("the target's top token" if record.greedy else "a draw from what is left of p" if not record.sampled
+               else "a draw from the residual norm(max(0, p − q))")
         text = f"Every child of {_where(record, step.parent)} was rejected: the round ends with {how}: {token}."
         if record.residual:
             top = ", ".join(f"{_tok(t)} {fmt_prob(p)}" for _, t, p in record.residual[:5])

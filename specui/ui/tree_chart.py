@@ -109,7 +109,8 @@ def tree_figure(record: TreeRecord | None = None, *, step: TreeStep | None = Non
                            font={"size": 13, "color": PLAIN_COLOUR})
         return layout(fig, title=title or "Token tree", x="depth", y="", height=320)
     xy = positions(record)
-    judged = set(step.tried) if step is not None else {i for i, n in enumerate(record.nodes) if n.verdict != "unvisited"}
+    judged = (set(step.tried) if step is not None
+              else {i for i, n in enumerate(record.nodes) if n.verdict != "unvisited"})
     path = list(step.path) if step is not None else list(record.path)
     show_final = record.final_id is not None and (step is None or step.kind == END)
     xs, ys = _edges(xy, [(i, n.parent) for i, n in enumerate(record.nodes)])
@@ -119,10 +120,10 @@ def tree_figure(record: TreeRecord | None = None, *, step: TreeStep | None = Non
     xs, ys = _edges(xy, chain)
     fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="accepted path", line={"color": BEST_COLOUR, "width": 4},
                              hoverinfo="skip"))
+    root = (f"the root: the round's first token “{plain_label(record.root_text, limit=None)}”<br>(the context's "
+            "last; the target scores every node after it in one forward)")
     fig.add_trace(go.Scatter(x=[0], y=[xy[-1][1]], mode="markers+text", name="root (cur)",
-                             text=[plain_label(record.root_text)], textposition="middle left",
-                             hovertext=[f"the root: the round's first token “{plain_label(record.root_text, limit=None)}”"
-                                        "<br>(the context's last; the target scores every node after it in one forward)"],
+                             text=[plain_label(record.root_text)], textposition="middle left", hovertext=[root],
                              hoverinfo="text", marker={"size": 16, "symbol": "square", "color": "#374151"}))
     for verdict, name in (("accepted", "accepted"), ("rejected", "rejected"), ("unvisited", "never judged")):
         members = [i for i, n in enumerate(record.nodes) if (n.verdict if i in judged else "unvisited") == verdict]

@@ -10,7 +10,7 @@ import pytest
 
 from specui.tree_steps import tree_steps
 from specui.ui.teach_tree_view import render_tree_step
-from tests.app.test_ui_tree import INJECTION, record
+from tests.app.test_ui_tree import record
 
 
 def test_each_step_in_words():
