@@ -187,7 +187,6 @@ def _controls(config) -> Controls:
         k=gr.Slider(1, MAX_DRAFT_TOKENS, value=default.num_draft_tokens, step=1, label="K (draft tokens per round)",
                     elem_id="num-draft-tokens"),
         adaptive=gr.Checkbox(False, label="Adaptive K", elem_id="adaptive-k"),
-        tree_width=chat_tree.width_slider(), tree_nodes=chat_tree.nodes_slider(),
         temperature=gr.Slider(0.0, 2.0, value=0.0, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature"),
         top_p=gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p", elem_id="top-p"),
         top_k=gr.Number(0, label="Top-k (0 = off)", precision=0, minimum=0, elem_id="top-k"),
@@ -195,7 +194,9 @@ def _controls(config) -> Controls:
         seed=gr.Number(0, label="Seed (-1 = random)", precision=0, elem_id="seed"),
         compare=gr.Checkbox(False, label="Compare with plain decoding", elem_id="compare"),
         arena=gr.Checkbox(False, label="Arena: plain decoding, then every drafter of the preset", elem_id="arena"),
-        show_rejected=gr.Checkbox(False, label="Show rejected drafts (struck through)", elem_id="show-rejected"))
+        show_rejected=gr.Checkbox(False, label="Show rejected drafts (struck through)", elem_id="show-rejected"),
+        # last, so the /chat event's positional inputs keep their order (a client that omits them gets no tree)
+        tree_width=chat_tree.width_slider(), tree_nodes=chat_tree.nodes_slider())
 
 
 def _results() -> Results:
