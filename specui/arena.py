@@ -4,7 +4,9 @@ The contestants run one after another, never overlapping, with the same settings
 (plain decoding first; a seed it drew is reused by every drafter), so their timings are comparable and,
 in greedy mode, their outputs must be identical token for token.
 
-    contestants(engine)        "plain", then `engine.drafters` in display order
+    contestants(engine, settings)   "plain", then `engine.drafters` in display order: with token trees
+                               (tree_width > 1) only the drafters that draft trees (`can_draft`); the
+                               rest are `skipped`, never run as chains: a table says so, not a number
     streams(engine, prompt, settings, into=...)   one engine stream per contestant, each opened only
                                when the one before it is finished (for a UI that draws every round)
     summarise(results, greedy=...)   pure: the per-contestant figures (`specui.runstats`), the identity
@@ -28,10 +30,11 @@ from dataclasses import dataclass
 from specui import runstats
 from specui.drafters.registry import LABELS
 from specui.events import GenerationResult, Kind
-from specui.settings import DecodeSettings
+from specui.settings import TREE_DRAFTERS, DecodeSettings
 
 PLAIN = "plain"  # the contestant without a drafter: the target alone
 PLAIN_LABEL = "plain (target alone)"
+SKIP_REASON = "cannot draft token trees (no distributions to rank children by)"  # why `skipped` drafters sat out
 
 
 def label(name: str) -> str:
@@ -39,9 +42,22 @@ def label(name: str) -> str:
     return PLAIN_LABEL if name == PLAIN else LABELS.get(name, name)
 
 
-def contestants(engine) -> tuple[str, ...]:
-    """Plain decoding, then every drafter the engine can draft with, in display order."""
-    return (PLAIN, *engine.drafters)
+def can_draft(name: str, settings: DecodeSettings) -> bool:
+    """Whether contestant `name` can decode with `settings`: plain always; with token trees only the drafters
+    that draft trees (prompt lookup and early exit give no distributions to rank children by)."""
+    return name == PLAIN or settings.tree_width == 1 or name in TREE_DRAFTERS
+
+
+def contestants(engine, settings: DecodeSettings | None = None) -> tuple[str, ...]:
+    """Plain decoding, then every drafter the engine can draft with (with `settings`: that can decode with
+    them, see `can_draft`), in display order."""
+    names = (PLAIN, *engine.drafters)
+    return names if settings is None else tuple(name for name in names if can_draft(name, settings))
+
+
+def skipped(engine, settings: DecodeSettings) -> tuple[str, ...]:
+    """The engine's drafters an arena with `settings` leaves out (token trees: those that cannot draft them)."""
+    return tuple(name for name in engine.drafters if not can_draft(name, settings))
 
 
 def arm_settings(settings: DecodeSettings, name: str, *, seed: int | None) -> DecodeSettings:
@@ -59,7 +75,7 @@ def streams(engine, prompt: Sequence[int], settings: DecodeSettings, *,
     before any work. The next stream opens only when the caller asks for it: finish (or close) each
     stream first, and no two runs ever overlap. names: a subset of `contestants(engine)` (plain first).
     """
-    names = tuple(names) if names is not None else contestants(engine)
+    names = tuple(names) if names is not None else contestants(engine, settings)
     if not names or names[0] != PLAIN:
         raise ValueError(f"the arena starts with {PLAIN!r}; got {names!r}")
     into[PLAIN] = GenerationResult()
@@ -121,6 +137,7 @@ class Arena:
     standings: tuple[Standing, ...]
     credits: tuple[Credit, ...]  # one per token of plain decoding's output
     greedy: bool
+    skipped: tuple[str, ...] = ()  # drafters left out because they cannot decode with the settings (SKIP_REASON)
 
     @property
     def identical(self) -> bool | None:
@@ -132,9 +149,9 @@ class Arena:
         return next(s for s in self.standings if s.name == name)
 
 
-def summarise(results: Mapping[str, GenerationResult], *, greedy: bool) -> Arena:
+def summarise(results: Mapping[str, GenerationResult], *, greedy: bool, skipped: Sequence[str] = ()) -> Arena:
     """The figures, the identity check and the provenance of each token, from the contestants' results
-    (`results[PLAIN]` first; a result may be partial while the arena runs)."""
+    (`results[PLAIN]` first; a result may be partial while the arena runs); `skipped`: the drafters left out."""
     plain = results[PLAIN]
     plain_stats = runstats.run_stats(plain) if plain.rounds else None
     standings = []
@@ -146,7 +163,8 @@ def summarise(results: Mapping[str, GenerationResult], *, greedy: bool) -> Arena
         same = result.token_ids == plain.token_ids if greedy and finished and plain.stop_reason else None
         standings.append(Standing(name=name, label=label(name), result=result, stats=stats,
                                   speedup=runstats.speedup(stats, plain_stats), finished=finished, identical=same))
-    return Arena(names=tuple(results), standings=tuple(standings), credits=tuple(credits(results)), greedy=greedy)
+    return Arena(names=tuple(results), standings=tuple(standings), credits=tuple(credits(results)), greedy=greedy,
+                 skipped=tuple(skipped))
 
 
 def credits(results: Mapping[str, GenerationResult]) -> list[Credit]:
@@ -165,8 +183,11 @@ def credits(results: Mapping[str, GenerationResult]) -> list[Credit]:
 def run(engine, prompt: Sequence[int], settings: DecodeSettings | None = None, *, names: Sequence[str] | None = None,
         stop=None, warm: bool = True) -> Arena:
     """Decode `prompt` with each contestant in turn and summarise. `stop` (e.g. a threading.Event) ends
-    the arena at the next round; the contestants not yet run are left out."""
+    the arena at the next round; the contestants not yet run are left out. Without `names`, the drafters
+    that cannot decode with `settings` (token trees) are left out and named in `Arena.skipped`."""
     settings = settings or DecodeSettings()
+    left_out = skipped(engine, settings) if names is None else ()
+    names = tuple(names) if names is not None else contestants(engine, settings)
     if warm:
         warm_up(engine, prompt, names=names)
     results: dict[str, GenerationResult] = {}
@@ -177,4 +198,4 @@ def run(engine, prompt: Sequence[int], settings: DecodeSettings | None = None, *
                     break
         if stop is not None and stop.is_set():
             break
-    return summarise(results, greedy=settings.greedy)
+    return summarise(results, greedy=settings.greedy, skipped=left_out)

@@ -126,6 +126,8 @@ class Round:
     speculative: bool = True
     tree: tuple[TreeNode, ...] | None = None  # tree rounds only: every drafted node
     tree_path: tuple[int, ...] | None = None  # tree rounds only: the accepted nodes' indices
+    tree_sampled: bool = False  # tree rounds: children drawn i.i.d. from q (p <- norm(max(0, p - q)) on a
+    # rejection); False: chosen deterministically (the rejected token leaves p, which is renormalised)
 
     @property
     def num_drafted(self) -> int:

@@ -76,7 +76,7 @@ def tree_round(engine, *, target: CachedLM, drafter, context: list[int], k: int,
                  token_target_probs=[p_nodes[i] for i in path] + [p_next],
                  token_draft_probs=[q_nodes[i] if draft_probs is not None else None for i in path] + [None],
                  residual_top=residual_top, num_draft_tokens=k, draft_s=draft_s, verify_s=verify_s, elapsed_s=0.0,
-                 tree=nodes_out, tree_path=tuple(path))
+                 tree=nodes_out, tree_path=tuple(path), tree_sampled=bool(tree.sampled))
 
 
 def _check(tree, engine, drafter) -> tuple[torch.Tensor, list[int]]:

@@ -14,11 +14,11 @@ from specui.bench.report import format_table
 from specui.bench.run import (DEFAULT_PROMPTS, PROMPT_TOKENS, TIMING_SAMPLES, Methods, Plan,
                               constant_assistant_schedule, measure_costs, run_prompts, summarise)
 from specui import chat_prompts, corpus
-from specui.arena import PLAIN
+from specui.arena import PLAIN, SKIP_REASON, can_draft
 from specui.drafters import DRAFTER_NAMES, HEADS, MODEL
 from specui.loading import load_pair
 from specui.presets import load_config
-from specui.settings import DecodeSettings
+from specui.settings import DecodeSettings, SettingsError
 
 ALL = "all"  # --drafter all: plain decoding and every drafter of the preset
 
@@ -141,10 +141,15 @@ def main(argv=None) -> dict:
         torch.set_num_threads(args.threads)
     drafter = args.drafter or preset.drafter
     names = drafters_to_run(pair, preset.name, drafter)
-    decode = DecodeSettings(max_new_tokens=args.max_new_tokens,
-                            num_draft_tokens=args.num_draft_tokens or preset.num_draft_tokens,
-                            temperature=args.temperature, drafter=None if names else drafter, seed=args.seed,
-                            ignore_eos=True, tree_width=args.tree_width, tree_nodes=args.tree_nodes)
+    try:
+        decode = DecodeSettings(max_new_tokens=args.max_new_tokens,
+                                num_draft_tokens=args.num_draft_tokens or preset.num_draft_tokens,
+                                temperature=args.temperature, drafter=None if names else drafter, seed=args.seed,
+                                ignore_eos=True, tree_width=args.tree_width, tree_nodes=args.tree_nodes)
+    except SettingsError as e:
+        raise SystemExit(f"python -m specui.bench: error: {e}") from None
+    skipped = tuple(name for name in names if not can_draft(name, decode))  # token trees: never run as chains
+    names = tuple(name for name in names if name not in skipped)
     plan = Plan(decode=decode, repeats=args.repeats, warmup=args.warmup)
     chat = preset.chat_template
     prompts = (tokenize_prompts(texts, pair.tokenizer, chat=chat) if texts
@@ -168,6 +173,7 @@ def main(argv=None) -> dict:
               "num_prompts": len(prompts), "prompts": args.prompts or ("held-out chat and code prompts (specui.chat_prompts)" if chat
                                           else "built-in held-out stdlib test code"),
               **environment(methods.device), **figures,
+              **({"skipped": {name: SKIP_REASON for name in skipped}} if names else {}),
               "command": "python -m specui.bench " + " ".join(argv if argv is not None else sys.argv[1:])}
     print(format_table(report))
     if args.json:

@@ -4,6 +4,7 @@ functions of the report dict; no models, no timing."""
 
 from __future__ import annotations
 
+from specui.arena import label
 from specui.text import fmt
 
 LABELS = {
@@ -80,6 +81,9 @@ def format_drafter_table(r: dict) -> str:
     """`--drafter all`: one line per drafter (plain first), then tokens/s per prompt and drafter."""
     k, drafters = r["num_draft_tokens"], r["drafters"]
     mode = "greedy" if r["temperature"] == 0 else f"temperature {fmt(r['temperature'], 'g')}"
+    if r.get("tree_width", 1) > 1:
+        mode += f", token trees of width {r['tree_width']} " + (f"({r['tree_nodes']} nodes)" if r.get("tree_nodes")
+                                                                 else "(static)")
     lines = [
         (f"specui bench: preset {r['preset']}, drafters side by side ({', '.join(drafters)}), K={k}, {mode}, "
          f"{r['max_new_tokens']} new tokens (EOS ignored), {r['num_prompts']} prompts x {r['repeats']} repeats"),
@@ -99,6 +103,8 @@ def format_drafter_table(r: dict) -> str:
         ("c: median seconds per drafted token / median seconds of one plain-decoding forward (the timed runs); "
          "theory: Leviathan et al. Thm 3.8 at the fitted per-token alpha, K and c"),
         f"greedy outputs of every drafter identical to plain decoding: {_yes_no(r['identical_to_plain'])}",
+        *[f"skipped: {label(name)}: it {reason} (tree width {r.get('tree_width')}); not run as a chain either"
+          for name, reason in r.get("skipped", {}).items()],
         "",
         f"{'prompt':>6}{'tokens':>8}" + "".join(f"{name:>16}" for name in drafters) + "  (tokens/s)",
     ]

@@ -27,7 +27,7 @@ def outcome(run) -> arena.Arena | None:
     """The arena so far (None before plain decoding starts)."""
     if arena.PLAIN not in run.arena:
         return None
-    return arena.summarise(run.arena, greedy=run.settings.greedy)
+    return arena.summarise(run.arena, greedy=run.settings.greedy, skipped=run.skipped)
 
 
 def _title(name: str, standing: arena.Standing | None) -> str:
@@ -53,7 +53,8 @@ def _status(run, *, final: bool) -> str:
     if run.phase == "stopped":
         return "Stopped."
     if final:
-        return f"Arena: {len(run.arena)} runs, one after another, the same prompt, settings and seed."
+        left_out = "".join(f" {arena.label(name)}: skipped, it {arena.SKIP_REASON}." for name in run.skipped)
+        return f"Arena: {len(run.arena)} runs, one after another, the same prompt, settings and seed.{left_out}"
     return f"Arena: decoding with {arena.label(run.contestant)}…" if run.contestant else "Arena…"
 
 

@@ -8,7 +8,9 @@ The stylesheet is style.css, passed at `launch`.
 Element ids that tests and automation rely on: #prompt #send #stop #clear #chat #compare #stats
 #chart-speed #chart-acceptance #chart-tokens-per-round #chart-position #preset #drafter
 #num-draft-tokens #adaptive-k #temperature #top-p #top-k #max-new-tokens #seed #show-rejected #race
-#replay, and arena mode's #arena (the checkbox), #arena-results, #arena-table and #chart-arena. The API endpoint `/generate` answers one request as a dict (for `gradio_client`).
+#replay, and arena mode's #arena (the checkbox), #arena-results, #arena-table and #chart-arena; token trees'
+#tree-width #tree-nodes and the tree view's (`specui.ui.chat_tree`). The API endpoint `/generate` answers one
+request as a dict (for `gradio_client`).
 
 One generation runs at a time (a shared concurrency group, plus a lock per model pair inside
 `Showcase`), so visitors queue instead of interleaving on a two-core CPU.
@@ -28,7 +30,7 @@ from specui.drafters import LABELS
 from specui.loading import PairCache, pick_device
 from specui.settings import MAX_DRAFT_TOKENS
 from specui.spaces import hardware_note
-from specui.ui import charts, render, stats
+from specui.ui import charts, chat_tree, render, stats
 from specui.ui.api import generate_endpoint
 from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError
 from specui.ui.session import Showcase, decode
@@ -116,18 +118,21 @@ class Controls:
     compare: gr.Checkbox
     arena: gr.Checkbox
     show_rejected: gr.Checkbox
+    tree_width: gr.Slider
+    tree_nodes: gr.Slider
 
     def settings(self, data: dict) -> Settings:
         """The request's settings, read by component (raises SettingsError)."""
         return Settings.from_ui(preset=data[self.preset], drafter=data[self.drafter], num_draft_tokens=data[self.k],
                                 adaptive=data[self.adaptive], temperature=data[self.temperature],
                                 top_p=data[self.top_p], top_k=data[self.top_k], max_new_tokens=data[self.max_new],
-                                seed=data[self.seed], compare=data[self.compare], arena=data[self.arena])
+                                seed=data[self.seed], compare=data[self.compare], arena=data[self.arena],
+                                tree_width=data[self.tree_width], tree_nodes=data[self.tree_nodes])
 
     @property
     def inputs(self) -> set:
         return {self.preset, self.drafter, self.k, self.adaptive, self.temperature, self.top_p, self.top_k,
-                self.max_new, self.seed, self.compare, self.arena}
+                self.max_new, self.seed, self.compare, self.arena, self.tree_width, self.tree_nodes}
 
 
 @dataclass
@@ -148,13 +153,14 @@ class ChatTab:
     messages: gr.State  # the chat as shown (HTML), which the chatbot displays
     turns: gr.State  # the conversation as plain text, for chat templates
     race_html: gr.State  # the last race replay, for the Replay button
+    tree: chat_tree.TreeView  # the last run's token trees
 
     @property
     def outputs(self) -> list:
         """Everything a chat request may change; the chatbot first (the /chat API's first output)."""
         r = self.results
         return [self.panel.chat, self.messages, self.turns, r.stats, *r.plots.values(), r.race, self.race_html,
-                r.replay, r.arena_table]
+                r.replay, r.arena_table, *self.tree.outputs]
 
 
 def _chat_panel() -> ChatPanel:
@@ -188,7 +194,9 @@ def _controls(config) -> Controls:
         seed=gr.Number(0, label="Seed (-1 = random)", precision=0, elem_id="seed"),
         compare=gr.Checkbox(False, label="Compare with plain decoding", elem_id="compare"),
         arena=gr.Checkbox(False, label="Arena: plain decoding, then every drafter of the preset", elem_id="arena"),
-        show_rejected=gr.Checkbox(False, label="Show rejected drafts (struck through)", elem_id="show-rejected"))
+        show_rejected=gr.Checkbox(False, label="Show rejected drafts (struck through)", elem_id="show-rejected"),
+        # last, so the /chat event's positional inputs keep their order (a client that omits them gets no tree)
+        tree_width=chat_tree.width_slider(), tree_nodes=chat_tree.nodes_slider())
 
 
 def _results() -> Results:
@@ -216,7 +224,8 @@ def chat_tab(config) -> ChatTab:
             with gr.Column(scale=1, min_width=280):
                 controls = _controls(config)
         results = _results()
-        return ChatTab(panel, controls, results, messages=gr.State([]), turns=gr.State([]), race_html=gr.State(""))
+        return ChatTab(panel, controls, results, messages=gr.State([]), turns=gr.State([]), race_html=gr.State(""),
+                       tree=chat_tree.tree_view())
 
 
 def build(config, *, cache: PairCache | None = None, preload: bool = True,
@@ -260,6 +269,7 @@ def _wire(ui: ChatTab, app: App) -> None:
     c.arena.change(lambda on: gr.update(visible=on), [c.arena], [r.arena], **QUIET)
     c.show_rejected.change(lambda on: gr.update(elem_classes=["show-rejected"] if on else []), [c.show_rejected],
                            [p.chat], **QUIET)
+    chat_tree.wire(ui.tree)
 
 
 # -- handlers ------------------------------------------------------------------------------------------
@@ -315,14 +325,14 @@ def respond(app: App, ui: ChatTab, data: dict, request: gr.Request | None = None
     if run is not None and run.error is None:
         history = [*history, {"role": "user", "content": text}, {"role": "assistant", "content": run.reply_text}]
         # the final charts (and table) again: a streaming client may have skipped the frame that carried them
-        yield page(shown[-1]["content"], figures)
+        yield page(shown[-1]["content"], {**figures, **chat_tree.after_run(ui.tree, run.trees)})
 
 
 def clear(ui: ChatTab) -> dict:
     r, empty = ui.results, {**charts.all_figures(), "chart-arena": charts.arena_figure()}
     return {ui.panel.chat: [], ui.messages: [], ui.turns: [], r.stats: stats.stats_html(None), r.race: "",
             ui.race_html: "", r.replay: gr.update(visible=False), r.arena_table: [],
-            **{plot: empty[elem_id] for elem_id, plot in r.plots.items()}}
+            **{plot: empty[elem_id] for elem_id, plot in r.plots.items()}, **chat_tree.cleared(ui.tree)}
 
 
 def replay(ui: ChatTab, html_now: str):

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, MODEL, name_of
-from specui.settings import MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_SEED, MAX_TEMPERATURE, DecodeSettings, SettingsError
+from specui.settings import (MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_SEED, MAX_TEMPERATURE, MAX_TREE_NODES,
+                             MAX_TREE_WIDTH, DecodeSettings, SettingsError)
 
 DRAFTER_CHOICES = {label: name for name, label in LABELS.items()}  # what the radio shows -> drafter name
 
@@ -49,6 +50,8 @@ class Settings(DecodeSettings):
                    top_k=_integer(values, "top_k", 0, 1_000_000, blank=0),
                    max_new_tokens=_integer(values, "max_new_tokens", 1, MAX_NEW_TOKENS),
                    seed=None if seed == -1 else seed, compare=bool(values.get("compare")),
+                   tree_width=_integer(values, "tree_width", 1, MAX_TREE_WIDTH, blank=1),
+                   tree_nodes=_integer(values, "tree_nodes", 0, MAX_TREE_NODES, blank=0),
                    arena=bool(values.get("arena")))
 
 

@@ -25,6 +25,7 @@ from specui.events import GenerationResult, Kind
 from specui.loading import LoadError
 from specui.spaces import gpu
 from specui.text import TokenText, fmt
+from specui.tree_steps import tree_record
 from specui.ui import arena_view, charts, render, stats
 from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError  # noqa: F401 - the request's types
 
@@ -61,6 +62,8 @@ class Run:
     arena: dict = field(default_factory=dict)  # arena mode: contestant name -> its GenerationResult
     arena_views: dict = field(default_factory=dict)  # contestant name -> its token views
     contestant: str = ""  # arena mode: the one decoding now
+    skipped: tuple = ()  # arena mode: the drafters left out (token trees: those that cannot draft them)
+    trees: dict = field(default_factory=dict)  # round index -> its `TreeRecord`: the speculative run's tree rounds
 
     @property
     def reply_text(self) -> str:
@@ -240,6 +243,7 @@ class Showcase:
         comes; the first is opened now, so bad settings raise ValueError before any work."""
         settings = run.settings
         if settings.arena:
+            run.skipped = arena.skipped(engine, settings.decode)
             return self._arena_streams(run, arena.streams(engine, ids, settings.decode, into=run.arena))
         first = engine.stream(ids, settings.decode.but(speculative=True), into=run.spec)
         return self._spec_then_plain(run, engine, ids, first)
@@ -284,6 +288,9 @@ class Showcase:
                     break
                 clock = (result.prefill_s if clock is None else clock) + rnd.draft_s + rnd.verify_s
                 views.extend(render.round_views(rnd, decoder.push, decoder.peek, time_s=clock))
+                if rnd.tree is not None and result is run.spec:  # a tree round: its tree, with texts, for the tree view
+                    run.trees[rnd.index] = tree_record(rnd, tokenizer=pair.tokenizer, greedy=run.settings.greedy,
+                                                       context_ids=ids + result.token_ids[: -len(rnd.token_ids)])
                 if chart_due():
                     text_due(force=True)
                     yield self.frame(run, figures=True), run

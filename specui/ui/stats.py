@@ -1,10 +1,11 @@
 """The stats line under the chat: HTML from `specui.runstats.RunStats` (the numbers live there), and the
-arena's table (rows of text from a `specui.arena.Arena`)."""
+arena's table (rows of text from a `specui.arena.Arena`; a drafter the arena skipped gets a row that says so)."""
 
 from __future__ import annotations
 
 import html
 
+from specui.arena import label
 from specui.runstats import RunStats, speedup
 from specui.text import fmt
 
@@ -58,4 +59,6 @@ def arena_rows(arena) -> list[list[str]]:
         same = "reference" if s.name == "plain" else {True: "yes", False: "NO"}.get(s.identical, "–")
         rows.append([s.label, fmt(s.stats.acceptance_rate, ".3f"), fmt(s.stats.mean_accepted_length, ".2f"),
                      fmt(s.stats.cost_ratio, ".3f"), fmt(s.stats.tokens_per_s, ".1f"), fmt(s.speedup, ".2f×"), same])
+    for name in arena.skipped if arena is not None else ():  # never run as chains: no numbers, the reason instead
+        rows.append([f"{label(name)} (skipped)", *["–"] * (len(ARENA_HEADERS) - 2), "skipped: cannot draft token trees"])
     return rows

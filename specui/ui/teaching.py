@@ -12,9 +12,9 @@ Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-temperat
 #teach-seed #step-start #step-prev #step-next #step-play #step-speed #step-status #step-view
 #step-residual #teach-theory-tokens #teach-theory-speedup #teach-measured #teach-export #sweep-run
 #sweep-chart #sweep-table #temp-run #temp-chart #temp-table #drafters-run #drafters-noise
-#drafters-chart #drafters-table #verify-cost-run #verify-cost-chart #verify-cost-table, and for a second
-drafter judged on the same rounds (`specui.ui.teach_compare`) #teach-second #compare-view. Every model or
-user string is escaped before it becomes HTML.
+#drafters-chart #drafters-table #verify-cost-run #verify-cost-chart #verify-cost-table, for a second
+drafter judged on the same rounds (`specui.ui.teach_compare`) #teach-second #compare-view, and the tree
+stepper's (`specui.ui.teach_tree`). Every model or user string is escaped before it becomes HTML.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import gradio as gr
 
 from specui import lesson
 from specui.drafters import LABELS
-from specui.ui import teach_charts, teach_compare, teach_experiments
+from specui.ui import teach_charts, teach_compare, teach_experiments, teach_tree
 from specui.ui.request import DRAFTER_CHOICES
 from specui.ui.teach_compare_view import render_compare
 from specui.ui.teach_experiments import Experiment
@@ -180,10 +180,12 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) 
         gr.Markdown(INTRO)
         controls = _controls(showcase.config)
         step, compare = _step_view()
+        state = TeachState(showcase)
+        teach_tree.tree_panel(controls, prepare=functools.partial(prepare, showcase), concurrency_id=concurrency_id)
         gr.Markdown("## Experiments")
         ui = TeachTab(controls=controls, step=step, **teach_experiments.build(), compare=compare,
                       run=gr.State(None), index=gr.State(0), playing=gr.State(False), timer=gr.Timer(1.5, active=False))
-        _wire(ui, TeachState(showcase), concurrency_id)
+        _wire(ui, state, concurrency_id)
     return ui
 
 

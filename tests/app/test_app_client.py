@@ -118,7 +118,8 @@ def test_concurrent_visitors_get_their_own_runs(app, client):
 
 
 def test_the_chat_event_streams_frames(client):
-    job = client.submit(PROMPT, None, "draft model", 4, False, 0.0, 1.0, 0, 16, 0, False, False, api_name="/chat")
+    job = client.submit(PROMPT, None, "draft model", 4, False, 0.0, 1.0, 0, 16, 0, False, False, 1, 0,  # no tree
+                        api_name="/chat")
     outputs = list(job)
     assert len(outputs) >= 2  # a loading frame, then tokens
     chat = outputs[-1][0]

@@ -1,0 +1,100 @@
+"""The Chat tab's token trees: the tree settings (width, nodes) and the tree view, a round picked from the
+last run's tree rounds drawn by `specui.ui.tree_chart`.
+
+The session keeps each tree round of the speculative run as a `specui.tree_steps.TreeRecord` (`Run.trees`);
+after a run, `after_run` hands them to the view's state and lists them in the round picker; picking a
+round redraws the figure (`show`, no model call). Element ids: #tree-width #tree-nodes #tree-view
+#tree-round #chart-tree #tree-note.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from specui.settings import MAX_TREE_WIDTH
+from specui.tree_steps import TreeRecord
+from specui.ui.tree_chart import tree_figure
+
+CHAT_TREE_NODES = 64  # the tree nodes slider's top (the settings allow more; 64 keeps a verify forward small)
+NODES_HELP = ("0 = the static tree: the top-w children of every node, to depth K. "
+              "N = the dynamic (EAGLE-2) tree of N nodes.")
+EMPTY_NOTE = "Decode with tree width 2 or more (drafter: draft model, EAGLE or Medusa) to see each round's token tree."
+QUIET = {"queue": False, "api_visibility": "private"}
+
+
+def width_slider() -> gr.Slider:
+    return gr.Slider(1, MAX_TREE_WIDTH, value=1, step=1, label="Tree width (1 = one chain of K drafts)",
+                     info="children per expanded node of a token tree", elem_id="tree-width")
+
+
+def nodes_slider() -> gr.Slider:
+    return gr.Slider(0, CHAT_TREE_NODES, value=0, step=1, label="Tree nodes", info=NODES_HELP, elem_id="tree-nodes")
+
+
+@dataclass
+class TreeView:
+    pick: gr.Dropdown  # the rounds with trees
+    plot: gr.Plot
+    note: gr.Markdown
+    trees: gr.State  # round index -> TreeRecord, of the last run
+
+    @property
+    def outputs(self) -> list:
+        return [self.trees, self.pick, self.plot, self.note]
+
+
+def tree_view() -> TreeView:
+    """The view's components, in an accordion, inside the current `gr.Blocks`."""
+    with gr.Accordion("Token trees: one round's tree, node by node", open=False, elem_id="tree-view"):
+        note = gr.Markdown(EMPTY_NOTE, elem_id="tree-note")
+        pick = gr.Dropdown([], value=None, label="Round", interactive=True, elem_id="tree-round")
+        plot = gr.Plot(tree_figure(), elem_id="chart-tree", show_label=False)
+    return TreeView(pick, plot, note, gr.State({}))
+
+
+def wire(view: TreeView) -> None:
+    view.pick.input(show, [view.trees, view.pick], [view.plot], **QUIET)
+
+
+def round_choices(trees: dict[int, TreeRecord]) -> list[tuple[str, int]]:
+    """(label, round index) per tree round, in order: "round 3 · 14 nodes · 2 accepted + resampled"."""
+    out = []
+    for index in sorted(trees):
+        r = trees[index]
+        own = f" + {r.final_kind}" if r.final_kind else ""
+        out.append((f"round {index + 1} · {len(r.nodes)} nodes · {len(r.path)} accepted{own}", index))
+    return out
+
+
+def _note(trees: dict[int, TreeRecord]) -> str:
+    if not trees:
+        return EMPTY_NOTE
+    nodes = sum(len(r.nodes) for r in trees.values())
+    accepted = sum(len(r.path) for r in trees.values())
+    return (f"{len(trees)} tree rounds: {nodes} drafted nodes, {accepted} accepted. Pick a round; hover a node for "
+            "its token, p, q, acceptance probability, draw and verdict. The thick green line is the accepted path.")
+
+
+def after_run(view: TreeView, trees: dict[int, TreeRecord]) -> dict:
+    """The view after a run: its tree rounds in the picker, the first one drawn (or the empty view)."""
+    choices = round_choices(trees)
+    first = choices[0][1] if choices else None
+    return {view.trees: dict(trees), view.pick: gr.update(choices=choices, value=first),
+            view.plot: tree_figure(trees.get(first) if first is not None else None), view.note: _note(trees)}
+
+
+def cleared(view: TreeView) -> dict:
+    return after_run(view, {})
+
+
+def show(trees: dict | None, index) -> object:
+    """The picked round's tree (the placeholder when there is none)."""
+    if not trees or index is None:
+        return tree_figure()
+    try:
+        record = trees.get(int(index))
+    except (TypeError, ValueError):
+        record = None
+    return tree_figure(record)

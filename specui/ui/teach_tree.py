@@ -1,0 +1,136 @@
+"""The Teach tab's token-tree stepper: decode the Teach prompt with a token tree, pick a round, and walk its
+verification one judged child at a time (`specui.tree_steps`), the tree drawn beside each step
+(`specui.ui.tree_chart`) and the step told in words (`specui.ui.teach_tree_view`).
+
+`tree_panel(controls, prepare=..., concurrency_id=...)` builds it inside the Teach tab: `controls` are the
+tab's (prompt, preset, drafter, K, temperature, new tokens, seed; read by name through `controls.settings`),
+`prepare(controls, data)` checks them and loads the pair (the tab's settings check). Element ids:
+#tree-step-width #tree-step-nodes #tree-step-start #tree-step-round #tree-step-prev #tree-step-next
+#tree-step-status #tree-step-chart #tree-step-view.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import gradio as gr
+
+from specui.settings import MAX_TREE_WIDTH, SettingsError
+from specui.tree_steps import TreeRecord, tree_record, tree_steps
+from specui.ui.chat_tree import CHAT_TREE_NODES, NODES_HELP, round_choices
+from specui.ui.teach_tree_view import TREE_HELP, render_tree_step
+from specui.ui.tree_chart import tree_figure
+
+NAV = {"api_visibility": "private", "show_progress": "hidden", "queue": False}
+
+
+@dataclass
+class TreePanel:
+    width: gr.Slider
+    nodes: gr.Slider
+    start: gr.Button
+    pick: gr.Dropdown  # the rounds with trees
+    prev: gr.Button
+    next: gr.Button
+    status: gr.Markdown
+    chart: gr.Plot
+    view: gr.HTML
+    trees: gr.State  # round index -> TreeRecord
+    step: gr.State  # the step shown, within the picked round
+
+    @property
+    def shown(self) -> list:
+        """What a move redraws."""
+        return [self.step, self.chart, self.view]
+
+
+def _layout() -> TreePanel:
+    with gr.Accordion("Token trees: a tree round, node by node", open=False, elem_id="teach-tree"):
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3, min_width=360):
+                with gr.Row():
+                    width = gr.Slider(2, MAX_TREE_WIDTH, value=2, step=1, label="Tree width",
+                                      info="children per expanded node", elem_id="tree-step-width")
+                    nodes = gr.Slider(0, CHAT_TREE_NODES, value=0, step=1, label="Tree nodes", info=NODES_HELP,
+                                      elem_id="tree-step-nodes")
+                with gr.Row():
+                    start = gr.Button("Decode with a tree", variant="primary", elem_id="tree-step-start")
+                    pick = gr.Dropdown([], value=None, label="Round", interactive=True, elem_id="tree-step-round")
+                with gr.Row():
+                    prev = gr.Button("◀ Previous step", elem_id="tree-step-prev")
+                    nxt = gr.Button("Next step ▶", elem_id="tree-step-next")
+                status = gr.Markdown("", elem_id="tree-step-status")
+                view = gr.HTML(render_tree_step(None, [], 0), elem_id="tree-step-view")
+                chart = gr.Plot(tree_figure(), elem_id="tree-step-chart", show_label=False)
+            with gr.Column(scale=2, min_width=280):
+                gr.Markdown(TREE_HELP)
+    return TreePanel(width, nodes, start, pick, prev, nxt, status, chart, view, gr.State({}), gr.State(0))
+
+
+def tree_panel(controls, *, prepare, concurrency_id: str = "engine") -> TreePanel:
+    """Build and wire the stepper inside the current Teach tab (see the module docstring)."""
+    panel = _layout()
+    queued = {"concurrency_id": concurrency_id, "concurrency_limit": 1, "api_visibility": "private"}
+    decoded = [panel.trees, panel.pick, panel.status, *panel.shown]
+    inputs = controls.settings | {panel.width, panel.nodes}
+    panel.start.click(functools.partial(decode, panel, controls, prepare), inputs, decoded, **queued)
+    panel.pick.input(functools.partial(pick, panel), {panel.trees, panel.pick}, panel.shown, **NAV)
+    for button, delta in ((panel.prev, -1), (panel.next, 1)):
+        button.click(functools.partial(move, panel, delta), {panel.trees, panel.pick, panel.step}, panel.shown, **NAV)
+    return panel
+
+
+# -- handlers (each gets the panel, and the inputs by component) ---------------------------------------------
+
+
+def show(panel: TreePanel, record: TreeRecord | None, index: int) -> dict:
+    """Step `index` of `record` (clamped): the tree as judged so far and the step in words."""
+    if record is None:
+        return {panel.step: 0, panel.chart: tree_figure(), panel.view: render_tree_step(None, [], 0)}
+    steps = tree_steps(record)
+    index = max(0, min(index, len(steps) - 1))
+    return {panel.step: index, panel.chart: tree_figure(record, step=steps[index]),
+            panel.view: render_tree_step(record, steps, index)}
+
+
+def decode(panel: TreePanel, controls, prepare, data: dict) -> dict:
+    """Decode the Teach prompt with a tree; show the first tree round's first step."""
+    p, lock = prepare(controls, data)
+    try:
+        settings = p.settings.decode.but(tree_width=int(data[panel.width]), tree_nodes=int(data[panel.nodes]))
+    except SettingsError as e:
+        raise gr.Error(str(e)) from None
+    try:
+        with lock:  # one engine run at a time, like every other generation
+            result = p.engine.generate(p.ids, settings)
+    except ValueError as e:  # e.g. a prompt longer than the context
+        raise gr.Error(str(e)) from None
+    trees, context = {}, list(p.ids)
+    for rnd in result.rounds:
+        if rnd.tree is not None:
+            trees[rnd.index] = tree_record(rnd, tokenizer=p.pair.tokenizer, context_ids=context, greedy=settings.greedy)
+        context += rnd.token_ids
+    choices = round_choices(trees)
+    first = next((i for i in sorted(trees) if trees[i].nodes), choices[0][1] if choices else None)
+    note = (f"Decoded {len(result.token_ids)} tokens in {len(result.rounds)} rounds with trees of width "
+            f"{settings.tree_width} ({'static' if not settings.tree_nodes else f'{settings.tree_nodes} nodes'}); "
+            "pick a round and step through it.")
+    return {panel.trees: trees, panel.pick: gr.update(choices=choices, value=first), panel.status: note,
+            **show(panel, trees.get(first), 0)}
+
+
+def _record(panel: TreePanel, data: dict) -> TreeRecord | None:
+    trees, index = data[panel.trees] or {}, data[panel.pick]
+    try:
+        return trees.get(int(index)) if index is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def pick(panel: TreePanel, data: dict) -> dict:
+    return show(panel, _record(panel, data), 0)
+
+
+def move(panel: TreePanel, delta: int, data: dict) -> dict:
+    return show(panel, _record(panel, data), int(data[panel.step] or 0) + delta)

@@ -1,0 +1,112 @@
+"""The Teach tab's token-tree stepper without a server: each step in words (escaped model text, the rule's
+numbers, the residual update, the round's own token), the panel in the Teach tab, and its handlers on the
+bundled pair (decode with a tree, pick a round, step forward and back within it)."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from specui.tree_steps import tree_steps
+from specui.ui.teach_tree_view import render_tree_step
+from tests.app.test_ui_tree import record
+
+
+def test_each_step_in_words():
+    r = record()
+    steps = tree_steps(r)
+    words = [render_tree_step(r, steps, i) for i in range(len(steps))]
+    assert "4 nodes to depth 2" in words[0] and "5 rows of p" in words[0]
+    assert "try child 1: node 0" in words[1] and "accepted" in words[1] and "its children are tried next" in words[1]
+    assert "p(x) = 0.4000, q(x) = 0.5000" in words[2] and "r ≥ 0.4000, rejected" in words[2]
+    assert "mass in play falls from 1.0000 to 0.6000" in words[2]
+    assert "try child 2: node 3" in words[3] and "p(x) / 0.6000 = 0.5000" in words[3]
+    assert "Every child of node 0" in words[4] and "(id 14; the target's p there = 0.2500)" in words[4]
+    assert "emits 2 tokens: <code>&#x27; a&#x27;</code> (accepted), then <code>&#x27;z&#x27;</code>" in words[4]
+    assert render_tree_step(r, steps, 99) == words[-1]  # clamped
+    assert "Decode with a tree" in render_tree_step(None, [], 0)
+
+
+def test_model_text_is_escaped_in_the_words():
+    r = record(path=(1,), nodes=tuple(n if n.index != 1 else n.__class__(1, 11, -1, 0.2, 0.2, 1.0, None, "accepted")
+                                      for n in record().nodes))
+    html = "".join(render_tree_step(r, tree_steps(r), i) for i in range(len(tree_steps(r))))
+    assert "<img" not in html and "&lt;img" in html
+    bonus = record(path=(), final_kind="bonus", nodes=(), texts=())
+    assert "has no children: the target adds a bonus token" in render_tree_step(bonus, tree_steps(bonus), 1)
+
+
+def test_greedy_and_sampled_rules_are_named():
+    greedy = record(greedy=True)
+    assert "not the target's top token here: rejected" in render_tree_step(greedy, tree_steps(greedy), 2)
+    sampled = record(sampled=True)
+    assert "p ← norm(max(0, p − q))" in render_tree_step(sampled, tree_steps(sampled), 2)
+    cut = record(final_id=None, final_text="", final_kind="", final_p=None)
+    assert "end-of-text token" in render_tree_step(cut, tree_steps(cut), len(tree_steps(cut)) - 1)
+
+
+# -- the panel on the bundled pair ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def teach():
+    import gradio as gr
+
+    from specui.loading import PairCache
+    from specui.ui import teaching
+    from specui.ui.session import Showcase
+    from specui.ui.teach_tree import tree_panel
+    from tests.helpers import ui_config
+
+    showcase = Showcase(ui_config(), PairCache())
+    prepare = functools.partial(teaching.prepare, teaching.TeachState(showcase))
+    with gr.Blocks():
+        controls = teaching._controls(showcase.config)
+        panel = tree_panel(controls, prepare=prepare)
+    return controls, panel, prepare
+
+
+def test_the_teach_tab_has_the_tree_stepper(tmp_path):
+    import gradio as gr
+
+    from specui.presets import load_config
+    from specui.ui.teaching import teaching_tab
+
+    (tmp_path / "models.yaml").write_text("default: tiny\npresets:\n  tiny:\n    target: ./nowhere\n"
+                                          "    drafter: prompt_lookup\n")
+    showcase = type("Showcase", (), {"config": load_config(tmp_path / "models.yaml")})()
+    with gr.Blocks() as demo:
+        teaching_tab(showcase)
+    ids = {c.get("props", {}).get("elem_id") for c in demo.config["components"]}
+    assert {"teach-tree", "tree-step-width", "tree-step-nodes", "tree-step-start", "tree-step-round",
+            "tree-step-prev", "tree-step-next", "tree-step-chart", "tree-step-view"} <= ids
+
+
+def test_decode_pick_and_step_through_a_tree_round(teach):
+    import gradio as gr
+
+    from specui.ui import teach_tree
+
+    c, panel, prepare = teach
+    data = {c.prompt: "def main(argv):\n    ", c.preset: "bundled", c.drafter: "draft model", c.k: 3,
+            c.temperature: 0.8, c.max_new: 16, c.seed: 1, panel.width: 2, panel.nodes: 0}
+    out = teach_tree.decode(panel, c, prepare, data)
+    trees = out[panel.trees]
+    assert trees and out[panel.step] == 0 and "with trees of width 2 (static)" in out[panel.status]
+    first = out[panel.pick]["value"]
+    assert first in trees and trees[first].nodes and "nodes to depth" in out[panel.view]
+    state = {panel.trees: trees, panel.pick: first, panel.step: 0}
+    steps = tree_steps(trees[first])
+    for i in range(1, len(steps) + 2):  # forward to the end (and one past it: clamped)
+        moved = teach_tree.move(panel, 1, state)
+        state[panel.step] = moved[panel.step]
+        assert moved[panel.step] == min(i, len(steps) - 1)
+    assert 'data-kind="end"' in moved[panel.view] and len(moved[panel.chart].data) >= 4
+    back = teach_tree.move(panel, -1, state)
+    assert back[panel.step] == len(steps) - 2 and 'data-kind="try"' in back[panel.view]
+    assert teach_tree.pick(panel, {panel.trees: trees, panel.pick: max(trees)})[panel.step] == 0
+    with pytest.raises(gr.Error, match="cannot draft trees"):
+        teach_tree.decode(panel, c, prepare, {**data, c.drafter: "prompt lookup"})
+    with pytest.raises(gr.Error, match="static tree of width 8"):
+        teach_tree.decode(panel, c, prepare, {**data, c.k: 8, panel.width: 8})

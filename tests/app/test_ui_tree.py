@@ -1,0 +1,172 @@
+"""Token trees in the chat tab, without a server: the tree chart (nodes, edges, the accepted path, escaped
+labels, the step view), the round picker's handlers, the tree settings from widgets, and a chat request on
+the bundled pair with tree width 2 whose tree rounds reach the tree view."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specui.events import TreeNode
+from specui.tree_steps import TreeRecord, tree_steps
+from specui.ui import chat_tree
+from specui.ui.request import Settings, SettingsError
+from specui.ui.tree_chart import FINAL, plain_label, positions, tree_figure
+
+INJECTION = "<img src=x onerror=alert(1)>"
+
+
+def record(**changes) -> TreeRecord:
+    """Root -> 0 (accepted) -> 2 (rejected), 3 (rejected); root -> 1 (never judged); then a resample at 0."""
+    nodes = (TreeNode(0, 10, -1, 0.6, 0.7, 0.6, 0.3, "accepted"), TreeNode(1, 11, -1, 0.2, 0.2, None, None, "unvisited"),
+             TreeNode(2, 12, 0, 0.4, 0.5, 0.4, 0.8, "rejected"), TreeNode(3, 13, 0, 0.3, 0.2, 0.5, 0.9, "rejected"))
+    base = dict(round_index=2, nodes=nodes, path=(0,), texts=(" a", INJECTION, "\n", "b&c"), root_text="x",
+                greedy=False, sampled=False, final_id=14, final_text="z", final_kind="resampled", final_p=0.25,
+                residual=((14, "z", 0.5),))
+    return TreeRecord(**{**base, **changes})
+
+
+def traces(fig, name):
+    return [t for t in fig.data if t.name == name]
+
+
+def test_the_layout_puts_nodes_at_their_depth_and_parents_beside_their_children():
+    xy = positions(record())
+    assert {n: x for n, (x, _) in xy.items()} == {-1: 0, 0: 1, 1: 1, 2: 2, 3: 2, FINAL: 2}
+    assert xy[2][1] < xy[3][1] < xy[FINAL][1] < xy[1][1]  # leaves top to bottom in drafting order, the own token last
+    assert xy[0][1] == pytest.approx((xy[2][1] + xy[3][1] + xy[FINAL][1]) / 3)
+
+
+def test_the_figure_has_every_node_and_edge_and_highlights_the_accepted_path():
+    fig = tree_figure(record())
+    edges = fig.data[0]
+    assert sum(x is None for x in edges.x) == 4  # one edge per node
+    (path,) = traces(fig, "accepted path")
+    assert path.line.width > edges.line.width and sum(x is None for x in path.x) == 2  # root -> 0 -> own token
+    assert list(path.x) == [0, 1, None, 1, 2, None]
+    (accepted,), (rejected,), (never,) = traces(fig, "accepted"), traces(fig, "rejected"), traces(fig, "never judged")
+    assert len(accepted.x) == 1 and len(rejected.x) == 2 and len(never.x) == 1
+    assert accepted.marker.color != rejected.marker.color
+    (own,) = traces(fig, "round's own token (resampled)")
+    assert "resampled" in own.hovertext[0] and "p = 0.2500" in own.hovertext[0]
+    hover = rejected.hovertext[1]
+    assert "node 3" in hover and "p(x) = 0.3000" in hover and "q(x) = 0.2000" in hover
+    assert "acceptance probability = 0.5000" in hover and "draw r = 0.9000" in hover and "rejected" in hover
+    assert json.loads(fig.to_json())["layout"]["title"]["text"].startswith("Round 3: 4 drafted nodes, 1 accepted")
+
+
+def test_model_text_is_plain_text_in_labels_and_hover():
+    fig = tree_figure(record())
+    texts = [s for t in fig.data for s in list(t.text or ()) + list(t.hovertext or ())]
+    assert not any("<img" in s or "b&c" in s for s in texts)
+    (never,) = traces(fig, "never judged")
+    assert never.text[0] == plain_label(INJECTION) and never.text[0].startswith("&lt;img")
+    assert "&lt;img␣src=x␣onerror=alert(1)&gt;" in never.hovertext[0]
+    assert plain_label("\n") == "↵" and plain_label(" a") == "␣a" and plain_label("") == "∅"
+    assert plain_label("x" * 40).endswith("…") and len(plain_label("x" * 40)) == 14
+
+
+def test_the_step_view_colours_only_what_was_judged_so_far():
+    steps = tree_steps(record())
+    first = tree_figure(record(), step=steps[1])  # the root's first child, accepted
+    assert len(traces(first, "accepted")[0].x) == 1 and not traces(first, "rejected")
+    assert len(traces(first, "not judged (yet)")[0].x) == 3 and not traces(first, "round's own token (resampled)")
+    (ring,) = traces(first, "this step")
+    assert (ring.x[0], ring.y[0]) == positions(record())[0]
+    last = tree_figure(record(), step=steps[-1])
+    assert traces(last, "round's own token (resampled)") and not traces(last, "this step")
+    assert len(traces(last, "rejected")[0].x) == 2
+
+
+def test_empty_tree_and_no_record():
+    empty = tree_figure(record(nodes=(), path=(), texts=(), final_kind="bonus"))
+    assert traces(empty, "round's own token (bonus)") and not traces(empty, "accepted")
+    placeholder = tree_figure()
+    assert not placeholder.data and "tree width 2" in placeholder.layout.annotations[0].text
+
+
+def test_the_round_picker_lists_tree_rounds_and_draws_the_picked_one():
+    trees = {2: record(), 0: record(round_index=0, path=(), final_kind="bonus")}
+    assert chat_tree.round_choices(trees) == [("round 1 · 4 nodes · 0 accepted + bonus", 0),
+                                              ("round 3 · 4 nodes · 1 accepted + resampled", 2)]
+    assert chat_tree.show(trees, 2).layout.title.text.startswith("Round 3")
+    assert chat_tree.show(trees, "2").layout.title.text.startswith("Round 3")
+    assert not chat_tree.show(trees, 7).data and not chat_tree.show({}, None).data
+
+
+def test_the_chat_tab_has_the_tree_settings_and_view(tmp_path):
+    import gradio as gr
+
+    from specui.presets import load_config
+    from specui.ui.blocks import chat_tab
+
+    (tmp_path / "models.yaml").write_text("default: tiny\npresets:\n  tiny:\n    target: ./nowhere\n"
+                                          "    drafter: prompt_lookup\n")
+    with gr.Blocks() as demo:
+        tab = chat_tab(load_config(tmp_path / "models.yaml"))
+    ids = {c.get("props", {}).get("elem_id") for c in demo.config["components"]}
+    assert {"tree-width", "tree-nodes", "tree-view", "tree-round", "chart-tree", "tree-note"} <= ids
+    assert {tab.controls.tree_width, tab.controls.tree_nodes} <= tab.controls.inputs
+    assert set(tab.tree.outputs) <= set(tab.outputs)
+    after = chat_tree.after_run(tab.tree, {2: record()})
+    assert after[tab.tree.trees] == {2: record()} and after[tab.tree.pick]["value"] == 2
+    assert after[tab.tree.plot].layout.title.text.startswith("Round 3") and "1 tree rounds" in after[tab.tree.note]
+    assert chat_tree.cleared(tab.tree)[tab.tree.pick]["choices"] == []
+
+
+def test_tree_settings_from_widgets():
+    s = Settings.from_ui(num_draft_tokens=3, max_new_tokens=8, tree_width=3.0, tree_nodes=10.0)
+    assert (s.decode.tree_width, s.decode.tree_nodes) == (3, 10)
+    plain = Settings.from_ui(num_draft_tokens=3, max_new_tokens=8, tree_width=None, tree_nodes="")
+    assert (plain.tree_width, plain.tree_nodes) == (1, 0)  # blanks: no tree
+    with pytest.raises(SettingsError, match="cannot draft trees"):
+        Settings.from_ui(num_draft_tokens=3, max_new_tokens=8, drafter="prompt_lookup", tree_width=2)
+    with pytest.raises(SettingsError, match="tree width"):
+        Settings.from_ui(num_draft_tokens=3, max_new_tokens=8, tree_width=9)
+
+
+# -- a chat request on the bundled pair ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def showcase():
+    from specui.loading import PairCache
+    from specui.ui.session import Showcase
+    from tests.helpers import ui_config
+
+    return Showcase(ui_config(), PairCache())
+
+
+def test_a_tree_request_fills_the_tree_view(showcase):
+    import gradio as gr
+
+    from specui.ui.blocks import App, chat_tab, respond
+
+    with gr.Blocks():
+        ui = chat_tab(showcase.config)
+    c = ui.controls
+    data = {ui.panel.prompt: "def main(argv):\n    ", ui.messages: [], ui.turns: [], c.preset: "bundled",
+            c.drafter: "draft model", c.k: 3, c.adaptive: False, c.temperature: 0.0, c.top_p: 1.0, c.top_k: 0,
+            c.max_new: 16, c.seed: 0, c.compare: False, c.arena: False, c.tree_width: 2, c.tree_nodes: 0}
+    *_, last = respond(App(showcase), ui, data)
+    trees = last[ui.tree.trees]
+    assert trees and all(isinstance(r, TreeRecord) for r in trees.values())
+    assert last[ui.tree.pick]["value"] == min(trees) and len(last[ui.tree.pick]["choices"]) == len(trees)
+    assert last[ui.tree.plot].layout.title.text.startswith(f"Round {min(trees) + 1}:")
+    for r in trees.values():
+        assert len(r.texts) == len(r.nodes) and set(r.path) <= set(range(len(r.nodes)))
+        assert all(r.nodes[i].verdict == "accepted" for i in r.path) and r.final_kind in ("resampled", "bonus")
+
+
+def test_an_arena_request_with_trees_skips_prompt_lookup_and_says_so(showcase):
+    from specui.ui import stats
+
+    frame, run = list(showcase.run("def main(argv):\n    ", Settings(max_new_tokens=8, arena=True, seed=0,
+                                                                          tree_width=2)))[-1]
+    assert frame.done and frame.error is None and list(run.arena) == ["plain", "model"]
+    assert run.skipped == ("prompt_lookup",) and run.arena["model"].token_ids == run.arena["plain"].token_ids
+    assert [row[0] for row in frame.table] == ["plain (target alone)", "draft model", "prompt lookup (skipped)"]
+    assert frame.table[-1][-1] == "skipped: cannot draft token trees" and set(frame.table[-1][1:-1]) == {"–"}
+    assert "prompt lookup: skipped, it cannot draft token trees" in frame.stats
+    assert len(frame.table[0]) == len(stats.ARENA_HEADERS)

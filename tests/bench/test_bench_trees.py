@@ -1,0 +1,33 @@
+"""`python -m specui.bench --drafter all --tree-width 2` on one short prompt: the drafters that draft trees
+run side by side with plain decoding; prompt lookup is reported as skipped (it cannot draft trees), with
+no numbers, and is not run as a chain. No timing is asserted."""
+
+from __future__ import annotations
+
+import pytest
+
+from specui.bench.report import format_drafter_table
+from tests.bench.test_bench import _run, bench_config  # noqa: F401 - bench_config is a fixture
+
+
+@pytest.mark.slow
+def test_every_drafter_that_can_draft_trees_side_by_side_and_the_rest_skipped(bench_config, tmp_path):  # noqa: F811
+    report, stdout = _run([*bench_config, "--drafter", "all", "--tree-width", "2"], tmp_path)
+    assert report["tree_width"] == 2 and "prompt_lookup" not in report["drafters"]
+    assert list(report["drafters"])[:2] == ["plain", "model"] and report["identical_to_plain"] is True
+    assert report["skipped"] == {"prompt_lookup": "cannot draft token trees (no distributions to rank children by)"}
+    assert "skipped: prompt lookup: it cannot draft token trees" in stdout and "token trees of width 2" in stdout
+
+
+def test_the_table_names_skipped_drafters_and_the_tree_shape():
+    d = {"label": "plain (target alone)", "tokens_per_s": 10.0, "speedup_vs_plain": 1.0, "acceptance_rate": None,
+         "mean_accepted_length": 1.0, "draft_cost_ratio": None, "theoretical_speedup": None, "identical_to_plain": None}
+    report = {"num_draft_tokens": 3, "drafters": {"plain": d}, "temperature": 0.0, "tree_width": 3, "tree_nodes": 8,
+              "preset": "p", "max_new_tokens": 4, "num_prompts": 1, "repeats": 1, "device": "cpu", "torch_threads": 1,
+              "torch_version": "t", "transformers_version": "t", "identical_to_plain": True, "rows": [],
+              "skipped": {"prompt_lookup": "cannot draft token trees", "early_exit": "cannot draft token trees"}}
+    table = format_drafter_table(report)
+    assert "token trees of width 3 (8 nodes)" in table
+    assert "skipped: prompt lookup: it cannot draft token trees (tree width 3)" in table
+    assert "skipped: early exit" in table
+    assert "token trees" not in format_drafter_table({**report, "tree_width": 1, "skipped": {}})
