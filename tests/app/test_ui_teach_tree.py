@@ -60,7 +60,7 @@ def teach():
     from tests.helpers import ui_config
 
     showcase = Showcase(ui_config(), PairCache())
-    prepare = functools.partial(teaching.prepare, teaching.TeachState(showcase))
+    prepare = functools.partial(teaching.prepare, showcase)
     with gr.Blocks():
         controls = teaching._controls(showcase.config)
         panel = tree_panel(controls, prepare=prepare)
