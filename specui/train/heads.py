@@ -187,14 +187,19 @@ def main(argv=None) -> None:
             save_checkpoint()
     save_checkpoint()
     held_loss = held_out_loss(heads, cache, held, token_ids=token_ids, rows=rows, device=device, batch=args.batch)
+    facts = {"preset": preset.name, "target": preset.target if not Path(preset.target).is_absolute()
+             else Path(preset.target).name, "steps": step, "minutes": round(spent / 60, 1), "sequences": len(train),
+             "tokens": cache.tokens, "device": str(device), "command": "python -m specui.train heads " + " ".join(argv or [])}
+    save_heads(heads, out, facts=facts, held_loss=held_loss)
+
+
+def save_heads(heads: dict, out: Path, *, facts: dict, held_loss: dict) -> None:
+    """Each head as a folder under `out` (its facts and held-out loss in specui_head.json), and run.json."""
     for name, h in heads.items():
-        facts = {"preset": preset.name, "target": preset.target if not Path(preset.target).is_absolute()
-                 else Path(preset.target).name, "steps": step, "minutes": round(spent / 60, 1),
-                 "sequences": len(train), "tokens": cache.tokens, "held_out_loss": round(held_loss[name], 4),
-                 "device": str(device), "command": "python -m specui.train heads " + " ".join(argv or [])}
-        common.save(h.eval(), out / name, facts=facts)
+        common.save(h.eval(), out / name, facts={**facts, "held_out_loss": round(held_loss[name], 4)})
         log(f"{name}: saved to {out / name} (held-out loss {held_loss[name]:.3f})")
-    (out / "run.json").write_text(json.dumps({"steps": step, "minutes": spent / 60, "held_out_loss": held_loss}, indent=2))
+    (out / "run.json").write_text(json.dumps({"steps": facts["steps"], "minutes": facts["minutes"],
+                                              "held_out_loss": held_loss}, indent=2))
 
 
 @torch.no_grad()
