@@ -1,6 +1,6 @@
 """Heads trained on a target that draft for it: EAGLE, Medusa and early exit (self-speculation).
 
-    common      the folder format (`specui_head.json` + `head.safetensors`), the reduced output layer,
+    common      the folder format (`specui_head.json` + safetensors shards), the reduced output layer,
                 the one draw every head drafts with, the distillation loss
     eagle       `EagleHead`: one decoder layer over the target's features (EAGLE-3's fused low, middle
                 and high layers) and the next token's embedding, drafting autoregressively

@@ -2,7 +2,7 @@
 vocabulary through, a residual block, and the one draw every head drafts with.
 
 A head folder holds `specui_head.json` (format, kind, the head's constructor arguments, training facts)
-and `head.safetensors` (the head's own parameters only: the target's embeddings, final norm and output
+and `head.safetensors` (or shards of at most 8 MB: the head's own parameters only: the target's embeddings, final norm and output
 rows are borrowed from the loaded target, never copied into the file). `load(folder, target)` rebuilds
 the head around a loaded target and checks that it was trained for a target of that shape.
 
@@ -25,7 +25,8 @@ from specui.sampling import Sampling, choose
 
 FORMAT = "specui-head/1"
 META = "specui_head.json"
-WEIGHTS = "head.safetensors"
+WEIGHTS = "head.safetensors"  # or head-01.safetensors, head-02... for a head above SHARD_BYTES
+SHARD_BYTES = 8 * 2**20
 
 
 def is_head_folder(folder: str | Path) -> bool:
@@ -49,7 +50,15 @@ def save(head: nn.Module, folder: str | Path, *, facts: dict | None = None) -> P
     # so verification stays exact), ids as they are
     state = {k: (v.detach().to("cpu", torch.float16) if v.is_floating_point() else v.detach().to("cpu")).contiguous()
              for k, v in head.state_dict().items()}
-    save_file(state, str(folder / WEIGHTS))
+    for old in folder.glob("head*.safetensors"):
+        old.unlink()
+    shards: list[dict] = [{}]
+    for key, value in state.items():  # shards of at most SHARD_BYTES (one tensor may stand alone above it)
+        if shards[-1] and sum(v.nbytes for v in shards[-1].values()) + value.nbytes > SHARD_BYTES:
+            shards.append({})
+        shards[-1][key] = value
+    for i, shard in enumerate(shards):
+        save_file(shard, str(folder / (WEIGHTS if len(shards) == 1 else f"head-{i + 1:02d}.safetensors")))
     meta = {"format": FORMAT, "kind": head.kind, "arguments": head.arguments, **(facts or {})}
     (folder / META).write_text(json.dumps(meta, indent=2) + "\n")
     return folder
@@ -58,7 +67,10 @@ def save(head: nn.Module, folder: str | Path, *, facts: dict | None = None) -> P
 def load_state(folder: str | Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
-    return {k: v.float() if v.is_floating_point() else v for k, v in load_file(str(Path(folder) / WEIGHTS)).items()}
+    state = {}
+    for path in sorted(Path(folder).glob("head*.safetensors")):
+        state.update(load_file(str(path)))
+    return {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
 
 
 def target_shape(target) -> dict:

@@ -157,3 +157,13 @@ def test_engine_lists_and_refuses_heads(target, head):
     assert SpeculativeEngine(target, heads={"eagle": head}).drafters == ("eagle", "prompt_lookup")
     with pytest.raises(ValueError, match="needs a eagle head"):
         SpeculativeEngine(target).generate([1, 2], drafter="eagle")
+
+
+def test_a_large_head_is_saved_in_shards(tmp_path, monkeypatch, target, head):
+    monkeypatch.setattr(common, "SHARD_BYTES", 20_000)
+    common.save(head, tmp_path / "eagle")
+    shards = sorted(p.name for p in (tmp_path / "eagle").glob("*.safetensors"))
+    assert len(shards) > 2 and "head.safetensors" not in shards
+    loaded = load(tmp_path / "eagle", target)
+    for key, value in head.state_dict().items():
+        assert torch.equal(loaded.state_dict()[key], value.half().float() if value.is_floating_point() else value), key
