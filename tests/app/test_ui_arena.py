@@ -170,15 +170,16 @@ def test_an_arena_request_runs_plain_then_every_drafter_and_fills_the_table(show
     frames = list(showcase.run(PROMPT, Settings(max_new_tokens=16, arena=True, seed=0)))
     frame, run = frames[-1]
     assert frame.done and run.phase == "done" and frame.error is None
-    assert list(run.arena) == ["plain", "model", "prompt_lookup"]
+    assert list(run.arena) == ["plain", "model", "eagle", "medusa", "early_exit", "prompt_lookup"]
     assert all(r.token_ids == run.arena["plain"].token_ids for r in run.arena.values())
-    assert [row[0] for row in frame.table] == ["plain (target alone)", "draft model", "prompt lookup"]
-    assert [row[-1] for row in frame.table] == ["reference", "yes", "yes"]
+    assert [row[0] for row in frame.table] == ["plain (target alone)", "draft model", "EAGLE", "Medusa", "early exit",
+                                               "prompt lookup"]
+    assert [row[-1] for row in frame.table] == ["reference", "yes", "yes", "yes", "yes", "yes"]
     assert set(frame.figures) == {"chart-arena", *charts.all_figures()}
-    assert len(frame.figures["chart-arena"].data) == 3 * len(charts.ARENA_PANELS)
+    assert len(frame.figures["chart-arena"].data) == 6 * len(charts.ARENA_PANELS)
     assert "identical to plain decoding" in frame.message and "Who proposed each token" in frame.message
     assert run.reply_text == "".join(v.text for v in run.arena_views["plain"]) and run.reply_text
-    assert frame.race.count('class="race-lane"') == 3 and "prompt lookup · " in frame.race
+    assert frame.race.count('class="race-lane"') == 6 and "prompt lookup · " in frame.race
     assert all(f.race is None for f, _ in frames[:-1])
     streaming = [f for f, r in frames if not f.done and "specui-caret" in f.message]
     assert streaming, "the arena streams its runs as they decode"

@@ -46,6 +46,11 @@ def _tiny_pair_config(folder: Path) -> Path:
     return config
 
 
+# the bundled preset attaches trained heads; the tiny stand-in pair has none
+EXPECTED_DRAFTERS = (["plain", "model", "eagle", "medusa", "early_exit", "prompt_lookup"] if BUNDLED.exists()
+                     else ["plain", "model", "prompt_lookup"])
+
+
 @pytest.fixture(scope="module")
 def bench_config(tmp_path_factory) -> list[str]:
     if BUNDLED.exists():
@@ -153,7 +158,7 @@ def test_bench_every_drafter_side_by_side(bench_config, tmp_path):
     per drafter and the greedy identity check."""
     report, stdout = _run([*bench_config, "--drafter", "all"], tmp_path)
     drafters = report["drafters"]
-    assert report["drafter"] == "all" and list(drafters) == ["plain", "model", "prompt_lookup"]
+    assert report["drafter"] == "all" and list(drafters) == EXPECTED_DRAFTERS
     assert report["identical_to_plain"] is True and all(d["identical_to_plain"] for d in drafters.values())
     for name, d in drafters.items():
         assert d["tokens_per_s"] > 0 and math.isfinite(d["speedup_vs_plain"]), name
@@ -166,7 +171,7 @@ def test_bench_every_drafter_side_by_side(bench_config, tmp_path):
         assert 0 <= d["acceptance_rate"] <= 1 and 1 <= d["mean_accepted_length"] <= k + 1
         assert d["draft_cost_ratio"] >= 0
     (row,) = report["rows"]
-    assert {name: x["tokens"] for name, x in row["drafters"].items()} == {"plain": 6, "model": 6, "prompt_lookup": 6}
+    assert {name: x["tokens"] for name, x in row["drafters"].items()} == {name: 6 for name in EXPECTED_DRAFTERS}
     assert "hf_assisted_tokens_per_s" not in report  # transformers' arms belong to the one-drafter report
     assert "drafters side by side" in stdout and "identical to plain decoding: yes" in stdout
 
