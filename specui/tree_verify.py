@@ -38,6 +38,7 @@ import torch
 
 from specui.events import Kind
 from specui.sampling import sample
+from specui.verify import _residual  # one residual rule for chains and trees
 
 ACCEPTED, REJECTED, UNVISITED = "accepted", "rejected", "unvisited"  # a node's verdict
 
@@ -131,17 +132,3 @@ def verify_tree(*, target_probs: torch.Tensor, draft_tokens: torch.Tensor, paren
             return TreeVerdict(path, int(sample(p, generator)), Kind.RESAMPLED, verdicts, accept_probs, uniforms, p)
         path.append(hit)
         node = hit
-
-
-def _residual(p: torch.Tensor, q: torch.Tensor | None, rejected: int) -> torch.Tensor:
-    """After a rejection: norm(max(0, p - q)) (sampled), or p without the rejected token (deterministic).
-    If nothing is left (a rejection of probability ~0, by rounding), p itself is kept."""
-    if q is None:
-        leftover = p.clone()
-        leftover[rejected] = 0.0
-    else:
-        leftover = (p - q).clamp_min(0.0)
-    total = leftover.sum()
-    if not total > 0:
-        return p
-    return leftover / total

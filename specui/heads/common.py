@@ -80,6 +80,22 @@ def target_shape(target) -> dict:
             "vocab_size": target.get_output_embeddings().weight.shape[0]}
 
 
+def load_head(cls, folder, target, meta: dict):
+    """A head of class `cls` saved in `folder` (`save`), rebuilt around the loaded `target`: its shape
+    checked, its weights loaded, its output rows read from this target at the saved ids."""
+    check_target(meta.get("arguments", {}), target, folder)
+    state = load_state(folder)
+    head = cls(target, token_ids=state["output.token_ids"], **meta["arguments"])
+    head.load_state_dict(state)
+    head.output.bind(target)
+    return head.to(target.get_input_embeddings().weight.device).eval()
+
+
+def all_ids(target) -> torch.Tensor:
+    """Every id of the target's vocabulary: the draft vocabulary of a head that is not reduced."""
+    return torch.arange(target.get_output_embeddings().weight.shape[0])
+
+
 def check_target(meta_or_arguments: dict, target, folder) -> None:
     want = meta_or_arguments.get("target_shape")
     have = target_shape(target)

@@ -158,12 +158,7 @@ class EagleDrafter:
         if k == 0 or self.pending is None or len(self.pending) == 0:
             return Draft.empty(self.device)
         head = self.head
-        n = len(self.pending)
-        follow = torch.tensor(context[-n:], device=self.device)
-        a = head.inputs(head.fuse(self.pending.to(head.fc.weight.dtype)), follow)  # [n, D]
-        h = self._step(a)  # [n, D]; the last row predicts the first draft token
-        self.length += n
-        self.pending = None
+        h = self._feed_pending(context)  # [1, D]: predicts the first draft token
         tokens, probs = [], []
         for i in range(k):
             logits = head.logits(h[-1])
@@ -185,11 +180,7 @@ class EagleDrafter:
         if k == 0 or self.pending is None or len(self.pending) == 0:
             return DraftTree(torch.empty(0, dtype=torch.long, device=self.device), [], None)
         head = self.head
-        n = len(self.pending)
-        a = head.inputs(head.fuse(self.pending.to(head.fc.weight.dtype)), torch.tensor(context[-n:], device=self.device))
-        root = self._step(a)[-1]  # predicts the tree's first depth
-        self.length += n
-        self.pending = None
+        root = self._feed_pending(context)[-1]  # predicts the tree's first depth
         states, slots, base = {}, {}, self.length
 
         def expand(frontier, tokens, parents):
@@ -213,6 +204,16 @@ class EagleDrafter:
 
     def observe_tree(self, path: list[int], *, features: torch.Tensor | None = None) -> None:
         self.observe(len(path), features=features)
+
+    def _feed_pending(self, context: list[int]) -> torch.Tensor:
+        """Feed the target states not yet fed, each with the token after it (the context's last ones), into
+        the head's cache; returns the last row's output [1, D], which predicts the token after the context."""
+        head, n = self.head, len(self.pending)
+        follow = torch.tensor(context[-n:], device=self.device)
+        h = self._step(head.inputs(head.fuse(self.pending.to(head.fc.weight.dtype)), follow))
+        self.length += n
+        self.pending = None
+        return h[-1:]
 
     def _q(self, logits: torch.Tensor) -> torch.Tensor:
         output = self.head.output
@@ -261,9 +262,5 @@ def build(target, *, token_ids, fuse_layers=None, heads: int | None = None, ffn:
 
 
 def load(folder, target, meta: dict) -> EagleHead:
-    common.check_target(meta["arguments"], target, folder)
-    state = common.load_state(folder)
-    head = EagleHead(target, token_ids=state["output.token_ids"], **meta["arguments"])
-    head.load_state_dict(state)
-    head.output.bind(target)
-    return head.to(target.get_input_embeddings().weight.device).eval()
+    """The head saved in `folder` (`specui.heads.common.save`), rebuilt around the loaded `target`."""
+    return common.load_head(EagleHead, folder, target, meta)

@@ -23,7 +23,7 @@ from torch import nn
 
 from specui.drafters.base import Draft
 from specui.drafters.registry import EARLY_EXIT, LABELS
-from specui.heads.common import ResBlock, VocabOutput, check_target, draw, load_state, soft_loss
+from specui.heads.common import ResBlock, VocabOutput, all_ids, check_target, draw, load_head, soft_loss
 from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
 from specui.sampling import Generators, Sampling
 
@@ -106,16 +106,9 @@ class EarlyExitDrafter:
 
 def build(target, *, token_ids: torch.Tensor | None = None, **arguments) -> EarlyExitHead:
     """A fresh (untrained) head for `target` (arguments: exit_layer); token_ids None: the whole vocabulary."""
-    if token_ids is None:
-        token_ids = torch.arange(target.get_output_embeddings().weight.shape[0])
-    return EarlyExitHead(target, token_ids=token_ids, **arguments)
+    return EarlyExitHead(target, token_ids=all_ids(target) if token_ids is None else token_ids, **arguments)
 
 
 def load(folder, target, meta: dict) -> EarlyExitHead:
     """The head saved in `folder` (`specui.heads.common.save`), rebuilt around the loaded `target`."""
-    check_target(meta.get("arguments", {}), target, folder)
-    state = load_state(folder)
-    head = EarlyExitHead(target, token_ids=state["output.token_ids"], **meta["arguments"])
-    head.load_state_dict(state)
-    head.output.bind(target)  # the output rows at the saved ids, read from this target
-    return head.eval()
+    return load_head(EarlyExitHead, folder, target, meta)

@@ -26,7 +26,7 @@ from torch import nn
 from specui.drafters.base import Draft
 from specui.drafters.tree import DraftTree, ancestry, grow, on_vocabulary
 from specui.drafters.registry import LABELS, MEDUSA
-from specui.heads.common import ResBlock, VocabOutput, check_target, draw, load_state, soft_loss
+from specui.heads.common import ResBlock, VocabOutput, all_ids, check_target, draw, load_head, soft_loss
 from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
 from specui.sampling import Generators, Sampling, logits_to_probs
 
@@ -140,16 +140,9 @@ class MedusaDrafter:
 
 def build(target, *, token_ids: torch.Tensor | None = None, **arguments) -> MedusaHeads:
     """Fresh (untrained) heads for `target`; token_ids None: the whole vocabulary."""
-    if token_ids is None:
-        token_ids = torch.arange(target.get_output_embeddings().weight.shape[0])
-    return MedusaHeads(target, token_ids=token_ids, **arguments)
+    return MedusaHeads(target, token_ids=all_ids(target) if token_ids is None else token_ids, **arguments)
 
 
 def load(folder, target, meta: dict) -> MedusaHeads:
     """The heads saved in `folder` (`specui.heads.common.save`), rebuilt around the loaded `target`."""
-    check_target(meta.get("arguments", {}), target, folder)
-    state = load_state(folder)
-    heads = MedusaHeads(target, token_ids=state["output.token_ids"], **meta["arguments"])
-    heads.load_state_dict(state)
-    heads.output.bind(target)  # the output rows at the saved ids, read from this target
-    return heads.eval()
+    return load_head(MedusaHeads, folder, target, meta)
