@@ -22,6 +22,7 @@ from dataclasses import replace
 import torch
 
 from specui.drafters import HEADS, MODEL, PROMPT_LOOKUP, Draft, Drafter, DraftLength, ModelDrafter, PromptLookupDrafter
+from specui.drafters.base import features_of
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, model_device
 from specui.sampling import Generators, Sampling, choose, logits_to_probs
@@ -127,7 +128,7 @@ class SpeculativeEngine:
                 tree=None):
         started = time.perf_counter()  # the generators draw on the device of what they sample
         target = CachedLM(self.target_model)
-        features = tuple(getattr(drafter, "target_features", None) or ())
+        features = features_of(drafter)
         with torch.inference_mode():  # never held across a yield: the consumer may run on another thread
             states = None
             if len(prompt) > 1:  # the last prompt token opens round 1
@@ -186,7 +187,7 @@ class SpeculativeEngine:
         draft_s = self._sync_time(t0)
         t1 = time.perf_counter()
 
-        features = tuple(getattr(drafter, "target_features", None) or ())
+        features = features_of(drafter)
         logits = target.extend(torch.cat([torch.tensor(context[-1:], device=self.device), draft_tokens]),
                                features=features)
         if features:

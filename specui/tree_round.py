@@ -15,6 +15,7 @@ import time
 
 import torch
 
+from specui.drafters.base import features_of
 from specui.events import Kind, Round, TreeNode
 from specui.kv import CachedLM
 from specui.sampling import Generators, Sampling, logits_to_probs
@@ -29,7 +30,7 @@ def tree_round(engine, *, target: CachedLM, drafter, context: list[int], k: int,
     draft_s = engine._sync_time(t0)
     t1 = time.perf_counter()
 
-    features = tuple(getattr(drafter, "target_features", None) or ())
+    features = features_of(drafter)
     root = len(context) - 1  # cur's slot: the cache holds everything before it
     ids = torch.cat([torch.tensor(context[-1:], device=engine.device), tokens])
     logits = target.extend_tree(ids, parents=[-1] + [p + 1 for p in parents], features=features)

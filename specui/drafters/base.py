@@ -49,6 +49,11 @@ class Drafter(Protocol):
     def observe(self, num_accepted: int) -> None: ...
 
 
+def features_of(drafter) -> tuple[int, ...]:
+    """The target states a drafter reads (its `target_features`), () for one that reads none."""
+    return tuple(getattr(drafter, "target_features", None) or ())
+
+
 class DraftLength:
     """K for the next round: fixed, or adaptive (one more after a fully accepted block, one fewer
     after a rejection, within [1, k_max]), the heuristic schedule of transformers' assisted generation
