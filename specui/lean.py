@@ -27,6 +27,8 @@ import weakref
 import torch
 import torch.nn.functional as F
 
+from specui import native
+
 # MKL's packed float32 GEMM (what inductor's freezing uses on x86): present in x86 PyTorch builds
 _MKL_PACKED = torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_linear")
 SMALL_WEIGHT = 1 << 17  # weights of at most this many elements run as x @ W^T with W^T stored; larger ones packed
@@ -45,16 +47,23 @@ class RowLinear:
     def __init__(self, modules: list[torch.nn.Linear]):
         weights = [m.weight for m in modules]
         self.sizes = [m.out_features for m in modules]
-        shape = (sum(self.sizes), weights[0].shape[1])
-        self.bias = None if all(m.bias is None for m in modules) else torch.cat(
+        self.out = sum(self.sizes)
+        shape = (self.out, weights[0].shape[1])
+        bias = None if all(m.bias is None for m in modules) else torch.cat(
             [(m.bias if m.bias is not None else m.weight.new_zeros(m.out_features)).detach() for m in modules])
-        self.packed = weights[0].dtype == torch.float32 and _MKL_PACKED and shape[0] * shape[1] > SMALL_WEIGHT
-        # packed: MKL's packed copy (MKL reads only the shape of the `ghost`, a weight of no memory);
-        # small: W^T stored, as a plain GEMM on it has less overhead per call
-        self.matrix = _prepared(weights, packed=self.packed)
+        float32 = weights[0].dtype == torch.float32
+        self.native = native.kernel() if float32 else None
+        self.packed = self.native is None and float32 and _MKL_PACKED and shape[0] * shape[1] > SMALL_WEIGHT
+        # native: rowgemm.c's panels (and the bias padded to whole panels); packed: MKL's packed copy
+        # (MKL reads only the shape of the `ghost`, a weight of no memory); small: W^T stored, as a
+        # plain GEMM on it has less overhead per call
+        how = "native" if self.native is not None else "packed" if self.packed else "transposed"
+        self.matrix, self.bias = _prepared(weights, bias, how=how, kernel=self.native)
         self.ghost = weights[0].new_zeros(()).expand(shape) if self.packed else None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.native is not None:
+            return self.native.matmul(x, self.matrix, self.out, self.bias)
         if self.packed:
             return _mkl_linear(x, self.matrix, self.ghost, self.bias, x.shape[0])
         y = torch.mm(x, self.matrix)
@@ -65,21 +74,28 @@ class RowLinear:
         return list(y.split(self.sizes, dim=-1))
 
 
-def _prepared(weights: list[torch.Tensor], *, packed: bool) -> torch.Tensor:
-    """The joined weights packed for MKL, or transposed: made once and kept while the weights live,
-    remade when any of them is edited in place (its version) or replaced (`.to()`: its storage)."""
+def _prepared(weights: list[torch.Tensor], bias: torch.Tensor | None, *, how: str, kernel=None):
+    """(matrix, bias): the joined weights as `how` wants them (rowgemm.c's panels and padded bias,
+    MKL's packed copy, or W^T), made once and kept while the weights live, remade when any of them
+    is edited in place (its version) or replaced (`.to()`: its storage)."""
     key = tuple(id(w) for w in weights)
-    stamp = (packed, tuple(w._version for w in weights), tuple(w.data_ptr() for w in weights), weights[0].dtype)
+    stamp = (how, kernel and kernel.isa, tuple(w._version for w in weights), tuple(w.data_ptr() for w in weights),
+             weights[0].dtype)
     cached = _prepared_cache.get(key)
     if cached is not None and all(r() is w for r, w in zip(cached[0], weights)) and cached[1] == stamp:
         return cached[2]
     with torch.inference_mode():
         joined = torch.cat([w.detach() for w in weights]) if len(weights) > 1 else weights[0].detach()
-        matrix = torch.ops.mkl._mkl_reorder_linear_weight(joined, _PACK_ROWS) if packed else joined.t().contiguous()
+        if how == "native":
+            prepared = kernel.pack(joined, bias)
+        elif how == "packed":
+            prepared = torch.ops.mkl._mkl_reorder_linear_weight(joined, _PACK_ROWS), bias
+        else:
+            prepared = joined.t().contiguous(), bias
     if cached is None:
         weakref.finalize(weights[0], _prepared_cache.pop, key, None)
-    _prepared_cache[key] = (tuple(weakref.ref(w) for w in weights), stamp, matrix)
-    return matrix
+    _prepared_cache[key] = (tuple(weakref.ref(w) for w in weights), stamp, prepared)
+    return prepared
 
 
 class StaticKV:

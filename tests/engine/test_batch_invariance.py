@@ -2,12 +2,13 @@
 whether it is computed alone (plain decoding's one-token forward) or among the K+1 tokens of a verify
 forward, in float32 and bfloat16, with one or two threads, on both kinds of products (small weights as
 x @ W^T, large ones through MKL's packed GEMM) and across the attention's key blocks. With it, greedy
-speculative decoding emits plain greedy decoding's tokens by construction, whatever the near-ties."""
+speculative decoding emits plain greedy decoding's tokens by construction, whatever the near-ties.
+Float32 products run on both backends: the native kernels (specui/rowgemm.c) and MKL's."""
 
 import pytest
 import torch
 
-from specui import SpeculativeEngine
+from specui import SpeculativeEngine, native
 from specui.kv import CachedLM
 from specui.lean import KEY_BLOCK, SMALL_WEIGHT
 from tests.helpers import make_config, noisy_copy
@@ -37,6 +38,16 @@ SHAPES = {  # (arch, hidden, heads, kv_heads, vocab)
 }
 
 
+@pytest.fixture(params=["native", "mkl"])
+def backend(request, monkeypatch):
+    """Which float32 products the lean forward takes (read when a stack is built)."""
+    if request.param == "native" and native.kernel() is None:
+        pytest.skip("no native build on this machine")
+    if request.param == "mkl":
+        monkeypatch.setenv("SPECUI_NATIVE", "0")
+    return request.param
+
+
 def _differing_rows(model, *, pasts, sizes) -> tuple[int, int]:
     """Rows of block forwards whose logits differ in any bit from one-token forwards at the same
     positions (each one-token forward after the previous ones, as plain decoding runs them)."""
@@ -59,7 +70,7 @@ def _differing_rows(model, *, pasts, sizes) -> tuple[int, int]:
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_verify_rows_equal_one_token_rows(shape, dtype):
+def test_verify_rows_equal_one_token_rows(shape, dtype, backend):
     arch, hidden, heads, kv_heads, vocab = SHAPES[shape]
     model = _model(arch, hidden=hidden, heads=heads, kv_heads=kv_heads, vocab=vocab, dtype=dtype)
     if shape == "large products":
@@ -70,7 +81,7 @@ def test_verify_rows_equal_one_token_rows(shape, dtype):
     assert _differing_rows(model, pasts=pasts, sizes=(2, 5, 9, 17)) == (0, 5 * 33)
 
 
-def test_rows_are_invariant_with_two_threads():
+def test_rows_are_invariant_with_two_threads(backend):
     threads = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
@@ -80,7 +91,7 @@ def test_rows_are_invariant_with_two_threads():
         torch.set_num_threads(threads)
 
 
-def test_an_edited_weight_is_repacked():
+def test_an_edited_weight_is_repacked(backend):
     """Packed and transposed copies follow in-place edits of the model's weights (a trained or edited
     model) and conversions (`.to()` replaces a parameter's storage, not the parameter)."""
     model = _model("llama", hidden=192, heads=6, kv_heads=2, vocab=1024)
@@ -99,7 +110,7 @@ def test_an_edited_weight_is_repacked():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["float32", "bfloat16"])
-def test_greedy_speculative_equals_plain_by_construction(dtype):
+def test_greedy_speculative_equals_plain_by_construction(dtype, backend):
     """bfloat16 included: near-ties are everywhere in half precision, and still no token differs."""
     target = _model("llama", hidden=192, heads=6, kv_heads=2, vocab=1024, dtype=dtype)
     engine = SpeculativeEngine(target, noisy_copy(target, noise=0.3, seed=2))

@@ -1,0 +1,155 @@
+"""Row-invariant float32 matrix products for the few rows of a decode or verify forward, in C.
+
+`specui/rowgemm.c` computes y = x W^T + b so that every output is one fused multiply-add chain over
+the inner dimension in order: a row's bits never depend on how many rows are computed with it, on
+threads, or on AVX2 versus AVX-512 (see the C file). It also reads each weight from memory once for
+all the rows, so an 8-row verify costs little more than a one-row forward (the memory-bound case).
+
+It is compiled once per machine with the system's C compiler (`$CC`, else `cc`) into specui's cache
+folder (`specui.packaged.cache_root()/native`), which takes about a second. Where there is no
+compiler, no x86 CPU with AVX2 and FMA, or the build fails, `kernel()` returns None and the lean
+forward keeps its MKL products (also row-invariant, slower for a few rows); the reason is logged once.
+
+    SPECUI_NATIVE=0        never use it
+    SPECUI_NATIVE=avx2     use the AVX2 build even where AVX-512 is available (tests compare the two)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import torch
+
+from specui.packaged import cache_root
+
+SOURCE = Path(__file__).with_name("rowgemm.c")
+FLAGS = {"avx512": ["-mavx512f", "-mfma", "-DSPECUI_AVX512"], "avx2": ["-mavx2", "-mfma"]}
+log = logging.getLogger(__name__)
+_lock = threading.Lock()
+_kernels: dict[str, Kernel | None] = {}
+_workers: list[ThreadPoolExecutor] = []
+PARALLEL_WORK = 1 << 20  # multiply-adds below which one thread is faster than handing out shares
+_ptr = ctypes.c_void_p
+_int = ctypes.c_int
+
+
+class Kernel:
+    """One build of rowgemm.c: `pack` a weight once, then `matmul(x, packed)` any number of rows."""
+
+    def __init__(self, library: ctypes.CDLL, isa: str):
+        self.isa = isa
+        self.width = library.rowgemm_panel_width()  # NR: output columns per panel
+        self._rowgemm = library.rowgemm
+        self._rowgemm.argtypes = [_ptr, _int, _int, _ptr, _int, _int, _ptr, _ptr, _int, _int, _int]
+        self._rowgemm.restype = None
+
+    def pack(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """weight [n, k] (float32) -> (panels [ceil(n / NR), k, NR], bias zero-padded to a whole panel)."""
+        n, k = weight.shape
+        padded = -(-n // self.width) * self.width
+        full = weight.new_zeros(padded, k)
+        full[:n] = weight
+        panels = full.view(padded // self.width, self.width, k).transpose(1, 2).contiguous()
+        if bias is not None:
+            bias = torch.cat([bias.detach().float(), bias.new_zeros(padded - n, dtype=torch.float32)]).contiguous()
+        return panels, bias
+
+    def matmul(self, x: torch.Tensor, panels: torch.Tensor, n: int, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """x [m, k] float32 -> x W^T + bias [m, n] for the packed W (row-invariant, see the module docstring)."""
+        if x.stride(-1) != 1:
+            x = x.contiguous()
+        m, k = x.shape
+        assert panels.shape[1] == k and x.dtype == torch.float32, (x.shape, x.dtype, panels.shape)
+        y = torch.empty(m, n, dtype=torch.float32, device=x.device)
+        args = (x.data_ptr(), m, x.stride(0), panels.data_ptr(), n, k, None if bias is None else bias.data_ptr(),
+                y.data_ptr(), n)
+        count, threads = panels.shape[0], min(torch.get_num_threads(), panels.shape[0])
+        if threads == 1 or m * n * k < PARALLEL_WORK:
+            self._rowgemm(*args, 0, count)
+            return y
+        # torch's thread count: columns split in contiguous shares, one per thread (the caller takes
+        # the first); ctypes lets go of the GIL during each call
+        bounds = [count * i // threads for i in range(threads + 1)]
+        shares = [_pool(threads - 1).submit(self._rowgemm, *args, bounds[i], bounds[i + 1]) for i in range(1, threads)]
+        self._rowgemm(*args, bounds[0], bounds[1])
+        for share in shares:
+            share.result()
+        return y
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """A pool of at least `workers` threads, kept for the process (grown when torch's count grows)."""
+    with _lock:
+        if not _workers or _workers[0]._max_workers < workers:
+            _workers[:] = [ThreadPoolExecutor(max_workers=workers, thread_name_prefix="specui-rowgemm")]
+        return _workers[0]
+
+
+def kernel(isa: str | None = None) -> Kernel | None:
+    """The build for this CPU (or for `isa`), compiled on first use; None where it cannot run here."""
+    wanted = os.environ.get("SPECUI_NATIVE", "").strip().lower()
+    if wanted in ("0", "off", "no", "false"):
+        return None
+    isa = isa or (wanted if wanted in FLAGS else best_isa())
+    if isa is None:
+        return None
+    with _lock:
+        if isa not in _kernels:
+            _kernels[isa] = _load(isa)
+        return _kernels[isa]
+
+
+def best_isa() -> str | None:
+    """'avx512' or 'avx2' as torch detected this CPU (AVX2 there implies FMA); None elsewhere."""
+    capability = torch.backends.cpu.get_cpu_capability().upper()
+    return "avx512" if capability.startswith("AVX512") else "avx2" if capability.startswith("AVX2") else None
+
+
+def _load(isa: str) -> Kernel | None:
+    try:
+        return Kernel(ctypes.CDLL(str(_build(isa))), isa)
+    except (OSError, subprocess.SubprocessError) as error:
+        reason = str(error)
+        if isinstance(error, subprocess.CalledProcessError):  # the compiler's own first lines
+            reason = " / ".join(error.stderr.decode(errors="replace").strip().splitlines()[:3]) or reason
+        log.warning("specui: the native row-invariant products are off (%s); using MKL's instead", reason)
+        return None
+
+
+def _build(isa: str) -> Path:
+    """The shared library for `isa`, compiled into the cache unless it is there (named by a hash of
+    the source and the flags, so an edit rebuilds it; written to a temporary name and renamed, so
+    processes building at once never load half a file)."""
+    compiler = os.environ.get("CC") or "cc"
+    if shutil.which(compiler) is None:
+        raise OSError(f"no C compiler ({compiler!r}) on PATH")
+    flags = ["-O3", "-shared", "-fPIC", *FLAGS[isa]]
+    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join([compiler, *flags]).encode()).hexdigest()[:16]
+    for folder in (cache_root() / "native", Path(tempfile.gettempdir()) / "specui-native"):
+        target = folder / f"rowgemm-{isa}-{digest}.so"
+        if target.is_file():
+            return target
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, partial = tempfile.mkstemp(suffix=".so", dir=folder)
+            os.close(fd)
+        except OSError:
+            continue  # an unwritable cache: try the next folder
+        try:
+            subprocess.run([compiler, *flags, str(SOURCE), "-o", partial], check=True, capture_output=True,
+                           timeout=300)
+            os.replace(partial, target)
+        finally:
+            if os.path.exists(partial):
+                os.remove(partial)
+        return target
+    raise OSError("no writable folder for the native build")

@@ -1,0 +1,110 @@
+"""The native row-invariant products (specui/rowgemm.c through specui.native): every row's bits are
+independent of how many rows are computed with it, of the tiling, of threads and of the instruction
+set; the lean forward uses them; and where they cannot be built, the forward falls back with a logged
+reason instead of failing."""
+
+import logging
+
+import pytest
+import torch
+
+from specui import native
+from specui.kv import CachedLM
+from tests.helpers import make_config
+
+pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
+
+
+@pytest.fixture
+def kernel():
+    found = native.kernel()
+    assert found is not None, "a C compiler is on PATH, so the native build must load"
+    return found
+
+
+def _case(n: int, k: int, rows: int = 20, *, bias: bool, seed: int = 0):
+    gen = torch.Generator().manual_seed(seed)
+    weight = torch.randn(n, k, generator=gen)
+    b = torch.randn(n, generator=gen) if bias else None
+    return torch.randn(rows, k, generator=gen), weight, b
+
+
+# panel edges (n below, at and above a panel of 8 or 16), k odd and below the prefetch distance
+@pytest.mark.parametrize("n,k", [(1, 1), (7, 3), (16, 64), (17, 97), (50, 576), (129, 200)])
+@pytest.mark.parametrize("bias", [False, True], ids=["no bias", "bias"])
+def test_rows_do_not_depend_on_the_row_count(kernel, n, k, bias):
+    x, weight, b = _case(n, k, bias=bias)
+    panels, padded = kernel.pack(weight, b)
+    full = kernel.matmul(x, panels, n, padded)
+    for m in range(1, x.shape[0] + 1):  # every tiling of rows: 1..8 per tile, then the rest
+        assert torch.equal(kernel.matmul(x[:m], panels, n, padded), full[:m]), m
+    for i in range(x.shape[0]):  # one row alone, from a strided view (a row of a wider tensor)
+        assert torch.equal(kernel.matmul(x[i:i + 1], panels, n, padded), full[i:i + 1])
+    reference = x.double() @ weight.double().T + (0 if b is None else b.double())
+    assert torch.allclose(full.double(), reference, rtol=1e-5, atol=1e-4 * (1 + reference.abs().max().item()))
+
+
+def test_instruction_sets_give_the_same_bits():
+    if native.best_isa() != "avx512":
+        pytest.skip("this CPU has no AVX-512")
+    wide, narrow = native.kernel("avx512"), native.kernel("avx2")
+    assert wide.width == 16 and narrow.width == 8
+    x, weight, b = _case(300, 257, rows=11, bias=True)
+
+    def product(kernel):
+        panels, padded = kernel.pack(weight, b)
+        return kernel.matmul(x, panels, 300, padded)
+
+    assert torch.equal(product(wide), product(narrow))
+
+
+def test_threads_give_the_same_bits(kernel):
+    x, weight, b = _case(2000, 576, rows=9, bias=True)
+    assert x.shape[0] * weight.numel() >= native.PARALLEL_WORK  # large enough to be split
+    panels, padded = kernel.pack(weight, b)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = kernel.matmul(x, panels, 2000, padded)
+        torch.set_num_threads(3)  # shares that do not fall on tile edges
+        three = kernel.matmul(x, panels, 2000, padded)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one, three)
+
+
+def test_the_lean_forward_uses_it(kernel):
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(make_config("llama", vocab_size=96, layers=2, hidden=64)).eval()
+    stack = CachedLM(model).stack
+    assert stack is not None and stack.head.native is kernel
+    assert all(linear.native is kernel for layer in stack.params for linear in layer[1:7] if hasattr(linear, "native"))
+
+
+def test_without_a_compiler_it_falls_back_with_a_reason(monkeypatch, tmp_path, caplog):
+    monkeypatch.setattr(native, "_kernels", {})
+    monkeypatch.setenv("SPECUI_CACHE", str(tmp_path))  # nothing built yet
+    monkeypatch.setattr(native.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
+    with caplog.at_level(logging.WARNING, logger="specui.native"):
+        assert native.kernel() is None
+    assert "no C compiler" in caplog.text and "MKL" in caplog.text
+    monkeypatch.setenv("SPECUI_NATIVE", "0")
+    monkeypatch.setattr(native, "_kernels", {})
+    monkeypatch.delenv("CC")
+    assert native.kernel() is None  # switched off: not even built
+
+
+def test_a_failed_build_falls_back(monkeypatch, tmp_path, caplog):
+    monkeypatch.setattr(native, "_kernels", {})
+    monkeypatch.setenv("SPECUI_CACHE", str(tmp_path))
+    monkeypatch.setattr(native.tempfile, "gettempdir", lambda: str(tmp_path))
+    broken = tmp_path / "broken.c"
+    broken.write_text("this is not C\n")
+    monkeypatch.setattr(native, "SOURCE", broken)
+    with caplog.at_level(logging.WARNING, logger="specui.native"):
+        assert native.kernel() is None
+    assert "error" in caplog.text  # the compiler's own message, so the user can act on it
+    assert not list((tmp_path / "native").glob("*.so"))  # no half-built library left to load later
