@@ -25,7 +25,7 @@ from specui.drafters import HEADS, MODEL, PROMPT_LOOKUP, Draft, Drafter, DraftLe
 from specui.drafters.base import features_of
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, model_device
-from specui.sampling import Generators, Sampling, choose, logits_to_probs
+from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs
 from specui.settings import MAX_DRAFT_TOKENS, DecodeSettings  # noqa: F401 - MAX_DRAFT_TOKENS re-exported
 from specui.tree_round import tree_round
 from specui.tree_verify import verify_tree
@@ -199,7 +199,7 @@ class SpeculativeEngine:
         verdict = self.verify(target_probs=target_probs, draft_tokens=draft_tokens,
                               draft_probs=None if sampling.greedy else draft_probs,
                               generator=generators.for_tensor(target_probs),
-                              target_argmax=logits.argmax(dim=-1) if sampling.greedy else None)  # as plain decoding
+                              target_argmax=argmax(logits) if sampling.greedy else None)  # as plain decoding
         n = verdict.num_accepted
         target.trim(len(context) + n)  # keep cur and the accepted drafts; the new token is next round's cur
         if features:

@@ -45,25 +45,21 @@ class RowLinear:
     (q, k, v; gate, up), each row's bits independent of n (see the module docstring)."""
 
     def __init__(self, modules: list[torch.nn.Linear]):
-        weights = [m.weight for m in modules]
         self.sizes = [m.out_features for m in modules]
-        self.out = sum(self.sizes)
-        shape = (self.out, weights[0].shape[1])
-        bias = None if all(m.bias is None for m in modules) else torch.cat(
-            [(m.bias if m.bias is not None else m.weight.new_zeros(m.out_features)).detach() for m in modules])
-        float32 = weights[0].dtype == torch.float32
+        self.out, width = sum(self.sizes), modules[0].in_features
+        float32 = modules[0].weight.dtype == torch.float32
         self.native = native.kernel() if float32 else None
-        self.packed = self.native is None and float32 and _MKL_PACKED and shape[0] * shape[1] > SMALL_WEIGHT
-        # native: rowgemm.c's panels (and the bias padded to whole panels); packed: MKL's packed copy
-        # (MKL reads only the shape of the `ghost`, a weight of no memory); small: W^T stored, as a
-        # plain GEMM on it has less overhead per call
+        self.packed = self.native is None and float32 and _MKL_PACKED and self.out * width > SMALL_WEIGHT
+        # native: a `native.Product` (W in panels for native.c, the bias inside); packed: MKL's packed
+        # copy (MKL reads only the shape of the `ghost`, a weight of no memory); small: W^T stored, as
+        # a plain GEMM on it has less overhead per call
         how = "native" if self.native is not None else "packed" if self.packed else "transposed"
-        self.matrix, self.bias = _prepared(weights, bias, how=how, kernel=self.native)
-        self.ghost = weights[0].new_zeros(()).expand(shape) if self.packed else None
+        self.matrix, self.bias = _prepared(modules, how=how, kernel=self.native)
+        self.ghost = modules[0].weight.new_zeros(()).expand(self.out, width) if self.packed else None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.native is not None:
-            return self.native.matmul(x, self.matrix, self.out, self.bias)
+            return self.matrix(x)
         if self.packed:
             return _mkl_linear(x, self.matrix, self.ghost, self.bias, x.shape[0])
         y = torch.mm(x, self.matrix)
@@ -74,27 +70,30 @@ class RowLinear:
         return list(y.split(self.sizes, dim=-1))
 
 
-def _prepared(weights: list[torch.Tensor], bias: torch.Tensor | None, *, how: str, kernel=None):
-    """(matrix, bias): the joined weights as `how` wants them (rowgemm.c's panels and padded bias,
-    MKL's packed copy, or W^T), made once and kept while the weights live, remade when any of them
-    is edited in place (its version) or replaced (`.to()`: its storage)."""
-    key = tuple(id(w) for w in weights)
-    stamp = (how, kernel and kernel.isa, tuple(w._version for w in weights), tuple(w.data_ptr() for w in weights),
-             weights[0].dtype)
+def _prepared(modules: list[torch.nn.Linear], *, how: str, kernel=None):
+    """(matrix, bias) of the joined linears as `how` wants them (a `native.Product`, which holds the
+    bias too; MKL's packed copy; or W^T), made once and kept while the weights live, remade when a
+    weight or bias is edited in place (its version) or replaced (`.to()`: its storage)."""
+    params = [m.weight for m in modules] + [m.bias for m in modules if m.bias is not None]
+    key = tuple(id(m.weight) for m in modules)
+    stamp = (how, kernel and kernel.isa, tuple(p._version for p in params), tuple(p.data_ptr() for p in params),
+             modules[0].weight.dtype)
     cached = _prepared_cache.get(key)
-    if cached is not None and all(r() is w for r, w in zip(cached[0], weights)) and cached[1] == stamp:
+    if cached is not None and all(r() is m.weight for r, m in zip(cached[0], modules)) and cached[1] == stamp:
         return cached[2]
     with torch.inference_mode():
-        joined = torch.cat([w.detach() for w in weights]) if len(weights) > 1 else weights[0].detach()
+        joined = torch.cat([m.weight.detach() for m in modules])
+        bias = None if len(params) == len(modules) else torch.cat(
+            [(m.bias if m.bias is not None else m.weight.new_zeros(m.out_features)).detach() for m in modules])
         if how == "native":
-            prepared = kernel.pack(joined, bias)
+            prepared = kernel.product(joined, bias), bias
         elif how == "packed":
             prepared = torch.ops.mkl._mkl_reorder_linear_weight(joined, _PACK_ROWS), bias
         else:
             prepared = joined.t().contiguous(), bias
     if cached is None:
-        weakref.finalize(weights[0], _prepared_cache.pop, key, None)
-    _prepared_cache[key] = (tuple(weakref.ref(w) for w in weights), stamp, prepared)
+        weakref.finalize(modules[0].weight, _prepared_cache.pop, key, None)
+    _prepared_cache[key] = (tuple(weakref.ref(m.weight) for m in modules), stamp, prepared)
     return prepared
 
 

@@ -1,6 +1,6 @@
 """Row-invariant float32 matrix products for the few rows of a decode or verify forward, in C.
 
-`specui/rowgemm.c` computes y = x W^T + b so that every output is one fused multiply-add chain over
+`specui/native.c` computes y = x W^T + b so that every output is one fused multiply-add chain over
 the inner dimension in order: a row's bits never depend on how many rows are computed with it, on
 threads, or on AVX2 versus AVX-512 (see the C file). It also reads each weight from memory once for
 all the rows, so an 8-row verify costs little more than a one-row forward (the memory-bound case).
@@ -31,7 +31,7 @@ import torch
 
 from specui.packaged import cache_root
 
-SOURCE = Path(__file__).with_name("rowgemm.c")
+SOURCE = Path(__file__).with_name("native.c")
 FLAGS = {"avx512": ["-mavx512f", "-mfma", "-DSPECUI_AVX512"], "avx2": ["-mavx2", "-mfma"]}
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -43,17 +43,22 @@ _int = ctypes.c_int
 
 
 class Kernel:
-    """One build of rowgemm.c: `pack` a weight once, then `matmul(x, packed)` any number of rows."""
+    """One build of native.c: `product(W, b)` packs a weight once and returns the x -> x W^T + b it
+    computes for any number of rows; `argmax(logits)` is torch.argmax's answer, faster."""
 
     def __init__(self, library: ctypes.CDLL, isa: str):
         self.isa = isa
         self.width = library.rowgemm_panel_width()  # NR: output columns per panel
-        self._rowgemm = library.rowgemm
-        self._rowgemm.argtypes = [_ptr, _int, _int, _ptr, _int, _int, _ptr, _ptr, _int, _int, _int]
-        self._rowgemm.restype = None
+        self.rowgemm = library.rowgemm
+        self.rowgemm.argtypes = [_ptr, _int, _int, _ptr, _int, _int, _ptr, _ptr, _int, _int, _int]
+        self.rowgemm.restype = None
+        self._argmax = library.rowargmax
+        self._argmax.argtypes = [_ptr, _int, _int, _int, _ptr]
+        self._argmax.restype = None
 
-    def pack(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """weight [n, k] (float32) -> (panels [ceil(n / NR), k, NR], bias zero-padded to a whole panel)."""
+    def product(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> Product:
+        """weight [n, k] float32 (and bias [n]) packed into panels [ceil(n / NR), k, NR], the bias
+        zero-padded to whole panels."""
         n, k = weight.shape
         padded = -(-n // self.width) * self.width
         full = weight.new_zeros(padded, k)
@@ -61,26 +66,50 @@ class Kernel:
         panels = full.view(padded // self.width, self.width, k).transpose(1, 2).contiguous()
         if bias is not None:
             bias = torch.cat([bias.detach().float(), bias.new_zeros(padded - n, dtype=torch.float32)]).contiguous()
-        return panels, bias
+        return Product(self, panels, n, bias)
 
-    def matmul(self, x: torch.Tensor, panels: torch.Tensor, n: int, bias: torch.Tensor | None = None) -> torch.Tensor:
-        """x [m, k] float32 -> x W^T + bias [m, n] for the packed W (row-invariant, see the module docstring)."""
-        if x.stride(-1) != 1:
+    def argmax(self, logits: torch.Tensor) -> torch.Tensor:
+        """`logits.argmax(-1)` for float32 logits [V] or [rows, V] on the CPU: the first of equal
+        maxima, the first NaN if there is one; int64. Other tensors go to torch.argmax."""
+        if logits.dtype != torch.float32 or logits.device.type != "cpu" or logits.dim() > 2 or logits.stride(-1) != 1:
+            return logits.argmax(-1)
+        rows = logits.unsqueeze(0) if logits.dim() == 1 else logits
+        out = torch.empty(rows.shape[0], dtype=torch.int64)
+        self._argmax(rows.data_ptr(), rows.shape[0], rows.shape[1], rows.stride(0), out.data_ptr())
+        return out[0] if logits.dim() == 1 else out
+
+
+class Product:
+    """x [m, k] float32 -> x W^T + b [m, n] for one packed W, each row's bits independent of m (see the
+    module docstring); the pointers and sizes a call passes are read once, here."""
+
+    def __init__(self, kernel: Kernel, panels: torch.Tensor, n: int, bias: torch.Tensor | None):
+        self.panels, self.bias = panels, bias  # kept alive for the pointers below
+        self.n, self.k, self.count = n, panels.shape[1], panels.shape[0]
+        self.kernel = kernel
+        self._call = kernel.rowgemm
+        self._w, self._b = panels.data_ptr(), None if bias is None else bias.data_ptr()
+        self._work = n * self.k  # multiply-adds per row
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if x.stride(-1) != 1 or x.dtype != torch.float32 or x.shape[-1] != self.k:
+            if x.dtype != torch.float32 or x.shape[-1] != self.k:
+                raise ValueError(f"expected float32 rows of {self.k}, got {x.dtype} {tuple(x.shape)}")
             x = x.contiguous()
-        m, k = x.shape
-        assert panels.shape[1] == k and x.dtype == torch.float32, (x.shape, x.dtype, panels.shape)
-        y = torch.empty(m, n, dtype=torch.float32, device=x.device)
-        args = (x.data_ptr(), m, x.stride(0), panels.data_ptr(), n, k, None if bias is None else bias.data_ptr(),
-                y.data_ptr(), n)
-        count, threads = panels.shape[0], min(torch.get_num_threads(), panels.shape[0])
-        if threads == 1 or m * n * k < PARALLEL_WORK:
-            self._rowgemm(*args, 0, count)
+        m = x.shape[0]
+        y = torch.empty(m, self.n)
+        threads = torch.get_num_threads()
+        if threads == 1 or m * self._work < PARALLEL_WORK:
+            self._call(x.data_ptr(), m, x.stride(0), self._w, self.n, self.k, self._b, y.data_ptr(), self.n, 0,
+                       self.count)
             return y
-        # torch's thread count: columns split in contiguous shares, one per thread (the caller takes
-        # the first); ctypes lets go of the GIL during each call
-        bounds = [count * i // threads for i in range(threads + 1)]
-        shares = [_pool(threads - 1).submit(self._rowgemm, *args, bounds[i], bounds[i + 1]) for i in range(1, threads)]
-        self._rowgemm(*args, bounds[0], bounds[1])
+        # torch's thread count: columns split in contiguous shares, one per thread (the caller takes the
+        # first); ctypes lets go of the GIL during each call
+        threads = min(threads, self.count)
+        args = (x.data_ptr(), m, x.stride(0), self._w, self.n, self.k, self._b, y.data_ptr(), self.n)
+        bounds = [self.count * i // threads for i in range(threads + 1)]
+        shares = [_pool(threads - 1).submit(self._call, *args, bounds[i], bounds[i + 1]) for i in range(1, threads)]
+        self._call(*args, bounds[0], bounds[1])
         for share in shares:
             share.result()
         return y
@@ -90,7 +119,7 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     """A pool of at least `workers` threads, kept for the process (grown when torch's count grows)."""
     with _lock:
         if not _workers or _workers[0]._max_workers < workers:
-            _workers[:] = [ThreadPoolExecutor(max_workers=workers, thread_name_prefix="specui-rowgemm")]
+            _workers[:] = [ThreadPoolExecutor(max_workers=workers, thread_name_prefix="specui-native")]
         return _workers[0]
 
 
@@ -135,7 +164,7 @@ def _build(isa: str) -> Path:
     flags = ["-O3", "-shared", "-fPIC", *FLAGS[isa]]
     digest = hashlib.sha256(SOURCE.read_bytes() + " ".join([compiler, *flags]).encode()).hexdigest()[:16]
     for folder in (cache_root() / "native", Path(tempfile.gettempdir()) / "specui-native"):
-        target = folder / f"rowgemm-{isa}-{digest}.so"
+        target = folder / f"specui-native-{isa}-{digest}.so"
         if target.is_file():
             return target
         try:

@@ -18,7 +18,7 @@ import torch
 from specui.drafters.base import features_of
 from specui.events import Kind, Round, TreeNode
 from specui.kv import CachedLM
-from specui.sampling import Generators, Sampling, logits_to_probs
+from specui.sampling import Generators, Sampling, argmax, logits_to_probs
 
 
 def tree_round(engine, *, target: CachedLM, drafter, context: list[int], k: int, width: int, nodes: int,
@@ -42,7 +42,7 @@ def tree_round(engine, *, target: CachedLM, drafter, context: list[int], k: int,
     verdict = engine.verify_tree(target_probs=target_probs, draft_tokens=tokens.to(device), parents=parents,
                                  draft_probs=None if sampling.greedy else draft_probs, sampled=tree.sampled,
                                  generator=generators.for_tensor(target_probs),
-                                 target_argmax=logits.argmax(dim=-1) if sampling.greedy else None)
+                                 target_argmax=argmax(logits) if sampling.greedy else None)
     path = verdict.path
     target.keep_path(root + 1, [root + 1 + i for i in path])
     if features:

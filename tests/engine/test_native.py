@@ -34,12 +34,15 @@ def _case(n: int, k: int, rows: int = 20, *, bias: bool, seed: int = 0):
 @pytest.mark.parametrize("bias", [False, True], ids=["no bias", "bias"])
 def test_rows_do_not_depend_on_the_row_count(kernel, n, k, bias):
     x, weight, b = _case(n, k, bias=bias)
-    panels, padded = kernel.pack(weight, b)
-    full = kernel.matmul(x, panels, n, padded)
+    product = kernel.product(weight, b)
+    full = product(x)
     for m in range(1, x.shape[0] + 1):  # every tiling of rows: 1..8 per tile, then the rest
-        assert torch.equal(kernel.matmul(x[:m], panels, n, padded), full[:m]), m
-    for i in range(x.shape[0]):  # one row alone, from a strided view (a row of a wider tensor)
-        assert torch.equal(kernel.matmul(x[i:i + 1], panels, n, padded), full[i:i + 1])
+        assert torch.equal(product(x[:m]), full[:m]), m
+    for i in range(x.shape[0]):  # one row alone
+        assert torch.equal(product(x[i:i + 1]), full[i:i + 1])
+    wide = torch.randn(x.shape[0], k + 5)
+    wide[:, 3:3 + k] = x  # rows of a wider tensor: a stride that is not k
+    assert torch.equal(product(wide[:, 3:3 + k]), full)
     reference = x.double() @ weight.double().T + (0 if b is None else b.double())
     assert torch.allclose(full.double(), reference, rtol=1e-5, atol=1e-4 * (1 + reference.abs().max().item()))
 
@@ -50,24 +53,22 @@ def test_instruction_sets_give_the_same_bits():
     wide, narrow = native.kernel("avx512"), native.kernel("avx2")
     assert wide.width == 16 and narrow.width == 8
     x, weight, b = _case(300, 257, rows=11, bias=True)
-
-    def product(kernel):
-        panels, padded = kernel.pack(weight, b)
-        return kernel.matmul(x, panels, 300, padded)
-
-    assert torch.equal(product(wide), product(narrow))
+    assert torch.equal(wide.product(weight, b)(x), narrow.product(weight, b)(x))
+    logits = torch.randn(5, 49152)
+    logits[2, 17] = logits[2, 40000] = 99.0  # a tie
+    assert torch.equal(wide.argmax(logits), narrow.argmax(logits))
 
 
 def test_threads_give_the_same_bits(kernel):
     x, weight, b = _case(2000, 576, rows=9, bias=True)
     assert x.shape[0] * weight.numel() >= native.PARALLEL_WORK  # large enough to be split
-    panels, padded = kernel.pack(weight, b)
+    product = kernel.product(weight, b)
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        one = kernel.matmul(x, panels, 2000, padded)
+        one = product(x)
         torch.set_num_threads(3)  # shares that do not fall on tile edges
-        three = kernel.matmul(x, panels, 2000, padded)
+        three = product(x)
     finally:
         torch.set_num_threads(threads)
     assert torch.equal(one, three)
@@ -81,6 +82,31 @@ def test_the_lean_forward_uses_it(kernel):
     stack = CachedLM(model).stack
     assert stack is not None and stack.head.native is kernel
     assert all(linear.native is kernel for layer in stack.params for linear in layer[1:7] if hasattr(linear, "native"))
+
+
+def test_products_refuse_rows_they_cannot_compute(kernel):
+    product = kernel.product(torch.randn(10, 8))
+    for bad in (torch.randn(2, 9), torch.randn(2, 8, dtype=torch.float64)):
+        with pytest.raises(ValueError, match="float32 rows of 8"):
+            product(bad)
+
+
+@pytest.mark.parametrize("n", [1, 7, 16, 100, 8192, 49152])
+def test_argmax_is_torchs(kernel, n):
+    gen = torch.Generator().manual_seed(n)
+    rows = torch.randn(6, n, generator=gen)
+    rows[1] = rows[1].round()  # many ties: the first maximum wins
+    rows[2] = -torch.inf  # all equal
+    rows[3, n // 2] = torch.nan  # NaN counts as the largest
+    rows[4, n - 1] = torch.inf
+    rows[5] = torch.zeros(n)
+    rows[5, n // 3:] = -0.0  # -0.0 == 0.0: still the first
+    assert torch.equal(kernel.argmax(rows), rows.argmax(-1))
+    for row in rows:
+        assert torch.equal(kernel.argmax(row), row.argmax(-1))
+    assert torch.equal(kernel.argmax(rows[:, : n // 2 + 1]), rows[:, : n // 2 + 1].argmax(-1))  # strided rows
+    half = rows.to(torch.bfloat16)
+    assert torch.equal(kernel.argmax(half), half.argmax(-1))  # not float32: torch's own
 
 
 def test_without_a_compiler_it_falls_back_with_a_reason(monkeypatch, tmp_path, caplog):
