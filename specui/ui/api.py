@@ -5,6 +5,8 @@ awaits it. Gradio cancels an event by cancelling its asyncio task (a client's `j
 function would leave its worker thread decoding to the end while the concurrency slot is handed to the
 next request. Here the cancel sets the run's stop event, so the run ends at its next round, and the
 endpoint waits for that before it lets the cancel through: the slot frees only once decoding stopped.
+A client that vanishes without a cancel (a killed process, a dropped connection) is only marked dead
+by Gradio (its event's `alive`); the endpoint watches for that too and stops the run the same way.
 
 The API builds no charts: it returns none (`figures=False`).
 """
@@ -32,9 +34,33 @@ def decode_all(showcase: Showcase, prompt: str, settings: Settings, stop: thread
     return frame, run
 
 
-async def run_stoppable(work, stop: threading.Event):
+POLL_S = 0.25  # how often a run checks that its client is still there
+
+
+def client_alive(request: gr.Request | None):
+    """A check that turns False once Gradio marks this request's event dead (its client disconnected
+    without cancelling); always True where it cannot tell (no request, another Gradio)."""
+    raw = getattr(request, "request", None)
+    try:
+        queue = raw.app.get_blocks()._queue
+        queue.active_jobs
+    except AttributeError:
+        return lambda: True
+
+    def alive() -> bool:
+        for job in queue.active_jobs:
+            for event in job or ():
+                if event.request is raw:
+                    return event.alive
+        return True
+
+    return alive
+
+
+async def run_stoppable(work, stop: threading.Event, alive=lambda: True):
     """`work()` on a thread of its own; when the awaiting task is cancelled, set `stop`, wait for `work`
-    to return, then let the cancellation through."""
+    to return, then let the cancellation through. When `alive()` turns False (the client is gone),
+    set `stop` and let the run end at its next round."""
     future: concurrent.futures.Future = concurrent.futures.Future()
 
     def target():
@@ -46,7 +72,11 @@ async def run_stoppable(work, stop: threading.Event):
     threading.Thread(target=target, daemon=True, name=f"specui-generate-{next(_names)}").start()
     waiting = asyncio.wrap_future(future)
     try:
-        return await asyncio.shield(waiting)
+        while not waiting.done():
+            await asyncio.wait({waiting}, timeout=POLL_S)  # never cancels `waiting` itself
+            if not waiting.done() and not stop.is_set() and not alive():
+                stop.set()  # nobody is waiting for the answer
+        return waiting.result()
     except asyncio.CancelledError:
         stop.set()  # the run ends at its next round
         while not waiting.done():
@@ -64,7 +94,7 @@ def generate_endpoint(showcase: Showcase):
     async def generate(prompt: str, preset: str = default.name, drafter: str = "model",
                        num_draft_tokens: int = default.num_draft_tokens, adaptive: bool = False,
                        temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, max_new_tokens: int = 64,
-                       seed: int = 0, compare: bool = False) -> dict:
+                       seed: int = 0, compare: bool = False, request: gr.Request = None) -> dict:
         """Decode `prompt` speculatively (and plainly too with compare=True); returns the text, every
         token with its kind, p, q and acceptance probability, the stats and, with compare, the speedup
         and (greedy) whether both outputs are identical."""
@@ -75,7 +105,8 @@ def generate_endpoint(showcase: Showcase):
         except SettingsError as e:
             raise gr.Error(str(e)) from None
         stop = threading.Event()
-        frame, run = await run_stoppable(lambda: decode_all(showcase, prompt, settings, stop), stop)
+        frame, run = await run_stoppable(lambda: decode_all(showcase, prompt, settings, stop), stop,
+                                         client_alive(request))
         if frame.error:
             raise gr.Error(frame.error)
         return run.as_dict()

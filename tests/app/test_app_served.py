@@ -1,10 +1,12 @@
-"""The served app's resources: a cancelled or abandoned run stops and frees its slot; the API builds no
+"""The served app's resources: a cancelled, abandoned or orphaned run stops and frees its slot; the API builds no
 charts. The app runs in this process on the bundled pair with a `Showcase` the test holds, so it can
 watch the runs in flight (`Showcase.live`) and the API's decoding threads (`specui-generate-N`).
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -59,6 +61,32 @@ def test_a_cancelled_api_job_stops_and_frees_its_slot(app):
     out = client.predict(PROMPT, max_new_tokens=8, api_name="/generate")
     assert out["tokens"] and time.monotonic() - started < 60
     assert showcase.live == 0 and not decoding_threads()
+
+
+def test_a_killed_api_client_stops_its_run(app, tmp_path):
+    """A client process killed mid-run sends no cancel: Gradio only marks its event dead when the
+    stream drops, and the run must still stop and free its slot."""
+    url, showcase = app
+    gradio_client.Client(url, verbose=False).predict(PROMPT, max_new_tokens=8, api_name="/generate")  # warm
+    script = tmp_path / "client.py"
+    script.write_text(
+        "import sys, time\n"
+        "import gradio_client\n"
+        f"job = gradio_client.Client({url!r}, verbose=False).submit({PROMPT!r}, max_new_tokens=1000, compare=True,"
+        " api_name='/generate')\n"
+        "time.sleep(600)\n")
+    client = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: showcase.live == 1, timeout=60), "the long run never started"
+        time.sleep(1.0)
+    finally:
+        client.kill()  # SIGKILL: no cancel, no goodbye
+        client.wait()
+    killed = time.monotonic()
+    # the whole run would take ~20 s more here; stopping takes Gradio's noticing plus one round
+    assert wait_until(lambda: showcase.live == 0, timeout=10), f"{showcase.live} run(s) still decoding"
+    print(f"stopped {time.monotonic() - killed:.2f} s after the client died")
+    assert wait_until(lambda: not decoding_threads(), timeout=5), decoding_threads()
 
 
 def test_the_api_builds_no_charts(app, monkeypatch):
