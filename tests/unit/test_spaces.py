@@ -22,7 +22,9 @@ def test_front_matter_matches_the_pinned_gradio():
     assert pinned, "requirements.txt must pin gradio exactly (Spaces installs sdk_version)"
     assert meta["sdk"] == "gradio" and str(meta["sdk_version"]) == pinned.group(1)
     assert meta["app_file"] == "app.py" and (ROOT / meta["app_file"]).exists()
-    assert str(meta["python_version"]).startswith("3.")
+    assert str(meta["python_version"]) in {"3.10", "3.12"}, (
+        f"python_version {meta['python_version']!r}: ZeroGPU supports only Python 3.10 and 3.12"
+        " (quote it in the front matter, or YAML reads 3.10 as 3.1)")
     assert 0 < len(meta["short_description"]) <= 60
     assert meta["models"] and all("/" in m for m in meta["models"])
 
