@@ -5,11 +5,12 @@ weights and dtype, without transformers' per-module call machinery, mask buildin
 bookkeeping. Every row it returns is *batch-invariant*: a token's logits are the same bits whether
 it is computed alone (plain decoding) or among the K+1 tokens of a verify forward, so greedy
 speculative decoding emits plain greedy decoding's tokens by construction, in any dtype, ties or not:
-- matrix products (`RowLinear`, q/k/v and gate/up joined into one product each) are GEMMs of at
-  least two rows, whose rows do not depend on how many rows are computed: large float32 weights
-  packed once for MKL's packed GEMM (which also runs 8 rows in about 1.5 times the time of one),
-  small ones as x @ W^T with W^T stored. One token runs as two identical rows: a single row would
-  take a GEMV, which sums in another order;
+- matrix products (`RowLinear`, q/k/v and gate/up joined into one product each) compute every row
+  the same way whatever the row count. Large float32 weights take `specui.native`'s kernels (one
+  fused multiply-add chain per output, each weight read from memory once for all rows: 8 rows cost
+  about 1.15 times one row on SmolLM2), or MKL's packed GEMM where those cannot be built; small ones
+  and other dtypes run as x @ W^T with W^T stored. One token runs as two identical rows: a single row
+  would take MKL's GEMV, which sums in another order;
 - attention reads keys in whole grains of KEY_GRAIN (the zero-initialised cache past the end is
   masked), takes the softmax over them and sums values over blocks of KEY_BLOCK keys in order, so a
   query's bits do not depend on how many queries come with it (masked keys add exact zeros);
@@ -47,12 +48,13 @@ class RowLinear:
     def __init__(self, modules: list[torch.nn.Linear]):
         self.sizes = [m.out_features for m in modules]
         self.out, width = sum(self.sizes), modules[0].in_features
-        float32 = modules[0].weight.dtype == torch.float32
-        self.native = native.kernel() if float32 else None
-        self.packed = self.native is None and float32 and _MKL_PACKED and self.out * width > SMALL_WEIGHT
-        # native: a `native.Product` (W in panels for native.c, the bias inside); packed: MKL's packed
-        # copy (MKL reads only the shape of the `ghost`, a weight of no memory); small: W^T stored, as
-        # a plain GEMM on it has less overhead per call
+        large = modules[0].weight.dtype == torch.float32 and self.out * width > SMALL_WEIGHT
+        self.native = native.kernel() if large else None
+        self.packed = self.native is None and large and _MKL_PACKED
+        # large float32 weights: a `native.Product` (W in panels for native.c, the bias inside), else MKL's
+        # packed copy (MKL reads only the shape of the `ghost`, a weight of no memory); small ones and other
+        # dtypes: W^T stored, as a plain GEMM on it has less overhead per call (measured faster than
+        # either for the stdlib target's 96-wide matrices, whose products are all overhead)
         how = "native" if self.native is not None else "packed" if self.packed else "transposed"
         self.matrix, self.bias = _prepared(modules, how=how, kernel=self.native)
         self.ghost = modules[0].weight.new_zeros(()).expand(self.out, width) if self.packed else None

@@ -12,6 +12,7 @@ import torch
 
 from specui import native
 from specui.kv import CachedLM
+from specui.lean import SMALL_WEIGHT
 from tests.helpers import make_config
 
 pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
@@ -82,10 +83,13 @@ def test_the_lean_forward_uses_it(kernel):
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(make_config("llama", vocab_size=96, layers=2, hidden=64)).eval()
+    model = AutoModelForCausalLM.from_config(make_config("llama", vocab_size=1024, layers=2, hidden=192)).eval()
     stack = CachedLM(model).stack
-    assert stack is not None and stack.head.native is kernel
-    assert all(linear.native is kernel for layer in stack.params for linear in layer[1:7] if hasattr(linear, "native"))
+    mlp = model.model.layers[0].mlp
+    assert 2 * mlp.gate_proj.weight.numel() > SMALL_WEIGHT and model.lm_head.weight.numel() > SMALL_WEIGHT
+    assert stack.head.native is kernel and all(layer[4].native is kernel for layer in stack.params)  # gate/up
+    small = stack.params[0][1]  # q/k/v: 192 x 384, below SMALL_WEIGHT
+    assert small.native is None and small.out * 192 <= SMALL_WEIGHT
 
 
 def test_products_refuse_rows_they_cannot_compute(kernel):
