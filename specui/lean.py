@@ -153,6 +153,9 @@ class DecoderStack:
             self.params.append((norms[0], qkv, RowLinear([attn.o_proj]), norms[1], gate_up,
                                 RowLinear([mlp.down_proj]), attn.scaling))
         self.head = RowLinear([model.lm_head])
+        # float32 caches: attention in native code (`native.Kernel.attend`); else in torch ops (`_attend`)
+        kernel = native.kernel() if first.k_proj.weight.dtype == torch.float32 else None
+        self.native = kernel if kernel is not None and kernel.attends(self.head_dim) else None
         # Static rotary embeddings (rope_type "default") are a function of the position alone: a table
         # of the module's own cos and sin, grown with the cache (rows of it are what each position uses).
         rope = getattr(model.config, "rope_parameters", None) or {}
@@ -323,6 +326,8 @@ class DecoderStack:
                                                  value_buf[None, :, :rows], scale=scaling, is_causal=True,
                                                  enable_gqa=groups > 1)
             return out[0].transpose(0, 1).reshape(rows, -1)
+        if isinstance(mask, native.Seen):
+            return self.native.attend(q, key_buf, value_buf, mask, scaling)
         dtype, length = q.dtype, mask.shape[1]
         keys, values = key_buf[:, :, :length], value_buf[:, :length]
         if dtype != torch.float32:  # half precision: scores, softmax and sums in float32, as sdpa's kernel keeps them
@@ -340,6 +345,9 @@ class DecoderStack:
         position, and the unwritten tail of the last grain); None for a long prompt."""
         if past == 0 and n > PREFILL_SDPA:
             return None
+        if self.native is not None:  # row r sees the keys up to its own position (one token: twice)
+            prefix = torch.arange(past + 1, past + n + 1, dtype=torch.int32).expand(rows).contiguous()
+            return native.Seen(prefix, None, None, past + n)
         length = -(-(past + n) // KEY_GRAIN) * KEY_GRAIN
         positions = torch.arange(past, past + n, device=device).expand(rows)  # one token: twice its position
         hidden = torch.arange(length, device=device)[None, :] > positions.repeat(self.groups)[:, None]
@@ -349,6 +357,13 @@ class DecoderStack:
     def _tree_mask(self, visible: torch.Tensor, rows: int, device) -> torch.Tensor:
         """`_mask` for tree rows: 0 where `visible` [n, past + n] marks a key, -inf elsewhere."""
         n, width = visible.shape
+        if self.native is not None:  # the prefix before the tree, then the row's ancestors and itself
+            unseen = visible.all(0).logical_not().nonzero()
+            base = int(unseen[0]) if len(unseen) else width  # the first slot some row does not see
+            tail = visible[:, base:].cpu()
+            seen = native.Seen(torch.full((n,), base, dtype=torch.int32), tail.sum(1, dtype=torch.int32),
+                               (tail.nonzero()[:, 1] + base).to(torch.int32), width)
+            return seen if n > 1 else native.Seen(*(t.repeat(rows) for t in seen[:3]), width)
         length = -(-width // KEY_GRAIN) * KEY_GRAIN
         mask = torch.full((n, length), float("-inf"), device=device)
         mask[:, :width].masked_fill_(visible.to(device), 0.0)

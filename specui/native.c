@@ -1,6 +1,8 @@
 /* specui's native kernels, built and loaded by specui/native.py:
  * - rowgemm: row-invariant float32 matrix products for few rows, y[m, n] = x[m, k] W[n, k]^T (+ b);
- * - rowargmax: torch.argmax over rows of logits, vectorised.
+ * - rowargmax: torch.argmax over rows of logits, vectorised;
+ * - rowattend: attention of few query rows over a KV cache, each row's bits a function of the sequence
+ *   of keys it sees (not of their slots, the row count, the padding or the instruction set).
  *
  * One shared library per instruction set (AVX2 or AVX-512), compiled with gcc. rowgemm: W is packed once
  * into panels of NR output columns, [n / NR][k][NR] (zero-padded), so one vector load reads NR columns
@@ -34,6 +36,12 @@ typedef __m512 vec;
 #define vmax _mm512_max_ps
 #define vnan(v) (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0)
 #define vhmax _mm512_reduce_max_ps
+#define vmul _mm512_mul_ps
+#define vsub _mm512_sub_ps
+#define vdiv _mm512_div_ps
+#define vfnmadd _mm512_fnmadd_ps
+#define vround(v) _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define vpow2(n) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23))
 #else
 #define NR 8
 #define PANELS 2 /* 8 x 2 accumulators of 16 registers: a few spill, still the fastest for 8 rows */
@@ -52,6 +60,12 @@ static inline float vhmax(__m256 v) {
     m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
     return _mm_cvtss_f32(m);
 }
+#define vmul _mm256_mul_ps
+#define vsub _mm256_sub_ps
+#define vdiv _mm256_div_ps
+#define vfnmadd _mm256_fnmadd_ps
+#define vround(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define vpow2(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 #endif
 #define ROWS 8        /* rows per tile: a verify of up to 8 tokens reads W once */
 #define WIDE 8        /* panels per tile when there is a single row (pure streaming) */
@@ -150,5 +164,184 @@ void rowargmax(const float *x, int rows, int n, int ld, long long *out) {
             while (row[found] != m) found++;
         }
         out[r] = found;
+    }
+}
+
+/* e^x for x <= 0 (a score minus its row's maximum), the same ops lane by lane in every build: x clamped
+ * at -87 (e^-87 ~ 1.6e-38: nothing next to the maximum's e^0 = 1), x = n ln2 + r, |r| <= ln2 / 2,
+ * e^r by its degree-6 Taylor polynomial in Horner form (error ~2e-7 relative), times 2^n. */
+static inline vec vexp(vec x) {
+    x = vmax(x, vset1(-87.0f));
+    vec n = vround(vmul(x, vset1(1.44269504088896341f)));
+    vec r = vfnmadd(n, vset1(0.693145751953125f), x);
+    r = vfnmadd(n, vset1(1.428606765330187e-06f), r);
+    vec p = vset1(1.0f / 720);
+    p = vfma(p, r, vset1(1.0f / 120));
+    p = vfma(p, r, vset1(1.0f / 24));
+    p = vfma(p, r, vset1(1.0f / 6));
+    p = vfma(p, r, vset1(0.5f));
+    p = vfma(p, r, vset1(1.0f));
+    p = vfma(p, r, vset1(1.0f));
+    return vmul(p, vpow2(n));
+}
+
+#define LANES 16  /* the sum of e^s runs in 16 lanes by rank in both builds (AVX2: two vectors) */
+
+/* Attention is computed for the query vectors of one key/value head together (a verify's rows times
+ * the heads that share it), QS at a time for the scores and QV at a time for the weighted values, so
+ * each key and value is read once per block rather than once per query: the cache is too large for
+ * L1 and a query-at-a-time pass is bound by L2. Blocks are padded with a copy of their last query
+ * (its output goes to scratch). Every output is still one chain in rank order: the grouping and the
+ * padding change no bits. */
+#define QS 8                       /* query vectors per score block */
+#if NR == 16
+#define QV(nv) ((nv) >= 16 ? 1 : 16 / (nv) > 8 ? 8 : 16 / (nv))  /* 16 accumulators of 32 registers */
+#else
+#define QV(nv) ((nv) >= 8 ? 1 : 8 / (nv))                       /* 8 accumulators of 16 registers */
+#endif
+
+/* e_i[j..j + nk*NR) = q_i . k_j for QS queries and nk vectors of NR consecutive slots from j: each
+ * lane one (query, key) chain over d in order */
+static inline __attribute__((always_inline)) void score_block(const float *const *q, int hd, const float *keys,
+                                                               long long cap, int j, int nk, float *const *e) {
+    vec acc[QS][2];
+    for (int i = 0; i < QS; i++)
+        for (int c = 0; c < nk; c++) acc[i][c] = vzero();
+    for (int d = 0; d < hd; d++) {
+        vec k[2];
+        for (int c = 0; c < nk; c++) k[c] = vload(keys + (size_t)d * cap + j + c * NR);
+        for (int i = 0; i < QS; i++) {
+            vec qd = vset1(q[i][d]);
+            for (int c = 0; c < nk; c++) acc[i][c] = vfma(qd, k[c], acc[i][c]);
+        }
+    }
+    for (int i = 0; i < QS; i++)
+        for (int c = 0; c < nk; c++) vstore(e[i] + j + c * NR, acc[i][c]);
+}
+static void score1(const float *const *q, int hd, const float *k, long long cap, int j, float *const *e) {
+    score_block(q, hd, k, cap, j, 1, e);
+}
+static void score2(const float *const *q, int hd, const float *k, long long cap, int j, float *const *e) {
+    score_block(q, hd, k, cap, j, 2, e);
+}
+
+/* acc_i += sum over ranks j in [j0, j1) of e_i[j] v_j (slots = ranks: the shared prefix) for QV(nv)
+ * queries, nv vectors over d; acc_i lives in out_i between calls (a float stored is the float read) */
+static inline __attribute__((always_inline)) void weigh_block(const float *const *e, int j0, int j1,
+                                                               const float *values, int hd, int nv, float *const *out) {
+    enum { MAXQ = 8 };
+    vec acc[MAXQ][16];
+    const int nq = QV(nv);
+    for (int i = 0; i < nq; i++)
+        for (int v = 0; v < nv; v++) acc[i][v] = vload(out[i] + v * NR);
+    for (int j = j0; j < j1; j++) {
+        vec x[16];
+        for (int v = 0; v < nv; v++) x[v] = vload(values + (size_t)j * hd + v * NR);
+        for (int i = 0; i < nq; i++) {
+            vec w = vset1(e[i][j]);
+            for (int v = 0; v < nv; v++) acc[i][v] = vfma(w, x[v], acc[i][v]);
+        }
+    }
+    for (int i = 0; i < nq; i++)
+        for (int v = 0; v < nv; v++) vstore(out[i] + v * NR, acc[i][v]);
+}
+#define WEIGH(n) static void weigh##n(const float *const *e, int j0, int j1, const float *values, int hd, \
+    float *const *out) { weigh_block(e, j0, j1, values, hd, n, out); }
+WEIGH(1) WEIGH(2) WEIGH(3) WEIGH(4) WEIGH(5) WEIGH(6) WEIGH(7) WEIGH(8)
+WEIGH(9) WEIGH(10) WEIGH(11) WEIGH(12) WEIGH(13) WEIGH(14) WEIGH(15) WEIGH(16)
+static void (*const weigh_of[17])(const float *const *, int, int, const float *, int, float *const *) = {
+    0, weigh1, weigh2, weigh3, weigh4, weigh5, weigh6, weigh7, weigh8,
+    weigh9, weigh10, weigh11, weigh12, weigh13, weigh14, weigh15, weigh16};
+
+/* Whether rowattend computes heads of this size (else the caller takes torch's ops). */
+int rowattend_supports(int hd) {
+    return hd % NR == 0 && hd / NR >= 1 && hd / NR <= 16;
+}
+
+/* out[r, h*hd:(h+1)*hd] = attention of q[r, h] (rows ldq floats apart, heads hd apart) over the keys
+ * [kv_heads][hd][cap] and values [kv_heads][cap][hd] of one layer; head h reads key/value head
+ * h / (heads / kv_heads). Row r sees prefix[r] keys from slot 0, then extra[r] more at the next
+ * extra[r] entries of `slots`, increasing (extra may be NULL: none). Its bits depend only on the
+ * sequence of keys it sees: a token tree's row (ancestors at scattered slots) equals the chain's.
+ * scratch: (rows * heads / kv_heads + QS + QV) * stride floats, stride = the most keys a row sees
+ * rounded up to 16, plus 48. */
+void rowattend(const float *q, int rows, int ldq, int heads, int kv_heads, int hd, const float *keys,
+               const float *values, long long cap, const int *prefix, const int *extra, const int *slots,
+               float scale, float *out, float *scratch, int stride) {
+    const int groups = heads / kv_heads, nv = hd / NR, nq = rows * groups;
+    int first[rows + 1];  /* row r's extra slots start at slots + first[r] */
+    first[0] = 0;
+    for (int r = 0; r < rows; r++) first[r + 1] = first[r] + (extra ? extra[r] : 0);
+    int shared = prefix[0], most = 0;  /* keys every row sees from slot 0; the longest prefix */
+    for (int r = 0; r < rows; r++) {
+        shared = prefix[r] < shared ? prefix[r] : shared;
+        most = prefix[r] > most ? prefix[r] : most;
+    }
+    const float *qs[nq + QS + QV(nv)];
+    float *es[nq + QS + QV(nv)], *os[nq + QS + QV(nv)];
+    float *spare = scratch + (size_t)(nq + QS + QV(nv) - 1) * stride;  /* padding's output */
+    for (int g = 0; g < kv_heads; g++) {
+        const float *k = keys + (size_t)g * hd * cap, *v = values + (size_t)g * cap * hd;
+        for (int i = 0; i < nq + QS + QV(nv); i++) {  /* query i: row i / groups, head g * groups + i % groups */
+            const int real = i < nq ? i : nq - 1, r = real / groups, h = g * groups + real % groups;
+            qs[i] = q + (size_t)r * ldq + (size_t)h * hd;
+            es[i] = scratch + (size_t)real * stride;
+            os[i] = i < nq ? out + ((size_t)r * heads + h) * hd : spare;
+        }
+        /* scores over the longest prefix (vectors past a row's own prefix read cache slots inside the
+         * capacity, a multiple of NR, and are never used), then each row's extra keys one by one */
+        const int vectors = (most + NR - 1) / NR;
+        for (int b = 0; b < nq; b += QS)
+            for (int c = 0; c < vectors; c += 2) {
+                if (c + 2 <= vectors) score2(qs + b, hd, k, cap, c * NR, es + b);
+                else score1(qs + b, hd, k, cap, c * NR, es + b);
+            }
+        for (int i = 0; i < nq; i++) {
+            const int r = i / groups, count = prefix[r] + (extra ? extra[r] : 0);
+            float *e = es[i];
+            for (int j = prefix[r]; j < count; j++) {  /* extra keys: the same chain over d as a lane's */
+                const long long slot = slots[first[r] + j - prefix[r]];
+                float a = 0.0f;
+                for (int d = 0; d < hd; d++) a = __builtin_fmaf(qs[i][d], k[(size_t)d * cap + slot], a);
+                e[j] = a;
+            }
+            vec top = vset1(-__builtin_inff());  /* scale, and the maximum (exact in any order) */
+            int j = 0;
+            for (; j + NR <= count; j += NR) {
+                vec x = vmul(vload(e + j), vset1(scale));
+                vstore(e + j, x);
+                top = vmax(top, x);
+            }
+            float m = vhmax(top);
+            for (; j < count; j++) {
+                e[j] *= scale;
+                m = e[j] > m ? e[j] : m;
+            }
+            const int padded = (count + LANES - 1) / LANES * LANES;
+            for (j = count; j < padded; j++) e[j] = m;
+            for (j = 0; j < padded; j += NR) vstore(e + j, vexp(vsub(vload(e + j), vset1(m))));
+            for (j = count; j < padded; j++) e[j] = 0.0f;
+            float lanes[LANES] = {0}, sum = 0.0f;
+            for (j = 0; j < padded; j += LANES)
+                for (int l = 0; l < LANES; l++) lanes[l] += e[j + l];
+            for (int l = 0; l < LANES; l++) sum += lanes[l];
+            e[stride - 1] = sum;  /* kept past the scores (stride leaves room) */
+            for (int d = 0; d < hd; d++) os[i][d] = 0.0f;
+        }
+        for (int b = 0; b < nq; b += QV(nv)) {  /* the keys every row sees, all queries of a block at once */
+            weigh_of[nv]((const float *const *)(es + b), 0, shared, v, hd, os + b);
+        }
+        for (int i = 0; i < nq; i++) {  /* then each row's own further keys, in rank order, and / sum */
+            const int r = i / groups, count = prefix[r] + (extra ? extra[r] : 0);
+            const float *e = es[i];
+            float *o = os[i];
+            for (int j = shared; j < count; j++) {
+                const float *x = v + (size_t)(j < prefix[r] ? j : slots[first[r] + j - prefix[r]]) * hd;
+                vec w = vset1(e[j]);
+                for (int d = 0; d < hd; d += NR) vstore(o + d, vfma(w, vload(x + d), vload(o + d)));
+            }
+            vec sum = vset1(e[stride - 1]);
+            for (int d = 0; d < hd; d += NR) vstore(o + d, vdiv(vload(o + d), sum));
+        }
     }
 }

@@ -26,6 +26,7 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -55,6 +56,11 @@ class Kernel:
         self._argmax = library.rowargmax
         self._argmax.argtypes = [_ptr, _int, _int, _int, _ptr]
         self._argmax.restype = None
+        self._attend = library.rowattend
+        self._attend.argtypes = [_ptr, _int, _int, _int, _int, _int, _ptr, _ptr, ctypes.c_longlong, _ptr, _ptr, _ptr,
+                                 ctypes.c_float, _ptr, _ptr, _int]
+        self._attend.restype = None
+        self.attends = library.rowattend_supports  # head size -> whether `attend` computes it
 
     def product(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> Product:
         """weight [n, k] float32 (and bias [n]) packed into panels [ceil(n / NR), k, NR], the bias
@@ -77,6 +83,36 @@ class Kernel:
         out = torch.empty(rows.shape[0], dtype=torch.int64)
         self._argmax(rows.data_ptr(), rows.shape[0], rows.shape[1], rows.stride(0), out.data_ptr())
         return out[0] if logits.dim() == 1 else out
+
+
+    def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, seen: Seen, scale: float) -> torch.Tensor:
+        """Attention of q [rows, heads, hd] (float32, heads hd apart) over one layer's keys [kv_heads, hd,
+        capacity] and values [kv_heads, capacity, hd] (contiguous; capacity a multiple of 16) -> [rows,
+        heads * hd]. Each row sees the keys `seen` names; its bits depend only on the sequence of those
+        keys (not their slots, the row count or the build), so a token tree's row equals the chain's."""
+        rows, heads, hd = q.shape
+        kv_heads, capacity = keys.shape[0], keys.shape[2]
+        if q.stride(2) != 1 or q.stride(1) != hd or q.dtype != torch.float32:
+            raise ValueError("q must be float32 rows of heads, each head contiguous")
+        out = torch.empty(rows, heads * hd)
+        stride = -(-seen.longest // 16) * 16 + 48  # a query's scores, padding and its sum (see native.c)
+        scratch = torch.empty((rows * (heads // kv_heads) + 8 + 16) * stride)
+        self._attend(q.data_ptr(), rows, q.stride(0), heads, kv_heads, hd, keys.data_ptr(), values.data_ptr(), capacity,
+                     seen.prefix.data_ptr(), None if seen.extra is None else seen.extra.data_ptr(),
+                     None if seen.slots is None else seen.slots.data_ptr(), scale, out.data_ptr(), scratch.data_ptr(),
+                     stride)
+        return out
+
+
+class Seen(NamedTuple):
+    """Which cached keys each query row sees: prefix[r] (int32) keys from slot 0, then extra[r] more at
+    the next entries of slots (int32, increasing per row; None: no extra keys); longest: the most keys
+    a row sees."""
+
+    prefix: torch.Tensor
+    extra: torch.Tensor | None
+    slots: torch.Tensor | None
+    longest: int
 
 
 class Product:

@@ -122,3 +122,39 @@ def test_greedy_speculative_equals_plain_by_construction(dtype, backend):
             for drafter in ("model", "prompt_lookup"):
                 spec = engine.generate(prompt, max_new_tokens=24, num_draft_tokens=k, drafter=drafter)
                 assert spec.token_ids == plain, (dtype, length, k, drafter)
+
+
+TREE = [9, 10, 11, 12, 13, 14]  # cur = 9, then five nodes
+TREE_PARENTS = [-1, 0, 0, 1, 3, 2]
+TREE_PATHS = {0: [9], 1: [9, 10], 2: [9, 11], 3: [9, 10, 12], 4: [9, 10, 12, 13], 5: [9, 11, 14]}
+
+
+@pytest.mark.parametrize("prefix_length", [5, 60, KEY_BLOCK + 3])  # across a grain and a key block
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_tree_rows_equal_chain_rows_bit_for_bit(arch, prefix_length):
+    """A token tree's row sees its ancestors at scattered cache slots, a chain's at consecutive ones: the
+    native attention sums by the rank of each seen key, not its slot, so both rows are the same bits,
+    and so greedy tree decoding equals plain greedy decoding by construction too. Fed at once and level
+    by level (a dynamic tree), where the second call's rows see the first call's nodes."""
+    if native.kernel() is None:
+        pytest.skip("no native build on this machine")
+    model = _model(arch, hidden=192, heads=6, kv_heads=2, vocab=1024)  # head size 48 (llama) and 32 (qwen2)
+    assert CachedLM(model).stack.native is not None, "attention must run natively for this test to mean anything"
+    prefix = torch.randint(0, 1024, (prefix_length,), generator=torch.Generator().manual_seed(3)).tolist()
+    with torch.inference_mode():
+        chains = {}
+        for node, path in TREE_PATHS.items():
+            lm = CachedLM(model)
+            lm.extend(prefix, last_only=True)
+            chains[node] = lm.extend(path)[-1]
+        at_once = CachedLM(model)
+        at_once.extend(prefix, last_only=True)
+        rows = at_once.extend_tree(TREE, parents=TREE_PARENTS)
+        by_level = CachedLM(model)
+        by_level.extend(prefix, last_only=True)
+        levels = [by_level.extend_tree(TREE[:3], parents=TREE_PARENTS[:3]),
+                  by_level.extend_tree(TREE[3:], parents=TREE_PARENTS[3:])]
+    leveled = torch.cat(levels)
+    for node in TREE_PATHS:
+        assert torch.equal(rows[node], chains[node]), node
+        assert torch.equal(leveled[node], chains[node]), node

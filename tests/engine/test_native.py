@@ -142,3 +142,72 @@ def test_a_failed_build_falls_back(monkeypatch, tmp_path, caplog):
         assert native.kernel() is None
     assert "error" in caplog.text  # the compiler's own message, so the user can act on it
     assert not list((tmp_path / "native").glob("*.so"))  # no half-built library left to load later
+
+
+def _attention_case(hd: int, *, rows: int = 5, heads: int = 6, kv_heads: int = 2, capacity: int = 512, seed: int = 0):
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(rows, heads + kv_heads, hd, generator=gen)[:, :heads]  # a view, as the forward passes it
+    keys = torch.randn(kv_heads, hd, capacity, generator=gen)
+    values = torch.randn(kv_heads, capacity, hd, generator=gen)
+    return q, keys, values
+
+
+def _reference(q, keys, values, visible: list[list[int]], scale: float) -> torch.Tensor:
+    """Softmax attention in float64 over each row's visible slots."""
+    rows, heads, hd = q.shape
+    groups = heads // keys.shape[0]
+    out = torch.zeros(rows, heads, hd, dtype=torch.float64)
+    for r, slots in enumerate(visible):
+        for h in range(heads):
+            k, v = keys[h // groups][:, slots].double(), values[h // groups][slots].double()
+            out[r, h] = torch.softmax(q[r, h].double() @ k * scale, -1) @ v
+    return out.reshape(rows, heads * hd)
+
+
+def _seen(prefix: list[int], extra: list[list[int]] | None = None) -> native.Seen:
+    counts = None if extra is None else torch.tensor([len(e) for e in extra], dtype=torch.int32)
+    slots = None if extra is None else torch.tensor([s for e in extra for s in e] or [0], dtype=torch.int32)
+    longest = max(p + (0 if extra is None else len(e)) for p, e in zip(prefix, extra or [[]] * len(prefix)))
+    return native.Seen(torch.tensor(prefix, dtype=torch.int32), counts, slots, longest)
+
+
+@pytest.mark.parametrize("hd", [16, 32, 48, 64, 128])
+def test_attention_is_softmax_attention(kernel, hd):
+    q, keys, values = _attention_case(hd)
+    prefix = [300, 301, 302, 302, 40]  # a verify's rows (one repeated), and a short one
+    out = kernel.attend(q, keys, values, _seen(prefix), 0.125)
+    reference = _reference(q, keys, values, [list(range(p)) for p in prefix], 0.125)
+    assert torch.allclose(out.double(), reference, atol=2e-6, rtol=1e-5)
+    extra = [[305, 310], [], [400], [301, 302, 303], [41]]  # tree rows: the prefix, then scattered slots
+    out = kernel.attend(q, keys, values, _seen(prefix, extra), 0.125)
+    reference = _reference(q, keys, values, [list(range(p)) + e for p, e in zip(prefix, extra)], 0.125)
+    assert torch.allclose(out.double(), reference, atol=2e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("hd", [32, 48, 64])
+def test_attention_rows_depend_only_on_the_keys_they_see(kernel, hd):
+    """The same query over the same sequence of keys gives the same bits: alone or among other rows,
+    with the keys at consecutive slots (a chain) or scattered after a shorter prefix (a token tree)."""
+    q, keys, values = _attention_case(hd, rows=9)
+    prefix = [200 + r for r in range(9)]
+    together = kernel.attend(q, keys, values, _seen(prefix), 0.1)
+    for r in range(9):
+        alone = kernel.attend(q[r:r + 1], keys, values, _seen([prefix[r]]), 0.1)
+        assert torch.equal(alone[0], together[r]), r
+    # row 5 sees slots 0..204; move slots 198..204 to scattered slots 300, 310, ... with the same contents
+    moved_keys, moved_values = keys.clone(), values.clone()
+    scattered = [300 + 10 * i for i in range(7)]
+    moved_keys[:, :, scattered] = keys[:, :, 198:205]
+    moved_values[:, scattered] = values[:, 198:205]
+    moved_keys[:, :, 198:205] = torch.randn(keys.shape[0], hd, 7)  # what sits there now: other branches
+    tree = kernel.attend(q[5:6], moved_keys, moved_values, _seen([198], [scattered]), 0.1)
+    assert torch.equal(tree[0], together[5])
+
+
+def test_attention_builds_give_the_same_bits():
+    if native.best_isa() != "avx512":
+        pytest.skip("this CPU has no AVX-512")
+    q, keys, values = _attention_case(64, rows=7, heads=9, kv_heads=3)
+    seen = _seen([100, 101, 102, 103, 104, 105, 106], [[], [200], [], [201, 300], [], [], [400]])
+    assert torch.equal(native.kernel("avx512").attend(q, keys, values, seen, 0.125),
+                       native.kernel("avx2").attend(q, keys, values, seen, 0.125))
