@@ -11,9 +11,12 @@ speculative decoding emits plain greedy decoding's tokens by construction, in an
   about 1.15 times one row on SmolLM2), or MKL's packed GEMM where those cannot be built; small ones
   and other dtypes run as x @ W^T with W^T stored. One token runs as two identical rows: a single row
   would take MKL's GEMV, which sums in another order;
-- attention reads keys in whole grains of KEY_GRAIN (the zero-initialised cache past the end is
-  masked), takes the softmax over them and sums values over blocks of KEY_BLOCK keys in order, so a
-  query's bits do not depend on how many queries come with it (masked keys add exact zeros);
+- attention over a float32 cache is `specui.native`'s: each row's bits depend only on the sequence of
+  keys it sees, so a token tree's row (its ancestors at scattered slots) equals the chain's row too.
+  Otherwise (half precision, head sizes it lacks) it reads keys in whole grains of KEY_GRAIN (the
+  zero-initialised cache past the end is masked), takes the softmax over them and sums values over
+  blocks of KEY_BLOCK keys in order, so a query's bits do not depend on how many queries come with it
+  (masked keys add exact zeros), though tree rows then equal the chain's only to float rounding;
 - norms, rotary embeddings, SiLU and residual adds work row by row or element by element.
 The price: the logits are no longer transformers' own bits (its one-token forward takes the GEMV),
 only equal to float32 rounding (tests check that, greedy tokens, and invariance), and the matrices
@@ -23,80 +26,15 @@ Keys and values live in preallocated buffers, so rolling back is just not advanc
 
 from __future__ import annotations
 
-import weakref
-
 import torch
 import torch.nn.functional as F
 
 from specui import native
+from specui.products import RowLinear
 
-# MKL's packed float32 GEMM (what inductor's freezing uses on x86): present in x86 PyTorch builds
-_MKL_PACKED = torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_linear")
-SMALL_WEIGHT = 1 << 17  # weights of at most this many elements run as x @ W^T with W^T stored; larger ones packed
-_PACK_ROWS = 16  # the row count MKL is told to expect when packing (the rows' results do not depend on it)
 KEY_BLOCK = 256  # attention sums values over blocks of this many keys (the cache capacity is a multiple)
 KEY_GRAIN = 64  # and reads keys up to the next multiple of this many (a divisor of KEY_BLOCK)
 PREFILL_SDPA = 128  # a first block longer than this (a prompt) takes sdpa's causal kernel
-_prepared_cache: dict[tuple, tuple] = {}  # ids of joined weights -> (weakrefs to them, their stamp, prepared matrix)
-_mkl_linear = torch.ops.mkl._mkl_linear.default if _MKL_PACKED else None
-
-
-class RowLinear:
-    """y = x [W_1; W_2; ...]^T + b for x [n, in]: one product for several linears of the same input
-    (q, k, v; gate, up), each row's bits independent of n (see the module docstring)."""
-
-    def __init__(self, modules: list[torch.nn.Linear]):
-        self.sizes = [m.out_features for m in modules]
-        self.out, width = sum(self.sizes), modules[0].in_features
-        large = modules[0].weight.dtype == torch.float32 and self.out * width > SMALL_WEIGHT
-        self.native = native.kernel() if large else None
-        self.packed = self.native is None and large and _MKL_PACKED
-        # large float32 weights: a `native.Product` (W in panels for native.c, the bias inside), else MKL's
-        # packed copy (MKL reads only the shape of the `ghost`, a weight of no memory); small ones and other
-        # dtypes: W^T stored, as a plain GEMM on it has less overhead per call (measured faster than
-        # either for the stdlib target's 96-wide matrices, whose products are all overhead)
-        how = "native" if self.native is not None else "packed" if self.packed else "transposed"
-        self.matrix, self.bias = _prepared(modules, how=how, kernel=self.native)
-        self.ghost = modules[0].weight.new_zeros(()).expand(self.out, width) if self.packed else None
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if self.native is not None:
-            return self.matrix(x)
-        if self.packed:
-            return _mkl_linear(x, self.matrix, self.ghost, self.bias, x.shape[0])
-        y = torch.mm(x, self.matrix)
-        return y if self.bias is None else y.add_(self.bias)
-
-    def split(self, y: torch.Tensor) -> list[torch.Tensor]:
-        """The output of each linear, as views of one product's output."""
-        return list(y.split(self.sizes, dim=-1))
-
-
-def _prepared(modules: list[torch.nn.Linear], *, how: str, kernel=None):
-    """(matrix, bias) of the joined linears as `how` wants them (a `native.Product`, which holds the
-    bias too; MKL's packed copy; or W^T), made once and kept while the weights live, remade when a
-    weight or bias is edited in place (its version) or replaced (`.to()`: its storage)."""
-    params = [m.weight for m in modules] + [m.bias for m in modules if m.bias is not None]
-    key = tuple(id(m.weight) for m in modules)
-    stamp = (how, kernel and kernel.isa, tuple(p._version for p in params), tuple(p.data_ptr() for p in params),
-             modules[0].weight.dtype)
-    cached = _prepared_cache.get(key)
-    if cached is not None and all(r() is m.weight for r, m in zip(cached[0], modules)) and cached[1] == stamp:
-        return cached[2]
-    with torch.inference_mode():
-        joined = torch.cat([m.weight.detach() for m in modules])
-        bias = None if len(params) == len(modules) else torch.cat(
-            [(m.bias if m.bias is not None else m.weight.new_zeros(m.out_features)).detach() for m in modules])
-        if how == "native":
-            prepared = kernel.product(joined, bias), bias
-        elif how == "packed":
-            prepared = torch.ops.mkl._mkl_reorder_linear_weight(joined, _PACK_ROWS), bias
-        else:
-            prepared = joined.t().contiguous(), bias
-    if cached is None:
-        weakref.finalize(modules[0].weight, _prepared_cache.pop, key, None)
-    _prepared_cache[key] = (tuple(weakref.ref(m.weight) for m in modules), stamp, prepared)
-    return prepared
 
 
 class StaticKV:
@@ -229,9 +167,9 @@ class DecoderStack:
                an early-exit draft), their keys and values are in the cache; they start at layer `stop`.
         tree: (positions [n], visible [n, past + n] bool): a token tree's rows at explicit positions, each
               seeing the cached keys marked visible (the prefix and its ancestors; see `CachedLM.extend_tree`).
-              Its keys are written at slots past..past+n as usual. Rows are not bit-identical to a chain's:
-              an ancestor's key sits at another slot, so the softmax and value sums add the same terms with
-              masked zeros in other places (equal to float rounding).
+              Its keys are written at slots past..past+n as usual. With native attention each row is the
+              chain's row bit for bit; with torch's (half precision) equal to float rounding, as an
+              ancestor's key sits at another slot and masked zeros fall in other places of the sums.
         One token runs as two identical rows (MKL would take its GEMV for one row, which rounds
         differently from the GEMM that computes a verify block); only the first row is kept.
         """

@@ -10,7 +10,8 @@ import torch
 
 from specui import SpeculativeEngine, native
 from specui.kv import CachedLM
-from specui.lean import KEY_BLOCK, SMALL_WEIGHT
+from specui.lean import KEY_BLOCK
+from specui.products import SMALL_WEIGHT
 from tests.helpers import make_config, noisy_copy
 
 

@@ -12,7 +12,7 @@ import torch
 
 from specui import native
 from specui.kv import CachedLM
-from specui.lean import SMALL_WEIGHT
+from specui.products import SMALL_WEIGHT
 from tests.helpers import make_config
 
 pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")

@@ -1,0 +1,80 @@
+"""Row-invariant matrix products for the lean forward (`specui.lean`): y = x W^T + b whose rows do not
+depend on how many rows are computed together.
+
+Large float32 weights take `specui.native`'s kernels (or MKL's packed GEMM where those cannot be built);
+small weights and other dtypes run as x @ W^T with W^T stored, a GEMM of at least two rows (the lean
+forward runs one token as two identical rows). Each weight is prepared once, while it lives.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+
+from specui import native
+
+# MKL's packed float32 GEMM (what inductor's freezing uses on x86): present in x86 PyTorch builds
+_MKL_PACKED = torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_linear")
+SMALL_WEIGHT = 1 << 17  # weights of at most this many elements run as x @ W^T with W^T stored; larger ones packed
+_PACK_ROWS = 16  # the row count MKL is told to expect when packing (the rows' results do not depend on it)
+_prepared_cache: dict[tuple, tuple] = {}  # ids of joined weights -> (weakrefs to them, their stamp, prepared matrix)
+_mkl_linear = torch.ops.mkl._mkl_linear.default if _MKL_PACKED else None
+
+
+class RowLinear:
+    """y = x [W_1; W_2; ...]^T + b for x [n, in]: one product for several linears of the same input
+    (q, k, v; gate, up), each row's bits independent of n."""
+
+    def __init__(self, modules: list[torch.nn.Linear]):
+        self.sizes = [m.out_features for m in modules]
+        self.out, width = sum(self.sizes), modules[0].in_features
+        large = modules[0].weight.dtype == torch.float32 and self.out * width > SMALL_WEIGHT
+        self.native = native.kernel() if large else None
+        self.packed = self.native is None and large and _MKL_PACKED
+        # large float32 weights: a `native.Product` (W in panels for native.c, the bias inside), else MKL's
+        # packed copy (MKL reads only the shape of the `ghost`, a weight of no memory); small ones and other
+        # dtypes: W^T stored, as a plain GEMM on it has less overhead per call (measured faster than
+        # either for the stdlib target's 96-wide matrices, whose products are all overhead)
+        how = "native" if self.native is not None else "packed" if self.packed else "transposed"
+        self.matrix, self.bias = _prepared(modules, how=how, kernel=self.native)
+        self.ghost = modules[0].weight.new_zeros(()).expand(self.out, width) if self.packed else None
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.native is not None:
+            return self.matrix(x)
+        if self.packed:
+            return _mkl_linear(x, self.matrix, self.ghost, self.bias, x.shape[0])
+        y = torch.mm(x, self.matrix)
+        return y if self.bias is None else y.add_(self.bias)
+
+    def split(self, y: torch.Tensor) -> list[torch.Tensor]:
+        """The output of each linear, as views of one product's output."""
+        return list(y.split(self.sizes, dim=-1))
+
+
+def _prepared(modules: list[torch.nn.Linear], *, how: str, kernel=None):
+    """(matrix, bias) of the joined linears as `how` wants them (a `native.Product`, which holds the
+    bias too; MKL's packed copy; or W^T), made once and kept while the weights live, remade when a
+    weight or bias is edited in place (its version) or replaced (`.to()`: its storage)."""
+    params = [m.weight for m in modules] + [m.bias for m in modules if m.bias is not None]
+    key = tuple(id(m.weight) for m in modules)
+    stamp = (how, kernel and kernel.isa, tuple(p._version for p in params), tuple(p.data_ptr() for p in params),
+             modules[0].weight.dtype)
+    cached = _prepared_cache.get(key)
+    if cached is not None and all(r() is m.weight for r, m in zip(cached[0], modules)) and cached[1] == stamp:
+        return cached[2]
+    with torch.inference_mode():
+        joined = torch.cat([m.weight.detach() for m in modules])
+        bias = None if len(params) == len(modules) else torch.cat(
+            [(m.bias if m.bias is not None else m.weight.new_zeros(m.out_features)).detach() for m in modules])
+        if how == "native":
+            prepared = kernel.product(joined, bias), bias
+        elif how == "packed":
+            prepared = torch.ops.mkl._mkl_reorder_linear_weight(joined, _PACK_ROWS), bias
+        else:
+            prepared = joined.t().contiguous(), bias
+    if cached is None:
+        weakref.finalize(modules[0].weight, _prepared_cache.pop, key, None)
+    _prepared_cache[key] = (tuple(weakref.ref(m.weight) for m in modules), stamp, prepared)
+    return prepared
