@@ -17,6 +17,7 @@ forward keeps its MKL products (also row-invariant, slower for a few rows); the 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import logging
 import os
@@ -167,12 +168,15 @@ def kernel(isa: str | None = None) -> Kernel | None:
     isa = isa or (wanted if wanted in FLAGS else best_isa())
     if isa is None:
         return None
+    if isa in _kernels:  # built (or refused) already: no lock needed to read it
+        return _kernels[isa]
     with _lock:
         if isa not in _kernels:
             _kernels[isa] = _load(isa)
         return _kernels[isa]
 
 
+@functools.cache
 def best_isa() -> str | None:
     """'avx512' or 'avx2' as torch detected this CPU (AVX2 there implies FMA); None elsewhere."""
     capability = torch.backends.cpu.get_cpu_capability().upper()
