@@ -21,6 +21,7 @@
  */
 #include <immintrin.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(SPECUI_AVX512)
@@ -264,12 +265,19 @@ int rowattend_supports(int hd) {
  * extra[r] entries of `slots`, increasing (extra may be NULL: none). Its bits depend only on the
  * sequence of keys it sees: a token tree's row (ancestors at scattered slots) equals the chain's.
  * scratch: (rows * heads / kv_heads + QS + QV) * stride floats, stride = the most keys a row sees
- * rounded up to 16, plus 48. */
-void rowattend(const float *q, int rows, int ldq, int heads, int kv_heads, int hd, const float *keys,
+ * rounded up to 16, plus 48. Returns 0, or 1 when memory ran out (nothing computed). */
+int rowattend(const float *q, int rows, int ldq, int heads, int kv_heads, int hd, const float *keys,
                const float *values, long long cap, const int *prefix, const int *extra, const int *slots,
                float scale, float *out, float *scratch, int stride) {
     const int groups = heads / kv_heads, nv = hd / NR, nq = rows * groups;
-    int first[rows + 1];  /* row r's extra slots start at slots + first[r] */
+    const int padded_nq = nq + QS + QV(nv);  /* queries and the padding of the last blocks */
+    int *first = malloc(sizeof(int) * (rows + 1));  /* row r's extra slots start at slots + first[r] */
+    const float **qs = malloc(sizeof(float *) * padded_nq);
+    float **es = malloc(sizeof(float *) * padded_nq), **os = malloc(sizeof(float *) * padded_nq);
+    if (!first || !qs || !es || !os) {  /* out of memory: the caller raises MemoryError */
+        free(first); free(qs); free(es); free(os);
+        return 1;
+    }
     first[0] = 0;
     for (int r = 0; r < rows; r++) first[r + 1] = first[r] + (extra ? extra[r] : 0);
     int shared = prefix[0], most = 0;  /* keys every row sees from slot 0; the longest prefix */
@@ -277,12 +285,10 @@ void rowattend(const float *q, int rows, int ldq, int heads, int kv_heads, int h
         shared = prefix[r] < shared ? prefix[r] : shared;
         most = prefix[r] > most ? prefix[r] : most;
     }
-    const float *qs[nq + QS + QV(nv)];
-    float *es[nq + QS + QV(nv)], *os[nq + QS + QV(nv)];
-    float *spare = scratch + (size_t)(nq + QS + QV(nv) - 1) * stride;  /* padding's output */
+    float *spare = scratch + (size_t)(padded_nq - 1) * stride;  /* padding's output */
     for (int g = 0; g < kv_heads; g++) {
         const float *k = keys + (size_t)g * hd * cap, *v = values + (size_t)g * cap * hd;
-        for (int i = 0; i < nq + QS + QV(nv); i++) {  /* query i: row i / groups, head g * groups + i % groups */
+        for (int i = 0; i < padded_nq; i++) {  /* query i: row i / groups, head g * groups + i % groups */
             const int real = i < nq ? i : nq - 1, r = real / groups, h = g * groups + real % groups;
             qs[i] = q + (size_t)r * ldq + (size_t)h * hd;
             es[i] = scratch + (size_t)real * stride;
@@ -344,4 +350,6 @@ void rowattend(const float *q, int rows, int ldq, int heads, int kv_heads, int h
             for (int d = 0; d < hd; d += NR) vstore(o + d, vdiv(vload(o + d), sum));
         }
     }
+    free(first); free(qs); free(es); free(os);
+    return 0;
 }

@@ -60,7 +60,7 @@ class Kernel:
         self._attend = library.rowattend
         self._attend.argtypes = [_ptr, _int, _int, _int, _int, _int, _ptr, _ptr, ctypes.c_longlong, _ptr, _ptr, _ptr,
                                  ctypes.c_float, _ptr, _ptr, _int]
-        self._attend.restype = None
+        self._attend.restype = _int
         self.attends = library.rowattend_supports  # head size -> whether `attend` computes it
 
     def product(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> Product:
@@ -98,10 +98,12 @@ class Kernel:
         out = torch.empty(rows, heads * hd)
         stride = -(-seen.longest // 16) * 16 + 48  # a query's scores, padding and its sum (see native.c)
         scratch = torch.empty((rows * (heads // kv_heads) + 8 + 16) * stride)
-        self._attend(q.data_ptr(), rows, q.stride(0), heads, kv_heads, hd, keys.data_ptr(), values.data_ptr(), capacity,
-                     seen.prefix.data_ptr(), None if seen.extra is None else seen.extra.data_ptr(),
-                     None if seen.slots is None else seen.slots.data_ptr(), scale, out.data_ptr(), scratch.data_ptr(),
-                     stride)
+        failed = self._attend(q.data_ptr(), rows, q.stride(0), heads, kv_heads, hd, keys.data_ptr(), values.data_ptr(),
+                              capacity, seen.prefix.data_ptr(), None if seen.extra is None else seen.extra.data_ptr(),
+                              None if seen.slots is None else seen.slots.data_ptr(), scale, out.data_ptr(),
+                              scratch.data_ptr(), stride)
+        if failed:
+            raise MemoryError(f"native attention: no memory for {rows} rows")
         return out
 
 

@@ -211,3 +211,13 @@ def test_attention_builds_give_the_same_bits():
     seen = _seen([100, 101, 102, 103, 104, 105, 106], [[], [200], [], [201, 300], [], [], [400]])
     assert torch.equal(native.kernel("avx512").attend(q, keys, values, seen, 0.125),
                        native.kernel("avx2").attend(q, keys, values, seen, 0.125))
+
+
+def test_attention_takes_a_long_block(kernel):
+    """A long continuation (a second chat turn: hundreds of new tokens after a cache) runs natively too;
+    its rows are still each row alone."""
+    q, keys, values = _attention_case(64, rows=600, heads=9, kv_heads=3, capacity=1024)
+    prefix = [300 + r for r in range(600)]
+    out = kernel.attend(q, keys, values, _seen(prefix), 0.125)
+    for r in (0, 299, 599):
+        assert torch.equal(kernel.attend(q[r:r + 1], keys, values, _seen([prefix[r]]), 0.125)[0], out[r])
