@@ -71,6 +71,15 @@ def test_prompt_lookup_and_adaptive_k(client):
     assert out["tokens"] and out["stats"]["rounds"] >= 1
 
 
+def test_token_trees_through_the_api(client):
+    out = generate(client, compare=True, max_new_tokens=24, num_draft_tokens=3, tree_width=2, seed=0)
+    assert out["tokens"] and out["identical"] is True and out["plain_text"] == out["text"]
+    dynamic = generate(client, max_new_tokens=16, num_draft_tokens=3, tree_width=3, tree_nodes=8)
+    assert dynamic["tokens"] and dynamic["stats"]["rounds"] >= 1
+    with pytest.raises(gradio_client.exceptions.AppError, match="tree"):
+        generate(client, drafter="prompt lookup", tree_width=2)
+
+
 def test_an_injected_prompt_is_just_text(client):
     out = generate(client, INJECTION, max_new_tokens=8)
     assert len(out["tokens"]) >= 1
@@ -82,6 +91,7 @@ def test_an_injected_prompt_is_just_text(client):
     ({"max_new_tokens": 100_000}, "max new tokens"),
     ({"preset": "nope"}, "no preset named 'nope'"),
     ({"preset": "broken"}, "has no config.json"),
+    ({"tree_width": 0}, "tree width"),
 ])
 def test_errors_are_readable_and_the_app_keeps_serving(client, settings, words):
     with pytest.raises(gradio_client.exceptions.AppError, match=words) as caught:
