@@ -39,6 +39,8 @@ class Settings(DecodeSettings):
         drafter = name_of(values.get("drafter") or MODEL)
         if drafter not in DRAFTER_NAMES:
             raise SettingsError(f"drafter must be one of {', '.join(DRAFTER_CHOICES)} (got {drafter!r})")
+        if values.get("arena"):  # the arena races every drafter: the one selected must not veto its settings
+            drafter = MODEL
         top_p = _number(values, "top_p", 0.0, 1.0, 1.0)
         if top_p <= 0:
             raise SettingsError("top-p must be above 0 (1 turns it off)")

@@ -185,6 +185,18 @@ def test_an_arena_request_runs_plain_then_every_drafter_and_fills_the_table(show
     assert streaming, "the arena streams its runs as they decode"
 
 
+def test_an_arena_with_trees_ignores_a_drafter_that_cannot_draft_them(showcase):
+    """The page's drafter radio may still say prompt lookup when Arena and a tree are switched on: the
+    arena races every drafter anyway, so that choice must not refuse the request."""
+    settings = Settings.from_ui(drafter="prompt lookup", num_draft_tokens=3, max_new_tokens=12, seed=0, arena=True,
+                                tree_width=2)
+    frame, run = list(showcase.run(PROMPT, settings))[-1]
+    assert frame.error is None and run.phase == "done"
+    assert list(run.arena) == ["plain", "model", "eagle", "medusa"]  # the tree drafters
+    assert set(run.skipped) == {"early_exit", "prompt_lookup"}
+    assert all(r.token_ids == run.arena["plain"].token_ids for r in run.arena.values())
+
+
 def test_stop_ends_the_arena_between_rounds(showcase):
     halt = threading.Event()
     for frame, run in showcase.run(PROMPT, Settings(max_new_tokens=200, arena=True), stop=halt):
