@@ -1,14 +1,18 @@
-"""Row-invariant float32 matrix products for the few rows of a decode or verify forward, in C.
+"""specui's native CPU kernels (specui/native.c) for the lean forward, loaded through ctypes.
 
-`specui/native.c` computes y = x W^T + b so that every output is one fused multiply-add chain over
-the inner dimension in order: a row's bits never depend on how many rows are computed with it, on
-threads, or on AVX2 versus AVX-512 (see the C file). It also reads each weight from memory once for
-all the rows, so an 8-row verify costs little more than a one-row forward (the memory-bound case).
+- `Kernel.product(W, b)`: y = x W^T + b for the few rows of a decode or verify forward, every output one
+  fused multiply-add chain over the inner dimension in order, so a row's bits never depend on how many
+  rows come with it, on threads, or on AVX2 versus AVX-512; each weight is read from memory once for all
+  the rows, so an 8-row verify costs little more than a one-row forward (the memory-bound case).
+- `Kernel.attend(q, keys, values, seen, scale)`: attention over a float32 KV cache, each row's bits a
+  function of the sequence of keys it sees (`Seen`), so a token tree's rows equal the chain's.
+- `Kernel.argmax(logits)`: torch.argmax's answer, bit for bit, vectorised.
 
-It is compiled once per machine with the system's C compiler (`$CC`, else `cc`) into specui's cache
-folder (`specui.packaged.cache_root()/native`), which takes about a second. Where there is no
-compiler, no x86 CPU with AVX2 and FMA, or the build fails, `kernel()` returns None and the lean
-forward keeps its MKL products (also row-invariant, slower for a few rows); the reason is logged once.
+The library is compiled once per machine with the system's C compiler (`$CC`, else `cc`) into specui's
+cache folder (`specui.packaged.cache_root()/native`), which takes about a second. Where there is no
+compiler, no x86 CPU with AVX2 and FMA, or the build fails, `kernel()` returns None and the lean forward
+keeps MKL's products and torch's attention (also row-invariant, slower for a few rows); the reason is
+logged once.
 
     SPECUI_NATIVE=0        never use it
     SPECUI_NATIVE=avx2     use the AVX2 build even where AVX-512 is available (tests compare the two)
@@ -46,7 +50,7 @@ _int = ctypes.c_int
 
 class Kernel:
     """One build of native.c: `product(W, b)` packs a weight once and returns the x -> x W^T + b it
-    computes for any number of rows; `argmax(logits)` is torch.argmax's answer, faster."""
+    computes for any number of rows; `attend` and `argmax` as the module docstring says."""
 
     def __init__(self, library: ctypes.CDLL, isa: str):
         self.isa = isa
