@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.helpers import served_app, ui_config
+from tests.helpers import ROOT, served_app, ui_config
 
 pytestmark = pytest.mark.slow  # serves the app on the bundled pair
 
@@ -39,7 +39,12 @@ def generate(client, prompt=PROMPT, **settings):
 
 
 def test_generate_is_a_named_endpoint(client):
-    assert "/generate" in client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    names = [p["parameter_name"] for p in endpoints["/generate"]["parameters"]]
+    assert names == ["prompt", "preset", "drafter", "num_draft_tokens", "adaptive", "temperature", "top_p", "top_k",
+                     "max_new_tokens", "seed", "compare", "tree_width", "tree_nodes"]  # README's table; no `request`
+    readme = (ROOT / "README.md").read_text()
+    assert all(f"`{name}`" in readme for name in names)
 
 
 def test_greedy_compare_reports_identical_output_and_a_speedup(client):
