@@ -280,7 +280,8 @@ class DecoderStack:
 
     def _mask(self, past: int, n: int, rows: int, device) -> torch.Tensor | None:
         """[groups * rows, length]: 0 where a query row may see a key, -inf where not (keys past its
-        position, and the unwritten tail of the last grain); None for a long prompt."""
+        position, and the unwritten tail of the last grain); None for a long prompt. With native attention,
+        the `native.Seen` that says the same (row r sees keys 0..its position), which `_attend` takes instead."""
         if past == 0 and n > PREFILL_SDPA:
             return None
         if self.native is not None:  # row r sees the keys up to its own position (one token: twice)
@@ -293,7 +294,8 @@ class DecoderStack:
 
 
     def _tree_mask(self, visible: torch.Tensor, rows: int, device) -> torch.Tensor:
-        """`_mask` for tree rows: 0 where `visible` [n, past + n] marks a key, -inf elsewhere."""
+        """`_mask` for tree rows: 0 where `visible` [n, past + n] marks a key, -inf elsewhere (with native
+        attention, the `native.Seen`: the prefix every row sees, then each row's ancestors and itself)."""
         n, width = visible.shape
         if self.native is not None:  # the prefix before the tree, then the row's ancestors and itself
             unseen = visible.all(0).logical_not().nonzero()

@@ -162,6 +162,8 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     """A pool of at least `workers` threads, kept for the process (grown when torch's count grows)."""
     with _lock:
         if not _workers or _workers[0]._max_workers < workers:
+            if _workers:
+                _workers[0].shutdown(wait=False)  # its threads end once idle
             _workers[:] = [ThreadPoolExecutor(max_workers=workers, thread_name_prefix="specui-native")]
         return _workers[0]
 
