@@ -10,7 +10,9 @@ per-prompt median kept) on the same prompts, settings and seeds, one run at a ti
     theoretical speedup `specui.metrics.theory` at the fitted alpha, K and that c
     identical_to_plain  greedy: every timed output equals plain decoding's, on every prompt
 A head drafter (EAGLE, Medusa, early exit) named alone runs here too, beside plain decoding: transformers
-has no assisted generation to time it against.
+has no assisted generation to time it against. With token trees (`--tree-width`), every drafter also runs
+its chain of the same K (arm "NAME chain"), side by side, and reports the tree's tokens per target forward
+and speed over the chain's.
 """
 
 from __future__ import annotations
@@ -20,11 +22,20 @@ from collections.abc import Sequence
 from specui import metrics, runstats
 from specui.arena import PLAIN, label
 from specui.bench.run import Arm, Plan, PromptRun, prompt_medians, tokens_per_s
+from specui.settings import DecodeSettings
+
+CHAIN = " chain"  # with token trees: the arm NAME + CHAIN drafts NAME's chain of K
 
 
-def arms(names: Sequence[str]) -> dict[str, Arm]:
-    """One arm per contestant, keyed by its name: plain decoding, or the engine with that drafter."""
-    return {name: Arm("plain") if name == PLAIN else Arm("speculative", drafter=name) for name in names}
+def arms(names: Sequence[str], decode: DecodeSettings | None = None) -> dict[str, Arm]:
+    """One arm per contestant, keyed by its name: plain decoding, or the engine with that drafter; when
+    `decode` draws token trees, each drafter's chain of the same K right after it."""
+    out = {}
+    for name in names:
+        out[name] = Arm("plain") if name == PLAIN else Arm("speculative", drafter=name)
+        if name != PLAIN and decode is not None and decode.tree_width > 1:
+            out[name + CHAIN] = Arm("speculative", drafter=name, chain=True)
+    return out
 
 
 def _rounds(runs: list[PromptRun], name: str) -> list:
@@ -36,23 +47,32 @@ def _identical(run: PromptRun, name: str) -> bool:
 
 
 def summarise(runs: list[PromptRun], plan: Plan, names: Sequence[str]) -> dict:
-    """The figures of each arm (keyed by name, plain first), the identity check and one row per prompt."""
+    """The figures of each arm (keyed by name, plain first; with token trees each drafter's chain arm, "NAME
+    chain", after it and the tree's ratios over it), the identity check and one row per prompt."""
     s = plan.decode
     n, greedy = s.max_new_tokens, s.greedy
     tps = tokens_per_s(runs, n)
     plain_rounds = _rounds(runs, PLAIN)
+    names = list(tps)  # the contestants, with each drafter's chain arm after it when the plan draws trees
     drafters = {}
     for name in names:
         rounds = _rounds(runs, name)
         c = None if name == PLAIN else runstats.rounds_cost_ratio(rounds, plain_rounds)
         fit = metrics.theory(rounds, c=c)
+        chain = name.endswith(CHAIN)
         drafters[name] = {
-            "label": label(name), "tokens_per_s": tps[name], "speedup_vs_plain": tps[name] / tps[PLAIN],
+            "label": f"{label(name.removesuffix(CHAIN))}, chain" if chain else label(name),
+            "tokens_per_s": tps[name], "speedup_vs_plain": tps[name] / tps[PLAIN],
             "acceptance_rate": metrics.acceptance_rate(rounds), "mean_accepted_length": metrics.mean_accepted_length(rounds),
             "draft_cost_ratio": c, "alpha_per_token": fit.alpha if fit else None,
             "theoretical_speedup": fit.speedup if fit else None,
             "identical_to_plain": all(_identical(r, name) for r in runs) if greedy else None,
         }
+    for name in names:
+        if name + CHAIN in drafters:  # the tree over its chain, side by side
+            tree, chain = drafters[name], drafters[name + CHAIN]
+            tree["tree_vs_chain_length"] = tree["mean_accepted_length"] / chain["mean_accepted_length"]
+            tree["tree_vs_chain_speed"] = tree["tokens_per_s"] / chain["tokens_per_s"]
     rows = []
     for r, md in zip(runs, prompt_medians(runs)):
         rows.append({"prompt_tokens": r.prompt_tokens, "prompt_end": r.preview, "drafters": {name: {

@@ -12,7 +12,7 @@ import torch
 from specui.bench import arena as bench_arena
 from specui.bench.report import format_table
 from specui.bench.run import (DEFAULT_PROMPTS, PROMPT_TOKENS, TIMING_SAMPLES, Methods, Plan,
-                              constant_assistant_schedule, measure_costs, run_prompts, summarise)
+                              constant_assistant_schedule, measure_costs, plan_arms, run_prompts, summarise)
 from specui import chat_prompts, corpus
 from specui.arena import PLAIN, SKIP_REASON, can_draft
 from specui.drafters import DRAFTER_NAMES, HEADS, MODEL
@@ -161,12 +161,12 @@ def main(argv=None) -> dict:
         print(f"prompt {i}/{total} done", file=sys.stderr)
 
     if names:  # the drafters side by side (specui.bench.arena)
-        figures = bench_arena.summarise(run_prompts(methods, prompts, arms=bench_arena.arms(names), progress=done),
+        figures = bench_arena.summarise(run_prompts(methods, prompts, arms=bench_arena.arms(names, decode), progress=done),
                                         plan, names)
     else:  # one drafter against plain decoding and transformers' own generation
         with constant_assistant_schedule(methods.hf_draft if drafter == MODEL else None, decode.num_draft_tokens):
             costs = measure_costs(methods, prompts[0], decode.num_draft_tokens, samples=args.cost_samples)
-            figures = summarise(run_prompts(methods, prompts, progress=done), costs, plan)
+            figures = summarise(run_prompts(methods, prompts, arms=plan_arms(decode), progress=done), costs, plan)
     report = {"preset": preset.name, "drafter": drafter, "max_new_tokens": decode.max_new_tokens,
               "temperature": decode.temperature, "tree_width": decode.tree_width, "tree_nodes": decode.tree_nodes,
               "repeats": plan.repeats, "warmup": plan.warmup,

@@ -61,6 +61,7 @@ def format_table(r: dict) -> str:
          f"{r['best_k_theoretical']}"),
         (f"greedy outputs identical to plain decoding: {_yes_no(r['identical_to_plain'])}; "
          f"transformers' plain output identical to the engine's: {_yes_no(r['hf_identical_to_engine'])}"),
+        *_tree_against_chain(r),
         "",
         (f"{'prompt':>6}{'tokens':>8}{'plain':>9}{'spec':>9}{'hf asst':>9}{'hf plain':>9}{'speedup':>9}"
          f"{'vs hf':>7}{'accept':>8}{'len':>6}"),
@@ -103,6 +104,9 @@ def format_drafter_table(r: dict) -> str:
         ("c: median seconds per drafted token / median seconds of one plain-decoding forward (the timed runs); "
          "theory: Leviathan et al. Thm 3.8 at the fitted per-token alpha, K and c"),
         f"greedy outputs of every drafter identical to plain decoding: {_yes_no(r['identical_to_plain'])}",
+        *[f"tree / chain, {d['label']}: {fmt(d['tree_vs_chain_length'], '.2fx')} the tokens per target forward, "
+          f"{fmt(d['tree_vs_chain_speed'], '.2fx')} the speed (the chain of K={k} timed side by side)"
+          for d in drafters.values() if "tree_vs_chain_length" in d],
         *[f"skipped: {label(name)}: it {reason} (tree width {r.get('tree_width')}); not run as a chain either"
           for name, reason in r.get("skipped", {}).items()],
         "",
@@ -113,6 +117,19 @@ def format_drafter_table(r: dict) -> str:
                      + "".join(fmt(row["drafters"][name]["tokens_per_s"], ">16.1f") for name in drafters))
     lines.append("(tokens/s per prompt: max-new-tokens / the median of its timed runs, prefill included)")
     return "\n".join(lines)
+
+
+def _tree_against_chain(r: dict) -> list[str]:
+    """With token trees: the tree's figures over the same drafter's chain of K, timed side by side."""
+    if "tree_vs_chain_length" not in r:
+        return []
+    shape = f"({r['tree_nodes']} nodes)" if r.get("tree_nodes") else "(static)"
+    return [(f"token trees of width {r['tree_width']} {shape} against the chain of K={r['num_draft_tokens']} "
+             f"(timed side by side, {fmt(r['chain_tokens_per_s'], '.1f')} tokens/s, "
+             f"{fmt(r['chain_speedup_vs_plain'], '.2fx')} plain; outputs identical to plain: "
+             f"{_yes_no(r['chain_identical_to_plain'])}): tokens per target forward "
+             f"{_num(r['mean_accepted_length'], '.2f')} against {_num(r['chain_mean_accepted_length'], '.2f')} "
+             f"({fmt(r['tree_vs_chain_length'], '.2fx')}); speed {fmt(r['tree_vs_chain_speed'], '.2fx')} the chain's")]
 
 
 def _verify_curve(curve: dict | None) -> str:

@@ -63,9 +63,16 @@ class Arm:
     method: str
     k: int | None = None
     drafter: str | None = None
+    chain: bool = False  # a plan that drafts token trees: this arm drafts the chain of K instead (tree_width 1)
 
 
 ARMS = {m: Arm(m) for m in METHODS}  # the benchmark's four arms, keyed by the row labels
+CHAIN = "chain"  # with token trees, the fifth arm: the same drafter's chain of K, side by side with the tree
+
+
+def plan_arms(decode: DecodeSettings) -> dict[str, Arm]:
+    """The arms of one drafter's run: the four methods, and with token trees the chain of the same K."""
+    return {**ARMS, CHAIN: Arm("speculative", chain=True)} if decode.tree_width > 1 else dict(ARMS)
 
 
 @dataclass
@@ -120,12 +127,14 @@ class Methods:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def run(self, method: str, prompt: list[int], seed: int, *, k: int | None = None, drafter: str | None = None):
+    def run(self, method: str, prompt: list[int], seed: int, *, k: int | None = None, drafter: str | None = None,
+            chain: bool = False):
         self.sync()
         started = time.perf_counter()
         if method in ("plain", "speculative"):
             settings = self.s.but(seed=seed, speculative=method == "speculative")
             settings = settings if k is None else settings.but(num_draft_tokens=k)
+            settings = settings.but(tree_width=1, tree_nodes=0) if chain else settings
             result = self.engine.generate(prompt, settings if drafter is None else settings.but(drafter=drafter))
             tokens = result.token_ids
         else:
@@ -231,7 +240,8 @@ def run_prompts(methods: Methods, prompts: list[list[int]], *, arms: dict[str, A
         seed = s.decode.seed + i  # the same seed in every repeat: each repeat does the same work
         for rep in range(s.warmup + s.repeats):
             for label, arm in arms.items():
-                seconds, tokens, result = methods.run(arm.method, prompt, seed, k=arm.k, drafter=arm.drafter)
+                seconds, tokens, result = methods.run(arm.method, prompt, seed, k=arm.k, drafter=arm.drafter,
+                                                      chain=arm.chain)
                 if rep < s.warmup:
                     continue
                 run.seconds[label].append(seconds)
@@ -337,7 +347,18 @@ def summarise(runs: list[PromptRun], costs: dict, plan: Plan) -> dict:
         "identical_to_plain": all(r["identical_to_plain"] for r in rows) if greedy else None,
         "hf_identical_to_engine": all(r["hf_identical"] for r in rows) if greedy else None,
         "num_draft_tokens": k,
+        **(tree_against_chain(runs, tps, "speculative", CHAIN, greedy) if CHAIN in tps else {}),
         "rows": rows,
     }
+
+
+def tree_against_chain(runs: list[PromptRun], tps: dict[str, float], tree: str, chain: str, greedy: bool) -> dict:
+    """A tree arm against the chain arm of the same drafter and K, timed side by side: tokens per target forward
+    and speed of each, their ratios, and (greedy) whether the chain's outputs equal plain decoding's too."""
+    length = {arm: metrics.mean_accepted_length([x for r in runs for x in r.results[arm].rounds]) for arm in (tree, chain)}
+    same = all(o == r.outputs["plain"][0] for r in runs for o in r.outputs[chain]) if greedy else None
+    return {"chain_tokens_per_s": tps[chain], "chain_mean_accepted_length": length[chain],
+            "chain_speedup_vs_plain": tps[chain] / tps["plain"], "chain_identical_to_plain": same,
+            "tree_vs_chain_length": length[tree] / length[chain], "tree_vs_chain_speed": tps[tree] / tps[chain]}
 
 

@@ -121,9 +121,9 @@ def test_the_model_cards_speedup_comes_from_the_benchmarks_harness(monkeypatch):
     calls = []
     real = bench_run.Methods.run
 
-    def counted(self, method, prompt, seed, *, k=None, drafter=None):
+    def counted(self, method, prompt, seed, *, k=None, **arm):
         calls.append((method, k))
-        return real(self, method, prompt, seed, k=k, drafter=drafter)
+        return real(self, method, prompt, seed, k=k, **arm)
 
     monkeypatch.setattr(bench_run.Methods, "run", counted)
     report = evaluate.measure_speedup(target, draft, [[1, 2, 3, 1, 2], [4, 5, 6]], ks=(1, 3), new_tokens=5)

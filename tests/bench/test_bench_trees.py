@@ -1,6 +1,7 @@
-"""`python -m specui.bench --drafter all --tree-width 2` on one short prompt: the drafters that draft trees
-run side by side with plain decoding; prompt lookup is reported as skipped (it cannot draft trees), with
-no numbers, and is not run as a chain. No timing is asserted."""
+"""`python -m specui.bench --tree-width ...` on one short prompt: the drafters that draft trees run side by side
+with plain decoding and with their own chain of the same K, and report the tree's ratios over that chain;
+prompt lookup is reported as skipped (it cannot draft trees), with no numbers, and is not run as a chain.
+No timing is asserted."""
 
 from __future__ import annotations
 
@@ -14,7 +15,13 @@ from tests.bench.test_bench import BUNDLED, _run, bench_config  # noqa: F401 - b
 def test_every_drafter_that_can_draft_trees_side_by_side_and_the_rest_skipped(bench_config, tmp_path):  # noqa: F811
     report, stdout = _run([*bench_config, "--drafter", "all", "--tree-width", "2"], tmp_path)
     assert report["tree_width"] == 2 and "prompt_lookup" not in report["drafters"]
-    assert list(report["drafters"])[:2] == ["plain", "model"] and report["identical_to_plain"] is True
+    assert list(report["drafters"])[:3] == ["plain", "model", "model chain"] and report["identical_to_plain"] is True
+    tree, chain = report["drafters"]["model"], report["drafters"]["model chain"]
+    assert chain["label"] == "draft model, chain" and chain["identical_to_plain"] is True
+    assert tree["tree_vs_chain_length"] == pytest.approx(tree["mean_accepted_length"] / chain["mean_accepted_length"])
+    assert tree["tree_vs_chain_speed"] == pytest.approx(tree["tokens_per_s"] / chain["tokens_per_s"])
+    assert "tree_vs_chain_length" not in chain and "prompt_lookup chain" not in report["drafters"]
+    assert "tree / chain, draft model:" in stdout and "the chain of K=" in stdout
     assert set(report["skipped"]) == ({"early_exit", "prompt_lookup"} if BUNDLED.exists() else {"prompt_lookup"})
     assert report["skipped"]["prompt_lookup"] == "cannot draft token trees (no distributions to rank children by)"
     assert "skipped: prompt lookup: it cannot draft token trees" in stdout and "token trees of width 2" in stdout
@@ -32,3 +39,23 @@ def test_the_table_names_skipped_drafters_and_the_tree_shape():
     assert "skipped: prompt lookup: it cannot draft token trees (tree width 3)" in table
     assert "skipped: early exit" in table
     assert "token trees" not in format_drafter_table({**report, "tree_width": 1, "skipped": {}})
+
+
+@pytest.mark.slow
+def test_one_drafters_tree_is_timed_beside_its_chain(bench_config, tmp_path):  # noqa: F811
+    report, stdout = _run([*bench_config, "--tree-width", "3", "--tree-nodes", "5", "--num-draft-tokens", "3"], tmp_path)
+    assert report["tree_width"] == 3 and report["tree_nodes"] == 5 and report["identical_to_plain"] is True
+    assert report["chain_identical_to_plain"] is True and report["chain_tokens_per_s"] > 0
+    assert report["tree_vs_chain_length"] == pytest.approx(report["mean_accepted_length"]
+                                                           / report["chain_mean_accepted_length"])
+    assert report["tree_vs_chain_speed"] == pytest.approx(report["speculative_tokens_per_s"] / report["chain_tokens_per_s"])
+    assert "token trees of width 3 (5 nodes) against the chain of K=3" in stdout
+
+
+def test_a_chain_run_has_no_chain_arm():
+    from specui.bench.run import ARMS, CHAIN, plan_arms
+    from specui.settings import DecodeSettings
+
+    assert plan_arms(DecodeSettings()) == ARMS
+    arms = plan_arms(DecodeSettings(tree_width=2))
+    assert list(arms) == [*ARMS, CHAIN] and arms[CHAIN].chain and arms[CHAIN].method == "speculative"
