@@ -15,6 +15,12 @@ chosen deterministically (so verification uses the one-hot rule of `specui.tree_
   probability (the product of q along their path) are expanded, and the best `nodes` nodes of all
   the candidates are kept. A child's cumulative probability never exceeds its parent's, so the kept
   set (ties broken by creation order) always holds every kept node's ancestors.
+  Unlike EAGLE-2, the dynamic tree always holds the chain: the top-1 path to depth min(k, nodes) (the
+  "spine", what a chain of k would draft) is expanded and kept first, and the other nodes fill the
+  rest by cumulative probability. So in greedy decoding a tree round never accepts fewer tokens than
+  the chain would from the same state. (Without it, a draft whose q undervalues depth, as the stdlib
+  draft's does, spends the budget on siblings near the root: 7 nodes at K = 4 accepted 2.97 tokens
+  per forward against the chain's 3.47.)
 """
 
 from __future__ import annotations
@@ -50,11 +56,16 @@ def grow(expand: Callable, *, depth: int, width: int, nodes: int) -> tuple[Draft
     parents: list[int] = []
     rows: list[torch.Tensor] = []  # the q each node was chosen from
     scores: list[float] = []  # cumulative log q along the path
+    spine: list[int] = []  # the top-1 path from the root: the chain (dynamic trees always hold it)
     level, chosen = [-1], [-1]
     for d in range(depth):
         if d > 0:
-            if nodes:  # dynamic: expand the best `width` nodes of this depth
-                chosen = sorted(sorted(level, key=lambda i: -scores[i])[:width])
+            if nodes:  # dynamic: expand the best `width` nodes of this depth, the spine's among them
+                best = sorted(level, key=lambda i: -scores[i])[:width]
+                tip = spine[-1] if len(spine) == d and len(spine) < nodes else None
+                if tip is not None and tip not in best:
+                    best = best[: width - 1] + [tip]
+                chosen = sorted(best)
             else:
                 chosen = level
         if not chosen:
@@ -64,17 +75,21 @@ def grow(expand: Callable, *, depth: int, width: int, nodes: int) -> tuple[Draft
         for node, q in zip(chosen, qs):
             top = torch.topk(q, min(width, q.shape[-1]))
             base = 0.0 if node < 0 else scores[node]
-            for value, token in zip(top.values.tolist(), top.indices.tolist()):
+            for rank, (value, token) in enumerate(zip(top.values.tolist(), top.indices.tolist())):
                 if value <= 0:
                     break  # tokens outside q's support (top-k, top-p, a reduced vocabulary) are never drafted
+                if rank == 0 and node == (spine[-1] if spine else -1) and len(spine) == d:
+                    spine.append(len(tokens))  # the top-1 child of the spine's tip
                 level.append(len(tokens))
                 tokens.append(token)
                 parents.append(node)
                 rows.append(q)
                 scores.append(base + math.log(value))
     keep = list(range(len(tokens)))
-    if nodes and len(keep) > nodes:
-        keep = sorted(sorted(keep, key=lambda i: (-scores[i], i))[:nodes])
+    if nodes and len(keep) > nodes:  # the spine first, then the best of the rest (ancestors rank first)
+        forced = spine[:nodes]
+        rest = sorted((i for i in keep if i not in forced), key=lambda i: (-scores[i], i))
+        keep = sorted(forced + rest[: nodes - len(forced)])
     new = {old: i for i, old in enumerate(keep)}
     device = rows[0].device if rows else "cpu"
     tree = DraftTree(tokens=torch.tensor([tokens[i] for i in keep], dtype=torch.long, device=device),
