@@ -161,8 +161,8 @@ def main(argv=None) -> dict:
         print(f"prompt {i}/{total} done", file=sys.stderr)
 
     if names:  # the drafters side by side (specui.bench.arena)
-        figures = bench_arena.summarise(run_prompts(methods, prompts, arms=bench_arena.arms(names, decode), progress=done),
-                                        plan, names)
+        runs = run_prompts(methods, prompts, arms=bench_arena.arms(names, decode), progress=done)
+        figures = bench_arena.summarise(runs, plan, names)
     else:  # one drafter against plain decoding and transformers' own generation
         with constant_assistant_schedule(methods.hf_draft if drafter == MODEL else None, decode.num_draft_tokens):
             costs = measure_costs(methods, prompts[0], decode.num_draft_tokens, samples=args.cost_samples)

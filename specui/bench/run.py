@@ -355,7 +355,8 @@ def summarise(runs: list[PromptRun], costs: dict, plan: Plan) -> dict:
 def tree_against_chain(runs: list[PromptRun], tps: dict[str, float], tree: str, chain: str, greedy: bool) -> dict:
     """A tree arm against the chain arm of the same drafter and K, timed side by side: tokens per target forward
     and speed of each, their ratios, and (greedy) whether the chain's outputs equal plain decoding's too."""
-    length = {arm: metrics.mean_accepted_length([x for r in runs for x in r.results[arm].rounds]) for arm in (tree, chain)}
+    length = {arm: metrics.mean_accepted_length([x for r in runs for x in r.results[arm].rounds])
+              for arm in (tree, chain)}
     same = all(o == r.outputs["plain"][0] for r in runs for o in r.outputs[chain]) if greedy else None
     return {"chain_tokens_per_s": tps[chain], "chain_mean_accepted_length": length[chain],
             "chain_speedup_vs_plain": tps[chain] / tps["plain"], "chain_identical_to_plain": same,

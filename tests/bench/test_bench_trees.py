@@ -43,12 +43,14 @@ def test_the_table_names_skipped_drafters_and_the_tree_shape():
 
 @pytest.mark.slow
 def test_one_drafters_tree_is_timed_beside_its_chain(bench_config, tmp_path):  # noqa: F811
-    report, stdout = _run([*bench_config, "--tree-width", "3", "--tree-nodes", "5", "--num-draft-tokens", "3"], tmp_path)
+    report, stdout = _run([*bench_config, "--tree-width", "3", "--tree-nodes", "5", "--num-draft-tokens", "3"],
+                          tmp_path)
     assert report["tree_width"] == 3 and report["tree_nodes"] == 5 and report["identical_to_plain"] is True
     assert report["chain_identical_to_plain"] is True and report["chain_tokens_per_s"] > 0
     assert report["tree_vs_chain_length"] == pytest.approx(report["mean_accepted_length"]
                                                            / report["chain_mean_accepted_length"])
-    assert report["tree_vs_chain_speed"] == pytest.approx(report["speculative_tokens_per_s"] / report["chain_tokens_per_s"])
+    speed = report["speculative_tokens_per_s"] / report["chain_tokens_per_s"]
+    assert report["tree_vs_chain_speed"] == pytest.approx(speed)
     assert "token trees of width 3 (5 nodes) against the chain of K=3" in stdout
 
 
