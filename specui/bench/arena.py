@@ -21,10 +21,10 @@ from collections.abc import Sequence
 
 from specui import metrics, runstats
 from specui.arena import PLAIN, label
-from specui.bench.run import Arm, Plan, PromptRun, prompt_medians, tokens_per_s
+from specui.bench.run import CHAIN, Arm, Plan, PromptRun, prompt_medians, tokens_per_s, tree_over_chain
 from specui.settings import DecodeSettings
 
-CHAIN = " chain"  # with token trees: the arm NAME + CHAIN drafts NAME's chain of K
+CHAIN_ARM = " " + CHAIN  # with token trees: the arm "NAME chain" drafts NAME's chain of K
 
 
 def arms(names: Sequence[str], decode: DecodeSettings | None = None) -> dict[str, Arm]:
@@ -34,7 +34,7 @@ def arms(names: Sequence[str], decode: DecodeSettings | None = None) -> dict[str
     for name in names:
         out[name] = Arm("plain") if name == PLAIN else Arm("speculative", drafter=name)
         if name != PLAIN and decode is not None and decode.tree_width > 1:
-            out[name + CHAIN] = Arm("speculative", drafter=name, chain=True)
+            out[name + CHAIN_ARM] = Arm("speculative", drafter=name, chain=True)
     return out
 
 
@@ -46,22 +46,22 @@ def _identical(run: PromptRun, name: str) -> bool:
     return all(out == run.outputs[PLAIN][0] for out in run.outputs[name])
 
 
-def summarise(runs: list[PromptRun], plan: Plan, names: Sequence[str]) -> dict:
-    """The figures of each arm (keyed by name, plain first; with token trees each drafter's chain arm, "NAME
-    chain", after it and the tree's ratios over it), the identity check and one row per prompt."""
+def summarise(runs: list[PromptRun], plan: Plan) -> dict:
+    """The figures of each arm of `arms` (keyed by name, plain first; with token trees each drafter's chain arm,
+    "NAME chain", after it and the tree's ratios over it), the identity check and one row per prompt."""
     s = plan.decode
     n, greedy = s.max_new_tokens, s.greedy
     tps = tokens_per_s(runs, n)
     plain_rounds = _rounds(runs, PLAIN)
-    names = list(tps)  # the contestants, with each drafter's chain arm after it when the plan draws trees
+    names = list(tps)  # the arms, in the order `arms` made them
     drafters = {}
     for name in names:
         rounds = _rounds(runs, name)
         c = None if name == PLAIN else runstats.rounds_cost_ratio(rounds, plain_rounds)
         fit = metrics.theory(rounds, c=c)
-        chain = name.endswith(CHAIN)
+        chain = name.endswith(CHAIN_ARM)
         drafters[name] = {
-            "label": f"{label(name.removesuffix(CHAIN))}, chain" if chain else label(name),
+            "label": f"{label(name.removesuffix(CHAIN_ARM))}, {CHAIN}" if chain else label(name),
             "tokens_per_s": tps[name], "speedup_vs_plain": tps[name] / tps[PLAIN],
             "acceptance_rate": metrics.acceptance_rate(rounds), "mean_accepted_length": metrics.mean_accepted_length(rounds),
             "draft_cost_ratio": c, "alpha_per_token": fit.alpha if fit else None,
@@ -69,10 +69,8 @@ def summarise(runs: list[PromptRun], plan: Plan, names: Sequence[str]) -> dict:
             "identical_to_plain": all(_identical(r, name) for r in runs) if greedy else None,
         }
     for name in names:
-        if name + CHAIN in drafters:  # the tree over its chain, side by side
-            tree, chain = drafters[name], drafters[name + CHAIN]
-            tree["tree_vs_chain_length"] = tree["mean_accepted_length"] / chain["mean_accepted_length"]
-            tree["tree_vs_chain_speed"] = tree["tokens_per_s"] / chain["tokens_per_s"]
+        if name + CHAIN_ARM in drafters:  # the tree over its chain, side by side
+            drafters[name].update(tree_over_chain(drafters[name], drafters[name + CHAIN_ARM]))
     rows = []
     for r, md in zip(runs, prompt_medians(runs)):
         rows.append({"prompt_tokens": r.prompt_tokens, "prompt_end": r.preview, "drafters": {name: {

@@ -162,7 +162,7 @@ def main(argv=None) -> dict:
 
     if names:  # the drafters side by side (specui.bench.arena)
         runs = run_prompts(methods, prompts, arms=bench_arena.arms(names, decode), progress=done)
-        figures = bench_arena.summarise(runs, plan, names)
+        figures = bench_arena.summarise(runs, plan)
     else:  # one drafter against plain decoding and transformers' own generation
         with constant_assistant_schedule(methods.hf_draft if drafter == MODEL else None, decode.num_draft_tokens):
             costs = measure_costs(methods, prompts[0], decode.num_draft_tokens, samples=args.cost_samples)

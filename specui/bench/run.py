@@ -352,14 +352,21 @@ def summarise(runs: list[PromptRun], costs: dict, plan: Plan) -> dict:
     }
 
 
+def tree_over_chain(tree: dict, chain: dict) -> dict:
+    """A tree's figures over its chain's, each a dict with mean_accepted_length and tokens_per_s."""
+    return {"tree_vs_chain_length": tree["mean_accepted_length"] / chain["mean_accepted_length"],
+            "tree_vs_chain_speed": tree["tokens_per_s"] / chain["tokens_per_s"]}
+
+
 def tree_against_chain(runs: list[PromptRun], tps: dict[str, float], tree: str, chain: str, greedy: bool) -> dict:
     """A tree arm against the chain arm of the same drafter and K, timed side by side: tokens per target forward
     and speed of each, their ratios, and (greedy) whether the chain's outputs equal plain decoding's too."""
-    length = {arm: metrics.mean_accepted_length([x for r in runs for x in r.results[arm].rounds])
-              for arm in (tree, chain)}
+    rounds = {arm: [x for r in runs for x in r.results[arm].rounds] for arm in (tree, chain)}
+    figures = {arm: {"mean_accepted_length": metrics.mean_accepted_length(rounds[arm]), "tokens_per_s": tps[arm]}
+               for arm in (tree, chain)}
     same = all(o == r.outputs["plain"][0] for r in runs for o in r.outputs[chain]) if greedy else None
-    return {"chain_tokens_per_s": tps[chain], "chain_mean_accepted_length": length[chain],
+    return {"chain_tokens_per_s": tps[chain], "chain_mean_accepted_length": figures[chain]["mean_accepted_length"],
             "chain_speedup_vs_plain": tps[chain] / tps["plain"], "chain_identical_to_plain": same,
-            "tree_vs_chain_length": length[tree] / length[chain], "tree_vs_chain_speed": tps[tree] / tps[chain]}
+            **tree_over_chain(figures[tree], figures[chain])}
 
 

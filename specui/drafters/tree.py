@@ -88,7 +88,7 @@ def grow(expand: Callable, *, depth: int, width: int, nodes: int) -> tuple[Draft
     keep = list(range(len(tokens)))
     if nodes and len(keep) > nodes:  # the spine first, then the best of the rest (ancestors rank first)
         forced = spine[:nodes]
-        rest = sorted((i for i in keep if i not in forced), key=lambda i: (-scores[i], i))
+        rest = sorted(set(keep) - set(forced), key=lambda i: (-scores[i], i))
         keep = sorted(forced + rest[: nodes - len(forced)])
     new = {old: i for i, old in enumerate(keep)}
     device = rows[0].device if rows else "cpu"
