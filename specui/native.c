@@ -27,6 +27,7 @@
 #if defined(SPECUI_AVX512)
 #define NR 16
 #define PANELS 3 /* per tile of ROWS rows: 8 x 3 accumulators + 3 weights + 1 broadcast of 32 registers */
+#define WIDE_PANELS 2 /* per tile of 9..WIDE_ROWS rows: 12 x 2 + 2 + 1 of 32 */
 typedef __m512 vec;
 #define vzero _mm512_setzero_ps
 #define vload _mm512_loadu_ps
@@ -46,6 +47,7 @@ typedef __m512 vec;
 #else
 #define NR 8
 #define PANELS 2 /* 8 x 2 accumulators of 16 registers: a few spill, still the fastest for 8 rows */
+#define WIDE_PANELS 1 /* per tile of 9..WIDE_ROWS rows: 12 accumulators + 1 weight + 1 broadcast of 16 */
 typedef __m256 vec;
 #define vzero _mm256_setzero_ps
 #define vload _mm256_loadu_ps
@@ -69,6 +71,7 @@ static inline float vhmax(__m256 v) {
 #define vpow2(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 #endif
 #define ROWS 8        /* rows per tile: a verify of up to 8 tokens reads W once */
+#define WIDE_ROWS 12  /* ... and one of 9 to 12 tokens too, in tiles of fewer panels */
 #define WIDE 8        /* panels per tile when there is a single row (pure streaming) */
 #define PREFETCH 64   /* k-steps ahead */
 
@@ -78,7 +81,7 @@ int rowgemm_panel_width(void) { return NR; }
 static inline __attribute__((always_inline)) void tile(const float *x, int ldx, const float *w, int k,
                                                         int rows, int panels, const float *bias,
                                                         float *y, int ldy, int cols) {
-    vec acc[ROWS][WIDE];
+    vec acc[WIDE_ROWS][WIDE];
     const size_t stride = (size_t)k * NR;
     for (int r = 0; r < rows; r++)
         for (int g = 0; g < panels; g++) acc[r][g] = vzero();
@@ -115,24 +118,28 @@ typedef void (*tile_fn)(const float *, int, const float *, int, const float *, f
 T(1, 1) T(1, 2) T(1, 3) T(1, 4) T(1, 5) T(1, 6) T(1, 7) T(1, 8)
 T(2, 1) T(2, 2) T(2, 3) T(3, 1) T(3, 2) T(3, 3) T(4, 1) T(4, 2) T(4, 3)
 T(5, 1) T(5, 2) T(5, 3) T(6, 1) T(6, 2) T(6, 3) T(7, 1) T(7, 2) T(7, 3) T(8, 1) T(8, 2) T(8, 3)
-static const tile_fn tiles[ROWS + 1][WIDE + 1] = {
+T(9, 1) T(9, 2) T(10, 1) T(10, 2) T(11, 1) T(11, 2) T(12, 1) T(12, 2)
+static const tile_fn tiles[WIDE_ROWS + 1][WIDE + 1] = {
     [1] = {0, t1_1, t1_2, t1_3, t1_4, t1_5, t1_6, t1_7, t1_8},
     [2] = {0, t2_1, t2_2, t2_3}, [3] = {0, t3_1, t3_2, t3_3}, [4] = {0, t4_1, t4_2, t4_3},
     [5] = {0, t5_1, t5_2, t5_3}, [6] = {0, t6_1, t6_2, t6_3}, [7] = {0, t7_1, t7_2, t7_3},
     [8] = {0, t8_1, t8_2, t8_3},
+    [9] = {0, t9_1, t9_2}, [10] = {0, t10_1, t10_2}, [11] = {0, t11_1, t11_2}, [12] = {0, t12_1, t12_2},
 };
 
 /* Columns of panels [p0, p1) (all: 0, ceil(n / NR)) of y = x W^T + bias (bias may be NULL).
  * x: m rows of k floats, ldx apart; w: packed; y: m rows, ldy apart. */
 void rowgemm(const float *x, int m, int ldx, const float *w, int n, int k, const float *bias,
              float *y, int ldy, int p0, int p1) {
-    const int per_tile = m == 1 ? WIDE : PANELS;
+    /* rows per tile: all of them up to WIDE_ROWS (W read once), else tiles of ROWS */
+    const int tile_rows = m <= WIDE_ROWS ? m : ROWS;
+    const int per_tile = m == 1 ? WIDE : tile_rows > ROWS ? WIDE_PANELS : PANELS;
     for (int p = p0; p < p1; p += per_tile) {
         const int g = p1 - p < per_tile ? p1 - p : per_tile;
         const float *wp = w + (size_t)p * k * NR;
         const float *bp = bias ? bias + (size_t)p * NR : NULL;
-        for (int r = 0; r < m; r += ROWS) {
-            const int rows = m - r < ROWS ? m - r : ROWS;
+        for (int r = 0; r < m; r += tile_rows) {
+            const int rows = m - r < tile_rows ? m - r : tile_rows;
             tiles[rows][g](x + (size_t)r * ldx, ldx, wp, k, bp, y + (size_t)r * ldy + (size_t)p * NR, ldy,
                            n - p * NR);
         }

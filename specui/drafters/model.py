@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from specui.drafters.base import Draft
-from specui.drafters.tree import DraftTree, grow, on_vocabulary
+from specui.drafters.tree import DraftTree, grow
 from specui.kv import CachedLM, model_device
 from specui.sampling import Generators, Sampling, choose, logits_to_probs
 
@@ -80,13 +80,15 @@ class ModelDrafter:
 
         def expand(frontier, tokens, parents):
             if frontier == [-1]:
-                return self._q(root)
+                return logits_to_probs(root, self.sampling)
             feed_parents = [-1 if parents[i] < 0 else slots[parents[i]] for i in frontier]
             for i in frontier:
                 slots[i] = len(slots)
-            return self._q(self.lm.extend_tree(self._visible([tokens[i] for i in frontier]), parents=feed_parents))
+            logits = self.lm.extend_tree(self._visible([tokens[i] for i in frontier]), parents=feed_parents)
+            return logits_to_probs(logits, self.sampling)  # over its own vocabulary: grow maps the ids
 
-        tree, kept = grow(expand, depth=k, width=width, nodes=nodes)
+        tree, kept = grow(expand, depth=k, width=width, nodes=nodes, token_ids=self.token_ids,
+                          vocab_size=self.vocab_size)
         self._slots = [slots.get(old) for old in kept]
         return tree
 
@@ -99,7 +101,3 @@ class ModelDrafter:
             fed.append(self._proposed_at + self._slots[node])
         self.lm.keep_path(self._proposed_at, fed)
         self._valid = self._proposed_at + len(fed)
-
-    def _q(self, logits: torch.Tensor) -> torch.Tensor:
-        """The draft's q [n, V] on the target's vocabulary (its ids) from its logits [n, V']."""
-        return on_vocabulary(logits_to_probs(logits, self.sampling), self.token_ids, self.vocab_size)

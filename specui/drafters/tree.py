@@ -46,9 +46,13 @@ class DraftTree:
         return len(self.parents)
 
 
-def grow(expand: Callable, *, depth: int, width: int, nodes: int) -> tuple[DraftTree, list[int]]:
+def grow(expand: Callable, *, depth: int, width: int, nodes: int, token_ids: torch.Tensor | None = None,
+         vocab_size: int = 0) -> tuple[DraftTree, list[int]]:
     """Build a tree by calling `expand` once per depth (see the module docstring).
 
+    token_ids: for a drafter with a reduced vocabulary, `expand` gives q over it ([F, len(token_ids)]) and
+    the tree's tokens are mapped through it; the kept nodes' q are scattered onto the target's
+    `vocab_size` ids at the end (so the children are chosen among a few thousand entries, not all V).
     Returns the tree and, for each of its nodes, the index the node had when `expand` saw it (the
     dynamic shape drops and renumbers nodes; a drafter that keeps per-node state maps it with this).
     """
@@ -71,11 +75,12 @@ def grow(expand: Callable, *, depth: int, width: int, nodes: int) -> tuple[Draft
         if not chosen:
             break
         qs = expand(chosen, tokens, parents)
+        top = torch.topk(qs, min(width, qs.shape[-1]), dim=-1)  # one call for the whole frontier
+        ids = top.indices if token_ids is None else token_ids[top.indices]
         level = []
-        for node, q in zip(chosen, qs):
-            top = torch.topk(q, min(width, q.shape[-1]))
+        for node, q, values, children in zip(chosen, qs, top.values.tolist(), ids.tolist()):
             base = 0.0 if node < 0 else scores[node]
-            for rank, (value, token) in enumerate(zip(top.values.tolist(), top.indices.tolist())):
+            for rank, (value, token) in enumerate(zip(values, children)):
                 if value <= 0:
                     break  # tokens outside q's support (top-k, top-p, a reduced vocabulary) are never drafted
                 if rank == 0 and node == (spine[-1] if spine else -1) and len(spine) == d:
@@ -94,7 +99,7 @@ def grow(expand: Callable, *, depth: int, width: int, nodes: int) -> tuple[Draft
     device = rows[0].device if rows else "cpu"
     tree = DraftTree(tokens=torch.tensor([tokens[i] for i in keep], dtype=torch.long, device=device),
                      parents=[-1 if parents[i] < 0 else new[parents[i]] for i in keep],
-                     probs=torch.stack([rows[i] for i in keep]) if keep else None)
+                     probs=on_vocabulary(torch.stack([rows[i] for i in keep]), token_ids, vocab_size) if keep else None)
     return tree, keep
 
 

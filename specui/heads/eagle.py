@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from specui.drafters.base import Draft
-from specui.drafters.tree import DraftTree, ancestry, grow, on_vocabulary
+from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.heads import common
 from specui.sampling import Generators, Sampling, logits_to_probs
 
@@ -185,7 +185,7 @@ class EagleDrafter:
 
         def expand(frontier, tokens, parents):
             if frontier == [-1]:
-                return self._q(head.logits(root))[None]
+                return logits_to_probs(head.logits(root), self.sampling)[None]
             above = [ancestry(i, parents) for i in frontier]
             for i in frontier:
                 slots[i] = len(slots)
@@ -198,9 +198,11 @@ class EagleDrafter:
             positions = torch.tensor([base + len(x) for x in above], device=self.device)
             h = self._step(a, positions=positions, visible=visible)
             states.update(zip(frontier, h))
-            return self._q(head.logits(h))
+            return logits_to_probs(head.logits(h), self.sampling)  # over the head's vocabulary: grow maps ids
 
-        return grow(expand, depth=k, width=width, nodes=nodes)[0]
+        output = head.output
+        return grow(expand, depth=k, width=width, nodes=nodes, token_ids=output.token_ids,
+                    vocab_size=output.vocab_size)[0]
 
     def observe_tree(self, path: list[int], *, features: torch.Tensor | None = None) -> None:
         self.observe(len(path), features=features)
@@ -214,10 +216,6 @@ class EagleDrafter:
         self.length += n
         self.pending = None
         return h[-1:]
-
-    def _q(self, logits: torch.Tensor) -> torch.Tensor:
-        output = self.head.output
-        return on_vocabulary(logits_to_probs(logits, self.sampling), output.token_ids, output.vocab_size)
 
     def _step(self, a: torch.Tensor, *, positions: torch.Tensor | None = None,
               visible: torch.Tensor | None = None) -> torch.Tensor:

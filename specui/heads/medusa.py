@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from specui.drafters.base import Draft
-from specui.drafters.tree import DraftTree, ancestry, grow, on_vocabulary
+from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.drafters.registry import LABELS, MEDUSA
 from specui.heads.common import ResBlock, VocabOutput, all_ids, check_target, draw, load_head, soft_loss
 from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
@@ -122,13 +122,13 @@ class MedusaDrafter:
         if count <= 0 or self.state is None:
             return DraftTree(torch.empty(0, dtype=torch.long, device=self.device), [], None)
         output = self.heads.output
-        qs = on_vocabulary(logits_to_probs(self.heads(self.state)[:count], self.sampling), output.token_ids,
-                           output.vocab_size)  # [count, V]: head i's q in row i - 1
+        qs = logits_to_probs(self.heads(self.state)[:count], self.sampling)  # head i's q in row i - 1
 
-        def expand(frontier, tokens, parents):
+        def expand(frontier, tokens, parents):  # over the heads' vocabulary: grow maps the ids
             return torch.stack([qs[0 if i < 0 else len(ancestry(i, parents)) + 1] for i in frontier])
 
-        return grow(expand, depth=count, width=width, nodes=nodes)[0]
+        return grow(expand, depth=count, width=width, nodes=nodes, token_ids=output.token_ids,
+                    vocab_size=output.vocab_size)[0]
 
     def observe_tree(self, path: list[int], *, features: torch.Tensor) -> None:
         self.observe(len(path), features=features)

@@ -41,7 +41,7 @@ def test_rows_do_not_depend_on_the_row_count(kernel, n, k, bias):
     x, weight, b = _case(n, k, bias=bias)
     product = kernel.product(weight, b)
     full = product(x)
-    for m in range(1, x.shape[0] + 1):  # every tiling of rows: 1..8 per tile, then the rest
+    for m in range(1, x.shape[0] + 1):  # every tiling of rows: one tile of 1..12, then tiles of 8
         assert torch.equal(product(x[:m]), full[:m]), m
     for i in range(x.shape[0]):  # one row alone
         assert torch.equal(product(x[i:i + 1]), full[i:i + 1])
