@@ -20,7 +20,7 @@ from specui.ui.tree_chart import tree_figure
 CHAT_TREE_NODES = 64  # the tree nodes slider's top (the settings allow more; 64 keeps a verify forward small)
 NODES_HELP = ("0 = the static tree: the top-w children of every node, to depth K. "
               "N = the dynamic (EAGLE-2) tree of N nodes, the chain of K always among them. "
-              "On a CPU, 7 pays best: a verify of up to 8 tokens reads each weight once.")
+              "On a CPU, 7 to 11 pay (9 best on the chat model): a verify of up to 12 tokens reads each weight once.")
 EMPTY_NOTE = "Decode with tree width 2 or more (drafter: draft model, EAGLE or Medusa) to see each round's token tree."
 QUIET = {"queue": False, "api_visibility": "private"}
 
