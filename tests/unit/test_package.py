@@ -31,3 +31,17 @@ def test_settings_and_the_drafter_names_import_without_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_openmp_threads_wait_passively_unless_told_otherwise():
+    """specui sets OMP_WAIT_POLICY=PASSIVE before torch loads (spinning OpenMP threads would take the cores
+    the native products split onto), and leaves a value the user set alone."""
+    import os
+
+    code = "import os, specui, torch\nprint(os.environ['OMP_WAIT_POLICY'])"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    for given, expected in ((None, "PASSIVE"), ("ACTIVE", "ACTIVE")):
+        run_env = env if given is None else {**env, "OMP_WAIT_POLICY": given}
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=run_env)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == expected
