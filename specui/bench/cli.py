@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -113,7 +114,8 @@ def environment(device: torch.device) -> dict:
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
     return {"device": f"{device.type}: {name}", "torch_version": torch.__version__,
             "transformers_version": transformers.__version__, "python_version": platform.python_version(),
-            "torch_threads": torch.get_num_threads()}
+            "torch_threads": torch.get_num_threads(),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}  # `import specui` makes it PASSIVE
 
 
 def _cpu_name() -> str:

@@ -15,6 +15,14 @@ LABELS = {
 }
 
 
+def device_line(r: dict) -> str:
+    """The machine, threads and versions; with 2+ threads, OpenMP's wait policy (it moves transformers' speed)."""
+    threads = f"{r['torch_threads']} threads"
+    if r["torch_threads"] > 1 and r.get("omp_wait_policy"):
+        threads += f" (OMP_WAIT_POLICY={r['omp_wait_policy']})"
+    return f"device {r['device']}, {threads}; torch {r['torch_version']}, transformers {r['transformers_version']}"
+
+
 def _num(value, spec: str) -> str:
     return fmt(value, spec, none="n/a")
 
@@ -32,8 +40,7 @@ def format_table(r: dict) -> str:
     lines = [
         (f"specui bench: preset {r['preset']}, drafter {r['drafter']}, K={k}, {mode}, "
          f"{r['max_new_tokens']} new tokens (EOS ignored), {r['num_prompts']} prompts x {r['repeats']} repeats"),
-        (f"device {r['device']}, {r['torch_threads']} threads; torch {r['torch_version']}, "
-         f"transformers {r['transformers_version']}"),
+        device_line(r),
         "",
         f"{'method':<38}{'tokens/s':>10}{'vs plain':>10}",
     ]
@@ -88,8 +95,7 @@ def format_drafter_table(r: dict) -> str:
     lines = [
         (f"specui bench: preset {r['preset']}, drafters side by side ({', '.join(drafters)}), K={k}, {mode}, "
          f"{r['max_new_tokens']} new tokens (EOS ignored), {r['num_prompts']} prompts x {r['repeats']} repeats"),
-        (f"device {r['device']}, {r['torch_threads']} threads; torch {r['torch_version']}, "
-         f"transformers {r['transformers_version']}"),
+        device_line(r),
         "",
         f"{'drafter':<24}{'tokens/s':>10}{'vs plain':>10}{'alpha':>8}{'len':>7}{'c':>8}{'theory':>8}  identical",
     ]

@@ -89,6 +89,16 @@ def test_bench_greedy_json(bench_config, tmp_path):
     curve = report["verify_cost_curve"]  # the target's forward time for 1..16 new tokens, ÷ one token
     assert curve["tokens"] == list(range(1, 17)) and curve["ratios"][0] == 1.0 and len(curve["seconds"]) == 16
     assert "verify-cost curve" in stdout
+    assert report["omp_wait_policy"] == os.environ.get("OMP_WAIT_POLICY", "PASSIVE")  # set by `import specui`
+
+
+def test_the_device_line_names_openmps_wait_policy_with_two_threads():
+    from specui.bench.report import device_line
+
+    r = {"device": "cpu: X", "torch_threads": 2, "torch_version": "t", "transformers_version": "v",
+         "omp_wait_policy": "PASSIVE"}
+    assert "2 threads (OMP_WAIT_POLICY=PASSIVE);" in device_line(r)
+    assert device_line({**r, "torch_threads": 1}) == "device cpu: X, 1 threads; torch t, transformers v"
 
 
 @pytest.mark.slow
