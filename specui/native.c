@@ -70,8 +70,8 @@ static inline float vhmax(__m256 v) {
 #define vround(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define vpow2(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 #endif
-#define ROWS 8        /* rows per tile: a verify of up to 8 tokens reads W once */
-#define WIDE_ROWS 12  /* ... and one of 9 to 12 tokens too, in tiles of fewer panels */
+#define ROWS 8        /* rows per tile of PANELS panels (and per tile of a product of more than WIDE_ROWS) */
+#define WIDE_ROWS 12  /* 9 to 12 rows: one tile of WIDE_PANELS panels, so W is read once up to 12 rows */
 #define WIDE 8        /* panels per tile when there is a single row (pure streaming) */
 #define PREFETCH 64   /* k-steps ahead */
 

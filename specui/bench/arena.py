@@ -42,10 +42,6 @@ def _rounds(runs: list[PromptRun], name: str) -> list:
     return [x for r in runs for x in r.results[name].rounds]
 
 
-def _identical(run: PromptRun, name: str) -> bool:
-    return all(out == run.outputs[PLAIN][0] for out in run.outputs[name])
-
-
 def summarise(runs: list[PromptRun], plan: Plan) -> dict:
     """The figures of each arm of `arms` (keyed by name, plain first; with token trees each drafter's chain arm,
     "NAME chain", after it and the tree's ratios over it), the identity check and one row per prompt."""
@@ -66,7 +62,7 @@ def summarise(runs: list[PromptRun], plan: Plan) -> dict:
             "acceptance_rate": metrics.acceptance_rate(rounds), "mean_accepted_length": metrics.mean_accepted_length(rounds),
             "draft_cost_ratio": c, "alpha_per_token": fit.alpha if fit else None,
             "theoretical_speedup": fit.speedup if fit else None,
-            "identical_to_plain": all(_identical(r, name) for r in runs) if greedy else None,
+            "identical_to_plain": all(r.matches_plain(name) for r in runs) if greedy else None,
         }
     for name in names:
         if name + CHAIN_ARM in drafters:  # the tree over its chain, side by side
@@ -77,7 +73,7 @@ def summarise(runs: list[PromptRun], plan: Plan) -> dict:
             "tokens_per_s": n / md[name], "speedup_vs_plain": md[PLAIN] / md[name],
             "acceptance_rate": metrics.acceptance_rate(r.results[name].rounds),
             "mean_accepted_length": metrics.mean_accepted_length(r.results[name].rounds),
-            "identical_to_plain": _identical(r, name) if greedy else None,
+            "identical_to_plain": r.matches_plain(name) if greedy else None,
             "tokens": len(r.outputs[name][0])} for name in names}})
     checks = [d["identical_to_plain"] for name, d in drafters.items() if name != PLAIN]
     return {"drafters": drafters, "identical_to_plain": all(checks) if greedy else None,

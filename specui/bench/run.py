@@ -85,6 +85,10 @@ class PromptRun:
     outputs: dict[str, list[list[int]]] = field(default_factory=dict)
     results: dict = field(default_factory=dict)  # arm label -> the engine's GenerationResult of its first timed run
 
+    def matches_plain(self, arm: str) -> bool:
+        """Whether every timed output of `arm` equals plain decoding's first (greedy identity)."""
+        return all(out == self.outputs["plain"][0] for out in self.outputs[arm])
+
     @property
     def rounds(self) -> list:
         """The speculative arm's rounds, from its first timed run."""
@@ -314,7 +318,7 @@ def summarise(runs: list[PromptRun], costs: dict, plan: Plan) -> dict:
     greedy = s.greedy
     rows = []
     for r, md in zip(runs, medians):
-        same = all(o == r.outputs["plain"][0] for o in r.outputs["plain"] + r.outputs["speculative"])
+        same = r.matches_plain("plain") and r.matches_plain("speculative")
         rows.append({
             "prompt_tokens": r.prompt_tokens,
             "prompt_end": r.preview,
@@ -364,7 +368,7 @@ def tree_against_chain(runs: list[PromptRun], tps: dict[str, float], tree: str, 
     rounds = {arm: [x for r in runs for x in r.results[arm].rounds] for arm in (tree, chain)}
     figures = {arm: {"mean_accepted_length": metrics.mean_accepted_length(rounds[arm]), "tokens_per_s": tps[arm]}
                for arm in (tree, chain)}
-    same = all(o == r.outputs["plain"][0] for r in runs for o in r.outputs[chain]) if greedy else None
+    same = all(r.matches_plain(chain) for r in runs) if greedy else None
     return {"chain_tokens_per_s": tps[chain], "chain_mean_accepted_length": figures[chain]["mean_accepted_length"],
             "chain_speedup_vs_plain": tps[chain] / tps["plain"], "chain_identical_to_plain": same,
             **tree_over_chain(figures[tree], figures[chain])}

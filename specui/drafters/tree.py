@@ -76,7 +76,7 @@ def grow(expand: Callable, *, depth: int, width: int, nodes: int, token_ids: tor
             break
         qs = expand(chosen, tokens, parents)
         top = torch.topk(qs, min(width, qs.shape[-1]), dim=-1)  # one call for the whole frontier
-        ids = top.indices if token_ids is None else token_ids[top.indices]
+        ids = top.indices if token_ids is None else token_ids.to(top.indices.device)[top.indices]
         level = []
         for node, q, values, children in zip(chosen, qs, top.values.tolist(), ids.tolist()):
             base = 0.0 if node < 0 else scores[node]

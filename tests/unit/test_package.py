@@ -1,5 +1,6 @@
 """`import specui` and the whole engine work without gradio or plotly installed."""
 
+import os
 import subprocess
 import sys
 
@@ -36,8 +37,6 @@ def test_settings_and_the_drafter_names_import_without_torch():
 def test_openmp_threads_wait_passively_unless_told_otherwise():
     """specui sets OMP_WAIT_POLICY=PASSIVE before torch loads (spinning OpenMP threads would take the cores
     the native products split onto), and leaves a value the user set alone."""
-    import os
-
     code = "import os, specui, torch\nprint(os.environ['OMP_WAIT_POLICY'])"
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     for given, expected in ((None, "PASSIVE"), ("ACTIVE", "ACTIVE")):
