@@ -3,7 +3,7 @@
 import argparse
 import json
 import time
-from dataclasses import asdict, fields
+from dataclasses import fields
 from pathlib import Path
 
 import torch

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from specui import corpus
-from specui.corpus import PROMPT_TOKENS, held_out_prompts
+from specui.corpus import held_out_prompts
 from specui.bench.run import ModelPair, k_speedups
 from specui.text import fmt
 from specui.train.common import encode_stream, greedy_continuation

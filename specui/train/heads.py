@@ -88,7 +88,7 @@ def sequences_for(args, target, tokenizer, *, chat: bool):
     sequences = head_data.answer_sequences(args.answers, max_len=args.seq) if args.answers else []
     if args.windows:
         from specui import corpus
-        from specui.train.chat import offline_texts
+        from specui.train.chat_data import offline_texts
         from specui.train.common import encode_stream
 
         # a chat target also reads pydoc's topics (English prose); the stdlib target was trained on code only

