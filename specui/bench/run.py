@@ -26,11 +26,9 @@ speculative greedy decoding over several K with the same harness: the model card
 from __future__ import annotations
 
 import copy
-import statistics
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 

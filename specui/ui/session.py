@@ -20,7 +20,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from specui import arena, lesson, runstats
-from specui.engine import SpeculativeEngine
 from specui.events import GenerationResult, Kind
 from specui.loading import LoadError
 from specui.spaces import gpu
