@@ -73,9 +73,17 @@ def agreement(draft, records: list[dict], *, slot: torch.Tensor, pad: int, batch
 
 
 def split(records: list[dict], val: int) -> tuple[list[dict], list[dict]]:
-    """(training, validation): the last `val` answers (of the newest files) are kept apart."""
-    val = min(val, len(records) // 2)
-    return (records[:-val], records[-val:]) if val else (records, [])
+    """(training, validation): the last `val` greedy answers (of the newest files) are kept apart, and
+    sampled answers to their prompts are left out of training."""
+    greedy = [r for r in records if not r.get("sampled")]
+    val = min(val, len(greedy) // 2)
+    if not val:
+        return records, []
+    kept = greedy[-val:]
+    prompts = {tuple(r["ids"][: r["prompt_len"]].tolist()) for r in kept}
+    train = [r for r in records if not any(r is k for k in kept)
+             and tuple(r["ids"][: r["prompt_len"]].tolist()) not in prompts]
+    return train, kept
 
 
 def train_on_answers(args, target, tok) -> None:

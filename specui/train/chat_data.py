@@ -71,20 +71,26 @@ def answer(target, tok, prompts: list[str], *, max_new: int, sample: bool, batch
 
 @torch.no_grad()
 def write_answers(target, tok, prompts: list[str], *, folder: Path, batch: int, max_new: int, top: int,
-                  minutes: float) -> None:
-    """Greedy answers with the target's top-`top` log-probabilities at every answer position, one
-    file per batch of prompts (resumable: existing files are skipped), until `minutes` have passed."""
+                  minutes: float, sample: bool = False) -> None:
+    """The target's answers with its top-`top` log-probabilities at every answer position, one file per
+    batch of prompts (resumable: existing files are skipped), until `minutes` have passed.
+
+    Greedy answers go to answers-NNNNN.pt. With `sample`, answers drawn at temperature 0.7 and top-p 0.9
+    (more text from the same prompts, as the GPU recipe uses) go to sampled-NNNNN.pt; their log-probs
+    are still the target's own distribution (temperature 1), the soft labels the draft learns."""
     folder.mkdir(parents=True, exist_ok=True)
     started = time.time()
     for b, start in enumerate(range(0, len(prompts), batch)):
-        path = folder / f"answers-{b:05d}.pt"
+        path = folder / f"{'sampled' if sample else 'answers'}-{b:05d}.pt"
         if path.exists():
             continue
         if minutes and time.time() - started > minutes * 60:
             break
+        torch.manual_seed(b)  # a resumed run draws what an uninterrupted one would
+        options = dict(do_sample=True, temperature=0.7, top_p=0.9, top_k=None) if sample else dict(do_sample=False)
         gen, sequences, width, spans = generate_chat(target, tok, prompts[start:start + batch], device="cpu",
-                                                     max_new=max_new, do_sample=False, output_logits=True,
-                                                     return_dict_in_generate=True)
+                                                     max_new=max_new, output_logits=True, return_dict_in_generate=True,
+                                                     **options)
         values, indices = torch.stack(gen.logits, dim=1).float().log_softmax(-1).topk(top, dim=-1)  # [B, new, top]
         records = [{"ids": sequences[i, pad:width + n].to(torch.int32), "prompt_len": width - pad,
                     "top_ids": indices[i, :n].to(torch.int32), "top_logp": values[i, :n].half()}
@@ -94,9 +100,11 @@ def write_answers(target, tok, prompts: list[str], *, folder: Path, batch: int, 
 
 
 def load_answers(folder: Path) -> list[dict]:
+    """The greedy answers in file order, then the sampled ones (each record marked `sampled`)."""
     records = []
-    for path in sorted(Path(folder).glob("answers-*.pt")):
-        records += torch.load(path)
+    for prefix in ("answers", "sampled"):
+        for path in sorted(Path(folder).glob(f"{prefix}-*.pt")):
+            records += [{**r, "sampled": prefix == "sampled"} for r in torch.load(path)]
     return records
 
 

@@ -41,9 +41,13 @@ def test_answers_training_validates_warm_starts_and_resumes(tmp_path, capsys):
     target, tok = chat_data.load_target(None, "cpu")
     prompts = chat_prompts.training_prompts()[:4]
     chat_data.write_answers(target, tok, prompts, folder=tmp_path / "answers", batch=2, max_new=6, top=4, minutes=0)
+    chat_data.write_answers(target, tok, prompts, folder=tmp_path / "answers", batch=2, max_new=6, top=4, minutes=0,
+                            sample=True)
     records = chat_data.load_answers(tmp_path / "answers")
+    assert [r["sampled"] for r in records] == [False] * 4 + [True] * 4
     train, val = chat_cpu.split(records, 1)
-    assert len(train) == 3 and val == records[-1:]  # the newest answer is kept apart
+    assert len(val) == 1 and val[0] is records[3]  # the newest greedy answer is kept apart
+    assert len(train) == 6 and all(r is not records[7] for r in train)  # and so is the sampled answer to its prompt
 
     common = ["--answers", str(tmp_path / "answers"), "--batch", "2", "--alpha-tokens", "4", "--warmup", "1"]
     chat.main(common + ["--out", str(tmp_path / "first"), "--steps", "2", "--vocab", "512", "--drafts", "1:0",
