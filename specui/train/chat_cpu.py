@@ -15,6 +15,7 @@ optimiser, step, time spent, best so far) after an interruption.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -94,9 +95,13 @@ def train_on_answers(args, target, tok) -> None:
         f"{len(val)} kept apart for validation")
     out = Path(args.out)
     resume = out / "checkpoint.pt"
+    earlier = None  # the starting draft's own facts (its training so far)
     if args.init_draft:
         draft = chat_draft.load(args.init_draft, target)
         token_ids, init = draft.token_ids, f"draft {args.init_draft}"
+        meta = json.loads((Path(args.init_draft) / chat_draft.META).read_text())
+        earlier = {k: meta[k] for k in ("init_layers", "steps", "batch", "answers", "answer_tokens", "minutes",
+                                        "held_out_greedy_alpha_teacher_forced", "started_from") if k in meta}
         covered = float(torch.isin(chat, token_ids).float().mean())
         log(f"starting from {args.init_draft}: {len(token_ids)} tokens cover {covered:.4f} of the answer tokens")
     else:
@@ -166,8 +171,9 @@ def train_on_answers(args, target, tok) -> None:
     facts = {"target": TARGET_NAME, "init_layers": init, "held_out_greedy_alpha_teacher_forced": round(alpha, 4),
              "validation_agreement": round(state["best"], 4) if val else None, "vocab_coverage": round(covered, 4),
              "steps": state["best_step"] if val else state["step"], "steps_run": state["step"], "batch": args.batch,
-             "lr": args.lr, "answers": len(records), "validation_answers": len(val),
-             "answer_tokens": sum(len(r["top_ids"]) for r in records), "device": "cpu",
+             "lr": args.lr, "answers": sum(not r.get("sampled") for r in records),
+             "sampled_answers": sum(bool(r.get("sampled")) for r in records), "validation_answers": len(val),
+             "answer_tokens": sum(len(r["top_ids"]) for r in records), "device": "cpu", "started_from": earlier,
              "minutes": round(state["elapsed"] / 60, 1), "command": "python -m specui.train.chat " + " ".join(sys.argv[1:])}
     chat_draft.save(draft, out / "draft", facts=facts)
     model_card.write_chat_draft_card(out / "draft")

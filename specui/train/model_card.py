@@ -155,14 +155,33 @@ def write_chat_draft_card(folder: Path) -> None:
         "",
         f"- target: {meta.get('target', 'SmolLM2-135M-Instruct')}",
         f"- trained: {meta.get('steps')} steps of {meta.get('batch')} answers on {meta.get('device', 'cpu')}, "
-        f"{meta.get('minutes', '?')} minutes; {meta.get('answers', '?')} greedy answers of the target to the project's "
+        f"{meta.get('minutes', '?')} minutes; {_answers(meta)} of the target to the project's "
         f"training prompts ({meta.get('answer_tokens', 0):,} answer tokens, top-32 soft labels)",
-        f"- layers initialised from the target's layers {meta.get('init_layers')}",
+        *_lineage(meta),
         f"- held-out greedy acceptance (teacher-forced agreement with the target's argmax on its own answers to "
         f"the 16 held-out prompts of `specui.chat_prompts`): **{alpha}**",
         f"- share of the target's answer tokens inside the draft vocabulary: {meta.get('vocab_coverage')}",
+        *([f"- the best of {meta['steps_run']} steps by greedy agreement on {meta['validation_answers']} answers kept "
+           f"apart from training (training prompts): {meta['validation_agreement']}"] if meta.get("validation_answers") else []),
         "",
         f"Command: `{meta.get('command', 'python -m specui.train.chat')}`",
         "",
     ]
     (Path(folder) / "README.md").write_text("\n".join(lines))
+
+
+def _answers(meta: dict) -> str:
+    sampled = meta.get("sampled_answers")
+    return f"{meta.get('answers', '?')} greedy" + (f" and {sampled} sampled answers" if sampled else " answers")
+
+
+def _lineage(meta: dict) -> list[str]:
+    """How the draft's layers started: target layers, or an earlier draft (and how that one was trained)."""
+    earlier = meta.get("started_from")
+    if not earlier:
+        return [f"- layers initialised from the target's layers {meta.get('init_layers')}"]
+    init = str(earlier.get("init_layers", "?"))
+    origin = "a still earlier draft" if init.startswith("draft") else f"the target's layers {init}"
+    return [f"- continued from an earlier draft: {earlier.get('steps')} steps of {earlier.get('batch')} on "
+            f"{_answers(earlier)} ({earlier.get('minutes', '?')} minutes, held-out acceptance "
+            f"{earlier.get('held_out_greedy_alpha_teacher_forced')}), its layers initialised from {origin}"]

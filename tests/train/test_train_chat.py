@@ -61,6 +61,9 @@ def test_answers_training_validates_warm_starts_and_resumes(tmp_path, capsys):
     assert torch.equal(warm.token_ids, first.token_ids)  # the starting draft's vocabulary is kept
     facts = json.loads((tmp_path / "warm" / "draft" / chat_draft.META).read_text())
     assert facts["validation_answers"] == 1 and 0 <= facts["validation_agreement"] <= 1 and facts["steps_run"] == 2
+    assert facts["answers"] == 3 and facts["sampled_answers"] == 3 and facts["started_from"]["steps"] == 2
+    card = (tmp_path / "warm" / "draft" / "README.md").read_text()
+    assert "continued from an earlier draft: 2 steps" in card and "3 greedy and 3 sampled answers" in card
     saved = torch.load(tmp_path / "warm" / "checkpoint.pt", weights_only=False)
     assert saved["state"]["step"] == 2
 
