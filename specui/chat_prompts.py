@@ -1,9 +1,11 @@
 """Prompts the project writes for its chat model: training prompts for self-distillation (the target
 answers them and the draft learns from those answers) and held-out prompts for the benchmark.
 
-The held-out prompts share no task, topic or phrasing with the training ones (a test checks that no
-held-out prompt's subject appears among the training subjects), so acceptance measured on them is
-not flattered by memorised answers.
+Two training sets: `training_prompts` (code tasks in nine languages, topics, a little chat) and
+`extra_prompts` (everyday questions and messages, Python tasks); each has its own answers folder.
+The held-out prompts share no task or topic with either (tests/unit/test_chat_prompts.py checks that no
+held-out subject appears in any training prompt), so acceptance measured on them is not flattered by
+memorised answers; common phrasings ("Write a Python function that ...") are shared, as in real use.
 """
 
 from __future__ import annotations
@@ -81,6 +83,68 @@ CHAT = [
     "Describe a sunset in three sentences.", "How can I be a better listener?", "What should I consider when buying a laptop?",
 ]
 
+# A second training set (`extra_prompts`), written after the first answers showed the gap: the first set is
+# mostly code in nine languages, while people mostly chat and ask for Python. Everyday questions, messages
+# and explanations, and more Python tasks; none of them touches a held-out subject either.
+EVERYDAY_FORMS = {
+    "tips": ["What are some tips for {x}?", "I'm new to {x}. Where should I start?", "What mistakes do beginners make when {x}?"],
+    "how": ["How does {x} work?", "Can you explain how {x} works, step by step?"],
+    "why": ["Why {x}?", "Is there a simple explanation for why {x}?"],
+    "write": ["Write {x}.", "Help me write {x}. Keep it short and warm."],
+    "compare": ["How are {x} different?", "Compare {x} in a few sentences."],
+    "advice": ["How can I {x}?", "Any advice on how to {x}?"],
+}
+EVERYDAY = {
+    "tips": ["running a first 5k race", "baking bread at home", "training a puppy", "painting a bedroom",
+             "taking better photos with a phone", "public speaking", "moving to a new city", "cooking rice",
+             "keeping a journal", "planning a road trip", "learning to swim", "decorating a small apartment",
+             "hosting a dinner party", "writing a cover letter", "studying for a big exam", "starting a podcast",
+             "knitting", "caring for a new kitten", "traveling on a budget", "making homemade pizza"],
+    "how": ["a refrigerator", "a microwave oven", "a thermostat", "a digital camera", "a lock and key", "a compass",
+            "an elevator", "a washing machine", "a rechargeable battery", "a solar panel", "a car engine",
+            "a touchscreen", "a zipper", "a hot air balloon", "a submarine", "a credit card payment", "GPS navigation",
+            "noise-cancelling headphones", "a 3D printer", "a vending machine"],
+    "why": ["the sky looks blue", "bread goes stale", "ice floats on water", "cats purr", "we yawn",
+            "onions make people cry", "the sea tastes salty", "stars twinkle", "we get goosebumps", "metal feels cold",
+            "popcorn pops", "we dream", "the moon has phases", "some people are left-handed", "music gives us chills",
+            "bubbles are round", "coffee keeps people awake", "hair turns grey", "dogs wag their tails", "snow is white"],
+    "write": ["a note thanking a teacher for a great school year", "an apology to a friend for missing their party",
+              "a text asking a coworker to swap shifts", "a welcome message for a new member of a book club",
+              "a reminder to my roommates about the cleaning schedule", "a congratulations card for a wedding",
+              "a short speech for my sister's graduation", "a get-well-soon message for a colleague",
+              "a polite complaint about a late delivery", "a toast for my parents' anniversary",
+              "a product description for handmade candles", "a short bio for a conference website",
+              "a farewell message for a coworker who is retiring", "a post announcing a lost cat in the neighbourhood",
+              "a message asking my landlord to fix the heating", "a review of a cosy little restaurant"],
+    "compare": ["a crocodile and an alligator", "baking soda and baking powder", "a lake and a pond",
+                "a hurricane and a tornado", "a latte and a cappuccino", "a rabbit and a hare", "a frog and a toad",
+                "a laptop and a tablet", "renting and buying a home", "a debit card and a credit card",
+                "an ocean and a sea", "a butterfly and a moth"],
+    "advice": ["stop procrastinating", "make friends as an adult", "remember names better", "drink more water",
+               "spend less time on my phone", "keep my desk organised", "fall asleep faster", "handle criticism at work",
+               "stay motivated to exercise", "cook healthy meals on a budget", "prepare for a long flight",
+               "negotiate a higher salary", "become a morning person", "calm down before an exam"],
+}
+PYTHON_TASKS = [
+    "returns the longest word in a sentence", "counts the uppercase letters in a string", "removes the vowels from a string",
+    "returns every other element of a list", "checks whether all elements of a list are unique",
+    "reverses a dictionary so values become keys", "finds the index of the smallest element", "pads a string to a width",
+    "converts a list of strings to integers, skipping bad values", "returns the cumulative product of a list",
+    "checks whether a number is a perfect square", "computes the area of a circle", "merges two dictionaries",
+    "finds pairs in a list that add up to a target", "counts the words in a file", "returns the last n lines of a file",
+    "builds a frequency table of letters", "removes None values from a list", "converts snake_case to camelCase",
+    "checks whether a string contains only digits", "computes the average of the values in a dictionary",
+    "returns the digits of a number as a list", "finds the longest run of equal elements", "interleaves two lists",
+    "implements a countdown timer", "truncates a string and adds an ellipsis", "computes a moving average",
+    "replaces every number in a text with its double", "returns the keys of a dictionary sorted by value",
+    "checks whether a point lies inside a rectangle", "generates a random password", "simulates rolling two dice",
+    "converts hours and minutes to minutes", "computes the Hamming distance of two strings",
+    "finds the first repeated word in a sentence", "returns a list without its first and last elements",
+]
+PYTHON_FORMS = ["Write a Python function that {task}.", "Write a short Python function that {task}, with a docstring.",
+                "Show me a Python function that {task} and a quick test of it.",
+                "Write a Python script that {task} and prints the result."]
+
 # Held out: other tasks, other topics, other phrasings.
 HELD_OUT_CHAT = [
     "What are some tips for keeping a vegetable garden healthy in summer?",
@@ -116,3 +180,17 @@ def training_prompts(*, seed: int = 0) -> list[str]:
     prompts = sorted(set(prompts))
     random.Random(seed).shuffle(prompts)
     return prompts
+
+
+def extra_prompts(*, seed: int = 0) -> list[str]:
+    """The second training set (everyday questions and messages, and Python tasks), shuffled; written to its
+    own answers folder (`python -m specui.train.chat --write-answers DIR --prompt-set extra`)."""
+    prompts = [form.format(x=x) for kind, subjects in EVERYDAY.items() for x, form in
+               itertools.product(subjects, EVERYDAY_FORMS[kind])]
+    prompts += [form.format(task=task) for task, form in itertools.product(PYTHON_TASKS, PYTHON_FORMS)]
+    prompts = sorted(set(prompts))
+    random.Random(seed).shuffle(prompts)
+    return prompts
+
+
+PROMPT_SETS = {"main": training_prompts, "extra": extra_prompts}

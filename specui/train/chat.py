@@ -68,9 +68,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--write-answers", help="CPU step 1: write the target's greedy answers with top-32 log-probs here")
     ap.add_argument("--minutes", type=float, default=0, help="with --write-answers: stop after this long (0: all prompts)")
+    ap.add_argument("--prompt-set", choices=sorted(chat_prompts.PROMPT_SETS), default="main",
+                    help="with --write-answers: the project's first training prompts (main: code in nine languages, "
+                         "topics) or its second set (extra: everyday questions and messages, Python); one folder each")
     ap.add_argument("--sample", action="store_true",
                     help="with --write-answers: answers drawn at temperature 0.7 (sampled-*.pt) instead of greedy ones")
-    ap.add_argument("--answers", help="CPU step 2: train on answers saved by --write-answers")
+    ap.add_argument("--answers", help="CPU step 2: train on answers saved by --write-answers (folders separated by commas)")
     ap.add_argument("--val-answers", type=int, default=64,
                     help="with --answers: the newest N answers are kept apart to pick the best weights (0: none)")
     ap.add_argument("--eval-every", type=int, default=200, help="with --answers: validate and checkpoint every N steps")
@@ -90,7 +93,8 @@ def main(argv=None) -> None:
 
     target, tok = load_target(args.gguf, device)
     if args.write_answers:
-        return write_answers(target, tok, chat_prompts.training_prompts(seed=args.seed), folder=Path(args.write_answers),
+        prompts = chat_prompts.PROMPT_SETS[args.prompt_set](seed=args.seed)
+        return write_answers(target, tok, prompts, folder=Path(args.write_answers),
                              batch=args.gen_batch, max_new=args.max_answer, top=32, minutes=args.minutes,
                              sample=args.sample)
     if args.answers:

@@ -1,11 +1,12 @@
 """The chat draft's CPU recipe, step 2: distil a draft from the target's saved answers.
 
     python -m specui.train.chat --write-answers runs/answers --minutes 60     # step 1 (chat_data.write_answers)
-    python -m specui.train.chat --answers runs/answers --out runs/chat-draft --max-minutes 45
+    python -m specui.train.chat --answers runs/answers,runs/answers-extra --out runs/chat-draft --max-minutes 45
 
 Every answer position carries the target's top-32 log-probabilities, so no target forward runs here:
 the loss is the cross-entropy from those probabilities (restricted to the draft's vocabulary) to the
-draft's. The newest `--val-answers` answers (of training prompts) are kept apart; every `--eval-every`
+draft's. `--answers` takes one folder or several separated by commas. The newest `--val-answers` greedy
+answers (of training prompts, in the last folder) are kept apart; every `--eval-every`
 steps the draft's greedy agreement with the target on them is measured and the best weights are kept,
 so a long run on little data cannot overfit past its best. The held-out prompts of
 `specui.chat_prompts` only give the final figure. `--init-draft FOLDER` starts from a saved draft (its
@@ -89,7 +90,7 @@ def split(records: list[dict], val: int) -> tuple[list[dict], list[dict]]:
 
 def train_on_answers(args, target, tok) -> None:
     """CPU recipe, step 2 (see the module docstring)."""
-    records, val = split(load_answers(Path(args.answers)), args.val_answers)
+    records, val = split(load_answers(args.answers), args.val_answers)
     chat = torch.cat([r["ids"].long() for r in records])
     log(f"{len(records)} answers for training ({sum(len(r['top_ids']) for r in records):,} answer tokens), "
         f"{len(val)} kept apart for validation")

@@ -99,12 +99,16 @@ def write_answers(target, tok, prompts: list[str], *, folder: Path, batch: int, 
         log(f"{path.name}: {sum(len(r['top_ids']) for r in records)} answer tokens")
 
 
-def load_answers(folder: Path) -> list[dict]:
-    """The greedy answers in file order, then the sampled ones (each record marked `sampled`)."""
+def load_answers(folders: str | Path | list) -> list[dict]:
+    """The greedy answers of every folder (a list, or one path or several separated by commas) in file
+    order, then the sampled ones; each record marked `sampled` or not."""
+    if isinstance(folders, (str, Path)):
+        folders = [f for f in str(folders).split(",") if f]
     records = []
     for prefix in ("answers", "sampled"):
-        for path in sorted(Path(folder).glob(f"{prefix}-*.pt")):
-            records += [{**r, "sampled": prefix == "sampled"} for r in torch.load(path)]
+        for folder in folders:
+            for path in sorted(Path(folder).glob(f"{prefix}-*.pt")):
+                records += [{**r, "sampled": prefix == "sampled"} for r in torch.load(path)]
     return records
 
 

@@ -1,0 +1,21 @@
+"""The chat model's prompts: held-out prompts share no subject with any training prompt (of either set),
+so acceptance measured on them is not flattered by memorised answers."""
+
+from __future__ import annotations
+
+from specui import chat_prompts
+
+
+def test_no_held_out_subject_in_any_training_prompt():
+    training = [p.lower() for make in chat_prompts.PROMPT_SETS.values() for p in make(seed=0)]
+    assert len(chat_prompts.HELD_OUT) == len(chat_prompts.HELD_OUT_SUBJECTS) == 16
+    for prompt, subject in zip(chat_prompts.HELD_OUT_CHAT + chat_prompts.HELD_OUT_CODE, chat_prompts.HELD_OUT_SUBJECTS):
+        assert subject.lower() in prompt.lower()  # the subject names what the prompt is about
+        assert not any(subject.lower() in p for p in training), subject
+    assert not set(chat_prompts.HELD_OUT) & set(chat_prompts.training_prompts() + chat_prompts.extra_prompts())
+
+
+def test_prompt_sets_are_distinct_and_stable():
+    main, extra = chat_prompts.training_prompts(seed=1234), chat_prompts.extra_prompts(seed=1234)
+    assert len(main) == 2480 and len(extra) == 368 and not set(main) & set(extra)
+    assert main == chat_prompts.training_prompts(seed=1234)  # answers files are indexed by position: the order is fixed
