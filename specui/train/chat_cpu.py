@@ -5,7 +5,8 @@
 
 Every answer position carries the target's top-32 log-probabilities, so no target forward runs here:
 the loss is the cross-entropy from those probabilities (restricted to the draft's vocabulary) to the
-draft's. `--answers` takes one folder or several separated by commas. The newest `--val-answers` greedy
+draft's. `--answers` takes one folder or several separated by commas, each optionally FOLDER:WEIGHT
+(drawn WEIGHT times as often as a folder of weight 1). The newest `--val-answers` greedy
 answers (of training prompts, in the last folder) are kept apart; every `--eval-every`
 steps the draft's greedy agreement with the target on them is measured and the best weights are kept,
 so a long run on little data cannot overfit past its best. The held-out prompts of
@@ -125,6 +126,7 @@ def train_on_answers(args, target, tok) -> None:
         state = saved["state"]
         log(f"resumed from {resume} at step {state['step']} ({state['elapsed'] / 60:.1f} minutes spent)")
     pad = tok.pad_token_id
+    weights = torch.tensor([float(r.get("weight", 1.0)) for r in records])
 
     def checkpoint() -> None:
         out.mkdir(parents=True, exist_ok=True)
@@ -149,7 +151,7 @@ def train_on_answers(args, target, tok) -> None:
         lr = lr_at(args, frac, step)
         for g in opt.param_groups:
             g["lr"] = lr
-        picks = torch.randint(0, len(records), (args.batch,), generator=gen).tolist()
+        picks = torch.multinomial(weights, args.batch, replacement=True, generator=gen).tolist()
         loss, agree = answers_loss(draft, [records[i] for i in picks], slot=slot, pad=pad)
         opt.zero_grad(set_to_none=True)
         loss.backward()

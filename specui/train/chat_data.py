@@ -101,15 +101,26 @@ def write_answers(target, tok, prompts: list[str], *, folder: Path, batch: int, 
 
 def load_answers(folders: str | Path | list) -> list[dict]:
     """The greedy answers of every folder (a list, or one path or several separated by commas) in file
-    order, then the sampled ones; each record marked `sampled` or not."""
+    order, then the sampled ones; each record marked `sampled` or not, and with the `weight` its folder
+    was given as FOLDER:WEIGHT (default 1: how often training draws it, relative to the others)."""
     if isinstance(folders, (str, Path)):
         folders = [f for f in str(folders).split(",") if f]
+    parsed = [_folder_weight(str(spec)) for spec in folders]
     records = []
     for prefix in ("answers", "sampled"):
-        for folder in folders:
-            for path in sorted(Path(folder).glob(f"{prefix}-*.pt")):
-                records += [{**r, "sampled": prefix == "sampled"} for r in torch.load(path)]
+        for folder, weight in parsed:
+            for path in sorted(folder.glob(f"{prefix}-*.pt")):
+                records += [{**r, "sampled": prefix == "sampled", "weight": weight} for r in torch.load(path)]
     return records
+
+
+def _folder_weight(spec: str) -> tuple[Path, float]:
+    """'FOLDER:WEIGHT' or 'FOLDER' (weight 1)."""
+    folder, sep, weight = spec.rpartition(":")
+    try:
+        return (Path(folder), float(weight)) if sep else (Path(spec), 1.0)
+    except ValueError:
+        return Path(spec), 1.0  # a colon inside the folder's name
 
 
 def code_stream(tok, texts: list[str] | None = None) -> torch.Tensor:

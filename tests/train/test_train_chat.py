@@ -45,11 +45,14 @@ def test_answers_training_validates_warm_starts_and_resumes(tmp_path, capsys):
                             sample=True)
     records = chat_data.load_answers(tmp_path / "answers")
     assert [r["sampled"] for r in records] == [False] * 4 + [True] * 4
+    assert {r["weight"] for r in records} == {1.0}
+    twice = chat_data.load_answers(f"{tmp_path / 'answers'}:2.5,{tmp_path / 'answers'}")
+    assert [r["weight"] for r in twice if not r["sampled"]] == [2.5] * 4 + [1.0] * 4
     train, val = chat_cpu.split(records, 1)
     assert len(val) == 1 and val[0] is records[3]  # the newest greedy answer is kept apart
     assert len(train) == 6 and all(r is not records[7] for r in train)  # and so is the sampled answer to its prompt
 
-    common = ["--answers", str(tmp_path / "answers"), "--batch", "2", "--alpha-tokens", "4", "--warmup", "1"]
+    common = ["--answers", f"{tmp_path / 'answers'}:2", "--batch", "2", "--alpha-tokens", "4", "--warmup", "1"]
     chat.main(common + ["--out", str(tmp_path / "first"), "--steps", "2", "--vocab", "512", "--drafts", "1:0",
                         "--val-answers", "0"])
     first = chat_draft.load(tmp_path / "first" / "draft", target)
