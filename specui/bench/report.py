@@ -62,7 +62,9 @@ def format_table(r: dict) -> str:
         _verify_curve(r.get("verify_cost_curve")),
         (f"theoretical speedup {_num(r['theoretical_speedup'], '.2f')}x (Leviathan et al. Thm 3.8, per-token alpha "
          f"{_num(r['alpha_per_token'], '.3f')} fitted to the mean accepted length); efficiency "
-         f"{_num(r['efficiency'], '.2f')} (measured / theoretical)"),
+         f"{_num(r['efficiency'], '.2f')} (measured / theoretical)"
+         + ("; with a token tree, the theorem's chain of K with the tree's tokens per forward and a K+1-token "
+            "verify, so the tree's extra verify rows count as overhead" if r.get("tree_vs_chain_length") is not None else "")),
         (f"with the measured verify cost in place of 1: theoretical {_num(r['theoretical_speedup_measured_verify'], '.2f')}x, "
          f"efficiency {_num(r['efficiency_measured_verify'], '.2f')}; Thm 3.8's best K at this alpha and c: "
          f"{r['best_k_theoretical']}"),

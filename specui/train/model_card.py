@@ -164,6 +164,7 @@ def write_chat_draft_card(folder: Path) -> None:
         *([f"- the best of {meta['steps_run']} steps by greedy agreement on {meta['validation_answers']} answers kept "
            f"apart from training (training prompts): {meta['validation_agreement']}"] if meta.get("validation_answers") else []),
         "",
+        *([f"Data: `{meta['data_command']}`", ""] if meta.get("data_command") else []),
         f"Command: `{meta.get('command', 'python -m specui.train.chat')}`",
         "",
     ]

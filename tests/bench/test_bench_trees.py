@@ -52,6 +52,7 @@ def test_one_drafters_tree_is_timed_beside_its_chain(bench_config, tmp_path):  #
     speed = report["speculative_tokens_per_s"] / report["chain_tokens_per_s"]
     assert report["tree_vs_chain_speed"] == pytest.approx(speed)
     assert "token trees of width 3 (5 nodes) against the chain of K=3" in stdout
+    assert "with a token tree, the theorem's chain of K" in stdout  # what the theory line means for a tree
 
 
 def test_a_chain_run_has_no_chain_arm():
