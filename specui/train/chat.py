@@ -34,8 +34,9 @@ import torch
 import torch.nn.functional as F
 
 from specui import chat_draft, chat_prompts
-from specui.train.chat_cpu import TARGET_NAME, train_on_answers
-from specui.train.chat_data import answer, code_stream, held_out_alpha, load_target, log, lr_at, pick_vocab, write_answers
+from specui.train.chat_cpu import train_on_answers
+from specui.train.chat_data import (TARGET_NAME, answer, code_stream, held_out_alpha, load_target, log, lr_at, pick_vocab,
+                                    write_answers)
 
 
 def windows(stream: torch.Tensor, n: int, length: int, gen: torch.Generator) -> torch.Tensor:

