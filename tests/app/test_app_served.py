@@ -138,6 +138,6 @@ def test_a_short_soak_levels_off():
     done = subprocess.run([sys.executable, "-m", "tools.soak", "--runs", "40", "--tokens", "8", "--warm-up", "5"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    first, second = map(float, re.search(r"\+([\d.]+) MB over the first half, \+([\d.]+) MB over the second half",
+    first, second = map(float, re.search(r"([+-][\d.]+) MB over the first half, ([+-][\d.]+) MB over the second half",
                                          done.stdout).groups())
-    assert second < 15, f"+{first:.1f} MB then +{second:.1f} MB: {done.stdout[-1500:]}"
+    assert second < 15, f"{first:+.1f} MB then {second:+.1f} MB: {done.stdout[-1500:]}"
