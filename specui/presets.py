@@ -46,10 +46,16 @@ class Preset:
     threads: int | None = None  # CPU threads for torch while this preset runs on a CPU (None: torch's default)
     memory: str = ""  # what it needs, in words, for people choosing a preset
     heads: tuple[tuple[str, str], ...] = ()  # (drafter name, folder) of the heads trained on the target
+    drafter_tokens: tuple[tuple[str, int], ...] = ()  # (drafter name, K) where a drafter does best at its own K
 
     @property
     def head_folders(self) -> dict[str, str]:
         return dict(self.heads)
+
+    def k_for(self, drafter: str | None = None) -> int:
+        """The K to draft with when `drafter` (default: the preset's) drafts: its own from `drafter_tokens`,
+        else `num_draft_tokens`."""
+        return dict(self.drafter_tokens).get(drafter or self.drafter, self.num_draft_tokens)
 
     @property
     def is_local(self) -> bool:
@@ -154,6 +160,7 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
     if drafter == MODEL and draft is None:
         raise ConfigError(f"{key}.draft: drafter 'model' needs a draft model (or set drafter: prompt_lookup)")
     heads = _heads(body.get("heads"), key, path)
+    drafter_tokens = _drafter_tokens(body.get("drafter_tokens"), key)
     if drafter in HEADS and drafter not in dict(heads):
         raise ConfigError(f"{key}.drafter: {drafter!r} needs a trained head listed under heads: ({drafter}: <folder>)")
     return Preset(
@@ -176,6 +183,7 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
         threads=threads,
         memory=str(body.get("memory", "")),
         heads=heads,
+        drafter_tokens=drafter_tokens,
     )
 
 
@@ -192,6 +200,23 @@ def _heads(body, key: str, path: Path) -> tuple[tuple[str, str], ...]:
         if not isinstance(folder, str) or not folder.strip():
             raise ConfigError(f"{key}.heads.{name}: must be a folder (got {folder!r})")
         out.append((name, _resolve(folder.strip(), path)))
+    return tuple(out)
+
+
+def _drafter_tokens(body, key: str) -> tuple[tuple[str, int], ...]:
+    """`drafter_tokens: {medusa: 1, early_exit: 1}`: drafter names -> the K each drafts with."""
+    if body is None:
+        return ()
+    if not isinstance(body, dict):
+        raise ConfigError(f"{key}.drafter_tokens: must be a mapping of drafter names ({', '.join(DRAFTERS)}) to K "
+                          f"(got {body!r})")
+    out = []
+    for name, k in body.items():
+        if name not in DRAFTERS:
+            raise ConfigError(f"{key}.drafter_tokens.{name}: not a drafter; choose from {', '.join(DRAFTERS)}")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_DRAFT_TOKENS:
+            raise ConfigError(f"{key}.drafter_tokens.{name}: must be an integer from 1 to {MAX_DRAFT_TOKENS} (got {k!r})")
+        out.append((name, k))
     return tuple(out)
 
 

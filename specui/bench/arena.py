@@ -5,6 +5,7 @@ own harness (`specui.bench.run.run_prompts`: warm-up passes, then the arms inter
 per-prompt median kept) on the same prompts, settings and seeds, one run at a time. Per arm:
     tokens/s, speedup   all tokens / the sum of the per-prompt medians; over plain decoding's
     alpha, mean accepted length   `specui.metrics` over the rounds of the first timed run of each prompt
+    K                   the K its rounds asked for: the plan's, or the preset's own K for it (`drafter_tokens`)
     c                   `specui.runstats.rounds_cost_ratio`: median seconds per drafted token in those rounds
                         over the median seconds of plain decoding's one-token forwards (the chat tab's c)
     theoretical speedup `specui.metrics.theory` at the fitted alpha, K and that c
@@ -27,14 +28,17 @@ from specui.settings import DecodeSettings
 CHAIN_ARM = " " + CHAIN  # with token trees: the arm "NAME chain" drafts NAME's chain of K
 
 
-def arms(names: Sequence[str], decode: DecodeSettings | None = None) -> dict[str, Arm]:
-    """One arm per contestant, keyed by its name: plain decoding, or the engine with that drafter; when
+def arms(names: Sequence[str], decode: DecodeSettings | None = None, *,
+         ks: dict[str, int] | None = None) -> dict[str, Arm]:
+    """One arm per contestant, keyed by its name: plain decoding, or the engine with that drafter, at its K
+    in `ks` (a preset's `drafter_tokens`; default and for names missing there: the plan's K); when
     `decode` draws token trees, each drafter's chain of the same K right after it."""
+    ks = ks or {}
     out = {}
     for name in names:
-        out[name] = Arm("plain") if name == PLAIN else Arm("speculative", drafter=name)
+        out[name] = Arm("plain") if name == PLAIN else Arm("speculative", k=ks.get(name), drafter=name)
         if name != PLAIN and decode is not None and decode.tree_width > 1:
-            out[name + CHAIN_ARM] = Arm("speculative", drafter=name, chain=True)
+            out[name + CHAIN_ARM] = Arm("speculative", k=ks.get(name), drafter=name, chain=True)
     return out
 
 
@@ -58,6 +62,7 @@ def summarise(runs: list[PromptRun], plan: Plan) -> dict:
         chain = name.endswith(CHAIN_ARM)
         drafters[name] = {
             "label": f"{label(name.removesuffix(CHAIN_ARM))}, {CHAIN}" if chain else label(name),
+            "num_draft_tokens": max((r.num_draft_tokens for r in rounds), default=0) if name != PLAIN else None,
             "tokens_per_s": tps[name], "speedup_vs_plain": tps[name] / tps[PLAIN],
             "acceptance_rate": metrics.acceptance_rate(rounds), "mean_accepted_length": metrics.mean_accepted_length(rounds),
             "draft_cost_ratio": c, "alpha_per_token": fit.alpha if fit else None,

@@ -33,7 +33,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--num-prompts", type=int, default=DEFAULT_PROMPTS, help="how many built-in prompts")
     p.add_argument("--prompt-tokens", type=int, default=PROMPT_TOKENS, help="length of each built-in prompt")
     p.add_argument("--max-new-tokens", type=int, default=128)
-    p.add_argument("--num-draft-tokens", type=int, default=None, help="K (default: the preset's)")
+    p.add_argument("--num-draft-tokens", type=int, default=None, help="K (default: the preset's; with --drafter all or a head, "
+                                                                      "each drafter's own K from the preset's drafter_tokens)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     p.add_argument("--tree-width", type=int, default=1,
                    help="token trees: children per expanded node (1 = one chain of K drafts, the default)")
@@ -145,7 +146,7 @@ def main(argv=None) -> dict:
     names = drafters_to_run(pair, preset.name, drafter)
     try:
         decode = DecodeSettings(max_new_tokens=args.max_new_tokens,
-                                num_draft_tokens=args.num_draft_tokens or preset.num_draft_tokens,
+                                num_draft_tokens=args.num_draft_tokens or preset.k_for(None if drafter == ALL else drafter),
                                 temperature=args.temperature, drafter=None if names else drafter, seed=args.seed,
                                 ignore_eos=True, tree_width=args.tree_width, tree_nodes=args.tree_nodes)
     except SettingsError as e:
@@ -163,7 +164,8 @@ def main(argv=None) -> dict:
         print(f"prompt {i}/{total} done", file=sys.stderr)
 
     if names:  # the drafters side by side (specui.bench.arena)
-        runs = run_prompts(methods, prompts, arms=bench_arena.arms(names, decode), progress=done)
+        ks = {} if args.num_draft_tokens else {name: preset.k_for(name) for name in names[1:]}  # each its own K
+        runs = run_prompts(methods, prompts, arms=bench_arena.arms(names, decode, ks=ks), progress=done)
         figures = bench_arena.summarise(runs, plan)
     else:  # one drafter against plain decoding and transformers' own generation
         with constant_assistant_schedule(methods.hf_draft if drafter == MODEL else None, decode.num_draft_tokens):

@@ -90,19 +90,22 @@ def format_table(r: dict) -> str:
 def format_drafter_table(r: dict) -> str:
     """`--drafter all`: one line per drafter (plain first), then tokens/s per prompt and drafter."""
     k, drafters = r["num_draft_tokens"], r["drafters"]
+    own = {d.get("num_draft_tokens") for d in drafters.values()} - {None}
+    k_text = f"K={k}" if own <= {k} else "each drafter at its own K (the preset's drafter_tokens)"
     mode = "greedy" if r["temperature"] == 0 else f"temperature {fmt(r['temperature'], 'g')}"
     if r.get("tree_width", 1) > 1:
         mode += f", token trees of width {r['tree_width']} " + (f"({r['tree_nodes']} nodes)" if r.get("tree_nodes")
                                                                  else "(static)")
     lines = [
-        (f"specui bench: preset {r['preset']}, drafters side by side ({', '.join(drafters)}), K={k}, {mode}, "
+        (f"specui bench: preset {r['preset']}, drafters side by side ({', '.join(drafters)}), {k_text}, {mode}, "
          f"{r['max_new_tokens']} new tokens (EOS ignored), {r['num_prompts']} prompts x {r['repeats']} repeats"),
         device_line(r),
         "",
-        f"{'drafter':<24}{'tokens/s':>10}{'vs plain':>10}{'alpha':>8}{'len':>7}{'c':>8}{'theory':>8}  identical",
+        f"{'drafter':<24}{'K':>3}{'tokens/s':>10}{'vs plain':>10}{'alpha':>8}{'len':>7}{'c':>8}{'theory':>8}  identical",
     ]
     for name, d in drafters.items():
-        lines.append(f"{d['label']:<24}{fmt(d['tokens_per_s'], '>10.1f')}{fmt(d['speedup_vs_plain'], '>9.2fx')}"
+        lines.append(f"{d['label']:<24}{_num(d.get('num_draft_tokens'), 'd'):>3}"
+                     f"{fmt(d['tokens_per_s'], '>10.1f')}{fmt(d['speedup_vs_plain'], '>9.2fx')}"
                      f"{_num(d['acceptance_rate'], '.3f'):>8}{_num(d['mean_accepted_length'], '.2f'):>7}"
                      f"{_num(d['draft_cost_ratio'], '.3f'):>8}{_num(d['theoretical_speedup'], '.2f'):>8}"
                      f"  {'(reference)' if name == 'plain' else _yes_no(d['identical_to_plain'])}")

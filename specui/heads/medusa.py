@@ -54,10 +54,11 @@ class MedusaHeads(nn.Module):
     def num_heads(self) -> int:
         return len(self.blocks)
 
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Final normed states [..., D] -> logits [..., num_heads, N] over the head's token ids."""
+    def forward(self, hidden: torch.Tensor, count: int | None = None) -> torch.Tensor:
+        """Final normed states [..., D] -> logits [..., count, N] over the head's token ids, from the first
+        `count` heads (default: all; a draft of k tokens needs only the first k)."""
         x = hidden.to(self.output.token_ids.device, self._dtype())
-        return torch.stack([self.output(block(x), normed=True) for block in self.blocks], dim=-2)
+        return torch.stack([self.output(block(x), normed=True) for block in self.blocks[:count]], dim=-2)
 
     def training_loss(self, batch: dict) -> torch.Tensor:
         """Head i at position t learns the target's distribution at position t + i (for token t + i + 1),
@@ -107,7 +108,7 @@ class MedusaDrafter:
         count = min(k, self.heads.num_heads)
         if count <= 0 or self.state is None:
             return Draft.empty(self.device)
-        logits = self.heads(self.state)[:count]  # [count, N]: head i's logits in row i - 1
+        logits = self.heads(self.state, count)  # [count, N]: head i's logits in row i - 1
         tokens, probs = [], []
         for row in logits:
             token, q = draw(row, self.heads.output, self.sampling, self.generators.for_tensor(row))
@@ -122,7 +123,7 @@ class MedusaDrafter:
         if count <= 0 or self.state is None:
             return DraftTree(torch.empty(0, dtype=torch.long, device=self.device), [], None)
         output = self.heads.output
-        qs = logits_to_probs(self.heads(self.state)[:count], self.sampling)  # head i's q in row i - 1
+        qs = logits_to_probs(self.heads(self.state, count), self.sampling)  # head i's q in row i - 1
 
         def expand(frontier, tokens, parents):  # over the heads' vocabulary: grow maps the ids
             return torch.stack([qs[0 if i < 0 else len(ancestry(i, parents)) + 1] for i in frontier])

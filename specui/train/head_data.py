@@ -17,17 +17,21 @@ from pathlib import Path
 import torch
 
 
-def answer_sequences(folder: str | Path, *, max_len: int) -> list[tuple[torch.Tensor, int]]:
-    """(conversation ids, index of the first answer token) per saved answer, cut to max_len tokens."""
-    out = []
-    for path in sorted(Path(folder).glob("answers-*.pt")):
-        for record in torch.load(path):
-            ids = record["ids"].long()[:max_len]
-            if len(ids) > record["prompt_len"] + 1:
-                out.append((ids, int(record["prompt_len"])))
+def answer_sequences(folders, *, max_len: int) -> tuple[list[tuple[torch.Tensor, int]], list[float]]:
+    """(conversation ids, index of the first answer token) per saved answer, cut to max_len tokens, and
+    each one's weight: `folders` as `python -m specui.train.chat --answers` takes them (one folder or
+    several separated by commas, each optionally FOLDER:WEIGHT; greedy and sampled answers)."""
+    from specui.train.chat_data import load_answers
+
+    out, weights = [], []
+    for record in load_answers(folders):
+        ids = record["ids"].long()[:max_len]
+        if len(ids) > record["prompt_len"] + 1:
+            out.append((ids, int(record["prompt_len"])))
+            weights.append(float(record["weight"]))
     if not out:
-        raise SystemExit(f"{folder}: no answers-*.pt files (write them with python -m specui.train.chat --write-answers)")
-    return out
+        raise SystemExit(f"{folders}: no answers-*.pt files (write them with python -m specui.train.chat --write-answers)")
+    return out, weights
 
 
 def window_sequences(stream: torch.Tensor, *, length: int, count: int, seed: int) -> list[tuple[torch.Tensor, int]]:

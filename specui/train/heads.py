@@ -9,6 +9,7 @@ preset's `heads:` names. Runs on a CUDA GPU when there is one.
 
     python -m specui.train heads --preset bundled --head eagle,medusa,early_exit --out runs/heads-bundled
     python -m specui.train heads --preset smollm2-chat --answers DIR --out runs/heads-chat --minutes 30
+    python -m specui.train heads --preset smollm2-chat --answers DIR1,DIR2:3 --init assets/smollm2-heads ...  # warm start
 """
 
 from __future__ import annotations
@@ -36,8 +37,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--config", default=None, help="a models.yaml (default: the one beside the package)")
     ap.add_argument("--head", default=",".join(HEADS), help="comma-separated: " + ", ".join(HEADS) + " (default: all)")
     ap.add_argument("--out", default="runs/heads", help="folder for the heads and the checkpoint (default: %(default)s)")
-    ap.add_argument("--answers", help="the target's chat answers (python -m specui.train.chat --write-answers DIR); "
-                                      "without it: windows of the stdlib corpus")
+    ap.add_argument("--answers", help="the target's chat answers (python -m specui.train.chat --write-answers DIR): "
+                                      "a folder, or several separated by commas, each optionally FOLDER:WEIGHT (drawn "
+                                      "WEIGHT times as often); without it: windows of the stdlib corpus")
+    ap.add_argument("--init", help="warm start: a folder of saved heads (one subfolder per head, as --out writes "
+                                   "them); their settings and draft vocabulary are kept")
     ap.add_argument("--windows", type=int, default=-1,
                     help="windows of the offline corpus (stdlib code, and pydoc's topics for a chat target), added to "
                          "--answers (default: 4000 without --answers, none with it)")
@@ -84,8 +88,9 @@ def load_target(args):
 
 
 def sequences_for(args, target, tokenizer, *, chat: bool):
-    """The target's chat answers (--answers), then --windows windows of the offline corpus."""
-    sequences = head_data.answer_sequences(args.answers, max_len=args.seq) if args.answers else []
+    """The target's chat answers (--answers), then --windows windows of the offline corpus (weight 1);
+    returns the sequences and how often each is drawn, relative to the others."""
+    sequences, weights = head_data.answer_sequences(args.answers, max_len=args.seq) if args.answers else ([], [])
     if args.windows:
         from specui import corpus
         from specui.train.chat_data import offline_texts
@@ -95,11 +100,15 @@ def sequences_for(args, target, tokenizer, *, chat: bool):
         texts = offline_texts() if chat else corpus.read_texts(corpus.split_sources()[0])
         stream = encode_stream(tokenizer, texts)
         sequences += head_data.window_sequences(stream, length=args.seq, count=args.windows, seed=args.seed)
-    return sequences
+    return sequences, weights + [1.0] * (len(sequences) - len(weights))
 
 
 def build_heads(args, target, token_ids) -> dict:
+    """Fresh heads over `token_ids`, or with --init the saved ones (which bring their own ids)."""
     import importlib
+
+    if args.init:
+        return init_heads(args, target)
 
     layers = target.config.num_hidden_layers
     options = {"eagle": {"train_steps": args.eagle_steps},
@@ -107,6 +116,21 @@ def build_heads(args, target, token_ids) -> dict:
                "early_exit": {"exit_layer": args.exit_layer or max(1, layers // 4)}}
     return {name: importlib.import_module(f"specui.heads.{name}").build(target, token_ids=token_ids, **options[name])
             for name in args.heads}
+
+
+def init_heads(args, target) -> dict:
+    """The heads saved under --init, one subfolder per name, sharing one draft vocabulary."""
+    from specui import heads as saved
+
+    missing = [n for n in args.heads if not common.is_head_folder(Path(args.init) / n)]
+    if missing:
+        raise SystemExit(f"--init {args.init}: no saved head for {', '.join(missing)} "
+                         f"(expected {Path(args.init) / missing[0] / common.META})")
+    heads = {n: saved.load(Path(args.init) / n, target).float() for n in args.heads}
+    ids = [h.output.token_ids.cpu() for h in heads.values()]
+    if any(len(i) != len(ids[0]) or not torch.equal(i, ids[0]) for i in ids):
+        raise SystemExit(f"--init {args.init}: the heads draft over different vocabularies; warm-start them one at a time")
+    return heads
 
 
 def lr_at(args, step: int, progress: float) -> float:
@@ -123,14 +147,17 @@ def main(argv=None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     preset, target, tokenizer = load_target(args)
     device = target.get_input_embeddings().weight.device
-    sequences = sequences_for(args, target, tokenizer, chat=preset.chat_template)
+    sequences, weights = sequences_for(args, target, tokenizer, chat=preset.chat_template)
     vocab = target.get_output_embeddings().weight.shape[0]
     special = [i for i in (tokenizer.all_special_ids or []) if i is not None and i < vocab]
     answers = [s for s, first in sequences if first > 0]  # the target's own answers pick the vocabulary when there are any
-    token_ids = common.frequent_ids(answers or [s for s, _ in sequences], size=args.vocab, vocab_size=vocab, always=special)
-    covered = torch.isin(torch.cat([s for s, _ in sequences]), token_ids).float().mean()
-    log(f"draft vocabulary: {len(token_ids)} ids cover {covered:.4f} of the training tokens")
+    token_ids = None if args.init else common.frequent_ids(answers or [s for s, _ in sequences], size=args.vocab,
+                                                           vocab_size=vocab, always=special)
     heads = build_heads(args, target, token_ids)
+    token_ids = next(iter(heads.values())).output.token_ids.cpu()
+    covered = torch.isin(torch.cat([s for s, _ in sequences]), token_ids).float().mean()
+    log(f"draft vocabulary: {len(token_ids)} ids cover {covered:.4f} of the training tokens"
+        + (f" (kept from {args.init})" if args.init else ""))
     layers = tuple(sorted({i for h in heads.values() for i in h.feature_layers}))
     log(f"{preset.name}: {len(sequences)} sequences, {sum(len(s) for s, _ in sequences):,} tokens; heads "
         f"{', '.join(heads)}; target states at layers {layers}; draft vocabulary {len(token_ids)}")
@@ -140,6 +167,7 @@ def main(argv=None) -> None:
     order = torch.randperm(len(sequences), generator=gen).tolist()
     n_held = max(1, int(len(order) * args.held_out))
     held, train = order[:n_held], order[n_held:]
+    draw_weights = torch.tensor([weights[i] for i in train], dtype=torch.float)
     rows = target.get_output_embeddings().weight.detach()[token_ids.to(device)]
 
     params = [p for h in heads.values() for p in h.parameters() if p.requires_grad]
@@ -166,7 +194,7 @@ def main(argv=None) -> None:
         progress = max(step / args.steps, (time.time() - started) / (args.minutes * 60))
         for group in opt.param_groups:
             group["lr"] = lr_at(args, step, progress)
-        picks = torch.randint(0, len(train), (args.batch,), generator=gen).tolist()
+        picks = torch.multinomial(draw_weights, args.batch, replacement=True, generator=gen).tolist()
         batch = cache.batch([train[i] for i in picks], token_ids=token_ids, rows=rows, device=device)
         total = 0.0
         for name, h in heads.items():
@@ -189,7 +217,8 @@ def main(argv=None) -> None:
     held_loss = held_out_loss(heads, cache, held, token_ids=token_ids, rows=rows, device=device, batch=args.batch)
     facts = {"preset": preset.name, "target": preset.target if not Path(preset.target).is_absolute()
              else Path(preset.target).name, "steps": step, "minutes": round(spent / 60, 1), "sequences": len(train),
-             "tokens": cache.tokens, "device": str(device), "command": "python -m specui.train heads " + " ".join(argv or [])}
+             "tokens": cache.tokens, "device": str(device), **({"init": args.init} if args.init else {}),
+             "command": "python -m specui.train heads " + " ".join(argv or [])}
     save_heads(heads, out, facts=facts, held_loss=held_loss)
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import gradio as gr
 
 from specui.drafters import LABELS
+from specui.drafters.registry import name_of
 from specui.loading import PairCache, pick_device
 from specui.settings import MAX_DRAFT_TOKENS
 from specui.spaces import hardware_note
@@ -184,7 +185,7 @@ def _controls(config) -> Controls:
         preset=gr.Dropdown(config.names, value=default.name, label="Preset (models.yaml)", elem_id="preset"),
         about=gr.Markdown(_about(default), elem_id="preset-info"),
         drafter=gr.Radio(list(DRAFTER_CHOICES), value=LABELS[default.drafter], label="Drafter", elem_id="drafter"),
-        k=gr.Slider(1, MAX_DRAFT_TOKENS, value=default.num_draft_tokens, step=1, label="K (draft tokens per round)",
+        k=gr.Slider(1, MAX_DRAFT_TOKENS, value=default.k_for(), step=1, label="K (draft tokens per round)",
                     elem_id="num-draft-tokens"),
         adaptive=gr.Checkbox(False, label="Adaptive K", elem_id="adaptive-k"),
         temperature=gr.Slider(0.0, 2.0, value=0.0, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature"),
@@ -193,7 +194,8 @@ def _controls(config) -> Controls:
         max_new=gr.Slider(8, 512, value=128, step=8, label="Max new tokens", elem_id="max-new-tokens"),
         seed=gr.Number(0, label="Seed (-1 = random)", precision=0, elem_id="seed"),
         compare=gr.Checkbox(False, label="Compare with plain decoding", elem_id="compare"),
-        arena=gr.Checkbox(False, label="Arena: plain decoding, then every drafter of the preset", elem_id="arena"),
+        arena=gr.Checkbox(False, label="Arena: plain decoding, then every drafter of the preset", elem_id="arena",
+                          info="each at K, or at its own K where the preset gives it one (drafter_tokens)"),
         show_rejected=gr.Checkbox(False, label="Show rejected drafts (struck through)", elem_id="show-rejected"),
         # last, so the /chat event's positional inputs keep their order (a client that omits them gets no tree)
         tree_width=chat_tree.width_slider(), tree_nodes=chat_tree.nodes_slider())
@@ -266,6 +268,8 @@ def _wire(ui: ChatTab, app: App) -> None:
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)
     c.preset.change(lambda name: on_preset(app.showcase.config, c, name), [c.preset], [c.k, c.drafter, c.about],
                     **QUIET)
+    c.drafter.change(lambda name, drafter: on_drafter(app.showcase.config, name, drafter), [c.preset, c.drafter],
+                     [c.k], **QUIET)
     c.arena.change(lambda on: gr.update(visible=on), [c.arena], [r.arena], **QUIET)
     c.show_rejected.change(lambda on: gr.update(elem_classes=["show-rejected"] if on else []), [c.show_rejected],
                            [p.chat], **QUIET)
@@ -347,8 +351,17 @@ def on_preset(config, c: Controls, name: str) -> dict:
         chosen = config.get(name)
     except ValueError as e:
         return {c.about: f"⚠ {e}"}
-    return {c.k: gr.update(value=chosen.num_draft_tokens), c.drafter: gr.update(value=LABELS[chosen.drafter]),
+    return {c.k: gr.update(value=chosen.k_for()), c.drafter: gr.update(value=LABELS[chosen.drafter]),
             c.about: _about(chosen)}
+
+
+def on_drafter(config, preset_name: str, drafter: str):
+    """A preset that gives drafters their own K (`drafter_tokens`) moves the K slider to the chosen one's."""
+    try:
+        preset = config.get(preset_name)
+    except ValueError:
+        return gr.skip()
+    return gr.update(value=preset.k_for(name_of(drafter))) if preset.drafter_tokens else gr.skip()
 
 
 def _about(preset) -> str:
@@ -360,7 +373,8 @@ def _about(preset) -> str:
     if note:
         lines.append(f"*{note}*")
     drafter = "draft model" if preset.drafter == "model" else "prompt lookup (no draft model)"
-    lines.append(f"Drafter: {drafter} · K = {preset.num_draft_tokens} · "
+    own = ", ".join(f"{LABELS[name]} {k}" for name, k in preset.drafter_tokens if name != preset.drafter)
+    lines.append(f"Drafter: {drafter} · K = {preset.k_for()}{f' ({own})' if own else ''} · "
                  f"{'chat template' if preset.chat_template else 'base model: continues the prompt'}")
     return "\n\n".join(line for line in lines if line)
 

@@ -213,7 +213,7 @@ class Showcase:
             return
         engine = pair.engine()
         try:
-            streams = self._streams(run, engine, ids)
+            streams = self._streams(run, engine, ids, preset)
         except ValueError as e:  # bad settings, ContextLengthError
             yield fail(str(e))
             return
@@ -237,13 +237,14 @@ class Showcase:
             run.phase = "done"
         yield self.frame(run, figures=figures, final=True), run
 
-    def _streams(self, run: Run, engine, ids):
+    def _streams(self, run: Run, engine, ids, preset):
         """(phase, result, views, engine stream) per run of the request, each opened only when its turn
         comes; the first is opened now, so bad settings raise ValueError before any work."""
         settings = run.settings
         if settings.arena:
             run.skipped = arena.skipped(engine, settings.decode)
-            return self._arena_streams(run, arena.streams(engine, ids, settings.decode, into=run.arena))
+            ks = dict(preset.drafter_tokens)  # drafters with their own K race at it
+            return self._arena_streams(run, arena.streams(engine, ids, settings.decode, into=run.arena, ks=ks))
         first = engine.stream(ids, settings.decode.but(speculative=True), into=run.spec)
         return self._spec_then_plain(run, engine, ids, first)
 

@@ -206,3 +206,28 @@ def test_stop_ends_the_arena_between_rounds(showcase):
     assert len(run.arena["plain"].rounds) == 1 and "Stopped" in frame.stats and "stopped" in frame.message
     assert frame.race is None  # no replay of a stopped arena
     assert showcase.live == 0
+
+
+def test_drafters_with_their_own_k_race_at_it_and_the_slider_follows_the_drafter(showcase):
+    """A preset's drafter_tokens: the arena runs those drafters at their own K, the about line names them,
+    and choosing such a drafter moves the K slider to its K (a preset without them leaves K alone)."""
+    from dataclasses import replace
+
+    from specui.loading import PairCache
+    from specui.ui.blocks import _about, on_drafter
+    from specui.ui.session import Showcase
+
+    config = showcase.config
+    bundled = config.get("bundled")
+    own = replace(bundled, num_draft_tokens=3, drafter_tokens=(("medusa", 1), ("prompt_lookup", 2)))
+    config = replace(config, presets={**config.presets, "bundled": own})
+    frame, run = list(Showcase(config, PairCache()).run(PROMPT, Settings(max_new_tokens=12, arena=True, seed=0,
+                                                                         num_draft_tokens=3)))[-1]
+    assert frame.error is None and run.phase == "done"
+    asked = {name: max(r.num_draft_tokens for r in result.rounds) for name, result in run.arena.items() if name != "plain"}
+    assert asked == {"model": 3, "eagle": 3, "medusa": 1, "early_exit": 3, "prompt_lookup": 2}
+    assert all(r.token_ids == run.arena["plain"].token_ids for r in run.arena.values())
+    assert "K = 3 (Medusa 1, prompt lookup 2)" in _about(own)
+    assert on_drafter(config, "bundled", "Medusa")["value"] == 1
+    assert on_drafter(config, "bundled", "EAGLE")["value"] == 3
+    assert "value" not in on_drafter(showcase.config, "bundled", "Medusa")  # no drafter_tokens: K stays

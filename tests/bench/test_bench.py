@@ -186,6 +186,28 @@ def test_bench_every_drafter_side_by_side(bench_config, tmp_path):
     assert "drafters side by side" in stdout and "identical to plain decoding: yes" in stdout
 
 
+@pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair is not built")
+def test_each_drafter_at_its_own_k_from_the_preset(tmp_path):
+    """A preset's drafter_tokens give `--drafter all` each drafter its own K (the table says so); an explicit
+    --num-draft-tokens puts every drafter at that K."""
+    from specui.presets import load_config
+
+    bundled = load_config().get("bundled")
+    config = tmp_path / "models.yaml"
+    config.write_text("default: b\npresets:\n  b:\n"
+                      f"    target: {bundled.target}\n    draft: {bundled.draft}\n    dtype: float32\n"
+                      f"    num_draft_tokens: 3\n    heads: {{medusa: {bundled.head_folders['medusa']}}}\n"
+                      "    drafter_tokens: {medusa: 1, prompt_lookup: 2}\n")
+    report, stdout = _run(["--config", str(config), "--drafter", "all"], tmp_path)
+    ks = {name: d["num_draft_tokens"] for name, d in report["drafters"].items()}
+    assert ks == {"plain": None, "model": 3, "medusa": 1, "prompt_lookup": 2}
+    assert "each drafter at its own K" in stdout and report["identical_to_plain"] is True
+    report, stdout = _run(["--config", str(config), "--drafter", "medusa"], tmp_path)
+    assert report["drafters"]["medusa"]["num_draft_tokens"] == 1 and report["num_draft_tokens"] == 1
+    report, _ = _run(["--config", str(config), "--drafter", "all", "--num-draft-tokens", "2"], tmp_path)
+    assert {d["num_draft_tokens"] for d in report["drafters"].values()} == {None, 2} and "K=2" in _
+
+
 def test_an_unknown_drafter_is_refused_with_the_names_there_are(capsys):
     from specui.bench.cli import parse_args
 

@@ -172,3 +172,11 @@ def test_heads_attached_to_the_engine_join_the_arena_in_display_order(engine):
     assert outcome.names == ("plain", "model", "eagle", "medusa", "prompt_lookup")
     assert outcome.identical is True
     assert [s.label for s in outcome.standings][2:4] == ["EAGLE", "Medusa"]
+
+
+def test_a_drafter_with_its_own_k_races_at_it(engine):
+    """ks (a preset's drafter_tokens) puts a drafter at its own K; the rest keep the settings' K."""
+    outcome = arena.run(engine, PROMPT, GREEDY.but(num_draft_tokens=3), warm=False, ks={"prompt_lookup": 1})
+    asked = {name: {r.num_draft_tokens for r in outcome.standing(name).result.rounds} for name in ("model", "prompt_lookup")}
+    assert asked["prompt_lookup"] <= {0, 1} and 1 in asked["prompt_lookup"] and 3 in asked["model"]
+    assert outcome.identical is True

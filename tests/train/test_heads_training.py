@@ -40,3 +40,43 @@ def test_train_resume_save_load_and_draft(tmp_path, capsys):
     plain = engine.generate(prompt, max_new_tokens=40, speculative=False).token_ids
     for name in ("eagle", "medusa", "early_exit"):
         assert engine.generate(prompt, max_new_tokens=40, num_draft_tokens=3, drafter=name).token_ids == plain
+
+
+def test_warm_start_from_saved_heads_on_weighted_answer_folders(tmp_path, capsys):
+    """--init keeps the saved heads' settings and vocabulary and trains them on; --answers takes several
+    folders, FOLDER:WEIGHT drawing one more often."""
+    import torch
+
+    from specui.heads.common import load_state
+    from specui.train.heads import parse_args, sequences_for
+
+    first = tmp_path / "first"
+    common = ["--preset", "bundled", "--seq", "64", "--batch", "4", "--threads", "1", "--head", "medusa,early_exit",
+              "--exit-layer", "8", "--medusa-heads", "2"]
+    main([*common, "--out", str(first), "--windows", "16", "--steps", "2", "--vocab", "300"])
+
+    gen = torch.Generator().manual_seed(0)
+    folders = []
+    for name, count in (("a", 3), ("b", 2)):  # answers as python -m specui.train.chat writes them
+        folder = tmp_path / name
+        folder.mkdir()
+        torch.save([{"ids": torch.randint(0, 500, (40,), generator=gen), "prompt_len": 10} for _ in range(count)],
+                   folder / "answers-00000.pt")
+        folders.append(folder)
+    answers = f"{folders[0]},{folders[1]}:3"
+    sequences, weights = sequences_for(parse_args(["--answers", answers]), None, None, chat=False)
+    assert len(sequences) == 5 and weights == [1.0, 1.0, 1.0, 3.0, 3.0]
+
+    second = tmp_path / "second"
+    main([*common, "--out", str(second), "--answers", answers, "--init", str(first), "--steps", "2",
+          "--medusa-heads", "4", "--held-out", "0.2"])  # --init's settings win over these
+    assert "kept from" in capsys.readouterr().out
+    for name in ("medusa", "early_exit"):
+        before, after = load_state(first / name), load_state(second / name)
+        assert torch.equal(before["output.token_ids"], after["output.token_ids"]) and len(after["output.token_ids"]) <= 300
+        assert json.loads((second / name / "specui_head.json").read_text())["arguments"] == \
+            json.loads((first / name / "specui_head.json").read_text())["arguments"]
+        assert any(not torch.equal(before[k], after[k]) for k in before)  # trained on
+
+    with pytest.raises(SystemExit, match="no saved head for eagle"):
+        main([*common, "--out", str(tmp_path / "x"), "--answers", answers, "--init", str(first), "--head", "eagle"])

