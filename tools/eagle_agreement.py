@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from specui import chat_prompts, heads, load_engine
+from specui.bench.cli import tokenize_prompts
 from specui.settings import DecodeSettings
 
 
@@ -47,9 +48,7 @@ def main(argv=None) -> None:
     target = engine.target_model
     head = heads.load(args.head or engine.preset.head_folders["eagle"], target)
     hits = total = accepted = drafted = 0
-    for text in chat_prompts.HELD_OUT[: args.prompts]:
-        prompt = list(engine.tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
-                                                           tokenize=True, return_dict=True)["input_ids"])
+    for prompt in tokenize_prompts(chat_prompts.HELD_OUT[: args.prompts], engine.tokenizer, chat=True):
         settings = DecodeSettings(max_new_tokens=args.tokens, ignore_eos=True, seed=0)
         answer = engine.generate(prompt, settings.but(speculative=False)).token_ids
         h, n = step_one_agreement(head, target, prompt, answer)

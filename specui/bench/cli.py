@@ -164,7 +164,7 @@ def main(argv=None) -> dict:
         print(f"prompt {i}/{total} done", file=sys.stderr)
 
     if names:  # the drafters side by side (specui.bench.arena)
-        ks = {} if args.num_draft_tokens else {name: preset.k_for(name) for name in names[1:]}  # each its own K
+        ks = {} if args.num_draft_tokens else dict(preset.drafter_tokens)  # each its own K, as the arena gives it
         runs = run_prompts(methods, prompts, arms=bench_arena.arms(names, decode, ks=ks), progress=done)
         figures = bench_arena.summarise(runs, plan)
     else:  # one drafter against plain decoding and transformers' own generation
