@@ -44,11 +44,21 @@ class HeadLayer(nn.Module):
     def rope(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """x [..., T, head_dim] rotated by `positions` [T] (the rotate-half convention of Llama)."""
         half = self.head_dim // 2
-        freq = self.theta ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
-        angle = positions.to(torch.float32)[:, None] * freq[None]  # [T, half]
-        cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+        cos, sin = self._angles(int(positions.max()) + 1, x.device)
+        cos, sin = cos[positions].to(x.dtype), sin[positions].to(x.dtype)
         x1, x2 = x[..., :half], x[..., half:]
         return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+
+    def _angles(self, length: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin [>= length, head_dim / 2] of every position's angles, kept (grown by doubling)."""
+        table = getattr(self, "_table", None)
+        if table is None or table[0].shape[0] < length or table[0].device != torch.device(device):
+            half = self.head_dim // 2
+            freq = self.theta ** (-torch.arange(half, device=device, dtype=torch.float32) / half)
+            angle = torch.arange(max(2 * length, 256), device=device, dtype=torch.float32)[:, None] * freq[None]
+            table = (angle.cos(), angle.sin())
+            object.__setattr__(self, "_table", table)  # not a buffer: never saved
+        return table
 
     def project(self, x: torch.Tensor, positions: torch.Tensor):
         """q, k, v [.., heads, T, head_dim] of x [.., T, D], q and k rotated."""
@@ -150,7 +160,8 @@ class EagleDrafter:
     def start(self, prompt: list[int], *, sampling: Sampling, seed: int, features: torch.Tensor | None = None) -> None:
         self.sampling = sampling
         self.generators = Generators(seed ^ 0xEA61E, home=self.device)
-        self.keys = self.values = None  # the head's cache [heads, length, head_dim]
+        self.cache = None  # the head's keys and values [2, heads, capacity, head_dim], grown by doubling
+        self.filled = 0  # cached positions in use: real pairs, then the draft steps of this round
         self.length = 0  # cached positions that hold real (target-state) pairs
         self.pending = features  # target states not yet fed to the head; the tokens after them end the context
 
@@ -221,22 +232,41 @@ class EagleDrafter:
               visible: torch.Tensor | None = None) -> torch.Tensor:
         """Run rows a [n, D] at the next positions of the head's cache (kept), causally."""
         layer = self.head.layer
-        start = 0 if self.keys is None else self.keys.shape[1]
+        start, n = self.filled, a.shape[0]
         if positions is None:
-            positions = torch.arange(start, start + a.shape[0], device=a.device)
+            positions = torch.arange(start, start + n, device=a.device)
         q, k, v = layer.project(a, positions)
-        self.keys = k if self.keys is None else torch.cat([self.keys, k], dim=1)
-        self.values = v if self.values is None else torch.cat([self.values, v], dim=1)
-        n = a.shape[0]
+        self._reserve(start + n, like=k)
+        self.cache[0, :, start:start + n], self.cache[1, :, start:start + n] = k, v
+        self.filled = start + n
+        keys, values = self.keys, self.values
+        if n == 1 and visible is None:  # one row sees the whole cache: three products, not sdpa's general path
+            scores = torch.softmax((q @ keys.transpose(-1, -2)) * layer.head_dim ** -0.5, dim=-1)
+            return layer.finish(a, scores @ values)
         mask = visible  # tree rows: the cache before the tree and their ancestors (and themselves)
         if n > 1 and visible is None:  # row i sees the cache and rows <= i
             mask = torch.ones(n, start + n, dtype=torch.bool, device=a.device).tril(diagonal=start)
-        attended = F.scaled_dot_product_attention(q, self.keys, self.values, attn_mask=mask)
+        attended = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
         return layer.finish(a, attended)
 
+    @property
+    def keys(self) -> torch.Tensor | None:
+        return None if self.cache is None else self.cache[0, :, :self.filled]
+
+    @property
+    def values(self) -> torch.Tensor | None:
+        return None if self.cache is None else self.cache[1, :, :self.filled]
+
+    def _reserve(self, length: int, *, like: torch.Tensor) -> None:
+        if self.cache is None or self.cache.shape[2] < length:
+            heads, _, dim = like.shape
+            grown = like.new_zeros(2, heads, max(2 * length, 256), dim)
+            if self.cache is not None:
+                grown[:, :, :self.filled] = self.cache[:, :, :self.filled]
+            self.cache = grown
+
     def _trim(self, length: int) -> None:
-        if self.keys is not None:
-            self.keys, self.values = self.keys[:, :length], self.values[:, :length]
+        self.filled = min(self.filled, length)
 
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

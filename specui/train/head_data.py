@@ -3,7 +3,8 @@ states cached, so that every head trains on one target pass over the data.
 
 Sequences come from the target's own chat answers (`python -m specui.train.chat --write-answers DIR`:
 the prompt and the target's greedy answer, the loss on the answer) or, for the stdlib target, from
-windows of the training corpus. `FeatureCache` runs the target once over them and keeps, per token, the
+windows of the training corpus and the target's own greedy continuations of such windows (what drafting
+meets: a head that only read human-written code drafts poorly for a target writing its own text). `FeatureCache` runs the target once over them and keeps, per token, the
 states the heads read (half precision) and the log-normaliser of its logits; a batch then rebuilds the
 target's log-probabilities over a head's ids from the cached final state (one small matrix product),
 instead of storing a distribution per token.
@@ -39,6 +40,36 @@ def window_sequences(stream: torch.Tensor, *, length: int, count: int, seed: int
     gen = torch.Generator().manual_seed(seed)
     starts = torch.randint(0, len(stream) - length, (count,), generator=gen).tolist()
     return [(stream[s:s + length].clone(), 0) for s in starts]
+
+
+@torch.no_grad()
+def continuation_sequences(target, stream: torch.Tensor, *, count: int, length: int, new_tokens: int, seed: int,
+                           batch: int = 64, path: str | Path | None = None, log=print) -> list[tuple[torch.Tensor, int]]:
+    """`count` sequences of `length` tokens: a random window of `length - new_tokens` tokens of the stream,
+    then the target's greedy continuation (EOS an ordinary token, as the benchmark decodes), the loss on the
+    continuation. Generated in batches; kept in `path` between runs (read when it holds these settings)."""
+    key = (count, length, new_tokens, seed, len(stream))
+    if path is not None and Path(path).exists():
+        saved = torch.load(path)
+        if saved["key"] == key:
+            log(f"target continuations read from {path}")
+            return [(row.clone(), length - new_tokens) for row in saved["sequences"]]
+    prompt_len = length - new_tokens
+    gen = torch.Generator().manual_seed(seed ^ 0xC0DE)
+    starts = torch.randint(0, len(stream) - prompt_len, (count,), generator=gen).tolist()
+    device = target.get_input_embeddings().weight.device
+    rows, started = [], time.time()
+    for b in range(0, count, batch):
+        prompts = torch.stack([stream[s:s + prompt_len] for s in starts[b:b + batch]]).to(device)
+        out = target.generate(prompts, attention_mask=torch.ones_like(prompts), do_sample=False,
+                              max_new_tokens=new_tokens, min_new_tokens=new_tokens,
+                              pad_token_id=target.config.pad_token_id or 0)
+        rows.append(out[:, :length].cpu())
+        log(f"target continuations: {min(b + batch, count)}/{count} ({time.time() - started:.0f} s)")
+    sequences = torch.cat(rows)
+    if path is not None:
+        torch.save({"key": key, "sequences": sequences}, path)
+    return [(row.clone(), prompt_len) for row in sequences]
 
 
 class FeatureCache:

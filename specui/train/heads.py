@@ -45,14 +45,23 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--windows", type=int, default=-1,
                     help="windows of the offline corpus (stdlib code, and pydoc's topics for a chat target), added to "
                          "--answers (default: 4000 without --answers, none with it)")
+    ap.add_argument("--continuations", type=int, default=0,
+                    help="the target's own greedy continuations of this many windows of the stdlib corpus (the last "
+                         "--continue-tokens of each sequence; written once into OUT/continuations.pt), added to the rest")
+    ap.add_argument("--continue-tokens", type=int, default=128,
+                    help="tokens the target writes per continuation (default: %(default)s, as the benchmark decodes)")
     ap.add_argument("--states", help="file for the target's states (default: OUT/states.pt); runs that share data can share it")
     ap.add_argument("--extra-layers", default="", help="cache these hidden_states indices too (comma-separated), "
                                                        "so later runs for other heads reuse the file")
     ap.add_argument("--seq", type=int, default=320, help="tokens per sequence (default: %(default)s)")
-    ap.add_argument("--vocab", type=int, default=8192, help="the heads' draft vocabulary (default: %(default)s)")
+    ap.add_argument("--vocab", type=int, default=None,
+                    help="the heads' draft vocabulary: the most frequent ids of the data (default: 8192; with --init, "
+                         "the saved heads' ids unless given: their output rows are the target's own, so a new "
+                         "vocabulary loses nothing trained)")
     ap.add_argument("--exit-layer", type=int, default=0, help="early exit: layers the draft runs (0: a quarter)")
     ap.add_argument("--medusa-heads", type=int, default=4, help="Medusa: positions ahead (default: %(default)s)")
-    ap.add_argument("--eagle-steps", type=int, default=3, help="EAGLE: training-time-test steps (default: %(default)s)")
+    ap.add_argument("--eagle-steps", type=int, default=None,
+                    help="EAGLE: training-time-test steps (default: 3; with --init, the saved head's unless given)")
     ap.add_argument("--steps", type=int, default=100000, help="optimiser steps at most (default: %(default)s)")
     ap.add_argument("--minutes", type=float, default=20, help="stop after this long (default: %(default)s)")
     ap.add_argument("--batch", type=int, default=8)
@@ -67,7 +76,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.heads = [h.strip() for h in args.head.split(",") if h.strip()]
     args.extra_layers = [int(x) for x in args.extra_layers.split(",") if x.strip()]
     if args.windows < 0:
-        args.windows = 0 if args.answers else 4000
+        args.windows = 0 if args.answers or args.continuations else 4000
     unknown = [h for h in args.heads if h not in HEADS]
     if unknown or not args.heads:
         ap.error(f"--head: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(HEADS)}")
@@ -88,18 +97,23 @@ def load_target(args):
 
 
 def sequences_for(args, target, tokenizer, *, chat: bool):
-    """The target's chat answers (--answers), then --windows windows of the offline corpus (weight 1);
-    returns the sequences and how often each is drawn, relative to the others."""
+    """The target's chat answers (--answers), then --windows windows of the offline corpus and the target's
+    --continuations of such windows (weight 1); returns the sequences and how often each is drawn, relative
+    to the others."""
     sequences, weights = head_data.answer_sequences(args.answers, max_len=args.seq) if args.answers else ([], [])
-    if args.windows:
+    if args.windows or args.continuations:
         from specui import corpus
         from specui.train.chat_data import offline_texts
         from specui.train.common import encode_stream
 
-        # a chat target also reads pydoc's topics (English prose); the stdlib target was trained on code only
-        texts = offline_texts() if chat else corpus.read_texts(corpus.split_sources()[0])
-        stream = encode_stream(tokenizer, texts)
+        code = corpus.read_texts(corpus.split_sources()[0])  # training files only
+    if args.windows:  # a chat target also reads pydoc's topics (English prose); the stdlib target was trained on code only
+        stream = encode_stream(tokenizer, offline_texts() if chat else code)
         sequences += head_data.window_sequences(stream, length=args.seq, count=args.windows, seed=args.seed)
+    if args.continuations:
+        sequences += head_data.continuation_sequences(
+            target, encode_stream(tokenizer, code), count=args.continuations, length=args.seq,
+            new_tokens=args.continue_tokens, seed=args.seed, path=Path(args.out) / "continuations.pt", log=log)
     return sequences, weights + [1.0] * (len(sequences) - len(weights))
 
 
@@ -111,7 +125,7 @@ def build_heads(args, target, token_ids) -> dict:
         return init_heads(args, target)
 
     layers = target.config.num_hidden_layers
-    options = {"eagle": {"train_steps": args.eagle_steps},
+    options = {"eagle": {"train_steps": args.eagle_steps or 3},
                "medusa": {"num_heads": args.medusa_heads},
                "early_exit": {"exit_layer": args.exit_layer or max(1, layers // 4)}}
     return {name: importlib.import_module(f"specui.heads.{name}").build(target, token_ids=token_ids, **options[name])
@@ -130,6 +144,8 @@ def init_heads(args, target) -> dict:
     ids = [h.output.token_ids.cpu() for h in heads.values()]
     if any(not torch.equal(i, ids[0]) for i in ids):
         raise SystemExit(f"--init {args.init}: the heads draft over different vocabularies; warm-start them one at a time")
+    if args.eagle_steps and "eagle" in heads:  # a training setting, not the head's shape
+        heads["eagle"].train_steps = heads["eagle"].arguments["train_steps"] = args.eagle_steps
     return heads
 
 
@@ -150,14 +166,21 @@ def main(argv=None) -> None:
     sequences, weights = sequences_for(args, target, tokenizer, chat=preset.chat_template)
     vocab = target.get_output_embeddings().weight.shape[0]
     special = [i for i in (tokenizer.all_special_ids or []) if i is not None and i < vocab]
-    answers = [s for s, first in sequences if first > 0]  # the target's own answers pick the vocabulary when there are any
-    token_ids = None if args.init else common.frequent_ids(answers or [s for s, _ in sequences], size=args.vocab,
-                                                           vocab_size=vocab, always=special)
+    answers = [s[first:] for s, first in sequences if first > 0]  # what the target wrote picks the vocabulary, if any
+    token_ids = None
+    if not args.init or args.vocab:
+        token_ids = common.frequent_ids(answers or [s for s, _ in sequences], size=args.vocab or 8192,
+                                        vocab_size=vocab, always=special)
     heads = build_heads(args, target, token_ids)
+    kept = token_ids is None
+    if args.init and not kept:  # a warm start on a new vocabulary: the same trained weights, other output rows
+        for h in heads.values():
+            h.output.token_ids = token_ids.to(h.output.token_ids.device)
+            h.output.bind(target)
     token_ids = next(iter(heads.values())).output.token_ids.cpu()
-    covered = torch.isin(torch.cat([s for s, _ in sequences]), token_ids).float().mean()
-    log(f"draft vocabulary: {len(token_ids)} ids cover {covered:.4f} of the training tokens"
-        + (f" (kept from {args.init})" if args.init else ""))
+    covered = torch.isin(torch.cat(answers or [s for s, _ in sequences]), token_ids).float().mean()
+    log(f"draft vocabulary: {len(token_ids)} ids cover {covered:.4f} of the training tokens" + (" the target wrote" if answers else "")
+        + (f" (kept from {args.init})" if kept else ""))
     layers = tuple(sorted({i for h in heads.values() for i in h.feature_layers}))
     log(f"{preset.name}: {len(sequences)} sequences, {sum(len(s) for s, _ in sequences):,} tokens; heads "
         f"{', '.join(heads)}; target states at layers {layers}; draft vocabulary {len(token_ids)}")

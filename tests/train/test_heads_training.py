@@ -80,3 +80,46 @@ def test_warm_start_from_saved_heads_on_weighted_answer_folders(tmp_path, capsys
 
     with pytest.raises(SystemExit, match="no saved head for eagle"):
         main([*common, "--out", str(tmp_path / "x"), "--answers", answers, "--init", str(first), "--head", "eagle"])
+
+
+def test_target_continuations_and_a_new_vocabulary_on_a_warm_start(tmp_path, capsys):
+    """--continuations trains on the target's own greedy continuations of stdlib windows (written once,
+    read back by the next run); --vocab with --init re-picks the draft vocabulary from what the target
+    wrote, keeping every trained weight (the output rows are the target's own), --eagle-steps overrides the
+    saved head's training-time-test steps, and the head stays exact."""
+    import torch
+
+    from specui.heads.common import load_state
+
+    first = tmp_path / "first"
+    common = ["--preset", "bundled", "--seq", "48", "--continue-tokens", "16", "--batch", "4", "--threads", "1",
+              "--head", "eagle", "--steps", "2"]
+    main([*common, "--out", str(first), "--continuations", "6", "--vocab", "300"])
+    saved = torch.load(first / "continuations.pt")["sequences"]
+    assert saved.shape == (6, 48)
+
+    pair = load_pair(load_config().get("bundled"))
+    prompt = saved[0, :32].tolist()  # the target's greedy tokens after the window are the last 16
+    plain = pair.engine().generate(prompt, max_new_tokens=16, speculative=False, ignore_eos=True).token_ids
+    assert saved[0, 32:].tolist() == plain
+
+    second = tmp_path / "second"
+    capsys.readouterr()
+    main([*common, "--out", str(second), "--continuations", "6", "--init", str(first), "--vocab", "40",
+          "--eagle-steps", "2"])
+    log = capsys.readouterr().out
+    assert "kept from" not in log and "draft vocabulary: 40 ids" in log and "the target wrote" in log
+    before, after = load_state(first / "eagle"), load_state(second / "eagle")
+    wrote = torch.cat([s[32:] for s in saved]).unique()
+    ids = after["output.token_ids"]
+    assert len(ids) == 40 and (len(wrote) > 39 or torch.isin(wrote, ids).all())
+    assert before["fc.weight"].shape == after["fc.weight"].shape
+    assert json.loads((second / "eagle" / "specui_head.json").read_text())["arguments"]["train_steps"] == 2  # 3 before
+
+    config_file = tmp_path / "models.yaml"
+    bundled = load_config().get("bundled")
+    config_file.write_text(f"default: b\npresets:\n  b:\n    target: {bundled.target}\n    draft: {bundled.draft}\n"
+                           f"    dtype: float32\n    heads:\n      eagle: {second / 'eagle'}\n")
+    engine = load_pair(load_config(config_file).get("b")).engine()
+    plain = engine.generate(prompt, max_new_tokens=30, speculative=False).token_ids
+    assert engine.generate(prompt, max_new_tokens=30, num_draft_tokens=4, drafter="eagle").token_ids == plain
