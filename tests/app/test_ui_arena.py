@@ -230,4 +230,5 @@ def test_drafters_with_their_own_k_race_at_it_and_the_slider_follows_the_drafter
     assert "K = 3 (Medusa 1, prompt lookup 2)" in _about(own)
     assert on_drafter(config, "bundled", "Medusa")["value"] == 1
     assert on_drafter(config, "bundled", "EAGLE")["value"] == 3
-    assert "value" not in on_drafter(showcase.config, "bundled", "Medusa")  # no drafter_tokens: K stays
+    plain_k = {**config.presets, "bundled": replace(bundled, drafter_tokens=())}
+    assert "value" not in on_drafter(replace(config, presets=plain_k), "bundled", "Medusa")  # none: K stays
