@@ -26,7 +26,7 @@ from specui.drafters.base import features_of
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, model_device
 from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs
-from specui.settings import MAX_DRAFT_TOKENS, DecodeSettings  # noqa: F401 - MAX_DRAFT_TOKENS re-exported
+from specui.settings import DecodeSettings
 from specui.tree_round import tree_round
 from specui.tree_verify import verify_tree
 from specui.verify import verify

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 import torch
 
-from specui.settings import static_size  # noqa: F401 - re-exported: the tree's size, where trees live
 
 
 @dataclass(frozen=True)

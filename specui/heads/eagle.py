@@ -118,7 +118,7 @@ class EagleHead(nn.Module):
         fused = self.fuse(torch.cat([batch["hidden"][i] for i in self.fuse_layers], dim=-1))[:, :T]
         a = self.inputs(fused, ids[:, 1:])  # [B, T, D]
         positions = torch.arange(T, device=ids.device)
-        keys, values, total, weight_sum, u = [], [], 0.0, 0.0, None
+        keys, values, total, weight_sum, h = [], [], 0.0, 0.0, None  # h: the previous step's output
         for s in range(1, self.train_steps + 1):
             if s > 1:  # the head's own output at t-1 stands in for the target's state at t
                 u = torch.cat([torch.zeros_like(h[:, :1]), h[:, :-1]], dim=1)

@@ -26,7 +26,7 @@ from specui.spaces import gpu
 from specui.text import TokenText, fmt
 from specui.tree_steps import tree_record
 from specui.ui import arena_view, charts, render, stats
-from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError  # noqa: F401 - the request's types
+from specui.ui.request import Settings
 
 log = logging.getLogger("specui.ui")
 PHASES = {"speculative": "Decoding speculatively…", "plain": "Decoding plainly (target alone) for the comparison…",
