@@ -11,6 +11,9 @@ It is a real `LlamaForCausalLM` (so the engine's lean CPU forward and transforme
 it) whose `embed_tokens` is the target's module and whose `lm_head` has N rows; `model.token_ids`
 maps its output rows to the target's ids. A folder holds `specui_draft.json` and safetensors shards
 under 10 MB; `load_draft(folder, target)` rebuilds the model around a loaded target.
+
+An ordinary transformers draft can drop to a reduced vocabulary too: a `specui_vocabulary.json` beside
+its weights names the ids its output layer keeps (`restrict_vocabulary`; the bundled stdlib draft has one).
 """
 
 from __future__ import annotations
@@ -122,6 +125,43 @@ def load(folder: str | Path, target):
     if missing or unexpected:
         raise ValueError(f"{folder}: draft tensors do not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
     return draft.eval()
+
+
+VOCABULARY = "specui_vocabulary.json"  # beside an ordinary draft's weights: the ids its output layer keeps
+
+
+def has_vocabulary(folder: str | Path) -> bool:
+    return (Path(folder) / VOCABULARY).is_file()
+
+
+def restrict_vocabulary(draft, token_ids) -> None:
+    """Make an ordinary transformers draft propose from `token_ids` only, in place: its output layer
+    keeps those rows (untied from the input embeddings, which stay whole) and `draft.token_ids` maps
+    them back, as `build` does. A draft's step then reads N rows instead of the whole vocabulary; the
+    target is untouched (q = 0 elsewhere, which verification handles exactly)."""
+    token_ids = torch.as_tensor(token_ids, dtype=torch.long)
+    weight = draft.get_output_embeddings().weight
+    vocab = draft.get_input_embeddings().num_embeddings
+    if token_ids.dim() != 1 or not len(token_ids) or int(token_ids.min()) < 0 or int(token_ids.max()) >= vocab \
+            or len(set(token_ids.tolist())) != len(token_ids):
+        raise ValueError(f"a draft vocabulary is a list of distinct token ids in [0, {vocab})")
+    head = torch.nn.Linear(weight.shape[1], len(token_ids), bias=False, device=weight.device, dtype=weight.dtype)
+    with torch.no_grad():
+        head.weight.copy_(weight[token_ids.to(weight.device)])
+    head.requires_grad_(False)
+    draft.lm_head = head
+    draft.config.tie_word_embeddings = False
+    draft.config.vocab_size = len(token_ids)
+    draft.register_buffer("token_ids", token_ids.to(weight.device), persistent=False)
+
+
+def load_vocabulary(folder: str | Path) -> list[int]:
+    """The ids of a draft folder's `specui_vocabulary.json` ({"token_ids": [...], "picked": "how"})."""
+    data = json.loads((Path(folder) / VOCABULARY).read_text())
+    ids = data.get("token_ids") if isinstance(data, dict) else None
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise ValueError(f"{Path(folder) / VOCABULARY}: expected {{\"token_ids\": [int, ...]}}")
+    return ids
 
 
 def full_vocabulary(draft):

@@ -127,8 +127,9 @@ def _load_head(folder: str, target):
 
 
 def _load_draft(preset: Preset, target, tokenizer):
-    """A transformers draft model (its tokenizer checked against the target's), or a specui draft that
-    borrows the target's embeddings (specui.chat_draft), which has no tokenizer of its own."""
+    """A transformers draft model (its tokenizer checked against the target's; with a
+    `specui_vocabulary.json` beside it, proposing from those ids only), or a specui draft that borrows
+    the target's embeddings (specui.chat_draft), which has no tokenizer of its own."""
     from transformers import AutoModelForCausalLM
 
     if chat_draft.is_draft_folder(preset.draft):
@@ -137,6 +138,8 @@ def _load_draft(preset: Preset, target, tokenizer):
         preset.draft, **_model_kwargs(preset, quantization=preset.draft_quantization, revision=preset.draft_revision,
                                       device=preset.draft_device or preset.device, device_map=None))
     check_compatible(preset, tokenizer)
+    if chat_draft.has_vocabulary(preset.draft):  # a local folder that keeps a reduced output vocabulary
+        chat_draft.restrict_vocabulary(draft, chat_draft.load_vocabulary(preset.draft))
     return draft
 
 

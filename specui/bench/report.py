@@ -5,6 +5,7 @@ functions of the report dict; no models, no timing."""
 from __future__ import annotations
 
 from specui.arena import label
+from specui.bench.budget import format_budget
 from specui.text import fmt
 
 LABELS = {
@@ -71,6 +72,7 @@ def format_table(r: dict) -> str:
         (f"greedy outputs identical to plain decoding: {_yes_no(r['identical_to_plain'])}; "
          f"transformers' plain output identical to the engine's: {_yes_no(r['hf_identical_to_engine'])}"),
         *_tree_against_chain(r),
+        *format_budget(r.get("time_budget")),
         "",
         (f"{'prompt':>6}{'tokens':>8}{'plain':>9}{'spec':>9}{'hf asst':>9}{'hf plain':>9}{'speedup':>9}"
          f"{'vs hf':>7}{'accept':>8}{'len':>6}"),

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import torch
 
 from specui import chat_draft, metrics
+from specui.bench.budget import time_budget
 from specui.drafters import MODEL, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
 from specui.kv import CachedLM
@@ -329,6 +330,11 @@ def summarise(runs: list[PromptRun], costs: dict, plan: Plan) -> dict:
             "hf_identical": r.outputs["hf_plain"][0] == r.outputs["plain"][0] if greedy else None,
             "tokens": {m: len(r.outputs[m][0]) for m in METHODS},
         })
+    budget = None
+    if theory and all("plain" in r.results and "speculative" in r.results for r in runs):
+        budget = time_budget([r.results["plain"] for r in runs], [r.results["speculative"] for r in runs],
+                             target_s=costs["target_forward_ms"] / 1e3, draft_s=costs["draft_forward_ms"] / 1e3,
+                             curve=costs["verify_cost_curve"], theory=theory)
     return {
         "plain_tokens_per_s": tps["plain"],
         "speculative_tokens_per_s": tps["speculative"],
@@ -349,6 +355,7 @@ def summarise(runs: list[PromptRun], costs: dict, plan: Plan) -> dict:
         "identical_to_plain": all(r["identical_to_plain"] for r in rows) if greedy else None,
         "hf_identical_to_engine": all(r["hf_identical"] for r in rows) if greedy else None,
         "num_draft_tokens": k,
+        "time_budget": budget,
         **(tree_against_chain(runs, tps, "speculative", CHAIN, greedy) if CHAIN in tps else {}),
         "rows": rows,
     }

@@ -7,7 +7,7 @@ import torch
 from specui.drafters.base import Draft
 from specui.drafters.tree import DraftTree, grow
 from specui.kv import CachedLM, model_device
-from specui.sampling import Generators, Sampling, choose, logits_to_probs
+from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs
 
 
 class ModelDrafter:
@@ -54,8 +54,12 @@ class ModelDrafter:
         # [V] at the last context token; the lm head runs on that position only
         logits = self.lm.extend(self._visible(context[self.lm.length :]), last_only=True)[-1]
         tokens, probs = [], []
+        greedy = self.sampling.greedy
         for i in range(k):
-            token, q = choose(logits, self.sampling, self.generators.for_tensor(logits))
+            if greedy:  # the argmax alone; q (only reported in greedy mode) comes after the loop, all rows at once
+                token, q = argmax(logits), logits
+            else:
+                token, q = choose(logits, self.sampling, self.generators.for_tensor(logits))
             if self.token_ids is not None:
                 token = self.token_ids[token]
             tokens.append(token)
@@ -63,6 +67,8 @@ class ModelDrafter:
             if i + 1 < k:  # the last draft token is fed only if the target accepts it
                 logits = self.lm.extend(token.view(1))[-1]
         probs = torch.stack(probs)  # [k, draft vocabulary]
+        if greedy:
+            probs = logits_to_probs(probs, self.sampling)
         if self.token_ids is not None:
             full = probs.new_zeros(k, self.vocab_size)
             probs = full.index_copy_(1, self.token_ids, probs)

@@ -129,3 +129,22 @@ def test_plain_engine_output_equals_transformers_greedy(pair):
         for _ in range(16):
             ids = torch.cat([ids, target(input_ids=ids).logits[:, -1:].argmax(-1)], dim=1)
     assert plain.token_ids == ids[0, len(prompt) :].tolist()
+
+
+def test_the_preset_keeps_the_draft_to_its_vocabulary_and_stays_exact():
+    """assets/specui-draft/specui_vocabulary.json: through the preset, the draft proposes from those ids only."""
+    import json
+
+    from specui import load_engine
+
+    ids = json.loads((DRAFT / "specui_vocabulary.json").read_text())["token_ids"]
+    engine = load_engine("bundled")
+    assert engine.draft_model.token_ids.tolist() == ids and engine.draft_model.lm_head.out_features == len(ids)
+    allowed = set(ids)
+    for prompt in held_out_prompts(engine.tokenizer, 2):
+        settings = dict(max_new_tokens=48, temperature=0.0, seed=0, ignore_eos=True)
+        plain = engine.generate(prompt, speculative=False, **settings)
+        speculative = engine.generate(prompt, num_draft_tokens=7, **settings)
+        assert speculative.token_ids == plain.token_ids
+        assert all(t in allowed for r in speculative.rounds for t in r.drafted)
+        assert speculative.acceptance_rate > 0.2  # still a working draft

@@ -163,3 +163,83 @@ def test_full_vocabulary_keeps_greedy_choices():
     assert big.shape[-1] == 120 and draft.lm_head.out_features == 5  # the original is untouched
     assert torch.equal(token_ids[small.argmax(-1)], big.argmax(-1))
     assert torch.allclose(big.softmax(-1)[..., token_ids], small.softmax(-1), atol=1e-6)
+
+
+# -- an ordinary transformers draft kept to a reduced vocabulary (specui_vocabulary.json) ---------------
+
+
+def _ordinary_draft(seed: int = 5, vocab: int = 120):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,
+                         tie_word_embeddings=True, initializer_range=0.3, bos_token_id=None, eos_token_id=None,
+                         pad_token_id=None)
+    return LlamaForCausalLM(config).eval()
+
+
+def test_restrict_vocabulary_keeps_rows_and_whole_input_embeddings():
+    draft = _ordinary_draft()
+    weight = draft.lm_head.weight.detach().clone()
+    token_ids = torch.tensor([0, 3, 7, 50, 119])
+    ids = torch.tensor([[1, 2, 118, 7, 3]])
+    with torch.inference_mode():
+        before = draft(input_ids=ids).logits
+    chat_draft.restrict_vocabulary(draft, token_ids.tolist())
+    assert draft.get_input_embeddings().num_embeddings == 120  # every id still embeds
+    assert torch.equal(draft.lm_head.weight, weight[token_ids]) and torch.equal(draft.token_ids, token_ids)
+    assert torch.equal(draft.get_input_embeddings().weight, weight)  # untied: the input side is untouched
+    with torch.inference_mode():
+        after = draft(input_ids=ids).logits
+    assert torch.allclose(after, before[..., token_ids], atol=1e-5)  # a product of 5 rows, not 120: rounding
+
+
+@pytest.mark.parametrize("bad", [[], [1, 1], [-1, 2], [3, 120], [[1, 2]]])
+def test_restrict_vocabulary_refuses_bad_ids(bad):
+    with pytest.raises(ValueError, match="distinct token ids in \\[0, 120\\)"):
+        chat_draft.restrict_vocabulary(_ordinary_draft(), bad)
+
+
+def test_vocabulary_file_is_read_and_checked(tmp_path):
+    (tmp_path / chat_draft.VOCABULARY).write_text(json.dumps({"token_ids": [4, 2, 9], "picked": "test"}))
+    assert chat_draft.has_vocabulary(tmp_path) and chat_draft.load_vocabulary(tmp_path) == [4, 2, 9]
+    (tmp_path / chat_draft.VOCABULARY).write_text(json.dumps({"token_ids": ["4"]}))
+    with pytest.raises(ValueError, match="expected"):
+        chat_draft.load_vocabulary(tmp_path)
+    assert not chat_draft.has_vocabulary(tmp_path / "elsewhere")
+
+
+def test_greedy_identity_with_an_ordinary_draft_kept_to_some_ids():
+    from specui import SpeculativeEngine
+
+    target = tiny_target(seed=3)
+    draft = _ordinary_draft()
+    chat_draft.restrict_vocabulary(draft, list(range(0, 120, 3)))
+    engine = SpeculativeEngine(target, draft)
+    full = chat_draft.full_vocabulary(draft)  # what transformers' assisted generation is given
+    for prompt in ([5, 9, 11], [100, 7, 7, 7, 2]):
+        plain = engine.generate(prompt, max_new_tokens=30, speculative=False).token_ids
+        spec = engine.generate(prompt, max_new_tokens=30, num_draft_tokens=3)
+        assert spec.token_ids == plain
+        assert all(t % 3 == 0 for r in spec.rounds for t in r.drafted)
+        with torch.inference_mode():
+            hf = target.generate(torch.tensor([prompt]), max_new_tokens=30, do_sample=False,
+                                 assistant_model=full)[0, len(prompt):]
+        assert hf.tolist() == plain
+
+
+def test_sampling_is_exact_with_an_ordinary_draft_kept_to_some_ids():
+    from specui import SpeculativeEngine
+    from specui.sampling import Sampling
+    from tests.engine.test_engine_sampling import exact_first_two, make_model, observed_first_two, p_value
+
+    target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
+    draft = make_model("llama", vocab_size=5, layers=1, hidden=32, seed=11, init_range=0.15)
+    chat_draft.restrict_vocabulary(draft, [1, 3, 4])
+    counts = observed_first_two(SpeculativeEngine(target, draft), [1, 2], num_draft_tokens=2, temperature=1.0)
+    assert p_value(counts, exact_first_two(target, [1, 2], Sampling(temperature=1.0))) > 1e-3
+    # the same draft with q left on its own rows (not scattered onto the ids) is caught
+    counts = observed_first_two(SpeculativeEngine(target, draft), [1, 2], num_draft_tokens=2, temperature=1.0,
+                                drafter=UnmappedQ(draft))
+    assert p_value(counts, exact_first_two(target, [1, 2], Sampling(temperature=1.0))) < 1e-6

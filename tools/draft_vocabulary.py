@@ -1,0 +1,39 @@
+"""Give an ordinary draft folder a reduced output vocabulary: the draft vocabulary of a trained head.
+
+    python -m tools.draft_vocabulary HEAD_FOLDER DRAFT_FOLDER
+
+writes DRAFT_FOLDER/specui_vocabulary.json with the ids of HEAD_FOLDER's output layer (`output.token_ids`
+in its head.safetensors: `python -m specui.train heads --vocab N` picks the N ids the target wrote most
+often). When a preset loads the draft, its output layer keeps those rows only (specui.chat_draft.
+restrict_vocabulary): a cheaper draft step, the same target, exact verification.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from safetensors.torch import load_file
+
+from specui.chat_draft import VOCABULARY
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("head", help="a head folder written by python -m specui.train heads --vocab N")
+    p.add_argument("draft", help="the draft folder to write specui_vocabulary.json into")
+    args = p.parse_args(argv)
+    meta = json.loads((Path(args.head) / "specui_head.json").read_text())
+    tensors = load_file(Path(args.head) / "head.safetensors")
+    if "output.token_ids" not in tensors:
+        raise SystemExit(f"{args.head}: this head scores the whole vocabulary (train it with --vocab N)")
+    ids = tensors["output.token_ids"].tolist()
+    picked = meta.get("data", "") or f"the draft vocabulary of the head in {args.head}"
+    out = Path(args.draft) / VOCABULARY
+    out.write_text(json.dumps({"token_ids": ids, "picked": f"{len(ids)} ids from {args.head}: {picked}"}) + "\n")
+    print(f"wrote {out}: {len(ids)} ids")
+
+
+if __name__ == "__main__":
+    main()
