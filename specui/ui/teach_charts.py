@@ -8,6 +8,8 @@
     verify_cost_figure     the target's forward time for n new tokens ÷ one token, beside the theorem's 1
     temperature_figure     acceptance against temperature
     drafter_figure         acceptance and speedup per drafter (the weaker-drafter experiment)
+    time_budget_figure     ms per generated token of plain and speculative decoding, split into the forwards
+                           Theorem 3.8 counts (solid) and what it does not (hatched)
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import plotly.graph_objects as go
 from specui import metrics
 from specui.lesson import Measured, Point, Step, theory_curve
 from specui.text import fmt
-from specui.ui.theme import BEST_COLOUR, K_COLOURS, PLAIN_COLOUR, POINT_COLOUR, TALL, THEORY_COLOUR, layout
+from specui.ui.theme import BEST_COLOUR, K_COLOURS, PLAIN_COLOUR, POINT_COLOUR, SPEC_COLOUR, TALL, THEORY_COLOUR, layout
 
 KS = (1, 2, 4, 8)
 DEFAULT_C = 0.1  # the draft cost drawn before anything is measured
@@ -237,4 +239,36 @@ def verify_cost_figure(curve: dict | None = None) -> go.Figure:
             xaxis={"range": [0.5, 16.5]}, yaxis={"rangemode": "tozero"})
     if not curve:
         _waiting(fig, "the target's forward time for 1…16 new tokens, ÷ one token")
+    return fig
+
+
+# the parts of `specui.bench.budget`: the forwards the theorem counts are solid, the rest hatched
+BUDGET_COLOURS = {"forwards": SPEC_COLOUR, "target forwards": SPEC_COLOUR, "draft forwards": "#60a5fa",
+                  "verify extra rows": "#f59e0b", "step rest": POINT_COLOUR, "verify rest": POINT_COLOUR,
+                  "draft rest": "#f87171", "between steps": "#7c3aed", "between rounds": "#7c3aed",
+                  "prefill": PLAIN_COLOUR}
+COUNTED = ("forwards", "target forwards", "draft forwards")
+
+
+def time_budget_figure(budget: dict | None = None) -> go.Figure:
+    """Two stacked bars, plain and speculative decoding, in ms per generated token (a
+    `specui.lesson_budget.time_budget_run` dict): what Theorem 3.8 counts, solid; the rest, hatched."""
+    fig = go.Figure()
+    title = "Where the time goes: ms per generated token"
+    if budget:
+        for row, parts in (("plain", budget["plain_ms_per_token"]), ("speculative", budget["speculative_ms_per_token"])):
+            for name, ms in parts.items():
+                counted = name in COUNTED
+                fig.add_trace(go.Bar(
+                    y=[row], x=[_r(max(ms, 0.0), 3)], orientation="h", name=f"{row}: {name}",
+                    marker={"color": BUDGET_COLOURS.get(name, PLAIN_COLOUR),
+                            "pattern": {"shape": "" if counted else "/"}},
+                    hovertemplate=f"{row}: {name}" + (" (Thm 3.8 counts it)" if counted else "")
+                                  + ": %{x:.2f} ms a token<extra></extra>"))
+        first = budget["efficiency_steps"][0]["efficiency"]
+        title += (f"<br><sub>measured {fmt(budget['speedup'], '.2f')}×, Thm 3.8 {fmt(budget['theory'], '.2f')}× "
+                  f"(K = {budget['k']}, c = {fmt(budget['c'], '.3f')}): efficiency {fmt(first, '.2f')}</sub>")
+    layout(fig, height=TALL + 100, title=title, x="ms per generated token", y="", barmode="stack")  # room for the legend
+    if not budget:
+        _waiting(fig, "plain and speculative decoding's time per token, part by part")
     return fig

@@ -1,5 +1,5 @@
 """The Teach tab's experiments, built and wired by `specui.ui.teaching`: a K sweep, a temperature sweep,
-weaker drafters and what verification costs. Each has a chart and a table on the left, its explanation,
+weaker drafters, what verification costs and where the time goes. Each has a chart and a table on the left, its explanation,
 any extra control and its run button on the right (#NAME-chart, #NAME-table, #NAME-run), and a handler
 that redraws both as each point is measured. Every number comes from `specui.lesson`."""
 
@@ -9,14 +9,14 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from specui import lesson
+from specui import lesson, lesson_budget
 from specui.drafters import LABELS, MODEL, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
 from specui.text import fmt
 from specui.ui import teach_charts
 from specui.ui.teach_prepare import prepare
-from specui.ui.teach_view import (DRAFTERS_HELP, SWEEP_HELP, SWEEP_KS, TEMP_HELP, TEMPERATURES, VERIFY_HELP,
-                                  render_points, render_verify_cost)
+from specui.ui.teach_view import (BUDGET_HELP, DRAFTERS_HELP, SWEEP_HELP, SWEEP_KS, TEMP_HELP, TEMPERATURES,
+                                  VERIFY_HELP, render_budget, render_points, render_verify_cost)
 from specui.verify_cost import measure_verify_cost
 
 
@@ -48,19 +48,22 @@ def _noise_slider() -> gr.Slider:
 
 
 def build() -> dict[str, Experiment]:
-    """The four experiments, in the order the tab shows them (keys: sweep, temps, drafters, verify)."""
+    """The five experiments, in the order the tab shows them (keys: sweep, temps, drafters, verify, budget)."""
     return {"sweep": experiment("sweep", teach_charts.k_sweep_figure(), SWEEP_HELP, "Run the K sweep (K = 1…8)"),
             "temps": experiment("temp", teach_charts.temperature_figure(), TEMP_HELP, "Run the temperature sweep"),
             "drafters": experiment("drafters", teach_charts.drafter_figure(), DRAFTERS_HELP, "Compare drafters",
                                    extra=_noise_slider),
             "verify": experiment("verify-cost", teach_charts.verify_cost_figure(), VERIFY_HELP,
-                                 "Time the verify forward (n = 1…16)")}
+                                 "Time the verify forward (n = 1…16)"),
+            "budget": experiment("budget", teach_charts.time_budget_figure(), BUDGET_HELP,
+                                 "Split plain and speculative runs")}
 
 
 def handlers(ui) -> tuple:
     """(experiment, handler, extra inputs) per experiment of the tab `ui`."""
     return ((ui.sweep, sweep, set()), (ui.temps, temperatures, set()),
-            (ui.drafters, drafters, {ui.drafters.control}), (ui.verify, verify_costs, set()))
+            (ui.drafters, drafters, {ui.drafters.control}), (ui.verify, verify_costs, set()),
+            (ui.budget, time_budget, set()))
 
 
 # -- handlers (each gets the tab's state, its components, and the inputs by component) -----------------------
@@ -108,3 +111,12 @@ def verify_costs(state, ui, data: dict):
     with lock:  # one engine run at a time, like every other generation
         curve = measure_verify_cost(p.pair.target, cache_length=len(p.ids), max_tokens=16, repeats=3).as_dict()
     yield {ui.verify.chart: teach_charts.verify_cost_figure(curve), ui.verify.table: render_verify_cost(curve)}
+
+
+def time_budget(state, ui, data: dict):
+    p, lock = prepare(state.showcase, ui.controls, data)
+    try:
+        budget = lesson_budget.time_budget_run(p.engine, p.ids, p.settings.decode, lock=lock)
+    except ValueError as e:  # a one-token prompt, or a run that drafted nothing
+        raise gr.Error(str(e)) from None
+    yield {ui.budget.chart: teach_charts.time_budget_figure(budget), ui.budget.table: render_budget(budget)}

@@ -61,6 +61,13 @@ n = 1…16 new tokens on this machine (after the prompt's tokens, median of 3) a
 curve stays near 1, speculation pays in full; where it climbs (small models on a CPU do real work per row),
 each extra drafted token costs verify time too, and the best K is smaller than the theorem says."""
 
+BUDGET_HELP = """**Where the time goes.** Theorem 3.8 counts model forwards only: one target forward per round and
+K draft forwards of cost c. This decodes the prompt with the target alone and speculatively (your settings, EOS
+ignored), times each model's one-token forward alone, and splits both runs per generated token: the forwards
+the theorem counts (solid) and what it does not (hatched): the verify's extra rows, sampling and bookkeeping,
+forwards slower than alone, prefill. The table takes those parts away one at a time, until only what the
+theorem counts is left and the efficiency is 1."""
+
 
 _num = fmt_prob
 
@@ -206,3 +213,15 @@ def render_verify_cost(curve: dict) -> str:
                    for n, sec, r in zip(curve["tokens"], curve["seconds"], curve["ratios"]))
     head = "".join(f'<th class="num">{h}</th>' for h in ("n new tokens", "forward", "÷ one token"))
     return f'<table class="teach-table teach-points"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+def render_budget(budget: dict) -> str:
+    """The efficiency (measured / Thm 3.8) as the parts the theorem does not count are taken away in turn."""
+    rows = "".join(f'<tr class="teach-point"><td class="num">{fmt(step["efficiency"], ".2f")}</td>'
+                   f'<td>{escape_text(step["without"])}</td></tr>' for step in budget["efficiency_steps"])
+    head = '<th class="num">efficiency</th><th>taking away</th>'
+    note = (f'<p class="teach-key">{budget["tokens"]} tokens; one-token forwards alone: target '
+            f'{fmt(budget["target_forward_ms"], ".2f")} ms, draft {fmt(budget["draft_forward_ms"], ".2f")} ms; '
+            f'plain {fmt(budget["plain_total_ms_per_token"], ".2f")} ms and speculative '
+            f'{fmt(budget["speculative_total_ms_per_token"], ".2f")} ms a token</p>')
+    return f'<table class="teach-table teach-points"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{note}'

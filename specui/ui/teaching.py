@@ -6,13 +6,14 @@ verdict, the residual distribution at a rejection, the bonus token after full ac
 the theory (eq. 1 and Theorem 3.8 over alpha for several K) with this run's measured point and the
 best K, a second drafter's round beside each round (the same context, the same draws), a JSON export of
 the run, and the experiments (`specui.ui.teach_experiments`): a K sweep, a temperature sweep, weaker
-drafters and the verify cost. Every number shown comes from the engine's `Round` records (`specui.lesson`).
+drafters, the verify cost and where the time goes. Every number shown comes from the engine's `Round` records (`specui.lesson`).
 
 Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-temperature #teach-max-new-tokens
 #teach-seed #step-start #step-prev #step-next #step-play #step-speed #step-status #step-view
 #step-residual #teach-theory-tokens #teach-theory-speedup #teach-measured #teach-export #sweep-run
 #sweep-chart #sweep-table #temp-run #temp-chart #temp-table #drafters-run #drafters-noise
-#drafters-chart #drafters-table #verify-cost-run #verify-cost-chart #verify-cost-table, for a second
+#drafters-chart #drafters-table #verify-cost-run #verify-cost-chart #verify-cost-table #budget-run
+#budget-chart #budget-table, for a second
 drafter judged on the same rounds (`specui.ui.teach_compare`) #teach-second #compare-view, and the tree
 stepper's (`specui.ui.teach_tree`). Every model or user string is escaped before it becomes HTML.
 """
@@ -116,6 +117,7 @@ class TeachTab:
     temps: Experiment
     drafters: Experiment
     verify: Experiment
+    budget: Experiment
     compare: teach_compare.CompareView
     run: gr.State
     index: gr.State

@@ -197,6 +197,16 @@ def test_the_verify_cost_curve_is_timed_and_drawn(page):
     assert page.locator("#verify-cost-chart .scatterlayer .trace").count() >= 2  # measured and the theorem's 1
 
 
+def test_where_the_time_goes_splits_plain_and_speculative_runs(page):
+    page.click("#budget-run")
+    page.wait_for_function("() => document.querySelectorAll('#budget-table .teach-point').length === 5",
+                           timeout=180_000)
+    first = page.locator("#budget-table .teach-point").first.locator("td").all_inner_texts()
+    assert first[1] == "these runs" and float(first[0]) > 0
+    assert "efficiency" in page.locator("#budget-chart").inner_text()
+    assert page.locator("#budget-chart .barlayer .trace").count() >= 8  # the parts, stacked
+
+
 def test_an_injected_prompt_stays_text(page):
     page.fill("#teach-prompt textarea", INJECTION)
     page.click("#step-start")

@@ -101,3 +101,28 @@ def test_verify_cost_figure_draws_the_curve_beside_the_theorems_one():
     assert list(fig.data[1].y) == [1.0, 1.0, 1.2] and list(fig.data[0].y) == [1, 1]
     assert "50.0 ms" in fig.layout.title.text
     json.loads(fig.to_json())
+
+
+def test_time_budget_figure_stacks_counted_parts_solid_and_the_rest_hatched():
+    from specui.ui import teach_charts, teach_view
+
+    empty = teach_charts.time_budget_figure()
+    assert not empty.data and "Run the experiment" in empty.layout.annotations[0].text
+    budget = {"plain_ms_per_token": {"forwards": 5.0, "step rest": 0.5, "between steps": 0.1, "prefill": 0.2},
+              "speculative_ms_per_token": {"target forwards": 1.2, "verify extra rows": 0.1, "verify rest": -0.05,
+                                           "draft forwards": 0.6, "draft rest": 0.2, "between rounds": 0.02,
+                                           "prefill": 0.25},
+              "plain_total_ms_per_token": 5.8, "speculative_total_ms_per_token": 2.32, "speedup": 2.5, "theory": 3.0,
+              "k": 7, "c": 0.08, "tokens": 64, "target_forward_ms": 5.0, "draft_forward_ms": 0.4,
+              "efficiency_steps": [{"without": "these runs", "efficiency": 0.83},
+                                   {"without": "<b>all</b>", "efficiency": 1.0}]}
+    fig = teach_charts.time_budget_figure(budget)
+    bars = {bar.name: bar for bar in fig.data}
+    assert len(bars) == 11 and fig.layout.barmode == "stack"
+    assert bars["plain: forwards"].marker.pattern.shape == "" and bars["plain: step rest"].marker.pattern.shape == "/"
+    assert bars["speculative: draft forwards"].marker.pattern.shape == ""
+    assert list(bars["speculative: verify rest"].x) == [0.0]  # a part measured below zero draws as nothing
+    assert "efficiency 0.83" in fig.layout.title.text and "Thm 3.8 3.00×" in fig.layout.title.text
+    json.loads(fig.to_json())
+    table = teach_view.render_budget(budget)
+    assert table.count('class="teach-point"') == 2 and "&lt;b&gt;all&lt;/b&gt;" in table and "<b>" not in table
