@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from specui import native
-from specui.products import RowLinear
+from specui.products import RowLinear, rows_invariant
 
 KEY_BLOCK = 256  # attention sums values over blocks of this many keys (the cache capacity is a multiple)
 KEY_GRAIN = 64  # and reads keys up to the next multiple of this many (a divisor of KEY_BLOCK)
@@ -267,6 +267,11 @@ class DecoderStack:
         if isinstance(mask, native.Seen):
             return self.native.attend(q, key_buf, value_buf, mask, scaling)
         dtype, length = q.dtype, mask.shape[1]
+        if rows > 2 and not rows_invariant("batched"):  # this machine's bmm rows depend on the row count:
+            per_row = mask.view(groups, rows, length)  # each row as plain decoding computes it, twice over
+            return torch.cat([self._attend(q[r:r + 1].repeat(2, 1, 1), key_buf, value_buf, scaling,
+                                           per_row[:, r:r + 1].repeat(1, 2, 1).reshape(groups * 2, length))[:1]
+                              for r in range(rows)])
         keys, values = key_buf[:, :, :length], value_buf[:, :length]
         if dtype != torch.float32:  # half precision: scores, softmax and sums in float32, as sdpa's kernel keeps them
             q, keys, values = q.float(), keys.float(), values.float()

@@ -4,10 +4,17 @@ depend on how many rows are computed together.
 Large float32 weights take `specui.native`'s kernels (or MKL's packed GEMM where those cannot be built);
 small weights and other dtypes run as x @ W^T with W^T stored, a GEMM of at least two rows (the lean
 forward runs one token as two identical rows). Each weight is prepared once, while it lives.
+
+That a GEMM's rows do not depend on the row count is true of MKL on the Intel CPUs specui was built on,
+but not everywhere (on an AMD EPYC, float32 rows of 5 differ from rows of 2 in the last bits). So it is
+checked once per process (`rows_invariant`); where it fails, float32 weights of every size take the native
+kernels, which are invariant by construction, and without those each row runs as its own two-row GEMM
+(slow, but the bits of plain decoding's product).
 """
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import torch
@@ -29,9 +36,13 @@ class RowLinear:
     def __init__(self, modules: list[torch.nn.Linear]):
         self.sizes = [m.out_features for m in modules]
         self.out, width = sum(self.sizes), modules[0].in_features
-        large = modules[0].weight.dtype == torch.float32 and self.out * width > SMALL_WEIGHT
-        self.native = native.kernel() if large else None
-        self.packed = self.native is None and large and _MKL_PACKED
+        float32 = modules[0].weight.dtype == torch.float32
+        large = float32 and self.out * width > SMALL_WEIGHT
+        kernel = native.kernel() if float32 else None
+        self.native = kernel if kernel is not None and (large or not rows_invariant("transposed")) else None
+        self.packed = self.native is None and large and _MKL_PACKED and rows_invariant("packed")
+        # no kernel and a GEMM whose rows depend on the row count: each row its own two-row product
+        self.by_row = float32 and self.native is None and not self.packed and not rows_invariant("transposed")
         # large float32 weights: a `native.Product` (W in panels for native.c, the bias inside), else MKL's
         # packed copy (MKL reads only the shape of the `ghost`, a weight of no memory); small ones and other
         # dtypes: W^T stored, as a plain GEMM on it has less overhead per call (measured faster than
@@ -45,12 +56,44 @@ class RowLinear:
             return self.matrix(x)
         if self.packed:
             return _mkl_linear(x, self.matrix, self.ghost, self.bias, x.shape[0])
-        y = torch.mm(x, self.matrix)
+        if self.by_row:
+            y = torch.cat([torch.mm(x[i:i + 1].repeat(2, 1), self.matrix)[:1] for i in range(x.shape[0])])
+        else:
+            y = torch.mm(x, self.matrix)
         return y if self.bias is None else y.add_(self.bias)
 
     def split(self, y: torch.Tensor) -> list[torch.Tensor]:
         """The output of each linear, as views of one product's output."""
         return list(y.split(self.sizes, dim=-1))
+
+
+@functools.cache
+def rows_invariant(how: str) -> bool:
+    """Whether this machine's float32 GEMM (`how`: "transposed", torch.mm on W^T; "packed", MKL's packed
+    GEMM; "batched", torch.bmm) gives every row the bits it gets in a product of two rows, for 3 to 17 rows."""
+    if how == "packed" and not _MKL_PACKED:
+        return False
+    gen = torch.Generator().manual_seed(0)
+    with torch.inference_mode():
+        for k, n in ((96, 288), (576, 1536)):
+            w, x = torch.randn(n, k, generator=gen), torch.randn(17, k, generator=gen)
+            if how == "packed":
+                packed, ghost = torch.ops.mkl._mkl_reorder_linear_weight(w, _PACK_ROWS), w.new_zeros(()).expand(n, k)
+                product = lambda rows: _mkl_linear(rows, packed, ghost, None, rows.shape[0])  # noqa: E731
+            elif how == "batched":
+                wt = w.t().contiguous().view(3, k // 3, n)[:, :, : n // 3]  # three heads of [k/3, n/3]
+                product = lambda rows: torch.bmm(rows.view(rows.shape[0], 3, k // 3).transpose(0, 1), wt)  # noqa: E731
+            else:
+                wt = w.t().contiguous()
+                product = lambda rows: torch.mm(rows, wt)  # noqa: E731
+            alone = [product(x[i:i + 1].repeat(2, 1)) for i in range(17)]
+            for m in (3, 5, 9, 17):
+                together = product(x[:m])
+                for i in range(m):
+                    row = together[..., i, :] if how == "batched" else together[i]
+                    if not torch.equal(row, alone[i][..., 0, :] if how == "batched" else alone[i][0]):
+                        return False
+    return True
 
 
 def _prepared(modules: list[torch.nn.Linear], *, how: str, kernel=None):

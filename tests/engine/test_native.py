@@ -12,7 +12,7 @@ import torch
 
 from specui import native
 from specui.kv import CachedLM
-from specui.products import SMALL_WEIGHT
+from specui.products import SMALL_WEIGHT, rows_invariant
 from tests.helpers import make_config
 
 pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
@@ -89,7 +89,25 @@ def test_the_lean_forward_uses_it(kernel):
     assert 2 * mlp.gate_proj.weight.numel() > SMALL_WEIGHT and model.lm_head.weight.numel() > SMALL_WEIGHT
     assert stack.head.native is kernel and all(layer[4].native is kernel for layer in stack.params)  # gate/up
     small = stack.params[0][1]  # q/k/v: 192 x 384, below SMALL_WEIGHT
-    assert small.native is None and small.out * 192 <= SMALL_WEIGHT
+    assert small.out * 192 <= SMALL_WEIGHT
+    # a small weight is a plain GEMM where its rows do not depend on the row count, else the kernel's too
+    assert small.native is (None if rows_invariant("transposed") else kernel) and not small.by_row
+
+
+def test_where_the_gemm_is_not_row_invariant_rows_run_alone_without_the_kernel(monkeypatch):
+    """The fallback of `RowLinear` without native kernels on such a CPU: every row its own two-row product."""
+    from specui import products
+
+    monkeypatch.setattr(products.native, "kernel", lambda *a, **k: None)
+    linear = torch.nn.Linear(96, 288)
+    product = products.RowLinear([linear])
+    assert product.native is None and product.by_row == (not rows_invariant("transposed"))
+    product.by_row = True  # what it does on such a CPU, checked on any
+    x = torch.randn(9, 96)
+    together = product(x)
+    for i in range(9):
+        assert torch.equal(together[i], product(x[i:i + 1].repeat(2, 1))[0])
+    assert torch.allclose(together, linear(x), atol=1e-5)
 
 
 def test_products_refuse_rows_they_cannot_compute(kernel):
