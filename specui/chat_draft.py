@@ -59,13 +59,22 @@ def build(target, *, num_layers: int, token_ids: torch.Tensor, init_layers: list
     draft = AutoModelForCausalLM.from_config(config, dtype=weight.dtype)
     draft.model.embed_tokens = target.get_input_embeddings()  # the same module: nothing copied
     with torch.no_grad():
-        draft.lm_head.weight.copy_(weight[token_ids.to(weight.device)])
         draft.model.norm.weight.copy_(target.model.norm.weight)
         for mine, theirs in zip(draft.model.layers, init_layers or []):
             mine.load_state_dict(target.model.layers[theirs].state_dict())
-    draft.lm_head.weight.requires_grad_(False)
-    draft.register_buffer("token_ids", token_ids, persistent=False)
+    _keep_rows(draft, weight, token_ids)
     return draft.to(weight.device)
+
+
+def _keep_rows(draft, weight: torch.Tensor, token_ids: torch.Tensor) -> None:
+    """Give `draft` a frozen output layer of `weight`'s rows at `token_ids`, and `draft.token_ids` to map
+    its rows back to the target's ids."""
+    head = torch.nn.Linear(weight.shape[1], len(token_ids), bias=False, device=weight.device, dtype=weight.dtype)
+    with torch.no_grad():
+        head.weight.copy_(weight[token_ids.to(weight.device)])
+    head.requires_grad_(False)
+    draft.lm_head = head
+    draft.register_buffer("token_ids", token_ids.to(weight.device), persistent=False)
 
 
 def trained_state(draft) -> dict[str, torch.Tensor]:
@@ -145,14 +154,9 @@ def restrict_vocabulary(draft, token_ids) -> None:
     if token_ids.dim() != 1 or not len(token_ids) or int(token_ids.min()) < 0 or int(token_ids.max()) >= vocab \
             or len(set(token_ids.tolist())) != len(token_ids):
         raise ValueError(f"a draft vocabulary is a list of distinct token ids in [0, {vocab})")
-    head = torch.nn.Linear(weight.shape[1], len(token_ids), bias=False, device=weight.device, dtype=weight.dtype)
-    with torch.no_grad():
-        head.weight.copy_(weight[token_ids.to(weight.device)])
-    head.requires_grad_(False)
-    draft.lm_head = head
+    _keep_rows(draft, weight, token_ids)
     draft.config.tie_word_embeddings = False
     draft.config.vocab_size = len(token_ids)
-    draft.register_buffer("token_ids", token_ids.to(weight.device), persistent=False)
 
 
 def load_vocabulary(folder: str | Path) -> list[int]:

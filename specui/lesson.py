@@ -199,7 +199,8 @@ class TeachingRun:
         return {**self.decode.as_dict(), **self.extra}
 
 
-def _locked(lock) -> contextlib.AbstractContextManager:
+def locked(lock) -> contextlib.AbstractContextManager:
+    """`lock` held (None: nothing to hold): one engine run at a time where the caller shares an engine."""
     return lock if lock is not None else contextlib.nullcontext()
 
 
@@ -211,11 +212,11 @@ def teaching_run(engine, tokenizer, prompt_ids: Sequence[int], settings: DecodeS
     `lock` (e.g. the model pair's lock) is held for each generation, never across both.
     """
     settings = _settings(settings, keywords)
-    with _locked(lock):
+    with locked(lock):
         spec = engine.generate(prompt_ids, settings.but(speculative=True))
     plain = None
     if compare:
-        with _locked(lock):
+        with locked(lock):
             plain = engine.generate(prompt_ids, settings.but(speculative=False, seed=spec.seed))
     steps = build_steps(spec, tokenizer=tokenizer, prompt_ids=prompt_ids, greedy=settings.greedy)
     text = "".join(e.text for s in steps for e in s.emitted)
@@ -307,13 +308,13 @@ def _point(label: str, result: GenerationResult, plain: GenerationResult | None,
 
 def warm_up(engine, prompt_ids: Sequence[int], *, lock=None) -> None:
     """Run both paths once, a few tokens, so first-call allocations are not timed as decoding."""
-    with _locked(lock):
+    with locked(lock):
         for speculative in (True, False):
             engine.generate(list(prompt_ids)[-8:], max_new_tokens=3, speculative=speculative, ignore_eos=True, seed=0)
 
 
 def _generate(engine, prompt_ids, settings: DecodeSettings, lock) -> GenerationResult:
-    with _locked(lock):
+    with locked(lock):
         return engine.generate(prompt_ids, settings)
 
 

@@ -2,8 +2,8 @@
 
 `time_budget_run` decodes a prompt three times with the target alone and three times speculatively
 (interleaved, the same settings, EOS ignored so both emit the same tokens), keeps each arm's run of median
-time, times each model's one-token forward alone and the target's
-forward of K+1 new tokens, and splits both runs with `specui.bench.budget.time_budget`: the forwards
+time, times each model's one-token forward alone and the target's forward of K+1 new tokens, and splits both
+runs with `specui.bench.budget.time_budget`: the forwards
 Theorem 3.8 counts, and what it does not (the verify's extra rows, sampling and bookkeeping, prefill).
 The draft cost c is the draft model's one-token forward over the target's; a head's is its median
 seconds per drafted token in the run (it has no forward of its own to time alone), prompt lookup's 0.
@@ -12,18 +12,16 @@ No gradio, no plotly: the Teach tab draws the returned dict.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 from collections.abc import Sequence
-
-import torch
 
 from specui import metrics
 from specui.bench.budget import time_budget
 from specui.bench.run import forward_seconds
 from specui.drafters import MODEL, PROMPT_LOOKUP
-from specui.lesson import warm_up
+from specui.lesson import locked, warm_up
 from specui.settings import DecodeSettings
-from specui.verify_cost import measure_verify_cost
+from specui.verify_cost import measure_verify_cost, sync_device
 
 FORWARD_SAMPLES = 12
 RUNS = 3  # runs of each arm; the one of median time is split
@@ -38,14 +36,9 @@ def time_budget_run(engine, prompt_ids: Sequence[int], settings: DecodeSettings,
     settings = settings.but(ignore_eos=True)  # both runs emit max_new_tokens tokens
     drafter = settings.drafter or (MODEL if engine.draft_model is not None else PROMPT_LOOKUP)
     k = settings.num_draft_tokens
-    device = engine.device
-
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
+    sync = functools.partial(sync_device, engine.device)
     warm_up(engine, ids, lock=lock)
-    with lock if lock is not None else contextlib.nullcontext():  # one engine run at a time, like every other generation
+    with locked(lock):
         runs = {False: [], True: []}
         for _ in range(RUNS):  # interleaved, so a slow spell of a shared machine hits both
             for speculative in (False, True):

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 
 from specui.drafters.registry import LABELS
 from specui.events import GenerationResult
-from specui.lesson import DEFAULTS, Step, build_steps
+from specui.lesson import DEFAULTS, Step, build_steps, locked
 from specui.sampling import Generators
 from specui.settings import DecodeSettings
 
@@ -106,10 +106,6 @@ class Comparison:
                      tokens=sum(len(s.emitted) for s in steps))
 
 
-def _locked(lock) -> contextlib.AbstractContextManager:
-    return lock if lock is not None else contextlib.nullcontext()
-
-
 def check(engine, settings: DecodeSettings, *, primary: str, second: str) -> None:
     """Raise ValueError, saying why, when the two drafters cannot be compared on this engine."""
     have = ", ".join(repr(d) for d in engine.drafters)
@@ -153,7 +149,7 @@ def _primary_run(engine, prompt, settings, lock) -> tuple[GenerationResult, list
     before = [draws.copy()]
     with contextlib.closing(stream):
         while True:
-            with _locked(lock):
+            with locked(lock):
                 round_ = next(stream, None)
             if round_ is None:
                 break
@@ -164,6 +160,6 @@ def _primary_run(engine, prompt, settings, lock) -> tuple[GenerationResult, list
 def _one_round(engine, context, settings, draws: Generators, lock) -> GenerationResult:
     """The first round of a fresh engine stream over `context`, drawing from `draws`."""
     result = GenerationResult()
-    with _locked(lock), contextlib.closing(engine.stream(context, settings, into=result, draws=draws)) as stream:
+    with locked(lock), contextlib.closing(engine.stream(context, settings, into=result, draws=draws)) as stream:
         next(stream)
     return result

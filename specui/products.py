@@ -81,18 +81,17 @@ def rows_invariant(how: str) -> bool:
                 packed, ghost = torch.ops.mkl._mkl_reorder_linear_weight(w, _PACK_ROWS), w.new_zeros(()).expand(n, k)
                 product = lambda rows: _mkl_linear(rows, packed, ghost, None, rows.shape[0])  # noqa: E731
             elif how == "batched":
-                wt = w.t().contiguous().view(3, k // 3, n)[:, :, : n // 3]  # three heads of [k/3, n/3]
-                product = lambda rows: torch.bmm(rows.view(rows.shape[0], 3, k // 3).transpose(0, 1), wt)  # noqa: E731
+                heads = w.t().contiguous().view(3, k // 3, n)[:, :, : n // 3]  # three heads of [k/3, n/3]
+                product = lambda rows: torch.bmm(rows.view(-1, 3, k // 3).transpose(0, 1),  # noqa: E731
+                                                 heads).transpose(0, 1)
             else:
                 wt = w.t().contiguous()
                 product = lambda rows: torch.mm(rows, wt)  # noqa: E731
             alone = [product(x[i:i + 1].repeat(2, 1)) for i in range(17)]
             for m in (3, 5, 9, 17):
                 together = product(x[:m])
-                for i in range(m):
-                    row = together[..., i, :] if how == "batched" else together[i]
-                    if not torch.equal(row, alone[i][..., 0, :] if how == "batched" else alone[i][0]):
-                        return False
+                if not all(torch.equal(together[i], alone[i][0]) for i in range(m)):
+                    return False
     return True
 
 

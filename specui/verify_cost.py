@@ -68,10 +68,10 @@ def measure_verify_cost(model, *, cache_length: int = 128, max_tokens: int = 16,
         lm.extend(ids[:cache_length], last_only=True)
         for rep in range(warmup + repeats):
             for n in tokens:
-                _sync(device)
+                sync_device(device)
                 started = time.perf_counter()
                 lm.extend(ids[cache_length:cache_length + n])
-                _sync(device)
+                sync_device(device)
                 if rep >= warmup:
                     times[n].append(time.perf_counter() - started)
                 lm.trim(cache_length)
@@ -80,7 +80,8 @@ def measure_verify_cost(model, *, cache_length: int = 128, max_tokens: int = 16,
                       threads=torch.get_num_threads())
 
 
-def _sync(device: torch.device) -> None:
+def sync_device(device: torch.device) -> None:
+    """Wait for `device`'s queued work (CUDA); nothing to wait for on a CPU."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 

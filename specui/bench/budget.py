@@ -25,11 +25,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-PLAIN_PARTS = ("forwards", "step rest", "between steps", "prefill")
-SPEC_PARTS = ("target forwards", "verify extra rows", "verify rest", "draft forwards", "draft rest",
-              "between rounds", "prefill")
-
-
 def curve_ratio(curve: dict, rows: int) -> float:
     """The verify-cost curve at `rows` new tokens, linear between its measured sizes (flat past the last)."""
     tokens, ratios = curve["tokens"], curve["ratios"]

@@ -256,8 +256,8 @@ def time_budget_figure(budget: dict | None = None) -> go.Figure:
     fig = go.Figure()
     title = "Where the time goes: ms per generated token"
     if budget:
-        for row, parts in (("plain", budget["plain_ms_per_token"]), ("speculative", budget["speculative_ms_per_token"])):
-            for name, ms in parts.items():
+        for row in ("plain", "speculative"):
+            for name, ms in budget[f"{row}_ms_per_token"].items():
                 counted = name in COUNTED
                 fig.add_trace(go.Bar(
                     y=[row], x=[_r(max(ms, 0.0), 3)], orientation="h", name=f"{row}: {name}",
@@ -268,7 +268,8 @@ def time_budget_figure(budget: dict | None = None) -> go.Figure:
         first = budget["efficiency_steps"][0]["efficiency"]
         title += (f"<br><sub>measured {fmt(budget['speedup'], '.2f')}×, Thm 3.8 {fmt(budget['theory'], '.2f')}× "
                   f"(K = {budget['k']}, c = {fmt(budget['c'], '.3f')}): efficiency {fmt(first, '.2f')}</sub>")
-    layout(fig, height=TALL + 100, title=title, x="ms per generated token", y="", barmode="stack")  # room for the legend
+    # taller than the other experiments: room for the legend of eleven parts
+    layout(fig, height=TALL + 100, title=title, x="ms per generated token", y="", barmode="stack")
     if not budget:
         _waiting(fig, "plain and speculative decoding's time per token, part by part")
     return fig

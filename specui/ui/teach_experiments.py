@@ -1,7 +1,7 @@
 """The Teach tab's experiments, built and wired by `specui.ui.teaching`: a K sweep, a temperature sweep,
-weaker drafters, what verification costs and where the time goes. Each has a chart and a table on the left, its explanation,
-any extra control and its run button on the right (#NAME-chart, #NAME-table, #NAME-run), and a handler
-that redraws both as each point is measured. Every number comes from `specui.lesson`."""
+weaker drafters, what verification costs and where the time goes. Each has a chart and a table on the
+left, its explanation, any extra control and its run button on the right (#NAME-chart, #NAME-table,
+#NAME-run), and a handler that redraws both as each point is measured. Every number comes from `specui.lesson`."""
 
 from __future__ import annotations
 

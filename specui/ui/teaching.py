@@ -6,7 +6,8 @@ verdict, the residual distribution at a rejection, the bonus token after full ac
 the theory (eq. 1 and Theorem 3.8 over alpha for several K) with this run's measured point and the
 best K, a second drafter's round beside each round (the same context, the same draws), a JSON export of
 the run, and the experiments (`specui.ui.teach_experiments`): a K sweep, a temperature sweep, weaker
-drafters, the verify cost and where the time goes. Every number shown comes from the engine's `Round` records (`specui.lesson`).
+drafters, the verify cost and where the time goes. Every number shown comes from the engine's `Round`
+records (`specui.lesson`).
 
 Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-temperature #teach-max-new-tokens
 #teach-seed #step-start #step-prev #step-next #step-play #step-speed #step-status #step-view

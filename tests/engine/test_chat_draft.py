@@ -10,12 +10,12 @@ import torch
 from specui import chat_draft
 
 
-def tiny_target(seed: int = 0, vocab: int = 120):
+def tiny_target(seed: int = 0, vocab: int = 120, *, hidden: int = 64, layers: int = 4, heads: int = 4):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+    config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                         num_attention_heads=heads, num_key_value_heads=2, max_position_embeddings=256,
                          tie_word_embeddings=True, initializer_range=0.3, bos_token_id=None, eos_token_id=None,
                          pad_token_id=None)
     model = LlamaForCausalLM(config).eval()
@@ -169,14 +169,7 @@ def test_full_vocabulary_keeps_greedy_choices():
 
 
 def _ordinary_draft(seed: int = 5, vocab: int = 120):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,
-                         tie_word_embeddings=True, initializer_range=0.3, bos_token_id=None, eos_token_id=None,
-                         pad_token_id=None)
-    return LlamaForCausalLM(config).eval()
+    return tiny_target(seed, vocab, hidden=32, layers=1, heads=2)
 
 
 def test_restrict_vocabulary_keeps_rows_and_whole_input_embeddings():
