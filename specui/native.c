@@ -6,7 +6,8 @@
  *
  * One shared library per instruction set (AVX2 or AVX-512), compiled with gcc. rowgemm: W is packed once
  * into panels of NR output columns, [n / NR][k][NR] (zero-padded), so one vector load reads NR columns
- * at one k, and the whole packed matrix is one sequential stream.
+ * at one k, and the whole packed matrix is one sequential stream. Panels of a weight whose every value
+ * is exactly a float16 (or bfloat16) value are stored as such: half the bytes, the same bits (below).
  *
  * Every output element is ONE fused multiply-add chain from 0 over k = 0, 1, ..., k-1 in order, then
  * the bias added: its bits depend on nothing but its row of x and its column of W. Not on m, not on
@@ -77,19 +78,38 @@ static inline float vhmax(__m256 v) {
 
 int rowgemm_panel_width(void) { return NR; }
 
-/* rows x panels outputs over all of k; compiled once per (rows, panels) below, all loops unrolled */
-static inline __attribute__((always_inline)) void tile(const float *x, int ldx, const float *w, int k,
+/* Weight panels hold float32, or float16 / bfloat16 where every weight is exactly such a value (a model
+ * saved in half precision and loaded as float32): half the bytes to read, and each weight widened to
+ * the same float32 in a register (both conversions are exact), so the FMA chains and their bits are
+ * those of float32 panels. */
+enum { F32 = 0, F16 = 1, BF16 = 2 };
+static inline __attribute__((always_inline)) vec wload(const void *w, size_t i, int kind) {
+    if (kind == F32) return vload((const float *)w + i);
+    const unsigned short *h = (const unsigned short *)w + i;
+#if NR == 16
+    __m256i raw = _mm256_loadu_si256((const __m256i *)h);
+    if (kind == F16) return _mm512_cvtph_ps(raw);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+#else
+    __m128i raw = _mm_loadu_si128((const __m128i *)h);
+    if (kind == F16) return _mm256_cvtph_ps(raw);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
+#endif
+}
+
+/* rows x panels outputs over all of k; compiled once per (rows, panels, kind) below, all loops unrolled */
+static inline __attribute__((always_inline)) void tile(const float *x, int ldx, const void *w, int k,
                                                         int rows, int panels, const float *bias,
-                                                        float *y, int ldy, int cols) {
+                                                        float *y, int ldy, int cols, int kind) {
     vec acc[WIDE_ROWS][WIDE];
-    const size_t stride = (size_t)k * NR;
+    const size_t stride = (size_t)k * NR, bytes = kind == F32 ? sizeof(float) : sizeof(short);
     for (int r = 0; r < rows; r++)
         for (int g = 0; g < panels; g++) acc[r][g] = vzero();
     for (int i = 0; i < k; i++) {
         vec wv[WIDE];
         for (int g = 0; g < panels; g++) {
-            _mm_prefetch((const char *)(w + g * stride + (size_t)(i + PREFETCH) * NR), _MM_HINT_T0);
-            wv[g] = vload(w + g * stride + (size_t)i * NR);
+            _mm_prefetch((const char *)w + (g * stride + (size_t)(i + PREFETCH) * NR) * bytes, _MM_HINT_T0);
+            wv[g] = wload(w, g * stride + (size_t)i * NR, kind);
         }
         for (int r = 0; r < rows; r++) {
             vec xb = vset1(x[(size_t)r * ldx + i]);
@@ -111,37 +131,42 @@ static inline __attribute__((always_inline)) void tile(const float *x, int ldx, 
         }
 }
 
-typedef void (*tile_fn)(const float *, int, const float *, int, const float *, float *, int, int);
-#define T(r, g)                                                                                   \
-    static void t##r##_##g(const float *x, int ldx, const float *w, int k, const float *b, float *y, \
-                           int ldy, int cols) { tile(x, ldx, w, k, r, g, b, y, ldy, cols); }
+typedef void (*tile_fn)(const float *, int, const void *, int, const float *, float *, int, int);
+#define TK(r, g, kind, name)                                                                           \
+    static void t##r##_##g##_##name(const float *x, int ldx, const void *w, int k, const float *b, float *y, \
+                                    int ldy, int cols) { tile(x, ldx, w, k, r, g, b, y, ldy, cols, kind); }
+#define T(r, g) TK(r, g, F32, f32) TK(r, g, F16, f16) TK(r, g, BF16, bf16)
 T(1, 1) T(1, 2) T(1, 3) T(1, 4) T(1, 5) T(1, 6) T(1, 7) T(1, 8)
 T(2, 1) T(2, 2) T(2, 3) T(3, 1) T(3, 2) T(3, 3) T(4, 1) T(4, 2) T(4, 3)
 T(5, 1) T(5, 2) T(5, 3) T(6, 1) T(6, 2) T(6, 3) T(7, 1) T(7, 2) T(7, 3) T(8, 1) T(8, 2) T(8, 3)
 T(9, 1) T(9, 2) T(10, 1) T(10, 2) T(11, 1) T(11, 2) T(12, 1) T(12, 2)
-static const tile_fn tiles[WIDE_ROWS + 1][WIDE + 1] = {
-    [1] = {0, t1_1, t1_2, t1_3, t1_4, t1_5, t1_6, t1_7, t1_8},
-    [2] = {0, t2_1, t2_2, t2_3}, [3] = {0, t3_1, t3_2, t3_3}, [4] = {0, t4_1, t4_2, t4_3},
-    [5] = {0, t5_1, t5_2, t5_3}, [6] = {0, t6_1, t6_2, t6_3}, [7] = {0, t7_1, t7_2, t7_3},
-    [8] = {0, t8_1, t8_2, t8_3},
-    [9] = {0, t9_1, t9_2}, [10] = {0, t10_1, t10_2}, [11] = {0, t11_1, t11_2}, [12] = {0, t12_1, t12_2},
-};
+#define TABLE(n)                                                                                        \
+    {                                                                                                   \
+        [1] = {0, t1_1_##n, t1_2_##n, t1_3_##n, t1_4_##n, t1_5_##n, t1_6_##n, t1_7_##n, t1_8_##n},      \
+        [2] = {0, t2_1_##n, t2_2_##n, t2_3_##n}, [3] = {0, t3_1_##n, t3_2_##n, t3_3_##n},               \
+        [4] = {0, t4_1_##n, t4_2_##n, t4_3_##n}, [5] = {0, t5_1_##n, t5_2_##n, t5_3_##n},               \
+        [6] = {0, t6_1_##n, t6_2_##n, t6_3_##n}, [7] = {0, t7_1_##n, t7_2_##n, t7_3_##n},               \
+        [8] = {0, t8_1_##n, t8_2_##n, t8_3_##n}, [9] = {0, t9_1_##n, t9_2_##n},                         \
+        [10] = {0, t10_1_##n, t10_2_##n}, [11] = {0, t11_1_##n, t11_2_##n}, [12] = {0, t12_1_##n, t12_2_##n}, \
+    }
+static const tile_fn tiles[3][WIDE_ROWS + 1][WIDE + 1] = {TABLE(f32), TABLE(f16), TABLE(bf16)};
 
 /* Columns of panels [p0, p1) (all: 0, ceil(n / NR)) of y = x W^T + bias (bias may be NULL).
- * x: m rows of k floats, ldx apart; w: packed; y: m rows, ldy apart. */
-void rowgemm(const float *x, int m, int ldx, const float *w, int n, int k, const float *bias,
-             float *y, int ldy, int p0, int p1) {
+ * x: m rows of k floats, ldx apart; w: packed, of `kind` (F32, F16 or BF16); y: m rows, ldy apart. */
+void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const float *bias,
+             float *y, int ldy, int p0, int p1, int kind) {
     /* rows per tile: all of them up to WIDE_ROWS (W read once), else tiles of ROWS */
     const int tile_rows = m <= WIDE_ROWS ? m : ROWS;
     const int per_tile = m == 1 ? WIDE : tile_rows > ROWS ? WIDE_PANELS : PANELS;
+    const size_t bytes = kind == F32 ? sizeof(float) : sizeof(short);
     for (int p = p0; p < p1; p += per_tile) {
         const int g = p1 - p < per_tile ? p1 - p : per_tile;
-        const float *wp = w + (size_t)p * k * NR;
+        const char *wp = (const char *)w + (size_t)p * k * NR * bytes;
         const float *bp = bias ? bias + (size_t)p * NR : NULL;
         for (int r = 0; r < m; r += tile_rows) {
             const int rows = m - r < tile_rows ? m - r : tile_rows;
-            tiles[rows][g](x + (size_t)r * ldx, ldx, wp, k, bp, y + (size_t)r * ldy + (size_t)p * NR, ldy,
-                           n - p * NR);
+            tiles[kind][rows][g](x + (size_t)r * ldx, ldx, wp, k, bp, y + (size_t)r * ldy + (size_t)p * NR, ldy,
+                                 n - p * NR);
         }
     }
 }

@@ -63,6 +63,36 @@ def test_save_and_load_round_trip(tmp_path):
         assert torch.equal(loaded(input_ids=ids).logits, draft(input_ids=ids).logits)
 
 
+def test_a_loaded_drafts_layers_run_from_half_width_panels(tmp_path, monkeypatch):
+    """The draft's layers come from float16 files: where the native kernels compute them, their panels
+    are float16 (half the bytes a step reads) and the lean forward gives the float32 panels' bits."""
+    from specui import native, products
+    from specui.kv import CachedLM
+
+    if native.kernel() is None:
+        pytest.skip("no native kernels here")
+    target = tiny_target(hidden=128, layers=2)
+    draft = chat_draft.build(target, num_layers=2, token_ids=torch.arange(0, 120, 3), init_layers=[0, 1]).eval()
+    chat_draft.save(draft, tmp_path / "d")
+    loaded = chat_draft.load(tmp_path / "d", target)
+    ids = list(range(5, 17))
+
+    def run():
+        lm = CachedLM(loaded)
+        gate_up = lm.stack.params[0][4]  # 2 x 256 x 128 weights: above SMALL_WEIGHT, so native
+        with torch.inference_mode():
+            return gate_up, lm.extend(ids)
+
+    gate_up, half = run()
+    assert gate_up.native is not None and gate_up.matrix.panels.dtype == torch.float16
+    monkeypatch.setattr(products, "_prepared_cache", {})
+    product = native.Kernel.product
+    monkeypatch.setattr(native.Kernel, "product", lambda self, w, b=None, half=True: product(self, w, b, half=False))
+    gate_up, full = run()
+    assert gate_up.matrix.panels.dtype == torch.float32
+    assert torch.equal(half, full)
+
+
 def test_load_refuses_another_target(tmp_path):
     draft = chat_draft.build(tiny_target(), num_layers=1, token_ids=torch.arange(10), init_layers=[0])
     chat_draft.save(draft, tmp_path / "d")

@@ -52,6 +52,45 @@ def test_rows_do_not_depend_on_the_row_count(kernel, n, k, bias):
     assert torch.allclose(full.double(), reference, rtol=1e-5, atol=1e-4 * (1 + reference.abs().max().item()))
 
 
+@pytest.mark.parametrize("kind", [torch.bfloat16, torch.float16], ids=["bfloat16", "float16"])
+def test_half_precision_weights_are_packed_half_and_give_the_same_bits(kernel, kind):
+    """A float32 weight whose values are all exactly bfloat16 (float16) values, as in a half-precision
+    checkpoint loaded as float32, is packed in that type: half the bytes, the bits of float32 panels."""
+    x, weight, b = _case(131, 97, bias=True)
+    weight = weight.to(kind).float()
+    weight[3, 5] = -0.0
+    weight[4] = torch.finfo(kind).tiny / 4  # subnormal in that type, still exact
+    if kind == torch.float16:
+        weight[7, :3] = torch.tensor([65504.0, 1 / 1024, 3 * 2.0 ** -20])  # not all bfloat16 values
+    half, full = kernel.product(weight, b), kernel.product(weight, b, half=False)
+    assert native.half_kind(weight) is kind
+    assert half.panels.dtype is kind and full.panels.dtype is torch.float32
+    assert half.panels.element_size() * 2 == full.panels.element_size()
+    for m in range(1, x.shape[0] + 1):
+        assert torch.equal(half(x[:m]), full(x[:m])), m
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        big, big_b = torch.randn(2048, 576).to(kind).float(), torch.randn(2048)
+        assert torch.equal(kernel.product(big, big_b)(x[:9, :1].expand(9, 576).contiguous()),
+                           kernel.product(big, big_b, half=False)(x[:9, :1].expand(9, 576).contiguous()))
+    finally:
+        torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("spoil", ["one ulp", "nan", "too large"])
+def test_other_weights_stay_float32(kernel, spoil):
+    weight = torch.randn(40, 24).to(torch.float16).float()
+    if spoil == "one ulp":
+        weight[2, 2] = torch.nextafter(weight[2, 2], torch.tensor(9.0))
+    elif spoil == "nan":
+        weight[2, 2] = float("nan")
+    else:
+        weight[2, 2] = 1e5  # beyond float16 (its others are float16 values, most not bfloat16 ones)
+    assert native.half_kind(weight) is None
+    assert kernel.product(weight).panels.dtype is torch.float32
+
+
 def test_instruction_sets_give_the_same_bits():
     if native.best_isa() != "avx512":
         pytest.skip("this CPU has no AVX-512")
@@ -59,6 +98,9 @@ def test_instruction_sets_give_the_same_bits():
     assert wide.width == 16 and narrow.width == 8
     x, weight, b = _case(300, 257, rows=11, bias=True)
     assert torch.equal(wide.product(weight, b)(x), narrow.product(weight, b)(x))
+    for kind in (torch.bfloat16, torch.float16):  # the widening loads of each build
+        exact = weight.to(kind).float()
+        assert torch.equal(wide.product(exact, b)(x), narrow.product(exact, b)(x))
     logits = torch.randn(5, 49152)
     logits[2, 17] = logits[2, 40000] = 99.0  # a tie
     assert torch.equal(wide.argmax(logits), narrow.argmax(logits))
