@@ -4,13 +4,14 @@ the target's own token embeddings as input, and an output layer over a reduced v
 Why: a draft for a 49,152-token vocabulary spends most of a CPU step in its output layer and most of
 its file in its embeddings. This one ships only its layers, its final norm and `token_ids`, the ids
 of the N most frequent tokens (as FR-Spec and EAGLE-3 do). Its output layer is the target's output
-embedding restricted to those rows, so it reads the same feature space. Tokens outside the list get
+embedding restricted to those rows (rounded to float16 when loaded, as its layers are stored: a
+float32 step then reads half the bytes), so it reads the same feature space. Tokens outside the list get
 q = 0, which verification handles exactly (they are simply never proposed).
 
 It is a real `LlamaForCausalLM` (so the engine's lean CPU forward and transformers' forward both run
 it) whose `embed_tokens` is the target's module and whose `lm_head` has N rows; `model.token_ids`
 maps its output rows to the target's ids. A folder holds `specui_draft.json` and safetensors shards
-under 10 MB; `load_draft(folder, target)` rebuilds the model around a loaded target.
+under 10 MB; `load(folder, target)` rebuilds the model around a loaded target.
 
 An ordinary transformers draft can drop to a reduced vocabulary too: a `specui_vocabulary.json` beside
 its weights names the ids its output layer keeps (`restrict_vocabulary`; the bundled stdlib draft has one).
@@ -132,7 +133,11 @@ def load(folder: str | Path, target):
     missing, unexpected = draft.load_state_dict({k: v.to(dtype) for k, v in state.items()}, strict=False)
     missing = [k for k in missing if not k.startswith(("model.embed_tokens.", "lm_head."))]
     if missing or unexpected:
-        raise ValueError(f"{folder}: draft tensors do not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
+        raise ValueError(f"{folder}: draft tensors do not match its config "
+                         f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+    if dtype == torch.float32:  # its output rows in float16, as its layers are: the native products then read
+        with torch.no_grad():  # half the bytes (specui.native); on the held-out chat prompts, the same drafts
+            draft.lm_head.weight.copy_(draft.lm_head.weight.half().float())
     return draft.eval()
 
 

@@ -20,7 +20,8 @@ speculative decoding emits plain greedy decoding's tokens by construction, in an
 - norms, rotary embeddings, SiLU and residual adds work row by row or element by element.
 The price: the logits are no longer transformers' own bits (its one-token forward takes the GEMV),
 only equal to float32 rounding (tests check that, greedy tokens, and invariance), and the matrices
-are held twice (packed or transposed copies beside the model's own parameters).
+are held twice (packed or transposed copies beside the model's own parameters; packed at half the bytes
+where every weight is exactly a bfloat16 or float16 value, `specui.native`).
 Keys and values live in preallocated buffers, so rolling back is just not advancing (gpt-fast).
 """
 
@@ -30,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from specui import native
-from specui.products import RowLinear, rows_invariant
+from specui.products import RowLinear, rows_invariant, slow_rows_warning
 
 KEY_BLOCK = 256  # attention sums values over blocks of this many keys (the cache capacity is a multiple)
 KEY_GRAIN = 64  # and reads keys up to the next multiple of this many (a divisor of KEY_BLOCK)
@@ -268,6 +269,7 @@ class DecoderStack:
             return self.native.attend(q, key_buf, value_buf, mask, scaling)
         dtype, length = q.dtype, mask.shape[1]
         if rows > 2 and not rows_invariant("batched"):  # this machine's bmm rows depend on the row count:
+            slow_rows_warning()
             per_row = mask.view(groups, rows, length)  # each row as plain decoding computes it, twice over
             return torch.cat([self._attend(q[r:r + 1].repeat(2, 1, 1), key_buf, value_buf, scaling,
                                            per_row[:, r:r + 1].repeat(1, 2, 1).reshape(groups * 2, length))[:1]

@@ -15,6 +15,7 @@ kernels, which are invariant by construction, and without those each row runs as
 from __future__ import annotations
 
 import functools
+import logging
 import weakref
 
 import torch
@@ -27,6 +28,7 @@ SMALL_WEIGHT = 1 << 17  # weights of at most this many elements run as x @ W^T w
 _PACK_ROWS = 16  # the row count MKL is told to expect when packing (the rows' results do not depend on it)
 _prepared_cache: dict[tuple, tuple] = {}  # ids of joined weights -> (weakrefs to them, their stamp, prepared matrix)
 _mkl_linear = torch.ops.mkl._mkl_linear.default if _MKL_PACKED else None
+log = logging.getLogger(__name__)
 
 
 class RowLinear:
@@ -43,6 +45,8 @@ class RowLinear:
         self.packed = self.native is None and large and _MKL_PACKED and rows_invariant("packed")
         # no kernel and a GEMM whose rows depend on the row count: each row its own two-row product
         self.by_row = float32 and self.native is None and not self.packed and not rows_invariant("transposed")
+        if self.by_row:
+            slow_rows_warning()
         # large float32 weights: a `native.Product` (W in panels for native.c, the bias inside), else MKL's
         # packed copy (MKL reads only the shape of the `ghost`, a weight of no memory); small ones and other
         # dtypes: W^T stored, as a plain GEMM on it has less overhead per call (measured faster than
@@ -65,6 +69,15 @@ class RowLinear:
     def split(self, y: torch.Tensor) -> list[torch.Tensor]:
         """The output of each linear, as views of one product's output."""
         return list(y.split(self.sizes, dim=-1))
+
+
+@functools.cache
+def slow_rows_warning() -> None:
+    """Say once per process that rows run one by one (exact, several times slower), and how to avoid it."""
+    log.warning("specui: this CPU's float32 matrix products give a row other bits among more rows, and specui's "
+                "native kernels are off, so the lean forward computes each row of a verify alone: exact, but "
+                "slower. With a C compiler on PATH (cc, or $CC) and SPECUI_NATIVE unset, the native kernels "
+                "compute all rows at once with the same bits.")
 
 
 @functools.cache

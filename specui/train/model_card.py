@@ -151,7 +151,7 @@ def write_chat_draft_card(folder: Path) -> None:
         f"and drafts from its {meta['vocab_size']:,} most frequent tokens (format `{meta['format']}`; load it with "
         "`specui.chat_draft.load(folder, target)` or through the `smollm2-chat` preset). It holds only its layers, "
         "its final norm and its token ids, in float16 shards under 10 MB; everything vocabulary-sized comes from the "
-        "target at load time.",
+        "target at load time (its output rows rounded to float16, as its layers are, so a step reads half the bytes).",
         "",
         f"- target: {meta.get('target', 'SmolLM2-135M-Instruct')}",
         f"- trained: {meta.get('steps')} steps of {meta.get('batch')} answers on {meta.get('device', 'cpu')}, "

@@ -270,6 +270,7 @@ def time_budget_figure(budget: dict | None = None) -> go.Figure:
                   f"(K = {budget['k']}, c = {fmt(budget['c'], '.3f')}): efficiency {fmt(first, '.2f')}</sub>")
     # taller than the other experiments: room for the legend of eleven parts
     layout(fig, height=TALL + 100, title=title, x="ms per generated token", y="", barmode="stack")
+    fig.update_layout(legend={"traceorder": "normal"})  # plotly reverses a stack's legend; these stack left to right
     if not budget:
         _waiting(fig, "plain and speculative decoding's time per token, part by part")
     return fig

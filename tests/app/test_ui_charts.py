@@ -119,6 +119,7 @@ def test_time_budget_figure_stacks_counted_parts_solid_and_the_rest_hatched():
     fig = teach_charts.time_budget_figure(budget)
     bars = {bar.name: bar for bar in fig.data}
     assert len(bars) == 11 and fig.layout.barmode == "stack"
+    assert fig.layout.legend.traceorder == "normal"  # the legend lists the parts in the order they stack
     assert bars["plain: forwards"].marker.pattern.shape == "" and bars["plain: step rest"].marker.pattern.shape == "/"
     assert bars["speculative: draft forwards"].marker.pattern.shape == ""
     assert list(bars["speculative: verify rest"].x) == [0.0]  # a part measured below zero draws as nothing

@@ -50,8 +50,8 @@ def test_save_and_load_round_trip(tmp_path):
     token_ids = torch.tensor([1, 2, 4, 8, 16, 32, 64])
     draft = chat_draft.build(target, num_layers=2, token_ids=token_ids, init_layers=[0, 1]).eval()
     with torch.no_grad():
-        for p in draft.model.layers.parameters():
-            p.copy_(p.half().float())  # what survives the float16 files exactly
+        for p in [*draft.model.layers.parameters(), draft.lm_head.weight]:
+            p.copy_(p.half().float())  # what survives the float16 files exactly, and the rows as loaded
     chat_draft.save(draft, tmp_path / "d", facts={"note": "test"}, shard_bytes=20_000)
     meta = json.loads((tmp_path / "d" / chat_draft.META).read_text())
     assert len(meta["files"]) > 1 and meta["note"] == "test"  # sharded under the size given
@@ -85,6 +85,8 @@ def test_a_loaded_drafts_layers_run_from_half_width_panels(tmp_path, monkeypatch
 
     gate_up, half = run()
     assert gate_up.native is not None and gate_up.matrix.panels.dtype == torch.float16
+    rows = target.lm_head.weight[loaded.token_ids]  # the output rows: the target's, in float16
+    assert torch.equal(loaded.lm_head.weight, rows.half().float()) and not torch.equal(loaded.lm_head.weight, rows)
     monkeypatch.setattr(products, "_prepared_cache", {})
     product = native.Kernel.product
     monkeypatch.setattr(native.Kernel, "product", lambda self, w, b=None, half=True: product(self, w, b, half=False))

@@ -152,6 +152,22 @@ def test_where_the_gemm_is_not_row_invariant_rows_run_alone_without_the_kernel(m
     assert torch.allclose(together, linear(x), atol=1e-5)
 
 
+def test_rows_run_alone_with_a_warning_that_says_how_to_avoid_it(monkeypatch, caplog):
+    from specui import products
+
+    monkeypatch.setattr(products.native, "kernel", lambda *a, **k: None)
+    monkeypatch.setattr(products, "rows_invariant", lambda how: False)
+    products.slow_rows_warning.cache_clear()
+    try:
+        with caplog.at_level(logging.WARNING, logger="specui.products"):
+            first, second = products.RowLinear([torch.nn.Linear(8, 8)]), products.RowLinear([torch.nn.Linear(8, 8)])
+    finally:
+        products.slow_rows_warning.cache_clear()
+    assert first.by_row and second.by_row
+    said = [r.getMessage() for r in caplog.records if "alone" in r.getMessage()]
+    assert len(said) == 1 and "C compiler" in said[0]  # once per process
+
+
 def test_products_refuse_rows_they_cannot_compute(kernel):
     product = kernel.product(torch.randn(10, 8))
     for bad in (torch.randn(2, 9), torch.randn(2, 8, dtype=torch.float64)):
