@@ -8,25 +8,55 @@ the head around a loaded target and checks that it was trained for a target of t
 
 Output layer: a head drafts over `token_ids`, a reduced list of the target's ids (as FR-Spec and
 EAGLE-3 do; all of them for a small vocabulary). Its matrix is the target's output rows at those ids,
-read from the target at load (frozen), so a head's file stays small. q is scattered back onto the
+read from the target at load (frozen; rounded to float16 for a float32 target), so a head's file stays small. q is scattered back onto the
 full vocabulary, zero for ids it never proposes: verification handles that exactly.
+
+Products: while a head drafts on a CPU (inference mode, float32), `linear` runs its matrices through
+specui's native products (`specui.native`), prepared once per weight: one pass over a weight for all
+rows, and half the bytes where its values are float16 values, as heads are saved. Training (autograd)
+and other devices take `F.linear`.
 """
 
 from __future__ import annotations
 
 import json
+import weakref
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from specui import native
 from specui.sampling import Sampling, choose
 
 FORMAT = "specui-head/1"
 META = "specui_head.json"
 WEIGHTS = "head.safetensors"  # or head-01.safetensors, head-02... for a head above SHARD_BYTES
 SHARD_BYTES = 8 * 2**20
+
+
+_products: dict[int, tuple] = {}  # id(weight) -> (stamp, weakref to it, its native.Product)
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """F.linear(x, weight, bias); while drafting on a CPU in float32 (inference mode, native kernels built),
+    through the weight's `native.Product`, made once and remade when the weight changes."""
+    if (x.device.type != "cpu" or x.dtype != torch.float32 or weight.dtype != torch.float32 or weight.dim() != 2
+            or not torch.is_inference_mode_enabled()):
+        return F.linear(x, weight, bias)
+    kernel = native.kernel()
+    if kernel is None:
+        return F.linear(x, weight, bias)
+    key = id(weight)
+    stamp = (weight.data_ptr(), weight._version, None if bias is None else (bias.data_ptr(), bias._version))
+    found = _products.get(key)
+    if found is None or found[0] != stamp or found[1]() is not weight:
+        if found is None or found[1]() is not weight:
+            weakref.finalize(weight, _products.pop, key, None)
+        found = (stamp, weakref.ref(weight), kernel.product(weight.detach(), None if bias is None else bias.detach()))
+        _products[key] = found
+    return found[2](x.reshape(-1, x.shape[-1])).view(*x.shape[:-1], weight.shape[0])
 
 
 def is_head_folder(folder: str | Path) -> bool:
@@ -118,11 +148,14 @@ class VocabOutput(nn.Module):
         weight = target.get_output_embeddings().weight
         # plain attributes, not submodules or buffers: never saved, never trained
         object.__setattr__(self, "_norm", target.model.norm)
-        object.__setattr__(self, "_rows", weight.detach()[self.token_ids.to(weight.device)].clone())
+        rows = weight.detach()[self.token_ids.to(weight.device)].clone()
+        if rows.dtype == torch.float32:  # in float16, as heads are saved: a drafting step reads half the bytes
+            rows = rows.half().float()
+        object.__setattr__(self, "_rows", rows)
 
     def forward(self, hidden: torch.Tensor, *, normed: bool = False) -> torch.Tensor:
         x = hidden if normed else self._norm(hidden)
-        return F.linear(x, self._rows.to(x.dtype))
+        return linear(x, self._rows.to(x.dtype))
 
     def target_logits(self, logits_full: torch.Tensor) -> torch.Tensor:
         """The target's own logits restricted to the head's ids (training targets)."""
@@ -139,7 +172,7 @@ class ResBlock(nn.Module):
         nn.init.zeros_(self.linear.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + F.silu(self.linear(x))
+        return x + F.silu(linear(x, self.linear.weight, self.linear.bias))
 
 
 def draw(logits: torch.Tensor, output: VocabOutput, sampling: Sampling, generator) -> tuple[torch.Tensor, torch.Tensor]:
