@@ -193,7 +193,8 @@ class DecoderStack:
             x = self._run(_rows(hidden), cache, past, n, stop, layers, features, found)
         cache.length = past + n
         x = x[:n]
-        normed = _rms_norm(x if features else x[n - 1:n] if last_only else x, self.norm.weight, self.norm.variance_epsilon)
+        kept = x if features else x[n - 1:n] if last_only else x
+        normed = _rms_norm(kept, self.norm.weight, self.norm.variance_epsilon)
         found[layers] = normed
         out = normed[n - 1:n] if (features and last_only) else normed
         logits = self.head(_rows(out))[: out.shape[0]]
@@ -344,9 +345,10 @@ def _records_only(hook) -> bool:
 
 def _plain_modules(model) -> bool:
     """True when every module of `model` is exactly a class this path repeats, with no hook anywhere:
-    no forward (pre-)hook on any module (but transformers' recording-only output capture) or registered globally, no accelerate hook, every linear layer
-    exactly `nn.Linear` (not a LoRA wrapper or a subclass with its own forward), the embeddings exactly
-    `nn.Embedding`, everything else one of the model type's own transformers classes."""
+    no forward (pre-)hook on any module (but transformers' recording-only output capture) or registered
+    globally, no accelerate hook, every linear layer exactly `nn.Linear` (not a LoRA wrapper or a subclass
+    with its own forward), the embeddings exactly `nn.Embedding`, everything else one of the model type's
+    own transformers classes."""
     from torch.nn.modules import module as torch_module
 
     if torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks:

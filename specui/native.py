@@ -96,7 +96,8 @@ class Kernel:
         return out[0] if logits.dim() == 1 else out
 
 
-    def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, seen: Seen, scale: float) -> torch.Tensor:
+    def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, seen: Seen,
+               scale: float) -> torch.Tensor:
         """Attention of q [rows, heads, hd] (float32, heads hd apart) over one layer's keys [kv_heads, hd,
         capacity] and values [kv_heads, capacity, hd] (contiguous; capacity a multiple of 16) -> [rows,
         heads * hd]. Each row sees the keys `seen` names; its bits depend only on the sequence of those

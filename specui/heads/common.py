@@ -2,14 +2,16 @@
 vocabulary through, a residual block, and the one draw every head drafts with.
 
 A head folder holds `specui_head.json` (format, kind, the head's constructor arguments, training facts)
-and `head.safetensors` (or shards of at most 8 MB: the head's own parameters only: the target's embeddings, final norm and output
-rows are borrowed from the loaded target, never copied into the file). `load(folder, target)` rebuilds
-the head around a loaded target and checks that it was trained for a target of that shape.
+and `head.safetensors` (or shards of at most 8 MB: the head's own parameters only: the target's
+embeddings, final norm and output rows are borrowed from the loaded target, never copied into the file).
+`load(folder, target)` rebuilds the head around a loaded target and checks that it was trained for a
+target of that shape.
 
 Output layer: a head drafts over `token_ids`, a reduced list of the target's ids (as FR-Spec and
 EAGLE-3 do; all of them for a small vocabulary). Its matrix is the target's output rows at those ids,
-read from the target at load (frozen; rounded to float16 for a float32 target), so a head's file stays small. q is scattered back onto the
-full vocabulary, zero for ids it never proposes: verification handles that exactly.
+read from the target at load (frozen; rounded to float16 for a float32 target), so a head's file stays
+small. q is scattered back onto the full vocabulary, zero for ids it never proposes: verification
+handles that exactly.
 
 Products: while a head drafts on a CPU (inference mode, float32), `linear` runs its matrices through
 specui's native products (`specui.native`), prepared once per weight: one pass over a weight for all

@@ -131,7 +131,8 @@ class EagleHead(nn.Module):
             h = self.layer.finish(a, attended)
             valid = mask[:, 1:T + 1].clone()  # target row t+1: the target's distribution of x_{t+2}
             valid[:, : s - 1] = False  # step s at t needs s-1 real positions before it
-            loss = common.soft_loss(self.logits(h[valid]), logp[:, 1:T + 1][valid])  # the output layer on valid rows only
+            # the output layer on valid rows only
+            loss = common.soft_loss(self.logits(h[valid]), logp[:, 1:T + 1][valid])
             total, weight_sum = total + 0.8 ** (s - 1) * loss, weight_sum + 0.8 ** (s - 1)
         return total / weight_sum
 
