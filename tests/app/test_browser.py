@@ -56,7 +56,11 @@ def page():
 
 
 def test_tokens_stream_coloured_with_tooltips_and_the_charts_draw(page):
-    set_number(page, "max-new-tokens", 400)  # over a second of streaming: long enough to be seen on any machine
+    # K = 1 and 512 tokens: about two seconds of streaming, long enough to be seen on a busy machine (at the
+    # preset's K = 7 the stdlib pair wrote 400 tokens in under a second, and a loaded CI once saw none stream)
+    k = page.locator("#num-draft-tokens input[type=number]").first.input_value()
+    set_number(page, "num-draft-tokens", 1)
+    set_number(page, "max-new-tokens", 512)
     # record every state of the chat in which coloured tokens show while the caret says it is still streaming
     page.evaluate("""sel => { window.streamed = [];
         new MutationObserver(() => {
@@ -67,6 +71,7 @@ def test_tokens_stream_coloured_with_tooltips_and_the_charts_draw(page):
     page.fill("#prompt textarea", PROMPT)
     page.click("#send")
     run_prompt_done(page)
+    set_number(page, "num-draft-tokens", k)
     assert page.evaluate("window.streamed.length") > 0, "no token was shown before the run finished"
     tokens = page.locator(EMITTED)
     assert tokens.count() >= 1
