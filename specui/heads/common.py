@@ -51,7 +51,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     if kernel is None:
         return F.linear(x, weight, bias)
     key = id(weight)
-    stamp = (weight.data_ptr(), weight._version, None if bias is None else (bias.data_ptr(), bias._version))
+    stamp = (_stamp(weight), None if bias is None else _stamp(bias))
     found = _products.get(key)
     if found is None or found[0] != stamp or found[1]() is not weight:
         if found is None or found[1]() is not weight:
@@ -59,6 +59,11 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
         found = (stamp, weakref.ref(weight), kernel.product(weight.detach(), None if bias is None else bias.detach()))
         _products[key] = found
     return found[2](x.reshape(-1, x.shape[-1])).view(*x.shape[:-1], weight.shape[0])
+
+
+def _stamp(t: torch.Tensor) -> tuple[int, int]:
+    """Where a tensor's data is and how often it was edited in place (inference tensors keep no count)."""
+    return t.data_ptr(), -1 if t.is_inference() else t._version
 
 
 def is_head_folder(folder: str | Path) -> bool:

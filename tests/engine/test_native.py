@@ -318,6 +318,10 @@ def test_heads_draft_through_the_native_products(kernel):
     with torch.inference_mode():
         torch.testing.assert_close(common.linear(x, weight, bias), torch.nn.functional.linear(x, weight, bias),
                                    atol=1e-4, rtol=1e-5)
+    with torch.inference_mode():  # a weight made in inference mode (no version counter) works too
+        frozen = torch.randn(40, 64)
+        torch.testing.assert_close(common.linear(x, frozen), torch.nn.functional.linear(x, frozen), atol=1e-4,
+                                   rtol=1e-5)
     trained = weight.clone().requires_grad_(True)
     out = common.linear(x, trained, bias)  # outside inference mode: torch's product, with a gradient
     out.sum().backward()
