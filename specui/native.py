@@ -41,6 +41,7 @@ from specui.packaged import cache_root
 
 SOURCE = Path(__file__).with_name("native.c")
 FLAGS = {"avx512": ["-mavx512f", "-mfma", "-mf16c", "-DSPECUI_AVX512"], "avx2": ["-mavx2", "-mfma", "-mf16c"]}
+HALF_PANELS = True  # half-precision-valued weights packed at half width (False: float32 panels, to compare)
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _kernels: dict[str, Kernel | None] = {}
@@ -69,16 +70,16 @@ class Kernel:
         self._attend.restype = _int
         self.attends = library.rowattend_supports  # head size -> whether `attend` computes it
 
-    def product(self, weight: torch.Tensor, bias: torch.Tensor | None = None, *, half: bool = True) -> Product:
+    def product(self, weight: torch.Tensor, bias: torch.Tensor | None = None, *, half: bool | None = None) -> Product:
         """weight [n, k] float32 (and bias [n]) packed into panels [ceil(n / NR), k, NR], the bias
-        zero-padded to whole panels. half: where every weight is exactly a bfloat16 (else a float16)
-        value, the panels hold that type: half the bytes to read, the same products bit for bit."""
+        zero-padded to whole panels. half (default: `HALF_PANELS`): where every weight is exactly a bfloat16
+        (else a float16) value, the panels hold that type: half the bytes to read, the same products bit for bit."""
         n, k = weight.shape
         padded = -(-n // self.width) * self.width
         full = weight.new_zeros(padded, k)
         full[:n] = weight
         panels = full.view(padded // self.width, self.width, k).transpose(1, 2).contiguous()
-        kind = half_kind(weight) if half else None
+        kind = half_kind(weight) if (HALF_PANELS if half is None else half) else None
         if kind is not None:
             panels = panels.to(kind)
         if bias is not None:

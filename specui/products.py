@@ -10,6 +10,9 @@ but not everywhere (on an AMD EPYC, float32 rows of 5 differ from rows of 2 in t
 checked once per process (`rows_invariant`); where it fails, float32 weights of every size take the native
 kernels, which are invariant by construction, and without those each row runs as its own two-row GEMM
 (slow, but the bits of plain decoding's product).
+
+`linear` is the same machinery for the trained heads' matrices while they draft (no row invariance needed:
+a head's q only sets acceptance): the native product where it can run, else F.linear.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import logging
 import weakref
 
 import torch
+import torch.nn.functional as F
 
 from specui import native
 
@@ -52,7 +56,8 @@ class RowLinear:
         # dtypes: W^T stored, as a plain GEMM on it has less overhead per call (measured faster than
         # either for the stdlib target's 96-wide matrices, whose products are all overhead)
         how = "native" if self.native is not None else "packed" if self.packed else "transposed"
-        self.matrix, self.bias = _prepared(modules, how=how, kernel=self.native)
+        self.matrix, self.bias = _prepared([m.weight for m in modules], [m.bias for m in modules], how=how,
+                                           kernel=self.native)
         self.ghost = modules[0].weight.new_zeros(()).expand(self.out, width) if self.packed else None
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
@@ -108,21 +113,38 @@ def rows_invariant(how: str) -> bool:
     return True
 
 
-def _prepared(modules: list[torch.nn.Linear], *, how: str, kernel=None):
-    """(matrix, bias) of the joined linears as `how` wants them (a `native.Product`, which holds the
-    bias too; MKL's packed copy; or W^T), made once and kept while the weights live, remade when a
-    weight or bias is edited in place (its version) or replaced (`.to()`: its storage)."""
-    params = [m.weight for m in modules] + [m.bias for m in modules if m.bias is not None]
-    key = tuple(id(m.weight) for m in modules)
-    stamp = (how, kernel and kernel.isa, tuple(p._version for p in params), tuple(p.data_ptr() for p in params),
-             modules[0].weight.dtype)
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """F.linear(x, weight, bias); in inference mode on a CPU in float32 with the native kernels built, through
+    the weight's `native.Product`, prepared once (`_prepared`): how the trained heads draft. No row-invariance
+    promise is needed there (a head's q only sets acceptance); the product reads each weight once for all rows,
+    half the bytes where its values are float16 values, as heads are saved. Autograd takes F.linear."""
+    if (x.device.type != "cpu" or x.dtype != torch.float32 or weight.dtype != torch.float32 or weight.dim() != 2
+            or not torch.is_inference_mode_enabled()):
+        return F.linear(x, weight, bias)
+    kernel = native.kernel()
+    if kernel is None:
+        return F.linear(x, weight, bias)
+    product, _ = _prepared([weight], [bias], how="native", kernel=kernel)
+    return product(x.reshape(-1, x.shape[-1])).view(*x.shape[:-1], weight.shape[0])
+
+
+def _prepared(weights: list[torch.Tensor], biases: list[torch.Tensor | None], *, how: str, kernel=None):
+    """(matrix, bias) of the joined linears (weights [n_i, k], their biases or None) as `how` wants them (a
+    `native.Product`, which holds the bias too; MKL's packed copy; or W^T), made once and kept while the
+    weights live, remade when a weight or bias is edited in place (its version) or replaced (`.to()`: its
+    storage)."""
+    params = weights + [b for b in biases if b is not None]
+    key = tuple(id(w) for w in weights)
+    versions = tuple(-1 if p.is_inference() else p._version for p in params)  # inference tensors keep no count
+    stamp = (how, kernel and kernel.isa, native.HALF_PANELS, versions, tuple(p.data_ptr() for p in params),
+             weights[0].dtype)
     cached = _prepared_cache.get(key)
-    if cached is not None and all(r() is m.weight for r, m in zip(cached[0], modules)) and cached[1] == stamp:
+    if cached is not None and all(r() is w for r, w in zip(cached[0], weights)) and cached[1] == stamp:
         return cached[2]
     with torch.inference_mode():
-        joined = torch.cat([m.weight.detach() for m in modules])
-        bias = None if len(params) == len(modules) else torch.cat(
-            [(m.bias if m.bias is not None else m.weight.new_zeros(m.out_features)).detach() for m in modules])
+        joined = torch.cat([w.detach() for w in weights])
+        bias = None if len(params) == len(weights) else torch.cat(
+            [(b if b is not None else w.new_zeros(w.shape[0])).detach() for w, b in zip(weights, biases)])
         if how == "native":
             prepared = kernel.product(joined, bias), bias
         elif how == "packed":
@@ -130,6 +152,6 @@ def _prepared(modules: list[torch.nn.Linear], *, how: str, kernel=None):
         else:
             prepared = joined.t().contiguous(), bias
     if cached is None:
-        weakref.finalize(modules[0].weight, _prepared_cache.pop, key, None)
-    _prepared_cache[key] = (tuple(weakref.ref(m.weight) for m in modules), stamp, prepared)
+        weakref.finalize(weights[0], _prepared_cache.pop, key, None)
+    _prepared_cache[key] = (tuple(weakref.ref(w) for w in weights), stamp, prepared)
     return prepared

@@ -13,57 +13,27 @@ read from the target at load (frozen; rounded to float16 for a float32 target), 
 small. q is scattered back onto the full vocabulary, zero for ids it never proposes: verification
 handles that exactly.
 
-Products: while a head drafts on a CPU (inference mode, float32), `linear` runs its matrices through
-specui's native products (`specui.native`), prepared once per weight: one pass over a weight for all
-rows, and half the bytes where its values are float16 values, as heads are saved. Training (autograd)
-and other devices take `F.linear`.
+Products: every head's matrix runs through `specui.products.linear`: while it drafts on a CPU (inference
+mode, float32), specui's native product, prepared once per weight (half the bytes where its values are
+float16 values, as heads are saved); in training (autograd) and elsewhere, `F.linear`.
 """
 
 from __future__ import annotations
 
 import json
-import weakref
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from specui import native
+from specui.products import linear
 from specui.sampling import Sampling, choose
 
 FORMAT = "specui-head/1"
 META = "specui_head.json"
 WEIGHTS = "head.safetensors"  # or head-01.safetensors, head-02... for a head above SHARD_BYTES
 SHARD_BYTES = 8 * 2**20
-
-
-_products: dict[int, tuple] = {}  # id(weight) -> (stamp, weakref to it, its native.Product)
-
-
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """F.linear(x, weight, bias); while drafting on a CPU in float32 (inference mode, native kernels built),
-    through the weight's `native.Product`, made once and remade when the weight changes."""
-    if (x.device.type != "cpu" or x.dtype != torch.float32 or weight.dtype != torch.float32 or weight.dim() != 2
-            or not torch.is_inference_mode_enabled()):
-        return F.linear(x, weight, bias)
-    kernel = native.kernel()
-    if kernel is None:
-        return F.linear(x, weight, bias)
-    key = id(weight)
-    stamp = (_stamp(weight), None if bias is None else _stamp(bias))
-    found = _products.get(key)
-    if found is None or found[0] != stamp or found[1]() is not weight:
-        if found is None or found[1]() is not weight:
-            weakref.finalize(weight, _products.pop, key, None)
-        found = (stamp, weakref.ref(weight), kernel.product(weight.detach(), None if bias is None else bias.detach()))
-        _products[key] = found
-    return found[2](x.reshape(-1, x.shape[-1])).view(*x.shape[:-1], weight.shape[0])
-
-
-def _stamp(t: torch.Tensor) -> tuple[int, int]:
-    """Where a tensor's data is and how often it was edited in place (inference tensors keep no count)."""
-    return t.data_ptr(), -1 if t.is_inference() else t._version
 
 
 def is_head_folder(folder: str | Path) -> bool:

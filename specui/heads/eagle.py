@@ -25,6 +25,7 @@ from torch import nn
 from specui.drafters.base import Draft
 from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.heads import common
+from specui.products import linear
 from specui.sampling import Generators, Sampling, logits_to_probs
 
 
@@ -62,15 +63,15 @@ class HeadLayer(nn.Module):
 
     def project(self, x: torch.Tensor, positions: torch.Tensor):
         """q, k, v [.., heads, T, head_dim] of x [.., T, D], q and k rotated."""
-        q, k, v = common.linear(_rms(x, self.norm1, self.eps), self.qkv.weight).chunk(3, dim=-1)
+        q, k, v = linear(_rms(x, self.norm1, self.eps), self.qkv.weight).chunk(3, dim=-1)
         q, k, v = (t.unflatten(-1, (self.heads, self.head_dim)).transpose(-3, -2) for t in (q, k, v))
         return self.rope(q, positions), self.rope(k, positions), v
 
     def finish(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
         """The residual adds around attention's output [.., heads, T, head_dim] and the MLP."""
-        x = x + common.linear(attended.transpose(-3, -2).flatten(-2), self.o.weight)
-        gate, up = common.linear(_rms(x, self.norm2, self.eps), self.gate_up.weight).chunk(2, dim=-1)
-        return x + common.linear(F.silu(gate) * up, self.down.weight)
+        x = x + linear(attended.transpose(-3, -2).flatten(-2), self.o.weight)
+        gate, up = linear(_rms(x, self.norm2, self.eps), self.gate_up.weight).chunk(2, dim=-1)
+        return x + linear(F.silu(gate) * up, self.down.weight)
 
 
 class EagleHead(nn.Module):
@@ -104,7 +105,7 @@ class EagleHead(nn.Module):
 
     def inputs(self, fused: torch.Tensor, next_ids: torch.Tensor) -> torch.Tensor:
         """a = fc([u, embed(next)]) for fused states u [.., T, D] and the tokens that follow [.., T]."""
-        return common.linear(torch.cat([fused, self._embed(next_ids).to(fused.dtype)], dim=-1), self.fc.weight)
+        return linear(torch.cat([fused, self._embed(next_ids).to(fused.dtype)], dim=-1), self.fc.weight)
 
     def make_drafter(self, target_model) -> EagleDrafter:
         return EagleDrafter(self)
@@ -224,7 +225,7 @@ class EagleDrafter:
         the head's cache; returns the last row's output [1, D], which predicts the token after the context."""
         head, n = self.head, len(self.pending)
         follow = torch.tensor(context[-n:], device=self.device)
-        fused = common.linear(self.pending.to(head.fc.weight.dtype), head.fuse.weight)
+        fused = linear(self.pending.to(head.fc.weight.dtype), head.fuse.weight)
         h = self._step(head.inputs(fused, follow))
         self.length += n
         self.pending = None

@@ -300,29 +300,34 @@ def test_attention_takes_a_long_block(kernel):
 
 
 def test_heads_draft_through_the_native_products(kernel):
-    """`specui.heads.common.linear`: in inference mode on float32 the weight's native product (prepared once,
-    remade after an in-place edit, float16 panels for float16 values); with autograd, F.linear."""
-    from specui.heads import common
+    """`specui.products.linear` (what the heads draft with): in inference mode on float32 the weight's native
+    product (prepared once, remade after an in-place edit, float16 panels for float16 values); with autograd,
+    F.linear."""
+    from specui import products
+    from specui.products import linear
+
+    def prepared(w):
+        return products._prepared_cache[(id(w),)][2][0]
 
     weight, bias = torch.randn(300, 64).half().float(), torch.randn(300)
     x = torch.randn(3, 5, 64)
     with torch.inference_mode():
-        y = common.linear(x, weight, bias)
-        product = common._products[id(weight)][2]
-        assert product.panels.dtype == torch.float16 and common.linear(x, weight, bias) is not None
-        assert common._products[id(weight)][2] is product  # made once
+        y = linear(x, weight, bias)
+        product = prepared(weight)
+        assert product.panels.dtype == torch.float16 and linear(x, weight, bias) is not None
+        assert prepared(weight) is product  # made once
         torch.testing.assert_close(y, torch.nn.functional.linear(x, weight, bias), atol=1e-4, rtol=1e-5)
         assert torch.equal(y[1, 2], product(x[1, 2:3].contiguous())[0])
     with torch.no_grad():
         weight.mul_(2)  # an in-place edit: the product is remade
     with torch.inference_mode():
-        torch.testing.assert_close(common.linear(x, weight, bias), torch.nn.functional.linear(x, weight, bias),
+        torch.testing.assert_close(linear(x, weight, bias), torch.nn.functional.linear(x, weight, bias),
                                    atol=1e-4, rtol=1e-5)
     with torch.inference_mode():  # a weight made in inference mode (no version counter) works too
         frozen = torch.randn(40, 64)
-        torch.testing.assert_close(common.linear(x, frozen), torch.nn.functional.linear(x, frozen), atol=1e-4,
+        torch.testing.assert_close(linear(x, frozen), torch.nn.functional.linear(x, frozen), atol=1e-4,
                                    rtol=1e-5)
     trained = weight.clone().requires_grad_(True)
-    out = common.linear(x, trained, bias)  # outside inference mode: torch's product, with a gradient
+    out = linear(x, trained, bias)  # outside inference mode: torch's product, with a gradient
     out.sum().backward()
-    assert trained.grad is not None and id(trained) not in common._products
+    assert trained.grad is not None and (id(trained),) not in products._prepared_cache
