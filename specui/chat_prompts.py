@@ -2,7 +2,9 @@
 answers them and the draft learns from those answers) and held-out prompts for the benchmark.
 
 Two training sets: `training_prompts` (code tasks in nine languages, topics, a little chat) and
-`extra_prompts` (everyday questions and messages, Python tasks); each has its own answers folder.
+`extra_prompts` (everyday questions and messages, Python tasks); each has its own answers folder. A third,
+`library_prompts`, asks about the Python standard library's own modules and functions, read from the running
+interpreter (its size follows the Python version; its order is fixed for one).
 The held-out prompts share no task or topic with either (tests/unit/test_chat_prompts.py checks that no
 held-out subject appears in any training prompt), so acceptance measured on them is not flattered by
 memorised answers; common phrasings ("Write a Python function that ...") are shared, as in real use.
@@ -193,4 +195,57 @@ def extra_prompts(*, seed: int = 0) -> list[str]:
     return prompts
 
 
-PROMPT_SETS = {"main": training_prompts, "extra": extra_prompts}
+# The third set: questions about the standard library, its names read from the interpreter offline.
+LIBRARY_MODULES = """os os.path sys re json csv math random collections itertools functools pathlib shutil subprocess
+argparse logging unittest string textwrap time heapq bisect fractions decimal hashlib base64 zipfile gzip sqlite3
+urllib.parse urllib.request uuid pickle copy enum dataclasses typing threading queue socket glob tempfile pprint operator
+contextlib abc struct array secrets difflib configparser platform io traceback inspect timeit doctest
+xml.etree.ElementTree html email.message smtplib zlib tarfile signal asyncio concurrent.futures weakref fnmatch shlex
+colorsys http.client http.server urllib.error unicodedata locale getpass webbrowser cmath numbers codecs binascii
+filecmp gettext mimetypes ipaddress selectors multiprocessing sched graphlib""".split()
+LIBRARY_NAME_FORMS = ["What does {name} do in Python?", "Show me how to use {name} in Python, with a short example.",
+                      "Explain Python's {name} with an example.", "When should I use {name} in Python?",
+                      "Write a small Python example that uses {name}.", "What is {name} in Python and how is it used?"]
+LIBRARY_MODULE_FORMS = ["What is the Python {name} module used for?", "Give me a quick tour of Python's {name} module.",
+                        "Write a small Python script that uses the {name} module.",
+                        "What are the most useful functions in Python's {name} module?"]
+LIBRARY_AVOID = ("median", "title", "sort", "square", "most_common", "days", "date", "calendar")  # near held-out tasks
+
+
+def library_names() -> list[str]:
+    """Public documented functions and classes of LIBRARY_MODULES, as `module.name` (modules that fail to
+    import are skipped), with the modules themselves."""
+    import importlib
+    import inspect
+
+    names = []
+    for module in LIBRARY_MODULES:
+        try:
+            mod = importlib.import_module(module)
+        except Exception:  # e.g. a build without sqlite3
+            continue
+        names.append(module)
+        public = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
+        for name in sorted(set(public)):
+            obj = getattr(mod, name, None)
+            if (not name.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.isbuiltin(obj))
+                    and (getattr(obj, "__doc__", None) or "").strip()):
+                names.append(f"{module}.{name}")
+    return [n for n in names if not any(word in n.lower() for word in LIBRARY_AVOID)]
+
+
+def library_prompts(*, seed: int = 0) -> list[str]:
+    """The third training set: two questions about each documented standard-library name (forms taken in
+    turn) and every module form, shuffled; its own answers folder (`--prompt-set library`)."""
+    prompts = []
+    for i, name in enumerate(library_names()):
+        if "." in name and name.rsplit(".", 1)[0] in LIBRARY_MODULES:  # module.name
+            prompts += [LIBRARY_NAME_FORMS[(2 * i + j) % len(LIBRARY_NAME_FORMS)].format(name=name) for j in range(2)]
+        else:
+            prompts += [form.format(name=name) for form in LIBRARY_MODULE_FORMS]
+    prompts = sorted(set(prompts))
+    random.Random(seed).shuffle(prompts)
+    return prompts
+
+
+PROMPT_SETS = {"main": training_prompts, "extra": extra_prompts, "library": library_prompts}

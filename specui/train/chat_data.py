@@ -37,7 +37,19 @@ def load_target(gguf: str | None, device: str):
         del lm.config.quantization_config
     for p in lm.parameters():
         p.requires_grad_(False)
-    return lm.to(device).eval(), tok
+    lm = lm.to(device).eval()
+    for module in lm.modules():  # in inference mode on a CPU, specui's products (1.3x faster generation here)
+        if isinstance(module, torch.nn.Linear):
+            module.forward = _native_forward(module)
+    return lm, tok
+
+
+def _native_forward(module: torch.nn.Linear):
+    """`module`'s forward through `products.linear`: the native product in inference mode on a CPU, else
+    F.linear (training, CUDA). The same float32 products the engine runs; only the speed differs."""
+    from specui import products
+
+    return lambda x: products.linear(x, module.weight, module.bias)
 
 
 def generate_chat(target, tok, prompts: list[str], *, device: str, max_new: int, **kwargs):
@@ -59,7 +71,7 @@ def generate_chat(target, tok, prompts: list[str], *, device: str, max_new: int,
     return gen, sequences, width, spans
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def answer(target, tok, prompts: list[str], *, max_new: int, sample: bool, batch: int, device: str, seed: int):
     """Full conversations (prompt + answer ids, ending at <|im_end|>) for every prompt."""
     out = []
@@ -72,7 +84,7 @@ def answer(target, tok, prompts: list[str], *, max_new: int, sample: bool, batch
     return out
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def write_answers(target, tok, prompts: list[str], *, folder: Path, batch: int, max_new: int, top: int,
                   minutes: float, sample: bool = False) -> None:
     """The target's answers with its top-`top` log-probabilities at every answer position, one file per
@@ -165,7 +177,7 @@ def lr_at(args, progress: float, step: int) -> float:
     return args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def held_out_alpha(target, drafts: dict, tok, *, device: str, new_tokens: int) -> dict:
     """Teacher-forced greedy agreement of each draft with the target on the target's held-out answers."""
     _, sequences, width, spans = generate_chat(target, tok, chat_prompts.HELD_OUT, device=device, max_new=new_tokens,

@@ -12,10 +12,19 @@ def test_no_held_out_subject_in_any_training_prompt():
     for prompt, subject in zip(chat_prompts.HELD_OUT_CHAT + chat_prompts.HELD_OUT_CODE, chat_prompts.HELD_OUT_SUBJECTS):
         assert subject.lower() in prompt.lower()  # the subject names what the prompt is about
         assert not any(subject.lower() in p for p in training), subject
-    assert not set(chat_prompts.HELD_OUT) & set(chat_prompts.training_prompts() + chat_prompts.extra_prompts())
+    assert not set(chat_prompts.HELD_OUT) & {p for make in chat_prompts.PROMPT_SETS.values() for p in make()}
 
 
 def test_prompt_sets_are_distinct_and_stable():
     main, extra = chat_prompts.training_prompts(seed=1234), chat_prompts.extra_prompts(seed=1234)
     assert len(main) == 2480 and len(extra) == 368 and not set(main) & set(extra)
     assert main == chat_prompts.training_prompts(seed=1234)  # answers files are indexed by position: the order is fixed
+
+
+def test_library_prompts_ask_about_the_running_standard_library():
+    library = chat_prompts.library_prompts(seed=1234)
+    assert library == chat_prompts.library_prompts(seed=1234) and len(library) == len(set(library)) > 1000
+    assert not set(library) & set(chat_prompts.training_prompts() + chat_prompts.extra_prompts())
+    assert "What is the Python json module used for?" in library
+    assert any("itertools.combinations" in p for p in library)
+    assert not any(word in p.lower() for p in library for word in chat_prompts.LIBRARY_AVOID)
