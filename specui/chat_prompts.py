@@ -222,7 +222,7 @@ def library_names() -> list[str]:
     for module in LIBRARY_MODULES:
         try:
             mod = importlib.import_module(module)
-        except Exception:  # e.g. a build without sqlite3
+        except ImportError:  # e.g. a build without sqlite3
             continue
         names.append(module)
         public = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
