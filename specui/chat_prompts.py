@@ -198,8 +198,8 @@ def extra_prompts(*, seed: int = 0) -> list[str]:
 # The third set: questions about the standard library, its names read from the interpreter offline.
 LIBRARY_MODULES = """os os.path sys re json csv math random collections itertools functools pathlib shutil subprocess
 argparse logging unittest string textwrap time heapq bisect fractions decimal hashlib base64 zipfile gzip sqlite3
-urllib.parse urllib.request uuid pickle copy enum dataclasses typing threading queue socket glob tempfile pprint operator
-contextlib abc struct array secrets difflib configparser platform io traceback inspect timeit doctest
+urllib.parse urllib.request uuid pickle copy enum dataclasses typing threading queue socket glob tempfile pprint
+operator contextlib abc struct array secrets difflib configparser platform io traceback inspect timeit doctest
 xml.etree.ElementTree html email.message smtplib zlib tarfile signal asyncio concurrent.futures weakref fnmatch shlex
 colorsys http.client http.server urllib.error unicodedata locale getpass webbrowser cmath numbers codecs binascii
 filecmp gettext mimetypes ipaddress selectors multiprocessing sched graphlib""".split()
@@ -225,11 +225,10 @@ def library_names() -> list[str]:
         except ImportError:  # e.g. a build without sqlite3
             continue
         names.append(module)
-        public = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
-        for name in sorted(set(public)):
+        for name in sorted(set(getattr(mod, "__all__", None) or dir(mod))):
             obj = getattr(mod, name, None)
             if (not name.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.isbuiltin(obj))
-                    and (getattr(obj, "__doc__", None) or "").strip()):
+                    and (obj.__doc__ or "").strip()):
                 names.append(f"{module}.{name}")
     return [n for n in names if not any(word in n.lower() for word in LIBRARY_AVOID)]
 

