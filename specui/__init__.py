@@ -29,6 +29,7 @@ _EXPORTS = {
     "Draft": "specui.drafters",
     "Drafter": "specui.drafters",
     "ModelDrafter": "specui.drafters",
+    "ModelLookupDrafter": "specui.drafters",
     "PromptLookupDrafter": "specui.drafters",
 }
 

@@ -21,7 +21,8 @@ from dataclasses import replace
 
 import torch
 
-from specui.drafters import HEADS, MODEL, PROMPT_LOOKUP, Draft, Drafter, DraftLength, ModelDrafter, PromptLookupDrafter
+from specui.drafters import (HEADS, MODEL, MODEL_DRAFTERS, MODEL_LOOKUP, PROMPT_LOOKUP, Draft, Drafter, DraftLength,
+                             ModelDrafter, ModelLookupDrafter, PromptLookupDrafter)
 from specui.drafters.base import features_of
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, model_device
@@ -76,7 +77,7 @@ class SpeculativeEngine:
     @property
     def drafters(self) -> tuple[str, ...]:
         """The drafter names this engine can draft with ("model" needs a draft model, a head its head)."""
-        return ((MODEL,) if self.draft_model is not None else ()) + tuple(h for h in HEADS if h in self.heads) \
+        return (MODEL_DRAFTERS if self.draft_model is not None else ()) + tuple(h for h in HEADS if h in self.heads) \
             + (PROMPT_LOOKUP,)
 
     def generate(self, input_ids: Sequence[int], settings: DecodeSettings | None = None, **keywords) -> GenerationResult:
@@ -94,8 +95,9 @@ class SpeculativeEngine:
                   temperature, top_k, top_p, seed, speculative, ignore_eos, drafter, adaptive, tree_width,
                   tree_nodes) build
                   one, or change the one given.
-        drafter: "model" (the draft model; the default when there is one), "prompt_lookup" (the
-                 default without one), or any object with the `Drafter` methods.
+        drafter: "model" (the draft model; the default when there is one), "model_lookup" (copies where the
+                 context repeats, the draft model elsewhere), "prompt_lookup" (the default without a draft
+                 model), a head's name, or any object with the `Drafter` methods.
         into: a fresh `GenerationResult` to fill as the rounds come (tokens, seed, timings, stop reason);
               one that already holds a run is refused (make a new one per run).
         draws: the `Generators` the target's draws (uniforms, resampled and bonus tokens) come from, advanced
@@ -156,7 +158,8 @@ class SpeculativeEngine:
                         round_ = tree_round(self, target=target, drafter=drafter, context=context, k=k,
                                             width=tree[0], nodes=tree[1], sampling=sampling, generators=generators)
                     else:
-                        round_ = self._speculative_round(target, drafter, context, k, sampling, generators)
+                        round_ = self._speculative_round(target, drafter, context, k, sampling, generators,
+                                                         limit=min(_longest(drafter, k), remaining - 1))
                     schedule.update(num_accepted=round_.num_accepted, num_drafted=round_.num_drafted)
             round_ = self._cut_at_eos(round_, ignore_eos)
             round_ = replace(round_, index=len(result.rounds), elapsed_s=time.perf_counter() - started)
@@ -181,10 +184,13 @@ class SpeculativeEngine:
                      elapsed_s=0.0, speculative=False)
 
     def _speculative_round(self, target: CachedLM, drafter: Drafter, context, k, sampling,
-                           generators: Generators) -> Round:
+                           generators: Generators, *, limit: int | None = None) -> Round:
+        """limit: the most tokens kept of the proposal (default k; a copying drafter may go past K)."""
         t0 = time.perf_counter()
-        draft_tokens, draft_probs = self._check_draft(drafter.propose(context, k), k, drafter)
+        draft_tokens, draft_probs = self._check_draft(drafter.propose(context, k), k if limit is None else limit,
+                                                      drafter)
         draft_s = self._sync_time(t0)
+        copied = bool(getattr(drafter, "copied", False))  # the model + lookup drafter copied this round's draft
         t1 = time.perf_counter()
 
         features = features_of(drafter)
@@ -228,7 +234,7 @@ class SpeculativeEngine:
                      accept_probs=verdict.accept_probs, uniforms=verdict.uniforms,
                      token_target_probs=p_all[:n] + [p_all[-1]], token_draft_probs=q_all[:n] + [q_next],
                      residual_top=residual_top, num_draft_tokens=k, draft_s=draft_s, verify_s=verify_s,
-                     elapsed_s=0.0)
+                     elapsed_s=0.0, copied=copied)
 
     def _cut_at_eos(self, round_: Round, ignore_eos: bool) -> Round:
         """An EOS inside a block ends the generation there: drop what the round emitted after it."""
@@ -247,10 +253,10 @@ class SpeculativeEngine:
     def _make_drafter(self, drafter) -> Drafter:
         if drafter is None:
             drafter = MODEL if self.draft_model is not None else PROMPT_LOOKUP
-        if drafter == MODEL:
+        if drafter in MODEL_DRAFTERS:
             if self.draft_model is None:
-                raise ValueError(f"drafter={MODEL!r} needs a draft model; this engine has none (use {PROMPT_LOOKUP!r})")
-            return ModelDrafter(self.draft_model)
+                raise ValueError(f"drafter={drafter!r} needs a draft model; this engine has none (use {PROMPT_LOOKUP!r})")
+            return (ModelLookupDrafter if drafter == MODEL_LOOKUP else ModelDrafter)(self.draft_model)
         if drafter == PROMPT_LOOKUP:
             return PromptLookupDrafter()
         if drafter in HEADS:
@@ -324,6 +330,13 @@ class SpeculativeEngine:
     def _sync_time(self, since: float) -> float:
         self._sync()
         return time.perf_counter() - since
+
+
+def _longest(drafter, k: int) -> int:
+    """The most tokens a drafter may propose for K = k: its `longest(k)` when it has one (a copy may be
+    longer than K), else k."""
+    longest = getattr(drafter, "longest", None)
+    return max(k, int(longest(k))) if callable(longest) and k > 0 else k
 
 
 def _index(x) -> int | None:

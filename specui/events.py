@@ -119,7 +119,7 @@ class Round:
     token_target_probs: list[float]
     token_draft_probs: list[float | None]
     residual_top: list[tuple[int, float]]  # at a rejection: the residual's most likely tokens
-    num_draft_tokens: int  # K asked of the drafter this round (it may propose fewer)
+    num_draft_tokens: int  # K asked of the drafter this round (it may propose fewer; a copy may be longer)
     draft_s: float  # seconds spent drafting
     verify_s: float  # seconds in the target forward and the accept/reject decision
     elapsed_s: float  # seconds since the generation started (prefill included) when the round ended
@@ -128,6 +128,7 @@ class Round:
     tree_path: tuple[int, ...] | None = None  # tree rounds only: the accepted nodes' indices
     tree_sampled: bool = False  # tree rounds: children drawn i.i.d. from q (p <- norm(max(0, p - q)) on a
     # rejection); False: chosen deterministically (the rejected token leaves p, which is renormalised)
+    copied: bool = False  # the model + lookup drafter copied this round's draft from the context (no model forward)
 
     @property
     def num_drafted(self) -> int:

@@ -163,8 +163,12 @@ def fitted_alpha(rounds: Sequence, k: int | None = None) -> float | None:
     """specui's one alpha estimator: the alpha whose expected tokens per round (eq. 1) at K equal the
     measured mean accepted length, so the theory predicts exactly the rounds that were seen.
 
-    K is `run_k(rounds)` unless given. None when no round drafted.
+    K is `run_k(rounds)` unless given. None when no round drafted, and None for a run that mixes copied
+    rounds with the model's (`copied`, the model + lookup drafter): two proposers of different lengths,
+    acceptance and cost, which Theorem 3.8's one alpha, one K and one c do not describe.
     """
+    if len({bool(getattr(r, "copied", False)) for r in rounds if _drafted(r)}) > 1:
+        return None
     k = run_k(rounds) if k is None else k
     mal = mean_accepted_length(rounds)
     if not k or mal is None or acceptance_rate(rounds) is None:
@@ -186,7 +190,8 @@ class Theory:
 
 
 def theory(rounds: Sequence, *, c: float | None, k: int | None = None) -> Theory | None:
-    """The theoretical figures of a run (chat tab, Teach tab and benchmark alike); None without drafts or c."""
+    """The theoretical figures of a run (chat tab, Teach tab and benchmark alike); None without drafts or c,
+    or without a fitted alpha."""
     k = run_k(rounds) if k is None else k
     alpha = fitted_alpha(rounds, k)
     if alpha is None or c is None:

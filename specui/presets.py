@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from specui.drafters.registry import DRAFTER_NAMES, HEADS, MODEL, PROMPT_LOOKUP
+from specui.drafters.registry import DRAFTER_NAMES, HEADS, MODEL, MODEL_DRAFTERS, PROMPT_LOOKUP
 from specui.packaged import PREFIX as PACKAGED_PREFIX, PackagedModelError, lookup as lookup_packaged
 from specui.settings import MAX_DRAFT_TOKENS
 
@@ -157,8 +157,8 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
             raise ConfigError(f"{key}.target: {e}") from None
     draft = text("draft")
     drafter = choice("drafter", DRAFTERS, MODEL if draft else PROMPT_LOOKUP)
-    if drafter == MODEL and draft is None:
-        raise ConfigError(f"{key}.draft: drafter 'model' needs a draft model (or set drafter: prompt_lookup)")
+    if drafter in MODEL_DRAFTERS and draft is None:
+        raise ConfigError(f"{key}.draft: drafter {drafter!r} needs a draft model (or set drafter: prompt_lookup)")
     heads = _heads(body.get("heads"), key, path)
     drafter_tokens = _drafter_tokens(body.get("drafter_tokens"), key)
     if drafter in HEADS and drafter not in dict(heads):

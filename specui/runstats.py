@@ -60,8 +60,11 @@ def cost_ratio(result, plain=None) -> float | None:
 
 def rounds_cost_ratio(rounds, forward_rounds) -> float | None:
     """`cost_ratio` over rounds (of one run or several): the drafting rounds, and the rounds whose verify
-    seconds time one target forward (plain decoding's, or the same rounds)."""
-    per_draft_token = [r.draft_s / r.num_drafted for r in rounds if r.num_drafted]
+    seconds time one target forward (plain decoding's, or the same rounds). Rounds whose draft was copied
+    (`copied`: no model forward) are left out when the run has model rounds too: c is the model's cost."""
+    drafting = [r for r in rounds if r.num_drafted]
+    model_rounds = [r for r in drafting if not getattr(r, "copied", False)]
+    per_draft_token = [r.draft_s / r.num_drafted for r in (model_rounds or drafting)]
     forwards = [r.verify_s for r in forward_rounds]
     if per_draft_token and forwards and metrics.median(forwards) > 0:
         return metrics.draft_cost_ratio(metrics.median(per_draft_token), metrics.median(forwards))

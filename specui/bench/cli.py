@@ -16,7 +16,7 @@ from specui.bench.run import (DEFAULT_PROMPTS, PROMPT_TOKENS, TIMING_SAMPLES, Me
                               constant_assistant_schedule, measure_costs, plan_arms, run_prompts, summarise)
 from specui import chat_prompts, corpus
 from specui.arena import PLAIN, SKIP_REASON, can_draft
-from specui.drafters import DRAFTER_NAMES, HEADS, MODEL
+from specui.drafters import DRAFTER_NAMES, HEADS, MODEL_DRAFTERS
 from specui.loading import load_pair
 from specui.presets import load_config
 from specui.settings import DecodeSettings, SettingsError
@@ -168,7 +168,7 @@ def main(argv=None) -> dict:
         runs = run_prompts(methods, prompts, arms=bench_arena.arms(names, decode, ks=ks), progress=done)
         figures = bench_arena.summarise(runs, plan)
     else:  # one drafter against plain decoding and transformers' own generation
-        with constant_assistant_schedule(methods.hf_draft if drafter == MODEL else None, decode.num_draft_tokens):
+        with constant_assistant_schedule(methods.hf_draft if drafter in MODEL_DRAFTERS else None, decode.num_draft_tokens):
             costs = measure_costs(methods, prompts[0], decode.num_draft_tokens, samples=args.cost_samples)
             figures = summarise(run_prompts(methods, prompts, arms=plan_arms(decode), progress=done), costs, plan)
     report = {"preset": preset.name, "drafter": drafter, "max_new_tokens": decode.max_new_tokens,

@@ -34,7 +34,7 @@ import torch
 
 from specui import chat_draft, metrics
 from specui.bench.budget import time_budget
-from specui.drafters import MODEL, PROMPT_LOOKUP
+from specui.drafters import MODEL_DRAFTERS, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
 from specui.kv import CachedLM
 from specui.verify_cost import measure_verify_cost
@@ -219,7 +219,7 @@ def measure_costs(methods: Methods, prompt: list[int], k: int, *, samples: int =
     for _ in range(chunks):  # interleaved in chunks, so a slow spell of a shared machine hits both
         n = max(1, samples // chunks)
         target_1 += forward_seconds(pair.target, prompt, tokens=1, samples=n, sync=sync)
-        if pair.draft is not None and methods.s.drafter == MODEL:
+        if pair.draft is not None and methods.s.drafter in MODEL_DRAFTERS:
             draft_1 += forward_seconds(pair.draft, prompt, tokens=1, samples=n, sync=sync)
     t1 = metrics.median(target_1)
     d1 = metrics.median(draft_1) if draft_1 else 0.0  # prompt lookup: no model forward to draft

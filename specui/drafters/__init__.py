@@ -3,6 +3,7 @@
     base           the `Drafter` protocol, `Draft` and the K schedule `DraftLength`
     model          `ModelDrafter`: a small causal LM
     prompt_lookup  `PromptLookupDrafter`: copies from the context, no second model
+    model_lookup   `ModelLookupDrafter`: copies where the context repeats, the draft model elsewhere
     registry       the drafter names used everywhere (`MODEL`, `PROMPT_LOOKUP`, the heads', `DRAFTER_NAMES`)
 
 The drafters that are heads trained on the target (EAGLE, Medusa, early exit) live in `specui.heads`.
@@ -11,16 +12,19 @@ The registry's names are plain strings and import nothing; the drafter classes (
 imported on first use, so `specui.settings` and anything else that only names drafters stays light.
 """
 
-from specui.drafters.registry import DRAFTER_NAMES, EAGLE, EARLY_EXIT, HEADS, LABELS, MEDUSA, MODEL, PROMPT_LOOKUP
+from specui.drafters.registry import (DRAFTER_NAMES, EAGLE, EARLY_EXIT, HEADS, LABELS, MEDUSA, MODEL, MODEL_DRAFTERS,
+                                     MODEL_LOOKUP, PROMPT_LOOKUP)
 
 _EXPORTS = {
     "Draft": "specui.drafters.base",
     "Drafter": "specui.drafters.base",
     "DraftLength": "specui.drafters.base",
     "ModelDrafter": "specui.drafters.model",
+    "ModelLookupDrafter": "specui.drafters.model_lookup",
     "PromptLookupDrafter": "specui.drafters.prompt_lookup",
 }
-__all__ = ["DRAFTER_NAMES", "EAGLE", "EARLY_EXIT", "HEADS", "LABELS", "MEDUSA", "MODEL", "PROMPT_LOOKUP", *_EXPORTS]
+__all__ = ["DRAFTER_NAMES", "EAGLE", "EARLY_EXIT", "HEADS", "LABELS", "MEDUSA", "MODEL", "MODEL_DRAFTERS", "MODEL_LOOKUP",
+           "PROMPT_LOOKUP", *_EXPORTS]
 
 
 def __getattr__(name):

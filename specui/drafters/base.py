@@ -13,6 +13,8 @@ Drafters that read the target itself say so with two optional attributes:
         (the round's first token and the n accepted drafts), taken from the verify forward, at no cost.
     shares_target: bool   the engine passes its target `CachedLM` as `start(..., target=)`: an early-exit
         draft runs the target's first layers on the target's own KV cache.
+A drafter whose proposal may be longer than K (the model + lookup drafter copies up to 6 tokens) says
+how long with an optional method `longest(k) -> int`; without it the engine keeps at most k tokens.
 
 `Draft.probs` holds, per drafted token, the distribution q it was sampled from. A deterministic
 drafter (prompt lookup) returns `probs=None`: its q is one-hot on the proposed token, and verification

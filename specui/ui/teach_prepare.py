@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from specui.drafters import MODEL
+from specui.drafters import MODEL_DRAFTERS
 from specui.engine import SpeculativeEngine
 from specui.ui.request import Settings, SettingsError
 
@@ -42,7 +42,7 @@ def prepare(showcase, c, data: dict, *, drafter: str | None = None) -> tuple[Pre
     except Exception as e:  # noqa: BLE001 - LoadError or anything a loader throws: a message, not a traceback
         log.warning("teaching: %s", e)
         raise gr.Error(str(e)) from None
-    if settings.drafter == MODEL and pair.draft is None:
+    if settings.drafter in MODEL_DRAFTERS and pair.draft is None:
         raise gr.Error(f"Preset '{chosen.name}' has no draft model: choose prompt lookup.")
     try:
         ids = showcase.encode(pair, text, ())

@@ -125,13 +125,14 @@ def test_arena_mode_runs_every_drafter_and_shows_who_proposed_each_token(page):
     reply = page.locator("#chat .specui-arena").last
     reply.locator(".specui-verdict").wait_for(timeout=60_000)
     assert "identical to plain decoding" in reply.locator(".specui-verdict").inner_text()
-    assert reply.locator(".arena-lane").count() == 6  # plain, the draft model, EAGLE, Medusa, early exit, prompt lookup
+    # plain, the draft model, the draft model + lookup, EAGLE, Medusa, early exit, prompt lookup
+    assert reply.locator(".arena-lane").count() == 7
     who = reply.locator(".specui-text").first.locator(".tok")
     assert who.count() == 24 and "proposed" in who.first.get_attribute("title") + who.last.get_attribute("title")
     page.wait_for_function("() => document.querySelector('#arena-table [role=grid]')"
-                           "?.getAttribute('aria-rowcount') === '7'", timeout=30_000)  # the header and 6 rows
+                           "?.getAttribute('aria-rowcount') === '8'", timeout=30_000)  # the header and 7 rows
     table = page.locator("#arena-table").inner_text()
-    assert "prompt lookup" in table and "reference" in table
+    assert "prompt lookup" in table and "draft model + lookup" in table and "reference" in table
     page.wait_for_selector("#chart-arena .barlayer .trace", timeout=30_000)
     assert page.locator("#race .race-lane").count() == 6  # every run replayed at its pace
     page.click("#arena input")  # back off for the next tests

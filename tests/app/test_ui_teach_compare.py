@@ -60,7 +60,7 @@ def test_decode_compares_and_next_steps_both(tab, temperature):
     assert compared.primary == "model" and compared.second == "prompt_lookup" and compared.seed == run.spec.seed
     assert compared.result.token_ids == run.spec.token_ids and len(compared.rounds) == len(run.steps)
     assert 'data-round="1"' in out[ui.compare.view] and 'data-side="second"' in out[ui.compare.view]
-    assert out[ui.compare.second]["choices"] == ["none", "prompt lookup"]  # the preset's other drafters
+    assert out[ui.compare.second]["choices"] == ["none", "draft model + lookup", "prompt lookup"]  # the preset's others
     moved = move(ui, 1, {ui.run: run, ui.index: 0, ui.compare.compared: compared})
     html = moved[ui.compare.view]
     r = compared.rounds[1]

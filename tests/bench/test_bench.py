@@ -47,8 +47,8 @@ def _tiny_pair_config(folder: Path) -> Path:
 
 
 # the bundled preset attaches trained heads; the tiny stand-in pair has none
-EXPECTED_DRAFTERS = (["plain", "model", "eagle", "medusa", "early_exit", "prompt_lookup"] if BUNDLED.exists()
-                     else ["plain", "model", "prompt_lookup"])
+EXPECTED_DRAFTERS = (["plain", "model", "model_lookup", "eagle", "medusa", "early_exit", "prompt_lookup"]
+                     if BUNDLED.exists() else ["plain", "model", "model_lookup", "prompt_lookup"])
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +203,7 @@ def test_each_drafter_at_its_own_k_from_the_preset(tmp_path):
                       "    drafter_tokens: {medusa: 1, prompt_lookup: 2}\n")
     report, stdout = _run(["--config", str(config), "--drafter", "all"], tmp_path)
     ks = {name: d["num_draft_tokens"] for name, d in report["drafters"].items()}
-    assert ks == {"plain": None, "model": 3, "medusa": 1, "prompt_lookup": 2}
+    assert ks == {"plain": None, "model": 3, "model_lookup": 3, "medusa": 1, "prompt_lookup": 2}
     assert "each drafter at its own K" in stdout and report["identical_to_plain"] is True
     report, stdout = _run(["--config", str(config), "--drafter", "medusa"], tmp_path)
     assert report["drafters"]["medusa"]["num_draft_tokens"] == 1 and report["num_draft_tokens"] == 1

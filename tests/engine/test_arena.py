@@ -45,23 +45,24 @@ def engine():
 def test_every_drafter_runs_after_plain_and_greedy_outputs_are_identical(engine):
     engine.events.clear()
     outcome = arena.run(engine, PROMPT, GREEDY, warm=False)
-    assert outcome.names == ("plain", "model", "prompt_lookup") == arena.contestants(engine)
+    assert outcome.names == ("plain", "model", "model_lookup", "prompt_lookup") == arena.contestants(engine)
     assert [s.name for s in outcome.standings] == list(outcome.names)
     assert outcome.identical is True and all(s.identical for s in outcome.standings)
     plain = outcome.standing("plain")
     assert plain.stats.acceptance_rate is None and plain.stats.mean_accepted_length == 1.0
     assert plain.speedup == pytest.approx(1.0) and plain.label == "plain (target alone)"
-    for name in ("model", "prompt_lookup"):
+    for name in ("model", "model_lookup", "prompt_lookup"):
         s = outcome.standing(name)
         assert s.finished and s.result.token_ids == plain.result.token_ids and len(s.result.token_ids) == 24
         assert s.result.seed == plain.result.seed == 0
-        assert 0.0 <= s.stats.acceptance_rate <= 1.0 and 1.0 <= s.stats.mean_accepted_length <= 4.0
+        longest = 7 if name == "model_lookup" else 4  # K = 3; a copy may hold 6
+        assert 0.0 <= s.stats.acceptance_rate <= 1.0 and 1.0 <= s.stats.mean_accepted_length <= longest
         assert s.stats.tokens_per_s > 0 and s.speedup > 0
         assert s.stats.cost_ratio is not None and s.stats.cost_ratio >= 0
     assert outcome.standing("model").label == "draft model"
     # one run at a time, in order, each ending before the next starts
     assert engine.most == 1
-    assert engine.events == [(event, name) for name in ("plain", "draft model", "prompt lookup")
+    assert engine.events == [(event, name) for name in ("plain", "draft model", "draft model + lookup", "prompt lookup")
                              for event in ("start", "end")]
 
 
@@ -69,12 +70,12 @@ def test_each_tokens_provenance_is_its_kind_in_each_drafters_run(engine):
     outcome = arena.run(engine, PROMPT, GREEDY, warm=False)
     plain = outcome.standing("plain").result
     assert [c.token_id for c in outcome.credits] == plain.token_ids
-    for name in ("model", "prompt_lookup"):
+    for name in ("model", "model_lookup", "prompt_lookup"):
         kinds = outcome.standing(name).result.kinds
         assert [c.kinds[name] for c in outcome.credits] == kinds
         assert set(kinds) <= {Kind.ACCEPTED, Kind.RESAMPLED, Kind.BONUS}
     for c in outcome.credits:
-        assert c.drafted_by == tuple(n for n in ("model", "prompt_lookup") if c.kinds[n] == Kind.ACCEPTED)
+        assert c.drafted_by == tuple(n for n in ("model", "model_lookup", "prompt_lookup") if c.kinds[n] == Kind.ACCEPTED)
     assert any(c.drafted_by for c in outcome.credits)  # the noisy draft gets some right
 
 
@@ -83,7 +84,7 @@ def test_sampled_outputs_are_compared_only_while_they_agree(engine):
     outcome = arena.run(engine, PROMPT, sampled, warm=False)
     assert outcome.identical is None and all(s.identical is None for s in outcome.standings)
     plain = outcome.standing("plain").result.token_ids
-    for name in ("model", "prompt_lookup"):
+    for name in ("model", "model_lookup", "prompt_lookup"):
         mine = outcome.standing(name).result.token_ids
         known = [c.kinds[name] is not None for c in outcome.credits]
         agree = next((i for i, (a, b) in enumerate(zip(mine, plain)) if a != b), min(len(mine), len(plain)))
@@ -156,7 +157,7 @@ def test_warm_up_runs_each_contestant_under_the_lock(engine):
     engine.events.clear()
     arena.warm_up(engine, PROMPT, lock=lock)
     assert [name for event, name in engine.events if event == "start"][0] == "plain"
-    assert len(engine.events) == 6 and not lock.locked()
+    assert len(engine.events) == 8 and not lock.locked()  # start and end of plain and 3 drafters
 
 
 def test_heads_attached_to_the_engine_join_the_arena_in_display_order(engine):
@@ -169,9 +170,9 @@ def test_heads_attached_to_the_engine_join_the_arena_in_display_order(engine):
     with_heads = SpeculativeEngine(engine.target_model, engine.draft_model,
                                    heads={"medusa": StandIn(), "eagle": StandIn()})
     outcome = arena.run(with_heads, PROMPT, GREEDY.but(max_new_tokens=8), warm=False)
-    assert outcome.names == ("plain", "model", "eagle", "medusa", "prompt_lookup")
+    assert outcome.names == ("plain", "model", "model_lookup", "eagle", "medusa", "prompt_lookup")
     assert outcome.identical is True
-    assert [s.label for s in outcome.standings][2:4] == ["EAGLE", "Medusa"]
+    assert [s.label for s in outcome.standings][3:5] == ["EAGLE", "Medusa"]
 
 
 def test_a_drafter_with_its_own_k_races_at_it(engine):

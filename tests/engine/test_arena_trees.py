@@ -21,12 +21,13 @@ def engine():
 
 
 def test_with_trees_prompt_lookup_is_skipped_and_named(engine):
-    assert arena.contestants(engine, TREES) == ("plain", "model") and arena.skipped(engine, TREES) == ("prompt_lookup",)
+    assert arena.contestants(engine, TREES) == ("plain", "model")
+    assert arena.skipped(engine, TREES) == ("model_lookup", "prompt_lookup")
     assert arena.contestants(engine, TREES.but(tree_width=1)) == arena.contestants(engine) == (
-        "plain", "model", "prompt_lookup")
+        "plain", "model", "model_lookup", "prompt_lookup")
     assert arena.skipped(engine, TREES.but(tree_width=1)) == ()
     outcome = arena.run(engine, PROMPT, TREES, warm=False)
-    assert outcome.names == ("plain", "model") and outcome.skipped == ("prompt_lookup",)
+    assert outcome.names == ("plain", "model") and outcome.skipped == ("model_lookup", "prompt_lookup")
     assert outcome.identical is True
     model = outcome.standing("model").result
     assert model.rounds and all(r.tree is not None for r in model.rounds)  # trees, not chains

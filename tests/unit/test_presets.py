@@ -43,7 +43,7 @@ GOOD = "default: a\npresets:\n  a:\n    target: ./t\n    draft: org/draft\n"
     ("presets:\n  a: {target: x, chat_template: 'yes'}\n", "presets.a.chat_template: must be true or false"),
     ("presets:\n  a: {target: x, drafter: model}\n", "presets.a.draft: drafter 'model' needs a draft model"),
     ("presets:\n  a: {target: x, drafter: eagle}\n", "presets.a.drafter: 'eagle' needs a trained head listed under heads: (eagle: <folder>)"),
-    ("presets:\n  a: {target: x, drafter: turbo}\n", "presets.a.drafter: must be one of model, eagle, medusa, early_exit, prompt_lookup"),
+    ("presets:\n  a: {target: x, drafter: turbo}\n", "presets.a.drafter: must be one of model, model_lookup, eagle, medusa, early_exit, prompt_lookup"),
     ("presets:\n  a: {target: x, heads: {hydra: ./h}}\n", "presets.a.heads.hydra: not a head"),
     ("presets:\n  a: {target: x, drafter_tokens: 2}\n", "presets.a.drafter_tokens: must be a mapping of drafter names"),
     ("presets:\n  a: {target: x, drafter_tokens: {hydra: 1}}\n", "presets.a.drafter_tokens.hydra: not a drafter"),
