@@ -21,8 +21,19 @@ from dataclasses import replace
 
 import torch
 
-from specui.drafters import (HEADS, MODEL, MODEL_DRAFTERS, MODEL_LOOKUP, PROMPT_LOOKUP, Draft, Drafter, DraftLength,
-                             ModelDrafter, ModelLookupDrafter, PromptLookupDrafter)
+from specui.drafters import (
+    HEADS,
+    MODEL,
+    MODEL_DRAFTERS,
+    MODEL_LOOKUP,
+    PROMPT_LOOKUP,
+    Draft,
+    Drafter,
+    DraftLength,
+    ModelDrafter,
+    ModelLookupDrafter,
+    PromptLookupDrafter,
+)
 from specui.drafters.base import features_of
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, model_device

@@ -16,8 +16,8 @@ import torch
 from specui import SpeculativeEngine, metrics, runstats
 from specui.drafters import Draft, ModelDrafter, ModelLookupDrafter
 from specui.sampling import Sampling
-from tests.engine.test_engine_sampling import RUNS, SETTINGS, VOCAB, exact_first_two, p_value
 from tests.engine.test_engine_greedy import hf_greedy
+from tests.engine.test_engine_sampling import RUNS, SETTINGS, VOCAB, exact_first_two, p_value
 from tests.helpers import ROOT, make_model, noisy_copy
 
 NEW_TOKENS = 40
@@ -72,7 +72,7 @@ def test_greedy_on_the_stdlib_pair_takes_every_path_of_a_copy():
     code = ("def parse_header(line):\n    name, _, value = line.partition(':')\n    return name.strip(), value.strip()"
             "\n\n\ndef parse_headers(lines):\n    headers = {}\n    for line in lines:\n        name, value = parse_")
     prompt = tokenizer(code)["input_ids"]
-    settings = dict(max_new_tokens=64, ignore_eos=True)
+    settings = {"max_new_tokens": 64, "ignore_eos": True}
     plain = engine.generate(prompt, speculative=False, **settings)
     assert plain.token_ids == hf_greedy(target, prompt, 64)
     rounds = []
