@@ -247,4 +247,80 @@ def library_prompts(*, seed: int = 0) -> list[str]:
     return prompts
 
 
-PROMPT_SETS = {"main": training_prompts, "extra": extra_prompts, "library": library_prompts}
+# The fourth set (`everyday_prompts`): more of what the second set showed counts (everyday questions, plans,
+# messages and Python tasks), on new subjects; none of them near a held-out subject.
+MORE_EVERYDAY = {
+    "tips": ["learning to cook for one", "keeping houseplants alive indoors", "starting to run in winter",
+             "writing a first novel", "learning a new language at 40", "organising a small wedding", "brewing tea",
+             "taking care of a fish tank", "saving money on groceries", "staying focused while working from home",
+             "making friends in a new town", "growing tomatoes on a balcony", "camping with children",
+             "learning to draw", "sleeping well in hot weather", "preparing for a job interview"],
+    "how": ["a microwave oven", "a lock and key", "a thermostat", "a compass", "a smoke detector", "an escalator",
+            "a wind turbine", "a refrigerator", "a camera lens", "Wi-Fi", "a barcode scanner", "an electric kettle",
+            "a parachute", "a hearing aid", "a dishwasher", "a traffic light"],
+    "why": ["the sky turns red at sunset", "cats purr", "bread goes stale", "we yawn", "ice floats on water",
+            "the ocean has tides", "some people snore", "onions caramelise when cooked slowly", "birds fly south",
+            "we get hiccups", "old books smell the way they do", "rainbows are curved", "cheese has holes",
+            "our ears pop on a mountain road", "fruit turns brown when cut", "thunder follows lightning"],
+    "write": ["a thank-you note to a teacher", "a short birthday message for my grandmother",
+              "an email asking for a day off next Friday", "a note apologising for missing a meeting",
+              "an invitation to a board game night", "a message welcoming a new colleague to the team",
+              "a short speech for a retirement party", "a reply declining a wedding invitation politely",
+              "a post asking neighbours to keep the hallway quiet at night", "a recommendation for a former intern",
+              "a message to a friend who just moved abroad", "a short review of a mystery novel"],
+    "compare": ["tea and coffee", "a crocodile and an alligator", "weather and climate", "a lake and a pond",
+                "a violin and a viola", "baking soda and baking powder", "a city and a town", "jam and jelly",
+                "a dolphin and a porpoise", "a comet and an asteroid", "a novel and a novella", "sleet and hail"],
+    "advice": ["stop procrastinating", "drink more water during the day", "read more books", "cook faster on weeknights",
+               "keep my inbox under control", "learn to touch type", "remember people's names",
+               "stay calm in traffic", "save for a holiday", "make my mornings less rushed"],
+    "plan": ["learning to swim as an adult", "running a half marathon in three months", "learning to bake cakes",
+             "reading twelve books this year", "learning basic French before a trip", "getting fit at home"],
+    "qualities": ["a good teacher", "a good neighbour", "a good friend", "a good presentation", "a good cover photo",
+                  "a good night's sleep", "a good coffee shop", "a good password"],
+}
+MORE_FORMS = {**EVERYDAY_FORMS,
+              "plan": ["Give me a plan for {x}.", "Make me a weekly plan for {x}."],
+              "qualities": ["What makes {x}?", "In a few points, what makes {x}?"]}
+MORE_PYTHON_TASKS = [
+    "returns the second largest number in a list", "counts the words in a text file", "flattens a nested list",
+    "removes duplicate items from a list while keeping their order", "checks whether a string is a palindrome",
+    "converts Celsius to Fahrenheit", "returns the factorial of a number",
+    "counts how many times each word appears in a sentence", "checks whether a year is a leap year",
+    "reverses the words in a sentence", "returns the first n prime numbers", "splits a list into chunks of size n",
+    "computes the average of a list of numbers", "capitalises the first letter of every sentence",
+    "finds all the even numbers in a list", "returns the sum of the digits of a number", "rotates a list by k places",
+    "checks whether two strings are anagrams", "converts a binary string to an integer",
+    "returns the longest common prefix of a list of strings", "counts the vowels in a string",
+    "generates a random password of a given length", "returns the intersection of two lists",
+    "finds the missing number in a list of 1 to n", "converts a number to Roman numerals",
+    "returns the n-th Fibonacci number", "checks whether a string contains only digits",
+    "removes all the whitespace from a string", "returns the keys of a dictionary sorted by their values",
+    "computes the greatest common divisor of two numbers", "reads a CSV file and prints each row",
+    "counts the lines in a text file", "returns a list of the numbers from 1 to n that are divisible by 3 or 5",
+    "merges two sorted lists into one sorted list", "checks whether a number is prime",
+    "converts a dictionary to a list of pairs",
+    "finds the shortest word in a list", "swaps the keys and values of a dictionary",
+    "returns the product of all the numbers in a list", "truncates a string to n characters with an ellipsis",
+    "builds a dictionary from two lists", "returns the difference between the largest and smallest numbers",
+    "checks whether a string starts with a capital letter", "simulates rolling two dice",
+    "returns the number of digits in an integer", "converts kilometres to miles",
+    "finds the positions of a letter in a string", "returns a string repeated n times with spaces between",
+]
+MORE_PYTHON_FORMS = [*PYTHON_FORMS, "Write a small Python program that {task}.",
+                     "Can you write a Python function that {task}? Explain it briefly."]
+
+
+def everyday_prompts(*, seed: int = 0) -> list[str]:
+    """The fourth set: everyday questions, plans and messages and Python tasks on new subjects, shuffled; its
+    own answers folder (`--prompt-set everyday`)."""
+    prompts = [form.format(x=x) for kind, subjects in MORE_EVERYDAY.items() for x, form in
+               itertools.product(subjects, MORE_FORMS[kind])]
+    prompts += [form.format(task=task) for task, form in itertools.product(MORE_PYTHON_TASKS, MORE_PYTHON_FORMS)]
+    prompts = sorted(set(prompts) - set(training_prompts() + extra_prompts()))
+    random.Random(seed).shuffle(prompts)
+    return prompts
+
+
+PROMPT_SETS = {"main": training_prompts, "extra": extra_prompts, "library": library_prompts,
+               "everyday": everyday_prompts}

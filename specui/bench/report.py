@@ -61,14 +61,7 @@ def format_table(r: dict) -> str:
          f"target {fmt(r['target_forward_ms'], '.2f')} ms, medians); a {k + 1}-token verify forward costs "
          f"{fmt(r['verify_cost_ratio'], '.2f')} target forwards"),
         _verify_curve(r.get("verify_cost_curve")),
-        (f"theoretical speedup {_num(r['theoretical_speedup'], '.2f')}x (Leviathan et al. Thm 3.8, per-token alpha "
-         f"{_num(r['alpha_per_token'], '.3f')} fitted to the mean accepted length); efficiency "
-         f"{_num(r['efficiency'], '.2f')} (measured / theoretical)"
-         + ("; with a token tree, the theorem's chain of K with the tree's tokens per forward and a K+1-token "
-            "verify, so the tree's extra verify rows count as overhead" if r.get("tree_vs_chain_length") is not None else "")),
-        (f"with the measured verify cost in place of 1: theoretical {_num(r['theoretical_speedup_measured_verify'], '.2f')}x, "
-         f"efficiency {_num(r['efficiency_measured_verify'], '.2f')}; Thm 3.8's best K at this alpha and c: "
-         f"{r['best_k_theoretical']}"),
+        *_theory_lines(r),
         (f"greedy outputs identical to plain decoding: {_yes_no(r['identical_to_plain'])}; "
          f"transformers' plain output identical to the engine's: {_yes_no(r['hf_identical_to_engine'])}"),
         *_tree_against_chain(r),
@@ -87,6 +80,23 @@ def format_table(r: dict) -> str:
         )
     lines.append("(tokens/s per prompt: max-new-tokens / the median of its timed runs, prefill included)")
     return "\n".join(lines)
+
+
+def _theory_lines(r: dict) -> list[str]:
+    """Theorem 3.8's figures, or why there are none (a run that mixed copied rounds with the model's)."""
+    if r["theoretical_speedup"] is None and r.get("copied_rounds"):
+        return [(f"Theorem 3.8 does not describe this run: {r['copied_rounds']} of {r['rounds']} rounds copied their "
+                 "draft from the context (no model forward), the rest drafted K tokens with the model")]
+    return [
+        (f"theoretical speedup {_num(r['theoretical_speedup'], '.2f')}x (Leviathan et al. Thm 3.8, per-token alpha "
+         f"{_num(r['alpha_per_token'], '.3f')} fitted to the mean accepted length); efficiency "
+         f"{_num(r['efficiency'], '.2f')} (measured / theoretical)"
+         + ("; with a token tree, the theorem's chain of K with the tree's tokens per forward and a K+1-token "
+            "verify, so the tree's extra verify rows count as overhead" if r.get("tree_vs_chain_length") is not None else "")),
+        (f"with the measured verify cost in place of 1: theoretical {_num(r['theoretical_speedup_measured_verify'], '.2f')}x, "
+         f"efficiency {_num(r['efficiency_measured_verify'], '.2f')}; Thm 3.8's best K at this alpha and c: "
+         f"{r['best_k_theoretical']}"),
+    ]
 
 
 def format_drafter_table(r: dict) -> str:

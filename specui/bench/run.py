@@ -37,8 +37,8 @@ from specui.bench.budget import time_budget
 from specui.drafters import MODEL_DRAFTERS, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
 from specui.kv import CachedLM
-from specui.verify_cost import measure_verify_cost
 from specui.settings import DecodeSettings
+from specui.verify_cost import measure_verify_cost
 
 METHODS = ("plain", "speculative", "hf_assisted", "hf_plain")
 DEFAULT_PROMPTS = 8
@@ -345,6 +345,8 @@ def summarise(runs: list[PromptRun], costs: dict, plan: Plan) -> dict:
         "speedup_vs_hf_plain": tps["speculative"] / tps["hf_plain"],
         "acceptance_rate": alpha,
         "mean_accepted_length": mal,
+        "rounds": len(rounds),
+        "copied_rounds": sum(bool(getattr(x, "copied", False)) for x in rounds),  # the model + lookup drafter's copies
         "alpha_per_token": alpha_fit,
         **costs,
         "theoretical_speedup": theory,

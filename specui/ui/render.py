@@ -170,6 +170,7 @@ def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], 
     draft's text without adding it.
     """
     views = []
+    copied = "copied from the context" if getattr(round_, "copied", False) else ""  # the model + lookup drafter
     for token in round_.emitted():
         if token.kind == Kind.RESAMPLED:  # the rejected draft and the discarded ones after it, first
             for d in round_.positions():
@@ -177,9 +178,11 @@ def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], 
                     views.append(TokenView(
                         text=peek(d.token_id), kind=Kind.REJECTED, p=d.target_prob, q=d.draft_prob,
                         accept=d.accept_prob, token_id=d.token_id, time_s=time_s,
-                        note="rejected here" if d.check == Check.REJECTED else "discarded after the rejection"))
+                        note=" · ".join(filter(None, ["rejected here" if d.check == Check.REJECTED
+                                                      else "discarded after the rejection", copied]))))
         views.append(TokenView(text=text(token.token_id), kind=token.kind, p=token.target_prob, q=token.draft_prob,
-                               accept=token.accept_prob, token_id=token.token_id, time_s=time_s))
+                               accept=token.accept_prob, token_id=token.token_id, time_s=time_s,
+                               note=copied if token.kind == Kind.ACCEPTED else ""))
     return views
 
 

