@@ -92,6 +92,7 @@ class Step:
     final: Emitted | None  # the round's own token (resampled or bonus); None when EOS cut the round
     draft_s: float
     verify_s: float
+    copied: bool = False  # the model + lookup drafter copied this round's draft from the context (q one-hot)
 
     @property
     def rejected(self) -> DraftCheck | None:
@@ -118,7 +119,7 @@ def build_steps(result: GenerationResult, *, tokenizer, prompt_ids: Sequence[int
         final = emitted[-1] if emitted and emitted[-1].kind in OWN_KINDS else None
         steps.append(Step(index=rnd.index, context=context, num_draft_tokens=rnd.num_draft_tokens, greedy=greedy,
                           drafts=drafts, num_accepted=n, residual=residual, emitted=emitted, final=final,
-                          draft_s=rnd.draft_s, verify_s=rnd.verify_s))
+                          draft_s=rnd.draft_s, verify_s=rnd.verify_s, copied=bool(getattr(rnd, "copied", False))))
         context += "".join(texts)
     return steps
 

@@ -31,7 +31,8 @@ STEP_HELP = """**What happens in one round**
 
 One round costs one target forward and gives 1 to K+1 tokens. In **greedy** mode (temperature 0) a draft is
 kept when it equals the target's most likely token, and a rejected one is replaced by that token.
-Prompt lookup drafts by copying text: its q is 1 for the copied token."""
+Prompt lookup drafts by copying text: its q is 1 for the copied token. The draft model + lookup copies where
+the text repeats (such rounds say so) and asks the draft model elsewhere."""
 THEORY_HELP = """**Theory beside measurement** (Leviathan et al. 2023)
 
 * **α**: the chance the target accepts a draft token. Fitted here so that the expected tokens per round equal
@@ -87,8 +88,9 @@ def render_step(run: lesson.TeachingRun | None, index: int) -> str:
         shown_prompt = "…" + prompt_text[len(prompt_text) - keep:] if keep else "…"
         generated = generated[-CONTEXT_CHARS:]
     mode = "greedy" if step.greedy else f"sampling, temperature {fmt(run.decode.temperature, 'g')}"
+    copied = " · draft copied from the context (q one-hot)" if step.copied else ""
     head = (f'<div class="teach-head">Round <span class="teach-round">'
-            f'{index + 1}</span> of {len(run.steps)} · K = {step.num_draft_tokens} · {escape_text(mode)}</div>')
+            f'{index + 1}</span> of {len(run.steps)} · K = {step.num_draft_tokens} · {escape_text(mode)}{copied}</div>')
     context = (f'<div class="teach-label">Context (prompt in grey, then the '
                f'text so far)</div><div class="teach-context specui-text">'
                f'<span class="teach-prompt-text">{escape_text(shown_prompt)}</span>{escape_text(generated)}</div>')

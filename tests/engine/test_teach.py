@@ -285,3 +285,19 @@ def test_a_round_cut_at_end_of_text_has_no_final_token():
                             steps=steps, measured=teach.measure(result))
     assert "end-of-text" in teaching.render_step(run, 0)
     assert json.loads(json.dumps(teach.export_run(run), allow_nan=False))["plain"] is None
+
+
+def test_a_copied_rounds_step_says_so():
+    """The model + lookup drafter's copied rounds: each such step is marked, and the step view says so."""
+    from specui.ui import teach_view as teaching
+
+    target = make_model("llama", layers=2, seed=0)
+    engine = SpeculativeEngine(target, noisy_copy(target, noise=0.1, seed=1))
+    tokenizer = char_tokenizer()
+    ids = tokenizer(PROMPT)["input_ids"]  # "def add(a, b):" recurs: the first round copies
+    run = teach.teaching_run(engine, tokenizer, ids, prompt=PROMPT, num_draft_tokens=2, temperature=0.0,
+                             max_new_tokens=24, seed=0, drafter="model_lookup")
+    assert [s.copied for s in run.steps] == [r.copied for r in run.spec.rounds] and run.steps[0].copied
+    assert "draft copied from the context" in teaching.render_step(run, 0)
+    plain_steps = [i for i, s in enumerate(run.steps) if not s.copied and s.drafts]
+    assert all("copied" not in teaching.render_step(run, i) for i in plain_steps)
