@@ -171,7 +171,8 @@ class SpeculativeEngine:
                     else:
                         round_ = self._speculative_round(target, drafter, context, k, sampling, generators,
                                                          limit=min(_longest(drafter, k), remaining - 1))
-                    schedule.update(num_accepted=round_.num_accepted, num_drafted=round_.num_drafted)
+                    if not round_.copied:  # a copy says nothing about how far the draft model guesses well
+                        schedule.update(num_accepted=round_.num_accepted, num_drafted=round_.num_drafted)
             round_ = self._cut_at_eos(round_, ignore_eos)
             round_ = replace(round_, index=len(result.rounds), elapsed_s=time.perf_counter() - started)
             context.extend(round_.token_ids)

@@ -84,6 +84,21 @@ def test_greedy_on_the_stdlib_pair_takes_every_path_of_a_copy():
     assert all(seen.get((True, o)) for o in ("rejected", "partly", "all")), seen
 
 
+def test_adaptive_k_follows_the_model_rounds_only(llama_pair):
+    target, draft = llama_pair
+    engine = SpeculativeEngine(target, draft)
+    prompt = repetitive_prompts(1, vocab_size=96, seed=5)[0]
+    spec = engine.generate(prompt, max_new_tokens=60, num_draft_tokens=3, adaptive=True, drafter="model_lookup")
+    assert spec.token_ids == engine.generate(prompt, max_new_tokens=60, speculative=False).token_ids
+    model_rounds = [r for r in spec.rounds if not r.copied]
+    assert any(r.copied for r in spec.rounds) and len({r.num_draft_tokens for r in model_rounds}) > 1
+    k = 3  # replay the schedule on the model rounds alone: it gives every round's K
+    for r in spec.rounds:
+        assert r.num_draft_tokens == min(k, 60 - sum(len(x.token_ids) for x in spec.rounds[: r.index]) - 1)
+        if not r.copied and r.num_drafted:
+            k = min(k + 1, 8) if r.num_accepted == r.num_drafted else max(k - 1, 1)
+
+
 def test_copies_respect_the_token_budget(llama_pair):
     target, draft = llama_pair
     engine = SpeculativeEngine(target, draft)
