@@ -196,11 +196,10 @@ class SpeculativeEngine:
                      elapsed_s=0.0, speculative=False)
 
     def _speculative_round(self, target: CachedLM, drafter: Drafter, context, k, sampling,
-                           generators: Generators, *, limit: int | None = None) -> Round:
-        """limit: the most tokens kept of the proposal (default k; a copying drafter may go past K)."""
+                           generators: Generators, *, limit: int) -> Round:
+        """limit: the most tokens kept of the proposal (k, or more for a drafter that copies past K)."""
         t0 = time.perf_counter()
-        draft_tokens, draft_probs = self._check_draft(drafter.propose(context, k), k if limit is None else limit,
-                                                      drafter)
+        draft_tokens, draft_probs = self._check_draft(drafter.propose(context, k), limit, drafter)
         draft_s = self._sync_time(t0)
         copied = bool(getattr(drafter, "copied", False))  # the model + lookup drafter copied this round's draft
         t1 = time.perf_counter()
@@ -348,7 +347,7 @@ def _longest(drafter, k: int) -> int:
     """The most tokens a drafter may propose for K = k: its `longest(k)` when it has one (a copy may be
     longer than K), else k."""
     longest = getattr(drafter, "longest", None)
-    return max(k, int(longest(k))) if callable(longest) and k > 0 else k
+    return max(k, longest(k)) if longest is not None and k > 0 else k
 
 
 def _index(x) -> int | None:

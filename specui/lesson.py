@@ -119,7 +119,7 @@ def build_steps(result: GenerationResult, *, tokenizer, prompt_ids: Sequence[int
         final = emitted[-1] if emitted and emitted[-1].kind in OWN_KINDS else None
         steps.append(Step(index=rnd.index, context=context, num_draft_tokens=rnd.num_draft_tokens, greedy=greedy,
                           drafts=drafts, num_accepted=n, residual=residual, emitted=emitted, final=final,
-                          draft_s=rnd.draft_s, verify_s=rnd.verify_s, copied=bool(getattr(rnd, "copied", False))))
+                          draft_s=rnd.draft_s, verify_s=rnd.verify_s, copied=rnd.copied))
         context += "".join(texts)
     return steps
 

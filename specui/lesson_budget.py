@@ -59,8 +59,8 @@ def time_budget_run(engine, prompt_ids: Sequence[int], settings: DecodeSettings,
     c = draft_s / target_s
     theory = metrics.theory(spec.rounds, c=c, k=k)
     if theory is None and drafter == MODEL_LOOKUP:
-        raise ValueError("the draft model + lookup drafter mixes two proposers (copies of up to 6 tokens and the "
-                         "model's K), which Theorem 3.8 does not describe; choose the draft model or prompt lookup")
+        raise ValueError("the draft model + lookup drafter mixes two proposers (copies from the context and the "
+                         "model's K tokens), which Theorem 3.8 does not describe; choose the draft model or prompt lookup")
     if theory is None:
         raise ValueError("the speculative run drafted nothing, so the theorem has nothing to compare")
     budget = time_budget([plain], [spec], target_s=target_s, draft_s=draft_s, curve=curve, theory=theory.speedup)

@@ -63,7 +63,7 @@ def rounds_cost_ratio(rounds, forward_rounds) -> float | None:
     seconds time one target forward (plain decoding's, or the same rounds). Rounds whose draft was copied
     (`copied`: no model forward) are left out when the run has model rounds too: c is the model's cost."""
     drafting = [r for r in rounds if r.num_drafted]
-    model_rounds = [r for r in drafting if not getattr(r, "copied", False)]
+    model_rounds = [r for r in drafting if not r.copied]
     per_draft_token = [r.draft_s / r.num_drafted for r in (model_rounds or drafting)]
     forwards = [r.verify_s for r in forward_rounds]
     if per_draft_token and forwards and metrics.median(forwards) > 0:

@@ -346,7 +346,7 @@ def summarise(runs: list[PromptRun], costs: dict, plan: Plan) -> dict:
         "acceptance_rate": alpha,
         "mean_accepted_length": mal,
         "rounds": len(rounds),
-        "copied_rounds": sum(bool(getattr(x, "copied", False)) for x in rounds),  # the model + lookup drafter's copies
+        "copied_rounds": sum(x.copied for x in rounds),  # the model + lookup drafter's copies
         "alpha_per_token": alpha_fit,
         **costs,
         "theoretical_speedup": theory,

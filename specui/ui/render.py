@@ -170,7 +170,7 @@ def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], 
     draft's text without adding it.
     """
     views = []
-    copied = "copied from the context" if getattr(round_, "copied", False) else ""  # the model + lookup drafter
+    copied = "copied from the context" if round_.copied else ""  # the model + lookup drafter
     for token in round_.emitted():
         if token.kind == Kind.RESAMPLED:  # the rejected draft and the discarded ones after it, first
             for d in round_.positions():
