@@ -4,7 +4,8 @@ answers them and the draft learns from those answers) and held-out prompts for t
 Two training sets: `training_prompts` (code tasks in nine languages, topics, a little chat) and
 `extra_prompts` (everyday questions and messages, Python tasks); each has its own answers folder. A third,
 `library_prompts`, asks about the Python standard library's own modules and functions, read from the running
-interpreter (its size follows the Python version; its order is fixed for one).
+interpreter (its size follows the Python version; its order is fixed for one). A fourth and a fifth,
+`everyday_prompts` and `fresh_prompts`, ask more of what the second showed counts, on new subjects.
 The held-out prompts share no task or topic with either (tests/unit/test_chat_prompts.py checks that no
 held-out subject appears in any training prompt), so acceptance measured on them is not flattered by
 memorised answers; common phrasings ("Write a Python function that ...") are shared, as in real use.
@@ -322,5 +323,54 @@ def everyday_prompts(*, seed: int = 0) -> list[str]:
     return prompts
 
 
+# The fifth set (`fresh_prompts`): the fourth's kinds on subjects no earlier set names, and Python tasks on
+# strings, files, dates-free arithmetic and small classes; none of them near a held-out subject.
+FRESH = {
+    "tips": ["repainting an old chair", "learning to juggle", "packing for a week at the beach", "making sourdough",
+             "playing chess better", "writing thank-you cards", "keeping a small aquarium clean", "ice skating",
+             "starting a book club", "cooking for a crowd", "learning to sew", "taking notes in lectures"],
+    "how": ["a pressure cooker", "a lighthouse", "a sewing machine", "a dam", "a rice cooker", "a metal detector",
+            "an air conditioner", "a printer", "a toaster", "a radio", "a bar code", "a fire extinguisher"],
+    "why": ["cats land on their feet", "bees make honey", "the desert is cold at night", "glass is transparent",
+            "owls hunt at night", "mirrors flip left and right", "we shiver when cold", "apples float",
+            "the wind blows", "soap cleans", "leaves are green", "ships float"],
+    "write": ["a short poem about autumn rain", "a note asking my neighbour to water my plants",
+              "an email inviting the team to a Friday lunch", "a message congratulating a friend on a new job",
+              "a short story about a lost umbrella", "an out-of-office reply for a two-week holiday",
+              "a thank-you message after a job interview", "a short ad for a used sofa",
+              "a note to a child's teacher about a dentist appointment", "a limerick about a sleepy cat"],
+    "compare": ["a cello and a double bass", "a mountain and a hill", "a river and a stream", "a sheep and a goat",
+                "a cake and a muffin", "a hawk and an eagle", "a sweater and a cardigan", "a poem and a song"],
+    "advice": ["keep a plant alive in a dark room", "save money on electricity", "learn to say no politely",
+               "pack a healthy lunch", "keep in touch with old friends", "write clearer emails"],
+    "plan": ["a relaxing weekend at home", "cleaning out a garage", "a first week of learning Python",
+             "a child's birthday party", "a day trip to the seaside"],
+    "qualities": ["a good meeting", "a good recipe", "a good mentor", "a good first chapter", "a good apology"],
+}
+FRESH_PYTHON_TASKS = [
+    "counts the sentences in a paragraph", "returns the initials of a full name", "masks all but the last four digits",
+    "checks whether brackets in a string are balanced", "returns the most frequent word in a list",
+    "groups words by their first letter", "converts a list of numbers to a comma-separated string",
+    "finds the largest value in a nested list", "removes punctuation from a string", "compresses repeated letters",
+    "returns the running total of a list", "checks whether a list is a palindrome", "finds the mode of a list",
+    "formats a number with thousands separators", "returns the unique words of a text in order",
+    "counts the characters in a file", "writes a list of lines to a file", "returns every third character",
+    "converts a temperature table from Fahrenheit to Celsius", "implements a simple stack class",
+    "implements a queue class with enqueue and dequeue", "returns True if a number is a power of two",
+    "finds the longest word in a file", "computes simple interest",
+]
+
+
+def fresh_prompts(*, seed: int = 0) -> list[str]:
+    """The fifth set: the fourth's kinds of question on new subjects and new Python tasks, shuffled; its own
+    answers folder (`--prompt-set fresh`)."""
+    prompts = [form.format(x=x) for kind, subjects in FRESH.items() for x, form in
+               itertools.product(subjects, MORE_FORMS[kind])]
+    prompts += [form.format(task=task) for task, form in itertools.product(FRESH_PYTHON_TASKS, MORE_PYTHON_FORMS)]
+    prompts = sorted(set(prompts) - set(training_prompts() + extra_prompts() + everyday_prompts()))
+    random.Random(seed).shuffle(prompts)
+    return prompts
+
+
 PROMPT_SETS = {"main": training_prompts, "extra": extra_prompts, "library": library_prompts,
-               "everyday": everyday_prompts}
+               "everyday": everyday_prompts, "fresh": fresh_prompts}

@@ -17,6 +17,7 @@ import operator
 import secrets
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 
 import torch
@@ -60,9 +61,16 @@ class SpeculativeEngine:
     verify_tree = staticmethod(verify_tree)  # the same for token trees
 
     def __init__(self, target_model, draft_model=None, *, eos_token_id: int | Sequence[int] | None = None,
-                 heads: dict | None = None):
+                 heads: dict | None = None, prompt_threads: int | None = None):
         """heads: drafter name ("eagle", "medusa", "early_exit") -> a head trained on this target
-        (`specui.heads`), each with `make_drafter(target_model)`."""
+        (`specui.heads`), each with `make_drafter(target_model)`.
+        prompt_threads: torch's CPU threads while the prompt is read (the target's and the drafter's prefill,
+        a matrix-product-bound block that more cores speed up; the rounds keep torch's count). None: torch's
+        count throughout."""
+        if prompt_threads is not None and (isinstance(prompt_threads, bool) or not isinstance(prompt_threads, int)
+                                           or prompt_threads < 1):
+            raise ValueError(f"prompt_threads must be a positive integer or None (got {prompt_threads!r})")
+        self.prompt_threads = prompt_threads
         self.target_model = target_model.eval()
         self.heads = dict(heads or {})
         for name, head in self.heads.items():
@@ -142,10 +150,11 @@ class SpeculativeEngine:
         started = time.perf_counter()  # the generators draw on the device of what they sample
         target = CachedLM(self.target_model)
         features = features_of(drafter)
-        with torch.inference_mode():  # never held across a yield: the consumer may run on another thread
+        with torch.inference_mode(), _threads(self.prompt_threads if self.device.type == "cpu" else None):
+            # neither is held across a yield: the consumer may run on another thread
             states = None
             if len(prompt) > 1:  # the last prompt token opens round 1
-                out = target.extend(prompt[:-1], last_only=True, features=features)
+                out = target.extend(prompt[:-1], last_only=True, features=features, prompt=True)
                 states = out[1] if features else None
             if drafter is not None:
                 extra = {}
@@ -341,6 +350,20 @@ class SpeculativeEngine:
     def _sync_time(self, since: float) -> float:
         self._sync()
         return time.perf_counter() - since
+
+
+@contextmanager
+def _threads(count: int | None):
+    """torch's CPU thread count set to `count` (None: left alone) for the block, then put back."""
+    before = torch.get_num_threads()
+    if count is None or count == before:
+        yield
+        return
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _longest(drafter, k: int) -> int:

@@ -52,13 +52,16 @@ class CachedLM:
         self.early = None  # (stop, tokens, hidden [n, D]): tokens an early-exit draft ran through layers < stop
         self.tree = None  # (base, parents, depths): the prefix length under the tree, each node's parent and depth
 
-    def extend(self, ids: list[int] | torch.Tensor, *, last_only: bool = False, features: tuple[int, ...] = ()):
+    def extend(self, ids: list[int] | torch.Tensor, *, last_only: bool = False, features: tuple[int, ...] = (),
+               prompt: bool = False):
         """Feed tokens [n] after the cached ones; returns logits [n, V] ([1, V] with last_only).
 
         features: indices into transformers' `hidden_states` (0 the embeddings, i the input of layer i,
         the number of layers the final normed state); with them, returns (logits, features [n, F]),
         the named states of every new token side by side (what EAGLE and Medusa heads read).
         Tokens an early-exit draft already ran through the first layers (`extend_early`) start there.
+        prompt: the tokens are a prompt into an empty cache, a block that plain and speculative decoding
+        compute alike, so the lean forward may take faster kernels for it (`DecoderStack.forward`).
         """
         ids = torch.as_tensor(ids, dtype=torch.long, device=self.device).reshape(1, -1)
         early = self._take_early(ids)
@@ -66,7 +69,8 @@ class CachedLM:
         if self.stack is not None:
             if self.cache is None:
                 self.cache = self.stack.new_cache()
-            out = self.stack.forward(ids, self.cache, last_only=last_only, features=tuple(features), early=early)
+            out = self.stack.forward(ids, self.cache, last_only=last_only, features=tuple(features), early=early,
+                                     prompt=prompt)
             self.length += ids.shape[1]
             return out
         kwargs = {"logits_to_keep": 1} if (last_only and self._keep_arg and not features) else {}

@@ -36,6 +36,7 @@ from specui.products import RowLinear, rows_invariant, slow_rows_warning
 KEY_BLOCK = 256  # attention sums values over blocks of this many keys (the cache capacity is a multiple)
 KEY_GRAIN = 64  # and reads keys up to the next multiple of this many (a divisor of KEY_BLOCK)
 PREFILL_SDPA = 128  # a first block longer than this (a prompt) takes sdpa's causal kernel
+PROMPT_ROWS = 16  # a prompt block of at least this many float32 rows takes MKL's products (`forward(prompt=)`)
 
 
 class StaticKV:
@@ -158,7 +159,8 @@ class DecoderStack:
         return StaticKV(len(self.layers), self.kv_heads, self.head_dim, dtype=weight.dtype, device=weight.device)
 
     def forward(self, ids: torch.Tensor, cache: StaticKV, *, last_only: bool, features: tuple[int, ...] = (),
-                early: tuple[int, torch.Tensor] | None = None, tree: tuple[torch.Tensor, torch.Tensor] | None = None):
+                early: tuple[int, torch.Tensor] | None = None, tree: tuple[torch.Tensor, torch.Tensor] | None = None,
+                prompt: bool = False):
         """ids [1, n] at positions cache.length.. -> logits [n, V] ([1, V] with last_only).
 
         features: indices into transformers' `hidden_states` (i < layers: the input of layer i, 0 the
@@ -171,19 +173,25 @@ class DecoderStack:
               Its keys are written at slots past..past+n as usual. With native attention each row is the
               chain's row bit for bit; with torch's (half precision) equal to float rounding, as an
               ancestor's key sits at another slot and masked zeros fall in other places of the sums.
+        prompt: the block is a prompt, the first into an empty cache, which plain and speculative decoding
+              both compute in one block: from PROMPT_ROWS float32 rows on, its large products take MKL's GEMM
+              over all rows (`RowLinear.whole`, on torch's threads), faster than the few-row kernels, with bits
+              that may depend on the row count (no other block's do).
         One token runs as two identical rows (MKL would take its GEMV for one row, which rounds
         differently from the GEMM that computes a verify block); only the first row is kept.
         """
         if not torch.is_inference_mode_enabled():  # the buffer is an inference tensor, written in place
             with torch.inference_mode():
-                return self.forward(ids, cache, last_only=last_only, features=features, early=early, tree=tree)
+                return self.forward(ids, cache, last_only=last_only, features=features, early=early, tree=tree,
+                                    prompt=prompt)
         n, past, layers = ids.shape[1], cache.length, len(self.layers)
         cache.reserve(past + n)
         found: dict[int, torch.Tensor] = {}
         if tree is not None:
             x = self._run(_rows(self.embed(ids[0])), cache, past, n, 0, layers, features, found, tree=tree)
         elif early is None:
-            x = self._run(_rows(self.embed(ids[0])), cache, past, n, 0, layers, features, found)
+            whole = prompt and past == 0 and n >= PROMPT_ROWS and self.embed.weight.dtype == torch.float32
+            x = self._run(_rows(self.embed(ids[0])), cache, past, n, 0, layers, features, found, whole=whole)
         else:
             stop, hidden = early
             m = hidden.shape[0]
@@ -214,10 +222,10 @@ class DecoderStack:
         return self._run(_rows(self.embed(ids[0])), cache, past, n, 0, stop, (), {})[:n]
 
     def _run(self, x: torch.Tensor, cache: StaticKV, past: int, n: int, start: int, stop: int, features,
-             found: dict, tree: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+             found: dict, tree: tuple[torch.Tensor, torch.Tensor] | None = None, whole: bool = False) -> torch.Tensor:
         """x [rows, D] (n tokens, or one token as two identical rows) at positions past..past+n-1 through
         layers start..stop-1, their keys and values written into the cache; the input of layer i is kept
-        in `found` when i is in `features`."""
+        in `found` when i is in `features`. whole: a prompt's block (see `forward`): MKL's products."""
         rows, end = x.shape[0], past + n
         if tree is None:
             cos, sin = self._rotary(x, past, end)  # [n, head_dim] each
@@ -236,6 +244,10 @@ class DecoderStack:
             if i in features:
                 found[i] = x
             norm1, qkv, wo, norm2, gate_up, down, scaling = self.params[i]
+            if whole:
+                qkv, wo, down, up_of = qkv.whole, wo.whole, down.whole, gate_up.whole
+            else:
+                up_of = gate_up
             out = qkv(_rms_norm(x, *norm1))  # [rows, (heads + 2 kv_heads) * hd]
             qk, v = out[:, :qk_width].view(rows, -1, hd), out[:, qk_width:].view(rows, -1, hd)  # [rows, heads, hd]
             # rotary embeddings of q and k at once; rotate_half(t) * sin == cat(t2, t1) * cat(-sin1, sin2)
@@ -246,7 +258,7 @@ class DecoderStack:
             key_buf[:, :, past:end] = k[:n].permute(1, 2, 0)
             value_buf[:, past:end] = v[:n].transpose(0, 1)
             x = x + wo(self._attend(q, key_buf, value_buf, scaling, mask))
-            gate, up = gate_up.split(gate_up(_rms_norm(x, *norm2)))
+            gate, up = gate_up.split(up_of(_rms_norm(x, *norm2)))
             x = x + down(F.silu(gate) * up)
         return x
 

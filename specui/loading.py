@@ -38,7 +38,17 @@ class LoadedPair:
         """A `SpeculativeEngine` over this pair and its heads."""
         from specui.engine import SpeculativeEngine
 
-        return SpeculativeEngine(self.target, self.draft, heads=self.heads)
+        return SpeculativeEngine(self.target, self.draft, heads=self.heads, prompt_threads=self.prompt_threads)
+
+    @property
+    def prompt_threads(self) -> int | None:
+        """The preset's `prompt_threads` as a count ("all": the cores this process may run on); None off a CPU."""
+        wanted = self.preset.prompt_threads
+        if wanted is None or self.device.type != "cpu":
+            return None
+        if wanted == "all":
+            return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return wanted
 
     @property
     def device(self) -> torch.device:

@@ -44,6 +44,7 @@ class Preset:
     chat_template: bool = False  # wrap prompts in the tokenizer's chat template (instruct models)
     trust_remote_code: bool = False
     threads: int | None = None  # CPU threads for torch while this preset runs on a CPU (None: torch's default)
+    prompt_threads: int | str | None = None  # the same while a prompt is read; "all": every core this process may use
     memory: str = ""  # what it needs, in words, for people choosing a preset
     heads: tuple[tuple[str, str], ...] = ()  # (drafter name, folder) of the heads trained on the target
     drafter_tokens: tuple[tuple[str, int], ...] = ()  # (drafter name, K) where a drafter does best at its own K
@@ -146,6 +147,10 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
     threads = body.get("threads")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
         raise ConfigError(f"{key}.threads: must be a positive integer (got {threads!r})")
+    prompt_threads = body.get("prompt_threads")
+    if prompt_threads is not None and prompt_threads != "all" and (
+            isinstance(prompt_threads, bool) or not isinstance(prompt_threads, int) or prompt_threads < 1):
+        raise ConfigError(f"{key}.prompt_threads: must be a positive integer or all (got {prompt_threads!r})")
     k_draft = body.get("num_draft_tokens", 4)
     if isinstance(k_draft, bool) or not isinstance(k_draft, int) or not 1 <= k_draft <= MAX_DRAFT_TOKENS:
         raise ConfigError(f"{key}.num_draft_tokens: must be an integer from 1 to {MAX_DRAFT_TOKENS} (got {k_draft!r})")
@@ -181,6 +186,7 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
         chat_template=flag("chat_template", False),
         trust_remote_code=flag("trust_remote_code", False),
         threads=threads,
+        prompt_threads=prompt_threads,
         memory=str(body.get("memory", "")),
         heads=heads,
         drafter_tokens=drafter_tokens,

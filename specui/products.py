@@ -41,9 +41,10 @@ class RowLinear:
 
     def __init__(self, modules: list[torch.nn.Linear]):
         self.sizes = [m.out_features for m in modules]
+        self.parts = [(m.weight, m.bias) for m in modules]  # the model's own parameters, for `whole`
         self.out, width = sum(self.sizes), modules[0].in_features
         float32 = modules[0].weight.dtype == torch.float32
-        large = float32 and self.out * width > SMALL_WEIGHT
+        self.large = large = float32 and self.out * width > SMALL_WEIGHT
         kernel = native.kernel() if float32 else None
         self.native = kernel if kernel is not None and (large or not rows_invariant("transposed")) else None
         self.packed = self.native is None and large and _MKL_PACKED and rows_invariant("packed")
@@ -70,6 +71,17 @@ class RowLinear:
         else:
             y = torch.mm(x, self.matrix)
         return y if self.bias is None else y.add_(self.bias)
+
+    def whole(self, x: torch.Tensor) -> torch.Tensor:
+        """The same product through F.linear on the model's own weights (MKL's GEMM over all rows at once,
+        on torch's threads): faster for a prompt's many rows, but a row's bits may depend on the row count,
+        so only for blocks that plain and speculative decoding compute alike (`DecoderStack.forward(prompt=)`).
+        Small weights keep the row-invariant product, faster there (their products are all overhead)."""
+        if not self.large:
+            return self(x)
+        if len(self.parts) == 1:
+            return F.linear(x, *self.parts[0])
+        return torch.cat([F.linear(x, w, b) for w, b in self.parts], dim=-1)
 
     def split(self, y: torch.Tensor) -> list[torch.Tensor]:
         """The output of each linear, as views of one product's output."""

@@ -47,6 +47,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=1, help="untimed runs of each method per prompt first")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: the preset's `threads`, else torch's choice)")
+    p.add_argument("--prompt-threads", type=int, default=None,
+                   help="torch CPU threads while specui's engine reads a prompt (default: the preset's `prompt_threads`, "
+                        "else --threads)")
     p.add_argument("--cost-samples", type=int, default=TIMING_SAMPLES,
                    help="timed one-token forwards of each model for c (median kept)")
     p.add_argument("--seed", type=int, default=0)
@@ -159,6 +162,8 @@ def main(argv=None) -> dict:
                else tokenize_prompts(chat_prompts.HELD_OUT[: args.num_prompts], pair.tokenizer, chat=True) if chat
                else builtin_prompts(pair.tokenizer, count=args.num_prompts, length=args.prompt_tokens))
     methods = Methods(pair, plan)
+    if args.prompt_threads:
+        methods.engine.prompt_threads = args.prompt_threads
 
     def done(i, total, run):
         print(f"prompt {i}/{total} done", file=sys.stderr)
@@ -176,7 +181,7 @@ def main(argv=None) -> dict:
               "repeats": plan.repeats, "warmup": plan.warmup,
               "num_prompts": len(prompts), "prompts": args.prompts or ("held-out chat and code prompts (specui.chat_prompts)" if chat
                                           else "built-in held-out stdlib test code"),
-              **environment(methods.device), **figures,
+              **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,
               **({"skipped": {name: SKIP_REASON for name in skipped}} if names else {}),
               "command": "python -m specui.bench " + " ".join(argv if argv is not None else sys.argv[1:])}
     print(format_table(report))

@@ -19,6 +19,8 @@ LABELS = {
 def device_line(r: dict) -> str:
     """The machine, threads and versions; with 2+ threads, OpenMP's wait policy (it moves transformers' speed)."""
     threads = f"{r['torch_threads']} threads"
+    if r.get("prompt_threads") and r["prompt_threads"] != r["torch_threads"]:
+        threads += f" ({r['prompt_threads']} while specui reads a prompt)"
     if r["torch_threads"] > 1 and r.get("omp_wait_policy"):
         threads += f" (OMP_WAIT_POLICY={r['omp_wait_policy']})"
     return f"device {r['device']}, {threads}; torch {r['torch_version']}, transformers {r['transformers_version']}"

@@ -42,7 +42,7 @@ class ModelDrafter:
         self.generators = Generators(seed ^ 0x5DEECE66D, home=self.device)
         self.lm = CachedLM(self.model)
         if len(prompt) > 1:
-            self.lm.extend(self._visible(prompt[:-1]), last_only=True)
+            self.lm.extend(self._visible(prompt[:-1]), last_only=True, prompt=True)
         self._valid = len(prompt) - 1  # cached tokens known to be part of the context
         self._proposed_at = len(prompt)
 

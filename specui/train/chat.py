@@ -71,8 +71,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--minutes", type=float, default=0, help="with --write-answers: stop after this long (0: all prompts)")
     ap.add_argument("--prompt-set", choices=sorted(chat_prompts.PROMPT_SETS), default="main",
                     help="with --write-answers: the project's first training prompts (main: code in nine languages, "
-                         "topics), its second set (extra: everyday questions and messages, Python) or its third "
-                         "(library: the Python standard library's modules and functions); one folder each")
+                         "topics), its second set (extra: everyday questions and messages, Python), its third "
+                         "(library: the Python standard library's modules and functions), its fourth (everyday: more "
+                         "of the second's kinds) or its fifth (fresh: the same on new subjects); one folder each")
     ap.add_argument("--sample", action="store_true",
                     help="with --write-answers: answers drawn at temperature 0.7 (sampled-*.pt) instead of greedy ones")
     ap.add_argument("--answers", help="CPU step 2: train on answers saved by --write-answers (folders separated by commas)")

@@ -22,6 +22,9 @@ def test_prompt_sets_are_distinct_and_stable():
     assert len(everyday) == len(set(everyday)) == 450 and not set(everyday) & set(main + extra)
     assert main == chat_prompts.training_prompts(seed=1234)  # answers files are indexed by position: the order is fixed
     assert everyday == chat_prompts.everyday_prompts(seed=1234)
+    fresh = chat_prompts.fresh_prompts(seed=1234)
+    assert len(fresh) == len(set(fresh)) == 294 and not set(fresh) & set(main + extra + everyday)
+    assert fresh == chat_prompts.fresh_prompts(seed=1234)
 
 
 def test_library_prompts_ask_about_the_running_standard_library():

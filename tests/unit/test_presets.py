@@ -51,6 +51,8 @@ GOOD = "default: a\npresets:\n  a:\n    target: ./t\n    draft: org/draft\n"
     ("presets:\n  a: {target: x, temprature: 1}\n", "presets.a.temprature: unknown setting"),
     ("presets:\n  a: [1]\n", "presets.a: must be a mapping"),
     ("presets:\n  a: {target: x, threads: 0}\n", "presets.a.threads: must be a positive integer"),
+    ("presets:\n  a: {target: x, prompt_threads: many}\n", "presets.a.prompt_threads: must be a positive integer or all"),
+    ("presets:\n  a: {target: x, prompt_threads: 0}\n", "presets.a.prompt_threads: must be a positive integer or all"),
 ])
 def test_broken_files_name_file_and_key(tmp_path, text, message):
     with pytest.raises(ConfigError) as e:

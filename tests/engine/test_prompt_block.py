@@ -1,0 +1,102 @@
+"""A prompt's block through the lean forward's MKL products (`DecoderStack.forward(prompt=True)`) and on more
+CPU threads (`SpeculativeEngine(prompt_threads=)`): the same model to float32 rounding, the same bits every
+time it is computed, greedy speculative output still plain greedy output, torch's thread count put back."""
+
+import pytest
+import torch
+
+from specui.engine import SpeculativeEngine
+from specui.kv import CachedLM
+from specui.lean import PROMPT_ROWS
+from specui.loading import LoadedPair
+from specui.presets import load_config
+from specui.products import RowLinear
+from tests.helpers import make_model, noisy_copy, random_prompts
+
+HIDDEN = 256  # q/k/v of 256 x 512 and gate/up of 1024 x 256: large enough for the MKL products
+
+
+@pytest.fixture
+def wide():
+    return make_model("llama", hidden=HIDDEN, layers=2, vocab_size=128, seed=1)
+
+
+def _count_whole(monkeypatch) -> list[int]:
+    calls = []
+    original = RowLinear.whole
+
+    def counted(self, x):
+        calls.append(x.shape[0])
+        return original(self, x)
+
+    monkeypatch.setattr(RowLinear, "whole", counted)
+    return calls
+
+
+def test_a_prompt_block_is_the_same_model_and_the_same_bits_each_time(wide, monkeypatch):
+    calls = _count_whole(monkeypatch)
+    ids = torch.randint(0, 128, (40,), generator=torch.Generator().manual_seed(2)).tolist()
+    runs = []
+    for threads in (1, 2, 1):
+        torch.set_num_threads(threads)
+        lm = CachedLM(wide)
+        with torch.inference_mode():
+            logits = lm.extend(ids, prompt=True)
+            after = lm.extend(ids[:3])  # the rounds that follow read the prompt's keys and values
+        runs.append((logits, after, lm.cache.keys[..., :43].clone(), lm.cache.values[:, :, :43].clone()))
+    torch.set_num_threads(1)
+    assert calls and all(rows == 40 for rows in calls)  # the MKL products ran, over the prompt's rows
+    assert all(torch.equal(a, b) for a, b in zip(runs[0], runs[2]))  # the same bits on the same thread count
+    with torch.inference_mode():
+        full = wide(torch.tensor([ids + ids[:3]])).logits[0]
+    tolerance = 1e-5 * full.abs().max()
+    assert all((a - b).abs().max() <= tolerance for a, b in zip(runs[0][:2], runs[1][:2]))  # on 2: to rounding
+    assert (torch.cat(runs[0][:2]) - full).abs().max() <= tolerance  # transformers' own forward, to rounding
+
+
+def test_short_blocks_and_later_blocks_keep_the_row_invariant_products(wide, monkeypatch):
+    calls = _count_whole(monkeypatch)
+    lm = CachedLM(wide)
+    with torch.inference_mode():
+        lm.extend(list(range(PROMPT_ROWS - 1)), prompt=True)  # too short to pay
+        lm.extend(list(range(PROMPT_ROWS + 5)), prompt=True)  # not the first block: a verify's rows are never MKL's
+        CachedLM(wide).extend(list(range(PROMPT_ROWS + 5)))  # not a prompt
+    assert calls == []
+
+
+@pytest.mark.parametrize("prompt_threads", [1, 2])
+def test_greedy_speculative_equals_plain_with_prompts_read_on_more_threads(wide, prompt_threads, monkeypatch):
+    calls = _count_whole(monkeypatch)
+    seen = []
+    original = CachedLM.extend
+
+    def spy(self, ids, **kw):
+        if kw.get("prompt"):
+            seen.append(torch.get_num_threads())
+        return original(self, ids, **kw)
+
+    monkeypatch.setattr(CachedLM, "extend", spy)
+    torch.set_num_threads(1)
+    draft = noisy_copy(wide, noise=0.3, seed=3)
+    engine = SpeculativeEngine(wide, draft, prompt_threads=prompt_threads)
+    for prompt in random_prompts(3, vocab_size=128, seed=4, min_len=PROMPT_ROWS + 2, max_len=60):
+        plain = engine.generate(prompt, max_new_tokens=24, speculative=False, ignore_eos=True)
+        spec = engine.generate(prompt, max_new_tokens=24, num_draft_tokens=3, ignore_eos=True)
+        assert spec.token_ids == plain.token_ids
+        reference = wide.generate(torch.tensor([prompt]), max_new_tokens=24, do_sample=False, min_new_tokens=24)
+        assert plain.token_ids == reference[0, len(prompt):].tolist()
+        assert torch.get_num_threads() == 1  # put back for the rounds and after
+    assert calls  # the prompts took the MKL products
+    assert seen and set(seen) == {prompt_threads}  # the target's and the draft's prompts, on that many threads
+
+
+def test_prompt_threads_are_checked_and_resolved(wide, tmp_path):
+    with pytest.raises(ValueError, match="prompt_threads must be a positive integer"):
+        SpeculativeEngine(wide, prompt_threads=0)
+    (tmp_path / "models.yaml").write_text("presets:\n  a: {target: x, prompt_threads: all}\n"
+                                          "  b: {target: x, prompt_threads: 3}\n  c: {target: x}\n")
+    config = load_config(tmp_path / "models.yaml")
+    pairs = {name: LoadedPair(preset=config.get(name), target=wide, draft=None, tokenizer=None) for name in "abc"}
+    assert pairs["a"].prompt_threads == len(__import__("os").sched_getaffinity(0))
+    assert pairs["b"].prompt_threads == 3 and pairs["b"].engine().prompt_threads == 3
+    assert pairs["c"].prompt_threads is None

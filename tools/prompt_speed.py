@@ -1,0 +1,67 @@
+"""How fast the target reads a prompt: the few-row kernels every block took before, against the prompt path
+(`CachedLM.extend(prompt=True)`: MKL's products over all rows) on one thread and on the preset's prompt threads.
+
+    python -m tools.prompt_speed [--preset NAME] [--lengths 60,200,500] [--samples 5]
+
+Times the target's prefill of the first LENGTH tokens of the standard library's json/decoder.py source into an
+empty cache (the time to the first token, less one forward), median of SAMPLES each, the three ways interleaved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json.decoder
+import os
+import statistics
+import time
+
+import torch
+
+from specui.kv import CachedLM
+from specui.loading import load_pair
+from specui.presets import load_config
+
+
+def prefill_ms(model, ids: list[int], *, prompt: bool, threads: int) -> float:
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        lm = CachedLM(model)
+        with torch.inference_mode():
+            started = time.perf_counter()
+            lm.extend(ids, last_only=True, prompt=prompt)
+            return (time.perf_counter() - started) * 1e3
+    finally:
+        torch.set_num_threads(before)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default=None, help="a preset of models.yaml (default: the default preset)")
+    ap.add_argument("--lengths", default="60,200,500", help="prompt lengths in tokens, comma-separated")
+    ap.add_argument("--samples", type=int, default=5)
+    args = ap.parse_args(argv)
+    preset = load_config().get(args.preset)
+    pair = load_pair(preset)
+    wide = pair.prompt_threads or torch.get_num_threads()
+    ids = pair.tokenizer(inspect.getsource(json.decoder))["input_ids"]
+    ways = {"few-row kernels, 1 thread": (False, 1), "prompt path, 1 thread": (True, 1),
+            f"prompt path, {wide} threads": (True, wide)}
+    print(f"preset {preset.name}: the target's prefill, ms (median of {args.samples}); {os.cpu_count()} cores")
+    for length in (int(n) for n in args.lengths.split(",")):
+        part = ids[:length]
+        for way in ways.values():  # warm-up
+            prefill_ms(pair.target, part, prompt=way[0], threads=way[1])
+        times = {name: [] for name in ways}
+        for _ in range(args.samples):
+            for name, (prompt, threads) in ways.items():
+                times[name].append(prefill_ms(pair.target, part, prompt=prompt, threads=threads))
+        medians = {name: statistics.median(t) for name, t in times.items()}
+        base = medians["few-row kernels, 1 thread"]
+        print(f"  {len(part):4d} tokens: " + " | ".join(f"{name} {ms:.0f} ({base / ms:.2f}x)"
+                                                       for name, ms in medians.items()))
+
+
+if __name__ == "__main__":
+    main()
