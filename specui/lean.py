@@ -18,6 +18,9 @@ speculative decoding emits plain greedy decoding's tokens by construction, in an
   blocks of KEY_BLOCK keys in order, so a query's bits do not depend on how many queries come with it
   (masked keys add exact zeros), though tree rows then equal the chain's only to float rounding;
 - norms, rotary embeddings, SiLU and residual adds work row by row or element by element.
+One block is exempt: a prompt read into an empty cache (`forward(prompt=True)`), which plain and speculative
+decoding compute as the same block, takes MKL's GEMM for its large products (same bits every time, not
+row-invariant): it need only be computed alike in both, and a prompt's many rows run faster so.
 The price: the logits are no longer transformers' own bits (its one-token forward takes the GEMV),
 only equal to float32 rounding (tests check that, greedy tokens, and invariance), and the matrices
 are held twice (packed or transposed copies beside the model's own parameters; packed at half the bytes
