@@ -17,7 +17,6 @@ import operator
 import secrets
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import replace
 
 import torch
@@ -37,7 +36,7 @@ from specui.drafters import (
 )
 from specui.drafters.base import features_of
 from specui.events import GenerationResult, Kind, Round
-from specui.kv import CachedLM, context_limit, model_device
+from specui.kv import CachedLM, context_limit, cpu_threads, model_device
 from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs
 from specui.settings import DecodeSettings
 from specui.tree_round import tree_round
@@ -150,7 +149,7 @@ class SpeculativeEngine:
         started = time.perf_counter()  # the generators draw on the device of what they sample
         target = CachedLM(self.target_model)
         features = features_of(drafter)
-        with torch.inference_mode(), _threads(self.prompt_threads if self.device.type == "cpu" else None):
+        with torch.inference_mode(), cpu_threads(self.prompt_threads if self.device.type == "cpu" else None):
             # neither is held across a yield: the consumer may run on another thread
             states = None
             if len(prompt) > 1:  # the last prompt token opens round 1
@@ -350,20 +349,6 @@ class SpeculativeEngine:
     def _sync_time(self, since: float) -> float:
         self._sync()
         return time.perf_counter() - since
-
-
-@contextmanager
-def _threads(count: int | None):
-    """torch's CPU thread count set to `count` (None: left alone) for the block, then put back."""
-    before = torch.get_num_threads()
-    if count is None or count == before:
-        yield
-        return
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _longest(drafter, k: int) -> int:

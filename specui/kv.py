@@ -22,6 +22,7 @@ Two ways to run the model:
 from __future__ import annotations
 
 import inspect
+from contextlib import contextmanager
 
 import torch
 
@@ -38,6 +39,20 @@ def model_device(model: torch.nn.Module) -> torch.device:
 def context_limit(model: torch.nn.Module) -> int | None:
     """The longest sequence the model's positions allow, when its config says."""
     return getattr(model.config, "max_position_embeddings", None)
+
+
+@contextmanager
+def cpu_threads(count: int | None):
+    """torch's CPU thread count set to `count` (None: left alone) for the block, then put back."""
+    before = torch.get_num_threads()
+    if count is None or count == before:
+        yield
+        return
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class CachedLM:

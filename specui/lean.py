@@ -247,10 +247,8 @@ class DecoderStack:
             if i in features:
                 found[i] = x
             norm1, qkv, wo, norm2, gate_up, down, scaling = self.params[i]
-            if whole:
-                qkv, wo, down, up_of = qkv.whole, wo.whole, down.whole, gate_up.whole
-            else:
-                up_of = gate_up
+            if whole:  # the same products, through MKL (`RowLinear.whole`)
+                qkv, wo, down = qkv.whole, wo.whole, down.whole
             out = qkv(_rms_norm(x, *norm1))  # [rows, (heads + 2 kv_heads) * hd]
             qk, v = out[:, :qk_width].view(rows, -1, hd), out[:, qk_width:].view(rows, -1, hd)  # [rows, heads, hd]
             # rotary embeddings of q and k at once; rotate_half(t) * sin == cat(t2, t1) * cat(-sin1, sin2)
@@ -261,7 +259,7 @@ class DecoderStack:
             key_buf[:, :, past:end] = k[:n].permute(1, 2, 0)
             value_buf[:, past:end] = v[:n].transpose(0, 1)
             x = x + wo(self._attend(q, key_buf, value_buf, scaling, mask))
-            gate, up = gate_up.split(up_of(_rms_norm(x, *norm2)))
+            gate, up = gate_up.split((gate_up.whole if whole else gate_up)(_rms_norm(x, *norm2)))
             x = x + down(F.silu(gate) * up)
         return x
 

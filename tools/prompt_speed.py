@@ -18,22 +18,17 @@ import time
 
 import torch
 
-from specui.kv import CachedLM
+from specui.kv import CachedLM, cpu_threads
 from specui.loading import load_pair
 from specui.presets import load_config
 
 
 def prefill_ms(model, ids: list[int], *, prompt: bool, threads: int) -> float:
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        lm = CachedLM(model)
-        with torch.inference_mode():
-            started = time.perf_counter()
-            lm.extend(ids, last_only=True, prompt=prompt)
-            return (time.perf_counter() - started) * 1e3
-    finally:
-        torch.set_num_threads(before)
+    lm = CachedLM(model)
+    with torch.inference_mode(), cpu_threads(threads):
+        started = time.perf_counter()
+        lm.extend(ids, last_only=True, prompt=prompt)
+        return (time.perf_counter() - started) * 1e3
 
 
 def main(argv=None) -> None:
