@@ -1,4 +1,5 @@
-"""The chat draft's CPU recipe, step 2: distil a draft from the target's saved answers.
+"""The chat draft's CPU recipe, step 2: distil a draft from the target's saved answers; and the
+training loop it shares with the GPU recipe (`distil`, `start_draft`, `split`; chat_gpu.py).
 
     python -m specui.train.chat --write-answers runs/answers --minutes 60     # step 1 (chat_data.write_answers)
     python -m specui.train.chat --answers runs/answers,runs/answers-extra --out runs/chat-draft --max-minutes 45
@@ -85,58 +86,80 @@ def _prompt(record: dict) -> tuple[int, ...]:
     return tuple(record["ids"][: record["prompt_len"]].tolist())
 
 
-def train_on_answers(args, target, tok) -> None:
-    """CPU recipe, step 2 (see the module docstring)."""
-    records, val = split(load_answers(args.answers), args.val_answers)
-    chat = torch.cat([r["ids"].long() for r in records])
-    log(f"{len(records)} answers for training ({sum(len(r['top_ids']) for r in records):,} answer tokens), "
-        f"{len(val)} kept apart for validation")
-    out = Path(args.out)
-    resume = out / "checkpoint.pt"
-    earlier = None  # the starting draft's own facts (its training so far)
-    if args.init_draft:
-        draft = chat_draft.load(args.init_draft, target)
-        token_ids, init = draft.token_ids, f"draft {args.init_draft}"
-        meta = json.loads((Path(args.init_draft) / chat_draft.META).read_text())
-        earlier = {k: meta[k] for k in ("init_layers", "steps", "batch", "answers", "answer_tokens", "minutes",
-                                        "held_out_greedy_alpha_teacher_forced", "started_from") if k in meta}
-        covered = float(torch.isin(chat, token_ids).float().mean())
-        log(f"starting from {args.init_draft}: {len(token_ids)} tokens cover {covered:.4f} of the answer tokens")
-    else:
+def start_draft(args, target, tok, chat: torch.Tensor):
+    """The draft to train: --init-draft's (its vocabulary kept), else a new one of --drafts' first shape over
+    the most frequent tokens. Returns (draft, token ids, how it started, share of `chat` its vocabulary
+    covers, the starting draft's own facts or None)."""
+    if not args.init_draft:
         token_ids, covered = pick_vocab([chat, code_stream(tok)], size=args.vocab, tok=tok)
         layers, init = args.drafts.split(";")[0].split(":")
         draft = chat_draft.build(target, num_layers=int(layers), token_ids=token_ids,
                                  init_layers=[int(i) for i in init.split(",")])
+        return draft, token_ids, init, covered, None
+    draft = chat_draft.load(args.init_draft, target)
+    meta = json.loads((Path(args.init_draft) / chat_draft.META).read_text())
+    kept = ("init_layers", "steps", "steps_run", "batch", "answers", "answer_tokens", "minutes", "device",
+            "held_out_greedy_alpha_teacher_forced", "started_from")
+    earlier = {k: meta[k] for k in kept if k in meta}
+    covered = float(torch.isin(chat, draft.token_ids.cpu()).float().mean())
+    log(f"starting from {args.init_draft}: {len(draft.token_ids)} tokens cover {covered:.4f} of the answer tokens")
+    return draft, draft.token_ids, f"draft {args.init_draft}", covered, earlier
+
+
+def train_on_answers(args, target, tok) -> None:
+    """CPU recipe, step 2 (see the module docstring)."""
+    records, val = split(load_answers(args.answers), args.val_answers)
+    chat = torch.cat([r["ids"].long() for r in records])
+    answer_tokens = sum(len(r["top_ids"]) for r in records)
+    log(f"{len(records)} answers for training ({answer_tokens:,} answer tokens), {len(val)} kept apart for validation")
+    draft, token_ids, init, covered, earlier = start_draft(args, target, tok, chat)
     slot = torch.full((target.get_input_embeddings().num_embeddings,), -1, dtype=torch.long)
     slot[token_ids] = torch.arange(len(token_ids))
+    pad = tok.pad_token_id
+    distil(args, target, tok, draft, records=records, val=val, device="cpu",
+           step_loss=lambda batch: answers_loss(draft, batch, slot=slot, pad=pad),
+           score=lambda kept: agreement(draft, kept, slot=slot, pad=pad),
+           facts={"init_layers": init, "vocab_coverage": round(covered, 4), "answer_tokens": answer_tokens,
+                  "device": "cpu", "started_from": earlier})
+
+
+def distil(args, target, tok, draft, *, records: list[dict], val: list[dict], device: str, step_loss, score,
+           facts: dict) -> None:
+    """The loop both recipes share: --batch answers drawn by weight, AdamW on the warmup-cosine schedule over
+    --max-minutes (else --steps), the validation score every --eval-every steps (the best weights kept) and a
+    checkpoint for --resume; then the held-out acceptance, and the draft saved under OUT/draft with `facts`
+    and its card. step_loss(answers) -> (loss, hits, positions); score(answers) -> greedy agreement."""
+    out = Path(args.out)
+    resume = out / "checkpoint.pt"
     draft.train()
     params = [p for p in draft.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
     gen = torch.Generator().manual_seed(args.seed)
     state = {"step": 0, "elapsed": 0.0, "best": -1.0, "best_step": 0, "best_weights": None}
     if args.resume and resume.exists():
-        saved = torch.load(resume, weights_only=False)
+        saved = torch.load(resume, weights_only=False, map_location=device)
         draft.load_state_dict(saved["weights"], strict=False)
         opt.load_state_dict(saved["optimizer"])
         gen.set_state(saved["generator"])
         state = saved["state"]
         log(f"resumed from {resume} at step {state['step']} ({state['elapsed'] / 60:.1f} minutes spent)")
-    pad = tok.pad_token_id
     weights = torch.tensor([float(r.get("weight", 1.0)) for r in records])
+    log_every = 25 if device.startswith("cuda") else 10
 
-    def checkpoint() -> None:
+    def evaluate(step: int) -> None:
+        if val:
+            was_training = draft.training
+            draft.eval()
+            with torch.no_grad():
+                value = score(val)
+            draft.train(was_training)
+            if value > state["best"]:
+                state.update(best=value, best_step=step,
+                             best_weights={k: v.detach().clone() for k, v in chat_draft.trained_state(draft).items()})
+            log(f"step {step}: validation agreement {value:.4f} (best {state['best']:.4f} at step {state['best_step']})")
         out.mkdir(parents=True, exist_ok=True)
         torch.save({"weights": chat_draft.trained_state(draft), "optimizer": opt.state_dict(),
                     "generator": gen.get_state(), "state": state}, resume)
-
-    def evaluate(step: int) -> None:
-        if not val:
-            return
-        score = agreement(draft, val, slot=slot, pad=pad)
-        if score > state["best"]:
-            state.update(best=score, best_step=step,
-                         best_weights={k: v.detach().clone() for k, v in chat_draft.trained_state(draft).items()})
-        log(f"step {step}: validation agreement {score:.4f} (best {state['best']:.4f} at step {state['best_step']})")
 
     if state["step"] == 0:
         evaluate(0)
@@ -148,32 +171,32 @@ def train_on_answers(args, target, tok) -> None:
         for g in opt.param_groups:
             g["lr"] = lr
         picks = torch.multinomial(weights, args.batch, replacement=True, generator=gen).tolist()
-        loss, hits, count = answers_loss(draft, [records[i] for i in picks], slot=slot, pad=pad)
+        loss, hits, count = step_loss([records[i] for i in picks])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         state["step"] = step = step + 1
         state["elapsed"] = time.time() - started
-        if step % 10 == 0:
-            log(f"step {step} lr {lr:.2e} loss {loss.item():.3f} agree {hits / max(1, count):.3f}")
+        if step % log_every == 0:
+            log(f"step {step} lr {lr:.2e} loss {loss.item():.3f} agree {hits / max(1, count):.3f} "
+                f"({state['elapsed'] / 60:.1f} min)")
         if step % args.eval_every == 0 or frac >= 1.0 or step == args.steps:
             evaluate(step)
-            checkpoint()
         if frac >= 1.0:
             break
     if state["best_weights"] is not None:
         draft.load_state_dict(state["best_weights"], strict=False)
         log(f"keeping the weights of step {state['best_step']} (validation agreement {state['best']:.4f})")
     draft.eval()
-    alpha = held_out_alpha(target, {"draft": draft}, tok, device="cpu", new_tokens=args.alpha_tokens)["draft"]
-    facts = {"target": TARGET_NAME, "init_layers": init, "held_out_greedy_alpha_teacher_forced": round(alpha, 4),
-             "validation_agreement": round(state["best"], 4) if val else None, "vocab_coverage": round(covered, 4),
+    alpha = held_out_alpha(target, {"draft": draft}, tok, device=device, new_tokens=args.alpha_tokens)["draft"]
+    facts = {"target": TARGET_NAME, "held_out_greedy_alpha_teacher_forced": round(alpha, 4),
+             "validation_agreement": round(state["best"], 4) if val else None,
              "steps": state["best_step"] if val else state["step"], "steps_run": state["step"], "batch": args.batch,
              "lr": args.lr, "answers": sum(not r.get("sampled") for r in records),
              "sampled_answers": sum(bool(r.get("sampled")) for r in records), "validation_answers": len(val),
-             "answer_tokens": sum(len(r["top_ids"]) for r in records), "device": "cpu", "started_from": earlier,
-             "minutes": round(state["elapsed"] / 60, 1), "command": "python -m specui.train.chat " + " ".join(sys.argv[1:])}
+             "minutes": round(state["elapsed"] / 60, 1), **facts,
+             "command": "python -m specui.train.chat " + " ".join(sys.argv[1:])}
     chat_draft.save(draft, out / "draft", facts=facts)
     model_card.write_chat_draft_card(out / "draft")
-    log(f"held-out greedy alpha {alpha:.3f}; saved {out / 'draft'}")
+    log(f"held-out greedy alpha {alpha:.3f} (on {facts['device']}); saved {out / 'draft'}")

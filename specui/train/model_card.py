@@ -156,7 +156,7 @@ def write_chat_draft_card(folder: Path) -> None:
         f"- target: {meta.get('target', 'SmolLM2-135M-Instruct')}",
         f"- trained: {meta.get('steps')} steps of {meta.get('batch')} answers on {meta.get('device', 'cpu')}, "
         f"{meta.get('minutes', '?')} minutes; {_answers(meta)} of the target to the project's "
-        f"training prompts ({meta.get('answer_tokens', 0):,} answer tokens, top-32 soft labels)",
+        f"training prompts ({meta.get('answer_tokens', 0):,} answer tokens, {meta.get('labels', 'top-32 soft labels')})",
         *_lineage(meta),
         f"- held-out greedy acceptance (teacher-forced agreement with the target's argmax on its own answers to "
         f"the 16 held-out prompts of `specui.chat_prompts`): **{alpha}**",

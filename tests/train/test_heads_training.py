@@ -69,8 +69,9 @@ def test_warm_start_from_saved_heads_on_weighted_answer_folders(tmp_path, capsys
 
     second = tmp_path / "second"
     main([*common, "--out", str(second), "--answers", answers, "--init", str(first), "--steps", "2",
-          "--medusa-heads", "4", "--held-out", "0.2"])  # --init's settings win over these
+          "--medusa-heads", "4", "--held-out", "0.2", "--states", "none", "--state-batch", "3"])  # --init's settings win
     assert "kept from" in capsys.readouterr().out
+    assert (first / "states.pt").exists() and not (second / "states.pt").exists()  # none: kept in memory only
     for name in ("medusa", "early_exit"):
         before, after = load_state(first / name), load_state(second / name)
         assert torch.equal(before["output.token_ids"], after["output.token_ids"]) and len(after["output.token_ids"]) <= 300

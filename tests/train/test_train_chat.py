@@ -74,3 +74,50 @@ def test_answers_training_validates_warm_starts_and_resumes(tmp_path, capsys):
                         "--init-draft", str(tmp_path / "first" / "draft"), "--resume"])
     assert "resumed from" in capsys.readouterr().out
     assert torch.load(tmp_path / "warm" / "checkpoint.pt", weights_only=False)["state"]["step"] == 3
+
+
+def test_gpu_recipe_learns_from_ids_alone_and_resumes(tmp_path, capsys):
+    """Answers written with --labels 0 hold ids only (whole files: none half-written); the GPU recipe
+    (chat_gpu, here on the CPU with --on-the-fly) recomputes the target's distributions at exactly the
+    answer positions, warm-starts from a saved draft, validates, saves a card and resumes."""
+    from specui import chat_draft, chat_prompts
+    from specui.train import chat, chat_data, chat_gpu
+
+    target, tok = chat_data.load_target(None, "cpu")
+    prompts = chat_prompts.training_prompts()[:4]
+    folder = tmp_path / "answers"
+    chat_data.write_answers(target, tok, prompts, folder=folder, batch=2, max_new=6, top=0, minutes=0)
+    chat_data.write_answers(target, tok, prompts, folder=folder, batch=2, max_new=6, top=0, minutes=0, sample=True,
+                            seed=1000)
+    assert sorted(p.name for p in folder.iterdir()) == ["answers-00000.pt", "answers-00001.pt",
+                                                        "sampled-00000.pt", "sampled-00001.pt"]
+    records = chat_data.load_answers(folder)
+    assert len(records) == 8 and all("top_ids" not in r for r in records)
+
+    ids, mask = chat_gpu.padded(records[:2], pad=tok.pad_token_id, seq=512)
+    answer_tokens = sum(len(r["ids"]) - r["prompt_len"] for r in records[:2])
+    assert int(mask.sum()) == answer_tokens  # one position per answer token: the one that predicts it
+    first = records[0]
+    assert mask[0].nonzero()[0].item() == first["prompt_len"] - 1 and not mask[0, len(first["ids"]) - 1]
+    sub = torch.arange(0, 49152, 7)
+    logp, arg = chat_gpu.target_labels(target, ids, mask, sub)
+    with torch.no_grad():
+        full = target(input_ids=ids).logits.float().log_softmax(-1)[mask]
+    assert torch.allclose(logp, full[:, sub], atol=1e-4) and torch.equal(arg, full.argmax(-1))
+
+    common = ["--answers", str(folder), "--on-the-fly", "--batch", "2", "--alpha-tokens", "4", "--warmup", "1",
+              "--val-answers", "1", "--eval-every", "1"]
+    chat.main(common + ["--out", str(tmp_path / "first"), "--steps", "2", "--vocab", "512", "--drafts", "1:0"])
+    chat.main(common + ["--out", str(tmp_path / "warm"), "--steps", "2", "--init-draft", str(tmp_path / "first" / "draft")])
+    log = capsys.readouterr().out
+    assert "validation agreement" in log and "keeping the weights of step" in log
+    facts = json.loads((tmp_path / "warm" / "draft" / chat_draft.META).read_text())
+    assert facts["labels"] == "the target's whole distribution over the draft vocabulary" and facts["steps_run"] == 2
+    assert facts["answers"] == 3 and facts["sampled_answers"] == 3 and facts["started_from"]["steps_run"] == 2
+    assert "whole distribution" in (tmp_path / "warm" / "draft" / "README.md").read_text()
+    warm = chat_draft.load(tmp_path / "warm" / "draft", target)
+    assert torch.equal(warm.token_ids, chat_draft.load(tmp_path / "first" / "draft", target).token_ids)
+    chat.main(common + ["--out", str(tmp_path / "warm"), "--steps", "3", "--init-draft", str(tmp_path / "first" / "draft"),
+                        "--resume"])
+    assert "resumed from" in capsys.readouterr().out
+    assert torch.load(tmp_path / "warm" / "checkpoint.pt", weights_only=False)["state"]["step"] == 3

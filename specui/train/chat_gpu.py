@@ -1,0 +1,93 @@
+"""The chat draft's GPU recipe, step 2: distil a draft from the target's saved answers, the target's
+distributions recomputed on the fly (so answers need no stored soft labels: `--labels 0`).
+
+    python -m specui.train.chat --write-answers runs/main --prompt-set main --labels 0 --gen-batch 256   # step 1
+    python -m specui.train.chat --answers runs/main,runs/main-s1 --out runs/chat-draft --init-draft assets/smollm2-draft \\
+        --batch 32 --lr 3e-4 --max-minutes 4                                                        # step 2 (CUDA)
+
+`python -m tools.gpu_round` runs both steps (several answer writers side by side on one GPU, EAGLE's
+head beside the draft) inside a fixed time budget, for a borrowed GPU.
+
+Each step draws --batch answers (weighted as `--answers FOLDER:WEIGHT` says), runs the frozen target
+over them (float32; TF32 products) and the draft (bfloat16 autocast), and minimises the cross-entropy
+from the target's next-token distribution, restricted to the draft's vocabulary, to the draft's, at
+every answer position: the CPU recipe's loss with the whole distribution instead of its top 32. The
+newest --val-answers greedy answers are kept apart (chat_cpu.split); every --eval-every steps the
+draft's greedy agreement with the target on them is measured, the best weights kept and a checkpoint
+written (--resume goes on from it). The learning rate follows --max-minutes (warmup, cosine decay).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from specui.train.chat_cpu import distil, split, start_draft
+from specui.train.chat_data import load_answers, log
+
+
+def padded(records: list[dict], *, pad: int, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids [B, T], mask [B, T]): right-padded conversations cut to `seq` tokens; the mask marks the
+    positions whose next token is part of an answer (position j predicts token j + 1)."""
+    length = min(seq, max(len(r["ids"]) for r in records))
+    ids = torch.full((len(records), length), pad, dtype=torch.long)
+    mask = torch.zeros(len(records), length, dtype=torch.bool)
+    for i, r in enumerate(records):
+        n = min(length, len(r["ids"]))
+        ids[i, :n] = r["ids"][:n].long()
+        mask[i, max(0, int(r["prompt_len"]) - 1):n - 1] = True
+    return ids, mask
+
+
+def target_labels(target, ids: torch.Tensor, mask: torch.Tensor, sub: torch.Tensor):
+    """At the masked positions: the target's log-probs over the draft's ids `sub` [M, N] and its argmax [M]."""
+    with torch.no_grad():
+        hidden = target.model(input_ids=ids).last_hidden_state[mask]  # [M, D]
+        logits = target.lm_head(hidden).float()  # [M, V]
+        return logits[:, sub] - logits.logsumexp(-1, keepdim=True), logits.argmax(-1)
+
+
+def draft_logits(draft, ids: torch.Tensor, mask: torch.Tensor, *, autocast: bool) -> torch.Tensor:
+    with torch.autocast(ids.device.type, dtype=torch.bfloat16, enabled=autocast):
+        hidden = draft.model(input_ids=ids).last_hidden_state[mask]
+        return draft.lm_head(hidden).float()  # [M, N]
+
+
+def agreement(target, draft, records: list[dict], *, sub, pad: int, seq: int, device, autocast: bool,
+              batch: int = 32) -> float:
+    """Teacher-forced greedy agreement of the draft (its ids mapped to the target's) with the target's argmax."""
+    hits = total = 0
+    with torch.no_grad():
+        for start in range(0, len(records), batch):
+            ids, mask = (t.to(device) for t in padded(records[start:start + batch], pad=pad, seq=seq))
+            _, t_arg = target_labels(target, ids, mask, sub)
+            d_arg = sub[draft_logits(draft, ids, mask, autocast=autocast).argmax(-1)]
+            hits, total = hits + int((d_arg == t_arg).sum()), total + len(t_arg)
+    return hits / max(1, total)
+
+
+def train_gpu_on_answers(args, target, tok, *, device: str) -> None:
+    """GPU recipe, step 2 (see the module docstring). Runs on a CPU too (slowly: tests, toy sizes)."""
+    records, val = split(load_answers(args.answers), args.val_answers)
+    chat = torch.cat([r["ids"].long() for r in records])
+    answer_tokens = sum(len(r["ids"]) - int(r["prompt_len"]) for r in records)
+    log(f"{len(records)} answers for training ({answer_tokens:,} answer tokens), {len(val)} kept apart for validation")
+    draft, token_ids, init, covered, earlier = start_draft(args, target, tok, chat)
+    draft = draft.to(device).float()
+    sub = token_ids.to(device)
+    autocast = device.startswith("cuda")
+    pad, seq = tok.pad_token_id, args.seq
+
+    def step_loss(batch: list[dict]):
+        ids, mask = (t.to(device) for t in padded(batch, pad=pad, seq=seq))
+        t_logp, t_arg = target_labels(target, ids, mask, sub)
+        logits = draft_logits(draft, ids, mask, autocast=autocast)
+        loss = -(t_logp.exp() * F.log_softmax(logits, dim=-1)).sum(-1).mean()
+        return loss, int((sub[logits.argmax(-1)] == t_arg).sum()), len(t_arg)
+
+    name = torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"
+    distil(args, target, tok, draft, records=records, val=val, device=device, step_loss=step_loss,
+           score=lambda kept: agreement(target, draft, kept, sub=sub, pad=pad, seq=seq, device=device, autocast=autocast),
+           facts={"init_layers": init, "vocab_coverage": round(covered, 4), "answer_tokens": answer_tokens,
+                  "labels": "the target's whole distribution over the draft vocabulary", "device": name,
+                  "started_from": earlier})

