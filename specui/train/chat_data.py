@@ -122,6 +122,20 @@ def load_answers(folders: str | Path | list) -> list[dict]:
     return records
 
 
+def padded(records: list[dict], *, pad: int, seq: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids [B, T], mask [B, T]): right-padded conversations, cut to `seq` tokens if given; the mask marks
+    the positions whose next token is part of an answer (position j predicts token j + 1)."""
+    length = max(len(r["ids"]) for r in records)
+    length = min(seq, length) if seq else length
+    ids = torch.full((len(records), length), pad, dtype=torch.long)
+    mask = torch.zeros(len(records), length, dtype=torch.bool)
+    for i, r in enumerate(records):
+        n = min(length, len(r["ids"]))
+        ids[i, :n] = r["ids"][:n].long()
+        mask[i, max(0, int(r["prompt_len"]) - 1):n - 1] = True
+    return ids, mask
+
+
 def _folder_weight(spec: str) -> tuple[Path, float]:
     """'FOLDER:WEIGHT' or 'FOLDER' (weight 1)."""
     folder, sep, weight = spec.rpartition(":")

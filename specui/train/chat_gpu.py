@@ -1,9 +1,9 @@
 """The chat draft's GPU recipe, step 2: distil a draft from the target's saved answers, the target's
 distributions recomputed on the fly (so answers need no stored soft labels: `--labels 0`).
 
-    python -m specui.train.chat --write-answers runs/main --prompt-set main --labels 0 --gen-batch 256   # step 1
-    python -m specui.train.chat --answers runs/main,runs/main-s1 --out runs/chat-draft --init-draft assets/smollm2-draft \\
-        --batch 32 --lr 3e-4 --max-minutes 4                                                        # step 2 (CUDA)
+    python -m specui.train.chat --write-answers runs/main --prompt-set main --labels 0 --gen-batch 256  # step 1
+    python -m specui.train.chat --answers runs/main,runs/main-s1 --out runs/chat-draft \\
+        --init-draft assets/smollm2-draft --batch 32 --lr 3e-4 --max-minutes 4                       # step 2 (CUDA)
 
 `python -m tools.gpu_round` runs both steps (several answer writers side by side on one GPU, EAGLE's
 head beside the draft) inside a fixed time budget, for a borrowed GPU.
@@ -22,21 +22,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from specui.train.chat_cpu import distil, split, start_draft
-from specui.train.chat_data import load_answers, log
-
-
-def padded(records: list[dict], *, pad: int, seq: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(ids [B, T], mask [B, T]): right-padded conversations cut to `seq` tokens; the mask marks the
-    positions whose next token is part of an answer (position j predicts token j + 1)."""
-    length = min(seq, max(len(r["ids"]) for r in records))
-    ids = torch.full((len(records), length), pad, dtype=torch.long)
-    mask = torch.zeros(len(records), length, dtype=torch.bool)
-    for i, r in enumerate(records):
-        n = min(length, len(r["ids"]))
-        ids[i, :n] = r["ids"][:n].long()
-        mask[i, max(0, int(r["prompt_len"]) - 1):n - 1] = True
-    return ids, mask
+from specui.train.chat_cpu import distil, start
+from specui.train.chat_data import padded
 
 
 def target_labels(target, ids: torch.Tensor, mask: torch.Tensor, sub: torch.Tensor):
@@ -57,24 +44,19 @@ def agreement(target, draft, records: list[dict], *, sub, pad: int, seq: int, de
               batch: int = 32) -> float:
     """Teacher-forced greedy agreement of the draft (its ids mapped to the target's) with the target's argmax."""
     hits = total = 0
-    with torch.no_grad():
-        for start in range(0, len(records), batch):
-            ids, mask = (t.to(device) for t in padded(records[start:start + batch], pad=pad, seq=seq))
-            _, t_arg = target_labels(target, ids, mask, sub)
-            d_arg = sub[draft_logits(draft, ids, mask, autocast=autocast).argmax(-1)]
-            hits, total = hits + int((d_arg == t_arg).sum()), total + len(t_arg)
+    for first in range(0, len(records), batch):
+        ids, mask = (t.to(device) for t in padded(records[first:first + batch], pad=pad, seq=seq))
+        _, t_arg = target_labels(target, ids, mask, sub)
+        d_arg = sub[draft_logits(draft, ids, mask, autocast=autocast).argmax(-1)]
+        hits, total = hits + int((d_arg == t_arg).sum()), total + len(t_arg)
     return hits / max(1, total)
 
 
 def train_gpu_on_answers(args, target, tok, *, device: str) -> None:
     """GPU recipe, step 2 (see the module docstring). Runs on a CPU too (slowly: tests, toy sizes)."""
-    records, val = split(load_answers(args.answers), args.val_answers)
-    chat = torch.cat([r["ids"].long() for r in records])
-    answer_tokens = sum(len(r["ids"]) - int(r["prompt_len"]) for r in records)
-    log(f"{len(records)} answers for training ({answer_tokens:,} answer tokens), {len(val)} kept apart for validation")
-    draft, token_ids, init, covered, earlier = start_draft(args, target, tok, chat)
+    records, val, draft, facts = start(args, target, tok)
     draft = draft.to(device).float()
-    sub = token_ids.to(device)
+    sub = draft.token_ids.to(device)
     autocast = device.startswith("cuda")
     pad, seq = tok.pad_token_id, args.seq
 
@@ -87,7 +69,6 @@ def train_gpu_on_answers(args, target, tok, *, device: str) -> None:
 
     name = torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"
     distil(args, target, tok, draft, records=records, val=val, device=device, step_loss=step_loss,
-           score=lambda kept: agreement(target, draft, kept, sub=sub, pad=pad, seq=seq, device=device, autocast=autocast),
-           facts={"init_layers": init, "vocab_coverage": round(covered, 4), "answer_tokens": answer_tokens,
-                  "labels": "the target's whole distribution over the draft vocabulary", "device": name,
-                  "started_from": earlier})
+           score=lambda kept: agreement(target, draft, kept, sub=sub, pad=pad, seq=seq, device=device,
+                                        autocast=autocast),
+           facts={**facts, "labels": "the target's whole distribution over the draft vocabulary", "device": name})
