@@ -10,22 +10,26 @@ prefix length + depth and seeing only the prefix and its ancestors (an explicit 
 verification `keep_path(start, slots)` moves the accepted path's keys and values to start.. and
 forgets the rest.
 
-Two ways to run the model:
+Three ways to run the model:
 - `specui.lean.DecoderStack`, for Llama-style decoders on a CPU (model_type llama, mistral or qwen2;
   full attention; sdpa): the model's own weights without transformers' per-module call machinery,
   with batch-invariant rows (a token's logits do not depend on how many tokens the forward computes,
   so a verify forward gives the bits of plain decoding's one-token forwards). Keys and values go into
   one preallocated buffer, so rolling back is just not advancing (as in gpt-fast).
+- `specui.graphs.GraphStack`, the same decoders on a CUDA GPU: every forward a replayed CUDA graph of
+  fixed shape (batch-invariant by construction), one per model, its caches reused across generations.
 - the model's own `forward` with a transformers `DynamicCache`, for everything else.
 """
 
 from __future__ import annotations
 
 import inspect
+import weakref
 from contextlib import contextmanager
 
 import torch
 
+from specui.graphs import GraphKV, GraphStack
 from specui.lean import DecoderStack, StaticKV
 
 __all__ = ["CachedLM", "DecoderStack", "StaticKV", "context_limit", "model_device"]
@@ -33,7 +37,17 @@ __all__ = ["CachedLM", "DecoderStack", "StaticKV", "context_limit", "model_devic
 
 def model_device(model: torch.nn.Module) -> torch.device:
     """Where a model's inputs go: its input embeddings' device (also right for device_map models)."""
-    return model.get_input_embeddings().weight.device
+    embeddings = model.get_input_embeddings()
+    if embeddings.weight.device.type != "meta":
+        return embeddings.weight.device
+    # accelerate keeps a module mapped to "cpu" on the meta device between calls (its hook brings the weights
+    # in): its device map says where the module runs
+    mapping = getattr(model, "hf_device_map", None) or {}
+    name = next((n for n, m in model.named_modules() if m is embeddings), "")
+    while name not in mapping and name:
+        name = name.rpartition(".")[0]
+    where = mapping.get(name, "cpu")
+    return torch.device(f"cuda:{where}" if isinstance(where, int) else where)
 
 
 def context_limit(model: torch.nn.Module) -> int | None:
@@ -61,8 +75,8 @@ class CachedLM:
         self.model = model
         self.device = model_device(model)
         self._keep_arg = "logits_to_keep" in inspect.signature(model.forward).parameters
-        self.stack = DecoderStack.build(model) if fast else None
-        self.cache = None  # a DynamicCache, or the stack's StaticKV
+        self.stack = (GraphStack.shared(model) or DecoderStack.build(model)) if fast else None
+        self.cache = None  # a DynamicCache, or the stack's StaticKV or GraphKV
         self.length = 0
         self.early = None  # (stop, tokens, hidden [n, D]): tokens an early-exit draft ran through layers < stop
         self.tree = None  # (base, parents, depths): the prefix length under the tree, each node's parent and depth
@@ -82,8 +96,7 @@ class CachedLM:
         early = self._take_early(ids)
         self.tree = None
         if self.stack is not None:
-            if self.cache is None:
-                self.cache = self.stack.new_cache()
+            self._stack_cache()
             out = self.stack.forward(ids, self.cache, last_only=last_only, features=tuple(features), early=early,
                                      prompt=prompt)
             self.length += ids.shape[1]
@@ -105,6 +118,13 @@ class CachedLM:
         if not features:
             return logits
         return logits, torch.cat([out.hidden_states[i][0] for i in features], dim=-1)
+
+    def _stack_cache(self) -> None:
+        """The stack's cache, made at the first forward (a GPU stack's goes back to it when this one is gone)."""
+        if self.cache is None:
+            self.cache = self.stack.new_cache()
+            if isinstance(self.cache, GraphKV):
+                weakref.finalize(self, self.stack.release, self.cache)
 
     # -- token trees ---------------------------------------------------------------------------------------
 
@@ -137,8 +157,7 @@ class CachedLM:
                 parent = all_parents[parent]
         positions = torch.tensor(depths[past - base:], dtype=torch.long) + base
         if self.stack is not None:
-            if self.cache is None:
-                self.cache = self.stack.new_cache()
+            self._stack_cache()
             out = self.stack.forward(ids, self.cache, last_only=False, features=tuple(features),
                                      tree=(positions.to(self.device), visible))
             self.length += n
@@ -177,6 +196,9 @@ class CachedLM:
     def _move(self, start: int, slots: list[int]) -> None:
         end = start + len(slots)
         index = torch.tensor(slots, dtype=torch.long, device=self.device)
+        if isinstance(self.cache, GraphKV):
+            self.cache.move(start, slots)
+            return
         if isinstance(self.cache, StaticKV):
             self.cache.keys[..., start:end] = self.cache.keys.index_select(3, index.to(self.cache.keys.device))
             self.cache.values[:, :, start:end] = self.cache.values.index_select(2, index.to(self.cache.values.device))
@@ -192,12 +214,12 @@ class CachedLM:
         """Run tokens [n] after the cached and early-run ones through layers 0..stop-1 only, writing those
         layers' keys and values into this cache; returns their hidden states [n, D] entering layer `stop`.
         The next `extend` whose tokens begin with them starts them at layer `stop`: nothing runs twice.
-        Needs the lean stack (`DecoderStack`)."""
-        if self.stack is None:
+        Needs a lean stack (`DecoderStack`, or `GraphStack` on a GPU)."""
+        if not getattr(self.stack, "runs_early", False):
             raise ValueError("an early-exit draft shares the target's cache through specui's lean forward, which "
-                             "this target does not take (it needs a Llama, Mistral or Qwen2 decoder on the CPU)")
-        if self.cache is None:
-            self.cache = self.stack.new_cache()
+                             "this target does not take (it needs a Llama, Mistral or Qwen2 decoder on a CPU or a "
+                             "CUDA GPU)")
+        self._stack_cache()
         if self.early and self.early[0] != stop:
             self.early = None
         ids = torch.as_tensor(ids, dtype=torch.long, device=self.device).reshape(1, -1)
@@ -232,7 +254,7 @@ class CachedLM:
         self.early = self.tree = None
         drop = self.length - length
         if drop > 0:
-            if isinstance(self.cache, StaticKV):
+            if isinstance(self.cache, (StaticKV, GraphKV)):
                 self.cache.length = length  # positions >= length are overwritten by the next extend
             else:
                 self.cache.crop(-drop)  # transformers 5: a negative argument is the number of tokens to drop

@@ -77,6 +77,7 @@ class DecoderStack:
     """
 
     MODEL_TYPES = ("llama", "mistral", "qwen2")
+    runs_early = True  # an early-exit draft can run the first layers on its cache (`run_early`)
 
     def __init__(self, model):
         base = model.model
@@ -108,37 +109,10 @@ class DecoderStack:
     @classmethod
     def build(cls, model) -> DecoderStack | None:
         """A stack for `model`, or None when its architecture or setup is not one this path computes."""
-        config = getattr(model, "config", None)
-        if config is None or getattr(config, "model_type", None) not in cls.MODEL_TYPES or model.training:
-            return None
-        layer_types = getattr(config, "layer_types", None)
-        full_attention = (all(t == "full_attention" for t in layer_types) if layer_types is not None
-                          else getattr(config, "sliding_window", None) is None)
-        if not full_attention or getattr(config, "hidden_act", None) != "silu":
-            return None
-        if getattr(config, "_attn_implementation", None) != "sdpa":
-            return None  # eager or flash attention: the user chose other kernels
-        try:
-            base = model.model
-            modules = [base.embed_tokens, base.norm, model.lm_head]
-            for layer in base.layers:
-                attn, mlp = layer.self_attn, layer.mlp
-                modules += [attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj, mlp.gate_proj, mlp.up_proj,
-                            mlp.down_proj, layer.input_layernorm, layer.post_attention_layernorm]
-                _ = attn.scaling, attn.head_dim, base.rotary_emb
-                _ = layer.input_layernorm.variance_epsilon, layer.post_attention_layernorm.variance_epsilon
-        except (AttributeError, IndexError, TypeError):
-            return None
         device = model.get_input_embeddings().weight.device
         if device.type != "cpu":
-            return None  # measured and tested on CPUs only; elsewhere the model's own forward runs
-        if not _plain_modules(model):
-            return None  # a hook, an adapter or a subclass with its own forward: only the model knows its math
-        for m in modules:
-            for p in m.parameters(recurse=False):
-                if type(p) is not torch.nn.Parameter or not p.dtype.is_floating_point or p.device != device:
-                    return None  # quantized or spread over devices
-        return cls(model)
+            return None  # measured and tested on CPUs only; on a GPU, `specui.graphs.GraphStack`
+        return cls(model) if plain_decoder(model, device) else None
 
     # the module classes whose forward this path repeats, per model type (anything else: the model's forward)
     EXACT_CLASSES = {kind: {f"{prefix}{name}" for name in ("ForCausalLM", "Model", "DecoderLayer", "Attention", "MLP",
@@ -334,6 +308,40 @@ class DecoderStack:
 def _rows(x: torch.Tensor) -> torch.Tensor:
     """x [n, D] as GEMM rows: one row becomes two identical rows (see `DecoderStack.forward`)."""
     return x if x.shape[0] > 1 else x.repeat(2, 1)
+
+
+def plain_decoder(model, device: torch.device) -> bool:
+    """True when `model` is a Llama, Mistral or Qwen2 decoder whose math the lean forwards repeat (full sdpa
+    attention, SiLU, plain modules: see `_plain_modules`), evaluating, with every
+    parameter a plain floating-point tensor on `device`."""
+    config = getattr(model, "config", None)
+    if config is None or getattr(config, "model_type", None) not in DecoderStack.MODEL_TYPES or model.training:
+        return False
+    layer_types = getattr(config, "layer_types", None)
+    full_attention = (all(t == "full_attention" for t in layer_types) if layer_types is not None
+                      else getattr(config, "sliding_window", None) is None)
+    if not full_attention or getattr(config, "hidden_act", None) != "silu":
+        return False
+    if getattr(config, "_attn_implementation", None) != "sdpa":
+        return False  # eager or flash attention: the user chose other kernels
+    try:
+        base = model.model
+        modules = [base.embed_tokens, base.norm, model.lm_head]
+        for layer in base.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+            modules += [attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj, mlp.gate_proj, mlp.up_proj,
+                        mlp.down_proj, layer.input_layernorm, layer.post_attention_layernorm]
+            _ = attn.scaling, attn.head_dim, base.rotary_emb
+            _ = layer.input_layernorm.variance_epsilon, layer.post_attention_layernorm.variance_epsilon
+    except (AttributeError, IndexError, TypeError):
+        return False
+    if not _plain_modules(model):
+        return False  # a hook, an adapter or a subclass with its own forward: only the model knows its math
+    for m in modules:
+        for p in m.parameters(recurse=False):
+            if type(p) is not torch.nn.Parameter or not p.dtype.is_floating_point or p.device != device:
+                return False  # quantized or spread over devices
+    return True
 
 
 def _signed_sin(sin: torch.Tensor) -> torch.Tensor:

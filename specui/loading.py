@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from specui import chat_draft, packaged
+from specui.kv import model_device
 from specui.presets import Preset
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -52,7 +53,7 @@ class LoadedPair:
 
     @property
     def device(self) -> torch.device:
-        return self.target.get_input_embeddings().weight.device
+        return model_device(self.target)
 
 
 def pick_device(requested: str | None) -> str:
@@ -133,7 +134,7 @@ def _load_head(folder: str, target):
 
     if not heads.is_head_folder(folder):
         raise LoadError(f"the head folder {folder} has no specui_head.json (train one: python -m specui.train heads --help)")
-    return heads.load(folder, target).to(target.get_input_embeddings().weight.device).eval()
+    return heads.load(folder, target).to(model_device(target)).eval()
 
 
 def _load_draft(preset: Preset, target, tokenizer):

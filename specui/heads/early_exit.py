@@ -79,10 +79,10 @@ class EarlyExitDrafter:
         self.device = head.norm_weight.device
 
     def start(self, prompt: list[int], *, sampling: Sampling, seed: int, target) -> None:
-        if getattr(target, "stack", None) is None:
+        if not getattr(getattr(target, "stack", None), "runs_early", False):
             raise ValueError("the early-exit drafter runs the target's first layers on the target's own cache "
                              "through specui's lean forward, which this target does not take (it needs a Llama, "
-                             "Mistral or Qwen2 decoder with full sdpa attention on the CPU); use another drafter")
+                             "Mistral or Qwen2 decoder with full sdpa attention, on a CPU or a CUDA GPU); use another drafter")
         self.target = target
         self.sampling = sampling
         self.generators = Generators(seed ^ 0xE417E417, home=self.device)  # its own stream, never the target's

@@ -1,13 +1,15 @@
 """The early-exit head: greedy decoding with it is plain greedy decoding (transformers' own `generate`),
 the target's cache stays in step on every outcome of a round (the verify forward reusing the draft's
 early layers), the sampled law is the target's (chi-square, a lying drafter caught), and the head
-saves, loads and trains. A target without the lean stack is refused with a clear error."""
+saves, loads and trains; the same on the GPU's graph stack (run eagerly here). A target without either
+stack is refused with a clear error."""
 
 import pytest
 import torch
 
 import specui.heads
 from specui import SpeculativeEngine
+from specui.graphs import GraphStack
 from specui.heads import common, early_exit
 from specui.sampling import Sampling, logits_to_probs
 from tests.engine.head_helpers import PATHS, LyingDrafter, halved, hidden_states, path_of, perturb, toy_batch
@@ -24,6 +26,14 @@ def target():
 
 
 @pytest.fixture(scope="module")
+def graph_target():
+    """The same target on `specui.graphs.GraphStack`, the GPU's forward (eager on a CPU, same shapes)."""
+    model = make_model("llama", layers=3, seed=0)
+    GraphStack.attach(model, graphs=False)
+    return model
+
+
+@pytest.fixture(scope="module")
 def small():
     """A 5-token target (the exactness tests' own) and an exit after its first layer, over 4 of its ids."""
     target = make_model("llama", vocab_size=VOCAB, layers=2, hidden=32, seed=10, init_range=0.15)
@@ -31,8 +41,10 @@ def small():
     return target, head
 
 
+@pytest.mark.parametrize("stack", ["lean", "graphs"])
 @pytest.mark.parametrize("exit_layer", [1, 2])
-def test_greedy_equals_transformers(target, exit_layer):
+def test_greedy_equals_transformers(request, stack, exit_layer):
+    target = request.getfixturevalue("target" if stack == "lean" else "graph_target")
     head = perturb(early_exit.build(target, exit_layer=exit_layer), scale=0.02, seed=exit_layer)
     engine = SpeculativeEngine(target, heads={"early_exit": head})
     paths = dict.fromkeys(PATHS, 0)
@@ -101,9 +113,13 @@ def test_cache_stays_in_step_on_every_outcome(target, settings):
     assert all(paths.values()), paths
 
 
+@pytest.mark.parametrize("stack", ["lean", "graphs"])
 @pytest.mark.parametrize("name", list(SETTINGS))
-def test_sampling_is_exact(small, name):
+def test_sampling_is_exact(small, name, stack):
     target, head = small
+    if stack == "graphs":
+        target = make_model("llama", vocab_size=VOCAB, layers=2, hidden=32, seed=10, init_range=0.15)
+        GraphStack.attach(target, graphs=False)
     engine = SpeculativeEngine(target, heads={"early_exit": head})
     counts = observed_first_two(engine, [1, 2], num_draft_tokens=2, drafter="early_exit", **SETTINGS[name])
     assert p_value(counts, exact_first_two(target, [1, 2], Sampling(**SETTINGS[name]))) > 1e-3

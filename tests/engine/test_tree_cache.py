@@ -1,10 +1,11 @@
 """The tree forward and the path compaction of `CachedLM`, on the lean stack and on transformers'
-forward: every node's logits equal a full forward of its path, and after `keep_path` the cache
+forward (and the GPU's graph stack, run eagerly): every node's logits equal a full forward of its path, and after `keep_path` the cache
 continues exactly as one that was fed the path alone (root rejected, partial path, full depth)."""
 
 import pytest
 import torch
 
+from specui.graphs import GraphStack
 from specui.kv import CachedLM
 from tests.helpers import make_model
 
@@ -18,14 +19,16 @@ def target(kind):
     model = make_model("gpt2" if kind == "gpt2" else "llama", seed=1)
     if kind == "eager":
         model.config._attn_implementation = "eager"
+    if kind == "graphs":
+        GraphStack.attach(model, graphs=False)
     return model
 
 
-@pytest.mark.parametrize("kind", ["lean", "gpt2", "eager"])
+@pytest.mark.parametrize("kind", ["lean", "graphs", "gpt2", "eager"])
 def test_tree_rows_equal_their_paths(kind):
     model = target(kind)
     lm = CachedLM(model)
-    assert (lm.stack is not None) == (kind == "lean")
+    assert (lm.stack is not None) == (kind in ("lean", "graphs"))
     with torch.no_grad():
         lm.extend(PREFIX)
         out = lm.extend_tree(TOKENS, parents=PARENTS)
@@ -35,7 +38,7 @@ def test_tree_rows_equal_their_paths(kind):
             assert int(out[i].argmax()) == int(full.argmax())
 
 
-@pytest.mark.parametrize("kind", ["lean", "gpt2", "eager"])
+@pytest.mark.parametrize("kind", ["lean", "graphs", "gpt2", "eager"])
 @pytest.mark.parametrize("node", [0, 3, 4, 5])  # only cur kept (root rejected), partial paths, full depth
 def test_keep_path_continues_like_the_path(kind, node):
     model = target(kind)
