@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from specui.lean import KEY_BLOCK, _rms_norm, plain_decoder
 
 ROWS = 16  # rows of every forward: K+1 up to 16 verifies in one
+PROMPT_ROWS = 512  # a prompt read into an empty cache runs eagerly, in blocks of up to this many rows
 COMPILE = "SPECUI_COMPILE"  # =1: each decoder layer through torch.compile before capture (fewer, fused kernels)
 _ATTRIBUTE = "_specui_graph_stack"  # where a model keeps its stack (built once, reused by every CachedLM)
 log = logging.getLogger(__name__)
@@ -159,11 +160,16 @@ class GraphStack:
         """ids [1, n] at slots cache.length.. -> logits [n, V] ([1, V] with last_only), with features
         (logits, states [n, len(features) * D]) as `DecoderStack.forward`. early: (stop, hidden [m, D]), the
         first m tokens already through layers < stop (`run_early`). tree: (positions [n], visible [n, past + n]
-        bool), each row's position and the cached keys it sees. prompt: no difference here."""
+        bool), each row's position and the cached keys it sees. prompt: the block is a prompt into an empty
+        cache, which plain and speculative decoding both read as one block: longer than ROWS, it runs eagerly
+        in blocks of PROMPT_ROWS (`_prompt`), far fewer forwards than replays of ROWS rows."""
         if not torch.is_inference_mode_enabled():
             with torch.inference_mode():
                 return self.forward(ids, cache, last_only=last_only, features=features, early=early, tree=tree)
         n, past, start, hidden = ids.shape[1], cache.length, 0, None
+        if prompt and past == 0 and n > ROWS and early is None and tree is None:
+            self._reserve(cache, n)
+            return self._prompt(ids[0], cache, last_only=last_only, features=features)
         if tree is not None:
             tree = (tree[0].tolist(), tree[1].cpu())
         self._reserve(cache, past + n)
@@ -187,6 +193,35 @@ class GraphStack:
         logits = torch.cat(logits)
         if last_only:
             logits = logits[-1:]
+        return (logits, torch.cat(states)) if features else logits
+
+    def _prompt(self, ids: torch.Tensor, cache: GraphKV, *, last_only: bool, features: tuple[int, ...]):
+        """A prompt [n] into an empty cache, eagerly in blocks of up to PROMPT_ROWS rows (`forward(prompt=True)`):
+        the same layers over wider blocks; the output layer only for the rows wanted."""
+        n, layers, logits, states = ids.shape[0], len(self.layers), [], []
+        for a in range(0, n, PROMPT_ROWS):
+            b = min(n, a + PROMPT_ROWS)
+            positions = torch.arange(a, b, device=self.device)
+            cos, sin = cache.cos[positions][:, None], cache.sin[positions][:, None]
+            visible = cache.columns[None] <= positions[:, None]  # row i sees slots 0..a+i
+            mask = torch.zeros(visible.shape, device=self.device).masked_fill_(~visible, float("-inf"))
+            mask = mask.repeat(self.groups, 1)[None].expand(self.kv_heads, -1, -1)
+            x, found = self.embed(ids[a:b]), {}
+            for i in range(layers):
+                found[i] = x
+                x = decoder_layer(x, cos, sin, mask, cache.keys[i], cache.values[i], positions, self.weights[i],
+                                  *self.sizes)
+            if last_only and not features and b < n:
+                continue  # this block's logits are not wanted
+            normed = _rms_norm(x if features or not last_only else x[-1:], self.norm.weight, self.norm.variance_epsilon)
+            found[layers] = normed
+            out = normed[-1:] if last_only else normed
+            if b == n or not last_only:
+                logits.append(F.linear(out, self.model.lm_head.weight, self.model.lm_head.bias))
+            if features:
+                states.append(torch.cat([found[i] for i in features], dim=-1))
+        cache.length = n
+        logits = torch.cat(logits)
         return (logits, torch.cat(states)) if features else logits
 
     def _step(self, cache: GraphKV, ids: torch.Tensor, first: int, tree, *, layers: tuple[int, int],

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from specui import SpeculativeEngine
-from specui.graphs import ROWS, GraphStack
+from specui.graphs import PROMPT_ROWS, ROWS, GraphStack
 from specui.kv import CachedLM
 from tests.helpers import make_model, noisy_copy, random_prompts
 
@@ -59,6 +59,25 @@ def test_rows_do_not_depend_on_the_block(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("last_only", [False, True])
+def test_a_long_prompt_is_read_in_wide_blocks(device, last_only):
+    """A prompt into an empty cache (`prompt=True`): the model's logits and states, and decoding goes on."""
+    model = graphed("llama", device, max_positions=2048)
+    ids = torch.randint(0, 96, (PROMPT_ROWS + 40,), generator=torch.Generator().manual_seed(4)).tolist()
+    lm = CachedLM(model)
+    with torch.no_grad():
+        out = model(torch.tensor([ids], device=model.device), output_hidden_states=True)
+        logits, states = lm.extend(ids[:-3], last_only=last_only, features=(1, 2), prompt=True)
+        nxt = lm.extend(ids[-3:])
+    want = out.logits[0, : len(ids) - 3]
+    torch.testing.assert_close(logits, want[-1:] if last_only else want, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(states, torch.cat([out.hidden_states[i][0, :-3] for i in (1, 2)], -1), atol=1e-4,
+                               rtol=1e-4)
+    torch.testing.assert_close(nxt, out.logits[0, -3:], atol=1e-4, rtol=1e-4)
+    assert CachedLM(model).extend(ids[:-3], last_only=True, prompt=True).shape == (1, 96)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_features_are_the_models_hidden_states(device):
     model = graphed("llama", device, layers=3)
     ids = [5, 17, 3, 88, 41, 9, 10]
@@ -77,7 +96,7 @@ def test_greedy_speculative_is_plain_and_transformers(arch, device):
     draft = noisy_copy(target.cpu(), noise=0.3, seed=1).to(device.split("+")[0])  # its noise drawn on the CPU
     target.to(device.split("+")[0])
     engine = SpeculativeEngine(target, draft)
-    for prompt in random_prompts(4, vocab_size=96, seed=5):
+    for prompt in random_prompts(4, vocab_size=96, seed=5) + [[(7 * i) % 96 for i in range(40)]]:  # one read wide
         plain = engine.generate(prompt, max_new_tokens=40, speculative=False).token_ids
         fast = engine.generate(prompt, max_new_tokens=40, num_draft_tokens=5).token_ids
         assert fast == plain
