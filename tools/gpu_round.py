@@ -13,7 +13,11 @@ the GPU's arithmetic, so side by side they add up):
 3. The chat draft (`specui.train.chat --answers ... --init-draft`, the GPU recipe in chat_gpu.py) and the
    EAGLE head (`specui.train heads --head eagle --init`) train side by side on those answers until the
    budget's end, less the time to save.
-4. What came out goes to OUT as at most eight files: draft.tar, eagle.tar, logs.tar and round.json.
+4. What came out goes to OUT as at most eight files: draft.tar, eagle.tar, logs.tar, answers.tar.xz and
+   round.json. answers.tar.xz holds every answer folder (token ids only, a few MB): unpacked and carried to
+   the next borrowed GPU as --answers-in, its writers resume where these stopped (whole files are skipped)
+   and the trainers learn from both rounds' answers, so answers add up from one GPU to the next; raise
+   --rounds to queue sampled rounds beyond those already written.
 
 Where a job fails, its log says why and the round goes on; OUT keeps whatever finished.
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -50,6 +55,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--gen-batch", type=int, default=256)
     ap.add_argument("--max-answer", type=int, default=256)
     ap.add_argument("--save-seconds", type=float, default=75, help="kept at the end for evaluating and saving")
+    ap.add_argument("--answers-in", default=None,
+                    help="a folder of answer folders from an earlier round (its answers.tar.xz unpacked), resumed")
     ap.add_argument("--init-draft", default="assets/smollm2-draft")
     ap.add_argument("--init-heads", default="assets/smollm2-heads")
     ap.add_argument("--no-eagle", action="store_true", help="train the chat draft alone")
@@ -72,6 +79,12 @@ def main(argv=None) -> None:
     (work / "logs").mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     facts: dict = {"budget_s": args.budget, "phases": {}}
+
+    if args.answers_in:  # an earlier round's answers: writers resume after them, trainers read them too
+        for folder in sorted(Path(args.answers_in).iterdir()):
+            if folder.is_dir() and folder.name not in ("draft", "eagle", "logs"):
+                shutil.copytree(folder, work / folder.name, dirs_exist_ok=True)
+        facts["answers_in"] = {d.name: len(list(d.glob("*.pt"))) for d in work.iterdir() if any(d.glob("*.pt"))}
 
     from specui import packaged
 
@@ -103,7 +116,8 @@ def main(argv=None) -> None:
     for name, proc in running.items():
         proc.kill()
         done.append((name, "killed"))
-    folders = [str(work / n) for n, _ in done if any((work / n).glob("*.pt"))]
+    names = {n for n, _ in done} | set(facts.get("answers_in", ()))
+    folders = [str(work / n) for n in sorted(names) if any((work / n).glob("*.pt"))]
     facts["phases"]["answers_s"] = round(time.time() - started, 1)
     facts["writers"] = {n: rc for n, rc in done}
     facts["answer_files"] = {Path(f).name: len(list(Path(f).glob("*.pt"))) for f in folders}
@@ -154,6 +168,11 @@ def finish(facts: dict, work: Path, out: Path) -> None:
         if folder.is_dir():
             with tarfile.open(out / f"{name}.tar", "w") as tar:
                 tar.add(folder, arcname=name)
+    answers = sorted([*work.glob("*/answers-*.pt"), *work.glob("*/sampled-*.pt")])
+    if answers:  # the answers themselves, for the next round (ids compress to a few MB)
+        with tarfile.open(out / "answers.tar.xz", "w:xz", preset=6) as tar:
+            for path in answers:
+                tar.add(path, arcname=f"answers/{path.parent.name}/{path.name}")
     (out / "round.json").write_text(json.dumps(facts, indent=2) + "\n")
     log(f"round written to {out}: {sorted(p.name for p in out.iterdir())}")
 

@@ -26,3 +26,20 @@ def test_the_results_come_back_as_at_most_eight_plain_files(tmp_path):
     gpu_round.finish({"phases": {}}, work, out)
     names = sorted(p.name for p in out.iterdir())
     assert names == ["draft.tar", "logs.tar", "round.json"] and json.loads((out / "round.json").read_text())
+
+
+def test_the_answers_come_back_packed_and_go_in_again(tmp_path):
+    """answers.tar.xz holds every answer file (not the trainers' checkpoints); unpacked, it is --answers-in."""
+    import tarfile
+
+    import torch
+
+    work, out = tmp_path / "work", tmp_path / "out"
+    for name in ("main/answers-00000.pt", "main-s1/sampled-00003.pt", "draft/checkpoint.pt"):
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        torch.save([{"ids": torch.arange(5, dtype=torch.int32), "prompt_len": 2}], work / name)
+    gpu_round.finish({"phases": {}}, work, out)
+    with tarfile.open(out / "answers.tar.xz") as tar:
+        assert sorted(tar.getnames()) == ["answers/main-s1/sampled-00003.pt", "answers/main/answers-00000.pt"]
+        tar.extractall(tmp_path / "carried", filter="data")
+    assert torch.load(tmp_path / "carried" / "answers" / "main" / "answers-00000.pt")[0]["prompt_len"] == 2
