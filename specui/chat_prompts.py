@@ -5,7 +5,8 @@ Two training sets: `training_prompts` (code tasks in nine languages, topics, a l
 `extra_prompts` (everyday questions and messages, Python tasks); each has its own answers folder. A third,
 `library_prompts`, asks about the Python standard library's own modules and functions, read from the running
 interpreter (its size follows the Python version; its order is fixed for one). A fourth and a fifth,
-`everyday_prompts` and `fresh_prompts`, ask more of what the second showed counts, on new subjects.
+`everyday_prompts` and `fresh_prompts`, ask more of what the second showed counts, on new subjects; a sixth,
+`wide_prompts`, spreads over hundreds of subjects a few prompts each (`specui.chat_wide`).
 The held-out prompts share no task or topic with either (tests/unit/test_chat_prompts.py checks that no
 held-out subject appears in any training prompt), so acceptance measured on them is not flattered by
 memorised answers; common phrasings ("Write a Python function that ...") are shared, as in real use.
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import itertools
 import random
+
+from specui.chat_wide import WIDE, WIDE_FORMS, WIDE_PYTHON_FORMS, WIDE_PYTHON_TASKS
 
 CODE_TASKS = [
     "reverses the words in a sentence", "checks whether a number is prime", "merges two sorted lists",
@@ -372,5 +375,16 @@ def fresh_prompts(*, seed: int = 0) -> list[str]:
     return prompts
 
 
+def wide_prompts(*, seed: int = 0) -> list[str]:
+    """The sixth set: hundreds of subjects, two forms each, and Python tasks (`specui.chat_wide`), shuffled;
+    its own answers folder (`--prompt-set wide`)."""
+    prompts = [form.format(x=x) for kind, subjects in WIDE.items() for x, form in itertools.product(subjects, WIDE_FORMS[kind])]
+    prompts += [form.format(task=t) for t, form in itertools.product(WIDE_PYTHON_TASKS, WIDE_PYTHON_FORMS)]
+    earlier = training_prompts() + extra_prompts() + everyday_prompts() + fresh_prompts()
+    prompts = sorted(set(prompts) - set(earlier))
+    random.Random(seed).shuffle(prompts)
+    return prompts
+
+
 PROMPT_SETS = {"main": training_prompts, "extra": extra_prompts, "library": library_prompts,
-               "everyday": everyday_prompts, "fresh": fresh_prompts}
+               "everyday": everyday_prompts, "fresh": fresh_prompts, "wide": wide_prompts}

@@ -33,7 +33,7 @@ import tarfile
 import time
 from pathlib import Path
 
-SETS = ("main", "everyday", "fresh", "extra", "library")  # chat and code first: the held-out prompts' kinds
+SETS = ("main", "everyday", "fresh", "wide", "extra", "library")  # chat and code first: the held-out prompts' kinds
 
 
 def jobs(rounds: int) -> list[tuple[str, list[str]]]:

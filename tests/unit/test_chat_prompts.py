@@ -25,6 +25,9 @@ def test_prompt_sets_are_distinct_and_stable():
     fresh = chat_prompts.fresh_prompts(seed=1234)
     assert len(fresh) == len(set(fresh)) == 294 and not set(fresh) & set(main + extra + everyday)
     assert fresh == chat_prompts.fresh_prompts(seed=1234)
+    wide = chat_prompts.wide_prompts(seed=1234)
+    assert len(wide) == len(set(wide)) == 466 and not set(wide) & set(main + extra + everyday + fresh)
+    assert wide == chat_prompts.wide_prompts(seed=1234)
 
 
 def test_library_prompts_ask_about_the_running_standard_library():

@@ -10,7 +10,7 @@ from tools import gpu_round
 def test_greedy_answers_first_then_sampled_rounds_with_their_own_seeds():
     jobs = gpu_round.jobs(2)
     names = [name for name, _ in jobs]
-    assert names[:5] == list(gpu_round.SETS) and len(names) == len(set(names)) == 15
+    assert names[:6] == list(gpu_round.SETS) and len(names) == len(set(names)) == 18
     for name, args in jobs:
         assert args[:2] == ["--prompt-set", name.split("-s")[0]]
         assert ("--sample" in args) == ("-s" in name)
