@@ -2,10 +2,10 @@
 
 On a GPU a small model is launch-bound: transformers' forward of SmolLM2-135M issues hundreds of
 kernels, each a few microseconds of work behind more microseconds of Python and launch. `GraphStack`
-computes the same model (the model's own modules and weights, in its dtype) but as one captured CUDA
-graph per KV cache, replayed for every forward, the way gpt-fast and vLLM decode:
+computes the same model (transformers' Llama layer op for op but for attention, with the model's own
+weights in its dtype) as captured CUDA graphs, replayed for every forward, the way gpt-fast and vLLM decode:
 - every forward has the same shapes: ROWS rows (a forward of n <= ROWS new tokens pads the rest; longer
-  blocks, a prompt or a big tree, run as several forwards of ROWS), attention over the cache's whole
+  blocks, such as a big tree, run as several forwards of ROWS), attention over the cache's whole
   capacity under a mask, keys and values written with `index_copy_` at slots held in a buffer;
 - so it is *batch-invariant by construction*: a token's row runs through exactly the same kernels,
   with exactly the same shapes, whether it is decoded alone (plain decoding) or among the K+1 tokens
@@ -18,6 +18,11 @@ Padded rows repeat the last real row's position, see what it sees, and write the
 slots past the capacity that no row ever sees. Attention: scores, softmax and value sums in float32
 over a float32 cache (keys and values are exact there), the output back in the model's dtype.
 
+One block is exempt: a prompt read into an empty cache, which plain and speculative decoding both read
+as one block, runs eagerly in blocks of up to PROMPT_ROWS rows (a chat's history is read in a few forwards,
+not in replays of ROWS). An early-exit draft runs the first layers on the target's own cache (`run_early`)
+and the verify goes on from there, each layer range its own graph. With SPECUI_COMPILE=1 each layer goes
+through torch.compile before capture (inductor fuses its small ops: fewer kernels per replay).
 Without CUDA (the tests on a CPU) the same forward runs eagerly, with the same buffers.
 """
 
@@ -107,6 +112,9 @@ class GraphStack:
 
     def __deepcopy__(self, memo):
         return None  # a copied model (a draft made from a target) builds its own stack when it first runs
+
+    def __reduce__(self):
+        return _nothing, ()  # a pickled model (torch.save) leaves its captured graphs behind
 
     @classmethod
     def shared(cls, model) -> GraphStack | None:
@@ -306,6 +314,10 @@ class GraphStack:
         length = cache.length
         cache.__dict__.update(grown.__dict__)  # new buffers: graphs captured over the old ones are dropped
         cache.length = length
+
+
+def _nothing() -> None:
+    return None
 
 
 def _layer_weights(layer) -> tuple:
