@@ -34,7 +34,7 @@ import os
 import torch
 import torch.nn.functional as F
 
-from specui.lean import KEY_BLOCK, _rms_norm, plain_decoder
+from specui.lean import KEY_BLOCK, DecoderParts, _rms_norm, plain_decoder
 
 ROWS = 16  # rows of every forward: K+1 up to 16 verifies in one
 PROMPT_ROWS = 512  # a prompt read into an empty cache runs eagerly, in blocks of up to this many rows
@@ -81,24 +81,16 @@ class GraphKV:
         self.values[:, :, start:end] = self.values.index_select(2, index)
 
 
-class GraphStack:
+class GraphStack(DecoderParts):
     """The forward of a Llama/Mistral/Qwen2 decoder (batch 1) as replayed CUDA graphs (see the module).
 
     `forward(ids, cache, ...)` and `run_early` keep `specui.lean.DecoderStack`'s contract: chains, trees,
     features, and an early-exit draft's partial runs on the target's own cache."""
 
-    runs_early = True  # an early-exit draft can run the first layers on its cache (`run_early`)
-
     def __init__(self, model, *, graphs: bool = True, compile: bool | None = None):
         """graphs: capture CUDA graphs (on a GPU); compile: each layer through torch.compile (None: SPECUI_COMPILE)."""
-        base = model.model
-        self.model, self.embed, self.norm, self.rotary = model, base.embed_tokens, base.norm, base.rotary_emb
-        self.layers = list(base.layers)
-        first = self.layers[0].self_attn
-        self.head_dim = first.head_dim
-        self.kv_heads = first.k_proj.out_features // self.head_dim
-        self.groups = first.q_proj.out_features // first.k_proj.out_features
-        self.width = base.embed_tokens.weight.shape[1]
+        super().__init__(model)
+        self.width = self.embed.weight.shape[1]
         self.vocab_size = model.lm_head.out_features
         self.device, self.dtype = self.embed.weight.device, self.embed.weight.dtype
         self.graphed = graphs and self.device.type == "cuda"
@@ -210,10 +202,7 @@ class GraphStack:
         for a in range(0, n, PROMPT_ROWS):
             b = min(n, a + PROMPT_ROWS)
             positions = torch.arange(a, b, device=self.device)
-            cos, sin = cache.cos[positions][:, None], cache.sin[positions][:, None]
-            visible = cache.columns[None] <= positions[:, None]  # row i sees slots 0..a+i
-            mask = torch.zeros(visible.shape, device=self.device).masked_fill_(~visible, float("-inf"))
-            mask = mask.repeat(self.groups, 1)[None].expand(self.kv_heads, -1, -1)
+            cos, sin, mask = self._rows(cache, positions, cache.columns[None] <= positions[:, None])  # sees 0..a+i
             x, found = self.embed(ids[a:b]), {}
             for i in range(layers):
                 found[i] = x
@@ -288,9 +277,7 @@ class GraphStack:
         """Layers start..stop-1 over the ROWS input rows (from the embeddings, or cache.hidden when start > 0):
         through the last layer, cache.logits [ROWS, V] (and cache.states) written; else cache.hidden."""
         x = self.embed(cache.ids) if start == 0 else cache.hidden.clone()  # [ROWS, D]
-        cos, sin = cache.cos[cache.positions][:, None], cache.sin[cache.positions][:, None]  # [ROWS, 1, hd]
-        mask = torch.zeros(cache.visible.shape, device=x.device).masked_fill_(~cache.visible, float("-inf"))
-        mask = mask.repeat(self.groups, 1)[None].expand(self.kv_heads, -1, -1)  # [kvh, groups*ROWS, slots]: (g, r)
+        cos, sin, mask = self._rows(cache, cache.positions, cache.visible)
         for i in range(start, stop):
             if with_states:
                 cache.states[i].copy_(x)
@@ -302,6 +289,13 @@ class GraphStack:
         if with_states:
             cache.states[stop].copy_(normed)
         cache.logits.copy_(F.linear(normed, self.model.lm_head.weight, self.model.lm_head.bias))
+
+    def _rows(self, cache: GraphKV, positions: torch.Tensor, visible: torch.Tensor):
+        """What attention reads per row: cos and sin [rows, 1, hd] at `positions`, and the additive mask
+        [kv_heads, groups * rows, slots] (row (g, r): 0 where `visible` [rows, slots] marks a key, else -inf)."""
+        mask = torch.zeros(visible.shape, device=visible.device).masked_fill_(~visible, float("-inf"))
+        mask = mask.repeat(self.groups, 1)[None].expand(self.kv_heads, -1, -1)
+        return cache.cos[positions][:, None], cache.sin[positions][:, None], mask
 
     def _reserve(self, cache: GraphKV, length: int) -> None:
         """Grow `cache` to hold `length` tokens (capacity doubled, a multiple of KEY_BLOCK; graphs recaptured)."""

@@ -194,15 +194,11 @@ class CachedLM:
         self.trim(end)
 
     def _move(self, start: int, slots: list[int]) -> None:
-        end = start + len(slots)
-        index = torch.tensor(slots, dtype=torch.long, device=self.device)
-        if isinstance(self.cache, GraphKV):
+        if isinstance(self.cache, (StaticKV, GraphKV)):
             self.cache.move(start, slots)
             return
-        if isinstance(self.cache, StaticKV):
-            self.cache.keys[..., start:end] = self.cache.keys.index_select(3, index.to(self.cache.keys.device))
-            self.cache.values[:, :, start:end] = self.cache.values.index_select(2, index.to(self.cache.values.device))
-            return
+        end = start + len(slots)
+        index = torch.tensor(slots, dtype=torch.long, device=self.device)
         for layer in self.cache.layers:
             idx = index.to(layer.keys.device)
             layer.keys[..., start:end, :] = layer.keys.index_select(-2, idx)
@@ -215,7 +211,7 @@ class CachedLM:
         layers' keys and values into this cache; returns their hidden states [n, D] entering layer `stop`.
         The next `extend` whose tokens begin with them starts them at layer `stop`: nothing runs twice.
         Needs a lean stack (`DecoderStack`, or `GraphStack` on a GPU)."""
-        if not getattr(self.stack, "runs_early", False):
+        if self.stack is None:
             raise ValueError("an early-exit draft shares the target's cache through specui's lean forward, which "
                              "this target does not take (it needs a Llama, Mistral or Qwen2 decoder on a CPU or a "
                              "CUDA GPU)")

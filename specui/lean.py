@@ -66,8 +66,26 @@ class StaticKV:
             values[:, :, :capacity] = self.values
             self.keys, self.values = keys, values
 
+    def move(self, start: int, slots: list[int]) -> None:
+        """Move the keys and values at `slots` to start..start+len(slots) (a tree's accepted path)."""
+        index, end = torch.tensor(slots, dtype=torch.long, device=self.keys.device), start + len(slots)
+        self.keys[..., start:end] = self.keys.index_select(3, index)
+        self.values[:, :, start:end] = self.values.index_select(2, index)
 
-class DecoderStack:
+
+class DecoderParts:
+    """What both lean forwards (this one, `specui.graphs.GraphStack`) read of a Llama-style decoder."""
+
+    def __init__(self, model):
+        base = model.model
+        self.model, self.embed, self.norm, self.rotary = model, base.embed_tokens, base.norm, base.rotary_emb
+        self.layers = list(base.layers)
+        first = self.layers[0].self_attn
+        self.head_dim, self.groups = first.head_dim, first.q_proj.out_features // first.k_proj.out_features
+        self.kv_heads = first.k_proj.out_features // self.head_dim
+
+
+class DecoderStack(DecoderParts):
     """A lean, batch-invariant forward of a Llama-style decoder over a `StaticKV` (batch 1, CPU).
 
     It holds references to the model's own parameters (plus packed or transposed copies of its
@@ -77,16 +95,10 @@ class DecoderStack:
     """
 
     MODEL_TYPES = ("llama", "mistral", "qwen2")
-    runs_early = True  # an early-exit draft can run the first layers on its cache (`run_early`)
 
     def __init__(self, model):
-        base = model.model
-        self.model, self.embed, self.norm, self.rotary = model, base.embed_tokens, base.norm, base.rotary_emb
-        self.layers = list(base.layers)
+        super().__init__(model)
         first = self.layers[0].self_attn
-        self.head_dim = first.head_dim
-        self.kv_heads = first.k_proj.out_features // self.head_dim
-        self.groups = first.q_proj.out_features // first.k_proj.out_features
         # per layer: (norm, q, k, v, o, norm, gate, up, down, attention scale), norms as (weight, eps)
         self.params = []
         for layer in self.layers:
@@ -286,7 +298,6 @@ class DecoderStack:
         positions = torch.arange(past, past + n, device=device).expand(rows)  # one token: twice its position
         hidden = torch.arange(length, device=device)[None, :] > positions.repeat(self.groups)[:, None]
         return torch.zeros(hidden.shape, device=device).masked_fill_(hidden, float("-inf"))  # float32
-
 
     def _tree_mask(self, visible: torch.Tensor, rows: int, device) -> torch.Tensor:
         """`_mask` for tree rows: 0 where `visible` [n, past + n] marks a key, -inf elsewhere (with native

@@ -79,7 +79,7 @@ class EarlyExitDrafter:
         self.device = head.norm_weight.device
 
     def start(self, prompt: list[int], *, sampling: Sampling, seed: int, target) -> None:
-        if not getattr(getattr(target, "stack", None), "runs_early", False):
+        if getattr(target, "stack", None) is None:
             raise ValueError("the early-exit drafter runs the target's first layers on the target's own cache "
                              "through specui's lean forward, which this target does not take (it needs a Llama, "
                              "Mistral or Qwen2 decoder with full sdpa attention, on a CPU or a CUDA GPU); use another drafter")
