@@ -233,9 +233,9 @@ class SpeculativeEngine:
             drafter.observe(n)
 
         # p and q of every drafted token and of the round's last token, in one transfer
-        k_drafted = draft_tokens.shape[0]
-        rows = torch.cat([torch.arange(k_drafted, device=device), torch.tensor([n], device=device)])
-        cols = torch.cat([draft_tokens, torch.tensor([verdict.next_token], device=device)])
+        drafted = draft_tokens.tolist()
+        k_drafted = len(drafted)
+        rows, cols = torch.tensor([[*range(k_drafted), n], [*drafted, verdict.next_token]], device=device)
         p_all = target_probs[rows, cols].tolist()  # p(x_1..x_k), then p of the round's last token
         if draft_probs is None:
             q_all, q_next = [1.0] * k_drafted, None
@@ -246,7 +246,6 @@ class SpeculativeEngine:
         if verdict.residual is not None:
             top = torch.topk(verdict.residual, min(10, verdict.residual.shape[0]))
             residual_top = [(int(i), float(v)) for i, v in zip(top.indices.tolist(), top.values.tolist()) if v > 0]
-        drafted = draft_tokens.tolist()
         verify_s = self._sync_time(t1)
         return Round(index=0, token_ids=drafted[:n] + [verdict.next_token], kinds=[Kind.ACCEPTED] * n + [verdict.next_kind],
                      drafted=drafted, num_accepted=n, target_probs=p_all[:k_drafted], draft_probs=q_all,

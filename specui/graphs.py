@@ -34,7 +34,8 @@ import os
 import torch
 import torch.nn.functional as F
 
-from specui.lean import KEY_BLOCK, DecoderParts, _rms_norm, plain_decoder
+from specui.decoders import plain_decoder
+from specui.lean import KEY_BLOCK, DecoderParts, _rms_norm
 
 ROWS = 16  # rows of every forward: K+1 up to 16 verifies in one
 PROMPT_ROWS = 512  # a prompt read into an empty cache runs eagerly, in blocks of up to this many rows

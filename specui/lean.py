@@ -17,7 +17,8 @@ speculative decoding emits plain greedy decoding's tokens by construction, in an
   zero-initialised cache past the end is masked), takes the softmax over them and sums values over
   blocks of KEY_BLOCK keys in order, so a query's bits do not depend on how many queries come with it
   (masked keys add exact zeros), though tree rows then equal the chain's only to float rounding;
-- norms, rotary embeddings, SiLU and residual adds work row by row or element by element.
+- norms (in native code too, for float32: one fixed summation order per row), rotary embeddings, SiLU and
+  residual adds work row by row or element by element.
 One block is exempt: a prompt read into an empty cache (`forward(prompt=True)`), which plain and speculative
 decoding compute as the same block, takes MKL's GEMM for its large products (same bits every time, not
 row-invariant): it need only be computed alike in both, and a prompt's many rows run faster so.
@@ -34,6 +35,7 @@ import torch
 import torch.nn.functional as F
 
 from specui import native
+from specui.decoders import plain_decoder
 from specui.products import RowLinear, rows_invariant, slow_rows_warning
 
 KEY_BLOCK = 256  # attention sums values over blocks of this many keys (the cache capacity is a multiple)
@@ -94,8 +96,6 @@ class DecoderStack(DecoderParts):
     value sums in float32 (half-precision models too, as sdpa's CPU kernel keeps them).
     """
 
-    MODEL_TYPES = ("llama", "mistral", "qwen2")
-
     def __init__(self, model):
         super().__init__(model)
         first = self.layers[0].self_attn
@@ -112,6 +112,7 @@ class DecoderStack(DecoderParts):
         # float32 caches: attention in native code (`native.Kernel.attend`); else in torch ops (`_attend`)
         kernel = native.kernel() if first.k_proj.weight.dtype == torch.float32 else None
         self.native = kernel if kernel is not None and kernel.attends(self.head_dim) else None
+        self.norms = kernel  # float32: RMSNorm in native code too (`_norm`)
         # Static rotary embeddings (rope_type "default") are a function of the position alone: a table
         # of the module's own cos and sin, grown with the cache (rows of it are what each position uses).
         rope = getattr(model.config, "rope_parameters", None) or {}
@@ -125,11 +126,6 @@ class DecoderStack(DecoderParts):
         if device.type != "cpu":
             return None  # measured and tested on CPUs only; on a GPU, `specui.graphs.GraphStack`
         return cls(model) if plain_decoder(model, device) else None
-
-    # the module classes whose forward this path repeats, per model type (anything else: the model's forward)
-    EXACT_CLASSES = {kind: {f"{prefix}{name}" for name in ("ForCausalLM", "Model", "DecoderLayer", "Attention", "MLP",
-                                                             "RMSNorm", "RotaryEmbedding")}
-                     for kind, prefix in (("llama", "Llama"), ("mistral", "Mistral"), ("qwen2", "Qwen2"))}
 
     def _rotary(self, x: torch.Tensor, past: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin (first half negated, see the rotation below) at positions past..end-1."""
@@ -191,7 +187,7 @@ class DecoderStack(DecoderParts):
         cache.length = past + n
         x = x[:n]
         kept = x if features else x[n - 1:n] if last_only else x
-        normed = _rms_norm(kept, self.norm.weight, self.norm.variance_epsilon)
+        normed = self._norm(kept, self.norm.weight, self.norm.variance_epsilon)
         found[layers] = normed
         out = normed[n - 1:n] if (features and last_only) else normed
         logits = self.head(_rows(out))[: out.shape[0]]
@@ -224,7 +220,10 @@ class DecoderStack(DecoderParts):
             cos, sin = self._rotary(x, 0, int(positions.max()) + 1)
             cos, sin = cos[positions], sin[positions]
             mask = self._tree_mask(visible, rows, x.device)
-        cos, sin = cos.expand(rows, -1)[:, None], sin.expand(rows, -1)[:, None]  # over heads: [rows, 1, head_dim]
+        cos, sin = cos.expand(rows, -1), sin.expand(rows, -1)  # [rows, head_dim]
+        rope = self.native is not None and cos.stride(-1) == 1 and sin.stride(-1) == 1  # in native code
+        if not rope:
+            cos, sin = cos[:, None], sin[:, None]  # over heads: [rows, 1, head_dim]
         keys_all, values_all = cache.keys, cache.values
         hd, half = self.head_dim, self.head_dim // 2
         q_heads = self.kv_heads * self.groups
@@ -235,19 +234,30 @@ class DecoderStack(DecoderParts):
             norm1, qkv, wo, norm2, gate_up, down, scaling = self.params[i]
             if whole:  # the same products, through MKL (`RowLinear.whole`)
                 qkv, wo, down = qkv.whole, wo.whole, down.whole
-            out = qkv(_rms_norm(x, *norm1))  # [rows, (heads + 2 kv_heads) * hd]
-            qk, v = out[:, :qk_width].view(rows, -1, hd), out[:, qk_width:].view(rows, -1, hd)  # [rows, heads, hd]
-            # rotary embeddings of q and k at once; rotate_half(t) * sin == cat(t2, t1) * cat(-sin1, sin2)
-            # exactly: (-a) * b == a * (-b) in IEEE arithmetic
-            qk = (qk * cos) + (torch.cat((qk[..., half:], qk[..., :half]), dim=-1) * sin)
-            q, k = qk[:, :q_heads], qk[:, q_heads:]
+            out = qkv(self._norm(x, *norm1))  # [rows, (heads + 2 kv_heads) * hd]
             key_buf, value_buf = keys_all[i], values_all[i]  # [kv_heads, hd, capacity], [kv_heads, capacity, hd]
-            key_buf[:, :, past:end] = k[:n].permute(1, 2, 0)
-            value_buf[:, past:end] = v[:n].transpose(0, 1)
+            if rope:  # the same ops' bits, and the cache writes, in one native call
+                q = self.native.rope(out, n, q_heads, self.kv_heads, cos, sin, key_buf, value_buf, past)
+            else:
+                qk, v = out[:, :qk_width].view(rows, -1, hd), out[:, qk_width:].view(rows, -1, hd)  # [rows, heads, hd]
+                # rotary embeddings of q and k at once; rotate_half(t) * sin == cat(t2, t1) * cat(-sin1, sin2)
+                # exactly: (-a) * b == a * (-b) in IEEE arithmetic
+                qk = (qk * cos) + (torch.cat((qk[..., half:], qk[..., :half]), dim=-1) * sin)
+                q, k = qk[:, :q_heads], qk[:, q_heads:]
+                key_buf[:, :, past:end] = k[:n].permute(1, 2, 0)
+                value_buf[:, past:end] = v[:n].transpose(0, 1)
             x = x + wo(self._attend(q, key_buf, value_buf, scaling, mask))
-            gate, up = gate_up.split((gate_up.whole if whole else gate_up)(_rms_norm(x, *norm2)))
+            gate, up = gate_up.split((gate_up.whole if whole else gate_up)(self._norm(x, *norm2)))
             x = x + down(F.silu(gate) * up)
         return x
+
+    def _norm(self, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+        """RMSNorm of rows x: `specui.native`'s for float32 (one fixed summation order per row, so rows stay
+        batch-invariant; equal to transformers' to float32 rounding), else transformers' ops (`_rms_norm`)."""
+        if (self.norms is not None and x.dtype == weight.dtype == torch.float32 and x.stride(-1) == 1
+                and weight.is_contiguous()):
+            return self.norms.rms_norm(x, weight, eps)
+        return _rms_norm(x, weight, eps)
 
     def _attend(self, q: torch.Tensor, key_buf: torch.Tensor, value_buf: torch.Tensor, scaling,
                 mask: torch.Tensor | None) -> torch.Tensor:
@@ -321,40 +331,6 @@ def _rows(x: torch.Tensor) -> torch.Tensor:
     return x if x.shape[0] > 1 else x.repeat(2, 1)
 
 
-def plain_decoder(model, device: torch.device) -> bool:
-    """True when `model` is a Llama, Mistral or Qwen2 decoder whose math the lean forwards repeat (full sdpa
-    attention, SiLU, plain modules: see `_plain_modules`), evaluating, with every
-    parameter a plain floating-point tensor on `device`."""
-    config = getattr(model, "config", None)
-    if config is None or getattr(config, "model_type", None) not in DecoderStack.MODEL_TYPES or model.training:
-        return False
-    layer_types = getattr(config, "layer_types", None)
-    full_attention = (all(t == "full_attention" for t in layer_types) if layer_types is not None
-                      else getattr(config, "sliding_window", None) is None)
-    if not full_attention or getattr(config, "hidden_act", None) != "silu":
-        return False
-    if getattr(config, "_attn_implementation", None) != "sdpa":
-        return False  # eager or flash attention: the user chose other kernels
-    try:
-        base = model.model
-        modules = [base.embed_tokens, base.norm, model.lm_head]
-        for layer in base.layers:
-            attn, mlp = layer.self_attn, layer.mlp
-            modules += [attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj, mlp.gate_proj, mlp.up_proj,
-                        mlp.down_proj, layer.input_layernorm, layer.post_attention_layernorm]
-            _ = attn.scaling, attn.head_dim, base.rotary_emb
-            _ = layer.input_layernorm.variance_epsilon, layer.post_attention_layernorm.variance_epsilon
-    except (AttributeError, IndexError, TypeError):
-        return False
-    if not _plain_modules(model):
-        return False  # a hook, an adapter or a subclass with its own forward: only the model knows its math
-    for m in modules:
-        for p in m.parameters(recurse=False):
-            if type(p) is not torch.nn.Parameter or not p.dtype.is_floating_point or p.device != device:
-                return False  # quantized or spread over devices
-    return True
-
-
 def _signed_sin(sin: torch.Tensor) -> torch.Tensor:
     half = sin.shape[-1] // 2
     return torch.cat((-sin[..., :half], sin[..., half:]), dim=-1)
@@ -367,33 +343,3 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
     variance = h.pow(2).mean(-1, keepdim=True)
     h = h * torch.rsqrt(variance + eps)
     return weight * (h if dtype == torch.float32 else h.to(dtype))
-
-
-def _records_only(hook) -> bool:
-    """transformers' own output-capturing hook (installed by the first `output_hidden_states=True` call):
-    it only records a module's output while a caller collects them, and never changes it."""
-    return getattr(hook, "__module__", "") == "transformers.utils.output_capturing"
-
-
-def _plain_modules(model) -> bool:
-    """True when every module of `model` is exactly a class this path repeats, with no hook anywhere:
-    no forward (pre-)hook on any module (but transformers' recording-only output capture) or registered
-    globally, no accelerate hook, every linear layer exactly `nn.Linear` (not a LoRA wrapper or a subclass
-    with its own forward), the embeddings exactly `nn.Embedding`, everything else one of the model type's
-    own transformers classes."""
-    from torch.nn.modules import module as torch_module
-
-    if torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks:
-        return False
-    exact = DecoderStack.EXACT_CLASSES[model.config.model_type] | {"SiLUActivation"}
-    plain = (torch.nn.Linear, torch.nn.Embedding, torch.nn.ModuleList, torch.nn.SiLU, torch.nn.Identity)
-    for m in model.modules():
-        if (any(not _records_only(h) for h in m._forward_hooks.values()) or m._forward_pre_hooks
-                or getattr(m, "_hf_hook", None) is not None):
-            return False
-        kind = type(m)
-        if kind in plain:
-            continue
-        if not (kind.__module__.startswith("transformers.") and kind.__name__ in exact):
-            return False
-    return True

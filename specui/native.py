@@ -9,6 +9,8 @@
 - `Kernel.attend(q, keys, values, seen, scale)`: attention over a float32 KV cache, each row's bits a
   function of the sequence of keys it sees (`Seen`), so a token tree's rows equal the chain's.
 - `Kernel.argmax(logits)`: torch.argmax's answer, bit for bit, vectorised.
+- `Kernel.rms_norm(x, weight, eps)`: RMSNorm of rows, one summation order per row (batch-invariant).
+- `Kernel.rope(...)`: rotary embeddings of q and k and the cache writes of a layer, the torch ops' bits.
 
 The library is compiled once per machine with the system's C compiler (`$CC`, else `cc`) into specui's
 cache folder (`specui.packaged.cache_root()/native`), which takes about a second. Where there is no
@@ -69,6 +71,13 @@ class Kernel:
                                  ctypes.c_float, _ptr, _ptr, _int]
         self._attend.restype = _int
         self.attends = library.rowattend_supports  # head size -> whether `attend` computes it
+        self._rms_norm = library.rowrmsnorm
+        self._rms_norm.argtypes = [_ptr, _int, _int, _int, _ptr, ctypes.c_float, _ptr]
+        self._rms_norm.restype = None
+        self._rope = library.rowrope
+        self._rope.argtypes = [_ptr, _int, _int, _int, _int, _int, _int, _ptr, _ptr, _int, _ptr, _ptr, _ptr,
+                               ctypes.c_longlong, ctypes.c_longlong]
+        self._rope.restype = None
 
     def product(self, weight: torch.Tensor, bias: torch.Tensor | None = None, *, half: bool | None = None) -> Product:
         """weight [n, k] float32 (and bias [n]) packed into panels [ceil(n / NR), k, NR], the bias
@@ -96,6 +105,27 @@ class Kernel:
         self._argmax(rows.data_ptr(), rows.shape[0], rows.shape[1], rows.stride(0), out.data_ptr())
         return out[0] if logits.dim() == 1 else out
 
+    def rms_norm(self, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+        """transformers' RMSNorm of float32 rows x [rows, n] (row stride free, last dim contiguous) with a
+        float32 weight [n]: each row's bits its own (one summation order), equal to torch's to rounding."""
+        rows, n = x.shape
+        out = torch.empty(rows, n)
+        self._rms_norm(x.data_ptr(), rows, n, x.stride(0), weight.data_ptr(), eps, out.data_ptr())
+        return out
+
+    def rope(self, qkv: torch.Tensor, n: int, heads: int, kv_heads: int, cos: torch.Tensor, sin: torch.Tensor,
+             keys: torch.Tensor, values: torch.Tensor, past: int) -> torch.Tensor:
+        """Rotary embeddings of q and k in float32 rows qkv [rows, (heads + 2 kv_heads) * hd] (q, k, v heads) at
+        cos, sin [rows, hd] (sin's first half negated; rows may be one row expanded): returns q [rows, heads,
+        hd] and writes rows 0..n-1's keys and values at slots past.. of one layer's keys [kv_heads, hd, cap]
+        and values [kv_heads, cap, hd] (contiguous). The bits of the torch ops `DecoderStack._run` uses."""
+        rows, hd = qkv.shape[0], keys.shape[1]
+        if qkv.stride(-1) != 1 or cos.stride(-1) != 1 or sin.stride(-1) != 1 or cos.stride(0) != sin.stride(0):
+            raise ValueError("rope needs rows with a contiguous last dimension, cos and sin alike")
+        q = torch.empty(rows, heads, hd)
+        self._rope(qkv.data_ptr(), rows, n, qkv.stride(0), heads, kv_heads, hd, cos.data_ptr(), sin.data_ptr(),
+                   cos.stride(0), q.data_ptr(), keys.data_ptr(), values.data_ptr(), keys.shape[2], past)
+        return q
 
     def attend(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, seen: Seen,
                scale: float) -> torch.Tensor:

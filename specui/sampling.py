@@ -15,6 +15,8 @@ import torch
 
 from specui import native
 
+SMALL_ARGMAX = 16384  # logits of at most this many elements take torch's argmax (measured faster there)
+
 
 @dataclass(frozen=True)
 class Sampling:
@@ -70,9 +72,10 @@ def sample(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
 
 
 def argmax(logits: torch.Tensor) -> torch.Tensor:
-    """`logits.argmax(-1)`, bit for bit (the first of equal maxima), through the native kernel for
-    float32 CPU logits: torch's CPU argmax over a 49,152-token vocabulary takes ~85 us a row."""
-    kernel = native.kernel()
+    """`logits.argmax(-1)`, bit for bit (the first of equal maxima), through the native kernel for large
+    float32 CPU logits: torch's CPU argmax over a 49,152-token vocabulary takes ~85 us a row. Small ones
+    (a draft's reduced vocabulary) stay with torch, whose call costs less than the kernel's."""
+    kernel = native.kernel() if logits.numel() > SMALL_ARGMAX else None
     return logits.argmax(-1) if kernel is None else kernel.argmax(logits)
 
 

@@ -307,7 +307,7 @@ def test_heads_draft_through_the_native_products(kernel):
     from specui.products import linear
 
     def prepared(w):
-        return products._prepared_cache[(id(w),)][2][0]
+        return products._prepared_cache[("native", id(w))][2][0]
 
     weight, bias = torch.randn(300, 64).half().float(), torch.randn(300)
     x = torch.randn(3, 5, 64)
@@ -330,4 +330,4 @@ def test_heads_draft_through_the_native_products(kernel):
     trained = weight.clone().requires_grad_(True)
     out = linear(x, trained, bias)  # outside inference mode: torch's product, with a gradient
     out.sum().backward()
-    assert trained.grad is not None and (id(trained),) not in products._prepared_cache
+    assert trained.grad is not None and ("native", id(trained)) not in products._prepared_cache
