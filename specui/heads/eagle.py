@@ -22,11 +22,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from specui import native
 from specui.drafters.base import Draft
 from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.heads import common
 from specui.products import linear
-from specui.sampling import Generators, Sampling, logits_to_probs
+from specui.sampling import Generators, Sampling, choose, logits_to_probs
 
 
 class HeadLayer(nn.Module):
@@ -42,30 +43,40 @@ class HeadLayer(nn.Module):
         self.gate_up = nn.Linear(width, 2 * ffn, bias=False)
         self.down = nn.Linear(ffn, width, bias=False)
 
-    def rope(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """x [..., T, head_dim] rotated by `positions` [T] (the rotate-half convention of Llama)."""
+    def rope(self, x: torch.Tensor, positions: torch.Tensor, angles=None) -> torch.Tensor:
+        """x [..., T, head_dim] rotated by `positions` [T] (the rotate-half convention of Llama); angles:
+        `_rotation(positions, x.dtype)`, when the caller has it already."""
         half = self.head_dim // 2
-        cos, sin = self._angles(int(positions.max()) + 1, x.device)
-        cos, sin = cos[positions].to(x.dtype), sin[positions].to(x.dtype)
-        x1, x2 = x[..., :half], x[..., half:]
-        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+        cos, sin = angles or self._rotation(positions, x.dtype, x.device)  # [T, head_dim]: sin's first half negated
+        return x * cos + torch.cat([x[..., half:], x[..., :half]], dim=-1) * sin  # x1 cos - x2 sin, x2 cos + x1 sin
+
+    def _rotation(self, positions: torch.Tensor | range, dtype, device) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin [T, head_dim] at `positions` (a range: rows of the table, no gather)."""
+        if isinstance(positions, range):
+            cos, sin = self._angles(positions.stop, device)
+            return cos[positions.start:positions.stop].to(dtype), sin[positions.start:positions.stop].to(dtype)
+        cos, sin = self._angles(int(positions.max()) + 1, positions.device)
+        return cos[positions].to(dtype), sin[positions].to(dtype)
 
     def _angles(self, length: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and sin [>= length, head_dim / 2] of every position's angles, kept (grown by doubling)."""
+        """cos and sin [>= length, head_dim] of every position's angles, each half once (sin's first half
+        negated: the rotation in one product, exactly as the halves' own), kept (grown by doubling)."""
         table = getattr(self, "_table", None)
         if table is None or table[0].shape[0] < length or table[0].device != torch.device(device):
             half = self.head_dim // 2
             freq = self.theta ** (-torch.arange(half, device=device, dtype=torch.float32) / half)
             angle = torch.arange(max(2 * length, 256), device=device, dtype=torch.float32)[:, None] * freq[None]
-            table = (angle.cos(), angle.sin())
+            table = (torch.cat([angle.cos()] * 2, dim=-1), torch.cat([-angle.sin(), angle.sin()], dim=-1))
             object.__setattr__(self, "_table", table)  # not a buffer: never saved
         return table
 
-    def project(self, x: torch.Tensor, positions: torch.Tensor):
+    def project(self, x: torch.Tensor, positions: torch.Tensor | range):
         """q, k, v [.., heads, T, head_dim] of x [.., T, D], q and k rotated."""
-        q, k, v = linear(_rms(x, self.norm1, self.eps), self.qkv.weight).chunk(3, dim=-1)
-        q, k, v = (t.unflatten(-1, (self.heads, self.head_dim)).transpose(-3, -2) for t in (q, k, v))
-        return self.rope(q, positions), self.rope(k, positions), v
+        qkv = linear(_rms(x, self.norm1, self.eps), self.qkv.weight)
+        width = qkv.shape[-1] // 3
+        qk, v = (t.unflatten(-1, (-1, self.head_dim)).transpose(-3, -2) for t in (qkv[..., :2 * width], qkv[..., 2 * width:]))
+        qk = self.rope(qk, positions, self._rotation(positions, x.dtype, x.device))  # q's heads and k's at once
+        return qk[..., :self.heads, :, :], qk[..., self.heads:, :, :], v
 
     def finish(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
         """The residual adds around attention's output [.., heads, T, head_dim] and the MLP."""
@@ -101,11 +112,12 @@ class EagleHead(nn.Module):
         return self.fuse_layers
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.output(_rms(hidden, self.norm, self.eps), normed=True)
+        return self.output.forward(_rms(hidden, self.norm, self.eps), normed=True)
 
     def inputs(self, fused: torch.Tensor, next_ids: torch.Tensor) -> torch.Tensor:
         """a = fc([u, embed(next)]) for fused states u [.., T, D] and the tokens that follow [.., T]."""
-        return linear(torch.cat([fused, self._embed(next_ids).to(fused.dtype)], dim=-1), self.fc.weight)
+        embedded = F.embedding(next_ids, self._embed.weight)  # the module's own op, without its call's overhead
+        return linear(torch.cat([fused, embedded.to(fused.dtype)], dim=-1), self.fc.weight)
 
     def make_drafter(self, target_model) -> EagleDrafter:
         return EagleDrafter(self)
@@ -172,15 +184,19 @@ class EagleDrafter:
             return Draft.empty(self.device)
         head = self.head
         h = self._feed_pending(context)  # [1, D]: predicts the first draft token
+        ids = head.output.token_ids.to(self.device)
         tokens, probs = [], []
         for i in range(k):
             logits = head.logits(h[-1])
-            token, q = common.draw(logits, head.output, self.sampling, self.generators.for_tensor(logits))
+            index, q = choose(logits, self.sampling, self.generators.for_tensor(logits))  # over the head's ids
+            token = ids[index]
             tokens.append(token)
             probs.append(q)
             if i + 1 < k:
                 h = self._step(head.inputs(h[-1:], token.view(1)))
-        return Draft(torch.stack(tokens), torch.stack(probs))
+        probs = torch.stack(probs)  # q on the target's vocabulary: zero outside the head's ids
+        full = probs.new_zeros(k, head.output.vocab_size).index_copy_(1, ids.to(probs.device), probs)
+        return Draft(torch.stack(tokens), full)
 
     def observe(self, num_accepted: int, *, features: torch.Tensor | None = None) -> None:
         self._trim(self.length)  # forget the draft steps; the accepted tokens' real states come instead
@@ -237,7 +253,7 @@ class EagleDrafter:
         layer = self.head.layer
         start, n = self.filled, a.shape[0]
         if positions is None:
-            positions = torch.arange(start, start + n, device=a.device)
+            positions = range(start, start + n)
         q, k, v = layer.project(a, positions)
         self._reserve(start + n, like=k)
         self.cache[0, :, start:start + n], self.cache[1, :, start:start + n] = k, v
@@ -273,6 +289,13 @@ class EagleDrafter:
 
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """RMSNorm in float32: `specui.native`'s while drafting (inference mode, float32 rows on a CPU: a head's q
+    only sets acceptance, and the kernel's call costs a tenth of these ops'), else torch's (training)."""
+    if (x.dtype == weight.dtype == torch.float32 and x.device.type == "cpu" and x.dim() in (1, 2)
+            and x.stride(-1) == 1 and weight.is_contiguous() and torch.is_inference_mode_enabled()):
+        kernel = native.kernel()
+        if kernel is not None:
+            return kernel.rms_norm(x.view(-1, x.shape[-1]), weight, eps).view(x.shape)
     h = x.float()
     h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
     return (weight * h).to(x.dtype)

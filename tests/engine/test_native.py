@@ -300,17 +300,21 @@ def test_attention_takes_a_long_block(kernel):
 
 
 def test_heads_draft_through_the_native_products(kernel):
-    """`specui.products.linear` (what the heads draft with): in inference mode on float32 the weight's native
-    product (prepared once, remade after an in-place edit, float16 panels for float16 values); with autograd,
-    F.linear."""
+    """`specui.products.linear` (what the heads draft with): in inference mode on float32 a large weight's
+    native product (prepared once, remade after an in-place edit, float16 panels for float16 values); a small
+    weight, or with autograd, F.linear."""
     from specui import products
     from specui.products import linear
 
     def prepared(w):
         return products._prepared_cache[("native", id(w))][2][0]
 
-    weight, bias = torch.randn(300, 64).half().float(), torch.randn(300)
+    weight, bias = torch.randn(2100, 64).half().float(), torch.randn(2100)  # large: small ones take F.linear
     x = torch.randn(3, 5, 64)
+    with torch.inference_mode():
+        small = torch.randn(300, 64)
+        assert torch.equal(linear(x, small), torch.nn.functional.linear(x, small))
+        assert ("native", id(small)) not in products._prepared_cache
     with torch.inference_mode():
         y = linear(x, weight, bias)
         product = prepared(weight)
