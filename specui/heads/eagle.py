@@ -78,9 +78,10 @@ class HeadLayer(nn.Module):
         qk = self.rope(qk, positions, self._rotation(positions, x.dtype, x.device))  # q's heads and k's at once
         return qk[..., :self.heads, :, :], qk[..., self.heads:, :, :], v
 
-    def finish(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
-        """The residual adds around attention's output [.., heads, T, head_dim] and the MLP."""
-        x = x + linear(attended.transpose(-3, -2).flatten(-2), self.o.weight)
+    def finish(self, x: torch.Tensor, attended: torch.Tensor, *, flat: bool = False) -> torch.Tensor:
+        """The residual adds around attention's output [.., heads, T, head_dim] (flat: [.., T, heads *
+        head_dim]) and the MLP."""
+        x = x + linear(attended if flat else attended.transpose(-3, -2).flatten(-2), self.o.weight)
         gate, up = linear(_rms(x, self.norm2, self.eps), self.gate_up.weight).chunk(2, dim=-1)
         return x + linear(F.silu(gate) * up, self.down.weight)
 
@@ -174,7 +175,10 @@ class EagleDrafter:
     def start(self, prompt: list[int], *, sampling: Sampling, seed: int, features: torch.Tensor | None = None) -> None:
         self.sampling = sampling
         self.generators = Generators(seed ^ 0xEA61E, home=self.device)
-        self.cache = None  # the head's keys and values [2, heads, capacity, head_dim], grown by doubling
+        self.cache = None  # the head's keys [heads, head_dim, capacity] and values [heads, capacity, head_dim]
+        kernel = native.kernel() if self.device.type == "cpu" and self.head.fc.weight.dtype == torch.float32 else None
+        # float32 on a CPU: the rotary step, the cache writes and attention in native code (`_step`)
+        self.native = kernel if kernel is not None and kernel.attends(self.head.layer.head_dim) else None
         self.filled = 0  # cached positions in use: real pairs, then the draft steps of this round
         self.length = 0  # cached positions that hold real (target-state) pairs
         self.pending = features  # target states not yet fed to the head; the tokens after them end the context
@@ -252,11 +256,19 @@ class EagleDrafter:
         """Run rows a [n, D] at the next positions of the head's cache (kept), causally."""
         layer = self.head.layer
         start, n = self.filled, a.shape[0]
-        if positions is None:
-            positions = range(start, start + n)
-        q, k, v = layer.project(a, positions)
-        self._reserve(start + n, like=k)
-        self.cache[0, :, start:start + n], self.cache[1, :, start:start + n] = k, v
+        self._reserve(start + n, like=a)
+        keys, values = self.cache
+        if positions is None and visible is None and self.native is not None and torch.is_inference_mode_enabled():
+            # the torch ops below in two native calls: the rotary step writing the cache, then attention
+            # (row i sees the cache and rows <= i); the same math, rounded alike but for attention's sums
+            qkv = linear(_rms(a, layer.norm1, layer.eps), layer.qkv.weight)
+            cos, sin = layer._rotation(range(start, start + n), a.dtype, a.device)
+            q = self.native.rope(qkv, n, layer.heads, layer.heads, cos, sin, keys, values, start)
+            self.filled = start + n
+            seen = native.Seen(torch.arange(start + 1, start + n + 1, dtype=torch.int32), None, None, start + n)
+            return layer.finish(a, self.native.attend(q, keys, values, seen, layer.head_dim ** -0.5), flat=True)
+        q, k, v = layer.project(a, range(start, start + n) if positions is None else positions)
+        keys[:, :, start:start + n], values[:, start:start + n] = k.transpose(-1, -2), v
         self.filled = start + n
         keys, values = self.keys, self.values
         if n == 1 and visible is None:  # one row sees the whole cache: three products, not sdpa's general path
@@ -270,18 +282,22 @@ class EagleDrafter:
 
     @property
     def keys(self) -> torch.Tensor | None:
-        return None if self.cache is None else self.cache[0, :, :self.filled]
+        """[heads, filled, head_dim]"""
+        return None if self.cache is None else self.cache[0][:, :, :self.filled].transpose(1, 2)
 
     @property
     def values(self) -> torch.Tensor | None:
-        return None if self.cache is None else self.cache[1, :, :self.filled]
+        return None if self.cache is None else self.cache[1][:, :self.filled]
 
     def _reserve(self, length: int, *, like: torch.Tensor) -> None:
-        if self.cache is None or self.cache.shape[2] < length:
-            heads, _, dim = like.shape
-            grown = like.new_zeros(2, heads, max(2 * length, 256), dim)
+        if self.cache is None or self.cache[1].shape[1] < length:
+            layer = self.head.layer
+            capacity = -(-max(2 * length, 256) // 16) * 16  # native attention reads whole blocks of 16
+            grown = (like.new_zeros(layer.heads, layer.head_dim, capacity),
+                     like.new_zeros(layer.heads, capacity, layer.head_dim))
             if self.cache is not None:
-                grown[:, :, :self.filled] = self.cache[:, :, :self.filled]
+                grown[0][:, :, :self.filled] = self.cache[0][:, :, :self.filled]
+                grown[1][:, :self.filled] = self.cache[1][:, :self.filled]
             self.cache = grown
 
     def _trim(self, length: int) -> None:

@@ -7,7 +7,7 @@ import copy
 import pytest
 import torch
 
-from specui import SpeculativeEngine
+from specui import SpeculativeEngine, native
 from specui.drafters.base import Draft
 from specui.heads import common, eagle, load
 from specui.sampling import Sampling
@@ -64,6 +64,34 @@ def test_greedy_equals_generate(arch, k):
         result = engine.generate(prompt, max_new_tokens=48, num_draft_tokens=k, drafter="eagle")
         expected = target.generate(torch.tensor([prompt]), max_new_tokens=48, do_sample=False)[0, len(prompt):]
         assert result.token_ids == expected.tolist()
+
+
+def test_native_and_torch_steps_draft_alike():
+    """On a CPU in float32 a drafting step's rotary embeddings, cache writes and attention run in native code
+    (`EagleDrafter._step`); the torch ops they stand for (the path on a GPU) draft the same tokens, with q
+    equal to float rounding, round after round, and both keep plain greedy output."""
+    if native.kernel() is None:
+        pytest.skip("no native kernels here")
+    target = make_model("llama", vocab_size=96, layers=3, seed=7)
+    head = trained_head(target, token_ids=torch.arange(96), steps=40)
+    runs = []
+    for use_native in (True, False):
+        drafter = head.make_drafter(target)
+        begin = drafter.start
+
+        def start(*args, use_native=use_native, drafter=drafter, begin=begin, **kwargs):
+            begin(*args, **kwargs)
+            assert drafter.native is not None
+            drafter.native = drafter.native if use_native else None
+
+        drafter.start = start
+        engine = SpeculativeEngine(target, heads={"eagle": head})
+        runs.append(engine.generate([5, 17, 3, 88, 41], max_new_tokens=40, num_draft_tokens=4, drafter=drafter))
+    assert runs[0].token_ids == runs[1].token_ids == target.generate(
+        torch.tensor([[5, 17, 3, 88, 41]]), max_new_tokens=40, do_sample=False)[0, 5:].tolist()
+    assert [r.drafted for r in runs[0].rounds] == [r.drafted for r in runs[1].rounds]
+    q = [torch.tensor([p for r in run.rounds for p in r.draft_probs]) for run in runs]
+    torch.testing.assert_close(q[0], q[1], atol=1e-5, rtol=1e-4)
 
 
 def copycat_head(target):
