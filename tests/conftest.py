@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 import torch
@@ -17,3 +18,16 @@ torch.set_num_threads(1)  # tiny models: one thread is several times faster than
 def llama_pair():
     target = make_model("llama", layers=3, seed=0)
     return target, noisy_copy(target, noise=0.35, seed=1)
+
+
+@pytest.fixture
+def kernel():
+    """specui's native build for this CPU (skips without a C compiler, where the lean forward takes MKL's products
+    and torch's ops instead)."""
+    from specui import native
+
+    if shutil.which(os.environ.get("CC") or "cc") is None:
+        pytest.skip("no C compiler on PATH (the lean forward then takes MKL's products)")
+    found = native.kernel()
+    assert found is not None, "a C compiler is on PATH, so the native build must load"
+    return found

@@ -70,9 +70,13 @@ class HeadLayer(nn.Module):
             object.__setattr__(self, "_table", table)  # not a buffer: never saved
         return table
 
+    def qkv_rows(self, x: torch.Tensor) -> torch.Tensor:
+        """q, k and v of x [.., T, D] side by side, before rotation: [.., T, 3 D]."""
+        return linear(_rms(x, self.norm1, self.eps), self.qkv.weight)
+
     def project(self, x: torch.Tensor, positions: torch.Tensor | range):
         """q, k, v [.., heads, T, head_dim] of x [.., T, D], q and k rotated."""
-        qkv = linear(_rms(x, self.norm1, self.eps), self.qkv.weight)
+        qkv = self.qkv_rows(x)
         width = qkv.shape[-1] // 3
         qk, v = (t.unflatten(-1, (-1, self.head_dim)).transpose(-3, -2) for t in (qkv[..., :2 * width], qkv[..., 2 * width:]))
         qk = self.rope(qk, positions, self._rotation(positions, x.dtype, x.device))  # q's heads and k's at once
@@ -258,18 +262,16 @@ class EagleDrafter:
         start, n = self.filled, a.shape[0]
         self._reserve(start + n, like=a)
         keys, values = self.cache
+        self.filled = start + n
         if positions is None and visible is None and self.native is not None and torch.is_inference_mode_enabled():
             # the torch ops below in two native calls: the rotary step writing the cache, then attention
             # (row i sees the cache and rows <= i); the same math, rounded alike but for attention's sums
-            qkv = linear(_rms(a, layer.norm1, layer.eps), layer.qkv.weight)
             cos, sin = layer._rotation(range(start, start + n), a.dtype, a.device)
-            q = self.native.rope(qkv, n, layer.heads, layer.heads, cos, sin, keys, values, start)
-            self.filled = start + n
+            q = self.native.rope(layer.qkv_rows(a), n, layer.heads, layer.heads, cos, sin, keys, values, start)
             seen = native.Seen(torch.arange(start + 1, start + n + 1, dtype=torch.int32), None, None, start + n)
             return layer.finish(a, self.native.attend(q, keys, values, seen, layer.head_dim ** -0.5), flat=True)
         q, k, v = layer.project(a, range(start, start + n) if positions is None else positions)
         keys[:, :, start:start + n], values[:, start:start + n] = k.transpose(-1, -2), v
-        self.filled = start + n
         keys, values = self.keys, self.values
         if n == 1 and visible is None:  # one row sees the whole cache: three products, not sdpa's general path
             scores = torch.softmax((q @ keys.transpose(-1, -2)) * layer.head_dim ** -0.5, dim=-1)

@@ -4,8 +4,6 @@ set; the lean forward uses them; and where they cannot be built, the forward fal
 reason instead of failing."""
 
 import logging
-import os
-import shutil
 
 import pytest
 import torch
@@ -16,15 +14,6 @@ from specui.products import SMALL_WEIGHT, rows_invariant
 from tests.helpers import make_config
 
 pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
-
-
-@pytest.fixture
-def kernel():
-    if shutil.which(os.environ.get("CC") or "cc") is None:
-        pytest.skip("no C compiler on PATH (the lean forward then takes MKL's products)")
-    found = native.kernel()
-    assert found is not None, "a C compiler is on PATH, so the native build must load"
-    return found
 
 
 def _case(n: int, k: int, rows: int = 20, *, bias: bool, seed: int = 0):

@@ -3,9 +3,6 @@ equals transformers' LlamaRMSNorm to float32 rounding, each row's bits independe
 it, of their stride and of the instruction set, and the lean forward normalises through it. The rotary step
 gives the bits of the torch ops it replaces, the cache writes included."""
 
-import os
-import shutil
-
 import pytest
 import torch
 from transformers import LlamaForCausalLM
@@ -16,15 +13,6 @@ from specui.kv import CachedLM
 from tests.helpers import make_config
 
 pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
-
-
-@pytest.fixture
-def kernel():
-    if shutil.which(os.environ.get("CC") or "cc") is None:
-        pytest.skip("no C compiler on PATH (the lean forward then takes torch's norm)")
-    found = native.kernel()
-    assert found is not None
-    return found
 
 
 def _case(rows: int, n: int, seed: int = 0):
