@@ -1,4 +1,4 @@
-"""specui's native CPU kernels (specui/native.c) for the lean forward, loaded through ctypes.
+"""specui's native CPU kernels (specui/native.c, specui/native_layer.c) for the lean forward, loaded through ctypes.
 
 - `Kernel.product(W, b)`: y = x W^T + b for the few rows of a decode or verify forward, every output one
   fused multiply-add chain over the inner dimension in order, so a row's bits never depend on how many
@@ -42,6 +42,7 @@ import torch
 from specui.packaged import cache_root
 
 SOURCE = Path(__file__).with_name("native.c")
+LAYER_SOURCE = Path(__file__).with_name("native_layer.c")  # the norm and rotary kernels, built with SOURCE
 FLAGS = {"avx512": ["-mavx512f", "-mfma", "-mf16c", "-DSPECUI_AVX512"], "avx2": ["-mavx2", "-mfma", "-mf16c"]}
 HALF_PANELS = True  # half-precision-valued weights packed at half width (False: float32 panels, to compare)
 log = logging.getLogger(__name__)
@@ -258,13 +259,15 @@ def _load(isa: str) -> Kernel | None:
 
 def _build(isa: str) -> Path:
     """The shared library for `isa`, compiled into the cache unless it is there (named by a hash of
-    the source and the flags, so an edit rebuilds it; written to a temporary name and renamed, so
+    the sources and the flags, so an edit rebuilds it; written to a temporary name and renamed, so
     processes building at once never load half a file)."""
     compiler = os.environ.get("CC") or "cc"
     if shutil.which(compiler) is None:
         raise OSError(f"no C compiler ({compiler!r}) on PATH")
     flags = ["-O3", "-shared", "-fPIC", *FLAGS[isa]]
-    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join([compiler, *flags]).encode()).hexdigest()[:16]
+    sources = [SOURCE, LAYER_SOURCE]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + " ".join([compiler, *flags]).encode())
+    digest = digest.hexdigest()[:16]
     for folder in (cache_root() / "native", Path(tempfile.gettempdir()) / "specui-native"):
         target = folder / f"specui-native-{isa}-{digest}.so"
         if target.is_file():
@@ -276,7 +279,7 @@ def _build(isa: str) -> Path:
         except OSError:
             continue  # an unwritable cache: try the next folder
         try:
-            subprocess.run([compiler, *flags, str(SOURCE), "-o", partial], check=True, capture_output=True,
+            subprocess.run([compiler, *flags, *map(str, sources), "-o", partial], check=True, capture_output=True,
                            timeout=300)
             os.replace(partial, target)
         finally:

@@ -1,4 +1,4 @@
-"""The native RMSNorm and rotary step of the lean forward (specui/native.c `rowrmsnorm`, `rowrope`). The norm
+"""The native RMSNorm and rotary step of the lean forward (specui/native_layer.c `rowrmsnorm`, `rowrope`). The norm
 equals transformers' LlamaRMSNorm to float32 rounding, each row's bits independent of the rows computed with
 it, of their stride and of the instruction set, and the lean forward normalises through it. The rotary step
 gives the bits of the torch ops it replaces, the cache writes included."""
