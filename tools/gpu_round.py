@@ -14,10 +14,11 @@ the GPU's arithmetic, so side by side they add up):
    EAGLE head (`specui.train heads --head eagle --init`) train side by side on those answers until the
    budget's end, less the time to save.
 4. What came out goes to OUT as at most eight files: draft.tar, eagle.tar, logs.tar, answers.tar.xz and
-   round.json. answers.tar.xz holds every answer folder (token ids only, a few MB): unpacked and carried to
-   the next borrowed GPU as --answers-in, its writers resume where these stopped (whole files are skipped)
-   and the trainers learn from both rounds' answers, so answers add up from one GPU to the next; raise
-   --rounds to queue sampled rounds beyond those already written.
+   round.json (an archive over 15 MiB comes as answers.tar.xz.part0, .part1…, since the device returns files
+   of at most 16 MiB: `cat` them together). answers.tar.xz holds every answer folder (token ids only, a few
+   MB): unpacked and carried to the next borrowed GPU as --answers-in, its writers resume where these
+   stopped (whole files are skipped) and the trainers learn from both rounds' answers, so answers add up
+   from one GPU to the next; raise --rounds to queue sampled rounds beyond those already written.
 
 Where a job fails, its log says why and the round goes on; OUT keeps whatever finished.
 """
@@ -160,6 +161,19 @@ def spawn(cmd: list[str], log_path: Path) -> subprocess.Popen:
     return subprocess.Popen(cmd, stdout=handle, stderr=subprocess.STDOUT)
 
 
+PART_BYTES = 15 * 2**20  # the device returns files of at most 16 MiB
+
+
+def split(path: Path, size: int) -> None:
+    """Cut a file bigger than `size` into path.part0, path.part1, … (`cat` them back together in order)."""
+    if path.stat().st_size <= size:
+        return
+    with path.open("rb") as whole:
+        for i, chunk in enumerate(iter(lambda: whole.read(size), b"")):
+            path.with_name(f"{path.name}.part{i}").write_bytes(chunk)
+    path.unlink()
+
+
 def finish(facts: dict, work: Path, out: Path) -> None:
     """OUT/round.json, and a tar of each result folder and of the logs (the device returns 8 files at most)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -173,6 +187,7 @@ def finish(facts: dict, work: Path, out: Path) -> None:
         with tarfile.open(out / "answers.tar.xz", "w:xz", preset=6) as tar:
             for path in answers:
                 tar.add(path, arcname=f"answers/{path.parent.name}/{path.name}")
+        split(out / "answers.tar.xz", PART_BYTES)
     (out / "round.json").write_text(json.dumps(facts, indent=2) + "\n")
     log(f"round written to {out}: {sorted(p.name for p in out.iterdir())}")
 

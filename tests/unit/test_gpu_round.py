@@ -43,3 +43,15 @@ def test_the_answers_come_back_packed_and_go_in_again(tmp_path):
         assert sorted(tar.getnames()) == ["answers/main-s1/sampled-00003.pt", "answers/main/answers-00000.pt"]
         tar.extractall(tmp_path / "carried", filter="data")
     assert torch.load(tmp_path / "carried" / "answers" / "main" / "answers-00000.pt")[0]["prompt_len"] == 2
+
+
+def test_a_big_archive_comes_back_in_parts_that_join_again(tmp_path):
+    whole = tmp_path / "answers.tar.xz"
+    data = bytes(range(256)) * 41
+    whole.write_bytes(data)
+    gpu_round.split(whole, 4096)
+    parts = sorted(tmp_path.glob("answers.tar.xz.part*"), key=lambda p: int(p.name.rsplit("part", 1)[1]))
+    assert not whole.exists() and len(parts) == 3 and all(p.stat().st_size <= 4096 for p in parts)
+    assert b"".join(p.read_bytes() for p in parts) == data
+    gpu_round.split(parts[-1], 4096)  # a file within the size stays as it is
+    assert parts[-1].exists()
