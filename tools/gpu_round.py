@@ -52,6 +52,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--work", default="runs/gpu", help="working folder (default: %(default)s)")
     ap.add_argument("--gen-seconds", type=float, default=190, help="seconds for writing answers (default: %(default)s)")
     ap.add_argument("--writers", type=int, default=6, help="answer writers at a time (default: %(default)s)")
+    ap.add_argument("--writer-gib", type=float, default=13,
+                    help="GPU memory one writer may take at its peak; fewer writers start where the card lacks it")
     ap.add_argument("--rounds", type=int, default=4, help="sampled rounds queued after the greedy answers")
     ap.add_argument("--gen-batch", type=int, default=256)
     ap.add_argument("--max-answer", type=int, default=256)
@@ -97,8 +99,9 @@ def main(argv=None) -> None:
     batch, every, val, alpha = ("4", "2", "2", "8") if args.tiny else ("32", "100", "128", "128")
     gen_until = time.time() + min(args.gen_seconds, left() - 120)
     queue, running, done = jobs(args.rounds), {}, []
+    facts["writers_at_once"] = writers = writers_that_fit(args.writers, args.writer_gib)
     while (queue or running) and time.time() < gen_until + 30:
-        while queue and len(running) < args.writers and gen_until - time.time() > 25:
+        while queue and len(running) < writers and gen_until - time.time() > 25:
             name, extra = queue.pop(0)
             minutes = (gen_until - time.time() - 15) / 60
             cmd = [sys.executable, "-m", "specui.train.chat", "--write-answers", str(work / name), "--labels", "0",
@@ -125,8 +128,9 @@ def main(argv=None) -> None:
     log(f"answers in {len(folders)} folders: {facts['answer_files']}")
     if not folders:
         return finish(facts, work, out)
-    greedy = sorted((f for f in folders if "-s" not in Path(f).name), key=lambda f: Path(f).name == "main")
-    ordered = [f for f in folders if f not in greedy] + greedy  # validation: the last greedy answers, main's if any
+    greedy = validation_last([f for f in folders if "-s" not in Path(f).name], facts.get("answers_in", {}))
+    facts["validation_folder"] = Path(greedy[-1]).name if greedy else None
+    ordered = [f for f in folders if f not in greedy] + greedy  # validation: the trainer keeps the last greedy answers
     answers = ",".join(ordered)
 
     train_minutes = (left() - args.save_seconds) / 60
@@ -152,6 +156,31 @@ def main(argv=None) -> None:
             p.kill()
     facts["phases"]["trained_s"] = round(time.time() - started, 1)
     finish(facts, work, out)
+
+
+def writers_that_fit(wanted: int, gib_each: float) -> int:
+    """At most `wanted` writers, as many as the GPU's free memory holds (8 of 256 answers each ran an 80 GB
+    H100 out of memory); `wanted` where there is no GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return wanted
+    free, _ = torch.cuda.mem_get_info()
+    return max(1, min(wanted, int(free / 2**30 // gib_each)))
+
+
+def validation_last(greedy: list[str], came_in: dict[str, int]) -> list[str]:
+    """The greedy answer folders, the one with the most files written in this round last.
+
+    The chat trainer validates on the last greedy answers it is given, and greedy answers are the same in
+    every round: a folder's earlier files may be what the starting draft was trained on, and validating on
+    them rewards the starting weights (a round of 2026-11-26 kept step 0 for that reason). A folder's new
+    files are its last ones (writers resume after the files that came in), so its last answers are new.
+    """
+    def new_files(folder: str) -> int:
+        return len(list(Path(folder).glob("answers-*.pt"))) - came_in.get(Path(folder).name, 0)
+
+    return sorted(greedy, key=lambda f: (new_files(f), Path(f).name == "main"))
 
 
 def spawn(cmd: list[str], log_path: Path) -> subprocess.Popen:

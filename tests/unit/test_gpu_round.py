@@ -55,3 +55,25 @@ def test_a_big_archive_comes_back_in_parts_that_join_again(tmp_path):
     assert b"".join(p.read_bytes() for p in parts) == data
     gpu_round.split(parts[-1], 4096)  # a file within the size stays as it is
     assert parts[-1].exists()
+
+
+def test_the_draft_is_validated_on_greedy_answers_new_to_the_round(tmp_path):
+    """Greedy answers repeat from round to round: the folder with the most new files goes last."""
+    folders = []
+    for name, files in (("main", 3), ("wide", 2), ("library", 4)):
+        (tmp_path / name).mkdir()
+        for i in range(files):
+            (tmp_path / name / f"answers-{i:05d}.pt").write_bytes(b"")
+        folders.append(str(tmp_path / name))
+    assert [p.rsplit("/", 1)[1] for p in gpu_round.validation_last(folders, {})] == ["wide", "main", "library"]
+    came_in = {"main": 1, "library": 4}  # library's four files all came from the last round
+    assert [p.rsplit("/", 1)[1] for p in gpu_round.validation_last(folders, came_in)] == ["library", "wide", "main"]
+
+
+def test_writers_start_as_many_as_fit():
+    import torch
+
+    if not torch.cuda.is_available():
+        assert gpu_round.writers_that_fit(6, 13) == 6
+    else:
+        assert 1 <= gpu_round.writers_that_fit(6, 13) <= 6
