@@ -314,11 +314,7 @@ class DecoderStack(DecoderParts):
         attention, the `native.Seen`: the prefix every row sees, then each row's ancestors and itself)."""
         n, width = visible.shape
         if self.native is not None:  # the prefix before the tree, then the row's ancestors and itself
-            unseen = visible.all(0).logical_not().nonzero()
-            base = int(unseen[0]) if len(unseen) else width  # the first slot some row does not see
-            tail = visible[:, base:].cpu()
-            seen = native.Seen(torch.full((n,), base, dtype=torch.int32), tail.sum(1, dtype=torch.int32),
-                               (tail.nonzero()[:, 1] + base).to(torch.int32), width)
+            seen = native.tree_seen(visible)
             return seen if n > 1 else native.Seen(*(t.repeat(rows) for t in seen[:3]), width)
         length = -(-width // KEY_GRAIN) * KEY_GRAIN
         mask = torch.full((n, length), float("-inf"), device=device)

@@ -161,6 +161,17 @@ class Seen(NamedTuple):
     longest: int
 
 
+def tree_seen(visible: torch.Tensor) -> Seen:
+    """The `Seen` of token-tree rows from `visible` [n, width] (bool: row r sees key slot j): the prefix every
+    row sees, then each row's own further slots (its ancestors and itself)."""
+    n, width = visible.shape
+    unseen = visible.all(0).logical_not().nonzero()
+    base = int(unseen[0]) if len(unseen) else width  # the first slot some row does not see
+    tail = visible[:, base:].cpu()
+    return Seen(torch.full((n,), base, dtype=torch.int32), tail.sum(1, dtype=torch.int32),
+                (tail.nonzero()[:, 1] + base).to(torch.int32), width)
+
+
 class Product:
     """x [m, k] float32 -> x W^T + b [m, n] for one packed W, each row's bits independent of m (see the
     module docstring); the pointers and sizes a call passes are read once, here."""

@@ -263,12 +263,14 @@ class EagleDrafter:
         self._reserve(start + n, like=a)
         keys, values = self.cache
         self.filled = start + n
-        if positions is None and visible is None and self.native is not None and torch.is_inference_mode_enabled():
+        if self.native is not None and torch.is_inference_mode_enabled():
             # the torch ops below in two native calls: the rotary step writing the cache, then attention
-            # (row i sees the cache and rows <= i); the same math, rounded alike but for attention's sums
-            cos, sin = layer._rotation(range(start, start + n), a.dtype, a.device)
+            # (row i sees the cache and rows <= i, or a tree row the cache before the tree, its ancestors
+            # and itself); the same math, rounded alike but for attention's sums
+            cos, sin = layer._rotation(range(start, start + n) if positions is None else positions, a.dtype, a.device)
             q = self.native.rope(layer.qkv_rows(a), n, layer.heads, layer.heads, cos, sin, keys, values, start)
-            seen = native.Seen(torch.arange(start + 1, start + n + 1, dtype=torch.int32), None, None, start + n)
+            seen = native.tree_seen(visible) if visible is not None else \
+                native.Seen(torch.arange(start + 1, start + n + 1, dtype=torch.int32), None, None, start + n)
             return layer.finish(a, self.native.attend(q, keys, values, seen, layer.head_dim ** -0.5), flat=True)
         q, k, v = layer.project(a, range(start, start + n) if positions is None else positions)
         keys[:, :, start:start + n], values[:, start:start + n] = k.transpose(-1, -2), v

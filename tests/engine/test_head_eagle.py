@@ -66,9 +66,12 @@ def test_greedy_equals_generate(arch, k):
         assert result.token_ids == expected.tolist()
 
 
-def test_native_and_torch_steps_draft_alike():
+@pytest.mark.parametrize("tree", [{}, {"tree_width": 2}, {"tree_width": 3, "tree_nodes": 7}],
+                         ids=["chain", "static-tree", "dynamic-tree"])
+def test_native_and_torch_steps_draft_alike(tree):
     """On a CPU in float32 a drafting step's rotary embeddings, cache writes and attention run in native code
-    (`EagleDrafter._step`); the torch ops they stand for (the path on a GPU) draft the same tokens, with q
+    (`EagleDrafter._step`), for chains and for token trees (each node seeing the cache before the tree, its
+    ancestors and itself); the torch ops they stand for (the path on a GPU) draft the same tokens, with q
     equal to float rounding, round after round, and both keep plain greedy output."""
     if native.kernel() is None:
         pytest.skip("no native kernels here")
@@ -86,7 +89,8 @@ def test_native_and_torch_steps_draft_alike():
 
         drafter.start = start
         engine = SpeculativeEngine(target, heads={"eagle": head})
-        runs.append(engine.generate([5, 17, 3, 88, 41], max_new_tokens=40, num_draft_tokens=4, drafter=drafter))
+        runs.append(engine.generate([5, 17, 3, 88, 41], max_new_tokens=40, num_draft_tokens=3, drafter=drafter,
+                                    **tree))
     assert runs[0].token_ids == runs[1].token_ids == target.generate(
         torch.tensor([[5, 17, 3, 88, 41]]), max_new_tokens=40, do_sample=False)[0, 5:].tolist()
     assert [r.drafted for r in runs[0].rounds] == [r.drafted for r in runs[1].rounds]
