@@ -372,7 +372,7 @@ def _about(preset) -> str:
     note = hardware_note(runs_on)
     if note:
         lines.append(f"*{note}*")
-    drafter = "draft model" if preset.drafter == "model" else "prompt lookup (no draft model)"
+    drafter = LABELS.get(preset.drafter, preset.drafter) + ("" if preset.draft else " (no draft model)")
     own = ", ".join(f"{LABELS[name]} {k}" for name, k in preset.drafter_tokens if name != preset.drafter)
     lines.append(f"Drafter: {drafter} · K = {preset.k_for()}{f' ({own})' if own else ''} · "
                  f"{'chat template' if preset.chat_template else 'base model: continues the prompt'}")

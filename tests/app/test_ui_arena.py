@@ -227,7 +227,10 @@ def test_drafters_with_their_own_k_race_at_it_and_the_slider_follows_the_drafter
     asked = {name: max(r.num_draft_tokens for r in result.rounds) for name, result in run.arena.items() if name != "plain"}
     assert asked == {"model": 3, "model_lookup": 3, "eagle": 3, "medusa": 1, "early_exit": 3, "prompt_lookup": 2}
     assert all(r.token_ids == run.arena["plain"].token_ids for r in run.arena.values())
-    assert "K = 3 (Medusa 1, prompt lookup 2)" in _about(own)
+    assert "K = 3 (Medusa 1, prompt lookup 2)" in _about(own) and "Drafter: draft model ·" in _about(own)
+    for drafter, label in (("model_lookup", "draft model + lookup ·"), ("eagle", "EAGLE ·")):
+        assert f"Drafter: {label}" in _about(replace(bundled, drafter=drafter))  # the preset's own drafter, named
+    assert "Drafter: prompt lookup (no draft model) ·" in _about(replace(bundled, draft=None, drafter="prompt_lookup"))
     assert on_drafter(config, "bundled", "Medusa")["value"] == 1
     assert on_drafter(config, "bundled", "EAGLE")["value"] == 3
     plain_k = {**config.presets, "bundled": replace(bundled, drafter_tokens=())}
