@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tools import gpu_round
 
 
@@ -77,3 +79,9 @@ def test_writers_start_as_many_as_fit():
         assert gpu_round.writers_that_fit(6, 13) == 6
     else:
         assert 1 <= gpu_round.writers_that_fit(6, 13) <= 6
+
+
+def test_a_round_that_would_train_nothing_is_refused(tmp_path):
+    with pytest.raises(SystemExit, match="nothing to train"):
+        gpu_round.main(["--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--no-draft", "--no-eagle"])
+    assert not (tmp_path / "out").exists()
