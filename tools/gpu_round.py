@@ -10,10 +10,10 @@ the GPU's arithmetic, so side by side they add up):
 2. Answer writers, --writers at a time, take jobs from a queue (every prompt set of `specui.chat_prompts`
    greedy, then sampled rounds with new seeds): `python -m specui.train.chat --write-answers DIR
    --labels 0` (ids only), each stopping in time for --gen-seconds.
-3. The chat draft (`specui.train.chat --answers ... --init-draft`, the GPU recipe in chat_gpu.py) and the
-   EAGLE head (`specui.train heads --head eagle --init`) train side by side on those answers until the
-   budget's end, less the time to save (`--no-draft` or `--no-eagle`: one of them alone, with the card to
-   itself).
+3. The chat draft (`specui.train.chat --answers ... --init-draft`, the GPU recipe in chat_gpu.py; or a new
+   one of another shape, `--new-draft 3:0,1,2`) and the EAGLE head (`specui.train heads --head eagle
+   --init`) train side by side on those answers until the budget's end, less the time to save
+   (`--no-draft` or `--no-eagle`: one of them alone, with the card to itself).
 4. What came out goes to OUT as at most eight files: draft.tar, eagle.tar, logs.tar, answers.tar.xz and
    round.json (an archive over 15 MiB comes as answers.tar.xz.part0, .part1…, since the device returns files
    of at most 16 MiB: `cat` them together). answers.tar.xz holds every answer folder (token ids only, a few
@@ -63,6 +63,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="a folder of answer folders from an earlier round (its answers.tar.xz unpacked), resumed")
     ap.add_argument("--init-draft", default="assets/smollm2-draft")
     ap.add_argument("--init-heads", default="assets/smollm2-heads")
+    ap.add_argument("--new-draft", metavar="SHAPE", default=None,
+                    help="train a new draft of this shape ('layers:the target layers that initialise them', e.g. "
+                         "3:0,1,2) instead of continuing --init-draft")
     ap.add_argument("--no-eagle", action="store_true", help="train the chat draft alone")
     ap.add_argument("--no-draft", action="store_true",
                     help="train the EAGLE head alone (it ran 13 steps a second alone on an H100, 8.5 beside the draft)")
@@ -139,11 +142,8 @@ def main(argv=None) -> None:
     answers = ",".join(ordered)
 
     train_minutes = (left() - args.save_seconds) / 60
-    draft_cmd = [sys.executable, "-m", "specui.train.chat", "--answers", answers, "--out", str(work / "draft"),
-                 "--init-draft", args.init_draft, "--on-the-fly", "--batch", batch, "--lr", "3e-4",
-                 "--warmup", "30", "--steps", "100000", "--eval-every", every, "--val-answers", val,
-                 "--alpha-tokens", alpha,
-                 "--max-minutes", f"{max(train_minutes - 0.6, 0.05):.2f}"]
+    draft_cmd = draft_command(args, answers, work / "draft", minutes=train_minutes - 0.6, batch=batch, every=every,
+                              val=val, alpha=alpha)
     procs = {} if args.no_draft else {"draft": spawn(draft_cmd, work / "logs" / "draft.log")}
     if not args.no_eagle:
         eagle_cmd = [sys.executable, "-m", "specui.train", "heads", "--preset", "smollm2-chat", "--head", "eagle",
@@ -161,6 +161,16 @@ def main(argv=None) -> None:
             p.kill()
     facts["phases"]["trained_s"] = round(time.time() - started, 1)
     finish(facts, work, out)
+
+
+def draft_command(args, answers: str, out: Path, *, minutes: float, batch: str, every: str, val: str,
+                  alpha: str) -> list[str]:
+    """The chat draft's trainer: --init-draft continued at lr 3e-4, or a new --new-draft shape at 1e-3."""
+    start = ["--drafts", args.new_draft, "--lr", "1e-3", "--warmup", "100"] if args.new_draft else \
+        ["--init-draft", args.init_draft, "--lr", "3e-4", "--warmup", "30"]
+    return [sys.executable, "-m", "specui.train.chat", "--answers", answers, "--out", str(out), *start,
+            "--on-the-fly", "--batch", batch, "--steps", "100000", "--eval-every", every, "--val-answers", val,
+            "--alpha-tokens", alpha, "--max-minutes", f"{max(minutes, 0.05):.2f}"]
 
 
 def writers_that_fit(wanted: int, gib_each: float) -> int:

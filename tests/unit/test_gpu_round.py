@@ -85,3 +85,17 @@ def test_a_round_that_would_train_nothing_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="nothing to train"):
         gpu_round.main(["--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--no-draft", "--no-eagle"])
     assert not (tmp_path / "out").exists()
+
+
+def test_the_draft_trainer_continues_the_shipped_draft_or_starts_a_new_shape(tmp_path):
+    def command(*flags):
+        args = gpu_round.parse_args(["--out", str(tmp_path), *flags])
+        return gpu_round.draft_command(args, "a,b", tmp_path / "draft", minutes=3.0, batch="32", every="100",
+                                       val="128", alpha="128")
+
+    go_on = command()
+    assert go_on[go_on.index("--init-draft") + 1] == "assets/smollm2-draft" and "--drafts" not in go_on
+    assert go_on[go_on.index("--lr") + 1] == "3e-4" and go_on[go_on.index("--max-minutes") + 1] == "3.00"
+    new = command("--new-draft", "3:0,1,2")
+    assert new[new.index("--drafts") + 1] == "3:0,1,2" and "--init-draft" not in new
+    assert new[new.index("--lr") + 1] == "1e-3" and new[new.index("--answers") + 1] == "a,b"
