@@ -254,8 +254,7 @@ class DecoderStack(DecoderParts):
     def _norm(self, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
         """RMSNorm of rows x: `specui.native`'s for float32 (one fixed summation order per row, so rows stay
         batch-invariant; equal to transformers' to float32 rounding), else transformers' ops (`_rms_norm`)."""
-        if (self.norms is not None and x.dtype == weight.dtype == torch.float32 and x.stride(-1) == 1
-                and weight.is_contiguous()):
+        if self.norms is not None and self.norms.norms(x, weight):
             return self.norms.rms_norm(x, weight, eps)
         return _rms_norm(x, weight, eps)
 

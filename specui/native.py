@@ -106,13 +106,22 @@ class Kernel:
         self._argmax(rows.data_ptr(), rows.shape[0], rows.shape[1], rows.stride(0), out.data_ptr())
         return out[0] if logits.dim() == 1 else out
 
+    @staticmethod
+    def norms(x: torch.Tensor, weight: torch.Tensor) -> bool:
+        """Whether `rms_norm` computes rows x with this weight: float32 on the CPU, x [n] or [rows, n] with its
+        last dimension contiguous, the weight contiguous."""
+        return (x.dtype == weight.dtype == torch.float32 and x.device.type == "cpu" and x.dim() in (1, 2)
+                and x.stride(-1) == 1 and weight.is_contiguous())
+
     def rms_norm(self, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-        """transformers' RMSNorm of float32 rows x [rows, n] (row stride free, last dim contiguous) with a
-        float32 weight [n]: each row's bits its own (one summation order), equal to torch's to rounding."""
-        rows, n = x.shape
-        out = torch.empty(rows, n)
-        self._rms_norm(x.data_ptr(), rows, n, x.stride(0), weight.data_ptr(), eps, out.data_ptr())
-        return out
+        """transformers' RMSNorm of float32 rows x [rows, n] or [n] (row stride free, last dim contiguous: see
+        `norms`) with a float32 weight [n]: each row's bits its own (one summation order), equal to torch's to
+        rounding."""
+        rows = x.view(1, -1) if x.dim() == 1 else x
+        out = torch.empty(rows.shape)
+        self._rms_norm(rows.data_ptr(), rows.shape[0], rows.shape[1], rows.stride(0), weight.data_ptr(), eps,
+                       out.data_ptr())
+        return out.view(x.shape)
 
     def rope(self, qkv: torch.Tensor, n: int, heads: int, kv_heads: int, cos: torch.Tensor, sin: torch.Tensor,
              keys: torch.Tensor, values: torch.Tensor, past: int) -> torch.Tensor:

@@ -311,11 +311,9 @@ class EagleDrafter:
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """RMSNorm in float32: `specui.native`'s while drafting (inference mode, float32 rows on a CPU: a head's q
     only sets acceptance, and the kernel's call costs a tenth of these ops'), else torch's (training)."""
-    if (x.dtype == weight.dtype == torch.float32 and x.device.type == "cpu" and x.dim() in (1, 2)
-            and x.stride(-1) == 1 and weight.is_contiguous() and torch.is_inference_mode_enabled()):
-        kernel = native.kernel()
-        if kernel is not None:
-            return kernel.rms_norm(x.view(-1, x.shape[-1]), weight, eps).view(x.shape)
+    kernel = native.kernel() if torch.is_inference_mode_enabled() else None
+    if kernel is not None and kernel.norms(x, weight):
+        return kernel.rms_norm(x, weight, eps)
     h = x.float()
     h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
     return (weight * h).to(x.dtype)
