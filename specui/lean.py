@@ -40,7 +40,8 @@ from specui.products import RowLinear, rows_invariant, slow_rows_warning
 
 KEY_BLOCK = 256  # attention sums values over blocks of this many keys (the cache capacity is a multiple)
 KEY_GRAIN = 64  # and reads keys up to the next multiple of this many (a divisor of KEY_BLOCK)
-PREFILL_SDPA = 128  # a first block longer than this (a prompt) takes sdpa's causal kernel
+PREFILL_SDPA = 128  # without native attention, a first block longer than this (a prompt) takes sdpa's causal
+# kernel (native attention reads a prompt in blocks of rows on torch's threads: 1.2-1.7x faster than sdpa's)
 PROMPT_ROWS = 16  # a prompt block of at least this many float32 rows takes MKL's products (`forward(prompt=)`)
 
 
@@ -265,7 +266,7 @@ class DecoderStack(DecoderParts):
         Batch-invariant (see the module docstring): every product is a GEMM of at least two rows over
         whole grains of keys, values summed block by block in order. Grouped queries share their key
         and value head without copies of the cache.
-        `mask` is `_mask`'s additive mask; None for a long prompt, which takes sdpa's causal kernel.
+        `mask` is `_mask`'s additive mask; None for a long prompt without native attention: sdpa's causal kernel.
         """
         rows, heads, hd = q.shape
         kvh, groups = self.kv_heads, self.groups
@@ -296,13 +297,14 @@ class DecoderStack(DecoderParts):
 
     def _mask(self, past: int, n: int, rows: int, device) -> torch.Tensor | None:
         """[groups * rows, length]: 0 where a query row may see a key, -inf where not (keys past its
-        position, and the unwritten tail of the last grain); None for a long prompt. With native attention,
-        the `native.Seen` that says the same (row r sees keys 0..its position), which `_attend` takes instead."""
-        if past == 0 and n > PREFILL_SDPA:
-            return None
+        position, and the unwritten tail of the last grain); None for a long prompt (sdpa's). With native attention,
+        the `native.Seen` that says the same (row r sees keys 0..its position), which `_attend` takes instead, at
+        any length (`native.Kernel.attend` reads a long block in bounded blocks of rows)."""
         if self.native is not None:  # row r sees the keys up to its own position (one token: twice)
             prefix = torch.arange(past + 1, past + n + 1, dtype=torch.int32).expand(rows).contiguous()
             return native.Seen(prefix, None, None, past + n)
+        if past == 0 and n > PREFILL_SDPA:
+            return None
         length = -(-(past + n) // KEY_GRAIN) * KEY_GRAIN
         positions = torch.arange(past, past + n, device=device).expand(rows)  # one token: twice its position
         hidden = torch.arange(length, device=device)[None, :] > positions.repeat(self.groups)[:, None]

@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _kernels: dict[str, Kernel | None] = {}
 _workers: list[ThreadPoolExecutor] = []
+ATTEND_ROWS = 128  # rows per native attention call in a long block (a prompt): the scratch holds rows x keys
 PARALLEL_WORK = 1 << 20  # multiply-adds below which one thread is faster than handing out shares
 _ptr = ctypes.c_void_p
 _int = ctypes.c_int
@@ -142,21 +143,45 @@ class Kernel:
         """Attention of q [rows, heads, hd] (float32, heads hd apart) over one layer's keys [kv_heads, hd,
         capacity] and values [kv_heads, capacity, hd] (contiguous; capacity a multiple of 16) -> [rows,
         heads * hd]. Each row sees the keys `seen` names; its bits depend only on the sequence of those
-        keys (not their slots, the row count or the build), so a token tree's row equals the chain's."""
+        keys (not their slots, the row count or the build), so a token tree's row equals the chain's.
+        A long block of rows that see a prefix each (a prompt) runs in calls of ATTEND_ROWS rows, which bounds
+        the scratch (rows x keys scores), shared over torch's thread count: the same bits, row by row."""
         rows, heads, hd = q.shape
-        kv_heads, capacity = keys.shape[0], keys.shape[2]
         if q.stride(2) != 1 or q.stride(1) != hd or q.dtype != torch.float32:
             raise ValueError("q must be float32 rows of heads, each head contiguous")
         out = torch.empty(rows, heads * hd)
-        stride = -(-seen.longest // 16) * 16 + 48  # a query's scores, padding and its sum (see native.c)
+        if rows <= ATTEND_ROWS or seen.extra is not None:
+            self._attend_rows(q, keys, values, seen, scale, out, 0, rows)
+            return out
+        blocks = [(start, min(start + ATTEND_ROWS, rows)) for start in range(0, rows, ATTEND_ROWS)]
+        threads = min(torch.get_num_threads(), len(blocks))
+        mine = blocks[::threads]  # every thread-th block: rows late in a prompt see more keys, so shares interleave
+        shares = [_pool(threads - 1).submit(self._attend_blocks, blocks[i::threads], q, keys, values, seen, scale, out)
+                  for i in range(1, threads)]
+        self._attend_blocks(mine, q, keys, values, seen, scale, out)
+        for share in shares:
+            share.result()
+        return out
+
+    def _attend_blocks(self, blocks, q, keys, values, seen, scale, out) -> None:
+        for start, stop in blocks:
+            self._attend_rows(q, keys, values, seen, scale, out, start, stop)
+
+    def _attend_rows(self, q, keys, values, seen: Seen, scale: float, out, start: int, stop: int) -> None:
+        """Rows start..stop-1 of `attend` (all of them when `seen` has extra keys), into out."""
+        heads, hd = q.shape[1], q.shape[2]
+        kv_heads, capacity = keys.shape[0], keys.shape[2]
+        rows, whole = stop - start, start == 0 and stop == q.shape[0]
+        longest = seen.longest if whole else int(seen.prefix[start:stop].max())
+        stride = -(-longest // 16) * 16 + 48  # a query's scores, padding and its sum (see native.c)
         scratch = torch.empty((rows * (heads // kv_heads) + 8 + 16) * stride)
-        failed = self._attend(q.data_ptr(), rows, q.stride(0), heads, kv_heads, hd, keys.data_ptr(), values.data_ptr(),
-                              capacity, seen.prefix.data_ptr(), None if seen.extra is None else seen.extra.data_ptr(),
-                              None if seen.slots is None else seen.slots.data_ptr(), scale, out.data_ptr(),
+        failed = self._attend(q[start].data_ptr(), rows, q.stride(0), heads, kv_heads, hd, keys.data_ptr(),
+                              values.data_ptr(), capacity, seen.prefix[start].data_ptr(),
+                              None if seen.extra is None else seen.extra.data_ptr(),
+                              None if seen.slots is None else seen.slots.data_ptr(), scale, out[start].data_ptr(),
                               scratch.data_ptr(), stride)
         if failed:
             raise MemoryError(f"native attention: no memory for {rows} rows")
-        return out
 
 
 class Seen(NamedTuple):

@@ -288,6 +288,26 @@ def test_attention_takes_a_long_block(kernel):
         assert torch.equal(kernel.attend(q[r:r + 1], keys, values, _seen([prefix[r]]), 0.125)[0], out[r])
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_long_block_runs_in_blocks_of_rows_on_threads_with_the_same_bits(kernel, monkeypatch, threads):
+    """A prompt's rows go to the kernel ATTEND_ROWS at a time (bounded scratch), shared over torch's threads:
+    every row's bits are those of one call over all the rows."""
+    q, keys, values = _attention_case(32, rows=700, heads=6, kv_heads=2, capacity=1024, seed=1)
+    seen = _seen([1 + r for r in range(700)])  # a prompt read into an empty cache: row r sees keys 0..r
+    monkeypatch.setattr(native, "ATTEND_ROWS", 10_000)
+    whole = kernel.attend(q, keys, values, seen, 0.125)
+    monkeypatch.setattr(native, "ATTEND_ROWS", 96)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        blocks = kernel.attend(q, keys, values, seen, 0.125)
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(blocks, whole)
+    reference = _reference(q[::97], keys, values, [list(range(1 + r)) for r in range(0, 700, 97)], 0.125)
+    assert torch.allclose(blocks[::97].double(), reference, atol=2e-6, rtol=1e-5)
+
+
 def test_heads_draft_through_the_native_products(kernel):
     """`specui.products.linear` (what the heads draft with): in inference mode on float32 a large weight's
     native product (prepared once, remade after an in-place edit, float16 panels for float16 values); a small

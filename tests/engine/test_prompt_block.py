@@ -100,3 +100,29 @@ def test_prompt_threads_are_checked_and_resolved(wide, tmp_path):
     assert pairs["a"].prompt_threads == len(__import__("os").sched_getaffinity(0))
     assert pairs["b"].prompt_threads == 3 and pairs["b"].engine().prompt_threads == 3
     assert pairs["c"].prompt_threads is None
+
+
+def test_a_long_prompt_takes_native_attention_in_blocks(wide, monkeypatch):
+    """A prompt longer than PREFILL_SDPA rows on a float32 stack: native attention (row blocks on torch's
+    threads), not sdpa's, and still transformers' model to float32 rounding, rounds after it included."""
+    import specui.lean
+    from specui import native
+
+    if native.kernel() is None:
+        pytest.skip("no native kernels on this machine")
+    monkeypatch.setattr(native, "ATTEND_ROWS", 64)  # several blocks of rows
+    sdpa = []
+    monkeypatch.setattr(specui.lean.F, "scaled_dot_product_attention", lambda *a, **k: sdpa.append(1))
+    ids = torch.randint(0, 128, (specui.lean.PREFILL_SDPA + 90,), generator=torch.Generator().manual_seed(3)).tolist()
+    torch.set_num_threads(2)
+    try:
+        lm = CachedLM(wide)
+        with torch.inference_mode():
+            logits = torch.cat([lm.extend(ids, prompt=True), lm.extend(ids[:2])])
+    finally:
+        torch.set_num_threads(1)
+    assert not sdpa
+    monkeypatch.undo()
+    with torch.inference_mode():
+        full = wide(torch.tensor([ids + ids[:2]])).logits[0]
+    assert (logits - full).abs().max() <= 1e-5 * full.abs().max()
