@@ -155,12 +155,9 @@ class Kernel:
             return out
         blocks = [(start, min(start + ATTEND_ROWS, rows)) for start in range(0, rows, ATTEND_ROWS)]
         threads = min(torch.get_num_threads(), len(blocks))
-        mine = blocks[::threads]  # every thread-th block: rows late in a prompt see more keys, so shares interleave
-        shares = [_pool(threads - 1).submit(self._attend_blocks, blocks[i::threads], q, keys, values, seen, scale, out)
-                  for i in range(1, threads)]
-        self._attend_blocks(mine, q, keys, values, seen, scale, out)
-        for share in shares:
-            share.result()
+        # every thread-th block to each thread: rows late in a prompt see more keys, so the shares interleave
+        _share([functools.partial(self._attend_blocks, blocks[i::threads], q, keys, values, seen, scale, out)
+                for i in range(threads)])
         return out
 
     def _attend_blocks(self, blocks, q, keys, values, seen, scale, out) -> None:
@@ -231,16 +228,11 @@ class Product:
             self._call(x.data_ptr(), m, x.stride(0), self._w, self.n, self.k, self._b, y.data_ptr(), self.n, 0,
                        self.count, self._kind)
             return y
-        # torch's thread count: columns split in contiguous shares, one per thread (the caller takes the
-        # first); ctypes lets go of the GIL during each call
+        # torch's thread count: columns split in contiguous shares, one per thread
         threads = min(threads, self.count)
         args = (x.data_ptr(), m, x.stride(0), self._w, self.n, self.k, self._b, y.data_ptr(), self.n)
         bounds = [self.count * i // threads for i in range(threads + 1)]
-        shares = [_pool(threads - 1).submit(self._call, *args, bounds[i], bounds[i + 1], self._kind)
-                  for i in range(1, threads)]
-        self._call(*args, bounds[0], bounds[1], self._kind)
-        for share in shares:
-            share.result()
+        _share([functools.partial(self._call, *args, bounds[i], bounds[i + 1], self._kind) for i in range(threads)])
         return y
 
 
@@ -256,6 +248,15 @@ def half_kind(weight: torch.Tensor) -> torch.dtype | None:
         if torch.equal(weight.to(kind).float(), weight):  # NaN never equals: such weights stay float32
             return kind
     return None
+
+
+def _share(calls: list) -> None:
+    """Run calls[0] on this thread and the rest on specui's pool at the same time (ctypes lets go of the GIL
+    during each native call), then wait for all of them."""
+    shares = [_pool(len(calls) - 1).submit(call) for call in calls[1:]]
+    calls[0]()
+    for share in shares:
+        share.result()
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
