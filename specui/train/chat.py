@@ -25,6 +25,7 @@ from specui import chat_prompts
 from specui.train.chat_cpu import train_on_answers
 from specui.train.chat_data import load_target, write_answers
 from specui.train.chat_gpu import train_gpu_on_answers
+from specui.train.common import tf32_products
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -76,9 +77,13 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def main(argv=None) -> None:
+    with tf32_products():  # the target's distributions, recomputed as the draft trains, on tensor cores
+        return _main(argv)
+
+
+def _main(argv=None) -> None:
     args = parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    torch.backends.cuda.matmul.allow_tf32 = True
     if args.threads:
         torch.set_num_threads(args.threads)
 

@@ -25,6 +25,7 @@ import torch
 from specui.drafters.registry import HEADS
 from specui.heads import common
 from specui.train import head_data
+from specui.train.common import tf32_products
 
 
 def log(msg: str) -> None:
@@ -157,6 +158,11 @@ def lr_at(args, step: int, progress: float) -> float:
 
 
 def main(argv=None) -> None:
+    with tf32_products():  # the target's states and the heads' products on a GPU's tensor cores
+        return _main(argv)
+
+
+def _main(argv=None) -> None:
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)

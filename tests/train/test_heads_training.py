@@ -5,9 +5,11 @@ checkpoints, resumes from its checkpoint and cached target states, saves a folde
 import json
 
 import pytest
+import torch
 
 from specui.loading import load_pair
 from specui.presets import load_config
+from specui.train import chat, heads
 from specui.train.heads import main
 from tests.helpers import BUNDLED_TARGET
 
@@ -124,3 +126,16 @@ def test_target_continuations_and_a_new_vocabulary_on_a_warm_start(tmp_path, cap
     engine = load_pair(load_config(config_file).get("b")).engine()
     plain = engine.generate(prompt, max_new_tokens=30, speculative=False).token_ids
     assert engine.generate(prompt, max_new_tokens=30, num_draft_tokens=4, drafter="eagle").token_ids == plain
+
+
+@pytest.mark.parametrize("trainer", [heads, chat])
+def test_training_runs_with_tf32_products_and_puts_the_switch_back(trainer, monkeypatch):
+    """Both trainers run on a GPU's TF32 tensor cores (the EAGLE head's training ran in plain float32 before), and
+    leave the switch as they found it: later CUDA work in the process (tests, benchmarks) keeps float32 products."""
+    switches = lambda: (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    seen = []
+    monkeypatch.setattr(trainer, "_main", lambda argv=None: seen.append(switches()) or "done")
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    assert trainer.main(["--anything"]) == "done"
+    assert seen == [(True, True)] and switches() == (False, False)
