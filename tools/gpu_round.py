@@ -13,7 +13,8 @@ the GPU's arithmetic, so side by side they add up):
 3. The chat draft (`specui.train.chat --answers ... --init-draft`, the GPU recipe in chat_gpu.py; or a new
    one of another shape, `--new-draft 3:0,1,2`) and the EAGLE head (`specui.train heads --head eagle
    --init`) train side by side on those answers until the budget's end, less the time to save
-   (`--no-draft` or `--no-eagle`: one of them alone, with the card to itself).
+   (`--no-draft` or `--no-eagle`: one of them alone, with the card to itself; `--draft-share 0.5`: the draft
+   for the first half, then EAGLE alone, which ran 13 steps a second alone against 8.5 beside the draft).
 4. What came out goes to OUT as at most eight files: draft.tar, eagle.tar, logs.tar, answers.tar.xz and
    round.json (an archive over 15 MiB comes as answers.tar.xz.part0, .part1…, since the device returns files
    of at most 16 MiB: `cat` them together). answers.tar.xz holds every answer folder (token ids only, a few
@@ -66,6 +67,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--new-draft", metavar="SHAPE", default=None,
                     help="train a new draft of this shape ('layers:the target layers that initialise them', e.g. "
                          "3:0,1,2) instead of continuing --init-draft")
+    ap.add_argument("--draft-share", type=float, default=1.0,
+                    help="the share of the training time the draft trains (EAGLE trains all of it, then with the card to "
+                         "itself: what a third call did before); default: %(default)s")
     ap.add_argument("--no-eagle", action="store_true", help="train the chat draft alone")
     ap.add_argument("--no-draft", action="store_true",
                     help="train the EAGLE head alone (it ran 13 steps a second alone on an H100, 8.5 beside the draft)")
@@ -81,6 +85,8 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     if args.no_draft and args.no_eagle:
         raise SystemExit("--no-draft and --no-eagle together leave nothing to train")
+    if not 0 < args.draft_share <= 1:
+        raise SystemExit(f"--draft-share must be in (0, 1], got {args.draft_share}")
     started = time.time()
 
     def left() -> float:
@@ -142,7 +148,8 @@ def main(argv=None) -> None:
     answers = ",".join(ordered)
 
     train_minutes = (left() - args.save_seconds) / 60
-    draft_cmd = draft_command(args, answers, work / "draft", minutes=train_minutes - 0.6, batch=batch, every=every,
+    draft_minutes, eagle_minutes = trainer_minutes(train_minutes, args.draft_share)
+    draft_cmd = draft_command(args, answers, work / "draft", minutes=draft_minutes, batch=batch, every=every,
                               val=val, alpha=alpha)
     procs = {} if args.no_draft else {"draft": spawn(draft_cmd, work / "logs" / "draft.log")}
     if not args.no_eagle:
@@ -150,7 +157,7 @@ def main(argv=None) -> None:
                      "--answers", answers, "--init", args.init_heads, "--seq", "320", "--states", "none",
                      "--state-batch", "64", "--out", str(work / "eagle"), "--batch", batch,
                      "--lr", "3e-4", "--warmup", "20", "--checkpoint-every", "100",
-                     "--minutes", f"{max(train_minutes - 1.5, 0.05):.2f}"]
+                     "--minutes", f"{eagle_minutes:.2f}"]
         procs["eagle"] = spawn(eagle_cmd, work / "logs" / "eagle.log")
     log(f"training {', '.join(procs)} for {train_minutes:.1f} min")
     while any(p.poll() is None for p in procs.values()) and left() > 20:
@@ -161,6 +168,12 @@ def main(argv=None) -> None:
             p.kill()
     facts["phases"]["trained_s"] = round(time.time() - started, 1)
     finish(facts, work, out)
+
+
+def trainer_minutes(train_minutes: float, draft_share: float) -> tuple[float, float]:
+    """(the draft's, EAGLE's) minutes of training in `train_minutes`: each stops in time to evaluate and save (the
+    draft 0.6 minutes early, EAGLE 1.5), the draft after `draft_share` of the time (EAGLE then runs alone)."""
+    return max((train_minutes - 0.6) * draft_share, 0.05), max(train_minutes - 1.5, 0.05)
 
 
 def draft_command(args, answers: str, out: Path, *, minutes: float, batch: str, every: str, val: str,

@@ -99,3 +99,10 @@ def test_the_draft_trainer_continues_the_shipped_draft_or_starts_a_new_shape(tmp
     new = command("--new-draft", "3:0,1,2")
     assert new[new.index("--drafts") + 1] == "3:0,1,2" and "--init-draft" not in new
     assert new[new.index("--lr") + 1] == "1e-3" and new[new.index("--answers") + 1] == "a,b"
+
+
+def test_the_draft_may_stop_early_and_leave_the_card_to_eagle():
+    assert gpu_round.trainer_minutes(6.0, 1.0) == (5.4, 4.5)  # side by side to the end, as before
+    draft, eagle = gpu_round.trainer_minutes(6.0, 0.5)
+    assert draft == 2.7 and eagle == 4.5  # then EAGLE alone for the rest
+    assert gpu_round.trainer_minutes(0.5, 1.0) == (0.05, 0.05)  # never a negative or zero time
