@@ -112,22 +112,13 @@ def theoretical_speedup(alpha: float, k: int, c: float, *, verify_cost: float = 
     return expected_tokens_per_round(alpha, k) / (_check_k(k) * c + verify_cost)
 
 
-def best_k(alpha: float, c: float, k_max: int = 16, *, verify_costs: Sequence[float] | None = None) -> int:
-    """The K in 1..k_max that maximises `theoretical_speedup` (the smallest on ties). verify_costs: the measured
-    cost of a forward of n new tokens, in one-token forwards, for n = 1, 2, ... (a verify-cost curve's ratios):
-    each K is then weighed with its (K+1)-token verify's cost, up to the longest K the curve covers."""
+def best_k(alpha: float, c: float, k_max: int = 16) -> int:
+    """The K in 1..k_max that maximises `theoretical_speedup` (the smallest on ties)."""
     if isinstance(k_max, bool) or not isinstance(k_max, int) or k_max < 1:
         raise ValueError(f"k_max must be an integer >= 1, got {k_max!r}")
-    if verify_costs is not None:
-        k_max = min(k_max, len(verify_costs) - 1)
-        if k_max < 1:
-            raise ValueError("verify_costs must cover forwards of at least 2 tokens (K = 1)")
-    def cost(k: int) -> float:  # of the K+1-token verify
-        return 1.0 if verify_costs is None else float(verify_costs[k])
-
-    best = (1, theoretical_speedup(alpha, 1, c, verify_cost=cost(1)))
+    best = (1, theoretical_speedup(alpha, 1, c))
     for k in range(2, k_max + 1):
-        s = theoretical_speedup(alpha, k, c, verify_cost=cost(k))
+        s = theoretical_speedup(alpha, k, c)
         if s > best[1] * (1 + 1e-12):
             best = (k, s)
     return best[0]

@@ -352,9 +352,6 @@ def summarise(runs: list[PromptRun], costs: dict, plan: Plan) -> dict:
         "theoretical_speedup": theory,
         "efficiency": metrics.efficiency(speedup, theory) if theory else None,
         "best_k_theoretical": fit.best_k if fit else None,
-        # the same with each K's own measured (K+1)-token verify cost: where verification is not free, a shorter K
-        "best_k_measured_verify": metrics.best_k(alpha_fit, c, verify_costs=costs["verify_cost_curve"]["ratios"])
-        if fit else None,
         "theoretical_speedup_measured_verify": theory_verify,  # Thm 3.8 with the K+1-token forward's real cost
         "efficiency_measured_verify": metrics.efficiency(speedup, theory_verify) if theory_verify else None,
         "identical_to_plain": all(r["identical_to_plain"] for r in rows) if greedy else None,

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import HAS_WHEEL, ROOT, make_model
+from tests.helpers import HAS_WHEEL
+
+from tests.helpers import ROOT, make_model
 
 BUNDLED = ROOT / "assets" / "specui-target" / "config.json"
 
@@ -87,8 +89,6 @@ def test_bench_greedy_json(bench_config, tmp_path):
     curve = report["verify_cost_curve"]  # the target's forward time for 1..16 new tokens, ÷ one token
     assert curve["tokens"] == list(range(1, 17)) and curve["ratios"][0] == 1.0 and len(curve["seconds"]) == 16
     assert "verify-cost curve" in stdout
-    assert 1 <= report["best_k_measured_verify"] <= 15  # Thm 3.8's best K, each K's own verify cost counted
-    assert f"{report['best_k_measured_verify']} with each K's measured verify cost" in stdout
     budget = report["time_budget"]  # where the time goes (specui.bench.budget)
     assert budget["speculative_total_ms_per_token"] == pytest.approx(sum(budget["speculative_ms_per_token"].values()))
     assert budget["efficiency_steps"][0]["without"] == "these runs" and "where the time goes" in stdout
