@@ -373,7 +373,10 @@ def _about(preset) -> str:
     if note:
         lines.append(f"*{note}*")
     drafter = LABELS.get(preset.drafter, preset.drafter) + ("" if preset.draft else " (no draft model)")
-    own = ", ".join(f"{LABELS[name]} {k}" for name, k in preset.drafter_tokens if name != preset.drafter)
+    own = [f"{LABELS[name]} {k}" for name, k in preset.drafter_tokens if name != preset.drafter]
+    if preset.k_for() != preset.num_draft_tokens:  # the default drafter has a K of its own: say the rest's
+        own.append(f"others {preset.num_draft_tokens}")
+    own = ", ".join(own)
     lines.append(f"Drafter: {drafter} · K = {preset.k_for()}{f' ({own})' if own else ''} · "
                  f"{'chat template' if preset.chat_template else 'base model: continues the prompt'}")
     return "\n\n".join(line for line in lines if line)

@@ -231,6 +231,8 @@ def test_drafters_with_their_own_k_race_at_it_and_the_slider_follows_the_drafter
     for drafter, label in (("model_lookup", "draft model + lookup ·"), ("eagle", "EAGLE ·")):
         assert f"Drafter: {label}" in _about(replace(bundled, drafter=drafter))  # the preset's own drafter, named
     assert "Drafter: prompt lookup (no draft model) ·" in _about(replace(bundled, draft=None, drafter="prompt_lookup"))
+    eagle_own = replace(own, drafter="eagle", drafter_tokens=(("eagle", 5), ("medusa", 1)))  # as the chat preset
+    assert "Drafter: EAGLE · K = 5 (Medusa 1, others 3) ·" in _about(eagle_own)
     assert on_drafter(config, "bundled", "Medusa")["value"] == 1
     assert on_drafter(config, "bundled", "EAGLE")["value"] == 3
     plain_k = {**config.presets, "bundled": replace(bundled, drafter_tokens=())}
