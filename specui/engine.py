@@ -22,6 +22,7 @@ from dataclasses import replace
 import torch
 
 from specui.drafters import (
+    DRAFTER_NAMES,
     HEADS,
     MODEL,
     MODEL_DRAFTERS,
@@ -60,9 +61,11 @@ class SpeculativeEngine:
     verify_tree = staticmethod(verify_tree)  # the same for token trees
 
     def __init__(self, target_model, draft_model=None, *, eos_token_id: int | Sequence[int] | None = None,
-                 heads: dict | None = None, prompt_threads: int | None = None):
+                 heads: dict | None = None, prompt_threads: int | None = None, drafter: str | None = None):
         """heads: drafter name ("eagle", "medusa", "early_exit") -> a head trained on this target
         (`specui.heads`), each with `make_drafter(target_model)`.
+        drafter: the drafter a run uses when it names none (`load_engine` gives the preset's); None: the draft
+        model when there is one, else prompt lookup.
         prompt_threads: torch's CPU threads while the prompt is read (the target's and the drafter's prefill,
         a matrix-product-bound block that more cores speed up; the rounds keep torch's count). None: torch's
         count throughout."""
@@ -70,6 +73,9 @@ class SpeculativeEngine:
                                            or prompt_threads < 1):
             raise ValueError(f"prompt_threads must be a positive integer or None (got {prompt_threads!r})")
         self.prompt_threads = prompt_threads
+        if drafter is not None and drafter not in DRAFTER_NAMES:
+            raise ValueError(f"drafter must be one of {', '.join(DRAFTER_NAMES)} or None (got {drafter!r})")
+        self.default_drafter = drafter
         self.target_model = target_model.eval()
         self.heads = dict(heads or {})
         for name, head in self.heads.items():
@@ -113,7 +119,8 @@ class SpeculativeEngine:
                   temperature, top_k, top_p, seed, speculative, ignore_eos, drafter, adaptive, tree_width,
                   tree_nodes) build
                   one, or change the one given.
-        drafter: "model" (the draft model; the default when there is one), "model_lookup" (copies where the
+        drafter: "model" (the draft model; the default when there is one and the engine names no default
+                 drafter of its own), "model_lookup" (copies where the
                  context repeats, the draft model elsewhere), "prompt_lookup" (the default without a draft
                  model), a head's name, or any object with the `Drafter` methods.
         into: a fresh `GenerationResult` to fill as the rounds come (tokens, seed, timings, stop reason);
@@ -270,7 +277,7 @@ class SpeculativeEngine:
 
     def _make_drafter(self, drafter) -> Drafter:
         if drafter is None:
-            drafter = MODEL if self.draft_model is not None else PROMPT_LOOKUP
+            drafter = self.default_drafter or (MODEL if self.draft_model is not None else PROMPT_LOOKUP)
         if drafter in MODEL_DRAFTERS:
             if self.draft_model is None:
                 raise ValueError(f"drafter={drafter!r} needs a draft model; this engine has none (use {PROMPT_LOOKUP!r})")

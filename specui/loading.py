@@ -35,11 +35,12 @@ class LoadedPair:
     tokenizer: object  # a transformers tokenizer
     heads: dict = field(default_factory=dict)  # drafter name -> a head trained on the target (specui.heads)
 
-    def engine(self):
-        """A `SpeculativeEngine` over this pair and its heads."""
+    def engine(self, *, drafter: str | None = None):
+        """A `SpeculativeEngine` over this pair and its heads (drafter: its default drafter, as the engine says)."""
         from specui.engine import SpeculativeEngine
 
-        return SpeculativeEngine(self.target, self.draft, heads=self.heads, prompt_threads=self.prompt_threads)
+        return SpeculativeEngine(self.target, self.draft, heads=self.heads, prompt_threads=self.prompt_threads,
+                                 drafter=drafter)
 
     @property
     def prompt_threads(self) -> int | None:
@@ -220,7 +221,8 @@ class PairCache:
 
 def load_engine(preset: str | Preset | None = None, config=None, *, progress: Callable[[str], None] | None = None):
     """A ready `SpeculativeEngine` for a preset of models.yaml (None: its default), for scripts and
-    notebooks. It carries `.tokenizer`, `.preset` and `.drafters` (the drafter names it can use).
+    notebooks. It carries `.tokenizer`, `.preset` and `.drafters` (the drafter names it can use); a run that
+    names no drafter uses the preset's (`drafter:` in models.yaml).
 
     config: a models.yaml path or a loaded `Config` (None: the one beside the package).
     """
@@ -230,6 +232,6 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
         config = config if isinstance(config, Config) else load_config(config)
         preset = config.get(preset)
     pair = load_pair(preset, progress=progress)
-    engine = pair.engine()
+    engine = pair.engine(drafter=preset.drafter)  # a run that names no drafter drafts as the preset does
     engine.tokenizer, engine.preset = pair.tokenizer, preset
     return engine

@@ -148,3 +148,28 @@ def test_the_preset_keeps_the_draft_to_its_vocabulary_and_stays_exact():
         assert speculative.token_ids == plain.token_ids
         assert all(t in allowed for r in speculative.rounds for t in r.drafted)
         assert speculative.acceptance_rate > 0.2  # still a working draft
+
+
+def test_load_engine_drafts_as_its_preset_says_when_a_run_names_no_drafter():
+    """load_engine's engine takes the preset's `drafter:` as its default (the chat preset: EAGLE); a run that
+    names a drafter still gets that one, and a bad default name is refused when the engine is made."""
+    from dataclasses import replace
+
+    from specui import SpeculativeEngine, load_engine
+    from specui.presets import load_config
+
+    bundled = load_config().get("bundled")
+    engine = load_engine(replace(bundled, drafter="eagle"))
+    assert engine.default_drafter == "eagle" and load_engine(bundled).default_drafter == "model"
+    prompt = held_out_prompts(engine.tokenizer, 1)[0]
+    settings = {"max_new_tokens": 24, "temperature": 0.0, "seed": 0, "ignore_eos": True, "num_draft_tokens": 3}
+    default, eagle, model = (engine.generate(prompt, **settings, **extra)
+                             for extra in ({}, {"drafter": "eagle"}, {"drafter": "model"}))
+
+    def q(run):  # each drafter reports its own q
+        return [r.draft_probs for r in run.rounds]
+
+    assert q(default) == q(eagle) != q(model)
+    assert default.token_ids == eagle.token_ids == model.token_ids  # greedy: the target's tokens either way
+    with pytest.raises(ValueError, match="drafter must be one of"):
+        SpeculativeEngine(engine.target_model, drafter="hydra")
