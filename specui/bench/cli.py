@@ -149,7 +149,9 @@ def main(argv=None) -> dict:
     names = drafters_to_run(pair, preset.name, drafter)
     try:
         decode = DecodeSettings(max_new_tokens=args.max_new_tokens,
-                                num_draft_tokens=args.num_draft_tokens or preset.k_for(None if drafter == ALL else drafter),
+                                # all: drafters without a K of their own take num_draft_tokens, whatever the default's
+                                num_draft_tokens=args.num_draft_tokens or (preset.num_draft_tokens if drafter == ALL
+                                                                           else preset.k_for(drafter)),
                                 temperature=args.temperature, drafter=None if names else drafter, seed=args.seed,
                                 ignore_eos=True, tree_width=args.tree_width, tree_nodes=args.tree_nodes)
     except SettingsError as e:

@@ -209,6 +209,10 @@ def test_each_drafter_at_its_own_k_from_the_preset(tmp_path):
     assert report["drafters"]["medusa"]["num_draft_tokens"] == 1 and report["num_draft_tokens"] == 1
     report, _ = _run(["--config", str(config), "--drafter", "all", "--num-draft-tokens", "2"], tmp_path)
     assert {d["num_draft_tokens"] for d in report["drafters"].values()} == {None, 2} and "K=2" in _
+    # a default drafter with a K of its own (the chat preset's EAGLE) leaves the others at num_draft_tokens
+    config.write_text(config.read_text() + "    drafter: medusa\n")
+    report, _ = _run(["--config", str(config), "--drafter", "all"], tmp_path)
+    assert {name: d["num_draft_tokens"] for name, d in report["drafters"].items()} == ks
 
 
 def test_an_unknown_drafter_is_refused_with_the_names_there_are(capsys):
