@@ -35,12 +35,12 @@ class LoadedPair:
     tokenizer: object  # a transformers tokenizer
     heads: dict = field(default_factory=dict)  # drafter name -> a head trained on the target (specui.heads)
 
-    def engine(self, *, drafter: str | None = None):
-        """A `SpeculativeEngine` over this pair and its heads (drafter: its default drafter, as the engine says)."""
+    def engine(self):
+        """A `SpeculativeEngine` over this pair and its heads; a run that names no drafter drafts as the preset says."""
         from specui.engine import SpeculativeEngine
 
         return SpeculativeEngine(self.target, self.draft, heads=self.heads, prompt_threads=self.prompt_threads,
-                                 drafter=drafter)
+                                 drafter=self.preset.drafter)
 
     @property
     def prompt_threads(self) -> int | None:
@@ -232,6 +232,6 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
         config = config if isinstance(config, Config) else load_config(config)
         preset = config.get(preset)
     pair = load_pair(preset, progress=progress)
-    engine = pair.engine(drafter=preset.drafter)  # a run that names no drafter drafts as the preset does
+    engine = pair.engine()
     engine.tokenizer, engine.preset = pair.tokenizer, preset
     return engine
