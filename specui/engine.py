@@ -13,7 +13,6 @@ The engine yields `Round` events and never prints, colours or tokenizes anything
 
 from __future__ import annotations
 
-import operator
 import secrets
 import time
 from collections.abc import Iterator, Sequence
@@ -28,7 +27,6 @@ from specui.drafters import (
     MODEL_DRAFTERS,
     MODEL_LOOKUP,
     PROMPT_LOOKUP,
-    Draft,
     Drafter,
     DraftLength,
     ModelDrafter,
@@ -36,8 +34,10 @@ from specui.drafters import (
     PromptLookupDrafter,
 )
 from specui.drafters.base import features_of
+from specui.engine_checks import align, check_draft, check_prompt
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, cpu_threads, model_device
+from specui.prompt_cache import PromptCache, open_target
 from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs
 from specui.settings import DecodeSettings
 from specui.tree_round import tree_round
@@ -112,7 +112,8 @@ class SpeculativeEngine:
         return result
 
     def stream(self, input_ids: Sequence[int], settings: DecodeSettings | None = None, *,
-               into: GenerationResult | None = None, draws: Generators | None = None, **keywords) -> Iterator[Round]:
+               into: GenerationResult | None = None, draws: Generators | None = None, cache: PromptCache | None = None,
+               **keywords) -> Iterator[Round]:
         """Yield one `Round` as each round is decided.
 
         settings: a `DecodeSettings`; keywords (its field names: max_new_tokens, num_draft_tokens,
@@ -128,12 +129,14 @@ class SpeculativeEngine:
         draws: the `Generators` the target's draws (uniforms, resampled and bonus tokens) come from, advanced
                in place; by default fresh ones seeded with the run's seed. A `copy()` of another run's, taken
                between two of its rounds, replays that run's draws from there (`specui.lesson_compare`).
+        cache: a conversation's `PromptCache`: the run reads only the prompt's tokens after what the cache holds
+               (a chat's earlier turns), and leaves its own there for the next (`specui.prompt_cache`).
         Raises ValueError (ContextLengthError for a prompt that does not fit) before any work.
         """
         settings = settings.but(**keywords) if settings is not None else DecodeSettings(**keywords)
         if into is not None and (into.rounds or into.token_ids):
             raise ValueError(f"into= already holds a run ({len(into.token_ids)} tokens); pass a new GenerationResult")
-        prompt = self._check_prompt(input_ids)
+        prompt = check_prompt(input_ids, self.vocab_size)
         sampling = Sampling(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
         drafter = self._make_drafter(settings.drafter) if settings.speculative else None
         tree = (settings.tree_width, settings.tree_nodes) if settings.tree_width > 1 and drafter is not None else None
@@ -146,22 +149,39 @@ class SpeculativeEngine:
         result.seed, result.speculative = seed, settings.speculative
         schedule = DraftLength(settings.num_draft_tokens, adaptive=settings.adaptive)
         generators = draws if draws is not None else Generators(seed, home=self.device)
+        if cache is not None and not isinstance(cache, PromptCache):
+            raise ValueError(f"cache must be a PromptCache or None (got {type(cache).__name__})")
         return self._rounds(prompt, sampling, drafter, seed, result, max_new_tokens=settings.max_new_tokens,
-                            schedule=schedule, ignore_eos=settings.ignore_eos, tree=tree, generators=generators)
+                            schedule=schedule, ignore_eos=settings.ignore_eos, tree=tree, generators=generators,
+                            cache=cache)
 
     # -- the loop ------------------------------------------------------------------------------------
 
     def _rounds(self, prompt, sampling, drafter, seed, result, *, max_new_tokens, schedule, ignore_eos, generators,
-                tree=None):
+                tree=None, cache=None):
         started = time.perf_counter()  # the generators draw on the device of what they sample
-        target = CachedLM(self.target_model)
         features = features_of(drafter)
+        logged = tuple(i for head in self.heads.values() for i in getattr(head, "fuse_layers", None)
+                       or getattr(head, "feature_layers", None) or ())  # what a later turn's head may read
+        target, reused, states, held = open_target(cache, self.target_model, prompt, features, logged)
+        context = list(prompt)
+        try:
+            yield from self._run(target, reused, states, prompt, context, sampling, drafter, features, seed, result,
+                                 started, max_new_tokens=max_new_tokens, schedule=schedule, ignore_eos=ignore_eos,
+                                 generators=generators, tree=tree)
+        finally:
+            if held is not None:
+                held.close(context)
+
+    def _run(self, target, reused, states, prompt, context, sampling, drafter, features, seed, result, started, *,
+             max_new_tokens, schedule, ignore_eos, generators, tree):
+        result.reused_tokens = reused
         with torch.inference_mode(), cpu_threads(self.prompt_threads if self.device.type == "cpu" else None):
             # neither is held across a yield: the consumer may run on another thread
-            states = None
-            if len(prompt) > 1:  # the last prompt token opens round 1
-                out = target.extend(prompt[:-1], last_only=True, features=features, prompt=True)
-                states = out[1] if features else None
+            if len(prompt) - 1 > reused:  # the last prompt token opens round 1
+                out = target.extend(prompt[reused:-1], last_only=True, features=features, prompt=True)
+                if features:
+                    states = out[1] if states is None else torch.cat([states.to(out[1].device), out[1]])
             if drafter is not None:
                 extra = {}
                 if features:
@@ -172,7 +192,6 @@ class SpeculativeEngine:
             self._sync()
         result.prefill_s = time.perf_counter() - started
 
-        context = list(prompt)
         while len(result.token_ids) < max_new_tokens:
             remaining = max_new_tokens - len(result.token_ids)
             with torch.inference_mode():
@@ -214,7 +233,8 @@ class SpeculativeEngine:
                            generators: Generators, *, limit: int) -> Round:
         """limit: the most tokens kept of the proposal (k, or more for a drafter that copies past K)."""
         t0 = time.perf_counter()
-        draft_tokens, draft_probs = self._check_draft(drafter.propose(context, k), limit, drafter)
+        draft_tokens, draft_probs = check_draft(drafter.propose(context, k), limit, drafter,
+                                                vocab_size=self.vocab_size, device=self.device)
         draft_s = self._sync_time(t0)
         copied = bool(getattr(drafter, "copied", False))  # the model + lookup drafter copied this round's draft
         t1 = time.perf_counter()
@@ -226,7 +246,7 @@ class SpeculativeEngine:
             logits, states = logits
         # verification happens where the logits are (the last device of a target spread over several)
         device = logits.device
-        draft_tokens, draft_probs = draft_tokens.to(device), _align(draft_probs, self.vocab_size, device)
+        draft_tokens, draft_probs = draft_tokens.to(device), align(draft_probs, self.vocab_size, device)
         target_probs = logits_to_probs(logits, sampling)  # [k+1, V]
         verdict = self.verify(target_probs=target_probs, draft_tokens=draft_tokens,
                               draft_probs=None if sampling.greedy else draft_probs,
@@ -292,49 +312,6 @@ class SpeculativeEngine:
             return self.heads[drafter].make_drafter(self.target_model)
         return drafter  # a Drafter object (DecodeSettings refused unknown names)
 
-    def _check_prompt(self, input_ids) -> list[int]:
-        """One prompt as a list of ints: a sequence of ints (numpy's too), a 1-D tensor or array, or [1, n]."""
-        shape = getattr(input_ids, "shape", None)  # a torch tensor or a numpy array
-        if shape is not None:
-            if len(shape) > 2 or (len(shape) == 2 and shape[0] != 1):
-                raise ValueError(f"input_ids has shape {tuple(shape)}: the engine decodes one prompt at a time; "
-                                 "give a 1-D sequence of token ids or a [1, n] tensor")
-            input_ids = input_ids.reshape(-1).tolist()
-        prompt = list(input_ids)
-        if not prompt:
-            raise ValueError("the prompt is empty: give at least one token id")
-        ids = []
-        for t in prompt:
-            i = None if isinstance(t, bool) or type(t).__name__ == "bool_" else _index(t)
-            if i is None or not 0 <= i < self.vocab_size:
-                raise ValueError(f"token id {t!r} is not an integer in [0, {self.vocab_size}) (the target's vocabulary)")
-            ids.append(i)
-        return ids
-
-    def _check_draft(self, draft: Draft, k: int, drafter) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """A drafter's proposal as (tokens [n] on the target's input device, q [n, V'] | None) with n <= k;
-        a longer one is cut to k.
-
-        Raises ValueError naming the drafter for ids outside the target's vocabulary or a malformed q.
-        """
-        name = getattr(drafter, "name", type(drafter).__name__)
-        tokens = torch.as_tensor(draft.tokens)
-        if tokens.dim() != 1 or tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
-            raise ValueError(f"drafter {name!r} proposed {tuple(tokens.shape)} {tokens.dtype} tokens; "
-                             "a Draft holds a 1-D integer tensor")
-        tokens = tokens[:k].to(device=self.device, dtype=torch.long)
-        if tokens.numel() and not (0 <= int(tokens.min()) and int(tokens.max()) < self.vocab_size):
-            raise ValueError(f"drafter {name!r} proposed token ids {tokens.tolist()}, outside the target's "
-                             f"vocabulary [0, {self.vocab_size})")
-        probs = draft.probs
-        if probs is not None:
-            n, v = tokens.shape[0], probs.shape[-1] if probs.dim() == 2 else None
-            if probs.dim() != 2 or probs.shape[0] < n or v > self.vocab_size:
-                raise ValueError(f"drafter {name!r} gave q of shape {tuple(probs.shape)} for {n} tokens; need "
-                                 f"[n, V] with V <= {self.vocab_size} (the target's vocabulary)")
-            probs = probs[:n]
-        return tokens, probs
-
     def _check_context(self, prompt_len: int, max_new_tokens: int, drafter) -> None:
         models = [("target", self.target_model)]
         if isinstance(drafter, ModelDrafter):
@@ -362,19 +339,3 @@ def _longest(drafter, k: int) -> int:
     longer than K), else k."""
     longest = getattr(drafter, "longest", None)
     return max(k, longest(k)) if longest is not None and k > 0 else k
-
-
-def _index(x) -> int | None:
-    try:
-        return operator.index(x)
-    except TypeError:
-        return None
-
-
-def _align(probs: torch.Tensor | None, vocab_size: int, device) -> torch.Tensor | None:
-    """Put the draft's q on the target's device and vocabulary: tokens the draft lacks get q = 0."""
-    if probs is None:
-        return None
-    probs = probs.to(device)
-    missing = vocab_size - probs.shape[-1]
-    return torch.nn.functional.pad(probs, (0, missing)) if missing > 0 else probs

@@ -162,6 +162,7 @@ class GenerationResult:
     kinds: list[str] = field(default_factory=list)
     rounds: list[Round] = field(default_factory=list)
     prefill_s: float = 0.0
+    reused_tokens: int = 0  # prompt tokens a conversation's cache held (not read again: `specui.prompt_cache`)
     total_s: float = 0.0
     stop_reason: str = ""  # "eos" | "length"
     seed: int | None = None

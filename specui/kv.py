@@ -29,6 +29,7 @@ from contextlib import contextmanager
 
 import torch
 
+from specui.feature_log import FeatureLog
 from specui.graphs import GraphKV, GraphStack
 from specui.lean import DecoderStack, StaticKV
 
@@ -80,6 +81,7 @@ class CachedLM:
         self.length = 0
         self.early = None  # (stop, tokens, hidden [n, D]): tokens an early-exit draft ran through layers < stop
         self.tree = None  # (base, parents, depths): the prefix length under the tree, each node's parent and depth
+        self.log: FeatureLog | None = None  # the target's states at every cached position, for a reused prompt
 
     def extend(self, ids: list[int] | torch.Tensor, *, last_only: bool = False, features: tuple[int, ...] = (),
                prompt: bool = False):
@@ -89,19 +91,28 @@ class CachedLM:
         the number of layers the final normed state); with them, returns (logits, features [n, F]),
         the named states of every new token side by side (what EAGLE and Medusa heads read).
         Tokens an early-exit draft already ran through the first layers (`extend_early`) start there.
-        prompt: the tokens are a prompt into an empty cache, a block that plain and speculative decoding
-        compute alike, so the lean forward may take faster kernels for it (`DecoderStack.forward`).
+        prompt: the tokens are a prompt (or a follow-up turn's new tokens after a reused conversation), a
+        block that plain and speculative decoding compute alike, so the lean forward may take faster kernels
+        for it (`DecoderStack.forward`).
+        With a `log` (`specui.feature_log`), the forward also keeps its rows' states of the logged layers.
         """
         ids = torch.as_tensor(ids, dtype=torch.long, device=self.device).reshape(1, -1)
         early = self._take_early(ids)
         self.tree = None
+        wanted, at = tuple(features), self.length
+        if self.log is not None:  # the logged layers too, when this forward can give them
+            features = self.log.ask(wanted, at, early_stop=early[0] if early else None)
+        out = self._extend(ids, last_only, features, early, prompt)
+        return self._logged(out, wanted, features, at)
+
+    def _extend(self, ids, last_only, features, early, prompt):
         if self.stack is not None:
             self._stack_cache()
             out = self.stack.forward(ids, self.cache, last_only=last_only, features=tuple(features), early=early,
                                      prompt=prompt)
             self.length += ids.shape[1]
             return out
-        kwargs = {"logits_to_keep": 1} if (last_only and self._keep_arg and not features) else {}
+        kwargs = {"logits_to_keep": 1} if (last_only and self._keep_arg) else {}
         if self.cache is None:
             # a plain DynamicCache keeps every layer's keys whole, so it can roll back: a model that attends
             # through a sliding window would otherwise get a cache that drops old keys and cannot crop; the
@@ -118,6 +129,16 @@ class CachedLM:
         if not features:
             return logits
         return logits, torch.cat([out.hidden_states[i][0] for i in features], dim=-1)
+
+    def _logged(self, out, wanted: tuple[int, ...], asked: tuple[int, ...], at: int):
+        """A forward's output as its caller asked (`wanted`), its rows' states put in the log (`asked`)."""
+        if self.log is None:
+            return out
+        logits, states = out if asked else (out, None)
+        self.log.record(asked, at, states)
+        if not wanted:
+            return logits
+        return logits, states[:, : states.shape[1] // len(asked) * len(wanted)]
 
     def _stack_cache(self) -> None:
         """The stack's cache, made at the first forward (a GPU stack's goes back to it when this one is gone)."""
@@ -156,13 +177,17 @@ class CachedLM:
                 visible[i, base + parent] = True
                 parent = all_parents[parent]
         positions = torch.tensor(depths[past - base:], dtype=torch.long) + base
+        wanted = tuple(features)
+        if self.log is not None:
+            features = self.log.ask(wanted, past)
         if self.stack is not None:
             self._stack_cache()
             out = self.stack.forward(ids, self.cache, last_only=False, features=tuple(features),
                                      tree=(positions.to(self.device), visible))
             self.length += n
-            return out
-        return self._model_tree(ids, positions, visible, features)
+        else:
+            out = self._model_tree(ids, positions, visible, features)
+        return self._logged(out, wanted, features, past)
 
     def _model_tree(self, ids, positions, visible, features):
         """The model's own forward over tree nodes: a 4-D additive mask and explicit position ids."""
@@ -194,6 +219,8 @@ class CachedLM:
         self.trim(end)
 
     def _move(self, start: int, slots: list[int]) -> None:
+        if self.log is not None:
+            self.log.move(start, slots)
         if isinstance(self.cache, (StaticKV, GraphKV)):
             self.cache.move(start, slots)
             return
@@ -255,4 +282,6 @@ class CachedLM:
             else:
                 self.cache.crop(-drop)  # transformers 5: a negative argument is the number of tokens to drop
             self.length = length
+        if self.log is not None:
+            self.log.trim(length)
         assert self.cache is None or self.cache.get_seq_length() == self.length, "KV cache out of step"

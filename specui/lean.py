@@ -19,9 +19,10 @@ speculative decoding emits plain greedy decoding's tokens by construction, in an
   (masked keys add exact zeros), though tree rows then equal the chain's only to float rounding;
 - norms (in native code too, for float32: one fixed summation order per row), rotary embeddings, SiLU and
   residual adds work row by row or element by element.
-One block is exempt: a prompt read into an empty cache (`forward(prompt=True)`), which plain and speculative
-decoding compute as the same block, takes MKL's GEMM for its large products (same bits every time, not
-row-invariant): it need only be computed alike in both, and a prompt's many rows run faster so.
+One block is exempt: a prompt (`forward(prompt=True)`: into an empty cache, or a follow-up turn's new tokens
+after a conversation's reused cache, `specui.prompt_cache`), which plain and speculative decoding compute as
+the same block, takes MKL's GEMM for its large products (same bits every time, not row-invariant): it need
+only be computed alike in both, and a prompt's many rows run faster so.
 The price: the logits are no longer transformers' own bits (its one-token forward takes the GEMV),
 only equal to float32 rounding (tests check that, greedy tokens, and invariance), and the matrices
 are held twice (packed or transposed copies beside the model's own parameters; packed at half the bytes
@@ -159,10 +160,11 @@ class DecoderStack(DecoderParts):
               Its keys are written at slots past..past+n as usual. With native attention each row is the
               chain's row bit for bit; with torch's (half precision) equal to float rounding, as an
               ancestor's key sits at another slot and masked zeros fall in other places of the sums.
-        prompt: the block is a prompt, the first into an empty cache, which plain and speculative decoding
-              both compute in one block: from PROMPT_ROWS float32 rows on, its large products take MKL's GEMM
-              over all rows (`RowLinear.whole`, on torch's threads), faster than the few-row kernels, with bits
-              that may depend on the row count (no other block's do).
+        prompt: the block is a prompt (into an empty cache, or a follow-up turn's new tokens after a reused
+              conversation), which plain and speculative decoding both compute in one block: from PROMPT_ROWS
+              float32 rows on, its large products take MKL's GEMM over all rows (`RowLinear.whole`, on torch's
+              threads), faster than the few-row kernels, with bits that may depend on the row count (no other
+              block's do).
         One token runs as two identical rows (MKL would take its GEMV for one row, which rounds
         differently from the GEMM that computes a verify block); only the first row is kept.
         """
@@ -176,7 +178,7 @@ class DecoderStack(DecoderParts):
         if tree is not None:
             x = self._run(_rows(self.embed(ids[0])), cache, past, n, 0, layers, features, found, tree=tree)
         elif early is None:
-            whole = prompt and past == 0 and n >= PROMPT_ROWS and self.embed.weight.dtype == torch.float32
+            whole = prompt and n >= PROMPT_ROWS and self.embed.weight.dtype == torch.float32
             x = self._run(_rows(self.embed(ids[0])), cache, past, n, 0, layers, features, found, whole=whole)
         else:
             stop, hidden = early

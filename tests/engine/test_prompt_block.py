@@ -54,14 +54,19 @@ def test_a_prompt_block_is_the_same_model_and_the_same_bits_each_time(wide, monk
     assert (torch.cat(runs[0][:2]) - full).abs().max() <= tolerance  # transformers' own forward, to rounding
 
 
-def test_short_blocks_and_later_blocks_keep_the_row_invariant_products(wide, monkeypatch):
+def test_short_blocks_and_blocks_not_marked_prompt_keep_the_row_invariant_products(wide, monkeypatch):
     calls = _count_whole(monkeypatch)
     lm = CachedLM(wide)
     with torch.inference_mode():
         lm.extend(list(range(PROMPT_ROWS - 1)), prompt=True)  # too short to pay
-        lm.extend(list(range(PROMPT_ROWS + 5)), prompt=True)  # not the first block: a verify's rows are never MKL's
-        CachedLM(wide).extend(list(range(PROMPT_ROWS + 5)))  # not a prompt
+        lm.extend(list(range(PROMPT_ROWS + 5)))  # not a prompt: a verify's rows are never MKL's
+        CachedLM(wide).extend(list(range(PROMPT_ROWS + 5)))
     assert calls == []
+    with torch.inference_mode():  # a follow-up turn's new tokens after a kept conversation (specui.prompt_cache)
+        logits = lm.extend(list(range(PROMPT_ROWS + 5)), prompt=True)
+        full = wide(torch.tensor([list(range(PROMPT_ROWS - 1)) + list(range(PROMPT_ROWS + 5)) * 2])).logits[0]
+    assert calls and all(rows == PROMPT_ROWS + 5 for rows in calls)  # MKL's products over the block's rows
+    torch.testing.assert_close(logits, full[-(PROMPT_ROWS + 5):], atol=1e-5 * float(full.abs().max()), rtol=0)
 
 
 @pytest.mark.parametrize("prompt_threads", [1, 2])

@@ -1,0 +1,143 @@
+"""A conversation's target KV cache, kept between generations: a chat's next turn reads only its new tokens.
+
+A chat's next prompt is the last prompt, its answer and a new message, so every token before the new message
+already went through the target. Give the same `PromptCache` to each generation of a conversation
+(`engine.stream(ids, cache=...)`): the engine trims the kept cache to the longest common prefix of the
+tokens it holds and the new prompt, and reads only the rest (as a prompt block). For a drafter that reads
+the target's states (EAGLE, Medusa) the cache also keeps those states at every position
+(`specui.feature_log`). The draft model and the heads' own small caches start afresh each generation.
+
+Exactness: a reused position holds the keys and values the target computed for it before: in a decode or
+verify row (the same bits either way, `specui.lean`) or in a prompt block. A fresh run of the whole
+conversation would compute the same tokens in one prompt block, whose products may round differently, so
+its logits agree with the reused run's to float rounding, not bit for bit. Plain and speculative decoding
+given the same cache read the same bits, so greedy speculative output still equals plain greedy output
+token for token; a race sets `limit` so that both runs read the new turn alike (and pay for it alike).
+
+`PromptCaches` keeps a few conversations' caches for one target (an app serving several chats).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import torch
+
+from specui.feature_log import FeatureLog
+from specui.kv import CachedLM
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """The number of leading tokens `a` and `b` share."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+class PromptCache:
+    """The target's cache of one conversation (its keys and values, and states for heads), between generations.
+
+    limit: reuse at most this many tokens (None: as many as match). One generation holds the cache at a
+    time; another given it meanwhile runs without it.
+    """
+
+    def __init__(self):
+        self.lm: CachedLM | None = None
+        self.tokens: list[int] = []  # the last generation's context: its first lm.length tokens are cached
+        self.limit: int | None = None
+        self._busy = False
+        self._guard = threading.Lock()
+
+    @property
+    def length(self) -> int:
+        """How many tokens' keys and values the cache holds."""
+        return 0 if self.lm is None else self.lm.length
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    def reusable(self, ids: Sequence[int], model: torch.nn.Module | None = None) -> int:
+        """How many leading tokens of the prompt `ids` a generation would not read again (never its last token,
+        which opens round 1); 0 while another generation holds the cache, or for another `model`."""
+        if self.lm is None or self._busy or (model is not None and self.lm.model is not model):
+            return 0
+        n = common_prefix(self.tokens[: self.lm.length], list(ids)[:-1])
+        return n if self.limit is None else min(n, self.limit)
+
+    def clear(self) -> None:
+        """Forget the conversation (the memory goes with it)."""
+        with self._guard:
+            if not self._busy:
+                self.lm, self.tokens = None, []
+
+    # -- for the engine ----------------------------------------------------------------------------------
+
+    def open(self, model: torch.nn.Module, prompt: list[int], features: tuple[int, ...], *, log: tuple[int, ...] = ()):
+        """The target's cache trimmed to the reusable prefix of `prompt`, that prefix's length and its states
+        of layers `features` (None without them): (CachedLM, reused, states); None while another generation
+        holds the cache. The caller gives it back with `close`. log: the layers to keep states of besides
+        `features` (those of the engine's heads: a later turn may draft with another)."""
+        with self._guard:
+            if self._busy:
+                return None
+            reused = self.reusable(prompt, model)
+            self._busy = True
+        lm = self.lm if self.lm is not None and self.lm.model is model else None
+        key = tuple(sorted({*features, *log}))
+        if lm is None:
+            lm = CachedLM(model)
+            lm.log = FeatureLog(key)
+            reused = 0
+        elif features and not lm.log.holds(features):  # a head that reads other layers: read it all again
+            lm.log, reused = FeatureLog(key), 0
+        elif features:
+            reused = min(reused, lm.log.valid)
+        lm.trim(reused)
+        self.lm, self.tokens = lm, list(prompt)
+        return lm, reused, (lm.log.states(reused, features) if features and reused else None)
+
+    def close(self, context: list[int]) -> None:
+        """The generation that opened the cache ended (or stopped) with `context` (prompt and tokens so far)."""
+        if self.lm is not None and self.lm.length > len(context):  # stopped inside a forward: out of step
+            self.lm = None
+        self.tokens = context
+        with self._guard:
+            self._busy = False
+
+
+def open_target(cache: PromptCache | None, model: torch.nn.Module, prompt: list[int], features: tuple[int, ...],
+                log: tuple[int, ...] = ()):
+    """(CachedLM, reused tokens, their states or None, the cache to close or None): a fresh cache without
+    a PromptCache or when it is held."""
+    opened = cache.open(model, prompt, features, log=log) if cache is not None else None
+    if opened is None:
+        return CachedLM(model), 0, None, None
+    return (*opened, cache)
+
+
+class PromptCaches:
+    """Up to `size` conversations' caches for one target: `pick(ids)` gives the free one that shares the
+    longest prefix with a prompt, else the least recently picked (its conversation forgotten)."""
+
+    def __init__(self, size: int = 2):
+        if size < 1:
+            raise ValueError(f"size must be at least 1 (got {size})")
+        self.caches = [PromptCache() for _ in range(size)]  # most recently picked first
+        self._guard = threading.Lock()
+
+    def pick(self, ids: Sequence[int], model: torch.nn.Module | None = None) -> PromptCache | None:
+        """The cache for a generation of prompt `ids`; None when every cache is held."""
+        with self._guard:
+            free = [c for c in self.caches if not c.busy]
+            if not free:
+                return None
+            best = max(free, key=lambda c: c.reusable(ids, model))
+            if best.reusable(ids, model) == 0:
+                best = free[-1]
+            self.caches.remove(best)
+            self.caches.insert(0, best)
+            return best
