@@ -34,6 +34,8 @@ class LoadedPair:
     draft: torch.nn.Module | None
     tokenizer: object  # a transformers tokenizer
     heads: dict = field(default_factory=dict)  # drafter name -> a head trained on the target (specui.heads)
+    conversations: object = field(default_factory=lambda: _prompt_caches())  # the app's chats' target caches
+
 
     def engine(self):
         """A `SpeculativeEngine` over this pair and its heads; a run that names no drafter drafts as the preset says."""
@@ -55,6 +57,12 @@ class LoadedPair:
     @property
     def device(self) -> torch.device:
         return model_device(self.target)
+
+
+def _prompt_caches():
+    from specui.prompt_cache import PromptCaches
+
+    return PromptCaches(size=2)  # a few chats' caches (SmolLM2: ~46 KB a token each)
 
 
 def pick_device(requested: str | None) -> str:

@@ -48,6 +48,8 @@ class RunStats:
     mean_k: float  # K asked of the drafter, averaged over rounds
     cost_ratio: float | None  # c: one draft forward / one target forward
     theory: metrics.Theory | None = None  # Theorem 3.8 at the fitted alpha, the run's K and c
+    prefill_s: float = 0.0  # reading the prompt (its new tokens, after what the conversation's cache held)
+    reused_tokens: int = 0  # prompt tokens the conversation's cache held (`specui.prompt_cache`)
 
     def as_dict(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "theory"}
@@ -81,7 +83,7 @@ def run_stats(result, *, plain=None) -> RunStats:
         tokens_per_s=len(result.token_ids) / seconds if seconds > 0 else 0.0,
         acceptance_rate=result.acceptance_rate, mean_accepted_length=result.mean_accepted_length,
         mean_k=sum(r.num_draft_tokens for r in rounds) / len(rounds) if rounds else 0.0, cost_ratio=c,
-        theory=metrics.theory(rounds, c=c),
+        theory=metrics.theory(rounds, c=c), prefill_s=result.prefill_s, reused_tokens=result.reused_tokens,
     )
 
 

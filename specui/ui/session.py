@@ -212,8 +212,9 @@ class Showcase:
             yield fail(f"The prompt could not be encoded: {type(e).__name__}: {e}")
             return
         engine = pair.engine()
+        cache = None if settings.arena else pair.conversations.pick(ids, pair.target)  # earlier turns' target cache
         try:
-            streams = self._streams(run, engine, ids, preset)
+            streams = self._streams(run, engine, ids, preset, cache)
         except ValueError as e:  # bad settings, ContextLengthError
             yield fail(str(e))
             return
@@ -237,25 +238,32 @@ class Showcase:
             run.phase = "done"
         yield self.frame(run, figures=figures, final=True), run
 
-    def _streams(self, run: Run, engine, ids, preset):
+    def _streams(self, run: Run, engine, ids, preset, cache=None):
         """(phase, result, views, engine stream) per run of the request, each opened only when its turn
-        comes; the first is opened now, so bad settings raise ValueError before any work."""
+        comes; the first is opened now, so bad settings raise ValueError before any work. cache: the
+        conversation's `PromptCache` (the arena runs without one)."""
         settings = run.settings
         if settings.arena:
             run.skipped = arena.skipped(engine, settings.decode)
             ks = dict(preset.drafter_tokens)  # drafters with their own K race at it
             return self._arena_streams(run, arena.streams(engine, ids, settings.decode, into=run.arena, ks=ks))
-        first = engine.stream(ids, settings.decode.but(speculative=True), into=run.spec)
-        return self._spec_then_plain(run, engine, ids, first)
+        first = engine.stream(ids, settings.decode.but(speculative=True), into=run.spec, cache=cache)
+        return self._spec_then_plain(run, engine, ids, first, cache)
 
     @staticmethod
-    def _spec_then_plain(run: Run, engine, ids, first):
-        yield "speculative", run.spec, run.spec_views, first
-        if run.settings.compare:
-            run.plain = GenerationResult()
-            # the same seed, even when the first run drew one
-            plain = run.settings.decode.but(speculative=False, seed=run.spec.seed)
-            yield "plain", run.plain, run.plain_views, engine.stream(ids, plain, into=run.plain)
+    def _spec_then_plain(run: Run, engine, ids, first, cache):
+        if cache is not None and run.settings.compare:  # both runs read the new turn alike, and pay for it alike
+            cache.limit = cache.reusable(ids, engine.target_model)
+        try:
+            yield "speculative", run.spec, run.spec_views, first
+            if run.settings.compare:
+                run.plain = GenerationResult()
+                # the same seed, even when the first run drew one
+                plain = run.settings.decode.but(speculative=False, seed=run.spec.seed)
+                yield "plain", run.plain, run.plain_views, engine.stream(ids, plain, into=run.plain, cache=cache)
+        finally:
+            if cache is not None:
+                cache.limit = None
 
     @staticmethod
     def _arena_streams(run: Run, named):

