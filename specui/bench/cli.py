@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from specui.bench import arena as bench_arena
+from specui.bench import conversation as bench_conversation
 from specui.bench.report import format_table
 from specui.bench.run import (DEFAULT_PROMPTS, PROMPT_TOKENS, TIMING_SAMPLES, Methods, Plan,
                               constant_assistant_schedule, measure_costs, plan_arms, run_prompts, summarise)
@@ -43,6 +44,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--drafter", choices=(*DRAFTER_NAMES, ALL), default=None, metavar="NAME|all",
                    help=f"a drafter of the preset ({', '.join(DRAFTER_NAMES)}; default: the preset's), or {ALL}: "
                         "plain decoding and every drafter of the preset, side by side")
+    p.add_argument("--turns", type=int, default=0,
+                   help="N > 0: a conversation of N turns (the prompts as successive messages), each turn decoded afresh "
+                        "and with the conversation's cache (specui.prompt_cache), side by side")
     p.add_argument("--repeats", type=int, default=3, help="timed runs of each method per prompt (median kept)")
     p.add_argument("--warmup", type=int, default=1, help="untimed runs of each method per prompt first")
     p.add_argument("--threads", type=int, default=None,
@@ -58,8 +62,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     for name in ("num_prompts", "prompt_tokens", "max_new_tokens", "repeats", "cost_samples"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
-    if args.warmup < 0 or args.temperature < 0:
-        p.error("--warmup and --temperature must be >= 0")
+    if args.warmup < 0 or args.temperature < 0 or args.turns < 0:
+        p.error("--warmup, --temperature and --turns must be >= 0")
+    if args.turns and args.drafter == ALL:
+        p.error(f"--turns runs one drafter (the preset's, or --drafter NAME), not {ALL}")
     return args
 
 
@@ -166,6 +172,9 @@ def main(argv=None) -> dict:
     methods = Methods(pair, plan)
     if args.prompt_threads:
         methods.engine.prompt_threads = args.prompt_threads
+    if args.turns:
+        return conversation(args, argv, preset, pair, methods, decode.but(drafter=drafter), texts or (
+            chat_prompts.HELD_OUT if chat else [pair.tokenizer.decode(ids) for ids in prompts]))
 
     def done(i, total, run):
         print(f"prompt {i}/{total} done", file=sys.stderr)
@@ -187,6 +196,24 @@ def main(argv=None) -> dict:
               **({"skipped": {name: SKIP_REASON for name in skipped}} if names else {}),
               "command": "python -m specui.bench " + " ".join(argv if argv is not None else sys.argv[1:])}
     print(format_table(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+def conversation(args, argv, preset, pair, methods, decode, texts: list[str]) -> dict:
+    """--turns: `specui.bench.conversation`'s run, reported and written like the others."""
+    if len(texts) < args.turns:
+        raise SystemExit(f"python -m specui.bench: error: --turns {args.turns} needs {args.turns} prompts "
+                         f"({len(texts)} given)")
+    figures = bench_conversation.run_conversation(
+        methods.engine, pair.tokenizer, texts[: args.turns], decode, repeats=args.repeats, warmup=args.warmup,
+        chat=preset.chat_template, progress=lambda i, n: print(f"turn {i}/{n} done", file=sys.stderr))
+    report = {"preset": preset.name, "drafter": decode.drafter,
+              "max_new_tokens": decode.max_new_tokens, "temperature": decode.temperature, "repeats": args.repeats,
+              **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,
+              "command": "python -m specui.bench " + " ".join(argv if argv is not None else sys.argv[1:])}
+    print(bench_conversation.format_conversation(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return report

@@ -1,0 +1,89 @@
+"""`python -m specui.bench --turns N`: a conversation, each turn decoded afresh and with the conversation's cache.
+
+Turn t's prompt is the conversation so far (the earlier prompts and their answers) and the t-th prompt: a
+user message in the chat template for a chat preset, else the next prompt's tokens appended. Each turn is
+decoded by the preset's drafter, afresh (the whole conversation read as the prompt) and with a
+`PromptCache` (only the tokens after what the earlier turns left in it), interleaved fresh, cached, fresh,
+cached …; every cached repeat reads the same new tokens (the cache's `limit`). Answers stop at EOS. The
+report gives, per turn, the prompt's length, the tokens the cache kept, the median prompt time (time to
+the first round) and the median turn time of each, their ratios, and whether the tokens were identical.
+"""
+
+from __future__ import annotations
+
+from specui import metrics
+from specui.prompt_cache import PromptCache
+from specui.text import fmt
+
+
+def turn_prompt(tokenizer, texts: list[str], answers: list[str], ids_so_far: list[int], *, chat: bool) -> list[int]:
+    """The prompt of turn len(answers): the chat so far and texts[len(answers)] (chat), else the tokens so
+    far and the next text's."""
+    if chat:
+        messages = []
+        for text, answer in zip(texts, answers):
+            messages += [{"role": "user", "content": text}, {"role": "assistant", "content": answer}]
+        messages.append({"role": "user", "content": texts[len(answers)]})
+        return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                                  return_dict=True)["input_ids"])
+    return ids_so_far + list(tokenizer(texts[len(answers)], add_special_tokens=not ids_so_far)["input_ids"])
+
+
+def run_conversation(engine, tokenizer, texts: list[str], settings, *, repeats: int, warmup: int, chat: bool,
+                     progress=None) -> dict:
+    """Figures of a conversation of len(texts) turns (see the module docstring)."""
+    settings = settings.but(ignore_eos=False)
+    cache, answers, so_far, turns = PromptCache(), [], [], []
+    for t in range(len(texts)):
+        prompt = turn_prompt(tokenizer, texts, answers, so_far, chat=chat)
+        if t == 0:
+            for _ in range(warmup):
+                engine.generate(prompt, settings)
+        cache.limit = cache.reusable(prompt, engine.target_model)
+        fresh, cached = [], []
+        for _ in range(repeats):
+            fresh.append(engine.generate(prompt, settings))
+            cached.append(engine.generate(prompt, settings, cache=cache))
+        cache.limit = None
+        answer = cached[0].token_ids
+        turns.append({
+            "turn": t + 1, "prompt_tokens": len(prompt), "kept_tokens": cached[0].reused_tokens,
+            "new_tokens": len(answer),
+            "fresh_prompt_s": metrics.median([r.prefill_s for r in fresh]),
+            "cached_prompt_s": metrics.median([r.prefill_s for r in cached]),
+            "fresh_turn_s": metrics.median([r.total_s for r in fresh]),
+            "cached_turn_s": metrics.median([r.total_s for r in cached]),
+            "identical": all(r.token_ids == answer for r in fresh + cached) if settings.greedy else None,
+        })
+        turns[-1]["prompt_ratio"] = _ratio(turns[-1]["fresh_prompt_s"], turns[-1]["cached_prompt_s"])
+        turns[-1]["turn_ratio"] = _ratio(turns[-1]["fresh_turn_s"], turns[-1]["cached_turn_s"])
+        answers.append(tokenizer.decode(answer, skip_special_tokens=True))
+        so_far = prompt + answer
+        if progress is not None:
+            progress(t + 1, len(texts))
+    fresh_total, cached_total = sum(x["fresh_turn_s"] for x in turns), sum(x["cached_turn_s"] for x in turns)
+    return {"turns": turns, "fresh_total_s": fresh_total, "cached_total_s": cached_total,
+            "conversation_ratio": _ratio(fresh_total, cached_total)}
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return a / b if b > 0 else None
+
+
+def format_conversation(r: dict) -> str:
+    """The report of `run_conversation` as a text table, under the run's header lines."""
+    mode = "greedy" if r["temperature"] == 0 else f"temperature {fmt(r['temperature'], 'g')}"
+    lines = [(f"specui bench --turns: preset {r['preset']}, drafter {r['drafter']}, {mode}, up to "
+              f"{r['max_new_tokens']} new tokens a turn (stops at EOS), {len(r['turns'])} turns x {r['repeats']} repeats"),
+             f"device: {r['device']}, torch {r['torch_version']}, {r['torch_threads']} thread(s)", "",
+             "turn  prompt  kept  new | prompt s: fresh  cached  ratio | turn s: fresh  cached  ratio | identical"]
+    for x in r["turns"]:
+        same = {True: "yes", False: "NO", None: "–"}[x["identical"]]
+        lines.append(f"{x['turn']:>4}  {x['prompt_tokens']:>6}  {x['kept_tokens']:>4}  {x['new_tokens']:>3} | "
+                     f"{fmt(x['fresh_prompt_s'], '.3f'):>15}  {fmt(x['cached_prompt_s'], '.3f'):>6}  "
+                     f"{fmt(x['prompt_ratio'], '.2f×'):>5} | {fmt(x['fresh_turn_s'], '.2f'):>13}  "
+                     f"{fmt(x['cached_turn_s'], '.2f'):>6}  {fmt(x['turn_ratio'], '.2f×'):>5} | {same}")
+    total = (f"whole conversation: {fmt(r['fresh_total_s'], '.2f')} s fresh, {fmt(r['cached_total_s'], '.2f')} s "
+             f"with the cache ({fmt(r['conversation_ratio'], '.2f×')})")
+    lines += ["", total]
+    return "\n".join(lines)

