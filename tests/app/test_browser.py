@@ -2,8 +2,9 @@
 
 It types a prompt and sees coloured tokens stream and the charts draw, turns compare on and sees the
 speedup and the identical-output check, runs the drafter arena and sees its table, chart and who proposed
-each token, stops a long run, and sends an HTML-injection string and
-sees it as text (no element, no dialog). Under CI=true a missing browser is a failure, not a skip.
+each token, stops a long run, sends an HTML-injection string and sees it as text (no element, no dialog),
+and sees a prompt that goes on from the last one keep its tokens. Under CI=true a missing browser is a
+failure, not a skip.
 """
 
 from __future__ import annotations
@@ -176,6 +177,16 @@ def test_a_preset_that_fails_to_load_is_a_readable_message_and_the_app_keeps_ser
     set_number(page, "max-new-tokens", 8)
     run_prompt(page, "x = 1")
     assert page.locator("#chat .specui-out").last.locator(".tok").count() >= 1
+
+
+def test_a_prompt_that_goes_on_reads_only_its_new_tokens(page):
+    """The target's cache of the last request is kept (specui.prompt_cache): the stats line says how many of
+    the prompt's tokens it held."""
+    set_number(page, "max-new-tokens", 16)
+    run_prompt(page, PROMPT)
+    run_prompt(page, PROMPT + "    parser = argparse.ArgumentParser()\n")
+    stats = page.locator("#stats").inner_text()
+    assert "kept" in stats and "prompt" in stats, stats
 
 
 def test_clear_empties_the_chat(page):
