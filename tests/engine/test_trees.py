@@ -67,11 +67,11 @@ def test_caches_match_a_fresh_prefill_every_round(pair, shape, monkeypatch):
     """After each round the target's cache holds the context but cur, the draft's its valid prefix, with the
     keys a fresh forward computes: compaction keeps exactly the accepted path on every outcome."""
     import specui.drafters.model as model_module
-    import specui.engine as engine_module
+    import specui.prompt_cache as target_module  # where the engine makes the target's cache
 
     target, draft = pair
     Recording.made = []
-    monkeypatch.setattr(engine_module, "CachedLM", Recording)
+    monkeypatch.setattr(target_module, "CachedLM", Recording)
     monkeypatch.setattr(model_module, "CachedLM", Recording)
     engine = SpeculativeEngine(target, draft)
     seen = set()
