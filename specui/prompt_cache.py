@@ -101,9 +101,11 @@ class PromptCache:
         return lm, reused, (lm.log.states(reused, features) if features and reused else None)
 
     def close(self, context: list[int]) -> None:
-        """The generation that opened the cache ended (or stopped) with `context` (prompt and tokens so far)."""
-        if self.lm is not None and self.lm.length > len(context):  # stopped inside a forward: out of step
-            self.lm = None
+        """The generation that opened the cache ended (or stopped) with `context` (prompt and tokens so far).
+        The cache may hold more: tokens accepted after an EOS inside a block, which the run dropped, or a
+        forward's rows when a run failed inside a round; positions before len(context) hold context tokens."""
+        if self.lm is not None and self.lm.length > len(context):
+            self.lm.trim(len(context))
         self.tokens = context
         with self._guard:
             self._busy = False
@@ -117,6 +119,40 @@ def open_target(cache: PromptCache | None, model: torch.nn.Module, prompt: list[
     if opened is None:
         return CachedLM(model), 0, None, None
     return (*opened, cache)
+
+
+def chat_ids(tokenizer, messages: Sequence[dict], *, ids_of: str | None = None) -> list[int]:
+    """The chat template's token ids of `messages` (with the assistant's turn opened), where an assistant
+    message whose "ids_of" equals `ids_of` (a preset's name: ids of that tokenizer) and that carries
+    "token_ids", the tokens the model wrote (no EOS), holds those ids rather than its text tokenized again.
+
+    Tokenizing an answer's text again need not give the tokens the model wrote (SmolLM2 wrote "\n\n" as one
+    token that its tokenizer splits in two): a conversation's cache matches only up to the first difference.
+    The ids go in where the template puts the message's text; a template that changes the text falls back
+    to tokenizing everything."""
+    marks, rendered = [], []
+    for i, message in enumerate(messages):
+        tokens = message.get("token_ids")
+        if message.get("role") == "assistant" and tokens is not None and ids_of is not None \
+                and message.get("ids_of") == ids_of:
+            mark = f"\x00specui-answer-{i}\x00"
+            marks.append((mark, [int(t) for t in tokens]))
+            rendered.append({"role": "assistant", "content": mark})
+        else:
+            rendered.append({"role": message["role"], "content": message["content"]})
+    text = tokenizer.apply_chat_template(rendered, tokenize=False, add_generation_prompt=True)
+
+    def encode(piece: str) -> list[int]:
+        return list(tokenizer(piece, add_special_tokens=False)["input_ids"]) if piece else []
+
+    ids = []
+    for mark, tokens in marks:
+        before, found, text = text.partition(mark)
+        if not found or text.count(mark):
+            plain = [{"role": m["role"], "content": m["content"]} for m in messages]
+            return encode(tokenizer.apply_chat_template(plain, tokenize=False, add_generation_prompt=True))
+        ids += encode(before) + tokens
+    return ids + encode(text)
 
 
 class PromptCaches:

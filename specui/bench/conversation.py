@@ -1,7 +1,8 @@
 """`python -m specui.bench --turns N`: a conversation, each turn decoded afresh and with the conversation's cache.
 
-Turn t's prompt is the conversation so far (the earlier prompts and their answers) and the t-th prompt: a
-user message in the chat template for a chat preset, else the next prompt's tokens appended. Each turn is
+Turn t's prompt is the conversation so far (the earlier prompts and their answers, as the tokens the model
+wrote) and the t-th prompt: a user message in the chat template for a chat preset, else the next prompt's
+tokens appended. Each turn is
 decoded by the preset's drafter, afresh (the whole conversation read as the prompt) and with a
 `PromptCache` (only the tokens after what the earlier turns left in it), interleaved fresh, cached, fresh,
 cached …; every cached repeat reads the same new tokens (the cache's `limit`). Answers stop at EOS. The
@@ -12,20 +13,20 @@ the first round) and the median turn time of each, their ratios, and whether the
 from __future__ import annotations
 
 from specui import metrics
-from specui.prompt_cache import PromptCache
+from specui.prompt_cache import PromptCache, chat_ids
 from specui.text import fmt
 
 
-def turn_prompt(tokenizer, texts: list[str], answers: list[str], ids_so_far: list[int], *, chat: bool) -> list[int]:
-    """The prompt of turn len(answers): the chat so far and texts[len(answers)] (chat), else the tokens so
-    far and the next text's."""
+def turn_prompt(tokenizer, texts: list[str], answers: list[list[int]], ids_so_far: list[int], *, chat: bool) -> list[int]:
+    """The prompt of turn len(answers): the chat so far (each answer as the tokens the model wrote:
+    `chat_ids`) and texts[len(answers)] (chat), else the tokens so far and the next text's."""
     if chat:
         messages = []
         for text, answer in zip(texts, answers):
-            messages += [{"role": "user", "content": text}, {"role": "assistant", "content": answer}]
-        messages.append({"role": "user", "content": texts[len(answers)]})
-        return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                                  return_dict=True)["input_ids"])
+            messages += [{"role": "user", "content": text},
+                         {"role": "assistant", "content": tokenizer.decode(answer, skip_special_tokens=True),
+                          "token_ids": answer, "ids_of": "this"}]
+        return chat_ids(tokenizer, [*messages, {"role": "user", "content": texts[len(answers)]}], ids_of="this")
     return ids_so_far + list(tokenizer(texts[len(answers)], add_special_tokens=not ids_so_far)["input_ids"])
 
 
@@ -46,6 +47,7 @@ def run_conversation(engine, tokenizer, texts: list[str], settings, *, repeats: 
             cached.append(engine.generate(prompt, settings, cache=cache))
         cache.limit = None
         answer = cached[0].token_ids
+        said = answer[:-1] if cached[0].stop_reason == "eos" else answer  # the template closes the turn itself
         turns.append({
             "turn": t + 1, "prompt_tokens": len(prompt), "kept_tokens": cached[0].reused_tokens,
             "new_tokens": len(answer),
@@ -57,7 +59,7 @@ def run_conversation(engine, tokenizer, texts: list[str], settings, *, repeats: 
         })
         turns[-1]["prompt_ratio"] = _ratio(turns[-1]["fresh_prompt_s"], turns[-1]["cached_prompt_s"])
         turns[-1]["turn_ratio"] = _ratio(turns[-1]["fresh_turn_s"], turns[-1]["cached_turn_s"])
-        answers.append(tokenizer.decode(answer, skip_special_tokens=True))
+        answers.append(said)
         so_far = prompt + answer
         if progress is not None:
             progress(t + 1, len(texts))

@@ -327,7 +327,7 @@ def respond(app: App, ui: ChatTab, data: dict, request: gr.Request | None = None
     finally:
         app.stops.end(key, halt)
     if run is not None and run.error is None:
-        history = [*history, {"role": "user", "content": text}, {"role": "assistant", "content": run.reply_text}]
+        history = [*history, {"role": "user", "content": text}, run.reply_message()]
         # the final charts (and table) again: a streaming client may have skipped the frame that carried them
         yield page(shown[-1]["content"], {**figures, **chat_tree.after_run(ui.tree, run.trees)})
 

@@ -10,7 +10,6 @@ a readable `Frame.error`; nothing here lets a traceback reach the page.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import queue
 import threading
@@ -22,10 +21,11 @@ from dataclasses import dataclass, field, replace
 from specui import arena, lesson, runstats
 from specui.events import GenerationResult, Kind
 from specui.loading import LoadError
-from specui.spaces import gpu
+from specui.prompt_cache import chat_ids
 from specui.text import TokenText, fmt
 from specui.tree_steps import tree_record
 from specui.ui import arena_view, charts, render, stats
+from specui.ui.gpu_calls import GpuCalls
 from specui.ui.request import Settings
 
 log = logging.getLogger("specui.ui")
@@ -63,11 +63,18 @@ class Run:
     contestant: str = ""  # arena mode: the one decoding now
     skipped: tuple = ()  # arena mode: the drafters left out (token trees: those that cannot draft them)
     trees: dict = field(default_factory=dict)  # round index -> its `TreeRecord`: the speculative run's tree rounds
+    preset: str = ""  # the preset's name, once it is known
 
     @property
     def reply_text(self) -> str:
         """The reply the conversation keeps: the speculative run's, or in arena mode plain decoding's."""
         return "".join(v.text for v in self.arena_views.get(arena.PLAIN, ())) if self.settings.arena else self.spec_text
+
+    def reply_message(self) -> dict:
+        """The reply as the conversation keeps it: its text, and the tokens the model wrote (`chat_ids`)."""
+        result = self.arena.get(arena.PLAIN) if self.settings.arena else self.spec
+        ids = [] if result is None else result.token_ids[:-1] if result.stop_reason == "eos" else result.token_ids
+        return {"role": "assistant", "content": self.reply_text, "token_ids": list(ids), "ids_of": self.preset}
 
     @property
     def spec_text(self) -> str:
@@ -159,11 +166,11 @@ class Showcase:
         return box["pair"]
 
     def encode(self, pair, prompt: str, history: Sequence[dict]) -> list[int]:
+        """The prompt's ids: in the chat template after the history (the answers as the tokens the model wrote,
+        where the history has them: `chat_ids`), or the text alone for a base model."""
         tokenizer = pair.tokenizer
         if pair.preset.chat_template:
-            messages = [*history, {"role": "user", "content": prompt}]
-            text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-            return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+            return chat_ids(tokenizer, [*history, {"role": "user", "content": prompt}], ids_of=pair.preset.name)
         return list(tokenizer(prompt)["input_ids"])  # a base model continues the prompt
 
     def run(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
@@ -201,6 +208,7 @@ class Showcase:
                 yield Frame(message=render.render_note(line), stats=stats.stats_html(None, status=line)), run
         except StopIteration as done:
             pair = done.value
+            run.preset = preset.name
         except LoadError as e:
             log.warning("%s", e)
             yield fail(str(e))
@@ -357,35 +365,6 @@ def decode(showcase: Showcase, prompt: str, settings: Settings, *, history: Sequ
            stop: threading.Event | None = None, figures: bool = True) -> Iterator[tuple[Frame, Run]]:
     """`showcase.run` under one ZeroGPU allocation (see `GpuCalls`)."""
     return showcase.calls.decode(prompt, settings, history=history, stop=stop, figures=figures)
-
-
-class GpuCalls:
-    """A showcase's runs, each under one ZeroGPU allocation when the app runs on a ZeroGPU Space (a plain
-    call elsewhere): the speculative run and, in compare mode, the plain run are timed inside the same call.
-
-    ZeroGPU pickles a call's arguments and results, and a showcase (models, locks) or an Event does not
-    pickle: they stay in this object (`live`, key -> stop event of the calls in flight) and the decorated
-    call (`on_gpu`) carries only the key and plain data.
-    """
-
-    def __init__(self, showcase: Showcase, *, duration: int = 180):
-        self.showcase = showcase
-        self.live: dict[int, threading.Event | None] = {}
-        self._keys = itertools.count()
-        self.on_gpu = gpu(duration=duration)(self._serve)
-
-    def decode(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
-               stop: threading.Event | None = None, figures: bool = True) -> Iterator[tuple[Frame, Run]]:
-        key = next(self._keys)
-        self.live[key] = stop
-        try:
-            yield from self.on_gpu(key, prompt, settings, list(history), figures)
-        finally:
-            self.live.pop(key, None)
-
-    def _serve(self, key: int, prompt: str, settings: Settings, history: list[dict],
-               figures: bool = True) -> Iterator[tuple[Frame, Run]]:
-        yield from self.showcase.run(prompt, settings, history=history, stop=self.live[key], figures=figures)
 
 
 def _divergence_note(run) -> str:

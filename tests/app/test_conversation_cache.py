@@ -41,12 +41,14 @@ def test_a_chat_turn_reads_only_its_new_message():
     settings = Settings(preset="smollm2-chat", max_new_tokens=24)
     question = "Write a Python function that adds two numbers."
     first = last(showcase.run(question, settings))
-    history = [{"role": "user", "content": question}, {"role": "assistant", "content": first.reply_text}]
+    history = [{"role": "user", "content": question}, first.reply_message()]
     follow = "Now add a docstring."
     second = last(showcase.run(follow, Settings(preset="smollm2-chat", max_new_tokens=24, compare=True),
                                history=history))
     assert second.identical
     pair = showcase.cache.get(config.get("smollm2-chat"))
     ids = showcase.encode(pair, follow, history)
-    new = len(ids) - second.spec.reused_tokens
-    assert second.spec.reused_tokens > len(showcase.encode(pair, question, [])) and new < 30
+    asked = showcase.encode(pair, question, [])
+    assert ids[: len(asked) + len(first.reply_message()["token_ids"])] == asked + first.reply_message()["token_ids"]
+    assert second.spec.reused_tokens == len(asked) + len(first.spec.token_ids) - 1  # all the cache held
+    assert len(ids) - second.spec.reused_tokens < 30

@@ -6,6 +6,8 @@ broken variant) is caught."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -143,6 +145,25 @@ def test_a_stopped_run_leaves_a_usable_cache(engine, row_prompts):
     fresh = engine.generate(prompt, max_new_tokens=10, drafter="eagle")
     cached = engine.generate(prompt, max_new_tokens=10, drafter="eagle", cache=cache)
     assert cached.reused_tokens == len(TURNS[0]) + len(emitted) - 1
+    same_run(fresh, cached)
+
+
+def test_an_eos_inside_a_block_leaves_the_cache_at_the_eos(engine, row_prompts):
+    """The drafts accepted after an EOS are dropped from the output and from the cache; the EOS itself is
+    a context token the cache holds."""
+    target = engine.target_model
+    probe = SpeculativeEngine(target, copy.deepcopy(target)).generate(TURNS[0], max_new_tokens=5, num_draft_tokens=4)
+    assert probe.rounds[0].num_accepted == 4 and probe.token_ids[1] != probe.token_ids[0]  # drafts the target accepts
+    eos = probe.token_ids[1]
+    ending = SpeculativeEngine(target, copy.deepcopy(target), eos_token_id=eos)
+    cache = PromptCache()
+    first = ending.generate(TURNS[0], max_new_tokens=40, num_draft_tokens=4, cache=cache)
+    assert first.stop_reason == "eos" and first.token_ids[-1] == eos
+    assert cache.length == len(TURNS[0]) + len(first.token_ids)  # the EOS's keys and values, nothing after
+    prompt = TURNS[0] + first.token_ids + TURNS[1]
+    fresh = ending.generate(prompt, max_new_tokens=10)
+    cached = ending.generate(prompt, max_new_tokens=10, cache=cache)
+    assert cached.reused_tokens == len(TURNS[0]) + len(first.token_ids)
     same_run(fresh, cached)
 
 

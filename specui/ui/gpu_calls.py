@@ -1,0 +1,46 @@
+"""A showcase's runs under ZeroGPU: each request's speculative and plain runs inside one GPU allocation.
+
+`specui.spaces.gpu` is ZeroGPU's decorator on a ZeroGPU Space and a plain call elsewhere.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from specui.spaces import gpu
+
+if TYPE_CHECKING:
+    from specui.ui.request import Settings
+    from specui.ui.session import Frame, Run, Showcase
+
+
+class GpuCalls:
+    """A showcase's runs, each under one ZeroGPU allocation when the app runs on a ZeroGPU Space (a plain
+    call elsewhere): the speculative run and, in compare mode, the plain run are timed inside the same call.
+
+    ZeroGPU pickles a call's arguments and results, and a showcase (models, locks) or an Event does not
+    pickle: they stay in this object (`live`, key -> stop event of the calls in flight) and the decorated
+    call (`on_gpu`) carries only the key and plain data.
+    """
+
+    def __init__(self, showcase: Showcase, *, duration: int = 180):
+        self.showcase = showcase
+        self.live: dict[int, threading.Event | None] = {}
+        self._keys = itertools.count()
+        self.on_gpu = gpu(duration=duration)(self._serve)
+
+    def decode(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
+               stop: threading.Event | None = None, figures: bool = True) -> Iterator[tuple[Frame, Run]]:
+        key = next(self._keys)
+        self.live[key] = stop
+        try:
+            yield from self.on_gpu(key, prompt, settings, list(history), figures)
+        finally:
+            self.live.pop(key, None)
+
+    def _serve(self, key: int, prompt: str, settings: Settings, history: list[dict],
+               figures: bool = True) -> Iterator[tuple[Frame, Run]]:
+        yield from self.showcase.run(prompt, settings, history=history, stop=self.live[key], figures=figures)
