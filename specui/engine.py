@@ -165,16 +165,17 @@ class SpeculativeEngine:
                        or getattr(head, "feature_layers", None) or ())  # what a later turn's head may read
         target, reused, states, held = open_target(cache, self.target_model, prompt, features, logged)
         context = list(prompt)
+        resume = held.resume(prompt, reused) if held is not None and callable(getattr(drafter, "keep", None)) else None
         try:
             yield from self._run(target, reused, states, prompt, context, sampling, drafter, features, seed, result,
                                  started, max_new_tokens=max_new_tokens, schedule=schedule, ignore_eos=ignore_eos,
-                                 generators=generators, tree=tree)
+                                 generators=generators, tree=tree, resume=resume)
         finally:
             if held is not None:
-                held.close(context)
+                held.close(context, drafter)
 
     def _run(self, target, reused, states, prompt, context, sampling, drafter, features, seed, result, started, *,
-             max_new_tokens, schedule, ignore_eos, generators, tree):
+             max_new_tokens, schedule, ignore_eos, generators, tree, resume=None):
         result.reused_tokens = reused
         with torch.inference_mode(), cpu_threads(self.prompt_threads if self.device.type == "cpu" else None):
             # neither is held across a yield: the consumer may run on another thread
@@ -188,6 +189,8 @@ class SpeculativeEngine:
                     extra["features"] = states
                 if getattr(drafter, "shares_target", False):
                     extra["target"] = target
+                if resume is not None:  # an EAGLE head's cache of the conversation's earlier turns
+                    extra["resume"] = resume
                 drafter.start(prompt, sampling=sampling, seed=seed, **extra)
             self._sync()
         result.prefill_s = time.perf_counter() - started

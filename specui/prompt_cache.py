@@ -48,6 +48,7 @@ class PromptCache:
         self.lm: CachedLM | None = None
         self.tokens: list[int] = []  # the last generation's context: its first lm.length tokens are cached
         self.limit: int | None = None
+        self.drafter_state: tuple[dict, list[int]] | None = None  # a drafter's `keep()` and its run's context
         self._busy = False
         self._guard = threading.Lock()
 
@@ -100,12 +101,27 @@ class PromptCache:
         self.lm, self.tokens = lm, list(prompt)
         return lm, reused, (lm.log.states(reused, features) if features and reused else None)
 
-    def close(self, context: list[int]) -> None:
+    def resume(self, prompt: list[int], reused: int) -> dict | None:
+        """For the engine: the kept drafter state (an EAGLE head's cache), with "pairs": how many of its pairs
+        (a target state and the token after it) stand for the new prompt's `reused` positions."""
+        if self.drafter_state is None:
+            return None
+        state, tokens = self.drafter_state
+        pairs = min(reused, common_prefix(tokens, prompt) - 1)
+        return {**state, "pairs": pairs} if pairs > 0 else None
+
+    def close(self, context: list[int], drafter=None) -> None:
         """The generation that opened the cache ended (or stopped) with `context` (prompt and tokens so far).
         The cache may hold more: tokens accepted after an EOS inside a block, which the run dropped, or a
-        forward's rows when a run failed inside a round; positions before len(context) hold context tokens."""
+        forward's rows when a run failed inside a round; positions before len(context) hold context tokens.
+        A drafter's state is kept for the next turn when it has one to keep (`keep()`); a plain run leaves
+        the last one."""
         if self.lm is not None and self.lm.length > len(context):
             self.lm.trim(len(context))
+        if drafter is not None:
+            keep = getattr(drafter, "keep", None)
+            state = keep() if callable(keep) else None
+            self.drafter_state = None if state is None else (state, list(context))
         self.tokens = context
         with self._guard:
             self._busy = False

@@ -176,7 +176,10 @@ class EagleDrafter:
         self.target_features = head.fuse_layers
         self.device = head.fc.weight.device
 
-    def start(self, prompt: list[int], *, sampling: Sampling, seed: int, features: torch.Tensor | None = None) -> None:
+    def start(self, prompt: list[int], *, sampling: Sampling, seed: int, features: torch.Tensor | None = None,
+              resume: dict | None = None) -> None:
+        """resume: a conversation's cache's `keep()` of an earlier turn, with "pairs": how many of its real pairs
+        still hold (`specui.prompt_cache`): the head reads only the states after them."""
         self.sampling = sampling
         self.generators = Generators(seed ^ 0xEA61E, home=self.device)
         self.cache = None  # the head's keys [heads, head_dim, capacity] and values [heads, capacity, head_dim]
@@ -186,6 +189,14 @@ class EagleDrafter:
         self.filled = 0  # cached positions in use: real pairs, then the draft steps of this round
         self.length = 0  # cached positions that hold real (target-state) pairs
         self.pending = features  # target states not yet fed to the head; the tokens after them end the context
+        if resume is not None and resume["head"] is self.head and features is not None and len(features) > 1:
+            pairs = min(resume["pairs"], resume["length"], len(features) - 1)  # the last is fed again: it drafts
+            self.cache, self.filled, self.length = resume["cache"], pairs, pairs
+            self.pending = features[pairs:]
+
+    def keep(self) -> dict | None:
+        """The head's cache of real pairs, for a conversation's next turn (`start(resume=)`)."""
+        return None if self.cache is None else {"head": self.head, "cache": self.cache, "length": self.length}
 
     def propose(self, context: list[int], k: int) -> Draft:
         if k == 0 or self.pending is None or len(self.pending) == 0:

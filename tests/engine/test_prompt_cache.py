@@ -56,8 +56,10 @@ def converse(engine, cache, drafters, *, tokens: int = 12, **settings):
 def same_run(fresh, cached):
     assert cached.token_ids == fresh.token_ids
     assert [r.drafted for r in cached.rounds] == [r.drafted for r in fresh.rounds]
-    assert [r.draft_probs for r in cached.rounds] == [r.draft_probs for r in fresh.rounds]
-    assert [r.target_probs for r in cached.rounds] == [r.target_probs for r in fresh.rounds]
+    assert [r.target_probs for r in cached.rounds] == [r.target_probs for r in fresh.rounds]  # the target: exactly
+    # an EAGLE head's kept cache was filled round by round, a fresh head's in one block: q to float rounding
+    q = [torch.tensor([p for r in run.rounds for p in r.draft_probs]) for run in (cached, fresh)]
+    torch.testing.assert_close(q[0], q[1], atol=1e-6, rtol=1e-5)
 
 
 @pytest.mark.parametrize("drafter", ["model", "model_lookup", "eagle", "medusa", "early_exit", "prompt_lookup", "plain"])
@@ -79,6 +81,33 @@ def test_token_trees_on_a_reused_cache(engine, row_prompts, drafter, tree):
     """A tree's accepted path moves in the cache; the head's logged states move with it."""
     for fresh, cached in converse(engine, PromptCache(), [drafter] * len(TURNS), num_draft_tokens=3, **tree):
         same_run(fresh, cached)
+
+
+def test_an_eagle_head_keeps_its_cache_of_the_earlier_turns(engine, row_prompts, monkeypatch):
+    """The head reads only the target states after the pairs it kept (a plain turn in between keeps them);
+    after a drafter without a cache of its own to keep, it reads the whole conversation again."""
+    from specui.heads.eagle import EagleDrafter
+
+    fed, original = [], EagleDrafter._feed_pending
+
+    def counting(self, context):
+        fed.append(len(self.pending))
+        return original(self, context)
+
+    monkeypatch.setattr(EagleDrafter, "_feed_pending", counting)
+    cache, context, kept = PromptCache(), [], 0
+    for turn, drafter in zip(TURNS, ["eagle", "plain", "eagle", "model"]):
+        fed.clear()
+        prompt = context + turn
+        result = engine.generate(prompt, max_new_tokens=12, num_draft_tokens=3, speculative=drafter != "plain",
+                                 drafter=drafter if drafter != "plain" else None, cache=cache)
+        if drafter == "eagle":  # the states after those of the last EAGLE turn (its last round's were never fed)
+            assert fed[0] <= len(prompt) - kept + 3
+            kept = len(prompt) + len(result.token_ids)
+        context = prompt + result.token_ids
+    fed.clear()
+    engine.generate(context + [1, 2], max_new_tokens=4, drafter="eagle", cache=cache)
+    assert fed[0] == len(context) + 1  # after the draft model's turn: every state of the prompt
 
 
 def test_drafters_change_from_turn_to_turn(engine, row_prompts):
