@@ -13,6 +13,7 @@ The engine yields `Round` events and never prints, colours or tokenizes anything
 
 from __future__ import annotations
 
+import inspect
 import secrets
 import time
 from collections.abc import Iterator, Sequence
@@ -165,7 +166,7 @@ class SpeculativeEngine:
                        or getattr(head, "feature_layers", None) or ())  # what a later turn's head may read
         target, reused, states, held = open_target(cache, self.target_model, prompt, features, logged)
         context = list(prompt)
-        resume = held.resume(prompt, reused) if held is not None and callable(getattr(drafter, "keep", None)) else None
+        resume = held.resume(prompt, reused) if held is not None and _resumes(drafter) else None
         try:
             yield from self._run(target, reused, states, prompt, context, sampling, drafter, features, seed, result,
                                  started, max_new_tokens=max_new_tokens, schedule=schedule, ignore_eos=ignore_eos,
@@ -189,7 +190,7 @@ class SpeculativeEngine:
                     extra["features"] = states
                 if getattr(drafter, "shares_target", False):
                     extra["target"] = target
-                if resume is not None:  # an EAGLE head's cache of the conversation's earlier turns
+                if resume is not None:  # the drafter's own cache of the conversation's earlier turns
                     extra["resume"] = resume
                 drafter.start(prompt, sampling=sampling, seed=seed, **extra)
             self._sync()
@@ -335,6 +336,16 @@ class SpeculativeEngine:
     def _sync_time(self, since: float) -> float:
         self._sync()
         return time.perf_counter() - since
+
+
+def _resumes(drafter) -> bool:
+    """Whether a drafter keeps its own cache for a conversation's next turn (`keep`, `start(resume=)`)."""
+    if not callable(getattr(drafter, "keep", None)):
+        return False
+    try:
+        return "resume" in inspect.signature(drafter.start).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _longest(drafter, k: int) -> int:

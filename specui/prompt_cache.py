@@ -5,7 +5,7 @@ already went through the target. Give the same `PromptCache` to each generation 
 (`engine.stream(ids, cache=...)`): the engine trims the kept cache to the longest common prefix of the
 tokens it holds and the new prompt, and reads only the rest (as a prompt block). For a drafter that reads
 the target's states (EAGLE, Medusa) the cache also keeps those states at every position
-(`specui.feature_log`). The draft model and the heads' own small caches start afresh each generation.
+(`specui.feature_log`), and a drafter's own cache (an EAGLE head's, a draft model's: `keep()`) is kept too.
 
 Exactness: a reused position holds the keys and values the target computed for it before: in a decode or
 verify row (the same bits either way, `specui.lean`) or in a prompt block. A fresh run of the whole
@@ -102,8 +102,9 @@ class PromptCache:
         return lm, reused, (lm.log.states(reused, features) if features and reused else None)
 
     def resume(self, prompt: list[int], reused: int) -> dict | None:
-        """For the engine: the kept drafter state (an EAGLE head's cache), with "pairs": how many of its pairs
-        (a target state and the token after it) stand for the new prompt's `reused` positions."""
+        """For the engine: the kept drafter state (an EAGLE head's cache or a draft model's), with "pairs": how
+        many of its leading positions (a token, or a target state and the token after it) stand for the new
+        prompt's, at most the `reused` positions of the target's cache."""
         if self.drafter_state is None:
             return None
         state, tokens = self.drafter_state

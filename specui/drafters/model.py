@@ -36,15 +36,27 @@ class ModelDrafter:
         # ids; it sees its last id instead. That can only cost acceptance, never exactness.
         return [min(t, self.vocab_size - 1) for t in ids]
 
-    def start(self, prompt: list[int], *, sampling: Sampling, seed: int) -> None:
+    def start(self, prompt: list[int], *, sampling: Sampling, seed: int, resume: dict | None = None) -> None:
+        """resume: a conversation's cache's `keep()` of an earlier turn, with "pairs": how many leading tokens
+        of the prompt it still holds (`specui.prompt_cache`): the draft reads only the tokens after them."""
         self.sampling = sampling
         # Its own generators, one per device its logits land on (the draft may sit elsewhere than the target).
         self.generators = Generators(seed ^ 0x5DEECE66D, home=self.device)
-        self.lm = CachedLM(self.model)
-        if len(prompt) > 1:
-            self.lm.extend(self._visible(prompt[:-1]), last_only=True, prompt=True)
+        kept = 0
+        if resume is not None and resume.get("model") is self.model:
+            self.lm, kept = resume["lm"], min(resume["pairs"], resume["valid"], len(prompt) - 1)
+            self.lm.trim(min(self.lm.length, kept))
+        else:
+            self.lm = CachedLM(self.model)
+        if len(prompt) - 1 > kept:
+            self.lm.extend(self._visible(prompt[kept:-1]), last_only=True, prompt=True)
         self._valid = len(prompt) - 1  # cached tokens known to be part of the context
         self._proposed_at = len(prompt)
+
+    def keep(self) -> dict | None:
+        """The draft's cache and how many of its tokens are the context's, for a conversation's next turn."""
+        lm = getattr(self, "lm", None)
+        return None if lm is None else {"model": self.model, "lm": lm, "valid": min(self._valid, lm.length)}
 
     def propose(self, context: list[int], k: int) -> Draft:
         self._proposed_at = len(context)

@@ -47,8 +47,8 @@ class ModelLookupDrafter(ModelDrafter):
         """The most tokens a proposal for K = k may hold: a copy may be longer than the model's K."""
         return max(k, self.lookup_tokens) if k > 0 else 0
 
-    def start(self, prompt: list[int], *, sampling: Sampling, seed: int) -> None:
-        super().start(prompt, sampling=sampling, seed=seed)
+    def start(self, prompt: list[int], *, sampling: Sampling, seed: int, resume: dict | None = None) -> None:
+        super().start(prompt, sampling=sampling, seed=seed, resume=resume)
         self.lookup.start(prompt, sampling=sampling, seed=seed)
         self.copied = False
 

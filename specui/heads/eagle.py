@@ -189,7 +189,7 @@ class EagleDrafter:
         self.filled = 0  # cached positions in use: real pairs, then the draft steps of this round
         self.length = 0  # cached positions that hold real (target-state) pairs
         self.pending = features  # target states not yet fed to the head; the tokens after them end the context
-        if resume is not None and resume["head"] is self.head and features is not None and len(features) > 1:
+        if resume is not None and resume.get("head") is self.head and features is not None and len(features) > 1:
             pairs = min(resume["pairs"], resume["length"], len(features) - 1)  # the last is fed again: it drafts
             self.cache, self.filled, self.length = resume["cache"], pairs, pairs
             self.pending = features[pairs:]

@@ -110,6 +110,27 @@ def test_an_eagle_head_keeps_its_cache_of_the_earlier_turns(engine, row_prompts,
     assert fed[0] == len(context) + 1  # after the draft model's turn: every state of the prompt
 
 
+@pytest.mark.parametrize("drafter", ["model", "model_lookup"])
+def test_a_draft_model_keeps_its_cache_of_the_earlier_turns(engine, row_prompts, monkeypatch, drafter):
+    from specui.kv import CachedLM
+
+    read, original = [], CachedLM.extend
+
+    def counting(self, ids, **kw):
+        if kw.get("prompt") and self.model is engine.draft_model:
+            read.append(len(ids))
+        return original(self, ids, **kw)
+
+    monkeypatch.setattr(CachedLM, "extend", counting)
+    cache, context = PromptCache(), []
+    for turn in TURNS:
+        read.clear()
+        prompt = context + turn
+        result = engine.generate(prompt, max_new_tokens=12, drafter=drafter, cache=cache)
+        assert sum(read) <= (len(turn) + 1 if context else len(prompt) - 1)  # the new turn (and the last token)
+        context = prompt + result.token_ids
+
+
 def test_drafters_change_from_turn_to_turn(engine, row_prompts):
     """The cache logs the states every head of the engine reads (layers 1-3), whichever drafter runs; early
     exit at layer 2 runs its drafts' first layers ahead, so the log ends there and the next EAGLE turn reads
