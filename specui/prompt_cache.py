@@ -174,7 +174,9 @@ def chat_ids(tokenizer, messages: Sequence[dict], *, ids_of: str | None = None) 
 
 class PromptCaches:
     """Up to `size` conversations' caches for one target: `pick(ids)` gives the free one that shares the
-    longest prefix with a prompt, else the least recently picked (its conversation forgotten)."""
+    longest prefix with a prompt, else the least recently picked (its conversation forgotten). A prefix
+    counts when it is at least 64 tokens or half the prompt: a new chat shares only the template's opening
+    with the others, and should not take an ongoing chat's cache for it."""
 
     def __init__(self, size: int = 2):
         if size < 1:
@@ -189,7 +191,8 @@ class PromptCaches:
             if not free:
                 return None
             best = max(free, key=lambda c: c.reusable(ids, model))
-            if best.reusable(ids, model) == 0:
+            shared = best.reusable(ids, model)
+            if shared == 0 or (shared < 64 and 2 * shared < len(ids)):
                 best = free[-1]
             self.caches.remove(best)
             self.caches.insert(0, best)

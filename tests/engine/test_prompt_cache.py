@@ -256,6 +256,8 @@ def test_the_pool_picks_the_conversation_that_matches(engine):
     engine.generate(b, max_new_tokens=4, cache=second)
     assert pool.pick(a + [0, 11]) is first  # a's conversation goes on
     assert pool.pick([40, 41]) is second  # a new one takes the least recently picked
+    engine.generate([40, 41], max_new_tokens=4, cache=second)
+    assert pool.pick([40, 99, 98, 97, 96]) is first  # shares only an opening with [40, 41]: that chat keeps its cache
     with pytest.raises(ValueError):
         PromptCaches(size=0)
 
