@@ -8,13 +8,9 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
 
 from specui.spaces import gpu
-
-if TYPE_CHECKING:
-    from specui.ui.request import Settings
-    from specui.ui.session import Frame, Run, Showcase
+from specui.ui.request import Settings
 
 
 class GpuCalls:
@@ -26,14 +22,14 @@ class GpuCalls:
     call (`on_gpu`) carries only the key and plain data.
     """
 
-    def __init__(self, showcase: Showcase, *, duration: int = 180):
+    def __init__(self, showcase, *, duration: int = 180):
         self.showcase = showcase
         self.live: dict[int, threading.Event | None] = {}
         self._keys = itertools.count()
         self.on_gpu = gpu(duration=duration)(self._serve)
 
     def decode(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
-               stop: threading.Event | None = None, figures: bool = True) -> Iterator[tuple[Frame, Run]]:
+               stop: threading.Event | None = None, figures: bool = True) -> Iterator[tuple]:
         key = next(self._keys)
         self.live[key] = stop
         try:
@@ -42,5 +38,5 @@ class GpuCalls:
             self.live.pop(key, None)
 
     def _serve(self, key: int, prompt: str, settings: Settings, history: list[dict],
-               figures: bool = True) -> Iterator[tuple[Frame, Run]]:
+               figures: bool = True) -> Iterator[tuple]:
         yield from self.showcase.run(prompt, settings, history=history, stop=self.live[key], figures=figures)

@@ -287,10 +287,14 @@ def test_instruct_presets_get_the_chat_template_and_base_presets_continue_the_pr
     byte_tokenizer.chat_template = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}[assistant] "
     showcase = Showcase(config=None, cache=None)
     history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
-    instruct = SimpleNamespace(preset=SimpleNamespace(chat_template=True), tokenizer=byte_tokenizer)
+    instruct = SimpleNamespace(preset=SimpleNamespace(chat_template=True, name="p"), tokenizer=byte_tokenizer)
     ids = showcase.encode(instruct, "def f():", history)
     assert byte_tokenizer.decode(ids) == "[user] hi\n[assistant] hello\n[user] def f():\n[assistant] "
-    base = SimpleNamespace(preset=SimpleNamespace(chat_template=False), tokenizer=byte_tokenizer)
+    wrote = byte_tokenizer("hallo", add_special_tokens=False)["input_ids"]  # the tokens the model wrote
+    history[1] |= {"token_ids": wrote, "ids_of": "p"}
+    ids = showcase.encode(instruct, "def f():", history)
+    assert byte_tokenizer.decode(ids) == "[user] hi\n[assistant] hallo\n[user] def f():\n[assistant] "
+    base = SimpleNamespace(preset=SimpleNamespace(chat_template=False, name="b"), tokenizer=byte_tokenizer)
     assert byte_tokenizer.decode(showcase.encode(base, "def f():", history)) == "def f():"
 
 
