@@ -73,7 +73,7 @@ class PromptCache:
         """Forget the conversation (the memory goes with it)."""
         with self._guard:
             if not self._busy:
-                self.lm, self.tokens = None, []
+                self.lm, self.tokens, self.drafter_state = None, [], None
 
     # -- for the engine ----------------------------------------------------------------------------------
 

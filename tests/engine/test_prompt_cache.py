@@ -260,6 +260,8 @@ def test_the_pool_picks_the_conversation_that_matches(engine):
     assert pool.pick([40, 99, 98, 97, 96]) is first  # shares only an opening with [40, 41]: that chat keeps its cache
     with pytest.raises(ValueError):
         PromptCaches(size=0)
+    first.clear()
+    assert first.length == 0 and first.drafter_state is None and first.reusable(a + [0, 11]) == 0
 
 
 def test_the_feature_log_follows_the_cache():
