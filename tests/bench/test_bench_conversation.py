@@ -4,6 +4,7 @@ asserted."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -33,7 +34,7 @@ def test_a_conversation_keeps_the_turns_before(bench_config, tmp_path):  # noqa:
     turns = report["turns"]
     assert [t["turn"] for t in turns] == [1, 2, 3] and all(t["identical"] for t in turns)
     assert turns[0]["kept_tokens"] == 0
-    for before, turn in zip(turns, turns[1:]):  # the prompt and answer before, but its last token
+    for before, turn in itertools.pairwise(turns):  # the prompt and answer before, but its last token
         assert turn["kept_tokens"] == before["prompt_tokens"] + before["new_tokens"] - 1 < turn["prompt_tokens"]
     assert all(t["fresh_first_token_s"] >= t["fresh_prompt_s"] > 0 and t["cached_turn_s"] > 0 for t in turns)
     assert "whole conversation" in stdout and report["conversation_ratio"] > 0
