@@ -82,6 +82,9 @@ class SpeculativeEngine:
         for name, head in self.heads.items():
             if name not in HEADS or not callable(getattr(head, "make_drafter", None)):
                 raise ValueError(f"heads: {name!r} is not one of {', '.join(HEADS)} with a make_drafter method")
+        # the target states any head reads: a conversation's cache logs them, for whichever drafts next turn
+        self.head_features = tuple(i for head in self.heads.values() for i in getattr(head, "fuse_layers", None)
+                                   or getattr(head, "feature_layers", None) or ())
         self.draft_model = draft_model.eval() if draft_model is not None else None
         self.device = model_device(target_model)
         self.vocab_size = target_model.get_output_embeddings().weight.shape[0]
@@ -162,9 +165,7 @@ class SpeculativeEngine:
                 tree=None, cache=None):
         started = time.perf_counter()  # the generators draw on the device of what they sample
         features = features_of(drafter)
-        logged = tuple(i for head in self.heads.values() for i in getattr(head, "fuse_layers", None)
-                       or getattr(head, "feature_layers", None) or ())  # what a later turn's head may read
-        target, reused, states, held = open_target(cache, self.target_model, prompt, features, logged)
+        target, reused, states, held = open_target(cache, self.target_model, prompt, features, self.head_features)
         context = list(prompt)
         resume = held.resume(prompt, reused) if held is not None and _resumes(drafter) else None
         try:
