@@ -138,6 +138,12 @@ def open_target(cache: PromptCache | None, model: torch.nn.Module, prompt: list[
     return (*opened, cache)
 
 
+def answer_ids(result) -> list[int]:
+    """A run's tokens as an assistant message's "token_ids" (`chat_ids`): without a closing EOS, which the chat
+    template writes itself."""
+    return list(result.token_ids[:-1] if result.stop_reason == "eos" else result.token_ids)
+
+
 def chat_ids(tokenizer, messages: Sequence[dict], *, ids_of: str | None = None) -> list[int]:
     """The chat template's token ids of `messages` (with the assistant's turn opened), where an assistant
     message whose "ids_of" equals `ids_of` (a preset's name: ids of that tokenizer) and that carries

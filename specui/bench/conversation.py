@@ -14,7 +14,7 @@ ratios, and whether the tokens were identical.
 from __future__ import annotations
 
 from specui import metrics
-from specui.prompt_cache import PromptCache, chat_ids
+from specui.prompt_cache import PromptCache, answer_ids, chat_ids
 from specui.text import fmt
 
 
@@ -48,7 +48,6 @@ def run_conversation(engine, tokenizer, texts: list[str], settings, *, repeats: 
             cached.append(engine.generate(prompt, settings, cache=cache))
         cache.limit = None
         answer = cached[0].token_ids
-        said = answer[:-1] if cached[0].stop_reason == "eos" else answer  # the template closes the turn itself
         turns.append({
             "turn": t + 1, "prompt_tokens": len(prompt), "kept_tokens": cached[0].reused_tokens,
             "new_tokens": len(answer),
@@ -62,7 +61,7 @@ def run_conversation(engine, tokenizer, texts: list[str], settings, *, repeats: 
         })
         turns[-1]["first_token_ratio"] = _ratio(turns[-1]["fresh_first_token_s"], turns[-1]["cached_first_token_s"])
         turns[-1]["turn_ratio"] = _ratio(turns[-1]["fresh_turn_s"], turns[-1]["cached_turn_s"])
-        answers.append(said)
+        answers.append(answer_ids(cached[0]))
         so_far = prompt + answer
         if progress is not None:
             progress(t + 1, len(texts))

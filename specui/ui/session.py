@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from specui import arena, lesson, runstats
 from specui.events import GenerationResult, Kind
 from specui.loading import LoadError
-from specui.prompt_cache import chat_ids
+from specui.prompt_cache import answer_ids, chat_ids
 from specui.text import TokenText, fmt
 from specui.tree_steps import tree_record
 from specui.ui import arena_view, charts, render, stats
@@ -73,8 +73,8 @@ class Run:
     def reply_message(self) -> dict:
         """The reply as the conversation keeps it: its text, and the tokens the model wrote (`chat_ids`)."""
         result = self.arena.get(arena.PLAIN) if self.settings.arena else self.spec
-        ids = [] if result is None else result.token_ids[:-1] if result.stop_reason == "eos" else result.token_ids
-        return {"role": "assistant", "content": self.reply_text, "token_ids": list(ids), "ids_of": self.preset}
+        ids = [] if result is None else answer_ids(result)
+        return {"role": "assistant", "content": self.reply_text, "token_ids": ids, "ids_of": self.preset}
 
     @property
     def spec_text(self) -> str:
