@@ -68,7 +68,9 @@ class Run:
     @property
     def reply_text(self) -> str:
         """The reply the conversation keeps: the speculative run's, or in arena mode plain decoding's."""
-        return "".join(v.text for v in self.arena_views.get(arena.PLAIN, ())) if self.settings.arena else self.spec_text
+        if self.settings.arena:
+            return reply(self.arena_views.get(arena.PLAIN, ()), self.arena.get(arena.PLAIN))
+        return self.spec_text
 
     def reply_message(self) -> dict:
         """The reply as the conversation keeps it: its text, and the tokens the model wrote (`chat_ids`)."""
@@ -78,11 +80,11 @@ class Run:
 
     @property
     def spec_text(self) -> str:
-        return "".join(v.text for v in self.spec_views if v.kind != Kind.REJECTED)
+        return reply(self.spec_views, self.spec)
 
     @property
     def plain_text(self) -> str:
-        return "".join(v.text for v in self.plain_views)
+        return reply(self.plain_views, self.plain)
 
     @property
     def identical(self) -> bool | None:
@@ -108,6 +110,16 @@ class Run:
             "speedup": runstats.speedup(spec, plain) if spec else None, "identical": self.identical,
             "stopped": self.phase == "stopped",
         }
+
+
+def reply(views, result: GenerationResult | None) -> str:
+    """A run's reply as text: its tokens' (drafts the target rejected left out), without the end-of-text token
+    that closed it. The token views still show that token; a conversation or an API client gets the reply alone
+    (its text would be read back as one more end-of-text token by a chat template)."""
+    shown = [v for v in views if v.kind != Kind.REJECTED]
+    if shown and result is not None and result.stop_reason == "eos":
+        shown.pop()
+    return "".join(v.text for v in shown)
 
 
 class Throttle:

