@@ -68,7 +68,7 @@ def view(run, *, figures: bool = False, final: bool = False) -> ArenaView:
     message = render.render_arena(credits, lanes, labels={name: arena.label(name) for name in run.arena},
                                   verdict=_verdict(run, result, final=final),
                                   note="⏹ stopped" if run.phase == "stopped" else "",
-                                  streaming="" if final else run.contestant)
+                                  streaming="" if final else run.contestant, copy=run.reply_text if final else None)
     charts_now = {**charts.all_figures(), "chart-arena": charts.arena_figure(result)} if figures else None
     return ArenaView(message=message, stats=stats.stats_html(None, status=_status(run, final=final)),
                      table=stats.arena_rows(result) if figures else None, figures=charts_now,

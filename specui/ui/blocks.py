@@ -39,6 +39,7 @@ from specui.ui.teaching import teaching_tab
 
 log = logging.getLogger("specui.ui")
 CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
+JS = (Path(__file__).with_name("copy.js")).read_text(encoding="utf-8")  # the chat's "Copy reply" buttons
 EXAMPLES = [  # chat and code for the default chat model; code to continue for the stdlib pair (no trailing
     # newline: the tokenizer merges a newline with the next line's indentation)
     "Write a Python function that checks whether a word is a palindrome, with a docstring.",
@@ -167,7 +168,7 @@ class ChatTab:
 def _chat_panel() -> ChatPanel:
     gr.HTML(render.legend_html(), elem_id="legend")
     chat = gr.Chatbot(elem_id="chat", label="Conversation", show_label=False, height=460, render_markdown=False,
-                      latex_delimiters=[], feedback_options=None, sanitize_html=True,
+                      latex_delimiters=[], feedback_options=None, sanitize_html=True, buttons=[],
                       placeholder="The reply streams here, each token coloured by where it came from.")
     prompt = gr.Textbox(elem_id="prompt", label="Prompt", lines=4, max_lines=12,
                         placeholder="Type a prompt; base models continue it (Python code suits the bundled pair).")
@@ -390,7 +391,8 @@ def _preload(showcase: Showcase, preset) -> None:
 
 
 def launch(demo: gr.Blocks, **kwargs):
-    """`demo.launch` with specui's stylesheet and theme (Gradio 6 takes them at launch)."""
+    """`demo.launch` with specui's stylesheet, script and theme (Gradio 6 takes them at launch)."""
     kwargs.setdefault("css", CSS)
+    kwargs.setdefault("js", JS)
     kwargs.setdefault("theme", gr.themes.Soft())
     return demo.launch(**kwargs)

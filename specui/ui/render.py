@@ -95,20 +95,32 @@ def render_note(text: str) -> str:
     return f'<div class="specui-note">{escape_text(text)}</div>' if text else ""
 
 
+def render_copy(text: str | None) -> str:
+    """A "Copy reply" button and, hidden beside it, the reply as plain text, which the page's script
+    (`COPY_JS`) puts on the clipboard: a message's own markup (token spans, rejected drafts) never is."""
+    if text is None:
+        return ""
+    return ('<div class="specui-copy-row"><button type="button" class="specui-copy" title="Copy the reply as plain '
+            f'text">Copy reply</button><div class="specui-copy-text">{escape_text(text)}</div></div>')
+
+
 def render_reply(spec: Sequence[TokenView], *, plain: Sequence[TokenView] | None = None, spec_title: str = "",
-                 plain_title: str = "", note: str = "", verdict: str = "", streaming: str = "") -> str:
+                 plain_title: str = "", note: str = "", verdict: str = "", streaming: str = "",
+                 copy: str | None = None) -> str:
     """The assistant's message: the speculative tokens, and beside them the plain run in compare mode.
 
-    streaming: "spec" or "plain" puts a caret at the end of that column.
+    streaming: "spec" or "plain" puts a caret at the end of that column. copy: the reply's text, for a
+    "Copy reply" button (`render_copy`; none while it streams).
     """
+    end = f"{render_note(note)}{render_copy(copy)}"
     if plain is None:
-        return f'<div class="specui-out">{render_tokens(spec, cursor=streaming == "spec")}{render_note(note)}</div>'
+        return f'<div class="specui-out">{render_tokens(spec, cursor=streaming == "spec")}{end}</div>'
     cols = "".join(
         f'<div class="specui-col"><div class="specui-col-title">{escape_text(title)}</div>'
         f'{render_tokens(views, cursor=streaming == which)}</div>'
         for which, title, views in (("spec", spec_title, spec), ("plain", plain_title, plain))
     )
-    return f'<div class="specui-out"><div class="specui-compare">{cols}</div>{verdict}{render_note(note)}</div>'
+    return f'<div class="specui-out"><div class="specui-compare">{cols}</div>{verdict}{end}</div>'
 
 
 def render_verdict(*, identical: bool | None, speedup: float | None, first_difference: int | None = None,
@@ -212,12 +224,14 @@ def arena_key(names: Sequence[str], labels: dict[str, str]) -> str:
 
 
 def render_arena(credits: Sequence[tuple[str, object]], lanes: Sequence[tuple[str, str, Sequence[TokenView]]], *,
-                 labels: dict[str, str], verdict: str = "", note: str = "", streaming: str = "") -> str:
+                 labels: dict[str, str], verdict: str = "", note: str = "", streaming: str = "",
+                 copy: str | None = None) -> str:
     """The arena's message: plain decoding's output with each token coloured by the drafter(s) that proposed
     it, then every contestant's own run (its tokens coloured by kind, as in the chat).
 
     credits: (token text, `specui.arena.Credit`) per token of plain decoding's output.
     lanes: (contestant name, title, token views); streaming names the lane that gets the caret.
+    copy: the reply's text (plain decoding's), for a "Copy reply" button.
     """
     drafters = [name for name, _, _ in lanes if name in labels and name != "plain"]
     who = ""
@@ -227,7 +241,7 @@ def render_arena(credits: Sequence[tuple[str, object]], lanes: Sequence[tuple[st
                f'{arena_key(drafters, labels)}<div class="specui-text" style="{TEXT_STYLE}">{spans}</div>')
     rows = "".join(f'<div class="arena-lane"><div class="specui-col-title">{escape_text(title)}</div>'
                    f'{render_tokens(views, cursor=streaming == name)}</div>' for name, title, views in lanes)
-    return f'<div class="specui-out specui-arena">{who}{rows}{verdict}{render_note(note)}</div>'
+    return f'<div class="specui-out specui-arena">{who}{rows}{verdict}{render_note(note)}{render_copy(copy)}</div>'
 
 
 def render_arena_verdict(*, greedy: bool, differ: Sequence[tuple[str, int | None]], finished: bool) -> str:

@@ -344,6 +344,7 @@ class Showcase:
             note = "⏹ stopped"
         elif final:
             note = STOP_REASONS.get(run.spec.stop_reason, "")
+        copy = run.reply_text if final else None
         if run.settings.compare:
             verdict = ""
             if final and run.phase == "done":
@@ -357,9 +358,10 @@ class Showcase:
             if plain_stats and final:
                 plain_title += f" · {fmt(plain_stats.tokens_per_s, '.1f')} tokens/s"
             message = render.render_reply(run.spec_views, plain=run.plain_views, spec_title=spec_title,
-                                          plain_title=plain_title, note=note, verdict=verdict, streaming=streaming)
+                                          plain_title=plain_title, note=note, verdict=verdict, streaming=streaming,
+                                          copy=copy)
         else:
-            message = render.render_reply(run.spec_views, note=note, streaming=streaming)
+            message = render.render_reply(run.spec_views, note=note, streaming=streaming, copy=copy)
         race = None
         if final and run.settings.compare and run.phase == "done" and run.plain is not None:
             race = self.race(run)

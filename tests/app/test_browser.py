@@ -167,6 +167,23 @@ def test_injection_shows_as_text_and_never_runs(page):
     assert page.dialogs == []
 
 
+def test_copy_reply_puts_the_replys_text_on_the_clipboard_not_its_markup(page):
+    """Gradio's own copy buttons copied a message's HTML (token spans, rejected drafts): they are gone, and each
+    finished reply has a "Copy reply" button that copies its text alone."""
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    set_number(page, "max-new-tokens", 16)
+    run_prompt(page, PROMPT)
+    run_prompt_done(page)
+    reply = page.locator("#chat .specui-out").last
+    shown = reply.locator(".specui-text").first.evaluate(
+        "e => [...e.querySelectorAll('.tok:not(.tok-rejected)')].map(t => t.textContent).join('')")
+    assert shown and page.locator("#chat button[aria-label='Copy message']").count() == 0
+    reply.locator(".specui-copy").click()
+    page.wait_for_function("() => [...document.querySelectorAll('#chat .specui-copy')].pop().textContent === 'Copied'",
+                           timeout=10_000)
+    assert page.evaluate("navigator.clipboard.readText()") == shown
+
+
 def test_a_preset_that_fails_to_load_is_a_readable_message_and_the_app_keeps_serving(page):
     choose_preset(page, "broken")
     run_prompt(page, "x = 1")
