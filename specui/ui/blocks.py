@@ -27,13 +27,12 @@ from pathlib import Path
 import gradio as gr
 
 from specui.drafters import LABELS
-from specui.drafters.registry import name_of
 from specui.loading import PairCache, pick_device
 from specui.settings import MAX_DRAFT_TOKENS
 from specui.spaces import hardware_note
 from specui.ui import charts, chat_tree, render, stats
 from specui.ui.api import generate_endpoint
-from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError
+from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError, drafter_k
 from specui.ui.session import Showcase, decode
 from specui.ui.teaching import teaching_tab
 
@@ -358,11 +357,8 @@ def on_preset(config, c: Controls, name: str) -> dict:
 
 def on_drafter(config, preset_name: str, drafter: str):
     """A preset that gives drafters their own K (`drafter_tokens`) moves the K slider to the chosen one's."""
-    try:
-        preset = config.get(preset_name)
-    except ValueError:
-        return gr.skip()
-    return gr.update(value=preset.k_for(name_of(drafter))) if preset.drafter_tokens else gr.skip()
+    k = drafter_k(config, preset_name, drafter)
+    return gr.skip() if k is None else gr.update(value=k)
 
 
 def _about(preset) -> str:

@@ -34,7 +34,7 @@ import gradio as gr
 from specui import lesson
 from specui.drafters import LABELS
 from specui.ui import teach_charts, teach_compare, teach_experiments, teach_tree
-from specui.ui.request import DRAFTER_CHOICES
+from specui.ui.request import DRAFTER_CHOICES, drafter_k
 from specui.ui.teach_compare_view import render_compare
 from specui.ui.teach_experiments import Experiment
 from specui.ui.teach_prepare import prepare
@@ -141,7 +141,7 @@ def _controls(config) -> Controls:
             preset = gr.Dropdown(config.names, value=default.name, label="Preset", elem_id="teach-preset")
             drafter = gr.Radio(list(DRAFTER_CHOICES), value=LABELS[default.drafter], label="Drafter",
                                elem_id="teach-drafter")
-            k = gr.Slider(1, TEACH_K_MAX, value=min(TEACH_K_MAX, default.num_draft_tokens), step=1,
+            k = gr.Slider(1, TEACH_K_MAX, value=min(TEACH_K_MAX, default.k_for()), step=1,
                           label="K (draft tokens per round)", elem_id="teach-k")
             temperature = gr.Slider(0.0, 2.0, value=0.8, step=0.05, label="Temperature (0 = greedy)",
                                     elem_id="teach-temperature")
@@ -172,6 +172,21 @@ def _step_view() -> tuple[StepView, teach_compare.CompareView]:
         with gr.Column(scale=1, min_width=260):
             gr.Markdown(THEORY_HELP)
     return StepView(status, view, residual, tokens, speedup, measured, export), compare
+
+
+def on_preset(config, name: str):
+    """The Teach tab's drafter and K follow the preset chosen: its drafter at its K (at most TEACH_K_MAX)."""
+    try:
+        chosen = config.get(name)
+    except ValueError:
+        return gr.skip(), gr.skip()
+    return gr.update(value=LABELS[chosen.drafter]), gr.update(value=min(TEACH_K_MAX, chosen.k_for()))
+
+
+def on_drafter(config, preset_name: str, drafter: str):
+    """A drafter with a K of its own in the preset (`drafter_tokens`) moves the K slider to it."""
+    k = drafter_k(config, preset_name, drafter)
+    return gr.skip() if k is None else gr.update(value=min(TEACH_K_MAX, k))
 
 
 def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) -> TeachTab:
@@ -207,6 +222,9 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     c.play.click(functools.partial(toggle, ui), {ui.run, ui.playing, c.speed}, [ui.playing, ui.timer, c.play], **NAV)
     ui.timer.tick(functools.partial(tick, ui), nav_inputs, [*nav_outputs, ui.playing, ui.timer, c.play], **NAV)
     c.speed.change(lambda seconds: gr.Timer(value=float(seconds)), [c.speed], [ui.timer], **NAV)
+    config = state.showcase.config  # as in the Chat tab: a preset brings its drafter, a drafter its own K
+    c.preset.change(functools.partial(on_preset, config), [c.preset], [c.drafter, c.k], **NAV)
+    c.drafter.change(functools.partial(on_drafter, config), [c.preset, c.drafter], [c.k], **NAV)
     cmp.second.input(functools.partial(teach_compare.run_comparison, state.showcase, ui),
                      {ui.run, ui.index, cmp.second}, compared, **queued)
     for experiment, handler, extra in teach_experiments.handlers(ui):

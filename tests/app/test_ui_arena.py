@@ -237,3 +237,29 @@ def test_drafters_with_their_own_k_race_at_it_and_the_slider_follows_the_drafter
     assert on_drafter(config, "bundled", "EAGLE")["value"] == 3
     plain_k = {**config.presets, "bundled": replace(bundled, drafter_tokens=())}
     assert "value" not in on_drafter(replace(config, presets=plain_k), "bundled", "Medusa")  # none: K stays
+
+
+def test_the_teach_tab_takes_the_presets_drafter_and_k_as_the_chat_tab_does(showcase):
+    """The Teach tab opens on the default preset's drafter at that drafter's K (the chat preset: EAGLE at 3, not
+    the others' 2); choosing a preset brings its drafter and K, a drafter its own K, all within the tab's K range."""
+    from dataclasses import replace
+
+    import gradio as gr
+
+    from specui.drafters import LABELS
+    from specui.loading import PairCache
+    from specui.ui import teaching
+    from specui.ui.session import Showcase
+
+    config = showcase.config
+    bundled = config.get("bundled")
+    eagle_own = replace(bundled, drafter="eagle", num_draft_tokens=2, drafter_tokens=(("eagle", 3), ("medusa", 12)))
+    config = replace(config, presets={**config.presets, "bundled": eagle_own})
+    drafter, k = teaching.on_preset(config, "bundled")
+    assert drafter["value"] == LABELS["eagle"] and k["value"] == 3
+    assert teaching.on_drafter(config, "bundled", LABELS["medusa"])["value"] == teaching.TEACH_K_MAX  # 12, capped
+    assert teaching.on_drafter(config, "bundled", LABELS["model"])["value"] == 2
+    assert all("value" not in update for update in teaching.on_preset(config, "no such preset"))
+    with gr.Blocks():
+        tab = teaching.teaching_tab(Showcase(config, PairCache()), tab=False)
+    assert tab.controls.drafter.value == LABELS["eagle"] and tab.controls.k.value == 3
