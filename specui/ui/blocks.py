@@ -27,12 +27,12 @@ from pathlib import Path
 import gradio as gr
 
 from specui.drafters import LABELS
-from specui.loading import PairCache, pick_device
+from specui.loading import PairCache
 from specui.settings import MAX_DRAFT_TOKENS
-from specui.spaces import hardware_note
 from specui.ui import charts, chat_tree, render, stats
 from specui.ui.api import generate_endpoint
-from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError, drafter_k
+from specui.ui.preset_view import about, on_drafter
+from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError
 from specui.ui.session import Showcase, decode
 from specui.ui.teaching import teaching_tab
 
@@ -166,9 +166,12 @@ class ChatTab:
 
 def _chat_panel() -> ChatPanel:
     gr.HTML(render.legend_html(), elem_id="legend")
+    # Gradio's copy buttons would copy a message's markup: the conversation's text comes from copy.js instead
+    copy_all = gr.Button("Copy conversation", size="sm", elem_id="copy-conversation", render=False)
     chat = gr.Chatbot(elem_id="chat", label="Conversation", show_label=False, height=460, render_markdown=False,
-                      latex_delimiters=[], feedback_options=None, sanitize_html=True, buttons=[],
+                      latex_delimiters=[], feedback_options=None, sanitize_html=True, buttons=[copy_all],
                       placeholder="The reply streams here, each token coloured by where it came from.")
+    copy_all.click(None, None, None, js="() => window.specuiCopyConversation()", **QUIET)
     prompt = gr.Textbox(elem_id="prompt", label="Prompt", lines=4, max_lines=12,
                         placeholder="Type a prompt; base models continue it (Python code suits the bundled pair).")
     with gr.Row():
@@ -183,7 +186,7 @@ def _controls(config) -> Controls:
     default = config.get(None)
     return Controls(
         preset=gr.Dropdown(config.names, value=default.name, label="Preset (models.yaml)", elem_id="preset"),
-        about=gr.Markdown(_about(default), elem_id="preset-info"),
+        about=gr.Markdown(about(default), elem_id="preset-info"),
         drafter=gr.Radio(list(DRAFTER_CHOICES), value=LABELS[default.drafter], label="Drafter", elem_id="drafter"),
         k=gr.Slider(1, MAX_DRAFT_TOKENS, value=default.k_for(), step=1, label="K (draft tokens per round)",
                     elem_id="num-draft-tokens"),
@@ -352,31 +355,7 @@ def on_preset(config, c: Controls, name: str) -> dict:
     except ValueError as e:
         return {c.about: f"⚠ {e}"}
     return {c.k: gr.update(value=chosen.k_for()), c.drafter: gr.update(value=LABELS[chosen.drafter]),
-            c.about: _about(chosen)}
-
-
-def on_drafter(config, preset_name: str, drafter: str):
-    """A preset that gives drafters their own K (`drafter_tokens`) moves the K slider to the chosen one's."""
-    k = drafter_k(config, preset_name, drafter)
-    return gr.skip() if k is None else gr.update(value=k)
-
-
-def _about(preset) -> str:
-    lines = [preset.description or ""]
-    if preset.memory:
-        lines.append(f"*Needs {preset.memory}.*")
-    runs_on = "cuda" if (preset.device_map or pick_device(preset.device) != "cpu") else "cpu"
-    note = hardware_note(runs_on)
-    if note:
-        lines.append(f"*{note}*")
-    drafter = LABELS.get(preset.drafter, preset.drafter) + ("" if preset.draft else " (no draft model)")
-    own = [f"{LABELS[name]} {k}" for name, k in preset.drafter_tokens if name != preset.drafter]
-    if preset.k_for() != preset.num_draft_tokens:  # the default drafter has a K of its own: say the rest's
-        own.append(f"others {preset.num_draft_tokens}")
-    own = ", ".join(own)
-    lines.append(f"Drafter: {drafter} · K = {preset.k_for()}{f' ({own})' if own else ''} · "
-                 f"{'chat template' if preset.chat_template else 'base model: continues the prompt'}")
-    return "\n\n".join(line for line in lines if line)
+            c.about: about(chosen)}
 
 
 def _preload(showcase: Showcase, preset) -> None:

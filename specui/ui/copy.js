@@ -1,5 +1,5 @@
 () => {
-  // "Copy reply" under a chat message (specui/ui/render.py, render_copy): puts the reply's plain text on the
+  // "Copy reply" under a chat message (specui/ui/render.py, render_copy) puts the reply's plain text on the
   // clipboard, never the message's markup (token spans, rejected drafts), which Gradio's own copy buttons took.
   const put = (text) => {
     if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
@@ -11,6 +11,12 @@
     area.select();
     try { document.execCommand("copy"); } finally { area.remove(); }
     return Promise.resolve();
+  };
+  // "Copy conversation" in the chat's toolbar: every prompt and finished reply, as text, in order
+  window.specuiCopyConversation = () => {
+    const parts = [...document.querySelectorAll("#chat .specui-prompt, #chat .specui-copy-text")].map((e) =>
+      (e.classList.contains("specui-prompt") ? "User: " : "Assistant: ") + e.textContent);
+    return put(parts.join("\n\n"));
   };
   document.addEventListener("click", (event) => {
     const button = event.target.closest ? event.target.closest(".specui-copy") : null;

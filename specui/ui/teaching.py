@@ -34,7 +34,8 @@ import gradio as gr
 from specui import lesson
 from specui.drafters import LABELS
 from specui.ui import teach_charts, teach_compare, teach_experiments, teach_tree
-from specui.ui.request import DRAFTER_CHOICES, drafter_k
+from specui.ui.preset_view import on_drafter
+from specui.ui.request import DRAFTER_CHOICES
 from specui.ui.teach_compare_view import render_compare
 from specui.ui.teach_experiments import Experiment
 from specui.ui.teach_prepare import prepare
@@ -183,12 +184,6 @@ def on_preset(config, name: str):
     return gr.update(value=LABELS[chosen.drafter]), gr.update(value=min(TEACH_K_MAX, chosen.k_for()))
 
 
-def on_drafter(config, preset_name: str, drafter: str):
-    """A drafter with a K of its own in the preset (`drafter_tokens`) moves the K slider to it."""
-    k = drafter_k(config, preset_name, drafter)
-    return gr.skip() if k is None else gr.update(value=min(TEACH_K_MAX, k))
-
-
 def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) -> TeachTab:
     """Build the teaching tab inside the current `gr.Blocks`. `showcase` is the app's `Showcase` (its
     config, pair cache and per-pair locks); `concurrency_id` is the app's engine queue, so teaching runs
@@ -224,7 +219,8 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     c.speed.change(lambda seconds: gr.Timer(value=float(seconds)), [c.speed], [ui.timer], **NAV)
     config = state.showcase.config  # as in the Chat tab: a preset brings its drafter, a drafter its own K
     c.preset.change(functools.partial(on_preset, config), [c.preset], [c.drafter, c.k], **NAV)
-    c.drafter.change(functools.partial(on_drafter, config), [c.preset, c.drafter], [c.k], **NAV)
+    c.drafter.change(functools.partial(on_drafter, config, k_max=TEACH_K_MAX), [c.preset, c.drafter], [c.k],
+                     **NAV)
     cmp.second.input(functools.partial(teach_compare.run_comparison, state.showcase, ui),
                      {ui.run, ui.index, cmp.second}, compared, **queued)
     for experiment, handler, extra in teach_experiments.handlers(ui):

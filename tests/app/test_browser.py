@@ -168,8 +168,9 @@ def test_injection_shows_as_text_and_never_runs(page):
 
 
 def test_copy_reply_puts_the_replys_text_on_the_clipboard_not_its_markup(page):
-    """Gradio's own copy buttons copied a message's HTML (token spans, rejected drafts): they are gone, and each
-    finished reply has a "Copy reply" button that copies its text alone."""
+    """Gradio's own copy buttons copied a message's HTML (token spans, rejected drafts): they are gone; each
+    finished reply has a "Copy reply" button that copies its text alone, and the chat's toolbar a "Copy
+    conversation" button that copies every turn as text."""
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     set_number(page, "max-new-tokens", 16)
     run_prompt(page, PROMPT)
@@ -182,6 +183,10 @@ def test_copy_reply_puts_the_replys_text_on_the_clipboard_not_its_markup(page):
     page.wait_for_function("() => [...document.querySelectorAll('#chat .specui-copy')].pop().textContent === 'Copied'",
                            timeout=10_000)
     assert page.evaluate("navigator.clipboard.readText()") == shown
+    page.get_by_role("button", name="Copy conversation").click()  # the chat's toolbar: every turn, as text
+    page.wait_for_function("() => navigator.clipboard.readText().then(t => t.startsWith('User: '))", timeout=10_000)
+    conversation = page.evaluate("navigator.clipboard.readText()")
+    assert conversation.endswith(f"User: {PROMPT}\n\nAssistant: {shown}") and "<span" not in conversation
 
 
 def test_a_preset_that_fails_to_load_is_a_readable_message_and_the_app_keeps_serving(page):

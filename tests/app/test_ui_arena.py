@@ -214,7 +214,8 @@ def test_drafters_with_their_own_k_race_at_it_and_the_slider_follows_the_drafter
     from dataclasses import replace
 
     from specui.loading import PairCache
-    from specui.ui.blocks import _about, on_drafter
+    from specui.ui.preset_view import about as _about
+    from specui.ui.preset_view import on_drafter
     from specui.ui.session import Showcase
 
     config = showcase.config
@@ -249,6 +250,7 @@ def test_the_teach_tab_takes_the_presets_drafter_and_k_as_the_chat_tab_does(show
     from specui.drafters import LABELS
     from specui.loading import PairCache
     from specui.ui import teaching
+    from specui.ui.preset_view import on_drafter
     from specui.ui.session import Showcase
 
     config = showcase.config
@@ -257,8 +259,8 @@ def test_the_teach_tab_takes_the_presets_drafter_and_k_as_the_chat_tab_does(show
     config = replace(config, presets={**config.presets, "bundled": eagle_own})
     drafter, k = teaching.on_preset(config, "bundled")
     assert drafter["value"] == LABELS["eagle"] and k["value"] == 3
-    assert teaching.on_drafter(config, "bundled", LABELS["medusa"])["value"] == teaching.TEACH_K_MAX  # 12, capped
-    assert teaching.on_drafter(config, "bundled", LABELS["model"])["value"] == 2
+    assert on_drafter(config, "bundled", LABELS["medusa"], k_max=teaching.TEACH_K_MAX)["value"] == 8  # 12, capped
+    assert on_drafter(config, "bundled", LABELS["model"], k_max=teaching.TEACH_K_MAX)["value"] == 2
     assert all("value" not in update for update in teaching.on_preset(config, "no such preset"))
     with gr.Blocks():
         tab = teaching.teaching_tab(Showcase(config, PairCache()), tab=False)
