@@ -97,7 +97,7 @@ def render_note(text: str) -> str:
 
 def render_copy(text: str | None) -> str:
     """A "Copy reply" button and, hidden beside it, the reply as plain text, which the page's script
-    (`COPY_JS`) puts on the clipboard: a message's own markup (token spans, rejected drafts) never is."""
+    (`specui/ui/copy.js`) puts on the clipboard: a message's own markup (token spans, rejected drafts) never is."""
     if text is None:
         return ""
     return ('<div class="specui-copy-row"><button type="button" class="specui-copy" title="Copy the reply as plain '
