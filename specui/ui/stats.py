@@ -52,16 +52,19 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
     return f'<div class="specui-stats">{head}{body}</div>'
 
 
-ARENA_HEADERS = ["drafter", "α (acceptance)", "mean accepted length", "c (draft cost)", "tokens/s", "speedup",
+ARENA_HEADERS = ["drafter", "K", "α (acceptance)", "mean accepted length", "c (draft cost)", "tokens/s", "speedup",
                  "identical to plain"]
 
 
 def arena_rows(arena) -> list[list[str]]:
-    """The arena's table: one row per contestant (plain first), every number formatted by `fmt`."""
+    """The arena's table: one row per contestant (plain first), every number formatted by `fmt`; K is the most
+    draft tokens its rounds asked for (its own K from the preset, or the K slider's)."""
     rows = []
     for s in arena.standings if arena is not None else ():
         same = "reference" if s.name == "plain" else {True: "yes", False: "NO"}.get(s.identical, "–")
-        rows.append([s.label, fmt(s.stats.acceptance_rate, ".3f"), fmt(s.stats.mean_accepted_length, ".2f"),
+        k = max((r.num_draft_tokens for r in s.result.rounds), default=0)  # the K it raced at (adaptive: its top)
+        rows.append([s.label, str(k) if s.name != "plain" and k else "–",
+                     fmt(s.stats.acceptance_rate, ".3f"), fmt(s.stats.mean_accepted_length, ".2f"),
                      fmt(s.stats.cost_ratio, ".3f"), fmt(s.stats.tokens_per_s, ".1f"), fmt(s.speedup, ".2f×"), same])
     for name in arena.skipped if arena is not None else ():  # never run as chains: no numbers, the reason instead
         rows.append([f"{label(name)} (skipped)", *["–"] * (len(ARENA_HEADERS) - 2), "skipped: cannot draft token trees"])

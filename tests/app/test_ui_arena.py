@@ -47,13 +47,14 @@ def test_table_rows_give_each_contestants_figures(results):
     rows = stats.arena_rows(arena.summarise(results, greedy=True))
     assert [r[0] for r in rows] == ["plain (target alone)", "draft model", "prompt lookup"]
     assert all(len(r) == len(stats.ARENA_HEADERS) for r in rows)
-    plain, model, lookup = rows
+    plain, model, lookup = (r[:1] + r[2:] for r in rows)  # K apart
+    assert [r[1] for r in rows] == ["–", "3", "3"]  # the most drafts a round asked for
     assert plain[1] == "–" and plain[2] == "1.00" and plain[5] == "1.00×" and plain[6] == "reference"
     assert model[1] == "0.667" and model[2] == "2.00" and model[6] == "yes"  # 2 of 3 drafts accepted, 4 tokens in 2 rounds
     assert lookup[1] == "0.667" and lookup[6] == "yes"
     results["model"].token_ids[3] = 7  # an output that parts from plain decoding's
-    assert stats.arena_rows(arena.summarise(results, greedy=True))[1][6] == "NO"
-    assert stats.arena_rows(arena.summarise(results, greedy=False))[1][6] == "–"
+    assert stats.arena_rows(arena.summarise(results, greedy=True))[1][7] == "NO"
+    assert stats.arena_rows(arena.summarise(results, greedy=False))[1][7] == "–"
     assert stats.arena_rows(None) == []
 
 
@@ -227,6 +228,8 @@ def test_drafters_with_their_own_k_race_at_it_and_the_slider_follows_the_drafter
     assert frame.error is None and run.phase == "done"
     asked = {name: max(r.num_draft_tokens for r in result.rounds) for name, result in run.arena.items() if name != "plain"}
     assert asked == {"model": 3, "model_lookup": 3, "eagle": 3, "medusa": 1, "early_exit": 3, "prompt_lookup": 2}
+    table_k = {row[0]: row[1] for row in frame.table}  # the table says which K each raced at
+    assert table_k["Medusa"] == "1" and table_k["prompt lookup"] == "2" and table_k["draft model"] == "3"
     assert all(r.token_ids == run.arena["plain"].token_ids for r in run.arena.values())
     assert "K = 3 (Medusa 1, prompt lookup 2)" in _about(own) and "Drafter: draft model ·" in _about(own)
     for drafter, label in (("model_lookup", "draft model + lookup ·"), ("eagle", "EAGLE ·")):
