@@ -62,7 +62,7 @@ def summarise(runs: list[PromptRun], plan: Plan) -> dict:
         chain = name.endswith(CHAIN_ARM)
         drafters[name] = {
             "label": f"{label(name.removesuffix(CHAIN_ARM))}, {CHAIN}" if chain else label(name),
-            "num_draft_tokens": max((r.num_draft_tokens for r in rounds), default=0) if name != PLAIN else None,
+            "num_draft_tokens": runstats.asked_k(rounds) if name != PLAIN else None,
             "tokens_per_s": tps[name], "speedup_vs_plain": tps[name] / tps[PLAIN],
             "acceptance_rate": metrics.acceptance_rate(rounds), "mean_accepted_length": metrics.mean_accepted_length(rounds),
             "draft_cost_ratio": c, "alpha_per_token": fit.alpha if fit else None,

@@ -31,7 +31,7 @@ from specui.loading import PairCache
 from specui.settings import MAX_DRAFT_TOKENS
 from specui.ui import charts, chat_tree, render, stats
 from specui.ui.api import generate_endpoint
-from specui.ui.preset_view import about, on_drafter
+from specui.ui.preset_view import about, follow_preset, on_drafter
 from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError
 from specui.ui.session import Showcase, decode
 from specui.ui.teaching import teaching_tab
@@ -354,8 +354,8 @@ def on_preset(config, c: Controls, name: str) -> dict:
         chosen = config.get(name)
     except ValueError as e:
         return {c.about: f"⚠ {e}"}
-    return {c.k: gr.update(value=chosen.k_for()), c.drafter: gr.update(value=LABELS[chosen.drafter]),
-            c.about: about(chosen)}
+    drafter, k = follow_preset(chosen)
+    return {c.k: k, c.drafter: drafter, c.about: about(chosen)}
 
 
 def _preload(showcase: Showcase, preset) -> None:

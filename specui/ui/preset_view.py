@@ -1,7 +1,8 @@
 """What the page says of a preset, and how both tabs' drafter and K controls follow the preset chosen.
 
 `about` is the line under the Chat tab's preset menu (the description, the memory it needs, where it runs,
-its drafter and K); `on_drafter` moves a K slider to the K the preset gives the drafter chosen.
+its drafter and K); `on_preset` sets a tab's drafter and K from the preset chosen, `on_drafter` moves a K
+slider to the K the preset gives the drafter chosen.
 """
 
 from __future__ import annotations
@@ -9,16 +10,37 @@ from __future__ import annotations
 import gradio as gr
 
 from specui.drafters import LABELS
+from specui.drafters.registry import name_of
 from specui.loading import pick_device
 from specui.spaces import hardware_note
-from specui.ui.request import drafter_k
+
+
+def follow_preset(preset, *, k_max: int | None = None) -> tuple:
+    """The drafter radio's and the K slider's updates for a preset chosen: its drafter at that drafter's K (at
+    most `k_max`, the slider's end)."""
+    return gr.update(value=LABELS[preset.drafter]), gr.update(value=_capped(preset.k_for(), k_max))
+
+
+def on_preset(config, name: str, *, k_max: int | None = None) -> tuple:
+    """`follow_preset` for a preset's name (no change for a name the config does not hold)."""
+    try:
+        return follow_preset(config.get(name), k_max=k_max)
+    except ValueError:
+        return gr.skip(), gr.skip()
 
 
 def on_drafter(config, preset_name: str, drafter: str, *, k_max: int | None = None):
     """A preset that gives drafters their own K (`drafter_tokens`) moves the K slider to the chosen one's
-    (at most `k_max`, the slider's end)."""
-    k = drafter_k(config, preset_name, drafter)
-    return gr.skip() if k is None else gr.update(value=k if k_max is None else min(k_max, k))
+    (at most `k_max`); other presets leave K alone."""
+    try:
+        preset = config.get(preset_name)
+    except ValueError:
+        return gr.skip()
+    return gr.update(value=_capped(preset.k_for(name_of(drafter)), k_max)) if preset.drafter_tokens else gr.skip()
+
+
+def _capped(k: int, k_max: int | None) -> int:
+    return k if k_max is None else min(k_max, k)
 
 
 def about(preset) -> str:

@@ -87,12 +87,3 @@ def _number(values: dict, name: str, lo: float, hi: float, default: float) -> fl
         raise SettingsError(f"{words} must be from {lo} to {hi} (got {v!r})")
     return f
 
-
-def drafter_k(config, preset_name: str, drafter: str) -> int | None:
-    """The K a preset gives a drafter (a drafter's label or name) when it gives drafters their own K
-    (`drafter_tokens`), for the K sliders to follow the drafter chosen; None otherwise (or no such preset)."""
-    try:
-        preset = config.get(preset_name)
-    except ValueError:
-        return None
-    return preset.k_for(name_of(drafter)) if preset.drafter_tokens else None

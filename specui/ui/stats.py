@@ -6,9 +6,8 @@ from __future__ import annotations
 import html
 
 from specui.arena import label
-from specui.runstats import RunStats, speedup
+from specui.runstats import RunStats, asked_k, speedup
 from specui.text import fmt
-
 
 HINTS = {
     "acceptance rate": "accepted draft tokens / drafted tokens",
@@ -62,7 +61,7 @@ def arena_rows(arena) -> list[list[str]]:
     rows = []
     for s in arena.standings if arena is not None else ():
         same = "reference" if s.name == "plain" else {True: "yes", False: "NO"}.get(s.identical, "–")
-        k = max((r.num_draft_tokens for r in s.result.rounds), default=0)  # the K it raced at (adaptive: its top)
+        k = asked_k(s.result.rounds)
         rows.append([s.label, str(k) if s.name != "plain" and k else "–",
                      fmt(s.stats.acceptance_rate, ".3f"), fmt(s.stats.mean_accepted_length, ".2f"),
                      fmt(s.stats.cost_ratio, ".3f"), fmt(s.stats.tokens_per_s, ".1f"), fmt(s.speedup, ".2f×"), same])

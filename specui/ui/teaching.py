@@ -34,7 +34,7 @@ import gradio as gr
 from specui import lesson
 from specui.drafters import LABELS
 from specui.ui import teach_charts, teach_compare, teach_experiments, teach_tree
-from specui.ui.preset_view import on_drafter
+from specui.ui.preset_view import on_drafter, on_preset
 from specui.ui.request import DRAFTER_CHOICES
 from specui.ui.teach_compare_view import render_compare
 from specui.ui.teach_experiments import Experiment
@@ -175,15 +175,6 @@ def _step_view() -> tuple[StepView, teach_compare.CompareView]:
     return StepView(status, view, residual, tokens, speedup, measured, export), compare
 
 
-def on_preset(config, name: str):
-    """The Teach tab's drafter and K follow the preset chosen: its drafter at its K (at most TEACH_K_MAX)."""
-    try:
-        chosen = config.get(name)
-    except ValueError:
-        return gr.skip(), gr.skip()
-    return gr.update(value=LABELS[chosen.drafter]), gr.update(value=min(TEACH_K_MAX, chosen.k_for()))
-
-
 def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) -> TeachTab:
     """Build the teaching tab inside the current `gr.Blocks`. `showcase` is the app's `Showcase` (its
     config, pair cache and per-pair locks); `concurrency_id` is the app's engine queue, so teaching runs
@@ -218,7 +209,7 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     ui.timer.tick(functools.partial(tick, ui), nav_inputs, [*nav_outputs, ui.playing, ui.timer, c.play], **NAV)
     c.speed.change(lambda seconds: gr.Timer(value=float(seconds)), [c.speed], [ui.timer], **NAV)
     config = state.showcase.config  # as in the Chat tab: a preset brings its drafter, a drafter its own K
-    c.preset.change(functools.partial(on_preset, config), [c.preset], [c.drafter, c.k], **NAV)
+    c.preset.change(functools.partial(on_preset, config, k_max=TEACH_K_MAX), [c.preset], [c.drafter, c.k], **NAV)
     c.drafter.change(functools.partial(on_drafter, config, k_max=TEACH_K_MAX), [c.preset, c.drafter], [c.k],
                      **NAV)
     cmp.second.input(functools.partial(teach_compare.run_comparison, state.showcase, ui),

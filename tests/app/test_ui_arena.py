@@ -253,18 +253,18 @@ def test_the_teach_tab_takes_the_presets_drafter_and_k_as_the_chat_tab_does(show
     from specui.drafters import LABELS
     from specui.loading import PairCache
     from specui.ui import teaching
-    from specui.ui.preset_view import on_drafter
+    from specui.ui.preset_view import on_drafter, on_preset
     from specui.ui.session import Showcase
 
     config = showcase.config
     bundled = config.get("bundled")
     eagle_own = replace(bundled, drafter="eagle", num_draft_tokens=2, drafter_tokens=(("eagle", 3), ("medusa", 12)))
     config = replace(config, presets={**config.presets, "bundled": eagle_own})
-    drafter, k = teaching.on_preset(config, "bundled")
+    drafter, k = on_preset(config, "bundled", k_max=teaching.TEACH_K_MAX)
     assert drafter["value"] == LABELS["eagle"] and k["value"] == 3
     assert on_drafter(config, "bundled", LABELS["medusa"], k_max=teaching.TEACH_K_MAX)["value"] == 8  # 12, capped
     assert on_drafter(config, "bundled", LABELS["model"], k_max=teaching.TEACH_K_MAX)["value"] == 2
-    assert all("value" not in update for update in teaching.on_preset(config, "no such preset"))
+    assert all("value" not in update for update in on_preset(config, "no such preset", k_max=teaching.TEACH_K_MAX))
     with gr.Blocks():
         tab = teaching.teaching_tab(Showcase(config, PairCache()), tab=False)
     assert tab.controls.drafter.value == LABELS["eagle"] and tab.controls.k.value == 3
