@@ -106,3 +106,25 @@ def test_the_draft_may_stop_early_and_leave_the_card_to_eagle():
     draft, eagle = gpu_round.trainer_minutes(6.0, 0.5)
     assert draft == 2.7 and eagle == 4.5  # then EAGLE alone for the rest
     assert gpu_round.trainer_minutes(0.5, 1.0) == (0.05, 0.05)  # never a negative or zero time
+
+
+def test_the_carries_split_the_model_so_both_calls_fit():
+    """tools.gpu_carry: call 1 takes what room the draft, heads and wheel leave; call 2 the rest, or it refuses."""
+    from tools import gpu_carry
+
+    mib = 2**20
+    first = gpu_carry.first_part_bytes(tree=2 * mib, held=29 * mib, wheel=mib // 8, total=90 * mib)
+    room = gpu_carry.CARRY_BYTES - gpu_carry.MARGIN - 2 * mib
+    assert 0 < first and first + 29 * mib + mib // 8 <= room and 90 * mib - first <= room
+    with pytest.raises(SystemExit, match="do not fit"):
+        gpu_carry.first_part_bytes(tree=20 * mib, held=29 * mib, wheel=0, total=90 * mib)
+
+
+def test_the_device_calls_fit_its_command_limit_and_resume_answers_only_when_carried():
+    from tools import gpu_carry
+
+    one, two = gpu_carry.calls("--budget 572 --gen-seconds 200", answers=False)
+    assert "--answers-in" not in two and "--target /tmp/site" in one and "tools.gpu_round --budget 572" in two
+    one, two = gpu_carry.calls("--budget 572 --gen-seconds 200 --new-draft 3:0,1,2", answers=True)
+    assert "tar xf .gpu2/answers.tar.xz" in two and "--answers-in /tmp/ain/answers" in two
+    assert max(len(one), len(two)) < 2000

