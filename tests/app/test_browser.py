@@ -89,6 +89,17 @@ def test_tokens_stream_coloured_with_tooltips_and_the_charts_draw(page):
     assert page.locator("#chart-acceptance .barlayer .trace, #chart-acceptance .scatterlayer .trace").count() >= 1
 
 
+def test_token_kinds_differ_by_more_than_colour(page):
+    """Resampled and bonus tokens carry a line (solid, dotted) that accepted ones lack: red and green alone look
+    alike to many colour-blind readers."""
+    def line(kind: str) -> str:
+        return page.locator(f"#legend .tok-{kind}").evaluate(
+            "e => getComputedStyle(e).textDecorationLine + ' ' + getComputedStyle(e).textDecorationStyle")
+
+    assert line("accepted").startswith("none")
+    assert line("resampled") == "underline solid" and line("bonus") == "underline dotted"
+
+
 def test_rejected_drafts_toggle(page):
     page.click("#show-rejected input")
     page.wait_for_selector("#chat.show-rejected", timeout=10_000)
