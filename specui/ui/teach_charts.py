@@ -112,7 +112,7 @@ def theory_speedup_figure(measured: Measured | None = None, *, ks: Sequence[int]
                       f"best K={best} ({fmt(measured.best_k_speedup, '.2f×')})</sub>")
     else:
         title += "<br><sub>c is a placeholder until a run is measured</sub>"
-    fig = _layout(fig, title=title, x="α (chance the target accepts a draft token)", y="speedup over plain decoding")
+    fig = _layout(fig, title=title, x="α (chance the target accepts a draft token)", y="speedup")
     fig.update_xaxes(range=[0, 1.0])
     return fig
 

@@ -19,5 +19,5 @@ def layout(fig: go.Figure, *, title: str, x: str, y: str, height: int = HEIGHT, 
     """Title, axes, size, margins and a horizontal legend under the plot, the same for every chart."""
     fig.update_layout(title={"text": title, "font": {"size": 14}}, template="plotly_white", height=height,
                       margin={"l": 55, "r": 20, "t": 50, "b": 40}, xaxis_title=x, yaxis_title=y,
-                      legend={"orientation": "h", "y": -0.22, "x": 0}, **kwargs)
+                      legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0}, **kwargs)
     return fig

@@ -168,6 +168,18 @@ def test_theory_charts_show_the_measured_point_and_the_export_is_offered(page):
     assert ".json" in page.locator("#teach-export").inner_text()
 
 
+def test_the_theory_charts_labels_do_not_overlap(page):
+    """A legend of several rows once covered the speedup chart's x-axis title, and its y-axis title the subtitle:
+    each chart's legend sits below its x-axis title, and its y-axis title beside its title block, not across it."""
+    for chart in ("teach-theory-tokens", "teach-theory-speedup"):
+        boxes = page.evaluate("""id => Object.fromEntries(['legend', 'xtitle', 'ytitle', 'gtitle'].map(c => {
+            const r = document.querySelector(`#${id} .${c}`).getBoundingClientRect();
+            return [c, {top: r.top, bottom: r.bottom, left: r.left, right: r.right}]; }))""", chart)
+        assert boxes["legend"]["top"] >= boxes["xtitle"]["bottom"] - 1, (chart, boxes)
+        y, title = boxes["ytitle"], boxes["gtitle"]
+        assert y["top"] >= title["bottom"] - 1 or y["right"] <= title["left"] + 1, (chart, boxes)
+
+
 def test_the_k_sweep_charts_each_k(page):
     set_number(page, "teach-max-new-tokens", 8)
     page.click("#sweep-run")
