@@ -164,8 +164,8 @@ def added(step: lesson.Step, *, verb: str = "adds") -> str:
     word = "token" if len(step.emitted) == 1 else "tokens"
     return (f'<div class="teach-added">This round {escape_text(verb)} {len(step.emitted)} {word}: '
             f'<span class="specui-text">'
-            f'{spans}</span> <span class="teach-key">(green accepted, red resampled, '
-            f'blue bonus)</span></div>')
+            f'{spans}</span> <span class="teach-key">(green accepted, red underlined resampled, '
+            f'blue dotted bonus)</span></div>')
 
 
 def render_measured(run: lesson.TeachingRun | None) -> str:
