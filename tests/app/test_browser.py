@@ -99,6 +99,20 @@ def test_token_kinds_differ_by_more_than_colour(page):
     assert line("accepted").startswith("none")
     assert line("resampled") == "underline solid" and line("bonus") == "underline dotted"
 
+    def lightness(kind: str, prop: str) -> float:  # 0 black .. 1 white
+        rgb = page.locator(f"#legend .tok-{kind}").evaluate(f"e => getComputedStyle(e).{prop}")
+        return sum(int(v) for v in rgb[rgb.index("(") + 1:rgb.index(")")].split(",")[:3]) / 765
+
+    light = [lightness("resampled", "textDecorationColor"), lightness("bonus", "textDecorationColor"),
+             lightness("rejected", "color")]
+    page.evaluate("document.body.classList.add('dark')")  # Gradio's dark theme marks the body so
+    try:
+        dark = [lightness("resampled", "textDecorationColor"), lightness("bonus", "textDecorationColor"),
+                lightness("rejected", "color")]
+    finally:
+        page.evaluate("document.body.classList.remove('dark')")
+    assert all(d > 0.5 > l for d, l in zip(dark, light)), (light, dark)  # dark lines on a light page, light on dark
+
 
 def test_rejected_drafts_toggle(page):
     page.click("#show-rejected input")
