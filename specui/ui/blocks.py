@@ -173,7 +173,8 @@ def _chat_panel() -> ChatPanel:
                       placeholder="The reply streams here, each token coloured by where it came from.")
     copy_all.click(None, None, None, js="() => window.specuiCopyConversation()", **QUIET)
     prompt = gr.Textbox(elem_id="prompt", label="Prompt", lines=4, max_lines=12,
-                        placeholder="Type a prompt; base models continue it (Python code suits the bundled pair).")
+                        placeholder="Type a prompt (Enter: a new line; Shift+Enter or Send: send it). Base models "
+                                    "continue it (Python code suits the bundled pair).")
     with gr.Row():
         send = gr.Button("Send", elem_id="send", variant="primary")
         stop = gr.Button("Stop", elem_id="stop", variant="stop")

@@ -89,6 +89,21 @@ def test_tokens_stream_coloured_with_tooltips_and_the_charts_draw(page):
     assert page.locator("#chart-acceptance .barlayer .trace, #chart-acceptance .scatterlayer .trace").count() >= 1
 
 
+def test_shift_enter_sends_and_enter_starts_a_new_line(page):
+    """The prompt box holds code, so Enter is a new line; Shift+Enter sends, as the placeholder says."""
+    assert "Shift+Enter" in page.get_attribute("#prompt textarea", "placeholder")
+    set_number(page, "max-new-tokens", 8)
+    before = page.locator("#chat .specui-prompt").count()
+    page.fill("#prompt textarea", "x = 1")
+    page.press("#prompt textarea", "Enter")
+    assert page.input_value("#prompt textarea") == "x = 1\n"
+    page.press("#prompt textarea", "Shift+Enter")
+    page.wait_for_function("n => document.querySelectorAll('#chat .specui-prompt').length > n", arg=before,
+                           timeout=60_000)
+    run_prompt_done(page)
+    assert page.locator("#chat .specui-prompt").last.evaluate("e => e.textContent") == "x = 1\n"
+
+
 def test_token_kinds_differ_by_more_than_colour(page):
     """Resampled and bonus tokens carry a line (solid, dotted) that accepted ones lack: red and green alone look
     alike to many colour-blind readers."""
