@@ -104,7 +104,7 @@ def test_shift_enter_sends_and_enter_starts_a_new_line(page):
     assert page.locator("#chat .specui-prompt").last.evaluate("e => e.textContent") == "x = 1\n"
 
 
-def test_token_kinds_differ_by_more_than_colour(page):
+def test_token_kinds_differ_by_more_than_colour_and_read_on_a_dark_page(page):
     """Resampled and bonus tokens carry a line (solid, dotted) that accepted ones lack: red and green alone look
     alike to many colour-blind readers."""
     def line(kind: str) -> str:
@@ -124,6 +124,8 @@ def test_token_kinds_differ_by_more_than_colour(page):
     try:
         dark = [lightness("resampled", "textDecorationColor"), lightness("bonus", "textDecorationColor"),
                 lightness("rejected", "color")]
+        page.wait_for_selector("#chart-speed .svg-container", timeout=30_000)  # plotly's white charts turn dark
+        assert "invert" in page.evaluate("getComputedStyle(document.querySelector('#chart-speed .svg-container')).filter")
     finally:
         page.evaluate("document.body.classList.remove('dark')")
     assert all(d > 0.5 > l for d, l in zip(dark, light)), (light, dark)  # dark lines on a light page, light on dark
