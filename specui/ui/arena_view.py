@@ -69,7 +69,7 @@ def view(run, *, figures: bool = False, final: bool = False) -> ArenaView:
                                   verdict=_verdict(run, result, final=final),
                                   note="⏹ stopped" if run.phase == "stopped" else "",
                                   streaming="" if final else run.contestant, copy=run.reply_text if final else None)
-    charts_now = {**charts.all_figures(), "chart-arena": charts.arena_figure(result)} if figures else None
+    charts_now = {**charts.arena_run_figures(run.arena), "chart-arena": charts.arena_figure(result)} if figures else None
     return ArenaView(message=message, stats=stats.stats_html(None, status=_status(run, final=final)),
                      table=stats.arena_rows(result) if figures else None, figures=charts_now,
                      race=race(run) if final and run.phase == "done" else None)

@@ -5,6 +5,8 @@
     round_tokens_figure histogram of tokens emitted per round (1..K+1)
     position_figure     acceptance by draft position
     arena_figure        the arena: tokens/s, speedup, alpha, mean accepted length and c per drafter
+    arena_run_figures   the four charts above for an arena: speed and acceptance by position with a line per
+                        contestant, the two per-round charts saying they follow a single run
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from specui.arena import PLAIN, label
 from specui.runstats import round_times
 from specui.ui.theme import DRAFTER_COLOURS, PLAIN_COLOUR, RATE_COLOUR, SPEC_COLOUR, layout
-
 
 
 def _layout(fig: go.Figure, **kwargs) -> go.Figure:
@@ -79,19 +81,18 @@ def round_tokens_figure(spec=None) -> go.Figure:
 def position_figure(spec=None) -> go.Figure:
     """For draft position i: the share of rounds drafting i tokens or more where token i was accepted,
     and the mean acceptance probability min(1, p/q) there."""
+    share = _position_shares(spec) if spec is not None else {}
     reached: dict[int, int] = {}
-    passed: dict[int, int] = {}
     prob_sum: dict[int, float] = {}
     for r in spec.rounds if spec is not None else []:
         for i in range(r.num_drafted):
             reached[i] = reached.get(i, 0) + 1
-            passed[i] = passed.get(i, 0) + (i < r.num_accepted)
             if i < len(r.accept_probs):
                 prob_sum[i] = prob_sum.get(i, 0.0) + r.accept_probs[i]
-    xs = sorted(reached)
+    xs = list(share)  # the positions reached, in order
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=[i + 1 for i in xs], y=[round(passed[i] / reached[i], 4) for i in xs],
-                         name="accepted (share of rounds)", marker_color=SPEC_COLOUR))
+    fig.add_trace(go.Bar(x=[i + 1 for i in xs], y=[share[i] for i in xs], name="accepted (share of rounds)",
+                         marker_color=SPEC_COLOUR))
     fig.add_trace(go.Scatter(x=[i + 1 for i in xs], y=[round(prob_sum.get(i, 0.0) / reached[i], 4) for i in xs],
                              mode="lines+markers", name="mean min(1, p/q)", line={"color": RATE_COLOUR, "width": 2}))
     fig = _layout(fig, title="Acceptance by draft position", x="draft position", y="acceptance", showlegend=True)
@@ -130,3 +131,47 @@ def arena_figure(arena=None) -> go.Figure:
         fig.add_annotation(text="Tick Arena and send a prompt: plain decoding, then every drafter of the preset",
                            showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
     return fig
+
+
+def arena_run_figures(results: dict | None = None) -> dict[str, go.Figure]:
+    """`all_figures` for an arena (contestant name -> its GenerationResult, in race order): tokens/s over time
+    and acceptance by draft position with a line per contestant in its arena colour; the per-round charts
+    belong to one run, so they say so instead of standing empty."""
+    results = results or {}
+    speed, position = go.Figure(), go.Figure()
+    for name, result in results.items():
+        colour = DRAFTER_COLOURS.get(name, SPEC_COLOUR)
+        if result is not None and result.rounds:
+            xs, ys = _running_speed(result)
+            speed.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=label(name),
+                                       line={"color": colour, "width": 2, "dash": "dot" if name == PLAIN else None}))
+        if name != PLAIN and result is not None:
+            share = _position_shares(result)
+            position.add_trace(go.Scatter(x=[i + 1 for i in share], y=list(share.values()), mode="lines+markers",
+                                          name=label(name), line={"color": colour, "width": 2}))
+    speed = _layout(speed, title="Tokens/s over time (the arena)", x="engine time (s)", y="tokens/s", showlegend=True)
+    position = _layout(position, title="Acceptance by draft position (the arena)", x="draft position",
+                       y="accepted (share of rounds)", showlegend=True)
+    position.update_yaxes(range=[0, 1.05])
+    position.update_xaxes(dtick=1)
+    note = "one run's rounds: in the arena, see each drafter's<br>figures in the table and the chart above"
+    return {"chart-speed": speed, "chart-position": position,
+            "chart-acceptance": _noted(acceptance_figure(), note), "chart-tokens-per-round": _noted(round_tokens_figure(), note)}
+
+
+def _position_shares(result) -> dict[int, float]:
+    """Draft position i (0-based) -> the share of rounds drafting i + 1 tokens or more whose token i was accepted."""
+    reached: dict[int, int] = {}
+    passed: dict[int, int] = {}
+    for r in result.rounds:
+        for i in range(r.num_drafted):
+            reached[i] = reached.get(i, 0) + 1
+            passed[i] = passed.get(i, 0) + (i < r.num_accepted)
+    return {i: round(passed[i] / reached[i], 4) for i in sorted(reached)}
+
+
+def _noted(fig: go.Figure, text: str) -> go.Figure:
+    fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
+                       font={"size": 13, "color": PLAIN_COLOUR})
+    return fig
+

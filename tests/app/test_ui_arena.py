@@ -78,6 +78,25 @@ def test_the_chart_has_a_panel_per_figure_and_a_bar_per_contestant(results):
         assert json.loads(figure.to_json())["layout"]["title"]["text"]
 
 
+def test_the_run_charts_follow_every_contestant_in_an_arena(results):
+    """Below the arena's own chart, the four run charts: speed and acceptance by position with a line per
+    contestant (plain decoding drafts nothing, so it has no position line), the per-round ones saying they
+    follow a single run, not standing empty."""
+    figures = charts.arena_run_figures(results)
+    assert set(figures) == set(charts.all_figures())
+    speed, position = figures["chart-speed"], figures["chart-position"]
+    assert [t.name for t in speed.data] == ["plain (target alone)", "draft model", "prompt lookup"]
+    assert speed.data[0].line.dash == "dot" and all(len(t.x) == len(results[n].rounds)
+                                                     for t, n in zip(speed.data, results))
+    assert [t.name for t in position.data] == ["draft model", "prompt lookup"]
+    assert list(position.data[0].y) == [1.0, 1.0, 0.0]  # model: positions 1 and 2 accepted, 3 rejected
+    assert list(position.data[0].y) == list(charts.position_figure(results["model"]).data[0].y)  # as one run's bars
+    for name in ("chart-acceptance", "chart-tokens-per-round"):
+        assert not any(any(t.y) for t in figures[name].data) and "arena" in figures[name].layout.annotations[0].text
+    before = charts.arena_run_figures()  # plain decoding has not started yet
+    assert not before["chart-speed"].data and not before["chart-position"].data
+
+
 class Tokens(HTMLParser):
     def __init__(self):
         super().__init__()
