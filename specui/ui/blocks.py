@@ -38,7 +38,9 @@ from specui.ui.teaching import teaching_tab
 
 log = logging.getLogger("specui.ui")
 CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
-JS = (Path(__file__).with_name("copy.js")).read_text(encoding="utf-8")  # the chat's "Copy reply" buttons
+# the page's script: the chat's "Copy reply" buttons (copy.js) and a tapped token's p and q (tokens.js)
+JS = "() => {\n" + "".join(f"({(Path(__file__).with_name(name)).read_text(encoding='utf-8').strip()})();\n"
+                            for name in ("copy.js", "tokens.js")) + "}"
 EXAMPLES = [  # chat and code for the default chat model; code to continue for the stdlib pair (no trailing
     # newline: the tokenizer merges a newline with the next line's indentation)
     "Write a Python function that checks whether a word is a palindrome, with a docstring.",
@@ -54,8 +56,8 @@ EXAMPLES = [  # chat and code for the default chat model; code to continue for t
 TITLE = "specui: speculative decoding, visible"
 INTRO = ("A small **draft** model guesses the next K tokens; the **target** checks them all in one forward pass, "
          "keeps the longest acceptable prefix and adds one token of its own. The output is distributed exactly as "
-         "the target alone would write it (identical in greedy mode), only faster. Hover any token to see p, q and "
-         "its acceptance probability.")
+         "the target alone would write it (identical in greedy mode), only faster. Hover or tap any token to see "
+         "p, q and its acceptance probability.")
 ENGINE_GROUP = "engine"  # one generation at a time, UI and API alike
 QUIET = {"queue": False, "api_visibility": "private"}
 

@@ -148,7 +148,7 @@ def legend_html() -> str:
                (Kind.PLAIN, "plain (compare)"), (Kind.REJECTED, "rejected draft (toggle)")]
     items = "".join(f'<span class="tok tok-{k} legend-item" title="{html.escape(KIND_LABELS[k])}">'
                     f'{html.escape(t)}</span>' for k, t in samples)
-    hint = '<span class="legend-hint">hover a token for p, q and its acceptance probability</span>'
+    hint = '<span class="legend-hint">hover or tap a token for p, q and its acceptance probability</span>'
     return f'<div class="specui-legend"><span class="legend-title">Tokens:</span>{items}{hint}</div>'
 
 

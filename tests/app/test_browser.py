@@ -9,6 +9,8 @@ failure, not a skip.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.helpers import require_browser, served_app, ui_config
@@ -87,6 +89,25 @@ def test_tokens_stream_coloured_with_tooltips_and_the_charts_draw(page):
         page.wait_for_selector(f"#{chart} .js-plotly-plot", timeout=30_000)
     assert page.locator("#chart-speed .scatterlayer .trace").count() >= 1
     assert page.locator("#chart-acceptance .barlayer .trace, #chart-acceptance .scatterlayer .trace").count() >= 1
+
+
+def test_a_tapped_token_shows_its_p_and_q_beside_it(page):
+    """Touch screens have no hover: a click on a token shows its title (p, q, acceptance probability) in a box
+    next to it, as text; Escape, or a click elsewhere, closes it."""
+    if not page.locator(EMITTED).count():
+        run_prompt(page, PROMPT)
+    token = page.locator(EMITTED).filter(visible=True).filter(has_text=re.compile(r"\w")).first
+    token.click()
+    tip = page.locator(".specui-tip")
+    tip.wait_for(timeout=5_000)
+    assert tip.inner_text().split("\n") == token.get_attribute("title").split(" · ") and "p (target) =" in tip.inner_text()
+    box, spot = tip.bounding_box(), token.bounding_box()
+    assert abs(box["y"] - (spot["y"] + spot["height"])) < 40 or box["y"] + box["height"] <= spot["y"] + 1  # beside it
+    page.keyboard.press("Escape")
+    assert tip.count() == 0
+    token.click()
+    page.click("#stats")
+    assert page.locator(".specui-tip").count() == 0
 
 
 def test_shift_enter_sends_and_enter_starts_a_new_line(page):
