@@ -171,7 +171,10 @@ def _position_shares(result) -> dict[int, float]:
 
 
 def _noted(fig: go.Figure, text: str) -> go.Figure:
+    """An empty chart that says why it is empty, without axes that would mean nothing."""
     fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
                        font={"size": 13, "color": PLAIN_COLOUR})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
     return fig
 
