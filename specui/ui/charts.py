@@ -155,8 +155,8 @@ def arena_run_figures(results: dict | None = None) -> dict[str, go.Figure]:
     position.update_yaxes(range=[0, 1.05])
     position.update_xaxes(dtick=1)
     note = "one run's rounds: in the arena, see each drafter's<br>figures in the table and the chart above"
-    return {"chart-speed": speed, "chart-position": position,
-            "chart-acceptance": _noted(acceptance_figure(), note), "chart-tokens-per-round": _noted(round_tokens_figure(), note)}
+    return {"chart-speed": speed, "chart-position": position, "chart-acceptance": _noted(acceptance_figure(), note),
+            "chart-tokens-per-round": _noted(round_tokens_figure(), note)}
 
 
 def _position_shares(result) -> dict[int, float]:
@@ -176,5 +176,6 @@ def _noted(fig: go.Figure, text: str) -> go.Figure:
                        font={"size": 13, "color": PLAIN_COLOUR})
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
+    fig.update_layout(showlegend=False)
     return fig
 
