@@ -38,9 +38,10 @@ from specui.ui.teaching import teaching_tab
 
 log = logging.getLogger("specui.ui")
 CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
-# the page's script: the chat's "Copy reply" buttons (copy.js) and a tapped token's p and q (tokens.js)
+# the page's script: the chat's "Copy reply" buttons (copy.js), a tapped token's p and q (tokens.js), the Teach
+# tab's keys (keys.js)
 JS = "() => {\n" + "".join(f"({(Path(__file__).with_name(name)).read_text(encoding='utf-8').strip()})();\n"
-                            for name in ("copy.js", "tokens.js")) + "}"
+                            for name in ("copy.js", "tokens.js", "keys.js")) + "}"
 EXAMPLES = [  # chat and code for the default chat model; code to continue for the stdlib pair (no trailing
     # newline: the tokenizer merges a newline with the next line's indentation)
     "Write a Python function that checks whether a word is a palindrome, with a docstring.",

@@ -128,6 +128,24 @@ def test_three_rounds_show_the_engines_numbers(app, page):
     wait_round(page, 2)
 
 
+def test_the_arrow_keys_and_a_clickers_page_keys_step_through_the_rounds(page):
+    """A presenter's clicker sends PageDown / PageUp (or the arrows): they step like Next and Previous, but not
+    while a text box has the focus (there an arrow moves the caret). Ends on round 2, as it began."""
+    page.locator("#step-status").click()  # the focus off any text box
+    page.keyboard.press("ArrowRight")
+    wait_round(page, 3)
+    page.keyboard.press("PageUp")
+    wait_round(page, 2)
+    page.keyboard.press("PageDown")
+    wait_round(page, 3)
+    page.keyboard.press("ArrowLeft")
+    wait_round(page, 2)
+    page.click("#teach-prompt textarea")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_timeout(800)
+    assert page.locator("#step-view .teach-step").get_attribute("data-round") == "2"
+
+
 def test_a_second_drafter_drafts_from_the_same_context_and_steps_along(page):
     """Choosing prompt lookup compares it on the run shown (round 2); Next moves both views to round 3, whose
     primary side shows exactly the step view's drafts."""
