@@ -144,6 +144,13 @@ def test_the_arrow_keys_and_a_clickers_page_keys_step_through_the_rounds(page):
     page.keyboard.press("ArrowRight")
     page.wait_for_timeout(800)
     assert page.locator("#step-view .teach-step").get_attribute("data-round") == "2"
+    page.locator("#step-status").click()
+    page.locator("#teach-export").scroll_into_view_if_needed()  # the round off screen: PageDown scrolls
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.keyboard.press("PageDown")
+    page.wait_for_timeout(800)
+    assert page.locator("#step-view .teach-step").get_attribute("data-round") == "2"
+    page.evaluate("window.scrollTo(0, 0)")
 
 
 def test_a_second_drafter_drafts_from_the_same_context_and_steps_along(page):
