@@ -1,20 +1,23 @@
 () => {
   // The Teach tab steps with the keyboard, and so with a presenter's clicker (it sends PageDown / PageUp or the
-  // arrow keys): → is "Next round" and ← "Previous" on the Teach tab, PageDown and PageUp too while the round
-  // is on screen (elsewhere they scroll, as always); never while a text box has the focus.
-  const keys = { ArrowRight: "#step-next", PageDown: "#step-next", ArrowLeft: "#step-prev", PageUp: "#step-prev" };
+  // arrow keys): → or PageDown is "Next", ← or PageUp "Previous" of whichever step-through is on screen (a tree
+  // round's, when its panel is open there, else the rounds'); with neither on screen the keys scroll as always,
+  // and they never act while a text box has the focus.
+  const steppers = [["#tree-step-view", "#tree-step-next", "#tree-step-prev"], ["#step-view", "#step-next", "#step-prev"]];
+  const forward = { ArrowRight: true, PageDown: true, ArrowLeft: false, PageUp: false };
   const onScreen = (element) => {
-    const box = element ? element.getBoundingClientRect() : null;
-    return box !== null && box.bottom > 0 && box.top < window.innerHeight;
+    if (!element || element.offsetParent === null) return false;  // another tab, or a closed panel
+    const box = element.getBoundingClientRect();
+    return box.bottom > 0 && box.top < window.innerHeight;
   };
   document.addEventListener("keydown", (event) => {
-    const target = keys[event.key];
-    if (!target || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    if (!(event.key in forward) || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
     const focus = document.activeElement;
     if (focus && (focus.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(focus.tagName))) return;
-    const button = document.querySelector(target);
-    if (!button || button.offsetParent === null || button.disabled) return;  // the Teach tab is not shown
-    if (event.key.startsWith("Page") && !onScreen(document.querySelector("#step-view"))) return;
+    const shown = steppers.find(([view]) => onScreen(document.querySelector(view)));
+    if (!shown) return;
+    const button = document.querySelector(forward[event.key] ? shown[1] : shown[2]);
+    if (!button || button.disabled) return;
     event.preventDefault();
     button.click();
   });

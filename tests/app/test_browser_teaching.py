@@ -129,8 +129,9 @@ def test_three_rounds_show_the_engines_numbers(app, page):
 
 
 def test_the_arrow_keys_and_a_clickers_page_keys_step_through_the_rounds(page):
-    """A presenter's clicker sends PageDown / PageUp (or the arrows): they step like Next and Previous, but not
-    while a text box has the focus (there an arrow moves the caret). Ends on round 2, as it began."""
+    """A presenter's clicker sends PageDown / PageUp (or the arrows): they step like Next and Previous of the
+    step-through on screen (a tree round's when its panel is there), not while a text box has the focus (there
+    an arrow moves the caret), and not with no step-through on screen. Ends on round 2, as it began."""
     page.locator("#step-status").click()  # the focus off any text box
     page.keyboard.press("ArrowRight")
     wait_round(page, 3)
@@ -150,6 +151,18 @@ def test_the_arrow_keys_and_a_clickers_page_keys_step_through_the_rounds(page):
     page.keyboard.press("PageDown")
     page.wait_for_timeout(800)
     assert page.locator("#step-view .teach-step").get_attribute("data-round") == "2"
+    # the tree panel, open and on screen, takes the keys; the rounds' step-through, off screen, stays
+    page.locator("#teach-tree").get_by_text("Token trees: a tree round, node by node").click()
+    page.click("#tree-step-start")
+    page.wait_for_selector("#tree-step-view .teach-tree-step[data-step='1']", timeout=120_000)
+    page.locator("#tree-step-view").scroll_into_view_if_needed()
+    page.locator("#tree-step-status").click()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_selector("#tree-step-view .teach-tree-step[data-step='2']", timeout=30_000)
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_selector("#tree-step-view .teach-tree-step[data-step='1']", timeout=30_000)
+    assert page.locator("#step-view .teach-step").get_attribute("data-round") == "2"
+    page.locator("#teach-tree").get_by_text("Token trees: a tree round, node by node").click()  # closed again
     page.evaluate("window.scrollTo(0, 0)")
 
 
