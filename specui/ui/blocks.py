@@ -350,7 +350,7 @@ def respond(app: App, ui: ChatTab, data: dict, request: gr.Request | None = None
 def _is_chat(app: App, preset: str | None) -> bool:
     """Whether `preset` (None: the default) wraps messages in a chat template (False when it is unknown)."""
     try:
-        return bool(app.showcase.config.get(preset or app.showcase.config.default).chat_template)
+        return bool(app.showcase.config.get(preset).chat_template)
     except ValueError:
         return False
 

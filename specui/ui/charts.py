@@ -81,24 +81,32 @@ def round_tokens_figure(spec=None) -> go.Figure:
 def position_figure(spec=None) -> go.Figure:
     """For draft position i: the share of rounds drafting i tokens or more where token i was accepted,
     and the mean acceptance probability min(1, p/q) there."""
-    share = _position_shares(spec) if spec is not None else {}
-    reached: dict[int, int] = {}
-    prob_sum: dict[int, float] = {}
-    for r in spec.rounds if spec is not None else []:
-        for i in range(r.num_drafted):
-            reached[i] = reached.get(i, 0) + 1
-            if i < len(r.accept_probs):
-                prob_sum[i] = prob_sum.get(i, 0.0) + r.accept_probs[i]
-    xs = list(share)  # the positions reached, in order
+    reached, passed, prob_sum = _position_counts(spec)
+    xs = sorted(reached)
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=[i + 1 for i in xs], y=[share[i] for i in xs], name="accepted (share of rounds)",
-                         marker_color=SPEC_COLOUR))
+    fig.add_trace(go.Bar(x=[i + 1 for i in xs], y=[round(passed[i] / reached[i], 4) for i in xs],
+                         name="accepted (share of rounds)", marker_color=SPEC_COLOUR))
     fig.add_trace(go.Scatter(x=[i + 1 for i in xs], y=[round(prob_sum.get(i, 0.0) / reached[i], 4) for i in xs],
                              mode="lines+markers", name="mean min(1, p/q)", line={"color": RATE_COLOUR, "width": 2}))
     fig = _layout(fig, title="Acceptance by draft position", x="draft position", y="acceptance", showlegend=True)
     fig.update_yaxes(range=[0, 1.05])
     fig.update_xaxes(dtick=1)
     return fig
+
+
+def _position_counts(result) -> tuple[dict[int, int], dict[int, int], dict[int, float]]:
+    """Per draft position i (0-based): the rounds that drafted it, those that accepted it, and the sum of its
+    acceptance probabilities min(1, p/q)."""
+    reached: dict[int, int] = {}
+    passed: dict[int, int] = {}
+    prob_sum: dict[int, float] = {}
+    for r in result.rounds if result is not None else []:
+        for i in range(r.num_drafted):
+            reached[i] = reached.get(i, 0) + 1
+            passed[i] = passed.get(i, 0) + (i < r.num_accepted)
+            if i < len(r.accept_probs):
+                prob_sum[i] = prob_sum.get(i, 0.0) + r.accept_probs[i]
+    return reached, passed, prob_sum
 
 
 def all_figures(spec=None, plain=None) -> dict[str, go.Figure]:
@@ -146,9 +154,10 @@ def arena_run_figures(results: dict | None = None) -> dict[str, go.Figure]:
             speed.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=label(name),
                                        line={"color": colour, "width": 2, "dash": "dot" if name == PLAIN else None}))
         if name != PLAIN and result is not None:
-            share = _position_shares(result)
-            position.add_trace(go.Scatter(x=[i + 1 for i in share], y=list(share.values()), mode="lines+markers",
-                                          name=label(name), line={"color": colour, "width": 2}))
+            reached, passed, _ = _position_counts(result)
+            xs = sorted(reached)
+            position.add_trace(go.Scatter(x=[i + 1 for i in xs], y=[round(passed[i] / reached[i], 4) for i in xs],
+                                          mode="lines+markers", name=label(name), line={"color": colour, "width": 2}))
     speed = _layout(speed, title="Tokens/s over time (the arena)", x="engine time (s)", y="tokens/s", showlegend=True)
     position = _layout(position, title="Acceptance by draft position (the arena)", x="draft position",
                        y="accepted (share of rounds)", showlegend=True)
@@ -157,17 +166,6 @@ def arena_run_figures(results: dict | None = None) -> dict[str, go.Figure]:
     note = "one run's rounds: in the arena, see each drafter's<br>figures in the table and the chart above"
     return {"chart-speed": speed, "chart-position": position, "chart-acceptance": _noted(acceptance_figure(), note),
             "chart-tokens-per-round": _noted(round_tokens_figure(), note)}
-
-
-def _position_shares(result) -> dict[int, float]:
-    """Draft position i (0-based) -> the share of rounds drafting i + 1 tokens or more whose token i was accepted."""
-    reached: dict[int, int] = {}
-    passed: dict[int, int] = {}
-    for r in result.rounds:
-        for i in range(r.num_drafted):
-            reached[i] = reached.get(i, 0) + 1
-            passed[i] = passed.get(i, 0) + (i < r.num_accepted)
-    return {i: round(passed[i] / reached[i], 4) for i in sorted(reached)}
 
 
 def _noted(fig: go.Figure, text: str) -> go.Figure:
