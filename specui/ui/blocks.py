@@ -1,9 +1,10 @@
-"""The Gradio 6 Blocks app: the Chat tab's layout, its handlers, and the `/generate` API around `Showcase`.
+"""The Gradio 6 Blocks app: the Chat tab's layout and wiring, and the `/generate` API around `Showcase`.
 
 Layout: builder functions, each returning a dataclass of its components (`_chat_panel`, `_controls`,
-`_results`, composed by `chat_tab`). Handlers live at module level and read their inputs by component
-(gradio passes a dict when the inputs are a set) and answer with a dict of the outputs they change.
-The stylesheet is style.css, passed at `launch`.
+`_results`, composed by `chat_tab`). The chat's handlers (a message's run, ↻ and ↶ on the last exchange, Clear)
+are in `chat_handlers`; those of the controls are here. Handlers read their inputs by component (gradio passes a
+dict when the inputs are a set) and answer with a dict of the outputs they change. The stylesheet is style.css,
+passed at `launch`.
 
 Element ids that tests and automation rely on: #prompt #send #stop #clear #chat #compare #stats
 #chart-speed #chart-acceptance #chart-tokens-per-round #chart-position #preset #drafter
@@ -20,8 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import gradio as gr
@@ -31,9 +31,10 @@ from specui.loading import PairCache
 from specui.settings import MAX_DRAFT_TOKENS
 from specui.ui import charts, chat_tree, render, stats
 from specui.ui.api import generate_endpoint
+from specui.ui.chat_handlers import App, clear, replay, respond, retry, session_key, undo
 from specui.ui.preset_view import about, follow_preset, on_drafter
-from specui.ui.request import DRAFTER_CHOICES, Settings, SettingsError
-from specui.ui.session import Showcase, decode
+from specui.ui.request import DRAFTER_CHOICES, Settings
+from specui.ui.session import Showcase
 from specui.ui.teaching import teaching_tab
 
 log = logging.getLogger("specui.ui")
@@ -61,38 +62,6 @@ INTRO = ("A small **draft** model guesses the next K tokens; the **target** chec
          "p, q and its acceptance probability.")
 ENGINE_GROUP = "engine"  # one generation at a time, UI and API alike
 QUIET = {"queue": False, "api_visibility": "private"}
-
-
-class Stops:
-    """The Stop button's events, one per browser session with a run in flight."""
-
-    def __init__(self):
-        self._events: dict[str, threading.Event] = {}
-        self._guard = threading.Lock()
-
-    def start(self, key: str) -> threading.Event:
-        with self._guard:
-            self._events[key] = event = threading.Event()
-        return event
-
-    def end(self, key: str, event: threading.Event) -> None:
-        with self._guard:
-            if self._events.get(key) is event:
-                del self._events[key]
-
-    def set(self, key: str) -> None:
-        with self._guard:
-            event = self._events.get(key)
-        if event is not None:
-            event.set()
-
-
-@dataclass
-class App:
-    """What the Chat tab's handlers share: the showcase (config, pairs, locks) and the Stop events."""
-
-    showcase: Showcase
-    stops: Stops = field(default_factory=Stops)
 
 
 # -- layout --------------------------------------------------------------------------------------------
@@ -155,7 +124,8 @@ class ChatTab:
     controls: Controls
     results: Results
     messages: gr.State  # the chat as shown (HTML), which the chatbot displays
-    turns: gr.State  # the conversation as plain text, for chat templates
+    turns: gr.State  # the conversation as plain text, for chat templates (the exchanges whose run succeeded)
+    exchanges: gr.State  # per shown exchange, the message as typed and whether `turns` kept it (for ↻ and ↶)
     race_html: gr.State  # the last race replay, for the Replay button
     tree: chat_tree.TreeView  # the last run's token trees
 
@@ -164,7 +134,7 @@ class ChatTab:
         """Everything a chat request may change; the chatbot first (the /chat API's first output)."""
         r = self.results
         return [self.panel.chat, self.messages, self.turns, r.stats, *r.plots.values(), r.race, self.race_html,
-                r.replay, r.arena_table, *self.tree.outputs, self.panel.prompt]
+                r.replay, r.arena_table, *self.tree.outputs, self.panel.prompt, self.exchanges]
 
 
 def _chat_panel() -> ChatPanel:
@@ -233,8 +203,8 @@ def chat_tab(config) -> ChatTab:
             with gr.Column(scale=1, min_width=280):
                 controls = _controls(config)
         results = _results()
-        return ChatTab(panel, controls, results, messages=gr.State([]), turns=gr.State([]), race_html=gr.State(""),
-                       tree=chat_tree.tree_view())
+        return ChatTab(panel, controls, results, messages=gr.State([]), turns=gr.State([]), exchanges=gr.State([]),
+                       race_html=gr.State(""), tree=chat_tree.tree_view())
 
 
 def build(config, *, cache: PairCache | None = None, preload: bool = True,
@@ -263,13 +233,23 @@ def _wire(ui: ChatTab, app: App) -> None:
     def send(data: dict, request: gr.Request):  # gradio injects the request by its annotation
         yield from respond(app, ui, data, request)
 
-    def halt(request: gr.Request):
-        app.stops.set(_session(request))
+    def again(data: dict, request: gr.Request):
+        yield from retry(app, ui, data, request)
 
-    inputs = {p.prompt, ui.messages, ui.turns} | c.inputs
+    def back(data: dict, request: gr.Request):
+        return undo(app, ui, data, request)
+
+    def halt(request: gr.Request):
+        app.stops.set(session_key(request))
+
+    inputs = {p.prompt, ui.messages, ui.turns, ui.exchanges} | c.inputs
     queued = {"concurrency_id": ENGINE_GROUP, "concurrency_limit": 1, "show_progress": "hidden"}
     p.send.click(send, inputs, ui.outputs, api_name="chat", api_visibility="undocumented", **queued)
     p.prompt.submit(send, inputs, ui.outputs, api_visibility="private", **queued)
+    # ↻ and ↶ under the last reply (gradio shows them once these listeners exist, and disables them while a run streams)
+    p.chat.retry(again, inputs - {p.prompt}, ui.outputs, api_visibility="private", **queued)
+    p.chat.undo(back, {ui.messages, ui.turns, ui.exchanges}, [p.chat, ui.messages, ui.turns, ui.exchanges, p.prompt],
+                **QUIET)
     p.stop.click(halt, None, None, **QUIET)
     p.clear.click(lambda: clear(ui), None, ui.outputs, **QUIET)
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)
@@ -283,90 +263,7 @@ def _wire(ui: ChatTab, app: App) -> None:
     chat_tree.wire(ui.tree)
 
 
-# -- handlers ------------------------------------------------------------------------------------------
-
-
-def _session(request: gr.Request | None) -> str:
-    return request.session_hash if request is not None else ""
-
-
-def respond(app: App, ui: ChatTab, data: dict, request: gr.Request | None = None):
-    """Stream one chat request: yields dicts of the outputs that changed (the rest stay as they are)."""
-    r, chat = ui.results, ui.panel.chat
-    text, history = data[ui.panel.prompt], data[ui.turns]
-    shown = [*data[ui.messages], {"role": "user", "content": render.render_prompt(text or "")},
-             {"role": "assistant", "content": render.render_note("…")}]
-
-    def page(message: str, changes: dict) -> dict:
-        shown[-1] = {"role": "assistant", "content": message}
-        return {chat: shown, ui.messages: shown, ui.turns: history, **changes}
-
-    try:
-        settings = ui.controls.settings(data)
-    except SettingsError as e:
-        gr.Warning(str(e))
-        yield page(render.render_error(str(e)), {r.stats: stats.stats_html(None, status="Error")})
-        return
-    # a chat takes the message into the conversation, so the box empties for the next one (it comes back if the
-    # run fails); a base model's prompt stays, to be edited and run again
-    chatting, taken = _is_chat(app, settings.preset), False
-    key = _session(request)
-    halt = app.stops.start(key)
-    run, figures, hidden = None, {}, False
-    try:
-        for frame, run in decode(app.showcase, text, settings, history=history, stop=halt):
-            if frame.error:
-                gr.Warning(frame.error)
-            changes = {r.stats: frame.stats}
-            if frame.figures:
-                figures = {r.plots[elem_id]: figure for elem_id, figure in frame.figures.items()}
-                if frame.table is not None:  # the arena's table comes with its chart
-                    figures[r.arena_table] = frame.table
-                changes.update(figures)
-            if frame.race is not None:  # the race replay, once both runs are done
-                changes.update({r.race: frame.race, ui.race_html: frame.race, r.replay: gr.update(visible=True)})
-            elif not hidden:  # a new run hides the last one's race
-                changes.update({r.race: "", ui.race_html: "", r.replay: gr.update(visible=False)})
-            hidden = True
-            if chatting and not taken:
-                changes[ui.panel.prompt], taken = "", True
-            yield page(frame.message, changes)
-    except Exception as e:  # a bug of ours: still a message, never a traceback, and the app serves on
-        log.exception("the request failed")
-        message = f"Something went wrong: {type(e).__name__}: {e}"
-        back = {ui.panel.prompt: text} if taken else {}
-        yield page(render.render_error(message), {r.stats: stats.stats_html(None, status="Error"), **back})
-        return
-    finally:
-        app.stops.end(key, halt)
-    if taken and run is not None and run.error is not None:
-        yield page(shown[-1]["content"], {ui.panel.prompt: text})  # not taken after all: the message comes back
-    if run is not None and run.error is None:
-        history = [*history, {"role": "user", "content": text}, run.reply_message()]
-        # the final charts (and table) again: a streaming client may have skipped the frame that carried them
-        yield page(shown[-1]["content"], {**figures, **chat_tree.after_run(ui.tree, run.trees)})
-
-
-def _is_chat(app: App, preset: str | None) -> bool:
-    """Whether `preset` (None: the default) wraps messages in a chat template (False when it is unknown)."""
-    try:
-        return bool(app.showcase.config.get(preset).chat_template)
-    except ValueError:
-        return False
-
-
-def clear(ui: ChatTab) -> dict:
-    r, empty = ui.results, {**charts.all_figures(), "chart-arena": charts.arena_figure()}
-    return {ui.panel.chat: [], ui.messages: [], ui.turns: [], r.stats: stats.stats_html(None), r.race: "",
-            ui.race_html: "", r.replay: gr.update(visible=False), r.arena_table: [],
-            **{plot: empty[elem_id] for elem_id, plot in r.plots.items()}, **chat_tree.cleared(ui.tree)}
-
-
-def replay(ui: ChatTab, html_now: str):
-    """The race again: a fresh nonce changes the HTML, so the browser restarts the animation."""
-    if not html_now:
-        return gr.skip()
-    return html_now.replace('data-nonce="', f'data-nonce="{time.monotonic_ns()}-', 1)
+# -- the controls' handlers (the chat's: chat_handlers.py) -----------------------------------------
 
 
 def on_preset(config, c: Controls, name: str) -> dict:

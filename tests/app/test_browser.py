@@ -3,7 +3,8 @@
 It types a prompt and sees coloured tokens stream and the charts draw, turns compare on and sees the
 speedup and the identical-output check, runs the drafter arena and sees its table, chart and who proposed
 each token, stops a long run, sends an HTML-injection string and sees it as text (no element, no dialog),
-and sees a prompt that goes on from the last one keep its tokens. Under CI=true a missing browser is a
+sees a prompt that goes on from the last one keep its tokens, and runs the last message again (↻) and takes it
+back (↶). Under CI=true a missing browser is a
 failure, not a skip.
 """
 
@@ -272,6 +273,30 @@ def test_a_prompt_that_goes_on_reads_only_its_new_tokens(page):
     run_prompt(page, PROMPT + "    parser = argparse.ArgumentParser()\n")
     stats = page.locator("#stats").inner_text()
     assert "kept" in stats and "prompt" in stats, stats
+
+
+def test_retry_runs_the_last_message_again_and_undo_gives_it_back_to_the_box(page):
+    """↻ under the last reply runs its message again with the settings as they are now (here compare turned on:
+    the race shows) in place of the old reply; ↶ takes the exchange out and puts its message back in the box."""
+    set_number(page, "max-new-tokens", 16)
+    run_prompt(page, PROMPT)
+    shown = page.locator("#chat .specui-prompt").count()
+    verdicts = page.locator("#chat .specui-verdict").count()  # the reply run again gets one: compare is on
+    page.fill("#prompt textarea", "a message being typed")
+    page.check("#compare input")
+    page.locator("#chat button[aria-label='Retry']").click()
+    page.wait_for_function("n => document.querySelectorAll('#chat .specui-verdict').length > n", arg=verdicts,
+                           timeout=120_000)
+    run_prompt_done(page)
+    page.uncheck("#compare input")
+    assert "identical output" in page.locator("#chat .specui-verdict").last.inner_text()
+    assert page.locator("#chat .specui-prompt").count() == shown
+    assert page.locator("#chat .specui-prompt").last.evaluate("e => e.textContent") == PROMPT
+    assert page.input_value("#prompt textarea") == "a message being typed"
+    page.locator("#chat button[aria-label='Undo']").click()
+    page.wait_for_function("n => document.querySelectorAll('#chat .specui-prompt').length === n - 1", arg=shown,
+                           timeout=10_000)
+    assert page.input_value("#prompt textarea") == PROMPT
 
 
 def test_clear_empties_the_chat(page):

@@ -99,7 +99,8 @@ def test_a_chat_empties_the_prompt_box_for_the_next_message_and_gives_it_back_wh
     model's prompt stays in the box, to be edited and run again."""
     import gradio as gr
 
-    from specui.ui.blocks import App, chat_tab, respond
+    from specui.ui.blocks import chat_tab
+    from specui.ui.chat_handlers import App, respond
 
     config = load_config()
     with gr.Blocks():
@@ -107,7 +108,7 @@ def test_a_chat_empties_the_prompt_box_for_the_next_message_and_gives_it_back_wh
     c, box = ui.controls, ui.panel.prompt
 
     def data(prompt, preset, turns=()):
-        return {box: prompt, ui.messages: [], ui.turns: list(turns), c.preset: preset, c.drafter: "EAGLE", c.k: 2,
+        return {box: prompt, ui.messages: [], ui.turns: list(turns), ui.exchanges: [], c.preset: preset, c.drafter: "EAGLE", c.k: 2,
                 c.adaptive: False, c.temperature: 0.0, c.top_p: 1.0, c.top_k: 0, c.max_new: 8, c.seed: 0,
                 c.compare: False, c.arena: False, c.tree_width: 1, c.tree_nodes: 0}
 

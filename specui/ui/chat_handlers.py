@@ -1,0 +1,181 @@
+"""The Chat tab's handlers: a message's run (`respond`), the last exchange run again (`retry`, the chat's ↻ under
+the last reply: the same message with the settings as they are now, e.g. another drafter or K) or taken back into
+the prompt box to be edited (`undo`), Clear, and the race's replay.
+
+The conversation lives in three states that move together: `messages` (the chat as shown, HTML), `turns` (the
+conversation as plain text, for chat templates: only the exchanges whose run succeeded) and `exchanges` (per
+shown exchange, the message as typed and whether `turns` kept it), so the last exchange can be taken back
+whether its run succeeded or not. Handlers read their inputs by component (`ui` is `blocks.ChatTab`) and answer
+with a dict of the outputs they change.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+import gradio as gr
+
+from specui.ui import charts, chat_tree, render, stats
+from specui.ui.request import SettingsError
+from specui.ui.session import Showcase, decode
+
+log = logging.getLogger("specui.ui")
+
+
+class Stops:
+    """The Stop button's events, one per browser session with a run in flight."""
+
+    def __init__(self):
+        self._events: dict[str, threading.Event] = {}
+        self._guard = threading.Lock()
+
+    def start(self, key: str) -> threading.Event:
+        with self._guard:
+            self._events[key] = event = threading.Event()
+        return event
+
+    def end(self, key: str, event: threading.Event) -> None:
+        with self._guard:
+            if self._events.get(key) is event:
+                del self._events[key]
+
+    def set(self, key: str) -> None:
+        with self._guard:
+            event = self._events.get(key)
+        if event is not None:
+            event.set()
+
+    def busy(self, key: str) -> bool:
+        """Whether this browser session has a run in flight."""
+        with self._guard:
+            return key in self._events
+
+
+@dataclass
+class App:
+    """What the Chat tab's handlers share: the showcase (config, pairs, locks) and the Stop events."""
+
+    showcase: Showcase
+    stops: Stops = field(default_factory=Stops)
+
+
+def session_key(request: gr.Request | None) -> str:
+    return request.session_hash if request is not None else ""
+
+
+def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, again: bool = False):
+    """Stream one chat request: yields dicts of the outputs that changed (the rest stay as they are). `again`: the
+    message is the last exchange's, run again (`retry`), so the prompt box is left as it is."""
+    r, chat = ui.results, ui.panel.chat
+    text, history = data[ui.panel.prompt], data[ui.turns]
+    sent = [*data[ui.exchanges], {"text": text or "", "kept": False}]
+    shown = [*data[ui.messages], {"role": "user", "content": render.render_prompt(text or "")},
+             {"role": "assistant", "content": render.render_note("…")}]
+
+    def page(message: str, changes: dict) -> dict:
+        shown[-1] = {"role": "assistant", "content": message}
+        return {chat: shown, ui.messages: shown, ui.turns: history, ui.exchanges: sent, **changes}
+
+    try:
+        settings = ui.controls.settings(data)
+    except SettingsError as e:
+        gr.Warning(str(e))
+        yield page(render.render_error(str(e)), {r.stats: stats.stats_html(None, status="Error")})
+        return
+    # a chat takes the message into the conversation, so the box empties for the next one (it comes back if the
+    # run fails); a base model's prompt stays, to be edited and run again
+    chatting, taken = _is_chat(app, settings.preset) and not again, False
+    key = session_key(request)
+    halt = app.stops.start(key)
+    run, figures, hidden = None, {}, False
+    try:
+        for frame, run in decode(app.showcase, text, settings, history=history, stop=halt):
+            if frame.error:
+                gr.Warning(frame.error)
+            changes = {r.stats: frame.stats}
+            if frame.figures:
+                figures = {r.plots[elem_id]: figure for elem_id, figure in frame.figures.items()}
+                if frame.table is not None:  # the arena's table comes with its chart
+                    figures[r.arena_table] = frame.table
+                changes.update(figures)
+            if frame.race is not None:  # the race replay, once both runs are done
+                changes.update({r.race: frame.race, ui.race_html: frame.race, r.replay: gr.update(visible=True)})
+            elif not hidden:  # a new run hides the last one's race
+                changes.update({r.race: "", ui.race_html: "", r.replay: gr.update(visible=False)})
+            hidden = True
+            if chatting and not taken:
+                changes[ui.panel.prompt], taken = "", True
+            yield page(frame.message, changes)
+    except Exception as e:  # a bug of ours: still a message, never a traceback, and the app serves on
+        log.exception("the request failed")
+        message = f"Something went wrong: {type(e).__name__}: {e}"
+        back = {ui.panel.prompt: text} if taken else {}
+        yield page(render.render_error(message), {r.stats: stats.stats_html(None, status="Error"), **back})
+        return
+    finally:
+        app.stops.end(key, halt)
+    if taken and run is not None and run.error is not None:
+        yield page(shown[-1]["content"], {ui.panel.prompt: text})  # not taken after all: the message comes back
+    if run is not None and run.error is None:
+        history = [*history, {"role": "user", "content": text}, run.reply_message()]
+        sent[-1] = {"text": text, "kept": True}
+        # the final charts (and table) again: a streaming client may have skipped the frame that carried them
+        yield page(shown[-1]["content"], {**figures, **chat_tree.after_run(ui.tree, run.trees)})
+
+
+def take_back(messages: list, turns: list, exchanges: list) -> tuple[list, list, list, str] | None:
+    """The conversation without its last exchange, and that exchange's message as typed (None: nothing to take
+    back). The exchange leaves `turns` only if its run had put it there."""
+    if not exchanges or len(messages) < 2:
+        return None
+    last = exchanges[-1]
+    return messages[:-2], turns[:-2] if last["kept"] else turns, exchanges[:-1], last["text"]
+
+
+def retry(app: App, ui, data: dict, request: gr.Request | None = None):
+    """The chat's ↻: the last exchange's message run again, with the settings as they are now."""
+    taken = take_back(data[ui.messages], data[ui.turns], data[ui.exchanges])
+    if taken is None:
+        gr.Warning("There is no message to run again: type one and press Send.")
+        return
+    messages, turns, exchanges, text = taken
+    yield from respond(app, ui, {**data, ui.panel.prompt: text, ui.messages: messages, ui.turns: turns,
+                                 ui.exchanges: exchanges}, request, again=True)
+
+
+def undo(app: App, ui, data: dict, request: gr.Request | None = None) -> dict:
+    """The chat's ↶: the last exchange leaves the conversation and its message goes back into the prompt box."""
+    if app.stops.busy(session_key(request)):  # the chat disables ↶ while a run streams; a late click waits for Stop
+        gr.Warning("A reply is still being written: press Stop first.")
+        return {}
+    taken = take_back(data[ui.messages], data[ui.turns], data[ui.exchanges])
+    if taken is None:
+        return {}
+    messages, turns, exchanges, text = taken
+    return {ui.panel.chat: messages, ui.messages: messages, ui.turns: turns, ui.exchanges: exchanges,
+            ui.panel.prompt: text}
+
+
+def _is_chat(app: App, preset: str | None) -> bool:
+    """Whether `preset` (None: the default) wraps messages in a chat template (False when it is unknown)."""
+    try:
+        return bool(app.showcase.config.get(preset).chat_template)
+    except ValueError:
+        return False
+
+
+def clear(ui) -> dict:
+    r, empty = ui.results, {**charts.all_figures(), "chart-arena": charts.arena_figure()}
+    return {ui.panel.chat: [], ui.messages: [], ui.turns: [], ui.exchanges: [], r.stats: stats.stats_html(None),
+            r.race: "", ui.race_html: "", r.replay: gr.update(visible=False), r.arena_table: [],
+            **{plot: empty[elem_id] for elem_id, plot in r.plots.items()}, **chat_tree.cleared(ui.tree)}
+
+
+def replay(ui, html_now: str):
+    """The race again: a fresh nonce changes the HTML, so the browser restarts the animation."""
+    if not html_now:
+        return gr.skip()
+    return html_now.replace('data-nonce="', f'data-nonce="{time.monotonic_ns()}-', 1)

