@@ -10,7 +10,8 @@ draft forward, the verify-cost curve for a round's K+1 rows):
     plain:        forwards (t each) | the rest of each step (sampling, the round's record) | between
                   steps | prefill
     speculative:  target forwards (t per round, as the theorem counts them) | their extra rows (the
-                  verify-cost curve's excess over 1) | the rest of verification | draft forwards (d each)
+                  verify-cost curve's excess over 1 at the round's rows: cur and every drafted token, a tree's
+                  every node) | the rest of verification | draft forwards (d each; a tree: one per level)
                   | the rest of drafting (sampling; forwards slower than alone, their weights evicted by
                   the target's) | between rounds | prefills (the target's and the drafter's)
 
@@ -39,6 +40,24 @@ def curve_ratio(curve: dict, rows: int) -> float:
     return ratios[i - 1] + (ratios[i] - ratios[i - 1]) * (rows - a) / (b - a)
 
 
+def _verified(round_) -> int:
+    """The rows of a round's verify: cur and every drafted token (a tree round: every node of its tree; its
+    `drafted` lists only the walked path)."""
+    return 1 + (len(round_.tree) if getattr(round_, "tree", None) else round_.num_drafted)
+
+
+def _draft_forwards(round_) -> int:
+    """The drafter's one-token-wide forwards in a round: one per drafted token, or per level of a tree (each level
+    is one forward over its nodes)."""
+    nodes = getattr(round_, "tree", None)
+    if not nodes:
+        return round_.num_drafted
+    depth = [0] * len(nodes)
+    for i, node in enumerate(nodes):
+        depth[i] = 1 if node.parent < 0 else depth[node.parent] + 1
+    return max(depth)
+
+
 def time_budget(plain_results: list, spec_results: list, *, target_s: float, draft_s: float, curve: dict,
                 theory: float) -> dict:
     """Split the runs (engine `GenerationResult`s, one per prompt, plain and speculative) into parts.
@@ -59,8 +78,8 @@ def time_budget(plain_results: list, spec_results: list, *, target_s: float, dra
              "between steps": sum(r.total_s for r in plain_results) - plain_prefill - plain_step_s,
              "prefill": plain_prefill}
     rounds = [x for r in spec_results for x in r.rounds]
-    verify_rows = sum(curve_ratio(curve, x.num_drafted + 1) for x in rounds) * target_s
-    drafted = sum(x.num_drafted for x in rounds)
+    verify_rows = sum(curve_ratio(curve, _verified(x)) for x in rounds) * target_s
+    drafted = sum(_draft_forwards(x) for x in rounds)
     verify_total = sum(x.verify_s for x in rounds)
     draft_total = sum(x.draft_s for x in rounds)
     spec_prefill = sum(r.prefill_s for r in spec_results)

@@ -49,3 +49,16 @@ def test_parts_add_up_and_taking_them_all_away_leaves_the_theorem():
 def test_runs_of_different_lengths_are_refused():
     with pytest.raises(ValueError, match="same length"):
         time_budget([plain_run(tokens=3)], [spec_run()], target_s=0.01, draft_s=0.002, curve=CURVE, theory=1.5)
+
+
+def test_a_tree_rounds_verify_counts_every_node_and_its_drafting_one_forward_per_level():
+    """A tree round's `drafted` lists only the walked path; its verify reads every node (here 5: two levels of
+    children, then one more level), and its drafter ran one forward per level (3)."""
+    nodes = tuple(Run(parent=p) for p in (-1, -1, 0, 0, 2))
+    tree_round = Run(verify_s=0.016, draft_s=0.009, num_drafted=2, tree=nodes)
+    spec = Run(token_ids=[0] * 4, rounds=[tree_round, tree_round], prefill_s=0.02, total_s=0.02 + 2 * 0.025)
+    b = time_budget([plain_run()], [spec], target_s=0.010, draft_s=0.002, curve=CURVE, theory=2.0)
+    parts = b["speculative_ms_per_token"]
+    assert parts["verify extra rows"] == pytest.approx(2 * (1.4 - 1.0) * 10 / 4)  # 6 rows: 1.4 by the curve
+    assert parts["verify rest"] == pytest.approx(2 * (16 - 14) / 4)
+    assert parts["draft forwards"] == pytest.approx(2 * 3 * 2 / 4) and parts["draft rest"] == pytest.approx(2 * 3 / 4)
