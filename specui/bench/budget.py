@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+
 def curve_ratio(curve: dict, rows: int) -> float:
     """The verify-cost curve at `rows` new tokens, linear between its measured sizes (flat past the last)."""
     tokens, ratios = curve["tokens"], curve["ratios"]
