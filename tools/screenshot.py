@@ -40,6 +40,12 @@ def set_number(page, elem_id: str, value) -> None:
     box.press("Enter")
 
 
+# the chat's last reply is a finished run's (its first frames are a note: "…", loading lines) or an error
+FINISHED = ("() => { const m = document.querySelectorAll('#chat [data-testid=bot]'); const last = m[m.length - 1];"
+            " return last && last.querySelector('.specui-out, .specui-error') && !last.querySelector('.specui-caret') &&"
+            " !document.querySelector('#stats .stat-status')?.textContent.includes('…'); }")
+
+
 def run_prompt(page, prompt: str, *, timeout_ms: int = 120_000) -> None:
     """Type a prompt, press Send, wait until the run is finished (no caret left in the chat)."""
     before = page.locator("#chat .specui-prompt").count()
@@ -47,10 +53,7 @@ def run_prompt(page, prompt: str, *, timeout_ms: int = 120_000) -> None:
     page.click("#send")
     page.wait_for_function(
         "n => document.querySelectorAll('#chat .specui-prompt').length > n", arg=before, timeout=timeout_ms)
-    page.wait_for_function(
-        "() => { const m = document.querySelectorAll('#chat .specui-out, #chat .specui-error');"
-        " return m.length && !m[m.length - 1].querySelector('.specui-caret') &&"
-        " !document.querySelector('#stats .stat-status')?.textContent.includes('…'); }", timeout=timeout_ms)
+    page.wait_for_function(FINISHED, timeout=timeout_ms)
 
 
 def screenshot(path: str, *, config_path: str | None = None, max_new_tokens: int = 96) -> None:

@@ -31,7 +31,7 @@ from specui.loading import PairCache
 from specui.settings import MAX_DRAFT_TOKENS
 from specui.ui import charts, chat_tree, render, stats
 from specui.ui.api import generate_endpoint
-from specui.ui.chat_handlers import App, clear, replay, respond, retry, session_key, undo
+from specui.ui.chat_handlers import App, clear, replay, respond, retry, session_key, undo, waiting
 from specui.ui.preset_view import about, follow_preset, on_drafter
 from specui.ui.request import DRAFTER_CHOICES, Settings
 from specui.ui.session import Showcase
@@ -239,17 +239,29 @@ def _wire(ui: ChatTab, app: App) -> None:
     def back(data: dict, request: gr.Request):
         return undo(app, ui, data, request)
 
+    def show(data: dict, request: gr.Request):
+        return waiting(app, ui, data, request)
+
+    def show_again(data: dict, request: gr.Request):
+        return waiting(app, ui, data, request, again=True)
+
     def halt(request: gr.Request):
         app.stops.set(session_key(request))
 
     inputs = {p.prompt, ui.messages, ui.turns, ui.exchanges} | c.inputs
+    # a run waits for its turn in the queue (one at a time): `show` puts the message in the chat at once, then the run
     queued = {"concurrency_id": ENGINE_GROUP, "concurrency_limit": 1, "show_progress": "hidden"}
-    p.send.click(send, inputs, ui.outputs, api_name="chat", api_visibility="undocumented", **queued)
-    p.prompt.submit(send, inputs, ui.outputs, api_visibility="private", **queued)
+    # queued (so their gr.Error and gr.Warning reach the page) without a limit (so they never wait for a run)
+    at_once = {"concurrency_limit": None, "api_visibility": "private", "show_progress": "hidden"}
+    p.send.click(show, inputs, [p.chat], **at_once).success(send, inputs, ui.outputs, api_name="chat",
+                                                           api_visibility="undocumented", **queued)
+    p.prompt.submit(show, inputs, [p.chat], **at_once).success(send, inputs, ui.outputs, api_visibility="private",
+                                                              **queued)
     # ↻ and ↶ under the last reply (gradio shows them once these listeners exist, and disables them while a run streams)
-    p.chat.retry(again, inputs - {p.prompt}, ui.outputs, api_visibility="private", **queued)
+    p.chat.retry(show_again, inputs, [p.chat], **at_once).success(again, inputs - {p.prompt}, ui.outputs,
+                                                                 api_visibility="private", **queued)
     p.chat.undo(back, {ui.messages, ui.turns, ui.exchanges}, [p.chat, ui.messages, ui.turns, ui.exchanges, p.prompt],
-                **QUIET)
+                **at_once)
     p.stop.click(halt, None, None, **QUIET)
     p.clear.click(lambda: clear(ui), None, ui.outputs, **QUIET)
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)

@@ -26,15 +26,27 @@ log = logging.getLogger("specui.ui")
 
 
 class Stops:
-    """The Stop button's events, one per browser session with a run in flight."""
+    """The Stop button's events, per browser session: the run in flight, and those that wait for their turn in the
+    queue (in the queue's order). Stop sets them all: the run ends at its next round, a waiting one when it starts."""
 
     def __init__(self):
         self._events: dict[str, threading.Event] = {}
+        self._waiting: dict[str, list[threading.Event]] = {}
         self._guard = threading.Lock()
 
-    def start(self, key: str) -> threading.Event:
+    def wait(self, key: str) -> None:
+        """A run was asked for (`waiting`) and waits for its turn."""
         with self._guard:
-            self._events[key] = event = threading.Event()
+            self._waiting.setdefault(key, []).append(threading.Event())
+
+    def start(self, key: str) -> threading.Event:
+        """The run's event: the one it waited with (set if Stop was pressed meanwhile), else a new one (an API
+        call, which does not wait first)."""
+        with self._guard:
+            queue = self._waiting.get(key)
+            self._events[key] = event = queue.pop(0) if queue else threading.Event()
+            if queue == []:
+                del self._waiting[key]
         return event
 
     def end(self, key: str, event: threading.Event) -> None:
@@ -44,14 +56,15 @@ class Stops:
 
     def set(self, key: str) -> None:
         with self._guard:
-            event = self._events.get(key)
-        if event is not None:
-            event.set()
+            events = [self._events.get(key), *self._waiting.get(key, ())]
+        for event in events:
+            if event is not None:
+                event.set()
 
     def busy(self, key: str) -> bool:
-        """Whether this browser session has a run in flight."""
+        """Whether this browser session has a run in flight, or one waiting that Stop has not stopped."""
         with self._guard:
-            return key in self._events
+            return key in self._events or any(not e.is_set() for e in self._waiting.get(key, ()))
 
 
 @dataclass
@@ -72,8 +85,7 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
     r, chat = ui.results, ui.panel.chat
     text, history = data[ui.panel.prompt], data[ui.turns]
     sent = [*data[ui.exchanges], {"text": text or "", "kept": False}]
-    shown = [*data[ui.messages], {"role": "user", "content": render.render_prompt(text or "")},
-             {"role": "assistant", "content": render.render_note("…")}]
+    shown = _asked(data[ui.messages], text)
 
     def page(message: str, changes: dict) -> dict:
         shown[-1] = {"role": "assistant", "content": message}
@@ -92,6 +104,10 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
     halt = app.stops.start(key)
     run, figures, hidden = None, {}, False
     try:
+        if halt.is_set():  # Stop was pressed while it waited for its turn
+            yield page(render.render_note("Stopped before it started."),
+                       {r.stats: stats.stats_html(None, status="Stopped")})
+            return
         for frame, run in decode(app.showcase, text, settings, history=history, stop=halt):
             if frame.error:
                 gr.Warning(frame.error)
@@ -124,6 +140,31 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
         sent[-1] = {"text": text, "kept": True}
         # the final charts (and table) again: a streaming client may have skipped the frame that carried them
         yield page(shown[-1]["content"], {**figures, **chat_tree.after_run(ui.tree, run.trees)})
+
+
+def waiting(app: App, ui, data: dict, request: gr.Request | None = None, *, again: bool = False) -> dict:
+    """What Send (and ↻) do at once, before the run's turn in the queue: the message shows in the chat with an
+    ellipsis, or a note that it waits for the run in progress, and Stop from then on stops it before it starts. The
+    run's first frame replaces this. A session whose last message is still being answered (or waits) is refused:
+    gr.Error, so the run chained after this one does not start."""
+    key = session_key(request)
+    if app.stops.busy(key):  # a run asked for now would read the conversation without the reply being written
+        raise gr.Error("Your last message is still being answered: wait for the reply, or press Stop.")
+    messages, text = data[ui.messages], data.get(ui.panel.prompt)
+    if again:
+        taken = take_back(messages, data[ui.turns], data[ui.exchanges])
+        if taken is None:
+            raise gr.Error("There is no message to run again: type one and press Send.")
+        messages, _, _, text = taken
+    app.stops.wait(key)
+    note = "Waiting for the run in progress to finish (one runs at a time)…" if app.showcase.live else "…"
+    return {ui.panel.chat: _asked(messages, text, note)}
+
+
+def _asked(messages: list, text: str | None, note: str = "…") -> list:
+    """The chat as shown with a new message and, in place of its reply, `note`."""
+    return [*messages, {"role": "user", "content": render.render_prompt(text or "")},
+            {"role": "assistant", "content": render.render_note(note)}]
 
 
 def take_back(messages: list, turns: list, exchanges: list) -> tuple[list, list, list, str] | None:

@@ -3,8 +3,8 @@
 It types a prompt and sees coloured tokens stream and the charts draw, turns compare on and sees the
 speedup and the identical-output check, runs the drafter arena and sees its table, chart and who proposed
 each token, stops a long run, sends an HTML-injection string and sees it as text (no element, no dialog),
-sees a prompt that goes on from the last one keep its tokens, and runs the last message again (↻) and takes it
-back (↶). Under CI=true a missing browser is a
+sees a prompt that goes on from the last one keep its tokens, runs the last message again (↻) and takes it
+back (↶), and sends a message while another visitor's run goes on. Under CI=true a missing browser is a
 failure, not a skip.
 """
 
@@ -15,7 +15,7 @@ import re
 import pytest
 
 from tests.helpers import require_browser, served_app, ui_config
-from tools.screenshot import launch_chromium, run_prompt, set_number
+from tools.screenshot import FINISHED, launch_chromium, run_prompt, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -27,9 +27,7 @@ EMITTED = "#chat .tok-accepted, #chat .tok-resampled, #chat .tok-bonus"
 def run_prompt_done(page):
     """Wait until the last reply has no caret (the run finished); say what the page shows if it never does."""
     try:
-        page.wait_for_function(
-            "() => { const m = document.querySelectorAll('#chat .specui-out');"
-            " return m.length && !m[m.length - 1].querySelector('.specui-caret'); }", timeout=120_000)
+        page.wait_for_function(FINISHED, timeout=120_000)
     except Exception as e:
         raise AssertionError(f"the run did not finish: chat={page.locator('#chat').inner_text()[-500:]!r} "
                              f"stats={page.locator('#stats').inner_text()!r}") from e
@@ -297,6 +295,36 @@ def test_retry_runs_the_last_message_again_and_undo_gives_it_back_to_the_box(pag
     page.wait_for_function("n => document.querySelectorAll('#chat .specui-prompt').length === n - 1", arg=shown,
                            timeout=10_000)
     assert page.input_value("#prompt textarea") == PROMPT
+
+
+def test_a_message_sent_during_another_visitors_run_shows_at_once_and_stop_cancels_it(page):
+    """One run at a time: a second visitor's message shows in the chat at once with a note that it waits, Send
+    again is refused with a message, and Stop ends it before it starts (then the page works as before)."""
+    other = page.context.browser.new_page()  # another visitor: a session of its own
+    other.goto(page.url)
+    other.wait_for_selector("#prompt textarea", timeout=60_000)
+    set_number(other, "num-draft-tokens", 1)
+    set_number(other, "max-new-tokens", 512)
+    set_number(other, "temperature", 1.0)
+    other.check("#arena input")
+    other.check("#compare input")
+    other.fill("#prompt textarea", PROMPT)
+    other.click("#send")
+    other.wait_for_selector("#chat .specui-caret", timeout=60_000)  # its run is under way
+    set_number(page, "max-new-tokens", 8)
+    page.fill("#prompt textarea", "x = 1")
+    page.click("#send")
+    page.wait_for_function("() => document.querySelector('#chat').innerText.includes('Waiting for the run in "
+                           "progress')", timeout=10_000)
+    page.click("#send")
+    page.locator(".toast-body", has_text="still being answered").wait_for(timeout=10_000)
+    page.click("#stop")
+    page.wait_for_function("() => document.querySelector('#chat').innerText.includes('Stopped before it started')",
+                           timeout=120_000)
+    assert page.input_value("#prompt textarea") == "x = 1"
+    other.close()
+    run_prompt(page, "x = 2")
+    assert page.locator("#chat .specui-out").last.locator(".tok").count() >= 1
 
 
 def test_clear_empties_the_chat(page):

@@ -1,7 +1,9 @@
 """The chat's ↻ and ↶ on the last exchange (`specui.ui.chat_handlers`): ↻ runs the last message again with the
 settings as they are now (another drafter, K, compare) and replaces its reply; ↶ takes the exchange out of the
 conversation and puts its message back into the prompt box. A failed exchange (never in the conversation's turns)
-is taken back as well as one that succeeded, and a chat's later turn sees the conversation without it."""
+is taken back as well as one that succeeded, and a chat's later turn sees the conversation without it. A message
+shows in the chat at once (`waiting`), before its run's turn in the queue; Stop reaches a run that waits, and a
+session whose last message is still being answered cannot send another."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 from specui.loading import PairCache
 from specui.presets import load_config
 from specui.ui.blocks import chat_tab
-from specui.ui.chat_handlers import App, respond, retry, take_back, undo
+from specui.ui.chat_handlers import App, Stops, respond, retry, take_back, undo, waiting
 from specui.ui.session import Showcase
 from tests.helpers import HAS_WHEEL, ui_config
 
@@ -113,3 +115,37 @@ def test_a_chat_goes_on_without_the_exchange_taken_back():
     pair = app.showcase.cache.get(config.get("smollm2-chat"))
     ids = app.showcase.encode(pair, "Name an animal.", frames[-1][ui.turns])
     assert "fruit" not in pair.tokenizer.decode(ids) and "colour" in pair.tokenizer.decode(ids)
+
+
+def test_stop_reaches_runs_that_wait_for_their_turn_in_the_queues_order():
+    stops = Stops()
+    stops.wait("v")
+    stops.wait("v")
+    assert stops.busy("v") and not stops.busy("w")
+    stops.set("v")  # both waiting runs are stopped before they start
+    assert not stops.busy("v")  # a stopped waiting run does not hold up the next message
+    stops.wait("v")
+    first, second, third = stops.start("v"), stops.start("v"), stops.start("v")
+    assert first.is_set() and second.is_set() and not third.is_set()
+    assert stops.busy("v")  # the third runs
+    assert not stops.start("w").is_set()  # an API call does not wait first
+    stops.end("v", third)
+    assert not stops.busy("v")
+
+
+def test_a_message_shows_at_once_and_one_still_being_answered_is_refused(tab):
+    ui, app = tab
+    request = SimpleNamespace(session_hash="shown")
+    shown = waiting(app, ui, form(ui, CODE), request)
+    assert [m["role"] for m in shown[ui.panel.chat]] == ["user", "assistant"] and "…" in str(shown[ui.panel.chat][1])
+    with pytest.raises(gr.Error, match="still being answered"):
+        waiting(app, ui, form(ui, "again"), request)
+    frames = list(respond(app, ui, form(ui, CODE), request))  # its turn comes: it runs, and then Send is free again
+    assert "tok-" in str(frames[-1][ui.messages][-1]["content"])
+    waiting(app, ui, form(ui, "x = 1"), request)
+    app.stops.set("shown")  # Stop while it waits: it ends when its turn comes, without a run
+    *_, last = respond(app, ui, form(ui, "x = 1", state=states(ui, frames[-1])), request)
+    assert "Stopped before it started" in str(last[ui.messages][-1]["content"])
+    assert last[ui.exchanges][-1] == {"text": "x = 1", "kept": False} and len(last[ui.turns]) == 2
+    with pytest.raises(gr.Error, match="no message to run again"):
+        waiting(app, ui, form(ui, ""), request, again=True)
