@@ -1,4 +1,5 @@
-"""specui's Gradio showcase: `python app.py [--preset NAME] [--config models.yaml] [--host H] [--port P] [--share]`.
+"""specui's Gradio showcase: `python app.py [--preset NAME] [--config models.yaml] [--host H] [--port P] [--share]`,
+or `python app.py --target T [--draft D] [--chat]` for a pair not in models.yaml.
 
 Thin on purpose: parse the arguments, read models.yaml, build the Blocks app (specui/ui/blocks.py)
 and launch it. A broken config ends the program with one line naming the file and the problem, and a
@@ -25,14 +26,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)),
                         help="port to listen on (default $GRADIO_SERVER_PORT or 7860)")
     parser.add_argument("--share", action="store_true", help="also open a public gradio.live link")
+    pair = parser.add_argument_group("a pair not in models.yaml (the preset 'command-line', first and the default)")
+    pair.add_argument("--target", help="the target model: a local folder or a Hugging Face Hub id")
+    pair.add_argument("--draft", help="its draft model (a folder or a Hub id; without one, prompt lookup drafts)")
+    pair.add_argument("--chat", action="store_true", help="wrap prompts in the target's chat template (instruct models)")
     args = parser.parse_args(argv)
+    if (args.draft or args.chat) and not args.target:
+        parser.error("--draft and --chat need --target")
 
     from specui.packaged import PackagedModelError, ensure_available, is_packaged
-    from specui.presets import ConfigError, load_config
+    from specui.presets import ConfigError, load_config, with_pair
 
     try:
         config = load_config(args.config)
-        if args.preset:
+        if args.target:
+            config = with_pair(config, args.target, args.draft, chat=args.chat)
+        elif args.preset:
             config.get(args.preset)  # fails with the known names
             config = replace(config, default=args.preset)
         start = config.get(None)

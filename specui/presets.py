@@ -114,6 +114,30 @@ def parse_config(raw, *, path: Path) -> Config:
     return Config(path=path, default=default, presets=presets)
 
 
+COMMAND_LINE = "command-line"  # the preset of a pair named on a command line (`--target`, `--draft`)
+
+
+def with_pair(config: Config, target: str, draft: str | None = None, *, chat: bool = False) -> Config:
+    """`config` with one more preset, first and the default: the pair named on a command line (`python app.py
+    --target T [--draft D] [--chat]`, the same in `python -m specui.bench`), parsed and checked as a models.yaml
+    entry is. A name that is a folder here (relative to the working directory) is that folder, anything else a
+    Hub id (or `pypi:<package>`). Without a draft the drafter is prompt lookup."""
+    def local(ref: str) -> str:
+        folder = Path(ref).expanduser()
+        return str(folder.resolve()) if folder.is_dir() else ref
+
+    body = {"target": local(target), "chat_template": chat,
+            "description": f"The pair given on the command line: {target}" + (f" drafted for by {draft}" if draft else
+                                                                               ", drafted for by prompt lookup")}
+    if draft:
+        body["draft"] = local(draft)
+    try:
+        preset = _parse_preset(COMMAND_LINE, body, path=Path("command line"))
+    except ConfigError as e:  # named by the option: "--target: ..."
+        raise ConfigError(str(e).replace(f"command line: presets.{COMMAND_LINE}.", "--", 1)) from None
+    return Config(path=config.path, default=COMMAND_LINE, presets={COMMAND_LINE: preset, **config.presets})
+
+
 def _parse_preset(name: str, body, *, path: Path) -> Preset:
     key = f"{path.name}: presets.{name}"
     if not isinstance(body, dict):

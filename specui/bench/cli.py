@@ -19,7 +19,7 @@ from specui import chat_prompts, corpus
 from specui.arena import PLAIN, SKIP_REASON, can_draft
 from specui.drafters import DRAFTER_NAMES, HEADS, MODEL_DRAFTERS
 from specui.loading import load_pair
-from specui.presets import load_config
+from specui.presets import load_config, with_pair
 from specui.settings import DecodeSettings, SettingsError
 
 ALL = "all"  # --drafter all: plain decoding and every drafter of the preset
@@ -28,6 +28,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m specui.bench", description="specui's engine against transformers' own generation, on the same prompts.")
     p.add_argument("--preset", default=None, help="a preset of models.yaml (default: its default)")
     p.add_argument("--config", default=None, help="the models.yaml to read (default: the one beside the package)")
+    p.add_argument("--target", default=None, help="a pair not in models.yaml: its target (a folder or a Hub id), "
+                                                  "in place of --preset")
+    p.add_argument("--draft", default=None, help="with --target: its draft model (without one, prompt lookup drafts)")
+    p.add_argument("--chat", action="store_true", help="with --target: prompts in the target's chat template")
     p.add_argument("--prompts", default=None,
                    help='JSON Lines file, one {"prompt": "..."} per line (default: the held-out chat and code prompts '
                         'of specui.chat_prompts for a chat preset, else held-out stdlib test code)')
@@ -66,6 +70,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--warmup, --temperature and --turns must be >= 0")
     if args.turns and args.drafter == ALL:
         p.error(f"--turns runs one drafter (the preset's, or --drafter NAME), not {ALL}")
+    if (args.draft or args.chat) and not args.target:
+        p.error("--draft and --chat need --target")
+    if args.target and args.preset:
+        p.error("--target names a pair in place of --preset: give one of them")
     return args
 
 
@@ -147,7 +155,10 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     texts = read_prompt_texts(args.prompts) if args.prompts else None
     transformers_logging.set_verbosity_error()  # generate()'s advice about its own arguments is noise here
-    preset = load_config(args.config).get(args.preset)
+    config = load_config(args.config)
+    if args.target:
+        config = with_pair(config, args.target, args.draft, chat=args.chat)
+    preset = config.get(args.preset)
     pair = load_pair(preset, progress=lambda msg: print(msg, file=sys.stderr))  # applies the preset's threads
     if args.threads:
         torch.set_num_threads(args.threads)

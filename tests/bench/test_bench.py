@@ -113,6 +113,20 @@ def test_bench_sampled_json(bench_config, tmp_path):
     assert isinstance(report["speedup_vs_hf_assisted"], float)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair is missing")
+def test_bench_on_a_pair_named_on_the_command_line(tmp_path):
+    """`--target`/`--draft` in place of a preset: the stdlib pair by its folders (relative to the working
+    directory), prompt lookup when no draft is named."""
+    report, stdout = _run(["--target", "assets/specui-target", "--draft", "assets/specui-draft"], tmp_path)
+    assert report["preset"] == "command-line" and report["identical_to_plain"] is True and "speculative" in stdout
+    report, _ = _run(["--target", "assets/specui-target"], tmp_path)
+    assert report["drafter"] == "prompt_lookup" and report["identical_to_plain"] is True
+    done = subprocess.run([sys.executable, "-m", "specui.bench", "--target", "x", "--preset", "bundled"],
+                          check=False, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "give one of them" in done.stderr
+
+
 def test_bench_rejects_bad_prompts_file(bench_config, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "no prompt key"}\n', encoding="utf-8")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from specui.presets import DEFAULT_CONFIG, ConfigError, load_config
+from specui.presets import COMMAND_LINE, DEFAULT_CONFIG, ConfigError, load_config, with_pair
 
 
 def test_shipped_models_yaml_is_valid():
@@ -98,3 +98,20 @@ def test_drafter_tokens_give_a_drafter_its_own_k(tmp_path):
     preset = load_config(write(tmp_path, GOOD + "    num_draft_tokens: 3\n    drafter_tokens: {medusa: 1, model: 2}\n")).get("a")
     assert preset.k_for("medusa") == 1 and preset.k_for("eagle") == 3
     assert preset.k_for() == preset.k_for("model") == 2  # the preset's own drafter
+
+
+def test_a_pair_named_on_the_command_line_is_the_first_preset_and_the_default(tmp_path, monkeypatch):
+    """`--target T --draft D [--chat]`: a folder here (relative to the working directory) becomes absolute, a Hub
+    id stays; checked as a models.yaml entry is; the file's presets stay after it."""
+    (tmp_path / "models" / "target").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    base = load_config()
+    config = with_pair(base, "models/target", "org/draft", chat=True)
+    preset = config.get(None)
+    assert config.default == COMMAND_LINE and config.names == [COMMAND_LINE, *base.names]
+    assert preset.target == str(tmp_path / "models" / "target") and preset.draft == "org/draft"
+    assert preset.drafter == "model" and preset.chat_template and "models/target" in preset.description
+    solo = with_pair(base, "org/model").get(None)
+    assert solo.target == "org/model" and solo.drafter == "prompt_lookup" and not solo.chat_template
+    with pytest.raises(ConfigError, match="^--target: unknown packaged model"):
+        with_pair(base, "pypi:nothing-here")
