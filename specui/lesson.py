@@ -228,14 +228,14 @@ def teaching_run(engine, tokenizer, prompt_ids: Sequence[int], settings: DecodeS
 # -- export --------------------------------------------------------------------------------------------
 
 
-def _finite(x):
+def json_safe(x):
     """JSON has no NaN or infinity: such numbers become None."""
     if isinstance(x, float) and not math.isfinite(x):
         return None
     if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
+        return {k: json_safe(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_finite(v) for v in x]
+        return [json_safe(v) for v in x]
     return x
 
 
@@ -252,7 +252,7 @@ def export_run(run: TeachingRun) -> dict:
     `rounds` are the engine's `Round` records field for field; `steps` add the token texts and verdicts.
     """
     tokens = [{**asdict(e), "round": s.index} for s in run.steps for e in s.emitted]
-    return _finite({
+    return json_safe({
         "format": EXPORT_FORMAT, "specui_version": __version__,
         "prompt": run.prompt, "prompt_ids": list(run.prompt_ids), "settings": dict(run.settings),
         "text": run.text, "tokens": tokens,

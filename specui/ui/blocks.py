@@ -9,7 +9,7 @@ passed at `launch`.
 Element ids that tests and automation rely on: #prompt #send #stop #clear #chat #compare #stats
 #chart-speed #chart-acceptance #chart-tokens-per-round #chart-position #preset #drafter
 #num-draft-tokens #adaptive-k #temperature #top-p #top-k #max-new-tokens #seed #show-rejected #race
-#replay, and arena mode's #arena (the checkbox), #arena-results, #arena-table and #chart-arena; token trees'
+#replay #chat-export, and arena mode's #arena (the checkbox), #arena-results, #arena-table and #chart-arena; token trees'
 #tree-width #tree-nodes and the tree view's (`specui.ui.chat_tree`). The API endpoint `/generate` answers one
 request as a dict (for `gradio_client`).
 
@@ -116,6 +116,7 @@ class Results:
     plots: dict[str, gr.Plot]  # element id -> plot (the arena's chart-arena too)
     arena: gr.Column  # arena mode's table and chart, shown while the Arena box is ticked
     arena_table: gr.Dataframe
+    export: gr.File  # the last run as JSON (`chat_handlers.run_export`), once it has finished
 
 
 @dataclass
@@ -134,7 +135,7 @@ class ChatTab:
         """Everything a chat request may change; the chatbot first (the /chat API's first output)."""
         r = self.results
         return [self.panel.chat, self.messages, self.turns, r.stats, *r.plots.values(), r.race, self.race_html,
-                r.replay, r.arena_table, *self.tree.outputs, self.panel.prompt, self.exchanges]
+                r.replay, r.arena_table, *self.tree.outputs, self.panel.prompt, self.exchanges, r.export]
 
 
 def _chat_panel() -> ChatPanel:
@@ -180,6 +181,8 @@ def _controls(config) -> Controls:
 
 def _results() -> Results:
     stats_line = gr.HTML(stats.stats_html(None), elem_id="stats")
+    export = gr.File(label="This run as JSON: the reply's tokens with their kind, p and q, the numbers, the settings",
+                     visible=False, interactive=False, elem_id="chat-export")
     with gr.Row():
         race = gr.HTML("", elem_id="race")
     replay = gr.Button("Replay race", elem_id="replay", size="sm", visible=False)
@@ -191,7 +194,7 @@ def _results() -> Results:
         with gr.Row():
             for elem_id, figure in ((e, charts.all_figures()[e]) for e in row):
                 plots[elem_id] = gr.Plot(figure, elem_id=elem_id, show_label=False)
-    return Results(stats_line, race, replay, plots, arena, table)
+    return Results(stats_line, race, replay, plots, arena, table, export)
 
 
 def chat_tab(config) -> ChatTab:

@@ -11,6 +11,7 @@ with a dict of the outputs they change.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -18,9 +19,11 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
+from specui import arena, runstats
 from specui.ui import charts, chat_tree, render, stats
+from specui.ui.exports import Exports
 from specui.ui.request import SettingsError
-from specui.ui.session import Showcase, decode
+from specui.ui.session import Run, Showcase, decode, reply
 
 log = logging.getLogger("specui.ui")
 
@@ -73,6 +76,7 @@ class App:
 
     showcase: Showcase
     stops: Stops = field(default_factory=Stops)
+    exports: Exports = field(default_factory=lambda: Exports("specui-chat-"))
 
 
 def session_key(request: gr.Request | None) -> str:
@@ -119,8 +123,9 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
                 changes.update(figures)
             if frame.race is not None:  # the race replay, once both runs are done
                 changes.update({r.race: frame.race, ui.race_html: frame.race, r.replay: gr.update(visible=True)})
-            elif not hidden:  # a new run hides the last one's race
-                changes.update({r.race: "", ui.race_html: "", r.replay: gr.update(visible=False)})
+            elif not hidden:  # a new run hides the last one's race and download
+                changes.update({r.race: "", ui.race_html: "", r.replay: gr.update(visible=False),
+                                r.export: gr.update(value=None, visible=False)})
             hidden = True
             if chatting and not taken:
                 changes[ui.panel.prompt], taken = "", True
@@ -139,7 +144,33 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
         history = [*history, {"role": "user", "content": text}, run.reply_message()]
         sent[-1] = {"text": text, "kept": True}
         # the final charts (and table) again: a streaming client may have skipped the frame that carried them
-        yield page(shown[-1]["content"], {**figures, **chat_tree.after_run(ui.tree, run.trees)})
+        yield page(shown[-1]["content"], {**figures, **chat_tree.after_run(ui.tree, run.trees),
+                                          r.export: _download(app, run)})
+
+
+def run_export(run: Run) -> dict:
+    """The Chat tab's download of a finished run: the preset and settings, then the API's answer (the reply's
+    tokens with their kind, p, q and acceptance probability, its numbers, the plain run's in compare mode), and in
+    arena mode each contestant's reply, tokens and numbers (greedy: whether it equals plain decoding's)."""
+    out = {"preset": run.preset, "settings": dataclasses.asdict(run.settings), **run.as_dict()}
+    if run.settings.arena:
+        plain = run.arena.get(arena.PLAIN)
+        out["arena"] = {
+            name: {"text": reply(run.arena_views.get(name, ()), result), "token_ids": list(result.token_ids),
+                   "stats": runstats.run_stats(result, plain=plain).as_dict() if result.rounds else None,
+                   "identical_to_plain": (result.token_ids == plain.token_ids
+                                          if run.settings.greedy and plain is not None else None)}
+            for name, result in run.arena.items()}
+    return out
+
+
+def _download(app: App, run: Run):
+    try:
+        path = app.exports.write(run_export(run), f"specui-run-{run.preset}-seed{run.settings.seed}.json")
+    except Exception:  # the reply stands without its download
+        log.exception("writing the run's download")
+        return gr.update(value=None, visible=False)
+    return gr.update(value=path, visible=True)
 
 
 def waiting(app: App, ui, data: dict, request: gr.Request | None = None, *, again: bool = False) -> dict:
@@ -212,6 +243,7 @@ def clear(ui) -> dict:
     r, empty = ui.results, {**charts.all_figures(), "chart-arena": charts.arena_figure()}
     return {ui.panel.chat: [], ui.messages: [], ui.turns: [], ui.exchanges: [], r.stats: stats.stats_html(None),
             r.race: "", ui.race_html: "", r.replay: gr.update(visible=False), r.arena_table: [],
+            r.export: gr.update(value=None, visible=False),
             **{plot: empty[elem_id] for elem_id, plot in r.plots.items()}, **chat_tree.cleared(ui.tree)}
 
 

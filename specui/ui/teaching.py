@@ -22,10 +22,6 @@ stepper's (`specui.ui.teach_tree`). Every model or user string is escaped before
 from __future__ import annotations
 
 import functools
-import json
-import shutil
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +30,7 @@ import gradio as gr
 from specui import lesson
 from specui.drafters import LABELS
 from specui.ui import teach_charts, teach_compare, teach_experiments, teach_tree
+from specui.ui.exports import Exports
 from specui.ui.preset_view import on_drafter, on_preset
 from specui.ui.request import DRAFTER_CHOICES
 from specui.ui.teach_compare_view import render_compare
@@ -41,30 +38,8 @@ from specui.ui.teach_experiments import Experiment
 from specui.ui.teach_prepare import prepare
 from specui.ui.teach_view import DEFAULT_PROMPT, INTRO, STEP_HELP, THEORY_HELP, render_measured, render_step
 
-EXPORTS_KEPT = 16  # export files kept on disk per process (gradio serves its own copy of each)
 TEACH_K_MAX = 8  # the Teach tab's K slider: enough for a lesson, small enough to read a round
 NAV = {"api_visibility": "private", "show_progress": "hidden"}
-
-
-class Exports:
-    """The JSON exports of this app: a temporary folder, removed when the process exits; the newest
-    EXPORTS_KEPT stay on disk."""
-
-    def __init__(self):
-        self._folder: tempfile.TemporaryDirectory | None = None
-
-    def write(self, run: lesson.TeachingRun) -> str:
-        """Write the run's JSON export to a fresh file; returns its path."""
-        if self._folder is None:
-            self._folder = tempfile.TemporaryDirectory(prefix="specui-teach-")
-        root = Path(self._folder.name)
-        folder = root / f"{time.monotonic_ns()}"  # a folder per export keeps the file's plain name
-        folder.mkdir()
-        path = folder / f"specui-run-seed{run.spec.seed}.json"
-        path.write_text(json.dumps(lesson.export_run(run), indent=1, allow_nan=False), encoding="utf-8")
-        for old in sorted(root.iterdir(), key=lambda p: int(p.name))[:-EXPORTS_KEPT]:
-            shutil.rmtree(old, ignore_errors=True)
-        return str(path)
 
 
 @dataclass
@@ -72,7 +47,7 @@ class TeachState:
     """What the tab keeps between events: the export folder and the one noisy draft it made."""
 
     showcase: object
-    exports: Exports = field(default_factory=Exports)
+    exports: Exports = field(default_factory=lambda: Exports("specui-teach-"))
     weak_drafts: dict = field(default_factory=dict)  # (preset, noise) -> the noisy draft, one kept
 
 
@@ -242,7 +217,7 @@ def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
     return {ui.run: run, ui.index: 0, **_show(ui, run, 0),
             s.theory_tokens: teach_charts.theory_tokens_figure(run.measured),
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
-            s.export: state.exports.write(run), s.status: note, ui.playing: False, ui.timer: gr.Timer(active=False),
+            s.export: state.exports.write(lesson.export_run(run), f"specui-run-seed{run.spec.seed}.json"), s.status: note, ui.playing: False, ui.timer: gr.Timer(active=False),
             ui.controls.play: gr.update(value="▶ Play"),
             **teach_compare.run_comparison(state.showcase, ui, {**data, ui.run: run, ui.index: 0})}
 

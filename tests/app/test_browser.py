@@ -10,7 +10,9 @@ failure, not a skip.
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -178,6 +180,10 @@ def test_compare_shows_the_speedup_and_the_identical_output_check(page):
     assert race.count() == 1 and race.locator(".race-lane").count() == 2
     assert page.locator("#chart-speed .scatterlayer .trace").count() == 2  # speculative and plain
     page.click("#compare input")  # back off for the next tests
+    with page.expect_download() as download:  # the run as JSON, under the stats line
+        page.locator("#chat-export a").first.click()
+    data = json.loads(Path(download.value.path()).read_text(encoding="utf-8"))
+    assert data["identical"] is True and data["plain_text"] == data["text"] and data["settings"]["compare"] is True
 
 
 def test_arena_mode_runs_every_drafter_and_shows_who_proposed_each_token(page):

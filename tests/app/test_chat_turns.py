@@ -149,3 +149,23 @@ def test_a_message_shows_at_once_and_one_still_being_answered_is_refused(tab):
     assert last[ui.exchanges][-1] == {"text": "x = 1", "kept": False} and len(last[ui.turns]) == 2
     with pytest.raises(gr.Error, match="no message to run again"):
         waiting(app, ui, form(ui, ""), request, again=True)
+
+
+def test_a_finished_run_can_be_downloaded_as_json(tab):
+    """The last run's download: the settings, the reply's tokens with kind, p and q, the numbers; in arena mode each
+    contestant's reply (greedy: equal to plain decoding's). A new run hides the last one's file until it ends."""
+    import json
+    from pathlib import Path
+
+    ui, app = tab
+    frames = list(respond(app, ui, form(ui, CODE, compare=True)))
+    export = frames[-1][ui.results.export]
+    assert frames[0][ui.results.export]["visible"] is False and export["visible"] is True
+    data = json.loads(Path(export["value"]).read_text(encoding="utf-8"))
+    assert data["preset"] == "bundled" and data["settings"]["num_draft_tokens"] == 3 and data["identical"] is True
+    assert data["text"] == frames[-1][ui.turns][-1]["content"] and data["stats"]["acceptance_rate"] >= 0
+    assert {t["kind"] for t in data["tokens"]} <= {"accepted", "resampled", "bonus"} and data["plain_text"] == data["text"]
+    *_, last = respond(app, ui, {**form(ui, CODE), ui.controls.arena: True})
+    arena = json.loads(Path(last[ui.results.export]["value"]).read_text(encoding="utf-8"))["arena"]
+    assert arena["plain"]["text"] == data["text"] and set(arena) >= {"plain", "model", "prompt_lookup"}
+    assert all(entry["identical_to_plain"] for entry in arena.values())

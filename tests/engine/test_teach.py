@@ -131,19 +131,19 @@ def test_export_is_json_and_round_trips(setup):
 
 
 def test_export_files_are_valid_json_and_only_the_newest_stay(setup, monkeypatch):
-    from specui.ui import teaching
+    from specui.ui import exports as module
 
-    monkeypatch.setattr(teaching, "EXPORTS_KEPT", 3)
+    monkeypatch.setattr(module, "EXPORTS_KEPT", 3)
     run, _ = _run(setup)
-    exports = teaching.Exports()
-    paths = [exports.write(run) for _ in range(5)]
+    exports = module.Exports()
+    paths = [exports.write(teach.export_run(run), "specui-run-seed3.json") for _ in range(5)]
     assert json.loads(Path(paths[-1]).read_text())["tokens"] == teach.export_run(run)["tokens"]
     assert Path(paths[-1]).name == "specui-run-seed3.json"
     assert [Path(p).exists() for p in paths] == [False, False, True, True, True]
 
 
 def test_export_turns_non_finite_numbers_into_null():
-    assert teach._finite({"a": [float("nan"), 1.0, float("inf")], "b": (2,)}) == {"a": [None, 1.0, None], "b": [2]}
+    assert teach.json_safe({"a": [float("nan"), 1.0, float("inf")], "b": (2,)}) == {"a": [None, 1.0, None], "b": [2]}
 
 
 def test_k_sweep_measures_each_k_against_plain(setup):

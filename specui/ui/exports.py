@@ -1,0 +1,39 @@
+"""JSON downloads of runs (the Chat tab's last run, the Teach tab's run): files in a temporary folder of the
+process, removed when it exits; the newest EXPORTS_KEPT stay on disk (gradio serves its own copy of each)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from specui.lesson import json_safe
+
+EXPORTS_KEPT = 16  # export files kept on disk per process
+
+
+class Exports:
+    """One app's exports: `write` puts a payload in a fresh file and returns its path."""
+
+    def __init__(self, prefix: str = "specui-export-"):
+        self._prefix = prefix
+        self._folder: tempfile.TemporaryDirectory | None = None
+        self._guard = threading.Lock()  # visitors' runs end on threads of their own
+
+    def write(self, payload: dict, filename: str) -> str:
+        """`payload` as indented JSON (NaN and infinities as null) in a file named `filename` (a folder per export
+        keeps the name plain)."""
+        with self._guard:
+            if self._folder is None:
+                self._folder = tempfile.TemporaryDirectory(prefix=self._prefix)
+            root = Path(self._folder.name)
+            folder = root / f"{time.monotonic_ns()}"
+            folder.mkdir()
+            path = folder / filename
+            path.write_text(json.dumps(json_safe(payload), indent=1, allow_nan=False), encoding="utf-8")
+            for old in sorted(root.iterdir(), key=lambda p: int(p.name))[:-EXPORTS_KEPT]:
+                shutil.rmtree(old, ignore_errors=True)
+        return str(path)
