@@ -10,7 +10,7 @@ Element ids that tests and automation rely on: #prompt #send #stop #clear #chat 
 #chart-speed #chart-acceptance #chart-tokens-per-round #chart-position #preset #drafter
 #num-draft-tokens #adaptive-k #temperature #top-p #top-k #max-new-tokens #seed #show-rejected #race
 #replay #chat-export, and arena mode's #arena (the checkbox), #arena-results, #arena-table and #chart-arena; token trees'
-#tree-width #tree-nodes and the tree view's (`specui.ui.chat_tree`). The API endpoint `/generate` answers one
+#tree-width #tree-nodes #system-prompt and the tree view's (`specui.ui.chat_tree`). The API endpoint `/generate` answers one
 request as a dict (for `gradio_client`).
 
 One generation runs at a time (a shared concurrency group, plus a lock per model pair inside
@@ -93,6 +93,7 @@ class Controls:
     show_rejected: gr.Checkbox
     tree_width: gr.Slider
     tree_nodes: gr.Slider
+    system: gr.Textbox
 
     def settings(self, data: dict) -> Settings:
         """The request's settings, read by component (raises SettingsError)."""
@@ -100,12 +101,13 @@ class Controls:
                                 adaptive=data[self.adaptive], temperature=data[self.temperature],
                                 top_p=data[self.top_p], top_k=data[self.top_k], max_new_tokens=data[self.max_new],
                                 seed=data[self.seed], compare=data[self.compare], arena=data[self.arena],
-                                tree_width=data[self.tree_width], tree_nodes=data[self.tree_nodes])
+                                tree_width=data[self.tree_width], tree_nodes=data[self.tree_nodes],
+                                system=data[self.system])
 
     @property
     def inputs(self) -> set:
         return {self.preset, self.drafter, self.k, self.adaptive, self.temperature, self.top_p, self.top_k,
-                self.max_new, self.seed, self.compare, self.arena, self.tree_width, self.tree_nodes}
+                self.max_new, self.seed, self.compare, self.arena, self.tree_width, self.tree_nodes, self.system}
 
 
 @dataclass
@@ -159,7 +161,7 @@ def _chat_panel() -> ChatPanel:
 
 def _controls(config) -> Controls:
     default = config.get(None)
-    return Controls(
+    parts = dict(
         preset=gr.Dropdown(config.names, value=default.name, label="Preset (models.yaml)", elem_id="preset"),
         about=gr.Markdown(about(default), elem_id="preset-info"),
         drafter=gr.Radio(list(DRAFTER_CHOICES), value=LABELS[default.drafter], label="Drafter", elem_id="drafter"),
@@ -175,8 +177,14 @@ def _controls(config) -> Controls:
         arena=gr.Checkbox(False, label="Arena: plain decoding, then every drafter of the preset", elem_id="arena",
                           info="each at K, or at its own K where the preset gives it one (drafter_tokens)"),
         show_rejected=gr.Checkbox(False, label="Show rejected drafts (struck through)", elem_id="show-rejected"),
-        # last, so the /chat event's positional inputs keep their order (a client that omits them gets no tree)
+        # last (then the system prompt), so the /chat event's positional inputs keep their order
         tree_width=chat_tree.width_slider(), tree_nodes=chat_tree.nodes_slider())
+    with gr.Accordion("System prompt (chat presets)", open=False, elem_id="system-box"):
+        parts["system"] = gr.Textbox(
+            "", show_label=False, lines=2, max_lines=8, elem_id="system-prompt",
+            placeholder="Instructions for the whole conversation, e.g. 'Answer in French.' Empty: the model's own "
+                        "default. Base models continue the prompt and ignore it.")
+    return Controls(**parts)
 
 
 def _results() -> Results:

@@ -27,6 +27,7 @@ class Settings(DecodeSettings):
     preset: str | None = None
     compare: bool = False
     arena: bool = False
+    system: str = ""  # a chat preset's system message ("": the template's own default); base models ignore it
 
     @property
     def decode(self) -> DecodeSettings:
@@ -54,10 +55,19 @@ class Settings(DecodeSettings):
                    seed=None if seed == -1 else seed, compare=bool(values.get("compare")),
                    tree_width=_integer(values, "tree_width", 1, MAX_TREE_WIDTH, blank=1),
                    tree_nodes=_integer(values, "tree_nodes", 0, MAX_TREE_NODES, blank=0),
-                   arena=bool(values.get("arena")))
+                   arena=bool(values.get("arena")), system=_text(values, "system"))
 
 
 _REQUIRED = object()
+MAX_SYSTEM_CHARS = 4000  # a system prompt is instructions, not a document (the context holds the rest)
+
+
+def _text(values: dict, name: str) -> str:
+    v = values.get(name)
+    text = "" if v is None else str(v).strip()
+    if len(text) > MAX_SYSTEM_CHARS:
+        raise SettingsError(f"the {name} prompt is {len(text)} characters; keep it under {MAX_SYSTEM_CHARS}")
+    return text
 
 
 def _integer(values: dict, name: str, lo: int, hi: int, *, blank=_REQUIRED) -> int | None:

@@ -178,12 +178,14 @@ class Showcase:
             raise LoadError(f"Preset '{preset.name}' could not be loaded: {type(error).__name__}: {error}")
         return box["pair"]
 
-    def encode(self, pair, prompt: str, history: Sequence[dict]) -> list[int]:
-        """The prompt's ids: in the chat template after the history (the answers as the tokens the model wrote,
-        where the history has them: `chat_ids`), or the text alone for a base model."""
+    def encode(self, pair, prompt: str, history: Sequence[dict], system: str = "") -> list[int]:
+        """The prompt's ids: in the chat template after the system message (if any) and the history (the answers
+        as the tokens the model wrote, where the history has them: `chat_ids`), or the text alone for a base
+        model."""
         tokenizer = pair.tokenizer
         if pair.preset.chat_template:
-            return chat_ids(tokenizer, [*history, {"role": "user", "content": prompt}], ids_of=pair.preset.name)
+            first = [{"role": "system", "content": system}] if system else []
+            return chat_ids(tokenizer, [*first, *history, {"role": "user", "content": prompt}], ids_of=pair.preset.name)
         return list(tokenizer(prompt)["input_ids"])  # a base model continues the prompt
 
     def run(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
@@ -227,7 +229,7 @@ class Showcase:
             yield fail(str(e))
             return
         try:
-            ids = self.encode(pair, prompt, history)
+            ids = self.encode(pair, prompt, history, settings.system)
         except Exception as e:  # e.g. a tokenizer without a chat template
             log.exception("encoding the prompt")
             yield fail(f"The prompt could not be encoded: {type(e).__name__}: {e}")

