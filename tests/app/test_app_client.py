@@ -42,7 +42,8 @@ def test_generate_is_a_named_endpoint(client):
     endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
     names = [p["parameter_name"] for p in endpoints["/generate"]["parameters"]]
     assert names == ["prompt", "preset", "drafter", "num_draft_tokens", "adaptive", "temperature", "top_p", "top_k",
-                     "max_new_tokens", "seed", "compare", "tree_width", "tree_nodes", "system"]  # README's table; no `request`
+                     "max_new_tokens", "seed", "compare", "tree_width", "tree_nodes",
+                     "system"]  # README's table; no `request`
     readme = (ROOT / "README.md").read_text()
     assert all(f"`{name}`" in readme for name in names)
 
