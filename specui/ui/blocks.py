@@ -256,6 +256,9 @@ def _wire(ui: ChatTab, app: App) -> None:
     def show_again(data: dict, request: gr.Request):
         return waiting(app, ui, data, request, again=True)
 
+    def fresh(request: gr.Request):
+        return clear(app, ui, request)
+
     def halt(request: gr.Request):
         app.stops.set(session_key(request))
 
@@ -274,7 +277,7 @@ def _wire(ui: ChatTab, app: App) -> None:
     p.chat.undo(back, {ui.messages, ui.turns, ui.exchanges}, [p.chat, ui.messages, ui.turns, ui.exchanges, p.prompt],
                 **at_once)
     p.stop.click(halt, None, None, **QUIET)
-    p.clear.click(lambda: clear(ui), None, ui.outputs, **QUIET)
+    p.clear.click(fresh, None, ui.outputs, **at_once)
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)
     c.preset.change(lambda name: on_preset(app.showcase.config, c, name), [c.preset], [c.k, c.drafter, c.about],
                     **QUIET)

@@ -220,7 +220,7 @@ def retry(app: App, ui, data: dict, request: gr.Request | None = None):
 
 def undo(app: App, ui, data: dict, request: gr.Request | None = None) -> dict:
     """The chat's ↶: the last exchange leaves the conversation and its message goes back into the prompt box."""
-    if app.stops.busy(session_key(request)):  # the chat disables ↶ while a run streams; a late click waits for Stop
+    if app.stops.busy(session_key(request)):  # the chat disables ↶ while a run streams, not while one waits
         gr.Warning("A reply is still being written: press Stop first.")
         return {}
     taken = take_back(data[ui.messages], data[ui.turns], data[ui.exchanges])
@@ -239,7 +239,12 @@ def _is_chat(app: App, preset: str | None) -> bool:
         return False
 
 
-def clear(ui) -> dict:
+def clear(app: App, ui, request: gr.Request | None = None) -> dict:
+    """Clear: a new conversation (refused while a reply is being written or waits: its run would write the old
+    conversation back when it ends)."""
+    if app.stops.busy(session_key(request)):
+        gr.Warning("A reply is still being written: press Stop first.")
+        return {}
     r, empty = ui.results, {**charts.all_figures(), "chart-arena": charts.arena_figure()}
     return {ui.panel.chat: [], ui.messages: [], ui.turns: [], ui.exchanges: [], r.stats: stats.stats_html(None),
             r.race: "", ui.race_html: "", r.replay: gr.update(visible=False), r.arena_table: [],

@@ -15,7 +15,7 @@ import pytest
 from specui.loading import PairCache
 from specui.presets import load_config
 from specui.ui.blocks import chat_tab
-from specui.ui.chat_handlers import App, Stops, respond, retry, take_back, undo, waiting
+from specui.ui.chat_handlers import App, Stops, clear, respond, retry, take_back, undo, waiting
 from specui.ui.session import Showcase
 from tests.helpers import HAS_WHEEL, ui_config
 
@@ -169,3 +169,15 @@ def test_a_finished_run_can_be_downloaded_as_json(tab):
     arena = json.loads(Path(last[ui.results.export]["value"]).read_text(encoding="utf-8"))["arena"]
     assert arena["plain"]["text"] == data["text"] and set(arena) >= {"plain", "model", "prompt_lookup"}
     assert all(entry["identical_to_plain"] for entry in arena.values())
+
+
+def test_clear_starts_a_new_conversation_unless_a_reply_is_being_written(tab):
+    ui, app = tab
+    *_, ok = respond(app, ui, form(ui, CODE))
+    request = SimpleNamespace(session_hash="clearing")
+    waiting(app, ui, form(ui, "x = 1", state=states(ui, ok)), request)
+    assert clear(app, ui, request) == {}  # its run would write the old conversation back when it ends
+    app.stops.set("clearing")
+    emptied = clear(app, ui, request)
+    assert emptied[ui.messages] == emptied[ui.turns] == emptied[ui.exchanges] == emptied[ui.panel.chat] == []
+    assert emptied[ui.results.export]["visible"] is False
