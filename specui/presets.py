@@ -126,9 +126,9 @@ def with_pair(config: Config, target: str, draft: str | None = None, *, chat: bo
         folder = Path(ref).expanduser()
         return str(folder.resolve()) if folder.is_dir() else ref
 
+    drafted = f"the draft model {draft}" if draft else "prompt lookup"
     body = {"target": local(target), "chat_template": chat,
-            "description": f"The pair given on the command line: {target}" + (f" drafted for by {draft}" if draft else
-                                                                               ", drafted for by prompt lookup")}
+            "description": f"The pair given on the command line: the target {target}, drafted for by {drafted}."}
     if draft:
         body["draft"] = local(draft)
     try:

@@ -55,18 +55,18 @@ class Settings(DecodeSettings):
                    seed=None if seed == -1 else seed, compare=bool(values.get("compare")),
                    tree_width=_integer(values, "tree_width", 1, MAX_TREE_WIDTH, blank=1),
                    tree_nodes=_integer(values, "tree_nodes", 0, MAX_TREE_NODES, blank=0),
-                   arena=bool(values.get("arena")), system=_text(values, "system"))
+                   arena=bool(values.get("arena")), system=_system(values))
 
 
 _REQUIRED = object()
 MAX_SYSTEM_CHARS = 4000  # a system prompt is instructions, not a document (the context holds the rest)
 
 
-def _text(values: dict, name: str) -> str:
-    v = values.get(name)
+def _system(values: dict) -> str:
+    v = values.get("system")
     text = "" if v is None else str(v).strip()
     if len(text) > MAX_SYSTEM_CHARS:
-        raise SettingsError(f"the {name} prompt is {len(text)} characters; keep it under {MAX_SYSTEM_CHARS}")
+        raise SettingsError(f"the system prompt is {len(text)} characters; keep it to {MAX_SYSTEM_CHARS} at most")
     return text
 
 

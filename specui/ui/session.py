@@ -185,7 +185,8 @@ class Showcase:
         tokenizer = pair.tokenizer
         if pair.preset.chat_template:
             first = [{"role": "system", "content": system}] if system else []
-            return chat_ids(tokenizer, [*first, *history, {"role": "user", "content": prompt}], ids_of=pair.preset.name)
+            messages = [*first, *history, {"role": "user", "content": prompt}]
+            return chat_ids(tokenizer, messages, ids_of=pair.preset.name)
         return list(tokenizer(prompt)["input_ids"])  # a base model continues the prompt
 
     def run(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
