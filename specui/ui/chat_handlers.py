@@ -180,12 +180,14 @@ def waiting(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
     gr.Error, so the run chained after this one does not start."""
     key = session_key(request)
     if app.stops.busy(key):  # a run asked for now would read the conversation without the reply being written
-        raise gr.Error("Your last message is still being answered: wait for the reply, or press Stop.")
+        raise gr.Error("Your last message is still being answered: wait for the reply, or press Stop.",
+                       title="One message at a time", print_exception=False)  # a refusal, not a fault: no traceback
     messages, text = data[ui.messages], data.get(ui.panel.prompt)
     if again:
         taken = take_back(messages, data[ui.turns], data[ui.exchanges])
         if taken is None:
-            raise gr.Error("There is no message to run again: type one and press Send.")
+            raise gr.Error("There is no message to run again: type one and press Send.", title="Nothing to run again",
+                           print_exception=False)
         messages, _, _, text = taken
     app.stops.wait(key)
     note = "Waiting for the run in progress to finish (one runs at a time)…" if app.showcase.live else "…"
