@@ -62,6 +62,7 @@ INTRO = ("A small **draft** model guesses the next K tokens; the **target** chec
          "p, q and its acceptance probability.")
 ENGINE_GROUP = "engine"  # one generation at a time, UI and API alike
 QUIET = {"queue": False, "api_visibility": "private"}
+DELETE_CACHE = (3600, 86400)  # gradio's cache sweep: every hour, the files over a day old
 
 
 # -- layout --------------------------------------------------------------------------------------------
@@ -226,7 +227,9 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
     if preload:
         threading.Thread(target=_preload, args=(app.showcase, config.get(None)), daemon=True,
                          name="specui-preload").start()
-    with gr.Blocks(title=TITLE) as demo:
+    # every run's download (and each Teach export) is a file gradio copies into its cache: an hourly sweep removes
+    # those over a day old, so a long-lived Space does not fill its disk
+    with gr.Blocks(title=TITLE, delete_cache=DELETE_CACHE) as demo:
         gr.Markdown(f"# {TITLE}\n{INTRO}", elem_id="intro")
         with gr.Tabs():
             ui = chat_tab(config)

@@ -181,3 +181,11 @@ def test_clear_starts_a_new_conversation_unless_a_reply_is_being_written(tab):
     emptied = clear(app, ui, request)
     assert emptied[ui.messages] == emptied[ui.turns] == emptied[ui.exchanges] == emptied[ui.panel.chat] == []
     assert emptied[ui.results.export]["visible"] is False
+
+
+def test_the_apps_downloads_leave_gradios_cache_after_a_day():
+    """Every finished run writes a download that gradio copies into its cache: the app sweeps it."""
+    from specui.ui.blocks import build
+
+    demo = build(ui_config(), preload=False)
+    assert demo.delete_cache == (3600, 86400)
