@@ -9,12 +9,13 @@ passed at `launch`.
 Element ids that tests and automation rely on: #prompt #send #stop #clear #chat #compare #stats
 #chart-speed #chart-acceptance #chart-tokens-per-round #chart-position #preset #drafter
 #num-draft-tokens #adaptive-k #temperature #top-p #top-k #max-new-tokens #seed #show-rejected #race
-#replay #chat-export, and arena mode's #arena (the checkbox), #arena-results, #arena-table and #chart-arena; token trees'
-#tree-width #tree-nodes #system-prompt and the tree view's (`specui.ui.chat_tree`). The API endpoint `/generate` answers one
-request as a dict (for `gradio_client`).
+#replay #chat-export #system-box #system-prompt, and arena mode's #arena (the checkbox), #arena-results,
+#arena-table and #chart-arena; token trees' #tree-width #tree-nodes and the tree view's (`specui.ui.chat_tree`).
+The API endpoint `/generate` answers one request as a dict (for `gradio_client`).
 
 One generation runs at a time (a shared concurrency group, plus a lock per model pair inside
-`Showcase`), so visitors queue instead of interleaving on a two-core CPU.
+`Showcase`), so visitors queue instead of interleaving on a two-core CPU; a message shows in the chat at once
+(`chat_handlers.waiting`), before its run's turn.
 """
 
 from __future__ import annotations
