@@ -3,7 +3,8 @@ settings as they are now (another drafter, K, compare) and replaces its reply; â
 conversation and puts its message back into the prompt box. A failed exchange (never in the conversation's turns)
 is taken back as well as one that succeeded, and a chat's later turn sees the conversation without it. A message
 shows in the chat at once (`waiting`), before its run's turn in the queue; Stop reaches a run that waits, and a
-session whose last message is still being answered cannot send another."""
+session whose last message is still being answered cannot send another, nor Clear. A finished run can be
+downloaded as JSON, and gradio's copies of the downloads are swept after a day."""
 
 from __future__ import annotations
 
