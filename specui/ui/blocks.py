@@ -32,7 +32,7 @@ from specui.loading import PairCache
 from specui.settings import MAX_DRAFT_TOKENS
 from specui.ui import charts, chat_tree, render, stats
 from specui.ui.api import generate_endpoint
-from specui.ui.chat_handlers import App, clear, replay, respond, retry, session_key, undo, waiting
+from specui.ui.chat_handlers import App, clear, replay, respond, retry, session_key, to_teach, undo, waiting
 from specui.ui.preset_view import about, follow_preset, on_drafter
 from specui.ui.request import DRAFTER_CHOICES, Settings
 from specui.ui.session import Showcase
@@ -121,6 +121,7 @@ class Results:
     arena: gr.Column  # arena mode's table and chart, shown while the Arena box is ticked
     arena_table: gr.Dataframe
     export: gr.File  # the last run as JSON (`chat_handlers.run_export`), once it has finished
+    to_teach: gr.Button  # the last message and its settings into the Teach tab (`chat_handlers.to_teach`)
 
 
 @dataclass
@@ -133,13 +134,14 @@ class ChatTab:
     exchanges: gr.State  # per shown exchange, the message as typed and whether `turns` kept it (for ↻ and ↶)
     race_html: gr.State  # the last race replay, for the Replay button
     tree: chat_tree.TreeView  # the last run's token trees
+    tabs: gr.Tabs | None = None  # the app's tabs (set by `build`), for the way to the Teach tab
 
     @property
     def outputs(self) -> list:
         """Everything a chat request may change; the chatbot first (the /chat API's first output)."""
         r = self.results
         return [self.panel.chat, self.messages, self.turns, r.stats, *r.plots.values(), r.race, self.race_html,
-                r.replay, r.arena_table, *self.tree.outputs, self.panel.prompt, self.exchanges, r.export]
+                r.replay, r.arena_table, *self.tree.outputs, self.panel.prompt, self.exchanges, r.export, r.to_teach]
 
 
 def _chat_panel() -> ChatPanel:
@@ -193,6 +195,7 @@ def _results() -> Results:
     stats_line = gr.HTML(stats.stats_html(None), elem_id="stats")
     export = gr.File(label="This run as JSON: the reply's tokens with their kind, p and q, the numbers, the settings",
                      visible=False, interactive=False, elem_id="chat-export")
+    to_teach = gr.Button("Step through this message in the Teach tab ▸", size="sm", visible=False, elem_id="to-teach")
     with gr.Row():
         race = gr.HTML("", elem_id="race")
     replay = gr.Button("Replay race", elem_id="replay", size="sm", visible=False)
@@ -204,7 +207,7 @@ def _results() -> Results:
         with gr.Row():
             for elem_id, figure in ((e, charts.all_figures()[e]) for e in row):
                 plots[elem_id] = gr.Plot(figure, elem_id=elem_id, show_label=False)
-    return Results(stats_line, race, replay, plots, arena, table, export)
+    return Results(stats_line, race, replay, plots, arena, table, export, to_teach)
 
 
 def chat_tab(config) -> ChatTab:
@@ -232,17 +235,18 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
     # those over a day old, so a long-lived Space does not fill its disk
     with gr.Blocks(title=TITLE, delete_cache=DELETE_CACHE) as demo:
         gr.Markdown(f"# {TITLE}\n{INTRO}", elem_id="intro")
-        with gr.Tabs():
+        with gr.Tabs() as ui_tabs:
             ui = chat_tab(config)
-            teaching_tab(app.showcase, concurrency_id=ENGINE_GROUP)  # step-through, theory, experiments
-        _wire(ui, app)
+            teach = teaching_tab(app.showcase, concurrency_id=ENGINE_GROUP)  # step-through, theory, experiments
+        ui.tabs = ui_tabs
+        _wire(ui, app, teach)
         gr.api(generate_endpoint(app.showcase), api_name="generate", concurrency_id=ENGINE_GROUP,
                concurrency_limit=1)
     demo.queue(default_concurrency_limit=4)
     return demo
 
 
-def _wire(ui: ChatTab, app: App) -> None:
+def _wire(ui: ChatTab, app: App, teach) -> None:
     p, c, r = ui.panel, ui.controls, ui.results
 
     def send(data: dict, request: gr.Request):  # gradio injects the request by its annotation
@@ -283,6 +287,10 @@ def _wire(ui: ChatTab, app: App) -> None:
     p.stop.click(halt, None, None, **QUIET)
     p.clear.click(fresh, None, ui.outputs, **at_once)
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)
+    t = teach.controls
+    r.to_teach.click(lambda data: to_teach(ui, teach, data), {ui.exchanges, ui.turns} | c.inputs,
+                     [t.prompt, t.preset, t.drafter, t.k, t.temperature, t.max_new, t.seed, teach.step.status, ui.tabs],
+                     **QUIET)
     c.preset.change(lambda name: on_preset(app.showcase.config, c, name), [c.preset], [c.k, c.drafter, c.about],
                     **QUIET)
     c.drafter.change(lambda name, drafter: on_drafter(app.showcase.config, name, drafter), [c.preset, c.drafter],

@@ -24,6 +24,7 @@ from specui.ui import charts, chat_tree, render, stats
 from specui.ui.exports import Exports
 from specui.ui.request import SettingsError
 from specui.ui.session import Run, Showcase, decode, reply
+from specui.ui.teaching import TEACH_K_MAX, TEACH_MAX_NEW
 
 log = logging.getLogger("specui.ui")
 
@@ -123,9 +124,9 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
                 changes.update(figures)
             if frame.race is not None:  # the race replay, once both runs are done
                 changes.update({r.race: frame.race, ui.race_html: frame.race, r.replay: gr.update(visible=True)})
-            elif not hidden:  # a new run hides the last one's race and download
+            elif not hidden:  # a new run hides the last one's race, download and way to the Teach tab
                 changes.update({r.race: "", ui.race_html: "", r.replay: gr.update(visible=False),
-                                r.export: gr.update(value=None, visible=False)})
+                                r.export: gr.update(value=None, visible=False), r.to_teach: gr.update(visible=False)})
             hidden = True
             if chatting and not taken:
                 changes[ui.panel.prompt], taken = "", True
@@ -145,7 +146,7 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
         sent[-1] = {"text": text, "kept": True}
         # the final charts (and table) again: a streaming client may have skipped the frame that carried them
         yield page(shown[-1]["content"], {**figures, **chat_tree.after_run(ui.tree, run.trees),
-                                          r.export: _download(app, run)})
+                                          r.export: _download(app, run), r.to_teach: gr.update(visible=True)})
 
 
 def run_export(run: Run) -> dict:
@@ -233,6 +234,32 @@ def undo(app: App, ui, data: dict, request: gr.Request | None = None) -> dict:
             ui.panel.prompt: text}
 
 
+def to_teach(ui, teach, data: dict) -> dict:
+    """"Step through it in the Teach tab": the Teach tab's prompt and settings become the chat's last message and
+    its settings, and the Teach tab opens; its Decode then steps through that message round by round. `teach` is
+    the `teaching.TeachTab`; what the Teach tab cannot take as it is (K and new tokens beyond its ranges, top-p and
+    top-k, the conversation before the message) is said in its status line."""
+    if not data[ui.exchanges]:
+        return {}
+    c, t = ui.controls, teach.controls
+    k, max_new, seed = int(data[c.k]), int(data[c.max_new]), data[c.seed]
+    fitted = min(TEACH_MAX_NEW, max(8, 8 * round(max_new / 8)))
+    notes = [f"K {k} became {TEACH_K_MAX}" if k > TEACH_K_MAX else "",
+             f"{max_new} new tokens became {fitted}" if fitted != max_new else "",
+             "it samples without top-p and top-k" if data[c.top_p] < 1 or data[c.top_k] else "",
+             "the seed was random: the Teach tab's is kept" if seed is None or seed < 0 else "",
+             "the message is decoded alone, without the conversation before it" if data[ui.turns] else ""]
+    said = "; ".join(n for n in notes if n)
+    status = ("The Chat tab's last message and settings: press **Decode** to step through it round by round."
+              + (f" Here {said}." if said else ""))
+    updates = {t.prompt: data[ui.exchanges][-1]["text"], t.preset: data[c.preset], t.drafter: data[c.drafter],
+               t.k: min(k, TEACH_K_MAX), t.temperature: data[c.temperature], t.max_new: fitted,
+               teach.step.status: status, ui.tabs: gr.Tabs(selected="teach")}
+    if seed is not None and seed >= 0:
+        updates[t.seed] = seed
+    return updates
+
+
 def _is_chat(app: App, preset: str | None) -> bool:
     """Whether `preset` (None: the default) wraps messages in a chat template (False when it is unknown)."""
     try:
@@ -250,7 +277,7 @@ def clear(app: App, ui, request: gr.Request | None = None) -> dict:
     r, empty = ui.results, {**charts.all_figures(), "chart-arena": charts.arena_figure()}
     return {ui.panel.chat: [], ui.messages: [], ui.turns: [], ui.exchanges: [], r.stats: stats.stats_html(None),
             r.race: "", ui.race_html: "", r.replay: gr.update(visible=False), r.arena_table: [],
-            r.export: gr.update(value=None, visible=False),
+            r.export: gr.update(value=None, visible=False), r.to_teach: gr.update(visible=False),
             **{plot: empty[elem_id] for elem_id, plot in r.plots.items()}, **chat_tree.cleared(ui.tree)}
 
 

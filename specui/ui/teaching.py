@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import gradio as gr
 
@@ -39,6 +38,7 @@ from specui.ui.teach_prepare import prepare
 from specui.ui.teach_view import DEFAULT_PROMPT, INTRO, STEP_HELP, THEORY_HELP, render_measured, render_step
 
 TEACH_K_MAX = 8  # the Teach tab's K slider: enough for a lesson, small enough to read a round
+TEACH_MAX_NEW = 128  # its new-tokens slider (from 8, in steps of 8)
 NAV = {"api_visibility": "private", "show_progress": "hidden"}
 
 
@@ -121,7 +121,7 @@ def _controls(config) -> Controls:
                           label="K (draft tokens per round)", elem_id="teach-k")
             temperature = gr.Slider(0.0, 2.0, value=0.8, step=0.05, label="Temperature (0 = greedy)",
                                     elem_id="teach-temperature")
-            max_new = gr.Slider(8, 128, value=32, step=8, label="New tokens", elem_id="teach-max-new-tokens")
+            max_new = gr.Slider(8, TEACH_MAX_NEW, value=32, step=8, label="New tokens", elem_id="teach-max-new-tokens")
             seed = gr.Number(1, label="Seed", precision=0, elem_id="teach-seed")
     return Controls(prompt, start, prev, nxt, play, speed, preset, drafter, k, temperature, max_new, seed)
 
@@ -183,10 +183,12 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     c.play.click(functools.partial(toggle, ui), {ui.run, ui.playing, c.speed}, [ui.playing, ui.timer, c.play], **NAV)
     ui.timer.tick(functools.partial(tick, ui), nav_inputs, [*nav_outputs, ui.playing, ui.timer, c.play], **NAV)
     c.speed.change(lambda seconds: gr.Timer(value=float(seconds)), [c.speed], [ui.timer], **NAV)
-    config = state.showcase.config  # as in the Chat tab: a preset brings its drafter, a drafter its own K
-    c.preset.change(functools.partial(on_preset, config, k_max=TEACH_K_MAX), [c.preset], [c.drafter, c.k], **NAV)
-    c.drafter.change(functools.partial(on_drafter, config, k_max=TEACH_K_MAX), [c.preset, c.drafter], [c.k],
-                     **NAV)
+    # as in the Chat tab: a preset the user picks brings its drafter, a drafter its own K (`input`: the settings that
+    # the Chat tab's "step through it" sets stay as they are)
+    config = state.showcase.config
+    c.preset.input(functools.partial(on_preset, config, k_max=TEACH_K_MAX), [c.preset], [c.drafter, c.k], **NAV)
+    c.drafter.input(functools.partial(on_drafter, config, k_max=TEACH_K_MAX), [c.preset, c.drafter], [c.k],
+                    **NAV)
     cmp.second.input(functools.partial(teach_compare.run_comparison, state.showcase, ui),
                      {ui.run, ui.index, cmp.second}, compared, **queued)
     for experiment, handler, extra in teach_experiments.handlers(ui):
@@ -217,7 +219,8 @@ def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
     return {ui.run: run, ui.index: 0, **_show(ui, run, 0),
             s.theory_tokens: teach_charts.theory_tokens_figure(run.measured),
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
-            s.export: state.exports.write(lesson.export_run(run), f"specui-run-seed{run.spec.seed}.json"), s.status: note, ui.playing: False, ui.timer: gr.Timer(active=False),
+            s.export: state.exports.write(lesson.export_run(run), f"specui-run-seed{run.spec.seed}.json"),
+            s.status: note, ui.playing: False, ui.timer: gr.Timer(active=False),
             ui.controls.play: gr.update(value="▶ Play"),
             **teach_compare.run_comparison(state.showcase, ui, {**data, ui.run: run, ui.index: 0})}
 

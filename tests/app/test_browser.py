@@ -4,8 +4,8 @@ It types a prompt and sees coloured tokens stream and the charts draw, turns com
 speedup and the identical-output check, runs the drafter arena and sees its table, chart and who proposed
 each token, stops a long run, sends an HTML-injection string and sees it as text (no element, no dialog),
 sees a prompt that goes on from the last one keep its tokens, runs the last message again (↻) and takes it
-back (↶), and sends a message while another visitor's run goes on. Under CI=true a missing browser is a
-failure, not a skip.
+back (↶), sends a message while another visitor's run goes on, and takes a message to the Teach tab. Under
+CI=true a missing browser is a failure, not a skip.
 """
 
 from __future__ import annotations
@@ -331,6 +331,25 @@ def test_a_message_sent_during_another_visitors_run_shows_at_once_and_stop_cance
     other.close()
     run_prompt(page, "x = 2")
     assert page.locator("#chat .specui-out").last.locator(".tok").count() >= 1
+
+
+def test_a_message_goes_to_the_teach_tab_to_be_stepped_through(page):
+    """"Step through this message in the Teach tab": the Teach tab opens with the message and the chat's settings
+    (K within its range), and its Decode steps through it."""
+    set_number(page, "num-draft-tokens", 3)
+    set_number(page, "max-new-tokens", 16)
+    run_prompt(page, PROMPT)
+    page.click("#to-teach")
+    page.wait_for_function("p => document.querySelector('#teach-prompt textarea')?.value === p", arg=PROMPT,
+                           timeout=10_000)
+    assert page.locator("#teach-tab").is_visible() and not page.locator("#chat").is_visible()
+    assert page.locator("#teach-k input[type=number]").first.input_value() == "3"
+    assert page.locator("#teach-max-new-tokens input[type=number]").first.input_value() == "16"
+    assert "press Decode" in page.locator("#step-status").inner_text()
+    page.click("#step-start")
+    page.wait_for_selector("#step-view .teach-step[data-round='1']", timeout=120_000)
+    page.get_by_role("tab", name="Chat").click()
+    page.wait_for_selector("#prompt textarea", state="visible", timeout=10_000)
 
 
 def test_clear_empties_the_chat(page):

@@ -165,7 +165,8 @@ def test_a_finished_run_can_be_downloaded_as_json(tab):
     data = json.loads(Path(export["value"]).read_text(encoding="utf-8"))
     assert data["preset"] == "bundled" and data["settings"]["num_draft_tokens"] == 3 and data["identical"] is True
     assert data["text"] == frames[-1][ui.turns][-1]["content"] and data["stats"]["acceptance_rate"] >= 0
-    assert {t["kind"] for t in data["tokens"]} <= {"accepted", "resampled", "bonus"} and data["plain_text"] == data["text"]
+    assert {t["kind"] for t in data["tokens"]} <= {"accepted", "resampled", "bonus"}
+    assert data["plain_text"] == data["text"]
     *_, last = respond(app, ui, {**form(ui, CODE), ui.controls.arena: True})
     arena = json.loads(Path(last[ui.results.export]["value"]).read_text(encoding="utf-8"))["arena"]
     assert arena["plain"]["text"] == data["text"] and set(arena) >= {"plain", "model", "prompt_lookup"}
@@ -190,3 +191,29 @@ def test_the_apps_downloads_leave_gradios_cache_after_a_day():
 
     demo = build(ui_config(), preload=False)
     assert demo.delete_cache == (3600, 86400)
+
+
+def test_the_last_message_goes_to_the_teach_tab_with_its_settings_fitted_to_it():
+    from specui.ui.chat_handlers import to_teach
+    from specui.ui.teaching import teaching_tab
+
+    config = ui_config()
+    with gr.Blocks(), gr.Tabs() as tabs:
+        ui = chat_tab(config)
+        teach = teaching_tab(Showcase(config, PairCache()))
+    ui.tabs = tabs
+    c, t = ui.controls, teach.controls
+    turns = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
+    data = {**form(ui, "", k=16), ui.exchanges: [{"text": "x", "kept": True}, {"text": CODE, "kept": False}],
+            ui.turns: turns, c.max_new: 300, c.top_p: 0.9, c.temperature: 0.7, c.seed: 5}
+    moved = to_teach(ui, teach, data)
+    assert moved[t.prompt] == CODE and moved[t.preset] == "bundled" and moved[t.drafter] == "draft model"
+    assert (moved[t.k], moved[t.max_new], moved[t.temperature], moved[t.seed]) == (8, 128, 0.7, 5)
+    status = moved[teach.step.status]
+    assert "press **Decode**" in status and "K 16 became 8" in status and "300 new tokens became 128" in status
+    assert "without top-p and top-k" in status and "without the conversation before it" in status
+    assert moved[ui.tabs].selected == "teach"
+    plain = to_teach(ui, teach, {**data, ui.turns: [], c.k: 3, c.max_new: 12, c.top_p: 1.0, c.seed: -1})
+    assert plain[t.k] == 3 and plain[t.max_new] == 16 and t.seed not in plain
+    assert "seed was random" in plain[teach.step.status]
+    assert to_teach(ui, teach, {**data, ui.exchanges: []}) == {}
