@@ -41,6 +41,7 @@ class TokenView:
     token_id: int | None = None
     time_s: float = 0.0  # engine time at which its round was decided (for the race replay)
     note: str = ""  # extra words for the tooltip
+    special: bool = False  # one of the tokenizer's special tokens (an end of turn): shown small, as a marker
 
 
 def escape_text(text: str) -> str:
@@ -65,12 +66,15 @@ def tooltip(view: TokenView) -> str:
         parts.append(f"token {view.token_id} {view.text!r}")
     if view.note:
         parts.append(view.note)
+    if view.special:
+        parts.append("a special token (the end of the model's turn, or another control token), not text")
     return " · ".join(parts)
 
 
 def token_span(view: TokenView, *, style: str = "") -> str:
     style_attr = f' style="{style}"' if style else ""
-    return (f'<span class="tok tok-{html.escape(view.kind)}" title="{html.escape(tooltip(view), quote=True)}"'
+    special = " tok-special" if view.special else ""
+    return (f'<span class="tok tok-{html.escape(view.kind)}{special}" title="{html.escape(tooltip(view), quote=True)}"'
             f'{style_attr}>{escape_text(view.text)}</span>')
 
 
@@ -175,11 +179,12 @@ def render_race(lanes: Sequence[tuple[str, Sequence[TokenView], float]], *, nonc
     return f'<div class="specui-race" data-nonce="{int(nonce)}">{head}{"".join(rows)}</div>'
 
 
-def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], *, time_s: float) -> list[TokenView]:
+def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], *, time_s: float,
+                special: frozenset = frozenset()) -> list[TokenView]:
     """The views of one `specui.events.Round`: rejected drafts (if any) then the emitted tokens.
 
     text(id) adds an emitted token to the decoder and returns its text; peek(id) gives a rejected
-    draft's text without adding it.
+    draft's text without adding it; `special`: the tokenizer's special ids (their views are marked).
     """
     views = []
     copied = "copied from the context" if round_.copied else ""  # the model + lookup drafter
@@ -189,12 +194,12 @@ def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], 
                 if d.check != Check.ACCEPTED:
                     views.append(TokenView(
                         text=peek(d.token_id), kind=Kind.REJECTED, p=d.target_prob, q=d.draft_prob,
-                        accept=d.accept_prob, token_id=d.token_id, time_s=time_s,
+                        accept=d.accept_prob, token_id=d.token_id, time_s=time_s, special=d.token_id in special,
                         note=" · ".join(filter(None, ["rejected here" if d.check == Check.REJECTED
                                                       else "discarded after the rejection", copied]))))
         views.append(TokenView(text=text(token.token_id), kind=token.kind, p=token.target_prob, q=token.draft_prob,
                                accept=token.accept_prob, token_id=token.token_id, time_s=time_s,
-                               note=copied if token.kind == Kind.ACCEPTED else ""))
+                               special=token.token_id in special, note=copied if token.kind == Kind.ACCEPTED else ""))
     return views
 
 

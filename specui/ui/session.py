@@ -308,7 +308,7 @@ class Showcase:
             self._warm.append(weakref.ref(pair))
 
     def _drive(self, run, stream, result, pair, ids, views, lock, stop, text_due, chart_due):
-        decoder = TokenText(pair.tokenizer, ids)
+        decoder, special = TokenText(pair.tokenizer, ids), frozenset(pair.tokenizer.all_special_ids)
         clock = None  # engine seconds: prefill, then each round's draft and verify time
         try:
             while True:
@@ -320,7 +320,7 @@ class Showcase:
                 if rnd is None:
                     break
                 clock = (result.prefill_s if clock is None else clock) + rnd.draft_s + rnd.verify_s
-                views.extend(render.round_views(rnd, decoder.push, decoder.peek, time_s=clock))
+                views.extend(render.round_views(rnd, decoder.push, decoder.peek, time_s=clock, special=special))
                 if rnd.tree is not None and result is run.spec:  # a tree round: its tree, with texts, for the tree view
                     run.trees[rnd.index] = tree_record(rnd, tokenizer=pair.tokenizer, greedy=run.settings.greedy,
                                                        context_ids=ids + result.token_ids[: -len(rnd.token_ids)])

@@ -70,6 +70,7 @@ def test_a_reply_that_ends_its_turn_keeps_the_end_token_out_of_its_text():
     answer = run.as_dict()
     assert answer["tokens"][-1]["text"] == end and answer["text"] and not answer["text"].endswith(end)
     assert "".join(t["text"] for t in answer["tokens"]) == answer["text"] + end
+    assert run.spec_views[-1].special and not any(v.special for v in run.spec_views[:-1])  # shown as a marker
     assert answer["plain_text"] == answer["text"]
     message = run.reply_message()
     assert message["content"] == answer["text"] == tokenizer.decode(message["token_ids"])

@@ -86,6 +86,16 @@ def test_token_text_in_the_tooltip_is_escaped_too():
     assert "<script>" in parsed.tokens[0]["title"]  # as text inside the attribute
 
 
+def test_a_special_token_is_marked_as_one():
+    """An end-of-turn token is one of the run's tokens (the target chose it; it may be an accepted draft): it shows,
+    small, with a tooltip that says it is not text."""
+    end = parse(render.token_span(render.TokenView(text="<|im_end|>", kind="accepted", p=0.9, q=0.8, token_id=2,
+                                                   special=True)))
+    word = parse(render.token_span(render.TokenView(text="Paris", kind="accepted", token_id=3)))
+    assert "tok-special" in end.tokens[0]["class"] and "tok-special" not in word.tokens[0]["class"]
+    assert "a special token" in end.tokens[0]["title"] and "special" not in word.tokens[0]["title"]
+
+
 # -- token spans ------------------------------------------------------------------------------------
 
 
