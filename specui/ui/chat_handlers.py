@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import gradio as gr
 
 from specui import arena, runstats
+from specui.lesson import json_safe
 from specui.ui import charts, chat_tree, render, stats
 from specui.ui.exports import Exports
 from specui.ui.request import SettingsError
@@ -152,7 +153,8 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
 def run_export(run: Run) -> dict:
     """The Chat tab's download of a finished run: the preset and settings, then the API's answer (the reply's
     tokens with their kind, p, q and acceptance probability, its numbers, the plain run's in compare mode), and in
-    arena mode each contestant's reply, tokens and numbers (greedy: whether it equals plain decoding's)."""
+    arena mode each contestant's reply, tokens and numbers (greedy: whether it equals plain decoding's); NaN and
+    infinities as null, as `lesson.export_run` gives the Teach tab's."""
     out = {"preset": run.preset, "settings": dataclasses.asdict(run.settings), **run.as_dict()}
     if run.settings.arena:
         plain = run.arena.get(arena.PLAIN)
@@ -162,7 +164,7 @@ def run_export(run: Run) -> dict:
                    "identical_to_plain": (result.token_ids == plain.token_ids
                                           if run.settings.greedy and plain is not None else None)}
             for name, result in run.arena.items()}
-    return out
+    return json_safe(out)
 
 
 def _download(app: App, run: Run):
@@ -223,8 +225,7 @@ def retry(app: App, ui, data: dict, request: gr.Request | None = None):
 
 def undo(app: App, ui, data: dict, request: gr.Request | None = None) -> dict:
     """The chat's ↶: the last exchange leaves the conversation and its message goes back into the prompt box."""
-    if app.stops.busy(session_key(request)):  # the chat disables ↶ while a run streams, not while one waits
-        gr.Warning("A reply is still being written: press Stop first.")
+    if _writing(app, request):  # the chat disables ↶ while a run streams, not while one waits
         return {}
     taken = take_back(data[ui.messages], data[ui.turns], data[ui.exchanges])
     if taken is None:
@@ -260,6 +261,14 @@ def to_teach(ui, teach, data: dict) -> dict:
     return updates
 
 
+def _writing(app: App, request: gr.Request | None) -> bool:
+    """Whether this session's reply is being written or waits (then a warning says to press Stop first)."""
+    busy = app.stops.busy(session_key(request))
+    if busy:
+        gr.Warning("A reply is still being written: press Stop first.")
+    return busy
+
+
 def _is_chat(app: App, preset: str | None) -> bool:
     """Whether `preset` (None: the default) wraps messages in a chat template (False when it is unknown)."""
     try:
@@ -271,8 +280,7 @@ def _is_chat(app: App, preset: str | None) -> bool:
 def clear(app: App, ui, request: gr.Request | None = None) -> dict:
     """Clear: a new conversation (refused while a reply is being written or waits: its run would write the old
     conversation back when it ends)."""
-    if app.stops.busy(session_key(request)):
-        gr.Warning("A reply is still being written: press Stop first.")
+    if _writing(app, request):
         return {}
     r, empty = ui.results, {**charts.all_figures(), "chart-arena": charts.arena_figure()}
     return {ui.panel.chat: [], ui.messages: [], ui.turns: [], ui.exchanges: [], r.stats: stats.stats_html(None),

@@ -10,8 +10,6 @@ import threading
 import time
 from pathlib import Path
 
-from specui.lesson import json_safe
-
 EXPORTS_KEPT = 16  # export files kept on disk per process
 
 
@@ -24,8 +22,8 @@ class Exports:
         self._guard = threading.Lock()  # visitors' runs end on threads of their own
 
     def write(self, payload: dict, filename: str) -> str:
-        """`payload` as indented JSON (NaN and infinities as null) in a file named `filename` (a folder per export
-        keeps the name plain)."""
+        """`payload` (JSON-ready: `lesson.json_safe`) as indented JSON in a file named `filename` (a folder per
+        export keeps the name plain)."""
         with self._guard:
             if self._folder is None:
                 self._folder = tempfile.TemporaryDirectory(prefix=self._prefix)
@@ -33,7 +31,7 @@ class Exports:
             folder = root / f"{time.monotonic_ns()}"
             folder.mkdir()
             path = folder / filename
-            path.write_text(json.dumps(json_safe(payload), indent=1, allow_nan=False), encoding="utf-8")
+            path.write_text(json.dumps(payload, indent=1, allow_nan=False), encoding="utf-8")
             for old in sorted(root.iterdir(), key=lambda p: int(p.name))[:-EXPORTS_KEPT]:
                 shutil.rmtree(old, ignore_errors=True)
         return str(path)
