@@ -5,7 +5,10 @@ Speculative decoding's speedup (Leviathan et al. 2023, Theorem 3.8) assumes that
 costs one forward; `measure_verify_cost` measures what it really costs on this machine with the
 engine's own forward (`specui.kv.CachedLM`): after a cache of `cache_length` tokens, each block size
 is timed `repeats` times, block sizes interleaved within each repeat (so a slow spell of a shared
-machine hits every size alike), and the median kept.
+machine hits every size alike), and the median kept. Each timed forward follows an untimed one of the
+same size, as decoding's forwards follow each other: timed straight after a larger block, a small model's
+one-token forward ran about 12% slower (its weights and the cache's lines displaced), which had put
+every ratio of the stdlib target's curve that much too low.
 
     python -m specui.verify_cost --target assets/specui-target          # a model folder
     python -m specui.verify_cost --preset NAME [--config models.yaml]   # a preset's target
@@ -68,6 +71,8 @@ def measure_verify_cost(model, *, cache_length: int = 128, max_tokens: int = 16,
         lm.extend(ids[:cache_length], last_only=True)
         for rep in range(warmup + repeats):
             for n in tokens:
+                lm.extend(ids[cache_length:cache_length + n])  # the same size just before (see the docstring)
+                lm.trim(cache_length)
                 sync_device(device)
                 started = time.perf_counter()
                 lm.extend(ids[cache_length:cache_length + n])
