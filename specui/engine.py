@@ -47,7 +47,11 @@ from specui.verify import verify
 
 
 class ContextLengthError(ValueError):
-    """The prompt plus the tokens asked for do not fit in a model's context."""
+    """The prompt plus the tokens asked for do not fit in a model's context (`limit` tokens, 0 when unknown)."""
+
+    def __init__(self, message: str, limit: int = 0):
+        super().__init__(message)
+        self.limit = limit
 
 
 class SpeculativeEngine:
@@ -327,8 +331,7 @@ class SpeculativeEngine:
                 raise ContextLengthError(
                     f"the prompt ({prompt_len} tokens) plus max_new_tokens ({max_new_tokens}) is "
                     f"{prompt_len + max_new_tokens} tokens, more than the {role} model's context of {limit}; "
-                    "shorten the prompt or lower max_new_tokens"
-                )
+                    "shorten the prompt or lower max_new_tokens", limit)
 
     def _sync(self) -> None:
         if self.device.type == "cuda":

