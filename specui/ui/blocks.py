@@ -267,6 +267,9 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     def fresh(request: gr.Request):
         return clear(app, ui, request)
 
+    def emptied(messages: list, request: gr.Request):
+        return clear(app, ui, request, shown=messages)
+
     def halt(request: gr.Request):
         app.stops.set(session_key(request))
 
@@ -286,6 +289,7 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
                 **at_once)
     p.stop.click(halt, None, None, **QUIET)
     p.clear.click(fresh, None, ui.outputs, **at_once)
+    p.chat.clear(emptied, [ui.messages], ui.outputs, **at_once)  # the chat's own 🗑 clears the conversation too
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)
     t = teach.controls
     r.to_teach.click(lambda data: to_teach(ui, teach, data), {ui.exchanges, ui.turns} | c.inputs,

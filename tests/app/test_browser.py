@@ -355,3 +355,13 @@ def test_a_message_goes_to_the_teach_tab_to_be_stepped_through(page):
 def test_clear_empties_the_chat(page):
     page.click("#clear")
     page.wait_for_function("() => document.querySelectorAll('#chat .specui-prompt').length === 0", timeout=10_000)
+
+
+def test_the_chats_own_clear_icon_starts_a_new_conversation_too(page):
+    """The chat's 🗑 (gradio's own) empties the page's chat; the conversation must go with it, or the next message
+    would bring the old exchange back (and a chat model would still read it)."""
+    run_prompt(page, PROMPT)
+    page.locator("#chat button[aria-label='Clear']").first.click()
+    page.wait_for_function("() => document.querySelectorAll('#chat .specui-prompt').length === 0", timeout=10_000)
+    run_prompt(page, "import os\n")
+    assert page.locator("#chat .specui-prompt").count() == 1 and page.locator("#chat [data-testid=bot]").count() == 1

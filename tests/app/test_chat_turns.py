@@ -199,6 +199,8 @@ def test_clear_starts_a_new_conversation_unless_a_reply_is_being_written(tab):
     request = SimpleNamespace(session_hash="clearing")
     waiting(app, ui, form(ui, "x = 1", state=states(ui, ok)), request)
     assert clear(app, ui, request) == {}  # its run would write the old conversation back when it ends
+    shown = ok[ui.messages]  # the chat's own 🗑 emptied the page's chat: refused, the conversation shows again
+    assert clear(app, ui, request, shown=shown) == {ui.panel.chat: shown}
     app.stops.set("clearing")
     emptied = clear(app, ui, request)
     assert emptied[ui.messages] == emptied[ui.turns] == emptied[ui.exchanges] == emptied[ui.panel.chat] == []
