@@ -64,7 +64,7 @@ def view(run, *, figures: bool = False, final: bool = False) -> ArenaView:
     standings = {s.name: s for s in result.standings} if result is not None else {}
     lanes = [(name, _title(name, standings.get(name)), views) for name, views in run.arena_views.items()]
     plain_views = run.arena_views.get(arena.PLAIN, [])
-    credits = list(zip((v.text for v in plain_views), result.credits)) if result is not None else []
+    credits = list(zip(plain_views, result.credits)) if result is not None else []
     message = render.render_arena(credits, lanes, labels={name: arena.label(name) for name in run.arena},
                                   verdict=_verdict(run, result, final=final),
                                   note=" · ".join(part for part in ("⏹ stopped" if run.phase == "stopped" else "",

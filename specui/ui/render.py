@@ -209,14 +209,17 @@ ARENA_KINDS = {Kind.ACCEPTED: "proposed it", Kind.RESAMPLED: "proposed another t
                Kind.BONUS: "had no draft left here (the target's bonus token)"}
 
 
-def credit_span(text: str, credit, labels: dict[str, str]) -> str:
+def credit_span(text: str, credit, labels: dict[str, str], *, special: bool = False) -> str:
     """One token of plain decoding's output, coloured by the drafter that proposed it in its own run
-    (`arena-NAME`; `arena-many` for several, `arena-none` for none); the tooltip says what each did there."""
+    (`arena-NAME`; `arena-many` for several, `arena-none` for none); the tooltip says what each did there.
+    special: a special token (an end of turn), shown small as a marker, as in the chat (`tok-special`)."""
     by = credit.drafted_by
     cls = f"arena-{by[0]}" if len(by) == 1 else "arena-many" if by else "arena-none"
+    cls += " tok-special" if special else ""
     says = [f"{labels.get(name, name)} {ARENA_KINDS.get(kind, 'has not decoded this far (or its output parted before)')}"
             for name, kind in credit.kinds.items()]
-    title = " · ".join([f"token {credit.index + 1}: {credit.token_id} {text!r}", *says])
+    marker = ["a special token (the end of the model's turn, or another control token), not text"] if special else []
+    title = " · ".join([f"token {credit.index + 1}: {credit.token_id} {text!r}", *says, *marker])
     return f'<span class="tok {html.escape(cls)}" title="{html.escape(title, quote=True)}">{escape_text(text)}</span>'
 
 
@@ -234,14 +237,14 @@ def render_arena(credits: Sequence[tuple[str, object]], lanes: Sequence[tuple[st
     """The arena's message: plain decoding's output with each token coloured by the drafter(s) that proposed
     it, then every contestant's own run (its tokens coloured by kind, as in the chat).
 
-    credits: (token text, `specui.arena.Credit`) per token of plain decoding's output.
+    credits: (token view, `specui.arena.Credit`) per token of plain decoding's output.
     lanes: (contestant name, title, token views); streaming names the lane that gets the caret.
     copy: the reply's text (plain decoding's), for a "Copy reply" button.
     """
     drafters = [name for name, _, _ in lanes if name in labels and name != "plain"]
     who = ""
     if credits and drafters:
-        spans = "".join(credit_span(text, credit, labels) for text, credit in credits)
+        spans = "".join(credit_span(view.text, credit, labels, special=view.special) for view, credit in credits)
         who = (f'<div class="arena-head">Who proposed each token (in its own run; hover for every drafter)</div>'
                f'{arena_key(drafters, labels)}<div class="specui-text" style="{TEXT_STYLE}">{spans}</div>')
     rows = "".join(f'<div class="arena-lane"><div class="specui-col-title">{escape_text(title)}</div>'

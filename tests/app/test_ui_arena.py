@@ -123,7 +123,8 @@ def test_each_token_is_coloured_by_the_drafters_that_proposed_it_and_model_text_
     lanes = [(name, arena.label(name), [TokenView(text=t, kind=k) for t, k in zip(texts, results[name].kinds)])
              for name in results]
     labels = {name: arena.label(name) for name in results}
-    markup = render.render_arena(list(zip(texts, outcome.credits)), lanes, labels=labels, streaming="prompt_lookup")
+    plain = [TokenView(text=t, kind="plain", special=i == 3) for i, t in enumerate(texts)]  # the last: an end of turn
+    markup = render.render_arena(list(zip(plain, outcome.credits)), lanes, labels=labels, streaming="prompt_lookup")
     assert "<img" not in markup and "&lt;img" in markup
     parser = Tokens()
     parser.feed(markup)
@@ -132,9 +133,10 @@ def test_each_token_is_coloured_by_the_drafters_that_proposed_it_and_model_text_
     assert [s["class"] for s in key] == ["tok arena-model", "tok arena-prompt_lookup", "tok arena-many", "tok arena-none"]
     assert [s["text"] for s in who] == texts
     # token 1: both drafted it; 2: only the model (lookup's draft was rejected); 3: only lookup; 4: bonus in both
-    assert [s["class"] for s in who] == ["tok arena-many", "tok arena-model", "tok arena-prompt_lookup", "tok arena-none"]
+    assert [s["class"] for s in who] == ["tok arena-many", "tok arena-model", "tok arena-prompt_lookup",
+                                         "tok arena-none tok-special"]  # the special token shows as a marker
     assert "draft model proposed it" in who[1]["title"] and "prompt lookup proposed another token" in who[1]["title"]
-    assert "bonus" in who[3]["title"] and INJECTION in who[1]["title"]
+    assert "bonus" in who[3]["title"] and INJECTION in who[1]["title"] and "special token" in who[3]["title"]
     lanes_spans = parser.spans[8:]
     assert [s["class"] for s in lanes_spans[4:8]] == ["tok tok-accepted", "tok tok-accepted", "tok tok-resampled",
                                                       "tok tok-bonus"]  # the model's own run, by kind
