@@ -67,6 +67,12 @@ class Stops:
             if event is not None:
                 event.set()
 
+    def any_busy(self) -> bool:
+        """Whether any session has a run in flight or waiting (a new one waits behind it: one runs at a time). Known
+        here, in the server's process, where on ZeroGPU the runs themselves go on in another."""
+        with self._guard:
+            return bool(self._events) or any(not e.is_set() for q in self._waiting.values() for e in q)
+
     def busy(self, key: str) -> bool:
         """Whether this browser session has a run in flight, or one waiting that Stop has not stopped."""
         with self._guard:
@@ -203,8 +209,9 @@ def waiting(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
             raise gr.Error("There is no message to run again: type one and press Send.", title="Nothing to run again",
                            print_exception=False)
         messages, _, _, text = taken
+    busy = app.showcase.live or app.stops.any_busy()  # the API's runs, the chat's (before this one waits too)
     app.stops.wait(key)
-    note = "Waiting for the run in progress to finish (one runs at a time)…" if app.showcase.live else "…"
+    note = "Waiting for the run in progress to finish (one runs at a time)…" if busy else "…"
     return {ui.panel.chat: _asked(messages, text, note)}
 
 

@@ -149,9 +149,12 @@ def test_stop_reaches_runs_that_wait_for_their_turn_in_the_queues_order():
     first, second, third = stops.start("v"), stops.start("v"), stops.start("v")
     assert first.is_set() and second.is_set() and not third.is_set()
     assert stops.busy("v")  # the third runs
-    assert not stops.start("w").is_set()  # an API call does not wait first
+    api = stops.start("w")
+    assert not api.is_set() and stops.any_busy()  # an API call does not wait first
     stops.end("v", third)
-    assert not stops.busy("v")
+    assert not stops.busy("v") and stops.any_busy()
+    stops.end("w", api)
+    assert not stops.any_busy()
 
 
 def test_a_message_shows_at_once_and_one_still_being_answered_is_refused(tab):
@@ -159,8 +162,12 @@ def test_a_message_shows_at_once_and_one_still_being_answered_is_refused(tab):
     request = SimpleNamespace(session_hash="shown")
     shown = waiting(app, ui, form(ui, CODE), request)
     assert [m["role"] for m in shown[ui.panel.chat]] == ["user", "assistant"] and "…" in str(shown[ui.panel.chat][1])
+    assert "Waiting" not in str(shown[ui.panel.chat][1])  # nothing else ran or waited
     with pytest.raises(gr.Error, match="still being answered"):
         waiting(app, ui, form(ui, "again"), request)
+    other = waiting(app, ui, form(ui, "x = 2"), SimpleNamespace(session_hash="another"))  # another visitor's waits
+    assert "Waiting for the run in progress" in str(other[ui.panel.chat][1])  # (counted here, also on ZeroGPU)
+    app.stops.set("another")
     frames = list(respond(app, ui, form(ui, CODE), request))  # its turn comes: it runs, and then Send is free again
     assert "tok-" in str(frames[-1][ui.messages][-1]["content"])
     waiting(app, ui, form(ui, "x = 1"), request)
