@@ -62,37 +62,45 @@ def skipped(engine, settings: DecodeSettings) -> tuple[str, ...]:
     return tuple(name for name in engine.drafters if not can_draft(name, settings))
 
 
-def arm_settings(settings: DecodeSettings, name: str, *, seed: int | None, k: int | None = None) -> DecodeSettings:
+def arm_settings(settings: DecodeSettings, name: str, *, seed: int | None, k: int | None = None,
+                 confidence: float | None = None) -> DecodeSettings:
     """A contestant's settings: the shared ones, its drafter (none for plain), the shared seed, and its own
-    K when it has one (`k`: a preset's `drafter_tokens`)."""
+    K and draft_confidence when it has them (`k`: a preset's `drafter_tokens`; `confidence`: its
+    `draft_confidence`, for chains only: a token tree keeps its own shape)."""
     if name == PLAIN:
         return settings.but(speculative=False, seed=seed)
-    return settings.but(speculative=True, drafter=name, seed=seed, **({"num_draft_tokens": k} if k else {}))
+    own = {"num_draft_tokens": k} if k else {}
+    if confidence is not None and settings.tree_width == 1:
+        own["draft_confidence"] = confidence
+    return settings.but(speculative=True, drafter=name, seed=seed, **own)
 
 
 def streams(engine, prompt: Sequence[int], settings: DecodeSettings, *, into: dict[str, GenerationResult],
-            names: Sequence[str] | None = None, ks: Mapping[str, int] | None = None) -> Iterator[tuple[str, Iterator]]:
+            names: Sequence[str] | None = None, ks: Mapping[str, int] | None = None,
+            confidences: Mapping[str, float] | None = None) -> Iterator[tuple[str, Iterator]]:
     """(name, engine stream) per contestant, in order; each result fills `into[name]`.
 
     Plain decoding's stream is opened now, so bad settings or a prompt too long raise ValueError here,
     before any work. The next stream opens only when the caller asks for it: finish (or close) each
     stream first, and no two runs ever overlap. names: a subset of `contestants(engine)` (plain first).
     ks: drafters that race at their own K (a preset's `drafter_tokens`); the rest at the settings' K.
+    confidences: drafters that race with their own draft_confidence (a preset's `draft_confidence`).
     """
     names = tuple(names) if names is not None else contestants(engine, settings)
     if not names or names[0] != PLAIN:
         raise ValueError(f"the arena starts with {PLAIN!r}; got {names!r}")
     into[PLAIN] = GenerationResult()
     first = engine.stream(prompt, arm_settings(settings, PLAIN, seed=settings.seed), into=into[PLAIN])
-    return _one_after_another(engine, prompt, settings, names, first, into, ks or {})
+    return _one_after_another(engine, prompt, settings, names, first, into, ks or {}, confidences or {})
 
 
-def _one_after_another(engine, prompt, settings, names, first, into, ks) -> Iterator[tuple[str, Iterator]]:
+def _one_after_another(engine, prompt, settings, names, first, into, ks, confidences) -> Iterator[tuple[str, Iterator]]:
     yield PLAIN, first
     seed = into[PLAIN].seed  # the seed plain decoding used (drawn if the settings had none)
     for name in names[1:]:
         into[name] = GenerationResult()
-        yield name, engine.stream(prompt, arm_settings(settings, name, seed=seed, k=ks.get(name)), into=into[name])
+        own = arm_settings(settings, name, seed=seed, k=ks.get(name), confidence=confidences.get(name))
+        yield name, engine.stream(prompt, own, into=into[name])
 
 
 def warm_up(engine, prompt: Sequence[int], *, names: Sequence[str] | None = None, lock=None) -> None:
@@ -185,18 +193,20 @@ def credits(results: Mapping[str, GenerationResult]) -> list[Credit]:
 
 
 def run(engine, prompt: Sequence[int], settings: DecodeSettings | None = None, *, names: Sequence[str] | None = None,
-        stop=None, warm: bool = True, ks: Mapping[str, int] | None = None) -> Arena:
+        stop=None, warm: bool = True, ks: Mapping[str, int] | None = None,
+        confidences: Mapping[str, float] | None = None) -> Arena:
     """Decode `prompt` with each contestant in turn and summarise. `stop` (e.g. a threading.Event) ends
     the arena at the next round; the contestants not yet run are left out. Without `names`, the drafters
     that cannot decode with `settings` (token trees) are left out and named in `Arena.skipped`. ks: the
-    drafters' own K, as in `streams` (e.g. `dict(engine.preset.drafter_tokens)`)."""
+    drafters' own K, as in `streams` (e.g. `dict(engine.preset.drafter_tokens)`); confidences: their own
+    draft_confidence (e.g. `dict(engine.preset.draft_confidence)`)."""
     settings = settings or DecodeSettings()
     left_out = skipped(engine, settings) if names is None else ()
     names = tuple(names) if names is not None else contestants(engine, settings)
     if warm:
         warm_up(engine, prompt, names=names)
     results: dict[str, GenerationResult] = {}
-    for _, stream in streams(engine, prompt, settings, into=results, names=names, ks=ks):
+    for _, stream in streams(engine, prompt, settings, into=results, names=names, ks=ks, confidences=confidences):
         with contextlib.closing(stream):
             for _ in stream:
                 if stop is not None and stop.is_set():

@@ -126,7 +126,7 @@ class SpeculativeEngine:
 
         settings: a `DecodeSettings`; keywords (its field names: max_new_tokens, num_draft_tokens,
                   temperature, top_k, top_p, seed, speculative, ignore_eos, drafter, adaptive, tree_width,
-                  tree_nodes) build
+                  tree_nodes, draft_confidence) build
                   one, or change the one given.
         drafter: "model" (the draft model; the default when there is one and the engine names no default
                  drafter of its own), "model_lookup" (copies where the
@@ -147,6 +147,8 @@ class SpeculativeEngine:
         prompt = check_prompt(input_ids, self.vocab_size)
         sampling = Sampling(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
         drafter = self._make_drafter(settings.drafter) if settings.speculative else None
+        if hasattr(drafter, "stop_below"):  # drafters that draw from distributions stop when unsure (`Confidence`)
+            drafter.stop_below = settings.draft_confidence
         tree = (settings.tree_width, settings.tree_nodes) if settings.tree_width > 1 and drafter is not None else None
         if tree and not all(callable(getattr(drafter, m, None)) for m in ("propose_tree", "observe_tree")):
             raise ValueError(f"drafter {getattr(drafter, 'name', type(drafter).__name__)!r} cannot draft token trees "

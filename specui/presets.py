@@ -48,6 +48,7 @@ class Preset:
     memory: str = ""  # what it needs, in words, for people choosing a preset
     heads: tuple[tuple[str, str], ...] = ()  # (drafter name, folder) of the heads trained on the target
     drafter_tokens: tuple[tuple[str, int], ...] = ()  # (drafter name, K) where a drafter does best at its own K
+    draft_confidence: tuple[tuple[str, float], ...] = ()  # (drafter name, the confidence it drafts while above)
 
     @property
     def head_folders(self) -> dict[str, str]:
@@ -57,6 +58,11 @@ class Preset:
         """The K to draft with when `drafter` (default: the preset's) drafts: its own from `drafter_tokens`,
         else `num_draft_tokens`."""
         return dict(self.drafter_tokens).get(drafter or self.drafter, self.num_draft_tokens)
+
+    def confidence_for(self, drafter: str | None = None) -> float:
+        """The `DecodeSettings.draft_confidence` of `drafter` (default: the preset's): below it a round stops
+        drafting, K being the most it drafts; 0 (K always) unless `draft_confidence` names the drafter."""
+        return dict(self.draft_confidence).get(drafter or self.drafter, 0.0)
 
     @property
     def is_local(self) -> bool:
@@ -214,6 +220,7 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
         memory=str(body.get("memory", "")),
         heads=heads,
         drafter_tokens=drafter_tokens,
+        draft_confidence=_per_drafter(body.get("draft_confidence"), key, "draft_confidence"),
     )
 
 
@@ -235,18 +242,28 @@ def _heads(body, key: str, path: Path) -> tuple[tuple[str, str], ...]:
 
 def _drafter_tokens(body, key: str) -> tuple[tuple[str, int], ...]:
     """`drafter_tokens: {medusa: 1, early_exit: 1}`: drafter names -> the K each drafts with."""
+    return _per_drafter(body, key, "drafter_tokens")
+
+
+def _per_drafter(body, key: str, field: str) -> tuple[tuple[str, int | float], ...]:
+    """A mapping of drafter names to numbers: `drafter_tokens` (K, integers from 1 to MAX_DRAFT_TOKENS) or
+    `draft_confidence` (numbers from 0 up to 1, not included)."""
     if body is None:
         return ()
+    what = "K" if field == "drafter_tokens" else "a confidence"
     if not isinstance(body, dict):
-        raise ConfigError(f"{key}.drafter_tokens: must be a mapping of drafter names ({', '.join(DRAFTERS)}) to K "
+        raise ConfigError(f"{key}.{field}: must be a mapping of drafter names ({', '.join(DRAFTERS)}) to {what} "
                           f"(got {body!r})")
     out = []
-    for name, k in body.items():
+    for name, v in body.items():
         if name not in DRAFTERS:
-            raise ConfigError(f"{key}.drafter_tokens.{name}: not a drafter; choose from {', '.join(DRAFTERS)}")
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_DRAFT_TOKENS:
-            raise ConfigError(f"{key}.drafter_tokens.{name}: must be an integer from 1 to {MAX_DRAFT_TOKENS} (got {k!r})")
-        out.append((name, k))
+            raise ConfigError(f"{key}.{field}.{name}: not a drafter; choose from {', '.join(DRAFTERS)}")
+        if field == "drafter_tokens":
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_DRAFT_TOKENS:
+                raise ConfigError(f"{key}.{field}.{name}: must be an integer from 1 to {MAX_DRAFT_TOKENS} (got {v!r})")
+        elif isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
+            raise ConfigError(f"{key}.{field}.{name}: must be a number from 0 up to 1, not included (got {v!r})")
+        out.append((name, v if field == "drafter_tokens" else float(v)))
     return tuple(out)
 
 

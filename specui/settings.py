@@ -73,6 +73,8 @@ class DecodeSettings:
     speculative: bool = True  # False: plain decoding by the target alone
     tree_width: int = 1  # children per expanded tree node; 1: one chain of K drafts (no tree)
     tree_nodes: int = 0  # trees: 0 the static shape (every node to depth K), N >= 1 the dynamic one keeping N
+    draft_confidence: float = 0.0  # a chain stops drafting once the draft's confidence falls below this (0: K always;
+    # `specui.drafters.base.Confidence`); a token tree keeps its own shape
 
     def __post_init__(self):
         # numbers are normalised to Python ints and floats (numpy's are accepted), bools refused
@@ -108,6 +110,11 @@ class DecodeSettings:
             if seed is None or not 0 <= seed < SEED_LIMIT:
                 raise SettingsError(f"seed must be None or an integer from 0 to 2**64 - 1, got {self.seed!r}")
             put("seed", seed)
+        confidence = _as_float(self.draft_confidence)
+        if confidence is None or not 0.0 <= confidence < 1.0:
+            raise SettingsError(f"draft_confidence must be a number from 0 (always K drafts) up to 1 (not included), "
+                                f"got {self.draft_confidence!r}")
+        put("draft_confidence", confidence)
         for name in ("adaptive", "ignore_eos", "speculative"):
             if not isinstance(getattr(self, name), bool):
                 raise SettingsError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -137,6 +144,7 @@ class DecodeSettings:
             return
         if self.adaptive:
             raise SettingsError("adaptive K and token trees do not go together: turn one off")
+
         if not nodes and static_size(width=width, depth=self.num_draft_tokens) > MAX_TREE_NODES:
             raise SettingsError(f"a static tree of width {width} and depth K={self.num_draft_tokens} has "
                                 f"{static_size(width=width, depth=self.num_draft_tokens)} nodes, more than "

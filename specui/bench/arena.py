@@ -29,14 +29,16 @@ CHAIN_ARM = " " + CHAIN  # with token trees: the arm "NAME chain" drafts NAME's 
 
 
 def arms(names: Sequence[str], decode: DecodeSettings | None = None, *,
-         ks: dict[str, int] | None = None) -> dict[str, Arm]:
+         ks: dict[str, int] | None = None, confidences: dict[str, float] | None = None) -> dict[str, Arm]:
     """One arm per contestant, keyed by its name: plain decoding, or the engine with that drafter, at its K
-    in `ks` (a preset's `drafter_tokens`; default and for names missing there: the plan's K); when
-    `decode` draws token trees, each drafter's chain of the same K right after it."""
-    ks = ks or {}
+    in `ks` (a preset's `drafter_tokens`; default and for names missing there: the plan's K) and its
+    draft_confidence in `confidences` (a preset's `draft_confidence`; else the plan's); when `decode` draws
+    token trees, each drafter's chain of the same K right after it."""
+    ks, confidences = ks or {}, confidences or {}
     out = {}
     for name in names:
-        out[name] = Arm("plain") if name == PLAIN else Arm("speculative", k=ks.get(name), drafter=name)
+        out[name] = Arm("plain") if name == PLAIN else Arm("speculative", k=ks.get(name), drafter=name,
+                                                           confidence=confidences.get(name))
         if name != PLAIN and decode is not None and decode.tree_width > 1:
             out[name + CHAIN_ARM] = Arm("speculative", k=ks.get(name), drafter=name, chain=True)
     return out

@@ -40,6 +40,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--max-new-tokens", type=int, default=128)
     p.add_argument("--num-draft-tokens", type=int, default=None, help="K (default: the preset's; with --drafter all or a head, "
                                                                       "each drafter's own K from the preset's drafter_tokens)")
+    p.add_argument("--draft-confidence", type=float, default=None,
+                   help="a round stops drafting once the draft's confidence (the product of its top probabilities) "
+                        "falls below this; K is then the most it drafts (default: the preset's draft_confidence, 0 "
+                        "with token trees; 0 = always K)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     p.add_argument("--tree-width", type=int, default=1,
                    help="token trees: children per expanded node (1 = one chain of K drafts, the default)")
@@ -170,7 +174,10 @@ def main(argv=None) -> dict:
                                 num_draft_tokens=args.num_draft_tokens or (preset.num_draft_tokens if drafter == ALL
                                                                            else preset.k_for(drafter)),
                                 temperature=args.temperature, drafter=None if names else drafter, seed=args.seed,
-                                ignore_eos=True, tree_width=args.tree_width, tree_nodes=args.tree_nodes)
+                                ignore_eos=True, tree_width=args.tree_width, tree_nodes=args.tree_nodes,
+                                draft_confidence=(args.draft_confidence if args.draft_confidence is not None else
+                                                  0.0 if args.tree_width > 1 or names else
+                                                  preset.confidence_for(drafter)))
     except SettingsError as e:
         raise SystemExit(f"python -m specui.bench: error: {e}") from None
     skipped = tuple(name for name in names if not can_draft(name, decode))  # token trees: never run as chains
@@ -192,15 +199,19 @@ def main(argv=None) -> dict:
 
     if names:  # the drafters side by side (specui.bench.arena)
         ks = {} if args.num_draft_tokens else dict(preset.drafter_tokens)  # each its own K, as the arena gives it
-        runs = run_prompts(methods, prompts, arms=bench_arena.arms(names, decode, ks=ks), progress=done)
+        own = args.draft_confidence is None and decode.tree_width == 1  # and its own draft_confidence
+        confidences = dict(preset.draft_confidence) if own else {}
+        runs = run_prompts(methods, prompts, arms=bench_arena.arms(names, decode, ks=ks, confidences=confidences),
+                           progress=done)
         figures = bench_arena.summarise(runs, plan)
     else:  # one drafter against plain decoding and transformers' own generation
-        with constant_assistant_schedule(methods.hf_draft if drafter in MODEL_DRAFTERS else None, decode.num_draft_tokens):
+        with constant_assistant_schedule(methods.hf_draft if drafter in MODEL_DRAFTERS else None, decode.num_draft_tokens,
+                                         decode.draft_confidence):
             costs = measure_costs(methods, prompts[0], decode.num_draft_tokens, samples=args.cost_samples)
             figures = summarise(run_prompts(methods, prompts, arms=plan_arms(decode), progress=done), costs, plan)
     report = {"preset": preset.name, "drafter": drafter, "max_new_tokens": decode.max_new_tokens,
               "temperature": decode.temperature, "tree_width": decode.tree_width, "tree_nodes": decode.tree_nodes,
-              "repeats": plan.repeats, "warmup": plan.warmup,
+              "draft_confidence": decode.draft_confidence, "repeats": plan.repeats, "warmup": plan.warmup,
               "num_prompts": len(prompts), "prompts": args.prompts or ("held-out chat and code prompts (specui.chat_prompts)" if chat
                                           else "built-in held-out stdlib test code"),
               **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,

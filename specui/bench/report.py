@@ -37,7 +37,10 @@ def _yes_no(value) -> str:
 def format_table(r: dict) -> str:
     if "drafters" in r:
         return format_drafter_table(r)
-    k = r["num_draft_tokens"]
+    k = short = r["num_draft_tokens"]
+    if r.get("draft_confidence"):  # K is the most a round drafts
+        k = f"{short} at most, drafting while confident >= {fmt(r['draft_confidence'], 'g')}"
+        short = f"<={short}, >={fmt(r['draft_confidence'], 'g')}"
     mode = "greedy" if r["temperature"] == 0 else f"temperature {fmt(r['temperature'], 'g')}"
     plain = r["plain_tokens_per_s"]
     lines = [
@@ -49,7 +52,8 @@ def format_table(r: dict) -> str:
     ]
     for method in ("plain", "speculative", "hf_assisted", "hf_plain"):
         tps = r[f"{method}_tokens_per_s"]
-        label = LABELS[method] + (f" (K={k})" if method in ("speculative", "hf_assisted") else "")
+        asked = r["num_draft_tokens"] if method == "hf_assisted" else short  # transformers' assistant: K always
+        label = LABELS[method] + (f" (K={asked})" if method in ("speculative", "hf_assisted") else "")
         lines.append(f"{label:<38}{fmt(tps, '>10.1f')}{fmt(tps / plain, '>9.2fx')}")
     lines += [
         "",
@@ -110,6 +114,8 @@ def format_drafter_table(r: dict) -> str:
     if r.get("tree_width", 1) > 1:
         mode += f", token trees of width {r['tree_width']} " + (f"({r['tree_nodes']} nodes)" if r.get("tree_nodes")
                                                                  else "(static)")
+    if r.get("draft_confidence"):
+        mode += f", each K the most a round drafts (drafting while confident >= {fmt(r['draft_confidence'], 'g')})"
     lines = [
         (f"specui bench: preset {r['preset']}, drafters side by side ({', '.join(drafters)}), {k_text}, {mode}, "
          f"{r['max_new_tokens']} new tokens (EOS ignored), {r['num_prompts']} prompts x {r['repeats']} repeats"),

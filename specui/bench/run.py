@@ -63,6 +63,7 @@ class Arm:
     k: int | None = None
     drafter: str | None = None
     chain: bool = False  # a plan that drafts token trees: this arm drafts the chain of K instead (tree_width 1)
+    confidence: float | None = None  # its own draft_confidence (None: the plan's)
 
 
 ARMS = {m: Arm(m) for m in METHODS}  # the benchmark's four arms, keyed by the row labels
@@ -131,12 +132,13 @@ class Methods:
             torch.cuda.synchronize(self.device)
 
     def run(self, method: str, prompt: list[int], seed: int, *, k: int | None = None, drafter: str | None = None,
-            chain: bool = False):
+            chain: bool = False, confidence: float | None = None):
         self.sync()
         started = time.perf_counter()
         if method in ("plain", "speculative"):
             settings = self.s.but(seed=seed, speculative=method == "speculative")
             settings = settings if k is None else settings.but(num_draft_tokens=k)
+            settings = settings if confidence is None else settings.but(draft_confidence=confidence)
             settings = settings.but(tree_width=1, tree_nodes=0) if chain else settings
             result = self.engine.generate(prompt, settings if drafter is None else settings.but(drafter=drafter))
             tokens = result.token_ids
@@ -172,9 +174,11 @@ def _pad_id(model) -> int:
 
 
 @contextmanager
-def constant_assistant_schedule(draft, k: int):
-    """Inside `with`: transformers' assistant drafts exactly K tokens per round (schedule "constant", no
-    confidence threshold), as specui's engine does. The draft's own generation_config is restored after."""
+def constant_assistant_schedule(draft, k: int, confidence: float = 0.0):
+    """Inside `with`: transformers' assistant drafts K tokens per round (schedule "constant"), as specui's engine
+    does, and with a `confidence` (specui's draft_confidence) its own confidence threshold: it stops drafting
+    where its top probability falls below it (per token; specui's stop reads their product), else none. The
+    draft's own generation_config is restored after."""
     if draft is None:
         yield
         return
@@ -182,7 +186,7 @@ def constant_assistant_schedule(draft, k: int):
     config = copy.deepcopy(saved)
     config.num_assistant_tokens = k
     config.num_assistant_tokens_schedule = "constant"
-    config.assistant_confidence_threshold = 0.0
+    config.assistant_confidence_threshold = confidence
     draft.generation_config = config
     try:
         yield
@@ -244,7 +248,7 @@ def run_prompts(methods: Methods, prompts: list[list[int]], *, arms: dict[str, A
         for rep in range(s.warmup + s.repeats):
             for label, arm in arms.items():
                 seconds, tokens, result = methods.run(arm.method, prompt, seed, k=arm.k, drafter=arm.drafter,
-                                                      chain=arm.chain)
+                                                      chain=arm.chain, confidence=arm.confidence)
                 if rep < s.warmup:
                     continue
                 run.seconds[label].append(seconds)
@@ -357,6 +361,7 @@ def summarise(runs: list[PromptRun], costs: dict, plan: Plan) -> dict:
         "identical_to_plain": all(r["identical_to_plain"] for r in rows) if greedy else None,
         "hf_identical_to_engine": all(r["hf_identical"] for r in rows) if greedy else None,
         "num_draft_tokens": k,
+        "draft_confidence": s.draft_confidence,  # > 0: K is the most a round drafts (`specui.drafters.base.Confidence`)
         "time_budget": budget,
         **(tree_against_chain(runs, tps, "speculative", CHAIN, greedy) if CHAIN in tps else {}),
         "rows": rows,

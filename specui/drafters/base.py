@@ -13,6 +13,8 @@ Drafters that read the target itself say so with two optional attributes:
         (the round's first token and the n accepted drafts), taken from the verify forward, at no cost.
     shares_target: bool   the engine passes its target `CachedLM` as `start(..., target=)`: an early-exit
         draft runs the target's first layers on the target's own KV cache.
+A drafter that draws from distributions may stop a round's drafting early (`Confidence`): it has an attribute
+`stop_below` (0: always K tokens), which the engine sets from `DecodeSettings.draft_confidence`.
 A drafter whose proposal may be longer than K (the model + lookup drafter copies up to 6 tokens) says
 how long with an optional method `longest(k) -> int`; without it the engine keeps at most k tokens.
 
@@ -73,3 +75,24 @@ class DraftLength:
             self.k = min(self.k + 1, self.k_max)
         else:
             self.k = max(self.k - 1, 1)
+
+
+class Confidence:
+    """Whether a round's drafting goes on: while the draft stays confident, i.e. the product of its top
+    probabilities (its own softmax at temperature 1) over the round's tokens so far is at least `stop_below`, an
+    estimate of the chance that the whole chain survives verification (EAGLE-2 ranks its tree's nodes by the same
+    product); 0 drafts K tokens always. K stays the most a round drafts, and a round drafts at least one token.
+
+    The rule reads nothing but the drafter's own logits, so the proposal (how many tokens, and each token drawn
+    from the q it reports) is fixed before the target's draws: verification stays exact, in greedy decoding and
+    in sampling. It saves the draft steps, and the verify rows, of tokens unlikely to be accepted."""
+
+    def __init__(self, stop_below: float = 0.0):
+        self.stop_below, self.chance = stop_below, 1.0
+
+    def goes_on(self, logits: torch.Tensor) -> bool:
+        """After drafting a token from `logits` (the draft's, over its vocabulary): whether to draft another."""
+        if self.stop_below <= 0:
+            return True
+        self.chance *= float(torch.softmax(logits.float(), dim=-1).max())
+        return self.chance >= self.stop_below

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from specui.drafters.base import Draft
+from specui.drafters.base import Confidence, Draft
 from specui.drafters.tree import DraftTree, grow
 from specui.kv import CachedLM, model_device
 from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs
@@ -21,6 +21,7 @@ class ModelDrafter:
     """
 
     name = "draft model"
+    stop_below = 0.0  # a round stops drafting once the draft's confidence falls below this (`Confidence`)
 
     def __init__(self, model: torch.nn.Module):
         self.model = model
@@ -66,7 +67,7 @@ class ModelDrafter:
         # [V] at the last context token; the lm head runs on that position only
         logits = self.lm.extend(self._visible(context[self.lm.length :]), last_only=True)[-1]
         tokens, probs = [], []
-        greedy = self.sampling.greedy
+        greedy, confident = self.sampling.greedy, Confidence(self.stop_below)
         for i in range(k):
             if greedy:  # the argmax alone; q (only reported in greedy mode) comes after the loop, all rows at once
                 token, q = argmax(logits), logits
@@ -76,13 +77,14 @@ class ModelDrafter:
                 token = self.token_ids[token]
             tokens.append(token)
             probs.append(q)
-            if i + 1 < k:  # the last draft token is fed only if the target accepts it
-                logits = self.lm.extend(token.view(1))[-1]
-        probs = torch.stack(probs)  # [k, draft vocabulary]
+            if i + 1 == k or not confident.goes_on(logits):
+                break
+            logits = self.lm.extend(token.view(1))[-1]  # the last draft token is fed only if the target accepts it
+        probs = torch.stack(probs)  # [drafted, draft vocabulary]
         if greedy:
             probs = logits_to_probs(probs, self.sampling)
         if self.token_ids is not None:
-            full = probs.new_zeros(k, self.vocab_size)
+            full = probs.new_zeros(len(tokens), self.vocab_size)
             probs = full.index_copy_(1, self.token_ids, probs)
         return Draft(torch.stack(tokens), probs)
 

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from specui import native
-from specui.drafters.base import Draft
+from specui.drafters.base import Confidence, Draft
 from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.heads import common
 from specui.products import linear
@@ -170,6 +170,7 @@ class EagleDrafter:
     """Drafts K tokens with an `EagleHead`, reading the target's states of every verified token."""
 
     name = "EAGLE"
+    stop_below = 0.0  # a round stops drafting once the head's confidence falls below this (`Confidence`)
 
     def __init__(self, head: EagleHead):
         self.head = head
@@ -204,17 +205,18 @@ class EagleDrafter:
         head = self.head
         h = self._feed_pending(context)  # [1, D]: predicts the first draft token
         ids = head.output.token_ids.to(self.device)
-        tokens, probs = [], []
+        tokens, probs, confident = [], [], Confidence(self.stop_below)
         for i in range(k):
             logits = head.logits(h[-1])
             index, q = choose(logits, self.sampling, self.generators.for_tensor(logits))  # over the head's ids
             token = ids[index]
             tokens.append(token)
             probs.append(q)
-            if i + 1 < k:
-                h = self._step(head.inputs(h[-1:], token.view(1)))
+            if i + 1 == k or not confident.goes_on(logits):
+                break
+            h = self._step(head.inputs(h[-1:], token.view(1)))
         probs = torch.stack(probs)  # q on the target's vocabulary: zero outside the head's ids
-        full = probs.new_zeros(k, head.output.vocab_size).index_copy_(1, ids.to(probs.device), probs)
+        full = probs.new_zeros(len(tokens), head.output.vocab_size).index_copy_(1, ids.to(probs.device), probs)
         return Draft(torch.stack(tokens), full)
 
     def observe(self, num_accepted: int, *, features: torch.Tensor | None = None) -> None:

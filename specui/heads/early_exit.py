@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from specui.drafters.base import Draft
+from specui.drafters.base import Confidence, Draft
 from specui.drafters.registry import EARLY_EXIT, LABELS
 from specui.heads.common import ResBlock, VocabOutput, all_ids, check_target, draw, load_head, soft_loss
 from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
@@ -72,6 +72,7 @@ class EarlyExitDrafter:
     """Drafts k tokens one by one through the target's first E layers, on the target's own cache."""
 
     name = LABELS[EARLY_EXIT]
+    stop_below = 0.0  # a round stops drafting once the head's confidence falls below this (`Confidence`)
     shares_target = True  # the engine passes its target `CachedLM` to `start`
 
     def __init__(self, head: EarlyExitHead):
@@ -91,12 +92,15 @@ class EarlyExitDrafter:
         if k <= 0:
             return Draft.empty(self.device)
         feed = context[-1:]  # cur: the target's cache holds every context token before it
-        tokens, probs = [], []
-        for i in range(k):
+        tokens, probs, confident = [], [], Confidence(self.stop_below)
+        for _ in range(k):
             hidden = self.target.extend_early(feed, stop=self.head.exit_layer)[-1]  # [D] entering layer E
-            token, q = draw(self.head(hidden), self.head.output, self.sampling, self.generators.for_tensor(hidden))
+            logits = self.head(hidden)
+            token, q = draw(logits, self.head.output, self.sampling, self.generators.for_tensor(hidden))
             tokens.append(token)
             probs.append(q)
+            if not confident.goes_on(logits):
+                break
             feed = [int(token)]  # the last draft is never fed: the verify forward runs its first layers
         return Draft(torch.stack(tokens), torch.stack(probs))
 

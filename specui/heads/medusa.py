@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from specui.drafters.base import Draft
+from specui.drafters.base import Confidence, Draft
 from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.drafters.registry import LABELS, MEDUSA
 from specui.heads.common import ResBlock, VocabOutput, all_ids, check_target, draw, load_head, soft_loss
@@ -92,6 +92,7 @@ class MedusaDrafter:
     docstring). It keeps only that state, which the engine hands over after every verify forward."""
 
     name = LABELS[MEDUSA]
+    stop_below = 0.0  # a round stops drafting once the head's confidence falls below this (`Confidence`)
 
     def __init__(self, heads: MedusaHeads):
         self.heads = heads
@@ -109,11 +110,13 @@ class MedusaDrafter:
         if count <= 0 or self.state is None:
             return Draft.empty(self.device)
         logits = self.heads(self.state, count)  # [count, N]: head i's logits in row i - 1
-        tokens, probs = [], []
-        for row in logits:
+        tokens, probs, confident = [], [], Confidence(self.stop_below)
+        for row in logits:  # the heads ran at once: a confidence stop saves verify rows only
             token, q = draw(row, self.heads.output, self.sampling, self.generators.for_tensor(row))
             tokens.append(token)
             probs.append(q)
+            if not confident.goes_on(row):
+                break
         return Draft(torch.stack(tokens), torch.stack(probs))
 
     def propose_tree(self, context: list[int], k: int, *, width: int, nodes: int) -> DraftTree:

@@ -20,6 +20,7 @@ import threading
 
 import gradio as gr
 
+from specui.drafters.registry import name_of
 from specui.ui.request import Settings, SettingsError
 from specui.ui.session import Showcase, decode
 
@@ -87,6 +88,14 @@ async def run_stoppable(work, stop: threading.Event, alive=lambda: True):
         raise
 
 
+def _own_confidence(showcase: Showcase, preset: str, drafter: str) -> float:
+    """The preset's `draft_confidence` for a drafter (named or labelled; 0 for an unknown preset: the run says why)."""
+    try:
+        return showcase.config.get(preset).confidence_for(name_of(drafter or "") or None)
+    except ValueError:
+        return 0.0
+
+
 def generate_endpoint(showcase: Showcase):
     """The `/generate` API function: its parameters (names, defaults) are the API's."""
     default = showcase.config.get(None)
@@ -95,15 +104,20 @@ def generate_endpoint(showcase: Showcase):
                        num_draft_tokens: int = default.k_for(), adaptive: bool = False,
                        temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, max_new_tokens: int = 64,
                        seed: int = 0, compare: bool = False, tree_width: int = 1, tree_nodes: int = 0,
-                       system: str = "", request: gr.Request = None) -> dict:
+                       system: str = "", draft_confidence: float | None = None,
+                       request: gr.Request = None) -> dict:
         """Decode `prompt` speculatively (and plainly too with compare=True); returns the text (without the
         end-of-text token that closed it), every token with its kind, p, q and acceptance probability, the
         stats and, with compare, the speedup and (greedy) whether both outputs are identical. tree_width > 1
         drafts token trees (tree_nodes: 0 the static tree, N a dynamic tree of N nodes). `system`: a chat preset's
-        system message (empty: the template's own)."""
+        system message (empty: the template's own). draft_confidence: a chain stops drafting below it (None: the
+        preset's own for the drafter; 0: always K)."""
+        if draft_confidence is None:
+            draft_confidence = _own_confidence(showcase, preset, drafter)
         try:
             settings = Settings.from_ui(preset=preset, drafter=drafter, num_draft_tokens=num_draft_tokens,
-                                        adaptive=adaptive, temperature=temperature, top_p=top_p, top_k=top_k,
+                                        adaptive=adaptive, draft_confidence=draft_confidence,
+                                        temperature=temperature, top_p=top_p, top_k=top_k,
                                         max_new_tokens=max_new_tokens, seed=seed, compare=compare,
                                         tree_width=tree_width, tree_nodes=tree_nodes, system=system)
         except SettingsError as e:

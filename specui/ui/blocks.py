@@ -33,8 +33,8 @@ from specui.settings import MAX_DRAFT_TOKENS
 from specui.ui import charts, chat_tree, render, stats
 from specui.ui.api import generate_endpoint
 from specui.ui.chat_handlers import App, clear, replay, respond, retry, session_key, to_teach, undo, waiting
-from specui.ui.preset_view import about, follow_preset, on_drafter
-from specui.ui.request import DRAFTER_CHOICES, Settings
+from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_drafter
+from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE, Settings
 from specui.ui.session import Showcase
 from specui.ui.teaching import teaching_tab
 
@@ -85,6 +85,7 @@ class Controls:
     drafter: gr.Radio
     k: gr.Slider
     adaptive: gr.Checkbox
+    confidence: gr.Slider  # DecodeSettings.draft_confidence
     temperature: gr.Slider
     top_p: gr.Slider
     top_k: gr.Number
@@ -100,7 +101,8 @@ class Controls:
     def settings(self, data: dict) -> Settings:
         """The request's settings, read by component (raises SettingsError)."""
         return Settings.from_ui(preset=data[self.preset], drafter=data[self.drafter], num_draft_tokens=data[self.k],
-                                adaptive=data[self.adaptive], temperature=data[self.temperature],
+                                adaptive=data[self.adaptive], draft_confidence=data[self.confidence],
+                                temperature=data[self.temperature],
                                 top_p=data[self.top_p], top_k=data[self.top_k], max_new_tokens=data[self.max_new],
                                 seed=data[self.seed], compare=data[self.compare], arena=data[self.arena],
                                 tree_width=data[self.tree_width], tree_nodes=data[self.tree_nodes],
@@ -108,8 +110,9 @@ class Controls:
 
     @property
     def inputs(self) -> set:
-        return {self.preset, self.drafter, self.k, self.adaptive, self.temperature, self.top_p, self.top_k,
-                self.max_new, self.seed, self.compare, self.arena, self.tree_width, self.tree_nodes, self.system}
+        return {self.preset, self.drafter, self.k, self.adaptive, self.confidence, self.temperature, self.top_p,
+                self.top_k, self.max_new, self.seed, self.compare, self.arena, self.tree_width, self.tree_nodes,
+                self.system}
 
 
 @dataclass
@@ -172,6 +175,10 @@ def _controls(config) -> Controls:
         k=gr.Slider(1, MAX_DRAFT_TOKENS, value=default.k_for(), step=1, label="K (draft tokens per round)",
                     elem_id="num-draft-tokens"),
         adaptive=gr.Checkbox(False, label="Adaptive K", elem_id="adaptive-k"),
+        confidence=gr.Slider(0.0, MAX_CONFIDENCE, value=default.confidence_for(), step=0.05,
+                             label="Draft while confident (0 = always K)", elem_id="draft-confidence",
+                             info="a round stops drafting once the draft's chance of being accepted whole (the product "
+                                  "of its top probabilities) falls below this; K is then the most it drafts"),
         temperature=gr.Slider(0.0, 2.0, value=0.0, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature"),
         top_p=gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p", elem_id="top-p"),
         top_k=gr.Number(0, label="Top-k (0 = off)", precision=0, minimum=0, elem_id="top-k"),
@@ -179,7 +186,7 @@ def _controls(config) -> Controls:
         seed=gr.Number(0, label="Seed (-1 = random)", precision=0, elem_id="seed"),
         compare=gr.Checkbox(False, label="Compare with plain decoding", elem_id="compare"),
         arena=gr.Checkbox(False, label="Arena: plain decoding, then every drafter of the preset", elem_id="arena",
-                          info="each at K, or at its own K where the preset gives it one (drafter_tokens)"),
+                          info="each at K, or at its own K (and confidence) where the preset gives it one"),
         show_rejected=gr.Checkbox(False, label="Show rejected drafts (struck through)", elem_id="show-rejected"),
         # last (then the system prompt), so the /chat event's positional inputs keep their order
         tree_width=chat_tree.width_slider(), tree_nodes=chat_tree.nodes_slider())
@@ -295,10 +302,11 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     r.to_teach.click(lambda data: to_teach(ui, teach, data), {ui.exchanges, ui.turns} | c.inputs,
                      [t.prompt, t.preset, t.drafter, t.k, t.temperature, t.max_new, t.seed, teach.step.status, ui.tabs],
                      **QUIET)
-    c.preset.change(lambda name: on_preset(app.showcase.config, c, name), [c.preset], [c.k, c.drafter, c.about],
+    c.preset.change(lambda name: on_preset(app.showcase.config, c, name), [c.preset],
+                    [c.k, c.drafter, c.confidence, c.about],
                     **QUIET)
-    c.drafter.change(lambda name, drafter: on_drafter(app.showcase.config, name, drafter), [c.preset, c.drafter],
-                     [c.k], **QUIET)
+    c.drafter.change(lambda name, drafter: on_chat_drafter(app.showcase.config, name, drafter), [c.preset, c.drafter],
+                     [c.k, c.confidence], **QUIET)
     c.arena.change(lambda on: gr.update(visible=on), [c.arena], [r.arena], **QUIET)
     c.show_rejected.change(lambda on: gr.update(elem_classes=["show-rejected"] if on else []), [c.show_rejected],
                            [p.chat], **QUIET)
@@ -314,7 +322,7 @@ def on_preset(config, c: Controls, name: str) -> dict:
     except ValueError as e:
         return {c.about: f"⚠ {e}"}
     drafter, k = follow_preset(chosen)
-    return {c.k: k, c.drafter: drafter, c.about: about(chosen)}
+    return {c.k: k, c.drafter: drafter, c.confidence: confidence_of(chosen), c.about: about(chosen)}
 
 
 def _preload(showcase: Showcase, preset) -> None:

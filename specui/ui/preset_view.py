@@ -2,7 +2,7 @@
 
 `about` is the line under the Chat tab's preset menu (the description, the memory it needs, where it runs,
 its drafter and K); `on_preset` sets a tab's drafter and K from the preset chosen, `on_drafter` moves a K
-slider to the K the preset gives the drafter chosen.
+slider to the K the preset gives the drafter chosen (`on_chat_drafter` the Chat tab's confidence slider too).
 """
 
 from __future__ import annotations
@@ -39,6 +39,22 @@ def on_drafter(config, preset_name: str, drafter: str, *, k_max: int | None = No
     return gr.update(value=_capped(preset.k_for(name_of(drafter)), k_max)) if preset.drafter_tokens else gr.skip()
 
 
+def on_chat_drafter(config, preset_name: str, drafter: str) -> tuple:
+    """The Chat tab's drafter chosen: `on_drafter`'s K, and the confidence slider at the drafter's own
+    `draft_confidence` where the preset gives drafters one (other presets leave it alone)."""
+    k = on_drafter(config, preset_name, drafter)
+    try:
+        preset = config.get(preset_name)
+    except ValueError:
+        return k, gr.skip()
+    return k, gr.update(value=preset.confidence_for(name_of(drafter))) if preset.draft_confidence else gr.skip()
+
+
+def confidence_of(preset) -> dict:
+    """The confidence slider's update for a preset chosen: its drafter's `draft_confidence` (0: always K)."""
+    return gr.update(value=preset.confidence_for())
+
+
 def _capped(k: int, k_max: int | None) -> int:
     return k if k_max is None else min(k_max, k)
 
@@ -58,6 +74,8 @@ def about(preset) -> str:
     if preset.k_for() != preset.num_draft_tokens:  # the default drafter has a K of its own: say the rest's
         own.append(f"others {preset.num_draft_tokens}")
     own = ", ".join(own)
-    lines.append(f"Drafter: {drafter} · K = {preset.k_for()}{f' ({own})' if own else ''} · "
+    confident = preset.confidence_for()
+    while_confident = f", drafting while confident ≥ {confident:g}" if confident else ""
+    lines.append(f"Drafter: {drafter} · K = {preset.k_for()}{while_confident}{f' ({own})' if own else ''} · "
                  f"{'chat template' if preset.chat_template else 'base model: continues the prompt'}")
     return "\n\n".join(line for line in lines if line)

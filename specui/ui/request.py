@@ -49,6 +49,7 @@ class Settings(DecodeSettings):
         return cls(preset=values.get("preset") or None, drafter=drafter,
                    num_draft_tokens=_integer(values, "num_draft_tokens", 1, MAX_DRAFT_TOKENS),
                    adaptive=bool(values.get("adaptive")),
+                   draft_confidence=_number(values, "draft_confidence", 0.0, MAX_CONFIDENCE, 0.0),
                    temperature=_number(values, "temperature", 0.0, MAX_TEMPERATURE, 0.0), top_p=top_p,
                    top_k=_integer(values, "top_k", 0, 1_000_000, blank=0),
                    max_new_tokens=_integer(values, "max_new_tokens", 1, MAX_NEW_TOKENS),
@@ -59,6 +60,7 @@ class Settings(DecodeSettings):
 
 
 _REQUIRED = object()
+MAX_CONFIDENCE = 0.95  # the confidence slider's end (a round drafts at least one token whatever it is)
 MAX_SYSTEM_CHARS = 4000  # a system prompt is instructions, not a document (the context holds the rest)
 
 

@@ -194,8 +194,9 @@ class Showcase:
         settings = run.settings
         if settings.arena:
             run.skipped = arena.skipped(engine, settings.decode)
-            ks = dict(preset.drafter_tokens)  # drafters with their own K race at it
-            return self._arena_streams(run, arena.streams(engine, ids, settings.decode, into=run.arena, ks=ks))
+            ks = dict(preset.drafter_tokens)  # drafters with their own K (and draft_confidence) race at it
+            return self._arena_streams(run, arena.streams(engine, ids, settings.decode, into=run.arena, ks=ks,
+                                                          confidences=dict(preset.draft_confidence)))
         first = engine.stream(ids, settings.decode.but(speculative=True), into=run.spec, cache=cache)
         return self._spec_then_plain(run, engine, ids, first, cache)
 

@@ -43,7 +43,7 @@ def test_generate_is_a_named_endpoint(client):
     names = [p["parameter_name"] for p in endpoints["/generate"]["parameters"]]
     assert names == ["prompt", "preset", "drafter", "num_draft_tokens", "adaptive", "temperature", "top_p", "top_k",
                      "max_new_tokens", "seed", "compare", "tree_width", "tree_nodes",
-                     "system"]  # README's table; no `request`
+                     "system", "draft_confidence"]  # README's table (new ones last: positional calls keep working)
     readme = (ROOT / "README.md").read_text()
     assert all(f"`{name}`" in readme for name in names)
 
@@ -135,7 +135,7 @@ def test_concurrent_visitors_get_their_own_runs(app, client):
 
 
 def test_the_chat_event_streams_frames(client):
-    job = client.submit(PROMPT, None, "draft model", 4, False, 0.0, 1.0, 0, 16, 0, False, False, 1, 0,  # no tree
+    job = client.submit(PROMPT, None, "draft model", 4, False, 0.0, 0.0, 1.0, 0, 16, 0, False, False, 1, 0,  # no tree
                         "", api_name="/chat")  # no system prompt
     outputs = list(job)
     assert len(outputs) >= 2  # a loading frame, then tokens

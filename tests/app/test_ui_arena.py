@@ -264,6 +264,31 @@ def test_drafters_with_their_own_k_race_at_it_and_the_slider_follows_the_drafter
     assert "value" not in on_drafter(replace(config, presets=plain_k), "bundled", "Medusa")  # none: K stays
 
 
+def test_a_drafter_races_with_its_own_draft_confidence_and_the_slider_follows_it(showcase):
+    """A preset's `draft_confidence` gives a drafter its own stop in the arena (as `drafter_tokens` its own K): its
+    chains draft fewer than K where it is unsure, the others draft K; the chat's confidence slider follows the
+    drafter chosen, and the preset's line says it."""
+    from dataclasses import replace
+
+    from specui.loading import PairCache
+    from specui.ui.preset_view import about, on_chat_drafter
+    from specui.ui.session import Showcase
+
+    config = showcase.config
+    own = replace(config.get("bundled"), draft_confidence=(("model", 0.5),))
+    config = replace(config, presets={**config.presets, "bundled": own})
+    frame, run = list(Showcase(config, PairCache()).run(PROMPT, Settings(max_new_tokens=24, arena=True, seed=0,
+                                                                         num_draft_tokens=4)))[-1]
+    assert frame.error is None and run.phase == "done"
+    short = {name: [r.num_drafted < r.num_draft_tokens for r in result.rounds] for name, result in run.arena.items()}
+    assert any(short["model"]) and not any(short["eagle"])  # asked K (or what the budget left): fewer, and all
+    assert all(r.token_ids == run.arena["plain"].token_ids for r in run.arena.values())
+    k, confidence = on_chat_drafter(config, "bundled", "draft model")
+    assert confidence["value"] == 0.5 and on_chat_drafter(config, "bundled", "EAGLE")[1]["value"] == 0.0
+    assert "value" not in on_chat_drafter(showcase.config, "bundled", "EAGLE")[1]  # none named: the slider stays
+    assert "Drafter: draft model · K = 7, drafting while confident ≥ 0.5 (Medusa 2" in about(own)
+
+
 def test_the_teach_tab_takes_the_presets_drafter_and_k_as_the_chat_tab_does(showcase):
     """The Teach tab opens on the default preset's drafter at that drafter's K (the chat preset: EAGLE at 3, not
     the others' 2); choosing a preset brings its drafter and K, a drafter its own K, all within the tab's K range."""

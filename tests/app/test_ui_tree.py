@@ -148,7 +148,7 @@ def test_a_tree_request_fills_the_tree_view(showcase):
         ui = chat_tab(showcase.config)
     c = ui.controls
     data = {ui.panel.prompt: "def main(argv):\n    ", ui.messages: [], ui.turns: [], ui.exchanges: [],
-            c.preset: "bundled", c.drafter: "draft model", c.k: 3, c.adaptive: False, c.temperature: 0.0, c.top_p: 1.0,
+            c.preset: "bundled", c.drafter: "draft model", c.k: 3, c.adaptive: False, c.confidence: 0.0, c.temperature: 0.0, c.top_p: 1.0,
             c.top_k: 0, c.max_new: 16, c.seed: 0, c.compare: False, c.arena: False, c.tree_width: 2, c.tree_nodes: 0,
             c.system: ""}
     *_, last = respond(App(showcase), ui, data)

