@@ -48,7 +48,7 @@ def _rounds(runs: list[PromptRun], name: str) -> list:
     return [x for r in runs for x in r.results[name].rounds]
 
 
-def summarise(runs: list[PromptRun], plan: Plan) -> dict:
+def summarise(runs: list[PromptRun], plan: Plan, *, confidences: dict[str, float] | None = None) -> dict:
     """The figures of each arm of `arms` (keyed by name, plain first; with token trees each drafter's chain arm,
     "NAME chain", after it and the tree's ratios over it), the identity check and one row per prompt."""
     s = plan.decode
@@ -65,6 +65,8 @@ def summarise(runs: list[PromptRun], plan: Plan) -> dict:
         drafters[name] = {
             "label": f"{label(name.removesuffix(CHAIN_ARM))}, {CHAIN}" if chain else label(name),
             "num_draft_tokens": runstats.asked_k(rounds) if name != PLAIN else None,
+            "draft_confidence": None if name == PLAIN or chain and s.tree_width > 1 else
+            (confidences or {}).get(name.removesuffix(CHAIN_ARM), s.draft_confidence),  # as `arms` gave it
             "tokens_per_s": tps[name], "speedup_vs_plain": tps[name] / tps[PLAIN],
             "acceptance_rate": metrics.acceptance_rate(rounds), "mean_accepted_length": metrics.mean_accepted_length(rounds),
             "draft_cost_ratio": c, "alpha_per_token": fit.alpha if fit else None,

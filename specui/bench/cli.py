@@ -203,7 +203,7 @@ def main(argv=None) -> dict:
         confidences = dict(preset.draft_confidence) if own else {}
         runs = run_prompts(methods, prompts, arms=bench_arena.arms(names, decode, ks=ks, confidences=confidences),
                            progress=done)
-        figures = bench_arena.summarise(runs, plan)
+        figures = bench_arena.summarise(runs, plan, confidences=confidences)
     else:  # one drafter against plain decoding and transformers' own generation
         with constant_assistant_schedule(methods.hf_draft if drafter in MODEL_DRAFTERS else None, decode.num_draft_tokens,
                                          decode.draft_confidence):

@@ -37,14 +37,14 @@ def _yes_no(value) -> str:
 def format_table(r: dict) -> str:
     if "drafters" in r:
         return format_drafter_table(r)
-    k = short = r["num_draft_tokens"]
+    k = short = long = r["num_draft_tokens"]
     if r.get("draft_confidence"):  # K is the most a round drafts
-        k = f"{short} at most, drafting while confident >= {fmt(r['draft_confidence'], 'g')}"
-        short = f"<={short}, >={fmt(r['draft_confidence'], 'g')}"
+        long = f"{k} at most, drafting while confident >= {fmt(r['draft_confidence'], 'g')}"
+        short = f"<={k}"  # the header says the rest
     mode = "greedy" if r["temperature"] == 0 else f"temperature {fmt(r['temperature'], 'g')}"
     plain = r["plain_tokens_per_s"]
     lines = [
-        (f"specui bench: preset {r['preset']}, drafter {r['drafter']}, K={k}, {mode}, "
+        (f"specui bench: preset {r['preset']}, drafter {r['drafter']}, K={long}, {mode}, "
          f"{r['max_new_tokens']} new tokens (EOS ignored), {r['num_prompts']} prompts x {r['repeats']} repeats"),
         device_line(r),
         "",
@@ -53,7 +53,8 @@ def format_table(r: dict) -> str:
     for method in ("plain", "speculative", "hf_assisted", "hf_plain"):
         tps = r[f"{method}_tokens_per_s"]
         asked = r["num_draft_tokens"] if method == "hf_assisted" else short  # transformers' assistant: K always
-        label = LABELS[method] + (f" (K={asked})" if method in ("speculative", "hf_assisted") else "")
+        k_is = f"K{asked}" if str(asked).startswith("<=") else f"K={asked}"
+        label = LABELS[method] + (f" ({k_is})" if method in ("speculative", "hf_assisted") else "")
         lines.append(f"{label:<38}{fmt(tps, '>10.1f')}{fmt(tps / plain, '>9.2fx')}")
     lines += [
         "",
@@ -114,17 +115,17 @@ def format_drafter_table(r: dict) -> str:
     if r.get("tree_width", 1) > 1:
         mode += f", token trees of width {r['tree_width']} " + (f"({r['tree_nodes']} nodes)" if r.get("tree_nodes")
                                                                  else "(static)")
-    if r.get("draft_confidence"):
-        mode += f", each K the most a round drafts (drafting while confident >= {fmt(r['draft_confidence'], 'g')})"
     lines = [
         (f"specui bench: preset {r['preset']}, drafters side by side ({', '.join(drafters)}), {k_text}, {mode}, "
          f"{r['max_new_tokens']} new tokens (EOS ignored), {r['num_prompts']} prompts x {r['repeats']} repeats"),
         device_line(r),
         "",
-        f"{'drafter':<24}{'K':>3}{'tokens/s':>10}{'vs plain':>10}{'alpha':>8}{'len':>7}{'c':>8}{'theory':>8}  identical",
+        f"{'drafter':<24}{'K':>4}{'tokens/s':>10}{'vs plain':>10}{'alpha':>8}{'len':>7}{'c':>8}{'theory':>8}  identical",
     ]
+    confident = {d["label"]: d["draft_confidence"] for d in drafters.values() if d.get("draft_confidence")}
     for name, d in drafters.items():
-        lines.append(f"{d['label']:<24}{_num(d.get('num_draft_tokens'), 'd'):>3}"
+        k_col = ("<=" if d.get("draft_confidence") else "") + _num(d.get("num_draft_tokens"), "d")
+        lines.append(f"{d['label']:<24}{k_col:>4}"
                      f"{fmt(d['tokens_per_s'], '>10.1f')}{fmt(d['speedup_vs_plain'], '>9.2fx')}"
                      f"{_num(d['acceptance_rate'], '.3f'):>8}{_num(d['mean_accepted_length'], '.2f'):>7}"
                      f"{_num(d['draft_cost_ratio'], '.3f'):>8}{_num(d['theoretical_speedup'], '.2f'):>8}"
@@ -134,6 +135,9 @@ def format_drafter_table(r: dict) -> str:
         "alpha: accepted / drafted; len: mean accepted length, tokens per target forward (bonus included)",
         ("c: median seconds per drafted token / median seconds of one plain-decoding forward (the timed runs); "
          "theory: Leviathan et al. Thm 3.8 at the fitted per-token alpha, K and c"),
+        *([("<=K: drafting while confident, K the most a round drafts (draft_confidence: "
+            + ", ".join(f"{label} {fmt(v, 'g')}" for label, v in confident.items())
+            + "); the theory takes K for every round")] if confident else []),
         f"greedy outputs of every drafter identical to plain decoding: {_yes_no(r['identical_to_plain'])}",
         *[f"tree / chain, {d['label']}: {fmt(d['tree_vs_chain_length'], '.2fx')} the tokens per target forward, "
           f"{fmt(d['tree_vs_chain_speed'], '.2fx')} the speed (the chain of K={k} timed side by side)"

@@ -229,6 +229,29 @@ def test_each_drafter_at_its_own_k_from_the_preset(tmp_path):
     assert {name: d["num_draft_tokens"] for name, d in report["drafters"].items()} == ks
 
 
+@pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair is not built")
+def test_each_drafter_drafts_while_confident_with_its_own_draft_confidence(tmp_path):
+    """A preset's draft_confidence: `--drafter all` gives the drafters it names their own (the table marks their K
+    as the most), the others K always; one drafter's run takes its own; --draft-confidence sets it for the run, and
+    the report says K is then the most a round drafts. Outputs stay identical to plain decoding."""
+    from specui.presets import load_config
+
+    bundled = load_config().get("bundled")
+    config = tmp_path / "models.yaml"
+    config.write_text("default: b\npresets:\n  b:\n"
+                      f"    target: {bundled.target}\n    draft: {bundled.draft}\n    dtype: float32\n"
+                      "    num_draft_tokens: 4\n    draft_confidence: {model: 0.5}\n")
+    report, stdout = _run(["--config", str(config), "--drafter", "all"], tmp_path)
+    own = {name: d["draft_confidence"] for name, d in report["drafters"].items()}
+    assert own == {"plain": None, "model": 0.5, "model_lookup": 0.0, "prompt_lookup": 0.0}
+    assert report["identical_to_plain"] is True and "<=4" in stdout and "draft_confidence: draft model 0.5" in stdout
+    report, stdout = _run(["--config", str(config), "--drafter", "model"], tmp_path)
+    assert report["draft_confidence"] == 0.5 and "K=4 at most, drafting while confident >= 0.5" in stdout
+    assert report["identical_to_plain"] is True and "(K<=4)" in stdout
+    report, stdout = _run(["--config", str(config), "--drafter", "model", "--draft-confidence", "0"], tmp_path)
+    assert report["draft_confidence"] == 0.0 and "at most" not in stdout
+
+
 def test_an_unknown_drafter_is_refused_with_the_names_there_are(capsys):
     from specui.bench.cli import parse_args
 
