@@ -176,9 +176,9 @@ def _controls(config) -> Controls:
                     elem_id="num-draft-tokens"),
         adaptive=gr.Checkbox(False, label="Adaptive K", elem_id="adaptive-k"),
         confidence=gr.Slider(0.0, MAX_CONFIDENCE, value=default.confidence_for(), step=0.05,
-                             label="Draft while confident (0 = always K)", elem_id="draft-confidence",
-                             info="a round stops drafting once the draft's chance of being accepted whole (the product "
-                                  "of its top probabilities) falls below this; K is then the most it drafts"),
+                             label="Confidence stop (0 = off)", elem_id="draft-confidence",
+                             info="drafting stops once the draft's chance of being accepted whole falls below "
+                                  "this; K is then the most"),
         temperature=gr.Slider(0.0, 2.0, value=0.0, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature"),
         top_p=gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p", elem_id="top-p"),
         top_k=gr.Number(0, label="Top-k (0 = off)", precision=0, minimum=0, elem_id="top-k"),
