@@ -208,6 +208,21 @@ def test_arena_mode_runs_every_drafter_and_shows_who_proposed_each_token(page):
     page.wait_for_selector("#arena-results", state="hidden", timeout=10_000)
 
 
+def test_a_confidence_stop_keeps_the_output(page):
+    """The Confidence stop slider reaches the run (its download's settings say so), whose greedy output is still
+    plain decoding's (the compare verdict)."""
+    set_number(page, "draft-confidence", 0.5)
+    page.check("#compare input")
+    run_prompt(page, PROMPT)
+    assert "identical output" in page.locator("#chat .specui-verdict").last.inner_text()
+    with page.expect_download() as download:
+        page.locator("#chat-export a").first.click()
+    data = json.loads(Path(download.value.path()).read_text(encoding="utf-8"))
+    assert data["settings"]["draft_confidence"] == 0.5 and data["identical"] is True
+    page.uncheck("#compare input")
+    set_number(page, "draft-confidence", 0)
+
+
 def test_stop_halts_a_long_run(page):
     set_number(page, "max-new-tokens", 400)
     page.click("#compare input")  # a speculative run and then a plain one: a long run to stop
