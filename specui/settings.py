@@ -74,7 +74,7 @@ class DecodeSettings:
     tree_width: int = 1  # children per expanded tree node; 1: one chain of K drafts (no tree)
     tree_nodes: int = 0  # trees: 0 the static shape (every node to depth K), N >= 1 the dynamic one keeping N
     draft_confidence: float = 0.0  # a chain stops drafting once the draft's confidence falls below this (0: K always;
-    # `specui.drafters.base.Confidence`); a token tree keeps its own shape
+    # `specui.drafters.base.Confidence`); a dynamic tree keeps no node whose path is less likely (a static one its shape)
 
     def __post_init__(self):
         # numbers are normalised to Python ints and floats (numpy's are accepted), bools refused

@@ -85,7 +85,8 @@ class Confidence:
 
     The rule reads nothing but the drafter's own logits, so the proposal (how many tokens, and each token drawn
     from the q it reports) is fixed before the target's draws: verification stays exact, in greedy decoding and
-    in sampling. It saves the draft steps, and the verify rows, of tokens unlikely to be accepted."""
+    in sampling. It saves the draft steps, and the verify rows, of tokens unlikely to be accepted. A dynamic
+    token tree takes the same number as a floor on its nodes' path probabilities (`specui.drafters.tree.grow`)."""
 
     def __init__(self, stop_below: float = 0.0):
         self.stop_below, self.chance = stop_below, 1.0

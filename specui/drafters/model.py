@@ -107,7 +107,7 @@ class ModelDrafter:
             logits = self.lm.extend_tree(self._visible([tokens[i] for i in frontier]), parents=feed_parents)
             return logits_to_probs(logits, self.sampling)  # over its own vocabulary: grow maps the ids
 
-        tree, kept = grow(expand, depth=k, width=width, nodes=nodes, token_ids=self.token_ids,
+        tree, kept = grow(expand, depth=k, width=width, nodes=nodes, floor=self.stop_below, token_ids=self.token_ids,
                           vocab_size=self.vocab_size)
         self._slots = [slots.get(old) for old in kept]
         return tree

@@ -21,6 +21,8 @@ chosen deterministically (so verification uses the one-hot rule of `specui.tree_
   least as many tokens as that chain would from the same state. (Without it, a draft whose q
   undervalues depth, as the stdlib draft's does, spends the budget on siblings near the root: 7 nodes
   at K = 4 accepted 2.97 tokens per forward against the chain's 3.47; with it, 4.00.)
+  With a `floor` (the run's draft_confidence) a dynamic tree neither expands nor keeps a node whose path
+  probability is below it (the root's top child always stays), so an unsure round verifies fewer rows.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ class DraftTree:
 
 
 def grow(expand: Callable, *, depth: int, width: int, nodes: int, token_ids: torch.Tensor | None = None,
-         vocab_size: int = 0) -> tuple[DraftTree, list[int]]:
+         vocab_size: int = 0, floor: float = 0.0) -> tuple[DraftTree, list[int]]:
     """Build a tree by calling `expand` once per depth (see the module docstring).
 
     token_ids: for a drafter with a reduced vocabulary, `expand` gives q over it ([F, len(token_ids)]) and
@@ -55,6 +57,7 @@ def grow(expand: Callable, *, depth: int, width: int, nodes: int, token_ids: tor
     Returns the tree and, for each of its nodes, the index the node had when `expand` saw it (the
     dynamic shape drops and renumbers nodes; a drafter that keeps per-node state maps it with this).
     """
+    low = math.log(floor) if floor > 0 else -math.inf  # dynamic trees: no node whose path is less likely
     tokens: list[int] = []
     parents: list[int] = []
     rows: list[torch.Tensor] = []  # the q each node was chosen from
@@ -64,8 +67,8 @@ def grow(expand: Callable, *, depth: int, width: int, nodes: int, token_ids: tor
     for d in range(depth):
         if d > 0:
             if nodes:  # dynamic: expand the best `width` nodes of this depth, the spine's among them
-                best = sorted(level, key=lambda i: -scores[i])[:width]
-                tip = spine[-1] if len(spine) == d and len(spine) < nodes else None
+                best = sorted((i for i in level if scores[i] >= low), key=lambda i: -scores[i])[:width]
+                tip = spine[-1] if len(spine) == d and len(spine) < nodes and scores[spine[-1]] >= low else None
                 if tip is not None and tip not in best:
                     best = best[: width - 1] + [tip]
                 chosen = sorted(best)
@@ -90,6 +93,9 @@ def grow(expand: Callable, *, depth: int, width: int, nodes: int, token_ids: tor
                 rows.append(q)
                 scores.append(base + math.log(value))
     keep = list(range(len(tokens)))
+    if nodes and floor > 0:  # the root's top child always (a round drafts at least one token)
+        keep = [i for i in keep if scores[i] >= low or (spine and i == spine[0])]
+        spine = [i for i in spine if i in set(keep)]
     if nodes and len(keep) > nodes:  # the spine first, then the best of the rest (ancestors rank first)
         forced = spine[:nodes]
         rest = sorted(set(keep) - set(forced), key=lambda i: (-scores[i], i))

@@ -251,7 +251,7 @@ class EagleDrafter:
             return logits_to_probs(head.logits(h), self.sampling)  # over the head's vocabulary: grow maps ids
 
         output = head.output
-        return grow(expand, depth=k, width=width, nodes=nodes, token_ids=output.token_ids,
+        return grow(expand, depth=k, width=width, nodes=nodes, floor=self.stop_below, token_ids=output.token_ids,
                     vocab_size=output.vocab_size)[0]
 
     def observe_tree(self, path: list[int], *, features: torch.Tensor | None = None) -> None:

@@ -131,7 +131,7 @@ class MedusaDrafter:
         def expand(frontier, tokens, parents):  # over the heads' vocabulary: grow maps the ids
             return torch.stack([qs[0 if i < 0 else len(ancestry(i, parents)) + 1] for i in frontier])
 
-        return grow(expand, depth=count, width=width, nodes=nodes, token_ids=output.token_ids,
+        return grow(expand, depth=count, width=width, nodes=nodes, floor=self.stop_below, token_ids=output.token_ids,
                     vocab_size=output.vocab_size)[0]
 
     def observe_tree(self, path: list[int], *, features: torch.Tensor) -> None:

@@ -37,7 +37,7 @@ def test_the_setting_is_checked():
     for bad in (-0.1, 1.0, float("nan"), "x", None):
         with pytest.raises(SettingsError, match="draft_confidence must be a number from 0"):
             DecodeSettings(draft_confidence=bad)
-    DecodeSettings(draft_confidence=0.3, tree_width=2)  # a token tree keeps its own shape: the stop is not used
+    DecodeSettings(draft_confidence=0.3, tree_width=2)  # a tree takes it as a floor on its nodes (dynamic trees)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def test_greedy_output_stays_plain_decodings_and_rounds_draft_fewer(bundled, dra
     assert sum(drafted) < sum(r.num_drafted for r in always.rounds[:-1] if not r.copied)
     tree = bundled.generate(ids, max_new_tokens=24, drafter=drafter if drafter in ("model", "eagle", "medusa") else
                             "model", num_draft_tokens=3, tree_width=2, draft_confidence=0.5, ignore_eos=True)
-    assert tree.token_ids == plain.token_ids[:24]  # trees keep their shape, the stop is not theirs
+    assert tree.token_ids == plain.token_ids[:24]  # a static tree keeps its shape
 
 
 @pytest.fixture(scope="module")

@@ -181,6 +181,18 @@ def test_dynamic_tree_sampling_is_exact(small):
 
 
 @pytest.mark.slow
+def test_a_dynamic_tree_pruned_by_a_confidence_floor_samples_exactly(small):
+    """draft_confidence prunes a dynamic tree to its likely paths (`grow(floor=)`): still exact."""
+    target, draft = small
+    engine = SpeculativeEngine(target, draft)
+    settings = dict(num_draft_tokens=3, tree_width=3, tree_nodes=6, temperature=1.0, draft_confidence=0.2)
+    sizes = {len(engine.generate([1, 2], max_new_tokens=3, seed=s, **settings).rounds[0].tree) for s in range(30)}
+    assert min(sizes) < 6  # the floor pruned some trees
+    counts = observed_first_two(engine, [1, 2], **settings)
+    assert p_value(counts, exact_first_two(target, [1, 2], Sampling(temperature=1.0))) > 1e-3
+
+
+@pytest.mark.slow
 def test_sampled_children_with_duplicates_are_exact(small):
     target, draft = small
     drafter = SampledTree(draft)

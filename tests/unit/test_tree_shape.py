@@ -56,3 +56,17 @@ def test_the_static_tree_is_every_top_w_child_to_depth_k():
     tree, kept = grow(expand, depth=2, width=2, nodes=0)
     assert tree.size == 2 + 4 and kept == list(range(6))
     assert sorted(path(tree, i) for i in range(tree.size)) == [[1], [1, 3], [1, 4], [2], [2, 5], [2, 6]]
+
+
+def test_a_confidence_floor_prunes_a_dynamic_tree_to_its_likely_paths():
+    """`floor` (draft_confidence): no node whose path probability is below it is expanded or kept, the root's top
+    child always is, every kept node's ancestors are kept, and a static tree is left as it is."""
+    tree, _ = grow(expand, depth=3, width=2, nodes=8, floor=0.14)
+    paths = sorted(path(tree, i) for i in range(tree.size))
+    assert paths == [[1], [1, 3], [1, 4], [2], [2, 5], [2, 5, 10]]  # 1->3 .15, 1->4 .145; 1->3->7 .03 is not
+    for i, parent in enumerate(tree.parents):
+        assert parent < i
+    alone, _ = grow(expand, depth=3, width=2, nodes=8, floor=0.99)  # nothing is that sure: the top child alone
+    assert [path(alone, i) for i in range(alone.size)] == [[1]]
+    static, _ = grow(expand, depth=2, width=2, nodes=0, floor=0.99)
+    assert static.size == 6
