@@ -284,7 +284,7 @@ def test_a_drafter_races_with_its_own_draft_confidence_and_the_slider_follows_it
     assert any(short["model"]) and not any(short["eagle"])  # asked K (or what the budget left): fewer, and all
     assert all(r.token_ids == run.arena["plain"].token_ids for r in run.arena.values())
     k, confidence = on_chat_drafter(config, "bundled", "draft model")
-    assert confidence["value"] == 0.5 and on_chat_drafter(config, "bundled", "EAGLE")[1]["value"] == 0.0
+    assert k["value"] == 7 and confidence["value"] == 0.5 and on_chat_drafter(config, "bundled", "EAGLE")[1]["value"] == 0.0
     assert "value" not in on_chat_drafter(showcase.config, "bundled", "EAGLE")[1]  # none named: the slider stays
     assert "Drafter: draft model · K = 7, drafting while confident ≥ 0.5 (Medusa 2" in about(own)
 
