@@ -66,7 +66,7 @@ def arm_settings(settings: DecodeSettings, name: str, *, seed: int | None, k: in
                  confidence: float | None = None) -> DecodeSettings:
     """A contestant's settings: the shared ones, its drafter (none for plain), the shared seed, and its own
     K and draft_confidence when it has them (`k`: a preset's `drafter_tokens`; `confidence`: its
-    `draft_confidence`, for chains only: a token tree keeps its own shape)."""
+    `draft_confidence`, tuned for its chains: a token tree takes the settings' own as its floor)."""
     if name == PLAIN:
         return settings.but(speculative=False, seed=seed)
     own = {"num_draft_tokens": k} if k else {}

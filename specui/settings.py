@@ -144,7 +144,6 @@ class DecodeSettings:
             return
         if self.adaptive:
             raise SettingsError("adaptive K and token trees do not go together: turn one off")
-
         if not nodes and static_size(width=width, depth=self.num_draft_tokens) > MAX_TREE_NODES:
             raise SettingsError(f"a static tree of width {width} and depth K={self.num_draft_tokens} has "
                                 f"{static_size(width=width, depth=self.num_draft_tokens)} nodes, more than "

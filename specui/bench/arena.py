@@ -44,11 +44,16 @@ def arms(names: Sequence[str], decode: DecodeSettings | None = None, *,
     return out
 
 
+def _confidence(arm: Arm | None, decode: DecodeSettings) -> float:
+    """The draft_confidence an arm ran with: its own, else the plan's."""
+    return decode.draft_confidence if arm is None or arm.confidence is None else arm.confidence
+
+
 def _rounds(runs: list[PromptRun], name: str) -> list:
     return [x for r in runs for x in r.results[name].rounds]
 
 
-def summarise(runs: list[PromptRun], plan: Plan, *, confidences: dict[str, float] | None = None) -> dict:
+def summarise(runs: list[PromptRun], plan: Plan, *, arms: dict[str, Arm] | None = None) -> dict:
     """The figures of each arm of `arms` (keyed by name, plain first; with token trees each drafter's chain arm,
     "NAME chain", after it and the tree's ratios over it), the identity check and one row per prompt."""
     s = plan.decode
@@ -65,8 +70,7 @@ def summarise(runs: list[PromptRun], plan: Plan, *, confidences: dict[str, float
         drafters[name] = {
             "label": f"{label(name.removesuffix(CHAIN_ARM))}, {CHAIN}" if chain else label(name),
             "num_draft_tokens": runstats.asked_k(rounds) if name != PLAIN else None,
-            "draft_confidence": None if name == PLAIN or chain and s.tree_width > 1 else
-            (confidences or {}).get(name.removesuffix(CHAIN_ARM), s.draft_confidence),  # as `arms` gave it
+            "draft_confidence": None if name == PLAIN else _confidence((arms or {}).get(name), s),
             "tokens_per_s": tps[name], "speedup_vs_plain": tps[name] / tps[PLAIN],
             "acceptance_rate": metrics.acceptance_rate(rounds), "mean_accepted_length": metrics.mean_accepted_length(rounds),
             "draft_cost_ratio": c, "alpha_per_token": fit.alpha if fit else None,

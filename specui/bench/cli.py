@@ -201,9 +201,8 @@ def main(argv=None) -> dict:
         ks = {} if args.num_draft_tokens else dict(preset.drafter_tokens)  # each its own K, as the arena gives it
         own = args.draft_confidence is None and decode.tree_width == 1  # and its own draft_confidence
         confidences = dict(preset.draft_confidence) if own else {}
-        runs = run_prompts(methods, prompts, arms=bench_arena.arms(names, decode, ks=ks, confidences=confidences),
-                           progress=done)
-        figures = bench_arena.summarise(runs, plan, confidences=confidences)
+        arms = bench_arena.arms(names, decode, ks=ks, confidences=confidences)
+        figures = bench_arena.summarise(run_prompts(methods, prompts, arms=arms, progress=done), plan, arms=arms)
     else:  # one drafter against plain decoding and transformers' own generation
         with constant_assistant_schedule(methods.hf_draft if drafter in MODEL_DRAFTERS else None, decode.num_draft_tokens,
                                          decode.draft_confidence):

@@ -37,10 +37,10 @@ def _yes_no(value) -> str:
 def format_table(r: dict) -> str:
     if "drafters" in r:
         return format_drafter_table(r)
-    k = short = long = r["num_draft_tokens"]
-    if r.get("draft_confidence"):  # K is the most a round drafts
-        long = f"{k} at most, drafting while confident >= {fmt(r['draft_confidence'], 'g')}"
-        short = f"<={k}"  # the header says the rest
+    k = r["num_draft_tokens"]
+    confident = r.get("draft_confidence")  # K is then the most a round drafts
+    long = f"{k} at most, drafting while confident >= {fmt(confident, 'g')}" if confident else k
+    spec_k = f"K<={k}" if confident else f"K={k}"  # the header says the rest
     mode = "greedy" if r["temperature"] == 0 else f"temperature {fmt(r['temperature'], 'g')}"
     plain = r["plain_tokens_per_s"]
     lines = [
@@ -52,9 +52,8 @@ def format_table(r: dict) -> str:
     ]
     for method in ("plain", "speculative", "hf_assisted", "hf_plain"):
         tps = r[f"{method}_tokens_per_s"]
-        asked = r["num_draft_tokens"] if method == "hf_assisted" else short  # transformers' assistant: K always
-        k_is = f"K{asked}" if str(asked).startswith("<=") else f"K={asked}"
-        label = LABELS[method] + (f" ({k_is})" if method in ("speculative", "hf_assisted") else "")
+        # transformers' assistant drafts K always (or until its own threshold)
+        label = LABELS[method] + {"speculative": f" ({spec_k})", "hf_assisted": f" (K={k})"}.get(method, "")
         lines.append(f"{label:<38}{fmt(tps, '>10.1f')}{fmt(tps / plain, '>9.2fx')}")
     lines += [
         "",

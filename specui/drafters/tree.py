@@ -95,7 +95,7 @@ def grow(expand: Callable, *, depth: int, width: int, nodes: int, token_ids: tor
     keep = list(range(len(tokens)))
     if nodes and floor > 0:  # the root's top child always (a round drafts at least one token)
         keep = [i for i in keep if scores[i] >= low or (spine and i == spine[0])]
-        spine = [i for i in spine if i in set(keep)]
+        spine = spine[:len(set(spine) & set(keep))]  # the spine's scores fall along it: a prefix stays
     if nodes and len(keep) > nodes:  # the spine first, then the best of the rest (ancestors rank first)
         forced = spine[:nodes]
         rest = sorted(set(keep) - set(forced), key=lambda i: (-scores[i], i))

@@ -67,8 +67,7 @@ def view(run, *, figures: bool = False, final: bool = False) -> ArenaView:
     credits = list(zip(plain_views, result.credits)) if result is not None else []
     message = render.render_arena(credits, lanes, labels={name: arena.label(name) for name in run.arena},
                                   verdict=_verdict(run, result, final=final),
-                                  note=" · ".join(part for part in ("⏹ stopped" if run.phase == "stopped" else "",
-                                                                    run.left_out_note) if part),
+                                  note=run.note("⏹ stopped" if run.phase == "stopped" else ""),
                                   streaming="" if final else run.contestant, copy=run.reply_text if final else None)
     charts_now = {**charts.arena_run_figures(run.arena), "chart-arena": charts.arena_figure(result)} if figures else None
     return ArenaView(message=message, stats=stats.stats_html(None, status=_status(run, final=final)),

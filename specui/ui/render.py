@@ -44,6 +44,9 @@ class TokenView:
     special: bool = False  # one of the tokenizer's special tokens (an end of turn): shown small, as a marker
 
 
+SPECIAL_NOTE = "a special token (the end of the model's turn, or another control token), not text"
+
+
 def escape_text(text: str) -> str:
     """Escape & < > " ' and turn line breaks and tabs into references, keeping the HTML on one line."""
     escaped = html.escape(text, quote=True)
@@ -67,7 +70,7 @@ def tooltip(view: TokenView) -> str:
     if view.note:
         parts.append(view.note)
     if view.special:
-        parts.append("a special token (the end of the model's turn, or another control token), not text")
+        parts.append(SPECIAL_NOTE)
     return " · ".join(parts)
 
 
@@ -218,8 +221,7 @@ def credit_span(text: str, credit, labels: dict[str, str], *, special: bool = Fa
     cls += " tok-special" if special else ""
     says = [f"{labels.get(name, name)} {ARENA_KINDS.get(kind, 'has not decoded this far (or its output parted before)')}"
             for name, kind in credit.kinds.items()]
-    marker = ["a special token (the end of the model's turn, or another control token), not text"] if special else []
-    title = " · ".join([f"token {credit.index + 1}: {credit.token_id} {text!r}", *says, *marker])
+    title = " · ".join([f"token {credit.index + 1}: {credit.token_id} {text!r}", *says, *([SPECIAL_NOTE] if special else [])])
     return f'<span class="tok {html.escape(cls)}" title="{html.escape(title, quote=True)}">{escape_text(text)}</span>'
 
 

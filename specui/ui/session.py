@@ -274,7 +274,7 @@ class Showcase:
             note = "⏹ stopped"
         elif final:
             note = STOP_REASONS.get(run.spec.stop_reason, "")
-        note = " · ".join(part for part in (note, run.left_out_note) if part)
+        note = run.note(note)
         copy = run.reply_text if final else None
         if run.settings.compare:
             verdict = ""
