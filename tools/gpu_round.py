@@ -52,7 +52,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--budget", type=float, default=540, help="seconds for the whole round (default: %(default)s)")
     ap.add_argument("--out", required=True, help="folder for the results (the device's $OUT)")
     ap.add_argument("--work", default="runs/gpu", help="working folder (default: %(default)s)")
-    ap.add_argument("--gen-seconds", type=float, default=190, help="seconds for writing answers (default: %(default)s)")
+    ap.add_argument("--gen-seconds", type=float, default=190, help="seconds for writing answers; 0 writes none and trains on --answers-in (default: %(default)s)")
     ap.add_argument("--writers", type=int, default=6, help="answer writers at a time (default: %(default)s)")
     ap.add_argument("--writer-gib", type=float, default=13,
                     help="GPU memory one writer may take at its peak; fewer writers start where the card lacks it")
@@ -112,7 +112,7 @@ def main(argv=None) -> None:
         ["--gen-batch", str(args.gen_batch), "--max-answer", str(args.max_answer)]
     batch, every, val, alpha = ("4", "2", "2", "8") if args.tiny else ("32", "100", "128", "128")
     gen_until = time.time() + min(args.gen_seconds, left() - 120)
-    queue, running, done = jobs(args.rounds), {}, []
+    queue, running, done = (jobs(args.rounds) if args.gen_seconds > 0 else []), {}, []  # 0: train on --answers-in
     facts["writers_at_once"] = writers = writers_that_fit(args.writers, args.writer_gib)
     while (queue or running) and time.time() < gen_until + 30:
         while queue and len(running) < writers and gen_until - time.time() > 25:
