@@ -150,21 +150,25 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
     if taken and run is not None and run.error is not None:
         yield page(shown[-1]["content"], {ui.panel.prompt: text})  # not taken after all: the message comes back
     if run is not None and run.error is None:
+        dropped = history[:run.left_out]
         history = [*history[run.left_out:], {"role": "user", "content": text}, run.reply_message()]
-        sent[-1] = {"text": text, "kept": True}
-        _forget(sent, sum(m.get("role") == "user" for m in data[ui.turns][:run.left_out]))
+        forgot = _forget(sent, sum(m.get("role") == "user" for m in dropped))
+        sent[-1] = {"text": text, "kept": True, **({"left_out": dropped, "forgot": forgot} if dropped else {})}
         # the final charts (and table) again: a streaming client may have skipped the frame that carried them
         yield page(shown[-1]["content"], {**figures, **chat_tree.after_run(ui.tree, run.trees),
                                           r.export: _download(app, run), r.to_teach: gr.update(visible=True)})
 
 
-def _forget(sent: list, count: int) -> None:
+def _forget(sent: list, count: int) -> list[int]:
     """The oldest `count` exchanges that `turns` kept are no longer in it (they were left out of a turn that the
-    whole conversation did not fit): they stay in the chat as shown, not kept, so ↶ never takes them out of
-    `turns`."""
+    whole conversation did not fit): they stay in the chat as shown, not kept, so ↶ of a later exchange never takes
+    them out of `turns`. Returns their indices: ↶ of the turn that left them out keeps them again (`take_back`)."""
+    forgot = []
     for i, exchange in enumerate(sent):
-        if count and exchange["kept"]:
-            sent[i], count = {**exchange, "kept": False}, count - 1
+        if len(forgot) < count and exchange["kept"]:
+            sent[i] = {**exchange, "kept": False}
+            forgot.append(i)
+    return forgot
 
 
 def run_export(run: Run) -> dict:
@@ -223,11 +227,16 @@ def _asked(messages: list, text: str | None, note: str = "…") -> list:
 
 def take_back(messages: list, turns: list, exchanges: list) -> tuple[list, list, list, str] | None:
     """The conversation without its last exchange, and that exchange's message as typed (None: nothing to take
-    back). The exchange leaves `turns` only if its run had put it there."""
+    back). The exchange leaves `turns` only if its run had put it there; if that run left older messages out (the
+    whole conversation did not fit), they come back, kept again, as before it."""
     if not exchanges or len(messages) < 2:
         return None
-    last = exchanges[-1]
-    return messages[:-2], turns[:-2] if last["kept"] else turns, exchanges[:-1], last["text"]
+    last, earlier = exchanges[-1], exchanges[:-1]
+    if not last["kept"]:
+        return messages[:-2], turns, earlier, last["text"]
+    forgot = set(last.get("forgot", ()))
+    earlier = [{**e, "kept": True} if i in forgot else e for i, e in enumerate(earlier)]
+    return messages[:-2], [*last.get("left_out", ()), *turns[:-2]], earlier, last["text"]
 
 
 def retry(app: App, ui, data: dict, request: gr.Request | None = None):

