@@ -266,7 +266,7 @@ def to_teach(ui, teach, data: dict) -> dict:
     """"Step through it in the Teach tab": the Teach tab's prompt and settings become the chat's last message and
     its settings, and the Teach tab opens; its Decode then steps through that message round by round. `teach` is
     the `teaching.TeachTab`; what the Teach tab cannot take as it is (K and new tokens beyond its ranges, top-p and
-    top-k, a confidence stop, the conversation before the message) is said in its status line."""
+    top-k, the conversation before the message) is said in its status line."""
     if not data[ui.exchanges]:
         return {}
     c, t = ui.controls, teach.controls
@@ -275,14 +275,14 @@ def to_teach(ui, teach, data: dict) -> dict:
     notes = [f"K {k} became {TEACH_K_MAX}" if k > TEACH_K_MAX else "",
              f"{max_new} new tokens became {fitted}" if fitted != max_new else "",
              "it samples without top-p and top-k" if data[c.top_p] < 1 or data[c.top_k] else "",
-             "every round drafts K (no confidence stop)" if data[c.confidence] else "",
              "the seed was random: the Teach tab's is kept" if seed is None or seed < 0 else "",
              "the message is decoded alone, without the conversation before it" if data[ui.turns] else ""]
     said = "; ".join(n for n in notes if n)
     status = ("The Chat tab's last message and settings: press **Decode** to step through it round by round."
               + (f" Here {said}." if said else ""))
     updates = {t.prompt: data[ui.exchanges][-1]["text"], t.preset: data[c.preset], t.drafter: data[c.drafter],
-               t.k: min(k, TEACH_K_MAX), t.temperature: data[c.temperature], t.max_new: fitted,
+               t.k: min(k, TEACH_K_MAX), t.confidence: data[c.confidence], t.temperature: data[c.temperature],
+               t.max_new: fitted,
                teach.step.status: status, ui.tabs: gr.Tabs(selected="teach")}
     if seed is not None and seed >= 0:
         updates[t.seed] = seed

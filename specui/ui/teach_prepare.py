@@ -29,7 +29,8 @@ def prepare(showcase, c, data: dict, *, drafter: str | None = None) -> tuple[Pre
     or raise gr.Error. `showcase` is the app's (config, pair cache, locks)."""
     try:
         settings = Settings.from_ui(preset=data[c.preset], drafter=drafter or data[c.drafter],
-                                    num_draft_tokens=data[c.k], temperature=data[c.temperature],
+                                    num_draft_tokens=data[c.k], draft_confidence=data[c.confidence],
+                                    temperature=data[c.temperature],
                                     max_new_tokens=data[c.max_new], seed=data[c.seed])
         chosen = showcase.config.get(settings.preset)
     except (SettingsError, ValueError) as e:

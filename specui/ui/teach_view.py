@@ -7,6 +7,7 @@ Every model or user string is escaped before it becomes HTML. Styles are classes
 from __future__ import annotations
 
 from specui import lesson
+from specui.drafters.registry import PROMPT_LOOKUP
 from specui.events import Check, Kind
 from specui.text import fmt, fmt_prob
 from specui.ui.render import TokenView, escape_text, token_span
@@ -90,12 +91,22 @@ def render_step(run: lesson.TeachingRun | None, index: int) -> str:
     mode = "greedy" if step.greedy else f"sampling, temperature {fmt(run.decode.temperature, 'g')}"
     copied = " · draft copied from the context (q one-hot)" if step.copied else ""
     head = (f'<div class="teach-head">Round <span class="teach-round">'
-            f'{index + 1}</span> of {len(run.steps)} · K = {step.num_draft_tokens} · {escape_text(mode)}{copied}</div>')
+            f'{index + 1}</span> of {len(run.steps)} · K = {step.num_draft_tokens} · {escape_text(mode)}{copied}'
+            f'{stopped(run, step)}</div>')
     context = (f'<div class="teach-label">Context (prompt in grey, then the '
                f'text so far)</div><div class="teach-context specui-text">'
                f'<span class="teach-prompt-text">{escape_text(shown_prompt)}</span>{escape_text(generated)}</div>')
     return (f'<div class="teach-step" data-round="{index + 1}" data-rounds="{len(run.steps)}">{head}{context}'
             f'{drafts_table(step)}{outcome(step)}{added(step)}</div>')
+
+
+def stopped(run: lesson.TeachingRun, step: lesson.Step) -> str:
+    """The head's note on a round that drafted fewer than K because the draft's confidence fell below the stop."""
+    stop = run.decode.draft_confidence
+    if not stop or step.copied or run.decode.drafter == PROMPT_LOOKUP or not 0 < len(step.drafts) < step.num_draft_tokens:
+        return ""
+    return (f' · <span class="teach-stopped">drafted {len(step.drafts)} of {step.num_draft_tokens}: the product of the '
+            f"draft's top probabilities fell below the confidence stop {fmt(stop, 'g')}</span>")
 
 
 def drafts_table(step: lesson.Step) -> str:

@@ -9,7 +9,7 @@ the run, and the experiments (`specui.ui.teach_experiments`): a K sweep, a tempe
 drafters, the verify cost and where the time goes. Every number shown comes from the engine's `Round`
 records (`specui.lesson`).
 
-Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-temperature #teach-max-new-tokens
+Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-confidence #teach-temperature #teach-max-new-tokens
 #teach-seed #step-start #step-prev #step-next #step-play #step-speed #step-status #step-view
 #step-residual #teach-theory-tokens #teach-theory-speedup #teach-measured #teach-export #sweep-run
 #sweep-chart #sweep-table #temp-run #temp-chart #temp-table #drafters-run #drafters-noise
@@ -31,7 +31,7 @@ from specui.drafters import LABELS
 from specui.ui import teach_charts, teach_compare, teach_experiments, teach_tree
 from specui.ui.exports import Exports
 from specui.ui.preset_view import on_drafter, on_preset
-from specui.ui.request import DRAFTER_CHOICES
+from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE
 from specui.ui.teach_compare_view import render_compare
 from specui.ui.teach_experiments import Experiment
 from specui.ui.teach_prepare import prepare
@@ -65,6 +65,7 @@ class Controls:
     preset: gr.Dropdown
     drafter: gr.Radio
     k: gr.Slider
+    confidence: gr.Slider  # DecodeSettings.draft_confidence: 0 (the default) drafts K every round
     temperature: gr.Slider
     max_new: gr.Slider
     seed: gr.Number
@@ -72,7 +73,8 @@ class Controls:
     @property
     def settings(self) -> set:
         """The inputs every decoding handler reads (by name)."""
-        return {self.prompt, self.preset, self.drafter, self.k, self.temperature, self.max_new, self.seed}
+        return {self.prompt, self.preset, self.drafter, self.k, self.confidence, self.temperature, self.max_new,
+                self.seed}
 
 
 @dataclass
@@ -119,11 +121,14 @@ def _controls(config) -> Controls:
                                elem_id="teach-drafter")
             k = gr.Slider(1, TEACH_K_MAX, value=min(TEACH_K_MAX, default.k_for()), step=1,
                           label="K (draft tokens per round)", elem_id="teach-k")
+            confidence = gr.Slider(0.0, MAX_CONFIDENCE, value=0.0, step=0.05, label="Confidence stop (0 = off)",
+                                   info="a round stops drafting once the draft's confidence falls below it",
+                                   elem_id="teach-confidence")
             temperature = gr.Slider(0.0, 2.0, value=0.8, step=0.05, label="Temperature (0 = greedy)",
                                     elem_id="teach-temperature")
             max_new = gr.Slider(8, TEACH_MAX_NEW, value=32, step=8, label="New tokens", elem_id="teach-max-new-tokens")
             seed = gr.Number(1, label="Seed", precision=0, elem_id="teach-seed")
-    return Controls(prompt, start, prev, nxt, play, speed, preset, drafter, k, temperature, max_new, seed)
+    return Controls(prompt, start, prev, nxt, play, speed, preset, drafter, k, confidence, temperature, max_new, seed)
 
 
 def _step_view() -> tuple[StepView, teach_compare.CompareView]:

@@ -246,10 +246,10 @@ def test_the_last_message_goes_to_the_teach_tab_with_its_settings_fitted_to_it()
     status = moved[teach.step.status]
     assert "press **Decode**" in status and "K 16 became 8" in status and "300 new tokens became 128" in status
     assert "without top-p and top-k" in status and "without the conversation before it" in status
-    assert "every round drafts K (no confidence stop)" in status
+    assert moved[t.confidence] == 0.3 and "confidence" not in status
     assert moved[ui.tabs].selected == "teach"
     plain = to_teach(ui, teach, {**data, ui.turns: [], c.k: 3, c.max_new: 12, c.top_p: 1.0, c.seed: -1})
     assert plain[t.k] == 3 and plain[t.max_new] == 16 and t.seed not in plain
     assert "seed was random" in plain[teach.step.status]
-    assert "confidence" not in to_teach(ui, teach, {**data, c.confidence: 0.0})[teach.step.status]
+    assert to_teach(ui, teach, {**data, c.confidence: 0.0})[t.confidence] == 0.0
     assert to_teach(ui, teach, {**data, ui.exchanges: []}) == {}

@@ -38,10 +38,10 @@ def tab(tmp_path_factory):
     return demo, ui, TeachState(showcase)
 
 
-def _inputs(ui, *, second: str, temperature: float = 0.8) -> dict:
+def _inputs(ui, *, second: str, temperature: float = 0.8, confidence: float = 0.0) -> dict:
     c = ui.controls
-    return {c.prompt: PROMPT, c.preset: "tiny", c.drafter: "draft model", c.k: 4, c.temperature: temperature,
-            c.max_new: 16, c.seed: 3, ui.compare.second: second}
+    return {c.prompt: PROMPT, c.preset: "tiny", c.drafter: "draft model", c.k: 4, c.confidence: confidence,
+            c.temperature: temperature, c.max_new: 16, c.seed: 3, ui.compare.second: second}
 
 
 def test_the_tab_has_the_second_drafter_and_its_view(tab):
@@ -70,6 +70,29 @@ def test_decode_compares_and_next_steps_both(tab, temperature):
         assert f'data-side="{which}" data-accepted="{step.num_accepted}" data-drafted="{len(step.drafts)}"' in html
     for d in r.second.drafts:
         assert f'data-token="{d.token_id}" data-q="{d.q!r}" data-p="{d.p!r}"' in html
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_a_confidence_stop_drafts_fewer_and_the_step_says_why(tab, temperature):
+    """With the Teach tab's confidence stop the engine's rounds draft fewer than K where the draft is unsure, the
+    step view's head says so (and only then), and the second drafter is judged on the same rounds with the same
+    stop; plain K rounds say nothing of it."""
+    from specui.ui.teaching import decode, move
+
+    _, ui, state = tab
+    out = decode(state, ui, _inputs(ui, second="draft model + lookup", temperature=temperature, confidence=0.9))
+    run, compared = out[ui.run], out[ui.compare.compared]
+    assert run.decode.draft_confidence == 0.9 and compared.result.token_ids == run.spec.token_ids
+    short = [i for i, step in enumerate(run.steps) if 0 < len(step.drafts) < step.num_draft_tokens]
+    assert short, "a confidence stop of 0.9 left every round at K"
+    for i, step in enumerate(run.steps):
+        html = move(ui, 0, {ui.run: run, ui.index: i, ui.compare.compared: compared})[ui.step.view]
+        said = f"drafted {len(step.drafts)} of {step.num_draft_tokens}: the product of the draft" in html
+        assert said == (i in short), i
+    plain = decode(state, ui, _inputs(ui, second="none", temperature=temperature))[ui.run]
+    assert all(len(s.drafts) == s.num_draft_tokens for s in plain.steps[:-1])
+    assert "confidence stop" not in "".join(move(ui, 0, {ui.run: plain, ui.index: i, ui.compare.compared: None})
+                                            [ui.step.view] for i in range(len(plain.steps)))
 
 
 def test_the_dropdown_clears_and_explains(tab):

@@ -89,7 +89,7 @@ def test_decode_pick_and_step_through_a_tree_round(teach):
     from specui.ui import teach_tree
 
     c, panel, prepare = teach
-    data = {c.prompt: "def main(argv):\n    ", c.preset: "bundled", c.drafter: "draft model", c.k: 3,
+    data = {c.prompt: "def main(argv):\n    ", c.preset: "bundled", c.drafter: "draft model", c.k: 3, c.confidence: 0.0,
             c.temperature: 0.8, c.max_new: 16, c.seed: 1, panel.width: 2, panel.nodes: 0}
     out = teach_tree.decode(panel, c, prepare, data)
     trees = out[panel.trees]
