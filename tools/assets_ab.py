@@ -19,10 +19,10 @@ import time
 
 import torch
 
-from specui import chat_prompts
+from specui import chat_draft, chat_prompts, heads
 from specui.bench.cli import tokenize_prompts
 from specui.engine import SpeculativeEngine
-from specui.loading import _load_draft, _load_head, load_pair
+from specui.loading import load_pair
 from specui.presets import load_config
 from specui.settings import DecodeSettings
 
@@ -43,16 +43,14 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def engines(preset, draft: str | None, eagle: str | None) -> tuple[SpeculativeEngine, SpeculativeEngine, object]:
-    """(shipped, new, pair): two engines over one loaded target, differing only in the assets named."""
-    import dataclasses
-
+    """(shipped, new, pair): two engines over one loaded target, differing only in the assets named (a chat
+    draft that borrows the target's embeddings, `specui.chat_draft`; an EAGLE head folder, `specui.heads`)."""
     pair = load_pair(preset)
     shipped = pair.engine()
-    new_draft = _load_draft(dataclasses.replace(preset, draft=draft), pair.target, pair.tokenizer).eval() \
-        if draft else pair.draft
+    new_draft = chat_draft.load(draft, pair.target).eval() if draft else pair.draft
     new_heads = dict(pair.heads)
     if eagle:
-        new_heads["eagle"] = _load_head(eagle, pair.target)
+        new_heads["eagle"] = heads.load(eagle, pair.target).eval()
     new = SpeculativeEngine(pair.target, new_draft, heads=new_heads, prompt_threads=pair.prompt_threads,
                             drafter=preset.drafter)
     return shipped, new, pair

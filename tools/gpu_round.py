@@ -52,7 +52,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--budget", type=float, default=540, help="seconds for the whole round (default: %(default)s)")
     ap.add_argument("--out", required=True, help="folder for the results (the device's $OUT)")
     ap.add_argument("--work", default="runs/gpu", help="working folder (default: %(default)s)")
-    ap.add_argument("--gen-seconds", type=float, default=190, help="seconds for writing answers; 0 writes none and trains on --answers-in (default: %(default)s)")
+    ap.add_argument("--gen-seconds", type=float, default=190,
+                    help="seconds for writing answers; 0 writes none, to train on --answers-in (default: %(default)s)")
     ap.add_argument("--writers", type=int, default=6, help="answer writers at a time (default: %(default)s)")
     ap.add_argument("--writer-gib", type=float, default=13,
                     help="GPU memory one writer may take at its peak; fewer writers start where the card lacks it")

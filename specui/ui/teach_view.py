@@ -102,10 +102,10 @@ def render_step(run: lesson.TeachingRun | None, index: int) -> str:
 
 def stopped(run: lesson.TeachingRun, step: lesson.Step) -> str:
     """The head's note on a round that drafted fewer than K because the draft's confidence fell below the stop."""
-    stop = run.decode.draft_confidence
-    if not stop or step.copied or run.decode.drafter == PROMPT_LOOKUP or not 0 < len(step.drafts) < step.num_draft_tokens:
+    stop, drafted = run.decode.draft_confidence, len(step.drafts)
+    if not stop or step.copied or run.decode.drafter == PROMPT_LOOKUP or not 0 < drafted < step.num_draft_tokens:
         return ""
-    return (f' · <span class="teach-stopped">drafted {len(step.drafts)} of {step.num_draft_tokens}: the product of the '
+    return (f' · <span class="teach-stopped">drafted {drafted} of {step.num_draft_tokens}: the product of the '
             f"draft's top probabilities fell below the confidence stop {fmt(stop, 'g')}</span>")
 
 

@@ -9,8 +9,8 @@ the run, and the experiments (`specui.ui.teach_experiments`): a K sweep, a tempe
 drafters, the verify cost and where the time goes. Every number shown comes from the engine's `Round`
 records (`specui.lesson`).
 
-Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-confidence #teach-temperature #teach-max-new-tokens
-#teach-seed #step-start #step-prev #step-next #step-play #step-speed #step-status #step-view
+Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-confidence #teach-temperature
+#teach-max-new-tokens #teach-seed #step-start #step-prev #step-next #step-play #step-speed #step-status #step-view
 #step-residual #teach-theory-tokens #teach-theory-speedup #teach-measured #teach-export #sweep-run
 #sweep-chart #sweep-table #temp-run #temp-chart #temp-table #drafters-run #drafters-noise
 #drafters-chart #drafters-table #verify-cost-run #verify-cost-chart #verify-cost-table #budget-run
