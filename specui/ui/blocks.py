@@ -300,8 +300,8 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)
     t = teach.controls
     r.to_teach.click(lambda data: to_teach(ui, teach, data), {ui.exchanges, ui.turns} | c.inputs,
-                     [t.prompt, t.preset, t.drafter, t.k, t.temperature, t.max_new, t.seed, teach.step.status, ui.tabs],
-                     **QUIET)
+                     [t.prompt, t.preset, t.drafter, t.k, t.confidence, t.temperature, t.max_new, t.seed,
+                      teach.step.status, ui.tabs], **QUIET)
     c.preset.change(lambda name: on_preset(app.showcase.config, c, name), [c.preset],
                     [c.k, c.drafter, c.confidence, c.about],
                     **QUIET)

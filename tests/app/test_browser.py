@@ -350,9 +350,11 @@ def test_a_message_sent_during_another_visitors_run_shows_at_once_and_stop_cance
 
 def test_a_message_goes_to_the_teach_tab_to_be_stepped_through(page):
     """"Step through this message in the Teach tab": the Teach tab opens with the message and the chat's settings
-    (K within its range), and its Decode steps through it."""
+    (K within its range, the confidence stop), and its Decode steps through it."""
     set_number(page, "num-draft-tokens", 3)
     set_number(page, "max-new-tokens", 16)
+    confidence = page.locator("#draft-confidence input[type=number]").first.input_value()
+    set_number(page, "draft-confidence", 0.4)
     run_prompt(page, PROMPT)
     page.click("#to-teach")
     page.wait_for_function("p => document.querySelector('#teach-prompt textarea')?.value === p", arg=PROMPT,
@@ -360,11 +362,13 @@ def test_a_message_goes_to_the_teach_tab_to_be_stepped_through(page):
     assert page.locator("#teach-tab").is_visible() and not page.locator("#chat").is_visible()
     assert page.locator("#teach-k input[type=number]").first.input_value() == "3"
     assert page.locator("#teach-max-new-tokens input[type=number]").first.input_value() == "16"
+    assert page.locator("#teach-confidence input[type=number]").first.input_value() == "0.4"
     assert "press Decode" in page.locator("#step-status").inner_text()
     page.click("#step-start")
     page.wait_for_selector("#step-view .teach-step[data-round='1']", timeout=120_000)
     page.get_by_role("tab", name="Chat").click()
     page.wait_for_selector("#prompt textarea", state="visible", timeout=10_000)
+    set_number(page, "draft-confidence", confidence)
 
 
 def test_clear_empties_the_chat(page):
