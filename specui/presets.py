@@ -6,6 +6,7 @@ Every problem is reported as a `ConfigError` whose message names the file and th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -220,7 +221,7 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
         memory=str(body.get("memory", "")),
         heads=heads,
         drafter_tokens=drafter_tokens,
-        draft_confidence=_per_drafter(body.get("draft_confidence"), key, "draft_confidence"),
+        draft_confidence=_draft_confidence(body.get("draft_confidence"), key),
     )
 
 
@@ -242,28 +243,36 @@ def _heads(body, key: str, path: Path) -> tuple[tuple[str, str], ...]:
 
 def _drafter_tokens(body, key: str) -> tuple[tuple[str, int], ...]:
     """`drafter_tokens: {medusa: 1, early_exit: 1}`: drafter names -> the K each drafts with."""
-    return _per_drafter(body, key, "drafter_tokens")
+    def k(v):
+        return v if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_DRAFT_TOKENS else None
+
+    return _per_drafter(body, f"{key}.drafter_tokens", "K", k, f"an integer from 1 to {MAX_DRAFT_TOKENS}")
 
 
-def _per_drafter(body, key: str, field: str) -> tuple[tuple[str, int | float], ...]:
-    """A mapping of drafter names to numbers: `drafter_tokens` (K, integers from 1 to MAX_DRAFT_TOKENS) or
-    `draft_confidence` (numbers from 0 up to 1, not included)."""
+def _draft_confidence(body, key: str) -> tuple[tuple[str, float], ...]:
+    """`draft_confidence: {eagle: 0.3}`: drafter names -> the confidence each drafts while above."""
+    def confidence(v):
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1 else None
+
+    return _per_drafter(body, f"{key}.draft_confidence", "a confidence", confidence,
+                        "a number from 0 up to 1, not included")
+
+
+def _per_drafter(body, where: str, what: str, check: Callable, must: str) -> tuple[tuple[str, int | float], ...]:
+    """A mapping of drafter names to numbers, each number as `check` gives it back (None: not allowed, which
+    the error says it `must` be)."""
     if body is None:
         return ()
-    what = "K" if field == "drafter_tokens" else "a confidence"
     if not isinstance(body, dict):
-        raise ConfigError(f"{key}.{field}: must be a mapping of drafter names ({', '.join(DRAFTERS)}) to {what} "
+        raise ConfigError(f"{where}: must be a mapping of drafter names ({', '.join(DRAFTERS)}) to {what} "
                           f"(got {body!r})")
     out = []
     for name, v in body.items():
         if name not in DRAFTERS:
-            raise ConfigError(f"{key}.{field}.{name}: not a drafter; choose from {', '.join(DRAFTERS)}")
-        if field == "drafter_tokens":
-            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_DRAFT_TOKENS:
-                raise ConfigError(f"{key}.{field}.{name}: must be an integer from 1 to {MAX_DRAFT_TOKENS} (got {v!r})")
-        elif isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1:
-            raise ConfigError(f"{key}.{field}.{name}: must be a number from 0 up to 1, not included (got {v!r})")
-        out.append((name, v if field == "drafter_tokens" else float(v)))
+            raise ConfigError(f"{where}.{name}: not a drafter; choose from {', '.join(DRAFTERS)}")
+        if (value := check(v)) is None:
+            raise ConfigError(f"{where}.{name}: must be {must} (got {v!r})")
+        out.append((name, value))
     return tuple(out)
 
 

@@ -30,7 +30,7 @@ import gradio as gr
 from specui.drafters import LABELS
 from specui.loading import PairCache
 from specui.settings import MAX_DRAFT_TOKENS
-from specui.ui import charts, chat_tree, render, stats
+from specui.ui import charts, chat_handlers, chat_tree, render, stats
 from specui.ui.api import generate_endpoint
 from specui.ui.chat_handlers import App, clear, replay, respond, retry, session_key, to_teach, undo, waiting
 from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_drafter
@@ -298,10 +298,8 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     p.clear.click(fresh, None, ui.outputs, **at_once)
     p.chat.clear(emptied, [ui.messages], ui.outputs, **at_once)  # the chat's own 🗑 clears the conversation too
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)
-    t = teach.controls
     r.to_teach.click(lambda data: to_teach(ui, teach, data), {ui.exchanges, ui.turns} | c.inputs,
-                     [t.prompt, t.preset, t.drafter, t.k, t.confidence, t.temperature, t.max_new, t.seed,
-                      teach.step.status, ui.tabs], **QUIET)
+                     chat_handlers.to_teach_outputs(ui, teach), **QUIET)
     c.preset.change(lambda name: on_preset(app.showcase.config, c, name), [c.preset],
                     [c.k, c.drafter, c.confidence, c.about],
                     **QUIET)

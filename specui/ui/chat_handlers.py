@@ -262,6 +262,13 @@ def undo(app: App, ui, data: dict, request: gr.Request | None = None) -> dict:
             ui.panel.prompt: text}
 
 
+def to_teach_outputs(ui, teach) -> list:
+    """What `to_teach` may change: its event's outputs (gradio refuses an update of anything else)."""
+    t = teach.controls
+    return [t.prompt, t.preset, t.drafter, t.k, t.confidence, t.temperature, t.max_new, t.seed, teach.step.status,
+            ui.tabs]
+
+
 def to_teach(ui, teach, data: dict) -> dict:
     """"Step through it in the Teach tab": the Teach tab's prompt and settings become the chat's last message and
     its settings, and the Teach tab opens; its Decode then steps through that message round by round. `teach` is
