@@ -46,8 +46,9 @@ def plain_decoder(model, device: torch.device) -> bool:
     if not _plain_modules(model):
         return False  # a hook, an adapter or a subclass with its own forward: only the model knows its math
     for m in modules:
-        for p in m.parameters(recurse=False):
-            if type(p) is not torch.nn.Parameter or not p.dtype.is_floating_point or p.device != device:
+        for p in m._parameters.values():  # m.parameters(recurse=False), without its generator's cost per module
+            if p is not None and (type(p) is not torch.nn.Parameter or not p.dtype.is_floating_point
+                                  or p.device != device):
                 return False  # quantized or spread over devices
     return True
 
@@ -71,8 +72,10 @@ def _plain_modules(model) -> bool:
     exact = EXACT_CLASSES[model.config.model_type] | {"SiLUActivation"}
     plain = (torch.nn.Linear, torch.nn.Embedding, torch.nn.ModuleList, torch.nn.SiLU, torch.nn.Identity)
     for m in model.modules():
-        if (any(not _records_only(h) for h in m._forward_hooks.values()) or m._forward_pre_hooks
-                or getattr(m, "_hf_hook", None) is not None):
+        # accelerate sets `_hf_hook` as a plain attribute (in the module's __dict__; getattr would go through
+        # nn.Module.__getattr__ and its exception for every module without one): checked once per generation
+        if (m._forward_pre_hooks or m.__dict__.get("_hf_hook") is not None
+                or (m._forward_hooks and any(not _records_only(h) for h in m._forward_hooks.values()))):
             return False
         kind = type(m)
         if kind in plain:

@@ -40,6 +40,28 @@ def test_a_forward_hook_on_a_decoder_layer_is_honoured():
     assert DecoderStack.build(model) is not None
 
 
+def test_a_pre_hook_and_an_accelerate_hook_are_honoured():
+    from accelerate.hooks import ModelHook, add_hook_to_module, remove_hook_from_module
+
+    class Shift(ModelHook):
+        def pre_forward(self, module, *args, **kwargs):
+            return (args[0] + 1.0, *args[1:]), kwargs
+
+    model = make_model("llama", seed=4)
+    before = engine_greedy(model)
+    pre = model.model.layers[0].mlp.register_forward_pre_hook(lambda _m, args: (args[0] * 2.0,))
+    assert DecoderStack.build(model) is None
+    pre_hooked = engine_greedy(model)
+    assert pre_hooked == own_greedy(model) and pre_hooked != before
+    pre.remove()
+    add_hook_to_module(model.model.layers[1].mlp, Shift())  # accelerate's own mechanism: `_hf_hook`, a new forward
+    assert DecoderStack.build(model) is None and CachedLM(model).stack is None
+    shifted = engine_greedy(model)
+    assert shifted == own_greedy(model) and shifted != before
+    remove_hook_from_module(model.model.layers[1].mlp)
+    assert DecoderStack.build(model) is not None and engine_greedy(model) == before
+
+
 class LoraLinear(torch.nn.Module):
     """Shaped like PEFT's LoRA wrapper: base_layer plus lora_A, lora_B."""
 
