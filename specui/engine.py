@@ -232,13 +232,14 @@ class SpeculativeEngine:
     def _plain_round(self, target: CachedLM, context, sampling, generators: Generators) -> Round:
         t0 = time.perf_counter()
         logits = target.extend(context[-1:])[-1]
+        forward_s = self._sync_time(t0)
         token, probs = choose(logits, sampling, generators.for_tensor(logits))
         token = int(token)
         p = float(probs[token])
         return Round(index=0, token_ids=[token], kinds=[Kind.PLAIN], drafted=[], num_accepted=0, target_probs=[],
                      draft_probs=[], accept_probs=[], uniforms=[], token_target_probs=[p], token_draft_probs=[None],
                      residual_top=[], num_draft_tokens=0, draft_s=0.0, verify_s=self._sync_time(t0),
-                     elapsed_s=0.0, speculative=False)
+                     elapsed_s=0.0, speculative=False, forward_s=forward_s)
 
     def _speculative_round(self, target: CachedLM, drafter: Drafter, context, k, sampling,
                            generators: Generators, *, limit: int) -> Round:
@@ -253,6 +254,7 @@ class SpeculativeEngine:
         features = features_of(drafter)
         logits = target.extend(torch.cat([torch.tensor(context[-1:], device=self.device), draft_tokens]),
                                features=features)
+        forward_s = self._sync_time(t1)
         if features:
             logits, states = logits
         # verification happens where the logits are (the last device of a target spread over several)
@@ -290,7 +292,7 @@ class SpeculativeEngine:
                      accept_probs=verdict.accept_probs, uniforms=verdict.uniforms,
                      token_target_probs=p_all[:n] + [p_all[-1]], token_draft_probs=q_all[:n] + [q_next],
                      residual_top=residual_top, num_draft_tokens=k, draft_s=draft_s, verify_s=verify_s,
-                     elapsed_s=0.0, copied=copied)
+                     elapsed_s=0.0, copied=copied, forward_s=forward_s)
 
     def _cut_at_eos(self, round_: Round, ignore_eos: bool) -> Round:
         """An EOS inside a block ends the generation there: drop what the round emitted after it."""

@@ -129,6 +129,7 @@ class Round:
     tree_sampled: bool = False  # tree rounds: children drawn i.i.d. from q (p <- norm(max(0, p - q)) on a
     # rejection); False: chosen deterministically (the rejected token leaves p, which is renormalised)
     copied: bool = False  # the model + lookup drafter copied this round's draft from the context (no model forward)
+    forward_s: float = 0.0  # of verify_s, the seconds in the target's forward itself (the rest: the decision, the record)
 
     @property
     def num_drafted(self) -> int:

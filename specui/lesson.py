@@ -268,7 +268,8 @@ def export_run(run: TeachingRun) -> dict:
             "alpha": "the alpha whose expected tokens per round (1 - a^(K+1))/(1 - a) equal the measured ones",
             "acceptance_rate": "accepted drafts / drafted tokens",
             "cost_ratio": "c = seconds per drafted token / seconds per plain target forward",
-            "times": "seconds of engine time: prefill_s, then per round draft_s and verify_s",
+            "times": "seconds of engine time: prefill_s, then per round draft_s and verify_s (of it forward_s, the "
+                     "target's forward)",
         },
     })
 

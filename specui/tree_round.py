@@ -34,6 +34,7 @@ def tree_round(engine, *, target: CachedLM, drafter, context: list[int], k: int,
     root = len(context) - 1  # cur's slot: the cache holds everything before it
     ids = torch.cat([torch.tensor(context[-1:], device=engine.device), tokens])
     logits = target.extend_tree(ids, parents=[-1] + [p + 1 for p in parents], features=features)
+    forward_s = engine._sync_time(t1)
     if features:
         logits, states = logits
     device = logits.device
@@ -77,7 +78,7 @@ def tree_round(engine, *, target: CachedLM, drafter, context: list[int], k: int,
                  token_target_probs=[p_nodes[i] for i in path] + [p_next],
                  token_draft_probs=[q_nodes[i] if draft_probs is not None else None for i in path] + [None],
                  residual_top=residual_top, num_draft_tokens=k, draft_s=draft_s, verify_s=verify_s, elapsed_s=0.0,
-                 tree=nodes_out, tree_path=tuple(path), tree_sampled=bool(tree.sampled))
+                 tree=nodes_out, tree_path=tuple(path), tree_sampled=bool(tree.sampled), forward_s=forward_s)
 
 
 def _check(tree, engine, drafter) -> tuple[torch.Tensor, list[int]]:

@@ -7,19 +7,24 @@ prompt, the one the benchmark keeps) into parts, in milliseconds per generated t
 forward at the cost the benchmark measured alone (t: a one-token target forward, d: a one-token
 draft forward, the verify-cost curve for a round's K+1 rows):
 
-    plain:        forwards (t each) | the rest of each step (sampling, the round's record) | between
-                  steps | prefill
+    plain:        forwards (t each) | forwards slower in the loop | the rest of each step (sampling, the
+                  round's record) | between steps | prefill
     speculative:  target forwards (t per round, as the theorem counts them) | their extra rows (the
                   verify-cost curve's excess over 1 at the round's rows: cur and every drafted token, a tree's
-                  every node) | the rest of verification | draft forwards (d each; a tree: one per level)
-                  | the rest of drafting (sampling; forwards slower than alone, their weights evicted by
-                  the target's) | between rounds | prefills (the target's and the drafter's)
+                  every node) | the verify slower in the loop | the rest of verification (the decision, the
+                  round's record) | draft forwards (d each; a tree: one per level) | the rest of drafting
+                  (sampling; forwards slower than alone, their weights evicted by the target's) | between
+                  rounds | prefills (the target's and the drafter's)
 
-Then the efficiency (measured speedup / the theorem's) as each part is taken away in turn: the
-speculative run's bookkeeping, plain decoding's, the verify's extra rows, the prefills. With all of
-them gone only what the theorem counts is left, and the efficiency is 1 (with the theorem's alpha
-fitted to these runs' mean accepted length). So the list says how much of the gap each part is.
-Pure arithmetic on recorded rounds; no timing of its own.
+"Slower in the loop": each round records its target forward's own seconds (`Round.forward_s`), and a
+forward inside a generation takes longer than the same forward timed alone: its cache is longer than
+the curve's (attention grows with it) and its weights were evicted by the drafter's. Rounds without
+that record (older runs) count their forwards at the alone cost, as before, the difference staying in
+the rest. Then the efficiency (measured speedup / the theorem's) as each part is taken away in turn: the
+speculative run's bookkeeping, plain decoding's, the forwards' slowdown in the loop, the verify's extra
+rows, the prefills. With all of them gone only what the theorem counts is left, and the efficiency is 1
+(with the theorem's alpha fitted to these runs' mean accepted length). So the list says how much of the
+gap each part is. Pure arithmetic on recorded rounds; no timing of its own.
 """
 
 from __future__ import annotations
@@ -59,6 +64,13 @@ def _draft_forwards(round_) -> int:
     return max(depth)
 
 
+def _in_loop(rounds, alone: float) -> float:
+    """The seconds the rounds' target forwards took in the loop (`forward_s`), or `alone` (their cost timed alone)
+    when some round has no such record."""
+    seconds = [getattr(x, "forward_s", 0.0) for x in rounds]
+    return sum(seconds) if seconds and all(s > 0 for s in seconds) else alone
+
+
 def time_budget(plain_results: list, spec_results: list, *, target_s: float, draft_s: float, curve: dict,
                 theory: float) -> dict:
     """Split the runs (engine `GenerationResult`s, one per prompt, plain and speculative) into parts.
@@ -74,8 +86,10 @@ def time_budget(plain_results: list, spec_results: list, *, target_s: float, dra
     plain_steps = sum(len(r.rounds) for r in plain_results)
     plain_step_s = sum(x.verify_s for r in plain_results for x in r.rounds)
     plain_prefill = sum(r.prefill_s for r in plain_results)
+    plain_forwards = _in_loop([x for r in plain_results for x in r.rounds], plain_steps * target_s)
     plain = {"forwards": plain_steps * target_s,
-             "step rest": plain_step_s - plain_steps * target_s,
+             "forwards slower in the loop": plain_forwards - plain_steps * target_s,
+             "step rest": plain_step_s - plain_forwards,
              "between steps": sum(r.total_s for r in plain_results) - plain_prefill - plain_step_s,
              "prefill": plain_prefill}
     rounds = [x for r in spec_results for x in r.rounds]
@@ -84,9 +98,11 @@ def time_budget(plain_results: list, spec_results: list, *, target_s: float, dra
     verify_total = sum(x.verify_s for x in rounds)
     draft_total = sum(x.draft_s for x in rounds)
     spec_prefill = sum(r.prefill_s for r in spec_results)
+    verify_forwards = _in_loop(rounds, verify_rows)
     spec = {"target forwards": len(rounds) * target_s,
             "verify extra rows": verify_rows - len(rounds) * target_s,
-            "verify rest": verify_total - verify_rows,
+            "verify slower in the loop": verify_forwards - verify_rows,
+            "verify rest": verify_total - verify_forwards,
             "draft forwards": drafted * draft_s,
             "draft rest": draft_total - drafted * draft_s,
             "between rounds": sum(r.total_s for r in spec_results) - spec_prefill - verify_total - draft_total,
@@ -98,13 +114,16 @@ def time_budget(plain_results: list, spec_results: list, *, target_s: float, dra
         return p / s / theory
 
     bookkeeping = ("verify rest", "draft rest", "between rounds")
+    plain_own = ("step rest", "between steps")
+    loop = (("forwards slower in the loop",), ("verify slower in the loop",))
     steps = [
         ("these runs", (), ()),
         ("without the speculative run's bookkeeping (verify rest, draft rest, between rounds)", (), bookkeeping),
-        ("and without plain decoding's (step rest, between steps)", ("step rest", "between steps"), bookkeeping),
-        ("and without the verify's extra rows", ("step rest", "between steps"), bookkeeping + ("verify extra rows",)),
-        ("and without the prefills: forwards alone, as the theorem counts", ("step rest", "between steps", "prefill"),
-         bookkeeping + ("verify extra rows", "prefill")),
+        ("and without plain decoding's (step rest, between steps)", plain_own, bookkeeping),
+        ("and without the forwards' slowdown in the loop (both runs)", plain_own + loop[0], bookkeeping + loop[1]),
+        ("and without the verify's extra rows", plain_own + loop[0], bookkeeping + loop[1] + ("verify extra rows",)),
+        ("and without the prefills: forwards alone, as the theorem counts", plain_own + loop[0] + ("prefill",),
+         bookkeeping + loop[1] + ("verify extra rows", "prefill")),
     ]
     per_token = 1e3 / tokens
     return {
@@ -115,7 +134,8 @@ def time_budget(plain_results: list, spec_results: list, *, target_s: float, dra
         "speedup": sum(plain.values()) / sum(spec.values()),
         "efficiency_steps": [{"without": name, "efficiency": efficiency(p, s)} for name, p, s in steps],
         "method": ("one timed run per prompt of each arm (the one the benchmark keeps); forwards at the cost "
-                   "measured alone (c's forwards and the verify-cost curve); the rest by difference"),
+                   "measured alone (c's forwards and the verify-cost curve), the target's slowdown in the loop from "
+                   "each round's own forward time; the rest by difference"),
     }
 
 
@@ -127,8 +147,8 @@ def format_budget(b: dict | None) -> list[str]:
     def parts(d: dict) -> str:
         return " | ".join(f"{name} {ms:.2f}" for name, ms in d.items())
 
-    lines = ["", "where the time goes, ms per generated token (forwards at their cost measured alone, the rest "
-                 "by difference; one timed run per prompt):",
+    lines = ["", ("where the time goes, ms per generated token (forwards at their cost measured alone, then how much "
+                  "slower the target's ran in the loop, the rest by difference; one timed run per prompt):"),
              f"  plain        {b['plain_total_ms_per_token']:6.2f} = {parts(b['plain_ms_per_token'])}",
              f"  speculative  {b['speculative_total_ms_per_token']:6.2f} = {parts(b['speculative_ms_per_token'])}",
              f"  these runs: {b['speedup']:.2f}x; efficiency (measured / Thm 3.8), taking parts away in turn:"]

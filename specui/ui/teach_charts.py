@@ -244,7 +244,8 @@ def verify_cost_figure(curve: dict | None = None) -> go.Figure:
 
 # the parts of `specui.bench.budget`: the forwards the theorem counts are solid, the rest hatched
 BUDGET_COLOURS = {"forwards": SPEC_COLOUR, "target forwards": SPEC_COLOUR, "draft forwards": "#60a5fa",
-                  "verify extra rows": "#f59e0b", "step rest": POINT_COLOUR, "verify rest": POINT_COLOUR,
+                  "verify extra rows": "#f59e0b", "forwards slower in the loop": "#fb923c",
+                  "verify slower in the loop": "#fb923c", "step rest": POINT_COLOUR, "verify rest": POINT_COLOUR,
                   "draft rest": "#f87171", "between steps": "#7c3aed", "between rounds": "#7c3aed",
                   "prefill": PLAIN_COLOUR}
 COUNTED = ("forwards", "target forwards", "draft forwards")
@@ -268,7 +269,7 @@ def time_budget_figure(budget: dict | None = None) -> go.Figure:
         first = budget["efficiency_steps"][0]["efficiency"]
         title += (f"<br><sub>measured {fmt(budget['speedup'], '.2f')}×, Thm 3.8 {fmt(budget['theory'], '.2f')}× "
                   f"(K = {budget['k']}, c = {fmt(budget['c'], '.3f')}): efficiency {fmt(first, '.2f')}</sub>")
-    # taller than the other experiments: room for the legend of eleven parts
+    # taller than the other experiments: room for the legend of thirteen parts
     layout(fig, height=TALL + 100, title=title, x="ms per generated token", y="", barmode="stack")
     fig.update_layout(legend={"traceorder": "normal"})  # plotly reverses a stack's legend; these stack left to right
     if not budget:

@@ -249,7 +249,7 @@ def test_the_verify_cost_curve_is_timed_and_drawn(page):
 
 def test_where_the_time_goes_splits_plain_and_speculative_runs(page):
     page.click("#budget-run")
-    page.wait_for_function("() => document.querySelectorAll('#budget-table .teach-point').length === 5",
+    page.wait_for_function("() => document.querySelectorAll('#budget-table .teach-point').length === 6",
                            timeout=180_000)
     first = page.locator("#budget-table .teach-point").first.locator("td").all_inner_texts()
     assert first[1] == "these runs" and float(first[0]) > 0

@@ -33,9 +33,12 @@ def test_parts_add_up_and_taking_them_all_away_leaves_the_theorem():
     b = time_budget([plain_run(), plain_run()], [spec_run(), spec_run()], target_s=0.010, draft_s=0.002,
                     curve=CURVE, theory=theory)
     plain, spec = b["plain_ms_per_token"], b["speculative_ms_per_token"]
-    assert plain == pytest.approx({"forwards": 10.0, "step rest": 2.0, "between steps": 0.25, "prefill": 5.0})
-    assert spec == pytest.approx({"target forwards": 5.0, "verify extra rows": 0.0, "verify rest": 0.5,
-                                  "draft forwards": 1.0, "draft rest": 0.5, "between rounds": 0.125, "prefill": 5.5})
+    # rounds without their forward's own seconds: forwards at the alone cost, nothing slower in the loop
+    assert plain == pytest.approx({"forwards": 10.0, "forwards slower in the loop": 0.0, "step rest": 2.0,
+                                   "between steps": 0.25, "prefill": 5.0})
+    assert spec == pytest.approx({"target forwards": 5.0, "verify extra rows": 0.0, "verify slower in the loop": 0.0,
+                                  "verify rest": 0.5, "draft forwards": 1.0, "draft rest": 0.5, "between rounds": 0.125,
+                                  "prefill": 5.5})
     assert b["plain_total_ms_per_token"] == pytest.approx(sum(plain.values()))
     assert b["speedup"] == pytest.approx(sum(plain.values()) / sum(spec.values()))
     steps = [s["efficiency"] for s in b["efficiency_steps"]]
@@ -44,6 +47,28 @@ def test_parts_add_up_and_taking_them_all_away_leaves_the_theorem():
     text = "\n".join(format_budget(b))
     assert "where the time goes" in text and "draft rest 0.50" in text and "1.00  and without the prefills" in text
     assert format_budget(None) == []
+
+
+def test_each_rounds_own_forward_time_splits_the_forwards_slowdown_from_the_bookkeeping():
+    """Rounds that record their target forward's seconds (`forward_s`): what it took beyond the cost timed alone is
+    the forwards' slowdown in the loop, and only the rest of a step or a verify is bookkeeping."""
+    plain = plain_run()
+    plain.rounds = [Run(verify_s=0.012, draft_s=0.0, num_drafted=0, forward_s=0.011) for _ in range(4)]
+    spec = spec_run()
+    spec.rounds = [Run(verify_s=0.011, draft_s=0.003, num_drafted=1, forward_s=0.0105) for _ in range(2)]
+    b = time_budget([plain], [spec], target_s=0.010, draft_s=0.002, curve=CURVE, theory=2 / 1.2)
+    p, s = b["plain_ms_per_token"], b["speculative_ms_per_token"]
+    assert p["forwards slower in the loop"] == pytest.approx(1.0) and p["step rest"] == pytest.approx(1.0)
+    assert s["verify slower in the loop"] == pytest.approx(2 * 0.5 / 4) and s["verify rest"] == pytest.approx(2 * 0.5 / 4)
+    assert b["plain_total_ms_per_token"] == pytest.approx(sum(p.values()))
+    steps = {step["without"]: step["efficiency"] for step in b["efficiency_steps"]}
+    loop = steps["and without the forwards' slowdown in the loop (both runs)"]
+    assert loop == pytest.approx((10.0 + 5.0) / (5.0 + 1.0 + 5.5) / (2 / 1.2))  # forwards and prefills alone
+    assert b["efficiency_steps"][-1]["efficiency"] == pytest.approx(1.0)
+    # one round without a record: the run falls back to the alone cost for all of them
+    spec.rounds[0] = Run(verify_s=0.011, draft_s=0.003, num_drafted=1)
+    b = time_budget([plain], [spec], target_s=0.010, draft_s=0.002, curve=CURVE, theory=2 / 1.2)
+    assert b["speculative_ms_per_token"]["verify slower in the loop"] == 0.0
 
 
 def test_runs_of_different_lengths_are_refused():

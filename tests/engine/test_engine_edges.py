@@ -205,3 +205,11 @@ def test_cache_trim_by_absolute_length(llama_pair):
     assert torch.allclose(logits, full[5:], atol=1e-4)
     with pytest.raises(ValueError):
         lm.trim(9)
+
+
+@pytest.mark.parametrize("how", [{"speculative": False}, {"num_draft_tokens": 3}, {"num_draft_tokens": 3, "tree_width": 2}])
+def test_each_round_records_its_target_forward_within_its_verify(engine, how):
+    """`Round.forward_s`: the seconds of the target's forward itself, part of `verify_s` (the benchmark's budget
+    splits a verify into the forward, as slow as it ran in the loop, and the decision's bookkeeping)."""
+    result = engine.generate(PROMPT, max_new_tokens=12, ignore_eos=True, seed=0, **how)
+    assert result.rounds and all(0.0 < r.forward_s <= r.verify_s for r in result.rounds)

@@ -23,6 +23,9 @@ def test_the_runs_split_into_parts_that_add_up(engine, drafter):
     for arm in ("plain", "speculative"):
         assert b[f"{arm}_total_ms_per_token"] == pytest.approx(sum(b[f"{arm}_ms_per_token"].values()))
     assert b["speculative_ms_per_token"]["draft forwards"] > 0 if drafter == "model" else b["c"] == 0.0
+    # every round recorded its target forward's own seconds: a real split of the verify, not the alone cost
+    assert b["plain_ms_per_token"]["forwards slower in the loop"] != 0.0
+    assert b["speculative_ms_per_token"]["verify slower in the loop"] != 0.0
     steps = [s["efficiency"] for s in b["efficiency_steps"]]
     assert steps[0] == pytest.approx(b["speedup"] / b["theory"])
     # forwards alone are the theorem's count, but for the last round, which drafts what the budget leaves
