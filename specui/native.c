@@ -222,10 +222,12 @@ static inline vec vexp(vec x) {
 #define LANES 16  /* the sum of e^s runs in 16 lanes by rank in both builds (AVX2: two vectors) */
 
 /* Attention is computed for the query vectors of one key/value head together (a verify's rows times
- * the heads that share it), QS at a time for the scores and QV at a time for the weighted values, so
- * each key and value is read once per block rather than once per query: the cache is too large for
- * L1 and a query-at-a-time pass is bound by L2. Blocks are padded with a copy of their last query
- * (its output goes to scratch). Every output is still one chain in rank order: the grouping and the
+ * the heads that share it), up to QS at a time for the scores and QV at a time for the weighted values,
+ * so each key and value is read once per block rather than once per query: the cache is too large for
+ * L1 and a query-at-a-time pass is bound by L2. A block holds 1, 2, 4 or QS queries for the scores (the
+ * fewest that hold what is left), QV or 1 for the values, padded with a copy of its last query (its
+ * output goes to scratch): a one-token forward computes one query's scores, not QS copies of it, and a
+ * block still reads each key once. Every output is one chain in rank order: the grouping and the
  * padding change no bits. */
 #define QS 8                       /* query vectors per score block */
 #if NR == 16
@@ -234,38 +236,41 @@ static inline vec vexp(vec x) {
 #define QV(nv) ((nv) >= 8 ? 1 : 8 / (nv))                       /* 8 accumulators of 16 registers */
 #endif
 
-/* e_i[j..j + nk*NR) = q_i . k_j for QS queries and nk vectors of NR consecutive slots from j: each
- * lane one (query, key) chain over d in order */
+/* e_i[j..j + nk*NR) = q_i . k_j for nq (<= QS) queries and nk vectors of NR consecutive slots from j:
+ * each lane one (query, key) chain over d in order */
 static inline __attribute__((always_inline)) void score_block(const float *const *q, int hd, const float *keys,
-                                                               long long cap, int j, int nk, float *const *e) {
+                                                               long long cap, int j, int nk, int nq, float *const *e) {
     vec acc[QS][2];
-    for (int i = 0; i < QS; i++)
+    for (int i = 0; i < nq; i++)
         for (int c = 0; c < nk; c++) acc[i][c] = vzero();
     for (int d = 0; d < hd; d++) {
         vec k[2];
         for (int c = 0; c < nk; c++) k[c] = vload(keys + (size_t)d * cap + j + c * NR);
-        for (int i = 0; i < QS; i++) {
+        for (int i = 0; i < nq; i++) {
             vec qd = vset1(q[i][d]);
             for (int c = 0; c < nk; c++) acc[i][c] = vfma(qd, k[c], acc[i][c]);
         }
     }
-    for (int i = 0; i < QS; i++)
+    for (int i = 0; i < nq; i++)
         for (int c = 0; c < nk; c++) vstore(e[i] + j + c * NR, acc[i][c]);
 }
-static void score1(const float *const *q, int hd, const float *k, long long cap, int j, float *const *e) {
-    score_block(q, hd, k, cap, j, 1, e);
-}
-static void score2(const float *const *q, int hd, const float *k, long long cap, int j, float *const *e) {
-    score_block(q, hd, k, cap, j, 2, e);
-}
+typedef void (*score_fn)(const float *const *, int, const float *, long long, int, float *const *);
+#define SCORE(n)                                                                                       \
+    static void score##n##_1(const float *const *q, int hd, const float *k, long long cap, int j,      \
+                             float *const *e) { score_block(q, hd, k, cap, j, 1, n, e); }              \
+    static void score##n##_2(const float *const *q, int hd, const float *k, long long cap, int j,      \
+                             float *const *e) { score_block(q, hd, k, cap, j, 2, n, e); }
+SCORE(1) SCORE(2) SCORE(4) SCORE(8)
+static const score_fn score_of[QS + 1][3] = {[1] = {0, score1_1, score1_2}, [2] = {0, score2_1, score2_2},
+                                             [4] = {0, score4_1, score4_2}, [8] = {0, score8_1, score8_2}};
 
-/* acc_i += sum over ranks j in [j0, j1) of e_i[j] v_j (slots = ranks: the shared prefix) for QV(nv)
- * queries, nv vectors over d; acc_i lives in out_i between calls (a float stored is the float read) */
+/* acc_i += sum over ranks j in [j0, j1) of e_i[j] v_j (slots = ranks: the shared prefix) for nq (QV(nv)
+ * or 1) queries, nv vectors over d; acc_i lives in out_i between calls (a float stored is the float read) */
 static inline __attribute__((always_inline)) void weigh_block(const float *const *e, int j0, int j1,
-                                                               const float *values, int hd, int nv, float *const *out) {
+                                                               const float *values, int hd, int nv, int nq,
+                                                               float *const *out) {
     enum { MAXQ = 8 };
     vec acc[MAXQ][16];
-    const int nq = QV(nv);
     for (int i = 0; i < nq; i++)
         for (int v = 0; v < nv; v++) acc[i][v] = vload(out[i] + v * NR);
     for (int j = j0; j < j1; j++) {
@@ -279,13 +284,19 @@ static inline __attribute__((always_inline)) void weigh_block(const float *const
     for (int i = 0; i < nq; i++)
         for (int v = 0; v < nv; v++) vstore(out[i] + v * NR, acc[i][v]);
 }
+typedef void (*weigh_fn)(const float *const *, int, int, const float *, int, float *const *);
 #define WEIGH(n) static void weigh##n(const float *const *e, int j0, int j1, const float *values, int hd, \
-    float *const *out) { weigh_block(e, j0, j1, values, hd, n, out); }
+    float *const *out) { weigh_block(e, j0, j1, values, hd, n, QV(n), out); }                        \
+    static void weigh##n##_one(const float *const *e, int j0, int j1, const float *values, int hd,   \
+    float *const *out) { weigh_block(e, j0, j1, values, hd, n, 1, out); }
 WEIGH(1) WEIGH(2) WEIGH(3) WEIGH(4) WEIGH(5) WEIGH(6) WEIGH(7) WEIGH(8)
 WEIGH(9) WEIGH(10) WEIGH(11) WEIGH(12) WEIGH(13) WEIGH(14) WEIGH(15) WEIGH(16)
-static void (*const weigh_of[17])(const float *const *, int, int, const float *, int, float *const *) = {
+static const weigh_fn weigh_of[17] = {
     0, weigh1, weigh2, weigh3, weigh4, weigh5, weigh6, weigh7, weigh8,
     weigh9, weigh10, weigh11, weigh12, weigh13, weigh14, weigh15, weigh16};
+static const weigh_fn weigh_one_of[17] = {  /* one query: what is left of a block of QV(nv) */
+    0, weigh1_one, weigh2_one, weigh3_one, weigh4_one, weigh5_one, weigh6_one, weigh7_one, weigh8_one,
+    weigh9_one, weigh10_one, weigh11_one, weigh12_one, weigh13_one, weigh14_one, weigh15_one, weigh16_one};
 
 /* Whether rowattend computes heads of this size (else the caller takes torch's ops). */
 int rowattend_supports(int hd) {
@@ -330,11 +341,12 @@ int rowattend(const float *q, int rows, int ldq, int heads, int kv_heads, int hd
         /* scores over the longest prefix (vectors past a row's own prefix read cache slots inside the
          * capacity, a multiple of NR, and are never used), then each row's extra keys one by one */
         const int vectors = (most + NR - 1) / NR;
-        for (int b = 0; b < nq; b += QS)
-            for (int c = 0; c < vectors; c += 2) {
-                if (c + 2 <= vectors) score2(qs + b, hd, k, cap, c * NR, es + b);
-                else score1(qs + b, hd, k, cap, c * NR, es + b);
-            }
+        for (int b = 0, n; b < nq; b += n) {  /* blocks of 1, 2, 4 or QS queries: the fewest that hold the rest */
+            const int left = nq - b;
+            n = left > 4 ? QS : left > 2 ? 4 : left;
+            for (int c = 0; c < vectors; c += 2)
+                score_of[n][c + 2 <= vectors ? 2 : 1](qs + b, hd, k, cap, c * NR, es + b);
+        }
         for (int i = 0; i < nq; i++) {
             const int r = i / groups, count = prefix[r] + (extra ? extra[r] : 0);
             float *e = es[i];
@@ -367,8 +379,9 @@ int rowattend(const float *q, int rows, int ldq, int heads, int kv_heads, int hd
             e[stride - 1] = sum;  /* kept past the scores (stride leaves room) */
             for (int d = 0; d < hd; d++) os[i][d] = 0.0f;
         }
-        for (int b = 0; b < nq; b += QV(nv)) {  /* the keys every row sees, all queries of a block at once */
-            weigh_of[nv]((const float *const *)(es + b), 0, shared, v, hd, os + b);
+        for (int b = 0, n; b < nq; b += n) {  /* the keys every row sees, all queries of a block at once */
+            n = nq - b > 1 ? QV(nv) : 1;
+            (n > 1 ? weigh_of : weigh_one_of)[nv]((const float *const *)(es + b), 0, shared, v, hd, os + b);
         }
         for (int i = 0; i < nq; i++) {  /* then each row's own further keys, in rank order, and / sum */
             const int r = i / groups, count = prefix[r] + (extra ? extra[r] : 0);
