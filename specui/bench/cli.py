@@ -14,7 +14,7 @@ from specui.bench import arena as bench_arena
 from specui.bench import conversation as bench_conversation
 from specui.bench.report import format_table
 from specui.bench.run import (DEFAULT_PROMPTS, PROMPT_TOKENS, TIMING_SAMPLES, Methods, Plan,
-                              constant_assistant_schedule, hf_threads, measure_costs, plan_arms, run_prompts, summarise)
+                              constant_assistant_schedule, measure_costs, plan_arms, run_prompts, summarise)
 from specui import chat_prompts, corpus
 from specui.arena import PLAIN, SKIP_REASON, can_draft
 from specui.drafters import DRAFTER_NAMES, HEADS, MODEL_DRAFTERS
@@ -137,7 +137,7 @@ def environment(device: torch.device) -> dict:
     return {"device": f"{device.type}: {name}", "torch_version": torch.__version__,
             "transformers_version": transformers.__version__, "python_version": platform.python_version(),
             "torch_threads": torch.get_num_threads(),
-            "product_threads": _product_threads(device), "hf_threads": hf_threads(device) or torch.get_num_threads(),
+            "product_threads": _product_threads(device),
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}  # `import specui` makes it PASSIVE
 
 

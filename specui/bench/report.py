@@ -21,11 +21,10 @@ def device_line(r: dict) -> str:
     threads = f"{r['torch_threads']} threads"
     if r.get("prompt_threads") and r["prompt_threads"] != r["torch_threads"]:
         threads += f" ({r['prompt_threads']} while specui reads a prompt)"
-    if r.get("product_threads", 1) > 1:
-        threads += (f"; specui's large matrix products split over {r['product_threads']} threads "
-                    f"(SPECUI_PRODUCT_THREADS), transformers' generate on {r.get('hf_threads', r['product_threads'])}")
-    if max(r["torch_threads"], r.get("hf_threads", 1)) > 1 and r.get("omp_wait_policy"):
+    if r["torch_threads"] > 1 and r.get("omp_wait_policy"):
         threads += f" (OMP_WAIT_POLICY={r['omp_wait_policy']})"
+    if r.get("product_threads", 1) > 1:  # transformers' generate runs on torch's threads (--threads)
+        threads += f"; specui's large matrix products on {r['product_threads']} (SPECUI_PRODUCT_THREADS)"
     return f"device {r['device']}, {threads}; torch {r['torch_version']}, transformers {r['transformers_version']}"
 
 

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specui import chat_draft, metrics, native
+from specui import chat_draft, metrics
 from specui.bench.budget import time_budget
 from specui.drafters import MODEL_DRAFTERS, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
-from specui.kv import CachedLM, cpu_threads
+from specui.kv import CachedLM
 from specui.settings import DecodeSettings
 from specui.verify_cost import measure_verify_cost
 
@@ -161,17 +161,9 @@ class Methods:
             kwargs["prompt_lookup_num_tokens"] = self.s.num_draft_tokens
         elif assisted:
             kwargs["assistant_model"] = self.hf_draft
-        with torch.inference_mode(), cpu_threads(hf_threads(self.device)):
+        with torch.inference_mode():
             out = target.generate(ids, **kwargs)
         return out[0, len(prompt):].tolist()
-
-
-def hf_threads(device: torch.device) -> int | None:
-    """torch's threads for transformers' generate: on a CPU, at least the threads specui's own products are split
-    over (`native.product_threads`), so both sides of the comparison use the same cores; None elsewhere."""
-    if device.type != "cpu" or native.kernel() is None:
-        return None
-    return max(torch.get_num_threads(), native.product_threads())
 
 
 def _pad_id(model) -> int:
