@@ -221,14 +221,12 @@ static inline vec vexp(vec x) {
 
 #define LANES 16  /* the sum of e^s runs in 16 lanes by rank in both builds (AVX2: two vectors) */
 
-/* Attention is computed for the query vectors of one key/value head together (a verify's rows times
- * the heads that share it), up to QS at a time for the scores and QV at a time for the weighted values,
- * so each key and value is read once per block rather than once per query: the cache is too large for
- * L1 and a query-at-a-time pass is bound by L2. A block holds 1, 2, 4 or QS queries for the scores (the
- * fewest that hold what is left), QV or 1 for the values, padded with a copy of its last query (its
- * output goes to scratch): a one-token forward computes one query's scores, not QS copies of it, and a
- * block still reads each key once. Every output is one chain in rank order: the grouping and the
- * padding change no bits. */
+/* Attention is computed for the query vectors of one key/value head together (a verify's rows times the
+ * heads that share it), so each key and value is read once per block rather than once per query (the
+ * cache is too large for L1; a query-at-a-time pass is bound by L2). A block holds 1, 2, 4 or QS queries
+ * for the scores (the fewest that hold what is left), QV or 1 for the values, padded with a copy of its
+ * last query (its output goes to scratch): a one-token forward computes one query's scores, not QS
+ * copies. Every output is one chain in rank order: the grouping and the padding change no bits. */
 #define QS 8                       /* query vectors per score block */
 #if NR == 16
 #define QV(nv) ((nv) >= 16 ? 1 : 16 / (nv) > 8 ? 8 : 16 / (nv))  /* 16 accumulators of 32 registers */
