@@ -5,7 +5,8 @@
  * CPU cannot keep the memory busy (few misses in flight): two cores read a matrix about 1.3-2 times as
  * fast. Python's thread pools cost tens of microseconds per hand-off, more than a layer's product saves,
  * so the hand-off is here: workers spin on a counter for a while after each share (a forward's products
- * follow each other within microseconds), then sleep on a condition variable until the next.
+ * follow each other within microseconds), then yield their core to other threads (a server's, a browser's)
+ * for about a millisecond, then sleep on a condition variable until the next.
  *
  * The bits: the panels are split in contiguous shares, and every output is the same chain over k as in
  * rowgemm whichever thread computes it, so a split product equals the unsplit one bit for bit.
@@ -14,13 +15,15 @@
  */
 #include <immintrin.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const float *bias, float *y, int ldy,
              int p0, int p1, int kind);
 
 #define MAX_WORKERS 15
-#define SPINS 100000 /* pauses a worker waits for the next share before it sleeps (a few milliseconds) */
+#define SPINS 2000  /* pauses a worker spins for the next share (tens of microseconds: a forward's products) */
+#define YIELDS 1000 /* then sched_yield()s, leaving the core to any other thread, before it sleeps (~1 ms) */
 
 typedef struct {
     const float *x; const void *w; const float *bias; float *y;
@@ -42,6 +45,10 @@ static void *work(void *arg) {
         for (int spins = 0; atomic_load_explicit(&posted, memory_order_acquire) == seen;) {
             if (++spins < SPINS) {
                 _mm_pause();
+                continue;
+            }
+            if (spins < SPINS + YIELDS) {
+                sched_yield();
                 continue;
             }
             pthread_mutex_lock(&sleep_lock);
