@@ -11,10 +11,11 @@
 - `Kernel.argmax(logits)`: torch.argmax's answer, bit for bit, vectorised.
 - `Kernel.rms_norm(x, weight, eps)`: RMSNorm of rows, one summation order per row (batch-invariant).
 - `Kernel.rope(...)`: rotary embeddings of q and k and the cache writes of a layer, the torch ops' bits.
-- Product threads (native_pool.c): a product of at least SPLIT_WORK multiply-adds a row is split over
-  `product_threads()` cores, this thread and native workers that wait for the next share: a one-token
-  forward of SmolLM2 reads its weights 1.3 times as fast on two cores of a 2-vCPU VM. The bits are the
-  unsplit product's (each output the same chain). Independent of torch's thread count (`threads:` of a preset).
+- Product threads (native_pool.c), opt-in: with SPECUI_PRODUCT_THREADS=N a product of at least SPLIT_WORK
+  multiply-adds a row is split over N threads, this one and native workers that wait for the next share: a
+  one-token forward of SmolLM2 reads its weights 1.65 times as fast on two cores of a 2-vCPU VM, headless.
+  Off by default: with a browser on the same two cores the app got slower (the workers lose their core to
+  it and the product waits for them). The bits are the unsplit product's. Independent of torch's threads.
 
 The library is compiled once per machine with the system's C compiler (`$CC`, else `cc`) into specui's
 cache folder (`specui.packaged.cache_root()/native`), which takes about a second. Where there is no
@@ -24,8 +25,7 @@ logged once.
 
     SPECUI_NATIVE=0        never use it
     SPECUI_NATIVE=avx2     use the AVX2 build even where AVX-512 is available (tests compare the two)
-    SPECUI_PRODUCT_THREADS=N   split products over N threads (1: never split; default: the cores this
-                               process may use, at most MAX_PRODUCT_THREADS)
+    SPECUI_PRODUCT_THREADS=N   split large products over N threads (default 1: never split)
 """
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ _workers: list[ThreadPoolExecutor] = []
 ATTEND_ROWS = 128  # rows per native attention call in a long block (a prompt): the scratch holds rows x keys
 PARALLEL_WORK = 1 << 20  # multiply-adds below which one thread is faster than handing out shares (attention)
 SPLIT_WORK = 1 << 18  # multiply-adds a row from which a product is split over the product threads
-MAX_PRODUCT_THREADS = 4  # the default's ceiling: memory bandwidth, not cores, bounds a few-row product
 _ptr = ctypes.c_void_p
 _int = ctypes.c_int
 
@@ -249,24 +248,21 @@ _KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # native.c's F
 
 
 def product_threads() -> int:
-    """Threads a large product is split over: $SPECUI_PRODUCT_THREADS, else the cores this process may use
-    (at most MAX_PRODUCT_THREADS). 1: never split."""
-    wanted = os.environ.get("SPECUI_PRODUCT_THREADS", "").strip()
-    return _threads_for(wanted)
+    """Threads a large product is split over: $SPECUI_PRODUCT_THREADS, else 1 (never split)."""
+    return _threads_for(os.environ.get("SPECUI_PRODUCT_THREADS", "").strip())
 
 
 @functools.cache
 def _threads_for(wanted: str) -> int:
-    if wanted:
-        try:
-            count = int(wanted)
-        except ValueError:
-            count = 0
-        if count >= 1:
-            return count
+    if not wanted:
+        return 1
+    try:
+        count = int(wanted)
+    except ValueError:
+        count = 0
+    if count < 1:
         log.warning("specui: SPECUI_PRODUCT_THREADS=%r is not a positive integer; ignored", wanted)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, MAX_PRODUCT_THREADS))
+    return max(1, count)
 
 
 def half_kind(weight: torch.Tensor) -> torch.dtype | None:

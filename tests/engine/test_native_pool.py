@@ -97,7 +97,7 @@ def test_product_threads_setting(monkeypatch, caplog):
     monkeypatch.setenv("SPECUI_PRODUCT_THREADS", "1")
     assert native.product_threads() == 1
     monkeypatch.delenv("SPECUI_PRODUCT_THREADS")
-    assert 1 <= native.product_threads() <= native.MAX_PRODUCT_THREADS
+    assert native.product_threads() == 1  # off unless asked for
     monkeypatch.setenv("SPECUI_PRODUCT_THREADS", "many")
     with caplog.at_level(logging.WARNING, logger="specui.native"):
         assert native.product_threads() == native._threads_for("")
