@@ -11,11 +11,13 @@
 - `Kernel.argmax(logits)`: torch.argmax's answer, bit for bit, vectorised.
 - `Kernel.rms_norm(x, weight, eps)`: RMSNorm of rows, one summation order per row (batch-invariant).
 - `Kernel.rope(...)`: rotary embeddings of q and k and the cache writes of a layer, the torch ops' bits.
-- Product threads (native_pool.c), opt-in: with SPECUI_PRODUCT_THREADS=N a product of at least SPLIT_WORK
-  multiply-adds a row is split over N threads, this one and native workers that wait for the next share: a
-  one-token forward of SmolLM2 reads its weights 1.65 times as fast on two cores of a 2-vCPU VM, headless.
-  Off by default: with a browser on the same two cores the app got slower (the workers lose their core to
-  it and the product waits for them). The bits are the unsplit product's. Independent of torch's threads.
+- Product threads (native_pool.c): a product of at least SPLIT_WORK multiply-adds a row is split over
+  `product_threads()` threads (2 where the process may use two cores; SPECUI_PRODUCT_THREADS=N sets it, 1
+  never splits), this one and native workers that wait for the next share: a one-token forward of SmolLM2
+  reads its weights 1.65 times as fast on two cores of a 2-vCPU VM. They give way: where the splits of the
+  last 0.1 s cost more than they saved (another program, say a browser on the same two cores, took a
+  worker's core mid-share), products run alone for a while. The bits are the unsplit product's.
+  Independent of torch's threads.
 
 The library is compiled once per machine with the system's C compiler (`$CC`, else `cc`) into specui's
 cache folder (`specui.packaged.cache_root()/native`), which takes about a second. Where there is no
@@ -25,7 +27,8 @@ logged once.
 
     SPECUI_NATIVE=0        never use it
     SPECUI_NATIVE=avx2     use the AVX2 build even where AVX-512 is available (tests compare the two)
-    SPECUI_PRODUCT_THREADS=N   split large products over N threads (default 1: never split)
+    SPECUI_PRODUCT_THREADS=N   split large products over N threads (default: 2 where two cores are usable;
+                               1: never split)
 """
 
 from __future__ import annotations
@@ -76,6 +79,12 @@ class Kernel:
         self.rowgemm_split = library.rowgemm_split  # rowgemm's arguments, then the threads to use
         self.rowgemm_split.argtypes = [*self.rowgemm.argtypes, _int]
         self.rowgemm_split.restype = _int
+        self.pool_account = library.pool_account  # (alone, took, at) seconds -> rest until (see native_pool.c)
+        self.pool_account.argtypes = [ctypes.c_double] * 3
+        self.pool_account.restype = ctypes.c_double
+        self._pool_state = library.pool_state
+        self._pool_state.argtypes = [_ptr, _int, _int]
+        self._pool_state.restype = None
         self._argmax = library.rowargmax
         self._argmax.argtypes = [_ptr, _int, _int, _int, _ptr]
         self._argmax.restype = None
@@ -107,6 +116,13 @@ class Kernel:
         if bias is not None:
             bias = torch.cat([bias.detach().float(), bias.new_zeros(padded - n, dtype=torch.float32)]).contiguous()
         return Product(self, panels, n, bias)
+
+    def pool_state(self, give_way: bool | None = None, clear: bool = False) -> dict[str, int]:
+        """The product threads' counts (splits, products computed alone while resting, rests); turns giving
+        way (resting after splits that cost more than they saved) on or off; clears the counts and any rest."""
+        out = (ctypes.c_long * 3)()
+        self._pool_state(out, -1 if give_way is None else int(give_way), int(clear))
+        return dict(zip(("splits", "alone_resting", "rests"), out))
 
     def argmax(self, logits: torch.Tensor) -> torch.Tensor:
         """`logits.argmax(-1)` for float32 logits [V] or [rows, V] on the CPU: the first of equal
@@ -248,21 +264,26 @@ _KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # native.c's F
 
 
 def product_threads() -> int:
-    """Threads a large product is split over: $SPECUI_PRODUCT_THREADS, else 1 (never split)."""
+    """Threads a large product is split over: $SPECUI_PRODUCT_THREADS, else 2 where this process may run on
+    two cores or more (1: never split)."""
     return _threads_for(os.environ.get("SPECUI_PRODUCT_THREADS", "").strip())
 
 
 @functools.cache
 def _threads_for(wanted: str) -> int:
-    if not wanted:
-        return 1
+    if wanted:
+        try:
+            count = int(wanted)
+        except ValueError:
+            count = 0
+        if count >= 1:
+            return count
+        log.warning("specui: SPECUI_PRODUCT_THREADS=%r is not a positive integer; using the default", wanted)
     try:
-        count = int(wanted)
-    except ValueError:
-        count = 0
-    if count < 1:
-        log.warning("specui: SPECUI_PRODUCT_THREADS=%r is not a positive integer; ignored", wanted)
-    return max(1, count)
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity on this system
+        cores = os.cpu_count() or 1
+    return min(2, cores)
 
 
 def half_kind(weight: torch.Tensor) -> torch.dtype | None:

@@ -12,11 +12,20 @@
  * rowgemm whichever thread computes it, so a split product equals the unsplit one bit for bit.
  * One caller at a time: a second thread that calls while a split runs computes its product alone. A
  * forked child starts with no workers (pthread_atfork), and starts its own when it first splits.
+ *
+ * Giving way: where another program wants the same cores (a browser beside the app on a 2-core machine), a
+ * worker loses its core in the middle of a share and the product waits for it, far longer than computing it
+ * alone would take. So each split is timed: this thread's share times the shares is what it would have cost
+ * alone, and the difference is what the split saved (or cost). Where the splits of a WINDOW of time cost
+ * more than they saved (or LOSS_LIMIT more, sooner), products run alone for a rest (REST_MIN, doubled while
+ * it keeps happening, at most REST_MAX), then splits are tried again. Which thread computes an output never
+ * changes its bits.
  */
 #include <immintrin.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <time.h>
 
 void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const float *bias, float *y, int ldy,
              int p0, int p1, int kind);
@@ -37,6 +46,56 @@ static int workers, sleeping;                        /* started workers; how man
 static pthread_mutex_t calling = PTHREAD_MUTEX_INITIALIZER, sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
+
+#define WINDOW 0.1       /* seconds over which splits are judged: they must have saved more than they cost */
+#define LOSS_LIMIT 5e-3  /* or, sooner: seconds they may cost beyond what they saved within a window */
+#define REST_MIN 0.05    /* seconds of computing alone after the splits did not pay, doubled ... */
+#define REST_MAX 2.0     /* ... up to this while rests follow each other closely */
+static double saved, window_start, rest_until, rest = REST_MIN; /* guarded by `calling`, as the counts */
+static long counts[3];                                          /* splits, products alone while resting, rests */
+static int giving_way = 1;                                      /* 0: never rest (tests that split every product) */
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Counts one split that would have taken `alone` seconds on this thread and took `took`, ending at `at`.
+ * Returns the time until which products run alone (at or before `at`: no rest). */
+double pool_account(double alone, double took, double at) {
+    counts[0]++;
+    if (at - window_start > 2 * WINDOW) { /* a new window after a pause (or the first): start it afresh */
+        window_start = at - took;
+        saved = 0;
+    }
+    saved += alone - took;
+    const int ended = at - window_start >= WINDOW;
+    if (giving_way && (saved < -LOSS_LIMIT || (ended && saved < 0))) {
+        rest = at - rest_until < 4 * rest ? (2 * rest < REST_MAX ? 2 * rest : REST_MAX) : REST_MIN;
+        rest_until = at + rest;
+        counts[2]++;
+    }
+    if (ended || at < rest_until) {
+        window_start = at;
+        saved = 0;
+    }
+    return rest_until;
+}
+
+/* counts[]: splits, products computed alone while resting, rests; giving way on or off (-1: unchanged); clears
+ * the counts, the savings and any rest when `clear`. */
+void pool_state(long *out, int give_way, int clear) {
+    pthread_mutex_lock(&calling);
+    for (int i = 0; i < 3; i++) out[i] = counts[i];
+    if (give_way >= 0) giving_way = give_way;
+    if (clear) {
+        counts[0] = counts[1] = counts[2] = 0;
+        saved = window_start = rest_until = 0;
+        rest = REST_MIN;
+    }
+    pthread_mutex_unlock(&calling);
+}
 
 static void *work(void *arg) {
     const int me = (int)(long)arg;
@@ -87,6 +146,12 @@ int rowgemm_split(const float *x, int m, int ldx, const void *w, int n, int k, c
         rowgemm(x, m, ldx, w, n, k, bias, y, ldy, p0, p1, kind);
         return 1;
     }
+    if (giving_way && rest_until > 0 && now() < rest_until) {
+        counts[1]++;
+        pthread_mutex_unlock(&calling);
+        rowgemm(x, m, ldx, w, n, k, bias, y, ldy, p0, p1, kind);
+        return 1;
+    }
     pthread_once(&fork_handler, at_fork);
     while (workers < helpers) {
         pthread_t thread;
@@ -102,12 +167,16 @@ int rowgemm_split(const float *x, int m, int ldx, const void *w, int n, int k, c
     job = (product_t){x, w, bias, y, m, ldx, n, k, ldy, kind};
     const int number = atomic_load(&posted) + 1;
     atomic_store_explicit(&posted, number, memory_order_release);
+    const double start = now();
     pthread_mutex_lock(&sleep_lock);
     if (sleeping) pthread_cond_broadcast(&wake);
     pthread_mutex_unlock(&sleep_lock);
     rowgemm(x, m, ldx, w, n, k, bias, y, ldy, shares[0], shares[1], kind);
+    const double own = now() - start;
     for (int i = 0; i < workers; i++)
         while (atomic_load_explicit(&done[i], memory_order_acquire) != number) _mm_pause();
+    const double end = now();
+    pool_account(own * ours, end - start, end);
     pthread_mutex_unlock(&calling);
     return ours;
 }

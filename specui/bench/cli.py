@@ -137,7 +137,7 @@ def environment(device: torch.device) -> dict:
     return {"device": f"{device.type}: {name}", "torch_version": torch.__version__,
             "transformers_version": transformers.__version__, "python_version": platform.python_version(),
             "torch_threads": torch.get_num_threads(),
-            "product_threads": _product_threads(device),
+            "product_threads": _product_threads(device), **_product_splits(device),
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}  # `import specui` makes it PASSIVE
 
 
@@ -146,6 +146,16 @@ def _product_threads(device: torch.device) -> int:
     from specui import native
 
     return native.product_threads() if device.type == "cpu" and native.kernel() is not None else 1
+
+
+def _product_splits(device: torch.device) -> dict:
+    """How often this process's large products were split, and computed alone while the threads gave way."""
+    from specui import native
+
+    if _product_threads(device) < 2:
+        return {}
+    state = native.kernel().pool_state()
+    return {"product_splits": state["splits"], "products_alone_giving_way": state["alone_resting"]}
 
 
 def _cpu_name() -> str:

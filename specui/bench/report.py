@@ -24,7 +24,10 @@ def device_line(r: dict) -> str:
     if r["torch_threads"] > 1 and r.get("omp_wait_policy"):
         threads += f" (OMP_WAIT_POLICY={r['omp_wait_policy']})"
     if r.get("product_threads", 1) > 1:  # transformers' generate runs on torch's threads (--threads)
-        threads += f"; specui's large matrix products on {r['product_threads']} (SPECUI_PRODUCT_THREADS)"
+        threads += f"; specui's large matrix products on {r['product_threads']} (SPECUI_PRODUCT_THREADS"
+        if "product_splits" in r:  # how many were split, and how many ran alone while the threads gave way
+            threads += f": {r['product_splits']:,} split, {r['products_alone_giving_way']:,} alone giving way"
+        threads += ")"
     return f"device {r['device']}, {threads}; torch {r['torch_version']}, transformers {r['transformers_version']}"
 
 

@@ -93,6 +93,8 @@ def test_bench_greedy_json(bench_config, tmp_path):
     assert budget["speculative_total_ms_per_token"] == pytest.approx(sum(budget["speculative_ms_per_token"].values()))
     assert budget["efficiency_steps"][0]["without"] == "these runs" and "where the time goes" in stdout
     assert report["omp_wait_policy"] == os.environ.get("OMP_WAIT_POLICY", "PASSIVE")  # set by `import specui`
+    if report["product_threads"] > 1:  # specui's large products: how many were split, how many gave way
+        assert report["product_splits"] >= 0 and report["products_alone_giving_way"] >= 0
 
 
 def test_the_device_line_names_openmps_wait_policy_with_two_threads():
@@ -104,6 +106,9 @@ def test_the_device_line_names_openmps_wait_policy_with_two_threads():
     assert device_line({**r, "torch_threads": 1}) == "device cpu: X, 1 threads; torch t, transformers v"
     split = device_line({**r, "torch_threads": 1, "product_threads": 2})
     assert split.startswith("device cpu: X, 1 threads; specui's large matrix products on 2 (SPECUI_PRODUCT_THREADS);")
+    counted = device_line({**r, "torch_threads": 1, "product_threads": 2, "product_splits": 12345,
+                           "products_alone_giving_way": 67})
+    assert "products on 2 (SPECUI_PRODUCT_THREADS: 12,345 split, 67 alone giving way);" in counted
 
 
 @pytest.mark.slow

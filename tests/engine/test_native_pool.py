@@ -1,8 +1,9 @@
 """Product threads (specui/native_pool.c through specui.native): a large product split between the calling thread
-and native workers gives the unsplit product's bits, serves one caller at a time, survives a fork, and follows
-SPECUI_PRODUCT_THREADS."""
+and native workers gives the unsplit product's bits, serves one caller at a time, survives a fork, gives way when
+splits cost more than they save, and follows SPECUI_PRODUCT_THREADS."""
 
 import logging
+import time
 
 import pytest
 import torch
@@ -10,6 +11,15 @@ import torch
 from specui import native
 
 pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
+
+
+@pytest.fixture
+def splitting(kernel):
+    """The kernel with giving way off (every large product splits, whatever this machine's load) and the
+    counts cleared; giving way back on afterwards."""
+    kernel.pool_state(give_way=False, clear=True)
+    yield kernel
+    kernel.pool_state(give_way=True, clear=True)
 
 
 def _case(n: int, k: int, rows: int, *, bias: bool, seed: int = 0):
@@ -20,9 +30,10 @@ def _case(n: int, k: int, rows: int, *, bias: bool, seed: int = 0):
 
 
 @pytest.mark.parametrize("half", [False, True], ids=["float32 panels", "half panels"])
-def test_product_threads_give_the_same_bits(kernel, monkeypatch, half):
+def test_product_threads_give_the_same_bits(splitting, monkeypatch, half):
     """A large product split over the product threads (native_pool.c: this thread and native workers, shares
     of the panels that fall on no tile edge) equals the unsplit product bit for bit, for every row count."""
+    kernel = splitting
     x, weight, b = _case(2000, 576, rows=13, bias=True)
     if half:
         weight = weight.bfloat16().float()  # exactly bfloat16 values: panels at half width
@@ -93,11 +104,49 @@ def test_a_forked_child_splits_with_workers_of_its_own(kernel, monkeypatch):
             child.kill()
 
 
+def test_product_threads_give_way_when_splits_cost_more_than_they_save(splitting, monkeypatch):
+    """Splits that took longer than this thread alone would have (a worker's core taken by another program) start
+    a rest: products run alone, right, until it ends; rests that follow closely double, up to 2 s; splits that
+    save start none."""
+    kernel = splitting
+    kernel.pool_state(give_way=True)
+    monkeypatch.setenv("SPECUI_PRODUCT_THREADS", "2")
+    x, weight, _ = _case(2000, 576, rows=3, bias=False)
+    product = kernel.product(weight)
+    expected = _alone(kernel, product, x)
+    at = time.monotonic() - 10.0  # native_pool.c's clock
+    for i in range(300):  # splits that saved, over three windows: no rest
+        assert kernel.pool_account(2e-4, 1e-4, at + i * 1e-3) <= at + i * 1e-3
+    assert kernel.pool_state(clear=True) == {"splits": 300, "alone_resting": 0, "rests": 0}
+    at = time.monotonic()
+    assert kernel.pool_account(1e-4, 8e-3, at) == pytest.approx(at + 0.05)  # cost 7.9 ms more: a rest of 50 ms
+    assert torch.equal(product(x), expected)
+    assert kernel.pool_state() == {"splits": 1, "alone_resting": 1, "rests": 1}  # computed alone: resting
+    time.sleep(0.06)
+    assert torch.equal(product(x), expected) and kernel.pool_state()["splits"] == 2  # split again
+    rest_until = 0.0
+    for rest in (0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0):  # each rest soon after the last: twice as long, at most 2 s
+        at = max(at, rest_until) + 0.01
+        rest_until = kernel.pool_account(1e-4, 8e-3, at)
+        assert rest_until == pytest.approx(at + rest)
+    at = rest_until + 60.0  # long after: the shortest rest again
+    assert kernel.pool_account(1e-4, 8e-3, at) == pytest.approx(at + 0.05)
+    kernel.pool_state(clear=True)
+    at = time.monotonic() + 100.0  # a window of small losses, each under the limit, ends in a rest
+    for i in range(11):
+        until = kernel.pool_account(1e-4, 2e-4, at + i * 0.011)
+    assert until > at and kernel.pool_state()["rests"] == 1
+    kernel.pool_state(give_way=False)  # giving way off: never a rest
+    assert kernel.pool_account(1e-4, 1.0, at + 10.0) <= at + 10.0
+
+
 def test_product_threads_setting(monkeypatch, caplog):
     monkeypatch.setenv("SPECUI_PRODUCT_THREADS", "1")
     assert native.product_threads() == 1
     monkeypatch.delenv("SPECUI_PRODUCT_THREADS")
-    assert native.product_threads() == 1  # off unless asked for
+    import os
+
+    assert native.product_threads() == min(2, len(os.sched_getaffinity(0)))  # two where two cores are usable
     monkeypatch.setenv("SPECUI_PRODUCT_THREADS", "many")
     with caplog.at_level(logging.WARNING, logger="specui.native"):
         assert native.product_threads() == native._threads_for("")
