@@ -1,0 +1,119 @@
+"""Side by side: specui's product threads (SPECUI_PRODUCT_THREADS) at two settings, in one process.
+
+    python -m tools.threads_ab [--arms 1,2] [--passes 2] [--preset P] [--drafter D]    # headless
+    python -m tools.threads_ab --browser [--arms 1,2] [--passes 2]                      # the app, with Chromium
+
+Headless: a preset (default: the default one) on the 8 held-out chat prompts (`specui.chat_prompts`; stdlib
+test code for a preset without a chat template), 128 tokens each, plain decoding and a drafter (the preset's,
+at its K and confidence stop), the setting switched prompt by prompt
+and the order swapped every prompt, so a drifting VM favours neither; it prints tokens/s per setting and checks
+that every output is the same. --browser serves the app (its default preset) and drives Debian's Chromium on
+the same machine (as `tools.screenshot` does), 4 prompts with compare on, and prints the app's own stats line
+per run: what a person who runs `python app.py` and opens the page on the same cores gets. Each run also
+prints the product threads' counts (splits, products computed alone while giving way, rests; native_pool.c).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import torch
+
+BROWSER_PROMPTS = ["Write a Python function that checks whether a word is a palindrome, with a docstring.",
+                   "Explain what a Python generator is, with a short example.",
+                   "Write a function that merges two sorted lists.",
+                   "What is the difference between a list and a tuple?"]
+
+
+def headless(arms: list[str], passes: int, drafter: str | None, preset_name: str | None) -> None:
+    import specui
+    from specui import chat_prompts, native
+    from specui.bench.cli import builtin_prompts, tokenize_prompts
+    from specui.presets import load_config
+
+    torch.set_num_threads(1)
+    engine = specui.load_engine(preset_name)
+    preset = load_config().get(preset_name)
+    drafter = drafter or preset.drafter
+    spec = {"drafter": drafter, "num_draft_tokens": preset.k_for(drafter),
+            "draft_confidence": preset.confidence_for(drafter)}
+    prompts = (tokenize_prompts(chat_prompts.HELD_OUT[:8], engine.tokenizer, chat=True) if preset.chat_template
+               else builtin_prompts(engine.tokenizer, count=8, length=128))
+    cases = [(arm, speculative) for arm in arms for speculative in (False, True)]
+
+    def run(ids, arm, speculative):
+        os.environ["SPECUI_PRODUCT_THREADS"] = arm
+        kw = spec if speculative else {"speculative": False}
+        start = time.perf_counter()
+        result = engine.generate(ids, max_new_tokens=128, ignore_eos=True, temperature=0, seed=0, **kw)
+        return time.perf_counter() - start, tuple(result.token_ids)
+
+    for case in cases:  # warm-up
+        run(prompts[0], *case)
+    native.kernel().pool_state(clear=True)
+    seconds, outputs = dict.fromkeys(cases, 0.0), {}
+    for n in range(passes):
+        for i, ids in enumerate(prompts):
+            for case in cases if (i + n) % 2 == 0 else cases[::-1]:
+                took, tokens = run(ids, *case)
+                seconds[case] += took
+                outputs.setdefault(i, set()).add(tokens)
+    tokens = passes * len(prompts) * 128
+    for arm in arms:
+        plain, fast = tokens / seconds[(arm, False)], tokens / seconds[(arm, True)]
+        print(f"SPECUI_PRODUCT_THREADS={arm}: plain {plain:.1f} tokens/s, {drafter} {fast:.1f} tokens/s, "
+              f"{fast / plain:.2f}x")
+    print(f"product threads: {native.kernel().pool_state()}; every output the same: "
+          f"{all(len(v) == 1 for v in outputs.values())}")
+
+
+def browser(arms: list[str], passes: int) -> None:
+    from playwright.sync_api import sync_playwright
+
+    from specui import native
+    from specui.presets import load_config
+    from specui.ui.blocks import build, launch
+    from tools.screenshot import free_port, launch_chromium, run_prompt, set_number
+
+    demo = build(load_config(None), preload=True)
+    port = free_port()
+    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    kernel = native.kernel()
+    try:
+        with sync_playwright() as p:
+            page = launch_chromium(p).new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.wait_for_selector("#prompt textarea", timeout=60_000)
+            set_number(page, "max-new-tokens", 128)
+            page.click("#compare input")
+            run_prompt(page, "Hi", timeout_ms=300_000)  # warm-up
+            for i, prompt in enumerate(BROWSER_PROMPTS * passes):
+                for arm in arms if i % 2 == 0 else arms[::-1]:
+                    os.environ["SPECUI_PRODUCT_THREADS"] = arm
+                    kernel.pool_state(clear=True)
+                    page.click("#clear")
+                    page.wait_for_function("() => !document.querySelector('#chat .specui-prompt')", timeout=30_000)
+                    run_prompt(page, prompt, timeout_ms=300_000)
+                    stats = page.locator("#stats").inner_text().replace("\n", " | ")
+                    print(f"prompt {i % len(BROWSER_PROMPTS) + 1}, SPECUI_PRODUCT_THREADS={arm}, "
+                          f"{kernel.pool_state()}: {stats}", flush=True)
+    finally:
+        demo.close()
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tools.threads_ab", description=__doc__.splitlines()[0])
+    parser.add_argument("--arms", default="1,2", help="the SPECUI_PRODUCT_THREADS settings to compare")
+    parser.add_argument("--passes", type=int, default=2)
+    parser.add_argument("--preset", default=None, help="headless: the preset (default: models.yaml's default)")
+    parser.add_argument("--drafter", default=None, help="headless: the drafter beside plain decoding (the preset's)")
+    parser.add_argument("--browser", action="store_true", help="serve the app and drive Chromium on this machine")
+    args = parser.parse_args(argv)
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    browser(arms, args.passes) if args.browser else headless(arms, args.passes, args.drafter, args.preset)
+
+
+if __name__ == "__main__":
+    main()
