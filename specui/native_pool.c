@@ -61,9 +61,9 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Counts one split that would have taken `alone` seconds on this thread and took `took`, ending at `at`.
- * Returns the time until which products run alone (at or before `at`: no rest). */
-double pool_account(double alone, double took, double at) {
+/* Counts one split that would have taken `alone` seconds on this thread and took `took`, ending at `at`
+ * (`calling` held). Returns the time until which products run alone (at or before `at`: no rest). */
+static double account(double alone, double took, double at) {
     counts[0]++;
     if (at - window_start > 2 * WINDOW) { /* a new window after a pause (or the first): start it afresh */
         window_start = at - took;
@@ -81,6 +81,13 @@ double pool_account(double alone, double took, double at) {
         saved = 0;
     }
     return rest_until;
+}
+
+double pool_account(double alone, double took, double at) { /* `account` from Python (the tests) */
+    pthread_mutex_lock(&calling);
+    const double until = account(alone, took, at);
+    pthread_mutex_unlock(&calling);
+    return until;
 }
 
 /* counts[]: splits, products computed alone while resting, rests; giving way on or off (-1: unchanged); clears
@@ -176,7 +183,7 @@ int rowgemm_split(const float *x, int m, int ldx, const void *w, int n, int k, c
     for (int i = 0; i < workers; i++)
         while (atomic_load_explicit(&done[i], memory_order_acquire) != number) _mm_pause();
     const double end = now();
-    pool_account(own * ours, end - start, end);
+    account(own * ours, end - start, end);
     pthread_mutex_unlock(&calling);
     return ours;
 }
