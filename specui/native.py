@@ -118,11 +118,12 @@ class Kernel:
         return Product(self, panels, n, bias)
 
     def pool_state(self, give_way: bool | None = None, clear: bool = False) -> dict[str, int]:
-        """The product threads' counts (splits, products computed alone while resting, rests); turns giving
-        way (resting after splits that cost more than they saved) on or off; clears the counts and any rest."""
-        out = (ctypes.c_long * 3)()
+        """The product threads' counts (splits, products computed alone while resting, rests, products too
+        small to wake sleeping workers, computed alone); turns giving way (resting after splits that cost more
+        than they saved) on or off; clears the counts and any rest."""
+        out = (ctypes.c_long * 4)()
         self._pool_state(out, -1 if give_way is None else int(give_way), int(clear))
-        return dict(zip(("splits", "alone_resting", "rests"), out))
+        return dict(zip(("splits", "alone_resting", "rests", "alone_asleep"), out))
 
     def argmax(self, logits: torch.Tensor) -> torch.Tensor:
         """`logits.argmax(-1)` for float32 logits [V] or [rows, V] on the CPU: the first of equal

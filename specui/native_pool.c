@@ -19,7 +19,9 @@
  * alone, and the difference is what the split saved (or cost). Where the splits of a WINDOW of time cost
  * more than they saved (or LOSS_LIMIT more, sooner), products run alone for a rest (REST_MIN, doubled while
  * it keeps happening, at most REST_MAX), then splits are tried again. Which thread computes an output never
- * changes its bits.
+ * changes its bits. Nor does a product of less than WAKE_BYTES of weights wake workers that went to sleep
+ * (products half a millisecond or more apart, as in a small model's forward, whose output layer alone is large
+ * enough to split): it runs alone.
  */
 #include <immintrin.h>
 #include <pthread.h>
@@ -42,7 +44,8 @@ typedef struct {
 static product_t job;
 static int shares[MAX_WORKERS + 2];                  /* share i of the panels: [shares[i], shares[i + 1]) */
 static atomic_int posted, done[MAX_WORKERS];         /* the job's number; the last each worker finished */
-static int workers, sleeping;                        /* started workers; how many wait on `wake` */
+static int workers;                                  /* started workers */
+static atomic_int sleeping;                          /* how many wait on `wake` */
 static pthread_mutex_t calling = PTHREAD_MUTEX_INITIALIZER, sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
@@ -51,9 +54,10 @@ static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
 #define LOSS_LIMIT 5e-3  /* or, sooner: seconds they may cost beyond what they saved within a window */
 #define REST_MIN 0.05    /* seconds of computing alone after the splits did not pay, doubled ... */
 #define REST_MAX 2.0     /* ... up to this while rests follow each other closely */
+#define WAKE_BYTES (1L << 22) /* weight bytes from which a product wakes sleeping workers (below, a wake costs more) */
 static double saved, window_start, rest_until, rest = REST_MIN; /* guarded by `calling`, as the counts */
-static long counts[3];                                          /* splits, products alone while resting, rests */
-static int giving_way = 1;                                      /* 0: never rest (tests that split every product) */
+static long counts[4]; /* splits, products alone while resting, rests, products alone as the workers slept */
+static int giving_way = 1; /* 0: split every large product, never rest nor let workers sleep on (tests) */
 
 static double now(void) {
     struct timespec t;
@@ -90,14 +94,15 @@ double pool_account(double alone, double took, double at) { /* `account` from Py
     return until;
 }
 
-/* counts[]: splits, products computed alone while resting, rests; giving way on or off (-1: unchanged); clears
+/* counts[]: splits, products computed alone while resting, rests, products computed alone as the workers
+ * slept; giving way on or off (-1: unchanged); clears
  * the counts, the savings and any rest when `clear`. */
 void pool_state(long *out, int give_way, int clear) {
     pthread_mutex_lock(&calling);
-    for (int i = 0; i < 3; i++) out[i] = counts[i];
+    for (int i = 0; i < 4; i++) out[i] = counts[i];
     if (give_way >= 0) giving_way = give_way;
     if (clear) {
-        counts[0] = counts[1] = counts[2] = 0;
+        counts[0] = counts[1] = counts[2] = counts[3] = 0;
         saved = window_start = rest_until = 0;
         rest = REST_MIN;
     }
@@ -133,7 +138,7 @@ static void *work(void *arg) {
 
 static void forked_child(void) { /* the workers stayed in the parent: start afresh */
     workers = 0;
-    sleeping = 0;
+    atomic_store(&sleeping, 0);
     atomic_store(&posted, 0);
     for (int i = 0; i < MAX_WORKERS; i++) atomic_store(&done[i], 0);
     pthread_mutex_init(&calling, 0);
@@ -159,6 +164,12 @@ int rowgemm_split(const float *x, int m, int ldx, const void *w, int n, int k, c
         rowgemm(x, m, ldx, w, n, k, bias, y, ldy, p0, p1, kind);
         return 1;
     }
+    if (giving_way && workers >= helpers && atomic_load(&sleeping) > 0 && (long)n * k * (kind ? 2 : 4) < WAKE_BYTES) {
+        counts[3]++; /* workers slept since the last split (products far apart): a wake costs more */
+        pthread_mutex_unlock(&calling);
+        rowgemm(x, m, ldx, w, n, k, bias, y, ldy, p0, p1, kind);
+        return 1;
+    }
     pthread_once(&fork_handler, at_fork);
     while (workers < helpers) {
         pthread_t thread;
@@ -176,7 +187,7 @@ int rowgemm_split(const float *x, int m, int ldx, const void *w, int n, int k, c
     atomic_store_explicit(&posted, number, memory_order_release);
     const double start = now();
     pthread_mutex_lock(&sleep_lock);
-    if (sleeping) pthread_cond_broadcast(&wake);
+    if (atomic_load(&sleeping)) pthread_cond_broadcast(&wake);
     pthread_mutex_unlock(&sleep_lock);
     rowgemm(x, m, ldx, w, n, k, bias, y, ldy, shares[0], shares[1], kind);
     const double own = now() - start;

@@ -111,17 +111,17 @@ def test_product_threads_give_way_when_splits_cost_more_than_they_save(splitting
     kernel = splitting
     kernel.pool_state(give_way=True)
     monkeypatch.setenv("SPECUI_PRODUCT_THREADS", "2")
-    x, weight, _ = _case(2000, 576, rows=3, bias=False)
+    x, weight, _ = _case(2000, 576, rows=3, bias=False)  # large enough to wake workers that went to sleep
     product = kernel.product(weight)
     expected = _alone(kernel, product, x)
     at = time.monotonic() - 10.0  # native_pool.c's clock
     for i in range(300):  # splits that saved, over three windows: no rest
         assert kernel.pool_account(2e-4, 1e-4, at + i * 1e-3) <= at + i * 1e-3
-    assert kernel.pool_state(clear=True) == {"splits": 300, "alone_resting": 0, "rests": 0}
+    assert kernel.pool_state(clear=True) == {"splits": 300, "alone_resting": 0, "rests": 0, "alone_asleep": 0}
     at = time.monotonic()
     assert kernel.pool_account(1e-4, 8e-3, at) == pytest.approx(at + 0.05)  # cost 7.9 ms more: a rest of 50 ms
     assert torch.equal(product(x), expected)
-    assert kernel.pool_state() == {"splits": 1, "alone_resting": 1, "rests": 1}  # computed alone: resting
+    assert kernel.pool_state() == {"splits": 1, "alone_resting": 1, "rests": 1, "alone_asleep": 0}  # resting
     time.sleep(0.06)
     assert torch.equal(product(x), expected) and kernel.pool_state()["splits"] == 2  # split again
     rest_until = 0.0
@@ -138,6 +138,30 @@ def test_product_threads_give_way_when_splits_cost_more_than_they_save(splitting
     assert until > at and kernel.pool_state()["rests"] == 1
     kernel.pool_state(give_way=False)  # giving way off: never a rest
     assert kernel.pool_account(1e-4, 1.0, at + 10.0) <= at + 10.0
+
+
+def test_a_small_product_does_not_wake_sleeping_workers(splitting, monkeypatch):
+    """Workers that went to sleep (no split for half a millisecond or more) are woken only by a product of at least
+    WAKE_BYTES of weights (native_pool.c); a smaller one runs alone, right; with giving way off it splits."""
+    kernel = splitting
+    kernel.pool_state(give_way=True)
+    monkeypatch.setenv("SPECUI_PRODUCT_THREADS", "2")
+    x, weight, _ = _case(1500, 576, rows=1, bias=False)  # 3.5 MB of float32 weights, under WAKE_BYTES (4 MiB)
+    small = kernel.product(weight)
+    expected = _alone(kernel, small, x)
+    for _ in range(40):  # idle long enough for the workers to sleep (a split in between wakes them again)
+        time.sleep(0.05)
+        assert torch.equal(small(x), expected)
+        if kernel.pool_state()["alone_asleep"]:
+            break
+    assert kernel.pool_state()["alone_asleep"] == 1
+    big_x, big_weight, _ = _case(2000, 576, rows=1, bias=False)  # 4.6 MB: wakes them
+    big = kernel.product(big_weight)
+    splits = kernel.pool_state()["splits"]
+    assert torch.equal(big(big_x), _alone(kernel, big, big_x)) and kernel.pool_state()["splits"] == splits + 1
+    kernel.pool_state(give_way=False)
+    time.sleep(0.05)
+    assert torch.equal(small(x), expected) and kernel.pool_state()["splits"] == splits + 2  # woken: split
 
 
 def test_product_threads_setting(monkeypatch, caplog):
