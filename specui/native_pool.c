@@ -17,11 +17,13 @@
  * worker loses its core in the middle of a share and the product waits for it, far longer than computing it
  * alone would take. So each split is timed: this thread's share times the shares is what it would have cost
  * alone, and the difference is what the split saved (or cost). Where the splits of a WINDOW of time cost
- * more than they saved (or LOSS_LIMIT more, sooner), products run alone for a rest (REST_MIN, doubled while
- * it keeps happening, at most REST_MAX), then splits are tried again. Which thread computes an output never
- * changes its bits. Nor does a product of less than WAKE_BYTES of weights wake workers that went to sleep
- * (products half a millisecond or more apart, as in a small model's forward, whose output layer alone is large
- * enough to split): it runs alone.
+ * more than they saved (or LOSS_LIMIT more, sooner), products run alone for a rest, then splits are tried
+ * again. A rest is twice the last (REST_MIN to REST_MAX), and each window that paid halves the next one, so
+ * where splits keep failing (the browser stays) a try costs a few milliseconds every two seconds, and where
+ * they pay a passing hiccup costs a short rest. Nor does a product of less than WAKE_BYTES of weights wake
+ * workers that went to sleep (products half a millisecond or more apart, as in a small model's forward, whose
+ * output layer alone is large enough to split): it runs alone. Which thread computes an output never changes
+ * its bits.
  */
 #include <immintrin.h>
 #include <pthread.h>
@@ -52,8 +54,8 @@ static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
 
 #define WINDOW 0.1       /* seconds over which splits are judged: they must have saved more than they cost */
 #define LOSS_LIMIT 5e-3  /* or, sooner: seconds they may cost beyond what they saved within a window */
-#define REST_MIN 0.05    /* seconds of computing alone after the splits did not pay, doubled ... */
-#define REST_MAX 2.0     /* ... up to this while rests follow each other closely */
+#define REST_MIN 0.05    /* seconds of computing alone after the splits did not pay, doubled each time ... */
+#define REST_MAX 2.0     /* ... up to this, and halved by each window that paid */
 #define WAKE_BYTES (1L << 22) /* weight bytes from which a product wakes sleeping workers (below, a wake costs more) */
 static double saved, window_start, rest_until, rest = REST_MIN; /* guarded by `calling`, as the counts */
 static long counts[4]; /* splits, products alone while resting, rests, products alone as the workers slept */
@@ -75,10 +77,12 @@ static double account(double alone, double took, double at) {
     }
     saved += alone - took;
     const int ended = at - window_start >= WINDOW;
-    if (giving_way && (saved < -LOSS_LIMIT || (ended && saved < 0))) {
-        rest = at - rest_until < 4 * rest ? (2 * rest < REST_MAX ? 2 * rest : REST_MAX) : REST_MIN;
+    if (giving_way && (saved < -LOSS_LIMIT || (ended && saved < 0))) { /* a rest, and a longer one next time */
         rest_until = at + rest;
+        rest = 2 * rest < REST_MAX ? 2 * rest : REST_MAX;
         counts[2]++;
+    } else if (ended && rest > REST_MIN) { /* a window that paid: a shorter rest next time */
+        rest = rest / 2 > REST_MIN ? rest / 2 : REST_MIN;
     }
     if (ended || at < rest_until) {
         window_start = at;

@@ -10,7 +10,8 @@ and the order swapped every prompt, so a drifting VM favours neither; it prints 
 that every output is the same. --browser serves the app (its default preset) and drives Debian's Chromium on
 the same machine (as `tools.screenshot` does), 4 prompts with compare on, and prints the app's own stats line
 per run: what a person who runs `python app.py` and opens the page on the same cores gets. Each run also
-prints the product threads' counts (splits, products computed alone while giving way, rests; native_pool.c).
+prints the product threads' counts during it (splits, products computed alone while resting, rests, products
+too small to wake sleeping workers; native_pool.c), whose state carries over from run to run as in the app.
 """
 
 from __future__ import annotations
@@ -92,13 +93,14 @@ def browser(arms: list[str], passes: int) -> None:
             for i, prompt in enumerate(BROWSER_PROMPTS * passes):
                 for arm in arms if i % 2 == 0 else arms[::-1]:
                     os.environ["SPECUI_PRODUCT_THREADS"] = arm
-                    kernel.pool_state(clear=True)
+                    before = kernel.pool_state()  # kept across runs, as in a served app
                     page.click("#clear")
                     page.wait_for_function("() => !document.querySelector('#chat .specui-prompt')", timeout=30_000)
                     run_prompt(page, prompt, timeout_ms=300_000)
                     stats = page.locator("#stats").inner_text().replace("\n", " | ")
-                    print(f"prompt {i % len(BROWSER_PROMPTS) + 1}, SPECUI_PRODUCT_THREADS={arm}, "
-                          f"{kernel.pool_state()}: {stats}", flush=True)
+                    counts = {key: value - before[key] for key, value in kernel.pool_state().items()}
+                    print(f"prompt {i % len(BROWSER_PROMPTS) + 1}, SPECUI_PRODUCT_THREADS={arm}, {counts}: {stats}",
+                          flush=True)
     finally:
         demo.close()
 

@@ -106,8 +106,8 @@ def test_a_forked_child_splits_with_workers_of_its_own(kernel, monkeypatch):
 
 def test_product_threads_give_way_when_splits_cost_more_than_they_save(splitting, monkeypatch):
     """Splits that took longer than this thread alone would have (a worker's core taken by another program) start
-    a rest: products run alone, right, until it ends; rests that follow closely double, up to 2 s; splits that
-    save start none."""
+    a rest: products run alone, right, until it ends; each rest is twice the last, up to 2 s, and each window
+    of splits that paid halves the next; splits that save start none."""
     kernel = splitting
     kernel.pool_state(give_way=True)
     monkeypatch.setenv("SPECUI_PRODUCT_THREADS", "2")
@@ -124,13 +124,14 @@ def test_product_threads_give_way_when_splits_cost_more_than_they_save(splitting
     assert kernel.pool_state() == {"splits": 1, "alone_resting": 1, "rests": 1, "alone_asleep": 0}  # resting
     time.sleep(0.06)
     assert torch.equal(product(x), expected) and kernel.pool_state()["splits"] == 2  # split again
-    rest_until = 0.0
-    for rest in (0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0):  # each rest soon after the last: twice as long, at most 2 s
-        at = max(at, rest_until) + 0.01
-        rest_until = kernel.pool_account(1e-4, 8e-3, at)
-        assert rest_until == pytest.approx(at + rest)
-    at = rest_until + 60.0  # long after: the shortest rest again
-    assert kernel.pool_account(1e-4, 8e-3, at) == pytest.approx(at + 0.05)
+    at += 1.0
+    for rest in (0.1, 0.2, 0.4, 0.8, 1.6, 2.0, 2.0):  # splits that keep failing: each rest twice the last, at most 2 s
+        assert kernel.pool_account(1e-4, 8e-3, at) == pytest.approx(at + rest)
+        at += rest + 0.01
+    for i in range(22):  # two windows of splits that paid: the next rest a quarter as long
+        assert kernel.pool_account(2e-4, 1e-4, at + i * 0.01) < at
+    at += 0.22
+    assert kernel.pool_account(1e-4, 8e-3, at) == pytest.approx(at + 0.5)
     kernel.pool_state(clear=True)
     at = time.monotonic() + 100.0  # a window of small losses, each under the limit, ends in a rest
     for i in range(11):
