@@ -162,14 +162,13 @@ int rowgemm_split(const float *x, int m, int ldx, const void *w, int n, int k, c
         rowgemm(x, m, ldx, w, n, k, bias, y, ldy, p0, p1, kind);
         return 1;
     }
-    if (giving_way && rest_until > 0 && now() < rest_until) {
-        counts[1]++;
-        pthread_mutex_unlock(&calling);
-        rowgemm(x, m, ldx, w, n, k, bias, y, ldy, p0, p1, kind);
-        return 1;
-    }
-    if (giving_way && workers >= helpers && atomic_load(&sleeping) > 0 && (long)n * k * (kind ? 2 : 4) < WAKE_BYTES) {
-        counts[3]++; /* workers slept since the last split (products far apart): a wake costs more */
+    /* alone while resting, or when the workers slept since the last split and this product is too small to
+     * pay for waking them */
+    const int resting = giving_way && rest_until > 0 && now() < rest_until;
+    const int asleep = giving_way && !resting && workers >= helpers && atomic_load(&sleeping) > 0 &&
+                       (long)n * k * (kind ? 2 : 4) < WAKE_BYTES;
+    if (resting || asleep) {
+        counts[resting ? 1 : 3]++;
         pthread_mutex_unlock(&calling);
         rowgemm(x, m, ldx, w, n, k, bias, y, ldy, p0, p1, kind);
         return 1;

@@ -137,25 +137,22 @@ def environment(device: torch.device) -> dict:
     return {"device": f"{device.type}: {name}", "torch_version": torch.__version__,
             "transformers_version": transformers.__version__, "python_version": platform.python_version(),
             "torch_threads": torch.get_num_threads(),
-            "product_threads": _product_threads(device), **_product_splits(device),
+            **_product_threads(device),
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}  # `import specui` makes it PASSIVE
 
 
-def _product_threads(device: torch.device) -> int:
-    """The threads specui's native products are split over (1: on a GPU, or without the native kernels)."""
+def _product_threads(device: torch.device) -> dict:
+    """The threads specui's native products are split over (1: on a GPU, or without the native kernels) and,
+    when more than one, how often this process's large products were split and computed alone giving way."""
     from specui import native
 
-    return native.product_threads() if device.type == "cpu" and native.kernel() is not None else 1
-
-
-def _product_splits(device: torch.device) -> dict:
-    """How often this process's large products were split, and computed alone while the threads gave way."""
-    from specui import native
-
-    if _product_threads(device) < 2:
-        return {}
-    state = native.kernel().pool_state()
-    return {"product_splits": state["splits"], "products_alone_giving_way": state["alone_resting"]}
+    kernel = native.kernel() if device.type == "cpu" else None
+    threads = native.product_threads() if kernel is not None else 1
+    if threads < 2:
+        return {"product_threads": threads}
+    state = kernel.pool_state()
+    return {"product_threads": threads, "product_splits": state["splits"],
+            "products_alone_giving_way": state["alone_resting"]}
 
 
 def _cpu_name() -> str:
