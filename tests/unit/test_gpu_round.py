@@ -128,3 +128,33 @@ def test_the_device_calls_fit_its_command_limit_and_resume_answers_only_when_car
     one, two = gpu_carry.calls("--budget 572 --gen-seconds 200 --new-draft 3:0,1,2", answers=True)
     assert "tar xf .gpu2/answers.tar.xz" in two and "--answers-in /tmp/ain/answers" in two
     assert max(len(one), len(two)) < 2000
+
+
+def test_a_third_call_continues_the_rounds_head_on_its_answers(tmp_path):
+    """tools.gpu_carry --continue: the round's head and answers (joined from parts) packed small, one short call."""
+    import io
+    import tarfile
+
+    from tools import gpu_carry
+
+    round_out = tmp_path / "round"
+    round_out.mkdir()
+    with tarfile.open(round_out / "eagle.tar", "w") as tar:
+        tar.addfile(tarfile.TarInfo("eagle/specui_head.json"), io.BytesIO(b""))
+    packed = io.BytesIO()
+    with tarfile.open(fileobj=packed, mode="w:xz") as tar:
+        info = tarfile.TarInfo("answers/main/0.pt")
+        info.size = 3
+        tar.addfile(info, io.BytesIO(b"ids"))
+    data = packed.getvalue()
+    (round_out / "answers.tar.xz.part0").write_bytes(data[:10])
+    (round_out / "answers.tar.xz.part1").write_bytes(data[10:])
+    command = gpu_carry.continuation(round_out, tmp_path / ".gpu3", budget=240)
+    with tarfile.open(tmp_path / ".gpu3" / "answers.tar.xz") as tar:
+        assert tar.getnames() == ["answers/main/0.pt"]
+    assert "tar xf .gpu3/eagle.tar -C assets/smollm2-heads/" in command
+    assert "--budget 240 --gen-seconds 0 --no-draft --answers-in /tmp/ain3/answers" in command
+    assert "timeout 252 " in command and len(command) < 2000
+    (round_out / "eagle.tar").unlink()
+    with pytest.raises(SystemExit, match="eagle.tar"):
+        gpu_carry.continuation(round_out, tmp_path / ".gpu3", budget=240)
