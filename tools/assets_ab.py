@@ -5,10 +5,10 @@
 A GPU round brings back a draft and a head; before either replaces what `assets/` ships, this times both on
 the 8 held-out chat prompts (`specui.chat_prompts`): per prompt plain decoding, then each arm with the shipped
 assets and with the new ones in turn (the order swapped every pass, so a drifting VM favours neither), over
-`--passes` passes. Each arm is a drafter with its K and confidence stop (default: EAGLE and the draft model,
-each as the preset drafts). It prints each arm's speedup over plain and its tokens per target forward, and
-checks that every greedy output equals plain decoding's. Nothing is written; a folder left out is the
-shipped one on both sides.
+`--passes` passes, each with new seeds (with sampling, a repeated seed would repeat the run). Each arm is a
+drafter with its K and confidence stop (default: EAGLE and the draft model, each as the preset drafts). It
+prints each arm's speedup over plain and its tokens per target forward, and checks that every greedy output
+equals plain decoding's. Nothing is written; a folder left out is the shipped one on both sides.
 """
 
 from __future__ import annotations
@@ -83,11 +83,12 @@ def main(argv=None) -> None:
     plain, seconds, rounds = 0.0, {}, {}
     for p in range(args.passes):
         for i, prompt in enumerate(prompts):
-            t, reference = run(shipped, None, prompt, i)
+            seed = p * len(prompts) + i  # the same for both sides; new every pass
+            t, reference = run(shipped, None, prompt, seed)
             plain += t
             for j, arm in enumerate(arms):
                 for name, engine in (sides if p % 2 == 0 else sides[::-1]):
-                    t, r = run(engine, arm, prompt, i)
+                    t, r = run(engine, arm, prompt, seed)
                     seconds[j, name] = seconds.get((j, name), 0.0) + t
                     rounds[j, name] = rounds.get((j, name), 0) + len(r.rounds)
                     if args.temperature == 0 and r.token_ids != reference.token_ids:
