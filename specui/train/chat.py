@@ -4,7 +4,8 @@
     python -m specui.train.chat --answers runs/answers --out runs/chat-draft --max-minutes 30  # step 2: the draft
 
 Step 1 (`specui.chat_data.write_answers`) has the target answer the project's training prompts
-(`specui.chat_prompts`, one set per run, greedy or `--sample`d at temperature 0.7) in its chat template.
+(`specui.chat_prompts`, one set per run, greedy or `--sample`d at temperature 0.7) in its chat template;
+the `asked` set's prompts are written by the target itself first (`specui.train.asked`).
 On a CPU it keeps the target's top-32 log-probabilities per answer token, and step 2 learns from those
 (`specui.train.chat_cpu`). On a CUDA GPU, `--labels 0` keeps the ids alone and step 2 recomputes the
 target's whole distribution as it trains (`specui.train.chat_gpu`, far more data per minute);
@@ -17,13 +18,15 @@ and the held-out prompts give the final acceptance figure (teacher-forced greedy
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 import torch
 
 from specui import chat_prompts
+from specui.train.asked import asked_prompts
 from specui.train.chat_cpu import train_on_answers
-from specui.train.chat_data import load_target, write_answers
+from specui.train.chat_data import load_target, log, write_answers
 from specui.train.chat_gpu import train_gpu_on_answers
 from specui.train.common import tf32_products
 
@@ -47,11 +50,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--write-answers", help="step 1: write the target's answers here (with --labels log-probs each)")
     ap.add_argument("--minutes", type=float, default=0, help="with --write-answers: stop after this long (0: all prompts)")
-    ap.add_argument("--prompt-set", choices=sorted(chat_prompts.PROMPT_SETS), default="main",
+    ap.add_argument("--prompt-set", choices=sorted([*chat_prompts.PROMPT_SETS, "asked"]), default="main",
                     help="with --write-answers: the project's first training prompts (main: code in nine languages, "
                          "topics), its second set (extra: everyday questions and messages, Python), its third "
                          "(library: the Python standard library's modules and functions), its fourth (everyday: more "
-                         "of the second's kinds) or its fifth (fresh: the same on new subjects); one folder each")
+                         "of the second's kinds), its fifth (fresh: the same on new subjects), its sixth (wide: "
+                         "hundreds more subjects) or asked (questions and Python requests the target writes "
+                         "itself, about words of its vocabulary: specui/train/asked.py); one folder each")
+    ap.add_argument("--asked", type=int, default=2000, help="with --prompt-set asked: how many prompts to write")
     ap.add_argument("--sample", action="store_true",
                     help="with --write-answers: answers drawn at temperature 0.7 (sampled-*.pt) instead of greedy ones")
     ap.add_argument("--labels", type=int, default=32,
@@ -89,9 +95,15 @@ def _main(argv=None) -> None:
 
     target, tok = load_target(args.gguf, device)
     if args.write_answers:
-        prompts = chat_prompts.PROMPT_SETS[args.prompt_set](seed=args.seed)
+        started, minutes = time.time(), args.minutes
+        if args.prompt_set == "asked":  # written by the target: new words every sampled round
+            prompts = asked_prompts(target, tok, count=args.asked, seed=args.seed + args.sample_seed, device=device,
+                                    batch=args.gen_batch, folder=Path(args.write_answers), log=log)
+            minutes = max(minutes - (time.time() - started) / 60, 0.01) if minutes else 0  # the asking counts
+        else:
+            prompts = chat_prompts.PROMPT_SETS[args.prompt_set](seed=args.seed)
         return write_answers(target, tok, prompts, folder=Path(args.write_answers),
-                             batch=args.gen_batch, max_new=args.max_answer, top=args.labels, minutes=args.minutes,
+                             batch=args.gen_batch, max_new=args.max_answer, top=args.labels, minutes=minutes,
                              sample=args.sample, seed=args.sample_seed, device=device)
     if args.answers and (device == "cuda" or args.on_the_fly):
         return train_gpu_on_answers(args, target, tok, device=device)

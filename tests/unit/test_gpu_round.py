@@ -12,7 +12,7 @@ from tools import gpu_round
 def test_greedy_answers_first_then_sampled_rounds_with_their_own_seeds():
     jobs = gpu_round.jobs(2)
     names = [name for name, _ in jobs]
-    assert names[:6] == list(gpu_round.SETS) and len(names) == len(set(names)) == 18
+    assert names[:7] == list(gpu_round.SETS) and len(names) == len(set(names)) == 21 and names[0] == "asked"
     for name, args in jobs:
         assert args[:2] == ["--prompt-set", name.split("-s")[0]]
         assert ("--sample" in args) == ("-s" in name)
@@ -40,9 +40,12 @@ def test_the_answers_come_back_packed_and_go_in_again(tmp_path):
     for name in ("main/answers-00000.pt", "main-s1/sampled-00003.pt", "draft/checkpoint.pt"):
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         torch.save([{"ids": torch.arange(5, dtype=torch.int32), "prompt_len": 2}], work / name)
+    (work / "asked").mkdir()
+    (work / "asked" / "prompts.txt").write_text("Why is the sky blue?\n")  # the prompts its writer resumes on
     gpu_round.finish({"phases": {}}, work, out)
     with tarfile.open(out / "answers.tar.xz") as tar:
-        assert sorted(tar.getnames()) == ["answers/main-s1/sampled-00003.pt", "answers/main/answers-00000.pt"]
+        assert sorted(tar.getnames()) == ["answers/asked/prompts.txt", "answers/main-s1/sampled-00003.pt",
+                                          "answers/main/answers-00000.pt"]
         tar.extractall(tmp_path / "carried", filter="data")
     assert torch.load(tmp_path / "carried" / "answers" / "main" / "answers-00000.pt")[0]["prompt_len"] == 2
 
