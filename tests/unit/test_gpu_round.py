@@ -150,8 +150,9 @@ def test_a_third_call_continues_the_rounds_head_on_its_answers(tmp_path):
         info.size = 3
         tar.addfile(info, io.BytesIO(b"ids"))
     data = packed.getvalue()
-    (round_out / "answers.tar.xz.part0").write_bytes(data[:10])
-    (round_out / "answers.tar.xz.part1").write_bytes(data[10:])
+    cuts = [0, *range(10, 10 * 12, 10), len(data)]  # 12 parts: .part10 and .part11 sort after .part2
+    for i in range(12):
+        (round_out / f"answers.tar.xz.part{i}").write_bytes(data[cuts[i]:cuts[i + 1]])
     command = gpu_carry.continuation(round_out, tmp_path / ".gpu3", budget=240)
     with tarfile.open(tmp_path / ".gpu3" / "answers.tar.xz") as tar:
         assert tar.getnames() == ["answers/main/0.pt"]
