@@ -1,10 +1,11 @@
-"""Side by side: specui's product threads (SPECUI_PRODUCT_THREADS) at two settings, in one process.
+"""Side by side: specui's product threads (SPECUI_PRODUCT_THREADS) at several settings, in one process.
 
-    python -m tools.threads_ab [--arms 1,2] [--passes 2] [--preset P] [--drafter D]    # headless
+    python -m tools.threads_ab [--arms 1,2] [--passes 2] [--preset P] [--drafter D] [--prompts 8] [--tokens 128]
     python -m tools.threads_ab --browser [--arms 1,2] [--passes 2]                      # the app, with Chromium
 
-Headless: a preset (default: the default one) on the 8 held-out chat prompts (`specui.chat_prompts`; stdlib
-test code for a preset without a chat template), 128 tokens each, plain decoding and a drafter (the preset's,
+Headless: a preset (default: the default one) on the first --prompts held-out chat prompts (`specui.chat_prompts`;
+stdlib test code for a preset without a chat template), --tokens each (a short run fits a borrowed machine's
+last minute: `--arms 1,2,4,8 --prompts 2 --tokens 64 --passes 1`), plain decoding and a drafter (the preset's,
 at its K and confidence stop), the setting switched prompt by prompt
 and the order swapped every prompt, so a drifting VM favours neither; it prints tokens/s per setting and checks
 that every output is the same. --browser serves the app (its default preset) and drives Debian's Chromium on
@@ -28,7 +29,8 @@ BROWSER_PROMPTS = ["Write a Python function that checks whether a word is a pali
                    "What is the difference between a list and a tuple?"]
 
 
-def headless(arms: list[str], passes: int, drafter: str | None, preset_name: str | None) -> None:
+def headless(arms: list[str], passes: int, drafter: str | None, preset_name: str | None, count: int = 8,
+             new_tokens: int = 128) -> None:
     import specui
     from specui import chat_prompts, native
     from specui.bench.cli import builtin_prompts, tokenize_prompts
@@ -40,15 +42,15 @@ def headless(arms: list[str], passes: int, drafter: str | None, preset_name: str
     drafter = drafter or preset.drafter
     spec = {"drafter": drafter, "num_draft_tokens": preset.k_for(drafter),
             "draft_confidence": preset.confidence_for(drafter)}
-    prompts = (tokenize_prompts(chat_prompts.HELD_OUT[:8], engine.tokenizer, chat=True) if preset.chat_template
-               else builtin_prompts(engine.tokenizer, count=8, length=128))
+    prompts = (tokenize_prompts(chat_prompts.HELD_OUT[:count], engine.tokenizer, chat=True) if preset.chat_template
+               else builtin_prompts(engine.tokenizer, count=count, length=128))
     cases = [(arm, speculative) for arm in arms for speculative in (False, True)]
 
     def run(ids, arm, speculative):
         os.environ["SPECUI_PRODUCT_THREADS"] = arm
         kw = spec if speculative else {"speculative": False}
         start = time.perf_counter()
-        result = engine.generate(ids, max_new_tokens=128, ignore_eos=True, temperature=0, seed=0, **kw)
+        result = engine.generate(ids, max_new_tokens=new_tokens, ignore_eos=True, temperature=0, seed=0, **kw)
         return time.perf_counter() - start, tuple(result.token_ids)
 
     for case in cases:  # warm-up
@@ -61,7 +63,7 @@ def headless(arms: list[str], passes: int, drafter: str | None, preset_name: str
                 took, tokens = run(ids, *case)
                 seconds[case] += took
                 outputs.setdefault(i, set()).add(tokens)
-    tokens = passes * len(prompts) * 128
+    tokens = passes * len(prompts) * new_tokens
     for arm in arms:
         plain, fast = tokens / seconds[(arm, False)], tokens / seconds[(arm, True)]
         print(f"SPECUI_PRODUCT_THREADS={arm}: plain {plain:.1f} tokens/s, {drafter} {fast:.1f} tokens/s, "
@@ -111,10 +113,15 @@ def main(argv=None) -> None:
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--preset", default=None, help="headless: the preset (default: models.yaml's default)")
     parser.add_argument("--drafter", default=None, help="headless: the drafter beside plain decoding (the preset's)")
+    parser.add_argument("--prompts", type=int, default=8, help="headless: how many held-out prompts (at most 16)")
+    parser.add_argument("--tokens", type=int, default=128, help="headless: new tokens per prompt")
     parser.add_argument("--browser", action="store_true", help="serve the app and drive Chromium on this machine")
     args = parser.parse_args(argv)
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
-    browser(arms, args.passes) if args.browser else headless(arms, args.passes, args.drafter, args.preset)
+    if args.browser:
+        browser(arms, args.passes)
+    else:
+        headless(arms, args.passes, args.drafter, args.preset, args.prompts, args.tokens)
 
 
 if __name__ == "__main__":
