@@ -6,8 +6,8 @@ with the target on 0.65-0.84 of the answers to 16 prompts of each training set, 
 ones (the draft model: 0.56-0.80 against 0.54). More answers to the same prompts moved the held-out figures
 little. This set widens the subjects instead. Each prompt starts from a seed word drawn from the target's
 own vocabulary (whole lower-case words of 6-12 letters: some 14,700), which the target is asked to turn into
-one question a curious person might ask, or into one short request for a Python function (alternately, as
-the held-out prompts are half chat, half code). What it writes is cleaned up and kept only where it reads
+one question a curious person might ask or, for two words in three, into one short request for a Python
+function (the held-out prompts are half chat, half code, and requests come out unusable more often). What it writes is cleaned up and kept only where it reads
 as such a prompt (`extract`); no held-out subject appears in any.
 
     python -m specui.train.chat --write-answers DIR --prompt-set asked [--asked 2000] [--sample --sample-seed S]
@@ -77,10 +77,10 @@ def asked_prompts(target, tok, *, count: int, seed: int, device: str, batch: int
     words, kept, asked = seed_words(tok, seed), {}, 0
     for start in range(0, len(words), batch):
         chunk = words[start:start + batch]
-        kinds = ["chat" if (start + i) % 2 == 0 else "code" for i in range(len(chunk))]
+        kinds = ["chat" if (start + i) % 3 == 0 else "code" for i in range(len(chunk))]  # requests are kept less often
         torch.manual_seed(seed + start)
         _, sequences, width, spans = generate_chat(target, tok, [ASK[k].format(word=w) for k, w in zip(kinds, chunk)],
-                                                   device=device, max_new=48, **SAMPLED)
+                                                   device=device, max_new=64, **SAMPLED)
         for i, ((pad, n), kind) in enumerate(zip(spans, kinds)):
             prompt = extract(tok.decode(sequences[i, width:width + n], skip_special_tokens=True), kind)
             if prompt:
