@@ -98,9 +98,9 @@ double pool_account(double alone, double took, double at) { /* `account` from Py
     return until;
 }
 
-/* counts[]: splits, products computed alone while resting, rests, products computed alone as the workers
- * slept; giving way on or off (-1: unchanged); clears
- * the counts, the savings and any rest when `clear`. */
+/* Copies the counts into `out` (splits, products computed alone while resting, rests, products computed alone
+ * as the workers slept); turns giving way on or off (-1: unchanged); clears the counts, the savings and any
+ * rest when `clear`. */
 void pool_state(long *out, int give_way, int clear) {
     pthread_mutex_lock(&calling);
     for (int i = 0; i < 4; i++) out[i] = counts[i];

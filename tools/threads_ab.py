@@ -34,11 +34,10 @@ def headless(arms: list[str], passes: int, drafter: str | None, preset_name: str
     import specui
     from specui import chat_prompts, native
     from specui.bench.cli import builtin_prompts, tokenize_prompts
-    from specui.presets import load_config
 
     torch.set_num_threads(1)
     engine = specui.load_engine(preset_name)
-    preset = load_config().get(preset_name)
+    preset = engine.preset
     drafter = drafter or preset.drafter
     spec = {"drafter": drafter, "num_draft_tokens": preset.k_for(drafter),
             "draft_confidence": preset.confidence_for(drafter)}

@@ -95,11 +95,13 @@ def _main(argv=None) -> None:
 
     target, tok = load_target(args.gguf, device)
     if args.write_answers:
-        started, minutes = time.time(), args.minutes
+        minutes = args.minutes
         if args.prompt_set == "asked":  # written by the target: new words every sampled round
+            started = time.time()
             prompts = asked_prompts(target, tok, count=args.asked, seed=args.seed + args.sample_seed, device=device,
                                     batch=args.gen_batch, folder=Path(args.write_answers), log=log)
-            minutes = max(minutes - (time.time() - started) / 60, 0.01) if minutes else 0  # the asking counts
+            if minutes:  # the asking counts against the writer's time
+                minutes = max(minutes - (time.time() - started) / 60, 0.01)
         else:
             prompts = chat_prompts.PROMPT_SETS[args.prompt_set](seed=args.seed)
         return write_answers(target, tok, prompts, folder=Path(args.write_answers),
