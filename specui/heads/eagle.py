@@ -26,6 +26,7 @@ from specui import native
 from specui.drafters.base import Confidence, Draft
 from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.heads import common
+from specui.heads.eagle_chain import NativeChain
 from specui.products import linear
 from specui.sampling import Generators, Sampling, choose, logits_to_probs
 
@@ -187,6 +188,9 @@ class EagleDrafter:
         kernel = native.kernel() if self.device.type == "cpu" and self.head.fc.weight.dtype == torch.float32 else None
         # float32 on a CPU: the rotary step, the cache writes and attention in native code (`_step`)
         self.native = kernel if kernel is not None and kernel.attends(self.head.layer.head_dim) else None
+        # a greedy chain's steps in one native call (specui/heads/eagle_chain.py)
+        self.chain = NativeChain(self.head, kernel) if self.native is not None and sampling.greedy and \
+            NativeChain.serves(self.head) else None
         self.filled = 0  # cached positions in use: real pairs, then the draft steps of this round
         self.length = 0  # cached positions that hold real (target-state) pairs
         self.pending = features  # target states not yet fed to the head; the tokens after them end the context
@@ -203,8 +207,16 @@ class EagleDrafter:
         if k == 0 or self.pending is None or len(self.pending) == 0:
             return Draft.empty(self.device)
         head = self.head
-        h = self._feed_pending(context)  # [1, D]: predicts the first draft token
         ids = head.output.token_ids.to(self.device)
+        if self.chain is not None and torch.is_inference_mode_enabled():  # the round in one native call
+            n = len(self.pending)
+            self._reserve(self.filled + n + k, like=self.pending)  # the feed's n slots, then k - 1 steps at most
+            index, probs = self.chain.run(self.pending, torch.tensor(context[-n:]), self.filled, k, self.stop_below,
+                                          self.cache)
+            self.length, self.filled, self.pending = self.length + n, self.filled + n + len(index) - 1, None
+            full = probs.new_zeros(len(index), head.output.vocab_size).index_copy_(1, ids, probs)
+            return Draft(ids[index], full)
+        h = self._feed_pending(context)  # [1, D]: predicts the first draft token
         tokens, probs, confident = [], [], Confidence(self.stop_below)
         for i in range(k):
             logits = head.logits(h[-1])

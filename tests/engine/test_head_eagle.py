@@ -66,36 +66,43 @@ def test_greedy_equals_generate(arch, k):
         assert result.token_ids == expected.tolist()
 
 
-@pytest.mark.parametrize("tree", [{}, {"tree_width": 2}, {"tree_width": 3, "tree_nodes": 7}],
-                         ids=["chain", "static-tree", "dynamic-tree"])
+@pytest.mark.parametrize("tree", [{}, {"draft_confidence": 0.3}, {"tree_width": 2}, {"tree_width": 3, "tree_nodes": 7}],
+                         ids=["chain", "chain-confidence", "static-tree", "dynamic-tree"])
 def test_native_and_torch_steps_draft_alike(tree):
-    """On a CPU in float32 a drafting step's rotary embeddings, cache writes and attention run in native code
+    """On a CPU in float32 a greedy chain's whole round runs in one native call (`NativeChain`, native_head.c);
+    otherwise a drafting step's rotary embeddings, cache writes and attention run in native code
     (`EagleDrafter._step`), for chains and for token trees (each node seeing the cache before the tree, its
-    ancestors and itself); the torch ops they stand for (the path on a GPU) draft the same tokens, with q
-    equal to float rounding, round after round, and both keep plain greedy output."""
+    ancestors and itself). The torch ops they stand for (the path on a GPU) draft the same tokens, with q
+    equal to float rounding, round after round (stopping where the draft's confidence falls alike), and all
+    keep plain greedy output."""
     if native.kernel() is None:
         pytest.skip("no native kernels here")
     target = make_model("llama", vocab_size=96, layers=3, seed=7)
     head = trained_head(target, token_ids=torch.arange(96), steps=40)
     runs = []
-    for use_native in (True, False):
+    for mode in ("round", "steps", "torch"):
         drafter = head.make_drafter(target)
         begin = drafter.start
 
-        def start(*args, use_native=use_native, drafter=drafter, begin=begin, **kwargs):
+        def start(*args, mode=mode, drafter=drafter, begin=begin, **kwargs):
             begin(*args, **kwargs)
-            assert drafter.native is not None
-            drafter.native = drafter.native if use_native else None
+            assert drafter.native is not None and drafter.chain is not None
+            drafter.chain = drafter.chain if mode == "round" else None
+            drafter.native = None if mode == "torch" else drafter.native
 
         drafter.start = start
         engine = SpeculativeEngine(target, heads={"eagle": head})
         runs.append(engine.generate([5, 17, 3, 88, 41], max_new_tokens=40, num_draft_tokens=3, drafter=drafter,
                                     **tree))
-    assert runs[0].token_ids == runs[1].token_ids == target.generate(
-        torch.tensor([[5, 17, 3, 88, 41]]), max_new_tokens=40, do_sample=False)[0, 5:].tolist()
-    assert [r.drafted for r in runs[0].rounds] == [r.drafted for r in runs[1].rounds]
+    expected = target.generate(torch.tensor([[5, 17, 3, 88, 41]]), max_new_tokens=40, do_sample=False)[0, 5:].tolist()
+    assert all(run.token_ids == expected for run in runs)
+    assert [r.drafted for r in runs[0].rounds] == [r.drafted for r in runs[1].rounds] == \
+        [r.drafted for r in runs[2].rounds]
+    if tree.get("draft_confidence"):  # the confidence stop cut some rounds short, the same ones
+        assert any(0 < r.num_drafted < 3 for r in runs[0].rounds)
     q = [torch.tensor([p for r in run.rounds for p in r.draft_probs]) for run in runs]
-    torch.testing.assert_close(q[0], q[1], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(q[0], q[2], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(q[1], q[2], atol=1e-5, rtol=1e-4)
 
 
 def copycat_head(target):

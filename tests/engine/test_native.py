@@ -194,6 +194,19 @@ def test_a_failed_build_falls_back(monkeypatch, tmp_path, caplog):
     assert not list((tmp_path / "native").glob("*.so"))  # no half-built library left to load later
 
 
+def test_an_installed_package_carries_every_native_source():
+    """pyproject's package data lists every file the build compiles or includes, so an installed specui
+    builds the same kernels as a checkout."""
+    from pathlib import Path
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
+    listed = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["specui"]
+    needed = {native.SOURCE, native.LAYER_SOURCE, native.POOL_SOURCE, native.HEAD_SOURCE, native.HEADER}
+    assert {p.name for p in needed} <= set(listed)
+    assert {p.name for p in Path(native.__file__).parent.glob("native*.[ch]")} <= set(listed)
+
+
 def _attention_case(hd: int, *, rows: int = 5, heads: int = 6, kv_heads: int = 2, capacity: int = 512, seed: int = 0):
     gen = torch.Generator().manual_seed(seed)
     q = torch.randn(rows, heads + kv_heads, hd, generator=gen)[:, :heads]  # a view, as the forward passes it

@@ -88,13 +88,14 @@ def test_an_eagle_head_keeps_its_cache_of_the_earlier_turns(engine, row_prompts,
     after a drafter without a cache of its own to keep, it reads the whole conversation again."""
     from specui.heads.eagle import EagleDrafter
 
-    fed, original = [], EagleDrafter._feed_pending
+    fed, original = [], EagleDrafter.propose
 
-    def counting(self, context):
-        fed.append(len(self.pending))
-        return original(self, context)
+    def counting(self, context, k):  # each round first feeds the head the states not yet fed
+        if self.pending is not None:
+            fed.append(len(self.pending))
+        return original(self, context, k)
 
-    monkeypatch.setattr(EagleDrafter, "_feed_pending", counting)
+    monkeypatch.setattr(EagleDrafter, "propose", counting)
     cache, context, kept = PromptCache(), [], 0
     for turn, drafter in zip(TURNS, ["eagle", "plain", "eagle", "model"]):
         fed.clear()
