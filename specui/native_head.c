@@ -1,15 +1,16 @@
-/* An EAGLE head's greedy drafting steps in one native call, built with native.c by specui/native.py.
+/* The drafters' greedy rounds in one native call each, built with native.c by specui/native.py:
+ * - head_draft: an EAGLE head's round: it reads the target's states of the tokens just verified, then drafts;
+ * - decoder_draft: a draft model's (a Llama-style decoder run by specui.lean) chain of draft steps.
  *
- * After the head has read the target's fresh states (`EagleDrafter._feed_pending`), a greedy round drafts up
- * to K tokens one step at a time: the head's logits over its vocabulary, their argmax, and, unless the chain
- * stops (K reached, or the draft no longer confident), one more pass of the head's decoder layer on the
+ * A greedy chain drafts one token a step: the logits over the drafter's vocabulary, their argmax, and, unless
+ * the chain stops (K reached, or the draft no longer confident), one more pass of the drafter's layers on the
  * token just drafted. In Python each step is some thirty calls (products, norms, the rotary step, attention,
- * the sampling helpers), and on a CPU their per-call costs added up to a third of the drafting time. Here a
- * step is the same kernels called from C: the products are `rowgemm` on the same packed panels (split over
- * the product threads where Python splits them), the norms `rowrmsnorm`, the rotary step and the cache
- * writes `rowrope`, attention `rowattend`; the SiLU and the softmax round on their own, so a step equals the
- * torch ops to float rounding (the tests compare the drafts). Drafting never changes the output: the target
- * verifies whatever is proposed.
+ * the sampling helpers), and on a CPU their per-call costs were a third of the drafting time. Here a step is
+ * the same kernels called from C: the products are `rowgemm` on the same packed panels (split over the product
+ * threads where Python splits them), the norms `rowrmsnorm`, the rotary step and the cache writes `rowrope`,
+ * attention `rowattend`; the SiLU and the softmax round on their own, so a step equals the Python ops to float
+ * rounding (the tests compare the drafts). Drafting never changes the output: the target verifies whatever is
+ * proposed.
  */
 #include <math.h>
 
@@ -33,17 +34,36 @@ typedef struct { /* one packed matrix (`native.Product`): y[n] = x[k] W^T (+ bia
     int n, k, count, kind, threads; /* count: panels; threads: 1, or the product threads to split over */
 } matrix_t;
 
-typedef struct { /* an EAGLE head (specui/heads/eagle.py) and where its step writes */
-    matrix_t fuse, fc, qkv, o, gate_up, down, out;
-    const float *norm1, *norm2, *norm; /* the layer's two norms and the one before the output */
-    const float *embed;                /* the target's input embeddings [vocabulary][width] */
-    const long long *ids;              /* the head's vocabulary: the target's id of each of its out.n tokens */
-    const float *cos, *sin;            /* rotary tables [positions][hd], sin's first half negated */
-    float *keys, *values;              /* the head's cache: [heads][hd][cap], [heads][cap][hd] */
+typedef struct { /* one pre-norm decoder layer with its KV cache (rotary attention, SwiGLU MLP) */
+    matrix_t qkv, o, gate_up, down;
+    const float *norm1, *norm2;
+    float *keys, *values; /* [kv_heads][hd][cap], [kv_heads][cap][hd] */
     long long cap;
-    float eps, eps_out, scale;
-    int width, heads, hd, ffn;
+    float eps, scale;
+    int heads, kv_heads, hd, ffn;
+} layer_t;
+
+typedef struct { /* what a chain reads besides its layers */
+    matrix_t out;              /* the output rows over the drafter's vocabulary */
+    const float *norm;         /* the norm before them */
+    const float *embed;        /* input embeddings [rows][width] */
+    const long long *ids;      /* the target's id of each output row (NULL: the row's own index) */
+    const float *cos, *sin;    /* rotary tables [positions][hd], sin's first half negated */
+    float eps;
+    int width, embed_rows;     /* an id past the embeddings reads their last row, as `ModelDrafter._visible` */
+} chain_t;
+
+typedef struct { /* an EAGLE head (specui/heads/eagle.py) */
+    matrix_t fuse, fc;
+    layer_t layer;
+    chain_t chain;
 } head_t;
+
+typedef struct { /* a draft model's decoder (specui/lean.py's DecoderStack) */
+    const layer_t *layers;
+    int count;
+    chain_t chain;
+} decoder_t;
 
 static void product(const matrix_t *m, const float *x, int rows, float *y) {
     if (m->threads > 1)
@@ -74,86 +94,140 @@ static float softmax(const float *x, int n, float *out) {
     return inverse; /* the maximum's e^0 = 1, over the sum */
 }
 
-/* a = fc([u, embed(token)]) for `rows` rows of u (width floats each) and their tokens' target ids. */
-static void inputs(const head_t *e, const float *u, const long long *ids, int rows, float *x, float *a) {
-    const int w = e->width;
-    for (int r = 0; r < rows; r++) {
-        memcpy(x + (size_t)r * 2 * w, u + (size_t)r * w, sizeof(float) * w);
-        memcpy(x + (size_t)r * 2 * w + w, e->embed + (size_t)ids[r] * w, sizeof(float) * w);
-    }
-    product(&e->fc, x, rows, a);
-}
-
-/* The head's decoder layer on rows a (width floats each) at cache slots pos.., causally: the rotary step
- * writes their keys and values there, row r attends to slots 0..pos + r. h = a + o(attention) + MLP, as
- * HeadLayer does. Returns 1 when attention ran out of memory. */
-static int layer(const head_t *e, const float *a, int rows, long long pos, float *h, float *work) {
-    const int w = e->width;
+/* A decoder layer on rows x (width floats each) at cache slots pos.., causally, in place: the rotary step writes
+ * their keys and values there, row r attends to slots 0..pos + r; x += o(attention), then x += MLP. Returns 1
+ * when attention ran out of memory. work: `layer_work` floats (the products' outputs, then attention's scratch). */
+static int layer(const layer_t *l, const chain_t *c, float *x, int rows, long long pos, float *work) {
+    const int w = c->width, q_width = l->heads * l->hd, qkv_width = (l->heads + 2 * l->kv_heads) * l->hd;
     const size_t m = rows;
-    float *y = work, *qkv = y + m * w, *q = qkv + 3 * m * w, *att = q + m * w, *gu = att + m * w;
-    float *scratch = gu + 2 * m * e->ffn;
+    float *y = work, *qkv = y + m * w, *q = qkv + m * qkv_width, *att = q + m * q_width, *out = att + m * q_width;
+    float *gu = out + m * w, *scratch = gu + 2 * m * l->ffn;
     int *seen = (int *)malloc(sizeof(int) * m);
     if (!seen) return 1;
     for (int r = 0; r < rows; r++) seen[r] = (int)pos + r + 1;
-    rowrmsnorm(a, rows, w, w, e->norm1, e->eps, y);
-    product(&e->qkv, y, rows, qkv);
-    rowrope(qkv, rows, rows, 3 * w, e->heads, e->heads, e->hd, e->cos + pos * e->hd, e->sin + pos * e->hd, e->hd,
-            q, e->keys, e->values, e->cap, pos);
+    rowrmsnorm(x, rows, w, w, l->norm1, l->eps, y);
+    product(&l->qkv, y, rows, qkv);
+    rowrope(qkv, rows, rows, qkv_width, l->heads, l->kv_heads, l->hd, c->cos + pos * l->hd, c->sin + pos * l->hd,
+            l->hd, q, l->keys, l->values, l->cap, pos);
     const int stride = (seen[rows - 1] + 15) / 16 * 16 + 48;
-    const int failed = rowattend(q, rows, w, e->heads, e->heads, e->hd, e->keys, e->values, e->cap, seen, NULL,
-                                 NULL, e->scale, att, scratch, stride);
+    const int failed = rowattend(q, rows, q_width, l->heads, l->kv_heads, l->hd, l->keys, l->values, l->cap, seen,
+                                 NULL, NULL, l->scale, att, scratch, stride);
     free(seen);
     if (failed) return 1;
-    product(&e->o, att, rows, h);
-    for (size_t i = 0; i < m * w; i++) h[i] += a[i];
-    rowrmsnorm(h, rows, w, w, e->norm2, e->eps, y);
-    product(&e->gate_up, y, rows, gu);
+    product(&l->o, att, rows, out);
+    for (size_t i = 0; i < m * w; i++) x[i] += out[i];
+    rowrmsnorm(x, rows, w, w, l->norm2, l->eps, y);
+    product(&l->gate_up, y, rows, gu);
     for (int r = 0; r < rows; r++) {
-        float *g = gu + (size_t)r * 2 * e->ffn, *act = gu + (size_t)r * e->ffn;
-        for (int i = 0; i < e->ffn; i++) {
-            const float gate = g[i], up = g[e->ffn + i];
+        float *g = gu + (size_t)r * 2 * l->ffn, *act = gu + (size_t)r * l->ffn;
+        for (int i = 0; i < l->ffn; i++) {
+            const float gate = g[i], up = g[l->ffn + i];
             act[i] = gate / (1.0f + expf(-gate)) * up; /* row r's activations overwrite what row r has read */
         }
     }
-    product(&e->down, gu, rows, att);
-    for (size_t i = 0; i < m * w; i++) h[i] += att[i];
+    product(&l->down, gu, rows, out);
+    for (size_t i = 0; i < m * w; i++) x[i] += out[i];
     return 0;
 }
 
-/* One greedy round of drafting. First the head reads the target's states not yet fed: `rows` rows of the
- * fused layers (fuse.k floats each) with the tokens that follow them, at cache slots pos..pos + rows - 1
- * (`EagleDrafter._feed_pending`). Then, from the last row's output, up to k tokens: into index (ids of the
- * head's vocabulary) and probs (each step's softmax over it, out.n floats a row). While stop_below > 0 the
- * chain stops once the product of the steps' top probabilities falls below it (`Confidence`). Drafting step
- * i > 0 writes cache slot pos + rows + i - 1. Returns how many tokens were drafted, or -1 when memory ran out. */
+static size_t layer_work(const layer_t *l, int width, int rows, long long longest) {
+    const size_t stride = (size_t)((longest + 15) / 16 * 16 + 48);
+    return (size_t)rows * ((size_t)(2 * l->heads + 2 * l->kv_heads) * l->hd + (size_t)l->heads * l->hd + 2 * width +
+                           2 * (size_t)l->ffn) + (size_t)(rows * (l->heads / l->kv_heads) + 24) * stride;
+}
+
+/* Step i of a chain: the drafter's logits at the row h (width floats), their argmax into index[i] and their
+ * softmax into probs row i. Returns whether the chain goes on: not at step k, nor once the product of the
+ * steps' top probabilities (`chance`) falls below stop_below > 0 (`specui.drafters.base.Confidence`). */
+static int pick(const chain_t *c, const float *h, int i, int k, float stop_below, float *chance, long long *index,
+                float *probs, float *work) {
+    const int n = c->out.n;
+    float *normed = work, *logits = work + c->width;
+    rowrmsnorm(h, 1, c->width, c->width, c->norm, c->eps, normed);
+    product(&c->out, normed, 1, logits);
+    rowargmax(logits, 1, n, n, index + i);
+    const float top = softmax(logits, n, probs + (size_t)i * n);
+    return i + 1 < k && !(stop_below > 0 && !((*chance *= top) >= stop_below));
+}
+
+/* The target's id of a drafted row, clamped to the embeddings. */
+static const float *embedding(const chain_t *c, long long index) {
+    long long id = c->ids ? c->ids[index] : index;
+    return c->embed + (size_t)(id < c->embed_rows ? id : c->embed_rows - 1) * c->width;
+}
+
+/* An EAGLE head's greedy round. First it reads the target's states not yet fed: `rows` rows of the fused layers
+ * (fuse.k floats each) with the tokens that follow them, at cache slots pos..pos + rows - 1
+ * (`EagleDrafter._feed_pending`): h = layer(fc([fuse(states), embed(token)])). Then, from the last row's h, up
+ * to k tokens into index (rows of the head's vocabulary) and probs (each step's softmax, out.n floats a row),
+ * each next step on fc([h, embed(the token just drafted)]), which writes cache slot pos + rows + i - 1.
+ * Returns how many tokens were drafted, or -1 when memory ran out. */
 int head_draft(const head_t *e, const float *states, const long long *follow, int rows, long long pos, int k,
                float stop_below, long long *index, float *probs) {
-    const int w = e->width, n = e->out.n, ffn = e->ffn;
-    const size_t m = rows, stride = (size_t)((pos + rows + k + 15) / 16 * 16 + 48);
-    /* fused, [u, embed], a, h, logits, then the layer's y, qkv, q, attention, gate and up, attention's scratch */
-    float *buffer = malloc(sizeof(float) * (m * (11 * w + 2 * ffn) + n + (m + 24) * stride));
+    const chain_t *c = &e->chain;
+    const int w = c->width;
+    const size_t m = rows;
+    const size_t work_size = layer_work(&e->layer, w, rows, pos + rows + k) + w + c->out.n;
+    float *buffer = malloc(sizeof(float) * (m * 4 * w + work_size)); /* fused, [u, embed], then h, work */
     if (!buffer) return -1;
-    float *fused = buffer, *x = fused + m * w, *a = x + 2 * m * w, *h = a + m * w, *logits = h + m * w;
-    float *work = logits + n;
+    float *fused = buffer, *x = fused + m * w, *h = x + 2 * m * w, *work = h + m * w, chance = 1.0f;
     int drafted = -1;
     product(&e->fuse, states, rows, fused);
-    inputs(e, fused, follow, rows, x, a);
-    if (layer(e, a, rows, pos, h, work)) goto done;
-    float *last = h + (m - 1) * w, chance = 1.0f;
-    pos += rows;
+    for (int r = 0; r < rows; r++) {
+        memcpy(x + (size_t)r * 2 * w, fused + (size_t)r * w, sizeof(float) * w);
+        memcpy(x + (size_t)r * 2 * w + w, c->embed + (size_t)follow[r] * w, sizeof(float) * w);
+    }
+    product(&e->fc, x, rows, h);
+    if (layer(&e->layer, c, h, rows, pos, work)) goto done;
+    const float *last = h + (m - 1) * w;
     for (int i = 0; i < k; i++) {
-        rowrmsnorm(last, 1, w, w, e->norm, e->eps_out, x);
-        product(&e->out, x, 1, logits);
-        rowargmax(logits, 1, n, n, index + i);
-        const float top = softmax(logits, n, probs + (size_t)i * n);
         drafted = i + 1;
-        if (drafted == k || (stop_below > 0 && !((chance *= top) >= stop_below))) break;
-        inputs(e, last, &e->ids[index[i]], 1, x, a);
-        if (layer(e, a, 1, pos + i, h, work)) {
+        if (!pick(c, last, i, k, stop_below, &chance, index, probs, work)) break;
+        memcpy(x, last, sizeof(float) * w);
+        memcpy(x + w, embedding(c, index[i]), sizeof(float) * w);
+        product(&e->fc, x, 1, h);
+        if (layer(&e->layer, c, h, 1, pos + rows + i, work)) {
             drafted = -1;
             break;
         }
         last = h;
+    }
+done:
+    free(buffer);
+    return drafted;
+}
+
+/* A draft model's greedy chain from its logits at the context's last token (out.n floats), with its cache
+ * filled up to slot pos: up to k tokens into index (rows of its output) and probs (softmax rows), each next
+ * step running the decoder on the token just drafted, which writes cache slot pos + i of every layer. Returns
+ * how many tokens were drafted, or -1 when memory ran out. */
+int decoder_draft(const decoder_t *d, const float *logits, long long pos, int k, float stop_below,
+                  long long *index, float *probs) {
+    const chain_t *c = &d->chain;
+    const int w = c->width, n = c->out.n;
+    size_t work_size = 0;
+    for (int j = 0; j < d->count; j++) {
+        const size_t need = layer_work(&d->layers[j], w, 1, pos + k);
+        work_size = need > work_size ? need : work_size;
+    }
+    work_size = (work_size > (size_t)(w + n) ? work_size : (size_t)(w + n));
+    float *buffer = malloc(sizeof(float) * (w + work_size));
+    if (!buffer) return -1;
+    float *h = buffer, *work = h + w, chance = 1.0f;
+    int drafted = 0;
+    rowargmax(logits, 1, n, n, index); /* step 0 reads the logits given */
+    const float top = softmax(logits, n, probs);
+    int more = 1 < k && !(stop_below > 0 && !((chance *= top) >= stop_below));
+    drafted = 1;
+    for (int i = 1; more && i < k; i++) {
+        memcpy(h, embedding(c, index[i - 1]), sizeof(float) * w);
+        for (int j = 0; j < d->count; j++)
+            if (layer(&d->layers[j], c, h, 1, pos + i - 1, work)) {
+                drafted = -1;
+                goto done;
+            }
+        drafted = i + 1;
+        more = pick(c, h, i, k, stop_below, &chance, index, probs, work);
     }
 done:
     free(buffer);

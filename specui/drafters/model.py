@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import torch
 
+from specui import native
 from specui.drafters.base import Confidence, Draft
 from specui.drafters.tree import DraftTree, grow
 from specui.kv import CachedLM, model_device
+from specui.native_chain import DecoderChain
 from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs
 
 
@@ -53,6 +55,8 @@ class ModelDrafter:
             self.lm.extend(self._visible(prompt[kept:-1]), last_only=True, prompt=True)
         self._valid = len(prompt) - 1  # cached tokens known to be part of the context
         self._proposed_at = len(prompt)
+        kernel = native.kernel() if sampling.greedy else None  # a greedy chain in one native call
+        self.chain = DecoderChain(self.lm, kernel) if kernel is not None and DecoderChain.serves(self.lm) else None
 
     def keep(self) -> dict | None:
         """The draft's cache and how many of its tokens are the context's, for a conversation's next turn."""
@@ -66,6 +70,9 @@ class ModelDrafter:
         self.lm.trim(min(self.lm.length, self._valid))
         # [V] at the last context token; the lm head runs on that position only
         logits = self.lm.extend(self._visible(context[self.lm.length :]), last_only=True)[-1]
+        if self.chain is not None and torch.is_inference_mode_enabled():
+            index, probs = self.chain.run(logits, k, self.stop_below)
+            return self._draft(index if self.token_ids is None else self.token_ids[index], probs)
         tokens, probs = [], []
         greedy, confident = self.sampling.greedy, Confidence(self.stop_below)
         for i in range(k):
@@ -83,10 +90,13 @@ class ModelDrafter:
         probs = torch.stack(probs)  # [drafted, draft vocabulary]
         if greedy:
             probs = logits_to_probs(probs, self.sampling)
+        return self._draft(torch.stack(tokens), probs)
+
+    def _draft(self, tokens: torch.Tensor, probs: torch.Tensor) -> Draft:
+        """The proposal, q scattered onto the full vocabulary where the draft's rows are a reduced one."""
         if self.token_ids is not None:
-            full = probs.new_zeros(len(tokens), self.vocab_size)
-            probs = full.index_copy_(1, self.token_ids, probs)
-        return Draft(torch.stack(tokens), probs)
+            probs = probs.new_zeros(len(tokens), self.vocab_size).index_copy_(1, self.token_ids, probs)
+        return Draft(tokens, probs)
 
     def observe(self, num_accepted: int) -> None:
         self._valid = self._proposed_at + num_accepted

@@ -26,7 +26,7 @@ from specui import native
 from specui.drafters.base import Confidence, Draft
 from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.heads import common
-from specui.heads.eagle_chain import NativeChain
+from specui.native_chain import HeadChain
 from specui.products import linear
 from specui.sampling import Generators, Sampling, choose, logits_to_probs
 
@@ -188,9 +188,9 @@ class EagleDrafter:
         kernel = native.kernel() if self.device.type == "cpu" and self.head.fc.weight.dtype == torch.float32 else None
         # float32 on a CPU: the rotary step, the cache writes and attention in native code (`_step`)
         self.native = kernel if kernel is not None and kernel.attends(self.head.layer.head_dim) else None
-        # a greedy chain's steps in one native call (specui/heads/eagle_chain.py)
-        self.chain = NativeChain(self.head, kernel) if self.native is not None and sampling.greedy and \
-            NativeChain.serves(self.head) else None
+        # a greedy round in one native call (`specui.native_chain`)
+        self.chain = HeadChain(self.head, kernel) if self.native is not None and sampling.greedy and \
+            HeadChain.serves(self.head) else None
         self.filled = 0  # cached positions in use: real pairs, then the draft steps of this round
         self.length = 0  # cached positions that hold real (target-state) pairs
         self.pending = features  # target states not yet fed to the head; the tokens after them end the context

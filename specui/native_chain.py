@@ -1,0 +1,186 @@
+"""The drafters' greedy rounds in one native call each (specui/native_head.c), on a CPU in float32.
+
+A greedy chain drafts one token a step: the drafter's logits, their argmax, and one more pass of its layers
+on the token just drafted. In Python each step was some thirty calls, whose per-call costs were a third of
+the drafting time. Two drafters run their rounds natively instead, on the same packed matrices
+(`specui.products`), the same norm, rotary and attention kernels and the same KV caches as their Python
+steps:
+- `HeadChain`: an EAGLE head's round (`EagleDrafter.propose`): the target's fresh states fed, then the chain;
+- `DecoderChain`: a draft model's chain (`ModelDrafter.propose`) over the lean forward's cache (`specui.lean`).
+Sampled drafts (they draw from q with the run's generators) and token trees (several rows a depth) stay in
+Python. The drafts equal the Python steps' to float rounding (the SiLU and the softmax round on their own),
+which only ever moves acceptance: the target verifies whatever is proposed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import torch
+
+from specui import native
+from specui.products import _prepared
+
+_ptr = ctypes.c_void_p
+
+
+class _Matrix(ctypes.Structure):
+    _fields_ = [("w", _ptr), ("bias", _ptr), ("n", ctypes.c_int), ("k", ctypes.c_int), ("count", ctypes.c_int),
+                ("kind", ctypes.c_int), ("threads", ctypes.c_int)]
+
+
+class _Layer(ctypes.Structure):
+    _fields_ = [*[(name, _Matrix) for name in ("qkv", "o", "gate_up", "down")],
+                *[(name, _ptr) for name in ("norm1", "norm2", "keys", "values")], ("cap", ctypes.c_longlong),
+                ("eps", ctypes.c_float), ("scale", ctypes.c_float),
+                *[(name, ctypes.c_int) for name in ("heads", "kv_heads", "hd", "ffn")]]
+
+
+class _Chain(ctypes.Structure):
+    _fields_ = [("out", _Matrix), *[(name, _ptr) for name in ("norm", "embed", "ids", "cos", "sin")],
+                ("eps", ctypes.c_float), ("width", ctypes.c_int), ("embed_rows", ctypes.c_int)]
+
+
+class _Head(ctypes.Structure):
+    _fields_ = [("fuse", _Matrix), ("fc", _Matrix), ("layer", _Layer), ("chain", _Chain)]
+
+
+class _Decoder(ctypes.Structure):
+    _fields_ = [("layers", ctypes.POINTER(_Layer)), ("count", ctypes.c_int), ("chain", _Chain)]
+
+
+def _matrix(product: native.Product) -> _Matrix:
+    threads = native.product_threads() if product._work >= native.SPLIT_WORK else 1  # as `Product.__call__`
+    bias = None if product.bias is None else product.bias.data_ptr()
+    return _Matrix(product.panels.data_ptr(), bias, product.n, product.k, product.count, product._kind, threads)
+
+
+def _packed(weight: torch.Tensor, kernel: native.Kernel) -> native.Product:
+    """The weight's packed panels, the very ones `specui.products.linear` computes with (prepared once)."""
+    return _prepared([weight], [None], how="native", kernel=kernel)[0]
+
+
+def _float32(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().float().contiguous()
+
+
+def _run(call, *args) -> int:
+    drafted = call(*args)
+    if drafted < 0:
+        raise MemoryError("a native drafting round ran out of memory")
+    return drafted
+
+
+class HeadChain:
+    """An EAGLE head's greedy rounds (`head_draft`); built per drafter run."""
+
+    @staticmethod
+    def serves(head) -> bool:
+        """Whether the head's rounds can run natively: float32 on the CPU, its target's embeddings float32 and
+        contiguous, and a head size the native attention computes."""
+        kernel, embed = native.kernel(), head._embed.weight
+        return (kernel is not None and head.fc.weight.device.type == "cpu" and head.fc.weight.dtype == torch.float32
+                and embed.dtype == torch.float32 and embed.is_contiguous() and kernel.attends(head.layer.head_dim))
+
+    def __init__(self, head, kernel: native.Kernel):
+        layer, self.head = head.layer, head
+        self._call = kernel.library.head_draft
+        self._call.argtypes = [ctypes.POINTER(_Head), _ptr, _ptr, ctypes.c_int, ctypes.c_longlong, ctypes.c_int,
+                               ctypes.c_float, _ptr, _ptr]
+        self._call.restype = ctypes.c_int
+        packed = {name: _packed(w, kernel) for name, w in (
+            ("fuse", head.fuse.weight), ("fc", head.fc.weight), ("qkv", layer.qkv.weight), ("o", layer.o.weight),
+            ("gate_up", layer.gate_up.weight), ("down", layer.down.weight), ("out", head.output._rows))}
+        self.kept = [*packed.values(), *(_float32(t) for t in (layer.norm1, layer.norm2, head.norm)),
+                     head.output.token_ids.to(torch.int64).contiguous(), head._embed.weight.detach()]
+        norm1, norm2, norm, ids, embed = self.kept[len(packed):]
+        self.vocab = packed["out"].n
+        self.struct = _Head(
+            fuse=_matrix(packed["fuse"]), fc=_matrix(packed["fc"]),
+            layer=_Layer(qkv=_matrix(packed["qkv"]), o=_matrix(packed["o"]), gate_up=_matrix(packed["gate_up"]),
+                         down=_matrix(packed["down"]), norm1=norm1.data_ptr(), norm2=norm2.data_ptr(), eps=layer.eps,
+                         scale=layer.head_dim ** -0.5, heads=layer.heads, kv_heads=layer.heads, hd=layer.head_dim,
+                         ffn=layer.down.weight.shape[1]),
+            chain=_Chain(out=_matrix(packed["out"]), norm=norm.data_ptr(), embed=embed.data_ptr(), ids=ids.data_ptr(),
+                         eps=head.eps, width=head.fc.weight.shape[0], embed_rows=embed.shape[0]))
+
+    def run(self, states: torch.Tensor, follow: torch.Tensor, position: int, k: int, stop_below: float,
+            cache) -> tuple[torch.Tensor, torch.Tensor]:
+        """One greedy round: the target's fused-layer states [m, F] not yet fed, with the tokens after them [m],
+        go into the head's cache (keys [heads, hd, capacity], values [heads, capacity, hd]) at slots
+        position.., then up to k tokens are drafted (step i > 0 writes slot position + m + i - 1; the capacity
+        must hold position + m + k - 1). Returns (rows of the head's vocabulary [n], their softmax [n,
+        vocabulary]), 1 <= n <= k."""
+        keys, values = cache
+        rows = states.shape[0]
+        cos, sin = self.head.layer._angles(position + rows + k, states.device)
+        states, follow = _float32(states), follow.to(torch.int64).contiguous()
+        index, probs = torch.empty(k, dtype=torch.int64), torch.empty(k, self.vocab)
+        s = self.struct
+        s.layer.keys, s.layer.values, s.layer.cap = keys.data_ptr(), values.data_ptr(), keys.shape[2]
+        s.chain.cos, s.chain.sin = cos.data_ptr(), sin.data_ptr()
+        drafted = _run(self._call, ctypes.byref(s), states.data_ptr(), follow.data_ptr(), rows, position,
+                       k, stop_below, index.data_ptr(), probs.data_ptr())
+        return index[:drafted], probs[:drafted]
+
+
+class DecoderChain:
+    """A draft model's greedy chains (`decoder_draft`) over its lean forward's cache; built per drafter run."""
+
+    @staticmethod
+    def serves(lm) -> bool:
+        """Whether a `CachedLM`'s draft steps can run natively: the lean forward on a float32 model whose
+        products all take the native kernels, native attention and a rotary table."""
+        stack = lm.stack
+        if stack is None or lm.log is not None or getattr(stack, "native", None) is None or \
+                not getattr(stack, "rope_table", False):
+            return False
+        products = [p for params in stack.params for p in (params[1], params[2], params[4], params[5])]
+        return all(p.native is not None for p in [*products, stack.head]) and \
+            stack.embed.weight.dtype == torch.float32 and stack.embed.weight.is_contiguous()
+
+    def __init__(self, lm, kernel: native.Kernel):
+        self.lm, stack = lm, lm.stack
+        self._call = kernel.library.decoder_draft
+        self._call.argtypes = [ctypes.POINTER(_Decoder), _ptr, ctypes.c_longlong, ctypes.c_int, ctypes.c_float, _ptr,
+                               _ptr]
+        self._call.restype = ctypes.c_int
+        self.layers = (_Layer * len(stack.params))()
+        self.kept = []
+        for i, ((norm1, eps), qkv, o, (norm2, _), gate_up, down, scaling) in enumerate(stack.params):
+            self.kept += [norm1, norm2]
+            self.layers[i] = _Layer(qkv=_matrix(qkv.matrix), o=_matrix(o.matrix), gate_up=_matrix(gate_up.matrix),
+                                    down=_matrix(down.matrix), norm1=norm1.data_ptr(), norm2=norm2.data_ptr(), eps=eps,
+                                    scale=scaling, heads=stack.kv_heads * stack.groups, kv_heads=stack.kv_heads,
+                                    hd=stack.head_dim, ffn=down.matrix.k)
+        ids = getattr(lm.model, "token_ids", None)
+        self.ids = None if ids is None else ids.to(torch.int64).contiguous()
+        embed, self.vocab = stack.embed.weight.detach(), stack.head.matrix.n
+        self.kept += [embed, stack.norm.weight]
+        self.struct = _Decoder(layers=self.layers, count=len(stack.params), chain=_Chain(
+            out=_matrix(stack.head.matrix), norm=stack.norm.weight.data_ptr(), embed=embed.data_ptr(),
+            ids=None if self.ids is None else self.ids.data_ptr(), eps=stack.norm.variance_epsilon,
+            width=embed.shape[1], embed_rows=embed.shape[0]))
+
+    def run(self, logits: torch.Tensor, k: int, stop_below: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """Up to k tokens from the draft's logits at the context's last token [out rows], its cache holding the
+        context before it: (rows of its output [n], their softmax [n, rows]), 1 <= n <= k. The steps' keys and
+        values go into the cache after the context, which then holds n - 1 more tokens (the last draft token
+        is fed only if the target accepts it, as in the Python steps)."""
+        lm, stack = self.lm, self.lm.stack
+        position = lm.length
+        lm._stack_cache()
+        cache = lm.cache
+        cache.reserve(position + k)
+        stack._rotary(logits, position, position + k)  # the rotary table, grown to hold these positions
+        s, cap = self.struct, cache.keys.shape[3]
+        for i in range(len(self.layers)):  # the cache may have grown: its layers' buffers, now
+            self.layers[i].keys, self.layers[i].values = cache.keys[i].data_ptr(), cache.values[i].data_ptr()
+            self.layers[i].cap = cap
+        s.chain.cos, s.chain.sin = stack.cos_table.data_ptr(), stack.sin_table.data_ptr()
+        logits = _float32(logits)
+        index, probs = torch.empty(k, dtype=torch.int64), torch.empty(k, self.vocab)
+        drafted = _run(self._call, ctypes.byref(s), logits.data_ptr(), position, k, stop_below,
+                       index.data_ptr(), probs.data_ptr())
+        lm.length = cache.length = position + drafted - 1
+        return index[:drafted], probs[:drafted]
