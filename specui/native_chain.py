@@ -142,8 +142,8 @@ class DecoderChain:
     def __init__(self, lm, kernel: native.Kernel):
         self.lm, stack = lm, lm.stack
         self._call = kernel.library.decoder_draft
-        self._call.argtypes = [ctypes.POINTER(_Decoder), _ptr, ctypes.c_longlong, ctypes.c_int, ctypes.c_float, _ptr,
-                               _ptr]
+        self._call.argtypes = [ctypes.POINTER(_Decoder), _ptr, ctypes.c_int, ctypes.c_longlong, ctypes.c_int,
+                               ctypes.c_float, _ptr, _ptr]
         self._call.restype = ctypes.c_int
         self.layers = (_Layer * len(stack.params))()
         self.kept = []
@@ -162,25 +162,26 @@ class DecoderChain:
             ids=None if self.ids is None else self.ids.data_ptr(), eps=stack.norm.variance_epsilon,
             width=embed.shape[1], embed_rows=embed.shape[0]))
 
-    def run(self, logits: torch.Tensor, k: int, stop_below: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """Up to k tokens from the draft's logits at the context's last token [out rows], its cache holding the
-        context before it: (rows of its output [n], their softmax [n, rows]), 1 <= n <= k. The steps' keys and
-        values go into the cache after the context, which then holds n - 1 more tokens (the last draft token
+    def run(self, tokens: list[int], k: int, stop_below: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """One greedy round: the context's tokens the draft has not read (ids it can embed), after those its
+        cache holds, then up to k tokens from its logits at the last of them: (rows of its output [n], their
+        softmax [n, rows]), 1 <= n <= k. Its cache then holds the tokens read and n - 1 drafted ones (the last
         is fed only if the target accepts it, as in the Python steps)."""
         lm, stack = self.lm, self.lm.stack
-        position = lm.length
+        position, rows = lm.length, len(tokens)
         lm._stack_cache()
+        lm.tree = None
         cache = lm.cache
-        cache.reserve(position + k)
-        stack._rotary(logits, position, position + k)  # the rotary table, grown to hold these positions
+        cache.reserve(position + rows + k)
+        ids = torch.tensor(tokens, dtype=torch.int64)
+        stack._rotary(ids.float(), position, position + rows + k)  # the rotary table, grown to hold these positions
         s, cap = self.struct, cache.keys.shape[3]
         for i in range(len(self.layers)):  # the cache may have grown: its layers' buffers, now
             self.layers[i].keys, self.layers[i].values = cache.keys[i].data_ptr(), cache.values[i].data_ptr()
             self.layers[i].cap = cap
         s.chain.cos, s.chain.sin = stack.cos_table.data_ptr(), stack.sin_table.data_ptr()
-        logits = _float32(logits)
         index, probs = torch.empty(k, dtype=torch.int64), torch.empty(k, self.vocab)
-        drafted = _run(self._call, ctypes.byref(s), logits.data_ptr(), position, k, stop_below,
-                       index.data_ptr(), probs.data_ptr())
-        lm.length = cache.length = position + drafted - 1
+        drafted = _run(self._call, ctypes.byref(s), ids.data_ptr(), rows, position, k, stop_below, index.data_ptr(),
+                       probs.data_ptr())
+        lm.length = cache.length = position + rows + drafted - 1
         return index[:drafted], probs[:drafted]

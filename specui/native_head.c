@@ -197,37 +197,40 @@ done:
     return drafted;
 }
 
-/* A draft model's greedy chain from its logits at the context's last token (out.n floats), with its cache
- * filled up to slot pos: up to k tokens into index (rows of its output) and probs (softmax rows), each next
- * step running the decoder on the token just drafted, which writes cache slot pos + i of every layer. Returns
- * how many tokens were drafted, or -1 when memory ran out. */
-int decoder_draft(const decoder_t *d, const float *logits, long long pos, int k, float stop_below,
+/* A draft model's greedy round: the context's tokens it has not read (`rows` ids, clamped to its embeddings) go
+ * through its layers at cache slots pos..pos + rows - 1, then from its logits at the last of them up to k
+ * tokens into index (rows of its output) and probs (softmax rows), each next step running the decoder on the
+ * token just drafted, which writes cache slot pos + rows + i - 1 of every layer. Returns how many tokens were
+ * drafted, or -1 when memory ran out. */
+int decoder_draft(const decoder_t *d, const long long *tokens, int rows, long long pos, int k, float stop_below,
                   long long *index, float *probs) {
     const chain_t *c = &d->chain;
-    const int w = c->width, n = c->out.n;
-    size_t work_size = 0;
+    const int w = c->width;
+    const size_t m = rows;
+    size_t work_size = (size_t)(w + c->out.n);
     for (int j = 0; j < d->count; j++) {
-        const size_t need = layer_work(&d->layers[j], w, 1, pos + k);
+        const size_t need = layer_work(&d->layers[j], w, rows, pos + rows + k);
         work_size = need > work_size ? need : work_size;
     }
-    work_size = (work_size > (size_t)(w + n) ? work_size : (size_t)(w + n));
-    float *buffer = malloc(sizeof(float) * (w + work_size));
+    float *buffer = malloc(sizeof(float) * (m * w + work_size));
     if (!buffer) return -1;
-    float *h = buffer, *work = h + w, chance = 1.0f;
-    int drafted = 0;
-    rowargmax(logits, 1, n, n, index); /* step 0 reads the logits given */
-    const float top = softmax(logits, n, probs);
-    int more = 1 < k && !(stop_below > 0 && !((chance *= top) >= stop_below));
-    drafted = 1;
-    for (int i = 1; more && i < k; i++) {
-        memcpy(h, embedding(c, index[i - 1]), sizeof(float) * w);
+    float *h = buffer, *work = h + m * w, chance = 1.0f;
+    int drafted = -1, step_rows = rows;
+    for (int r = 0; r < rows; r++) {
+        const long long id = tokens[r] < c->embed_rows ? tokens[r] : c->embed_rows - 1;
+        memcpy(h + (size_t)r * w, c->embed + (size_t)id * w, sizeof(float) * w);
+    }
+    for (int i = 0; i < k; i++) {
         for (int j = 0; j < d->count; j++)
-            if (layer(&d->layers[j], c, h, 1, pos + i - 1, work)) {
+            if (layer(&d->layers[j], c, h, step_rows, pos, work)) {
                 drafted = -1;
                 goto done;
             }
         drafted = i + 1;
-        more = pick(c, h, i, k, stop_below, &chance, index, probs, work);
+        if (!pick(c, h + (size_t)(step_rows - 1) * w, i, k, stop_below, &chance, index, probs, work)) break;
+        pos += step_rows;
+        step_rows = 1;
+        memcpy(h, embedding(c, index[i]), sizeof(float) * w);
     }
 done:
     free(buffer);
