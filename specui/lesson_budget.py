@@ -48,7 +48,7 @@ def time_budget_run(engine, prompt_ids: Sequence[int], settings: DecodeSettings,
                                                   sync=sync))
         if drafter == MODEL:
             draft_s = metrics.median(forward_seconds(engine.draft_model, ids, tokens=1, samples=FORWARD_SAMPLES,
-                                                     sync=sync))
+                                                     sync=sync, chain=settings.temperature == 0))  # as it drafts
         elif drafter == PROMPT_LOOKUP:
             draft_s = 0.0
         else:

@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specui import chat_draft, metrics
+from specui import chat_draft, metrics, native
 from specui.bench.budget import time_budget
 from specui.drafters import MODEL_DRAFTERS, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
 from specui.kv import CachedLM
+from specui.native_chain import DecoderChain
 from specui.settings import DecodeSettings
 from specui.verify_cost import measure_verify_cost
 
@@ -197,17 +198,25 @@ def constant_assistant_schedule(draft, k: int, confidence: float = 0.0):
 # -- timing --------------------------------------------------------------------------------------------
 
 
-def forward_seconds(model, prompt: list[int], *, tokens: int, samples: int, sync) -> list[float]:
-    """Times of a KV-cached forward of `tokens` new tokens after `prompt` (the cache rolled back each time)."""
+def forward_seconds(model, prompt: list[int], *, tokens: int, samples: int, sync, chain: bool = False) -> list[float]:
+    """Times of a KV-cached forward of `tokens` new tokens after `prompt` (the cache rolled back each time).
+    chain: a draft model's one-token step as a greedy round runs it, in one native call where it can
+    (`specui.native_chain.DecoderChain`: its layers, then the argmax and softmax of a drafted token), so that
+    c is the cost drafting pays."""
     lm = CachedLM(model)
     times = []
     with torch.inference_mode():
         lm.extend(prompt[:-1], last_only=True)
+        kernel = native.kernel() if chain and tokens == 1 else None
+        steps = DecoderChain(lm, kernel) if kernel is not None and DecoderChain.serves(lm) else None
         step = [prompt[-1]] * tokens
         for _ in range(samples + 3):  # three untimed
             sync()
             started = time.perf_counter()
-            lm.extend(step)
+            if steps is not None:
+                steps.run(step, 1, 0.0)
+            else:
+                lm.extend(step)
             sync()
             times.append(time.perf_counter() - started)
             lm.trim(len(prompt) - 1)
@@ -223,12 +232,14 @@ def measure_costs(methods: Methods, prompt: list[int], k: int, *, samples: int =
     for _ in range(chunks):  # interleaved in chunks, so a slow spell of a shared machine hits both
         n = max(1, samples // chunks)
         target_1 += forward_seconds(pair.target, prompt, tokens=1, samples=n, sync=sync)
-        if pair.draft is not None and methods.s.drafter in MODEL_DRAFTERS:
-            draft_1 += forward_seconds(pair.draft, prompt, tokens=1, samples=n, sync=sync)
+        if pair.draft is not None and methods.s.drafter in MODEL_DRAFTERS:  # as this run drafts: greedy, natively
+            draft_1 += forward_seconds(pair.draft, prompt, tokens=1, samples=n, sync=sync,
+                                       chain=methods.s.temperature == 0)
     t1 = metrics.median(target_1)
     d1 = metrics.median(draft_1) if draft_1 else 0.0  # prompt lookup: no model forward to draft
     method = (f"median of {len(target_1)} timed KV-cached forwards of each model (specui.kv.CachedLM, the engine's "
-              f"own forward) after the first prompt, interleaved in {chunks} chunks")
+              f"own forward; a greedy draft model's as its rounds run it, specui.native_chain) after the first "
+              f"prompt, interleaved in {chunks} chunks")
     curve = measure_verify_cost(pair.target, cache_length=len(prompt), max_tokens=max(16, k + 1),
                                 repeats=max(3, samples // 4))
     return {"cost_method": method, "target_forward_ms": 1e3 * t1, "draft_forward_ms": 1e3 * d1,
