@@ -6,7 +6,8 @@ the drafting time. Two drafters run their rounds natively instead, on the same p
 (`specui.products`), the same norm, rotary and attention kernels and the same KV caches as their Python
 steps:
 - `HeadChain`: an EAGLE head's round (`EagleDrafter.propose`): the target's fresh states fed, then the chain;
-- `DecoderChain`: a draft model's chain (`ModelDrafter.propose`) over the lean forward's cache (`specui.lean`).
+- `DecoderChain`: a draft model's round (`ModelDrafter.propose`): the context's new tokens, then the chain, over
+  the lean forward's cache (`specui.lean`).
 Sampled drafts (they draw from q with the run's generators) and token trees (several rows a depth) stay in
 Python. The drafts equal the Python steps' to float rounding (the SiLU and the softmax round on their own),
 which only ever moves acceptance: the target verifies whatever is proposed.
@@ -148,6 +149,7 @@ class DecoderChain:
         self.layers = (_Layer * len(stack.params))()
         self.kept = []
         for i, ((norm1, eps), qkv, o, (norm2, _), gate_up, down, scaling) in enumerate(stack.params):
+            norm1, norm2 = _float32(norm1), _float32(norm2)  # the same tensors where they are float32 and dense
             self.kept += [norm1, norm2]
             self.layers[i] = _Layer(qkv=_matrix(qkv.matrix), o=_matrix(o.matrix), gate_up=_matrix(gate_up.matrix),
                                     down=_matrix(down.matrix), norm1=norm1.data_ptr(), norm2=norm2.data_ptr(), eps=eps,
@@ -155,10 +157,10 @@ class DecoderChain:
                                     hd=stack.head_dim, ffn=down.matrix.k)
         ids = getattr(lm.model, "token_ids", None)
         self.ids = None if ids is None else ids.to(torch.int64).contiguous()
-        embed, self.vocab = stack.embed.weight.detach(), stack.head.matrix.n
-        self.kept += [embed, stack.norm.weight]
+        embed, norm, self.vocab = stack.embed.weight.detach(), _float32(stack.norm.weight), stack.head.matrix.n
+        self.kept += [embed, norm]
         self.struct = _Decoder(layers=self.layers, count=len(stack.params), chain=_Chain(
-            out=_matrix(stack.head.matrix), norm=stack.norm.weight.data_ptr(), embed=embed.data_ptr(),
+            out=_matrix(stack.head.matrix), norm=norm.data_ptr(), embed=embed.data_ptr(),
             ids=None if self.ids is None else self.ids.data_ptr(), eps=stack.norm.variance_epsilon,
             width=embed.shape[1], embed_rows=embed.shape[0]))
 

@@ -1,6 +1,7 @@
 /* The drafters' greedy rounds in one native call each, built with native.c by specui/native.py:
  * - head_draft: an EAGLE head's round: it reads the target's states of the tokens just verified, then drafts;
- * - decoder_draft: a draft model's (a Llama-style decoder run by specui.lean) chain of draft steps.
+ * - decoder_draft: a draft model's round (a Llama-style decoder run by specui.lean): the context's tokens it has
+ *   not read, then its chain.
  *
  * A greedy chain drafts one token a step: the logits over the drafter's vocabulary, their argmax, and, unless
  * the chain stops (K reached, or the draft no longer confident), one more pass of the drafter's layers on the

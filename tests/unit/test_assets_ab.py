@@ -14,5 +14,5 @@ def test_both_sides_run_every_arm_and_match_plain_decoding(capsys):
                     "--tokens", "12", "--passes", "1", "--arm", '{"drafter": "eagle"}',
                     "--arm", '{"drafter": "model", "k": 2, "confidence": 0}'])
     out = capsys.readouterr().out
-    assert "eagle K<=6 conf 0.3: shipped" in out and "model K<=2 conf 0: shipped" in out
+    assert "eagle K<=6 conf 0.15: shipped" in out and "model K<=2 conf 0: shipped" in out
     assert out.count("tokens per forward") == 4 and "every greedy output identical to plain decoding" in out
