@@ -53,7 +53,7 @@ from specui.packaged import cache_root
 SOURCE = Path(__file__).with_name("native.c")
 LAYER_SOURCE = Path(__file__).with_name("native_layer.c")  # the norm and rotary kernels, built with SOURCE
 POOL_SOURCE = Path(__file__).with_name("native_pool.c")  # the product threads, built with SOURCE
-HEAD_SOURCE = Path(__file__).with_name("native_head.c")  # an EAGLE head's greedy steps, built with SOURCE
+HEAD_SOURCE = Path(__file__).with_name("native_head.c")  # the drafters' greedy rounds, built with SOURCE
 HEADER = Path(__file__).with_name("native.h")  # what native.c and native_head.c share (in the build's hash)
 FLAGS = {"avx512": ["-mavx512f", "-mfma", "-mf16c", "-DSPECUI_AVX512"], "avx2": ["-mavx2", "-mfma", "-mf16c"]}
 HALF_PANELS = True  # half-precision-valued weights packed at half width (False: float32 panels, to compare)
@@ -74,7 +74,7 @@ class Kernel:
 
     def __init__(self, library: ctypes.CDLL, isa: str):
         self.isa = isa
-        self.library = library  # for kernels bound where they are used (`specui.heads.eagle_chain`)
+        self.library = library  # for kernels bound where they are used (`specui.native_chain`)
         self.width = library.rowgemm_panel_width()  # NR: output columns per panel
         self.rowgemm = library.rowgemm
         self.rowgemm.argtypes = [_ptr, _int, _int, _ptr, _int, _int, _ptr, _ptr, _int, _int, _int, _int]

@@ -16,6 +16,7 @@ which only ever moves acceptance: the target verifies whatever is proposed.
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import torch
 
@@ -48,6 +49,18 @@ class _Head(ctypes.Structure):
 
 class _Decoder(ctypes.Structure):
     _fields_ = [("layers", ctypes.POINTER(_Layer)), ("count", ctypes.c_int), ("chain", _Chain)]
+
+
+@functools.cache
+def _rounds(kernel: native.Kernel) -> tuple:
+    """The library's head_draft and decoder_draft, their arguments declared once per build."""
+    head, decoder = kernel.library.head_draft, kernel.library.decoder_draft
+    head.argtypes = [ctypes.POINTER(_Head), _ptr, _ptr, ctypes.c_int, ctypes.c_longlong, ctypes.c_int, ctypes.c_float,
+                     _ptr, _ptr]
+    decoder.argtypes = [ctypes.POINTER(_Decoder), _ptr, ctypes.c_int, ctypes.c_longlong, ctypes.c_int, ctypes.c_float,
+                        _ptr, _ptr]
+    head.restype = decoder.restype = ctypes.c_int
+    return head, decoder
 
 
 def _matrix(product: native.Product) -> _Matrix:
@@ -85,10 +98,7 @@ class HeadChain:
 
     def __init__(self, head, kernel: native.Kernel):
         layer, self.head = head.layer, head
-        self._call = kernel.library.head_draft
-        self._call.argtypes = [ctypes.POINTER(_Head), _ptr, _ptr, ctypes.c_int, ctypes.c_longlong, ctypes.c_int,
-                               ctypes.c_float, _ptr, _ptr]
-        self._call.restype = ctypes.c_int
+        self._call = _rounds(kernel)[0]
         packed = {name: _packed(w, kernel) for name, w in (
             ("fuse", head.fuse.weight), ("fc", head.fc.weight), ("qkv", layer.qkv.weight), ("o", layer.o.weight),
             ("gate_up", layer.gate_up.weight), ("down", layer.down.weight), ("out", head.output._rows))}
@@ -142,12 +152,9 @@ class DecoderChain:
 
     def __init__(self, lm, kernel: native.Kernel):
         self.lm, stack = lm, lm.stack
-        self._call = kernel.library.decoder_draft
-        self._call.argtypes = [ctypes.POINTER(_Decoder), _ptr, ctypes.c_int, ctypes.c_longlong, ctypes.c_int,
-                               ctypes.c_float, _ptr, _ptr]
-        self._call.restype = ctypes.c_int
+        self._call = _rounds(kernel)[1]
         self.layers = (_Layer * len(stack.params))()
-        self.kept = []
+        self.kept, self._bound = [], None  # _bound: the cache and rotary table the structs point at
         for i, ((norm1, eps), qkv, o, (norm2, _), gate_up, down, scaling) in enumerate(stack.params):
             norm1, norm2 = _float32(norm1), _float32(norm2)  # the same tensors where they are float32 and dense
             self.kept += [norm1, norm2]
@@ -177,11 +184,14 @@ class DecoderChain:
         cache.reserve(position + rows + k)
         ids = torch.tensor(tokens, dtype=torch.int64)
         stack._rotary(ids.float(), position, position + rows + k)  # the rotary table, grown to hold these positions
-        s, cap = self.struct, cache.keys.shape[3]
-        for i in range(len(self.layers)):  # the cache may have grown: its layers' buffers, now
-            self.layers[i].keys, self.layers[i].values = cache.keys[i].data_ptr(), cache.values[i].data_ptr()
-            self.layers[i].cap = cap
-        s.chain.cos, s.chain.sin = stack.cos_table.data_ptr(), stack.sin_table.data_ptr()
+        s = self.struct
+        if self._bound != (cache.keys.data_ptr(), stack.cos_table.data_ptr()):  # new buffers (grown): point at them
+            cap = cache.keys.shape[3]
+            for i in range(len(self.layers)):
+                self.layers[i].keys, self.layers[i].values = cache.keys[i].data_ptr(), cache.values[i].data_ptr()
+                self.layers[i].cap = cap
+            s.chain.cos, s.chain.sin = stack.cos_table.data_ptr(), stack.sin_table.data_ptr()
+            self._bound = (cache.keys.data_ptr(), stack.cos_table.data_ptr())
         index, probs = torch.empty(k, dtype=torch.int64), torch.empty(k, self.vocab)
         drafted = _run(self._call, ctypes.byref(s), ids.data_ptr(), rows, position, k, stop_below, index.data_ptr(),
                        probs.data_ptr())

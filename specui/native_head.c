@@ -97,24 +97,23 @@ static float softmax(const float *x, int n, float *out) {
 
 /* A decoder layer on rows x (width floats each) at cache slots pos.., causally, in place: the rotary step writes
  * their keys and values there, row r attends to slots 0..pos + r; x += o(attention), then x += MLP. Returns 1
- * when attention ran out of memory. work: `layer_work` floats (the products' outputs, then attention's scratch). */
+ * when attention ran out of memory. work: `layer_work` floats (the products' outputs, attention's scratch, then
+ * how many keys each row sees). */
 static int layer(const layer_t *l, const chain_t *c, float *x, int rows, long long pos, float *work) {
     const int w = c->width, q_width = l->heads * l->hd, qkv_width = (l->heads + 2 * l->kv_heads) * l->hd;
     const size_t m = rows;
     float *y = work, *qkv = y + m * w, *q = qkv + m * qkv_width, *att = q + m * q_width, *out = att + m * q_width;
     float *gu = out + m * w, *scratch = gu + 2 * m * l->ffn;
-    int *seen = (int *)malloc(sizeof(int) * m);
-    if (!seen) return 1;
+    const int stride = ((int)pos + rows + 15) / 16 * 16 + 48; /* the last row sees the most keys */
+    int *seen = (int *)(scratch + (size_t)(rows * (l->heads / l->kv_heads) + 24) * stride); /* int and float: 4 bytes */
     for (int r = 0; r < rows; r++) seen[r] = (int)pos + r + 1;
     rowrmsnorm(x, rows, w, w, l->norm1, l->eps, y);
     product(&l->qkv, y, rows, qkv);
     rowrope(qkv, rows, rows, qkv_width, l->heads, l->kv_heads, l->hd, c->cos + pos * l->hd, c->sin + pos * l->hd,
             l->hd, q, l->keys, l->values, l->cap, pos);
-    const int stride = (seen[rows - 1] + 15) / 16 * 16 + 48;
-    const int failed = rowattend(q, rows, q_width, l->heads, l->kv_heads, l->hd, l->keys, l->values, l->cap, seen,
-                                 NULL, NULL, l->scale, att, scratch, stride);
-    free(seen);
-    if (failed) return 1;
+    if (rowattend(q, rows, q_width, l->heads, l->kv_heads, l->hd, l->keys, l->values, l->cap, seen, NULL, NULL,
+                  l->scale, att, scratch, stride))
+        return 1;
     product(&l->o, att, rows, out);
     for (size_t i = 0; i < m * w; i++) x[i] += out[i];
     rowrmsnorm(x, rows, w, w, l->norm2, l->eps, y);
@@ -131,10 +130,13 @@ static int layer(const layer_t *l, const chain_t *c, float *x, int rows, long lo
     return 0;
 }
 
-static size_t layer_work(const layer_t *l, int width, int rows, long long longest) {
+/* The floats `layer` needs for `rows` rows when no row sees more than `longest` keys, and at least what `pick`
+ * needs (the chain's step shares the buffer between layers). */
+static size_t layer_work(const layer_t *l, const chain_t *c, int rows, long long longest) {
     const size_t stride = (size_t)((longest + 15) / 16 * 16 + 48);
-    return (size_t)rows * ((size_t)(2 * l->heads + 2 * l->kv_heads) * l->hd + (size_t)l->heads * l->hd + 2 * width +
-                           2 * (size_t)l->ffn) + (size_t)(rows * (l->heads / l->kv_heads) + 24) * stride;
+    const size_t need = (size_t)rows * ((size_t)(3 * l->heads + 2 * l->kv_heads) * l->hd + 2 * (size_t)c->width +
+                                        2 * (size_t)l->ffn + 1) + (size_t)(rows * (l->heads / l->kv_heads) + 24) * stride;
+    return need > (size_t)(c->width + c->out.n) ? need : (size_t)(c->width + c->out.n);
 }
 
 /* Step i of a chain: the drafter's logits at the row h (width floats), their argmax into index[i] and their
@@ -151,11 +153,13 @@ static int pick(const chain_t *c, const float *h, int i, int k, float stop_below
     return i + 1 < k && !(stop_below > 0 && !((*chance *= top) >= stop_below));
 }
 
-/* The target's id of a drafted row, clamped to the embeddings. */
-static const float *embedding(const chain_t *c, long long index) {
-    long long id = c->ids ? c->ids[index] : index;
+/* The embedding of a token id, clamped to the embeddings (as `ModelDrafter._visible`). */
+static const float *embedding(const chain_t *c, long long id) {
     return c->embed + (size_t)(id < c->embed_rows ? id : c->embed_rows - 1) * c->width;
 }
+
+/* The target's id of a drafted row of the output. */
+static long long drafted_id(const chain_t *c, long long index) { return c->ids ? c->ids[index] : index; }
 
 /* An EAGLE head's greedy round. First it reads the target's states not yet fed: `rows` rows of the fused layers
  * (fuse.k floats each) with the tokens that follow them, at cache slots pos..pos + rows - 1
@@ -168,7 +172,7 @@ int head_draft(const head_t *e, const float *states, const long long *follow, in
     const chain_t *c = &e->chain;
     const int w = c->width;
     const size_t m = rows;
-    const size_t work_size = layer_work(&e->layer, w, rows, pos + rows + k) + w + c->out.n;
+    const size_t work_size = layer_work(&e->layer, c, rows, pos + rows + k);
     float *buffer = malloc(sizeof(float) * (m * 4 * w + work_size)); /* fused, [u, embed], then h, work */
     if (!buffer) return -1;
     float *fused = buffer, *x = fused + m * w, *h = x + 2 * m * w, *work = h + m * w, chance = 1.0f;
@@ -176,7 +180,7 @@ int head_draft(const head_t *e, const float *states, const long long *follow, in
     product(&e->fuse, states, rows, fused);
     for (int r = 0; r < rows; r++) {
         memcpy(x + (size_t)r * 2 * w, fused + (size_t)r * w, sizeof(float) * w);
-        memcpy(x + (size_t)r * 2 * w + w, c->embed + (size_t)follow[r] * w, sizeof(float) * w);
+        memcpy(x + (size_t)r * 2 * w + w, embedding(c, follow[r]), sizeof(float) * w);
     }
     product(&e->fc, x, rows, h);
     if (layer(&e->layer, c, h, rows, pos, work)) goto done;
@@ -185,7 +189,7 @@ int head_draft(const head_t *e, const float *states, const long long *follow, in
         drafted = i + 1;
         if (!pick(c, last, i, k, stop_below, &chance, index, probs, work)) break;
         memcpy(x, last, sizeof(float) * w);
-        memcpy(x + w, embedding(c, index[i]), sizeof(float) * w);
+        memcpy(x + w, embedding(c, drafted_id(c, index[i])), sizeof(float) * w);
         product(&e->fc, x, 1, h);
         if (layer(&e->layer, c, h, 1, pos + rows + i, work)) {
             drafted = -1;
@@ -208,19 +212,16 @@ int decoder_draft(const decoder_t *d, const long long *tokens, int rows, long lo
     const chain_t *c = &d->chain;
     const int w = c->width;
     const size_t m = rows;
-    size_t work_size = (size_t)(w + c->out.n);
+    size_t work_size = 0;
     for (int j = 0; j < d->count; j++) {
-        const size_t need = layer_work(&d->layers[j], w, rows, pos + rows + k);
+        const size_t need = layer_work(&d->layers[j], c, rows, pos + rows + k);
         work_size = need > work_size ? need : work_size;
     }
     float *buffer = malloc(sizeof(float) * (m * w + work_size));
     if (!buffer) return -1;
     float *h = buffer, *work = h + m * w, chance = 1.0f;
     int drafted = -1, step_rows = rows;
-    for (int r = 0; r < rows; r++) {
-        const long long id = tokens[r] < c->embed_rows ? tokens[r] : c->embed_rows - 1;
-        memcpy(h + (size_t)r * w, c->embed + (size_t)id * w, sizeof(float) * w);
-    }
+    for (int r = 0; r < rows; r++) memcpy(h + (size_t)r * w, embedding(c, tokens[r]), sizeof(float) * w);
     for (int i = 0; i < k; i++) {
         for (int j = 0; j < d->count; j++)
             if (layer(&d->layers[j], c, h, step_rows, pos, work)) {
@@ -231,7 +232,7 @@ int decoder_draft(const decoder_t *d, const long long *tokens, int rows, long lo
         if (!pick(c, h + (size_t)(step_rows - 1) * w, i, k, stop_below, &chance, index, probs, work)) break;
         pos += step_rows;
         step_rows = 1;
-        memcpy(h, embedding(c, index[i]), sizeof(float) * w);
+        memcpy(h, embedding(c, drafted_id(c, index[i])), sizeof(float) * w);
     }
 done:
     free(buffer);

@@ -68,10 +68,10 @@ class ModelDrafter:
         if k == 0:
             return Draft.empty(self.device)
         self.lm.trim(min(self.lm.length, self._valid))
-        # [V] at the last context token; the lm head runs on that position only
         if self.chain is not None and torch.is_inference_mode_enabled():  # the round in one native call
             index, probs = self.chain.run(self._visible(context[self.lm.length :]), k, self.stop_below)
             return self._draft(index if self.token_ids is None else self.token_ids[index], probs)
+        # [V] at the last context token; the lm head runs on that position only
         logits = self.lm.extend(self._visible(context[self.lm.length :]), last_only=True)[-1]
         tokens, probs = [], []
         greedy, confident = self.sampling.greedy, Confidence(self.stop_below)

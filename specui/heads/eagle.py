@@ -214,8 +214,7 @@ class EagleDrafter:
             index, probs = self.chain.run(self.pending, torch.tensor(context[-n:]), self.filled, k, self.stop_below,
                                           self.cache)
             self.length, self.filled, self.pending = self.length + n, self.filled + n + len(index) - 1, None
-            full = probs.new_zeros(len(index), head.output.vocab_size).index_copy_(1, ids, probs)
-            return Draft(ids[index], full)
+            return self._draft(ids[index], probs, ids)
         h = self._feed_pending(context)  # [1, D]: predicts the first draft token
         tokens, probs, confident = [], [], Confidence(self.stop_below)
         for i in range(k):
@@ -227,9 +226,12 @@ class EagleDrafter:
             if i + 1 == k or not confident.goes_on(logits):
                 break
             h = self._step(head.inputs(h[-1:], token.view(1)))
-        probs = torch.stack(probs)  # q on the target's vocabulary: zero outside the head's ids
-        full = probs.new_zeros(len(tokens), head.output.vocab_size).index_copy_(1, ids.to(probs.device), probs)
-        return Draft(torch.stack(tokens), full)
+        return self._draft(torch.stack(tokens), torch.stack(probs), ids)
+
+    def _draft(self, tokens: torch.Tensor, probs: torch.Tensor, ids: torch.Tensor) -> Draft:
+        """The proposal with q on the target's vocabulary: zero outside the head's ids."""
+        full = probs.new_zeros(len(tokens), self.head.output.vocab_size).index_copy_(1, ids.to(probs.device), probs)
+        return Draft(tokens, full)
 
     def observe(self, num_accepted: int, *, features: torch.Tensor | None = None) -> None:
         self._trim(self.length)  # forget the draft steps; the accepted tokens' real states come instead
