@@ -1,16 +1,18 @@
-"""The drafters' greedy rounds in one native call each (specui/native_head.c), on a CPU in float32.
+"""The drafters' rounds in one native call each (specui/native_head.c), on a CPU in float32.
 
-A greedy chain drafts one token a step: the drafter's logits, their argmax, and one more pass of its layers
-on the token just drafted. In Python each step was some thirty calls, whose per-call costs were a third of
-the drafting time. Two drafters run their rounds natively instead, on the same packed matrices
-(`specui.products`), the same norm, rotary and attention kernels and the same KV caches as their Python
-steps:
+A chain drafts one token a step: the drafter's logits, their argmax (greedy) or a draw from their softmax at the
+run's temperature, and one more pass of its layers on the token just drafted. In Python each step was some thirty
+calls, whose per-call costs were a third of the drafting time. Two drafters run their rounds natively instead, on
+the same packed matrices (`specui.products`), the same norm, rotary and attention kernels and the same KV caches as
+their Python steps:
 - `HeadChain`: an EAGLE head's round (`EagleDrafter.propose`): the target's fresh states fed, then the chain;
 - `DecoderChain`: a draft model's round (`ModelDrafter.propose`): the context's new tokens, then the chain, over
   the lean forward's cache (`specui.lean`).
-Sampled drafts (they draw from q with the run's generators) and token trees (several rows a depth) stay in
-Python. The drafts equal the Python steps' to float rounding (the SiLU and the softmax round on their own),
-which only ever moves acceptance: the target verifies whatever is proposed.
+A sampled round draws its K uniforms from the drafter's generator first (`uniforms`), as the Python steps do,
+and draws each token from the very q it reports, by the inverse of its distribution function
+(`specui.sampling.sample`): exact whatever q's rounding. Top-k and top-p sampling and token trees (several rows
+a depth) stay in Python. The drafts equal the Python steps' to float rounding (the SiLU and the softmax round
+on their own), which only ever moves acceptance: the target verifies whatever is proposed.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ import torch
 
 from specui import native
 from specui.products import _prepared
+from specui.sampling import Sampling
 
 _ptr = ctypes.c_void_p
+GREEDY = Sampling()
 
 
 class _Matrix(ctypes.Structure):
@@ -43,6 +47,10 @@ class _Chain(ctypes.Structure):
                 ("eps", ctypes.c_float), ("width", ctypes.c_int), ("embed_rows", ctypes.c_int)]
 
 
+class _Sampler(ctypes.Structure):
+    _fields_ = [("temperature", ctypes.c_float), ("stop_below", ctypes.c_float), ("uniforms", _ptr)]
+
+
 class _Head(ctypes.Structure):
     _fields_ = [("fuse", _Matrix), ("fc", _Matrix), ("layer", _Layer), ("chain", _Chain)]
 
@@ -55,10 +63,11 @@ class _Decoder(ctypes.Structure):
 def _rounds(kernel: native.Kernel) -> tuple:
     """The library's head_draft and decoder_draft, their arguments declared once per build."""
     head, decoder = kernel.library.head_draft, kernel.library.decoder_draft
-    head.argtypes = [ctypes.POINTER(_Head), _ptr, _ptr, ctypes.c_int, ctypes.c_longlong, ctypes.c_int, ctypes.c_float,
-                     _ptr, _ptr]
-    decoder.argtypes = [ctypes.POINTER(_Decoder), _ptr, ctypes.c_int, ctypes.c_longlong, ctypes.c_int, ctypes.c_float,
-                        _ptr, _ptr]
+    sampler = ctypes.POINTER(_Sampler)
+    head.argtypes = [ctypes.POINTER(_Head), _ptr, _ptr, ctypes.c_int, ctypes.c_longlong, ctypes.c_int, sampler, _ptr,
+                     _ptr]
+    decoder.argtypes = [ctypes.POINTER(_Decoder), _ptr, ctypes.c_int, ctypes.c_longlong, ctypes.c_int, sampler, _ptr,
+                        _ptr]
     head.restype = decoder.restype = ctypes.c_int
     return head, decoder
 
@@ -78,6 +87,21 @@ def _float32(t: torch.Tensor) -> torch.Tensor:
     return t.detach().float().contiguous()
 
 
+def picks(sampling: Sampling) -> bool:
+    """Whether a native round picks tokens the way `sampling` does: greedy, or sampled at a temperature alone."""
+    return sampling.greedy or (sampling.top_k == 0 and sampling.top_p == 1.0)
+
+
+def uniforms(sampling: Sampling, k: int, generator: torch.Generator) -> torch.Tensor | None:
+    """A sampled round's draws, one uniform a step (float64), taken from the drafter's generator before drafting;
+    None when greedy."""
+    return None if sampling.greedy else torch.rand(k, dtype=torch.float64, generator=generator, device=generator.device)
+
+
+def _sampler(sampling: Sampling, stop_below: float, draws: torch.Tensor | None) -> _Sampler:
+    return _Sampler(sampling.temperature, stop_below, None if draws is None else draws.data_ptr())
+
+
 def _run(call, *args) -> int:
     drafted = call(*args)
     if drafted < 0:
@@ -86,7 +110,7 @@ def _run(call, *args) -> int:
 
 
 class HeadChain:
-    """An EAGLE head's greedy rounds (`head_draft`); built per drafter run."""
+    """An EAGLE head's rounds (`head_draft`); built per drafter run."""
 
     @staticmethod
     def serves(head) -> bool:
@@ -116,12 +140,12 @@ class HeadChain:
                          eps=head.eps, width=head.fc.weight.shape[0], embed_rows=embed.shape[0]))
 
     def run(self, states: torch.Tensor, follow: torch.Tensor, position: int, k: int, stop_below: float,
-            cache) -> tuple[torch.Tensor, torch.Tensor]:
-        """One greedy round: the target's fused-layer states [m, F] not yet fed, with the tokens after them [m],
-        go into the head's cache (keys [heads, hd, capacity], values [heads, capacity, hd]) at slots
-        position.., then up to k tokens are drafted (step i > 0 writes slot position + m + i - 1; the capacity
-        must hold position + m + k - 1). Returns (rows of the head's vocabulary [n], their softmax [n,
-        vocabulary]), 1 <= n <= k."""
+            cache, sampling: Sampling = GREEDY, draws: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """One round (greedy, or sampled by `draws`, k uniforms): the target's fused-layer states [m, F] not yet
+        fed, with the tokens after them [m], go into the head's cache (keys [heads, hd, capacity], values [heads,
+        capacity, hd]) at slots position.., then up to k tokens are drafted (step i > 0 writes slot position + m +
+        i - 1; the capacity must hold position + m + k - 1). Returns (rows of the head's vocabulary [n], the
+        distributions they came from [n, vocabulary]), 1 <= n <= k."""
         keys, values = cache
         rows = states.shape[0]
         cos, sin = self.head.layer._angles(position + rows + k, states.device)
@@ -131,12 +155,12 @@ class HeadChain:
         s.layer.keys, s.layer.values, s.layer.cap = keys.data_ptr(), values.data_ptr(), keys.shape[2]
         s.chain.cos, s.chain.sin = cos.data_ptr(), sin.data_ptr()
         drafted = _run(self._call, ctypes.byref(s), states.data_ptr(), follow.data_ptr(), rows, position,
-                       k, stop_below, index.data_ptr(), probs.data_ptr())
+                       k, ctypes.byref(_sampler(sampling, stop_below, draws)), index.data_ptr(), probs.data_ptr())
         return index[:drafted], probs[:drafted]
 
 
 class DecoderChain:
-    """A draft model's greedy chains (`decoder_draft`) over its lean forward's cache; built per drafter run."""
+    """A draft model's rounds (`decoder_draft`) over its lean forward's cache; built per drafter run."""
 
     @staticmethod
     def serves(lm) -> bool:
@@ -171,11 +195,12 @@ class DecoderChain:
             ids=None if self.ids is None else self.ids.data_ptr(), eps=stack.norm.variance_epsilon,
             width=embed.shape[1], embed_rows=embed.shape[0]))
 
-    def run(self, tokens: list[int], k: int, stop_below: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """One greedy round: the context's tokens the draft has not read (ids it can embed), after those its
-        cache holds, then up to k tokens from its logits at the last of them: (rows of its output [n], their
-        softmax [n, rows]), 1 <= n <= k. Its cache then holds the tokens read and n - 1 drafted ones (the last
-        is fed only if the target accepts it, as in the Python steps)."""
+    def run(self, tokens: list[int], k: int, stop_below: float, sampling: Sampling = GREEDY,
+            draws: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """One round (greedy, or sampled by `draws`, k uniforms): the context's tokens the draft has not read (ids it
+        can embed), after those its cache holds, then up to k tokens from its logits at the last of them: (rows of
+        its output [n], the distributions they came from [n, rows]), 1 <= n <= k. Its cache then holds the tokens
+        read and n - 1 drafted ones (the last is fed only if the target accepts it, as in the Python steps)."""
         lm, stack = self.lm, self.lm.stack
         position, rows = lm.length, len(tokens)
         lm._stack_cache()
@@ -193,7 +218,7 @@ class DecoderChain:
             s.chain.cos, s.chain.sin = stack.cos_table.data_ptr(), stack.sin_table.data_ptr()
             self._bound = (cache.keys.data_ptr(), stack.cos_table.data_ptr())
         index, probs = torch.empty(k, dtype=torch.int64), torch.empty(k, self.vocab)
-        drafted = _run(self._call, ctypes.byref(s), ids.data_ptr(), rows, position, k, stop_below, index.data_ptr(),
-                       probs.data_ptr())
+        drafted = _run(self._call, ctypes.byref(s), ids.data_ptr(), rows, position, k,
+                       ctypes.byref(_sampler(sampling, stop_below, draws)), index.data_ptr(), probs.data_ptr())
         lm.length = cache.length = position + rows + drafted - 1
         return index[:drafted], probs[:drafted]

@@ -1,11 +1,12 @@
-/* The drafters' greedy rounds in one native call each, built with native.c by specui/native.py:
+/* The drafters' rounds in one native call each, built with native.c by specui/native.py:
  * - head_draft: an EAGLE head's round: it reads the target's states of the tokens just verified, then drafts;
  * - decoder_draft: a draft model's round (a Llama-style decoder run by specui.lean): the context's tokens it has
  *   not read, then its chain.
  *
- * A greedy chain drafts one token a step: the logits over the drafter's vocabulary, their argmax, and, unless
- * the chain stops (K reached, or the draft no longer confident), one more pass of the drafter's layers on the
- * token just drafted. In Python each step is some thirty calls (products, norms, the rotary step, attention,
+ * A chain drafts one token a step: the logits over the drafter's vocabulary, their argmax (greedy) or a draw from
+ * their softmax at the run's temperature (by a uniform drawn in Python beforehand), and, unless the chain stops
+ * (K reached, or the draft no longer confident), one more pass of the drafter's layers on the token just
+ * drafted. In Python each step is some thirty calls (products, norms, the rotary step, attention,
  * the sampling helpers), and on a CPU their per-call costs were a third of the drafting time. Here a step is
  * the same kernels called from C: the products are `rowgemm` on the same packed panels (split over the product
  * threads where Python splits them), the norms `rowrmsnorm`, the rotary step and the cache writes `rowrope`,
@@ -53,6 +54,12 @@ typedef struct { /* what a chain reads besides its layers */
     float eps;
     int width, embed_rows;     /* an id past the embeddings reads their last row, as `ModelDrafter._visible` */
 } chain_t;
+
+typedef struct { /* how a chain picks its tokens */
+    float temperature;      /* 0: greedy */
+    float stop_below;       /* the confidence stop, 0 for none */
+    const double *uniforms; /* sampled: one uniform in [0, 1) a step */
+} sampler_t;
 
 typedef struct { /* an EAGLE head (specui/heads/eagle.py) */
     matrix_t fuse, fc;
@@ -139,18 +146,38 @@ static size_t layer_work(const layer_t *l, const chain_t *c, int rows, long long
     return need > (size_t)(c->width + c->out.n) ? need : (size_t)(c->width + c->out.n);
 }
 
-/* Step i of a chain: the drafter's logits at the row h (width floats), their argmax into index[i] and their
- * softmax into probs row i. Returns whether the chain goes on: not at step k, nor once the product of the
- * steps' top probabilities (`chance`) falls below stop_below > 0 (`specui.drafters.base.Confidence`). */
-static int pick(const chain_t *c, const float *h, int i, int k, float stop_below, float *chance, long long *index,
+/* The first of n probabilities whose running sum, in double, exceeds u times their total; the first to reach the
+ * total when u times it rounds up to it (`specui.sampling.sample`, bit for bit given the same probabilities). */
+static long long draw(const float *q, int n, double u) {
+    double total = 0, sum = 0;
+    for (int j = 0; j < n; j++) total += q[j];
+    const double x = u * total;
+    for (int j = 0; j < n; j++)
+        if ((sum += q[j]) > x || sum >= total) return j;
+    return n - 1;
+}
+
+/* Step i of a chain: the drafter's logits at the row h (width floats), the token into index[i] and the
+ * distribution it came from into probs row i. Greedy (temperature 0): the argmax, its softmax reported. Sampled:
+ * softmax(logits / temperature) (`specui.sampling.logits_to_probs` without top-k and top-p), the token drawn
+ * from it by uniforms[i]. Returns whether the chain goes on: not at step k, nor once the product of the steps'
+ * top probabilities at temperature 1 (`chance`) falls below stop_below > 0 (`specui.drafters.base.Confidence`). */
+static int pick(const chain_t *c, const float *h, int i, int k, const sampler_t *s, float *chance, long long *index,
                 float *probs, float *work) {
     const int n = c->out.n;
-    float *normed = work, *logits = work + c->width;
+    float *normed = work, *logits = work + c->width, *row = probs + (size_t)i * n, top = 1.0f;
     rowrmsnorm(h, 1, c->width, c->width, c->norm, c->eps, normed);
     product(&c->out, normed, 1, logits);
-    rowargmax(logits, 1, n, n, index + i);
-    const float top = softmax(logits, n, probs + (size_t)i * n);
-    return i + 1 < k && !(stop_below > 0 && !((*chance *= top) >= stop_below));
+    if (s->temperature == 0) {
+        rowargmax(logits, 1, n, n, index + i);
+        top = softmax(logits, n, row);
+    } else {
+        if (s->stop_below > 0) top = softmax(logits, n, row); /* the confidence's, overwritten below */
+        for (int j = 0; j < n; j++) logits[j] /= s->temperature; /* rounded as torch's scores / temperature */
+        softmax(logits, n, row);
+        index[i] = draw(row, n, s->uniforms[i]);
+    }
+    return i + 1 < k && !(s->stop_below > 0 && !((*chance *= top) >= s->stop_below));
 }
 
 /* The embedding of a token id, clamped to the embeddings (as `ModelDrafter._visible`). */
@@ -161,14 +188,14 @@ static const float *embedding(const chain_t *c, long long id) {
 /* The target's id of a drafted row of the output. */
 static long long drafted_id(const chain_t *c, long long index) { return c->ids ? c->ids[index] : index; }
 
-/* An EAGLE head's greedy round. First it reads the target's states not yet fed: `rows` rows of the fused layers
+/* An EAGLE head's round. First it reads the target's states not yet fed: `rows` rows of the fused layers
  * (fuse.k floats each) with the tokens that follow them, at cache slots pos..pos + rows - 1
  * (`EagleDrafter._feed_pending`): h = layer(fc([fuse(states), embed(token)])). Then, from the last row's h, up
- * to k tokens into index (rows of the head's vocabulary) and probs (each step's softmax, out.n floats a row),
- * each next step on fc([h, embed(the token just drafted)]), which writes cache slot pos + rows + i - 1.
+ * to k tokens into index (rows of the head's vocabulary) and probs (each step's distribution, out.n floats a
+ * row; `pick`), each next step on fc([h, embed(the token just drafted)]), which writes cache slot pos + rows + i - 1.
  * Returns how many tokens were drafted, or -1 when memory ran out. */
 int head_draft(const head_t *e, const float *states, const long long *follow, int rows, long long pos, int k,
-               float stop_below, long long *index, float *probs) {
+               const sampler_t *s, long long *index, float *probs) {
     const chain_t *c = &e->chain;
     const int w = c->width;
     const size_t m = rows;
@@ -187,7 +214,7 @@ int head_draft(const head_t *e, const float *states, const long long *follow, in
     const float *last = h + (m - 1) * w;
     for (int i = 0; i < k; i++) {
         drafted = i + 1;
-        if (!pick(c, last, i, k, stop_below, &chance, index, probs, work)) break;
+        if (!pick(c, last, i, k, s, &chance, index, probs, work)) break;
         memcpy(x, last, sizeof(float) * w);
         memcpy(x + w, embedding(c, drafted_id(c, index[i])), sizeof(float) * w);
         product(&e->fc, x, 1, h);
@@ -202,12 +229,12 @@ done:
     return drafted;
 }
 
-/* A draft model's greedy round: the context's tokens it has not read (`rows` ids, clamped to its embeddings) go
+/* A draft model's round: the context's tokens it has not read (`rows` ids, clamped to its embeddings) go
  * through its layers at cache slots pos..pos + rows - 1, then from its logits at the last of them up to k
- * tokens into index (rows of its output) and probs (softmax rows), each next step running the decoder on the
+ * tokens into index (rows of its output) and probs (`pick`), each next step running the decoder on the
  * token just drafted, which writes cache slot pos + rows + i - 1 of every layer. Returns how many tokens were
  * drafted, or -1 when memory ran out. */
-int decoder_draft(const decoder_t *d, const long long *tokens, int rows, long long pos, int k, float stop_below,
+int decoder_draft(const decoder_t *d, const long long *tokens, int rows, long long pos, int k, const sampler_t *s,
                   long long *index, float *probs) {
     const chain_t *c = &d->chain;
     const int w = c->width;
@@ -229,7 +256,7 @@ int decoder_draft(const decoder_t *d, const long long *tokens, int rows, long lo
                 goto done;
             }
         drafted = i + 1;
-        if (!pick(c, h + (size_t)(step_rows - 1) * w, i, k, stop_below, &chance, index, probs, work)) break;
+        if (!pick(c, h + (size_t)(step_rows - 1) * w, i, k, s, &chance, index, probs, work)) break;
         pos += step_rows;
         step_rows = 1;
         memcpy(h, embedding(c, drafted_id(c, index[i])), sizeof(float) * w);

@@ -65,10 +65,27 @@ def logits_to_probs(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:
     return torch.softmax(scores, dim=-1)
 
 
-def sample(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """Draw one token per row of probs [..., V]; returns [...] int64."""
+def sample(probs: torch.Tensor, generator: torch.Generator | None,
+           uniforms: torch.Tensor | None = None) -> torch.Tensor:
+    """Draw one token per row of probs [..., V] (non-negative, each row summing to anything above 0); returns
+    [...] int64.
+
+    By the inverse of each row's distribution function, summed in float64: one uniform u per row, and the
+    token is the first whose cumulative probability exceeds u times the row's total (a token of probability
+    0 is never drawn). It draws what `torch.multinomial` draws in law, 15x faster on a CPU (48 us against
+    750 over 49,152 tokens: multinomial races one exponential draw per token). uniforms: the draws (float64, one
+    a row) where they were taken beforehand, as a sampled drafting round takes its K (`specui.native_chain`)."""
     flat = probs.reshape(-1, probs.shape[-1])
-    return torch.multinomial(flat, 1, generator=generator).reshape(probs.shape[:-1])
+    cumulative = flat.double().cumsum(-1)
+    total = cumulative[:, -1:].contiguous()
+    if not bool(((total > 0) & (total < math.inf)).all()):  # NaN fails both
+        raise ValueError("cannot sample: a row of probabilities sums to zero or is not finite")
+    u = torch.rand(total.shape, dtype=torch.float64, device=flat.device, generator=generator) if uniforms is None \
+        else uniforms.to(flat.device, torch.float64).reshape(total.shape)
+    tokens = torch.searchsorted(cumulative, u * total, right=True)
+    # u * total may round up to the total itself: take the row's last token of nonzero probability
+    tokens = torch.minimum(tokens, torch.searchsorted(cumulative, total, right=False))
+    return tokens.reshape(probs.shape[:-1])
 
 
 def argmax(logits: torch.Tensor) -> torch.Tensor:
@@ -79,10 +96,12 @@ def argmax(logits: torch.Tensor) -> torch.Tensor:
     return logits.argmax(-1) if kernel is None else kernel.argmax(logits)
 
 
-def choose(logits: torch.Tensor, sampling: Sampling, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pick the next token from logits [V]: returns (token [] int64, probs [V] it came from)."""
+def choose(logits: torch.Tensor, sampling: Sampling, generator: torch.Generator | None,
+           uniform: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pick the next token from logits [V]: returns (token [] int64, probs [V] it came from). uniform: the
+    draw, where it was taken beforehand (`sample`)."""
     probs = logits_to_probs(logits, sampling)
-    token = argmax(logits) if sampling.greedy else sample(probs, generator)
+    token = argmax(logits) if sampling.greedy else sample(probs, generator, uniform)
     return token, probs
 
 

@@ -8,7 +8,7 @@ from specui import native
 from specui.drafters.base import Confidence, Draft
 from specui.drafters.tree import DraftTree, grow
 from specui.kv import CachedLM, model_device
-from specui.native_chain import DecoderChain
+from specui.native_chain import DecoderChain, picks, uniforms
 from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs
 
 
@@ -55,7 +55,7 @@ class ModelDrafter:
             self.lm.extend(self._visible(prompt[kept:-1]), last_only=True, prompt=True)
         self._valid = len(prompt) - 1  # cached tokens known to be part of the context
         self._proposed_at = len(prompt)
-        kernel = native.kernel() if sampling.greedy else None  # a greedy chain in one native call
+        kernel = native.kernel() if picks(sampling) else None  # a round in one native call
         self.chain = DecoderChain(self.lm, kernel) if kernel is not None and DecoderChain.serves(self.lm) else None
 
     def keep(self) -> dict | None:
@@ -68,8 +68,10 @@ class ModelDrafter:
         if k == 0:
             return Draft.empty(self.device)
         self.lm.trim(min(self.lm.length, self._valid))
+        draws = uniforms(self.sampling, k, self.generators.on(self.device))  # a sampled round's k draws
         if self.chain is not None and torch.is_inference_mode_enabled():  # the round in one native call
-            index, probs = self.chain.run(self._visible(context[self.lm.length :]), k, self.stop_below)
+            index, probs = self.chain.run(self._visible(context[self.lm.length :]), k, self.stop_below,
+                                          self.sampling, draws)
             return self._draft(index if self.token_ids is None else self.token_ids[index], probs)
         # [V] at the last context token; the lm head runs on that position only
         logits = self.lm.extend(self._visible(context[self.lm.length :]), last_only=True)[-1]
@@ -79,7 +81,7 @@ class ModelDrafter:
             if greedy:  # the argmax alone; q (only reported in greedy mode) comes after the loop, all rows at once
                 token, q = argmax(logits), logits
             else:
-                token, q = choose(logits, self.sampling, self.generators.for_tensor(logits))
+                token, q = choose(logits, self.sampling, None, draws[i])
             if self.token_ids is not None:
                 token = self.token_ids[token]
             tokens.append(token)

@@ -26,7 +26,7 @@ from specui import native
 from specui.drafters.base import Confidence, Draft
 from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.heads import common
-from specui.native_chain import HeadChain
+from specui.native_chain import HeadChain, picks, uniforms
 from specui.products import linear
 from specui.sampling import Generators, Sampling, choose, logits_to_probs
 
@@ -188,8 +188,8 @@ class EagleDrafter:
         kernel = native.kernel() if self.device.type == "cpu" and self.head.fc.weight.dtype == torch.float32 else None
         # float32 on a CPU: the rotary step, the cache writes and attention in native code (`_step`)
         self.native = kernel if kernel is not None and kernel.attends(self.head.layer.head_dim) else None
-        # a greedy round in one native call (`specui.native_chain`)
-        self.chain = HeadChain(self.head, kernel) if self.native is not None and sampling.greedy and \
+        # a round in one native call (`specui.native_chain`): greedy, or sampled at a temperature alone
+        self.chain = HeadChain(self.head, kernel) if self.native is not None and picks(sampling) and \
             HeadChain.serves(self.head) else None
         self.filled = 0  # cached positions in use: real pairs, then the draft steps of this round
         self.length = 0  # cached positions that hold real (target-state) pairs
@@ -208,18 +208,19 @@ class EagleDrafter:
             return Draft.empty(self.device)
         head = self.head
         ids = head.output.token_ids.to(self.device)
+        draws = uniforms(self.sampling, k, self.generators.on(self.device))  # a sampled round's k draws
         if self.chain is not None and torch.is_inference_mode_enabled():  # the round in one native call
             n = len(self.pending)
             self._reserve(self.filled + n + k, like=self.pending)  # the feed's n slots, then k - 1 steps at most
             index, probs = self.chain.run(self.pending, torch.tensor(context[-n:]), self.filled, k, self.stop_below,
-                                          self.cache)
+                                          self.cache, self.sampling, draws)
             self.length, self.filled, self.pending = self.length + n, self.filled + n + len(index) - 1, None
             return self._draft(ids[index], probs, ids)
         h = self._feed_pending(context)  # [1, D]: predicts the first draft token
         tokens, probs, confident = [], [], Confidence(self.stop_below)
         for i in range(k):
             logits = head.logits(h[-1])
-            index, q = choose(logits, self.sampling, self.generators.for_tensor(logits))  # over the head's ids
+            index, q = choose(logits, self.sampling, None, None if draws is None else draws[i])  # the head's ids
             token = ids[index]
             tokens.append(token)
             probs.append(q)

@@ -66,15 +66,20 @@ def test_greedy_equals_generate(arch, k):
         assert result.token_ids == expected.tolist()
 
 
-@pytest.mark.parametrize("tree", [{}, {"draft_confidence": 0.3}, {"tree_width": 2}, {"tree_width": 3, "tree_nodes": 7}],
-                         ids=["chain", "chain-confidence", "static-tree", "dynamic-tree"])
+SAMPLED = {"temperature": 0.8, "seed": 3}
+
+
+@pytest.mark.parametrize("tree", [{}, {"draft_confidence": 0.3}, {"tree_width": 2}, {"tree_width": 3, "tree_nodes": 7},
+                                  SAMPLED, {**SAMPLED, "draft_confidence": 0.3}],
+                         ids=["chain", "chain-confidence", "static-tree", "dynamic-tree", "sampled",
+                              "sampled-confidence"])
 def test_native_and_torch_steps_draft_alike(tree):
-    """On a CPU in float32 a greedy chain's whole round runs in one native call (`NativeChain`, native_head.c);
-    otherwise a drafting step's rotary embeddings, cache writes and attention run in native code
-    (`EagleDrafter._step`), for chains and for token trees (each node seeing the cache before the tree, its
-    ancestors and itself). The torch ops they stand for (the path on a GPU) draft the same tokens, with q
-    equal to float rounding, round after round (stopping where the draft's confidence falls alike), and all
-    keep plain greedy output."""
+    """On a CPU in float32 a chain's whole round runs in one native call (`HeadChain`, native_head.c), greedy or
+    sampled at a temperature; otherwise a drafting step's rotary embeddings, cache writes and attention run in
+    native code (`EagleDrafter._step`), for chains and for token trees (each node seeing the cache before the
+    tree, its ancestors and itself). The torch ops they stand for (the path on a GPU) draft the same tokens, with
+    q equal to float rounding, round after round (stopping where the draft's confidence falls alike; a sampled
+    round draws by the same uniforms), and all keep plain greedy output, or, sampled, the same output."""
     if native.kernel() is None:
         pytest.skip("no native kernels here")
     target = make_model("llama", vocab_size=96, layers=3, seed=7)
@@ -94,7 +99,8 @@ def test_native_and_torch_steps_draft_alike(tree):
         engine = SpeculativeEngine(target, heads={"eagle": head})
         runs.append(engine.generate([5, 17, 3, 88, 41], max_new_tokens=40, num_draft_tokens=3, drafter=drafter,
                                     **tree))
-    expected = target.generate(torch.tensor([[5, 17, 3, 88, 41]]), max_new_tokens=40, do_sample=False)[0, 5:].tolist()
+    expected = runs[2].token_ids if tree.get("temperature") else \
+        target.generate(torch.tensor([[5, 17, 3, 88, 41]]), max_new_tokens=40, do_sample=False)[0, 5:].tolist()
     assert all(run.token_ids == expected for run in runs)
     assert [r.drafted for r in runs[0].rounds] == [r.drafted for r in runs[1].rounds] == \
         [r.drafted for r in runs[2].rounds]

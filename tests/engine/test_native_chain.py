@@ -1,15 +1,18 @@
-"""A draft model's greedy chain in one native call (specui.native_chain.DecoderChain, native_head.c): it drafts
-the tokens its Python steps draft, with q equal to float rounding, round after round (its KV cache following
-every verify outcome, the confidence stop cutting the same rounds short), for a draft over the whole vocabulary
-and for one over a reduced vocabulary that borrows the target's embeddings (specui.chat_draft); and greedy
-output stays plain greedy decoding. (The EAGLE head's round: tests/engine/test_head_eagle.py.)"""
+"""A draft model's round in one native call (specui.native_chain.DecoderChain, native_head.c): it drafts the tokens its
+Python steps draft, greedy or sampled at a temperature, with q equal to float rounding, round after round (its KV
+cache following every verify outcome, the confidence stop cutting the same rounds short), for a draft over the whole
+vocabulary and for one over a reduced vocabulary that borrows the target's embeddings (specui.chat_draft); greedy
+output stays plain greedy decoding, and a sampled round draws from the q it reports. (The EAGLE head's round:
+tests/engine/test_head_eagle.py.)"""
 
 import pytest
 import torch
+from scipy.stats import chisquare
 
 from specui import SpeculativeEngine, chat_draft, native
 from specui.drafters import ModelDrafter, ModelLookupDrafter
 from specui.native_chain import DecoderChain
+from specui.sampling import Sampling
 from tests.helpers import make_model, noisy_copy
 
 pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
@@ -50,14 +53,23 @@ def _runs(target, draft, cls, **settings):
     return runs[:len(PROMPTS)], runs[len(PROMPTS):]
 
 
+SAMPLED = {"temperature": 0.2, "seed": 5}  # low: random models agree on little
+
+
 @pytest.mark.parametrize("kind", ["whole vocabulary", "reduced vocabulary"])
 @pytest.mark.parametrize("settings", [{"num_draft_tokens": 1}, {"num_draft_tokens": 4},
-                                      {"num_draft_tokens": 6, "draft_confidence": 0.3}], ids=["K1", "K4", "K6-confident"])
+                                      {"num_draft_tokens": 6, "draft_confidence": 0.3},
+                                      {"num_draft_tokens": 4, **SAMPLED},
+                                      {"num_draft_tokens": 6, "draft_confidence": 0.3, **SAMPLED}],
+                         ids=["K1", "K4", "K6-confident", "K4-sampled", "K6-confident-sampled"])
 def test_the_native_chain_drafts_as_the_python_steps(target, drafts, kind, settings):
+    """Greedy, or sampled at a temperature (the round's draws taken first, the same in both): the same drafts, q
+    equal to float rounding, and the same output: plain greedy decoding's when greedy."""
     native_runs, python_runs = _runs(target, drafts[kind], ModelDrafter, **settings)
     for prompt, fast, slow in zip(PROMPTS, native_runs, python_runs):
-        expected = target.generate(torch.tensor([prompt]), max_new_tokens=48, do_sample=False)[0, len(prompt):]
-        assert fast.token_ids == slow.token_ids == expected.tolist()
+        expected = slow.token_ids if settings.get("temperature") else \
+            target.generate(torch.tensor([prompt]), max_new_tokens=48, do_sample=False)[0, len(prompt):].tolist()
+        assert fast.token_ids == slow.token_ids == expected
         assert [r.drafted for r in fast.rounds] == [r.drafted for r in slow.rounds]
         q = [torch.tensor([p for r in run.rounds for p in r.draft_probs]) for run in (fast, slow)]
         torch.testing.assert_close(q[0], q[1], atol=1e-5, rtol=1e-4)
@@ -76,15 +88,49 @@ def test_the_draft_model_with_lookup_takes_the_chain_between_copies(target, draf
     assert any(r.copied for run in native_runs for r in run.rounds)
 
 
-def test_sampling_and_models_it_cannot_run_keep_the_python_steps(target, drafts):
-    """A sampled run draws from q with its generators: no chain. Nor for a model whose products are not all the
-    native kernels' (a small draft's transposed matrices on a CPU whose GEMM rows are row-invariant)."""
+def test_the_native_sampled_chain_draws_from_the_q_it_reports(target, drafts):
+    """Exactness rests on each drafted token being drawn from the q the round reports: the first token of
+    thousands of native sampled rounds from one context follows the reported q (chi-square); a broken draw
+    (uniforms squared, no longer uniform) fails the same test."""
     if native.kernel() is None:
         pytest.skip("no native kernels here")
-    drafter = ModelDrafter(drafts["whole vocabulary"])
-    SpeculativeEngine(target, drafts["whole vocabulary"]).generate([1, 2, 3], max_new_tokens=4, drafter=drafter,
-                                                                   temperature=0.7, seed=1)
-    assert drafter.chain is None
+    drafter = ModelDrafter(drafts["reduced vocabulary"])
+    context = PROMPTS[0]
+    drafter.start(context, sampling=Sampling(temperature=1.5), seed=0)
+    assert drafter.chain is not None
+
+    def p_value(squared: bool) -> float:
+        generator, counts, q = torch.Generator().manual_seed(1), torch.zeros(512, dtype=torch.float64), None
+        with torch.inference_mode():
+            for _ in range(4000):
+                draws = torch.rand(2, dtype=torch.float64, generator=generator)
+                index, probs = drafter.chain.run(drafter._visible(context[drafter.lm.length:]), 2, 0.0,
+                                                 drafter.sampling, draws ** 2 if squared else draws)
+                drafter.lm.trim(len(context) - 1)
+                token = int(drafts["reduced vocabulary"].token_ids[index[0]])
+                counts[token] += 1
+                q = drafter._draft(index, probs).probs[0].double() if q is None else q
+        assert counts[q == 0].sum() == 0 and q.max() < 0.9  # never outside q's support; not one sure token
+        expected = q / q.sum() * counts.sum()
+        big = expected >= 5
+        return chisquare([*counts[big].tolist(), counts[~big].sum().item()],
+                         [*expected[big].tolist(), expected[~big].sum().item()]).pvalue
+
+    assert p_value(squared=False) > 1e-3
+    assert p_value(squared=True) < 1e-6
+
+
+def test_top_k_top_p_and_models_it_cannot_run_keep_the_python_steps(target, drafts):
+    """A round sampled at a temperature alone runs natively; with top-k or top-p it keeps the Python steps. Nor
+    is there a chain for a model whose products are not all the native kernels' (a small draft's transposed
+    matrices on a CPU whose GEMM rows are row-invariant)."""
+    if native.kernel() is None:
+        pytest.skip("no native kernels here")
+    for sampling, native_round in (({"top_p": 0.9}, False), ({"top_k": 20}, False), ({}, True)):
+        drafter = ModelDrafter(drafts["whole vocabulary"])
+        SpeculativeEngine(target, drafts["whole vocabulary"]).generate([1, 2, 3], max_new_tokens=4, drafter=drafter,
+                                                                       temperature=0.7, seed=1, **sampling)
+        assert (drafter.chain is not None) == native_round
     drafter = ModelDrafter(drafts["whole vocabulary"])
     SpeculativeEngine(target, drafts["whole vocabulary"]).generate([1, 2, 3], max_new_tokens=4, drafter=drafter)
     assert drafter.chain is not None and DecoderChain.serves(drafter.lm)

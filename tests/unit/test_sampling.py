@@ -4,9 +4,11 @@ import math
 
 import pytest
 import torch
+from scipy.stats import chisquare
 from transformers.generation.logits_process import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
-from specui.sampling import Sampling, choose, logits_to_probs
+from specui import sampling
+from specui.sampling import Sampling, choose, logits_to_probs, sample
 
 
 def hf_probs(logits, *, temperature, top_k, top_p):
@@ -61,6 +63,51 @@ def test_sample_follows_probs():
     draws = [int(choose(logits, Sampling(temperature=1.0), gen)[0]) for _ in range(3000)]
     freq = torch.bincount(torch.tensor(draws), minlength=3).float() / 3000
     assert torch.allclose(freq, torch.tensor([0.7, 0.2, 0.1]), atol=0.03)
+
+
+def _law_pvalue(draw, probs, n=60_000):
+    gen = torch.Generator().manual_seed(11)
+    counts = torch.bincount(draw(probs.expand(n, -1), gen), minlength=len(probs)).double()
+    seen = probs > 0
+    assert counts[~seen].sum() == 0, "a token of probability 0 was drawn"
+    expected = probs[seen].double() / probs[seen].double().sum()
+    return chisquare(counts[seen].numpy(), (expected * counts.sum()).numpy()).pvalue
+
+
+def _off_by_one(probs, generator):  # the broken variant: the token before the one the draw lands on
+    return (sampling.sample(probs, generator) - 1).clamp(min=0)
+
+
+def test_inverse_cdf_draws_follow_the_law_and_never_a_zero():
+    """The inverse-CDF draw, batched over rows, follows each row's probabilities (chi-square) and never draws a
+    token of probability 0; a broken variant (one token off) is caught by the same test."""
+    probs = torch.tensor([0.0, 0.05, 0.0, 0.4, 0.25, 0.0, 0.3, 0.0])
+    assert _law_pvalue(sample, probs) > 1e-3
+    assert _law_pvalue(sample, probs * 7.5) > 1e-3  # rows need not sum to 1 (a residual's max(0, p - q))
+    with pytest.raises(AssertionError, match="probability 0"):
+        _law_pvalue(_off_by_one, probs)
+    assert _law_pvalue(_off_by_one, torch.tensor([0.1, 0.2, 0.3, 0.4])) < 1e-6
+
+
+def test_sample_keeps_shapes_and_rows_apart():
+    gen = torch.Generator().manual_seed(0)
+    rows = torch.zeros(3, 2, 6)
+    for i, j, token in ((0, 0, 5), (0, 1, 0), (1, 0, 3), (1, 1, 2), (2, 0, 4), (2, 1, 1)):
+        rows[i, j, token] = 1.0
+    assert sample(rows, gen).tolist() == [[5, 0], [3, 2], [4, 1]]
+    assert sample(torch.tensor([0.0, 0.0, 2.0]), gen).shape == ()
+
+
+def test_a_draw_at_the_top_of_the_range_takes_the_last_possible_token(monkeypatch):
+    """u * total can round up to the total; the draw is then the last token of nonzero probability."""
+    monkeypatch.setattr(sampling.torch, "rand", lambda shape, **kw: torch.ones(shape, dtype=torch.float64))
+    assert sample(torch.tensor([0.2, 0.5, 0.3, 0.0, 0.0]), torch.Generator()).item() == 2
+
+
+@pytest.mark.parametrize("row", [[0.0, 0.0], [float("nan"), 1.0], [float("inf"), 1.0]])
+def test_an_impossible_row_is_explained(row):
+    with pytest.raises(ValueError, match="cannot sample"):
+        sample(torch.tensor(row), torch.Generator())
 
 
 @pytest.mark.parametrize("kwargs, message", [
