@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 
 import torch
 
@@ -88,7 +89,10 @@ def _float32(t: torch.Tensor) -> torch.Tensor:
 
 
 def picks(sampling: Sampling) -> bool:
-    """Whether a native round picks tokens the way `sampling` does: greedy, or sampled at a temperature alone."""
+    """Whether a native round picks tokens the way `sampling` does: greedy, or sampled at a temperature alone.
+    SPECUI_NATIVE_ROUNDS=0 keeps every round in the Python steps (`tools.native_ab` races the two)."""
+    if os.environ.get("SPECUI_NATIVE_ROUNDS", "").strip() == "0":
+        return False
     return sampling.greedy or (sampling.top_k == 0 and sampling.top_p == 1.0)
 
 

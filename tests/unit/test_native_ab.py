@@ -1,0 +1,27 @@
+"""tools.native_ab: the drafters' native rounds against their Python steps (SPECUI_NATIVE_ROUNDS=0), one process."""
+
+import pytest
+
+from specui import native
+from specui.native_chain import picks
+from specui.sampling import Sampling
+
+
+def test_the_switch_keeps_every_round_in_python(monkeypatch):
+    assert picks(Sampling()) and picks(Sampling(temperature=0.7))
+    assert not picks(Sampling(temperature=0.7, top_p=0.9)) and not picks(Sampling(temperature=0.7, top_k=5))
+    monkeypatch.setenv("SPECUI_NATIVE_ROUNDS", "0")
+    assert not picks(Sampling()) and not picks(Sampling(temperature=0.7))
+
+
+@pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_both_arms_run_and_draft_alike(capsys, temperature):
+    from tools import native_ab
+
+    native_ab.main(["--preset", "bundled", "--drafter", "model", "--temperature", str(temperature), "--prompts", "2",
+                    "--tokens", "16", "--passes", "1"])
+    out = capsys.readouterr().out
+    assert out.count("tokens per forward") == 3
+    assert "the Python steps and the native rounds gave the same output in 2 of 2 runs" in out
+    assert ("the native rounds equal plain decoding in 2 of 2" in out) == (temperature == 0)
