@@ -32,10 +32,21 @@ int rowgemm_panel_width(void) { return NR; }
 /* Weight panels hold float32, or float16 / bfloat16 where every weight is exactly such a value (a model
  * saved in half precision and loaded as float32): half the bytes to read, and each weight widened to
  * the same float32 in a register (both conversions are exact), so the FMA chains and their bits are
- * those of float32 panels. */
-enum { F32 = 0, F16 = 1, BF16 = 2 };
+ * those of float32 panels. Or int8 (I8), where every row of W is an integer in [-127, 127] times a power of two
+ * (`specui.int8`: specui's own drafters, rounded so): a quarter of the bytes; the chains run on the integers
+ * and each output is scaled by its row's power of two at the end, which is exact, so again the bits are
+ * those of float32 panels of W. The scales (float32, one per output column) follow the panels. */
+enum { F32 = 0, F16 = 1, BF16 = 2, I8 = 3 };
+static inline size_t wbytes(int kind) { return kind == F32 ? sizeof(float) : kind == I8 ? 1 : sizeof(short); }
 static inline __attribute__((always_inline)) vec wload(const void *w, size_t i, int kind) {
     if (kind == F32) return vload((const float *)w + i);
+    if (kind == I8) {
+#if NR == 16
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)((const signed char *)w + i))));
+#else
+        return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const signed char *)w + i))));
+#endif
+    }
     const unsigned short *h = (const unsigned short *)w + i;
 #if NR == 16
     __m256i raw = _mm256_loadu_si256((const __m256i *)h);
@@ -50,10 +61,10 @@ static inline __attribute__((always_inline)) vec wload(const void *w, size_t i, 
 
 /* rows x panels outputs over all of k; compiled once per (rows, panels, kind) below, all loops unrolled */
 static inline __attribute__((always_inline)) void tile(const float *x, int ldx, const void *w, int k,
-                                                        int rows, int panels, const float *bias,
+                                                        int rows, int panels, const float *bias, const float *scale,
                                                         float *y, int ldy, int cols, int kind) {
     vec acc[WIDE_ROWS][WIDE];
-    const size_t stride = (size_t)k * NR, bytes = kind == F32 ? sizeof(float) : sizeof(short);
+    const size_t stride = (size_t)k * NR, bytes = wbytes(kind);
     for (int r = 0; r < rows; r++)
         for (int g = 0; g < panels; g++) acc[r][g] = vzero();
     for (int i = 0; i < k; i++) {
@@ -70,6 +81,7 @@ static inline __attribute__((always_inline)) void tile(const float *x, int ldx, 
     for (int r = 0; r < rows; r++)
         for (int g = 0; g < panels; g++) {
             vec v = acc[r][g];
+            if (kind == I8) v = vmul(v, vload(scale + g * NR));
             if (bias) v = vadd(v, vload(bias + g * NR));
             int c = cols - g * NR;
             if (c >= NR) {
@@ -82,11 +94,13 @@ static inline __attribute__((always_inline)) void tile(const float *x, int ldx, 
         }
 }
 
-typedef void (*tile_fn)(const float *, int, const void *, int, const float *, float *, int, int);
-#define TK(r, g, kind, name)                                                                           \
-    static void t##r##_##g##_##name(const float *x, int ldx, const void *w, int k, const float *b, float *y, \
-                                    int ldy, int cols) { tile(x, ldx, w, k, r, g, b, y, ldy, cols, kind); }
-#define T(r, g) TK(r, g, F32, f32) TK(r, g, F16, f16) TK(r, g, BF16, bf16)
+typedef void (*tile_fn)(const float *, int, const void *, int, const float *, const float *, float *, int, int);
+#define TK(r, g, kind, name)                                                                                  \
+    static void t##r##_##g##_##name(const float *x, int ldx, const void *w, int k, const float *b,              \
+                                    const float *s, float *y, int ldy, int cols) {                            \
+        tile(x, ldx, w, k, r, g, b, s, y, ldy, cols, kind);                                                   \
+    }
+#define T(r, g) TK(r, g, F32, f32) TK(r, g, F16, f16) TK(r, g, BF16, bf16) TK(r, g, I8, i8)
 T(1, 1) T(1, 2) T(1, 3) T(1, 4) T(1, 5) T(1, 6) T(1, 7) T(1, 8)
 T(2, 1) T(2, 2) T(2, 3) T(3, 1) T(3, 2) T(3, 3) T(4, 1) T(4, 2) T(4, 3)
 T(5, 1) T(5, 2) T(5, 3) T(6, 1) T(6, 2) T(6, 3) T(7, 1) T(7, 2) T(7, 3) T(8, 1) T(8, 2) T(8, 3)
@@ -100,24 +114,26 @@ T(9, 1) T(9, 2) T(10, 1) T(10, 2) T(11, 1) T(11, 2) T(12, 1) T(12, 2)
         [8] = {0, t8_1_##n, t8_2_##n, t8_3_##n}, [9] = {0, t9_1_##n, t9_2_##n},                         \
         [10] = {0, t10_1_##n, t10_2_##n}, [11] = {0, t11_1_##n, t11_2_##n}, [12] = {0, t12_1_##n, t12_2_##n}, \
     }
-static const tile_fn tiles[3][WIDE_ROWS + 1][WIDE + 1] = {TABLE(f32), TABLE(f16), TABLE(bf16)};
+static const tile_fn tiles[4][WIDE_ROWS + 1][WIDE + 1] = {TABLE(f32), TABLE(f16), TABLE(bf16), TABLE(i8)};
 
 /* Columns of panels [p0, p1) (all: 0, ceil(n / NR)) of y = x W^T + bias (bias may be NULL).
- * x: m rows of k floats, ldx apart; w: packed, of `kind` (F32, F16 or BF16); y: m rows, ldy apart. */
+ * x: m rows of k floats, ldx apart; w: packed, of `kind` (F32, F16, BF16, or I8 followed by the scales); y: m
+ * rows, ldy apart. */
 void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const float *bias,
              float *y, int ldy, int p0, int p1, int kind) {
     /* rows per tile: all of them up to WIDE_ROWS (W read once), else tiles of ROWS */
     const int tile_rows = m <= WIDE_ROWS ? m : ROWS;
     const int per_tile = m == 1 ? WIDE : tile_rows > ROWS ? WIDE_PANELS : PANELS;
-    const size_t bytes = kind == F32 ? sizeof(float) : sizeof(short);
+    const size_t bytes = wbytes(kind), count = ((size_t)n + NR - 1) / NR;
+    const float *scales = kind == I8 ? (const float *)((const char *)w + count * k * NR) : NULL;
     for (int p = p0; p < p1; p += per_tile) {
         const int g = p1 - p < per_tile ? p1 - p : per_tile;
         const char *wp = (const char *)w + (size_t)p * k * NR * bytes;
-        const float *bp = bias ? bias + (size_t)p * NR : NULL;
+        const float *bp = bias ? bias + (size_t)p * NR : NULL, *sp = scales ? scales + (size_t)p * NR : NULL;
         for (int r = 0; r < m; r += tile_rows) {
             const int rows = m - r < tile_rows ? m - r : tile_rows;
-            tiles[kind][rows][g](x + (size_t)r * ldx, ldx, wp, k, bp, y + (size_t)r * ldy + (size_t)p * NR, ldy,
-                                 n - p * NR);
+            tiles[kind][rows][g](x + (size_t)r * ldx, ldx, wp, k, bp, sp, y + (size_t)r * ldy + (size_t)p * NR,
+                                 ldy, n - p * NR);
         }
     }
 }

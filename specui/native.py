@@ -106,14 +106,25 @@ class Kernel:
 
     def product(self, weight: torch.Tensor, bias: torch.Tensor | None = None, *, half: bool | None = None) -> Product:
         """weight [n, k] float32 (and bias [n]) packed into panels [ceil(n / NR), k, NR], the bias
-        zero-padded to whole panels. half (default: `HALF_PANELS`): where every weight is exactly a bfloat16
-        (else a float16) value, the panels hold that type: half the bytes to read, the same products bit for bit."""
+        zero-padded to whole panels. half (default: `HALF_PANELS`): where every row is exactly integers in
+        [-127, 127] times a power of two (`specui.int8`), the panels hold the integers (int8) and the scales follow
+        them; else, where every weight is exactly a bfloat16 (else a float16) value, the panels hold that type: a
+        quarter or half the bytes to read, the same products bit for bit."""
         n, k = weight.shape
         padded = -(-n // self.width) * self.width
         full = weight.new_zeros(padded, k)
         full[:n] = weight
+        scales = int8_scales(weight) if (HALF_PANELS if half is None else half) else None
+        if scales is not None:  # the integers, then one float32 scale per output column (native.c's I8)
+            full[:n] /= scales[:, None]  # exact: powers of two
         panels = full.view(padded // self.width, self.width, k).transpose(1, 2).contiguous()
-        kind = half_kind(weight) if (HALF_PANELS if half is None else half) else None
+        if scales is not None:
+            count = padded // self.width
+            packed = torch.empty(count * k * self.width + 4 * padded, dtype=torch.uint8)
+            packed[:count * k * self.width].view(torch.int8).copy_(panels.flatten())
+            packed[count * k * self.width:].view(torch.float32).copy_(torch.cat([scales, scales.new_ones(padded - n)]))
+            panels = packed[:count * k * self.width].view(torch.int8).view(count, k, self.width)
+        kind = half_kind(weight) if scales is None and (HALF_PANELS if half is None else half) else None
         if kind is not None:
             panels = panels.to(kind)
         if bias is not None:
@@ -264,7 +275,7 @@ class Product:
         return y
 
 
-_KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}  # native.c's F32, F16, BF16
+_KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.int8: 3}  # native.c's F32, F16, BF16, I8
 
 
 def product_threads() -> int:
@@ -288,6 +299,29 @@ def _threads_for(wanted: str) -> int:
     except (AttributeError, OSError):  # no affinity on this system
         cores = os.cpu_count() or 1
     return min(2, cores)
+
+
+def int8_scales(weight: torch.Tensor) -> torch.Tensor | None:
+    """Each row's scale (float32 [n], powers of two) when every row of the float32 `weight` [n, k] is exactly
+    integers in [-127, 127] times it (`specui.int8` rounds specui's drafters so), else None."""
+    if weight.dtype != torch.float32 or weight.dim() != 2 or weight.shape[0] == 0:
+        return None
+    if _row_scales(weight[:1]) is None:  # the first row says no: spare a large float weight the passes below
+        return None
+    return _row_scales(weight)
+
+
+def _row_scales(weight: torch.Tensor) -> torch.Tensor | None:
+    if not bool(torch.isfinite(weight).all()):
+        return None
+    top = weight.abs().amax(dim=1)
+    scales = torch.exp2(torch.ceil(torch.log2(top.clamp_min(torch.finfo(torch.float32).tiny) / 127)))
+    scales = torch.where(top > 0, scales, torch.ones_like(scales))
+    values = weight / scales[:, None]
+    if not torch.equal(values.round(), values) or bool((values.abs() > 127).any()) or \
+            not torch.equal(values * scales[:, None], weight):
+        return None
+    return scales
 
 
 def half_kind(weight: torch.Tensor) -> torch.dtype | None:

@@ -166,7 +166,7 @@ int rowgemm_split(const float *x, int m, int ldx, const void *w, int n, int k, c
      * pay for waking them */
     const int resting = giving_way && rest_until > 0 && now() < rest_until;
     const int asleep = giving_way && !resting && workers >= helpers && atomic_load(&sleeping) > 0 &&
-                       (long)n * k * (kind ? 2 : 4) < WAKE_BYTES;
+                       (long)n * k * (kind == 3 ? 1 : kind ? 2 : 4) < WAKE_BYTES; /* F32 4 bytes, I8 1, halves 2 */
     if (resting || asleep) {
         counts[resting ? 1 : 3]++;
         pthread_mutex_unlock(&calling);

@@ -50,6 +50,7 @@ class Preset:
     heads: tuple[tuple[str, str], ...] = ()  # (drafter name, folder) of the heads trained on the target
     drafter_tokens: tuple[tuple[str, int], ...] = ()  # (drafter name, K) where a drafter does best at its own K
     draft_confidence: tuple[tuple[str, float], ...] = ()  # (drafter name, the confidence it drafts while above)
+    int8_drafters: bool = False  # round specui's own drafters (EAGLE head, chat draft) to int8 rows (specui.int8)
 
     @property
     def head_folders(self) -> dict[str, str]:
@@ -222,6 +223,7 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
         heads=heads,
         drafter_tokens=drafter_tokens,
         draft_confidence=_draft_confidence(body.get("draft_confidence"), key),
+        int8_drafters=flag("int8_drafters", False),
     )
 
 

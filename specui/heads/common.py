@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from specui import int8
 from specui.products import linear
 from specui.sampling import Sampling, choose
 
@@ -128,7 +129,16 @@ class VocabOutput(nn.Module):
         rows = weight.detach()[self.token_ids.to(weight.device)].clone()
         if rows.dtype == torch.float32:  # in float16, as heads are saved: a drafting step reads half the bytes
             rows = rows.half().float()
+            if getattr(self, "_int8", False):  # `round_rows`: a quarter
+                rows = int8.rounded(rows)
         object.__setattr__(self, "_rows", rows)
+
+    def round_rows(self) -> None:
+        """Round the float32 output rows to int8 with power-of-two scales (`specui.int8`), now and whenever they
+        are bound again."""
+        object.__setattr__(self, "_int8", True)
+        if self._rows.dtype == torch.float32:
+            object.__setattr__(self, "_rows", int8.rounded(self._rows))
 
     def forward(self, hidden: torch.Tensor, *, normed: bool = False) -> torch.Tensor:
         x = hidden if normed else self._norm(hidden)
