@@ -1,14 +1,14 @@
 """specui's own drafters in int8: each row of a weight rounded to integers in [-127, 127] times a power of two.
 
-A drafting step on a CPU reads its drafter's weights from memory (the target's forward between steps evicts
-them), so its cost is their bytes: 8-bit integers read a quarter of float32's and half of float16's. The scale
-of a row is a power of two, so the integers times it are float32 values exactly: the rounded weights stay
-ordinary float32 tensors (the torch ops and a GPU use them as they are), and the native products detect them
-(`specui.native.int8_scales`), pack the integers and scale each output at the end, which is exact, so their
-bits are those of float32 products of the rounded weights. Only drafters are rounded, never a target: the
-target verifies whatever is proposed, so rounding moves acceptance, never the output. Measured on the chat
-preset's EAGLE head (teacher-forced step-1 agreement on 16 held-out prompts, `tools.eagle_agreement`): its
-layer and output rows rounded, 0.637 both ways; its fuse and fc rounded too, 0.631, so those stay as they are.
+A drafting step on a CPU reads its drafter's weights from memory (the target's forward between steps evicts them),
+so its cost is their bytes: 8-bit integers read a quarter of float32's and half of float16's. The scale of a row
+is a power of two, so the integers times it are float32 values exactly: the rounded weights stay ordinary float32
+tensors (the torch ops and a GPU use them as they are), and the native products detect them
+(`specui.native.int8_scales`), pack the integers and scale each output at the end, which is exact, so their bits
+are those of float32 products of the rounded weights. Only drafters are rounded, never a target: the target
+verifies whatever is proposed, so rounding moves acceptance, never the output. Measured on the chat preset's EAGLE
+head (teacher-forced step-1 agreement on 16 held-out prompts, scored as `tools.eagle_agreement` scores): its layer
+and output rows rounded, 0.637 both ways; its fuse and fc rounded too, 0.631, so those stay as they are.
 """
 
 from __future__ import annotations

@@ -103,9 +103,9 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
         for name, folder in preset.heads:
             say(f"Loading the {name} head {folder}")
             heads[name] = _load_head(folder, target)
-        if preset.int8_drafters:  # specui's own drafters, rounded to int8 rows: a quarter of the bytes a step
-            for drafter in [*heads.values(), *([draft] if draft is not None and chat_draft.is_draft_folder(preset.draft)
-                                               else [])]:
+        if preset.int8_drafters:  # specui's own drafters rounded to int8 rows: a quarter of the bytes a step
+            own = [*heads.values(), *([draft] if draft is not None and chat_draft.is_draft_folder(preset.draft) else [])]
+            for drafter in own:
                 int8.round_drafter(drafter)
     except LoadError:
         raise

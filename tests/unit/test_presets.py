@@ -15,6 +15,8 @@ def test_shipped_models_yaml_is_valid():
     assert chat.confidence_for("eagle") == 0.15 and chat.confidence_for("model_lookup") == 0.3  # drafting while confident
     assert chat.confidence_for("medusa") == config.get("bundled").confidence_for("eagle") == 0.0
     assert config.get("smollm2-chat-hub").drafter == "model_lookup"  # no heads there: the Hub's weights
+    assert chat.int8_drafters and config.get("smollm2-chat-hub").int8_drafters  # drafting on int8 rows
+    assert not config.get("bundled").int8_drafters
     bundled = config.get("bundled")
     assert bundled.is_local and bundled.target.endswith("assets/specui-target")
     assert bundled.draft.endswith("assets/specui-draft") and bundled.drafter == "model"
@@ -45,6 +47,7 @@ GOOD = "default: a\npresets:\n  a:\n    target: ./t\n    draft: org/draft\n"
     ("presets:\n  a: {target: x, draft: y, dtype: fp8}\n", "presets.a.dtype: must be one of"),
     ("presets:\n  a: {target: x, num_draft_tokens: 0}\n", "presets.a.num_draft_tokens: must be an integer"),
     ("presets:\n  a: {target: x, chat_template: 'yes'}\n", "presets.a.chat_template: must be true or false"),
+    ("presets:\n  a: {target: x, int8_drafters: 1}\n", "presets.a.int8_drafters: must be true or false"),
     ("presets:\n  a: {target: x, drafter: model}\n", "presets.a.draft: drafter 'model' needs a draft model"),
     ("presets:\n  a: {target: x, drafter: eagle}\n", "presets.a.drafter: 'eagle' needs a trained head listed under heads: (eagle: <folder>)"),
     ("presets:\n  a: {target: x, drafter: turbo}\n", "presets.a.drafter: must be one of model, model_lookup, eagle, medusa, early_exit, prompt_lookup"),
@@ -78,6 +81,7 @@ def test_paths_resolve_beside_the_file_and_hub_ids_stay(tmp_path):
     preset = config.get("a")
     assert preset.target == str(tmp_path / "t") and preset.draft == "org/draft"
     assert preset.drafter == "model" and preset.num_draft_tokens == 4 and not preset.trust_remote_code
+    assert not preset.int8_drafters  # rounding specui's own drafters is a preset's choice
     with pytest.raises(ConfigError, match="no preset named 'zz'"):
         config.get("zz")
 
