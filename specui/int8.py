@@ -17,13 +17,18 @@ import torch
 from torch import nn
 
 
-def rounded(weight: torch.Tensor) -> torch.Tensor:
-    """weight [n, k] rounded row by row to integers in [-127, 127] times the row's power-of-two scale (the
-    smallest that holds its largest magnitude), in float32."""
-    w = weight.detach().float()
-    top = w.abs().amax(dim=1, keepdim=True)
+def scales(weight: torch.Tensor) -> torch.Tensor:
+    """Each row's scale [n, 1] of a float32 weight [n, k]: the smallest power of two that holds the row's largest
+    magnitude in 127 steps (1 for a row of zeros)."""
+    top = weight.abs().amax(dim=1, keepdim=True)
     scale = torch.exp2(torch.ceil(torch.log2(top.clamp_min(torch.finfo(torch.float32).tiny) / 127)))
-    scale = torch.where(top > 0, scale, torch.ones_like(scale))
+    return torch.where(top > 0, scale, torch.ones_like(scale))
+
+
+def rounded(weight: torch.Tensor) -> torch.Tensor:
+    """weight [n, k] rounded row by row to integers in [-127, 127] times the row's `scales`, in float32."""
+    w = weight.detach().float()
+    scale = scales(w)
     return (w / scale).round().clamp(-127, 127) * scale
 
 

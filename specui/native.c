@@ -36,8 +36,6 @@ int rowgemm_panel_width(void) { return NR; }
  * (`specui.int8`: specui's own drafters, rounded so): a quarter of the bytes; the chains run on the integers
  * and each output is scaled by its row's power of two at the end, which is exact, so again the bits are
  * those of float32 panels of W. The scales (float32, one per output column) follow the panels. */
-enum { F32 = 0, F16 = 1, BF16 = 2, I8 = 3 };
-static inline size_t wbytes(int kind) { return kind == F32 ? sizeof(float) : kind == I8 ? 1 : sizeof(short); }
 static inline __attribute__((always_inline)) vec wload(const void *w, size_t i, int kind) {
     if (kind == F32) return vload((const float *)w + i);
     if (kind == I8) {

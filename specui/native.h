@@ -1,12 +1,16 @@
-/* What specui's vector kernels share (native.c, native_head.c): `vec`, an AVX2 or an AVX-512 register of NR
- * floats (SPECUI_AVX512 picks the build), the few operations they use under one name each, and e^x over a
- * vector. Included by those files, never compiled alone. */
+/* What specui's vector kernels share (native.c, native_head.c, native_pool.c): `vec`, an AVX2 or an AVX-512
+ * register of NR floats (SPECUI_AVX512 picks the build), the few operations they use under one name each, e^x
+ * over a vector, and the kinds of weight panels with their bytes a weight. Included by those files, never
+ * compiled alone. */
 #ifndef SPECUI_NATIVE_H
 #define SPECUI_NATIVE_H
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+enum { F32 = 0, F16 = 1, BF16 = 2, I8 = 3 }; /* what weight panels hold (native.c; `native._KINDS`) */
+static inline size_t wbytes(int kind) { return kind == F32 ? sizeof(float) : kind == I8 ? 1 : sizeof(short); }
 
 #if defined(SPECUI_AVX512)
 #define NR 16

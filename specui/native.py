@@ -48,6 +48,7 @@ from typing import NamedTuple
 
 import torch
 
+from specui import int8
 from specui.packaged import cache_root
 
 SOURCE = Path(__file__).with_name("native.c")
@@ -112,20 +113,16 @@ class Kernel:
         quarter or half the bytes to read, the same products bit for bit."""
         n, k = weight.shape
         padded = -(-n // self.width) * self.width
+        narrow = HALF_PANELS if half is None else half
+        scales = int8_scales(weight) if narrow else None
         full = weight.new_zeros(padded, k)
-        full[:n] = weight
-        scales = int8_scales(weight) if (HALF_PANELS if half is None else half) else None
-        if scales is not None:  # the integers, then one float32 scale per output column (native.c's I8)
-            full[:n] /= scales[:, None]  # exact: powers of two
+        full[:n] = weight if scales is None else weight / scales[:, None]  # the integers: exact, powers of two
         panels = full.view(padded // self.width, self.width, k).transpose(1, 2).contiguous()
-        if scales is not None:
-            count = padded // self.width
-            packed = torch.empty(count * k * self.width + 4 * padded, dtype=torch.uint8)
-            packed[:count * k * self.width].view(torch.int8).copy_(panels.flatten())
-            packed[count * k * self.width:].view(torch.float32).copy_(torch.cat([scales, scales.new_ones(padded - n)]))
-            panels = packed[:count * k * self.width].view(torch.int8).view(count, k, self.width)
-        kind = half_kind(weight) if scales is None and (HALF_PANELS if half is None else half) else None
-        if kind is not None:
+        if scales is not None:  # int8 panels, then one float32 scale per output column (native.c's I8)
+            column_scales = torch.cat([scales, scales.new_ones(padded - n)])
+            packed = torch.cat([panels.to(torch.int8).flatten().view(torch.uint8), column_scales.view(torch.uint8)])
+            panels = packed[:panels.numel()].view(torch.int8).view(panels.shape)
+        elif narrow and (kind := half_kind(weight)) is not None:
             panels = panels.to(kind)
         if bias is not None:
             bias = torch.cat([bias.detach().float(), bias.new_zeros(padded - n, dtype=torch.float32)]).contiguous()
@@ -314,14 +311,12 @@ def int8_scales(weight: torch.Tensor) -> torch.Tensor | None:
 def _row_scales(weight: torch.Tensor) -> torch.Tensor | None:
     if not bool(torch.isfinite(weight).all()):
         return None
-    top = weight.abs().amax(dim=1)
-    scales = torch.exp2(torch.ceil(torch.log2(top.clamp_min(torch.finfo(torch.float32).tiny) / 127)))
-    scales = torch.where(top > 0, scales, torch.ones_like(scales))
-    values = weight / scales[:, None]
+    scales = int8.scales(weight)
+    values = weight / scales
     if not torch.equal(values.round(), values) or bool((values.abs() > 127).any()) or \
-            not torch.equal(values * scales[:, None], weight):
+            not torch.equal(values * scales, weight):
         return None
-    return scales
+    return scales[:, 0]
 
 
 def half_kind(weight: torch.Tensor) -> torch.dtype | None:

@@ -25,11 +25,12 @@
  * output layer alone is large enough to split): it runs alone. Which thread computes an output never changes
  * its bits.
  */
-#include <immintrin.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
+
+#include "native.h"
 
 void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const float *bias, float *y, int ldy,
              int p0, int p1, int kind);
@@ -166,7 +167,7 @@ int rowgemm_split(const float *x, int m, int ldx, const void *w, int n, int k, c
      * pay for waking them */
     const int resting = giving_way && rest_until > 0 && now() < rest_until;
     const int asleep = giving_way && !resting && workers >= helpers && atomic_load(&sleeping) > 0 &&
-                       (long)n * k * (kind == 3 ? 1 : kind ? 2 : 4) < WAKE_BYTES; /* F32 4 bytes, I8 1, halves 2 */
+                       (long)n * k * (long)wbytes(kind) < WAKE_BYTES;
     if (resting || asleep) {
         counts[resting ? 1 : 3]++;
         pthread_mutex_unlock(&calling);

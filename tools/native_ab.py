@@ -31,18 +31,13 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
 
     import specui
-    from specui import chat_prompts
-    from specui.bench.cli import builtin_prompts, tokenize_prompts
     from specui.settings import DecodeSettings
+    from tools.race import drafter_settings, race_prompts
 
     torch.set_num_threads(1)
     engine = specui.load_engine(args.preset)
-    preset = engine.preset
-    drafter = args.drafter or preset.drafter
-    spec = {"drafter": drafter, "num_draft_tokens": preset.k_for(drafter),
-            "draft_confidence": preset.confidence_for(drafter)}
-    prompts = (tokenize_prompts(chat_prompts.HELD_OUT[:args.prompts], engine.tokenizer, chat=True)
-               if preset.chat_template else builtin_prompts(engine.tokenizer, count=args.prompts, length=128))
+    spec = drafter_settings(engine.preset, args.drafter)
+    prompts = race_prompts(engine, args.prompts)
     arms = {"plain": ({"speculative": False}, "1"), "python steps": (spec, "0"), "native rounds": (spec, "1")}
     totals = {arm: {"wall": 0.0, "draft": 0.0, "forward": 0.0, "rounds": 0} for arm in arms}
     outputs: dict[tuple[int, int], dict[str, list[int]]] = {}
@@ -71,8 +66,8 @@ def main(argv: list[str] | None = None) -> None:
                 outputs.setdefault((done, i), {})[arm] = result.token_ids
     os.environ.pop("SPECUI_NATIVE_ROUNDS", None)
     tokens = args.passes * len(prompts) * args.tokens
-    print(f"{preset.name}, {drafter}, temperature {args.temperature:g}, {len(prompts)} prompts x {args.tokens} tokens, "
-          f"{args.passes} passes")
+    print(f"{engine.preset.name}, {spec['drafter']}, temperature {args.temperature:g}, {len(prompts)} prompts x "
+          f"{args.tokens} tokens, {args.passes} passes")
     for arm, t in totals.items():
         rounds = max(t["rounds"], 1)
         print(f"{arm:14s} {tokens / t['wall']:7.1f} tokens/s  {totals['plain']['wall'] / t['wall']:.3f}x   per round: "

@@ -32,17 +32,13 @@ BROWSER_PROMPTS = ["Write a Python function that checks whether a word is a pali
 def headless(arms: list[str], passes: int, drafter: str | None, preset_name: str | None, count: int = 8,
              new_tokens: int = 128) -> None:
     import specui
-    from specui import chat_prompts, native
-    from specui.bench.cli import builtin_prompts, tokenize_prompts
+    from specui import native
+    from tools.race import drafter_settings, race_prompts
 
     torch.set_num_threads(1)
     engine = specui.load_engine(preset_name)
-    preset = engine.preset
-    drafter = drafter or preset.drafter
-    spec = {"drafter": drafter, "num_draft_tokens": preset.k_for(drafter),
-            "draft_confidence": preset.confidence_for(drafter)}
-    prompts = (tokenize_prompts(chat_prompts.HELD_OUT[:count], engine.tokenizer, chat=True) if preset.chat_template
-               else builtin_prompts(engine.tokenizer, count=count, length=128))
+    spec = drafter_settings(engine.preset, drafter)
+    prompts = race_prompts(engine, count)
     cases = [(arm, speculative) for arm in arms for speculative in (False, True)]
 
     def run(ids, arm, speculative):
@@ -65,7 +61,7 @@ def headless(arms: list[str], passes: int, drafter: str | None, preset_name: str
     tokens = passes * len(prompts) * new_tokens
     for arm in arms:
         plain, fast = tokens / seconds[(arm, False)], tokens / seconds[(arm, True)]
-        print(f"SPECUI_PRODUCT_THREADS={arm}: plain {plain:.1f} tokens/s, {drafter} {fast:.1f} tokens/s, "
+        print(f"SPECUI_PRODUCT_THREADS={arm}: plain {plain:.1f} tokens/s, {spec['drafter']} {fast:.1f} tokens/s, "
               f"{fast / plain:.2f}x")
     print(f"product threads: {native.kernel().pool_state()}; every output the same: "
           f"{all(len(v) == 1 for v in outputs.values())}")
