@@ -4,7 +4,7 @@ A drafting step on a CPU reads its drafter's weights from memory (the target's f
 so its cost is their bytes: 8-bit integers read a quarter of float32's and half of float16's. The scale of a row
 is a power of two, so the integers times it are float32 values exactly: the rounded weights stay ordinary float32
 tensors (the torch ops and a GPU use them as they are), and the native products detect them
-(`specui.native.int8_scales`), pack the integers and scale each output at the end, which is exact, so their bits
+(`exact_scales`), pack the integers and scale each output at the end, which is exact, so their bits
 are those of float32 products of the rounded weights. Only drafters are rounded, never a target: the target
 verifies whatever is proposed, so rounding moves acceptance, never the output. Measured on the chat preset's EAGLE
 head (teacher-forced step-1 agreement on 16 held-out prompts, scored as `tools.eagle_agreement` scores): its layer
@@ -55,3 +55,24 @@ def round_drafter(drafter) -> int:
         linears = [m for m in drafter.modules() if isinstance(m, nn.Linear) and m.weight is not embed.weight]
         return round_linears(linears)
     return 0
+
+
+def exact_scales(weight: torch.Tensor) -> torch.Tensor | None:
+    """Each row's scale (float32 [n]) when every row of the float32 `weight` [n, k] is exactly integers in
+    [-127, 127] times its `scales` (as `rounded` leaves it), else None: how the native products know int8 rows."""
+    if weight.dtype != torch.float32 or weight.dim() != 2 or weight.shape[0] == 0:
+        return None
+    if _exact_scales(weight[:1]) is None:  # the first row says no: spare a large float weight the passes below
+        return None
+    return _exact_scales(weight)
+
+
+def _exact_scales(weight: torch.Tensor) -> torch.Tensor | None:
+    if not bool(torch.isfinite(weight).all()):
+        return None
+    scale = scales(weight)
+    values = weight / scale
+    if not torch.equal(values.round(), values) or bool((values.abs() > 127).any()) or \
+            not torch.equal(values * scale, weight):
+        return None
+    return scale[:, 0]

@@ -114,7 +114,7 @@ class Kernel:
         n, k = weight.shape
         padded = -(-n // self.width) * self.width
         narrow = HALF_PANELS if half is None else half
-        scales = int8_scales(weight) if narrow else None
+        scales = int8.exact_scales(weight) if narrow else None
         full = weight.new_zeros(padded, k)
         full[:n] = weight if scales is None else weight / scales[:, None]  # the integers: exact, powers of two
         panels = full.view(padded // self.width, self.width, k).transpose(1, 2).contiguous()
@@ -296,27 +296,6 @@ def _threads_for(wanted: str) -> int:
     except (AttributeError, OSError):  # no affinity on this system
         cores = os.cpu_count() or 1
     return min(2, cores)
-
-
-def int8_scales(weight: torch.Tensor) -> torch.Tensor | None:
-    """Each row's scale (float32 [n], powers of two) when every row of the float32 `weight` [n, k] is exactly
-    integers in [-127, 127] times it (`specui.int8` rounds specui's drafters so), else None."""
-    if weight.dtype != torch.float32 or weight.dim() != 2 or weight.shape[0] == 0:
-        return None
-    if _row_scales(weight[:1]) is None:  # the first row says no: spare a large float weight the passes below
-        return None
-    return _row_scales(weight)
-
-
-def _row_scales(weight: torch.Tensor) -> torch.Tensor | None:
-    if not bool(torch.isfinite(weight).all()):
-        return None
-    scales = int8.scales(weight)
-    values = weight / scales
-    if not torch.equal(values.round(), values) or bool((values.abs() > 127).any()) or \
-            not torch.equal(values * scales, weight):
-        return None
-    return scales[:, 0]
 
 
 def half_kind(weight: torch.Tensor) -> torch.dtype | None:

@@ -26,7 +26,7 @@ def _rounded(n: int, k: int, seed: int = 0) -> torch.Tensor:
 def test_rounding_is_integers_times_a_power_of_two_per_row():
     weight = torch.randn(50, 33) * torch.logspace(-6, 3, 50)[:, None]
     rounded = int8.rounded(weight)
-    scales = native.int8_scales(rounded)
+    scales = int8.exact_scales(rounded)
     assert scales is not None and torch.equal(torch.exp2(torch.log2(scales).round()), scales)
     values = rounded / scales[:, None]
     assert torch.equal(values, values.round()) and values.abs().max() <= 127
@@ -69,9 +69,9 @@ def test_other_weights_are_not_int8(kernel, spoil):
     else:
         weight[5] = 0.0
         weight[5, :2] = torch.tensor([127.0, 0.5])  # 127 needs scale 1, 0.5 a half step
-    assert native.int8_scales(weight) is None
+    assert int8.exact_scales(weight) is None
     assert kernel.product(weight).panels.dtype is not torch.int8
-    assert native.int8_scales(torch.randn(64, 64)) is None  # ordinary weights, a target's
+    assert int8.exact_scales(torch.randn(64, 64)) is None  # ordinary weights, a target's
 
 
 def test_a_head_and_a_chat_draft_round_what_pays_and_leave_the_target_alone():
@@ -81,11 +81,11 @@ def test_a_head_and_a_chat_draft_round_what_pays_and_leave_the_target_alone():
     fuse, fc = head.fuse.weight.clone(), head.fc.weight.clone()
     assert int8.round_drafter(head) == 5
     for linear in (head.layer.qkv, head.layer.o, head.layer.gate_up, head.layer.down):
-        assert native.int8_scales(linear.weight.detach()) is not None
-    assert native.int8_scales(head.output._rows) is not None
+        assert int8.exact_scales(linear.weight.detach()) is not None
+    assert int8.exact_scales(head.output._rows) is not None
     assert torch.equal(head.fuse.weight, fuse) and torch.equal(head.fc.weight, fc)  # rounding them cost acceptance
     head.output.bind(target)  # bound again: still rounded
-    assert native.int8_scales(head.output._rows) is not None
+    assert int8.exact_scales(head.output._rows) is not None
     draft = chat_draft.build(target, num_layers=1, token_ids=torch.arange(0, 96, 2), init_layers=[0])
     assert int8.round_drafter(draft) == 8  # q, k, v, o, gate, up, down, the output rows
     assert draft.get_input_embeddings() is target.get_input_embeddings()
@@ -97,8 +97,8 @@ def test_a_head_and_a_chat_draft_round_what_pays_and_leave_the_target_alone():
 def test_a_preset_rounds_its_drafters_and_keeps_plain_greedy_output():
     preset = dataclasses.replace(load_config().presets["bundled"], int8_drafters=True)
     engine = load_engine(preset)
-    assert native.int8_scales(engine.heads["eagle"].layer.qkv.weight.detach()) is not None
-    assert native.int8_scales(engine.heads["medusa"].output._rows) is None  # only EAGLE heads and chat drafts
+    assert int8.exact_scales(engine.heads["eagle"].layer.qkv.weight.detach()) is not None
+    assert int8.exact_scales(engine.heads["medusa"].output._rows) is None  # only EAGLE heads and chat drafts
     prompt = engine.tokenizer("def read_config(path):\n    ")["input_ids"]
     plain = engine.generate(prompt, max_new_tokens=48, speculative=False).token_ids
     assert engine.generate(prompt, max_new_tokens=48, drafter="eagle").token_ids == plain
