@@ -215,7 +215,7 @@ class GraphStack(DecoderParts):
             found[layers] = normed
             out = normed[-1:] if last_only else normed
             if b == n or not last_only:
-                logits.append(F.linear(out, self.model.lm_head.weight, self.model.lm_head.bias))
+                logits.append(F.linear(out, self.lm_head.weight, self.lm_head.bias))
             if features:
                 states.append(torch.cat([found[i] for i in features], dim=-1))
         cache.length = n
@@ -289,7 +289,7 @@ class GraphStack(DecoderParts):
         normed = _rms_norm(x, self.norm.weight, self.norm.variance_epsilon)
         if with_states:
             cache.states[stop].copy_(normed)
-        cache.logits.copy_(F.linear(normed, self.model.lm_head.weight, self.model.lm_head.bias))
+        cache.logits.copy_(F.linear(normed, self.lm_head.weight, self.lm_head.bias))
 
     def _rows(self, cache: GraphKV, positions: torch.Tensor, visible: torch.Tensor):
         """What attention reads per row: cos and sin [rows, 1, hd] at `positions`, and the additive mask

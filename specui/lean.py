@@ -82,7 +82,8 @@ class DecoderParts:
 
     def __init__(self, model):
         base = model.model
-        self.model, self.embed, self.norm, self.rotary = model, base.embed_tokens, base.norm, base.rotary_emb
+        # the model's parts, never the model: a GraphStack is kept on its model, and goes with it (no cycle)
+        self.embed, self.norm, self.rotary, self.lm_head = base.embed_tokens, base.norm, base.rotary_emb, model.lm_head
         self.layers = list(base.layers)
         first = self.layers[0].self_attn
         self.head_dim, self.groups = first.head_dim, first.q_proj.out_features // first.k_proj.out_features

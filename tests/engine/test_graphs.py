@@ -115,3 +115,22 @@ def test_a_generation_gives_its_cache_back_for_the_next():
     assert engine.generate([4, 8, 15], max_new_tokens=20, num_draft_tokens=3).token_ids == first
     assert stack.spare == [cache]  # reused, not rebuilt
 
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_dropped_model_goes_at_once_with_its_stack(device):
+    """A model keeps its stack (an attribute), and the stack holds the model's parts, never the model: no reference
+    cycle keeps a dropped model, its caches and its graphs in memory until the collector's next full pass (an app
+    switching presets frees the old pair as it lets go of it)."""
+    import gc
+    import weakref
+
+    model = graphed("llama", device, seed=9)
+    SpeculativeEngine(model, None).generate([3, 1, 4, 1, 5], max_new_tokens=6, speculative=False)
+    gone = weakref.ref(model)
+    gc.disable()
+    try:
+        del model
+        assert gone() is None
+    finally:
+        gc.enable()
