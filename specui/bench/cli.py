@@ -45,6 +45,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "falls below this; K is then the most it drafts (default: the preset's draft_confidence, 0 "
                         "with token trees; 0 = always K)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--top-p", type=float, default=1.0, help="with --temperature: nucleus sampling (1 = off)")
+    p.add_argument("--top-k", type=int, default=0, help="with --temperature: the k most likely tokens only (0 = off)")
     p.add_argument("--tree-width", type=int, default=1,
                    help="token trees: children per expanded node (1 = one chain of K drafts, the default)")
     p.add_argument("--tree-nodes", type=int, default=0,
@@ -72,6 +74,8 @@ def parse_args(argv=None) -> argparse.Namespace:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.warmup < 0 or args.temperature < 0 or args.turns < 0:
         p.error("--warmup, --temperature and --turns must be >= 0")
+    if (args.top_p != 1.0 or args.top_k) and args.temperature == 0:
+        p.error("--top-p and --top-k shape sampled decoding: give --temperature > 0 too")
     if args.turns and args.drafter == ALL:
         p.error(f"--turns runs one drafter (the preset's, or --drafter NAME), not {ALL}")
     if (args.draft or args.chat) and not args.target:
@@ -188,7 +192,8 @@ def main(argv=None) -> dict:
                                 # all: drafters without a K of their own take num_draft_tokens, whatever the default's
                                 num_draft_tokens=args.num_draft_tokens or (preset.num_draft_tokens if drafter == ALL
                                                                            else preset.k_for(drafter)),
-                                temperature=args.temperature, drafter=None if names else drafter, seed=args.seed,
+                                temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
+                                drafter=None if names else drafter, seed=args.seed,
                                 ignore_eos=True, tree_width=args.tree_width, tree_nodes=args.tree_nodes,
                                 draft_confidence=(args.draft_confidence if args.draft_confidence is not None else
                                                   0.0 if args.tree_width > 1 or names else
@@ -224,7 +229,8 @@ def main(argv=None) -> dict:
             costs = measure_costs(methods, prompts[0], decode.num_draft_tokens, samples=args.cost_samples)
             figures = summarise(run_prompts(methods, prompts, arms=plan_arms(decode), progress=done), costs, plan)
     report = {"preset": preset.name, "drafter": drafter, "max_new_tokens": decode.max_new_tokens,
-              "temperature": decode.temperature, "tree_width": decode.tree_width, "tree_nodes": decode.tree_nodes,
+              "temperature": decode.temperature, "top_p": decode.top_p, "top_k": decode.top_k,
+              "tree_width": decode.tree_width, "tree_nodes": decode.tree_nodes,
               "draft_confidence": decode.draft_confidence, "repeats": plan.repeats, "warmup": plan.warmup,
               "num_prompts": len(prompts), "prompts": args.prompts or ("held-out chat and code prompts (specui.chat_prompts)" if chat
                                           else "built-in held-out stdlib test code"),
@@ -246,7 +252,8 @@ def conversation(args, argv, preset, pair, methods, decode, texts: list[str]) ->
         methods.engine, pair.tokenizer, texts[: args.turns], decode, repeats=args.repeats, warmup=args.warmup,
         chat=preset.chat_template, progress=lambda i, n: print(f"turn {i}/{n} done", file=sys.stderr))
     report = {"preset": preset.name, "drafter": decode.drafter,
-              "max_new_tokens": decode.max_new_tokens, "temperature": decode.temperature, "repeats": args.repeats,
+              "max_new_tokens": decode.max_new_tokens, "temperature": decode.temperature, "top_p": decode.top_p,
+              "top_k": decode.top_k, "repeats": args.repeats,
               **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,
               "command": "python -m specui.bench " + " ".join(argv if argv is not None else sys.argv[1:])}
     print(bench_conversation.format_conversation(report))

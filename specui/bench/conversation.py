@@ -14,6 +14,7 @@ ratios, and whether the tokens were identical.
 from __future__ import annotations
 
 from specui import metrics
+from specui.bench.report import sampling_mode
 from specui.prompt_cache import PromptCache, answer_ids, chat_ids
 from specui.text import fmt
 
@@ -76,7 +77,7 @@ def _ratio(a: float, b: float) -> float | None:
 
 def format_conversation(r: dict) -> str:
     """The report of `run_conversation` as a text table, under the run's header lines."""
-    mode = "greedy" if r["temperature"] == 0 else f"temperature {fmt(r['temperature'], 'g')}"
+    mode = sampling_mode(r)
     lines = [(f"specui bench --turns: preset {r['preset']}, drafter {r['drafter']}, {mode}, up to "
               f"{r['max_new_tokens']} new tokens a turn (stops at EOS), {len(r['turns'])} turns x {r['repeats']} repeats"),
              f"device: {r['device']}, torch {r['torch_version']}, {r['torch_threads']} thread(s)", "",

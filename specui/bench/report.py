@@ -39,6 +39,14 @@ def _yes_no(value) -> str:
     return "n/a (sampling)" if value is None else "yes" if value else "NO"
 
 
+def sampling_mode(r: dict) -> str:
+    """How a report's tokens were chosen: "greedy", or the temperature and any top-p and top-k."""
+    if r["temperature"] == 0:
+        return "greedy"
+    return ", ".join([f"temperature {fmt(r['temperature'], 'g')}", *([f"top-p {fmt(r['top_p'], 'g')}"]
+                     if r.get("top_p", 1.0) < 1.0 else []), *([f"top-k {r['top_k']}"] if r.get("top_k") else [])])
+
+
 def format_table(r: dict) -> str:
     if "drafters" in r:
         return format_drafter_table(r)
@@ -46,7 +54,7 @@ def format_table(r: dict) -> str:
     confident = r.get("draft_confidence")  # K is then the most a round drafts
     long = f"{k} at most, drafting while confident >= {fmt(confident, 'g')}" if confident else k
     spec_k = f"K<={k}" if confident else f"K={k}"  # the header says the rest
-    mode = "greedy" if r["temperature"] == 0 else f"temperature {fmt(r['temperature'], 'g')}"
+    mode = sampling_mode(r)
     plain = r["plain_tokens_per_s"]
     lines = [
         (f"specui bench: preset {r['preset']}, drafter {r['drafter']}, K={long}, {mode}, "
@@ -115,7 +123,7 @@ def format_drafter_table(r: dict) -> str:
     k, drafters = r["num_draft_tokens"], r["drafters"]
     own = {d.get("num_draft_tokens") for d in drafters.values()} - {None}
     k_text = f"K={k}" if own <= {k} else "each drafter at its own K (the preset's drafter_tokens)"
-    mode = "greedy" if r["temperature"] == 0 else f"temperature {fmt(r['temperature'], 'g')}"
+    mode = sampling_mode(r)
     if r.get("tree_width", 1) > 1:
         mode += f", token trees of width {r['tree_width']} " + (f"({r['tree_nodes']} nodes)" if r.get("tree_nodes")
                                                                  else "(static)")

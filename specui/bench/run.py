@@ -156,7 +156,7 @@ class Methods:
                   "eos_token_id": None,  # never stop early: every method emits exactly N tokens
                   "pad_token_id": _pad_id(target), "attention_mask": torch.ones_like(ids), "do_sample": self.sampled}
         if self.sampled:
-            kwargs.update(temperature=self.s.temperature, top_k=0, top_p=1.0)
+            kwargs.update(temperature=self.s.temperature, top_k=self.s.top_k, top_p=self.s.top_p)
             torch.manual_seed(seed)  # transformers samples from the global generator
         if assisted and self.s.drafter == PROMPT_LOOKUP:
             kwargs["prompt_lookup_num_tokens"] = self.s.num_draft_tokens

@@ -121,6 +121,20 @@ def test_bench_sampled_json(bench_config, tmp_path):
 
 
 @pytest.mark.slow
+def test_bench_sampled_with_top_p_and_top_k(bench_config, tmp_path):
+    """--top-p and --top-k shape every arm's sampling (transformers' too) and the report says so; without a
+    temperature they are refused."""
+    report, stdout = _run([*bench_config, "--temperature", "0.8", "--top-p", "0.9", "--top-k", "40",
+                           "--num-draft-tokens", "2"], tmp_path)
+    assert (report["temperature"], report["top_p"], report["top_k"]) == (0.8, 0.9, 40)
+    assert "temperature 0.8, top-p 0.9, top-k 40" in stdout
+    assert all(report["rows"][0]["tokens"][m] == 6 for m in ("plain", "speculative", "hf_assisted", "hf_plain"))
+    done = subprocess.run([sys.executable, "-m", "specui.bench", *bench_config, "--top-p", "0.9"],
+                          check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "give --temperature > 0 too" in done.stderr
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair is missing")
 def test_bench_on_a_pair_named_on_the_command_line(tmp_path):
     """`--target`/`--draft` in place of a preset: the stdlib pair by its folders (relative to the working

@@ -28,11 +28,58 @@ def hf_probs(logits, *, temperature, top_k, top_p):
 def test_matches_transformers_warpers(temperature, top_k, top_p):
     gen = torch.Generator().manual_seed(int(temperature * 10) + top_k + int(top_p * 100))
     logits = torch.randn(50, generator=gen) * 3
-    logits[7] = logits[8]  # a tie, which top-k keeps
+    if top_p == 1.0:  # a tie, which top-k keeps (at top-p's edge specui keeps every tie, the warper one: below)
+        logits[7] = logits[8]
     ours = logits_to_probs(logits, Sampling(temperature=temperature, top_k=top_k, top_p=top_p))
     theirs = hf_probs(logits, temperature=temperature, top_k=top_k, top_p=top_p)
     assert torch.allclose(ours, theirs, atol=1e-6)
     assert math.isclose(float(ours.sum()), 1.0, rel_tol=1e-5)
+
+
+
+def sorted_top_p(scores, top_p):
+    """The removal mask TopPLogitsWarper computes: a full sort with indices, the running sum, scattered back."""
+    sorted_scores, sorted_idx = torch.sort(scores, dim=-1, descending=False)
+    remove = sorted_scores.softmax(dim=-1).cumsum(dim=-1) <= (1.0 - top_p)
+    remove[..., -1:] = False
+    return remove.scatter(-1, sorted_idx, remove)
+
+
+def nucleus_mismatches(outside) -> int:
+    """Rows (of many random ones: vocabularies up to SmolLM2's, scales, top-p, top-k's -inf) where `outside`
+    removes other tokens than the sort-and-scatter of the warper."""
+    bad = 0
+    for seed in range(200):
+        gen = torch.Generator().manual_seed(seed)
+        vocab = 49152 if seed % 20 == 0 else int(torch.randint(2, 3000, (1,), generator=gen))
+        scores = torch.randn(int(torch.randint(1, 4, (1,), generator=gen)), vocab, generator=gen)
+        scores *= float(torch.rand(1, generator=gen)) * 8 + 0.1
+        if seed % 3 == 0:  # after top-k: the rest at -inf
+            scores[:, torch.randperm(vocab, generator=gen)[: vocab // 2]] = -math.inf
+        top_p = float(torch.rand(1, generator=gen)) * 0.99 + 0.005
+        bad += not torch.equal(outside(scores, top_p), sorted_top_p(scores, top_p))
+    return bad
+
+
+def test_the_nucleus_is_the_warpers_token_for_token_and_a_shifted_cut_is_caught():
+    """`_outside_nucleus` finds the cut from the sorted values alone; it must remove exactly what the warper's sort,
+    running sum and scatter remove. A cut one place later (one more token removed) is caught."""
+    assert nucleus_mismatches(sampling._outside_nucleus) == 0
+
+    def one_late(scores, top_p):
+        ascending = scores.sort(dim=-1).values
+        removed = (ascending.softmax(-1).cumsum(-1) <= 1.0 - top_p).sum(-1, keepdim=True)
+        return scores < ascending.gather(-1, (removed + 1).clamp_max(scores.shape[-1] - 1))
+
+    assert nucleus_mismatches(one_late) > 20
+
+
+def test_equal_scores_at_the_nucleus_edge_are_all_kept():
+    """Where equal scores straddle the cut, the warper keeps whichever its sort puts last (an order torch leaves
+    unspecified); specui keeps them all, as top-k keeps ties with the k-th score."""
+    logits = torch.tensor([0.0, 1.0, 1.0, 3.0])  # ascending cumulative 0.035, 0.13, 0.23, 1: a cut at 0.2 splits the tie
+    probs = logits_to_probs(logits, Sampling(temperature=1.0, top_p=0.8))
+    assert probs[0] == 0 and probs[1] == probs[2] > 0 and probs[3] > probs[1]
 
 
 def test_batched_rows_are_independent():
