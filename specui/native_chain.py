@@ -10,9 +10,10 @@ their Python steps:
   the lean forward's cache (`specui.lean`).
 A sampled round draws its K uniforms from the drafter's generator first (`uniforms`), as the Python steps do,
 and draws each token from the very q it reports, by the inverse of its distribution function
-(`specui.sampling.sample`): exact whatever q's rounding. Top-k and top-p sampling and token trees (several rows
-a depth) stay in Python. The drafts equal the Python steps' to float rounding (the SiLU and the softmax round
-on their own), which only ever moves acceptance: the target verifies whatever is proposed.
+(`specui.sampling.sample`): exact whatever q's rounding. Top-k and top-p are applied in C too (`rownucleus`, the
+cut of `specui.sampling` from the sorted scores); token trees (several rows a depth) stay in Python. The drafts
+equal the Python steps' to float rounding (the SiLU, the softmax and top-p's running sum round on their own), which
+only ever moves acceptance: the target verifies whatever is proposed.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class _Chain(ctypes.Structure):
 
 
 class _Sampler(ctypes.Structure):
-    _fields_ = [("temperature", ctypes.c_float), ("stop_below", ctypes.c_float), ("uniforms", _ptr)]
+    _fields_ = [("temperature", ctypes.c_float), ("stop_below", ctypes.c_float), ("uniforms", _ptr),
+                ("top_k", ctypes.c_int), ("nucleus", ctypes.c_int), ("floor", ctypes.c_float)]
 
 
 class _Head(ctypes.Structure):
@@ -89,11 +91,21 @@ def _float32(t: torch.Tensor) -> torch.Tensor:
 
 
 def picks(sampling: Sampling) -> bool:
-    """Whether a native round picks tokens the way `sampling` does: greedy, or sampled at a temperature alone.
-    SPECUI_NATIVE_ROUNDS=0 keeps every round in the Python steps (`tools.native_ab` races the two)."""
-    if os.environ.get("SPECUI_NATIVE_ROUNDS", "").strip() == "0":
-        return False
-    return sampling.greedy or (sampling.top_k == 0 and sampling.top_p == 1.0)
+    """Whether a native round picks tokens the way `sampling` does (greedy, or sampled with any temperature, top-k
+    and top-p): unless SPECUI_NATIVE_ROUNDS=0, which keeps every round in the Python steps (`tools.native_ab`
+    races the two)."""
+    return os.environ.get("SPECUI_NATIVE_ROUNDS", "").strip() != "0"
+
+
+def nucleus(kernel: native.Kernel, scores: torch.Tensor, sampling: Sampling) -> torch.Tensor:
+    """float32 scores [n] (already divided by the temperature) with `sampling`'s top-k and top-p applied by the native
+    rounds' own code (`rownucleus`): the removed ones at -inf."""
+    out, scratch = scores.float().contiguous().clone(), torch.empty(2 * scores.numel(), dtype=torch.int32)
+    call = kernel.library.rownucleus
+    call.argtypes, call.restype = [_ptr, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_float, _ptr], None
+    s = _sampler(sampling, 0.0, None)
+    call(out.data_ptr(), out.numel(), s.top_k, s.nucleus, s.floor, scratch.data_ptr())
+    return out
 
 
 def uniforms(sampling: Sampling, k: int, generator: torch.Generator) -> torch.Tensor | None:
@@ -103,7 +115,9 @@ def uniforms(sampling: Sampling, k: int, generator: torch.Generator) -> torch.Te
 
 
 def _sampler(sampling: Sampling, stop_below: float, draws: torch.Tensor | None) -> _Sampler:
-    return _Sampler(sampling.temperature, stop_below, None if draws is None else draws.data_ptr())
+    # the top-p floor rounded to float as torch rounds the scalar `logits_to_probs` compares its running sums with
+    return _Sampler(sampling.temperature, stop_below, None if draws is None else draws.data_ptr(), sampling.top_k,
+                    int(sampling.top_p < 1.0), 1.0 - sampling.top_p)
 
 
 def _run(call, *args) -> int:

@@ -15,6 +15,7 @@
  * proposed.
  */
 #include <math.h>
+#include <string.h>
 
 #include "native.h"
 
@@ -59,6 +60,8 @@ typedef struct { /* how a chain picks its tokens */
     float temperature;      /* 0: greedy */
     float stop_below;       /* the confidence stop, 0 for none */
     const double *uniforms; /* sampled: one uniform in [0, 1) a step */
+    int top_k, nucleus;     /* sampled: top-k (0: off); top-p (0: off), cutting running sums at most `floor` */
+    float floor;            /* 1 - top_p, rounded to float as torch rounds it for its comparison */
 } sampler_t;
 
 typedef struct { /* an EAGLE head (specui/heads/eagle.py) */
@@ -143,7 +146,62 @@ static size_t layer_work(const layer_t *l, const chain_t *c, int rows, long long
     const size_t stride = (size_t)((longest + 15) / 16 * 16 + 48);
     const size_t need = (size_t)rows * ((size_t)(3 * l->heads + 2 * l->kv_heads) * l->hd + 2 * (size_t)c->width +
                                         2 * (size_t)l->ffn + 1) + (size_t)(rows * (l->heads / l->kv_heads) + 24) * stride;
-    return need > (size_t)(c->width + c->out.n) ? need : (size_t)(c->width + c->out.n);
+    const size_t least = (size_t)c->width + 3 * (size_t)c->out.n; /* `pick`: normed, logits, `rownucleus`'s scratch */
+    return need > least ? need : least;
+}
+
+/* Floats as unsigned keys in the same order (-inf first), and back. */
+static unsigned key_of(float f) {
+    unsigned u;
+    memcpy(&u, &f, sizeof u);
+    return u ^ (u >> 31 ? 0xFFFFFFFFu : 0x80000000u);
+}
+
+static float float_of(unsigned u) {
+    u ^= u >> 31 ? 0x80000000u : 0xFFFFFFFFu;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* The keys of x's n floats, sorted ascending (a radix sort, 11 bits a pass) into a; b: n more, clobbered. */
+static void sort_keys(const float *x, int n, unsigned *a, unsigned *b) {
+    for (int j = 0; j < n; j++) b[j] = key_of(x[j]);
+    for (int shift = 0; shift < 33; shift += 11) { /* three passes: b -> a -> b -> a */
+        unsigned *from = shift == 11 ? a : b, *to = shift == 11 ? b : a;
+        int start[2049] = {0};
+        for (int j = 0; j < n; j++) start[((from[j] >> shift) & 2047) + 1]++;
+        for (int r = 0; r < 2048; r++) start[r + 1] += start[r];
+        for (int j = 0; j < n; j++) to[start[(from[j] >> shift) & 2047]++] = from[j];
+    }
+}
+
+/* top-k and top-p on n scores in place, as `specui.sampling.logits_to_probs` applies them: scores below the k-th
+ * largest become -inf (ties with it kept); then, sorted ascending, the softmax's running sum (each probability
+ * rounded to float, summed in double, the sum rounded to float: torch's cumsum) cuts the scores whose sum is at
+ * most `floor`, never the largest, and every score below the smallest kept one becomes -inf
+ * (`sampling._outside_nucleus`). The sums round as this code rounds (expf, its own order), not as torch's vector
+ * code does, so a cut within rounding of `floor` may fall one token apart from the Python steps'; the draft's q is
+ * whatever this leaves, drawn from as reported, so verification stays exact. scratch: 2n unsigned. */
+void rownucleus(float *x, int n, int top_k, int nucleus, float floor, unsigned *scratch) {
+    unsigned *sorted = scratch, *spare = scratch + n;
+    if (top_k > 0 && top_k < n) {
+        sort_keys(x, n, sorted, spare);
+        const float kth = float_of(sorted[n - top_k]);
+        for (int j = 0; j < n; j++)
+            if (x[j] < kth) x[j] = -INFINITY;
+    }
+    if (!nucleus) return;
+    sort_keys(x, n, sorted, spare);
+    const float top = float_of(sorted[n - 1]);
+    float sum = 0;
+    for (int j = 0; j < n; j++) sum += expf(float_of(sorted[j]) - top);
+    double running = 0;
+    int cut = 0;
+    while (cut < n - 1 && (float)(running += expf(float_of(sorted[cut]) - top) / sum) <= floor) cut++;
+    const float smallest = float_of(sorted[cut]);
+    for (int j = 0; j < n; j++)
+        if (x[j] < smallest) x[j] = -INFINITY;
 }
 
 /* The first of n probabilities whose running sum, in double, exceeds u times their total; the first to reach the
@@ -159,8 +217,8 @@ static long long draw(const float *q, int n, double u) {
 
 /* Step i of a chain: the drafter's logits at the row h (width floats), the token into index[i] and the
  * distribution it came from into probs row i. Greedy (temperature 0): the argmax, its softmax reported. Sampled:
- * softmax(logits / temperature) (`specui.sampling.logits_to_probs` without top-k and top-p), the token drawn
- * from it by uniforms[i]. Returns whether the chain goes on: not at step k, nor once the product of the steps'
+ * softmax(logits / temperature), top-k and top-p applied (`specui.sampling.logits_to_probs`; `rownucleus`), the
+ * token drawn from it by uniforms[i]. Returns whether the chain goes on: not at step k, nor once the product of the steps'
  * top probabilities at temperature 1 (`chance`) falls below stop_below > 0 (`specui.drafters.base.Confidence`). */
 static int pick(const chain_t *c, const float *h, int i, int k, const sampler_t *s, float *chance, long long *index,
                 float *probs, float *work) {
@@ -174,6 +232,7 @@ static int pick(const chain_t *c, const float *h, int i, int k, const sampler_t 
     } else {
         if (s->stop_below > 0) top = softmax(logits, n, row); /* the confidence's, overwritten below */
         for (int j = 0; j < n; j++) logits[j] /= s->temperature; /* rounded as torch's scores / temperature */
+        if (s->top_k > 0 || s->nucleus) rownucleus(logits, n, s->top_k, s->nucleus, s->floor, (unsigned *)(logits + n));
         softmax(logits, n, row);
         index[i] = draw(row, n, s->uniforms[i]);
     }

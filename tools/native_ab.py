@@ -1,6 +1,7 @@
 """Side by side: the drafters' rounds in one native call against their Python steps, in one process.
 
-    python -m tools.native_ab [--preset P] [--drafter D] [--temperature T] [--passes 2] [--prompts 8] [--tokens 128]
+    python -m tools.native_ab [--preset P] [--drafter D] [--temperature T [--top-p P] [--top-k K]] [--passes 2]
+                              [--prompts 8] [--tokens 128]
 
 Plain decoding, the drafter's Python steps (SPECUI_NATIVE_ROUNDS=0) and its native rounds
 (`specui.native_chain`), in turn on the first --prompts held-out chat prompts (`specui.chat_prompts`; stdlib
@@ -25,6 +26,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--preset", default=None)
     p.add_argument("--drafter", default=None, help="default: the preset's")
     p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--top-k", type=int, default=0)
     p.add_argument("--passes", type=int, default=2)
     p.add_argument("--prompts", type=int, default=8)
     p.add_argument("--tokens", type=int, default=128)
@@ -45,8 +48,8 @@ def main(argv: list[str] | None = None) -> None:
     def run(ids, arm, seed):
         keywords, native_rounds = arms[arm]
         os.environ["SPECUI_NATIVE_ROUNDS"] = native_rounds
-        settings = DecodeSettings(max_new_tokens=args.tokens, temperature=args.temperature, ignore_eos=True,
-                                  seed=seed, **keywords)
+        settings = DecodeSettings(max_new_tokens=args.tokens, temperature=args.temperature, top_p=args.top_p,
+                                  top_k=args.top_k, ignore_eos=True, seed=seed, **keywords)
         start = time.perf_counter()
         result = engine.generate(ids, settings)
         return time.perf_counter() - start, result
@@ -66,7 +69,8 @@ def main(argv: list[str] | None = None) -> None:
                 outputs.setdefault((done, i), {})[arm] = result.token_ids
     os.environ.pop("SPECUI_NATIVE_ROUNDS", None)
     tokens = args.passes * len(prompts) * args.tokens
-    print(f"{engine.preset.name}, {spec['drafter']}, temperature {args.temperature:g}, {len(prompts)} prompts x "
+    shape = "".join([f", top-p {args.top_p:g}" if args.top_p < 1 else "", f", top-k {args.top_k}" if args.top_k else ""])
+    print(f"{engine.preset.name}, {spec['drafter']}, temperature {args.temperature:g}{shape}, {len(prompts)} prompts x "
           f"{args.tokens} tokens, {args.passes} passes")
     for arm, t in totals.items():
         rounds = max(t["rounds"], 1)

@@ -70,12 +70,13 @@ SAMPLED = {"temperature": 0.8, "seed": 3}
 
 
 @pytest.mark.parametrize("tree", [{}, {"draft_confidence": 0.3}, {"tree_width": 2}, {"tree_width": 3, "tree_nodes": 7},
-                                  SAMPLED, {**SAMPLED, "draft_confidence": 0.3}],
+                                  SAMPLED, {**SAMPLED, "draft_confidence": 0.3}, {**SAMPLED, "top_p": 0.9},
+                                  {**SAMPLED, "top_k": 5, "top_p": 0.8}],
                          ids=["chain", "chain-confidence", "static-tree", "dynamic-tree", "sampled",
-                              "sampled-confidence"])
+                              "sampled-confidence", "sampled-top-p", "sampled-top-k-top-p"])
 def test_native_and_torch_steps_draft_alike(tree):
     """On a CPU in float32 a chain's whole round runs in one native call (`HeadChain`, native_head.c), greedy or
-    sampled at a temperature; otherwise a drafting step's rotary embeddings, cache writes and attention run in
+    sampled (top-k and top-p too); otherwise a drafting step's rotary embeddings, cache writes and attention run in
     native code (`EagleDrafter._step`), for chains and for token trees (each node seeing the cache before the
     tree, its ancestors and itself). The torch ops they stand for (the path on a GPU) draft the same tokens, with
     q equal to float rounding, round after round (stopping where the draft's confidence falls alike; a sampled

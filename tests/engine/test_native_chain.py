@@ -1,5 +1,5 @@
 """A draft model's round in one native call (specui.native_chain.DecoderChain, native_head.c): it drafts the tokens its
-Python steps draft, greedy or sampled at a temperature, with q equal to float rounding, round after round (its KV
+Python steps draft, greedy or sampled (with top-k and top-p too), with q equal to float rounding, round after round (its KV
 cache following every verify outcome, the confidence stop cutting the same rounds short), for a draft over the whole
 vocabulary and for one over a reduced vocabulary that borrows the target's embeddings (specui.chat_draft); greedy
 output stays plain greedy decoding, and a sampled round draws from the q it reports. (The EAGLE head's round:
@@ -11,8 +11,8 @@ from scipy.stats import chisquare
 
 from specui import SpeculativeEngine, chat_draft, native
 from specui.drafters import ModelDrafter, ModelLookupDrafter
-from specui.native_chain import DecoderChain
-from specui.sampling import Sampling
+from specui.native_chain import DecoderChain, nucleus
+from specui.sampling import Sampling, _outside_nucleus
 from tests.helpers import make_model, noisy_copy
 
 pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
@@ -60,8 +60,11 @@ SAMPLED = {"temperature": 0.2, "seed": 5}  # low: random models agree on little
 @pytest.mark.parametrize("settings", [{"num_draft_tokens": 1}, {"num_draft_tokens": 4},
                                       {"num_draft_tokens": 6, "draft_confidence": 0.3},
                                       {"num_draft_tokens": 4, **SAMPLED},
-                                      {"num_draft_tokens": 6, "draft_confidence": 0.3, **SAMPLED}],
-                         ids=["K1", "K4", "K6-confident", "K4-sampled", "K6-confident-sampled"])
+                                      {"num_draft_tokens": 6, "draft_confidence": 0.3, **SAMPLED},
+                                      {"num_draft_tokens": 4, "temperature": 0.6, "top_p": 0.9, "seed": 5},
+                                      {"num_draft_tokens": 4, "temperature": 0.6, "top_k": 8, "top_p": 0.95, "seed": 5}],
+                         ids=["K1", "K4", "K6-confident", "K4-sampled", "K6-confident-sampled", "K4-top-p",
+                              "K4-top-k-top-p"])
 def test_the_native_chain_drafts_as_the_python_steps(target, drafts, kind, settings):
     """Greedy, or sampled at a temperature (the round's draws taken first, the same in both): the same drafts, q
     equal to float rounding, and the same output: plain greedy decoding's when greedy."""
@@ -88,15 +91,17 @@ def test_the_draft_model_with_lookup_takes_the_chain_between_copies(target, draf
     assert any(r.copied for run in native_runs for r in run.rounds)
 
 
-def test_the_native_sampled_chain_draws_from_the_q_it_reports(target, drafts):
+@pytest.mark.parametrize("sampling", [Sampling(temperature=1.5), Sampling(temperature=1.5, top_p=0.8),
+                                      Sampling(temperature=2.0, top_k=40, top_p=0.9)], ids=["T", "top-p", "top-k-top-p"])
+def test_the_native_sampled_chain_draws_from_the_q_it_reports(target, drafts, sampling):
     """Exactness rests on each drafted token being drawn from the q the round reports: the first token of
-    thousands of native sampled rounds from one context follows the reported q (chi-square); a broken draw
-    (uniforms squared, no longer uniform) fails the same test."""
+    thousands of native sampled rounds from one context follows the reported q (chi-square), top-k and top-p
+    applied or not; a broken draw (uniforms squared, no longer uniform) fails the same test."""
     if native.kernel() is None:
         pytest.skip("no native kernels here")
     drafter = ModelDrafter(drafts["reduced vocabulary"])
     context = PROMPTS[0]
-    drafter.start(context, sampling=Sampling(temperature=1.5), seed=0)
+    drafter.start(context, sampling=sampling, seed=0)
     assert drafter.chain is not None
 
     def p_value(squared: bool) -> float:
@@ -120,17 +125,45 @@ def test_the_native_sampled_chain_draws_from_the_q_it_reports(target, drafts):
     assert p_value(squared=True) < 1e-6
 
 
-def test_top_k_top_p_and_models_it_cannot_run_keep_the_python_steps(target, drafts):
-    """A round sampled at a temperature alone runs natively; with top-k or top-p it keeps the Python steps. Nor
-    is there a chain for a model whose products are not all the native kernels' (a small draft's transposed
-    matrices on a CPU whose GEMM rows are row-invariant)."""
+def test_the_native_nucleus_cuts_where_the_python_transform_cuts():
+    """`rownucleus` (the native rounds' top-k and top-p) removes the tokens `specui.sampling` removes, on random rows
+    up to SmolLM2's vocabulary; the comparison is sharp enough to catch a cut one token late."""
     if native.kernel() is None:
         pytest.skip("no native kernels here")
-    for sampling, native_round in (({"top_p": 0.9}, False), ({"top_k": 20}, False), ({}, True)):
+
+    def python(x, s, late=False):
+        if s.top_k:
+            x = x.masked_fill(x < torch.topk(x, min(s.top_k, x.numel())).values[-1], float("-inf"))
+        if s.top_p < 1.0:
+            cut = _outside_nucleus(x[None], s.top_p)[0]
+            if late:  # one more token cut: the smallest one kept
+                cut = cut | (x == x.masked_fill(cut, float("inf")).min())
+            x = x.masked_fill(cut, float("-inf"))
+        return torch.isinf(x)
+
+    rows = []
+    for seed in range(120):
+        gen = torch.Generator().manual_seed(seed)
+        n = 49152 if seed % 30 == 0 else int(torch.randint(2, 9000, (1,), generator=gen))
+        x = torch.randn(n, generator=gen) * (float(torch.rand(1, generator=gen)) * 8 + 0.1)
+        s = Sampling(temperature=1.0, top_p=float(torch.rand(1, generator=gen)) * 0.99 + 0.005 if seed % 3 else 1.0,
+                     top_k=int(torch.randint(0, 60, (1,), generator=gen)) if seed % 2 else 0)
+        rows.append((torch.isinf(nucleus(native.kernel(), x, s)), x, s))
+    assert all(torch.equal(cut, python(x, s)) for cut, x, s in rows)
+    assert sum(not torch.equal(cut, python(x, s, late=True)) for cut, x, s in rows if s.top_p < 1.0) > 40
+
+
+def test_every_sampling_takes_the_native_round_but_models_it_cannot_run(target, drafts):
+    """A round runs natively greedy and sampled, with top-k and top-p too. There is no chain for a model whose
+    products are not all the native kernels' (a small draft's transposed matrices on a CPU whose GEMM rows are
+    row-invariant)."""
+    if native.kernel() is None:
+        pytest.skip("no native kernels here")
+    for sampling in ({"top_p": 0.9}, {"top_k": 20}, {}):
         drafter = ModelDrafter(drafts["whole vocabulary"])
         SpeculativeEngine(target, drafts["whole vocabulary"]).generate([1, 2, 3], max_new_tokens=4, drafter=drafter,
                                                                        temperature=0.7, seed=1, **sampling)
-        assert (drafter.chain is not None) == native_round
+        assert drafter.chain is not None
     drafter = ModelDrafter(drafts["whole vocabulary"])
     SpeculativeEngine(target, drafts["whole vocabulary"]).generate([1, 2, 3], max_new_tokens=4, drafter=drafter)
     assert drafter.chain is not None and DecoderChain.serves(drafter.lm)
