@@ -10,13 +10,23 @@ from pathlib import Path
 
 import torch
 
+from specui import chat_prompts, corpus
+from specui.arena import PLAIN, SKIP_REASON, can_draft
 from specui.bench import arena as bench_arena
 from specui.bench import conversation as bench_conversation
 from specui.bench.report import format_table
-from specui.bench.run import (DEFAULT_PROMPTS, PROMPT_TOKENS, TIMING_SAMPLES, Methods, Plan,
-                              constant_assistant_schedule, measure_costs, plan_arms, run_prompts, summarise)
-from specui import chat_prompts, corpus
-from specui.arena import PLAIN, SKIP_REASON, can_draft
+from specui.bench.run import (
+    DEFAULT_PROMPTS,
+    PROMPT_TOKENS,
+    TIMING_SAMPLES,
+    Methods,
+    Plan,
+    constant_assistant_schedule,
+    measure_costs,
+    plan_arms,
+    run_prompts,
+    summarise,
+)
 from specui.drafters import DRAFTER_NAMES, HEADS, MODEL_DRAFTERS
 from specui.loading import load_pair
 from specui.presets import load_config, with_pair

@@ -13,9 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import HAS_WHEEL
-
-from tests.helpers import ROOT, make_model
+from tests.helpers import HAS_WHEEL, ROOT, make_model
 
 BUNDLED = ROOT / "assets" / "specui-target" / "config.json"
 

@@ -150,8 +150,8 @@ def test_reduced_vocabulary_and_the_head_cache(target):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("settings", [dict(temperature=1.0), dict(temperature=0.7, top_k=3, top_p=0.8),
-                                      dict(temperature=1.5, top_p=0.9)])
+@pytest.mark.parametrize("settings", [{"temperature": 1.0}, {"temperature": 0.7, "top_k": 3, "top_p": 0.8},
+                                      {"temperature": 1.5, "top_p": 0.9}])
 def test_sampling_is_exact(settings):
     target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
     head = eagle.build(target, token_ids=torch.arange(5))
