@@ -218,8 +218,9 @@ static long long draw(const float *q, int n, double u) {
 /* Step i of a chain: the drafter's logits at the row h (width floats), the token into index[i] and the
  * distribution it came from into probs row i. Greedy (temperature 0): the argmax, its softmax reported. Sampled:
  * softmax(logits / temperature), top-k and top-p applied (`specui.sampling.logits_to_probs`; `rownucleus`), the
- * token drawn from it by uniforms[i]. Returns whether the chain goes on: not at step k, nor once the product of the steps'
- * top probabilities at temperature 1 (`chance`) falls below stop_below > 0 (`specui.drafters.base.Confidence`). */
+ * token drawn from it by uniforms[i]. Returns whether the chain goes on: not at step k, nor once the product of the
+ * steps' top probabilities at temperature 1 (`chance`) falls below stop_below > 0 (`specui.drafters.base.Confidence`).
+ */
 static int pick(const chain_t *c, const float *h, int i, int k, const sampler_t *s, float *chance, long long *index,
                 float *probs, float *work) {
     const int n = c->out.n;
