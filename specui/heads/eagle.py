@@ -188,7 +188,7 @@ class EagleDrafter:
         kernel = native.kernel() if self.device.type == "cpu" and self.head.fc.weight.dtype == torch.float32 else None
         # float32 on a CPU: the rotary step, the cache writes and attention in native code (`_step`)
         self.native = kernel if kernel is not None and kernel.attends(self.head.layer.head_dim) else None
-        # a round in one native call (`specui.native_chain`): greedy, or sampled at a temperature alone
+        # a round in one native call (`specui.native_chain`): greedy, or sampled (temperature, top-k, top-p)
         self.chain = HeadChain(self.head, kernel) if self.native is not None and picks(sampling) and \
             HeadChain.serves(self.head) else None
         self.filled = 0  # cached positions in use: real pairs, then the draft steps of this round
