@@ -101,11 +101,17 @@ def nucleus(kernel: native.Kernel, scores: torch.Tensor, sampling: Sampling) -> 
     """float32 scores [n] (already divided by the temperature) with `sampling`'s top-k and top-p applied by the native
     rounds' own code (`rownucleus`): the removed ones at -inf."""
     out, scratch = scores.float().contiguous().clone(), torch.empty(2 * scores.numel(), dtype=torch.int32)
+    s = _sampler(sampling, 0.0, None)
+    _rownucleus(kernel)(out.data_ptr(), out.numel(), s.top_k, s.nucleus, s.floor, scratch.data_ptr())
+    return out
+
+
+@functools.cache
+def _rownucleus(kernel: native.Kernel):
+    """The library's rownucleus, its arguments declared once per build."""
     call = kernel.library.rownucleus
     call.argtypes, call.restype = [_ptr, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_float, _ptr], None
-    s = _sampler(sampling, 0.0, None)
-    call(out.data_ptr(), out.numel(), s.top_k, s.nucleus, s.floor, scratch.data_ptr())
-    return out
+    return call
 
 
 def uniforms(sampling: Sampling, k: int, generator: torch.Generator) -> torch.Tensor | None:

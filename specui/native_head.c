@@ -182,23 +182,34 @@ static void sort_keys(const float *x, int n, unsigned *a, unsigned *b) {
  * most `floor`, never the largest, and every score below the smallest kept one becomes -inf
  * (`sampling._outside_nucleus`). The sums round as this code rounds (expf, its own order), not as torch's vector
  * code does, so a cut within rounding of `floor` may fall one token apart from the Python steps'; the draft's q is
- * whatever this leaves, drawn from as reported, so verification stays exact. scratch: 2n unsigned. */
+ * whatever this leaves, drawn from as reported, so verification stays exact. scratch: 2n unsigned (the sorted
+ * keys, then the sort's spare room, which holds each sorted score's e^(s - max) as float bits). */
 void rownucleus(float *x, int n, int top_k, int nucleus, float floor, unsigned *scratch) {
     unsigned *sorted = scratch, *spare = scratch + n;
-    if (top_k > 0 && top_k < n) {
-        sort_keys(x, n, sorted, spare);
+    const int keep_k = top_k > 0 && top_k < n;
+    if (!keep_k && !nucleus) return;
+    sort_keys(x, n, sorted, spare);
+    if (keep_k) { /* the scores it cuts are a prefix of the sorted ones: now -inf there too, still in order */
         const float kth = float_of(sorted[n - top_k]);
         for (int j = 0; j < n; j++)
             if (x[j] < kth) x[j] = -INFINITY;
+        for (int j = 0; float_of(sorted[j]) < kth; j++) sorted[j] = key_of(-INFINITY);
     }
     if (!nucleus) return;
-    sort_keys(x, n, sorted, spare);
     const float top = float_of(sorted[n - 1]);
     float sum = 0;
-    for (int j = 0; j < n; j++) sum += expf(float_of(sorted[j]) - top);
+    for (int j = 0; j < n; j++) {
+        const float e = expf(float_of(sorted[j]) - top);
+        memcpy(spare + j, &e, sizeof e);
+        sum += e;
+    }
     double running = 0;
     int cut = 0;
-    while (cut < n - 1 && (float)(running += expf(float_of(sorted[cut]) - top) / sum) <= floor) cut++;
+    for (; cut < n - 1; cut++) {
+        float e;
+        memcpy(&e, spare + cut, sizeof e);
+        if ((float)(running += e / sum) > floor) break;
+    }
     const float smallest = float_of(sorted[cut]);
     for (int j = 0; j < n; j++)
         if (x[j] < smallest) x[j] = -INFINITY;
