@@ -8,12 +8,14 @@ their Python steps:
 - `HeadChain`: an EAGLE head's round (`EagleDrafter.propose`): the target's fresh states fed, then the chain;
 - `DecoderChain`: a draft model's round (`ModelDrafter.propose`): the context's new tokens, then the chain, over
   the lean forward's cache (`specui.lean`).
+The same structs run any lean forward's layers (`StackLayers`: a target's verify and plain decoding too), with the
+bits of its Python steps.
 A sampled round draws its K uniforms from the drafter's generator first (`uniforms`), as the Python steps do,
 and draws each token from the very q it reports, by the inverse of its distribution function
 (`specui.sampling.sample`): exact whatever q's rounding. Top-k and top-p are applied in C too (`rownucleus`, the
 cut of `specui.sampling` from the sorted scores); token trees (several rows a depth) stay in Python. The drafts
-equal the Python steps' to float rounding (the SiLU, the softmax and top-p's running sum round on their own), which
-only ever moves acceptance: the target verifies whatever is proposed.
+equal the Python steps' to float rounding (an EAGLE head's SiLU, the softmax and top-p's running sum round on their
+own), which only ever moves acceptance: the target verifies whatever is proposed.
 """
 
 from __future__ import annotations
@@ -183,24 +185,24 @@ class HeadChain:
         return index[:drafted], probs[:drafted]
 
 
-class DecoderChain:
-    """A draft model's rounds (`decoder_draft`) over its lean forward's cache; built per drafter run."""
+class StackLayers:
+    """A lean `DecoderStack`'s layers as native_head.c's `decoder_t` (the same packed matrices, norms and KV cache):
+    `run` computes a range of them on a block of rows in one native call (`stack_layers`), which is how the lean
+    forward runs them on a CPU, and `DecoderChain` drafts with the same structs. Built with the stack."""
 
     @staticmethod
-    def serves(lm) -> bool:
-        """Whether a `CachedLM`'s draft steps can run natively: the lean forward on a float32 model whose
-        products all take the native kernels, native attention and a rotary table."""
-        stack = lm.stack
-        if stack is None or lm.log is not None or getattr(stack, "native", None) is None or \
-                not getattr(stack, "rope_table", False):
+    def serves(stack) -> bool:
+        """Whether the stack's layers can run natively: float32 weights whose products all take the native
+        kernels, native attention and a rotary table."""
+        if getattr(stack, "native", None) is None or not getattr(stack, "rope_table", False):
             return False
         products = [p for params in stack.params for p in (params[1], params[2], params[4], params[5])]
         return all(p.native is not None for p in [*products, stack.head]) and \
             stack.embed.weight.dtype == torch.float32 and stack.embed.weight.is_contiguous()
 
-    def __init__(self, lm, kernel: native.Kernel):
-        self.lm, stack = lm, lm.stack
-        self._call = _rounds(kernel)[1]
+    def __init__(self, stack, kernel: native.Kernel, ids: torch.Tensor | None = None):
+        """ids: the target's id of each output row of a draft restricted to a vocabulary (None: the row's own)."""
+        self._call = _layers(kernel)
         self.layers = (_Layer * len(stack.params))()
         self.kept, self._bound = [], None  # _bound: the cache and rotary table the structs point at
         for i, ((norm1, eps), qkv, o, (norm2, _), gate_up, down, scaling) in enumerate(stack.params):
@@ -210,7 +212,6 @@ class DecoderChain:
                                     down=_matrix(down.matrix), norm1=norm1.data_ptr(), norm2=norm2.data_ptr(), eps=eps,
                                     scale=scaling, heads=stack.kv_heads * stack.groups, kv_heads=stack.kv_heads,
                                     hd=stack.head_dim, ffn=down.matrix.k)
-        ids = getattr(lm.model, "token_ids", None)
         self.ids = None if ids is None else ids.to(torch.int64).contiguous()
         embed, norm, self.vocab = stack.embed.weight.detach(), _float32(stack.norm.weight), stack.head.matrix.n
         self.kept += [embed, norm]
@@ -218,6 +219,63 @@ class DecoderChain:
             out=_matrix(stack.head.matrix), norm=norm.data_ptr(), embed=embed.data_ptr(),
             ids=None if self.ids is None else self.ids.data_ptr(), eps=stack.norm.variance_epsilon,
             width=embed.shape[1], embed_rows=embed.shape[0]))
+
+    def bind(self, stack, cache) -> None:
+        """Point the structs at the cache's buffers and the stack's rotary table (both grow by reallocating)."""
+        if self._bound != (cache.keys.data_ptr(), stack.cos_table.data_ptr()):
+            cap = cache.keys.shape[3]
+            for i in range(len(self.layers)):
+                self.layers[i].keys, self.layers[i].values = cache.keys[i].data_ptr(), cache.values[i].data_ptr()
+                self.layers[i].cap = cap
+            self.struct.chain.cos, self.struct.chain.sin = stack.cos_table.data_ptr(), stack.sin_table.data_ptr()
+            self._bound = (cache.keys.data_ptr(), stack.cos_table.data_ptr())
+
+    def run(self, x: torch.Tensor, position: int, start: int, stop: int) -> None:
+        """Layers start..stop-1 on x [rows, width] (float32, contiguous) in place, at cache slots position.. (the
+        rotary table and the cache must hold them and be bound: `bind`)."""
+        if self._call(ctypes.byref(self.struct), start, stop, x.data_ptr(), x.shape[0], position):
+            raise MemoryError(f"native layers: no memory for {x.shape[0]} rows")
+
+
+@functools.cache
+def _layers(kernel: native.Kernel):
+    """The library's stack_layers, its arguments declared once per build."""
+    call = kernel.library.stack_layers
+    call.argtypes = [ctypes.POINTER(_Decoder), ctypes.c_int, ctypes.c_int, _ptr, ctypes.c_int, ctypes.c_longlong]
+    call.restype = ctypes.c_int
+    return call
+
+
+def swiglu(kernel: native.Kernel, gu: torch.Tensor) -> torch.Tensor:
+    """SiLU(gate) * up of float32 rows gu = [gate | up] [rows, 2 * ffn] -> [rows, ffn], by `rowswiglu`: the bits
+    `stack_layers` computes (torch's F.silu rounds otherwise)."""
+    gu = gu.contiguous()
+    rows, ffn = gu.shape[0], gu.shape[1] // 2
+    out = torch.empty(rows, ffn)
+    _swiglu(kernel)(gu.data_ptr(), rows, ffn, out.data_ptr())
+    return out
+
+
+@functools.cache
+def _swiglu(kernel: native.Kernel):
+    call = kernel.library.rowswiglu
+    call.argtypes, call.restype = [_ptr, ctypes.c_int, ctypes.c_int, _ptr], None
+    return call
+
+
+class DecoderChain:
+    """A draft model's rounds (`decoder_draft`) over its lean forward's cache and native layers (`StackLayers`);
+    built per drafter run."""
+
+    @staticmethod
+    def serves(lm) -> bool:
+        """Whether a `CachedLM`'s draft steps can run natively: the lean forward with native layers."""
+        return lm.stack is not None and lm.log is None and getattr(lm.stack, "native_layers", None) is not None
+
+    def __init__(self, lm, kernel: native.Kernel):
+        self.lm, self.layers = lm, lm.stack.native_layers
+        self._call = _rounds(kernel)[1]
+        self.vocab = self.layers.vocab
 
     def run(self, tokens: list[int], k: int, stop_below: float, sampling: Sampling = GREEDY,
             draws: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -233,14 +291,8 @@ class DecoderChain:
         cache.reserve(position + rows + k)
         ids = torch.tensor(tokens, dtype=torch.int64)
         stack._rotary(ids.float(), position, position + rows + k)  # the rotary table, grown to hold these positions
-        s = self.struct
-        if self._bound != (cache.keys.data_ptr(), stack.cos_table.data_ptr()):  # new buffers (grown): point at them
-            cap = cache.keys.shape[3]
-            for i in range(len(self.layers)):
-                self.layers[i].keys, self.layers[i].values = cache.keys[i].data_ptr(), cache.values[i].data_ptr()
-                self.layers[i].cap = cap
-            s.chain.cos, s.chain.sin = stack.cos_table.data_ptr(), stack.sin_table.data_ptr()
-            self._bound = (cache.keys.data_ptr(), stack.cos_table.data_ptr())
+        self.layers.bind(stack, cache)
+        s = self.layers.struct
         index, probs = torch.empty(k, dtype=torch.int64), torch.empty(k, self.vocab)
         drafted = _run(self._call, ctypes.byref(s), ids.data_ptr(), rows, position, k,
                        ctypes.byref(_sampler(sampling, stop_below, draws)), index.data_ptr(), probs.data_ptr())

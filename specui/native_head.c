@@ -1,7 +1,9 @@
 /* The drafters' rounds in one native call each, built with native.c by specui/native.py:
  * - head_draft: an EAGLE head's round: it reads the target's states of the tokens just verified, then drafts;
  * - decoder_draft: a draft model's round (a Llama-style decoder run by specui.lean): the context's tokens it has
- *   not read, then its chain.
+ *   not read, then its chain;
+ * - stack_layers: a range of such a decoder's layers on a block of rows, which is how the lean forward runs a
+ *   target's (and a draft's) layers on a CPU: one call instead of some four hundred.
  *
  * A chain drafts one token a step: the logits over the drafter's vocabulary, their argmax (greedy) or a draw from
  * their softmax at the run's temperature (by a uniform drawn in Python beforehand), and, unless the chain stops
@@ -10,9 +12,9 @@
  * the sampling helpers), and on a CPU their per-call costs were a third of the drafting time. Here a step is
  * the same kernels called from C: the products are `rowgemm` on the same packed panels (split over the product
  * threads where Python splits them), the norms `rowrmsnorm`, the rotary step and the cache writes `rowrope`,
- * attention `rowattend`; the SiLU and the softmax round on their own, so a step equals the Python ops to float
- * rounding (the tests compare the drafts). Drafting never changes the output: the target verifies whatever is
- * proposed.
+ * attention `rowattend`, the SiLU `rowswiglu` (the lean forward's own); the softmax rounds on its own, and an EAGLE
+ * head's Python layer takes torch's SiLU, so a step equals the Python ops to float rounding (the tests compare the
+ * drafts). Drafting never changes the output: the target verifies whatever is proposed.
  */
 #include <math.h>
 #include <string.h>
@@ -27,6 +29,7 @@ void rowargmax(const float *x, int rows, int n, int ld, long long *out);
 void rowrmsnorm(const float *x, int rows, int n, int ldx, const float *w, float eps, float *out);
 void rowrope(const float *qkv, int rows, int n, int ld, int heads, int kv_heads, int hd, const float *cos,
              const float *sin, int ldcs, float *q, float *keys, float *values, long long cap, long long past);
+void rowswiglu(const float *gu, int rows, int ffn, float *out);
 int rowattend(const float *q, int rows, int ldq, int heads, int kv_heads, int hd, const float *keys,
               const float *values, long long cap, const int *prefix, const int *extra, const int *slots,
               float scale, float *out, float *scratch, int stride);
@@ -128,13 +131,7 @@ static int layer(const layer_t *l, const chain_t *c, float *x, int rows, long lo
     for (size_t i = 0; i < m * w; i++) x[i] += out[i];
     rowrmsnorm(x, rows, w, w, l->norm2, l->eps, y);
     product(&l->gate_up, y, rows, gu);
-    for (int r = 0; r < rows; r++) {
-        float *g = gu + (size_t)r * 2 * l->ffn, *act = gu + (size_t)r * l->ffn;
-        for (int i = 0; i < l->ffn; i++) {
-            const float gate = g[i], up = g[l->ffn + i];
-            act[i] = gate / (1.0f + expf(-gate)) * up; /* row r's activations overwrite what row r has read */
-        }
-    }
+    rowswiglu(gu, rows, l->ffn, gu); /* row r's activations overwrite what rows 0..r have read */
     product(&l->down, gu, rows, out);
     for (size_t i = 0; i < m * w; i++) x[i] += out[i];
     return 0;
@@ -335,4 +332,21 @@ int decoder_draft(const decoder_t *d, const long long *tokens, int rows, long lo
 done:
     free(buffer);
     return drafted;
+}
+
+/* Layers start..stop-1 of a decoder (a target's or a draft's, `specui.lean`'s DecoderStack) on `rows` rows x (the
+ * chain's width floats each) at cache slots pos.., in place: the lean forward's layers in one native call, with the
+ * bits of its Python steps (the same kernels, adds and `rowswiglu`). Returns 1 when memory ran out. */
+int stack_layers(const decoder_t *d, int start, int stop, float *x, int rows, long long pos) {
+    size_t work_size = 0;
+    for (int j = start; j < stop; j++) {
+        const size_t need = layer_work(&d->layers[j], &d->chain, rows, pos + rows);
+        work_size = need > work_size ? need : work_size;
+    }
+    float *work = malloc(sizeof(float) * (work_size ? work_size : 1));
+    if (!work) return 1;
+    int failed = 0;
+    for (int j = start; j < stop && !failed; j++) failed = layer(&d->layers[j], &d->chain, x, rows, pos, work);
+    free(work);
+    return failed;
 }

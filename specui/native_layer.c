@@ -2,12 +2,16 @@
  * specui/native.py (one shared library):
  * - rowrmsnorm: RMSNorm of rows, one summation order in every build (batch-invariant);
  * - rowrope: rotary embeddings of q and k, the new keys and values written into the cache, with the bits of
- *   the torch ops they replace.
- * Both use AVX2 (and FMA) intrinsics alone, so the AVX2 and AVX-512 builds compute them alike.
+ *   the torch ops they replace;
+ * - rowswiglu: the MLP's SiLU(gate) * up, element by element.
+ * The first two use AVX2 (and FMA) intrinsics alone, the third native.h's vector ops, which round lane by lane
+ * alike in both builds; so the AVX2 and AVX-512 builds compute all three alike.
  */
 #include <immintrin.h>
 #include <stddef.h>
 #include <string.h>
+
+#include "native.h"
 
 /* out[r] = w * (x[r] * (1 / sqrt(mean(x[r]^2) + eps))), transformers' LlamaRMSNorm in float32 for rows of
  * n, ldx apart (out dense). The sum of squares is one fixed order in every build (8 lanes of AVX2 FMA
@@ -67,5 +71,36 @@ void rowrope(const float *qkv, int rows, int n, int ld, int heads, int kv_heads,
             for (int h = 0; h < kv_heads; h++)
                 memcpy(values + ((size_t)h * cap + past + r) * hd, row + (size_t)(heads + kv_heads + h) * hd,
                        hd * sizeof(float));
+    }
+}
+
+/* SiLU(gate) * up of a SwiGLU MLP for rows of gu = [gate | up] (2 * ffn floats each) into out (ffn floats a row;
+ * out may be gu itself: row r is written over what rows 0..r have read). SiLU(g) = g * sigmoid(g), sigmoid from
+ * e = e^-|g| (native.h's vexp, never overflowing): 1 / (1 + e) for g >= 0, e / (1 + e) below. Elementwise, so a
+ * row's bits depend on nothing but the row; torch's F.silu rounds otherwise (equal to float32 rounding). The lean
+ * forward's Python steps call this too, so its every path computes the same bits. */
+static inline vec swiglu(vec g, vec up) {
+    const vec e = vexp(vsub(vzero(), vmax(g, vsub(vzero(), g)))), one = vset1(1.0f);
+#if NR == 16
+    const vec top = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(g, vzero(), _CMP_GE_OQ), e, one);
+#else
+    const vec top = _mm256_blendv_ps(e, one, _mm256_cmp_ps(g, vzero(), _CMP_GE_OQ));
+#endif
+    return vmul(vmul(g, vdiv(top, vadd(one, e))), up);
+}
+
+void rowswiglu(const float *gu, int rows, int ffn, float *out) {
+    for (int r = 0; r < rows; r++) {
+        const float *g = gu + (size_t)r * 2 * ffn, *u = g + ffn;
+        float *o = out + (size_t)r * ffn;
+        int i = 0;
+        for (; i + NR <= ffn; i += NR) vstore(o + i, swiglu(vload(g + i), vload(u + i)));
+        if (i < ffn) { /* the tail through one padded vector: the same lanes' ops */
+            float a[NR] = {0}, b[NR] = {0};
+            memcpy(a, g + i, sizeof(float) * (ffn - i));
+            memcpy(b, u + i, sizeof(float) * (ffn - i));
+            vstore(a, swiglu(vload(a), vload(b)));
+            memcpy(o + i, a, sizeof(float) * (ffn - i));
+        }
     }
 }

@@ -11,7 +11,7 @@ from scipy.stats import chisquare
 
 from specui import SpeculativeEngine, chat_draft, native
 from specui.drafters import ModelDrafter, ModelLookupDrafter
-from specui.native_chain import DecoderChain, nucleus
+from specui.native_chain import DecoderChain, StackLayers, nucleus
 from specui.sampling import Sampling, _outside_nucleus
 from tests.helpers import make_model, noisy_copy
 
@@ -168,4 +168,6 @@ def test_every_sampling_takes_the_native_round_but_models_it_cannot_run(target, 
     SpeculativeEngine(target, drafts["whole vocabulary"]).generate([1, 2, 3], max_new_tokens=4, drafter=drafter)
     assert drafter.chain is not None and DecoderChain.serves(drafter.lm)
     drafter.lm.stack.params[0][1].native = None  # as if its q/k/v took MKL's products
+    assert not StackLayers.serves(drafter.lm.stack)  # so a stack built so has no native layers, and no chain
+    drafter.lm.stack.native_layers = None
     assert not DecoderChain.serves(drafter.lm)

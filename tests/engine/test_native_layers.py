@@ -1,0 +1,106 @@
+"""The lean forward's layers in one native call (`native_chain.StackLayers`, native_head.c `stack_layers`) and the
+MLP's SiLU(gate) * up (native_layer.c `rowswiglu`). The native layers give the Python steps' bits exactly (chain
+blocks of any size, features, an early exit's two halves), so a token tree's rows, which stay in the Python steps,
+still equal the chain's; `rowswiglu` is torch's SiLU times up to float32 rounding, in either build."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from specui import native, native_chain
+from specui.kv import CachedLM
+from specui.lean import KEY_BLOCK
+
+pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
+
+
+@pytest.fixture(scope="module")
+def model():
+    """Weights large enough that every product takes the native kernels on any CPU (small ones may take MKL's)."""
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=512, hidden_size=384, intermediate_size=776, num_hidden_layers=3,
+                         num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=1024,
+                         initializer_range=0.05, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    return LlamaForCausalLM(config).eval()  # 776: an MLP width that is no multiple of the vector width
+
+
+def _pair(model):
+    """Two caches of the model: one runs its layers natively, the other the Python steps."""
+    fast, steps = CachedLM(model), CachedLM(model)
+    assert fast.stack.native_layers is not None, "the native layers must serve this model for the test to mean anything"
+    steps.stack.native_layers = None
+    return fast, steps
+
+
+@pytest.mark.parametrize("past", [0, 37, KEY_BLOCK - 2])  # the second block crosses a key block
+def test_native_layers_are_the_python_steps_bit_for_bit(model, past):
+    ids = torch.randint(0, 512, (past + 16,), generator=torch.Generator().manual_seed(past)).tolist()
+    fast, steps = _pair(model)
+    with torch.inference_mode():
+        if past:
+            for lm in (fast, steps):
+                lm.extend(ids[:past], last_only=True, prompt=True)
+        for n in (1, 2, 5, 8):
+            got = fast.extend(ids[past:past + n], features=(0, 2, 3))
+            want = steps.extend(ids[past:past + n], features=(0, 2, 3))
+            assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), n
+            for lm in (fast, steps):
+                lm.trim(past)
+
+
+def test_an_early_exit_verify_is_the_python_steps_bit_for_bit(model):
+    """An early-exit draft's first layers (`extend_early`), then the verify, which starts at the exit for the tokens
+    the draft ran and runs the last drafted one from the start."""
+    ids = torch.randint(0, 512, (40,), generator=torch.Generator().manual_seed(1)).tolist()
+    fast, steps = _pair(model)
+    out = []
+    with torch.inference_mode():
+        for lm in (fast, steps):
+            lm.extend(ids[:30], last_only=True)
+            hidden = lm.extend_early(ids[30:33], stop=1).clone()
+            out.append((hidden, lm.extend(ids[30:34])))
+    assert torch.equal(out[0][0], out[1][0]) and torch.equal(out[0][1], out[1][1])
+
+
+def test_a_one_token_forward_is_a_row_of_the_block(model):
+    ids = torch.randint(0, 512, (30,), generator=torch.Generator().manual_seed(2)).tolist()
+    lm = CachedLM(model)
+    with torch.inference_mode():
+        lm.extend(ids[:24], last_only=True)
+        block = lm.extend(ids[24:30])
+        lm.trim(24)
+        alone = torch.cat([lm.extend([token]) for token in ids[24:30]])
+    assert torch.equal(block, alone)
+
+
+def test_tree_rows_in_the_python_steps_equal_native_chain_rows(model):
+    tree, parents, paths = [9, 10, 11, 12], [-1, 0, 0, 1], {1: [9, 10], 2: [9, 11], 3: [9, 10, 12]}
+    prefix = list(range(100, 140))
+    with torch.inference_mode():
+        lm = CachedLM(model)
+        lm.extend(prefix, last_only=True)
+        rows = lm.extend_tree(tree, parents=parents)
+        for node, path in paths.items():
+            chain = CachedLM(model)
+            chain.extend(prefix, last_only=True)
+            assert torch.equal(chain.extend(path)[-1], rows[node]), node
+
+
+@pytest.mark.parametrize("ffn", [1, 7, 8, 16, 17, 776, 1536])
+def test_rowswiglu_is_silu_times_up(kernel, ffn):
+    gen = torch.Generator().manual_seed(ffn)
+    gu = torch.randn(5, 2 * ffn, generator=gen) * 4
+    gu[0, : min(ffn, 6)] = torch.tensor([0.0, -0.0, 90.0, -90.0, 1e4, -1e4])[: min(ffn, 6)]  # e^-|g| underflows
+    gate, up = gu[:, :ffn], gu[:, ffn:]
+    got = native_chain.swiglu(kernel, gu)
+    torch.testing.assert_close(got, F.silu(gate) * up, rtol=3e-6, atol=1e-6)
+    alone = torch.cat([native_chain.swiglu(kernel, gu[r:r + 1]) for r in range(5)])
+    assert torch.equal(got, alone) and got.isfinite().all()
+
+
+def test_rowswiglu_gives_the_same_bits_in_both_builds():
+    if native.best_isa() != "avx512":
+        pytest.skip("this CPU has no AVX-512")
+    gu = torch.randn(3, 2 * 777, generator=torch.Generator().manual_seed(0)) * 5
+    assert torch.equal(native_chain.swiglu(native.kernel("avx512"), gu), native_chain.swiglu(native.kernel("avx2"), gu))
