@@ -19,8 +19,8 @@ speculative decoding emits plain greedy decoding's tokens by construction, in an
   (masked keys add exact zeros), though tree rows then equal the chain's only to float rounding;
 - norms (in native code too, for float32: one fixed summation order per row), rotary embeddings, SiLU and
   residual adds work row by row or element by element.
-Where every product takes the native kernels (float32 on a CPU with the native build), the layers run in one native
-call (`native_chain.StackLayers`: the same kernels from C, with the Python steps' bits), and one token runs as one
+Where every product takes the native kernels as a large matrix (float32 on a CPU with the native build: SmolLM2,
+the chat draft), the layers run in one native call (`native_chain.StackLayers`: the same kernels from C, with the Python steps' bits), and one token runs as one
 row: some four hundred Python-level calls a forward cost about 13% of plain decoding's time on SmolLM2. A token
 tree's rows stay in the Python steps, whose SiLU is the native one too (`rowswiglu`), so they equal the chain's.
 One block is exempt: a prompt (`forward(prompt=True)`: into an empty cache, or a follow-up turn's new tokens
@@ -127,10 +127,12 @@ class DecoderStack(DecoderParts):
         rope = getattr(model.config, "rope_parameters", None) or {}
         self.rope_table = rope.get("rope_type") == "default" and self.head_dim % 16 == 0
         self.cos_table = self.sin_table = None  # [positions, head_dim]; sin with its first half negated
-        # every product native too: the layers run in one native call (`_run`), and one token as one row
+        # every product native too: the layers as native structs (a draft model's native rounds); with large
+        # matrices the forward runs them in one native call (`_run`), and one token as one row
         serves = kernel is not None and native_chain.StackLayers.serves(self)
         ids = getattr(model, "token_ids", None)  # a draft restricted to a vocabulary: its rows' ids
         self.native_layers = native_chain.StackLayers(self, kernel, ids) if serves else None
+        self.native_forward = serves and native_chain.StackLayers.forwards(self)
 
     @classmethod
     def build(cls, model) -> DecoderStack | None:
@@ -227,7 +229,7 @@ class DecoderStack(DecoderParts):
         layers start..stop-1, their keys and values written into the cache; the input of layer i is kept
         in `found` when i is in `features`. whole: a prompt's block (see `forward`): MKL's products."""
         rows, end = x.shape[0], past + n
-        if tree is None and not whole and self.native_layers is not None:
+        if tree is None and not whole and self.native_forward:
             return self._run_native(x, cache, past, n, start, stop, features, found)
         if tree is None:
             cos, sin = self._rotary(x, past, end)  # [n, head_dim] each
@@ -285,7 +287,7 @@ class DecoderStack(DecoderParts):
     def _rows(self):
         """How a block becomes GEMM rows: as it is where every product is native (row-invariant whatever the row
         count), else one token as two identical rows (`_rows`)."""
-        return _same if self.native_layers is not None else _rows
+        return _same if self.native_forward else _rows
 
     def _swiglu(self, gate_up_out: torch.Tensor, gate_up: RowLinear) -> torch.Tensor:
         """SiLU(gate) * up: `rowswiglu` for float32 with native kernels (the bits of the native layers, so a token

@@ -192,13 +192,21 @@ class StackLayers:
 
     @staticmethod
     def serves(stack) -> bool:
-        """Whether the stack's layers can run natively: float32 weights whose products all take the native
-        kernels, native attention and a rotary table."""
+        """Whether the stack's layers can run natively: float32 weights whose products all take the native kernels,
+        native attention and a rotary table."""
         if getattr(stack, "native", None) is None or not getattr(stack, "rope_table", False):
             return False
-        products = [p for params in stack.params for p in (params[1], params[2], params[4], params[5])]
-        return all(p.native is not None for p in [*products, stack.head]) and \
+        return all(p.native is not None for p in _products(stack)) and \
             stack.embed.weight.dtype == torch.float32 and stack.embed.weight.is_contiguous()
+
+    @staticmethod
+    def forwards(stack) -> bool:
+        """Whether the lean forward runs its layers natively too: where every product is a large matrix
+        (`RowLinear.large`), a model whose weights are read from memory (SmolLM2, the chat draft), the Python steps'
+        calls being a tenth of a forward. A small model's matrices take the native kernels only on CPUs whose GEMM
+        rows depend on the row count (MKL's elsewhere), so its forward would run natively on some CPUs and not
+        others; it keeps the Python steps on all of them (docs/forward.md: the stdlib pair, measured both ways)."""
+        return StackLayers.serves(stack) and all(p.large for p in _products(stack))
 
     def __init__(self, stack, kernel: native.Kernel, ids: torch.Tensor | None = None):
         """ids: the target's id of each output row of a draft restricted to a vocabulary (None: the row's own)."""
@@ -235,6 +243,11 @@ class StackLayers:
         rotary table and the cache must hold them and be bound: `bind`)."""
         if self._call(ctypes.byref(self.struct), start, stop, x.data_ptr(), x.shape[0], position):
             raise MemoryError(f"native layers: no memory for {x.shape[0]} rows")
+
+
+def _products(stack) -> list:
+    """A stack's `RowLinear`s: each layer's four and the output layer."""
+    return [*(p for params in stack.params for p in (params[1], params[2], params[4], params[5])), stack.head]
 
 
 @functools.cache

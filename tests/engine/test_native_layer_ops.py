@@ -63,7 +63,7 @@ def test_the_lean_forward_normalises_through_it(kernel, monkeypatch):
     original = native.Kernel.rms_norm
     monkeypatch.setattr(native.Kernel, "rms_norm", lambda self, *a: calls.append(1) or original(self, *a))
     lm = CachedLM(model)
-    lm.stack.native_layers = None  # its Python steps (native layers call rowrmsnorm from C: test_native_layers.py)
+    lm.stack.native_forward = False  # its Python steps (native layers call rowrmsnorm from C: test_native_layers.py)
     ids = torch.randint(0, 97, (12,))
     with torch.inference_mode():
         logits = lm.extend(ids)

@@ -28,8 +28,8 @@ def model():
 def _pair(model):
     """Two caches of the model: one runs its layers natively, the other the Python steps."""
     fast, steps = CachedLM(model), CachedLM(model)
-    assert fast.stack.native_layers is not None, "the native layers must serve this model for the test to mean anything"
-    steps.stack.native_layers = None
+    assert fast.stack.native_forward, "the native layers must run this model for the test to mean anything"
+    steps.stack.native_forward = False
     return fast, steps
 
 
@@ -104,3 +104,15 @@ def test_rowswiglu_gives_the_same_bits_in_both_builds():
         pytest.skip("this CPU has no AVX-512")
     gu = torch.randn(3, 2 * 777, generator=torch.Generator().manual_seed(0)) * 5
     assert torch.equal(native_chain.swiglu(native.kernel("avx512"), gu), native_chain.swiglu(native.kernel("avx2"), gu))
+
+
+def test_a_small_model_keeps_the_python_steps():
+    """Small matrices take the native kernels only where MKL's GEMM rows are not row-invariant: such a model keeps its
+    Python steps on every CPU (a draft model's native rounds still use its layers' structs)."""
+    torch.manual_seed(0)
+    small = LlamaForCausalLM(LlamaConfig(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2, bos_token_id=None,
+                                         eos_token_id=None, pad_token_id=None)).eval()
+    stack = CachedLM(small).stack
+    assert not stack.native_forward and stack._rows(torch.zeros(1, 64)).shape[0] == 2
+    assert (stack.native_layers is not None) == native_chain.StackLayers.serves(stack)
