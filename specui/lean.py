@@ -20,13 +20,14 @@ speculative decoding emits plain greedy decoding's tokens by construction, in an
 - norms (in native code too, for float32: one fixed summation order per row), rotary embeddings, SiLU and
   residual adds work row by row or element by element.
 Where every product takes the native kernels as a large matrix (float32 on a CPU with the native build: SmolLM2,
-the chat draft), the layers run in one native call (`native_chain.StackLayers`: the same kernels from C, with the Python steps' bits), and one token runs as one
-row: some four hundred Python-level calls a forward cost about 13% of plain decoding's time on SmolLM2. A token
-tree's rows stay in the Python steps, whose SiLU is the native one too (`rowswiglu`), so they equal the chain's.
-One block is exempt: a prompt (`forward(prompt=True)`: into an empty cache, or a follow-up turn's new tokens
+the chat draft), the layers run in one native call (`native_chain.StackLayers`: the same kernels from C, with the
+Python steps' bits), and one token runs as one row: some four hundred Python-level calls a forward cost about 13%
+of plain decoding's time on SmolLM2. A token tree's rows stay in the Python steps, whose SiLU is the native one
+too (`rowswiglu`), so they equal the chain's.
+One block may be exempt: a prompt (`forward(prompt=True)`: into an empty cache, or a follow-up turn's new tokens
 after a conversation's reused cache, `specui.prompt_cache`), which plain and speculative decoding compute as
-the same block, takes MKL's GEMM for its large products (same bits every time, not row-invariant): it need
-only be computed alike in both, and a prompt's many rows run faster so.
+the same block, takes MKL's GEMM for its large products where MKL is fast (same bits every time, not
+row-invariant): it need only be computed alike in both.
 The price: the logits are no longer transformers' own bits (its one-token forward takes the GEMV),
 only equal to float32 rounding (tests check that, greedy tokens, and invariance), and the matrices
 are held twice (packed or transposed copies beside the model's own parameters; packed at half the bytes
@@ -43,13 +44,14 @@ import torch.nn.functional as F
 
 from specui import native, native_chain
 from specui.decoders import plain_decoder
-from specui.products import RowLinear, rows_invariant, slow_rows_warning
+from specui.products import RowLinear, mkl_fast, rows_invariant, slow_rows_warning
 
 KEY_BLOCK = 256  # attention sums values over blocks of this many keys (the cache capacity is a multiple)
 KEY_GRAIN = 64  # and reads keys up to the next multiple of this many (a divisor of KEY_BLOCK)
 PREFILL_SDPA = 128  # without native attention, a first block longer than this (a prompt) takes sdpa's causal
 # kernel (native attention reads a prompt in blocks of rows on torch's threads: 1.2-1.7x faster than sdpa's)
 PROMPT_ROWS = 16  # a prompt block of at least this many float32 rows takes MKL's products (`forward(prompt=)`)
+NATIVE_BLOCK = 256  # native layers read a long block in parts of this many rows (bounding attention's scratch)
 
 
 class StaticKV:
@@ -133,6 +135,7 @@ class DecoderStack(DecoderParts):
         ids = getattr(model, "token_ids", None)  # a draft restricted to a vocabulary: its rows' ids
         self.native_layers = native_chain.StackLayers(self, kernel, ids) if serves else None
         self.native_forward = serves and native_chain.StackLayers.forwards(self)
+        self.prompt_by_mkl = not self.native_forward or mkl_fast()  # else a prompt takes the native layers too
 
     @classmethod
     def build(cls, model) -> DecoderStack | None:
@@ -176,8 +179,9 @@ class DecoderStack(DecoderParts):
         prompt: the block is a prompt (into an empty cache, or a follow-up turn's new tokens after a reused
               conversation), which plain and speculative decoding both compute in one block: from PROMPT_ROWS
               float32 rows on, its large products take MKL's GEMM over all rows (`RowLinear.whole`, on torch's
-              threads), faster than the few-row kernels, with bits that may depend on the row count (no other
-              block's do).
+              threads), with bits that may depend on the row count (no other block's do); where the native layers
+              run the stack, only on CPUs where MKL is fast (`mkl_fast`: elsewhere the native layers are 2-3x
+              faster), else the prompt is a block like any other.
         One token runs as two identical rows (MKL would take its GEMV for one row, which rounds
         differently from the GEMM that computes a verify block); only the first row is kept.
         """
@@ -192,7 +196,7 @@ class DecoderStack(DecoderParts):
         if tree is not None:
             x = self._run(rows(self.embed(ids[0])), cache, past, n, 0, layers, features, found, tree=tree)
         elif early is None:
-            whole = prompt and n >= PROMPT_ROWS and self.embed.weight.dtype == torch.float32
+            whole = prompt and n >= PROMPT_ROWS and self.embed.weight.dtype == torch.float32 and self.prompt_by_mkl
             x = self._run(rows(self.embed(ids[0])), cache, past, n, 0, layers, features, found, whole=whole)
         else:
             stop, hidden = early
@@ -277,10 +281,14 @@ class DecoderStack(DecoderParts):
         self._rotary(x, past, past + n)  # the table, grown to hold these positions
         self.native_layers.bind(self, cache)
         cuts = sorted({start, stop, *(i for i in features if start <= i < stop)})
-        for a, b in itertools.pairwise(cuts):
-            if a in features:
-                found[a] = x.clone()
-            self.native_layers.run(x, past, a, b)
+        kept: dict[int, list[torch.Tensor]] = {}
+        for first in range(0, n, NATIVE_BLOCK):  # every row's bits are its own: parts change none of them
+            part = x[first:first + NATIVE_BLOCK]
+            for a, b in itertools.pairwise(cuts):
+                if a in features:
+                    kept.setdefault(a, []).append(part.clone())
+                self.native_layers.run(part, past + first, a, b)
+        found.update({a: torch.cat(parts) for a, parts in kept.items()})
         return x
 
     @property

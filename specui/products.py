@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import platform
 import weakref
 
 import torch
@@ -100,6 +101,18 @@ def slow_rows_warning() -> None:
 
 
 @functools.cache
+def mkl_fast() -> bool:
+    """Whether MKL's float32 GEMM takes its fast code paths on this CPU: MKL picks them by the CPU's vendor, and on
+    others (an AMD EPYC) a prompt block of SmolLM2 ran 2-3x slower through it than through specui's native kernels
+    (docs/forward.md)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            return any(line.startswith("vendor_id") and "GenuineIntel" in line for line in f)
+    except OSError:
+        return "intel" in platform.processor().lower()
+
+
+@functools.cache
 def rows_invariant(how: str) -> bool:
     """Whether this machine's float32 GEMM (`how`: "transposed", torch.mm on W^T; "packed", MKL's packed
     GEMM; "batched", torch.bmm) gives every row the bits it gets in a product of two rows, for 3 to 17 rows."""
@@ -111,14 +124,14 @@ def rows_invariant(how: str) -> bool:
             w, x = torch.randn(n, k, generator=gen), torch.randn(17, k, generator=gen)
             if how == "packed":
                 packed, ghost = torch.ops.mkl._mkl_reorder_linear_weight(w, _PACK_ROWS), w.new_zeros(()).expand(n, k)
-                product = lambda rows: _mkl_linear(rows, packed, ghost, None, rows.shape[0])  # noqa: E731
+                product = lambda rows, packed=packed, ghost=ghost: _mkl_linear(rows, packed, ghost, None, rows.shape[0])
             elif how == "batched":
                 heads = w.t().contiguous().view(3, k // 3, n)[:, :, : n // 3]  # three heads of [k/3, n/3]
-                product = lambda rows: torch.bmm(rows.view(-1, 3, k // 3).transpose(0, 1),  # noqa: E731
-                                                 heads).transpose(0, 1)
+                product = lambda rows, k=k, heads=heads: torch.bmm(rows.view(-1, 3, k // 3).transpose(0, 1),
+                                                                   heads).transpose(0, 1)
             else:
                 wt = w.t().contiguous()
-                product = lambda rows: torch.mm(rows, wt)  # noqa: E731
+                product = lambda rows, wt=wt: torch.mm(rows, wt)
             alone = [product(x[i:i + 1].repeat(2, 1)) for i in range(17)]
             for m in (3, 5, 9, 17):
                 together = product(x[:m])

@@ -10,7 +10,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from specui import native, native_chain
 from specui.kv import CachedLM
-from specui.lean import KEY_BLOCK
+from specui.lean import KEY_BLOCK, NATIVE_BLOCK
 
 pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
 
@@ -47,6 +47,18 @@ def test_native_layers_are_the_python_steps_bit_for_bit(model, past):
             assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), n
             for lm in (fast, steps):
                 lm.trim(past)
+
+
+def test_a_long_prompt_reads_in_parts_with_the_python_steps_bits(model):
+    """A prompt on a CPU where MKL is slow (`prompt_by_mkl` False) takes the native layers, in parts of NATIVE_BLOCK
+    rows (each part's rows see the parts before it in the cache): the bits of the Python steps' single block."""
+    ids = torch.randint(0, 512, (NATIVE_BLOCK + 45,), generator=torch.Generator().manual_seed(5)).tolist()
+    fast, steps = _pair(model)
+    fast.stack.prompt_by_mkl = False
+    with torch.inference_mode():
+        got = fast.extend(ids, prompt=True, features=(1,))
+        want = steps.extend(ids, features=(1,))  # not a prompt: the few-row kernels, one block
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
 
 
 def test_an_early_exit_verify_is_the_python_steps_bit_for_bit(model):
