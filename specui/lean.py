@@ -293,8 +293,8 @@ class DecoderStack(DecoderParts):
 
     @property
     def _rows(self):
-        """How a block becomes GEMM rows: as it is where every product is native (row-invariant whatever the row
-        count), else one token as two identical rows (`_rows`)."""
+        """How a block becomes GEMM rows: as it is where the native layers run the stack (every product native,
+        row-invariant whatever the row count), else one token as two identical rows (`_rows`)."""
         return _same if self.native_forward else _rows
 
     def _swiglu(self, gate_up_out: torch.Tensor, gate_up: RowLinear) -> torch.Tensor:

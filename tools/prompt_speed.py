@@ -1,5 +1,6 @@
 """How fast the target reads a prompt: the few-row kernels every block took before, against the prompt path
-(`CachedLM.extend(prompt=True)`: MKL's products over all rows) on one thread and on the preset's prompt threads.
+(`CachedLM.extend(prompt=True)`: MKL's products over all rows, where MKL is fast or the stack has no native layers;
+else the native layers, the same path as the first) on one thread and on the preset's prompt threads.
 
     python -m tools.prompt_speed [--preset NAME] [--lengths 60,200,500] [--samples 5]
 
