@@ -135,7 +135,7 @@ class DecoderStack(DecoderParts):
         ids = getattr(model, "token_ids", None)  # a draft restricted to a vocabulary: its rows' ids
         self.native_layers = native_chain.StackLayers(self, kernel, ids) if serves else None
         self.native_forward = serves and native_chain.StackLayers.forwards(self)
-        self.prompt_by_mkl = not self.native_forward or mkl_fast()  # else a prompt takes the native layers too
+        self.prompt_by_mkl = mkl_fast() or serves is False  # else a prompt takes the native kernels like any block
 
     @classmethod
     def build(cls, model) -> DecoderStack | None:
@@ -179,9 +179,9 @@ class DecoderStack(DecoderParts):
         prompt: the block is a prompt (into an empty cache, or a follow-up turn's new tokens after a reused
               conversation), which plain and speculative decoding both compute in one block: from PROMPT_ROWS
               float32 rows on, its large products take MKL's GEMM over all rows (`RowLinear.whole`, on torch's
-              threads), with bits that may depend on the row count (no other block's do); where the native layers
-              run the stack, only on CPUs where MKL is fast (`mkl_fast`: elsewhere the native layers are 2-3x
-              faster), else the prompt is a block like any other.
+              threads), with bits that may depend on the row count (no other block's do); where every product is
+              native, only on CPUs where MKL is fast (`mkl_fast`: elsewhere the native kernels were 1.5-3x faster),
+              else the prompt is a block like any other.
         One token runs as two identical rows (MKL would take its GEMV for one row, which rounds
         differently from the GEMM that computes a verify block); only the first row is kept.
         """

@@ -21,6 +21,15 @@ def wide():
     return make_model("llama", hidden=HIDDEN, layers=2, vocab_size=128, seed=1)
 
 
+@pytest.fixture(autouse=True)
+def mkl_is_fast(monkeypatch):
+    """The MKL prompt path, as on an Intel CPU (elsewhere a stack whose products are all native reads a prompt
+    through them: `test_where_mkl_is_slow_a_prompt_takes_the_native_kernels`)."""
+    import specui.lean
+
+    monkeypatch.setattr(specui.lean, "mkl_fast", lambda: True)
+
+
 def _count_whole(monkeypatch) -> list[int]:
     calls = []
     original = RowLinear.whole
@@ -131,3 +140,20 @@ def test_a_long_prompt_takes_native_attention_in_blocks(wide, monkeypatch):
     with torch.inference_mode():
         full = wide(torch.tensor([ids + ids[:2]])).logits[0]
     assert (logits - full).abs().max() <= 1e-5 * full.abs().max()
+
+
+def test_where_mkl_is_slow_a_prompt_takes_the_native_kernels(wide, monkeypatch):
+    """On a CPU where MKL's GEMM is slow (`products.mkl_fast` false: not Intel's), a stack whose products are all
+    native reads a prompt through them, with the bits of the same block not marked prompt."""
+    import specui.lean
+
+    monkeypatch.setattr(specui.lean, "mkl_fast", lambda: False)
+    calls = _count_whole(monkeypatch)
+    lm = CachedLM(wide)
+    if lm.stack is None or lm.stack.native_layers is None:
+        pytest.skip("not every product takes the native kernels on this machine")
+    ids = list(range(PROMPT_ROWS + 9))
+    with torch.inference_mode():
+        prompt = lm.extend(ids, prompt=True)
+        block = CachedLM(wide).extend(ids)
+    assert calls == [] and torch.equal(prompt, block)
