@@ -135,7 +135,7 @@ class DecoderStack(DecoderParts):
         ids = getattr(model, "token_ids", None)  # a draft restricted to a vocabulary: its rows' ids
         self.native_layers = native_chain.StackLayers(self, kernel, ids) if serves else None
         self.native_forward = serves and native_chain.StackLayers.forwards(self)
-        self.prompt_by_mkl = mkl_fast() or serves is False  # else a prompt takes the native kernels like any block
+        self.prompt_by_mkl = mkl_fast() or not serves  # else a prompt takes the native kernels like any block
 
     @classmethod
     def build(cls, model) -> DecoderStack | None:
