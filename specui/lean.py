@@ -182,8 +182,8 @@ class DecoderStack(DecoderParts):
               threads), with bits that may depend on the row count (no other block's do); where every product is
               native, only on CPUs where MKL is fast (`mkl_fast`: elsewhere the native kernels were 1.5-3x faster),
               else the prompt is a block like any other.
-        One token runs as two identical rows (MKL would take its GEMV for one row, which rounds
-        differently from the GEMM that computes a verify block); only the first row is kept.
+        Unless the native layers run the stack, one token runs as two identical rows (MKL would take its GEMV for
+        one row, which rounds differently from the GEMM that computes a verify block); only the first row is kept.
         """
         if not torch.is_inference_mode_enabled():  # the buffer is an inference tensor, written in place
             with torch.inference_mode():
@@ -288,7 +288,7 @@ class DecoderStack(DecoderParts):
                 if a in features:
                     kept.setdefault(a, []).append(part.clone())
                 self.native_layers.run(part, past + first, a, b)
-        found.update({a: torch.cat(parts) for a, parts in kept.items()})
+        found.update({a: parts[0] if len(parts) == 1 else torch.cat(parts) for a, parts in kept.items()})
         return x
 
     @property
