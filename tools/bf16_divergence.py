@@ -39,7 +39,7 @@ def main(argv=None) -> None:
     differ = ties = 0
     prompts = builtin_prompts(tokenizer, count=args.prompts, length=64)
     for i, prompt in enumerate(prompts):
-        kw = dict(max_new_tokens=args.new_tokens, ignore_eos=True)
+        kw = {"max_new_tokens": args.new_tokens, "ignore_eos": True}
         spec = engine.generate(prompt, num_draft_tokens=args.k, **kw)
         plain = engine.generate(prompt, speculative=False, **kw)
         d = explain_divergence(spec.token_ids, token_probs(spec), plain.token_ids, token_probs(plain))

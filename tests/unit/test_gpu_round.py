@@ -73,15 +73,20 @@ def test_the_draft_is_validated_on_greedy_answers_new_to_the_round(tmp_path):
     assert [p.rsplit("/", 1)[1] for p in gpu_round.validation_last(folders, {})] == ["wide", "main", "library"]
     came_in = {"main": 1, "library": 4}  # library's four files all came from the last round
     assert [p.rsplit("/", 1)[1] for p in gpu_round.validation_last(folders, came_in)] == ["library", "wide", "main"]
+    (tmp_path / "asked").mkdir()  # the target's own prompts: new to every draft, so they validate while they last
+    (tmp_path / "asked" / "answers-00000.pt").write_bytes(b"")
+    folders.append(str(tmp_path / "asked"))
+    assert gpu_round.validation_last(folders, {})[-1].endswith("/asked")
+    assert gpu_round.validation_last(folders, {"asked": 1})[-1].endswith("/library")
 
 
 def test_writers_start_as_many_as_fit():
     import torch
 
     if not torch.cuda.is_available():
-        assert gpu_round.writers_that_fit(6, 13) == 6
+        assert gpu_round.writers_that_fit(6, 17.5) == 6
     else:
-        assert 1 <= gpu_round.writers_that_fit(6, 13) <= 6
+        assert 1 <= gpu_round.writers_that_fit(6, 17.5) <= 6
 
 
 def test_a_round_that_would_train_nothing_is_refused(tmp_path):
@@ -162,3 +167,21 @@ def test_a_third_call_continues_the_rounds_head_on_its_answers(tmp_path):
     (round_out / "eagle.tar").unlink()
     with pytest.raises(SystemExit, match="eagle.tar"):
         gpu_carry.continuation(round_out, tmp_path / ".gpu3", budget=240)
+
+
+def test_the_rounds_answers_so_far_are_kept_for_the_next_round(tmp_path):
+    """tools/gpu_answers.tar.xz, carried in by default: answer folders of token ids that --answers-in reads."""
+    import tarfile
+
+    import torch
+
+    from tools import gpu_carry
+
+    assert gpu_carry.parse_args([]).answers == str(gpu_carry.ANSWERS) and gpu_carry.ANSWERS.is_file()
+    with tarfile.open(gpu_carry.ANSWERS) as tar:
+        names = tar.getnames()
+        assert all(n.startswith("answers/") for n in names) and "answers/asked/prompts.txt" in names
+        member = next(n for n in names if n.endswith(".pt"))
+        tar.extract(member, tmp_path, filter="data")
+    records = torch.load(tmp_path / member)
+    assert records and records[0]["ids"].dtype in (torch.int16, torch.int32, torch.int64) and records[0]["prompt_len"] > 0
