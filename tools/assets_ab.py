@@ -8,7 +8,8 @@ assets and with the new ones in turn (the order swapped every pass, so a driftin
 `--passes` passes, each with new seeds (with sampling, a repeated seed would repeat the run). Each arm is a
 drafter with its K and confidence stop (default: EAGLE and the draft model, each as the preset drafts). It
 prints each arm's speedup over plain and its tokens per target forward, and checks that every greedy output
-equals plain decoding's. Nothing is written; a folder left out is the shipped one on both sides.
+equals plain decoding's. Nothing is written; a folder left out is the shipped one on both sides. Where the
+preset rounds its drafters to int8 (`int8_drafters`), the new ones are rounded the same way.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 
 import torch
 
-from specui import chat_draft, chat_prompts, heads
+from specui import chat_draft, chat_prompts, heads, int8
 from specui.bench.cli import tokenize_prompts
 from specui.engine import SpeculativeEngine
 from specui.loading import load_pair
@@ -51,6 +52,9 @@ def engines(preset, draft: str | None, eagle: str | None) -> tuple[SpeculativeEn
     new_heads = dict(pair.heads)
     if eagle:
         new_heads["eagle"] = heads.load(eagle, pair.target).eval()
+    if preset.int8_drafters:  # as the preset loads the shipped ones (`specui.loading`): rows rounded to int8
+        for drafter in [new_heads["eagle"]] * bool(eagle) + [new_draft] * bool(draft):
+            int8.round_drafter(drafter)
     new = SpeculativeEngine(pair.target, new_draft, heads=new_heads, prompt_threads=pair.prompt_threads,
                             drafter=preset.drafter)
     return shipped, new, pair
