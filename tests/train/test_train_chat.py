@@ -121,3 +121,32 @@ def test_gpu_recipe_learns_from_ids_alone_and_resumes(tmp_path, capsys):
                         "--resume"])
     assert "resumed from" in capsys.readouterr().out
     assert torch.load(tmp_path / "warm" / "checkpoint.pt", weights_only=False)["state"]["step"] == 3
+
+
+def test_answers_through_batched_graphs_equal_generates(tmp_path, monkeypatch):
+    """`--graphs` (specui.train.batch_decode; eager on a CPU) writes the greedy answers generate() writes."""
+    from specui import chat_prompts
+    from specui.train import chat_data
+
+    target, tok = chat_data.load_target(None, "cpu")
+    prompts = chat_prompts.training_prompts()[:3]
+    written = {}
+    monkeypatch.setitem(chat_data.GRAPHS, "failed", None)  # put back after, as "on" is
+    for graphs in (False, True):
+        monkeypatch.setitem(chat_data.GRAPHS, "on", graphs)
+        folder = tmp_path / str(graphs)
+        chat_data.write_answers(target, tok, prompts, folder=folder, batch=3, max_new=24, top=0, minutes=0)
+        written[graphs] = chat_data.load_answers(folder)
+    assert chat_data.GRAPHS["failed"] is None
+    assert [r["ids"].tolist() for r in written[True]] == [r["ids"].tolist() for r in written[False]]
+    assert [r["prompt_len"] for r in written[True]] == [r["prompt_len"] for r in written[False]]
+    from specui.train import batch_decode  # should the graphs fail, generate() writes the answers from then on
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("CUDA graph capture failed")
+
+    monkeypatch.setattr(batch_decode, "answer_batch", broken)
+    chat_data.write_answers(target, tok, prompts, folder=tmp_path / "fallback", batch=3, max_new=24, top=0, minutes=0)
+    assert "capture failed" in chat_data.GRAPHS["failed"]
+    assert [r["ids"].tolist() for r in chat_data.load_answers(tmp_path / "fallback")] == \
+        [r["ids"].tolist() for r in written[False]]
