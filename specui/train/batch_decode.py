@@ -154,8 +154,12 @@ def _layer(x, cos, sin, mask, keys, values, columns, weights, dtype, kv_heads: i
     k = (k * cos + _rotate_half(k) * sin).to(dtype)
     keys.index_copy_(2, columns, k)
     values.index_copy_(2, columns, v)
-    out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scaling, enable_gqa=True)
-    x = x + F.linear(out.transpose(1, 2).reshape(B, T, -1), wo, bo).float()
+    # a key-value head's query heads as its rows (row g*T + t), so no key or value is copied per query head
+    q = q.reshape(B, kv_heads, groups * T, head_dim)
+    mask = mask if T == 1 else mask.repeat(1, 1, groups, 1)
+    out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scaling)
+    out = out.view(B, kv_heads * groups, T, head_dim).transpose(1, 2).reshape(B, T, -1)
+    x = x + F.linear(out, wo, bo).float()
     h = _rms_norm(x, norm2, eps2).to(dtype)
     return x + F.linear(F.silu(F.linear(h, wg, bg)) * F.linear(h, wu, bu), wd, bd).float()
 
