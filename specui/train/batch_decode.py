@@ -120,6 +120,7 @@ class BatchDecoder(DecoderParts):
         return graph
 
     def _layers(self, x, cos, sin, mask, columns) -> torch.Tensor:
+        mask = mask if x.shape[1] == 1 else mask.repeat(1, 1, self.groups, 1)  # each query head's rows (`_layer`)
         for i, w in enumerate(self.weights):
             x = _layer(x, cos, sin, mask, self.keys[i], self.values[i], columns, w, self.dtype,
                        self.kv_heads, self.groups, self.head_dim)
@@ -142,7 +143,8 @@ def _cast(weights: tuple, dtype: torch.dtype) -> tuple:
 
 def _layer(x, cos, sin, mask, keys, values, columns, weights, dtype, kv_heads: int, groups: int, head_dim: int):
     """One decoder layer over x [B, T, D] (float32): keys and values of the T new tokens written at `columns`
-    of keys/values [B, kv_heads, width, hd]; attention under `mask` [B, 1, T, width] (True: seen)."""
+    of keys/values [B, kv_heads, width, hd]; attention under `mask` [B, 1, groups * T, width] (True: seen; row
+    g * T + t is token t's, for each query head g of a key-value head)."""
     (norm1, eps1), (wq, bq), (wk, bk), (wv, bv), (wo, bo), (norm2, eps2), (wg, bg), (wu, bu), (wd, bd), scaling = weights
     B, T, _ = x.shape
     h = _rms_norm(x, norm1, eps1).to(dtype)
@@ -156,7 +158,6 @@ def _layer(x, cos, sin, mask, keys, values, columns, weights, dtype, kv_heads: i
     values.index_copy_(2, columns, v)
     # a key-value head's query heads as its rows (row g*T + t), so no key or value is copied per query head
     q = q.reshape(B, kv_heads, groups * T, head_dim)
-    mask = mask if T == 1 else mask.repeat(1, 1, groups, 1)
     out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scaling)
     out = out.view(B, kv_heads * groups, T, head_dim).transpose(1, 2).reshape(B, T, -1)
     x = x + F.linear(out, wo, bo).float()
