@@ -53,6 +53,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="tokens the target writes per continuation (default: %(default)s, as the benchmark decodes)")
     ap.add_argument("--states", help="file for the target's states (default: OUT/states.pt; none: kept in memory "
                                      "only, e.g. on a borrowed GPU); runs that share data can share it")
+    ap.add_argument("--max-sequences", type=int, default=0,
+                    help="train on at most this many sequences, drawn at random (0: all): their target states are "
+                         "cached in memory, 3.4 KB a token for EAGLE's (default: %(default)s)")
     ap.add_argument("--state-batch", type=int, default=8, help="sequences per target pass while caching its states")
     ap.add_argument("--extra-layers", default="", help="cache these hidden_states indices too (comma-separated), "
                                                        "so later runs for other heads reuse the file")
@@ -117,7 +120,13 @@ def sequences_for(args, target, tokenizer, *, chat: bool):
         sequences += head_data.continuation_sequences(
             target, encode_stream(tokenizer, code), count=args.continuations, length=args.seq,
             new_tokens=args.continue_tokens, seed=args.seed, path=Path(args.out) / "continuations.pt", log=log)
-    return sequences, weights + [1.0] * (len(sequences) - len(weights))
+    weights += [1.0] * (len(sequences) - len(weights))
+    if args.max_sequences and len(sequences) > args.max_sequences:  # a seeded draw, so a resumed run keeps the same
+        kept = sorted(torch.randperm(len(sequences), generator=torch.Generator().manual_seed(args.seed))
+                      [:args.max_sequences].tolist())
+        log(f"--max-sequences: {len(kept):,} of {len(sequences):,} sequences, drawn at random")
+        sequences, weights = [sequences[i] for i in kept], [weights[i] for i in kept]
+    return sequences, weights
 
 
 def build_heads(args, target, token_ids) -> dict:

@@ -68,6 +68,9 @@ def test_warm_start_from_saved_heads_on_weighted_answer_folders(tmp_path, capsys
     answers = f"{folders[0]},{folders[1]}:3"
     sequences, weights = sequences_for(parse_args(["--answers", answers]), None, None, chat=False)
     assert len(sequences) == 5 and weights == [1.0, 1.0, 1.0, 3.0, 3.0]
+    few, few_weights = sequences_for(parse_args(["--answers", answers, "--max-sequences", "3"]), None, None, chat=False)
+    kept = [next(i for i, s in enumerate(sequences) if torch.equal(s[0], f[0])) for f in few]
+    assert len(kept) == len(set(kept)) == 3 and few_weights == [weights[i] for i in kept]  # a draw, weights kept
 
     second = tmp_path / "second"
     main([*common, "--out", str(second), "--answers", answers, "--init", str(first), "--steps", "2",
