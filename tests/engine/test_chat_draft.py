@@ -71,7 +71,7 @@ def test_a_loaded_drafts_layers_run_from_half_width_panels(tmp_path, monkeypatch
 
     if native.kernel() is None:
         pytest.skip("no native kernels here")
-    target = tiny_target(hidden=128, layers=2)
+    target = tiny_target(hidden=192, layers=2)
     draft = chat_draft.build(target, num_layers=2, token_ids=torch.arange(0, 120, 3), init_layers=[0, 1]).eval()
     chat_draft.save(draft, tmp_path / "d")
     loaded = chat_draft.load(tmp_path / "d", target)
@@ -79,7 +79,7 @@ def test_a_loaded_drafts_layers_run_from_half_width_panels(tmp_path, monkeypatch
 
     def run():
         lm = CachedLM(loaded)
-        gate_up = lm.stack.params[0][4]  # 2 x 256 x 128 weights: above SMALL_WEIGHT, so native
+        gate_up = lm.stack.params[0][4]  # 2 x 384 x 192 weights: above SMALL_WEIGHT, so native on every CPU
         with torch.inference_mode():
             return gate_up, lm.extend(ids)
 
