@@ -32,7 +32,7 @@ from specui.loading import PairCache
 from specui.settings import MAX_DRAFT_TOKENS
 from specui.ui import charts, chat_handlers, chat_tree, render, stats
 from specui.ui.api import generate_endpoint
-from specui.ui.chat_handlers import App, clear, replay, respond, retry, session_key, to_teach, undo, waiting
+from specui.ui.chat_handlers import App, clear, replay, respond, retry, stopped, to_teach, undo, waiting
 from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_drafter
 from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE, Settings
 from specui.ui.session import Showcase
@@ -278,7 +278,7 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
         return clear(app, ui, request, shown=messages)
 
     def halt(request: gr.Request):
-        app.stops.set(session_key(request))
+        return stopped(app, request)
 
     inputs = {p.prompt, ui.messages, ui.turns, ui.exchanges} | c.inputs
     # a run waits for its turn in the queue (one at a time): `show` puts the message in the chat at once, then the run
@@ -294,7 +294,7 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
                                                                  api_visibility="private", **queued)
     p.chat.undo(back, {ui.messages, ui.turns, ui.exchanges}, [p.chat, ui.messages, ui.turns, ui.exchanges, p.prompt],
                 **at_once)
-    p.stop.click(halt, None, None, **QUIET)
+    p.stop.click(halt, None, [p.chat], **QUIET)
     p.clear.click(fresh, None, ui.outputs, **at_once)
     p.chat.clear(emptied, [ui.messages], ui.outputs, **at_once)  # the chat's own 🗑 clears the conversation too
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)

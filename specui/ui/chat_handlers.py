@@ -29,6 +29,7 @@ from specui.ui.session import Showcase, decode
 from specui.ui.teaching import TEACH_K_MAX, TEACH_MAX_NEW
 
 log = logging.getLogger("specui.ui")
+STOPPED_WAITING = "Stopped before it started."
 
 
 class Stops:
@@ -38,12 +39,14 @@ class Stops:
     def __init__(self):
         self._events: dict[str, threading.Event] = {}
         self._waiting: dict[str, list[threading.Event]] = {}
+        self._shown: dict[str, list] = {}  # the chat as its newest waiting message left it, per session
         self._guard = threading.Lock()
 
-    def wait(self, key: str) -> None:
-        """A run was asked for (`waiting`) and waits for its turn."""
+    def wait(self, key: str, shown: list | None = None) -> None:
+        """A run was asked for (`waiting`) and waits for its turn; `shown`: the chat as that left it."""
         with self._guard:
             self._waiting.setdefault(key, []).append(threading.Event())
+            self._shown[key] = shown
 
     def start(self, key: str) -> threading.Event:
         """The run's event: the one it waited with (set if Stop was pressed meanwhile), else a new one (an API
@@ -59,13 +62,20 @@ class Stops:
         with self._guard:
             if self._events.get(key) is event:
                 del self._events[key]
+            if key not in self._waiting:
+                self._shown.pop(key, None)
 
-    def set(self, key: str) -> None:
+    def set(self, key: str) -> list | None:
+        """Stop this session's runs. Returns the chat as its waiting message left it when one waits and none is in
+        flight (the page shows at once that it stopped; the run says the same when its turn comes), else None."""
         with self._guard:
             events = [self._events.get(key), *self._waiting.get(key, ())]
+            waits = events[0] is None and any(e is not None and not e.is_set() for e in events[1:])
+            shown = self._shown.get(key) if waits else None
         for event in events:
             if event is not None:
                 event.set()
+        return shown
 
     def any_busy(self) -> bool:
         """Whether any session has a run in flight or waiting (a new one waits behind it: one runs at a time). Known
@@ -118,7 +128,7 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
     run, figures, hidden = None, {}, False
     try:
         if halt.is_set():  # Stop was pressed while it waited for its turn
-            yield page(render.render_note("Stopped before it started."),
+            yield page(render.render_note(STOPPED_WAITING),
                        {r.stats: stats.stats_html(None, status="Stopped")})
             return
         for frame, run in decode(app.showcase, text, settings, history=history, stop=halt):
@@ -214,9 +224,19 @@ def waiting(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
                            print_exception=False)
         messages, _, _, text = taken
     busy = app.showcase.live or app.stops.any_busy()  # the API's runs, the chat's (before this one waits too)
-    app.stops.wait(key)
     note = "Waiting for the run in progress to finish (one runs at a time)…" if busy else "…"
-    return {ui.panel.chat: _asked(messages, text, note)}
+    shown = _asked(messages, text, note)
+    app.stops.wait(key, shown)
+    return {ui.panel.chat: shown}
+
+
+def stopped(app: App, request: gr.Request | None = None):
+    """Stop: this session's run ends at its next round; one still waiting for its turn shows at once that it stopped
+    (its own note, when the queue reaches it, says the same)."""
+    shown = app.stops.set(session_key(request))
+    if not shown:
+        return gr.skip()
+    return [*shown[:-1], {"role": "assistant", "content": render.render_note(STOPPED_WAITING)}]
 
 
 def _asked(messages: list, text: str | None, note: str = "…") -> list:

@@ -16,7 +16,7 @@ import pytest
 from specui.loading import PairCache
 from specui.presets import load_config
 from specui.ui.blocks import chat_tab
-from specui.ui.chat_handlers import App, Stops, clear, respond, retry, take_back, undo, waiting
+from specui.ui.chat_handlers import App, Stops, clear, respond, retry, stopped, take_back, undo, waiting
 from specui.ui.session import Showcase
 from tests.helpers import HAS_WHEEL, ui_config
 
@@ -154,6 +154,8 @@ def test_stop_reaches_runs_that_wait_for_their_turn_in_the_queues_order():
     first, second, third = stops.start("v"), stops.start("v"), stops.start("v")
     assert first.is_set() and second.is_set() and not third.is_set()
     assert stops.busy("v")  # the third runs
+    assert stops.set("w") is None and stops.set("v") is None  # nothing waits: the page shows what it shows
+    third.clear()
     api = stops.start("w")
     assert not api.is_set() and stops.any_busy()  # an API call does not wait first
     stops.end("v", third)
@@ -175,8 +177,10 @@ def test_a_message_shows_at_once_and_one_still_being_answered_is_refused(tab):
     app.stops.set("another")
     frames = list(respond(app, ui, form(ui, CODE), request))  # its turn comes: it runs, and then Send is free again
     assert "tok-" in str(frames[-1][ui.messages][-1]["content"])
-    waiting(app, ui, form(ui, "x = 1"), request)
-    app.stops.set("shown")  # Stop while it waits: it ends when its turn comes, without a run
+    asked = waiting(app, ui, form(ui, "x = 1"), request)[ui.panel.chat]
+    now = stopped(app, request)  # Stop while it waits: the page says so at once, and it ends when its turn comes
+    assert now[:-1] == asked[:-1] and "Stopped before it started" in str(now[-1]["content"])
+    assert isinstance(stopped(app, request), type(gr.skip()))  # stopped already: the page stays as it is
     *_, last = respond(app, ui, form(ui, "x = 1", state=states(ui, frames[-1])), request)
     assert "Stopped before it started" in str(last[ui.messages][-1]["content"])
     assert last[ui.exchanges][-1] == {"text": "x = 1", "kept": False} and len(last[ui.turns]) == 2
