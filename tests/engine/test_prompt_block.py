@@ -139,7 +139,8 @@ def test_a_long_prompt_takes_native_attention_in_blocks(wide, monkeypatch):
     monkeypatch.undo()
     with torch.inference_mode():
         full = wide(torch.tensor([ids + ids[:2]])).logits[0]
-    assert (logits - full).abs().max() <= 1e-5 * full.abs().max()
+    # float32 rounding over a 300-token prompt on two threads: 1.0e-5 of the largest logit on an Intel VM (2026-11-28)
+    assert (logits - full).abs().max() <= 3e-5 * full.abs().max()
 
 
 def test_where_mkl_is_slow_a_prompt_takes_the_native_kernels(wide, monkeypatch):
