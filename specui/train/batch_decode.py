@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from transformers.models.llama.modeling_llama import rotate_half
 
 from specui.graphs import _layer_weights
 from specui.lean import DecoderParts, _rms_norm
@@ -114,9 +115,7 @@ class BatchDecoder(DecoderParts):
             buffer.copy_(value)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            self._step()
-        for buffer, value in zip((self.positions, self.column, self.valid), saved):
-            buffer.copy_(value)  # capturing ran nothing: the first replay is the step
+            self._step()  # recorded, not run: the first replay is the step
         return graph
 
     def _layers(self, x, cos, sin, mask, columns) -> torch.Tensor:
@@ -152,8 +151,8 @@ def _layer(x, cos, sin, mask, keys, values, columns, weights, dtype, kv_heads: i
     k = F.linear(h, wk, bk).view(B, T, kv_heads, head_dim).transpose(1, 2)
     v = F.linear(h, wv, bv).view(B, T, kv_heads, head_dim).transpose(1, 2)
     cos, sin = cos[:, None], sin[:, None]  # [B, 1, T, hd]
-    q = (q * cos + _rotate_half(q) * sin).to(dtype)
-    k = (k * cos + _rotate_half(k) * sin).to(dtype)
+    q = (q * cos + rotate_half(q) * sin).to(dtype)
+    k = (k * cos + rotate_half(k) * sin).to(dtype)
     keys.index_copy_(2, columns, k)
     values.index_copy_(2, columns, v)
     # a key-value head's query heads as its rows (row g*T + t), so no key or value is copied per query head
@@ -163,11 +162,6 @@ def _layer(x, cos, sin, mask, keys, values, columns, weights, dtype, kv_heads: i
     x = x + F.linear(out, wo, bo).float()
     h = _rms_norm(x, norm2, eps2).to(dtype)
     return x + F.linear(F.silu(F.linear(h, wg, bg)) * F.linear(h, wu, bu), wd, bd).float()
-
-
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
 def _pick(logits: torch.Tensor, sample: dict | None) -> torch.Tensor:
