@@ -31,7 +31,8 @@ import torch
 
 from specui.feature_log import FeatureLog
 from specui.graphs import GraphKV, GraphStack
-from specui.lean import DecoderStack, StaticKV
+from specui.lean import DecoderStack
+from specui.static_kv import StaticKV
 
 __all__ = ["CachedLM", "DecoderStack", "StaticKV", "context_limit", "model_device"]
 

@@ -22,8 +22,8 @@ speculative decoding emits plain greedy decoding's tokens by construction, in an
 Where every product takes the native kernels as a large matrix (float32 on a CPU with the native build: SmolLM2,
 the chat draft), the layers run in one native call (`native_chain.StackLayers`: the same kernels from C, with the
 Python steps' bits), and one token runs as one row: some four hundred Python-level calls a forward cost about 13%
-of plain decoding's time on SmolLM2. A token tree's rows stay in the Python steps, whose SiLU is the native one
-too (`rowswiglu`), so they equal the chain's.
+of plain decoding's time on SmolLM2. A token tree's rows take them too (each row at its own position, seeing the
+prefix and its ancestors), so they equal the chain's, as they do in the Python steps (whose SiLU is `rowswiglu`).
 One block may be exempt: a prompt (`forward(prompt=True)`: into an empty cache, or a follow-up turn's new tokens
 after a conversation's reused cache, `specui.prompt_cache`), which plain and speculative decoding compute as
 the same block, takes MKL's GEMM for its large products where MKL is fast (same bits every time, not
@@ -45,44 +45,13 @@ import torch.nn.functional as F
 from specui import native, native_chain
 from specui.decoders import plain_decoder
 from specui.products import RowLinear, mkl_fast, rows_invariant, slow_rows_warning
+from specui.static_kv import KEY_BLOCK, StaticKV
 
-KEY_BLOCK = 256  # attention sums values over blocks of this many keys (the cache capacity is a multiple)
 KEY_GRAIN = 64  # and reads keys up to the next multiple of this many (a divisor of KEY_BLOCK)
 PREFILL_SDPA = 128  # without native attention, a first block longer than this (a prompt) takes sdpa's causal
 # kernel (native attention reads a prompt in blocks of rows on torch's threads: 1.2-1.7x faster than sdpa's)
 PROMPT_ROWS = 16  # a prompt block of at least this many float32 rows takes MKL's products (`forward(prompt=)`)
 NATIVE_BLOCK = 256  # native layers read a long block in parts of this many rows (bounding attention's scratch)
-
-
-class StaticKV:
-    """Keys [layers, kv_heads, head_dim, capacity] (stored transposed, as the attention scores read
-    them) and values [layers, kv_heads, capacity, head_dim] of every layer, zero-initialised (attention
-    reads whole blocks and masks the unwritten keys, which must not be NaN); capacity, a multiple of
-    KEY_BLOCK, doubles when full. `length` tokens are valid."""
-
-    def __init__(self, layers: int, kv_heads: int, head_dim: int, *, dtype, device, capacity: int = KEY_BLOCK):
-        self.keys = torch.zeros(layers, kv_heads, head_dim, capacity, dtype=dtype, device=device)
-        self.values = torch.zeros(layers, kv_heads, capacity, head_dim, dtype=dtype, device=device)
-        self.length = 0
-
-    def get_seq_length(self) -> int:
-        return self.length
-
-    def reserve(self, length: int) -> None:
-        capacity = self.values.shape[2]
-        if length > capacity:
-            size = -(-max(length, 2 * capacity) // KEY_BLOCK) * KEY_BLOCK
-            keys = self.keys.new_zeros(*self.keys.shape[:3], size)
-            values = self.values.new_zeros(self.values.shape[0], self.values.shape[1], size, self.values.shape[3])
-            keys[..., :capacity] = self.keys  # all of it: an early-exit draft may have written past `length`
-            values[:, :, :capacity] = self.values
-            self.keys, self.values = keys, values
-
-    def move(self, start: int, slots: list[int]) -> None:
-        """Move the keys and values at `slots` to start..start+len(slots) (a tree's accepted path)."""
-        index, end = torch.tensor(slots, dtype=torch.long, device=self.keys.device), start + len(slots)
-        self.keys[..., start:end] = self.keys.index_select(3, index)
-        self.values[:, :, start:end] = self.values.index_select(2, index)
 
 
 class DecoderParts:
@@ -233,8 +202,8 @@ class DecoderStack(DecoderParts):
         layers start..stop-1, their keys and values written into the cache; the input of layer i is kept
         in `found` when i is in `features`. whole: a prompt's block (see `forward`): MKL's products."""
         rows, end = x.shape[0], past + n
-        if tree is None and not whole and self.native_forward:
-            return self._run_native(x, cache, past, n, start, stop, features, found)
+        if not whole and self.native_forward and (tree is None or n <= NATIVE_BLOCK):
+            return self._run_native(x, cache, past, n, start, stop, features, found, tree)
         if tree is None:
             cos, sin = self._rotary(x, past, end)  # [n, head_dim] each
             mask = self._mask(past, n, rows, x.device)
@@ -274,11 +243,17 @@ class DecoderStack(DecoderParts):
         return x
 
     def _run_native(self, x: torch.Tensor, cache: StaticKV, past: int, n: int, start: int, stop: int, features,
-                    found: dict) -> torch.Tensor:
+                    found: dict, tree: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         """`_run` in native calls (`native_chain.StackLayers`, the same kernels and bits as the Python steps): the
-        layers between the requested features in one call each."""
+        layers between the requested features in one call each; a tree's rows (at most NATIVE_BLOCK) in one part."""
         x = x[:n].clone()  # computed in place
-        self._rotary(x, past, past + n)  # the table, grown to hold these positions
+        if tree is not None:
+            positions, visible = tree
+            self._rotary(x, 0, int(positions.max()) + 1)  # the table, grown to hold these positions
+            rows = native_chain.TreeRows(self.cos_table, self.sin_table, positions, native.tree_seen(visible))
+        else:
+            self._rotary(x, past, past + n)
+            rows = None
         self.native_layers.bind(self, cache)
         cuts = sorted({start, stop, *(i for i in features if start <= i < stop)})
         kept: dict[int, list[torch.Tensor]] = {}
@@ -287,7 +262,7 @@ class DecoderStack(DecoderParts):
             for a, b in itertools.pairwise(cuts):
                 if a in features:
                     kept.setdefault(a, []).append(part.clone())
-                self.native_layers.run(part, past + first, a, b)
+                self.native_layers.run(part, past + first, a, b, rows)
         found.update({a: parts[0] if len(parts) == 1 else torch.cat(parts) for a, parts in kept.items()})
         return x
 

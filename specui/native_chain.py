@@ -60,6 +60,21 @@ class _Head(ctypes.Structure):
     _fields_ = [("fuse", _Matrix), ("fc", _Matrix), ("layer", _Layer), ("chain", _Chain)]
 
 
+class _Tree(ctypes.Structure):
+    _fields_ = [(name, _ptr) for name in ("cos", "sin", "prefix", "extra", "slots")]
+
+
+class TreeRows:
+    """A token tree's rows for `StackLayers.run`: each row's rotary entries, gathered from the tables at its
+    position, and the keys it sees (`native.Seen`: the prefix, then its ancestors and itself)."""
+
+    def __init__(self, cos_table: torch.Tensor, sin_table: torch.Tensor, positions: torch.Tensor, seen: native.Seen):
+        self.cos, self.sin = cos_table[positions].contiguous(), sin_table[positions].contiguous()
+        self.seen = seen  # kept alive for the pointers below
+        self.struct = _Tree(cos=self.cos.data_ptr(), sin=self.sin.data_ptr(), prefix=seen.prefix.data_ptr(),
+                            extra=seen.extra.data_ptr(), slots=seen.slots.data_ptr())
+
+
 class _Decoder(ctypes.Structure):
     _fields_ = [("layers", ctypes.POINTER(_Layer)), ("count", ctypes.c_int), ("chain", _Chain)]
 
@@ -238,10 +253,12 @@ class StackLayers:
             self.struct.chain.cos, self.struct.chain.sin = stack.cos_table.data_ptr(), stack.sin_table.data_ptr()
             self._bound = (cache.keys.data_ptr(), stack.cos_table.data_ptr())
 
-    def run(self, x: torch.Tensor, position: int, start: int, stop: int) -> None:
+    def run(self, x: torch.Tensor, position: int, start: int, stop: int, tree: TreeRows | None = None) -> None:
         """Layers start..stop-1 on x [rows, width] (float32, contiguous) in place, at cache slots position.. (the
-        rotary table and the cache must hold them and be bound: `bind`)."""
-        if self._call(ctypes.byref(self.struct), start, stop, x.data_ptr(), x.shape[0], position):
+        rotary table and the cache must hold them and be bound: `bind`); tree: the rows are a token tree's, all
+        of it (else a chain's, at positions position..)."""
+        if self._call(ctypes.byref(self.struct), start, stop, x.data_ptr(), x.shape[0], position,
+                      None if tree is None else ctypes.byref(tree.struct)):
             raise MemoryError(f"native layers: no memory for {x.shape[0]} rows")
 
 
@@ -254,7 +271,8 @@ def _products(stack) -> list:
 def _layers(kernel: native.Kernel):
     """The library's stack_layers, its arguments declared once per build."""
     call = kernel.library.stack_layers
-    call.argtypes = [ctypes.POINTER(_Decoder), ctypes.c_int, ctypes.c_int, _ptr, ctypes.c_int, ctypes.c_longlong]
+    call.argtypes = [ctypes.POINTER(_Decoder), ctypes.c_int, ctypes.c_int, _ptr, ctypes.c_int, ctypes.c_longlong,
+                     ctypes.POINTER(_Tree)]
     call.restype = ctypes.c_int
     return call
 

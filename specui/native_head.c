@@ -108,11 +108,18 @@ static float softmax(const float *x, int n, float *out) {
     return inverse; /* the maximum's e^0 = 1, over the sum */
 }
 
+typedef struct { /* token-tree rows (`stack_layers`): their own positions and the keys each row sees */
+    const float *cos, *sin;          /* each row's rotary entries [rows][hd], gathered at its position */
+    const int *prefix, *extra, *slots; /* `rowattend`'s: keys from slot 0, then extra ones at `slots` */
+} tree_t;
+
 /* A decoder layer on rows x (width floats each) at cache slots pos.., causally, in place: the rotary step writes
- * their keys and values there, row r attends to slots 0..pos + r; x += o(attention), then x += MLP. Returns 1
- * when attention ran out of memory. work: `layer_work` floats (the products' outputs, attention's scratch, then
- * how many keys each row sees). */
-static int layer(const layer_t *l, const chain_t *c, float *x, int rows, long long pos, float *work) {
+ * their keys and values there, row r attends to slots 0..pos + r; x += o(attention), then x += MLP. With a tree
+ * (else NULL) row r takes its position's rotary entries and attends to the keys the tree names (each row's bits
+ * are the chain's: the same kernels over the same sequence of keys). Returns 1 when attention ran out of memory.
+ * work: `layer_work` floats (the products' outputs, attention's scratch, then how many keys each row sees). */
+static int layer(const layer_t *l, const chain_t *c, float *x, int rows, long long pos, float *work,
+                 const tree_t *t) {
     const int w = c->width, q_width = l->heads * l->hd, qkv_width = (l->heads + 2 * l->kv_heads) * l->hd;
     const size_t m = rows;
     float *y = work, *qkv = y + m * w, *q = qkv + m * qkv_width, *att = q + m * q_width, *out = att + m * q_width;
@@ -122,10 +129,10 @@ static int layer(const layer_t *l, const chain_t *c, float *x, int rows, long lo
     for (int r = 0; r < rows; r++) seen[r] = (int)pos + r + 1;
     rowrmsnorm(x, rows, w, w, l->norm1, l->eps, y);
     product(&l->qkv, y, rows, qkv);
-    rowrope(qkv, rows, rows, qkv_width, l->heads, l->kv_heads, l->hd, c->cos + pos * l->hd, c->sin + pos * l->hd,
-            l->hd, q, l->keys, l->values, l->cap, pos);
-    if (rowattend(q, rows, q_width, l->heads, l->kv_heads, l->hd, l->keys, l->values, l->cap, seen, NULL, NULL,
-                  l->scale, att, scratch, stride))
+    rowrope(qkv, rows, rows, qkv_width, l->heads, l->kv_heads, l->hd, t ? t->cos : c->cos + pos * l->hd,
+            t ? t->sin : c->sin + pos * l->hd, l->hd, q, l->keys, l->values, l->cap, pos);
+    if (rowattend(q, rows, q_width, l->heads, l->kv_heads, l->hd, l->keys, l->values, l->cap, t ? t->prefix : seen,
+                  t ? t->extra : NULL, t ? t->slots : NULL, l->scale, att, scratch, stride))
         return 1;
     product(&l->o, att, rows, out);
     for (size_t i = 0; i < m * w; i++) x[i] += out[i];
@@ -278,7 +285,7 @@ int head_draft(const head_t *e, const float *states, const long long *follow, in
         memcpy(x + (size_t)r * 2 * w + w, embedding(c, follow[r]), sizeof(float) * w);
     }
     product(&e->fc, x, rows, h);
-    if (layer(&e->layer, c, h, rows, pos, work)) goto done;
+    if (layer(&e->layer, c, h, rows, pos, work, NULL)) goto done;
     const float *last = h + (m - 1) * w;
     for (int i = 0; i < k; i++) {
         drafted = i + 1;
@@ -286,7 +293,7 @@ int head_draft(const head_t *e, const float *states, const long long *follow, in
         memcpy(x, last, sizeof(float) * w);
         memcpy(x + w, embedding(c, drafted_id(c, index[i])), sizeof(float) * w);
         product(&e->fc, x, 1, h);
-        if (layer(&e->layer, c, h, 1, pos + rows + i, work)) {
+        if (layer(&e->layer, c, h, 1, pos + rows + i, work, NULL)) {
             drafted = -1;
             break;
         }
@@ -319,7 +326,7 @@ int decoder_draft(const decoder_t *d, const long long *tokens, int rows, long lo
     for (int r = 0; r < rows; r++) memcpy(h + (size_t)r * w, embedding(c, tokens[r]), sizeof(float) * w);
     for (int i = 0; i < k; i++) {
         for (int j = 0; j < d->count; j++)
-            if (layer(&d->layers[j], c, h, step_rows, pos, work)) {
+            if (layer(&d->layers[j], c, h, step_rows, pos, work, NULL)) {
                 drafted = -1;
                 goto done;
             }
@@ -336,8 +343,9 @@ done:
 
 /* Layers start..stop-1 of a decoder (a target's or a draft's, `specui.lean`'s DecoderStack) on `rows` rows x (the
  * chain's width floats each) at cache slots pos.., in place: the lean forward's layers in one native call, with the
- * bits of its Python steps (the same kernels, adds and `rowswiglu`). Returns 1 when memory ran out. */
-int stack_layers(const decoder_t *d, int start, int stop, float *x, int rows, long long pos) {
+ * bits of its Python steps (the same kernels, adds and `rowswiglu`); t: a token tree's rows (NULL: a chain's).
+ * Returns 1 when memory ran out. */
+int stack_layers(const decoder_t *d, int start, int stop, float *x, int rows, long long pos, const tree_t *t) {
     size_t work_size = 0;
     for (int j = start; j < stop; j++) {
         const size_t need = layer_work(&d->layers[j], &d->chain, rows, pos + rows);
@@ -346,7 +354,7 @@ int stack_layers(const decoder_t *d, int start, int stop, float *x, int rows, lo
     float *work = malloc(sizeof(float) * (work_size ? work_size : 1));
     if (!work) return 1;
     int failed = 0;
-    for (int j = start; j < stop && !failed; j++) failed = layer(&d->layers[j], &d->chain, x, rows, pos, work);
+    for (int j = start; j < stop && !failed; j++) failed = layer(&d->layers[j], &d->chain, x, rows, pos, work, t);
     free(work);
     return failed;
 }

@@ -1,7 +1,7 @@
 """The lean forward's layers in one native call (`native_chain.StackLayers`, native_head.c `stack_layers`) and the
 MLP's SiLU(gate) * up (native_layer.c `rowswiglu`). The native layers give the Python steps' bits exactly (chain
-blocks of any size, features, an early exit's two halves), so a token tree's rows, which stay in the Python steps,
-still equal the chain's; `rowswiglu` is torch's SiLU times up to float32 rounding, in either build."""
+blocks of any size, features, an early exit's two halves, a token tree's rows), so a tree's rows equal the chain's
+either way; `rowswiglu` is torch's SiLU times up to float32 rounding, in either build."""
 
 import pytest
 import torch
@@ -86,17 +86,54 @@ def test_a_one_token_forward_is_a_row_of_the_block(model):
     assert torch.equal(block, alone)
 
 
-def test_tree_rows_in_the_python_steps_equal_native_chain_rows(model):
+@pytest.mark.parametrize("native_tree", [True, False], ids=["native", "python-steps"])
+def test_tree_rows_equal_native_chain_rows(model, native_tree):
     tree, parents, paths = [9, 10, 11, 12], [-1, 0, 0, 1], {1: [9, 10], 2: [9, 11], 3: [9, 10, 12]}
     prefix = list(range(100, 140))
     with torch.inference_mode():
         lm = CachedLM(model)
+        lm.stack.native_forward = native_tree
         lm.extend(prefix, last_only=True)
         rows = lm.extend_tree(tree, parents=parents)
         for node, path in paths.items():
             chain = CachedLM(model)
             chain.extend(prefix, last_only=True)
             assert torch.equal(chain.extend(path)[-1], rows[node]), node
+
+
+@pytest.mark.parametrize("past", [40, KEY_BLOCK - 3])  # the tree's rows cross a key block
+def test_native_tree_rows_are_the_python_steps_bit_for_bit(model, past):
+    """A tree fed in two calls (the second's nodes see the first's), with features: logits, features and the cache
+    the native layers leave equal the Python steps' bits; a one-node tree too."""
+    ids = torch.randint(0, 512, (past + 12,), generator=torch.Generator().manual_seed(past)).tolist()
+    fast, steps = _pair(model)
+    with torch.inference_mode():
+        for lm in (fast, steps):
+            lm.extend(ids[:past], last_only=True, prompt=True)
+        for nodes, parents in ((ids[past:past + 7], [-1, 0, 0, 1, 1, 2, -1]), (ids[past + 7:past + 11], [3, 7, 8, 6]),
+                               (ids[past + 11:], [9])):
+            got = fast.extend_tree(nodes, parents=parents, features=(1, 3))
+            want = steps.extend_tree(nodes, parents=parents, features=(1, 3))
+            assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1]), parents
+        length = fast.length
+        assert torch.equal(fast.cache.keys[..., :length], steps.cache.keys[..., :length])
+        assert torch.equal(fast.cache.values[:, :, :length], steps.cache.values[:, :, :length])
+
+
+def test_tree_decoding_on_native_layers_equals_generate(model):
+    """Token trees verified by the native layers: greedy output is the model's own greedy `generate`."""
+    from specui import SpeculativeEngine
+    from tests.helpers import noisy_copy
+
+    engine = SpeculativeEngine(model, noisy_copy(model, noise=0.3, seed=2))
+    assert CachedLM(model).stack.native_forward  # the engine's target cache is one of these
+    prompt = [5, 17, 3, 88, 41]
+    expected = model.generate(torch.tensor([prompt]), max_new_tokens=24, do_sample=False, eos_token_id=None,
+                              pad_token_id=0)[0, len(prompt):].tolist()
+    for width, nodes in ((2, 0), (3, 7)):
+        result = engine.generate(prompt, max_new_tokens=24, num_draft_tokens=3, tree_width=width, tree_nodes=nodes)
+        assert result.token_ids == expected, (width, nodes)
+        assert any(r.tree for r in result.rounds)
 
 
 @pytest.mark.parametrize("ffn", [1, 7, 8, 16, 17, 776, 1536])
