@@ -58,6 +58,11 @@ class Stops:
                 del self._waiting[key]
         return event
 
+    def newer(self, key: str) -> bool:
+        """Whether this session asked for another run after the one that started last (it waits for its turn)."""
+        with self._guard:
+            return bool(self._waiting.get(key))
+
     def end(self, key: str, event: threading.Event) -> None:
         with self._guard:
             if self._events.get(key) is event:
@@ -127,9 +132,11 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
     halt = app.stops.start(key)
     run, figures, hidden = None, {}, False
     try:
-        if halt.is_set():  # Stop was pressed while it waited for its turn
-            yield page(render.render_note(STOPPED_WAITING),
-                       {r.stats: stats.stats_html(None, status="Stopped")})
+        if halt.is_set():  # Stop was pressed while it waited for its turn, and the page said so then
+            if app.stops.newer(key):  # a newer message shows now, and its own run comes next: leave it be
+                yield gr.skip()  # every output as it is
+            else:
+                yield page(render.render_note(STOPPED_WAITING), {r.stats: stats.stats_html(None, status="Stopped")})
             return
         for frame, run in decode(app.showcase, text, settings, history=history, stop=halt):
             if frame.error:

@@ -184,6 +184,12 @@ def test_a_message_shows_at_once_and_one_still_being_answered_is_refused(tab):
     *_, last = respond(app, ui, form(ui, "x = 1", state=states(ui, frames[-1])), request)
     assert "Stopped before it started" in str(last[ui.messages][-1]["content"])
     assert last[ui.exchanges][-1] == {"text": "x = 1", "kept": False} and len(last[ui.turns]) == 2
+    waiting(app, ui, form(ui, "x = 3"), request)  # stopped, then a newer message before the stopped one's turn:
+    stopped(app, request)
+    waiting(app, ui, form(ui, "x = 4"), request)
+    assert list(respond(app, ui, form(ui, "x = 3"), request)) == [gr.skip()]  # the newer message's page stays
+    *_, newer = respond(app, ui, form(ui, "x = 4", state=states(ui, frames[-1])), request)
+    assert "tok-" in str(newer[ui.messages][-1]["content"])
     with pytest.raises(gr.Error, match="no message to run again"):
         waiting(app, ui, form(ui, ""), request, again=True)
 
