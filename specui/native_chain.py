@@ -13,7 +13,8 @@ bits of its Python steps.
 A sampled round draws its K uniforms from the drafter's generator first (`uniforms`), as the Python steps do,
 and draws each token from the very q it reports, by the inverse of its distribution function
 (`specui.sampling.sample`): exact whatever q's rounding. Top-k and top-p are applied in C too (`rownucleus`, the
-cut of `specui.sampling` from the sorted scores); token trees (several rows a depth) stay in Python. The drafts
+cut of `specui.sampling` from the sorted scores). An EAGLE head's token tree runs a depth in one call
+(`HeadChain.tree_step`: the rows' states and logits), its nodes picked in Python (`specui.drafters.tree`). The drafts
 equal the Python steps' to float rounding (an EAGLE head's SiLU, the softmax and top-p's running sum round on their
 own), which only ever moves acceptance: the target verifies whatever is proposed.
 """
@@ -81,15 +82,18 @@ class _Decoder(ctypes.Structure):
 
 @functools.cache
 def _rounds(kernel: native.Kernel) -> tuple:
-    """The library's head_draft and decoder_draft, their arguments declared once per build."""
-    head, decoder = kernel.library.head_draft, kernel.library.decoder_draft
+    """The library's head_draft, decoder_draft and head_tree_step, their arguments declared once per build."""
+    head, decoder, tree = kernel.library.head_draft, kernel.library.decoder_draft, kernel.library.head_tree_step
+    tree.argtypes = [ctypes.POINTER(_Head), _ptr, _ptr, ctypes.c_int, ctypes.c_longlong, ctypes.c_int,
+                     ctypes.POINTER(_Tree), _ptr, _ptr]
+    tree.restype = ctypes.c_int
     sampler = ctypes.POINTER(_Sampler)
     head.argtypes = [ctypes.POINTER(_Head), _ptr, _ptr, ctypes.c_int, ctypes.c_longlong, ctypes.c_int, sampler, _ptr,
                      _ptr]
     decoder.argtypes = [ctypes.POINTER(_Decoder), _ptr, ctypes.c_int, ctypes.c_longlong, ctypes.c_int, sampler, _ptr,
                         _ptr]
     head.restype = decoder.restype = ctypes.c_int
-    return head, decoder
+    return head, decoder, tree
 
 
 def _matrix(product: native.Product) -> _Matrix:
@@ -163,7 +167,7 @@ class HeadChain:
 
     def __init__(self, head, kernel: native.Kernel):
         layer, self.head = head.layer, head
-        self._call = _rounds(kernel)[0]
+        self._call, _, self._tree = _rounds(kernel)
         packed = {name: _packed(w, kernel) for name, w in (
             ("fuse", head.fuse.weight), ("fc", head.fc.weight), ("qkv", layer.qkv.weight), ("o", layer.o.weight),
             ("gate_up", layer.gate_up.weight), ("down", layer.down.weight), ("out", head.output._rows))}
@@ -198,6 +202,30 @@ class HeadChain:
         drafted = _run(self._call, ctypes.byref(s), states.data_ptr(), follow.data_ptr(), rows, position,
                        k, ctypes.byref(_sampler(sampling, stop_below, draws)), index.data_ptr(), probs.data_ptr())
         return index[:drafted], probs[:drafted]
+
+
+    def tree_step(self, inputs: torch.Tensor, tokens: torch.Tensor, position: int, cache,
+                  tree: tuple[torch.Tensor, native.Seen] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step of a token tree (`head_tree_step`) over the head's cache at slots position..: without `tree`, the
+        target's fused-layer states [m, F] not yet fed with the tokens after them (-> every row's state [m, D] and
+        the last row's logits [1, vocabulary]); with tree = (each row's position [m], the keys each sees), the
+        parents' states [m, D] with the rows' tokens (-> states [m, D], logits [m, vocabulary])."""
+        keys, values = cache
+        rows = inputs.shape[0]
+        cos, sin = self.head.layer._angles(position + rows, inputs.device)
+        s = self.struct
+        s.layer.keys, s.layer.values, s.layer.cap = keys.data_ptr(), values.data_ptr(), keys.shape[2]
+        s.chain.cos, s.chain.sin = cos.data_ptr(), sin.data_ptr()
+        rows_of = None
+        if tree is not None:
+            positions, seen = tree
+            rows_of = TreeRows(cos, sin, positions, seen)
+        inputs, tokens = _float32(inputs), tokens.to(torch.int64).contiguous()
+        h, logits = torch.empty(rows, s.chain.width), torch.empty(rows if tree is not None else 1, self.vocab)
+        if self._tree(ctypes.byref(s), inputs.data_ptr(), tokens.data_ptr(), rows, position, int(tree is None),
+                      None if rows_of is None else ctypes.byref(rows_of.struct), h.data_ptr(), logits.data_ptr()):
+            raise MemoryError("a native tree step ran out of memory")
+        return h, logits
 
 
 class StackLayers:

@@ -3,7 +3,8 @@
  * - decoder_draft: a draft model's round (a Llama-style decoder run by specui.lean): the context's tokens it has
  *   not read, then its chain;
  * - stack_layers: a range of such a decoder's layers on a block of rows, which is how the lean forward runs a
- *   target's (and a draft's) layers on a CPU: one call instead of some four hundred.
+ *   target's (and a draft's) layers on a CPU: one call instead of some four hundred (a token tree's rows too);
+ * - head_tree_step: one depth of an EAGLE head's token tree (its rows' states and logits; Python picks the nodes).
  *
  * A chain drafts one token a step: the logits over the drafter's vocabulary, their argmax (greedy) or a draw from
  * their softmax at the run's temperature (by a uniform drawn in Python beforehand), and, unless the chain stops
@@ -302,6 +303,36 @@ int head_draft(const head_t *e, const float *states, const long long *follow, in
 done:
     free(buffer);
     return drafted;
+}
+
+/* One step of an EAGLE head's token tree (`EagleDrafter.propose_tree`), rows at once. With fuse, the target's states
+ * not yet fed (`rows` rows of fuse.k floats) and the tokens after them go into the head's cache at slots pos..,
+ * causally, and logits gets the last row's logits; else inputs are the head's own states of the rows' parents (width
+ * floats each) and tokens the rows' tokens, placed by the tree t (each row's rotary entries, the keys it sees) at
+ * slots pos.., and logits gets every row's. h: each row's new state (width floats); logits: out.n floats a row.
+ * The same products, norm and layer as `head_draft`. Returns 1 when memory ran out. */
+int head_tree_step(const head_t *e, const float *inputs, const long long *tokens, int rows, long long pos, int fuse,
+                   const tree_t *t, float *h, float *logits) {
+    const chain_t *c = &e->chain;
+    const int w = c->width;
+    const size_t m = rows, work_size = layer_work(&e->layer, c, rows, pos + rows);
+    float *buffer = malloc(sizeof(float) * (m * 3 * w + work_size)); /* fused, [u, embed], work */
+    if (!buffer) return 1;
+    float *fused = buffer, *x = fused + m * w, *work = x + 2 * m * w;
+    if (fuse) product(&e->fuse, inputs, rows, fused);
+    for (int r = 0; r < rows; r++) {
+        memcpy(x + (size_t)r * 2 * w, (fuse ? fused : inputs) + (size_t)r * w, sizeof(float) * w);
+        memcpy(x + (size_t)r * 2 * w + w, embedding(c, tokens[r]), sizeof(float) * w);
+    }
+    product(&e->fc, x, rows, h);
+    int failed = layer(&e->layer, c, h, rows, pos, work, fuse ? NULL : t);
+    if (!failed) {
+        const int first = fuse ? rows - 1 : 0, count = fuse ? 1 : rows;
+        rowrmsnorm(h + (size_t)first * w, count, w, w, c->norm, c->eps, work);
+        product(&c->out, work, count, logits);
+    }
+    free(buffer);
+    return failed;
 }
 
 /* A draft model's round: the context's tokens it has not read (`rows` ids, clamped to its embeddings) go

@@ -245,12 +245,21 @@ class EagleDrafter:
         if k == 0 or self.pending is None or len(self.pending) == 0:
             return DraftTree(torch.empty(0, dtype=torch.long, device=self.device), [], None)
         head = self.head
-        root = self._feed_pending(context)[-1]  # predicts the tree's first depth
+        steps = self.chain if self.chain is not None and torch.is_inference_mode_enabled() else None  # native depths
+        if steps is not None:
+            n = len(self.pending)
+            self._reserve(self.filled + n, like=self.pending)
+            fed, first = steps.tree_step(self.pending, torch.tensor(context[-n:]), self.filled, self.cache)
+            self.filled, self.length, self.pending = self.filled + n, self.length + n, None
+            root = fed[-1]
+        else:
+            root = self._feed_pending(context)[-1]  # predicts the tree's first depth
+            first = None
         states, slots, base = {}, {}, self.length
 
         def expand(frontier, tokens, parents):
             if frontier == [-1]:
-                return logits_to_probs(head.logits(root), self.sampling)[None]
+                return logits_to_probs(head.logits(root)[None] if first is None else first, self.sampling)
             above = [ancestry(i, parents) for i in frontier]
             for i in frontier:
                 slots[i] = len(slots)
@@ -259,11 +268,18 @@ class EagleDrafter:
             for row, (i, ancestors) in enumerate(zip(frontier, above)):
                 visible[row, [base + slots[j] for j in [i, *ancestors]]] = True
             parent_states = torch.stack([root if parents[i] < 0 else states[parents[i]] for i in frontier])
-            a = head.inputs(parent_states, torch.tensor([tokens[i] for i in frontier], device=self.device))
+            ids = torch.tensor([tokens[i] for i in frontier], device=self.device)
             positions = torch.tensor([base + len(x) for x in above], device=self.device)
-            h = self._step(a, positions=positions, visible=visible)
+            if steps is not None:  # the step below in one native call
+                start = self.filled
+                self._reserve(start + len(frontier), like=parent_states)
+                self.filled = start + len(frontier)
+                h, logits = steps.tree_step(parent_states, ids, start, self.cache, (positions, native.tree_seen(visible)))
+            else:
+                h = self._step(head.inputs(parent_states, ids), positions=positions, visible=visible)
+                logits = head.logits(h)
             states.update(zip(frontier, h))
-            return logits_to_probs(head.logits(h), self.sampling)  # over the head's vocabulary: grow maps ids
+            return logits_to_probs(logits, self.sampling)  # over the head's vocabulary: grow maps ids
 
         output = head.output
         return grow(expand, depth=k, width=width, nodes=nodes, floor=self.stop_below, token_ids=output.token_ids,

@@ -71,13 +71,13 @@ SAMPLED = {"temperature": 0.8, "seed": 3}
 
 @pytest.mark.parametrize("tree", [{}, {"draft_confidence": 0.3}, {"tree_width": 2}, {"tree_width": 3, "tree_nodes": 7},
                                   SAMPLED, {**SAMPLED, "draft_confidence": 0.3}, {**SAMPLED, "top_p": 0.9},
-                                  {**SAMPLED, "top_k": 5, "top_p": 0.8}],
+                                  {**SAMPLED, "top_k": 5, "top_p": 0.8}, {**SAMPLED, "tree_width": 2, "tree_nodes": 5}],
                          ids=["chain", "chain-confidence", "static-tree", "dynamic-tree", "sampled",
-                              "sampled-confidence", "sampled-top-p", "sampled-top-k-top-p"])
+                              "sampled-confidence", "sampled-top-p", "sampled-top-k-top-p", "sampled-tree"])
 def test_native_and_torch_steps_draft_alike(tree):
     """On a CPU in float32 a chain's whole round runs in one native call (`HeadChain`, native_head.c), greedy or
-    sampled (top-k and top-p too); otherwise a drafting step's rotary embeddings, cache writes and attention run in
-    native code (`EagleDrafter._step`), for chains and for token trees (each node seeing the cache before the
+    sampled (top-k and top-p too), and a token tree's depths one native call each; otherwise a drafting step's
+    rotary embeddings, cache writes and attention run in native code (`EagleDrafter._step`), for chains and trees (each node seeing the cache before the
     tree, its ancestors and itself). The torch ops they stand for (the path on a GPU) draft the same tokens, with
     q equal to float rounding, round after round (stopping where the draft's confidence falls alike; a sampled
     round draws by the same uniforms), and all keep plain greedy output, or, sampled, the same output."""
@@ -85,7 +85,7 @@ def test_native_and_torch_steps_draft_alike(tree):
         pytest.skip("no native kernels here")
     target = make_model("llama", vocab_size=96, layers=3, seed=7)
     head = trained_head(target, token_ids=torch.arange(96), steps=40)
-    runs = []
+    runs, tree_steps = [], []
     for mode in ("round", "steps", "torch"):
         drafter = head.make_drafter(target)
         begin = drafter.start
@@ -95,6 +95,9 @@ def test_native_and_torch_steps_draft_alike(tree):
             assert drafter.native is not None and drafter.chain is not None
             drafter.chain = drafter.chain if mode == "round" else None
             drafter.native = None if mode == "torch" else drafter.native
+            if drafter.chain is not None:  # a tree's depths in one native call each (`HeadChain.tree_step`)
+                step = drafter.chain.tree_step
+                drafter.chain.tree_step = lambda *a, **k: tree_steps.append(1) or step(*a, **k)
 
         drafter.start = start
         engine = SpeculativeEngine(target, heads={"eagle": head})
@@ -103,6 +106,7 @@ def test_native_and_torch_steps_draft_alike(tree):
     expected = runs[2].token_ids if tree.get("temperature") else \
         target.generate(torch.tensor([[5, 17, 3, 88, 41]]), max_new_tokens=40, do_sample=False)[0, 5:].tolist()
     assert all(run.token_ids == expected for run in runs)
+    assert bool(tree_steps) == (tree.get("tree_width", 1) > 1)
     assert [r.drafted for r in runs[0].rounds] == [r.drafted for r in runs[1].rounds] == \
         [r.drafted for r in runs[2].rounds]
     if tree.get("draft_confidence"):  # the confidence stop cut some rounds short, the same ones
