@@ -39,7 +39,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--arm", action="append", default=None, metavar="JSON",
                     help='a drafter and its settings, e.g. \'{"drafter": "eagle", "k": 6, "confidence": 0.3}\' '
-                         "(k and confidence default to the preset's; default arms: eagle, model)")
+                         "(k and confidence default to the preset's; tree_width and tree_nodes draft token trees; "
+                         "default arms: eagle, model)")
     return ap.parse_args(argv)
 
 
@@ -72,9 +73,11 @@ def main(argv=None) -> None:
     prompts = tokenize_prompts(chat_prompts.HELD_OUT[:args.prompts], pair.tokenizer, chat=preset.chat_template)
 
     def run(engine, arm, prompt, seed):
+        arm = arm or {}
         s = DecodeSettings(max_new_tokens=args.tokens, temperature=args.temperature, ignore_eos=True, seed=seed,
-                           speculative=arm is not None, drafter=arm and arm["drafter"],
-                           num_draft_tokens=arm["k"] if arm else 1, draft_confidence=arm["confidence"] if arm else 0.0)
+                           speculative=bool(arm), drafter=arm.get("drafter"), num_draft_tokens=arm.get("k", 1),
+                           draft_confidence=arm.get("confidence", 0.0), tree_width=arm.get("tree_width", 1),
+                           tree_nodes=arm.get("tree_nodes", 0))
         start = time.perf_counter()
         result = engine.generate(prompt, s)
         return time.perf_counter() - start, result
@@ -104,7 +107,8 @@ def main(argv=None) -> None:
     for j, arm in enumerate(arms):
         cells = [f"{name} {plain / seconds[j, name]:.3f}x ({tokens / rounds[j, name]:.2f} tokens per forward)"
                  for name, _ in sides]
-        print(f"{arm['drafter']:>13} K<={arm['k']} conf {arm['confidence']}: " + "  ".join(cells))
+        tree = f" tree {arm['tree_width']}x{arm.get('tree_nodes', 0)}" if arm.get("tree_width", 1) > 1 else ""
+        print(f"{arm['drafter']:>13} K<={arm['k']} conf {arm['confidence']}{tree}: " + "  ".join(cells))
     if args.temperature == 0:
         print("every greedy output identical to plain decoding")
 
