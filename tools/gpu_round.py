@@ -80,7 +80,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--no-eagle", action="store_true", help="train the chat draft alone")
     ap.add_argument("--eagle-sequences", type=int, default=30000,
                     help="the EAGLE head trains on at most this many answers, drawn at random: their target states "
-                         "stay in memory (about 25 GB at 30,000 of 250 tokens) and take a pass of the target first (default: %(default)s)")
+                         "stay in memory (about 25 GB at 30,000 of 250 tokens) and take a pass of the target first "
+                         "(default: %(default)s)")
     ap.add_argument("--no-draft", action="store_true",
                     help="train the EAGLE head alone (it ran 13 steps a second alone on an H100, 8.5 beside the draft)")
     ap.add_argument("--tiny", action="store_true", help="a smoke test on a CPU: a few prompts, short answers")

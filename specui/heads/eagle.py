@@ -209,14 +209,14 @@ class EagleDrafter:
         head = self.head
         ids = head.output.token_ids.to(self.device)
         draws = uniforms(self.sampling, k, self.generators.on(self.device))  # a sampled round's k draws
-        if self.chain is not None and torch.is_inference_mode_enabled():  # the round in one native call
+        if self._native_rounds:  # the round in one native call
             n = len(self.pending)
             self._reserve(self.filled + n + k, like=self.pending)  # the feed's n slots, then k - 1 steps at most
             index, probs = self.chain.run(self.pending, torch.tensor(context[-n:]), self.filled, k, self.stop_below,
                                           self.cache, self.sampling, draws)
             self.length, self.filled, self.pending = self.length + n, self.filled + n + len(index) - 1, None
             return self._draft(ids[index], probs, ids)
-        h = self._feed_pending(context)  # [1, D]: predicts the first draft token
+        h, _ = self._feed_pending(context)  # [1, D]: predicts the first draft token
         tokens, probs, confident = [], [], Confidence(self.stop_below)
         for i in range(k):
             logits = head.logits(h[-1])
@@ -245,21 +245,13 @@ class EagleDrafter:
         if k == 0 or self.pending is None or len(self.pending) == 0:
             return DraftTree(torch.empty(0, dtype=torch.long, device=self.device), [], None)
         head = self.head
-        steps = self.chain if self.chain is not None and torch.is_inference_mode_enabled() else None  # native depths
-        if steps is not None:
-            n = len(self.pending)
-            self._reserve(self.filled + n, like=self.pending)
-            fed, first = steps.tree_step(self.pending, torch.tensor(context[-n:]), self.filled, self.cache)
-            self.filled, self.length, self.pending = self.filled + n, self.length + n, None
-            root = fed[-1]
-        else:
-            root = self._feed_pending(context)[-1]  # predicts the tree's first depth
-            first = None
+        fed, first = self._feed_pending(context)  # predicts the tree's first depth
+        root = fed[-1]
         states, slots, base = {}, {}, self.length
 
         def expand(frontier, tokens, parents):
             if frontier == [-1]:
-                return logits_to_probs(head.logits(root)[None] if first is None else first, self.sampling)
+                return logits_to_probs(head.logits(fed) if first is None else first, self.sampling)
             above = [ancestry(i, parents) for i in frontier]
             for i in frontier:
                 slots[i] = len(slots)
@@ -270,14 +262,7 @@ class EagleDrafter:
             parent_states = torch.stack([root if parents[i] < 0 else states[parents[i]] for i in frontier])
             ids = torch.tensor([tokens[i] for i in frontier], device=self.device)
             positions = torch.tensor([base + len(x) for x in above], device=self.device)
-            if steps is not None:  # the step below in one native call
-                start = self.filled
-                self._reserve(start + len(frontier), like=parent_states)
-                self.filled = start + len(frontier)
-                h, logits = steps.tree_step(parent_states, ids, start, self.cache, (positions, native.tree_seen(visible)))
-            else:
-                h = self._step(head.inputs(parent_states, ids), positions=positions, visible=visible)
-                logits = head.logits(h)
+            h, logits = self._depth(parent_states, ids, positions, visible)
             states.update(zip(frontier, h))
             return logits_to_probs(logits, self.sampling)  # over the head's vocabulary: grow maps ids
 
@@ -288,16 +273,40 @@ class EagleDrafter:
     def observe_tree(self, path: list[int], *, features: torch.Tensor | None = None) -> None:
         self.observe(len(path), features=features)
 
-    def _feed_pending(self, context: list[int]) -> torch.Tensor:
+    @property
+    def _native_rounds(self) -> bool:
+        """Whether drafting runs in native calls (`specui.native_chain.HeadChain`): a chain's round in one, a tree's
+        feed and each of its depths in one."""
+        return self.chain is not None and torch.is_inference_mode_enabled()
+
+    def _feed_pending(self, context: list[int]) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Feed the target states not yet fed, each with the token after it (the context's last ones), into
-        the head's cache; returns the last row's output [1, D], which predicts the token after the context."""
+        the head's cache; returns the last row's output [1, D], which predicts the token after the context, and
+        its logits [1, vocabulary] where a native call computed them (else None)."""
         head, n = self.head, len(self.pending)
         follow = torch.tensor(context[-n:], device=self.device)
-        fused = linear(self.pending.to(head.fc.weight.dtype), head.fuse.weight)
-        h = self._step(head.inputs(fused, follow))
+        if self._native_rounds:
+            self._reserve(self.filled + n, like=self.pending)
+            h, logits = self.chain.tree_step(self.pending, follow, self.filled, self.cache)
+            self.filled += n
+        else:
+            fused = linear(self.pending.to(head.fc.weight.dtype), head.fuse.weight)
+            h, logits = self._step(head.inputs(fused, follow)), None
         self.length += n
         self.pending = None
-        return h[-1:]
+        return h[-1:], logits
+
+    def _depth(self, parent_states: torch.Tensor, ids: torch.Tensor, positions: torch.Tensor,
+               visible: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A tree depth's rows (their parents' states and their tokens, each at its position seeing `visible`) at the
+        next slots of the head's cache: (their states [m, D], their logits [m, vocabulary])."""
+        if self._native_rounds:  # `_step` and the logits below in one native call
+            start = self.filled
+            self._reserve(start + len(ids), like=parent_states)
+            self.filled = start + len(ids)
+            return self.chain.tree_step(parent_states, ids, start, self.cache, (positions, native.tree_seen(visible)))
+        h = self._step(self.head.inputs(parent_states, ids), positions=positions, visible=visible)
+        return h, self.head.logits(h)
 
     def _step(self, a: torch.Tensor, *, positions: torch.Tensor | None = None,
               visible: torch.Tensor | None = None) -> torch.Tensor:

@@ -3,8 +3,9 @@ KV cache, every step one replayed CUDA graph.
 
 transformers' `generate` of SmolLM2-135M, 256 answers a batch, took about 25 s a batch on an H100 with six
 writers side by side (about 100 ms a step each; 11k answer tokens a second in all, 2026-11-28): a step issues
-several hundred kernels of a few microseconds of arithmetic each, behind Python and launches. The answers are what the drafts learn from, and a GPU round's minutes
-are few, so `answer_batch` decodes a batch the way `specui.graphs` decodes one sequence (and gpt-fast does):
+several hundred kernels of a few microseconds of arithmetic each, behind Python and launches. The answers are
+what the drafts learn from, and a GPU round's minutes are few, so `answer_batch` decodes a batch the way
+`specui.graphs` decodes one sequence (and gpt-fast does):
 - the prompts, left-padded to one width, are read eagerly as one block into a static cache of that width plus
   `max_new` columns (the keys and values in the compute dtype, as the writers' autocast kept them);
 - then every step is the same computation over the same buffers, captured once as a CUDA graph and replayed:
