@@ -92,13 +92,77 @@ static inline __attribute__((always_inline)) void tile(const float *x, int ldx, 
         }
 }
 
+/* The same tile for panels of GGUF blocks (Q4, Q8): each block of QBLOCK k-steps has a scale d (and, for Q4, an
+ * offset m) per column, and each weight is rebuilt in a register as the float32 it stands for, d q + m (one FMA:
+ * d q is exact, so this is the one rounding of GGUF's own dequantization) or d q (exact), before the same FMA
+ * chain over k in order as float32 panels: the same bits, from 6 or 9 bits a weight instead of 32. A Q4
+ * panel holds two k-steps a byte (the low nibbles k, the high k + 1), NR bytes a pair; its scales are
+ * [k / QBLOCK][d, m][NR], a Q8 panel's [k / QBLOCK][NR]. */
+static inline __attribute__((always_inline)) vec qwidth(const unsigned char *p, int kind, int high) {
+#if NR == 16
+    __m512i v = kind == Q4 ? _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p))
+                           : _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + (high ? NR : 0))));
+    if (kind == Q4) v = high ? _mm512_srli_epi32(v, 4) : _mm512_and_si512(v, _mm512_set1_epi32(15));
+    return _mm512_cvtepi32_ps(v);
+#else
+    __m256i v = kind == Q4 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p))
+                           : _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p + (high ? NR : 0))));
+    if (kind == Q4) v = high ? _mm256_srli_epi32(v, 4) : _mm256_and_si256(v, _mm256_set1_epi32(15));
+    return _mm256_cvtepi32_ps(v);
+#endif
+}
+
+static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx, const void *w, int k, int rows,
+                                                          int panels, const float *bias, const float *scale,
+                                                          float *y, int ldy, int cols, int kind) {
+    vec acc[WIDE_ROWS][WIDE];
+    const size_t stride = panel_bytes(kind, k), sstride = panel_scales(kind, k), pair = kind == Q4 ? NR : 2 * NR;
+    const int per_block = kind == Q4 ? 2 * NR : NR;
+    for (int r = 0; r < rows; r++)
+        for (int g = 0; g < panels; g++) acc[r][g] = vzero();
+    for (int i = 0; i < k; i += 2) {
+        const int b = i / QBLOCK;
+        for (int g = 0; g < panels; g++) {
+            const unsigned char *p = (const unsigned char *)w + g * stride + (size_t)(i / 2) * pair;
+            _mm_prefetch((const char *)p + PREFETCH / 2 * pair, _MM_HINT_T0);
+            const float *s = scale + g * sstride + (size_t)b * per_block;
+            const vec d = vload(s), q0 = qwidth(p, kind, 0), q1 = qwidth(p, kind, 1);
+            const vec w0 = kind == Q4 ? vfma(q0, d, vload(s + NR)) : vmul(q0, d);
+            const vec w1 = kind == Q4 ? vfma(q1, d, vload(s + NR)) : vmul(q1, d);
+            for (int r = 0; r < rows; r++) {
+                acc[r][g] = vfma(vset1(x[(size_t)r * ldx + i]), w0, acc[r][g]);
+                acc[r][g] = vfma(vset1(x[(size_t)r * ldx + i + 1]), w1, acc[r][g]);
+            }
+        }
+    }
+    for (int r = 0; r < rows; r++)
+        for (int g = 0; g < panels; g++) {
+            vec v = acc[r][g];
+            if (bias) v = vadd(v, vload(bias + g * NR));
+            int c = cols - g * NR;
+            if (c >= NR) {
+                vstore(y + (size_t)r * ldy + g * NR, v);
+            } else if (c > 0) {
+                float t[NR];
+                vstore(t, v);
+                memcpy(y + (size_t)r * ldy + g * NR, t, (size_t)c * sizeof(float));
+            }
+        }
+}
+
 typedef void (*tile_fn)(const float *, int, const void *, int, const float *, const float *, float *, int, int);
 #define TK(r, g, kind, name)                                                                                  \
     static void t##r##_##g##_##name(const float *x, int ldx, const void *w, int k, const float *b,              \
                                     const float *s, float *y, int ldy, int cols) {                            \
         tile(x, ldx, w, k, r, g, b, s, y, ldy, cols, kind);                                                   \
     }
-#define T(r, g) TK(r, g, F32, f32) TK(r, g, F16, f16) TK(r, g, BF16, bf16) TK(r, g, I8, i8)
+#define TQ(r, g, kind, name)                                                                                  \
+    static void t##r##_##g##_##name(const float *x, int ldx, const void *w, int k, const float *b,              \
+                                    const float *s, float *y, int ldy, int cols) {                            \
+        tile_q(x, ldx, w, k, r, g, b, s, y, ldy, cols, kind);                                                 \
+    }
+#define T(r, g) TK(r, g, F32, f32) TK(r, g, F16, f16) TK(r, g, BF16, bf16) TK(r, g, I8, i8) TQ(r, g, Q4, q4) \
+    TQ(r, g, Q8, q8)
 T(1, 1) T(1, 2) T(1, 3) T(1, 4) T(1, 5) T(1, 6) T(1, 7) T(1, 8)
 T(2, 1) T(2, 2) T(2, 3) T(3, 1) T(3, 2) T(3, 3) T(4, 1) T(4, 2) T(4, 3)
 T(5, 1) T(5, 2) T(5, 3) T(6, 1) T(6, 2) T(6, 3) T(7, 1) T(7, 2) T(7, 3) T(8, 1) T(8, 2) T(8, 3)
@@ -112,7 +176,8 @@ T(9, 1) T(9, 2) T(10, 1) T(10, 2) T(11, 1) T(11, 2) T(12, 1) T(12, 2)
         [8] = {0, t8_1_##n, t8_2_##n, t8_3_##n}, [9] = {0, t9_1_##n, t9_2_##n},                         \
         [10] = {0, t10_1_##n, t10_2_##n}, [11] = {0, t11_1_##n, t11_2_##n}, [12] = {0, t12_1_##n, t12_2_##n}, \
     }
-static const tile_fn tiles[4][WIDE_ROWS + 1][WIDE + 1] = {TABLE(f32), TABLE(f16), TABLE(bf16), TABLE(i8)};
+static const tile_fn tiles[6][WIDE_ROWS + 1][WIDE + 1] = {TABLE(f32), TABLE(f16), TABLE(bf16), TABLE(i8),
+                                                       TABLE(q4), TABLE(q8)};
 
 /* Columns of panels [p0, p1) (all: 0, ceil(n / NR)) of y = x W^T + bias (bias may be NULL).
  * x: m rows of k floats, ldx apart; w: packed, of `kind` (F32, F16, BF16, or I8 followed by the scales); y: m
@@ -122,12 +187,12 @@ void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const 
     /* rows per tile: all of them up to WIDE_ROWS (W read once), else tiles of ROWS */
     const int tile_rows = m <= WIDE_ROWS ? m : ROWS;
     const int per_tile = m == 1 ? WIDE : tile_rows > ROWS ? WIDE_PANELS : PANELS;
-    const size_t bytes = wbytes(kind), count = ((size_t)n + NR - 1) / NR;
-    const float *scales = kind == I8 ? (const float *)((const char *)w + count * k * NR) : NULL;
+    const size_t bytes = panel_bytes(kind, k), count = ((size_t)n + NR - 1) / NR, sstride = panel_scales(kind, k);
+    const float *scales = sstride ? (const float *)((const char *)w + count * bytes) : NULL;
     for (int p = p0; p < p1; p += per_tile) {
         const int g = p1 - p < per_tile ? p1 - p : per_tile;
-        const char *wp = (const char *)w + (size_t)p * k * NR * bytes;
-        const float *bp = bias ? bias + (size_t)p * NR : NULL, *sp = scales ? scales + (size_t)p * NR : NULL;
+        const char *wp = (const char *)w + (size_t)p * bytes;
+        const float *bp = bias ? bias + (size_t)p * NR : NULL, *sp = scales ? scales + (size_t)p * sstride : NULL;
         for (int r = 0; r < m; r += tile_rows) {
             const int rows = m - r < tile_rows ? m - r : tile_rows;
             tiles[kind][rows][g](x + (size_t)r * ldx, ldx, wp, k, bp, sp, y + (size_t)r * ldy + (size_t)p * NR,

@@ -9,9 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { F32 = 0, F16 = 1, BF16 = 2, I8 = 3 }; /* what weight panels hold (native.c; `native._KINDS`) */
-static inline size_t wbytes(int kind) { return kind == F32 ? sizeof(float) : kind == I8 ? 1 : sizeof(short); }
-
 #if defined(SPECUI_AVX512)
 #define NR 16
 #define PANELS 3 /* per tile of ROWS rows: 8 x 3 accumulators + 3 weights + 1 broadcast of 32 registers */
@@ -58,6 +55,18 @@ static inline float vhmax(__m256 v) {
 #define vround(v) _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 #define vpow2(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
 #endif
+
+/* what weight panels hold (native.c; `native._KINDS`): float32, float16, bfloat16, int8 rows with a power-of-two
+ * scale each, and GGUF's blocks of QBLOCK weights along k: Q4 (4-bit q, w = d q + m) and Q8 (8-bit q, w = d q) */
+enum { F32 = 0, F16 = 1, BF16 = 2, I8 = 3, Q4 = 4, Q8 = 5 };
+#define QBLOCK 32
+static inline size_t wbytes(int kind) { return kind == F32 ? sizeof(float) : kind >= I8 ? 1 : sizeof(short); }
+/* bytes of one panel of NR columns over k; the float32 scales a panel has after all the panels */
+static inline size_t panel_bytes(int kind, int k) { return (size_t)k * NR * (kind == Q4 ? 1 : 2 * wbytes(kind)) / 2; }
+static inline size_t panel_scales(int kind, int k) {
+    return kind == I8 ? NR : kind == Q4 ? (size_t)(k / QBLOCK) * 2 * NR : kind == Q8 ? (size_t)(k / QBLOCK) * NR : 0;
+}
+
 
 /* e^x for x <= 0 (a score minus its row's maximum), the same ops lane by lane in every build: x clamped
  * at -87 (e^-87 ~ 1.6e-38: nothing next to the maximum's e^0 = 1), x = n ln2 + r, |r| <= ln2 / 2,

@@ -5,7 +5,9 @@
   rows come with it, on threads, or on AVX2 versus AVX-512; each weight is read from memory once for all
   the rows, so an 8-row verify costs little more than a one-row forward (the memory-bound case). A weight
   whose every value is exactly a bfloat16 (or float16) value, as in a model saved in half precision and
-  loaded as float32, is packed in that type and widened in registers: half the bytes, the same bits.
+  loaded as float32, is packed in that type and widened in registers: half the bytes, the same bits; one
+  whose every value is exactly GGUF's Q4_1 or Q8_0 blocks (a GGUF model dequantized) as those blocks
+  (`specui.blocks`): 6 or 9 bits a weight instead of 32, each weight rebuilt exactly, the same bits.
 - `Kernel.attend(q, keys, values, seen, scale)`: attention over a float32 KV cache, each row's bits a
   function of the sequence of keys it sees (`Seen`), so a token tree's rows equal the chain's.
 - `Kernel.argmax(logits)`: torch.argmax's answer, bit for bit, vectorised.
@@ -29,6 +31,7 @@ logged once.
     SPECUI_NATIVE=avx2     use the AVX2 build even where AVX-512 is available (tests compare the two)
     SPECUI_PRODUCT_THREADS=N   split large products over N threads (default: 2 where two cores are usable;
                                1: never split)
+    SPECUI_BLOCK_PANELS=0  keep GGUF-block weights in float32 panels (to compare: the same bits, more bytes)
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ from typing import NamedTuple
 
 import torch
 
-from specui import int8
+from specui import blocks, int8
+from specui.blocks import half_kind
 from specui.packaged import cache_root
 
 SOURCE = Path(__file__).with_name("native.c")
@@ -58,6 +62,7 @@ HEAD_SOURCE = Path(__file__).with_name("native_head.c")  # the drafters' greedy 
 HEADER = Path(__file__).with_name("native.h")  # what native.c and native_head.c share (in the build's hash)
 FLAGS = {"avx512": ["-mavx512f", "-mfma", "-mf16c", "-DSPECUI_AVX512"], "avx2": ["-mavx2", "-mfma", "-mf16c"]}
 HALF_PANELS = True  # half-precision-valued weights packed at half width (False: float32 panels, to compare)
+BLOCK_PANELS = os.environ.get("SPECUI_BLOCK_PANELS", "").strip().lower() not in ("0", "off", "no", "false")
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _kernels: dict[str, Kernel | None] = {}
@@ -115,6 +120,8 @@ class Kernel:
         padded = -(-n // self.width) * self.width
         narrow = HALF_PANELS if half is None else half
         scales = int8.exact_scales(weight) if narrow else None
+        if narrow and scales is None and BLOCK_PANELS and (found := blocks.find(weight)) is not None:
+            return Product(self, blocks.panels(found, self.width), n, _padded_bias(bias, padded), k=k, kind=found.kind)
         full = weight.new_zeros(padded, k)
         full[:n] = weight if scales is None else weight / scales[:, None]  # the integers: exact, powers of two
         panels = full.view(padded // self.width, self.width, k).transpose(1, 2).contiguous()
@@ -124,9 +131,7 @@ class Kernel:
             panels = packed[:panels.numel()].view(torch.int8).view(panels.shape)
         elif narrow and (kind := half_kind(weight)) is not None:
             panels = panels.to(kind)
-        if bias is not None:
-            bias = torch.cat([bias.detach().float(), bias.new_zeros(padded - n, dtype=torch.float32)]).contiguous()
-        return Product(self, panels, n, bias)
+        return Product(self, panels, n, _padded_bias(bias, padded))
 
     def pool_state(self, give_way: bool | None = None, clear: bool = False) -> dict[str, int]:
         """The product threads' counts (splits, products computed alone while resting, rests, products too
@@ -244,15 +249,18 @@ def tree_seen(visible: torch.Tensor) -> Seen:
 
 class Product:
     """x [m, k] float32 -> x W^T + b [m, n] for one packed W, each row's bits independent of m (see the
-    module docstring); the pointers and sizes a call passes are read once, here."""
+    module docstring); the pointers and sizes a call passes are read once, here. panels: [count, k, NR] of a
+    dtype of `_KINDS`, or (k and kind given) a flat buffer of GGUF blocks (`specui.blocks.panels`)."""
 
-    def __init__(self, kernel: Kernel, panels: torch.Tensor, n: int, bias: torch.Tensor | None):
+    def __init__(self, kernel: Kernel, panels: torch.Tensor, n: int, bias: torch.Tensor | None, *,
+                 k: int | None = None, kind: str | None = None):
         self.panels, self.bias = panels, bias  # kept alive for the pointers below
-        self.n, self.k, self.count = n, panels.shape[1], panels.shape[0]
+        self.n, self.k = n, panels.shape[1] if k is None else k
+        self.count = -(-n // kernel.width)
         self.kernel = kernel
         self._call, self._split = kernel.rowgemm, kernel.rowgemm_split
         self._w, self._b = panels.data_ptr(), None if bias is None else bias.data_ptr()
-        self._kind = _KINDS[panels.dtype]
+        self._kind = _KINDS[kind or panels.dtype]
         self._work = n * self.k  # multiply-adds per row
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
@@ -272,7 +280,11 @@ class Product:
         return y
 
 
-_KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.int8: 3}  # native.c's F32, F16, BF16, I8
+_KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.int8: 3, "q4": 4, "q8": 5}  # native.h's kinds
+
+
+def _padded_bias(bias: torch.Tensor | None, padded: int) -> torch.Tensor | None:  # float32, zeros to whole panels
+    return None if bias is None else torch.nn.functional.pad(bias.detach().float(), (0, padded - len(bias))).contiguous()
 
 
 def product_threads() -> int:
@@ -296,17 +308,6 @@ def _threads_for(wanted: str) -> int:
     except (AttributeError, OSError):  # no affinity on this system
         cores = os.cpu_count() or 1
     return min(2, cores)
-
-
-def half_kind(weight: torch.Tensor) -> torch.dtype | None:
-    """torch.bfloat16 or torch.float16 when every value of the float32 `weight` is exactly one of that
-    type (as in a model saved in half precision and loaded as float32), else None."""
-    if weight.dtype != torch.float32:
-        return None
-    for kind in (torch.bfloat16, torch.float16):
-        if torch.equal(weight.to(kind).float(), weight):  # NaN never equals: such weights stay float32
-            return kind
-    return None
 
 
 def _share(calls: list) -> None:

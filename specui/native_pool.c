@@ -167,7 +167,7 @@ int rowgemm_split(const float *x, int m, int ldx, const void *w, int n, int k, c
      * pay for waking them */
     const int resting = giving_way && rest_until > 0 && now() < rest_until;
     const int asleep = giving_way && !resting && workers >= helpers && atomic_load(&sleeping) > 0 &&
-                       (long)n * k * (long)wbytes(kind) < WAKE_BYTES;
+                       (long)((n + NR - 1) / NR) * (long)panel_bytes(kind, k) < WAKE_BYTES;
     if (resting || asleep) {
         counts[resting ? 1 : 3]++;
         pthread_mutex_unlock(&calling);

