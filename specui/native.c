@@ -26,6 +26,7 @@
 #define WIDE_ROWS 12  /* 9 to 12 rows: one tile of WIDE_PANELS panels, so W is read once up to 12 rows */
 #define WIDE 8        /* panels per tile when there is a single row (pure streaming) */
 #define PREFETCH 64   /* k-steps ahead */
+#define Q_WIDE (NR == 16 ? WIDE : 4) /* panels per tile of one row of Q4 or Q8 panels (AVX2: 16 registers) */
 
 int rowgemm_panel_width(void) { return NR; }
 
@@ -186,7 +187,8 @@ void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const 
              float *y, int ldy, int p0, int p1, int kind) {
     /* rows per tile: all of them up to WIDE_ROWS (W read once), else tiles of ROWS */
     const int tile_rows = m <= WIDE_ROWS ? m : ROWS;
-    const int per_tile = m == 1 ? WIDE : tile_rows > ROWS ? WIDE_PANELS : PANELS;
+    int per_tile = m == 1 ? WIDE : tile_rows > ROWS ? WIDE_PANELS : PANELS;
+    if ((kind == Q4 || kind == Q8) && m == 1) per_tile = Q_WIDE;  /* a scale (and offset) a panel more in registers */
     const size_t bytes = panel_bytes(kind, k), count = ((size_t)n + NR - 1) / NR, sstride = panel_scales(kind, k);
     const float *scales = sstride ? (const float *)((const char *)w + count * bytes) : NULL;
     for (int p = p0; p < p1; p += per_tile) {

@@ -62,6 +62,9 @@ HEAD_SOURCE = Path(__file__).with_name("native_head.c")  # the drafters' greedy 
 HEADER = Path(__file__).with_name("native.h")  # what native.c and native_head.c share (in the build's hash)
 FLAGS = {"avx512": ["-mavx512f", "-mfma", "-mf16c", "-DSPECUI_AVX512"], "avx2": ["-mavx2", "-mfma", "-mf16c"]}
 HALF_PANELS = True  # half-precision-valued weights packed at half width (False: float32 panels, to compare)
+# rows up to which a product reads GGUF blocks rather than float32 panels, per build (SmolLM2 on a 2-vCPU Intel VM:
+# AVX-512, a forward of 1-4 rows took 0.71-0.90 of float32's time, 5-8 rows 1.0-1.3; AVX2, 1 row's products ~0.6)
+BLOCK_ROWS = {"avx512": 4, "avx2": 1}
 BLOCK_PANELS = os.environ.get("SPECUI_BLOCK_PANELS", "").strip().lower() not in ("0", "off", "no", "false")
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -111,17 +114,17 @@ class Kernel:
         self._rope.restype = None
 
     def product(self, weight: torch.Tensor, bias: torch.Tensor | None = None, *, half: bool | None = None) -> Product:
-        """weight [n, k] float32 (and bias [n]) packed into panels [ceil(n / NR), k, NR], the bias
-        zero-padded to whole panels. half (default: `HALF_PANELS`): where every row is exactly integers in
-        [-127, 127] times a power of two (`specui.int8`), the panels hold the integers (int8) and the scales follow
-        them; else, where every weight is exactly a bfloat16 (else a float16) value, the panels hold that type: a
-        quarter or half the bytes to read, the same products bit for bit."""
+        """weight [n, k] float32 (and bias [n]) packed into panels [ceil(n / NR), k, NR], the bias zero-padded to
+        whole panels. half (default: `HALF_PANELS`): where every row is exactly integers in [-127, 127] times a power
+        of two (`specui.int8`), the panels hold the integers (int8) and the scales follow them; else, where every
+        weight is exactly a bfloat16 (else a float16) value, the panels hold that type: a quarter or half the bytes
+        to read, the same products bit for bit. Weights that are exactly GGUF blocks are also packed as such
+        (`specui.blocks`, unless BLOCK_PANELS is off), for products of few rows (`Product`)."""
         n, k = weight.shape
         padded = -(-n // self.width) * self.width
         narrow = HALF_PANELS if half is None else half
         scales = int8.exact_scales(weight) if narrow else None
-        if narrow and scales is None and BLOCK_PANELS and (found := blocks.find(weight)) is not None:
-            return Product(self, blocks.panels(found, self.width), n, _padded_bias(bias, padded), k=k, kind=found.kind)
+        found = blocks.find(weight) if narrow and scales is None and BLOCK_PANELS else None
         full = weight.new_zeros(padded, k)
         full[:n] = weight if scales is None else weight / scales[:, None]  # the integers: exact, powers of two
         panels = full.view(padded // self.width, self.width, k).transpose(1, 2).contiguous()
@@ -131,7 +134,8 @@ class Kernel:
             panels = packed[:panels.numel()].view(torch.int8).view(panels.shape)
         elif narrow and (kind := half_kind(weight)) is not None:
             panels = panels.to(kind)
-        return Product(self, panels, n, _padded_bias(bias, padded))
+        bias = None if bias is None else torch.nn.functional.pad(bias.detach().float(), (0, padded - n)).contiguous()
+        return Product(self, panels, n, bias, few=found and (blocks.panels(found, self.width), found.kind))
 
     def pool_state(self, give_way: bool | None = None, clear: bool = False) -> dict[str, int]:
         """The product threads' counts (splits, products computed alone while resting, rests, products too
@@ -249,18 +253,21 @@ def tree_seen(visible: torch.Tensor) -> Seen:
 
 class Product:
     """x [m, k] float32 -> x W^T + b [m, n] for one packed W, each row's bits independent of m (see the
-    module docstring); the pointers and sizes a call passes are read once, here. panels: [count, k, NR] of a
-    dtype of `_KINDS`, or (k and kind given) a flat buffer of GGUF blocks (`specui.blocks.panels`)."""
+    module docstring); the pointers and sizes a call passes are read once, here. few: the same W as GGUF
+    blocks (`specui.blocks.panels`, "q4" or "q8"), read by products of at most `BLOCK_ROWS` rows: reading
+    fewer bytes pays where rebuilding the weights costs less than reading them (one token, a short verify),
+    float32 panels' multiply-adds alone past that; the bits are the same either way."""
 
     def __init__(self, kernel: Kernel, panels: torch.Tensor, n: int, bias: torch.Tensor | None, *,
-                 k: int | None = None, kind: str | None = None):
-        self.panels, self.bias = panels, bias  # kept alive for the pointers below
-        self.n, self.k = n, panels.shape[1] if k is None else k
-        self.count = -(-n // kernel.width)
+                 few: tuple[torch.Tensor, str] | None = None):
+        self.panels, self.bias, self.blocks = panels, bias, few and few[0]  # kept alive for the pointers below
+        self.n, self.k, self.count = n, panels.shape[1], panels.shape[0]
         self.kernel = kernel
         self._call, self._split = kernel.rowgemm, kernel.rowgemm_split
         self._w, self._b = panels.data_ptr(), None if bias is None else bias.data_ptr()
-        self._kind = _KINDS[kind or panels.dtype]
+        self._kind = _KINDS[panels.dtype]
+        self._narrow, self._narrow_kind = (few[0].data_ptr(), _KINDS[few[1]]) if few else (None, 0)
+        self.few = BLOCK_ROWS.get(kernel.isa, 1) if few else 0  # rows that read the blocks
         self._work = n * self.k  # multiply-adds per row
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
@@ -270,8 +277,8 @@ class Product:
             x = x.contiguous()
         m = x.shape[0]
         y = torch.empty(m, self.n)
-        args = (x.data_ptr(), m, x.stride(0), self._w, self.n, self.k, self._b, y.data_ptr(), self.n, 0, self.count,
-                self._kind)
+        w, kind = (self._narrow, self._narrow_kind) if m <= self.few else (self._w, self._kind)
+        args = (x.data_ptr(), m, x.stride(0), w, self.n, self.k, self._b, y.data_ptr(), self.n, 0, self.count, kind)
         threads = product_threads() if self._work >= SPLIT_WORK else 1
         if threads > 1:  # panels in contiguous shares, this thread's and the workers' (native_pool.c)
             self._split(*args, threads)
@@ -283,8 +290,6 @@ class Product:
 _KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.int8: 3, "q4": 4, "q8": 5}  # native.h's kinds
 
 
-def _padded_bias(bias: torch.Tensor | None, padded: int) -> torch.Tensor | None:  # float32, zeros to whole panels
-    return None if bias is None else torch.nn.functional.pad(bias.detach().float(), (0, padded - len(bias))).contiguous()
 
 
 def product_threads() -> int:

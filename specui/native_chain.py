@@ -37,7 +37,8 @@ GREEDY = Sampling()
 
 class _Matrix(ctypes.Structure):
     _fields_ = [("w", _ptr), ("bias", _ptr), ("n", ctypes.c_int), ("k", ctypes.c_int), ("count", ctypes.c_int),
-                ("kind", ctypes.c_int), ("threads", ctypes.c_int)]
+                ("kind", ctypes.c_int), ("threads", ctypes.c_int), ("narrow", _ptr), ("narrow_kind", ctypes.c_int),
+                ("few", ctypes.c_int)]
 
 
 class _Layer(ctypes.Structure):
@@ -99,7 +100,8 @@ def _rounds(kernel: native.Kernel) -> tuple:
 def _matrix(product: native.Product) -> _Matrix:
     threads = native.product_threads() if product._work >= native.SPLIT_WORK else 1  # as `Product.__call__`
     bias = None if product.bias is None else product.bias.data_ptr()
-    return _Matrix(product.panels.data_ptr(), bias, product.n, product.k, product.count, product._kind, threads)
+    return _Matrix(product.panels.data_ptr(), bias, product.n, product.k, product.count, product._kind, threads,
+                   product._narrow, product._narrow_kind, product.few)
 
 
 def _packed(weight: torch.Tensor, kernel: native.Kernel) -> native.Product:

@@ -39,6 +39,8 @@ typedef struct { /* one packed matrix (`native.Product`): y[n] = x[k] W^T (+ bia
     const void *w;
     const float *bias;
     int n, k, count, kind, threads; /* count: panels; threads: 1, or the product threads to split over */
+    const void *narrow;             /* NULL, or the same W as GGUF blocks (kind narrow_kind), read for few rows */
+    int narrow_kind, few;           /* products of at most `few` rows read `narrow`: the same bits */
 } matrix_t;
 
 typedef struct { /* one pre-norm decoder layer with its KV cache (rotary attention, SwiGLU MLP) */
@@ -81,10 +83,13 @@ typedef struct { /* a draft model's decoder (specui/lean.py's DecoderStack) */
 } decoder_t;
 
 static void product(const matrix_t *m, const float *x, int rows, float *y) {
+    const int few = m->narrow && rows <= m->few;
+    const void *w = few ? m->narrow : m->w;
+    const int kind = few ? m->narrow_kind : m->kind;
     if (m->threads > 1)
-        rowgemm_split(x, rows, m->k, m->w, m->n, m->k, m->bias, y, m->n, 0, m->count, m->kind, m->threads);
+        rowgemm_split(x, rows, m->k, w, m->n, m->k, m->bias, y, m->n, 0, m->count, kind, m->threads);
     else
-        rowgemm(x, rows, m->k, m->w, m->n, m->k, m->bias, y, m->n, 0, m->count, m->kind);
+        rowgemm(x, rows, m->k, w, m->n, m->k, m->bias, y, m->n, 0, m->count, kind);
 }
 
 /* out = softmax(x) over n floats: e^(x - max) / their sum. Returns the largest probability. */

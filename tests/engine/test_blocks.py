@@ -42,27 +42,31 @@ def test_block_panels_give_the_bits_of_float32_panels(kernel, quantize, kind, n,
     assert torch.equal(rebuilt, weight)
     bias = torch.randn(n, generator=gen)
     packed, full = kernel.product(weight, bias), kernel.product(weight, bias, half=False)
-    assert packed._kind == native._KINDS[kind] and full.panels.dtype is torch.float32
-    assert packed.panels.numel() == full.panels.numel() * (6 if kind == "q4" else 9) // 8  # bytes: 6 or 9 bits a weight
+    assert packed._narrow_kind == native._KINDS[kind] and full.blocks is None and full.panels.dtype is torch.float32
+    assert packed.blocks.numel() == full.panels.numel() * (6 if kind == "q4" else 9) // 8  # bytes: 6 or 9 bits a weight
+    assert packed.few == native.BLOCK_ROWS[kernel.isa]
     x = torch.randn(20, k, generator=gen)
-    for m in range(1, x.shape[0] + 1):  # every tiling of rows
-        assert torch.equal(packed(x[:m]), full(x[:m])), m
+    for few in (packed.few, x.shape[0]):  # as built, then every tiling of rows from the blocks
+        packed.few = few
+        for m in range(1, x.shape[0] + 1):
+            assert torch.equal(packed(x[:m]), full(x[:m])), (few, m)
 
 
 def test_both_instruction_sets_read_blocks_alike():
     if native.best_isa() != "avx512":
         pytest.skip("this CPU has no AVX-512")
-    weight, x = q4_1(torch.randn(300, 256)), torch.randn(11, 256)
-    assert torch.equal(native.kernel("avx512").product(weight)(x), native.kernel("avx2").product(weight)(x))
-    weight = q8_0(torch.randn(300, 256))
-    assert torch.equal(native.kernel("avx512").product(weight)(x), native.kernel("avx2").product(weight)(x))
+    x = torch.randn(11, 256)
+    for weight in (q4_1(torch.randn(300, 256)), q8_0(torch.randn(300, 256))):
+        wide, narrow = native.kernel("avx512").product(weight), native.kernel("avx2").product(weight)
+        wide.few = narrow.few = 11
+        assert torch.equal(wide(x), narrow(x))
 
 
 def test_weights_that_are_not_blocks_stay_float32(kernel):
     weight = q4_1(torch.randn(100, 64))
     nudged = weight.clone()
     nudged[99, 63] = torch.nextafter(nudged[99, 63], torch.tensor(9.0))  # one value one step off
-    assert blocks.find(nudged) is None and kernel.product(nudged).panels.dtype is torch.float32
+    assert blocks.find(nudged) is None and kernel.product(nudged).blocks is None
     assert blocks.find(torch.randn(100, 64)) is None  # plain float32
     assert blocks.find(weight[:, :48]) is None  # k not whole blocks
     infinite = weight.clone()
@@ -73,7 +77,7 @@ def test_weights_that_are_not_blocks_stay_float32(kernel):
 def test_switching_block_panels_off(kernel, monkeypatch):
     weight = q4_1(torch.randn(64, 64))
     monkeypatch.setattr(native, "BLOCK_PANELS", False)
-    assert kernel.product(weight).panels.dtype is torch.float32
+    assert kernel.product(weight).blocks is None and kernel.product(weight).few == 0
 
 
 def _gguf_like(seed: int):
@@ -96,12 +100,13 @@ def test_a_gguf_like_model_gives_the_same_logits_with_block_panels(kernel, monke
         steps = [lm.extend(ids[0, i:i + 1]) for i in range(30, 33)]
         return torch.cat([prompt, *steps, lm.extend(ids[0, 33:40])])  # a prompt, one-token steps, a 7-row block
 
+    monkeypatch.setitem(native.BLOCK_ROWS, kernel.isa, 3)  # the one-token steps and the prompt's first rows
     with_blocks = logits()
-    kinds = {m._kind for m in _products(model)}
-    assert native._KINDS["q4"] in kinds, kinds
+    kinds = {m._narrow_kind for m in _products(model)}
+    assert {native._KINDS["q4"], native._KINDS["q8"]} <= kinds, kinds
     monkeypatch.setattr(native, "BLOCK_PANELS", False)
     without = logits()
-    assert {m._kind for m in _products(model)} == {native._KINDS[torch.float32]}
+    assert {m.few for m in _products(model)} == {0}
     assert torch.equal(with_blocks, without)
 
 
