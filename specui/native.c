@@ -101,10 +101,12 @@ static inline __attribute__((always_inline)) void tile(const float *x, int ldx, 
  * [k / QBLOCK][d, m][NR], a Q8 panel's [k / QBLOCK][NR]. */
 static inline __attribute__((always_inline)) vec qwidth(const unsigned char *p, int kind, int high) {
 #if NR == 16
-    __m512i v = kind == Q4 ? _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p))
-                           : _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + (high ? NR : 0))));
-    if (kind == Q4) v = high ? _mm512_srli_epi32(v, 4) : _mm512_and_si512(v, _mm512_set1_epi32(15));
-    return _mm512_cvtepi32_ps(v);
+    if (kind == Q4) {  /* a nibble's float from a table of 0..15: one permute reads the low 4 bits of each lane */
+        const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+        const __m512 values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        return _mm512_permutexvar_ps(high ? _mm512_srli_epi32(v, 4) : v, values);
+    }
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p + (high ? NR : 0)))));
 #else
     __m256i v = kind == Q4 ? _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p))
                            : _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p + (high ? NR : 0))));
