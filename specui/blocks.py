@@ -9,8 +9,8 @@ exactly GGUF's dequantized values:
     Q4_1   w = d q + m    q in 0..15, d and m float16 per block
     Q8_0   w = d q        q in -128..127, d float16 per block
 
-`find(weight)` recovers (q, d, m) from the float32 values and checks that every block rebuilds every
-value bit for bit (d q is exact in float32, so d q + m has one rounding: the one an FMA makes, the one
+`find(weight, library)` recovers (q, d, m) from the float32 values (native_layer.c's blockfind) and checks
+that every block rebuilds every value bit for bit (d q is exact in float32, so d q + m has one rounding: the one an FMA makes, the one
 GGUF's dequantization made); a single value that does not rebuild and the weight stays float32. So
 nothing about the model changes: the native kernels (native.c's Q4 and Q8 panels) rebuild each weight
 as that same float32 in a register and run the same multiply-add chains, with the same bits as float32
@@ -19,12 +19,14 @@ panels, reading 6 bits a weight (Q4: q, and d and m as float32 per block) or 9 (
 
 from __future__ import annotations
 
+import ctypes
 from typing import NamedTuple
 
 import torch
 
 BLOCK = 32  # weights per block along k (native.h's QBLOCK)
 PROBE_ROWS = 64  # rows checked first: a weight that is not blocks is refused after a cheap look
+KINDS = {"q4": 4, "q8": 5}  # native.h's Q4 and Q8
 
 
 def half_kind(weight: torch.Tensor) -> torch.dtype | None:
@@ -45,54 +47,31 @@ class Blocks(NamedTuple):
     m: torch.Tensor | None  # [n, k / BLOCK] float32 (q4), None (q8)
 
 
-def find(weight: torch.Tensor) -> Blocks | None:
-    """weight [n, k] float32 as GGUF blocks (Q4_1 tried first, then Q8_0), or None where some value is not."""
+def find(weight: torch.Tensor, library) -> Blocks | None:
+    """weight [n, k] float32 as GGUF blocks (Q4_1 tried first, then Q8_0), or None where some value is not;
+    `library`: the native build (`native.Kernel.library`), whose blockfind checks every block (native_layer.c)."""
     if weight.dtype != torch.float32 or weight.dim() != 2 or weight.shape[1] % BLOCK or not weight.numel():
         return None
-    weight = weight.detach()
+    weight = weight.detach().contiguous()
     for kind in ("q4", "q8"):
-        if _fit(weight[:PROBE_ROWS], kind) is not None:
-            found = _fit(weight, kind)
+        if _fit(weight[:PROBE_ROWS], kind, library) is not None:
+            found = _fit(weight, kind, library)
             if found is not None:
                 return found
     return None
 
 
-def _fit(weight: torch.Tensor, kind: str) -> Blocks | None:
+def _fit(weight: torch.Tensor, kind: str, library) -> Blocks | None:
     """(q, d, m) rebuilding every value of `weight` exactly as `kind`, or None."""
     n, k = weight.shape
-    values = weight.reshape(n, k // BLOCK, BLOCK)
-    if not torch.isfinite(values).all():
+    q = torch.empty(n, k, dtype=torch.int8)
+    d, m = torch.empty(n, k // BLOCK), torch.empty(n, k // BLOCK)
+    fits = library.blockfind(ctypes.c_void_p(weight.data_ptr()), ctypes.c_longlong(n), ctypes.c_int(k),
+                             ctypes.c_int(KINDS[kind]), ctypes.c_void_p(q.data_ptr()), ctypes.c_void_p(d.data_ptr()),
+                             ctypes.c_void_p(m.data_ptr()))
+    if not fits:
         return None
-    if kind == "q4":
-        low = values.amin(-1, keepdim=True)  # q = 0 is the block's minimum: m itself
-        if not torch.equal(low.half().float(), low):
-            return None
-        span, top, offset = values.amax(-1, keepdim=True) - low, 15, low
-    else:
-        span, top, offset = values.abs().amax(-1, keepdim=True), 127, None
-    found_q = torch.zeros_like(values, dtype=torch.int16)
-    found_d = torch.zeros_like(span)
-    done = torch.zeros(span.shape, dtype=torch.bool)
-    guess = (span / top).half()  # d, near GGUF's own (its rounding to float16 may differ by a step or two)
-    for step in (0, 1, -1, 2, -2):
-        d = (guess.view(torch.int16) + step).view(torch.float16).float()
-        d = torch.where(torch.isfinite(d) & (d >= 0), d, torch.zeros_like(d))
-        shifted = values - offset if offset is not None else values
-        q = torch.round(shifted / torch.where(d > 0, d, torch.ones_like(d)))
-        q = q.clamp(0, 15) if kind == "q4" else q.clamp(-128, 127)
-        rebuilt = torch.addcmul(offset, d, q) if offset is not None else d * q
-        good = (rebuilt == values).all(-1, keepdim=True) & ~done
-        found_q = torch.where(good, q.to(torch.int16), found_q)
-        found_d = torch.where(good, d, found_d)
-        done |= good
-        if done.all():
-            break
-    if not done.all():
-        return None
-    # d q is exact in float32 (11 + 8 significant bits at most), so m + d q above had one rounding, the kernels' FMA's
-    q = found_q.reshape(n, k).to(torch.uint8 if kind == "q4" else torch.int8)
-    return Blocks(kind, q, found_d.reshape(n, -1), None if offset is None else offset.reshape(n, -1))
+    return Blocks(kind, q.view(torch.uint8) if kind == "q4" else q, d, m if kind == "q4" else None)
 
 
 def panels(blocks: Blocks, width: int) -> torch.Tensor:

@@ -1,7 +1,7 @@
 /* specui's native kernels, built and loaded by specui/native.py:
  * - rowgemm: row-invariant float32 matrix products for few rows, y[m, n] = x[m, k] W[n, k]^T (+ b);
- * - rowargmax: torch.argmax over rows of logits, vectorised;
- * - rowrmsnorm and rowrope (native_layer.c, built with this file): a layer's RMSNorm and rotary step;
+ * - rowrmsnorm, rowrope, rowargmax, blockfind (native_layer.c, built with this file): a layer's RMSNorm and
+ *   rotary step, argmax over rows of logits, GGUF blocks found in float32 weights;
  * - rowattend: attention of few query rows over a KV cache, each row's bits a function of the sequence
  *   of keys it sees (not of their slots, the row count, the padding or the instruction set).
  *
@@ -202,35 +202,6 @@ void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const 
             tiles[kind][rows][g](x + (size_t)r * ldx, ldx, wp, k, bp, sp, y + (size_t)r * ldy + (size_t)p * NR,
                                  ldy, n - p * NR);
         }
-    }
-}
-
-/* out[r] = torch.argmax(x[r]) for float32 rows of n, ld apart: the first index of the maximum, or the
- * first NaN's index where there is one (torch counts NaN as the largest value). torch's own CPU argmax
- * does not vectorise this reduction; two vector passes (maximum and NaN check, then the first equal
- * element) take a tenth of its time over a vocabulary. */
-void rowargmax(const float *x, int rows, int n, int ld, long long *out) {
-    for (int r = 0; r < rows; r++) {
-        const float *row = x + (size_t)r * ld;
-        vec best = vset1(-__builtin_inff());
-        int i = 0, nan = 0;
-        for (; i + NR <= n; i += NR) {
-            vec v = vload(row + i);
-            nan |= vnan(v);
-            best = vmax(best, v);
-        }
-        float m = vhmax(best);
-        for (; i < n; i++) {
-            nan |= row[i] != row[i];
-            if (row[i] > m) m = row[i];
-        }
-        long long found = 0;
-        if (nan) {
-            while (row[found] == row[found]) found++;
-        } else {
-            while (row[found] != m) found++;
-        }
-        out[r] = found;
     }
 }
 

@@ -105,6 +105,7 @@ class Kernel:
                                  ctypes.c_float, _ptr, _ptr, _int]
         self._attend.restype = _int
         self.attends = library.rowattend_supports  # head size -> whether `attend` computes it
+        library.blockfind.restype = _int  # called by `specui.blocks.find`
         self._rms_norm = library.rowrmsnorm
         self._rms_norm.argtypes = [_ptr, _int, _int, _int, _ptr, ctypes.c_float, _ptr]
         self._rms_norm.restype = None
@@ -124,7 +125,7 @@ class Kernel:
         padded = -(-n // self.width) * self.width
         narrow = HALF_PANELS if half is None else half
         scales = int8.exact_scales(weight) if narrow else None
-        found = blocks.find(weight) if narrow and scales is None and BLOCK_PANELS else None
+        found = blocks.find(weight, self.library) if narrow and scales is None and BLOCK_PANELS else None
         full = weight.new_zeros(padded, k)
         full[:n] = weight if scales is None else weight / scales[:, None]  # the integers: exact, powers of two
         panels = full.view(padded // self.width, self.width, k).transpose(1, 2).contiguous()
@@ -132,7 +133,7 @@ class Kernel:
             column_scales = torch.cat([scales, scales.new_ones(padded - n)])
             packed = torch.cat([panels.to(torch.int8).flatten().view(torch.uint8), column_scales.view(torch.uint8)])
             panels = packed[:panels.numel()].view(torch.int8).view(panels.shape)
-        elif narrow and (kind := half_kind(weight)) is not None:
+        elif narrow and not found and (kind := half_kind(weight)) is not None:  # blocks: rarely halves too
             panels = panels.to(kind)
         bias = None if bias is None else torch.nn.functional.pad(bias.detach().float(), (0, padded - n)).contiguous()
         return Product(self, panels, n, bias, few=found and (blocks.panels(found, self.width), found.kind))

@@ -3,9 +3,11 @@
  * - rowrmsnorm: RMSNorm of rows, one summation order in every build (batch-invariant);
  * - rowrope: rotary embeddings of q and k, the new keys and values written into the cache, with the bits of
  *   the torch ops they replace;
- * - rowswiglu: the MLP's SiLU(gate) * up, element by element.
- * The first two use AVX2 (and FMA) intrinsics alone, the third native.h's vector ops, which round lane by lane
- * alike in both builds; so the AVX2 and AVX-512 builds compute all three alike.
+ * - rowswiglu: the MLP's SiLU(gate) * up, element by element;
+ * - rowargmax: torch.argmax over rows of logits, vectorised;
+ * - blockfind: a weight's GGUF blocks (Q4_1 or Q8_0) from its float32 values, checked exactly (specui/blocks.py).
+ * rowrmsnorm and rowrope use AVX2 (and FMA) intrinsics alone, rowswiglu and rowargmax native.h's vector ops,
+ * which round lane by lane alike in both builds; so the AVX2 and AVX-512 builds compute them alike.
  */
 #include <immintrin.h>
 #include <stddef.h>
@@ -103,4 +105,78 @@ void rowswiglu(const float *gu, int rows, int ffn, float *out) {
             memcpy(o + i, a, sizeof(float) * (ffn - i));
         }
     }
+}
+
+/* out[r] = torch.argmax(x[r]) for float32 rows of n, ld apart: the first index of the maximum, or the
+ * first NaN's index where there is one (torch counts NaN as the largest value). torch's own CPU argmax
+ * does not vectorise this reduction; two vector passes (maximum and NaN check, then the first equal
+ * element) take a tenth of its time over a vocabulary. */
+void rowargmax(const float *x, int rows, int n, int ld, long long *out) {
+    for (int r = 0; r < rows; r++) {
+        const float *row = x + (size_t)r * ld;
+        vec best = vset1(-__builtin_inff());
+        int i = 0, nan = 0;
+        for (; i + NR <= n; i += NR) {
+            vec v = vload(row + i);
+            nan |= vnan(v);
+            best = vmax(best, v);
+        }
+        float m = vhmax(best);
+        for (; i < n; i++) {
+            nan |= row[i] != row[i];
+            if (row[i] > m) m = row[i];
+        }
+        long long found = 0;
+        if (nan) {
+            while (row[found] == row[found]) found++;
+        } else {
+            while (row[found] != m) found++;
+        }
+        out[r] = found;
+    }
+}
+
+/* One block of QBLOCK float32 values v as GGUF's Q4_1 (q4: w = d q + m, q in 0..15) or Q8_0 (w = d q, q in
+ * -128..127), d and m float16 values: tries d = the float16 nearest the span over the top q and its neighbours
+ * up to two steps away; q = round((w - m) / d) (torch.round's ties to even). Returns 1 with q, d, m when every
+ * value rebuilds exactly (d q is exact in float32, so fmaf(d, q, m) is the one rounding of d q + m), else 0. */
+static int fit_block(const float *v, int q4, signed char *q, float *d, float *m) {
+    float low = v[0], high = v[0], top = 0.0f;
+    for (int i = 0; i < QBLOCK; i++) {
+        if (!__builtin_isfinite(v[i])) return 0;
+        low = v[i] < low ? v[i] : low;
+        high = v[i] > high ? v[i] : high;
+        top = __builtin_fabsf(v[i]) > top ? __builtin_fabsf(v[i]) : top;
+    }
+    const float offset = q4 ? low : 0.0f;
+    if (q4 && _cvtsh_ss(_cvtss_sh(low, _MM_FROUND_TO_NEAREST_INT)) != low) return 0;
+    const short guess = (short)_cvtss_sh(q4 ? (high - low) / 15.0f : top / 127.0f, _MM_FROUND_TO_NEAREST_INT);
+    static const int steps[5] = {0, 1, -1, 2, -2};
+    for (int s = 0; s < 5; s++) {
+        float scale = _cvtsh_ss((unsigned short)(short)(guess + steps[s]));
+        if (!__builtin_isfinite(scale) || !(scale >= 0.0f)) scale = 0.0f;
+        const float divisor = scale > 0.0f ? scale : 1.0f;
+        int good = 1;
+        for (int i = 0; i < QBLOCK && good; i++) {
+            float r = __builtin_nearbyintf((v[i] - offset) / divisor);
+            r = q4 ? (r < 0.0f ? 0.0f : r > 15.0f ? 15.0f : r) : (r < -128.0f ? -128.0f : r > 127.0f ? 127.0f : r);
+            q[i] = (signed char)(int)r;
+            good = __builtin_fmaf(scale, r, offset) == v[i];
+        }
+        if (good) {
+            *d = scale;
+            *m = offset;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* w [n][k] (k a multiple of QBLOCK) as blocks of `kind` (Q4 or Q8): q [n][k] (int8; Q4's in 0..15), d and m
+ * [n][k / QBLOCK]. Returns 1 when every block fits (`fit_block`), 0 at the first that does not. */
+int blockfind(const float *w, long long n, int k, int kind, signed char *q, float *d, float *m) {
+    const long long blocks = n * (k / QBLOCK);
+    for (long long b = 0; b < blocks; b++)
+        if (!fit_block(w + b * QBLOCK, kind == Q4, q + b * QBLOCK, d + b, m + b)) return 0;
+    return 1;
 }

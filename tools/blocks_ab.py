@@ -1,0 +1,103 @@
+"""Side by side: a GGUF-derived target read as its blocks (specui.blocks) and as float32 panels, in one process.
+
+    python -m tools.blocks_ab [--preset P] [--drafter D] [--passes 2] [--prompts 8] [--tokens 128] [--rows 1,2,4,8]
+
+Loads the preset (default: the default one, SmolLM2 from its GGUF wheel) twice, once with block panels and once
+without (SPECUI_BLOCK_PANELS=0's float32 panels; the same bits), then:
+- times the target's forward of each --rows new tokens after a 200-token cache, both loads in turn, medians of 9;
+- runs plain decoding and the drafter (the preset's, at its K and confidence stop) on the first --prompts held-out
+  chat prompts with both loads, the order swapped every prompt so that a drifting VM favours neither,
+and prints tokens/s, each load's speculative speedup over its own plain decoding, and checks that all four
+arms gave the same output (greedy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m tools.blocks_ab", description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default=None)
+    p.add_argument("--drafter", default=None, help="default: the preset's")
+    p.add_argument("--passes", type=int, default=2)
+    p.add_argument("--prompts", type=int, default=8)
+    p.add_argument("--tokens", type=int, default=128)
+    p.add_argument("--rows", default="1,2,3,4,5,6,8", help="the forwards to time (0: none)")
+    args = p.parse_args(argv)
+
+    import specui
+    from specui import native
+    from specui.kv import CachedLM
+    from specui.settings import DecodeSettings
+    from tools.race import drafter_settings, race_prompts
+
+    torch.set_num_threads(1)
+    engines = {}
+    for blocks in (True, False):
+        native.BLOCK_PANELS = blocks  # read when a product is prepared, and part of its stamp: set before each use
+        engines[blocks] = specui.load_engine(args.preset)
+    rows = [int(r) for r in args.rows.split(",") if int(r) > 0]
+    if rows:
+        forward_table(engines, rows, native, CachedLM)
+    engine = engines[True]
+    spec = drafter_settings(engine.preset, args.drafter)
+    prompts = race_prompts(engine, args.prompts)
+    arms = [(blocks, speculative) for blocks in (True, False) for speculative in (False, True)]
+    seconds = dict.fromkeys(arms, 0.0)
+    outputs: dict[tuple[int, int], set] = {}
+    for done in range(-1, args.passes):  # pass -1 warms every arm up
+        for i, ids in enumerate(prompts[:1] if done < 0 else prompts):
+            for blocks, speculative in arms if (i + done) % 2 == 0 else arms[::-1]:
+                native.BLOCK_PANELS = blocks
+                settings = DecodeSettings(max_new_tokens=args.tokens, temperature=0.0, ignore_eos=True,
+                                          **(spec if speculative else {"speculative": False}))
+                start = time.perf_counter()
+                result = engines[blocks].generate(ids, settings)
+                if done >= 0:
+                    seconds[(blocks, speculative)] += time.perf_counter() - start
+                    outputs.setdefault((done, i), set()).add(tuple(result.token_ids))
+    native.BLOCK_PANELS = True
+    tokens = args.passes * len(prompts) * args.tokens
+    print(f"{engine.preset.name}, {spec['drafter']}, greedy, {len(prompts)} prompts x {args.tokens} tokens, "
+          f"{args.passes} passes")
+    for blocks in (True, False):
+        plain, fast = (tokens / seconds[(blocks, s)] for s in (False, True))
+        print(f"{'block panels' if blocks else 'float32 panels':15s} plain {plain:6.1f} tokens/s, {spec['drafter']} "
+              f"{fast:6.1f} tokens/s ({fast / plain:.3f}x over its plain)")
+    same = sum(len(o) == 1 for o in outputs.values())
+    print(f"the four arms gave the same output in {same} of {len(outputs)} prompts")
+
+
+def forward_table(engines: dict, rows: list[int], native, cached_lm) -> None:
+    """Median forward times of each row count after a 200-token cache, the two loads in turn."""
+    caches = {}
+    for blocks, engine in engines.items():
+        native.BLOCK_PANELS = blocks
+        caches[blocks] = cached_lm(engine.target_model)
+        caches[blocks].extend(list(range(100, 300)))
+    times: dict[tuple[bool, int], list[float]] = {}
+    for repeat in range(9):
+        for m in rows:
+            for blocks in (True, False) if repeat % 2 else (False, True):
+                native.BLOCK_PANELS = blocks
+                lm, ids = caches[blocks], list(range(7, 7 + m))
+                lm.extend(ids)  # untimed first, as decoding's forwards follow each other
+                lm.trim(200)
+                start = time.perf_counter()
+                lm.extend(ids)
+                times.setdefault((blocks, m), []).append(time.perf_counter() - start)
+                lm.trim(200)
+    median = {key: statistics.median(values) * 1e3 for key, values in times.items()}
+    print("forward of n new tokens after 200 (ms; blocks / float32):")
+    for m in rows:
+        print(f"  {m:2d}: block panels {median[(True, m)]:6.2f}  float32 panels {median[(False, m)]:6.2f}  "
+              f"({median[(True, m)] / median[(False, m)]:.2f})")
+
+
+if __name__ == "__main__":
+    main()
