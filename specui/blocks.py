@@ -10,11 +10,11 @@ exactly GGUF's dequantized values:
     Q8_0   w = d q        q in -128..127, d float16 per block
 
 `find(weight, library)` recovers (q, d, m) from the float32 values (native_layer.c's blockfind) and checks
-that every block rebuilds every value bit for bit (d q is exact in float32, so d q + m has one rounding: the one an FMA makes, the one
-GGUF's dequantization made); a single value that does not rebuild and the weight stays float32. So
-nothing about the model changes: the native kernels (native.c's Q4 and Q8 panels) rebuild each weight
-as that same float32 in a register and run the same multiply-add chains, with the same bits as float32
-panels, reading 6 bits a weight (Q4: q, and d and m as float32 per block) or 9 (Q8) instead of 32.
+that every block rebuilds every value bit for bit (d q is exact in float32, so d q + m has one rounding: the
+one an FMA makes, the one GGUF's dequantization made); a single value that does not rebuild and the weight
+stays float32. So nothing about the model changes: the native kernels (native.c's Q4 and Q8 panels) rebuild
+each weight as that same float32 in a register and run the same multiply-add chains, with the same bits as
+float32 panels, reading 6 bits a weight (Q4: q, and d and m as float32 per block) or 9 (Q8) instead of 32.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ def half_kind(weight: torch.Tensor) -> torch.dtype | None:
 
 
 class Blocks(NamedTuple):
+    """A weight [n, k] as GGUF blocks: w = d q (+ m), d and m per block of BLOCK along k."""
+
     kind: str  # "q4" or "q8"
     q: torch.Tensor  # [n, k] uint8 (q4: 0..15) or int8 (q8)
     d: torch.Tensor  # [n, k / BLOCK] float32

@@ -291,8 +291,6 @@ class Product:
 _KINDS = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2, torch.int8: 3, "q4": 4, "q8": 5}  # native.h's kinds
 
 
-
-
 def product_threads() -> int:
     """Threads a large product is split over: $SPECUI_PRODUCT_THREADS, else 2 where this process may run on
     two cores or more (1: never split)."""

@@ -165,8 +165,8 @@ def _prepared(weights: list[torch.Tensor], biases: list[torch.Tensor | None], *,
     params = weights + [b for b in biases if b is not None]
     key = (how, *(id(w) for w in weights))
     versions = tuple(-1 if p.is_inference() else p._version for p in params)  # inference tensors keep no count
-    stamp = (how, kernel and kernel.isa, native.HALF_PANELS, native.BLOCK_PANELS, versions, tuple(p.data_ptr() for p in params),
-             weights[0].dtype)
+    stamp = (how, kernel and kernel.isa, native.HALF_PANELS, native.BLOCK_PANELS, versions,
+             tuple(p.data_ptr() for p in params), weights[0].dtype)
     cached = _prepared_cache.get(key)
     if cached is not None and all(r() is w for r, w in zip(cached[0], weights)) and cached[1] == stamp:
         return cached[2]
