@@ -19,6 +19,12 @@ import time
 
 import torch
 
+import specui
+from specui import native
+from specui.kv import CachedLM
+from specui.settings import DecodeSettings
+from tools.race import drafter_settings, race_prompts
+
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m tools.blocks_ab", description=__doc__.split("\n\n")[0])
@@ -29,21 +35,23 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tokens", type=int, default=128)
     p.add_argument("--rows", default="1,2,3,4,5,6,8", help="the forwards to time (0: none)")
     args = p.parse_args(argv)
-
-    import specui
-    from specui import native
-    from specui.kv import CachedLM
-    from specui.settings import DecodeSettings
-    from tools.race import drafter_settings, race_prompts
-
     torch.set_num_threads(1)
+    before = native.BLOCK_PANELS
+    try:
+        race(args)
+    finally:
+        native.BLOCK_PANELS = before
+
+
+def race(args: argparse.Namespace) -> None:
+    """The forward table, then the race (see the module docstring)."""
     engines = {}
     for blocks in (True, False):
         native.BLOCK_PANELS = blocks  # read when a product is prepared, and part of its stamp: set before each use
         engines[blocks] = specui.load_engine(args.preset)
     rows = [int(r) for r in args.rows.split(",") if int(r) > 0]
     if rows:
-        forward_table(engines, rows, native, CachedLM)
+        forward_table(engines, rows)
     engine = engines[True]
     spec = drafter_settings(engine.preset, args.drafter)
     prompts = race_prompts(engine, args.prompts)
@@ -61,7 +69,6 @@ def main(argv: list[str] | None = None) -> None:
                 if done >= 0:
                     seconds[(blocks, speculative)] += time.perf_counter() - start
                     outputs.setdefault((done, i), set()).add(tuple(result.token_ids))
-    native.BLOCK_PANELS = True
     tokens = args.passes * len(prompts) * args.tokens
     print(f"{engine.preset.name}, {spec['drafter']}, greedy, {len(prompts)} prompts x {args.tokens} tokens, "
           f"{args.passes} passes")
@@ -73,12 +80,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"the four arms gave the same output in {same} of {len(outputs)} prompts")
 
 
-def forward_table(engines: dict, rows: list[int], native, cached_lm) -> None:
+def forward_table(engines: dict, rows: list[int]) -> None:
     """Median forward times of each row count after a 200-token cache, the two loads in turn."""
     caches = {}
     for blocks, engine in engines.items():
         native.BLOCK_PANELS = blocks
-        caches[blocks] = cached_lm(engine.target_model)
+        caches[blocks] = CachedLM(engine.target_model)
         caches[blocks].extend(list(range(100, 300)))
     times: dict[tuple[bool, int], list[float]] = {}
     for repeat in range(9):
