@@ -58,6 +58,27 @@ static inline __attribute__((always_inline)) vec wload(const void *w, size_t i, 
 #endif
 }
 
+/* A tile's outputs: each column scaled (I8's powers of two; NULL: none), the bias added, stored (the last panel
+ * may be partial: `cols` columns left) */
+static inline __attribute__((always_inline)) void store(vec acc[WIDE_ROWS][WIDE], int rows, int panels,
+                                                         const float *scale, const float *bias, float *y, int ldy,
+                                                         int cols) {
+    for (int r = 0; r < rows; r++)
+        for (int g = 0; g < panels; g++) {
+            vec v = acc[r][g];
+            if (scale) v = vmul(v, vload(scale + g * NR));
+            if (bias) v = vadd(v, vload(bias + g * NR));
+            int c = cols - g * NR;
+            if (c >= NR) {
+                vstore(y + (size_t)r * ldy + g * NR, v);
+            } else if (c > 0) {  /* the last, partial panel */
+                float t[NR];
+                vstore(t, v);
+                memcpy(y + (size_t)r * ldy + g * NR, t, (size_t)c * sizeof(float));
+            }
+        }
+}
+
 /* rows x panels outputs over all of k; compiled once per (rows, panels, kind) below, all loops unrolled */
 static inline __attribute__((always_inline)) void tile(const float *x, int ldx, const void *w, int k,
                                                         int rows, int panels, const float *bias, const float *scale,
@@ -77,20 +98,7 @@ static inline __attribute__((always_inline)) void tile(const float *x, int ldx, 
             for (int g = 0; g < panels; g++) acc[r][g] = vfma(xb, wv[g], acc[r][g]);
         }
     }
-    for (int r = 0; r < rows; r++)
-        for (int g = 0; g < panels; g++) {
-            vec v = acc[r][g];
-            if (kind == I8) v = vmul(v, vload(scale + g * NR));
-            if (bias) v = vadd(v, vload(bias + g * NR));
-            int c = cols - g * NR;
-            if (c >= NR) {
-                vstore(y + (size_t)r * ldy + g * NR, v);
-            } else if (c > 0) {  /* the last, partial panel */
-                float t[NR];
-                vstore(t, v);
-                memcpy(y + (size_t)r * ldy + g * NR, t, (size_t)c * sizeof(float));
-            }
-        }
+    store(acc, rows, panels, kind == I8 ? scale : NULL, bias, y, ldy, cols);
 }
 
 /* The same tile for panels of GGUF blocks (Q4, Q8): each block of QBLOCK k-steps has a scale d (and, for Q4, an
@@ -138,34 +146,17 @@ static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx
             }
         }
     }
-    for (int r = 0; r < rows; r++)
-        for (int g = 0; g < panels; g++) {
-            vec v = acc[r][g];
-            if (bias) v = vadd(v, vload(bias + g * NR));
-            int c = cols - g * NR;
-            if (c >= NR) {
-                vstore(y + (size_t)r * ldy + g * NR, v);
-            } else if (c > 0) {
-                float t[NR];
-                vstore(t, v);
-                memcpy(y + (size_t)r * ldy + g * NR, t, (size_t)c * sizeof(float));
-            }
-        }
+    store(acc, rows, panels, NULL, bias, y, ldy, cols);
 }
 
 typedef void (*tile_fn)(const float *, int, const void *, int, const float *, const float *, float *, int, int);
-#define TK(r, g, kind, name)                                                                                  \
+#define TK(r, g, kind, name, body)                                                                            \
     static void t##r##_##g##_##name(const float *x, int ldx, const void *w, int k, const float *b,              \
                                     const float *s, float *y, int ldy, int cols) {                            \
-        tile(x, ldx, w, k, r, g, b, s, y, ldy, cols, kind);                                                   \
+        body(x, ldx, w, k, r, g, b, s, y, ldy, cols, kind);                                                   \
     }
-#define TQ(r, g, kind, name)                                                                                  \
-    static void t##r##_##g##_##name(const float *x, int ldx, const void *w, int k, const float *b,              \
-                                    const float *s, float *y, int ldy, int cols) {                            \
-        tile_q(x, ldx, w, k, r, g, b, s, y, ldy, cols, kind);                                                 \
-    }
-#define T(r, g) TK(r, g, F32, f32) TK(r, g, F16, f16) TK(r, g, BF16, bf16) TK(r, g, I8, i8) TQ(r, g, Q4, q4) \
-    TQ(r, g, Q8, q8)
+#define T(r, g) TK(r, g, F32, f32, tile) TK(r, g, F16, f16, tile) TK(r, g, BF16, bf16, tile) TK(r, g, I8, i8, tile) \
+    TK(r, g, Q4, q4, tile_q) TK(r, g, Q8, q8, tile_q)
 T(1, 1) T(1, 2) T(1, 3) T(1, 4) T(1, 5) T(1, 6) T(1, 7) T(1, 8)
 T(2, 1) T(2, 2) T(2, 3) T(3, 1) T(3, 2) T(3, 3) T(4, 1) T(4, 2) T(4, 3)
 T(5, 1) T(5, 2) T(5, 3) T(6, 1) T(6, 2) T(6, 3) T(7, 1) T(7, 2) T(7, 3) T(8, 1) T(8, 2) T(8, 3)

@@ -62,11 +62,10 @@ enum { F32 = 0, F16 = 1, BF16 = 2, I8 = 3, Q4 = 4, Q8 = 5 };
 #define QBLOCK 32
 static inline size_t wbytes(int kind) { return kind == F32 ? sizeof(float) : kind >= I8 ? 1 : sizeof(short); }
 /* bytes of one panel of NR columns over k; the float32 scales a panel has after all the panels */
-static inline size_t panel_bytes(int kind, int k) { return (size_t)k * NR * (kind == Q4 ? 1 : 2 * wbytes(kind)) / 2; }
+static inline size_t panel_bytes(int kind, int k) { return (size_t)k * NR * wbytes(kind) / (kind == Q4 ? 2 : 1); }
 static inline size_t panel_scales(int kind, int k) {
     return kind == I8 ? NR : kind == Q4 ? (size_t)(k / QBLOCK) * 2 * NR : kind == Q8 ? (size_t)(k / QBLOCK) * NR : 0;
 }
-
 
 /* e^x for x <= 0 (a score minus its row's maximum), the same ops lane by lane in every build: x clamped
  * at -87 (e^-87 ~ 1.6e-38: nothing next to the maximum's e^0 = 1), x = n ln2 + r, |r| <= ln2 / 2,

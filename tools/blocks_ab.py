@@ -4,7 +4,8 @@
 
 Loads the preset (default: the default one, SmolLM2 from its GGUF wheel) twice, once with block panels and once
 without (SPECUI_BLOCK_PANELS=0's float32 panels; the same bits), then:
-- times the target's forward of each --rows new tokens after a 200-token cache, both loads in turn, medians of 9;
+- times the target's forward of each --rows new tokens after a 200-token cache (`specui.verify_cost`, medians of
+  9, each load twice in turn);
 - runs plain decoding and the drafter (the preset's, at its K and confidence stop) on the first --prompts held-out
   chat prompts with both loads, the order swapped every prompt so that a drifting VM favours neither,
 and prints tokens/s, each load's speculative speedup over its own plain decoding, and checks that all four
@@ -21,8 +22,8 @@ import torch
 
 import specui
 from specui import native
-from specui.kv import CachedLM
 from specui.settings import DecodeSettings
+from specui.verify_cost import measure_verify_cost
 from tools.race import drafter_settings, race_prompts
 
 
@@ -81,29 +82,19 @@ def race(args: argparse.Namespace) -> None:
 
 
 def forward_table(engines: dict, rows: list[int]) -> None:
-    """Median forward times of each row count after a 200-token cache, the two loads in turn."""
-    caches = {}
-    for blocks, engine in engines.items():
+    """The verify-cost curve of each load (`specui.verify_cost`, medians of 9 after a 200-token cache), each load
+    measured twice in turn, at the row counts asked."""
+    seconds: dict[bool, list[tuple[float, ...]]] = {True: [], False: []}
+    for blocks in (True, False, False, True):
         native.BLOCK_PANELS = blocks
-        caches[blocks] = CachedLM(engine.target_model)
-        caches[blocks].extend(list(range(100, 300)))
-    times: dict[tuple[bool, int], list[float]] = {}
-    for repeat in range(9):
-        for m in rows:
-            for blocks in (True, False) if repeat % 2 else (False, True):
-                native.BLOCK_PANELS = blocks
-                lm, ids = caches[blocks], list(range(7, 7 + m))
-                lm.extend(ids)  # untimed first, as decoding's forwards follow each other
-                lm.trim(200)
-                start = time.perf_counter()
-                lm.extend(ids)
-                times.setdefault((blocks, m), []).append(time.perf_counter() - start)
-                lm.trim(200)
-    median = {key: statistics.median(values) * 1e3 for key, values in times.items()}
+        curve = measure_verify_cost(engines[blocks].target_model, cache_length=200, max_tokens=max(rows), repeats=9)
+        seconds[blocks].append(curve.seconds)
+    ms = {(blocks, m): 1e3 * statistics.fmean(run[m - 1] for run in runs)
+              for blocks, runs in seconds.items() for m in rows}
     print("forward of n new tokens after 200 (ms; blocks / float32):")
     for m in rows:
-        print(f"  {m:2d}: block panels {median[(True, m)]:6.2f}  float32 panels {median[(False, m)]:6.2f}  "
-              f"({median[(True, m)] / median[(False, m)]:.2f})")
+        print(f"  {m:2d}: block panels {ms[(True, m)]:6.2f}  float32 panels {ms[(False, m)]:6.2f}  "
+              f"({ms[(True, m)] / ms[(False, m)]:.2f})")
 
 
 if __name__ == "__main__":
