@@ -52,6 +52,26 @@ def test_block_panels_give_the_bits_of_float32_panels(kernel, quantize, kind, n,
             assert torch.equal(packed(x[:m]), full(x[:m])), (few, m)
 
 
+def test_split_block_products_and_strided_rows_give_the_same_bits(kernel, monkeypatch):
+    """Products large enough to split over the product threads, rows interleaved for the Q tiles (one tile, tiles of
+    8, a partial last one) from rows that are not contiguous in memory."""
+    kernel.pool_state(give_way=False, clear=True)
+    try:
+        for weight in (q4_1(torch.randn(640, 576)), q8_0(torch.randn(520, 576))):
+            packed, full = kernel.product(weight), kernel.product(weight, half=False)
+            packed.few = 20
+            wide = torch.randn(20, 600)
+            for m in (1, 2, 3, 7, 8, 12, 13, 20):
+                x = wide[:m, 8:584]  # rows 600 floats apart
+                monkeypatch.setenv("SPECUI_PRODUCT_THREADS", "2")
+                split = packed(x)
+                monkeypatch.setenv("SPECUI_PRODUCT_THREADS", "1")
+                assert torch.equal(split, packed(x)) and torch.equal(split, full(x.contiguous())), m
+        assert kernel.pool_state()["splits"] == 16
+    finally:
+        kernel.pool_state(give_way=True, clear=True)
+
+
 def test_both_instruction_sets_read_blocks_alike():
     if native.best_isa() != "avx512":
         pytest.skip("this CPU has no AVX-512")
