@@ -22,8 +22,10 @@
  * where splits keep failing (the browser stays) a try costs a few milliseconds every two seconds, and where
  * they pay a passing hiccup costs a short rest. Nor does a product of less than WAKE_BYTES of weights wake
  * workers that went to sleep (products half a millisecond or more apart, as in a small model's forward, whose
- * output layer alone is large enough to split): it runs alone. Which thread computes an output never changes
- * its bits.
+ * output layer alone is large enough to split): it runs alone. GGUF blocks count at their float32 size: their
+ * rebuild makes them cost about what float32 panels do (counted at 6 bits a weight, SmolLM2's layers never woke
+ * the workers, and every product of a verify after a drafting pause ran alone, at half speed). Which thread
+ * computes an output never changes its bits.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -167,7 +169,8 @@ int rowgemm_split(const float *x, int m, int ldx, const void *w, int n, int k, c
      * pay for waking them */
     const int resting = giving_way && rest_until > 0 && now() < rest_until;
     const int asleep = giving_way && !resting && workers >= helpers && atomic_load(&sleeping) > 0 &&
-                       (long)((n + NR - 1) / NR) * (long)panel_bytes(kind, k) < WAKE_BYTES;
+                       (long)((n + NR - 1) / NR) * (long)panel_bytes(kind == Q4 || kind == Q8 ? F32 : kind, k) <
+                           WAKE_BYTES;
     if (resting || asleep) {
         counts[resting ? 1 : 3]++;
         pthread_mutex_unlock(&calling);
