@@ -176,3 +176,29 @@ def test_product_threads_setting(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="specui.native"):
         assert native.product_threads() == native._threads_for("")
     assert "not a positive integer" in caplog.text
+
+
+def test_gguf_blocks_wake_sleeping_workers_by_their_float32_size(splitting, monkeypatch):
+    """A product read from GGUF blocks costs about what its float32 panels do (the rebuild), so it counts at its float32
+    size: 2000 x 576 Q4 blocks (0.9 MB; 4.6 MB as float32) wake sleeping workers and split."""
+    from tests.engine.test_blocks import q4_1
+
+    kernel = splitting
+    kernel.pool_state(give_way=True)
+    monkeypatch.setenv("SPECUI_PRODUCT_THREADS", "2")
+    x, weight, _ = _case(1500, 576, rows=1, bias=False)
+    small = kernel.product(weight)
+    for _ in range(40):  # idle until the workers sleep, as above
+        time.sleep(0.05)
+        small(x)
+        if kernel.pool_state()["alone_asleep"]:
+            break
+    assert kernel.pool_state()["alone_asleep"] == 1
+    blocks = kernel.product(q4_1(torch.randn(2000, 576)))
+    assert blocks.blocks is not None and blocks.blocks.numel() < 1 << 22  # under WAKE_BYTES (4 MiB) as blocks
+    splits = kernel.pool_state()["splits"]
+    time.sleep(0.05)
+    y = blocks(x)
+    assert kernel.pool_state()["splits"] == splits + 1 and kernel.pool_state()["alone_asleep"] == 1
+    blocks.few = 0  # the same product from float32 panels, alone
+    assert torch.equal(y, _alone(kernel, blocks, x))
