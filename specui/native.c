@@ -2,9 +2,8 @@
  * - rowgemm: row-invariant float32 matrix products for few rows, y[m, n] = x[m, k] W[n, k]^T (+ b);
  * - rowrmsnorm, rowrope, rowargmax, blockfind (native_layer.c, built with this file): a layer's RMSNorm and
  *   rotary step, argmax over rows of logits, GGUF blocks found in float32 weights;
- * - rowattend (native_attend.c, built with this file): attention of few query rows over a KV cache, each row's
- *   bits a function of the sequence of keys it sees (not of their slots, the row count, the padding or the
- *   instruction set).
+ * - rowattend: attention of few query rows over a KV cache, each row's bits a function of the sequence
+ *   of keys it sees (not of their slots, the row count, the padding or the instruction set).
  *
  * One shared library per instruction set (AVX2 or AVX-512), compiled with gcc. rowgemm: W is packed once
  * into panels of NR output columns, [n / NR][k][NR] (zero-padded), so one vector load reads NR columns
@@ -27,6 +26,7 @@
 #define WIDE_ROWS 12  /* 9 to 12 rows: one tile of WIDE_PANELS panels, so W is read once up to 12 rows */
 #define WIDE 8        /* panels per tile when there is a single row (pure streaming) */
 #define PREFETCH 64   /* k-steps ahead */
+#define Q_WIDE (NR == 16 ? WIDE : 4) /* panels per tile of one row of Q4 or Q8 panels (AVX2: 16 registers) */
 
 int rowgemm_panel_width(void) { return NR; }
 
@@ -123,47 +123,27 @@ static inline __attribute__((always_inline)) vec qwidth(const unsigned char *p, 
 #endif
 }
 
-/* x for a Q tile: one row as it is (ldx 1), or a tile's rows interleaved by k, xt[i * rows + r] (`rowgemm` packs
- * them), so every broadcast of a block is a constant offset from one pointer. One row streams its panels one after
- * another, each weight rebuilt where it is used (8 accumulators, the 16 scales of a block: 32 registers); more rows
- * rebuild a k-pair of every panel of the tile first, then run each row's chains over them, so that no accumulator
- * spills (`q_panels` keeps rows x panels + 2 panels + the scales within the registers). */
 static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx, const void *w, int k, int rows,
                                                           int panels, const float *bias, const float *scale,
                                                           float *y, int ldy, int cols, int kind) {
     vec acc[WIDE_ROWS][WIDE];
-    const size_t stride = panel_bytes(kind, k), sstride = panel_scales(kind, k);
-    const int pair = kind == Q4 ? NR : 2 * NR, per_block = kind == Q4 ? 2 * NR : NR;
-    (void)ldx;
+    const size_t stride = panel_bytes(kind, k), sstride = panel_scales(kind, k), pair = kind == Q4 ? NR : 2 * NR;
+    const int per_block = kind == Q4 ? 2 * NR : NR;
     for (int r = 0; r < rows; r++)
         for (int g = 0; g < panels; g++) acc[r][g] = vzero();
-    const unsigned char *p = (const unsigned char *)w;
-    for (int b = 0; b < k / QBLOCK; b++, p += QBLOCK / 2 * pair, scale += per_block, x += QBLOCK * rows) {
-        vec d[WIDE], m[WIDE];
+    for (int i = 0; i < k; i += 2) {
+        const int b = i / QBLOCK;
         for (int g = 0; g < panels; g++) {
-            d[g] = vload(scale + g * sstride);
-            m[g] = kind == Q4 ? vload(scale + g * sstride + NR) : vzero();
-        }
-#pragma GCC unroll 16
-        for (int j = 0; j < QBLOCK; j += 2) {
-            vec w0[WIDE], w1[WIDE];
-            for (int g = 0; g < panels; g++) {
-                const unsigned char *pg = p + g * stride + (size_t)(j / 2) * pair;
-                if ((j / 2 * pair) % 64 == 0) _mm_prefetch((const char *)pg + PREFETCH / 2 * pair, _MM_HINT_T0);
-                const vec q0 = qwidth(pg, kind, 0), q1 = qwidth(pg, kind, 1);
-                w0[g] = kind == Q4 ? vfma(q0, d[g], m[g]) : vmul(q0, d[g]);
-                w1[g] = kind == Q4 ? vfma(q1, d[g], m[g]) : vmul(q1, d[g]);
-                if (rows == 1) {
-                    acc[0][g] = vfma(vset1(x[j]), w0[g], acc[0][g]);
-                    acc[0][g] = vfma(vset1(x[j + 1]), w1[g], acc[0][g]);
-                }
+            const unsigned char *p = (const unsigned char *)w + g * stride + (size_t)(i / 2) * pair;
+            _mm_prefetch((const char *)p + PREFETCH / 2 * pair, _MM_HINT_T0);
+            const float *s = scale + g * sstride + (size_t)b * per_block;
+            const vec d = vload(s), q0 = qwidth(p, kind, 0), q1 = qwidth(p, kind, 1);
+            const vec w0 = kind == Q4 ? vfma(q0, d, vload(s + NR)) : vmul(q0, d);
+            const vec w1 = kind == Q4 ? vfma(q1, d, vload(s + NR)) : vmul(q1, d);
+            for (int r = 0; r < rows; r++) {
+                acc[r][g] = vfma(vset1(x[(size_t)r * ldx + i]), w0, acc[r][g]);
+                acc[r][g] = vfma(vset1(x[(size_t)r * ldx + i + 1]), w1, acc[r][g]);
             }
-            if (rows > 1)
-                for (int r = 0; r < rows; r++) {
-                    const vec x0 = vset1(x[j * rows + r]), x1 = vset1(x[(j + 1) * rows + r]);
-                    for (int g = 0; g < panels; g++) acc[r][g] = vfma(x0, w0[g], acc[r][g]);
-                    for (int g = 0; g < panels; g++) acc[r][g] = vfma(x1, w1[g], acc[r][g]);
-                }
         }
     }
     store(acc, rows, panels, NULL, bias, y, ldy, cols);
@@ -193,52 +173,15 @@ T(9, 1) T(9, 2) T(10, 1) T(10, 2) T(11, 1) T(11, 2) T(12, 1) T(12, 2)
 static const tile_fn tiles[6][WIDE_ROWS + 1][WIDE + 1] = {TABLE(f32), TABLE(f16), TABLE(bf16), TABLE(i8),
                                                        TABLE(q4), TABLE(q8)};
 
-/* Panels per tile of a Q4 or Q8 product by rows (see tile_q): rows x panels accumulators, 2 rebuilt weights and 2
- * scales a panel, 2 broadcasts and the nibble table within 32 registers (AVX2: 16) */
-#if NR == 16
-static const int q_panels[WIDE_ROWS + 1] = {0, 8, 3, 3, 3, 3, 2, 2, 2, 2, 2, 1, 1};
-#else
-static const int q_panels[WIDE_ROWS + 1] = {0, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-#endif
-
-/* x's rows for Q tiles: each tile of `tile_rows` rows interleaved by k (tile_q), in this thread's buffer; NULL where
- * there is no memory for it */
-static const float *q_rows(const float *x, int m, int ldx, int k, int tile_rows) {
-    static __thread float *buffer;
-    static __thread size_t capacity;
-    const size_t need = (size_t)m * k;
-    if (need > capacity) {
-        free(buffer);
-        buffer = malloc(need * sizeof(float));
-        capacity = buffer ? need : 0;
-        if (!buffer) return NULL;
-    }
-    for (int r0 = 0; r0 < m; r0 += tile_rows) {
-        const int rows = m - r0 < tile_rows ? m - r0 : tile_rows;
-        float *t = buffer + (size_t)r0 * k;
-        for (int i = 0; i < k; i++)
-            for (int r = 0; r < rows; r++) t[(size_t)i * rows + r] = x[(size_t)(r0 + r) * ldx + i];
-    }
-    return buffer;
-}
-
 /* Columns of panels [p0, p1) (all: 0, ceil(n / NR)) of y = x W^T + bias (bias may be NULL).
  * x: m rows of k floats, ldx apart; w: packed, of `kind` (F32, F16, BF16, or I8 followed by the scales); y: m
  * rows, ldy apart. */
 void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const float *bias,
              float *y, int ldy, int p0, int p1, int kind) {
     /* rows per tile: all of them up to WIDE_ROWS (W read once), else tiles of ROWS */
-    int tile_rows = m <= WIDE_ROWS ? m : ROWS;
+    const int tile_rows = m <= WIDE_ROWS ? m : ROWS;
     int per_tile = m == 1 ? WIDE : tile_rows > ROWS ? WIDE_PANELS : PANELS;
-    const float *xt = x;  /* Q tiles of more than one row read their rows interleaved (q_rows) */
-    if (kind == Q4 || kind == Q8) {
-        if (tile_rows > 1 && !(xt = q_rows(x, m, ldx, k, tile_rows))) {
-            for (int r = 0; r < m; r++)  /* no memory: a row at a time, the same bits */
-                rowgemm(x + (size_t)r * ldx, 1, ldx, w, n, k, bias, y + (size_t)r * ldy, ldy, p0, p1, kind);
-            return;
-        }
-        per_tile = q_panels[tile_rows];
-    }
+    if ((kind == Q4 || kind == Q8) && m == 1) per_tile = Q_WIDE;  /* a scale (and offset) a panel more in registers */
     const size_t bytes = panel_bytes(kind, k), count = ((size_t)n + NR - 1) / NR, sstride = panel_scales(kind, k);
     const float *scales = sstride ? (const float *)((const char *)w + count * bytes) : NULL;
     for (int p = p0; p < p1; p += per_tile) {
@@ -247,8 +190,187 @@ void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const 
         const float *bp = bias ? bias + (size_t)p * NR : NULL, *sp = scales ? scales + (size_t)p * sstride : NULL;
         for (int r = 0; r < m; r += tile_rows) {
             const int rows = m - r < tile_rows ? m - r : tile_rows;
-            const float *xr = xt != x ? xt + (size_t)r * k : x + (size_t)r * ldx;
-            tiles[kind][rows][g](xr, ldx, wp, k, bp, sp, y + (size_t)r * ldy + (size_t)p * NR, ldy, n - p * NR);
+            tiles[kind][rows][g](x + (size_t)r * ldx, ldx, wp, k, bp, sp, y + (size_t)r * ldy + (size_t)p * NR,
+                                 ldy, n - p * NR);
         }
     }
+}
+
+#define LANES 16  /* the sum of e^s runs in 16 lanes by rank in both builds (AVX2: two vectors) */
+
+/* Attention is computed for the query vectors of one key/value head together (a verify's rows times the
+ * heads that share it), so each key and value is read once per block rather than once per query (the
+ * cache is too large for L1; a query-at-a-time pass is bound by L2). A block holds 1, 2, 4 or QS queries
+ * for the scores (the fewest that hold what is left), QV or 1 for the values, padded with a copy of its
+ * last query (its output goes to scratch): a one-token forward computes one query's scores, not QS
+ * copies. Every output is one chain in rank order: the grouping and the padding change no bits. */
+#define QS 8                       /* query vectors per score block */
+#if NR == 16
+#define QV(nv) ((nv) >= 16 ? 1 : 16 / (nv) > 8 ? 8 : 16 / (nv))  /* 16 accumulators of 32 registers */
+#else
+#define QV(nv) ((nv) >= 8 ? 1 : 8 / (nv))                       /* 8 accumulators of 16 registers */
+#endif
+
+/* e_i[j..j + nk*NR) = q_i . k_j for nq (<= QS) queries and nk vectors of NR consecutive slots from j:
+ * each lane one (query, key) chain over d in order */
+static inline __attribute__((always_inline)) void score_block(const float *const *q, int hd, const float *keys,
+                                                               long long cap, int j, int nk, int nq, float *const *e) {
+    vec acc[QS][2];
+    for (int i = 0; i < nq; i++)
+        for (int c = 0; c < nk; c++) acc[i][c] = vzero();
+    for (int d = 0; d < hd; d++) {
+        vec k[2];
+        for (int c = 0; c < nk; c++) k[c] = vload(keys + (size_t)d * cap + j + c * NR);
+        for (int i = 0; i < nq; i++) {
+            vec qd = vset1(q[i][d]);
+            for (int c = 0; c < nk; c++) acc[i][c] = vfma(qd, k[c], acc[i][c]);
+        }
+    }
+    for (int i = 0; i < nq; i++)
+        for (int c = 0; c < nk; c++) vstore(e[i] + j + c * NR, acc[i][c]);
+}
+typedef void (*score_fn)(const float *const *, int, const float *, long long, int, float *const *);
+#define SCORE(n)                                                                                       \
+    static void score##n##_1(const float *const *q, int hd, const float *k, long long cap, int j,      \
+                             float *const *e) { score_block(q, hd, k, cap, j, 1, n, e); }              \
+    static void score##n##_2(const float *const *q, int hd, const float *k, long long cap, int j,      \
+                             float *const *e) { score_block(q, hd, k, cap, j, 2, n, e); }
+SCORE(1) SCORE(2) SCORE(4) SCORE(8)
+static const score_fn score_of[QS + 1][3] = {[1] = {0, score1_1, score1_2}, [2] = {0, score2_1, score2_2},
+                                             [4] = {0, score4_1, score4_2}, [8] = {0, score8_1, score8_2}};
+
+/* acc_i += sum over ranks j in [j0, j1) of e_i[j] v_j (slots = ranks: the shared prefix) for nq (QV(nv)
+ * or 1) queries, nv vectors over d; acc_i lives in out_i between calls (a float stored is the float read) */
+static inline __attribute__((always_inline)) void weigh_block(const float *const *e, int j0, int j1,
+                                                               const float *values, int hd, int nv, int nq,
+                                                               float *const *out) {
+    enum { MAXQ = 8 };
+    vec acc[MAXQ][16];
+    for (int i = 0; i < nq; i++)
+        for (int v = 0; v < nv; v++) acc[i][v] = vload(out[i] + v * NR);
+    for (int j = j0; j < j1; j++) {
+        vec x[16];
+        for (int v = 0; v < nv; v++) x[v] = vload(values + (size_t)j * hd + v * NR);
+        for (int i = 0; i < nq; i++) {
+            vec w = vset1(e[i][j]);
+            for (int v = 0; v < nv; v++) acc[i][v] = vfma(w, x[v], acc[i][v]);
+        }
+    }
+    for (int i = 0; i < nq; i++)
+        for (int v = 0; v < nv; v++) vstore(out[i] + v * NR, acc[i][v]);
+}
+typedef void (*weigh_fn)(const float *const *, int, int, const float *, int, float *const *);
+#define WEIGH(n) static void weigh##n(const float *const *e, int j0, int j1, const float *values, int hd, \
+    float *const *out) { weigh_block(e, j0, j1, values, hd, n, QV(n), out); }                        \
+    static void weigh##n##_one(const float *const *e, int j0, int j1, const float *values, int hd,   \
+    float *const *out) { weigh_block(e, j0, j1, values, hd, n, 1, out); }
+WEIGH(1) WEIGH(2) WEIGH(3) WEIGH(4) WEIGH(5) WEIGH(6) WEIGH(7) WEIGH(8)
+WEIGH(9) WEIGH(10) WEIGH(11) WEIGH(12) WEIGH(13) WEIGH(14) WEIGH(15) WEIGH(16)
+static const weigh_fn weigh_of[17] = {
+    0, weigh1, weigh2, weigh3, weigh4, weigh5, weigh6, weigh7, weigh8,
+    weigh9, weigh10, weigh11, weigh12, weigh13, weigh14, weigh15, weigh16};
+static const weigh_fn weigh_one_of[17] = {  /* one query: what is left of a block of QV(nv) */
+    0, weigh1_one, weigh2_one, weigh3_one, weigh4_one, weigh5_one, weigh6_one, weigh7_one, weigh8_one,
+    weigh9_one, weigh10_one, weigh11_one, weigh12_one, weigh13_one, weigh14_one, weigh15_one, weigh16_one};
+
+/* Whether rowattend computes heads of this size (else the caller takes torch's ops). */
+int rowattend_supports(int hd) {
+    return hd % NR == 0 && hd / NR >= 1 && hd / NR <= 16;
+}
+
+/* out[r, h*hd:(h+1)*hd] = attention of q[r, h] (rows ldq floats apart, heads hd apart) over the keys
+ * [kv_heads][hd][cap] and values [kv_heads][cap][hd] of one layer; head h reads key/value head
+ * h / (heads / kv_heads). Row r sees prefix[r] keys from slot 0, then extra[r] more at the next
+ * extra[r] entries of `slots`, increasing (extra may be NULL: none). Its bits depend only on the
+ * sequence of keys it sees: a token tree's row (ancestors at scattered slots) equals the chain's.
+ * scratch: (rows * heads / kv_heads + QS + QV) * stride floats, stride = the most keys a row sees
+ * rounded up to 16, plus 48. Returns 0, or 1 when memory ran out (nothing computed). */
+int rowattend(const float *q, int rows, int ldq, int heads, int kv_heads, int hd, const float *keys,
+               const float *values, long long cap, const int *prefix, const int *extra, const int *slots,
+               float scale, float *out, float *scratch, int stride) {
+    const int groups = heads / kv_heads, nv = hd / NR, nq = rows * groups;
+    const int padded_nq = nq + QS + QV(nv);  /* queries and the padding of the last blocks */
+    int *first = malloc(sizeof(int) * (rows + 1));  /* row r's extra slots start at slots + first[r] */
+    const float **qs = malloc(sizeof(float *) * padded_nq);
+    float **es = malloc(sizeof(float *) * padded_nq), **os = malloc(sizeof(float *) * padded_nq);
+    if (!first || !qs || !es || !os) {  /* out of memory: the caller raises MemoryError */
+        free(first); free(qs); free(es); free(os);
+        return 1;
+    }
+    first[0] = 0;
+    for (int r = 0; r < rows; r++) first[r + 1] = first[r] + (extra ? extra[r] : 0);
+    int shared = prefix[0], most = 0;  /* keys every row sees from slot 0; the longest prefix */
+    for (int r = 0; r < rows; r++) {
+        shared = prefix[r] < shared ? prefix[r] : shared;
+        most = prefix[r] > most ? prefix[r] : most;
+    }
+    float *spare = scratch + (size_t)(padded_nq - 1) * stride;  /* padding's output */
+    for (int g = 0; g < kv_heads; g++) {
+        const float *k = keys + (size_t)g * hd * cap, *v = values + (size_t)g * cap * hd;
+        for (int i = 0; i < padded_nq; i++) {  /* query i: row i / groups, head g * groups + i % groups */
+            const int real = i < nq ? i : nq - 1, r = real / groups, h = g * groups + real % groups;
+            qs[i] = q + (size_t)r * ldq + (size_t)h * hd;
+            es[i] = scratch + (size_t)real * stride;
+            os[i] = i < nq ? out + ((size_t)r * heads + h) * hd : spare;
+        }
+        /* scores over the longest prefix (vectors past a row's own prefix read cache slots inside the
+         * capacity, a multiple of NR, and are never used), then each row's extra keys one by one */
+        const int vectors = (most + NR - 1) / NR;
+        for (int b = 0, n; b < nq; b += n) {  /* blocks of 1, 2, 4 or QS queries: the fewest that hold the rest */
+            const int left = nq - b;
+            n = left > 4 ? QS : left > 2 ? 4 : left;
+            for (int c = 0; c < vectors; c += 2)
+                score_of[n][c + 2 <= vectors ? 2 : 1](qs + b, hd, k, cap, c * NR, es + b);
+        }
+        for (int i = 0; i < nq; i++) {
+            const int r = i / groups, count = prefix[r] + (extra ? extra[r] : 0);
+            float *e = es[i];
+            for (int j = prefix[r]; j < count; j++) {  /* extra keys: the same chain over d as a lane's */
+                const long long slot = slots[first[r] + j - prefix[r]];
+                float a = 0.0f;
+                for (int d = 0; d < hd; d++) a = __builtin_fmaf(qs[i][d], k[(size_t)d * cap + slot], a);
+                e[j] = a;
+            }
+            vec top = vset1(-__builtin_inff());  /* scale, and the maximum (exact in any order) */
+            int j = 0;
+            for (; j + NR <= count; j += NR) {
+                vec x = vmul(vload(e + j), vset1(scale));
+                vstore(e + j, x);
+                top = vmax(top, x);
+            }
+            float m = vhmax(top);
+            for (; j < count; j++) {
+                e[j] *= scale;
+                m = e[j] > m ? e[j] : m;
+            }
+            const int padded = (count + LANES - 1) / LANES * LANES;
+            for (j = count; j < padded; j++) e[j] = m;
+            for (j = 0; j < padded; j += NR) vstore(e + j, vexp(vsub(vload(e + j), vset1(m))));
+            for (j = count; j < padded; j++) e[j] = 0.0f;
+            float lanes[LANES] = {0}, sum = 0.0f;
+            for (j = 0; j < padded; j += LANES)
+                for (int l = 0; l < LANES; l++) lanes[l] += e[j + l];
+            for (int l = 0; l < LANES; l++) sum += lanes[l];
+            e[stride - 1] = sum;  /* kept past the scores (stride leaves room) */
+            for (int d = 0; d < hd; d++) os[i][d] = 0.0f;
+        }
+        for (int b = 0, n; b < nq; b += n) {  /* the keys every row sees, all queries of a block at once */
+            n = nq - b > 1 ? QV(nv) : 1;
+            (n > 1 ? weigh_of : weigh_one_of)[nv]((const float *const *)(es + b), 0, shared, v, hd, os + b);
+        }
+        for (int i = 0; i < nq; i++) {  /* then each row's own further keys, in rank order, and / sum */
+            const int r = i / groups, count = prefix[r] + (extra ? extra[r] : 0);
+            const float *e = es[i];
+            float *o = os[i];
+            for (int j = shared; j < count; j++) {
+                const float *x = v + (size_t)(j < prefix[r] ? j : slots[first[r] + j - prefix[r]]) * hd;
+                vec w = vset1(e[j]);
+                for (int d = 0; d < hd; d += NR) vstore(o + d, vfma(w, vload(x + d), vload(o + d)));
+            }
+            vec sum = vset1(e[stride - 1]);
+            for (int d = 0; d < hd; d += NR) vstore(o + d, vdiv(vload(o + d), sum));
+        }
+    }
+    free(first); free(qs); free(es); free(os);
+    return 0;
 }

@@ -1,4 +1,4 @@
-"""specui's native CPU kernels (specui/native*.c) for the lean forward, through ctypes.
+"""specui's native CPU kernels (specui/native.c, native_layer.c, native_pool.c) for the lean forward, through ctypes.
 
 - `Kernel.product(W, b)`: y = x W^T + b for the few rows of a decode or verify forward, every output one
   fused multiply-add chain over the inner dimension in order, so a row's bits never depend on how many
@@ -59,12 +59,11 @@ SOURCE = Path(__file__).with_name("native.c")
 LAYER_SOURCE = Path(__file__).with_name("native_layer.c")  # the norm and rotary kernels, built with SOURCE
 POOL_SOURCE = Path(__file__).with_name("native_pool.c")  # the product threads, built with SOURCE
 HEAD_SOURCE = Path(__file__).with_name("native_head.c")  # the drafters' greedy rounds, built with SOURCE
-ATTEND_SOURCE = Path(__file__).with_name("native_attend.c")  # the attention kernel, built with SOURCE
 HEADER = Path(__file__).with_name("native.h")  # what native.c and native_head.c share (in the build's hash)
 FLAGS = {"avx512": ["-mavx512f", "-mfma", "-mf16c", "-DSPECUI_AVX512"], "avx2": ["-mavx2", "-mfma", "-mf16c"]}
 HALF_PANELS = True  # half-precision-valued weights packed at half width (False: float32 panels, to compare)
-# rows up to which a product reads GGUF blocks rather than float32 panels, per build (SmolLM2, 2-vCPU Intel VM: with
-# AVX-512 a forward of 1-12 rows took 0.48-0.97 of float32's time, 16-32 rows 1.2-1.35; AVX2 1-3 rows 0.75-0.93, 4+ more)
+# rows up to which a product reads GGUF blocks rather than float32 panels, per build (SmolLM2, 2-vCPU Intel VM, with
+# the product threads awake: AVX-512 1-12 rows took 0.49-0.96 of float32's time; AVX2 1-3 rows 0.71-0.79, 4 0.90)
 BLOCK_ROWS = {"avx512": 12, "avx2": 2}
 BLOCK_PANELS = os.environ.get("SPECUI_BLOCK_PANELS", "").strip().lower() not in ("0", "off", "no", "false")
 log = logging.getLogger(__name__)
@@ -376,7 +375,7 @@ def _build(isa: str) -> Path:
     if shutil.which(compiler) is None:
         raise OSError(f"no C compiler ({compiler!r}) on PATH")
     flags = ["-O3", "-shared", "-fPIC", "-pthread", *FLAGS[isa]]
-    sources = [SOURCE, LAYER_SOURCE, POOL_SOURCE, HEAD_SOURCE, ATTEND_SOURCE]
+    sources = [SOURCE, LAYER_SOURCE, POOL_SOURCE, HEAD_SOURCE]
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in [*sources, HEADER]) + " ".join([compiler, *flags]).encode())
     digest = digest.hexdigest()[:16]
     for folder in (cache_root() / "native", Path(tempfile.gettempdir()) / "specui-native"):
