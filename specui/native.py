@@ -18,8 +18,9 @@
   never splits), this one and native workers that wait for the next share: a one-token forward of SmolLM2
   reads its weights 1.65 times as fast on two cores of a 2-vCPU VM. They give way: where the splits of the
   last 0.1 s cost more than they saved (another program, say a browser on the same two cores, took a
-  worker's core mid-share), products run alone for a while; and a product of under 4 MiB of weights does
-  not wake workers that went to sleep. The bits are the unsplit product's. Independent of torch's threads.
+  worker's core mid-share), products run alone for a while; and a product of under 4 MiB of weights (GGUF
+  blocks at their float32 size) does not wake workers that went to sleep. The bits are the unsplit product's.
+  Independent of torch's threads.
 
 The library is compiled once per machine with the system's C compiler (`$CC`, else `cc`) into specui's
 cache folder (`specui.packaged.cache_root()/native`), which takes about a second. Where there is no
