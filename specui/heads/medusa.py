@@ -58,8 +58,9 @@ class MedusaHeads(nn.Module):
         """Final normed states [..., D] -> logits [..., count, N] over the head's token ids, from the first
         `count` heads (default: all; a draft of k tokens needs only the first k)."""
         x = hidden.to(self.output.token_ids.device, self._dtype())
-        heads = range(len(self.blocks) if count is None else min(count, len(self.blocks)))  # not blocks[:count]: a
-        return torch.stack([self.output(self.blocks[i](x), normed=True) for i in heads], dim=-2)  # new ModuleList
+        # by index: blocks[:count] would build a new ModuleList (nn.Module.__init__) every draft
+        heads = range(len(self.blocks) if count is None else min(count, len(self.blocks)))
+        return torch.stack([self.output(self.blocks[i](x), normed=True) for i in heads], dim=-2)
 
     def training_loss(self, batch: dict) -> torch.Tensor:
         """Head i at position t learns the target's distribution at position t + i (for token t + i + 1),

@@ -1,6 +1,7 @@
 """Product threads (specui/native_pool.c through specui.native): a large product split between the calling thread
 and native workers gives the unsplit product's bits, serves one caller at a time, survives a fork, gives way when
-splits cost more than they save, and follows SPECUI_PRODUCT_THREADS."""
+splits cost more than they save, wakes sleeping workers only for large products (GGUF blocks counted at their float32
+size), and follows SPECUI_PRODUCT_THREADS."""
 
 import logging
 import time
