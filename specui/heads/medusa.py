@@ -58,8 +58,7 @@ class MedusaHeads(nn.Module):
         """Final normed states [..., D] -> logits [..., count, N] over the head's token ids, from the first
         `count` heads (default: all; a draft of k tokens needs only the first k)."""
         x = hidden.to(self.output.token_ids.device, self._dtype())
-        # by index: blocks[:count] would build a new ModuleList (nn.Module.__init__) every draft
-        heads = range(len(self.blocks) if count is None else min(count, len(self.blocks)))
+        heads = range(len(self.blocks))[:count]  # by index: blocks[:count] would build a new ModuleList every draft
         return torch.stack([self.output(self.blocks[i](x), normed=True) for i in heads], dim=-2)
 
     def training_loss(self, batch: dict) -> torch.Tensor:

@@ -7,24 +7,9 @@ import torch
 
 from specui import blocks, native
 from specui.kv import CachedLM
-from tests.helpers import HAS_WHEEL, make_model
+from tests.helpers import HAS_WHEEL, make_model, q4_1, q8_0
 
 pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
-
-
-def q4_1(weight: torch.Tensor) -> torch.Tensor:
-    """weight rounded as GGUF's Q4_1 does it and dequantized as gguf-py does (float32 d * q + m)."""
-    b = weight.reshape(weight.shape[0], -1, 32)
-    m = b.amin(-1, keepdim=True).half().float()
-    d = ((b.amax(-1, keepdim=True) - m) / 15).half().float()
-    q = torch.round((b - m) / torch.where(d > 0, d, torch.ones_like(d))).clamp(0, 15)
-    return (d * q + m).reshape(weight.shape)
-
-
-def q8_0(weight: torch.Tensor) -> torch.Tensor:
-    b = weight.reshape(weight.shape[0], -1, 32)
-    d = (b.abs().amax(-1, keepdim=True) / 127).half().float()
-    return (d * torch.round(b / torch.where(d > 0, d, torch.ones_like(d))).clamp(-127, 127)).reshape(weight.shape)
 
 
 @pytest.mark.parametrize("quantize,kind", [(q4_1, "q4"), (q8_0, "q8")])

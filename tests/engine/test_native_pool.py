@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from specui import native
+from tests.helpers import q4_1
 
 pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
 
@@ -142,6 +143,16 @@ def test_product_threads_give_way_when_splits_cost_more_than_they_save(splitting
     assert kernel.pool_account(1e-4, 1.0, at + 10.0) <= at + 10.0
 
 
+def _until_asleep(kernel, small, x, expected) -> None:
+    """Call a product under WAKE_BYTES now and then until one finds the workers asleep and runs alone (right)."""
+    for _ in range(40):  # idle long enough for the workers to sleep (a split in between wakes them again)
+        time.sleep(0.05)
+        assert torch.equal(small(x), expected)
+        if kernel.pool_state()["alone_asleep"]:
+            break
+    assert kernel.pool_state()["alone_asleep"] == 1
+
+
 def test_a_small_product_does_not_wake_sleeping_workers(splitting, monkeypatch):
     """Workers that went to sleep (no split for half a millisecond or more) are woken only by a product of at least
     WAKE_BYTES of weights (native_pool.c); a smaller one runs alone, right; with giving way off it splits."""
@@ -151,12 +162,7 @@ def test_a_small_product_does_not_wake_sleeping_workers(splitting, monkeypatch):
     x, weight, _ = _case(1500, 576, rows=1, bias=False)  # 3.5 MB of float32 weights, under WAKE_BYTES (4 MiB)
     small = kernel.product(weight)
     expected = _alone(kernel, small, x)
-    for _ in range(40):  # idle long enough for the workers to sleep (a split in between wakes them again)
-        time.sleep(0.05)
-        assert torch.equal(small(x), expected)
-        if kernel.pool_state()["alone_asleep"]:
-            break
-    assert kernel.pool_state()["alone_asleep"] == 1
+    _until_asleep(kernel, small, x, expected)
     big_x, big_weight, _ = _case(2000, 576, rows=1, bias=False)  # 4.6 MB: wakes them
     big = kernel.product(big_weight)
     splits = kernel.pool_state()["splits"]
@@ -182,19 +188,12 @@ def test_product_threads_setting(monkeypatch, caplog):
 def test_gguf_blocks_wake_sleeping_workers_by_their_float32_size(splitting, monkeypatch):
     """A product read from GGUF blocks costs about what its float32 panels do (the rebuild), so it counts at its float32
     size: 2000 x 576 Q4 blocks (0.9 MB; 4.6 MB as float32) wake sleeping workers and split."""
-    from tests.engine.test_blocks import q4_1
-
     kernel = splitting
     kernel.pool_state(give_way=True)
     monkeypatch.setenv("SPECUI_PRODUCT_THREADS", "2")
     x, weight, _ = _case(1500, 576, rows=1, bias=False)
     small = kernel.product(weight)
-    for _ in range(40):  # idle until the workers sleep, as above
-        time.sleep(0.05)
-        small(x)
-        if kernel.pool_state()["alone_asleep"]:
-            break
-    assert kernel.pool_state()["alone_asleep"] == 1
+    _until_asleep(kernel, small, x, _alone(kernel, small, x))
     blocks = kernel.product(q4_1(torch.randn(2000, 576)))
     assert blocks.blocks is not None and blocks.blocks.numel() < 1 << 22  # under WAKE_BYTES (4 MiB) as blocks
     splits = kernel.pool_state()["splits"]
