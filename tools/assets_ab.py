@@ -1,8 +1,10 @@
 """Side by side: the chat preset's shipped draft and EAGLE head against new ones, on one loaded target.
 
-    python -m tools.assets_ab [--draft FOLDER] [--eagle FOLDER] [--temperature 0.7] [--arm '{"drafter": "eagle"}' ...]
+    python -m tools.assets_ab [--draft FOLDER] [--eagle FOLDER] [--medusa FOLDER] [--early-exit FOLDER]
+                              [--temperature 0.7] [--arm '{"drafter": "eagle"}' ...]
 
-A GPU round brings back a draft and a head; before either replaces what `assets/` ships, this times both on
+A GPU round brings back a draft and a head (a CPU run, Medusa and early-exit heads); before one replaces what
+`assets/` ships, this times both on
 the 8 held-out chat prompts (`specui.chat_prompts`): per prompt plain decoding, then each arm with the shipped
 assets and with the new ones in turn (the order swapped every pass, so a drifting VM favours neither), over
 `--passes` passes, each with new seeds (with sampling, a repeated seed would repeat the run). Each arm is a
@@ -33,6 +35,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--preset", default="smollm2-chat")
     ap.add_argument("--draft", default=None, help="a new chat draft folder (default: the shipped one)")
     ap.add_argument("--eagle", default=None, help="a new EAGLE head folder (default: the shipped one)")
+    ap.add_argument("--medusa", default=None, help="a new Medusa head folder (default: the shipped one)")
+    ap.add_argument("--early-exit", default=None, help="a new early-exit head folder (default: the shipped one)")
     ap.add_argument("--temperature", type=float, default=0.0)
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--prompts", type=int, default=8)
@@ -44,17 +48,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def engines(preset, draft: str | None, eagle: str | None) -> tuple[SpeculativeEngine, SpeculativeEngine, object]:
+def engines(preset, draft: str | None, new_heads: dict[str, str]) -> tuple[SpeculativeEngine, SpeculativeEngine, object]:
     """(shipped, new, pair): two engines over one loaded target, differing only in the assets named (a chat
-    draft that borrows the target's embeddings, `specui.chat_draft`; an EAGLE head folder, `specui.heads`)."""
+    draft that borrows the target's embeddings, `specui.chat_draft`; head folders by name, `specui.heads`)."""
     pair = load_pair(preset)
     shipped = pair.engine()
     new_draft = chat_draft.load(draft, pair.target).eval() if draft else pair.draft
-    new_heads = dict(pair.heads)
-    if eagle:
-        new_heads["eagle"] = heads.load(eagle, pair.target).eval()
+    loaded = {name: heads.load(folder, pair.target).eval() for name, folder in new_heads.items() if folder}
+    new_heads = {**pair.heads, **loaded}
     if preset.int8_drafters:  # as the preset loads the shipped ones (`specui.loading`): rows rounded to int8
-        for drafter in [new_heads["eagle"]] * bool(eagle) + [new_draft] * bool(draft):
+        for drafter in [*loaded.values()] + [new_draft] * bool(draft):  # int8 reaches the EAGLE head and the draft
             int8.round_drafter(drafter)
     new = SpeculativeEngine(pair.target, new_draft, heads=new_heads, prompt_threads=pair.prompt_threads,
                             drafter=preset.drafter)
@@ -65,7 +68,8 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(1)
     preset = load_config(None).get(args.preset)
-    shipped, new, pair = engines(preset, args.draft, args.eagle)
+    shipped, new, pair = engines(preset, args.draft, {"eagle": args.eagle, "medusa": args.medusa,
+                                                      "early_exit": args.early_exit})
     arms = [json.loads(a) for a in (args.arm or ['{"drafter": "eagle"}', '{"drafter": "model"}'])]
     for arm in arms:
         arm.setdefault("k", preset.k_for(arm["drafter"]))
@@ -103,7 +107,8 @@ def main(argv=None) -> None:
             print(f"pass {p + 1}, prompt {i + 1}/{len(prompts)} done", flush=True)
     tokens = args.tokens * len(prompts) * args.passes
     print(f"\nplain {tokens / plain:.1f} tokens/s; temperature {args.temperature}; draft {args.draft or 'shipped'}, "
-          f"EAGLE {args.eagle or 'shipped'}; {len(prompts)} prompts x {args.passes} passes")
+          f"EAGLE {args.eagle or 'shipped'}, Medusa {args.medusa or 'shipped'}, early exit {args.early_exit or 'shipped'}; "
+          f"{len(prompts)} prompts x {args.passes} passes")
     for j, arm in enumerate(arms):
         cells = [f"{name} {plain / seconds[j, name]:.3f}x ({tokens / rounds[j, name]:.2f} tokens per forward)"
                  for name, _ in sides]

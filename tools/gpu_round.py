@@ -165,7 +165,8 @@ def main(argv=None) -> None:
     procs = {} if args.no_draft else {"draft": spawn(draft_cmd, work / "logs" / "draft.log")}
     if not args.no_eagle:
         eagle_cmd = [sys.executable, "-m", "specui.train", "heads", "--preset", "smollm2-chat", "--head", "eagle",
-                     "--answers", answers, "--init", args.init_heads, "--seq", "320", "--states", "none",
+                     "--answers", answers, "--init", args.init_heads, "--vocab", "8192", "--seq", "320",
+                     "--states", "none",
                      "--state-batch", "64", "--max-sequences", str(args.eagle_sequences), "--out", str(work / "eagle"),
                      "--batch", batch,
                      "--lr", "3e-4", "--warmup", "20", "--checkpoint-every", "100",

@@ -75,7 +75,8 @@ def test_warm_start_from_saved_heads_on_weighted_answer_folders(tmp_path, capsys
     second = tmp_path / "second"
     main([*common, "--out", str(second), "--answers", answers, "--init", str(first), "--steps", "2",
           "--medusa-heads", "4", "--held-out", "0.2", "--states", "none", "--state-batch", "3"])  # --init's settings win
-    assert "kept from" in capsys.readouterr().out
+    log = capsys.readouterr().out
+    assert "kept from" in log and "ids this data uses most would cover" in log  # and what --vocab would give
     assert (first / "states.pt").exists() and not (second / "states.pt").exists()  # none: kept in memory only
     for name in ("medusa", "early_exit"):
         before, after = load_state(first / name), load_state(second / name)
