@@ -1,17 +1,16 @@
-"""Side by side: the chat preset's shipped draft and EAGLE head against new ones, on one loaded target.
+"""Side by side: the chat preset's shipped draft and heads against new ones, on one loaded target.
 
     python -m tools.assets_ab [--draft FOLDER] [--eagle FOLDER] [--medusa FOLDER] [--early-exit FOLDER]
                               [--temperature 0.7] [--arm '{"drafter": "eagle"}' ...]
 
-A GPU round brings back a draft and a head (a CPU run, Medusa and early-exit heads); before one replaces what
-`assets/` ships, this times both on
-the 8 held-out chat prompts (`specui.chat_prompts`): per prompt plain decoding, then each arm with the shipped
-assets and with the new ones in turn (the order swapped every pass, so a drifting VM favours neither), over
-`--passes` passes, each with new seeds (with sampling, a repeated seed would repeat the run). Each arm is a
-drafter with its K and confidence stop (default: EAGLE and the draft model, each as the preset drafts). It
-prints each arm's speedup over plain and its tokens per target forward, and checks that every greedy output
-equals plain decoding's. Nothing is written; a folder left out is the shipped one on both sides. Where the
-preset rounds its drafters to int8 (`int8_drafters`), the new ones are rounded the same way.
+A GPU round brings back a draft and an EAGLE head, a CPU run Medusa and early-exit heads; before one replaces
+what `assets/` ships, this times both on the 8 held-out chat prompts (`specui.chat_prompts`): per prompt plain
+decoding, then each arm with the shipped assets and with the new ones in turn (the order swapped every pass, so a
+drifting VM favours neither), over `--passes` passes, each with new seeds (with sampling, a repeated seed would
+repeat the run). Each arm is a drafter with its K and confidence stop (default: EAGLE and the draft model, each as
+the preset drafts). It prints each arm's speedup over plain and its tokens per target forward, and checks that
+every greedy output equals plain decoding's. Nothing is written; a folder left out is the shipped one on both
+sides. Where the preset rounds its drafters to int8 (`int8_drafters`), the new ones are rounded the same way.
 """
 
 from __future__ import annotations
@@ -48,13 +47,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def engines(preset, draft: str | None, new_heads: dict[str, str]) -> tuple[SpeculativeEngine, SpeculativeEngine, object]:
+def engines(preset, draft: str | None, head_folders: dict[str, str | None]) -> tuple[SpeculativeEngine, SpeculativeEngine, object]:
     """(shipped, new, pair): two engines over one loaded target, differing only in the assets named (a chat
     draft that borrows the target's embeddings, `specui.chat_draft`; head folders by name, `specui.heads`)."""
     pair = load_pair(preset)
     shipped = pair.engine()
     new_draft = chat_draft.load(draft, pair.target).eval() if draft else pair.draft
-    loaded = {name: heads.load(folder, pair.target).eval() for name, folder in new_heads.items() if folder}
+    loaded = {name: heads.load(folder, pair.target).eval() for name, folder in head_folders.items() if folder}
     new_heads = {**pair.heads, **loaded}
     if preset.int8_drafters:  # as the preset loads the shipped ones (`specui.loading`): rows rounded to int8
         for drafter in [*loaded.values()] + [new_draft] * bool(draft):  # int8 reaches the EAGLE head and the draft
