@@ -344,7 +344,9 @@ def test_a_message_sent_during_another_visitors_run_shows_at_once_and_stop_cance
     page.wait_for_function("() => document.querySelector('#chat').innerText.includes('Stopped before it started')",
                            timeout=10_000)
     assert page.input_value("#prompt textarea") == "x = 1"
-    other.click("#stop")  # the other visitor's run ends at its next round; the queue reaches the stopped message
+    # the other visitor's run ends at its next round; the queue reaches the stopped message. Its page streams an arena
+    # over 512 tokens: on a slow 2-core VM its renderer took over 30 s (the click's default wait) to take the click
+    other.click("#stop", timeout=120_000)
     other.wait_for_function("() => !document.querySelector('#chat .specui-caret')", timeout=60_000)
     other.close()
     run_prompt(page, "x = 2")
