@@ -166,8 +166,7 @@ def main(argv=None) -> None:
     if not args.no_eagle:
         eagle_cmd = [sys.executable, "-m", "specui.train", "heads", "--preset", "smollm2-chat", "--head", "eagle",
                      "--answers", answers, "--init", args.init_heads, "--vocab", "8192", "--seq", "320",
-                     "--states", "none",
-                     "--state-batch", "64", "--max-sequences", str(args.eagle_sequences), "--out", str(work / "eagle"),
+                     "--states", "none", "--state-batch", "64", "--max-sequences", str(args.eagle_sequences), "--out", str(work / "eagle"),
                      "--batch", batch,
                      "--lr", "3e-4", "--warmup", "20", "--checkpoint-every", "100",
                      "--minutes", f"{eagle_minutes:.2f}"]

@@ -184,10 +184,10 @@ def _main(argv=None) -> None:
     vocab = target.get_output_embeddings().weight.shape[0]
     special = [i for i in (tokenizer.all_special_ids or []) if i is not None and i < vocab]
     answers = [s[first:] for s, first in sequences if first > 0]  # what the target wrote picks the vocabulary, if any
+    streams = torch.cat(answers or [s for s, _ in sequences])
     token_ids = None
     if not args.init or args.vocab:
-        token_ids = common.frequent_ids(answers or [s for s, _ in sequences], size=args.vocab or 8192,
-                                        vocab_size=vocab, always=special)
+        token_ids = common.frequent_ids([streams], size=args.vocab or 8192, vocab_size=vocab, always=special)
     heads = build_heads(args, target, token_ids)
     kept = token_ids is None
     if args.init and not kept:  # a warm start on a new vocabulary: the same trained weights, other output rows
@@ -195,7 +195,6 @@ def _main(argv=None) -> None:
             h.output.token_ids = token_ids.to(h.output.token_ids.device)
             h.output.bind(target)
     token_ids = next(iter(heads.values())).output.token_ids.cpu()
-    streams = torch.cat(answers or [s for s, _ in sequences])
     covered = torch.isin(streams, token_ids).float().mean()
     log(f"draft vocabulary: {len(token_ids)} ids cover {covered:.4f} of the training tokens" + (" the target wrote" if answers else "")
         + (f" (kept from {args.init})" if kept else ""))
