@@ -18,9 +18,9 @@ the calls and restore them just after (the tool prints both commands; never comm
 The device keeps /tmp only while the machine stays warm, so make the two calls back to back.
 
 With device time left after the round, `--continue` packs that round's results (the folder its files came
-back to) into `.gpu3/`, a few MB: its EAGLE head and its answers. Call 3 puts the head into assets/ and
-trains it on for `--budget` seconds, alone on the card (`--gen-seconds 0 --no-draft`), reading the model
-that calls 1 and 2 left in /tmp. The machine goes back after 30 s idle, so pack it the moment call 2 ends.
+back to) into `.gpu3/`, a few MB: its heads (EAGLE; Medusa and early exit where it trained them) and its
+answers. Call 3 puts the heads into assets/ and trains them on for `--budget` seconds, without the draft
+(`--gen-seconds 0 --no-draft`), reading the model that calls 1 and 2 left in /tmp. The machine goes back after 30 s idle, so pack it the moment call 2 ends.
 """
 
 from __future__ import annotations
@@ -99,9 +99,10 @@ def calls(round_args: str, answers: bool) -> tuple[str, str]:
 
 
 def continuation(round_out: Path, into: Path, budget: int) -> str:
-    """Packs a finished round's head and answers (joined where they came in parts) into `into`; the call that
-    continues the head alone, reading the model and the shipped assets calls 1 and 2 left in /tmp."""
-    eagle = round_out / "eagle.tar"
+    """Packs a finished round's heads and answers (joined where they came in parts) into `into`; the call that
+    continues the heads (EAGLE; Medusa and early exit where the round trained them) alone, reading the model and
+    the shipped assets calls 1 and 2 left in /tmp."""
+    eagle, heads = round_out / "eagle.tar", round_out / "heads.tar"
     parts = sorted(round_out.glob("answers.tar.xz*"), key=lambda p: int(p.name.rsplit("part", 1)[1]) if "part" in p.name else -1)
     if not eagle.is_file() or not parts:
         raise SystemExit(f"{round_out} holds no eagle.tar and answers.tar.xz: give the folder a round's files came back to")
@@ -111,10 +112,16 @@ def continuation(round_out: Path, into: Path, budget: int) -> str:
     with (into / "answers.tar.xz").open("wb") as joined:
         for part in parts:  # answers.tar.xz alone, or its .part0, .part1 ... .part10 in order
             joined.write(part.read_bytes())
+    if heads.is_file():  # the round's Medusa and early-exit heads go on from where they are
+        shutil.copy(heads, into / "heads.tar")
+        unpack = f" && rm -rf assets/{HELD[1]}/medusa assets/{HELD[1]}/early_exit && tar xf {into.name}/heads.tar -C assets/{HELD[1]}/"
+        more = ""
+    else:  # a round without them: the shipped ones stay as they are
+        unpack, more = "", " --heads none"
     return (f"rm -rf {' '.join('assets/' + h for h in HELD)} && cp -r /tmp/stash/* assets/ && rm -rf assets/{HELD[1]}/eagle"
-            f" && tar xf {into.name}/eagle.tar -C assets/{HELD[1]}/ && export PYTHONPATH=/tmp/site:. SPECUI_CACHE=/tmp/cache"
+            f" && tar xf {into.name}/eagle.tar -C assets/{HELD[1]}/{unpack} && export PYTHONPATH=/tmp/site:. SPECUI_CACHE=/tmp/cache"
             f" && rm -rf /tmp/ain3 && mkdir -p /tmp/ain3 && tar xf {into.name}/answers.tar.xz -C /tmp/ain3"
-            f" && timeout {budget + 12} python3 -m tools.gpu_round --budget {budget} --gen-seconds 0 --no-draft"
+            f" && timeout {budget + 12} python3 -m tools.gpu_round --budget {budget} --gen-seconds 0 --no-draft{more}"
             " --answers-in /tmp/ain3/answers --out $OUT --work runs/gpu3")
 
 

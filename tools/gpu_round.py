@@ -1,4 +1,4 @@
-"""One round of chat-draft and EAGLE training on a borrowed CUDA GPU, inside a fixed time budget.
+"""One round of chat-draft and head training (EAGLE, Medusa, early exit) on a borrowed CUDA GPU, in a fixed time budget.
 
     python -m tools.gpu_round --budget 540 --out OUT [--work runs/gpu]
 
@@ -16,8 +16,11 @@ the GPU's arithmetic, so side by side they add up):
    --init`) train side by side on those answers until the budget's end, less the time to save
    (`--no-draft` or `--no-eagle`: one of them alone, with the card to itself; `--draft-share 0.5`: the draft
    for the first half, then EAGLE alone, which ran 13 steps a second alone against 8.5 beside the draft).
-4. What came out goes to OUT as at most eight files: draft.tar, eagle.tar, logs.tar, answers.tar.xz and
-   round.json (an archive over 15 MiB comes as answers.tar.xz.part0, .part1…, since the device returns files
+   Beside them, in a process of its own, the Medusa and early-exit heads (`--heads`, warm from --init-heads,
+   keeping their draft vocabulary) on the same answers: small heads on the target's states, so they take
+   little of the card (`--heads none`: not trained).
+4. What came out goes to OUT as at most eight files: draft.tar, eagle.tar, heads.tar (the Medusa and early-exit
+   head folders), logs.tar, answers.tar.xz and round.json (an archive over 15 MiB comes as answers.tar.xz.part0, .part1…, since the device returns files
    of at most 16 MiB: `cat` them together). answers.tar.xz holds every answer folder (token ids only, a few
    MB): unpacked and carried to the next borrowed GPU as --answers-in, its writers resume where these
    stopped (whole files are skipped) and the trainers learn from both rounds' answers, so answers add up
@@ -82,6 +85,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="the EAGLE head trains on at most this many answers, drawn at random: their target states "
                          "stay in memory (about 25 GB at 30,000 of 250 tokens) and take a pass of the target first "
                          "(default: %(default)s)")
+    ap.add_argument("--heads", default="medusa,early_exit",
+                    help="heads trained beside EAGLE in a process of their own, warm from --init-heads ('none': "
+                         "none; default: %(default)s)")
+    ap.add_argument("--heads-sequences", type=int, default=15000,
+                    help="those heads train on at most this many answers, their states in memory (about 9 GB at "
+                         "15,000 of 250 tokens: two layers' states, 2.3 KB a token; default: %(default)s)")
     ap.add_argument("--no-draft", action="store_true",
                     help="train the EAGLE head alone (it ran 13 steps a second alone on an H100, 8.5 beside the draft)")
     ap.add_argument("--tiny", action="store_true", help="a smoke test on a CPU: a few prompts, short answers")
@@ -94,8 +103,8 @@ def log(msg: str) -> None:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    if args.no_draft and args.no_eagle:
-        raise SystemExit("--no-draft and --no-eagle together leave nothing to train")
+    if args.no_draft and args.no_eagle and args.heads == "none":
+        raise SystemExit("--no-draft, --no-eagle and --heads none together leave nothing to train")
     if not 0 < args.draft_share <= 1:
         raise SystemExit(f"--draft-share must be in (0, 1], got {args.draft_share}")
     started = time.time()
@@ -171,6 +180,9 @@ def main(argv=None) -> None:
                      "--lr", "3e-4", "--warmup", "20", "--checkpoint-every", "100",
                      "--minutes", f"{eagle_minutes:.2f}"]
         procs["eagle"] = spawn(eagle_cmd, work / "logs" / "eagle.log")
+    if args.heads != "none":
+        procs["heads"] = spawn(heads_command(args, answers, work / "heads", minutes=eagle_minutes, batch=batch),
+                               work / "logs" / "heads.log")
     log(f"training {', '.join(procs)} for {train_minutes:.1f} min")
     while any(p.poll() is None for p in procs.values()) and left() > 20:
         time.sleep(2)
@@ -196,6 +208,15 @@ def draft_command(args, answers: str, out: Path, *, minutes: float, batch: str, 
     return [sys.executable, "-m", "specui.train.chat", "--answers", answers, "--out", str(out), *start,
             "--on-the-fly", "--batch", batch, "--steps", "100000", "--eval-every", every, "--val-answers", val,
             "--alpha-tokens", alpha, "--max-minutes", f"{max(minutes, 0.05):.2f}"]
+
+
+def heads_command(args, answers: str, out: Path, *, minutes: float, batch: str) -> list[str]:
+    """The Medusa and early-exit heads' trainer (`--heads`): warm from --init-heads, their draft vocabulary kept
+    (no --vocab: stop 55 picked it from these rounds' answers), at the lr that moved them on a CPU."""
+    return [sys.executable, "-m", "specui.train", "heads", "--preset", "smollm2-chat", "--head", args.heads,
+            "--answers", answers, "--init", args.init_heads, "--seq", "320", "--states", "none", "--state-batch", "64",
+            "--max-sequences", str(args.heads_sequences), "--out", str(out), "--batch", batch, "--lr", "1e-3",
+            "--warmup", "20", "--checkpoint-every", "100", "--minutes", f"{minutes:.2f}"]
 
 
 def writers_that_fit(wanted: int, gib_each: float) -> int:
@@ -253,11 +274,14 @@ def split(path: Path, size: int) -> None:
 def finish(facts: dict, work: Path, out: Path) -> None:
     """OUT/round.json, and a tar of each result folder and of the logs (the device returns 8 files at most)."""
     out.mkdir(parents=True, exist_ok=True)
-    results = {"draft": work / "draft" / "draft", "eagle": work / "eagle" / "eagle", "logs": work / "logs"}
-    for name, folder in results.items():
-        if folder.is_dir():
+    results = {"draft": [work / "draft" / "draft"], "eagle": [work / "eagle" / "eagle"], "logs": [work / "logs"],
+               "heads": [work / "heads" / h for h in ("medusa", "early_exit")]}
+    for name, folders in results.items():
+        if any(folder.is_dir() for folder in folders):
             with tarfile.open(out / f"{name}.tar", "w") as tar:
-                tar.add(folder, arcname=name)
+                for folder in folders:
+                    if folder.is_dir():
+                        tar.add(folder, arcname=name if len(folders) == 1 else folder.name)
     answers = sorted([*work.glob("*/answers-*.pt"), *work.glob("*/sampled-*.pt")])
     answers += sorted(work.glob("*/prompts.txt"))  # the asked sets' prompts, which their writers resume on
     if answers:  # the answers themselves, for the next round (ids compress to a few MB)

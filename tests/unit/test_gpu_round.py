@@ -91,8 +91,30 @@ def test_writers_start_as_many_as_fit():
 
 def test_a_round_that_would_train_nothing_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="nothing to train"):
-        gpu_round.main(["--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--no-draft", "--no-eagle"])
+        gpu_round.main(["--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--no-draft", "--no-eagle",
+                        "--heads", "none"])
     assert not (tmp_path / "out").exists()
+
+
+def test_the_medusa_and_early_exit_heads_train_warm_and_come_back_in_one_file(tmp_path):
+    """Beside EAGLE, by default: warm from the shipped heads, keeping their draft vocabulary; heads.tar holds both."""
+    import tarfile
+
+    args = gpu_round.parse_args(["--out", str(tmp_path)])
+    command = gpu_round.heads_command(args, "a,b", tmp_path / "heads", minutes=4.5, batch="32")
+    assert command[command.index("--head") + 1] == "medusa,early_exit" and "--vocab" not in command
+    assert command[command.index("--init") + 1] == "assets/smollm2-heads" and command[command.index("--answers") + 1] == "a,b"
+    assert command[command.index("--minutes") + 1] == "4.50" and command[command.index("--states") + 1] == "none"
+    assert gpu_round.parse_args(["--out", str(tmp_path), "--heads", "none"]).heads == "none"
+    work, out = tmp_path / "work", tmp_path / "out"
+    for head in ("medusa", "early_exit"):
+        (work / "heads" / head).mkdir(parents=True)
+        (work / "heads" / head / "specui_head.json").write_text("{}")
+    (work / "heads" / "checkpoint.pt").write_bytes(b"not carried")
+    gpu_round.finish({"phases": {}}, work, out)
+    assert sorted(p.name for p in out.iterdir()) == ["heads.tar", "round.json"]
+    with tarfile.open(out / "heads.tar") as tar:
+        assert sorted(tar.getnames()) == ["early_exit", "early_exit/specui_head.json", "medusa", "medusa/specui_head.json"]
 
 
 def test_the_draft_trainer_continues_the_shipped_draft_or_starts_a_new_shape(tmp_path):
@@ -162,8 +184,14 @@ def test_a_third_call_continues_the_rounds_head_on_its_answers(tmp_path):
     with tarfile.open(tmp_path / ".gpu3" / "answers.tar.xz") as tar:
         assert tar.getnames() == ["answers/main/0.pt"]
     assert "tar xf .gpu3/eagle.tar -C assets/smollm2-heads/" in command
-    assert "--budget 240 --gen-seconds 0 --no-draft --answers-in /tmp/ain3/answers" in command
+    assert "--budget 240 --gen-seconds 0 --no-draft --heads none --answers-in /tmp/ain3/answers" in command
     assert "timeout 252 " in command and len(command) < 2000
+    with tarfile.open(round_out / "heads.tar", "w") as tar:  # a round that trained Medusa and early exit too
+        tar.addfile(tarfile.TarInfo("medusa/specui_head.json"), io.BytesIO(b""))
+    command = gpu_carry.continuation(round_out, tmp_path / ".gpu3", budget=240)
+    assert (tmp_path / ".gpu3" / "heads.tar").is_file() and "--heads none" not in command
+    assert "rm -rf assets/smollm2-heads/medusa assets/smollm2-heads/early_exit && tar xf .gpu3/heads.tar" in command
+    assert "--budget 240 --gen-seconds 0 --no-draft --answers-in /tmp/ain3/answers" in command and len(command) < 2000
     (round_out / "eagle.tar").unlink()
     with pytest.raises(SystemExit, match="eagle.tar"):
         gpu_carry.continuation(round_out, tmp_path / ".gpu3", budget=240)
