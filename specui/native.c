@@ -27,6 +27,9 @@
 #define WIDE 8        /* panels per tile when there is a single row (pure streaming) */
 #define PREFETCH 64   /* k-steps ahead */
 #define Q_WIDE (NR == 16 ? WIDE : 4) /* panels per tile of one row of Q4 or Q8 panels (AVX2: 16 registers) */
+/* AVX2: Q4 or Q8 tiles of more rows than this take one panel each: a panel's rebuilt weights (d, m, q, w for
+ * two k-steps) and two panels' accumulators would not fit its 16 registers */
+#define Q_ROWS_TWO_PANELS (NR == 16 ? WIDE_ROWS : 4)
 
 int rowgemm_panel_width(void) { return NR; }
 
@@ -182,6 +185,7 @@ void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const 
     const int tile_rows = m <= WIDE_ROWS ? m : ROWS;
     int per_tile = m == 1 ? WIDE : tile_rows > ROWS ? WIDE_PANELS : PANELS;
     if ((kind == Q4 || kind == Q8) && m == 1) per_tile = Q_WIDE;  /* a scale (and offset) a panel more in registers */
+    if ((kind == Q4 || kind == Q8) && tile_rows > Q_ROWS_TWO_PANELS) per_tile = 1;
     const size_t bytes = panel_bytes(kind, k), count = ((size_t)n + NR - 1) / NR, sstride = panel_scales(kind, k);
     const float *scales = sstride ? (const float *)((const char *)w + count * bytes) : NULL;
     for (int p = p0; p < p1; p += per_tile) {
