@@ -63,9 +63,8 @@ HEAD_SOURCE = Path(__file__).with_name("native_head.c")  # the drafters' greedy 
 HEADER = Path(__file__).with_name("native.h")  # what native.c and native_head.c share (in the build's hash)
 FLAGS = {"avx512": ["-mavx512f", "-mfma", "-mf16c", "-DSPECUI_AVX512"], "avx2": ["-mavx2", "-mfma", "-mf16c"]}
 HALF_PANELS = True  # half-precision-valued weights packed at half width (False: float32 panels, to compare)
-# rows up to which a product reads GGUF blocks rather than float32 panels, per build (SmolLM2, 2-vCPU Intel VM, with
-# the product threads awake: AVX-512 1-12 rows took 0.49-0.96 of float32's time; the AVX2 build, with one panel per
-# tile past 4 rows (native.c), 0.6-0.7 for 3 rows and 0.87-0.91 for 8: EAGLE decoded 8-15% faster than at 2, stop 56)
+# rows up to which a product reads GGUF blocks, not float32 panels (SmolLM2, 2-vCPU Intel VM, product threads awake:
+# AVX-512 1-12 rows took 0.49-0.96 of float32's time; AVX2 3-8 rows 0.67-0.91, EAGLE 8-15% faster than at 2: stop 56)
 BLOCK_ROWS = {"avx512": 12, "avx2": 12}
 BLOCK_PANELS = os.environ.get("SPECUI_BLOCK_PANELS", "").strip().lower() not in ("0", "off", "no", "false")
 log = logging.getLogger(__name__)
