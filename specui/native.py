@@ -64,7 +64,7 @@ HEADER = Path(__file__).with_name("native.h")  # what native.c and native_head.c
 FLAGS = {"avx512": ["-mavx512f", "-mfma", "-mf16c", "-DSPECUI_AVX512"], "avx2": ["-mavx2", "-mfma", "-mf16c"]}
 HALF_PANELS = True  # half-precision-valued weights packed at half width (False: float32 panels, to compare)
 # rows up to which a product reads GGUF blocks, not float32 panels (SmolLM2, 2-vCPU Intel VM, product threads awake:
-# AVX-512 1-12 rows took 0.49-0.96 of float32's time; AVX2 3-8 rows 0.67-0.91, EAGLE 8-15% faster than at 2: stop 56)
+# AVX-512 1-12 rows took 0.49-0.96 of float32's time; AVX2 3-8 rows 0.67-0.92, EAGLE 8-15% faster than at 2: stop 56)
 BLOCK_ROWS = {"avx512": 12, "avx2": 12}
 BLOCK_PANELS = os.environ.get("SPECUI_BLOCK_PANELS", "").strip().lower() not in ("0", "off", "no", "false")
 log = logging.getLogger(__name__)
