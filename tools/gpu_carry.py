@@ -20,7 +20,8 @@ The device keeps /tmp only while the machine stays warm, so make the two calls b
 With device time left after the round, `--continue` packs that round's results (the folder its files came
 back to) into `.gpu3/`, a few MB: its heads (EAGLE; Medusa and early exit where it trained them) and its
 answers. Call 3 puts the heads into assets/ and trains them on for `--budget` seconds, without the draft
-(`--gen-seconds 0 --no-draft`), reading the model that calls 1 and 2 left in /tmp. The machine goes back after 30 s idle, so pack it the moment call 2 ends.
+(`--gen-seconds 0 --no-draft`), reading the model that calls 1 and 2 left in /tmp. The machine goes back after
+30 s idle, so pack it the moment call 2 ends.
 """
 
 from __future__ import annotations

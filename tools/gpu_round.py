@@ -19,12 +19,13 @@ the GPU's arithmetic, so side by side they add up):
    Beside them, in a process of its own, the Medusa and early-exit heads (`--heads`, warm from --init-heads,
    keeping their draft vocabulary) on the same answers: small heads on the target's states, so they take
    little of the card (`--heads none`: not trained).
-4. What came out goes to OUT as at most eight files: draft.tar, eagle.tar, heads.tar (the Medusa and early-exit
-   head folders), logs.tar, answers.tar.xz and round.json (an archive over 15 MiB comes as answers.tar.xz.part0, .part1…, since the device returns files
-   of at most 16 MiB: `cat` them together). answers.tar.xz holds every answer folder (token ids only, a few
-   MB): unpacked and carried to the next borrowed GPU as --answers-in, its writers resume where these
-   stopped (whole files are skipped) and the trainers learn from both rounds' answers, so answers add up
-   from one GPU to the next; raise --rounds to queue sampled rounds beyond those already written.
+4. What came out goes to OUT as at most eight files: draft.tar, eagle.tar, heads.tar (the Medusa and
+   early-exit head folders), logs.tar, answers.tar.xz and round.json (an archive over 15 MiB comes as
+   answers.tar.xz.part0, .part1…, since the device returns files of at most 16 MiB: `cat` them together).
+   answers.tar.xz holds every answer folder (token ids only, a few MB): unpacked and carried to the next
+   borrowed GPU as --answers-in, its writers resume where these stopped (whole files are skipped) and the
+   trainers learn from both rounds' answers, so answers add up from one GPU to the next; raise --rounds to
+   queue sampled rounds beyond those already written.
 
 Where a job fails, its log says why and the round goes on; OUT keeps whatever finished.
 """
@@ -173,12 +174,8 @@ def main(argv=None) -> None:
                               val=val, alpha=alpha)
     procs = {} if args.no_draft else {"draft": spawn(draft_cmd, work / "logs" / "draft.log")}
     if not args.no_eagle:
-        eagle_cmd = [sys.executable, "-m", "specui.train", "heads", "--preset", "smollm2-chat", "--head", "eagle",
-                     "--answers", answers, "--init", args.init_heads, "--vocab", "8192", "--seq", "320",
-                     "--states", "none", "--state-batch", "64", "--max-sequences", str(args.eagle_sequences), "--out", str(work / "eagle"),
-                     "--batch", batch,
-                     "--lr", "3e-4", "--warmup", "20", "--checkpoint-every", "100",
-                     "--minutes", f"{eagle_minutes:.2f}"]
+        eagle_cmd = head_command(args, answers, work / "eagle", head="eagle", sequences=args.eagle_sequences, lr="3e-4",
+                                 minutes=eagle_minutes, batch=batch, vocab=8192)  # EAGLE's list picked afresh
         procs["eagle"] = spawn(eagle_cmd, work / "logs" / "eagle.log")
     if args.heads != "none":
         procs["heads"] = spawn(heads_command(args, answers, work / "heads", minutes=eagle_minutes, batch=batch),
@@ -211,12 +208,20 @@ def draft_command(args, answers: str, out: Path, *, minutes: float, batch: str, 
 
 
 def heads_command(args, answers: str, out: Path, *, minutes: float, batch: str) -> list[str]:
-    """The Medusa and early-exit heads' trainer (`--heads`): warm from --init-heads, their draft vocabulary kept
-    (no --vocab: stop 55 picked it from these rounds' answers), at the lr that moved them on a CPU."""
-    return [sys.executable, "-m", "specui.train", "heads", "--preset", "smollm2-chat", "--head", args.heads,
-            "--answers", answers, "--init", args.init_heads, "--seq", "320", "--states", "none", "--state-batch", "64",
-            "--max-sequences", str(args.heads_sequences), "--out", str(out), "--batch", batch, "--lr", "1e-3",
-            "--warmup", "20", "--checkpoint-every", "100", "--minutes", f"{minutes:.2f}"]
+    """The Medusa and early-exit heads' trainer (`--heads`): their draft vocabulary kept (stop 55 picked it from
+    these rounds' answers), at the lr that moved them on a CPU."""
+    return head_command(args, answers, out, head=args.heads, sequences=args.heads_sequences, lr="1e-3",
+                        minutes=minutes, batch=batch)
+
+
+def head_command(args, answers: str, out: Path, *, head: str, sequences: int, lr: str, minutes: float, batch: str,
+                 vocab: int | None = None) -> list[str]:
+    """`specui.train heads` for `head` (comma-separated names), warm from --init-heads, its states in memory only;
+    vocab: pick a new draft vocabulary of that size (None: keep the saved heads')."""
+    return [sys.executable, "-m", "specui.train", "heads", "--preset", "smollm2-chat", "--head", head,
+            "--answers", answers, "--init", args.init_heads, *(["--vocab", str(vocab)] if vocab else []), "--seq", "320",
+            "--states", "none", "--state-batch", "64", "--max-sequences", str(sequences), "--out", str(out),
+            "--batch", batch, "--lr", lr, "--warmup", "20", "--checkpoint-every", "100", "--minutes", f"{minutes:.2f}"]
 
 
 def writers_that_fit(wanted: int, gib_each: float) -> int:
@@ -281,7 +286,7 @@ def finish(facts: dict, work: Path, out: Path) -> None:
             with tarfile.open(out / f"{name}.tar", "w") as tar:
                 for folder in folders:
                     if folder.is_dir():
-                        tar.add(folder, arcname=name if len(folders) == 1 else folder.name)
+                        tar.add(folder, arcname=folder.name)
     answers = sorted([*work.glob("*/answers-*.pt"), *work.glob("*/sampled-*.pt")])
     answers += sorted(work.glob("*/prompts.txt"))  # the asked sets' prompts, which their writers resume on
     if answers:  # the answers themselves, for the next round (ids compress to a few MB)
