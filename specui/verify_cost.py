@@ -10,6 +10,15 @@ same size, as decoding's forwards follow each other: timed straight after a larg
 one-token forward ran about 12% slower (its weights and the cache's lines displaced), which had put
 every ratio of the stdlib target's curve that much too low.
 
+Beside it, on a CPU, the arithmetic floor (`floor=True`): a forward of n tokens does n times the
+multiply-adds of one (its matrix products, and attention over the keys each row sees), and no exact
+float32 kernel computes them faster than this machine computes float32 multiply-adds at all. That rate
+is measured (`fma_rate`: the faster of torch's GEMM and specui's native product on a matrix held in
+cache, on the threads the products use), and the floor of n tokens is max(1, n's multiply-adds ÷ that
+rate ÷ the one-token forward's time): where one token is bound by reading the weights, a few more rows
+ride along for free; past the point where their arithmetic outlasts that read, every row costs its
+multiply-adds, whatever the kernel.
+
     python -m specui.verify_cost --target assets/specui-target          # a model folder
     python -m specui.verify_cost --preset NAME [--config models.yaml]   # a preset's target
 """
@@ -36,6 +45,16 @@ class VerifyCost:
     seconds: tuple[float, ...]  # the median time of each
     repeats: int
     threads: int
+    multiply_adds: tuple[int, ...] = ()  # of each block's forward (`multiply_adds`); with `floor`
+    fma_rate: float | None = None  # float32 multiply-adds a second, the fastest measured here (`fma_rate`)
+
+    @property
+    def floor_ratios(self) -> tuple[float, ...] | None:
+        """The least each block can cost ÷ the measured one-token forward: its multiply-adds at `fma_rate`, and
+        never below one (the weights are read once either way); None where the floor was not measured."""
+        if not self.fma_rate or len(self.multiply_adds) != len(self.tokens):
+            return None
+        return tuple(max(1.0, m / self.fma_rate / self.seconds[0]) for m in self.multiply_adds)
 
     @property
     def ratios(self) -> tuple[float, ...]:
@@ -47,18 +66,25 @@ class VerifyCost:
         return self.ratios[self.tokens.index(tokens)]
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "ratios": list(self.ratios)}
+        floor = self.floor_ratios
+        return {**asdict(self), "ratios": list(self.ratios), "floor_ratios": list(floor) if floor else None}
 
     def table(self) -> str:
+        floor = self.floor_ratios
         lines = [f"cache {self.cache_length} tokens, {self.threads} thread(s), median of {self.repeats}",
-                 "tokens   ms      ÷ one token"]
-        lines += [f"{n:>6} {1e3 * s:7.2f}   {r:5.2f}" for n, s, r in zip(self.tokens, self.seconds, self.ratios)]
+                 "tokens   ms      ÷ one token" + ("   floor" if floor else "")]
+        lines += [f"{n:>6} {1e3 * s:7.2f}   {r:5.2f}" + (f"        {floor[i]:5.2f}" if floor else "")
+                  for i, (n, s, r) in enumerate(zip(self.tokens, self.seconds, self.ratios))]
+        if floor:
+            lines.append(f"floor: each block's multiply-adds ({self.multiply_adds[0] / 1e6:.1f}M a token) at the fastest "
+                         f"float32 rate measured here, {2e-9 * self.fma_rate:.0f} GFLOP/s; never below one token's forward")
         return "\n".join(lines)
 
 
 def measure_verify_cost(model, *, cache_length: int = 128, max_tokens: int = 16, repeats: int = 7,
-                        warmup: int = 2, seed: int = 0) -> VerifyCost:
-    """Time KV-cached forwards of 1..max_tokens new tokens after `cache_length` random tokens."""
+                        warmup: int = 2, seed: int = 0, floor: bool = False) -> VerifyCost:
+    """Time KV-cached forwards of 1..max_tokens new tokens after `cache_length` random tokens; floor: also
+    count their multiply-adds and measure this CPU's float32 rate (the module docstring; not on a GPU)."""
     if cache_length < 1 or max_tokens < 1 or repeats < 1:
         raise ValueError("cache_length, max_tokens and repeats must be at least 1")
     device = model_device(model)
@@ -81,8 +107,59 @@ def measure_verify_cost(model, *, cache_length: int = 128, max_tokens: int = 16,
                     times[n].append(time.perf_counter() - started)
                 lm.trim(cache_length)
     seconds = tuple(statistics.median(times[n]) for n in tokens)
+    arithmetic = {}
+    if floor and device.type == "cpu":
+        arithmetic = {"multiply_adds": tuple(multiply_adds(model, cache_length, n) for n in tokens),
+                      "fma_rate": fma_rate()}
     return VerifyCost(cache_length=cache_length, tokens=tokens, seconds=seconds, repeats=repeats,
-                      threads=torch.get_num_threads())
+                      threads=torch.get_num_threads(), **arithmetic)
+
+
+def multiply_adds(model, cache_length: int, tokens: int) -> int:
+    """The multiply-adds of a forward of `tokens` new tokens after `cache_length` cached ones: every row through
+    every matrix product (transformers' Linear and Conv1D weights, the output layer included; an embedding
+    lookup is free), and each row's attention, a product with the keys and one with the values it sees."""
+    from transformers.pytorch_utils import Conv1D
+
+    per_row = sum(m.weight.numel() for m in model.modules() if isinstance(m, (torch.nn.Linear, Conv1D)))
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    heads, layers = config.num_attention_heads, config.num_hidden_layers
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    seen = sum(cache_length + i + 1 for i in range(tokens))  # the keys each new row attends to, itself included
+    return tokens * per_row + 2 * layers * heads * head_dim * seen
+
+
+def fma_rate(size: int = 768, repeats: int = 7) -> float:
+    """Float32 multiply-adds a second on this CPU, the fastest of what computes them here: torch's GEMM of two
+    size x size matrices, and specui's native product of a cached weight with 12 rows, each on the threads
+    the target's products use (the best of `repeats` timings each, after three)."""
+    from specui import native
+
+    kernel = native.kernel()
+    threads = native.product_threads() if kernel is not None else torch.get_num_threads()
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    best = _fastest(lambda: torch.mm(a, b), repeats, threads=threads) / size ** 3
+    if kernel is not None:
+        product, rows = kernel.product(torch.randn(512, 768), half=False), torch.randn(12, 768)
+        best = min(best, _fastest(lambda: product(rows), repeats) / (12 * 512 * 768))
+    return 1.0 / best
+
+
+def _fastest(call, repeats: int, *, threads: int | None = None) -> float:
+    """The fastest of `repeats` timings of `call()` (after three untimed), on `threads` torch threads if given."""
+    saved = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        times = []
+        for i in range(3 + repeats):
+            started = time.perf_counter()
+            call()
+            if i >= 3:
+                times.append(time.perf_counter() - started)
+        return min(times)
+    finally:
+        torch.set_num_threads(saved)
 
 
 def sync_device(device: torch.device) -> None:
@@ -120,7 +197,8 @@ def main(argv: list[str] | None = None) -> None:
     model = _load_target(args)
     if args.threads:
         torch.set_num_threads(args.threads)
-    cost = measure_verify_cost(model, cache_length=args.cache_length, max_tokens=args.max_tokens, repeats=args.repeats)
+    cost = measure_verify_cost(model, cache_length=args.cache_length, max_tokens=args.max_tokens, repeats=args.repeats,
+                               floor=True)
     if args.json:
         import json
 

@@ -241,7 +241,7 @@ def measure_costs(methods: Methods, prompt: list[int], k: int, *, samples: int =
               f"own forward; a greedy draft model's as its rounds run it, specui.native_chain) after the first "
               f"prompt, interleaved in {chunks} chunks")
     curve = measure_verify_cost(pair.target, cache_length=len(prompt), max_tokens=max(16, k + 1),
-                                repeats=max(3, samples // 4))
+                                repeats=max(3, samples // 4), floor=True)
     return {"cost_method": method, "target_forward_ms": 1e3 * t1, "draft_forward_ms": 1e3 * d1,
             "draft_cost_ratio": metrics.draft_cost_ratio(d1, t1),
             "verify_cost_ratio": curve.ratio(k + 1), "verify_cost_curve": curve.as_dict()}

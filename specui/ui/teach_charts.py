@@ -224,7 +224,7 @@ def _r(x: float | None, digits: int = 4) -> float | None:
 
 def verify_cost_figure(curve: dict | None = None) -> go.Figure:
     """The target's forward time for n new tokens ÷ one token (a `VerifyCost.as_dict()`), beside the
-    theorem's assumption that it stays 1."""
+    theorem's assumption that it stays 1 and, where measured, the arithmetic floor under it."""
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[1, 16], y=[1, 1], mode="lines", name="Theorem 3.8 assumes 1",
                              line={"color": THEORY_COLOUR, "dash": "dash"}))
@@ -233,6 +233,12 @@ def verify_cost_figure(curve: dict | None = None) -> go.Figure:
         fig.add_trace(go.Scatter(x=list(curve["tokens"]), y=[_r(v, 3) for v in curve["ratios"]], mode="lines+markers",
                                  name="measured", line={"color": POINT_COLOUR},
                                  hovertemplate="n=%{x}: %{y:.2f}× one token<extra></extra>"))
+        if curve.get("floor_ratios"):  # what the rows' multiply-adds alone would cost (`specui.verify_cost`)
+            fig.add_trace(go.Scatter(
+                x=list(curve["tokens"]), y=[_r(v, 3) for v in curve["floor_ratios"]], mode="lines",
+                name=f"floor: multiply-adds at {fmt(2e-9 * curve['fma_rate'], '.0f')} GFLOP/s",
+                line={"color": THEORY_COLOUR, "dash": "dot"},
+                hovertemplate="n=%{x}: no exact float32 forward under %{y:.2f}× one token<extra></extra>"))
         ms = 1e3 * curve["seconds"][0]
         title += f"<br><sub>one token {fmt(ms, '.1f')} ms, cache {curve['cache_length']} tokens</sub>"
     _layout(fig, title=title, x="n new tokens in one forward (K + 1)", y="÷ one-token forward",

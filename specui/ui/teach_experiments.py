@@ -109,7 +109,8 @@ def drafters(state, ui, data: dict):
 def verify_costs(state, ui, data: dict):
     p, lock = prepare(state.showcase, ui.controls, data)
     with lock:  # one engine run at a time, like every other generation
-        curve = measure_verify_cost(p.pair.target, cache_length=len(p.ids), max_tokens=16, repeats=3).as_dict()
+        curve = measure_verify_cost(p.pair.target, cache_length=len(p.ids), max_tokens=16, repeats=3,
+                                    floor=True).as_dict()
     yield {ui.verify.chart: teach_charts.verify_cost_figure(curve), ui.verify.table: render_verify_cost(curve)}
 
 

@@ -61,7 +61,10 @@ VERIFY_HELP = """**What verification costs.** Theorem 3.8 assumes that checking 
 costs as much as one token: the weights are read once either way. This times the target's forward of
 n = 1…16 new tokens on this machine (after the prompt's tokens, median of 3) and divides by one token. Where the
 curve stays near 1, speculation pays in full; where it climbs (small models on a CPU do real work per row),
-each extra drafted token costs verify time too, and the best K is smaller than the theorem says."""
+each extra drafted token costs verify time too, and the best K is smaller than the theorem says. On a CPU the
+dotted *floor* is what the rows' multiply-adds alone cost at the fastest float32 rate measured on this machine:
+one token's forward waits on memory, so a few more rows ride along for free, but past the floor's bend every row
+costs its arithmetic, and no exact kernel verifies for less."""
 
 BUDGET_HELP = """**Where the time goes.** Theorem 3.8 counts model forwards only: one target forward per round and
 K draft forwards of cost c. This decodes the prompt with the target alone and speculatively (your settings, EOS
@@ -220,11 +223,14 @@ def render_points(points) -> str:
 
 
 def render_verify_cost(curve: dict) -> str:
-    """The verify-cost curve as a table: n, the forward's time, ÷ one token."""
+    """The verify-cost curve as a table: n, the forward's time, ÷ one token (and its arithmetic floor)."""
+    floor = curve.get("floor_ratios") or [None] * len(curve["tokens"])
     rows = "".join(f'<tr class="teach-point"><td class="num">{n}</td><td class="num">{fmt(1e3 * sec, ".2f")} ms</td>'
-                   f'<td class="num">{fmt(r, ".2f×")}</td></tr>'
-                   for n, sec, r in zip(curve["tokens"], curve["seconds"], curve["ratios"]))
-    head = "".join(f'<th class="num">{h}</th>' for h in ("n new tokens", "forward", "÷ one token"))
+                   f'<td class="num">{fmt(r, ".2f×")}</td>'
+                   + (f'<td class="num">{fmt(f, ".2f×")}</td>' if f is not None else "") + "</tr>"
+                   for n, sec, r, f in zip(curve["tokens"], curve["seconds"], curve["ratios"], floor))
+    heads = ("n new tokens", "forward", "÷ one token") + (("floor",) if curve.get("floor_ratios") else ())
+    head = "".join(f'<th class="num">{h}</th>' for h in heads)
     return f'<table class="teach-table teach-points"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 

@@ -243,8 +243,8 @@ def test_the_verify_cost_curve_is_timed_and_drawn(page):
     page.wait_for_function("() => document.querySelectorAll('#verify-cost-table .teach-point').length === 16",
                            timeout=180_000)
     first = page.locator("#verify-cost-table .teach-point").first.locator("td").all_inner_texts()
-    assert first[0] == "1" and first[2] == "1.00×"  # one token ÷ one token
-    assert page.locator("#verify-cost-chart .scatterlayer .trace").count() >= 2  # measured and the theorem's 1
+    assert first[0] == "1" and first[2] == "1.00×" and first[3] == "1.00×"  # one token ÷ one token; its floor
+    assert page.locator("#verify-cost-chart .scatterlayer .trace").count() >= 3  # measured, the theorem's 1, the floor
 
 
 def test_where_the_time_goes_splits_plain_and_speculative_runs(page):

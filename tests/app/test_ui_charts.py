@@ -101,6 +101,18 @@ def test_verify_cost_figure_draws_the_curve_beside_the_theorems_one():
     assert list(fig.data[1].y) == [1.0, 1.0, 1.2] and list(fig.data[0].y) == [1, 1]
     assert "50.0 ms" in fig.layout.title.text
     json.loads(fig.to_json())
+    floored = teach_charts.verify_cost_figure({**curve, "floor_ratios": [1.0, 1.0, 1.1], "fma_rate": 1e11})
+    assert list(floored.data[2].y) == [1.0, 1.0, 1.1] and "200 GFLOP/s" in floored.data[2].name
+    json.loads(floored.to_json())
+
+
+def test_verify_cost_table_has_a_floor_column_only_where_measured():
+    from specui.ui.teach_view import render_verify_cost
+
+    curve = {"tokens": [1, 2], "seconds": [0.05, 0.06], "ratios": [1.0, 1.2]}
+    assert "floor" not in render_verify_cost(curve) and render_verify_cost(curve).count("<td") == 6
+    floored = render_verify_cost({**curve, "floor_ratios": [1.0, 1.05]})
+    assert "<th class=\"num\">floor</th>" in floored and "1.05×" in floored and floored.count("<td") == 8
 
 
 def test_time_budget_figure_stacks_counted_parts_solid_and_the_rest_hatched():

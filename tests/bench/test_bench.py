@@ -87,6 +87,7 @@ def test_bench_greedy_json(bench_config, tmp_path):
     curve = report["verify_cost_curve"]  # the target's forward time for 1..16 new tokens, ÷ one token
     assert curve["tokens"] == list(range(1, 17)) and curve["ratios"][0] == 1.0 and len(curve["seconds"]) == 16
     assert "verify-cost curve" in stdout
+    assert curve["floor_ratios"][0] == 1.0 and curve["fma_rate"] > 0 and "its floor, the multiply-adds alone" in stdout
     budget = report["time_budget"]  # where the time goes (specui.bench.budget)
     assert budget["speculative_total_ms_per_token"] == pytest.approx(sum(budget["speculative_ms_per_token"].values()))
     assert budget["efficiency_steps"][0]["without"] == "these runs" and "where the time goes" in stdout
