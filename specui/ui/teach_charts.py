@@ -237,7 +237,7 @@ def verify_cost_figure(curve: dict | None = None) -> go.Figure:
             fig.add_trace(go.Scatter(
                 x=list(curve["tokens"]), y=[_r(v, 3) for v in curve["floor_ratios"]], mode="lines",
                 name=f"floor: multiply-adds at {fmt(2e-9 * curve['fma_rate'], '.0f')} GFLOP/s",
-                line={"color": THEORY_COLOUR, "dash": "dot"},
+                line={"color": PLAIN_COLOUR, "dash": "dot", "width": 3},
                 hovertemplate="n=%{x}: no exact float32 forward under %{y:.2f}× one token<extra></extra>"))
         ms = 1e3 * curve["seconds"][0]
         title += f"<br><sub>one token {fmt(ms, '.1f')} ms, cache {curve['cache_length']} tokens</sub>"
