@@ -14,7 +14,14 @@ from specui.drafters import Draft
 
 
 def check_prompt(input_ids, vocab_size: int) -> list[int]:
-    """One prompt as a list of ints: a sequence of ints (numpy's too), a 1-D tensor or array, or [1, n]."""
+    """One prompt as a list of ints: a sequence of ints (numpy's too), a 1-D tensor or array, or [1, n]; or what
+    a tokenizer returns (a mapping with "input_ids": its ids are taken). Text is refused with what to do."""
+    if isinstance(input_ids, (str, bytes)):
+        raise ValueError("the prompt is text, and the engine takes token ids: tokenize it first, e.g. "
+                         "engine.tokenizer(text)['input_ids'], or engine.tokenizer.apply_chat_template(messages, "
+                         "add_generation_prompt=True) for a chat model")
+    if hasattr(input_ids, "keys") and "input_ids" in input_ids:  # a tokenizer's BatchEncoding, or a dict
+        input_ids = input_ids["input_ids"]
     shape = getattr(input_ids, "shape", None)  # a torch tensor or a numpy array
     if shape is not None:
         if len(shape) > 2 or (len(shape) == 2 and shape[0] != 1):

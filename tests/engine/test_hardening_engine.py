@@ -44,6 +44,15 @@ def test_one_prompt_in_any_spelling(engine, plain):
         assert engine.generate(ids, max_new_tokens=12, speculative=False).token_ids == plain
 
 
+def test_a_tokenizers_output_is_taken_and_text_is_refused_with_what_to_do(engine, plain):
+    assert engine.generate({"input_ids": PROMPT, "attention_mask": [1] * 6}, max_new_tokens=12,
+                           speculative=False).token_ids == plain
+    assert engine.generate({"input_ids": torch.tensor([PROMPT])}, max_new_tokens=12, speculative=False).token_ids == plain
+    for text in ("def f(x):", b"def f(x):"):
+        with pytest.raises(ValueError, match=r"tokenize it first, e.g. engine.tokenizer\(text\)\['input_ids'\]"):
+            engine.stream(text, max_new_tokens=2)
+
+
 def test_non_integer_ids_are_still_refused(engine):
     for bad in ([True, 3], [1.0, 2], [np.bool_(True)], [-1], [96]):
         with pytest.raises(ValueError, match="not an integer"):
