@@ -84,7 +84,8 @@ class VerifyCost:
 def measure_verify_cost(model, *, cache_length: int = 128, max_tokens: int = 16, repeats: int = 7,
                         warmup: int = 2, seed: int = 0, floor: bool = False) -> VerifyCost:
     """Time KV-cached forwards of 1..max_tokens new tokens after `cache_length` random tokens; floor: also
-    count their multiply-adds and measure this CPU's float32 rate (the module docstring; not on a GPU)."""
+    count their multiply-adds and measure this CPU's float32 rate (the module docstring; a float32 model on a
+    CPU only)."""
     if cache_length < 1 or max_tokens < 1 or repeats < 1:
         raise ValueError("cache_length, max_tokens and repeats must be at least 1")
     device = model_device(model)
@@ -108,7 +109,7 @@ def measure_verify_cost(model, *, cache_length: int = 128, max_tokens: int = 16,
                 lm.trim(cache_length)
     seconds = tuple(statistics.median(times[n]) for n in tokens)
     arithmetic = {}
-    if floor and device.type == "cpu":
+    if floor and device.type == "cpu" and next(model.parameters()).dtype == torch.float32:  # the rate is float32's
         arithmetic = {"multiply_adds": tuple(multiply_adds(model, cache_length, n) for n in tokens),
                       "fma_rate": fma_rate()}
     return VerifyCost(cache_length=cache_length, tokens=tokens, seconds=seconds, repeats=repeats,
