@@ -78,6 +78,14 @@ def _keep_rows(draft, weight: torch.Tensor, token_ids: torch.Tensor) -> None:
     draft.register_buffer("token_ids", token_ids.to(weight.device), persistent=False)
 
 
+def repick(draft, target, token_ids) -> None:
+    """Give a draft of `build`'s a new vocabulary in place: its output rows become the target's rows at `token_ids`.
+    They are the target's own, so no trained weight is lost; only which ids it can propose changes."""
+    token_ids = torch.as_tensor(token_ids, dtype=torch.long).cpu()
+    _keep_rows(draft, target.get_output_embeddings().weight, token_ids)
+    draft.config.vocab_size = len(token_ids)
+
+
 def trained_state(draft) -> dict[str, torch.Tensor]:
     """What a draft folder stores: the layers and the final norm (never the borrowed tensors)."""
     return {k: v for k, v in draft.state_dict().items()

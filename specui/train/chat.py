@@ -77,6 +77,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="with --answers: the newest N answers are kept apart to pick the best weights (0: none)")
     ap.add_argument("--eval-every", type=int, default=200, help="with --answers: validate and checkpoint every N steps")
     ap.add_argument("--init-draft", help="with --answers: start from this saved draft (and its vocabulary)")
+    ap.add_argument("--new-vocab", action="store_true",
+                    help="with --init-draft: pick its vocabulary afresh (--vocab ids) from these answers; its output "
+                         "rows are the target's own, so nothing trained is lost")
     ap.add_argument("--resume", action="store_true", help="with --answers: continue from OUT/checkpoint.pt")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     args = ap.parse_args(argv)

@@ -85,8 +85,9 @@ def _prompt(record: dict) -> tuple[int, ...]:
 
 def start(args, target, tok):
     """What both recipes start from: the --answers split into training and validation (`split`), and the
-    draft to train: --init-draft's (its vocabulary kept), else a new one of --drafts' first shape over the
-    most frequent tokens. Returns (training answers, validation answers, draft, facts for its card)."""
+    draft to train: --init-draft's (its vocabulary kept, or with --new-vocab picked afresh), else a new one of
+    --drafts' first shape over the most frequent tokens. Returns (training answers, validation answers, draft,
+    facts for its card)."""
     records, val = split(load_answers(args.answers), args.val_answers)
     chat = torch.cat([r["ids"].long() for r in records])
     answer_tokens = sum(len(r["ids"]) - int(r["prompt_len"]) for r in records)
@@ -104,6 +105,9 @@ def start(args, target, tok):
             "held_out_greedy_alpha_teacher_forced", "started_from")
     covered = float(torch.isin(chat, draft.token_ids.cpu()).float().mean())
     log(f"starting from {args.init_draft}: {len(draft.token_ids)} tokens cover {covered:.4f} of the answer tokens")
+    if getattr(args, "new_vocab", False):  # --new-vocab: the answers' most frequent ids instead of the saved list
+        token_ids, covered = pick_vocab([chat, code_stream(tok)], size=args.vocab, tok=tok)
+        chat_draft.repick(draft, target, token_ids)
     earlier = {k: meta[k] for k in kept if k in meta}
     return records, val, draft, {**facts, "init_layers": f"draft {args.init_draft}",
                                  "vocab_coverage": round(covered, 4), "started_from": earlier}

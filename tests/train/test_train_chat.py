@@ -75,6 +75,14 @@ def test_answers_training_validates_warm_starts_and_resumes(tmp_path, capsys):
     assert "resumed from" in capsys.readouterr().out
     assert torch.load(tmp_path / "warm" / "checkpoint.pt", weights_only=False)["state"]["step"] == 3
 
+    chat.main(common + ["--out", str(tmp_path / "repicked"), "--steps", "1", "--val-answers", "1",
+                        "--init-draft", str(tmp_path / "first" / "draft"), "--new-vocab", "--vocab", "256"])
+    assert "draft vocabulary: 256 tokens cover" in capsys.readouterr().out  # picked afresh from these answers
+    repicked = chat_draft.load(tmp_path / "repicked" / "draft", target)
+    assert len(repicked.token_ids) == 256 and not torch.equal(repicked.token_ids, first.token_ids)
+    rows = target.get_output_embeddings().weight[repicked.token_ids].half().float()
+    assert torch.equal(repicked.lm_head.weight, rows)  # its output rows are the target's own at the new ids
+
 
 def test_gpu_recipe_learns_from_ids_alone_and_resumes(tmp_path, capsys):
     """Answers written with --labels 0 hold ids only (whole files: none half-written); the GPU recipe

@@ -126,6 +126,8 @@ def test_the_draft_trainer_continues_the_shipped_draft_or_starts_a_new_shape(tmp
     go_on = command()
     assert go_on[go_on.index("--init-draft") + 1] == "assets/smollm2-draft" and "--drafts" not in go_on
     assert go_on[go_on.index("--lr") + 1] == "3e-4" and go_on[go_on.index("--max-minutes") + 1] == "3.00"
+    assert "--new-vocab" in go_on and go_on[go_on.index("--vocab") + 1] == "8192"  # the draft's list picked afresh
+    assert "--new-vocab" not in command("--draft-vocab", "0") and "--vocab" not in command("--draft-vocab", "0")
     new = command("--new-draft", "3:0,1,2")
     assert new[new.index("--drafts") + 1] == "3:0,1,2" and "--init-draft" not in new
     assert new[new.index("--lr") + 1] == "1e-3" and new[new.index("--answers") + 1] == "a,b"
