@@ -15,9 +15,9 @@ multiply-adds of one (its matrix products, and attention over the keys each row 
 float32 kernel computes them faster than this machine computes float32 multiply-adds at all. That rate
 is measured (`fma_rate`: the faster of torch's GEMM and specui's native product on a matrix held in
 cache, on the threads the products use), and the floor of n tokens is max(1, n's multiply-adds ÷ that
-rate ÷ the one-token forward's time): where one token is bound by reading the weights, a few more rows
-ride along for free; past the point where their arithmetic outlasts that read, every row costs its
-multiply-adds, whatever the kernel.
+rate ÷ the one-token forward's time): where one token's forward waits on other work (reading its weights,
+rebuilding compressed ones), a few more rows ride along for free; past the point where their arithmetic
+outlasts it, every row costs its multiply-adds, whatever the kernel.
 
     python -m specui.verify_cost --target assets/specui-target          # a model folder
     python -m specui.verify_cost --preset NAME [--config models.yaml]   # a preset's target

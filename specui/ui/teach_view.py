@@ -63,8 +63,9 @@ n = 1…16 new tokens on this machine (after the prompt's tokens, median of 3) a
 curve stays near 1, speculation pays in full; where it climbs (small models on a CPU do real work per row),
 each extra drafted token costs verify time too, and the best K is smaller than the theorem says. On a CPU the
 dotted *floor* is what the rows' multiply-adds alone cost at the fastest float32 rate measured on this machine:
-one token's forward waits on memory, so a few more rows ride along for free, but past the floor's bend every row
-costs its arithmetic, and no exact kernel verifies for less."""
+one token's forward waits on other work (reading its weights), so a few more rows can ride along for free, but
+past the floor's bend every row costs its arithmetic, and no exact kernel verifies for less. Where the measured
+curve climbs well above the floor, the kernels do work the floor does not count (rebuilding 4-bit weights)."""
 
 BUDGET_HELP = """**Where the time goes.** Theorem 3.8 counts model forwards only: one target forward per round and
 K draft forwards of cost c. This decodes the prompt with the target alone and speculatively (your settings, EOS
