@@ -76,8 +76,9 @@ class VerifyCost:
         lines += [f"{n:>6} {1e3 * s:7.2f}   {r:5.2f}" + (f"        {floor[i]:5.2f}" if floor else "")
                   for i, (n, s, r) in enumerate(zip(self.tokens, self.seconds, self.ratios))]
         if floor:
-            lines.append(f"floor: each block's multiply-adds ({self.multiply_adds[0] / 1e6:.1f}M a token) at the fastest "
-                         f"float32 rate measured here, {2e-9 * self.fma_rate:.0f} GFLOP/s; never below one token's forward")
+            lines.append(f"floor: each block's multiply-adds ({self.multiply_adds[0] / 1e6:.1f}M a token) at the "
+                         f"fastest float32 rate measured here, {2e-9 * self.fma_rate:.0f} GFLOP/s; never below one "
+                         "token's forward")
         return "\n".join(lines)
 
 
