@@ -238,7 +238,7 @@ def verify_cost_figure(curve: dict | None = None) -> go.Figure:
                 x=list(curve["tokens"]), y=[_r(v, 3) for v in curve["floor_ratios"]], mode="lines",
                 name=f"floor: multiply-adds at {fmt(2e-9 * curve['fma_rate'], '.0f')} GFLOP/s",
                 line={"color": PLAIN_COLOUR, "dash": "dot", "width": 3},
-                hovertemplate="n=%{x}: no exact float32 forward under %{y:.2f}× one token<extra></extra>"))
+                hovertemplate="n=%{x}: the multiply-adds alone, %{y:.2f}× one token<extra></extra>"))
         ms = 1e3 * curve["seconds"][0]
         title += f"<br><sub>one token {fmt(ms, '.1f')} ms, cache {curve['cache_length']} tokens</sub>"
     _layout(fig, title=title, x="n new tokens in one forward (K + 1)", y="÷ one-token forward",
