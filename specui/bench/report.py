@@ -183,11 +183,12 @@ def _verify_curve(curve: dict | None) -> str:
     """One line of the verify-cost curve: a forward of n new tokens ÷ a one-token forward."""
     if not curve:
         return "verify-cost curve: not measured"
-    shown = (1, 2, 4, 6, 8, 12, 16)
-    pairs = [f"{n}:{fmt(r, '.2f')}" for n, r in zip(curve["tokens"], curve["ratios"]) if n in shown]
-    line = f"verify-cost curve (n new tokens ÷ one token, cache {curve['cache_length']}): " + "  ".join(pairs)
+    def points(ratios) -> str:  # the curve's points at a few block sizes
+        shown = (1, 2, 4, 6, 8, 12, 16)
+        return "  ".join(f"{n}:{fmt(r, '.2f')}" for n, r in zip(curve["tokens"], ratios) if n in shown)
+
+    line = f"verify-cost curve (n new tokens ÷ one token, cache {curve['cache_length']}): " + points(curve["ratios"])
     if curve.get("floor_ratios"):  # the arithmetic floor (`specui.verify_cost`)
-        floor = [f"{n}:{fmt(r, '.2f')}" for n, r in zip(curve["tokens"], curve["floor_ratios"]) if n in shown]
         line += (f"\n  its floor, the multiply-adds alone at this CPU's fastest measured float32 rate "
-                 f"({fmt(2e-9 * curve['fma_rate'], '.0f')} GFLOP/s): " + "  ".join(floor))
+                 f"({fmt(2e-9 * curve['fma_rate'], '.0f')} GFLOP/s): " + points(curve["floor_ratios"]))
     return line
