@@ -51,6 +51,8 @@ KEY_GRAIN = 64  # and reads keys up to the next multiple of this many (a divisor
 PREFILL_SDPA = 128  # without native attention, a first block longer than this (a prompt) takes sdpa's causal
 # kernel (native attention reads a prompt in blocks of rows on torch's threads: 1.2-1.7x faster than sdpa's)
 PROMPT_ROWS = 16  # a prompt block of at least this many float32 rows takes MKL's products (`forward(prompt=)`)
+NATIVE_PROMPT_ROWS = 256  # ... of at least this many where the native layers run the stack: below it they read it
+# faster (SmolLM2 on an Intel Xeon: 40 rows 101 against 152 ms, 128 rows 204 against 263; about even at 256-768)
 NATIVE_BLOCK = 256  # native layers read a long block in parts of this many rows (bounding attention's scratch)
 
 
@@ -104,7 +106,9 @@ class DecoderStack(DecoderParts):
         ids = getattr(model, "token_ids", None)  # a draft restricted to a vocabulary: its rows' ids
         self.native_layers = native_chain.StackLayers(self, kernel, ids) if serves else None
         self.native_forward = serves and native_chain.StackLayers.forwards(self)
-        self.prompt_by_mkl = mkl_fast() or not serves  # else a prompt takes the native kernels like any block
+        # the fewest rows of a prompt that take MKL's products (None: never, a prompt is a block like any other)
+        self.prompt_rows = (None if serves and not mkl_fast() else
+                            NATIVE_PROMPT_ROWS if self.native_forward else PROMPT_ROWS)
 
     @classmethod
     def build(cls, model) -> DecoderStack | None:
@@ -149,8 +153,9 @@ class DecoderStack(DecoderParts):
               conversation), which plain and speculative decoding both compute in one block: from PROMPT_ROWS
               float32 rows on, its large products take MKL's GEMM over all rows (`RowLinear.whole`, on torch's
               threads), with bits that may depend on the row count (no other block's do); where every product is
-              native, only on CPUs where MKL is fast (`mkl_fast`: elsewhere the native kernels were 1.5-3x faster),
-              else the prompt is a block like any other.
+              native, only on CPUs where MKL is fast (`mkl_fast`: elsewhere the native kernels were 1.5-3x faster)
+              and, where the native layers run the stack, only from NATIVE_PROMPT_ROWS rows on; else the prompt is
+              a block like any other.
         Unless the native layers run the stack, one token runs as two identical rows (MKL would take its GEMV for
         one row, which rounds differently from the GEMM that computes a verify block); only the first row is kept.
         """
@@ -165,7 +170,8 @@ class DecoderStack(DecoderParts):
         if tree is not None:
             x = self._run(rows(self.embed(ids[0])), cache, past, n, 0, layers, features, found, tree=tree)
         elif early is None:
-            whole = prompt and n >= PROMPT_ROWS and self.embed.weight.dtype == torch.float32 and self.prompt_by_mkl
+            whole = (prompt and self.prompt_rows is not None and n >= self.prompt_rows
+                     and self.embed.weight.dtype == torch.float32)
             x = self._run(rows(self.embed(ids[0])), cache, past, n, 0, layers, features, found, whole=whole)
         else:
             stop, hidden = early

@@ -1,11 +1,12 @@
 """How fast the target reads a prompt: the few-row kernels every block took before, against the prompt path
-(`CachedLM.extend(prompt=True)`: MKL's products over all rows, where MKL is fast or the stack has no native layers;
-else the native layers, the same path as the first) on one thread and on the preset's prompt threads.
+(`CachedLM.extend(prompt=True)`: MKL's products over all rows where MKL is fast or the stack has no native layers,
+with native layers only from `lean.NATIVE_PROMPT_ROWS` rows on; else the native layers, the same path as the first)
+on the preset's prompt threads, and against MKL's products forced at any length on one thread and on those threads.
 
     python -m tools.prompt_speed [--preset NAME] [--lengths 60,200,500] [--samples 5]
 
 Times the target's prefill of the first LENGTH tokens of the standard library's json/decoder.py source into an
-empty cache (the time to the first token, less one forward), median of SAMPLES each, the three ways interleaved.
+empty cache (the time to the first token, less one forward), median of SAMPLES each, the four ways interleaved.
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ import time
 
 import torch
 
+from specui import lean
 from specui.kv import CachedLM, cpu_threads
 from specui.loading import load_pair
 from specui.presets import load_config
 
 
-def prefill_ms(model, ids: list[int], *, prompt: bool, threads: int) -> float:
+def prefill_ms(model, ids: list[int], *, prompt: bool, threads: int, mkl: bool = False) -> float:
     lm = CachedLM(model)
+    if mkl and lm.stack is not None:  # MKL's products whatever the prompt's length (where the stack takes them)
+        lm.stack.prompt_rows = lean.PROMPT_ROWS
     with torch.inference_mode(), cpu_threads(threads):
         started = time.perf_counter()
         lm.extend(ids, last_only=True, prompt=prompt)
@@ -42,17 +46,17 @@ def main(argv=None) -> None:
     pair = load_pair(preset)
     wide = pair.prompt_threads or torch.get_num_threads()
     ids = pair.tokenizer(inspect.getsource(json.decoder))["input_ids"]
-    ways = {"few-row kernels, 1 thread": (False, 1), "prompt path, 1 thread": (True, 1),
-            f"prompt path, {wide} threads": (True, wide)}
+    ways = {"few-row kernels, 1 thread": (False, 1, False), f"prompt path, {wide} threads": (True, wide, False),
+            "MKL, 1 thread": (True, 1, True), f"MKL, {wide} threads": (True, wide, True)}
     print(f"preset {preset.name}: the target's prefill, ms (median of {args.samples}); {os.cpu_count()} cores")
     for length in (int(n) for n in args.lengths.split(",")):
         part = ids[:length]
         for way in ways.values():  # warm-up
-            prefill_ms(pair.target, part, prompt=way[0], threads=way[1])
+            prefill_ms(pair.target, part, prompt=way[0], threads=way[1], mkl=way[2])
         times = {name: [] for name in ways}
         for _ in range(args.samples):
-            for name, (prompt, threads) in ways.items():
-                times[name].append(prefill_ms(pair.target, part, prompt=prompt, threads=threads))
+            for name, (prompt, threads, mkl) in ways.items():
+                times[name].append(prefill_ms(pair.target, part, prompt=prompt, threads=threads, mkl=mkl))
         medians = {name: statistics.median(t) for name, t in times.items()}
         base = medians["few-row kernels, 1 thread"]
         print(f"  {len(part):4d} tokens: " + " | ".join(f"{name} {ms:.0f} ({base / ms:.2f}x)"

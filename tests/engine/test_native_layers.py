@@ -50,15 +50,37 @@ def test_native_layers_are_the_python_steps_bit_for_bit(model, past):
 
 
 def test_a_long_prompt_reads_in_parts_with_the_python_steps_bits(model):
-    """A prompt on a CPU where MKL is slow (`prompt_by_mkl` False) takes the native layers, in parts of NATIVE_BLOCK
+    """A prompt on a CPU where MKL is slow (`prompt_rows` None) takes the native layers, in parts of NATIVE_BLOCK
     rows (each part's rows see the parts before it in the cache): the bits of the Python steps' single block."""
     ids = torch.randint(0, 512, (NATIVE_BLOCK + 45,), generator=torch.Generator().manual_seed(5)).tolist()
     fast, steps = _pair(model)
-    fast.stack.prompt_by_mkl = False
+    fast.stack.prompt_rows = None
     with torch.inference_mode():
         got = fast.extend(ids, prompt=True, features=(1,))
         want = steps.extend(ids, features=(1,))  # not a prompt: the few-row kernels, one block
     assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+
+
+def test_where_mkl_is_fast_only_a_long_prompt_takes_its_products(model, monkeypatch):
+    """Where MKL is fast (an Intel CPU), the native layers still read a prompt shorter than NATIVE_PROMPT_ROWS (they
+    are faster there): the bits of the same block not marked prompt; from NATIVE_PROMPT_ROWS rows MKL's GEMM does."""
+    from specui import lean
+    from specui.products import RowLinear
+
+    monkeypatch.setattr(lean, "mkl_fast", lambda: True)
+    calls = []
+    whole = RowLinear.whole
+    monkeypatch.setattr(RowLinear, "whole", lambda self, x: calls.append(x.shape[0]) or whole(self, x))
+    ids = torch.randint(0, 512, (lean.NATIVE_PROMPT_ROWS,), generator=torch.Generator().manual_seed(6)).tolist()
+    fast = CachedLM(model)
+    assert fast.stack.prompt_rows == lean.NATIVE_PROMPT_ROWS
+    with torch.inference_mode():
+        short = fast.extend(ids[:-1], prompt=True)
+        block = CachedLM(model).extend(ids[:-1])
+        assert calls == [] and torch.equal(short, block)
+        long = CachedLM(model).extend(ids, prompt=True)
+    assert calls and set(calls) == {len(ids)}
+    torch.testing.assert_close(long[:-1], block, atol=1e-5 * float(block.abs().max()), rtol=0)
 
 
 def test_an_early_exit_verify_is_the_python_steps_bit_for_bit(model):

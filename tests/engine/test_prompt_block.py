@@ -24,10 +24,13 @@ def wide():
 @pytest.fixture(autouse=True)
 def mkl_is_fast(monkeypatch):
     """The MKL prompt path, as on an Intel CPU (elsewhere a stack whose products are all native reads a prompt
-    through them: `test_where_mkl_is_slow_a_prompt_takes_the_native_kernels`)."""
+    through them: `test_where_mkl_is_slow_a_prompt_takes_the_native_kernels`), from PROMPT_ROWS rows whether or
+    not native layers run the stack (they read prompts of fewer than NATIVE_PROMPT_ROWS themselves:
+    tests/engine/test_native_layers.py)."""
     import specui.lean
 
     monkeypatch.setattr(specui.lean, "mkl_fast", lambda: True)
+    monkeypatch.setattr(specui.lean, "NATIVE_PROMPT_ROWS", PROMPT_ROWS)
 
 
 def _count_whole(monkeypatch) -> list[int]:
