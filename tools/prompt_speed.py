@@ -26,13 +26,15 @@ from specui.loading import load_pair
 from specui.presets import load_config
 
 
-def prefill_ms(model, ids: list[int], *, prompt: bool, threads: int, mkl: bool = False) -> float:
+def prefill_ms(model, ids: list[int], *, way: str, threads: int) -> float:
+    """way: "few-row" (a block not marked prompt), "prompt" (the prompt path as shipped) or "mkl" (the prompt path
+    with MKL's products whatever the prompt's length, where the stack takes them)."""
     lm = CachedLM(model)
-    if mkl and lm.stack is not None:  # MKL's products whatever the prompt's length (where the stack takes them)
+    if way == "mkl" and lm.stack is not None:
         lm.stack.prompt_rows = lean.PROMPT_ROWS
     with torch.inference_mode(), cpu_threads(threads):
         started = time.perf_counter()
-        lm.extend(ids, last_only=True, prompt=prompt)
+        lm.extend(ids, last_only=True, prompt=way != "few-row")
         return (time.perf_counter() - started) * 1e3
 
 
@@ -46,17 +48,17 @@ def main(argv=None) -> None:
     pair = load_pair(preset)
     wide = pair.prompt_threads or torch.get_num_threads()
     ids = pair.tokenizer(inspect.getsource(json.decoder))["input_ids"]
-    ways = {"few-row kernels, 1 thread": (False, 1, False), f"prompt path, {wide} threads": (True, wide, False),
-            "MKL, 1 thread": (True, 1, True), f"MKL, {wide} threads": (True, wide, True)}
+    ways = {"few-row kernels, 1 thread": ("few-row", 1), f"prompt path, {wide} threads": ("prompt", wide),
+            "MKL, 1 thread": ("mkl", 1), f"MKL, {wide} threads": ("mkl", wide)}
     print(f"preset {preset.name}: the target's prefill, ms (median of {args.samples}); {os.cpu_count()} cores")
     for length in (int(n) for n in args.lengths.split(",")):
         part = ids[:length]
-        for way in ways.values():  # warm-up
-            prefill_ms(pair.target, part, prompt=way[0], threads=way[1], mkl=way[2])
+        for way, threads in ways.values():  # warm-up
+            prefill_ms(pair.target, part, way=way, threads=threads)
         times = {name: [] for name in ways}
         for _ in range(args.samples):
-            for name, (prompt, threads, mkl) in ways.items():
-                times[name].append(prefill_ms(pair.target, part, prompt=prompt, threads=threads, mkl=mkl))
+            for name, (way, threads) in ways.items():
+                times[name].append(prefill_ms(pair.target, part, way=way, threads=threads))
         medians = {name: statistics.median(t) for name, t in times.items()}
         base = medians["few-row kernels, 1 thread"]
         print(f"  {len(part):4d} tokens: " + " | ".join(f"{name} {ms:.0f} ({base / ms:.2f}x)"
