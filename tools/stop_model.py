@@ -175,16 +175,16 @@ def main(argv=None) -> dict:
     print(f"the preset (K <= {k_preset}, tau {tau_preset}): measured {measured:.3f}x "
           f"({tokens / len(preset_rounds):.2f} tokens a round), the model {predicted[0]:.3f}x ({predicted[1]:.2f}; "
           f"{len(chains)} recorded chains)")
-    print("\ntau    " + "  ".join(f"{t:>6}" for t in TAUS))
+    print("\n" + f"{'tau':18s}" + "  ".join(f"{t:>6}" for t in TAUS))
     table = {}
     free = tuple(min(v, one_token) for v in costs.verify)  # every verify at a one-token forward's cost
     for label, variant in (("today", costs), ("drafting free", replace(costs, first=0.0, next=0.0)),
                            ("no rest a round", replace(costs, rest=0.0)),
                            ("verify rows free", replace(costs, verify=free)),
                            ("all three", replace(costs, first=0.0, next=0.0, rest=0.0, verify=free))):
-        row = [predict(chains, variant, t, k)[0] for t in TAUS for k in (k_chain if t else k_preset,)]
+        row = [predict(chains, variant, t, k_chain if t else k_preset)[0] for t in TAUS]
         table[label] = dict(zip(TAUS, row))
-        print(f"{label:16s}" + "  ".join(f"{x:5.3f}x" for x in row)
+        print(f"{label:18s}" + "  ".join(f"{x:5.3f}x" for x in row)
               + f"   best {max(row):.3f}x at tau {TAUS[row.index(max(row))]}")
     print(f"(tau 0: K {k_preset}, the preset's; every other tau: K <= {k_chain})")
     return {"measured": measured, "predicted": predicted[0], "table": table, "costs": costs}
