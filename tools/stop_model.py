@@ -9,19 +9,23 @@ tokens each, decode time only (the prefill is the same in every arm). It runs, i
 2. the drafter as the preset runs it (K and confidence stop): the measured speedup, and what each round cost, to
    fit the model's parts: a round's drafting a + b (k - 1) for k drafts (least squares), and the rest of a round
    beside its forward and drafting (the mean: a slow round counts as it did in the run);
-3. the drafter at K = `--k` without a stop: every round's whole chain, the draft's top probability at each
-   position and how many the target accepted (in greedy mode a shorter chain accepts min(accepted, k)).
+3. the drafter at K = `--k` without a stop, teacher-forced: every round keeps none of its drafts (its token is the
+   target's own, so the run writes plain decoding's tokens one a round), which records at every position of the
+   answer the chain the drafter proposes there, the draft's top probability at each of its tokens, and how many of
+   them the target would accept (in greedy mode a shorter chain from there accepts min(that, its length)).
 A verify forward of r rows costs what the run's own verifies of r rows took (their mean), or where it had few,
-the one-token forward × the verify-cost curve (`specui.verify_cost`, measured here). The model then replays the
-recorded chains under each stop (draft while the product of the top probabilities is at least τ, as
-`draft_confidence` does) and prints the predicted speedup beside the measured one, then what it would be with
-drafting free, with no bookkeeping a round, with every verify row free, and all three. Tokens a round come from
-the chains, so only the costs are modelled; greedy only (a sampled round's acceptance is a draw).
+the one-token forward × the verify-cost curve (`specui.verify_cost`, measured here). The model then walks each
+answer as the engine would under each stop (draft while the product of the top probabilities is at least τ, as
+`draft_confidence` does; keep what the target accepts; go on from the next position) and prints the predicted
+speedup beside the measured one, then what it would be with drafting free, with no bookkeeping a round, with every
+verify row free, and all three. The tokens each round keeps are the drafter's own, so only the costs are modelled;
+greedy only (a sampled round's acceptance is a draw).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 from dataclasses import dataclass, replace
 
@@ -29,9 +33,11 @@ import torch
 
 from specui import chat_prompts
 from specui.bench.cli import builtin_prompts, tokenize_prompts
+from specui.events import Kind
 from specui.loading import load_pair
 from specui.presets import load_config
 from specui.settings import DecodeSettings
+from specui.verify import Verdict
 from specui.verify_cost import measure_verify_cost
 
 TAUS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
@@ -51,8 +57,8 @@ class Costs:
 
 @dataclass(frozen=True)
 class Chain:
-    """One recorded round at a fixed K without a stop: the draft's top probability at each position, and how many
-    of its drafts the target accepted."""
+    """The chain a drafter proposes at one position of an answer (at a fixed K, without a stop): the draft's top
+    probability at each of its tokens, and how many of them the target accepts."""
 
     top: tuple[float, ...]
     accepted: int
@@ -70,15 +76,37 @@ def drafts_under(chain: Chain, tau: float, k: int) -> int:
     return drafted
 
 
-def predict(chains: list[Chain], costs: Costs, tau: float, k: int) -> tuple[float, float]:
-    """(speedup over plain decoding, tokens per round) of the recorded chains under a stop of tau and at most k."""
-    tokens = seconds = 0.0
-    for chain in chains:
-        drafted = drafts_under(chain, tau, k)
-        tokens += 1 + min(chain.accepted, drafted)
-        seconds += costs.first + costs.next * (drafted - 1) + costs.verify[min(drafted, len(costs.verify) - 1)] \
-            + costs.rest
-    return costs.plain * tokens / seconds, tokens / len(chains)
+def predict(answers: list[list[Chain]], costs: Costs, tau: float, k: int) -> tuple[float, float]:
+    """(speedup over plain decoding, tokens per round) of decoding each answer (its chain at every position) under a
+    stop of tau and at most k drafts: a round at position t drafts from chain t, keeps what the target accepts of
+    that, adds the target's token, and the next round starts after them."""
+    tokens = seconds = rounds = 0.0
+    for chains in answers:
+        t = 0
+        while t < len(chains):
+            chain = chains[t]
+            drafted = drafts_under(chain, tau, k)  # an answer's last positions hold shorter chains, as K is capped
+            kept = min(chain.accepted, drafted)
+            drafting = costs.first + costs.next * (drafted - 1) if drafted else 0.0
+            seconds += drafting + costs.verify[min(drafted, len(costs.verify) - 1)] + costs.rest
+            tokens, rounds, t = tokens + kept + 1, rounds + 1, t + kept + 1
+    return costs.plain * tokens / seconds, tokens / rounds
+
+
+def keep_none(*, target_probs, draft_tokens, draft_probs, generator, target_argmax=None) -> Verdict:
+    """A verify rule that keeps no draft (greedy): the round's token is the target's at the first position, as plain
+    decoding's; `accept_probs` still says which drafts the target's argmax agrees with."""
+    best, drafted = target_argmax.tolist(), draft_tokens.tolist()
+    agree = [1.0 if d == b else 0.0 for d, b in zip(drafted, best)]
+    return Verdict(0, best[0], Kind.RESAMPLED if drafted else Kind.BONUS, agree, [], None)
+
+
+def accepted(round_) -> int:
+    """How many of a round's drafts the greedy rule would accept: the leading drafts the target's argmax agrees with."""
+    n = 0
+    while n < len(round_.accept_probs) and round_.accept_probs[n] == 1.0:
+        n += 1
+    return n
 
 
 def fit_drafting(rounds) -> tuple[float, float]:
@@ -94,12 +122,13 @@ def fit_drafting(rounds) -> tuple[float, float]:
 def verify_seconds(rounds, one_token: float, ratios) -> tuple[float, ...]:
     """A verify of r rows (`[r - 1]`): the mean of the measured run's verify forwards of r rows where it has
     at least 5 of them (their cost inside the loop: caches cooled by the drafting), else the verify-cost curve's
-    ratio times plain decoding's forward."""
+    ratio times plain decoding's forward; never less than a verify of fewer rows."""
     by_rows: dict[int, list[float]] = {}
     for r in rounds:
         by_rows.setdefault(len(r.drafted) + 1, []).append(r.forward_s)
-    return tuple(statistics.fmean(by_rows[n]) if len(by_rows.get(n, ())) >= 5 else one_token * ratio
-                 for n, ratio in enumerate(ratios, start=1))
+    seconds = [statistics.fmean(by_rows[n]) if len(by_rows.get(n, ())) >= 5 else one_token * ratio
+               for n, ratio in enumerate(ratios, start=1)]
+    return tuple(itertools.accumulate(seconds, max))  # more rows never cost less (a noisy point would say so)
 
 
 def decode_seconds(result) -> float:
@@ -139,32 +168,35 @@ def main(argv=None) -> dict:
     k_preset, tau_preset = preset.k_for(args.drafter), preset.confidence_for(args.drafter)
     k_chain = max(args.k, k_preset)  # the chains hold every K the table models
 
-    def run(prompt, **keywords):
-        return engine.generate(prompt, DecodeSettings(max_new_tokens=args.tokens, ignore_eos=True, seed=0, **keywords))
+    forced = pair.engine()
+    forced.verify = keep_none  # the instance's rule (`SpeculativeEngine.verify` may be swapped)
+
+    def run(prompt, chains=False, **keywords):
+        return (forced if chains else engine).generate(
+            prompt, DecodeSettings(max_new_tokens=args.tokens, ignore_eos=True, seed=0, **keywords))
 
     arms = {"plain": {"speculative": False},
             "preset": {"drafter": args.drafter, "num_draft_tokens": k_preset, "draft_confidence": tau_preset},
-            "chains": {"drafter": args.drafter, "num_draft_tokens": k_chain, "draft_confidence": 0.0}}
+            "chains": {"chains": True, "drafter": args.drafter, "num_draft_tokens": k_chain, "draft_confidence": 0.0}}
     for keywords in arms.values():  # warm every path once
         run(prompts[0], **keywords)
     results = {name: [] for name in arms}
     for prompt in prompts:  # interleaved, prompt by prompt
         for name, keywords in arms.items():
             results[name].append(run(prompt, **keywords))
-        if results["preset"][-1].token_ids != results["plain"][-1].token_ids:
+        if not results["preset"][-1].token_ids == results["chains"][-1].token_ids == results["plain"][-1].token_ids:
             raise SystemExit("the drafter's greedy output differs from plain decoding's")
 
     tokens = args.tokens * len(prompts)
     plain = sum(decode_seconds(r) for r in results["plain"]) / tokens
     one_token = statistics.fmean(r.forward_s for res in results["plain"] for r in res.rounds)
-    curve = measure_verify_cost(pair.target, max_tokens=k_chain + 1, repeats=5)
+    curve = measure_verify_cost(pair.target, max_tokens=k_chain + 1, repeats=9)
     preset_rounds = [r for res in results["preset"] for r in res.rounds]
     first, next_ = fit_drafting(preset_rounds)
     costs = Costs(plain=plain, verify=verify_seconds(preset_rounds, one_token, curve.ratios), first=first, next=next_,
                   rest=statistics.fmean(x for res in results["preset"] for x in rests(res)))
     k_chain = max(len(r.drafted) for res in results["chains"] for r in res.rounds)  # Medusa: at most its heads
-    chains = [Chain(tuple(r.draft_probs), r.num_accepted) for res in results["chains"] for r in res.rounds
-              if len(r.drafted) == k_chain]  # whole chains (not a run's last rounds, cut short)
+    chains = [[Chain(tuple(r.draft_probs), accepted(r)) for r in res.rounds] for res in results["chains"]]
     measured = plain * tokens / sum(decode_seconds(r) for r in results["preset"])
 
     print(f"{args.preset}, {args.drafter}, {len(prompts)} prompts x {args.tokens} tokens, greedy, decode time only")
@@ -174,7 +206,7 @@ def main(argv=None) -> dict:
     predicted = predict(chains, costs, tau_preset, k_preset)
     print(f"the preset (K <= {k_preset}, tau {tau_preset}): measured {measured:.3f}x "
           f"({tokens / len(preset_rounds):.2f} tokens a round), the model {predicted[0]:.3f}x ({predicted[1]:.2f}; "
-          f"{len(chains)} recorded chains)")
+          f"{sum(map(len, chains))} recorded chains)")
     print("\n" + f"{'tau':18s}" + "  ".join(f"{t:>6}" for t in TAUS))
     table = {}
     free = tuple(min(v, one_token) for v in costs.verify)  # every verify at a one-token forward's cost
