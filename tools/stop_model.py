@@ -33,6 +33,7 @@ import torch
 
 from specui import chat_prompts
 from specui.bench.cli import builtin_prompts, tokenize_prompts
+from specui.drafters.base import Confidence
 from specui.events import Kind
 from specui.loading import load_pair
 from specui.presets import load_config
@@ -67,11 +68,10 @@ class Chain:
 def drafts_under(chain: Chain, tau: float, k: int) -> int:
     """How many tokens a round drafts under a confidence stop of tau (`specui.drafters.base.Confidence`: a token
     is drafted, then the round stops once the product of the top probabilities so far falls below tau)."""
-    chance, drafted = 1.0, 0
+    confident, drafted = Confidence(tau), 0
     for top in chain.top[:k]:
         drafted += 1
-        chance *= top
-        if tau > 0 and chance < tau:
+        if not confident.goes_on_after(top):
             break
     return drafted
 
@@ -111,12 +111,11 @@ def accepted(round_) -> int:
 
 def fit_drafting(rounds) -> tuple[float, float]:
     """(first, next): least squares of draft seconds = first + next (k - 1) over rounds of k >= 1 drafts."""
-    points = [(len(r.drafted) - 1, r.draft_s) for r in rounds if r.drafted]
-    if len({x for x, _ in points}) < 2:  # one chain length: no slope to fit
-        return statistics.fmean(y for _, y in points), 0.0
-    mean_x, mean_y = statistics.fmean(x for x, _ in points), statistics.fmean(y for _, y in points)
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum((x - mean_x) ** 2 for x, _ in points)
-    return mean_y - slope * mean_x, max(slope, 0.0)
+    further, seconds = zip(*[(len(r.drafted) - 1, r.draft_s) for r in rounds if r.drafted])
+    if len(set(further)) < 2:  # one chain length: no slope to fit
+        return statistics.fmean(seconds), 0.0
+    slope, intercept = statistics.linear_regression(further, seconds)
+    return intercept, max(slope, 0.0)
 
 
 def verify_seconds(rounds, one_token: float, ratios) -> tuple[float, ...]:
@@ -129,20 +128,6 @@ def verify_seconds(rounds, one_token: float, ratios) -> tuple[float, ...]:
     seconds = [statistics.fmean(by_rows[n]) if len(by_rows.get(n, ())) >= 5 else one_token * ratio
                for n, ratio in enumerate(ratios, start=1)]
     return tuple(itertools.accumulate(seconds, max))  # more rows never cost less (a noisy point would say so)
-
-
-def decode_seconds(result) -> float:
-    """A run's time after its prefill: when its last round ended, less the prefill."""
-    return result.rounds[-1].elapsed_s - result.prefill_s
-
-
-def rests(result) -> list[float]:
-    """Each round's time beside its drafting and its verify forward (bookkeeping, the loop)."""
-    out, before = [], result.prefill_s
-    for r in result.rounds:
-        out.append(r.elapsed_s - before - r.draft_s - r.forward_s)
-        before = r.elapsed_s
-    return out
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -187,17 +172,22 @@ def main(argv=None) -> dict:
         if not results["preset"][-1].token_ids == results["chains"][-1].token_ids == results["plain"][-1].token_ids:
             raise SystemExit("the drafter's greedy output differs from plain decoding's")
 
+    def decode_seconds(name):  # a run's time after its prefill, summed over the prompts
+        return sum(r.total_s - r.prefill_s for r in results[name])
+
     tokens = args.tokens * len(prompts)
-    plain = sum(decode_seconds(r) for r in results["plain"]) / tokens
+    plain = decode_seconds("plain") / tokens
     one_token = statistics.fmean(r.forward_s for res in results["plain"] for r in res.rounds)
     curve = measure_verify_cost(pair.target, max_tokens=k_chain + 1, repeats=9)
     preset_rounds = [r for res in results["preset"] for r in res.rounds]
     first, next_ = fit_drafting(preset_rounds)
+    # a round's rest: its time beside its drafting and its verify forward (bookkeeping, the loop), on average
+    rest = (decode_seconds("preset") - sum(r.draft_s + r.forward_s for r in preset_rounds)) / len(preset_rounds)
     costs = Costs(plain=plain, verify=verify_seconds(preset_rounds, one_token, curve.ratios), first=first, next=next_,
-                  rest=statistics.fmean(x for res in results["preset"] for x in rests(res)))
-    k_chain = max(len(r.drafted) for res in results["chains"] for r in res.rounds)  # Medusa: at most its heads
+                  rest=rest)
+    longest = max(len(r.drafted) for res in results["chains"] for r in res.rounds)  # Medusa: at most its heads
     chains = [[Chain(tuple(r.draft_probs), accepted(r)) for r in res.rounds] for res in results["chains"]]
-    measured = plain * tokens / sum(decode_seconds(r) for r in results["preset"])
+    measured = plain * tokens / decode_seconds("preset")
 
     print(f"{args.preset}, {args.drafter}, {len(prompts)} prompts x {args.tokens} tokens, greedy, decode time only")
     print(f"plain decoding {1e3 * plain:.2f} ms a token (its forward {1e3 * one_token:.2f}); drafting "
@@ -214,11 +204,11 @@ def main(argv=None) -> dict:
                            ("no rest a round", replace(costs, rest=0.0)),
                            ("verify rows free", replace(costs, verify=free)),
                            ("all three", replace(costs, first=0.0, next=0.0, rest=0.0, verify=free))):
-        row = [predict(chains, variant, t, k_chain if t else k_preset)[0] for t in TAUS]
+        row = [predict(chains, variant, t, longest if t else k_preset)[0] for t in TAUS]
         table[label] = dict(zip(TAUS, row))
         print(f"{label:18s}" + "  ".join(f"{x:5.3f}x" for x in row)
               + f"   best {max(row):.3f}x at tau {TAUS[row.index(max(row))]}")
-    print(f"(tau 0: K {k_preset}, the preset's; every other tau: K <= {k_chain})")
+    print(f"(tau 0: K {k_preset}, the preset's; every other tau: K <= {longest})")
     return {"measured": measured, "predicted": predicted[0], "table": table, "costs": costs}
 
 

@@ -95,5 +95,11 @@ class Confidence:
         """After drafting a token from `logits` (the draft's, over its vocabulary): whether to draft another."""
         if self.stop_below <= 0:
             return True
-        self.chance *= float(torch.softmax(logits.float(), dim=-1).max())
+        return self.goes_on_after(float(torch.softmax(logits.float(), dim=-1).max()))
+
+    def goes_on_after(self, top: float) -> bool:
+        """The same, given the drafted token's top probability (`tools.stop_model` replays recorded chains so)."""
+        if self.stop_below <= 0:
+            return True
+        self.chance *= top
         return self.chance >= self.stop_below
