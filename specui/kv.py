@@ -72,12 +72,13 @@ def cpu_threads(count: int | None):
 
 
 class CachedLM:
-    def __init__(self, model: torch.nn.Module, *, fast: bool = True):
-        """fast: use `DecoderStack` when the model supports it (False: always the model's forward)."""
+    def __init__(self, model: torch.nn.Module, *, fast: bool = True, drafts: bool = False):
+        """fast: use `DecoderStack` when the model supports it (False: always the model's forward).
+        drafts: the model drafts (its rows need not be invariant): on a CPU, its small products native too."""
         self.model = model
         self.device = model_device(model)
         self._keep_arg = "logits_to_keep" in inspect.signature(model.forward).parameters
-        self.stack = (GraphStack.shared(model) or DecoderStack.build(model)) if fast else None
+        self.stack = (GraphStack.shared(model) or DecoderStack.build(model, drafts=drafts)) if fast else None
         self.cache = None  # a DynamicCache, or the stack's StaticKV or GraphKV
         self.length = 0
         self.early = None  # (stop, tokens, hidden [n, D]): tokens an early-exit draft ran through layers < stop

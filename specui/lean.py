@@ -76,21 +76,22 @@ class DecoderStack(DecoderParts):
     matrices) and computes the same model as transformers' sdpa path: RMSNorm in float32, rotary
     embeddings from the model's own `rotary_emb`, grouped-query attention with scores, softmax and
     value sums in float32 (half-precision models too, as sdpa's CPU kernel keeps them).
+    drafts: the stack serves a draft model (`products.RowLinear`): every float32 product native where it can be.
     """
 
-    def __init__(self, model):
+    def __init__(self, model, *, drafts: bool = False):
         super().__init__(model)
         first = self.layers[0].self_attn
         # per layer: (norm, q, k, v, o, norm, gate, up, down, attention scale), norms as (weight, eps)
         self.params = []
         for layer in self.layers:
             attn, mlp = layer.self_attn, layer.mlp
-            qkv = RowLinear([attn.q_proj, attn.k_proj, attn.v_proj])
-            gate_up = RowLinear([mlp.gate_proj, mlp.up_proj])
+            qkv = RowLinear([attn.q_proj, attn.k_proj, attn.v_proj], drafts=drafts)
+            gate_up = RowLinear([mlp.gate_proj, mlp.up_proj], drafts=drafts)
             norms = [(m.weight, m.variance_epsilon) for m in (layer.input_layernorm, layer.post_attention_layernorm)]
-            self.params.append((norms[0], qkv, RowLinear([attn.o_proj]), norms[1], gate_up,
-                                RowLinear([mlp.down_proj]), attn.scaling))
-        self.head = RowLinear([model.lm_head])
+            self.params.append((norms[0], qkv, RowLinear([attn.o_proj], drafts=drafts), norms[1], gate_up,
+                                RowLinear([mlp.down_proj], drafts=drafts), attn.scaling))
+        self.head = RowLinear([model.lm_head], drafts=drafts)
         # float32 caches: attention in native code (`native.Kernel.attend`); else in torch ops (`_attend`)
         kernel = native.kernel() if first.k_proj.weight.dtype == torch.float32 else None
         self.native = kernel if kernel is not None and kernel.attends(self.head_dim) else None
@@ -111,12 +112,12 @@ class DecoderStack(DecoderParts):
                             NATIVE_PROMPT_ROWS if self.native_forward else PROMPT_ROWS)
 
     @classmethod
-    def build(cls, model) -> DecoderStack | None:
+    def build(cls, model, *, drafts: bool = False) -> DecoderStack | None:
         """A stack for `model`, or None when its architecture or setup is not one this path computes."""
         device = model.get_input_embeddings().weight.device
         if device.type != "cpu":
             return None  # measured and tested on CPUs only; on a GPU, `specui.graphs.GraphStack`
-        return cls(model) if plain_decoder(model, device) else None
+        return cls(model, drafts=drafts) if plain_decoder(model, device) else None
 
     def _rotary(self, x: torch.Tensor, past: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin (first half negated, see the rotation below) at positions past..end-1."""

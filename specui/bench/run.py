@@ -203,7 +203,7 @@ def forward_seconds(model, prompt: list[int], *, tokens: int, samples: int, sync
     chain: a draft model's one-token step as a greedy round runs it, in one native call where it can
     (`specui.native_chain.DecoderChain`: its layers, then the argmax and softmax of a drafted token), so that
     c is the cost drafting pays."""
-    lm = CachedLM(model)
+    lm = CachedLM(model, drafts=chain)
     times = []
     with torch.inference_mode():
         lm.extend(prompt[:-1], last_only=True)

@@ -50,7 +50,7 @@ class ModelDrafter:
             self.lm, kept = resume["lm"], min(resume["pairs"], resume["valid"], len(prompt) - 1)
             self.lm.trim(min(self.lm.length, kept))
         else:
-            self.lm = CachedLM(self.model)
+            self.lm = CachedLM(self.model, drafts=True)
         if len(prompt) - 1 > kept:
             self.lm.extend(self._visible(prompt[kept:-1]), last_only=True, prompt=True)
         self._valid = len(prompt) - 1  # cached tokens known to be part of the context

@@ -155,8 +155,8 @@ def test_the_native_nucleus_cuts_where_the_python_transform_cuts():
 
 def test_every_sampling_takes_the_native_round_but_models_it_cannot_run(target, drafts):
     """A round runs natively greedy and sampled, with top-k and top-p too. There is no chain for a model whose
-    products are not all the native kernels' (a small draft's transposed matrices on a CPU whose GEMM rows are
-    row-invariant)."""
+    products are not all the native kernels' (as a small model's transposed matrices are, outside a draft, on a CPU
+    whose GEMM rows are row-invariant)."""
     if native.kernel() is None:
         pytest.skip("no native kernels here")
     for sampling in ({"top_p": 0.9}, {"top_k": 20}, {}):
@@ -171,3 +171,18 @@ def test_every_sampling_takes_the_native_round_but_models_it_cannot_run(target, 
     assert not StackLayers.serves(drafter.lm.stack)  # so a stack built so has no native layers, and no chain
     drafter.lm.stack.native_layers = None
     assert not DecoderChain.serves(drafter.lm)
+
+
+def test_a_small_draft_takes_the_native_round_on_every_cpu():
+    """A draft's small matrices (as the stdlib pair's, 96 wide) take the native kernels wherever they build, even where
+    the target's take MKL's row-invariant GEMM: a draft's rows need not be invariant, and with every product native
+    its round is one native call. Greedy output stays plain greedy decoding."""
+    if native.kernel() is None:
+        pytest.skip("no native kernels here")
+    small = make_model("llama", vocab_size=512, layers=2, hidden=128, seed=4)  # every matrix small
+    draft = noisy_copy(small, noise=0.3, seed=5)
+    drafter = ModelDrafter(draft)
+    out = SpeculativeEngine(small, draft).generate(PROMPTS[0], max_new_tokens=24, drafter=drafter, num_draft_tokens=4)
+    assert drafter.chain is not None and all(drafter.lm.stack.params[0][i].native is not None for i in (1, 2, 4, 5))
+    plain = SpeculativeEngine(small, draft).generate(PROMPTS[0], max_new_tokens=24, speculative=False)
+    assert out.token_ids == plain.token_ids
