@@ -37,7 +37,8 @@ from specui.bench.budget import time_budget
 from specui.drafters import MODEL_DRAFTERS, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
 from specui.kv import CachedLM
-from specui.native_chain import DecoderChain
+from specui.native_chain import DecoderChain, picks
+from specui.sampling import Sampling
 from specui.settings import DecodeSettings
 from specui.verify_cost import measure_verify_cost
 
@@ -200,9 +201,9 @@ def constant_assistant_schedule(draft, k: int, confidence: float = 0.0):
 
 def forward_seconds(model, prompt: list[int], *, tokens: int, samples: int, sync, chain: bool = False) -> list[float]:
     """Times of a KV-cached forward of `tokens` new tokens after `prompt` (the cache rolled back each time).
-    chain: a draft model's one-token step as a greedy round runs it, in one native call where it can
-    (`specui.native_chain.DecoderChain`: its layers, then the argmax and softmax of a drafted token), so that
-    c is the cost drafting pays."""
+    chain: a draft model's one-token step as its rounds run it, in one native call where it can
+    (`specui.native_chain.DecoderChain`: its layers, then the argmax and softmax of a drafted token; a sampled
+    round's draw costs about what the argmax does), so that c is the cost drafting pays."""
     lm = CachedLM(model, drafts=chain)
     times = []
     with torch.inference_mode():
@@ -232,13 +233,13 @@ def measure_costs(methods: Methods, prompt: list[int], k: int, *, samples: int =
     for _ in range(chunks):  # interleaved in chunks, so a slow spell of a shared machine hits both
         n = max(1, samples // chunks)
         target_1 += forward_seconds(pair.target, prompt, tokens=1, samples=n, sync=sync)
-        if pair.draft is not None and methods.s.drafter in MODEL_DRAFTERS:  # as this run drafts: greedy, natively
+        if pair.draft is not None and methods.s.drafter in MODEL_DRAFTERS:  # as this run drafts: natively
             draft_1 += forward_seconds(pair.draft, prompt, tokens=1, samples=n, sync=sync,
-                                       chain=methods.s.temperature == 0)
+                                       chain=picks(Sampling(methods.s.temperature, methods.s.top_k, methods.s.top_p)))
     t1 = metrics.median(target_1)
     d1 = metrics.median(draft_1) if draft_1 else 0.0  # prompt lookup: no model forward to draft
     method = (f"median of {len(target_1)} timed KV-cached forwards of each model (specui.kv.CachedLM, the engine's "
-              f"own forward; a greedy draft model's as its rounds run it, specui.native_chain) after the first "
+              f"own forward; a draft model's as its rounds run it, specui.native_chain) after the first "
               f"prompt, interleaved in {chunks} chunks")
     curve = measure_verify_cost(pair.target, cache_length=len(prompt), max_tokens=max(16, k + 1),
                                 repeats=max(3, samples // 4), floor=True)
