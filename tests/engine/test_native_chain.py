@@ -176,7 +176,8 @@ def test_every_sampling_takes_the_native_round_but_models_it_cannot_run(target, 
 def test_a_small_draft_takes_the_native_round_on_every_cpu():
     """A draft's small matrices (as the stdlib pair's, 96 wide) take the native kernels wherever they build, even where
     the target's take MKL's row-invariant GEMM: a draft's rows need not be invariant, and with every product native
-    its round is one native call. Greedy output stays plain greedy decoding."""
+    its round is one native call. Greedy output stays plain greedy decoding; sampled rounds draft what the Python
+    steps draft."""
     if native.kernel() is None:
         pytest.skip("no native kernels here")
     small = make_model("llama", vocab_size=512, layers=2, hidden=128, seed=4)  # every matrix small
@@ -186,3 +187,6 @@ def test_a_small_draft_takes_the_native_round_on_every_cpu():
     assert drafter.chain is not None and all(drafter.lm.stack.params[0][i].native is not None for i in (1, 2, 4, 5))
     plain = SpeculativeEngine(small, draft).generate(PROMPTS[0], max_new_tokens=24, speculative=False)
     assert out.token_ids == plain.token_ids
+    native_runs, python_runs = _runs(small, draft, ModelDrafter, num_draft_tokens=4, **SAMPLED)  # sampled rounds too
+    for fast, slow in zip(native_runs, python_runs):
+        assert fast.token_ids == slow.token_ids and [r.drafted for r in fast.rounds] == [r.drafted for r in slow.rounds]
