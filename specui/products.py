@@ -9,7 +9,8 @@ That a GEMM's rows do not depend on the row count is true of MKL on the Intel CP
 but not everywhere (on an AMD EPYC, float32 rows of 5 differ from rows of 2 in the last bits). So it is
 checked once per process (`rows_invariant`); where it fails, float32 weights of every size take the native
 kernels, which are invariant by construction, and without those each row runs as its own two-row GEMM
-(slow, but the bits of plain decoding's product).
+(slow, but the bits of plain decoding's product). A draft model's products (`drafts=True`) need no invariance:
+its small float32 weights take the native kernels wherever they build, so its rounds can run as one native call.
 
 `linear` is the same machinery for the trained heads' matrices while they draft (no row invariance needed:
 a head's q only sets acceptance): the native product where it can run, else F.linear.
