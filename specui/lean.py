@@ -84,14 +84,15 @@ class DecoderStack(DecoderParts):
         first = self.layers[0].self_attn
         # per layer: (norm, q, k, v, o, norm, gate, up, down, attention scale), norms as (weight, eps)
         self.params = []
+        def linear(*modules):
+            return RowLinear(list(modules), drafts=drafts)
+
         for layer in self.layers:
             attn, mlp = layer.self_attn, layer.mlp
-            qkv = RowLinear([attn.q_proj, attn.k_proj, attn.v_proj], drafts=drafts)
-            gate_up = RowLinear([mlp.gate_proj, mlp.up_proj], drafts=drafts)
             norms = [(m.weight, m.variance_epsilon) for m in (layer.input_layernorm, layer.post_attention_layernorm)]
-            self.params.append((norms[0], qkv, RowLinear([attn.o_proj], drafts=drafts), norms[1], gate_up,
-                                RowLinear([mlp.down_proj], drafts=drafts), attn.scaling))
-        self.head = RowLinear([model.lm_head], drafts=drafts)
+            self.params.append((norms[0], linear(attn.q_proj, attn.k_proj, attn.v_proj), linear(attn.o_proj),
+                                norms[1], linear(mlp.gate_proj, mlp.up_proj), linear(mlp.down_proj), attn.scaling))
+        self.head = linear(model.lm_head)
         # float32 caches: attention in native code (`native.Kernel.attend`); else in torch ops (`_attend`)
         kernel = native.kernel() if first.k_proj.weight.dtype == torch.float32 else None
         self.native = kernel if kernel is not None and kernel.attends(self.head_dim) else None

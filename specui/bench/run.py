@@ -37,8 +37,7 @@ from specui.bench.budget import time_budget
 from specui.drafters import MODEL_DRAFTERS, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
 from specui.kv import CachedLM
-from specui.native_chain import DecoderChain, picks
-from specui.sampling import Sampling
+from specui.native_chain import GREEDY, DecoderChain, picks
 from specui.settings import DecodeSettings
 from specui.verify_cost import measure_verify_cost
 
@@ -208,7 +207,7 @@ def forward_seconds(model, prompt: list[int], *, tokens: int, samples: int, sync
     times = []
     with torch.inference_mode():
         lm.extend(prompt[:-1], last_only=True)
-        kernel = native.kernel() if chain and tokens == 1 else None
+        kernel = native.kernel() if chain and tokens == 1 and picks(GREEDY) else None  # as `ModelDrafter.start`
         steps = DecoderChain(lm, kernel) if kernel is not None and DecoderChain.serves(lm) else None
         step = [prompt[-1]] * tokens
         for _ in range(samples + 3):  # three untimed
@@ -234,8 +233,7 @@ def measure_costs(methods: Methods, prompt: list[int], k: int, *, samples: int =
         n = max(1, samples // chunks)
         target_1 += forward_seconds(pair.target, prompt, tokens=1, samples=n, sync=sync)
         if pair.draft is not None and methods.s.drafter in MODEL_DRAFTERS:  # as this run drafts: natively
-            draft_1 += forward_seconds(pair.draft, prompt, tokens=1, samples=n, sync=sync,
-                                       chain=picks(Sampling(methods.s.temperature, methods.s.top_k, methods.s.top_p)))
+            draft_1 += forward_seconds(pair.draft, prompt, tokens=1, samples=n, sync=sync, chain=True)
     t1 = metrics.median(target_1)
     d1 = metrics.median(draft_1) if draft_1 else 0.0  # prompt lookup: no model forward to draft
     method = (f"median of {len(target_1)} timed KV-cached forwards of each model (specui.kv.CachedLM, the engine's "
