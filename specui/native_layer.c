@@ -11,6 +11,7 @@
  */
 #include <immintrin.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "native.h"
@@ -44,36 +45,73 @@ void rowrmsnorm(const float *x, int rows, int n, int ldx, const float *w, float 
     }
 }
 
+/* One head's rotary step: out[d * step] = x[d] * c[d] + rotate_half(x)[d] * s[d], each product and the sum
+ * rounded on its own (the empty asm keeps the compiler from fusing them into an FMA), eight lanes at a time
+ * where half a head is whole vectors (the same ops lane by lane), else one by one. */
+static void rope_head(const float *x, const float *c, const float *s, int hd, float *out, size_t step) {
+    const int half = hd / 2;
+    if (half % 8 == 0 && step == 1) {
+        for (int d = 0; d < hd; d += 8) {
+            __m256 a = _mm256_mul_ps(_mm256_loadu_ps(x + d), _mm256_loadu_ps(c + d));
+            __m256 b = _mm256_mul_ps(_mm256_loadu_ps(x + (d < half ? d + half : d - half)), _mm256_loadu_ps(s + d));
+            __asm__("" : "+x"(a), "+x"(b));
+            _mm256_storeu_ps(out + d, _mm256_add_ps(a, b));
+        }
+        return;
+    }
+    for (int d = 0; d < hd; d++) {
+        float a = x[d] * c[d], b = x[d < half ? d + half : d - half] * s[d];
+        __asm__("" : "+x"(a), "+x"(b));
+        out[(size_t)d * step] = a + b;
+    }
+}
+
+#define ROPE_STAGE 8  /* from this many new keys on, they are rotated into rows first, then written d by d */
+
 /* Rotary embeddings of one layer's q and k heads, and the new keys and values written into its cache, as
- * the lean forward's torch ops do it: t * cos + rotate_half(t) * sin with sin's first half negated, each
- * product and the sum rounded on its own (the empty asm keeps the compiler from fusing them into an FMA),
+ * the lean forward's torch ops do it: t * cos + rotate_half(t) * sin with sin's first half negated (`rope_head`),
  * so the bits are those ops' bits. qkv: rows of ld floats, q heads then k heads then v heads of hd; cos,
  * sin: a row of hd per query row, ldcs apart (0: one row for all); q: [rows][heads][hd] out; keys
  * [kv_heads][hd][cap], values [kv_heads][cap][hd]: rows 0..n-1 go to slots past..past+n-1 (a row past n
- * is one token's second copy, which writes nothing). */
+ * is one token's second copy, which writes nothing). A block of keys (a prompt, a verify) is rotated into
+ * rows of scratch and then written slot after slot along each d: written a key at a time, its hd floats fall
+ * cap floats apart, on a few cache sets, and a prompt's writes took three quarters of this call. */
 void rowrope(const float *qkv, int rows, int n, int ld, int heads, int kv_heads, int hd, const float *cos,
              const float *sin, int ldcs, float *q, float *keys, float *values, long long cap, long long past) {
-    int half = hd / 2;
+    const int staged = n >= ROPE_STAGE;
+    float *rotated = staged ? malloc(sizeof(float) * (size_t)n * kv_heads * hd) : NULL;  /* [n][kv_heads][hd] */
     for (int r = 0; r < rows; r++) {
         const float *row = qkv + (size_t)r * ld, *c = cos + (size_t)r * ldcs, *s = sin + (size_t)r * ldcs;
-        for (int h = 0; h < heads + (r < n ? kv_heads : 0); h++) {
-            const float *x = row + (size_t)h * hd;
-            float *out = h < heads ? q + ((size_t)r * heads + h) * hd : NULL;
-            float *key = h < heads ? NULL : keys + (size_t)(h - heads) * hd * cap + past + r;
-            for (int d = 0; d < hd; d++) {
-                float a = x[d] * c[d], b = x[d < half ? d + half : d - half] * s[d];
-                __asm__("" : "+x"(a), "+x"(b));
-                if (out)
-                    out[d] = a + b;
-                else
-                    key[(size_t)d * cap] = a + b;
-            }
+        for (int h = 0; h < heads; h++)
+            rope_head(row + (size_t)h * hd, c, s, hd, q + ((size_t)r * heads + h) * hd, 1);
+        if (r >= n)
+            continue;
+        for (int h = 0; h < kv_heads; h++) {
+            const float *x = row + (size_t)(heads + h) * hd;
+            if (rotated)
+                rope_head(x, c, s, hd, rotated + ((size_t)r * kv_heads + h) * hd, 1);
+            else
+                rope_head(x, c, s, hd, keys + (size_t)h * hd * cap + past + r, (size_t)cap);
+            memcpy(values + ((size_t)h * cap + past + r) * hd, row + (size_t)(heads + kv_heads + h) * hd,
+                   hd * sizeof(float));
         }
-        if (r < n)
-            for (int h = 0; h < kv_heads; h++)
-                memcpy(values + ((size_t)h * cap + past + r) * hd, row + (size_t)(heads + kv_heads + h) * hd,
-                       hd * sizeof(float));
     }
+    if (staged && !rotated) { /* no memory for the scratch: each key written where it goes, as for few rows */
+        for (int r = 0; r < n; r++)
+            for (int h = 0; h < kv_heads; h++)
+                rope_head(qkv + (size_t)r * ld + (size_t)(heads + h) * hd, cos + (size_t)r * ldcs,
+                          sin + (size_t)r * ldcs, hd, keys + (size_t)h * hd * cap + past + r, (size_t)cap);
+        return;
+    }
+    if (!rotated)
+        return;
+    for (int h = 0; h < kv_heads; h++)
+        for (int d = 0; d < hd; d++) {
+            float *key = keys + ((size_t)h * hd + d) * cap + past;
+            const float *from = rotated + (size_t)h * hd + d;
+            for (int r = 0; r < n; r++) key[r] = from[(size_t)r * kv_heads * hd];
+        }
+    free(rotated);
 }
 
 /* SiLU(gate) * up of a SwiGLU MLP for rows of gu = [gate | up] (2 * ffn floats each) into out (ffn floats a row;

@@ -84,7 +84,7 @@ def _rope_by_torch(qkv, n, heads, kv_heads, hd, cos, sin, keys, values, past):
 
 
 @pytest.mark.parametrize("heads,kv_heads,hd", [(3, 3, 32), (9, 3, 64), (4, 1, 16)])
-@pytest.mark.parametrize("rows,n", [(2, 1), (5, 5), (13, 13)])
+@pytest.mark.parametrize("rows,n", [(2, 1), (5, 5), (13, 13), (40, 40)])
 def test_rope_is_the_torch_ops_bit_for_bit(kernel, heads, kv_heads, hd, rows, n):
     gen = torch.Generator().manual_seed(rows * hd)
     qkv = torch.randn(rows, (heads + 2 * kv_heads) * hd, generator=gen) * 4
