@@ -317,7 +317,7 @@ int rowattend(const float *q, int rows, int ldq, int heads, int kv_heads, int hd
             es[i] = scratch + (size_t)real * stride;
             os[i] = i < nq ? out + ((size_t)r * heads + h) * hd : spare;
         }
-        /* scores over the longest prefix (vectors past a row's own prefix read cache slots inside the
+        /* scores over each block's longest prefix (vectors past a row's own prefix read cache slots inside the
          * capacity, a multiple of NR, and are never used), then each row's extra keys one by one */
         for (int b = 0, n; b < nq; b += n) {  /* blocks of 1, 2, 4 or QS queries: the fewest that hold the rest */
             const int left = nq - b;

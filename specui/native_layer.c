@@ -78,8 +78,8 @@ static void rope_head(const float *x, const float *c, const float *s, int hd, fl
  * cap floats apart, on a few cache sets, and a prompt's writes took three quarters of this call. */
 void rowrope(const float *qkv, int rows, int n, int ld, int heads, int kv_heads, int hd, const float *cos,
              const float *sin, int ldcs, float *q, float *keys, float *values, long long cap, long long past) {
-    const int staged = n >= ROPE_STAGE;
-    float *rotated = staged ? malloc(sizeof(float) * (size_t)n * kv_heads * hd) : NULL;  /* [n][kv_heads][hd] */
+    /* [n][kv_heads][hd]; NULL for few keys, or where there is no memory for it: each key written where it goes */
+    float *rotated = n >= ROPE_STAGE ? malloc(sizeof(float) * (size_t)n * kv_heads * hd) : NULL;
     for (int r = 0; r < rows; r++) {
         const float *row = qkv + (size_t)r * ld, *c = cos + (size_t)r * ldcs, *s = sin + (size_t)r * ldcs;
         for (int h = 0; h < heads; h++)
@@ -95,13 +95,6 @@ void rowrope(const float *qkv, int rows, int n, int ld, int heads, int kv_heads,
             memcpy(values + ((size_t)h * cap + past + r) * hd, row + (size_t)(heads + kv_heads + h) * hd,
                    hd * sizeof(float));
         }
-    }
-    if (staged && !rotated) { /* no memory for the scratch: each key written where it goes, as for few rows */
-        for (int r = 0; r < n; r++)
-            for (int h = 0; h < kv_heads; h++)
-                rope_head(qkv + (size_t)r * ld + (size_t)(heads + h) * hd, cos + (size_t)r * ldcs,
-                          sin + (size_t)r * ldcs, hd, keys + (size_t)h * hd * cap + past + r, (size_t)cap);
-        return;
     }
     if (!rotated)
         return;

@@ -82,10 +82,11 @@ class RowLinear:
         on torch's threads): faster for a prompt's many rows, but a row's bits may depend on the row count,
         so only for blocks that plain and speculative decoding compute alike (`DecoderStack.forward(prompt=)`).
         Small weights too: from 16 rows on MKL beats the few-row kernels on them as well (1.2-1.5x for the
-        stdlib target's 96-wide matrices on an AMD EPYC)."""
-        if self.native is None and not self.large and not self.by_row:  # W^T through MKL's GEMM already: the same
-            return self(x)  # engine, with less per call than F.linear (a 128-token prompt of the stdlib target on an
-            # Intel Xeon: 30 ms against 25)
+        stdlib target's 96-wide matrices on an AMD EPYC). Small weights whose every block already takes MKL's GEMM
+        (`x @ Wᵀ`, where it is row-invariant) keep it: F.linear is the same GEMM with more per call (a 128-token
+        prompt of the stdlib target on an Intel Xeon: 30 ms against 25)."""
+        if self.native is None and not self.large and not self.by_row:
+            return self(x)
         if len(self.parts) == 1:
             return F.linear(x, *self.parts[0])
         if not self.large:  # one product over a joined copy (small: a few hundred KB)
