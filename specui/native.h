@@ -22,6 +22,7 @@ typedef __m512 vec;
 #define vadd _mm512_add_ps
 #define vmax _mm512_max_ps
 #define vnan(v) (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0)
+#define veqmask(v, m) ((unsigned)_mm512_cmp_ps_mask(v, m, _CMP_EQ_OQ)) /* lane i's bit set where v == m */
 #define vhmax _mm512_reduce_max_ps
 #define vmul _mm512_mul_ps
 #define vsub _mm512_sub_ps
@@ -42,6 +43,7 @@ typedef __m256 vec;
 #define vadd _mm256_add_ps
 #define vmax _mm256_max_ps
 #define vnan(v) (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0)
+#define veqmask(v, m) ((unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, m, _CMP_EQ_OQ)))
 static inline float vhmax(__m256 v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));

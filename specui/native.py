@@ -152,10 +152,14 @@ class Kernel:
         maxima, the first NaN if there is one; int64. Other tensors go to torch.argmax."""
         if logits.dtype != torch.float32 or logits.device.type != "cpu" or logits.dim() > 2 or logits.stride(-1) != 1:
             return logits.argmax(-1)
-        rows = logits.unsqueeze(0) if logits.dim() == 1 else logits
-        out = torch.empty(rows.shape[0], dtype=torch.int64)
-        self._argmax(rows.data_ptr(), rows.shape[0], rows.shape[1], rows.stride(0), out.data_ptr())
-        return out[0] if logits.dim() == 1 else out
+        shape = logits.shape
+        if len(shape) == 1:  # one row: a 0-d result, written in place (an index of a [1] result costs a call more)
+            out = torch.empty((), dtype=torch.int64)
+            self._argmax(logits.data_ptr(), 1, shape[0], shape[0], out.data_ptr())
+            return out
+        out = torch.empty(shape[0], dtype=torch.int64)
+        self._argmax(logits.data_ptr(), shape[0], shape[1], logits.stride(0), out.data_ptr())
+        return out
 
     @staticmethod
     def norms(x: torch.Tensor, weight: torch.Tensor) -> bool:

@@ -167,6 +167,24 @@ def test_argmax_is_torchs(kernel, n):
     assert torch.equal(kernel.argmax(half), half.argmax(-1))  # not float32: torch's own
 
 
+@pytest.mark.parametrize("n", [63, 64, 65, 129, 200])
+def test_argmax_finds_the_first_maximum_in_every_lane_and_tail(kernel, n):
+    """The maximum is taken over four vector accumulators and then searched for a vector at a time: wherever the
+    first of two equal maxima sits (any lane, any accumulator, the tail), it is the one found."""
+    builds = {kernel, native.kernel("avx2")} - {None}  # both vector widths where this CPU runs both
+    gen = torch.Generator().manual_seed(n)
+    for first in range(n):
+        row = torch.randn(n, generator=gen)
+        row[first] = 10.0
+        row[(first + 1 + (first * 7) % max(1, n - first - 1)) % n if first < n - 1 else first] = 10.0
+        zeros = row.clone()
+        zeros[first] = -0.0 if first % 2 else 0.0  # a zero maximum of either sign
+        zeros[zeros > 0] = -1.0
+        for build in builds:
+            assert int(build.argmax(row)) == int(row.argmax()), (build.isa, first)
+            assert int(build.argmax(zeros)) == int(zeros.argmax()), (build.isa, first)
+
+
 def test_without_a_compiler_it_falls_back_with_a_reason(monkeypatch, tmp_path, caplog):
     monkeypatch.setattr(native, "_kernels", {})
     monkeypatch.setenv("SPECUI_CACHE", str(tmp_path))  # nothing built yet
