@@ -5,7 +5,9 @@ A head proposes only its `output.token_ids` (q = 0 elsewhere); a target token ou
 0.867 of the GPU rounds' answer tokens and 0.853 of the target's greedy tokens on the held-out prompts. The Medusa
 and early-exit heads were retrained on the answers' 8,192 most frequent ids (0.984 and 0.955). The EAGLE head keeps
 its list: on the new one its step-1 agreement rose (0.649 -> 0.659) but its tokens per target forward did not
-(2.20 -> 2.19 on the 16 held-out prompts, docs/performance.md).
+(2.20 -> 2.19 on the 16 held-out prompts, docs/performance.md). Since 2026-12-02 (stop 63) the Medusa and
+early-exit heads keep the 2,048 most frequent of their 8,192 (`python -m tools.head_vocabulary`; 0.893 of the answer
+tokens): their acceptance did not move, their draft steps got cheaper (docs/performance.md, stop 63).
 """
 
 import tarfile
@@ -25,13 +27,13 @@ def answer_tokens(tmp_path) -> torch.Tensor:
     return torch.cat([r["ids"][int(r["prompt_len"]):].long() for r in records])
 
 
-def coverage(tokens: torch.Tensor, head: str) -> float:
+def coverage(tokens: torch.Tensor, head: str, size: int) -> float:
     ids = load_state(f"assets/smollm2-heads/{head}")["output.token_ids"].long()
-    assert len(ids) == 8192 and len(ids.unique()) == 8192
+    assert len(ids) == size and len(ids.unique()) == size
     return float(torch.isin(tokens, ids).float().mean())
 
 
 def test_the_medusa_and_early_exit_heads_draft_from_the_ids_the_target_writes_most(tmp_path):
     tokens = answer_tokens(tmp_path)
-    assert coverage(tokens, "medusa") > 0.98 and coverage(tokens, "early_exit") > 0.98
-    assert 0.86 < coverage(tokens, "eagle") < 0.87  # kept, for the reason above: a new EAGLE list is news
+    assert 0.89 < coverage(tokens, "medusa", 2048) < 0.90 and 0.89 < coverage(tokens, "early_exit", 2048) < 0.90
+    assert 0.86 < coverage(tokens, "eagle", 8192) < 0.87  # kept, for the reason above: a new EAGLE list is news
