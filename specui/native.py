@@ -78,6 +78,12 @@ _ptr = ctypes.c_void_p
 _int = ctypes.c_int
 
 
+def _bound(function, argtypes: list, restype=None):
+    """A function of the native library with its argument and result types set."""
+    function.argtypes, function.restype = argtypes, restype
+    return function
+
+
 class Kernel:
     """One build of native.c: `product(W, b)` packs a weight once and returns the x -> x W^T + b it
     computes for any number of rows; `attend` and `argmax` as the module docstring says."""
@@ -86,34 +92,20 @@ class Kernel:
         self.isa = isa
         self.library = library  # for kernels bound where they are used (`specui.native_chain`)
         self.width = library.rowgemm_panel_width()  # NR: output columns per panel
-        self.rowgemm = library.rowgemm
-        self.rowgemm.argtypes = [_ptr, _int, _int, _ptr, _int, _int, _ptr, _ptr, _int, _int, _int, _int]
-        self.rowgemm.restype = None
-        self.rowgemm_split = library.rowgemm_split  # rowgemm's arguments, then the threads to use
-        self.rowgemm_split.argtypes = [*self.rowgemm.argtypes, _int]
-        self.rowgemm_split.restype = _int
-        self.pool_account = library.pool_account  # (alone, took, at) seconds -> rest until (see native_pool.c)
-        self.pool_account.argtypes = [ctypes.c_double] * 3
-        self.pool_account.restype = ctypes.c_double
-        self._pool_state = library.pool_state
-        self._pool_state.argtypes = [_ptr, _int, _int]
-        self._pool_state.restype = None
-        self._argmax = library.rowargmax
-        self._argmax.argtypes = [_ptr, _int, _int, _int, _ptr]
-        self._argmax.restype = None
-        self._attend = library.rowattend
-        self._attend.argtypes = [_ptr, _int, _int, _int, _int, _int, _ptr, _ptr, ctypes.c_longlong, _ptr, _ptr, _ptr,
-                                 ctypes.c_float, _ptr, _ptr, _int]
-        self._attend.restype = _int
+        self.rowgemm = _bound(library.rowgemm, [_ptr, _int, _int, _ptr, _int, _int, _ptr, _ptr, _int, _int, _int, _int])
+        # rowgemm's arguments, then the threads to use
+        self.rowgemm_split = _bound(library.rowgemm_split, [*self.rowgemm.argtypes, _int], _int)
+        # (alone, took, at) seconds -> rest until (see native_pool.c)
+        self.pool_account = _bound(library.pool_account, [ctypes.c_double] * 3, ctypes.c_double)
+        self._pool_state = _bound(library.pool_state, [_ptr, _int, _int])
+        self._argmax = _bound(library.rowargmax, [_ptr, _int, _int, _int, _ptr])
+        self._attend = _bound(library.rowattend, [_ptr, _int, _int, _int, _int, _int, _ptr, _ptr, ctypes.c_longlong,
+                                                  _ptr, _ptr, _ptr, ctypes.c_float, _ptr, _ptr, _int], _int)
         self.attends = library.rowattend_supports  # head size -> whether `attend` computes it
         library.blockfind.restype = _int  # called by `specui.blocks.find`
-        self._rms_norm = library.rowrmsnorm
-        self._rms_norm.argtypes = [_ptr, _int, _int, _int, _ptr, ctypes.c_float, _ptr]
-        self._rms_norm.restype = None
-        self._rope = library.rowrope
-        self._rope.argtypes = [_ptr, _int, _int, _int, _int, _int, _int, _ptr, _ptr, _int, _ptr, _ptr, _ptr,
-                               ctypes.c_longlong, ctypes.c_longlong]
-        self._rope.restype = None
+        self._rms_norm = _bound(library.rowrmsnorm, [_ptr, _int, _int, _int, _ptr, ctypes.c_float, _ptr])
+        self._rope = _bound(library.rowrope, [_ptr, _int, _int, _int, _int, _int, _int, _ptr, _ptr, _int, _ptr, _ptr,
+                                              _ptr, ctypes.c_longlong, ctypes.c_longlong])
 
     def product(self, weight: torch.Tensor, bias: torch.Tensor | None = None, *, half: bool | None = None) -> Product:
         """weight [n, k] float32 (and bias [n]) packed into panels [ceil(n / NR), k, NR], the bias zero-padded to
@@ -152,13 +144,9 @@ class Kernel:
         maxima, the first NaN if there is one; int64. Other tensors go to torch.argmax."""
         if logits.dtype != torch.float32 or logits.device.type != "cpu" or logits.dim() > 2 or logits.stride(-1) != 1:
             return logits.argmax(-1)
-        shape = logits.shape
-        if len(shape) == 1:  # one row: a 0-d result, written in place (an index of a [1] result costs a call more)
-            out = torch.empty((), dtype=torch.int64)
-            self._argmax(logits.data_ptr(), 1, shape[0], shape[0], out.data_ptr())
-            return out
-        out = torch.empty(shape[0], dtype=torch.int64)
-        self._argmax(logits.data_ptr(), shape[0], shape[1], logits.stride(0), out.data_ptr())
+        shape = logits.shape  # one row: a 0-d result written in place (an index of a [1] result costs a call more)
+        out = torch.empty(shape[:-1], dtype=torch.int64)
+        self._argmax(logits.data_ptr(), shape[0] if len(shape) == 2 else 1, shape[-1], logits.stride(0), out.data_ptr())
         return out
 
     @staticmethod

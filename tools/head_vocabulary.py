@@ -41,12 +41,11 @@ def answer_counts(folders: list[Path]) -> collections.Counter:
 def cut(head: Path, size: int, out: Path, counts: collections.Counter, source: str) -> tuple[float, float]:
     """Write `head` with its `size` most used ids to `out`; returns the share of answer tokens its ids covered
     before and after."""
-    files = sorted(head.glob("head*.safetensors"))
-    if len(files) != 1:
-        raise SystemExit(f"{head}: expected one head.safetensors (a sharded head's ids live in its first shard)")
-    state = load_file(files[0])
-    if "output.token_ids" not in state:
+    files = {path: load_file(path) for path in sorted(head.glob("head*.safetensors"))}  # one, or shards
+    holder = next((path for path, tensors in files.items() if "output.token_ids" in tensors), None)
+    if holder is None:
         raise SystemExit(f"{head}: this head has no draft vocabulary of its own (output.token_ids)")
+    state = files[holder]
     ids = state["output.token_ids"].tolist()
     if not 0 < size < len(ids):
         raise SystemExit(f"SIZE must be between 1 and the head's {len(ids) - 1} ids (got {size})")
@@ -55,7 +54,8 @@ def cut(head: Path, size: int, out: Path, counts: collections.Counter, source: s
     before, after = sum(counts[i] for i in ids) / total, sum(counts[i] for i in kept) / total
     state["output.token_ids"] = torch.tensor(kept, dtype=state["output.token_ids"].dtype)
     out.mkdir(parents=True, exist_ok=True)
-    save_file(state, out / "head.safetensors")
+    for path, tensors in files.items():  # every shard as it was, but the ids
+        save_file(tensors, out / path.name)
     meta = json.loads((head / "specui_head.json").read_text())
     meta["vocabulary_cut"] = {"from": len(ids), "to": size, "answers": source,
                               "answer_tokens_covered": {"before": round(before, 4), "after": round(after, 4)},

@@ -44,3 +44,20 @@ def test_the_most_used_ids_are_kept_and_the_weights_unchanged(tmp_path):
     assert cut.output.token_ids.tolist() == [1, 3, 9] and cut.output._rows.shape[0] == 3
     with pytest.raises(SystemExit, match="SIZE"):
         main([str(tmp_path / "head"), "6", "--out", str(tmp_path / "cut2"), "--answers", str(tmp_path / "answers")])
+
+
+def test_a_sharded_head_keeps_every_shard_and_cuts_the_ids_where_they_are(tmp_path):
+    from safetensors.torch import save_file
+
+    from tools.head_vocabulary import main
+
+    (tmp_path / "head").mkdir()
+    save_file({"layer.weight": torch.ones(4, 4)}, tmp_path / "head" / "head-01.safetensors")
+    save_file({"output.token_ids": torch.tensor([2, 4, 6]), "fc.weight": torch.zeros(2, 2)},
+              tmp_path / "head" / "head-02.safetensors")
+    (tmp_path / "head" / "specui_head.json").write_text(json.dumps({"kind": "eagle"}))
+    _answers(tmp_path / "answers", [[6, 6, 4]])
+    main([str(tmp_path / "head"), "1", "--out", str(tmp_path / "cut"), "--answers", str(tmp_path / "answers")])
+    assert torch.equal(load_file(tmp_path / "cut" / "head-01.safetensors")["layer.weight"], torch.ones(4, 4))
+    second = load_file(tmp_path / "cut" / "head-02.safetensors")
+    assert second["output.token_ids"].tolist() == [6] and torch.equal(second["fc.weight"], torch.zeros(2, 2))
