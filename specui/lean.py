@@ -84,8 +84,10 @@ class DecoderStack(DecoderParts):
         first = self.layers[0].self_attn
         # per layer: (norm, q, k, v, o, norm, gate, up, down, attention scale), norms as (weight, eps)
         self.params = []
+        built = native.kernel()  # asked once for every product (a float32 product takes it where it builds)
+
         def linear(*modules):
-            return RowLinear(list(modules), drafts=drafts)
+            return RowLinear(list(modules), drafts=drafts, kernel=built)
 
         for layer in self.layers:
             attn, mlp = layer.self_attn, layer.mlp
@@ -94,7 +96,7 @@ class DecoderStack(DecoderParts):
                                 norms[1], linear(mlp.gate_proj, mlp.up_proj), linear(mlp.down_proj), attn.scaling))
         self.head = linear(model.lm_head)
         # float32 caches: attention in native code (`native.Kernel.attend`); else in torch ops (`_attend`)
-        kernel = native.kernel() if first.k_proj.weight.dtype == torch.float32 else None
+        kernel = built if first.k_proj.weight.dtype == torch.float32 else None
         self.native = kernel if kernel is not None and kernel.attends(self.head_dim) else None
         self.norms = kernel  # float32: RMSNorm in native code too (`_norm`)
         # Static rotary embeddings (rope_type "default") are a function of the position alone: a table

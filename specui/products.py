@@ -41,16 +41,17 @@ class RowLinear:
     """y = x [W_1; W_2; ...]^T + b for x [n, in]: one product for several linears of the same input
     (q, k, v; gate, up), each row's bits independent of n."""
 
-    def __init__(self, modules: list[torch.nn.Linear], *, drafts: bool = False):
+    def __init__(self, modules: list[torch.nn.Linear], *, drafts: bool = False, kernel=False):
         """drafts: the product serves a draft model, whose rows need not be invariant (its q only sets acceptance),
         so small float32 weights take the native kernels too wherever they build: with every product native, a
-        draft's round runs in one native call (`specui.native_chain.DecoderChain`)."""
+        draft's round runs in one native call (`specui.native_chain.DecoderChain`). kernel: `native.kernel()` where
+        the caller has asked it already (a stack asks once for its 129 products), False to ask here."""
         self.sizes = [m.out_features for m in modules]
         self.parts = [(m.weight, m.bias) for m in modules]  # the model's own parameters, for `whole`
         self.out, width = sum(self.sizes), modules[0].in_features
         float32 = modules[0].weight.dtype == torch.float32
         self.large = large = float32 and self.out * width > SMALL_WEIGHT
-        kernel = native.kernel() if float32 else None
+        kernel = (native.kernel() if kernel is False else kernel) if float32 else None
         self.native = kernel if kernel is not None and (large or drafts or not rows_invariant("transposed")) else None
         self.packed = self.native is None and large and _MKL_PACKED and rows_invariant("packed")
         # no kernel and a GEMM whose rows depend on the row count: each row its own two-row product
