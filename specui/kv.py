@@ -78,8 +78,8 @@ class CachedLM:
         self.model = model
         self.device = model_device(model)
         self.stack = (GraphStack.shared(model) or DecoderStack.build(model, drafts=drafts)) if fast else None
-        # whether the model's own forward can keep one row of logits (inspect's 0.3 ms a generation: asked only
-        # where that forward runs)
+        # whether the model's own forward can keep one row of logits (inspect's signature is slow to build: asked
+        # only where that forward runs)
         self._keep_arg = self.stack is None and "logits_to_keep" in inspect.signature(model.forward).parameters
         self.cache = None  # a DynamicCache, or the stack's StaticKV or GraphKV
         self.length = 0
