@@ -169,10 +169,7 @@ void rowargmax(const float *x, int rows, int n, int ld, long long *out) {
         } else {
             vec mv = vset1(m);
             int j = 0;
-            for (; j + NR <= n; j += NR) {
-                unsigned hit = veqmask(vload(row + j), mv);
-                if (hit) break;
-            }
+            while (j + NR <= n && !veqmask(vload(row + j), mv)) j += NR;
             found = j;
             while (row[found] != m) found++;  /* within the vector that holds it, or the tail */
         }

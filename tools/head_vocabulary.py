@@ -26,8 +26,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from specui.train.chat_data import load_answers
-
-ANSWERS = Path(__file__).resolve().parent / "gpu_answers.tar.xz"
+from tools.gpu_carry import ANSWERS
 
 
 def answer_counts(folders: list[Path]) -> collections.Counter:
