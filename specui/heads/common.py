@@ -162,6 +162,22 @@ class ResBlock(nn.Module):
         return x + F.silu(linear(x, self.linear.weight, self.linear.bias))
 
 
+class GatedMLP(nn.Module):
+    """x + down(SiLU(gate y) * up y), y = RMSNorm(x), with down = 0 at the start: the identity, as `ResBlock`."""
+
+    def __init__(self, width: int, hidden: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.norm_weight = nn.Parameter(torch.ones(width))
+        self.gate_up = nn.Linear(width, 2 * hidden, bias=False)
+        self.down = nn.Linear(hidden, width, bias=False)
+        nn.init.zeros_(self.down.weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = linear(F.rms_norm(x, x.shape[-1:], self.norm_weight, self.eps), self.gate_up.weight).chunk(2, dim=-1)
+        return x + linear(F.silu(gate) * up, self.down.weight)
+
+
 def draw(logits: torch.Tensor, output: VocabOutput, sampling: Sampling, generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Sample one draft token from a head's logits over its ids [N]: (the target's id [], q [V] on the
     target's full vocabulary, zero outside the head's ids)."""

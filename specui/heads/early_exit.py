@@ -7,7 +7,9 @@ norm with its own weight, one `ResBlock`, then the target's final norm and outpu
 through `VocabOutput`, frozen). Its weight starts at one and the block as the identity, so an untrained
 head is the "logit lens" at layer E: the target's final norm and output applied to the early state
 (norms are scale-free, so the extra norm changes nothing at the start; it gives the block inputs of a
-steady size to learn on).
+steady size to learn on). A head may add a gated MLP after the block (`mlp_hidden` > 0: its own norm, SiLU(gate)
+x up, down; down starts at zero, so a new MLP starts as the identity too): more to learn from one early state, for
+a few more multiply-adds a draft (`python -m specui.train exit` trains it).
 
 The draft runs on the target's own KV cache (`CachedLM.extend_early`, the lean CPU stack): `propose`
 feeds cur and then each draft token but the last through the first E layers, whose keys and values
@@ -23,7 +25,7 @@ from torch import nn
 
 from specui.drafters.base import Confidence, Draft
 from specui.drafters.registry import EARLY_EXIT, LABELS
-from specui.heads.common import ResBlock, VocabOutput, all_ids, check_target, draw, load_head, soft_loss
+from specui.heads.common import GatedMLP, ResBlock, VocabOutput, all_ids, check_target, draw, load_head, soft_loss
 from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
 from specui.sampling import Generators, Sampling
 
@@ -33,7 +35,8 @@ class EarlyExitHead(nn.Module):
 
     kind = EARLY_EXIT
 
-    def __init__(self, target, *, token_ids: torch.Tensor, exit_layer: int, target_shape: dict | None = None):
+    def __init__(self, target, *, token_ids: torch.Tensor, exit_layer: int, target_shape: dict | None = None,
+                 mlp_hidden: int = 0):
         super().__init__()
         check_target({"target_shape": target_shape}, target, "early-exit head")
         shape = shape_of(target)
@@ -41,19 +44,23 @@ class EarlyExitHead(nn.Module):
             raise ValueError(f"exit_layer must be in [1, {shape['num_layers'] - 1}] for a target of "
                              f"{shape['num_layers']} layers (the draft runs layers 0..exit_layer-1), got {exit_layer}")
         width = shape["hidden_size"]
-        self.arguments = {"exit_layer": exit_layer, "target_shape": shape}
+        self.arguments = {"exit_layer": exit_layer, "target_shape": shape, **({"mlp_hidden": mlp_hidden} if mlp_hidden else {})}
         self.exit_layer = exit_layer
         self.feature_layers = (exit_layer,)  # transformers' hidden_states[E]: the input of layer E
         self.eps = float(getattr(target.config, "rms_norm_eps", 1e-6))
         self.norm_weight = nn.Parameter(torch.ones(width))
         self.block = ResBlock(width)
+        self.mlp = GatedMLP(width, mlp_hidden, self.eps) if mlp_hidden else None
         self.output = VocabOutput(target, token_ids)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """States entering layer E [..., D] -> logits [..., N] over the head's token ids."""
         x = hidden.to(self.norm_weight.device, self.norm_weight.dtype)
         x = F.rms_norm(x, x.shape[-1:], self.norm_weight, self.eps)
-        return self.output(self.block(x))  # the target's final norm, then its output rows
+        x = self.block(x)
+        if self.mlp is not None:
+            x = self.mlp(x)
+        return self.output(x)  # the target's final norm, then its output rows
 
     def training_loss(self, batch: dict) -> torch.Tensor:
         """At each valid position t, the head learns the target's distribution at t (for token t + 1)."""

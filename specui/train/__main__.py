@@ -1,5 +1,6 @@
 """`python -m specui.train`: the bundled pair (see specui.train.cli); `python -m specui.train heads ...`:
-EAGLE, Medusa and early-exit heads for a preset's target (see specui.train.heads)."""
+EAGLE, Medusa and early-exit heads for a preset's target (see specui.train.heads); `python -m specui.train exit ...`:
+an early-exit head from the target's greedy answers (see specui.train.exit_head)."""
 
 import sys
 
@@ -8,6 +9,10 @@ if __name__ == "__main__":
         from specui.train.heads import main as heads_main
 
         heads_main(sys.argv[2:])
+    elif sys.argv[1:2] == ["exit"]:
+        from specui.train.exit_head import main as exit_main
+
+        exit_main(sys.argv[2:])
     else:
         from specui.train.cli import main
 

@@ -193,3 +193,50 @@ def test_training_loss_follows_its_definition_and_learns(target):
 def test_an_exit_layer_outside_the_target_is_refused(target, exit_layer):
     with pytest.raises(ValueError, match="exit_layer"):
         early_exit.build(target, exit_layer=exit_layer)
+
+
+@pytest.fixture(scope="module")
+def small_mlp():
+    """`small`'s target with an exit that adds a gated MLP after its block (perturbed: not the identity)."""
+    target = make_model("llama", vocab_size=VOCAB, layers=2, hidden=32, seed=10, init_range=0.15)
+    head = early_exit.build(target, token_ids=torch.tensor([0, 1, 3, 4]), exit_layer=1, mlp_hidden=24)
+    return target, perturb(head, scale=0.2, seed=3)
+
+
+def test_an_mlp_head_drafts_plain_greedy_decoding(target):
+    head = perturb(early_exit.build(target, exit_layer=1, mlp_hidden=40), scale=0.02, seed=4)
+    engine = SpeculativeEngine(target, heads={"early_exit": head})
+    for prompt in random_prompts(3, vocab_size=96, seed=8) + [[5]]:
+        expected = hf_greedy(target, prompt, NEW_TOKENS)
+        for k in (1, 3):
+            assert engine.generate(prompt, max_new_tokens=NEW_TOKENS, num_draft_tokens=k,
+                                   drafter="early_exit").token_ids == expected, (prompt, k)
+
+
+@pytest.mark.parametrize("name", list(SETTINGS))
+def test_an_mlp_head_samples_exactly_and_a_lie_is_caught(small_mlp, name):
+    target, head = small_mlp
+    engine = SpeculativeEngine(target, heads={"early_exit": head})
+    counts = observed_first_two(engine, [1, 2], num_draft_tokens=2, drafter="early_exit", **SETTINGS[name])
+    assert p_value(counts, exact_first_two(target, [1, 2], Sampling(**SETTINGS[name]))) > 1e-3
+    if name == next(iter(SETTINGS)):
+        lying = LyingDrafter(head.make_drafter(target))
+        counts = observed_first_two(SpeculativeEngine(target), [1, 2], num_draft_tokens=2, drafter=lying,
+                                    temperature=1.0)
+        assert p_value(counts, exact_first_two(target, [1, 2], Sampling(temperature=1.0))) < 1e-6
+
+
+def test_an_mlp_head_saves_loads_and_starts_as_the_identity(small_mlp, tmp_path):
+    target, head = small_mlp
+    head = halved(head)
+    folder = common.save(head, tmp_path / "exit")
+    loaded = specui.heads.load(folder, target)
+    assert loaded.arguments["mlp_hidden"] == 24 and loaded.mlp is not None
+    for key, value in head.state_dict().items():
+        assert torch.equal(loaded.state_dict()[key], value), key
+    fresh = early_exit.build(target, token_ids=torch.tensor([0, 1, 3, 4]), exit_layer=1, mlp_hidden=8)
+    plain = early_exit.build(target, token_ids=torch.tensor([0, 1, 3, 4]), exit_layer=1)
+    assert "mlp_hidden" not in plain.arguments  # heads saved before the MLP load as they were
+    states = hidden_states(target, [1, 2, 3])[1]
+    with torch.no_grad():
+        torch.testing.assert_close(fresh(states), plain(states))

@@ -1,0 +1,198 @@
+"""`python -m specui.train exit`: an early-exit head learns the target's greedy tokens from its early states.
+
+A greedy answer of the target is, token by token, the argmax of its own distribution, so on those answers an exit
+head can learn greedy agreement (what greedy acceptance counts) from the tokens alone: the cross-entropy from the
+head's logits at each answer position to the token the target wrote next, over the head's ids (tokens outside them
+it cannot propose: left out of the loss, counted as misses). That needs the target's states at the exit layer
+only, not its final distributions: the target's first E layers run once over the answers (truncated, in batches;
+about a quarter of a full pass for SmolLM2's exit at 4 of 30 layers), and the states are kept in --states
+(float16) for later runs. `specui.train heads` distils every head from the target's soft distributions instead,
+which costs a full pass; this is the cheaper, greedy-only recipe, warm-started from such a head (--init): give it
+greedy answers only (a sampled answer's tokens are draws, not the argmax).
+
+    python -m specui.train exit --answers DIR1,DIR2 --init assets/smollm2-heads/early_exit --mlp-hidden 1024 \
+        --out runs/exit --minutes 20
+
+Held-out sequences (--held-out, a seeded share) give the agreement reported as it trains; a checkpoint (the head,
+the optimiser, the step) every --checkpoint-every steps and at the end, --resume goes on from it; the head is
+saved as a head folder in --out, which a preset's `heads: {early_exit: ...}` names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from specui import heads as saved
+from specui.heads import common
+from specui.heads.early_exit import EarlyExitHead
+from specui.train.common import device_name
+from specui.train.head_data import answer_sequences
+from specui.train.heads import load_target, log
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m specui.train exit", description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default=None, help="the preset whose target the head serves (default: models.yaml's default)")
+    ap.add_argument("--config", default=None, help="a models.yaml (default: the one beside the package)")
+    ap.add_argument("--answers", required=True, help="folders of the target's greedy answers (DIR1,DIR2; "
+                    "python -m specui.train.chat --write-answers, or tools/gpu_answers.tar.xz's greedy sets)")
+    ap.add_argument("--init", default=None, help="an early-exit head folder to start from (else a fresh head)")
+    ap.add_argument("--exit-layer", type=int, default=0, help="a fresh head's exit (0: a quarter of the layers)")
+    ap.add_argument("--mlp-hidden", type=int, default=0, help="add a gated MLP of this width after the block "
+                    "(starts as the identity; 0: none, or the --init head's own)")
+    ap.add_argument("--vocab", type=int, default=2048, help="a fresh head's ids: the answers' most used (default: %(default)s)")
+    ap.add_argument("--out", default="runs/exit", help="the head folder and its checkpoint (default: %(default)s)")
+    ap.add_argument("--states", default=None, help="the cached exit states (default: --out/states.pt)")
+    ap.add_argument("--seq", type=int, default=320, help="tokens kept of each conversation (default: %(default)s)")
+    ap.add_argument("--minutes", type=float, default=20.0, help="training time (default: %(default)s)")
+    ap.add_argument("--steps", type=int, default=1_000_000, help="at most this many steps (default: %(default)s)")
+    ap.add_argument("--batch", type=int, default=2048, help="answer positions a step (default: %(default)s)")
+    ap.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default: %(default)s)")
+    ap.add_argument("--held-out", type=float, default=0.05, help="share of sequences held out (default: %(default)s)")
+    ap.add_argument("--eval-every", type=int, default=200, help="steps between held-out reports (default: %(default)s)")
+    ap.add_argument("--checkpoint-every", type=int, default=200, help="steps between checkpoints (default: %(default)s)")
+    ap.add_argument("--resume", action="store_true", help="go on from --out/checkpoint.pt")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--seed", type=int, default=0)
+    return ap.parse_args(argv)
+
+
+@torch.no_grad()
+def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16) -> dict:
+    """Per sequence (ids, first answer index): the states entering layer `layer` at the positions that predict its
+    answer tokens (float16 [n, D]) and those tokens; kept in `path` and read back when it holds the same settings."""
+    key = {"layer": layer, "sequences": len(sequences), "tokens": sum(len(s) for s, _ in sequences)}
+    if path.exists():
+        kept = torch.load(path)
+        if kept.get("key") == key:
+            log(f"exit states read from {path}")
+            return kept
+        log(f"{path} holds other settings ({kept.get('key')}); computing them again")
+    layers, count = target.model.layers, target.config.num_hidden_layers
+    target.model.layers, target.config.num_hidden_layers = layers[:layer], layer  # hidden_states[layer] is then
+    try:  # the last layer's output, before the final norm (which transformers appends as one more entry)
+        states, labels = [None] * len(sequences), [None] * len(sequences)
+        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i][0]))  # little padding
+        started = time.time()
+        for b in range(0, len(order), batch):
+            picked = order[b:b + batch]
+            width = max(len(sequences[i][0]) for i in picked)
+            ids = torch.zeros(len(picked), width, dtype=torch.long)  # padding at the end: the causal rows before it keep their values
+            for j, i in enumerate(picked):
+                ids[j, :len(sequences[i][0])] = sequences[i][0]
+            hidden = target.model(input_ids=ids.to(target.device), output_hidden_states=True).hidden_states[layer]
+            for j, i in enumerate(picked):
+                seq, first = sequences[i]
+                states[i] = hidden[j, first - 1:len(seq) - 1].to("cpu", torch.float16)
+                labels[i] = seq[first:].clone()
+            if (b // batch) % 25 == 0:
+                log(f"exit states: {b + len(picked):,}/{len(order):,} sequences ({time.time() - started:.0f} s)")
+    finally:
+        target.model.layers, target.config.num_hidden_layers = layers, count
+    kept = {"key": key, "states": states, "labels": labels}
+    torch.save(kept, path)
+    return kept
+
+
+def agreement(head, states: torch.Tensor, labels: torch.Tensor, chunk: int = 8192) -> float:
+    """The share of positions whose top token (over the head's ids, as the labels are indexed) is the label."""
+    with torch.no_grad():
+        hits = sum(int((head(states[i:i + chunk].float()).argmax(-1) == labels[i:i + chunk]).sum())
+                   for i in range(0, len(labels), chunk))
+    return hits / max(1, len(labels))
+
+
+def build_head(args, target, answers: list[torch.Tensor]) -> EarlyExitHead:
+    """--init's head (with a new identity MLP where --mlp-hidden asks for one it lacks), or a fresh one."""
+    if args.init:
+        head = saved.load(args.init, target).float()
+        if head.kind != "early_exit":
+            raise SystemExit(f"--init {args.init}: a {head.kind} head, not an early-exit head")
+        if args.mlp_hidden and head.mlp is None:
+            grown = EarlyExitHead(target, token_ids=head.output.token_ids, exit_layer=head.exit_layer,
+                                  mlp_hidden=args.mlp_hidden)
+            grown.load_state_dict(head.state_dict(), strict=False)  # the block and norm; the MLP starts as the identity
+            head = grown
+        return head.to(target.get_input_embeddings().weight.device)
+    vocab = target.get_output_embeddings().weight.shape[0]
+    ids = common.frequent_ids([torch.cat(answers)], size=args.vocab, vocab_size=vocab)
+    layer = args.exit_layer or max(1, target.config.num_hidden_layers // 4)
+    return EarlyExitHead(target, token_ids=ids, exit_layer=layer, mlp_hidden=args.mlp_hidden)
+
+
+def _history(folder) -> dict:
+    """What --init's head records of its own training (its shape lives in `arguments`)."""
+    return {k: v for k, v in common.read_meta(folder).items() if k not in ("format", "kind", "arguments")}
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    preset, target, _ = load_target(args)
+    sequences, _ = answer_sequences(args.answers, max_len=args.seq)
+    head = build_head(args, target, [s[first:] for s, first in sequences])
+    data = exit_states(target, sequences, layer=head.exit_layer, path=Path(args.states or out / "states.pt"))
+    where = torch.full((head.output.vocab_size,), -1, dtype=torch.long)  # target id -> index among the head's ids
+    where[head.output.token_ids.cpu()] = torch.arange(len(head.output.token_ids))
+    order = torch.randperm(len(sequences), generator=torch.Generator().manual_seed(args.seed)).tolist()
+    held = set(order[:max(1, int(len(order) * args.held_out))])
+    split = {k: [i for i in range(len(sequences)) if (i in held) == (k == "held")] for k in ("held", "train")}
+    held_x = torch.cat([data["states"][i] for i in split["held"]])
+    held_y = where[torch.cat([data["labels"][i] for i in split["held"]])]
+    train_x = torch.cat([data["states"][i] for i in split["train"]])
+    train_y = where[torch.cat([data["labels"][i] for i in split["train"]])]
+    log(f"{preset.name}: exit at layer {head.exit_layer}, MLP {head.mlp is not None and head.arguments['mlp_hidden']}; "
+        f"{len(train_y):,} training positions ({(train_y >= 0).float().mean():.3f} within the head's "
+        f"{len(where[where >= 0])} ids), {len(held_y):,} held out")
+    reachable = train_y >= 0
+    train_x, train_y = train_x[reachable], train_y[reachable]
+    params = [p for p in head.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
+    step, spent, checkpoint = 0, 0.0, out / "checkpoint.pt"
+    if args.resume and checkpoint.exists():
+        state = torch.load(checkpoint)
+        head.load_state_dict(state["head"])
+        opt.load_state_dict(state["optimizer"])
+        step, spent = state["step"], state["seconds"]
+        log(f"resumed from {checkpoint} at step {step} ({spent / 60:.1f} min in)")
+    before = agreement(head, held_x, held_y)
+    log(f"held-out greedy agreement at the start: {before:.4f}")
+    gen = torch.Generator().manual_seed(args.seed + step)
+    started = time.time() - spent
+    while step < args.steps and spent < args.minutes * 60:
+        progress = max(step / args.steps, spent / (args.minutes * 60))
+        for group in opt.param_groups:  # warm up over 50 steps, then a cosine down to a tenth
+            group["lr"] = args.lr * min(1.0, (step + 1) / 50) * (0.1 + 0.45 * (1 + math.cos(math.pi * progress)))
+        pick = torch.randint(0, len(train_y), (args.batch,), generator=gen)
+        loss = F.cross_entropy(head(train_x[pick].float()), train_y[pick])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        step += 1
+        spent = time.time() - started
+        if step % args.eval_every == 0:
+            log(f"step {step}: loss {float(loss.detach()):.3f}, held-out agreement {agreement(head, held_x, held_y):.4f} "
+                f"({spent / 60:.1f} min)")
+        if step % args.checkpoint_every == 0:
+            torch.save({"head": head.state_dict(), "optimizer": opt.state_dict(), "step": step, "seconds": spent}, checkpoint)
+    torch.save({"head": head.state_dict(), "optimizer": opt.state_dict(), "step": step, "seconds": spent}, checkpoint)
+    after = agreement(head, held_x, held_y)
+    facts = {"preset": preset.name, "target": preset.target, "steps": step, "minutes": round(spent / 60, 1),
+             "positions": len(train_y), "device": device_name(target.device),
+             "recipe": "greedy tokens as labels over cached exit states (python -m specui.train exit)",
+             **({"init": args.init, "continued_from": _history(args.init)} if args.init else {}),
+             "held_out_agreement": f"{before:.4f} -> {after:.4f} (teacher-forced, {len(held_y):,} positions of "
+                                   f"held-out answers)",
+             "command": "python -m specui.train exit " + " ".join(argv or [])}
+    common.save(head.eval(), out, facts=facts)
+    log(f"saved to {out} (held-out agreement {before:.4f} -> {after:.4f})")

@@ -1,0 +1,77 @@
+"""`python -m specui.train exit` end to end at toy size on the bundled target: an early-exit head (fresh, with a gated
+MLP) learns the target's greedy tokens from its cached exit states, checkpoints and resumes, saves a folder that
+loads as a head and drafts exactly; a warm start grows an MLP on a saved head without changing what it drafts."""
+
+import json
+
+import pytest
+import torch
+
+from specui import SpeculativeEngine
+from specui.heads import early_exit
+from specui.loading import load_pair
+from specui.presets import load_config
+from specui.train.exit_head import build_head, main, parse_args
+from tests.helpers import BUNDLED_TARGET
+
+pytestmark = pytest.mark.skipif(not BUNDLED_TARGET.exists(), reason="the bundled pair is not built")
+PROMPTS = ["def main(argv=None):\n", "class Parser:\n    def ", "import os\n\nfor name in ", "    return self.",
+           "if __name__ == '__main__':\n", "def read(path):\n    with open("]
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return load_pair(load_config().get("bundled"))
+
+
+@pytest.fixture(scope="module")
+def answers(pair, tmp_path_factory):
+    """The bundled target's greedy answers to a few prompts, saved as `python -m specui.train.chat` writes them."""
+    folder = tmp_path_factory.mktemp("answers")
+    engine = pair.engine()
+    records = []
+    for text in PROMPTS:
+        prompt = pair.tokenizer(text)["input_ids"]
+        answer = engine.generate(prompt, max_new_tokens=30, speculative=False).token_ids
+        records.append({"ids": torch.tensor(prompt + answer), "prompt_len": len(prompt)})
+    torch.save(records, folder / "answers-00000.pt")
+    return folder
+
+
+def test_train_resume_save_load_and_draft(pair, answers, tmp_path, capsys):
+    out = tmp_path / "exit"
+    args = ["--preset", "bundled", "--answers", str(answers), "--out", str(out), "--exit-layer", "8",
+            "--mlp-hidden", "32", "--vocab", "400", "--batch", "64", "--lr", "3e-3", "--threads", "1",
+            "--eval-every", "10", "--checkpoint-every", "10", "--held-out", "0.34"]
+    main([*args, "--steps", "20"])
+    main([*args, "--steps", "30", "--resume"])
+    log = capsys.readouterr().out
+    assert "resumed from" in log and "at step 20" in log and "exit states read from" in log
+    meta = json.loads((out / "specui_head.json").read_text())
+    assert meta["kind"] == "early_exit" and meta["steps"] == 30
+    assert meta["arguments"]["exit_layer"] == 8 and meta["arguments"]["mlp_hidden"] == 32
+    before, after = (float(x) for x in meta["held_out_agreement"].split(" (")[0].split(" -> "))
+    assert 0 <= before <= 1 and 0 <= after <= 1
+
+    head = early_exit.load(out, pair.target, meta)
+    assert head.mlp is not None and len(head.output.token_ids) == 400
+    engine = SpeculativeEngine(pair.target, heads={"early_exit": head})
+    prompt = pair.tokenizer(PROMPTS[0])["input_ids"]
+    plain = engine.generate(prompt, max_new_tokens=30, speculative=False).token_ids
+    assert engine.generate(prompt, max_new_tokens=30, num_draft_tokens=2, drafter="early_exit").token_ids == plain
+
+
+def test_a_warm_start_grows_an_mlp_that_starts_as_the_identity(pair, answers, tmp_path, capsys):
+    first = tmp_path / "first"
+    main(["--preset", "bundled", "--answers", str(answers), "--out", str(first), "--exit-layer", "8", "--vocab", "300",
+          "--batch", "32", "--steps", "5", "--threads", "1"])
+    saved = early_exit.load(first, pair.target, json.loads((first / "specui_head.json").read_text()))
+    assert saved.mlp is None
+    grown = build_head(parse_args(["--answers", str(answers), "--init", str(first), "--mlp-hidden", "16"]), pair.target, [])
+    assert grown.mlp is not None and grown.exit_layer == 8 and torch.equal(grown.output.token_ids, saved.output.token_ids)
+    states = torch.randn(5, pair.target.config.hidden_size)
+    with torch.no_grad():
+        torch.testing.assert_close(grown(states), saved(states))
+    with pytest.raises(SystemExit):
+        parse_args(["--preset", "bundled"])
+    assert "required: --answers" in capsys.readouterr().err
