@@ -43,6 +43,8 @@ class EarlyExitHead(nn.Module):
         if not 1 <= exit_layer < shape["num_layers"]:
             raise ValueError(f"exit_layer must be in [1, {shape['num_layers'] - 1}] for a target of "
                              f"{shape['num_layers']} layers (the draft runs layers 0..exit_layer-1), got {exit_layer}")
+        if mlp_hidden < 0:
+            raise ValueError(f"mlp_hidden must be 0 (no MLP) or a positive width, got {mlp_hidden}")
         width = shape["hidden_size"]
         self.arguments = {"exit_layer": exit_layer, "target_shape": shape, **({"mlp_hidden": mlp_hidden} if mlp_hidden else {})}
         self.exit_layer = exit_layer

@@ -193,6 +193,8 @@ def test_training_loss_follows_its_definition_and_learns(target):
 def test_an_exit_layer_outside_the_target_is_refused(target, exit_layer):
     with pytest.raises(ValueError, match="exit_layer"):
         early_exit.build(target, exit_layer=exit_layer)
+    with pytest.raises(ValueError, match="mlp_hidden"):
+        early_exit.build(target, exit_layer=1, mlp_hidden=-4)
 
 
 @pytest.fixture(scope="module")
