@@ -33,7 +33,7 @@ from specui.heads import common
 from specui.heads.early_exit import EarlyExitHead
 from specui.train.common import device_name
 from specui.train.head_data import answer_sequences
-from specui.train.heads import load_target, log
+from specui.train.heads import log, start_run
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -133,12 +133,7 @@ def _history(folder) -> dict:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    preset, target, _ = load_target(args)
+    out, preset, target, _ = start_run(args)
     sequences, _ = answer_sequences(args.answers, max_len=args.seq)
     head = build_head(args, target, [s[first:] for s, first in sequences])
     data = exit_states(target, sequences, layer=head.exit_layer, path=Path(args.states or out / "states.pt"))

@@ -171,14 +171,20 @@ def main(argv=None) -> None:
         return _main(argv)
 
 
-def _main(argv=None) -> None:
-    args = parse_args(argv)
+def start_run(args):
+    """What a training command does first: torch's threads and seed, the --out folder, the preset's frozen target.
+    Returns (out, preset, target, tokenizer)."""
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    preset, target, tokenizer = load_target(args)
+    return (out, *load_target(args))
+
+
+def _main(argv=None) -> None:
+    args = parse_args(argv)
+    out, preset, target, tokenizer = start_run(args)
     device = target.get_input_embeddings().weight.device
     sequences, weights = sequences_for(args, target, tokenizer, chat=preset.chat_template)
     vocab = target.get_output_embeddings().weight.shape[0]
