@@ -21,7 +21,6 @@ saved as a head folder in --out, which a preset's `heads: {early_exit: ...}` nam
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from specui.heads import common
 from specui.heads.early_exit import EarlyExitHead
 from specui.train.common import device_name
 from specui.train.head_data import answer_sequences
-from specui.train.heads import log, start_run
+from specui.train.heads import log, lr_at, start_run
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -54,6 +53,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--steps", type=int, default=1_000_000, help="at most this many steps (default: %(default)s)")
     ap.add_argument("--batch", type=int, default=2048, help="answer positions a step (default: %(default)s)")
     ap.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default: %(default)s)")
+    ap.add_argument("--warmup", type=int, default=50, help="steps of linear warmup (default: %(default)s)")
     ap.add_argument("--held-out", type=float, default=0.05, help="share of sequences held out (default: %(default)s)")
     ap.add_argument("--eval-every", type=int, default=200, help="steps between held-out reports (default: %(default)s)")
     ap.add_argument("--checkpoint-every", type=int, default=200, help="steps between checkpoints (default: %(default)s)")
@@ -148,12 +148,16 @@ def main(argv=None) -> None:
     train_y = where[torch.cat([data["labels"][i] for i in split["train"]])]
     log(f"{preset.name}: exit at layer {head.exit_layer}, MLP {head.mlp is not None and head.arguments['mlp_hidden']}; "
         f"{len(train_y):,} training positions ({(train_y >= 0).float().mean():.3f} within the head's "
-        f"{len(where[where >= 0])} ids), {len(held_y):,} held out")
+        f"{len(head.output.token_ids)} ids), {len(held_y):,} held out")
     reachable = train_y >= 0
     train_x, train_y = train_x[reachable], train_y[reachable]
     params = [p for p in head.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
     step, spent, checkpoint = 0, 0.0, out / "checkpoint.pt"
+
+    def save_checkpoint():
+        torch.save({"head": head.state_dict(), "optimizer": opt.state_dict(), "step": step, "seconds": spent}, checkpoint)
+
     if args.resume and checkpoint.exists():
         state = torch.load(checkpoint)
         head.load_state_dict(state["head"])
@@ -166,8 +170,8 @@ def main(argv=None) -> None:
     started = time.time() - spent
     while step < args.steps and spent < args.minutes * 60:
         progress = max(step / args.steps, spent / (args.minutes * 60))
-        for group in opt.param_groups:  # warm up over 50 steps, then a cosine down to a tenth
-            group["lr"] = args.lr * min(1.0, (step + 1) / 50) * (0.1 + 0.45 * (1 + math.cos(math.pi * progress)))
+        for group in opt.param_groups:
+            group["lr"] = lr_at(args, step, progress)
         pick = torch.randint(0, len(train_y), (args.batch,), generator=gen)
         loss = F.cross_entropy(head(train_x[pick].float()), train_y[pick])
         opt.zero_grad(set_to_none=True)
@@ -179,8 +183,8 @@ def main(argv=None) -> None:
             log(f"step {step}: loss {float(loss.detach()):.3f}, held-out agreement {agreement(head, held_x, held_y):.4f} "
                 f"({spent / 60:.1f} min)")
         if step % args.checkpoint_every == 0:
-            torch.save({"head": head.state_dict(), "optimizer": opt.state_dict(), "step": step, "seconds": spent}, checkpoint)
-    torch.save({"head": head.state_dict(), "optimizer": opt.state_dict(), "step": step, "seconds": spent}, checkpoint)
+            save_checkpoint()
+    save_checkpoint()
     after = agreement(head, held_x, held_y)
     facts = {"preset": preset.name, "target": preset.target, "steps": step, "minutes": round(spent / 60, 1),
              "positions": len(train_y), "device": device_name(target.device),
