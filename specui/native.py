@@ -13,13 +13,15 @@
 - `Kernel.argmax(logits)`: torch.argmax's answer, bit for bit, vectorised.
 - `Kernel.rms_norm(x, weight, eps)`: RMSNorm of rows, one summation order per row (batch-invariant).
 - `Kernel.rope(...)`: rotary embeddings of q and k and the cache writes of a layer, the torch ops' bits.
-- Product threads (native_pool.c): a product of at least SPLIT_WORK multiply-adds a row is split over
+- Product threads (native_pool.c): a product of at least SPLIT_WORK multiply-adds a row (in all, for a block
+  of BLOCK_SPLIT_ROWS rows or more: a prompt, whose small products then split too) is split over
   `product_threads()` threads (2 where the process may use two cores; SPECUI_PRODUCT_THREADS=N sets it, 1
   never splits), this one and native workers that wait for the next share: a one-token forward of SmolLM2
   reads its weights 1.65 times as fast on two cores of a 2-vCPU VM. They give way: where the splits of the
   last 0.1 s cost more than they saved (another program, say a browser on the same two cores, took a
   worker's core mid-share), products run alone for a while; and a product of under 4 MiB of weights (GGUF
-  blocks at their float32 size) does not wake workers that went to sleep. The bits are the unsplit product's.
+  blocks at their float32 size; times the rows in a block of 16 rows or more) does not wake workers that went
+  to sleep. The bits are the unsplit product's.
   Independent of torch's threads.
 
 The library is compiled once per machine with the system's C compiler (`$CC`, else `cc`) into specui's
@@ -74,6 +76,7 @@ _workers: list[ThreadPoolExecutor] = []
 ATTEND_ROWS = 128  # rows per native attention call in a long block (a prompt): the scratch holds rows x keys
 PARALLEL_WORK = 1 << 20  # multiply-adds below which one thread is faster than handing out shares (attention)
 SPLIT_WORK = 1 << 18  # multiply-adds a row from which a product is split over the product threads
+BLOCK_SPLIT_ROWS = 16  # ... or, for a block of at least this many rows (a prompt), multiply-adds in all its rows
 _ptr = ctypes.c_void_p
 _int = ctypes.c_int
 
@@ -273,7 +276,8 @@ class Product:
         y = torch.empty(m, self.n)
         w, kind = (self._narrow, self._narrow_kind) if m <= self.few else (self._w, self._kind)
         args = (x.data_ptr(), m, x.stride(0), w, self.n, self.k, self._b, y.data_ptr(), self.n, 0, self.count, kind)
-        threads = product_threads() if self._work >= SPLIT_WORK else 1
+        whole = self._work * m if m >= BLOCK_SPLIT_ROWS else 0  # a prompt's block counts all its rows
+        threads = product_threads() if max(self._work, whole) >= SPLIT_WORK else 1
         if threads > 1:  # panels in contiguous shares, this thread's and the workers' (native_pool.c)
             self._split(*args, threads)
         else:

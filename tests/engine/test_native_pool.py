@@ -203,3 +203,26 @@ def test_gguf_blocks_wake_sleeping_workers_by_their_float32_size(splitting, monk
     assert kernel.pool_state()["splits"] == splits + 1 and kernel.pool_state()["alone_asleep"] == 1
     blocks.few = 0  # the same product from float32 panels, alone
     assert torch.equal(y, _alone(kernel, blocks, x))
+
+
+def test_a_prompt_block_splits_small_products_and_wakes_the_workers(splitting, monkeypatch):
+    """A block of BLOCK_SPLIT_ROWS rows or more (a prompt) counts its work in all its rows: a small model's products
+    (the stdlib target's 96-wide ones, far under SPLIT_WORK a row) split and wake sleeping workers, with the unsplit
+    product's bits; the same product over a verify's few rows still runs alone."""
+    kernel = splitting
+    kernel.pool_state(give_way=True)
+    monkeypatch.setenv("SPECUI_PRODUCT_THREADS", "2")
+    x, weight, b = _case(288, 96, rows=256, bias=True)  # 27,648 multiply-adds a row, 110 kB of weights
+    assert weight.numel() < native.SPLIT_WORK <= weight.numel() * native.BLOCK_SPLIT_ROWS
+    small = kernel.product(weight, b)
+    few = x[:8]
+    splits = kernel.pool_state()["splits"]
+    assert torch.equal(small(few), _alone(kernel, small, few)) and kernel.pool_state()["splits"] == splits
+    medium_x, medium_weight, _ = _case(1500, 576, rows=1, bias=False)  # split, but under WAKE_BYTES
+    medium = kernel.product(medium_weight)
+    _until_asleep(kernel, medium, medium_x, _alone(kernel, medium, medium_x))
+    splits = kernel.pool_state()["splits"]
+    time.sleep(0.05)  # asleep again
+    y = small(x)
+    assert kernel.pool_state()["splits"] == splits + 1 and kernel.pool_state()["alone_asleep"] == 1  # woken: split
+    assert torch.equal(y, _alone(kernel, small, x))
