@@ -27,9 +27,10 @@
 #define WIDE 8        /* panels per tile when there is a single row (pure streaming) */
 #define PREFETCH 64   /* k-steps ahead */
 #define Q_WIDE (NR == 16 ? WIDE : 4) /* panels per tile of one row of Q4 or Q8 panels (AVX2: 16 registers) */
-/* AVX2: Q4 or Q8 tiles of more rows than this take one panel each: a panel's rebuilt weights (d, m, q, w for
- * two k-steps) and two panels' accumulators would not fit its 16 registers */
-#define Q_ROWS_TWO_PANELS (NR == 16 ? WIDE_ROWS : 4)
+/* AVX2: Q4 or Q8 tiles of more rows than this take one panel each: a panel's scale and offset, its rebuilt
+ * weights for two k-steps and two panels' accumulators crowd its 16 registers (3 and 4 rows ran 1.2-1.4x
+ * faster on one panel than on two, stop 65) */
+#define Q_ROWS_TWO_PANELS (NR == 16 ? WIDE_ROWS : 2)
 
 int rowgemm_panel_width(void) { return NR; }
 
@@ -131,14 +132,39 @@ static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx
                                                           float *y, int ldy, int cols, int kind) {
     vec acc[WIDE_ROWS][WIDE];
     const size_t stride = panel_bytes(kind, k), sstride = panel_scales(kind, k), pair = kind == Q4 ? NR : 2 * NR;
-    const int per_block = kind == Q4 ? 2 * NR : NR;
+    const int per_block = kind == Q4 ? 2 * NR : NR, blocks = k / QBLOCK;
     for (int r = 0; r < rows; r++)
         for (int g = 0; g < panels; g++) acc[r][g] = vzero();
-    for (int i = 0; i < k; i += 2) {
+    /* block by block: each panel's scale (and offset) read once a block, the block's pairs of k-steps unrolled */
+    for (int b = 0; b < blocks; b++) {
+        vec d[WIDE], m[WIDE];
+        const unsigned char *pb[WIDE];
+        for (int g = 0; g < panels; g++) {
+            const float *s = scale + g * sstride + (size_t)b * per_block;
+            _mm_prefetch((const char *)(s + PREFETCH / QBLOCK * per_block), _MM_HINT_T0);
+            d[g] = vload(s);
+            m[g] = kind == Q4 ? vload(s + NR) : vzero();
+            pb[g] = (const unsigned char *)w + g * stride + (size_t)b * (QBLOCK / 2) * pair;
+        }
+        const float *xb = x + (size_t)b * QBLOCK;
+        for (int j = 0; j < QBLOCK; j += 2) {
+            for (int g = 0; g < panels; g++) {
+                const unsigned char *p = pb[g] + (size_t)(j / 2) * pair;
+                if ((j / 2) * pair % 64 == 0) _mm_prefetch((const char *)p + PREFETCH / 2 * pair, _MM_HINT_T0);
+                const vec q0 = qwidth(p, kind, 0), q1 = qwidth(p, kind, 1);
+                const vec w0 = kind == Q4 ? vfma(q0, d[g], m[g]) : vmul(q0, d[g]);
+                const vec w1 = kind == Q4 ? vfma(q1, d[g], m[g]) : vmul(q1, d[g]);
+                for (int r = 0; r < rows; r++) {
+                    acc[r][g] = vfma(vset1(xb[(size_t)r * ldx + j]), w0, acc[r][g]);
+                    acc[r][g] = vfma(vset1(xb[(size_t)r * ldx + j + 1]), w1, acc[r][g]);
+                }
+            }
+        }
+    }
+    for (int i = blocks * QBLOCK; i < k; i += 2) {  /* never for GGUF blocks (k whole blocks): kept for safety */
         const int b = i / QBLOCK;
         for (int g = 0; g < panels; g++) {
             const unsigned char *p = (const unsigned char *)w + g * stride + (size_t)(i / 2) * pair;
-            _mm_prefetch((const char *)p + PREFETCH / 2 * pair, _MM_HINT_T0);
             const float *s = scale + g * sstride + (size_t)b * per_block;
             const vec d = vload(s), q0 = qwidth(p, kind, 0), q1 = qwidth(p, kind, 1);
             const vec w0 = kind == Q4 ? vfma(q0, d, vload(s + NR)) : vmul(q0, d);
