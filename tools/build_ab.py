@@ -1,0 +1,131 @@
+"""Side by side: the native kernels of another commit against this tree's, in one process.
+
+    python -m tools.build_ab [--old REF] [--preset P] [--drafter D] [--passes 2] [--prompts 8] [--tokens 128]
+                             [--rows 1,2,3,4,6,8]
+
+Builds specui's native sources as they are at --old (default: HEAD) with this CPU's flags into a temporary shared
+library, and loads the preset twice: once on that build, once on this tree's (each load's products, native layers
+and drafting rounds are made while its build is the one `specui.native.kernel()` returns, and each use switches
+to it again). Then:
+- the target's forward of each --rows new tokens after a 200-token cache (`specui.verify_cost`, medians of 9, the
+  two builds in turn three times each: a VM whose speed drifts favours neither);
+- plain decoding and the drafter (the preset's, at its K and confidence stop) on the first --prompts held-out
+  prompts with both builds, the order swapped every prompt,
+and prints both builds' times and tokens/s, and whether every arm gave the same output (greedy). Kernel changes
+that keep the bits (every output one FMA chain over k in order) show here as speed alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+import specui
+from specui import native
+from specui.settings import DecodeSettings
+from specui.verify_cost import measure_verify_cost
+from tools.race import drafter_settings, race_prompts
+
+SOURCES = ["native.c", "native_layer.c", "native_pool.c", "native_head.c", "native.h"]
+
+
+def old_build(ref: str, isa: str, folder: Path) -> Path:
+    """The native library built from specui's sources at git `ref`, with the flags `specui.native` uses."""
+    for name in SOURCES:
+        source = subprocess.run(["git", "show", f"{ref}:specui/{name}"], check=True, capture_output=True).stdout
+        (folder / name).write_bytes(source)
+    library = folder / f"specui-native-{isa}-old.so"
+    compiler = [os.environ.get("CC") or "cc", "-O3", "-shared", "-fPIC", "-pthread", *native.FLAGS[isa]]
+    subprocess.run([*compiler, *(str(folder / n) for n in SOURCES if n.endswith(".c")), "-o", str(library)], check=True)
+    return library
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m tools.build_ab", description=__doc__.split("\n\n")[0])
+    p.add_argument("--old", default="HEAD", help="the git commit (or branch) whose native sources to compare")
+    p.add_argument("--preset", default=None)
+    p.add_argument("--drafter", default=None, help="default: the preset's")
+    p.add_argument("--passes", type=int, default=2)
+    p.add_argument("--prompts", type=int, default=8)
+    p.add_argument("--tokens", type=int, default=128)
+    p.add_argument("--rows", default="1,2,3,4,6,8", help="the forwards to time (0: none)")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    isa = native.best_isa()
+    if isa is None or native.kernel(isa) is None:
+        raise SystemExit("build_ab: no native kernels on this machine")
+    with tempfile.TemporaryDirectory() as folder:
+        kernels = {"new": native.kernel(isa), "old": native.Kernel(ctypes.CDLL(str(old_build(args.old, isa,
+                                                                                               Path(folder)))), isa)}
+
+        @contextlib.contextmanager
+        def using(build: str):
+            native._kernels[isa] = kernels[build]
+            try:
+                yield
+            finally:
+                native._kernels[isa] = kernels["new"]
+
+        engines = {}
+        for build in kernels:
+            with using(build):
+                engines[build] = specui.load_engine(args.preset)
+        rows = [int(r) for r in args.rows.split(",") if int(r) > 0]
+        if rows:
+            forward_table(engines, using, rows)
+        race(engines, using, args)
+
+
+def forward_table(engines: dict, using, rows: list[int]) -> None:
+    seconds: dict[str, list] = {"new": [], "old": []}
+    for build in ("new", "old", "old", "new", "new", "old"):
+        with using(build):
+            curve = measure_verify_cost(engines[build].target_model, cache_length=200, max_tokens=max(rows), repeats=9)
+        seconds[build].append(curve.seconds)
+    print("forward of n new tokens after 200 (ms, means of three medians of 9):")
+    for m in rows:
+        old, new = (1e3 * statistics.fmean(run[m - 1] for run in seconds[b]) for b in ("old", "new"))
+        print(f"  {m:2d}: old build {old:6.2f}  this tree {new:6.2f}  ({old / new:.3f}x faster)")
+
+
+def race(engines: dict, using, args: argparse.Namespace) -> None:
+    engine = engines["new"]
+    spec = drafter_settings(engine.preset, args.drafter)
+    prompts = race_prompts(engine, args.prompts)
+    arms = [(build, speculative) for build in ("new", "old") for speculative in (False, True)]
+    seconds = dict.fromkeys(arms, 0.0)
+    outputs: dict[tuple[int, int], set] = {}
+    for done in range(-1, args.passes):  # pass -1 warms every arm up
+        for i, ids in enumerate(prompts[:1] if done < 0 else prompts):
+            for build, speculative in arms if (i + done) % 2 == 0 else arms[::-1]:
+                settings = DecodeSettings(max_new_tokens=args.tokens, temperature=0.0, ignore_eos=True,
+                                          **(spec if speculative else {"speculative": False}))
+                with using(build):
+                    start = time.perf_counter()
+                    result = engines[build].generate(ids, settings)
+                    took = time.perf_counter() - start
+                if done >= 0:
+                    seconds[(build, speculative)] += took
+                    outputs.setdefault((done, i), set()).add(tuple(result.token_ids))
+    tokens = args.passes * len(prompts) * args.tokens
+    print(f"{engine.preset.name}, {spec['drafter']}, greedy, {len(prompts)} prompts x {args.tokens} tokens, "
+          f"{args.passes} passes")
+    for build, name in (("old", "old build"), ("new", "this tree")):
+        plain, fast = (tokens / seconds[(build, s)] for s in (False, True))
+        print(f"{name:10s} plain {plain:6.1f} tokens/s, {spec['drafter']} {fast:6.1f} tokens/s "
+              f"({fast / plain:.3f}x over its plain)")
+    same = sum(len(o) == 1 for o in outputs.values())
+    print(f"the four arms gave the same output in {same} of {len(outputs)} prompts")
+
+
+if __name__ == "__main__":
+    main()
