@@ -135,7 +135,8 @@ static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx
     const int per_block = kind == Q4 ? 2 * NR : NR, blocks = k / QBLOCK;
     for (int r = 0; r < rows; r++)
         for (int g = 0; g < panels; g++) acc[r][g] = vzero();
-    /* block by block: each panel's scale (and offset) read once a block, the block's pairs of k-steps unrolled */
+    /* block by block (k is whole blocks: `specui.blocks.find` packs no other): each panel's scale (and offset) read
+     * once a block, the block's pairs of k-steps unrolled */
     for (int b = 0; b < blocks; b++) {
         vec d[WIDE], m[WIDE];
         const unsigned char *pb[WIDE];
@@ -158,20 +159,6 @@ static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx
                     acc[r][g] = vfma(vset1(xb[(size_t)r * ldx + j]), w0, acc[r][g]);
                     acc[r][g] = vfma(vset1(xb[(size_t)r * ldx + j + 1]), w1, acc[r][g]);
                 }
-            }
-        }
-    }
-    for (int i = blocks * QBLOCK; i < k; i += 2) {  /* never for GGUF blocks (k whole blocks): kept for safety */
-        const int b = i / QBLOCK;
-        for (int g = 0; g < panels; g++) {
-            const unsigned char *p = (const unsigned char *)w + g * stride + (size_t)(i / 2) * pair;
-            const float *s = scale + g * sstride + (size_t)b * per_block;
-            const vec d = vload(s), q0 = qwidth(p, kind, 0), q1 = qwidth(p, kind, 1);
-            const vec w0 = kind == Q4 ? vfma(q0, d, vload(s + NR)) : vmul(q0, d);
-            const vec w1 = kind == Q4 ? vfma(q1, d, vload(s + NR)) : vmul(q1, d);
-            for (int r = 0; r < rows; r++) {
-                acc[r][g] = vfma(vset1(x[(size_t)r * ldx + i]), w0, acc[r][g]);
-                acc[r][g] = vfma(vset1(x[(size_t)r * ldx + i + 1]), w1, acc[r][g]);
             }
         }
     }

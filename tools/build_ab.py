@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--preset", default=None)
     p.add_argument("--drafter", default=None, help="default: the preset's")
     p.add_argument("--passes", type=int, default=2)
-    p.add_argument("--prompts", type=int, default=8)
+    p.add_argument("--prompts", type=int, default=8, help="0: the forward table alone")
     p.add_argument("--tokens", type=int, default=128)
     p.add_argument("--rows", default="1,2,3,4,6,8", help="the forwards to time (0: none)")
     args = p.parse_args(argv)
@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> None:
         rows = [int(r) for r in args.rows.split(",") if int(r) > 0]
         if rows:
             forward_table(engines, using, rows)
-        race(engines, using, args)
+        if args.prompts > 0 and args.passes > 0:
+            race(engines, using, args)
 
 
 def forward_table(engines: dict, using, rows: list[int]) -> None:
