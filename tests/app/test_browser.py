@@ -320,8 +320,8 @@ def test_retry_runs_the_last_message_again_and_undo_gives_it_back_to_the_box(pag
 
 def test_a_message_sent_during_another_visitors_run_shows_at_once_and_stop_cancels_it(page):
     """One run at a time: a second visitor's message shows in the chat at once with a note that it waits, Send
-    again is refused with a message, and Stop ends it before it starts, saying so at once (then the page works as
-    before)."""
+    again is refused with a message, and Stop ends it before it starts, saying so at once (then, the other visitor
+    gone, the page works as before)."""
     other = page.context.browser.new_page()  # another visitor: a session of its own
     other.goto(page.url)
     other.wait_for_selector("#prompt textarea", timeout=60_000)
@@ -344,12 +344,11 @@ def test_a_message_sent_during_another_visitors_run_shows_at_once_and_stop_cance
     page.wait_for_function("() => document.querySelector('#chat').innerText.includes('Stopped before it started')",
                            timeout=10_000)
     assert page.input_value("#prompt textarea") == "x = 1"
-    # the other visitor's run ends at its next round; the queue reaches the stopped message. Its page streams an arena
-    # over 512 tokens: on a slow 2-core VM its renderer took over 30 s (the click's default wait) to take the click
-    other.click("#stop", timeout=120_000)
-    other.wait_for_function("() => !document.querySelector('#chat .specui-caret')", timeout=60_000)
+    # the other visitor leaves (its session ends; its run ends or finishes) and the queue serves this page again. Its
+    # page streams an arena over 512 tokens: on slow 2-core VMs its renderer took over 30 s, and once over 120 s, to
+    # take a click on its Stop (Stop itself: test_stop_halts_a_long_run), so it is closed rather than stopped
     other.close()
-    run_prompt(page, "x = 2")
+    run_prompt(page, "x = 2", timeout_ms=240_000)
     assert page.locator("#chat .specui-out").last.locator(".tok").count() >= 1
 
 
