@@ -35,17 +35,18 @@ from specui.settings import DecodeSettings
 from specui.verify_cost import measure_verify_cost
 from tools.race import drafter_settings, race_prompts
 
-SOURCES = ["native.c", "native_layer.c", "native_pool.c", "native_head.c", "native.h"]
+# the files `specui.native` builds its library from (the header last: included, not compiled)
+SOURCES = [native.SOURCE, native.LAYER_SOURCE, native.POOL_SOURCE, native.HEAD_SOURCE, native.HEADER]
 
 
 def old_build(ref: str, isa: str, folder: Path) -> Path:
     """The native library built from specui's sources at git `ref`, with the flags `specui.native` uses."""
-    for name in SOURCES:
-        source = subprocess.run(["git", "show", f"{ref}:specui/{name}"], check=True, capture_output=True).stdout
-        (folder / name).write_bytes(source)
+    for path in SOURCES:
+        source = subprocess.run(["git", "show", f"{ref}:specui/{path.name}"], check=True, capture_output=True).stdout
+        (folder / path.name).write_bytes(source)
     library = folder / f"specui-native-{isa}-old.so"
     compiler = [os.environ.get("CC") or "cc", "-O3", "-shared", "-fPIC", "-pthread", *native.FLAGS[isa]]
-    subprocess.run([*compiler, *(str(folder / n) for n in SOURCES if n.endswith(".c")), "-o", str(library)], check=True)
+    subprocess.run([*compiler, *(str(folder / p.name) for p in SOURCES[:-1]), "-o", str(library)], check=True)
     return library
 
 
