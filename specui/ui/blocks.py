@@ -282,7 +282,10 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
 
     inputs = {p.prompt, ui.messages, ui.turns, ui.exchanges} | c.inputs
     # a run waits for its turn in the queue (one at a time): `show` puts the message in the chat at once, then the run
-    queued = {"concurrency_id": ENGINE_GROUP, "concurrency_limit": 1, "show_progress": "hidden"}
+    # the run's trigger mode is "multiple": a message stopped while it waits keeps its place in the queue (it ends
+    # when its turn comes), and gradio's default ("once") would skip the next message's run while that one pends
+    queued = {"concurrency_id": ENGINE_GROUP, "concurrency_limit": 1, "show_progress": "hidden",
+              "trigger_mode": "multiple"}
     # queued (so their gr.Error and gr.Warning reach the page) without a limit (so they never wait for a run)
     at_once = {"concurrency_limit": None, "api_visibility": "private", "show_progress": "hidden"}
     p.send.click(show, inputs, [p.chat], **at_once).success(send, inputs, ui.outputs, api_name="chat",
