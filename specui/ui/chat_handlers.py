@@ -130,7 +130,7 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
     chatting, taken = _is_chat(app, settings.preset) and not again, False
     key = session_key(request)
     halt = app.stops.start(key)
-    run, figures, hidden = None, {}, False
+    run, figures, hidden, drawn = None, {}, False, {}
     try:
         if halt.is_set():  # Stop was pressed while it waited for its turn, and the page said so then
             if app.stops.newer(key):  # a newer message shows now, and its own run comes next: leave it be
@@ -146,7 +146,7 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
                 figures = {r.plots[elem_id]: figure for elem_id, figure in frame.figures.items()}
                 if frame.table is not None:  # the arena's table comes with its chart
                     figures[r.arena_table] = frame.table
-                changes.update(figures)
+                changes.update(unchanged_left_out(drawn, figures))
             if frame.race is not None:  # the race replay, once both runs are done
                 changes.update({r.race: frame.race, ui.race_html: frame.race, r.replay: gr.update(visible=True)})
             elif not hidden:  # a new run hides the last one's race, download and way to the Teach tab
@@ -174,6 +174,19 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
         # the final charts (and table) again: a streaming client may have skipped the frame that carried them
         yield page(shown[-1]["content"], {**figures, **chat_tree.after_run(ui.tree, run.trees),
                                           r.export: _download(app, run), r.to_teach: gr.update(visible=True)})
+
+
+def unchanged_left_out(drawn: dict, updates: dict) -> dict:
+    """The `updates` (component -> plotly figure or table rows) that differ from what the page was last sent for
+    that component (`drawn`: component -> its JSON, updated here). Each chart sent is a whole plotly redraw in the
+    browser (tens of milliseconds on a small machine), and some stand still for most of a run's frames (an arena's
+    per-round charts, its table between contestants): sent again and again, they kept the browser busy."""
+    changed = {}
+    for component, value in updates.items():
+        seen = value.to_json() if hasattr(value, "to_json") else repr(value)
+        if drawn.get(component) != seen:
+            drawn[component], changed[component] = seen, value
+    return changed
 
 
 def _forget(sent: list, count: int) -> list[int]:

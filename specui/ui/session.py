@@ -36,15 +36,22 @@ PHASES = {"speculative": "Decoding speculatively…", "plain": "Decoding plainly
 STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
 
 
+# A streamed reply's markup the page is sent per second at most. Each frame sends the reply whole (its caret and
+# titles change inside it), and the browser reads it whole: an arena of 512 tokens is 1.3 MB of spans, which ten
+# frames a second kept a browser on a 2-core machine busy for minutes after the run (its Stop with it). Frames of
+# a large reply come less often; a chat's reply (tens of kB) still streams at the text interval.
+FRAME_BYTES_PER_S = 1_000_000
+
+
 class Throttle:
-    """True at most once per `interval` seconds (and always when forced)."""
+    """True at most once per `interval` seconds, or per `hold` seconds where that is longer."""
 
     def __init__(self, interval: float):
-        self.interval, self.last = interval, float("-inf")
+        self.interval, self.last, self.hold = interval, float("-inf"), 0.0
 
-    def __call__(self, *, force: bool = False) -> bool:
+    def __call__(self) -> bool:
         now = time.monotonic()
-        if force or now - self.last >= self.interval:
+        if now - self.last >= max(self.interval, self.hold):
             self.last = now
             return True
         return False
@@ -165,7 +172,7 @@ class Showcase:
             return
         lock = self.lock(preset.name)
         text_due = Throttle(self.text_interval)
-        chart_due = Throttle(self.chart_interval) if figures else (lambda force=False: False)
+        chart_due = Throttle(self.chart_interval) if figures else (lambda: False)
         try:
             self.warm_up(engine, pair, ids)
             if settings.arena:  # the drafters the pair's warm-up did not run
@@ -249,11 +256,10 @@ class Showcase:
                 if rnd.tree is not None and result is run.spec:  # a tree round: its tree, with texts, for the tree view
                     run.trees[rnd.index] = tree_record(rnd, tokenizer=pair.tokenizer, greedy=run.settings.greedy,
                                                        context_ids=ids + result.token_ids[: -len(rnd.token_ids)])
-                if chart_due():
-                    text_due(force=True)
-                    yield self.frame(run, figures=True), run
-                elif text_due():
-                    yield self.frame(run), run
+                if text_due():
+                    frame = self.frame(run, figures=chart_due())
+                    text_due.hold = len(frame.message) / FRAME_BYTES_PER_S
+                    yield frame, run
         finally:
             stream.close()
         rest = decoder.flush()

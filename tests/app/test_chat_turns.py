@@ -215,6 +215,28 @@ def test_a_finished_run_can_be_downloaded_as_json(tab):
     assert all(entry["identical_to_plain"] for entry in arena.values())
 
 
+def test_a_chart_is_sent_again_only_when_it_changed():
+    """Every frame may carry the charts (chart interval 0 here), but a chart or table the page already shows is not
+    sent again: an arena's per-round charts, which say they belong to one run, go once; its running charts and
+    table whenever they changed; the last frame sends them all again (a streaming client may skip frames)."""
+    config = ui_config()
+    with gr.Blocks():
+        ui = chat_tab(config)
+    app = App(Showcase(config, PairCache(), text_interval=0, chart_interval=0))
+    frames = list(respond(app, ui, {**form(ui, CODE), ui.controls.arena: True}))
+    r, sent = ui.results, {}
+    for frame in frames[:-1]:
+        for component in [*r.plots.values(), r.arena_table]:
+            if component in frame:
+                sent.setdefault(component, []).append(frame[component])
+    assert len(sent[r.plots["chart-tokens-per-round"]]) == len(sent[r.plots["chart-acceptance"]]) == 1
+    for elem_id in ("chart-speed", "chart-position", "chart-arena"):
+        shown = [figure.to_json() for figure in sent[r.plots[elem_id]]]
+        assert len(shown) > 2 and all(a != b for a, b in zip(shown, shown[1:])), elem_id
+    assert len(sent[r.arena_table]) > 2
+    assert all(component in frames[-1] for component in r.plots.values())
+
+
 def test_clear_starts_a_new_conversation_unless_a_reply_is_being_written(tab):
     ui, app = tab
     *_, ok = respond(app, ui, form(ui, CODE))
