@@ -210,6 +210,7 @@ def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], 
 
 ARENA_KINDS = {Kind.ACCEPTED: "proposed it", Kind.RESAMPLED: "proposed another token (the target resampled)",
                Kind.BONUS: "had no draft left here (the target's bonus token)"}
+NOT_REACHED = "has not decoded this far (or its output parted before)"
 
 
 def credit_span(text: str, credit, labels: dict[str, str], *, special: bool = False) -> str:
@@ -219,8 +220,10 @@ def credit_span(text: str, credit, labels: dict[str, str], *, special: bool = Fa
     by = credit.drafted_by
     cls = f"arena-{by[0]}" if len(by) == 1 else "arena-many" if by else "arena-none"
     cls += " tok-special" if special else ""
-    says = [f"{labels.get(name, name)} {ARENA_KINDS.get(kind, 'has not decoded this far (or its output parted before)')}"
-            for name, kind in credit.kinds.items()]
+    did: dict[str, list[str]] = {}  # what a drafter did here -> who did it (a tooltip per token: kept short)
+    for name, kind in credit.kinds.items():
+        did.setdefault(ARENA_KINDS.get(kind, NOT_REACHED), []).append(labels.get(name, name))
+    says = [f"{what}: {', '.join(names)}" for what, names in did.items()]
     title = " · ".join([f"token {credit.index + 1}: {credit.token_id} {text!r}", *says, *([SPECIAL_NOTE] if special else [])])
     return f'<span class="tok {html.escape(cls)}" title="{html.escape(title, quote=True)}">{escape_text(text)}</span>'
 

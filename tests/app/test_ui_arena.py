@@ -135,7 +135,9 @@ def test_each_token_is_coloured_by_the_drafters_that_proposed_it_and_model_text_
     # token 1: both drafted it; 2: only the model (lookup's draft was rejected); 3: only lookup; 4: bonus in both
     assert [s["class"] for s in who] == ["tok arena-many", "tok arena-model", "tok arena-prompt_lookup",
                                          "tok arena-none tok-special"]  # the special token shows as a marker
-    assert "draft model proposed it" in who[1]["title"] and "prompt lookup proposed another token" in who[1]["title"]
+    assert "proposed it: draft model ·" in who[1]["title"] and "resampled): prompt lookup" in who[1]["title"]
+    # the drafters that did the same at a token are named together: "proposed it: draft model, draft model + lookup"
+    assert who[0]["title"].count("proposed it") == 1 and "proposed it: draft model, prompt lookup" in who[0]["title"]
     assert "bonus" in who[3]["title"] and INJECTION in who[1]["title"] and "special token" in who[3]["title"]
     lanes_spans = parser.spans[8:]
     assert [s["class"] for s in lanes_spans[4:8]] == ["tok tok-accepted", "tok tok-accepted", "tok tok-resampled",
