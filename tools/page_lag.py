@@ -1,0 +1,96 @@
+"""How busy the page is while a long reply streams: the served app, Debian's Chromium, the browser's own clock.
+
+    python -m tools.page_lag [--max-new-tokens 512] [--runs 2] [--no-arena] [--preset bundled]
+
+Serves the app in this process (the stdlib pair by default: it decodes faster than any page draws), opens it in
+Chromium (as `tools.screenshot` does) and sends the stdlib test prompt with K 1, temperature 1 and compare on, and
+the drafter arena unless --no-arena: the longest stream the chat makes. While it streams, it asks the page a
+question every 0.2 s (is the run finished?) and times the answer: the page's main thread answers between two tasks,
+so the time is how long a click (Stop) would wait. Prints, per run, the wall time from Send to the finished reply,
+the seconds the page's main thread was busy (Chrome's TaskDuration) and that as a share of the wall time, and the
+answer's median and longest wait. Nothing is asserted: on a 2-core machine the server and the browser share the
+cores, so compare runs made side by side (e.g. at two commits), not against a fixed number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import replace
+
+PROMPT = "import os\nimport sys\n\n\ndef main(argv):\n"
+
+
+def measure(page, cdp) -> dict:
+    """Send the prompt in the box and time the page's answers until the run is finished."""
+    from tools.screenshot import FINISHED
+
+    def busy() -> float:
+        return next(m["value"] for m in cdp.send("Performance.getMetrics")["metrics"] if m["name"] == "TaskDuration")
+
+    before, start = busy(), time.perf_counter()
+    page.click("#send")
+    page.wait_for_selector("#chat .specui-caret", timeout=60_000)
+    waits = []
+    while True:
+        asked = time.perf_counter()
+        finished = page.evaluate(FINISHED)
+        waits.append(time.perf_counter() - asked)
+        if finished:
+            break
+        time.sleep(0.2)
+    wall, taken = time.perf_counter() - start, busy() - before
+    return {"wall_s": round(wall, 2), "busy_s": round(taken, 2), "busy_share": round(taken / wall, 2),
+            "answer_median_ms": round(1e3 * statistics.median(waits), 1), "answer_max_ms": round(1e3 * max(waits), 1)}
+
+
+def run(*, max_new_tokens: int = 512, runs: int = 2, arena: bool = True, preset: str = "bundled") -> list[dict]:
+    from playwright.sync_api import sync_playwright
+
+    from specui.presets import load_config
+    from specui.ui.blocks import build, launch
+    from tools.screenshot import free_port, launch_chromium, set_number
+
+    demo = build(replace(load_config(None), default=preset), preload=True)
+    port = free_port()
+    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    out = []
+    try:
+        with sync_playwright() as p:
+            browser = launch_chromium(p)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.wait_for_selector("#prompt textarea", timeout=60_000)
+            set_number(page, "num-draft-tokens", 1)
+            set_number(page, "max-new-tokens", max_new_tokens)
+            set_number(page, "temperature", 1.0)
+            page.check("#compare input")
+            if arena:
+                page.check("#arena input")
+            cdp = page.context.new_cdp_session(page)
+            cdp.send("Performance.enable")
+            for i in range(runs):
+                page.click("#clear")
+                page.fill("#prompt textarea", PROMPT)
+                out.append({"run": i + 1, **measure(page, cdp)})
+                print(json.dumps(out[-1]), flush=True)
+            browser.close()
+    finally:
+        demo.close()
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--max-new-tokens", type=int, default=512)
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--no-arena", action="store_true", help="compare only (the speculative and the plain reply)")
+    ap.add_argument("--preset", default="bundled")
+    args = ap.parse_args(argv)
+    run(max_new_tokens=args.max_new_tokens, runs=args.runs, arena=not args.no_arena, preset=args.preset)
+
+
+if __name__ == "__main__":
+    main()
