@@ -15,16 +15,15 @@ arms gave the same output (greedy).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
-import time
 
 import torch
 
 import specui
 from specui import native
-from specui.settings import DecodeSettings
 from specui.verify_cost import measure_verify_cost
-from tools.race import drafter_settings, race_prompts
+from tools.race import race_loads
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -53,32 +52,13 @@ def race(args: argparse.Namespace) -> None:
     rows = [int(r) for r in args.rows.split(",") if int(r) > 0]
     if rows:
         forward_table(engines, rows)
-    engine = engines[True]
-    spec = drafter_settings(engine.preset, args.drafter)
-    prompts = race_prompts(engine, args.prompts)
-    arms = [(blocks, speculative) for blocks in (True, False) for speculative in (False, True)]
-    seconds = dict.fromkeys(arms, 0.0)
-    outputs: dict[tuple[int, int], set] = {}
-    for done in range(-1, args.passes):  # pass -1 warms every arm up
-        for i, ids in enumerate(prompts[:1] if done < 0 else prompts):
-            for blocks, speculative in arms if (i + done) % 2 == 0 else arms[::-1]:
-                native.BLOCK_PANELS = blocks
-                settings = DecodeSettings(max_new_tokens=args.tokens, temperature=0.0, ignore_eos=True,
-                                          **(spec if speculative else {"speculative": False}))
-                start = time.perf_counter()
-                result = engines[blocks].generate(ids, settings)
-                if done >= 0:
-                    seconds[(blocks, speculative)] += time.perf_counter() - start
-                    outputs.setdefault((done, i), set()).add(tuple(result.token_ids))
-    tokens = args.passes * len(prompts) * args.tokens
-    print(f"{engine.preset.name}, {spec['drafter']}, greedy, {len(prompts)} prompts x {args.tokens} tokens, "
-          f"{args.passes} passes")
-    for blocks in (True, False):
-        plain, fast = (tokens / seconds[(blocks, s)] for s in (False, True))
-        print(f"{'block panels' if blocks else 'float32 panels':15s} plain {plain:6.1f} tokens/s, {spec['drafter']} "
-              f"{fast:6.1f} tokens/s ({fast / plain:.3f}x over its plain)")
-    same = sum(len(o) == 1 for o in outputs.values())
-    print(f"the four arms gave the same output in {same} of {len(outputs)} prompts")
+    race_loads(engines, using_blocks, {True: "block panels", False: "float32 panels"}, args)
+
+
+@contextlib.contextmanager
+def using_blocks(blocks: bool):
+    native.BLOCK_PANELS = blocks  # read when a product is prepared, and part of its stamp: set before each use
+    yield
 
 
 def forward_table(engines: dict, rows: list[int]) -> None:

@@ -24,16 +24,14 @@ import os
 import statistics
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 
 import specui
 from specui import native
-from specui.settings import DecodeSettings
 from specui.verify_cost import measure_verify_cost
-from tools.race import drafter_settings, race_prompts
+from tools.race import race_loads
 
 # the files `specui.native` builds its library from (the header last: included, not compiled)
 SOURCES = [native.SOURCE, native.LAYER_SOURCE, native.POOL_SOURCE, native.HEAD_SOURCE, native.HEADER]
@@ -84,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
         if rows:
             forward_table(engines, using, rows)
         if args.prompts > 0 and args.passes > 0:
-            race(engines, using, args)
+            race_loads(engines, using, {"old": "old build", "new": "this tree"}, args)
 
 
 def forward_table(engines: dict, using, rows: list[int]) -> None:
@@ -97,36 +95,6 @@ def forward_table(engines: dict, using, rows: list[int]) -> None:
     for m in rows:
         old, new = (1e3 * statistics.fmean(run[m - 1] for run in seconds[b]) for b in ("old", "new"))
         print(f"  {m:2d}: old build {old:6.2f}  this tree {new:6.2f}  ({old / new:.3f}x faster)")
-
-
-def race(engines: dict, using, args: argparse.Namespace) -> None:
-    engine = engines["new"]
-    spec = drafter_settings(engine.preset, args.drafter)
-    prompts = race_prompts(engine, args.prompts)
-    arms = [(build, speculative) for build in ("new", "old") for speculative in (False, True)]
-    seconds = dict.fromkeys(arms, 0.0)
-    outputs: dict[tuple[int, int], set] = {}
-    for done in range(-1, args.passes):  # pass -1 warms every arm up
-        for i, ids in enumerate(prompts[:1] if done < 0 else prompts):
-            for build, speculative in arms if (i + done) % 2 == 0 else arms[::-1]:
-                settings = DecodeSettings(max_new_tokens=args.tokens, temperature=0.0, ignore_eos=True,
-                                          **(spec if speculative else {"speculative": False}))
-                with using(build):
-                    start = time.perf_counter()
-                    result = engines[build].generate(ids, settings)
-                    took = time.perf_counter() - start
-                if done >= 0:
-                    seconds[(build, speculative)] += took
-                    outputs.setdefault((done, i), set()).add(tuple(result.token_ids))
-    tokens = args.passes * len(prompts) * args.tokens
-    print(f"{engine.preset.name}, {spec['drafter']}, greedy, {len(prompts)} prompts x {args.tokens} tokens, "
-          f"{args.passes} passes")
-    for build, name in (("old", "old build"), ("new", "this tree")):
-        plain, fast = (tokens / seconds[(build, s)] for s in (False, True))
-        print(f"{name:10s} plain {plain:6.1f} tokens/s, {spec['drafter']} {fast:6.1f} tokens/s "
-              f"({fast / plain:.3f}x over its plain)")
-    same = sum(len(o) == 1 for o in outputs.values())
-    print(f"the four arms gave the same output in {same} of {len(outputs)} prompts")
 
 
 if __name__ == "__main__":
