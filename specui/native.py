@@ -64,6 +64,7 @@ POOL_SOURCE = Path(__file__).with_name("native_pool.c")  # the product threads, 
 HEAD_SOURCE = Path(__file__).with_name("native_head.c")  # the drafters' greedy rounds, built with SOURCE
 HEADER = Path(__file__).with_name("native.h")  # what native.c and native_head.c share (in the build's hash)
 FLAGS = {"avx512": ["-mavx512f", "-mfma", "-mf16c", "-DSPECUI_AVX512"], "avx2": ["-mavx2", "-mfma", "-mf16c"]}
+LIBRARY_FLAGS = ["-O3", "-shared", "-fPIC", "-pthread"]  # before an ISA's FLAGS (tools.build_ab builds with them too)
 HALF_PANELS = True  # half-precision-valued weights packed at half width (False: float32 panels, to compare)
 # rows up to which a product reads GGUF blocks, not float32 panels (SmolLM2, 2-vCPU Intel VM, product threads awake:
 # AVX-512 1-12 rows took 0.49-0.96 of float32's time; AVX2 3-8 rows 0.67-0.92, EAGLE 8-15% faster than at 2: stop 56)
@@ -371,8 +372,7 @@ def _build(isa: str) -> Path:
     compiler = os.environ.get("CC") or "cc"
     if shutil.which(compiler) is None:
         raise OSError(f"no C compiler ({compiler!r}) on PATH")
-    flags = ["-O3", "-shared", "-fPIC", "-pthread", *FLAGS[isa]]
-    sources = [SOURCE, LAYER_SOURCE, POOL_SOURCE, HEAD_SOURCE]
+    flags, sources = [*LIBRARY_FLAGS, *FLAGS[isa]], [SOURCE, LAYER_SOURCE, POOL_SOURCE, HEAD_SOURCE]
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in [*sources, HEADER]) + " ".join([compiler, *flags]).encode())
     digest = digest.hexdigest()[:16]
     for folder in (cache_root() / "native", Path(tempfile.gettempdir()) / "specui-native"):

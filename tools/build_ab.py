@@ -43,7 +43,7 @@ def old_build(ref: str, isa: str, folder: Path) -> Path:
         source = subprocess.run(["git", "show", f"{ref}:specui/{path.name}"], check=True, capture_output=True).stdout
         (folder / path.name).write_bytes(source)
     library = folder / f"specui-native-{isa}-old.so"
-    compiler = [os.environ.get("CC") or "cc", "-O3", "-shared", "-fPIC", "-pthread", *native.FLAGS[isa]]
+    compiler = [os.environ.get("CC") or "cc", *native.LIBRARY_FLAGS, *native.FLAGS[isa]]
     subprocess.run([*compiler, *(str(folder / p.name) for p in SOURCES[:-1]), "-o", str(library)], check=True)
     return library
 
