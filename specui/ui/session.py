@@ -38,8 +38,8 @@ STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
 
 # A streamed reply's markup the page is sent per second at most. Each frame sends the reply whole (its caret and
 # titles change inside it), and the browser reads it whole: an arena of 512 tokens is 1.3 MB of spans, which ten
-# frames a second kept a browser on a 2-core machine busy for minutes after the run (its Stop with it). Frames of
-# a large reply come less often; a chat's reply (tens of kB) still streams at the text interval.
+# frames a second kept a browser on a 2-core machine busy throughout, a click on Stop waiting up to half a minute
+# (tools.page_lag). Frames of a large reply come less often; a chat's reply (tens of kB) streams at the interval.
 FRAME_BYTES_PER_S = 1_000_000
 
 
