@@ -121,16 +121,10 @@ def ui_config(*, with_broken: bool = False):
 def served_app(config, *, showcase=None):
     """The real app, launched in this process on a free port; yields its URL. A given `showcase` serves
     the requests (a test watches its runs)."""
-    from specui.ui.blocks import build, launch
-    from tools.screenshot import free_port
+    from tools.screenshot import served
 
-    demo = build(config, preload=False, showcase=showcase)
-    port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        demo.close()
+    with served(config, preload=False, showcase=showcase) as url:
+        yield url
 
 
 def require_browser():

@@ -47,8 +47,8 @@ def race(args: argparse.Namespace) -> None:
     """The forward table, then the race (see the module docstring)."""
     engines = {}
     for blocks in (True, False):
-        native.BLOCK_PANELS = blocks  # read when a product is prepared, and part of its stamp: set before each use
-        engines[blocks] = specui.load_engine(args.preset)
+        with using_blocks(blocks):
+            engines[blocks] = specui.load_engine(args.preset)
     rows = [int(r) for r in args.rows.split(",") if int(r) > 0]
     if rows:
         forward_table(engines, rows)
@@ -66,8 +66,8 @@ def forward_table(engines: dict, rows: list[int]) -> None:
     measured twice in turn, at the row counts asked."""
     seconds: dict[bool, list[tuple[float, ...]]] = {True: [], False: []}
     for blocks in (True, False, False, True):
-        native.BLOCK_PANELS = blocks
-        curve = measure_verify_cost(engines[blocks].target_model, cache_length=200, max_tokens=max(rows), repeats=9)
+        with using_blocks(blocks):
+            curve = measure_verify_cost(engines[blocks].target_model, cache_length=200, max_tokens=max(rows), repeats=9)
         seconds[blocks].append(curve.seconds)
     ms = {(blocks, m): 1e3 * statistics.fmean(run[m - 1] for run in runs)
               for blocks, runs in seconds.items() for m in rows}

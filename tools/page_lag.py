@@ -50,35 +50,26 @@ def run(*, max_new_tokens: int = 512, runs: int = 2, arena: bool = True, preset:
     from playwright.sync_api import sync_playwright
 
     from specui.presets import load_config
-    from specui.ui.blocks import build, launch
-    from tools.screenshot import free_port, launch_chromium, set_number
+    from tools.screenshot import launch_chromium, open_page, served, set_number
 
-    demo = build(replace(load_config(None), default=preset), preload=True)
-    port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     out = []
-    try:
-        with sync_playwright() as p:
-            browser = launch_chromium(p)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"http://127.0.0.1:{port}/")
-            page.wait_for_selector("#prompt textarea", timeout=60_000)
-            set_number(page, "num-draft-tokens", 1)
-            set_number(page, "max-new-tokens", max_new_tokens)
-            set_number(page, "temperature", 1.0)
-            page.check("#compare input")
-            if arena:
-                page.check("#arena input")
-            cdp = page.context.new_cdp_session(page)
-            cdp.send("Performance.enable")
-            for i in range(runs):
-                page.click("#clear")
-                page.fill("#prompt textarea", PROMPT)
-                out.append({"run": i + 1, **measure(page, cdp)})
-                print(json.dumps(out[-1]), flush=True)
-            browser.close()
-    finally:
-        demo.close()
+    with served(replace(load_config(None), default=preset)) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = open_page(browser, url)
+        set_number(page, "num-draft-tokens", 1)
+        set_number(page, "max-new-tokens", max_new_tokens)
+        set_number(page, "temperature", 1.0)
+        page.check("#compare input")
+        if arena:
+            page.check("#arena input")
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Performance.enable")
+        for i in range(runs):
+            page.click("#clear")
+            page.fill("#prompt textarea", PROMPT)
+            out.append({"run": i + 1, **measure(page, cdp)})
+            print(json.dumps(out[-1]), flush=True)
+        browser.close()
     return out
 
 

@@ -7,6 +7,7 @@ on a free port, runs a greedy chat prompt with compare on, and saves a screensho
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import socket
 import sys
@@ -25,6 +26,29 @@ def chromium_path() -> str | None:
 
 def launch_chromium(playwright):
     return playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+
+
+@contextlib.contextmanager
+def served(config, *, preload: bool = True, showcase=None):
+    """The app (`config`; a given `showcase` serves the requests) served in this process on a free port: yields its
+    URL, and closes the server after."""
+    from specui.ui.blocks import build, launch
+
+    demo = build(config, preload=preload, showcase=showcase)
+    port = free_port()
+    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        demo.close()
+
+
+def open_page(browser, url: str, **options):
+    """A new 1400 × 1000 page of the app at `url` (`options`: more of `new_page`'s), once its prompt box shows."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000}, **options)
+    page.goto(url)
+    page.wait_for_selector("#prompt textarea", timeout=60_000)
+    return page
 
 
 def free_port() -> int:
@@ -60,28 +84,19 @@ def screenshot(path: str, *, config_path: str | None = None, max_new_tokens: int
     from playwright.sync_api import sync_playwright
 
     from specui.presets import load_config
-    from specui.ui.blocks import build, launch
 
-    demo = build(load_config(config_path), preload=True)
-    port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        with sync_playwright() as p:
-            browser = launch_chromium(p)
-            page = browser.new_page(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
-            page.goto(f"http://127.0.0.1:{port}/")
-            page.wait_for_selector("#prompt textarea", timeout=60_000)
-            set_number(page, "max-new-tokens", max_new_tokens)
-            page.click("#compare input")
-            run_prompt(page, SHOT_PROMPT)
-            replay_s = page.evaluate("() => Math.max(0, ...[...document.querySelectorAll('#race .race-fill')]"
-                                     ".map(e => parseFloat(e.style.animationDuration) || 0))")
-            page.wait_for_timeout(1500 + 1000 * min(replay_s, 60))  # the race replay and plotly transitions end
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=path, full_page=True)
-            browser.close()
-    finally:
-        demo.close()
+    with served(load_config(config_path)) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = open_page(browser, url, device_scale_factor=1)
+        set_number(page, "max-new-tokens", max_new_tokens)
+        page.click("#compare input")
+        run_prompt(page, SHOT_PROMPT)
+        replay_s = page.evaluate("() => Math.max(0, ...[...document.querySelectorAll('#race .race-fill')]"
+                                 ".map(e => parseFloat(e.style.animationDuration) || 0))")
+        page.wait_for_timeout(1500 + 1000 * min(replay_s, 60))  # the race replay and plotly transitions end
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=path, full_page=True)
+        browser.close()
 
 
 if __name__ == "__main__":

@@ -57,16 +57,10 @@ def soak(url: str, *, runs: int, tokens: int, warm_up: int = 5, sample=rss_mb, p
 
 def soak_in_process(config, *, runs: int, tokens: int, warm_up: int = 5, progress=None) -> Soak:
     """Serve the app in this process on a free port and soak it, sampling this process's RSS."""
-    from specui.ui.blocks import build, launch
-    from tools.screenshot import free_port
+    from tools.screenshot import served
 
-    demo = build(config, preload=False)
-    port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        return soak(f"http://127.0.0.1:{port}/", runs=runs, tokens=tokens, warm_up=warm_up, progress=progress)
-    finally:
-        demo.close()
+    with served(config, preload=False) as url:
+        return soak(url, runs=runs, tokens=tokens, warm_up=warm_up, progress=progress)
 
 
 def main(argv=None) -> int:

@@ -72,34 +72,25 @@ def browser(arms: list[str], passes: int) -> None:
 
     from specui import native
     from specui.presets import load_config
-    from specui.ui.blocks import build, launch
-    from tools.screenshot import free_port, launch_chromium, run_prompt, set_number
+    from tools.screenshot import launch_chromium, open_page, run_prompt, served, set_number
 
-    demo = build(load_config(None), preload=True)
-    port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     kernel = native.kernel()
-    try:
-        with sync_playwright() as p:
-            page = launch_chromium(p).new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"http://127.0.0.1:{port}/")
-            page.wait_for_selector("#prompt textarea", timeout=60_000)
-            set_number(page, "max-new-tokens", 128)
-            page.click("#compare input")
-            run_prompt(page, "Hi", timeout_ms=300_000)  # warm-up
-            for i, prompt in enumerate(BROWSER_PROMPTS * passes):
-                for arm in arms if i % 2 == 0 else arms[::-1]:
-                    os.environ["SPECUI_PRODUCT_THREADS"] = arm
-                    before = kernel.pool_state()  # kept across runs, as in a served app
-                    page.click("#clear")
-                    page.wait_for_function("() => !document.querySelector('#chat .specui-prompt')", timeout=30_000)
-                    run_prompt(page, prompt, timeout_ms=300_000)
-                    stats = page.locator("#stats").inner_text().replace("\n", " | ")
-                    counts = {key: value - before[key] for key, value in kernel.pool_state().items()}
-                    print(f"prompt {i % len(BROWSER_PROMPTS) + 1}, SPECUI_PRODUCT_THREADS={arm}, {counts}: {stats}",
-                          flush=True)
-    finally:
-        demo.close()
+    with served(load_config(None)) as url, sync_playwright() as p:
+        page = open_page(launch_chromium(p), url)
+        set_number(page, "max-new-tokens", 128)
+        page.click("#compare input")
+        run_prompt(page, "Hi", timeout_ms=300_000)  # warm-up
+        for i, prompt in enumerate(BROWSER_PROMPTS * passes):
+            for arm in arms if i % 2 == 0 else arms[::-1]:
+                os.environ["SPECUI_PRODUCT_THREADS"] = arm
+                before = kernel.pool_state()  # kept across runs, as in a served app
+                page.click("#clear")
+                page.wait_for_function("() => !document.querySelector('#chat .specui-prompt')", timeout=30_000)
+                run_prompt(page, prompt, timeout_ms=300_000)
+                stats = page.locator("#stats").inner_text().replace("\n", " | ")
+                counts = {key: value - before[key] for key, value in kernel.pool_state().items()}
+                print(f"prompt {i % len(BROWSER_PROMPTS) + 1}, SPECUI_PRODUCT_THREADS={arm}, {counts}: {stats}",
+                      flush=True)
 
 
 def main(argv=None) -> None:
