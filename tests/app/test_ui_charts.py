@@ -139,3 +139,20 @@ def test_time_budget_figure_stacks_counted_parts_solid_and_the_rest_hatched():
     json.loads(fig.to_json())
     table = teach_view.render_budget(budget)
     assert table.count('class="teach-point"') == 2 and "&lt;b&gt;all&lt;/b&gt;" in table and "<b>" not in table
+
+
+def test_every_chart_carries_plotly_whites_look_in_a_small_template(spec, plain):
+    import plotly.io as pio
+
+    from specui.ui import theme
+
+    white = pio.templates["plotly_white"].to_plotly_json()
+    kept = theme.TEMPLATE.to_plotly_json()
+    assert kept["layout"] == {key: white["layout"][key] for key in kept["layout"]}  # the same values, fewer of them
+    assert {"xaxis", "yaxis", "colorway", "font", "paper_bgcolor", "plot_bgcolor"} <= set(kept["layout"])
+    assert kept["data"] == {kind: white["data"][kind] for kind in ("bar", "scatter")}
+    for fig in [*charts.all_figures(spec, plain).values(), charts.arena_figure()]:
+        template = fig.to_plotly_json()["layout"]["template"]
+        assert template == kept
+        assert {trace.type for trace in fig.data} <= {"bar", "scatter"}  # the kinds the template has defaults for
+        assert len(json.dumps(template)) < 1500  # plotly_white by name was 7 kB in every figure sent
