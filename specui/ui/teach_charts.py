@@ -141,6 +141,12 @@ def residual_figure(step: Step | None = None) -> go.Figure:
         title += f"<br><sub>none this round: {reason}</sub>"
     fig = _layout(fig, title=title, x="token", y="probability", showlegend=False)
     fig.update_layout(height=280)
+    if step is None:  # not plotly's empty axes from -1 to 6: what will fill them
+        fig.add_annotation(text="Decode a prompt and step through it: at a rejection,<br>the tokens the target "
+                                "could draw instead show here", showarrow=False, xref="paper", yref="paper", x=0.5,
+                           y=0.5, font={"size": 14, "color": PLAIN_COLOUR})
+        fig.update_xaxes(visible=False)
+        fig.update_yaxes(visible=False)
     return fig
 
 

@@ -206,6 +206,10 @@ def test_charts_are_plotly_figures_with_the_measured_point(setup):
     assert all((bar.marker.color[i] == teach_charts.POINT_COLOUR) == (i in drawn) for i in range(len(bar.y)))
     assert "none this round" in teach_charts.residual_figure(next(s for s in run.steps if not s.residual)
                                                              ).layout.title.text
+    before = teach_charts.residual_figure()  # before a run: says what will show, no axes from -1 to 6
+    assert not before.data and "at a rejection" in before.layout.annotations[0].text
+    assert before.layout.xaxis.visible is False and before.layout.yaxis.visible is False
+    assert not fig.layout.annotations and fig.layout.xaxis.visible is not False
 
     points = list(teach.k_sweep(setup.engine, setup.ids, ks=[1, 2], max_new_tokens=8, warm=False))
     fig = teach_charts.k_sweep_figure(points)
