@@ -28,9 +28,10 @@
 #define PREFETCH 64   /* k-steps ahead */
 #define Q_WIDE (NR == 16 ? WIDE : 4) /* panels per tile of one row of Q4 or Q8 panels (AVX2: 16 registers) */
 /* AVX2: Q4 or Q8 tiles of more rows than this take one panel each: a panel's scale and offset, its rebuilt
- * weights for two k-steps and two panels' accumulators crowd its 16 registers (3 and 4 rows ran 1.2-1.4x
- * faster on one panel than on two, stop 65) */
-#define Q_ROWS_TWO_PANELS (NR == 16 ? WIDE_ROWS : 2)
+ * weight and two panels' accumulators crowd its 16 registers (4 rows ran 1.2x slower on two panels than on one).
+ * Up to 3 rows take two: on one panel a tile's r accumulators are r FMA chains, too few to hide an FMA's latency,
+ * and a 3-row forward cost what a 4-row one did (SmolLM2: 12.8 against 13.1 ms; on two panels 10.8, stop 67) */
+#define Q_ROWS_TWO_PANELS (NR == 16 ? WIDE_ROWS : 3)
 
 int rowgemm_panel_width(void) { return NR; }
 
@@ -152,13 +153,14 @@ static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx
             for (int g = 0; g < panels; g++) {
                 const unsigned char *p = pb[g] + (size_t)(j / 2) * pair;
                 if ((j / 2) * pair % 64 == 0) _mm_prefetch((const char *)p + PREFETCH / 2 * pair, _MM_HINT_T0);
-                const vec q0 = qwidth(p, kind, 0), q1 = qwidth(p, kind, 1);
+                /* k-step j into every row, then j + 1: one rebuilt weight live at a time (each accumulator's chain
+                 * is still j, then j + 1) */
+                const vec q0 = qwidth(p, kind, 0);
                 const vec w0 = kind == Q4 ? vfma(q0, d[g], m[g]) : vmul(q0, d[g]);
+                for (int r = 0; r < rows; r++) acc[r][g] = vfma(vset1(xb[(size_t)r * ldx + j]), w0, acc[r][g]);
+                const vec q1 = qwidth(p, kind, 1);
                 const vec w1 = kind == Q4 ? vfma(q1, d[g], m[g]) : vmul(q1, d[g]);
-                for (int r = 0; r < rows; r++) {
-                    acc[r][g] = vfma(vset1(xb[(size_t)r * ldx + j]), w0, acc[r][g]);
-                    acc[r][g] = vfma(vset1(xb[(size_t)r * ldx + j + 1]), w1, acc[r][g]);
-                }
+                for (int r = 0; r < rows; r++) acc[r][g] = vfma(vset1(xb[(size_t)r * ldx + j + 1]), w1, acc[r][g]);
             }
         }
     }
