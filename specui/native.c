@@ -5,10 +5,9 @@
  * - rowattend: attention of few query rows over a KV cache, each row's bits a function of the sequence
  *   of keys it sees (not of their slots, the row count, the padding or the instruction set).
  *
- * One shared library per instruction set (AVX2 or AVX-512), compiled with gcc. rowgemm: W is packed once
- * into panels of NR output columns, [n / NR][k][NR] (zero-padded), so one vector load reads NR columns
- * at one k, and the whole packed matrix is one sequential stream. Panels of a weight whose every value
- * is exactly a float16 (or bfloat16) value are stored as such: half the bytes, the same bits (below).
+ * One shared library per instruction set (AVX2 or AVX-512), compiled with gcc. rowgemm: W is packed once into
+ * panels of NR output columns, [n / NR][k][NR] (zero-padded), so one vector load reads NR columns at one k, and the
+ * packed matrix is one sequential stream (of float16, bfloat16, int8 or GGUF blocks where W allows: below).
  *
  * Every output element is ONE fused multiply-add chain from 0 over k = 0, 1, ..., k-1 in order, then
  * the bias added: its bits depend on nothing but its row of x and its column of W. Not on m, not on
@@ -16,10 +15,9 @@
  * lane), so the AVX2 and the AVX-512 builds give the same bits. A verify forward's rows are then
  * bitwise equal to one-token forwards (greedy speculative decoding = plain greedy decoding).
  *
- * Speed: a few rows are bound by reading W from memory. All rows of a tile are computed in one pass
- * over W (each weight is read from memory once and used for every row while it is in a register), and
- * each panel's stream is prefetched PREFETCH k-steps ahead, so the extra rows' arithmetic overlaps
- * the memory traffic instead of following it.
+ * Speed: a few rows are bound by reading W. A tile's rows are computed in one pass over W (each weight used
+ * for every row while it is in a register), each panel's stream prefetched PREFETCH k-steps ahead, so the extra
+ * rows' arithmetic overlaps the memory traffic instead of following it.
  */
 #include "native.h"
 #define ROWS 8        /* rows per tile of PANELS panels (and per tile of a product of more than WIDE_ROWS) */
@@ -27,11 +25,10 @@
 #define WIDE 8        /* panels per tile when there is a single row (pure streaming) */
 #define PREFETCH 64   /* k-steps ahead */
 #define Q_WIDE (NR == 16 ? WIDE : 4) /* panels per tile of one row of Q4 or Q8 panels (AVX2: 16 registers) */
-/* AVX2: Q4 or Q8 tiles of more rows than this take one panel each: a panel's scale and offset, its rebuilt
- * weight and two panels' accumulators crowd its 16 registers (4 rows ran 1.2x slower on two panels than on one).
- * Up to 3 rows take two: on one panel a tile's r accumulators are r FMA chains, too few to hide an FMA's latency,
- * and a 3-row forward cost what a 4-row one did (SmolLM2: 12.8 against 13.1 ms; on two panels 10.8, stop 67) */
-#define Q_ROWS_TWO_PANELS (NR == 16 ? WIDE_ROWS : 3)
+/* AVX2: Q4 or Q8 tiles of more rows take one panel each (two crowd its 16 registers: 5-6 rows 1.1x slower). Up to
+ * 4 take two: on one panel, r rows are r FMA chains, too few to hide an FMA's latency (SmolLM2's forward of 3 and 4
+ * rows, stop 67: 12.8 and 13.1 ms on one panel, 10.4 and 12.1 on two) */
+#define Q_ROWS_TWO_PANELS (NR == 16 ? WIDE_ROWS : 4)
 
 int rowgemm_panel_width(void) { return NR; }
 
@@ -74,13 +71,9 @@ static inline __attribute__((always_inline)) void store(vec acc[WIDE_ROWS][WIDE]
             if (scale) v = vmul(v, vload(scale + g * NR));
             if (bias) v = vadd(v, vload(bias + g * NR));
             int c = cols - g * NR;
-            if (c >= NR) {
-                vstore(y + (size_t)r * ldy + g * NR, v);
-            } else if (c > 0) {  /* the last, partial panel */
-                float t[NR];
-                vstore(t, v);
-                memcpy(y + (size_t)r * ldy + g * NR, t, (size_t)c * sizeof(float));
-            }
+            float t[NR];  /* the last panel may be partial */
+            vstore(c >= NR ? y + (size_t)r * ldy + g * NR : t, v);
+            if (c > 0 && c < NR) memcpy(y + (size_t)r * ldy + g * NR, t, (size_t)c * sizeof(float));
         }
 }
 
@@ -136,8 +129,7 @@ static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx
     const int per_block = kind == Q4 ? 2 * NR : NR, blocks = k / QBLOCK;
     for (int r = 0; r < rows; r++)
         for (int g = 0; g < panels; g++) acc[r][g] = vzero();
-    /* block by block (k is whole blocks: `specui.blocks.find` packs no other): each panel's scale (and offset) read
-     * once a block, the block's pairs of k-steps unrolled */
+    /* block by block (`specui.blocks.find` packs whole blocks only), each panel's scale (and offset) read once */
     for (int b = 0; b < blocks; b++) {
         vec d[WIDE], m[WIDE];
         const unsigned char *pb[WIDE];
@@ -149,20 +141,27 @@ static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx
             pb[g] = (const unsigned char *)w + g * stride + (size_t)b * (QBLOCK / 2) * pair;
         }
         const float *xb = x + (size_t)b * QBLOCK;
-        for (int j = 0; j < QBLOCK; j += 2) {
-            for (int g = 0; g < panels; g++) {
-                const unsigned char *p = pb[g] + (size_t)(j / 2) * pair;
-                if ((j / 2) * pair % 64 == 0) _mm_prefetch((const char *)p + PREFETCH / 2 * pair, _MM_HINT_T0);
-                /* k-step j into every row, then j + 1: one rebuilt weight live at a time (each accumulator's chain
-                 * is still j, then j + 1) */
-                const vec q0 = qwidth(p, kind, 0);
-                const vec w0 = kind == Q4 ? vfma(q0, d[g], m[g]) : vmul(q0, d[g]);
-                for (int r = 0; r < rows; r++) acc[r][g] = vfma(vset1(xb[(size_t)r * ldx + j]), w0, acc[r][g]);
-                const vec q1 = qwidth(p, kind, 1);
-                const vec w1 = kind == Q4 ? vfma(q1, d[g], m[g]) : vmul(q1, d[g]);
-                for (int r = 0; r < rows; r++) acc[r][g] = vfma(vset1(xb[(size_t)r * ldx + j + 1]), w1, acc[r][g]);
+        /* AVX2, 2-4 rows: k-step j's weight of both panels, each row's broadcast used for both (few live), then j + 1;
+         * else panel by panel, j then j + 1 into every row. Each accumulator's chain is j, then j + 1 either way */
+        const int together = rows > 1 && panels > 1 && NR == 8;
+        for (int j = 0; j < QBLOCK; j += 2)
+            for (int g0 = 0; g0 < panels; g0 += together ? panels : 1) {
+                const int g1 = together ? panels : g0 + 1;
+                for (int h = 0; h < 2; h++) {
+                    vec wq[WIDE];
+                    for (int g = g0; g < g1; g++) {
+                        const unsigned char *p = pb[g] + (size_t)(j / 2) * pair;
+                        if (h == 0 && (j / 2) * pair % 64 == 0)
+                            _mm_prefetch((const char *)p + PREFETCH / 2 * pair, _MM_HINT_T0);
+                        const vec q = qwidth(p, kind, h);
+                        wq[g] = kind == Q4 ? vfma(q, d[g], m[g]) : vmul(q, d[g]);
+                    }
+                    for (int r = 0; r < rows; r++) {
+                        const vec xr = vset1(xb[(size_t)r * ldx + j + h]);
+                        for (int g = g0; g < g1; g++) acc[r][g] = vfma(xr, wq[g], acc[r][g]);
+                    }
+                }
             }
-        }
     }
     store(acc, rows, panels, NULL, bias, y, ldy, cols);
 }
@@ -191,16 +190,15 @@ T(9, 1) T(9, 2) T(10, 1) T(10, 2) T(11, 1) T(11, 2) T(12, 1) T(12, 2)
 static const tile_fn tiles[6][WIDE_ROWS + 1][WIDE + 1] = {TABLE(f32), TABLE(f16), TABLE(bf16), TABLE(i8),
                                                        TABLE(q4), TABLE(q8)};
 
-/* Columns of panels [p0, p1) (all: 0, ceil(n / NR)) of y = x W^T + bias (bias may be NULL).
- * x: m rows of k floats, ldx apart; w: packed, of `kind` (F32, F16, BF16, or I8 followed by the scales); y: m
- * rows, ldy apart. */
+/* Columns of panels [p0, p1) (all: 0, ceil(n / NR)) of y = x W^T + bias (bias may be NULL). x: m rows of k floats,
+ * ldx apart; w: packed, of `kind` (F32, F16, BF16, I8 or Q4/Q8, followed by their scales); y: m rows, ldy apart. */
 void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const float *bias,
              float *y, int ldy, int p0, int p1, int kind) {
     /* rows per tile: all of them up to WIDE_ROWS (W read once), else tiles of ROWS */
     const int tile_rows = m <= WIDE_ROWS ? m : ROWS;
     int per_tile = m == 1 ? WIDE : tile_rows > ROWS ? WIDE_PANELS : PANELS;
-    if ((kind == Q4 || kind == Q8) && m == 1) per_tile = Q_WIDE;  /* a scale (and offset) a panel more in registers */
-    if ((kind == Q4 || kind == Q8) && tile_rows > Q_ROWS_TWO_PANELS) per_tile = 1;
+    if (kind == Q4 || kind == Q8)  /* a scale (and offset) a panel more in registers */
+        per_tile = m == 1 ? Q_WIDE : tile_rows > Q_ROWS_TWO_PANELS ? 1 : per_tile;
     const size_t bytes = panel_bytes(kind, k), count = ((size_t)n + NR - 1) / NR, sstride = panel_scales(kind, k);
     const float *scales = sstride ? (const float *)((const char *)w + count * bytes) : NULL;
     for (int p = p0; p < p1; p += per_tile) {
