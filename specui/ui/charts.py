@@ -134,7 +134,7 @@ def arena_figure(arena=None) -> go.Figure:
             bars.append({"type": "bar", "x": [standing.label], "y": [None if y is None else round(y, 4)],
                          "name": standing.label, "marker": {"color": colour}, "legendgroup": standing.name,
                          "showlegend": col == 1, "xaxis": f"x{axis}", "yaxis": f"y{axis}"})
-    fig = go.Figure(data=bars, layout=_arena_layout())  # one validation pass: make_subplots per frame took 35 ms
+    fig = go.Figure(data=bars, layout=_arena_layout())  # one pass (make_subplots and a trace at a time: 58 ms)
     if arena is None or not arena.standings:
         fig.add_annotation(text="Tick Arena and send a prompt: plain decoding, then every drafter of the preset",
                            showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)

@@ -16,8 +16,6 @@ HEIGHT = 280  # the chat tab's live charts
 TALL = 320  # the Teach tab's theory and experiment charts
 
 
-
-
 def _template() -> go.layout.Template:
     """plotly_white as these charts read it: its 2-D axes, colours and fonts, and its bar and scatter defaults. The
     named template carries every trace type's and every kind of axis's defaults too (7 kB in each figure sent,

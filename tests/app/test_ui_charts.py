@@ -156,3 +156,5 @@ def test_every_chart_carries_plotly_whites_look_in_a_small_template(spec, plain)
         assert template == kept
         assert {trace.type for trace in fig.data} <= {"bar", "scatter"}  # the kinds the template has defaults for
         assert len(json.dumps(template)) < 1500  # plotly_white by name was 7 kB in every figure sent
+    titles = len(charts.ARENA_PANELS)  # the arena's panels come from one cached layout, which no figure changes
+    assert [len(charts.arena_figure().layout.annotations) for _ in range(2)] == [titles + 1] * 2  # + the hint
