@@ -18,7 +18,7 @@ from plotly.subplots import make_subplots
 
 from specui.arena import PLAIN, label
 from specui.runstats import round_times
-from specui.ui.theme import DRAFTER_COLOURS, PLAIN_COLOUR, RATE_COLOUR, SPEC_COLOUR, layout
+from specui.ui.theme import DRAFTER_COLOURS, PLAIN_COLOUR, RATE_COLOUR, SPEC_COLOUR, layout, noted
 
 
 def _layout(fig: go.Figure, **kwargs) -> go.Figure:
@@ -176,16 +176,5 @@ def arena_run_figures(results: dict | None = None) -> dict[str, go.Figure]:
     position.update_yaxes(range=[0, 1.05])
     position.update_xaxes(dtick=1)
     note = "one run's rounds: in the arena, see each drafter's<br>figures in the table and the chart above"
-    return {"chart-speed": speed, "chart-position": position, "chart-acceptance": _noted(acceptance_figure(), note),
-            "chart-tokens-per-round": _noted(round_tokens_figure(), note)}
-
-
-def _noted(fig: go.Figure, text: str) -> go.Figure:
-    """An empty chart that says why it is empty, without axes that would mean nothing."""
-    fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
-                       font={"size": 13, "color": PLAIN_COLOUR})
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    fig.update_layout(showlegend=False)
-    return fig
-
+    return {"chart-speed": speed, "chart-position": position, "chart-acceptance": noted(acceptance_figure(), note),
+            "chart-tokens-per-round": noted(round_tokens_figure(), note)}

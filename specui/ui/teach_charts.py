@@ -21,7 +21,8 @@ import plotly.graph_objects as go
 from specui import metrics
 from specui.lesson import Measured, Point, Step, theory_curve
 from specui.text import fmt
-from specui.ui.theme import BEST_COLOUR, K_COLOURS, PLAIN_COLOUR, POINT_COLOUR, SPEC_COLOUR, TALL, THEORY_COLOUR, layout
+from specui.ui.theme import (BEST_COLOUR, K_COLOURS, PLAIN_COLOUR, POINT_COLOUR, SPEC_COLOUR, TALL, THEORY_COLOUR, layout,
+                             noted)
 
 KS = (1, 2, 4, 8)
 DEFAULT_C = 0.1  # the draft cost drawn before anything is measured
@@ -142,11 +143,8 @@ def residual_figure(step: Step | None = None) -> go.Figure:
     fig = _layout(fig, title=title, x="token", y="probability", showlegend=False)
     fig.update_layout(height=280)
     if step is None:  # not plotly's empty axes from -1 to 6: what will fill them
-        fig.add_annotation(text="Decode a prompt and step through it: at a rejection,<br>the tokens the target "
-                                "could draw instead show here", showarrow=False, xref="paper", yref="paper", x=0.5,
-                           y=0.5, font={"size": 14, "color": PLAIN_COLOUR})
-        fig.update_xaxes(visible=False)
-        fig.update_yaxes(visible=False)
+        noted(fig, "Decode a prompt and step through it: at a rejection,<br>the tokens the target could draw "
+                   "instead show here", size=14)
     return fig
 
 

@@ -1,4 +1,4 @@
-"""The one chart theme: colours, sizes and the layout every plotly figure of the app gets."""
+"""The one chart theme: colours, sizes, the layout every plotly figure of the app gets, and the note of an empty one."""
 
 from __future__ import annotations
 
@@ -35,4 +35,14 @@ def layout(fig: go.Figure, *, title: str, x: str, y: str, height: int = HEIGHT, 
     fig.update_layout(title={"text": title, "font": {"size": 14}}, template=TEMPLATE, height=height,
                       margin={"l": 55, "r": 20, "t": 50, "b": 40}, xaxis_title=x, yaxis_title=y,
                       legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0}, **kwargs)
+    return fig
+
+
+def noted(fig: go.Figure, text: str, *, size: int = 13) -> go.Figure:
+    """An empty chart that says why it is empty (or what will fill it), without axes that would mean nothing."""
+    fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
+                       font={"size": size, "color": PLAIN_COLOUR})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_layout(showlegend=False)
     return fig
