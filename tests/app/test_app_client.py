@@ -43,9 +43,9 @@ def test_generate_is_a_named_endpoint(client):
     names = [p["parameter_name"] for p in endpoints["/generate"]["parameters"]]
     assert names == ["prompt", "preset", "drafter", "num_draft_tokens", "adaptive", "temperature", "top_p", "top_k",
                      "max_new_tokens", "seed", "compare", "tree_width", "tree_nodes",
-                     "system", "draft_confidence"]  # README's table (new ones last: positional calls keep working)
-    readme = (ROOT / "README.md").read_text()
-    assert all(f"`{name}`" in readme for name in names)
+                     "system", "draft_confidence"]  # docs/showcase.md (new ones last: positional calls work)
+    reference = (ROOT / "docs" / "showcase.md").read_text()
+    assert all(f"`{name}`" in reference for name in names)
 
 
 def test_greedy_compare_reports_identical_output_and_a_speedup(client):
