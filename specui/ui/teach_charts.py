@@ -132,19 +132,19 @@ def residual_figure(step: Step | None = None) -> go.Figure:
         if step.final is not None:
             where = "red" if drawn in {c.token_id for c in step.residual} else f"outside the top {len(step.residual)}"
             title += f"<br><sub>drawn: {step.final.text!r} ({where})</sub>"
-    elif step is not None:
-        if not step.drafts:
-            reason = "no drafts this round: the target drew its token from p"
-        elif step.rejected is None:
-            reason = "every draft was accepted: the bonus token comes from p itself"
-        else:
-            reason = "greedy mode: the target's most likely token replaces the rejected draft"
-        title += f"<br><sub>none this round: {reason}</sub>"
     fig = _layout(fig, title=title, x="token", y="probability", showlegend=False)
     fig.update_layout(height=280)
     if step is None:  # not plotly's empty axes from -1 to 6: what will fill them
         noted(fig, "Decode a prompt and step through it: at a rejection,<br>the tokens the target could draw "
                    "instead show here", size=14)
+    elif not step.residual:  # why this round has none, where the bars would be
+        if not step.drafts:
+            reason = "No drafts this round:<br>the target drew its token from p"
+        elif step.rejected is None:
+            reason = "Every draft was accepted:<br>the bonus token comes from p itself"
+        else:
+            reason = "Greedy mode: the target's most likely token<br>replaces the rejected draft"
+        noted(fig, f"None this round. {reason}", size=14)
     return fig
 
 

@@ -204,8 +204,8 @@ def test_charts_are_plotly_figures_with_the_measured_point(setup):
     assert list(bar.y) == [round(c.prob, 5) for c in step.residual]
     drawn = [i for i, c in enumerate(step.residual) if c.token_id == step.final.token_id]
     assert all((bar.marker.color[i] == teach_charts.POINT_COLOUR) == (i in drawn) for i in range(len(bar.y)))
-    assert "none this round" in teach_charts.residual_figure(next(s for s in run.steps if not s.residual)
-                                                             ).layout.title.text
+    none = teach_charts.residual_figure(next(s for s in run.steps if not s.residual))  # why, not empty axes
+    assert "None this round" in none.layout.annotations[0].text and none.layout.xaxis.visible is False
     before = teach_charts.residual_figure()  # before a run: says what will show, no axes from -1 to 6
     assert not before.data and "at a rejection" in before.layout.annotations[0].text
     assert before.layout.xaxis.visible is False and before.layout.yaxis.visible is False
