@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", help="a models.yaml (default: the one beside specui/)")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                         help="address to listen on (0.0.0.0: every interface; default $GRADIO_SERVER_NAME or 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)),
+    parser.add_argument("--port", type=_port, default=None,
                         help="port to listen on (default $GRADIO_SERVER_PORT or 7860)")
     parser.add_argument("--share", action="store_true", help="also open a public gradio.live link")
     pair = parser.add_argument_group("a pair not in models.yaml (the preset 'command-line', first and the default)")
@@ -33,6 +33,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if (args.draft or args.chat) and not args.target:
         parser.error("--draft and --chat need --target")
+    if args.port is None:
+        try:
+            args.port = _port(os.environ.get("GRADIO_SERVER_PORT", "7860"))
+        except argparse.ArgumentTypeError as e:
+            parser.error(f"$GRADIO_SERVER_PORT: {e}")
 
     from specui.packaged import PackagedModelError, ensure_available, is_packaged
     from specui.presets import ConfigError, load_config, with_pair
@@ -60,6 +65,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot serve on {args.host}:{args.port}: {e}", file=sys.stderr)
         return 1
     return 0
+
+
+def _port(text: str) -> int:
+    """A TCP port number from the command line or the environment."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a port is a number from 1 to 65535, got {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 1 to 65535, got {port}")
+    return port
 
 
 if __name__ == "__main__":

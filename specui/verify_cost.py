@@ -196,6 +196,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--threads", type=int, default=1, help="torch threads (0: leave torch's choice)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     args = p.parse_args(argv)
+    if min(args.cache_length, args.max_tokens, args.repeats) < 1 or args.threads < 0:
+        p.error("--cache-length, --max-tokens and --repeats must be >= 1, --threads >= 0")
     model = _load_target(args)
     if args.threads:
         torch.set_num_threads(args.threads)

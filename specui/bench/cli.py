@@ -82,6 +82,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     for name in ("num_prompts", "prompt_tokens", "max_new_tokens", "repeats", "cost_samples"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
+    for name in ("num_draft_tokens", "threads", "prompt_threads"):  # None: the preset's; 0 would read as None
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1 (leave it out for the preset's)")
     if args.warmup < 0 or args.temperature < 0 or args.turns < 0:
         p.error("--warmup, --temperature and --turns must be >= 0")
     if (args.top_p != 1.0 or args.top_k) and args.temperature == 0:

