@@ -228,7 +228,8 @@ def head_command(args, answers: str, out: Path, *, head: str, sequences: int, lr
     return [sys.executable, "-m", "specui.train", "heads", "--preset", "smollm2-chat", "--head", head,
             "--answers", answers, "--init", args.init_heads, *(["--vocab", str(vocab)] if vocab else []), "--seq", "320",
             "--states", "none", "--state-batch", "64", "--max-sequences", str(sequences), "--out", str(out),
-            "--batch", batch, "--lr", lr, "--warmup", "20", "--checkpoint-every", "100", "--minutes", f"{minutes:.2f}"]
+            "--batch", batch, "--lr", lr, "--warmup", "20", "--checkpoint-every", "100",
+            "--minutes", f"{max(minutes, 0.05):.2f}"]  # the trainer refuses 0
 
 
 def writers_that_fit(wanted: int, gib_each: float) -> int:

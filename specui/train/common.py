@@ -18,6 +18,18 @@ from specui.settings import DecodeSettings
 from specui.train.config import EOS, TARGET_DIR, TrainConfig
 
 
+def check_budgets(ap, args) -> None:
+    """Refuse, in one line, a training budget that would silently do nothing (or run for ever): --minutes, --steps,
+    --batch and --lr above 0, --held-out in [0, 1), --threads 0 (torch's choice) or more; the names a parser lacks
+    are skipped."""
+    for name, ok, rule in (("minutes", lambda v: v > 0, "> 0"), ("steps", lambda v: v >= 1, ">= 1"),
+                           ("batch", lambda v: v >= 1, ">= 1"), ("lr", lambda v: v > 0, "> 0"),
+                           ("held_out", lambda v: 0 <= v < 1, "in [0, 1)"), ("threads", lambda v: v >= 0, ">= 0")):
+        value = getattr(args, name, None)
+        if value is not None and not ok(value):
+            ap.error(f"--{name.replace('_', '-')} must be {rule}, got {value}")
+
+
 def autocast(device: str, enabled: bool):
     """Mixed precision for training forwards: bfloat16 matmuls, float32 master weights."""
     return torch.autocast("cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16, enabled=enabled)

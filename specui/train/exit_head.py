@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from specui import heads as saved
 from specui.heads import common
 from specui.heads.early_exit import EarlyExitHead
-from specui.train.common import device_name
+from specui.train.common import check_budgets, device_name
 from specui.train.head_data import answer_sequences
 from specui.train.heads import log, lr_at, start_run
 
@@ -60,7 +60,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--resume", action="store_true", help="go on from --out/checkpoint.pt")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--seed", type=int, default=0)
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    check_budgets(ap, args)
+    return args
 
 
 @torch.no_grad()

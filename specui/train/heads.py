@@ -25,7 +25,7 @@ import torch
 from specui.drafters.registry import HEADS
 from specui.heads import common
 from specui.train import head_data
-from specui.train.common import device_name, tf32_products
+from specui.train.common import check_budgets, device_name, tf32_products
 
 
 def log(msg: str) -> None:
@@ -86,6 +86,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     unknown = [h for h in args.heads if h not in HEADS]
     if unknown or not args.heads:
         ap.error(f"--head: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(HEADS)}")
+    check_budgets(ap, args)
     return args
 
 

@@ -292,6 +292,14 @@ def test_a_zero_count_is_refused_not_read_as_the_presets(flag, capsys):
     assert getattr(parse_args([flag, "2"]), flag[2:].replace("-", "_")) == 2
 
 
+def test_prompts_longer_than_the_context_are_one_line_not_a_traceback():
+    out = subprocess.run([sys.executable, "-m", "specui.bench", "--preset", "bundled", "--num-prompts", "1",
+                          "--repeats", "1", "--warmup", "0", "--max-new-tokens", "5000"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "python -m specui.bench: error: the prompt (" in out.stderr and "lower max_new_tokens" in out.stderr
+
+
 def test_a_drafter_the_preset_lacks_is_refused_with_the_presets_drafters():
     from specui.bench.cli import drafters_to_run
 

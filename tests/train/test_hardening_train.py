@@ -52,3 +52,17 @@ def test_model_card_names_the_folder_it_recomputes():
     text = model_card.card(role="target", config=config, params=1000, facts=facts, report=report, other="d",
                            out_arg="assets")
     assert "python -m specui.train --out assets --eval-only" in text
+
+
+@pytest.mark.parametrize("command, flag, value, rule", [
+    ("heads", "--minutes", "-1", "> 0"), ("heads", "--lr", "0", "> 0"), ("heads", "--steps", "0", ">= 1"),
+    ("exit", "--held-out", "1.5", "in [0, 1)"), ("exit", "--batch", "0", ">= 1"), ("exit", "--threads", "-2", ">= 0")])
+def test_a_training_budget_that_would_do_nothing_is_refused_in_one_line(command, flag, value, rule, capsys):
+    from specui.train import exit_head, heads
+
+    parse = {"heads": heads.parse_args, "exit": exit_head.parse_args}[command]
+    extra = ["--answers", "unused"] if command == "exit" else []
+    with pytest.raises(SystemExit) as exit_:
+        parse([*extra, flag, value])
+    assert exit_.value.code == 2 and f"{flag} must be {rule}, got " in capsys.readouterr().err
+    parse(extra)  # the defaults pass
