@@ -14,7 +14,8 @@ def test_shipped_models_yaml_is_valid():
     assert chat.k_for("eagle") == chat.k_for("model_lookup") == 6 and chat.k_for("prompt_lookup") == 2  # fastest K
     assert chat.confidence_for("eagle") == 0.6 and chat.confidence_for("model_lookup") == 0.5  # drafting while confident
     assert chat.confidence_for("medusa") == config.get("bundled").confidence_for("eagle") == 0.0
-    assert config.get("smollm2-chat-hub").drafter == "model_lookup"  # no heads there: the Hub's weights
+    hub = config.get("smollm2-chat-hub")  # the same heads and stops on the Hub's unquantized weights
+    assert hub.drafter == "eagle" and dict(hub.heads) == dict(chat.heads) and hub.confidence_for("eagle") == 0.6
     assert chat.int8_drafters and config.get("smollm2-chat-hub").int8_drafters  # drafting on int8 rows
     assert not config.get("bundled").int8_drafters
     bundled = config.get("bundled")
