@@ -1,0 +1,41 @@
+"""A real browser on the served app, checking the chat's layout: its corner buttons (Clear, Copy conversation) sit
+in a row above the messages, on a wide and on a phone-sized page, so that no message scrolls under them (Gradio lays
+them over the messages, where they hid a message's first line)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import require_browser, served_app, ui_config
+from tools.screenshot import launch_chromium, run_prompt, set_number
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
+
+# the corner buttons' box, the scrolling messages' box, and how far the messages scroll
+GEOMETRY = """() => {
+  const chat = document.querySelector('#chat');
+  const box = e => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom}; };
+  const wrap = chat.querySelector('.bubble-wrap');
+  return {panel: box(chat.querySelector('.top-panel')), messages: box(wrap),
+          scrolls: wrap.scrollHeight > wrap.clientHeight, chat: box(chat)};
+}"""
+
+
+@pytest.mark.parametrize("width", [1400, 420])
+def test_the_chats_corner_buttons_never_cover_a_message(width):
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with served_app(ui_config()) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_page(viewport={"width": width, "height": 1000})
+        page.goto(url)
+        page.wait_for_selector("#prompt textarea", timeout=60_000)
+        set_number(page, "max-new-tokens", 48)
+        for prompt in ("import os\n", "class Stack:\n", "def main(argv):\n"):
+            run_prompt(page, prompt)
+        g = page.evaluate(GEOMETRY)
+        assert g["scrolls"], g  # enough messages that the chat scrolls: what scrolled went under the buttons
+        assert g["panel"]["bottom"] <= g["messages"]["top"] + 0.5, g
+        assert g["messages"]["bottom"] <= g["chat"]["bottom"] + 0.5, g  # and the messages still fit the chat's box
+        browser.close()
