@@ -212,4 +212,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from specui.command_line import run
+
+    run(main, "python -m specui.verify_cost")

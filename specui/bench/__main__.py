@@ -1,10 +1,7 @@
 """`python -m specui.bench`: see specui.bench.cli."""
 
 from specui.bench.cli import main
-from specui.engine import ContextLengthError
+from specui.command_line import run
 
 if __name__ == "__main__":
-    try:
-        main()
-    except ContextLengthError as e:  # the prompts plus --max-new-tokens outgrow the model: one line, not a traceback
-        raise SystemExit(f"python -m specui.bench: error: {e}") from None
+    run(main, "python -m specui.bench")  # a bad preset, folder or prompt length: one line, not a traceback

@@ -95,6 +95,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--draft and --chat need --target")
     if args.target and args.preset:
         p.error("--target names a pair in place of --preset: give one of them")
+    try:  # the ranges that need no preset (a seed, a tree's shape), refused before minutes of loading
+        DecodeSettings(max_new_tokens=args.max_new_tokens, num_draft_tokens=args.num_draft_tokens or 1,
+                       temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
+                       tree_width=args.tree_width, tree_nodes=args.tree_nodes,
+                       draft_confidence=args.draft_confidence or 0.0)
+    except SettingsError as e:
+        p.error(str(e))
     return args
 
 

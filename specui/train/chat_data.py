@@ -149,6 +149,19 @@ def load_answers(folders: str | Path | list) -> list[dict]:
     return records
 
 
+def answers_problem(folders: str) -> str | None:
+    """What is wrong with `--answers FOLDERS` (as load_answers reads them), in one line; None when each folder
+    exists and they hold some answers."""
+    parsed = [_folder_weight(spec) for spec in str(folders).split(",") if spec]
+    for folder, _ in parsed:
+        if not folder.is_dir():
+            return f"{folder} is not a folder"
+    if not any(next(folder.glob(f"{prefix}-*.pt"), None) for folder, _ in parsed for prefix in ("answers", "sampled")):
+        return f"{folders}: no answers-*.pt or sampled-*.pt files (write them with python -m specui.train.chat " \
+               "--write-answers)"
+    return None
+
+
 def padded(records: list[dict], *, pad: int, seq: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(ids [B, T], mask [B, T]): right-padded conversations, cut to `seq` tokens if given; the mask marks
     the positions whose next token is part of an answer (position j predicts token j + 1)."""

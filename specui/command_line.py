@@ -1,0 +1,28 @@
+"""One line, not a traceback, for what a user of a command line can fix: every `python -m specui...` entry point
+runs its `main` under `run`.
+
+A models.yaml that cannot be read, a preset that does not exist, a model folder or package that is missing, prompts
+that outgrow the model's context, a setting out of range: each error's message already says what to do, so it is
+printed as `PROG: error: MESSAGE` (argparse's form) and the process exits with 1. Anything else is a bug and keeps
+its traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from specui.engine import ContextLengthError
+from specui.loading import LoadError
+from specui.packaged import PackagedModelError
+from specui.presets import ConfigError
+from specui.settings import SettingsError
+
+USER_ERRORS = (ConfigError, LoadError, PackagedModelError, ContextLengthError, SettingsError)
+
+
+def run(main: Callable, prog: str, argv: list[str] | None = None):
+    """main(argv), with the USER_ERRORS it raises ended as one line on stderr and exit status 1."""
+    try:
+        return main(argv)
+    except USER_ERRORS as e:
+        raise SystemExit(f"{prog}: error: {e}") from None

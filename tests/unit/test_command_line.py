@@ -1,0 +1,86 @@
+"""The command lines' mistakes are one line, not a traceback: an unknown preset, a models.yaml or model folder that
+is not there (every `python -m specui...` entry point, through specui.command_line), and the chat recipe's paths,
+checked before the target loads."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from specui.command_line import run
+from specui.presets import ConfigError
+from tests.helpers import ROOT
+
+
+def _one_line_error(args: list[str], prog: str) -> str:
+    out = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: "), out.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, prog", [
+    (["specui.bench", "--preset", "nope"], "python -m specui.bench"),
+    (["specui.verify_cost", "--preset", "nope"], "python -m specui.verify_cost"),
+    (["specui.train", "heads", "--preset", "nope"], "python -m specui.train heads"),
+    (["specui.train", "exit", "--preset", "nope", "--answers", "."], "python -m specui.train exit"),
+])
+def test_an_unknown_preset_is_one_line_with_the_known_ones(args, prog):
+    assert "no preset named 'nope'; known presets: smollm2-chat" in _one_line_error(args, prog)
+
+
+def test_a_missing_config_or_model_folder_is_one_line(tmp_path):
+    line = _one_line_error(["specui.bench", "--config", str(tmp_path / "none.yaml")], "python -m specui.bench")
+    assert "none.yaml: file not found" in line
+    line = _one_line_error(["specui.bench", "--target", str(tmp_path / "nothing")], "python -m specui.bench")
+    assert "has no config.json" in line
+
+
+def test_run_ends_only_the_users_errors_and_keeps_a_bugs_traceback():
+    def bad_config(argv):
+        raise ConfigError("models.yaml: no preset named 'x'")
+
+    with pytest.raises(SystemExit) as exit_:
+        run(bad_config, "prog")
+    assert exit_.value.code == "prog: error: models.yaml: no preset named 'x'"  # printed to stderr, exit status 1
+
+    def bug(argv):
+        raise KeyError("a bug")
+
+    with pytest.raises(KeyError):
+        run(bug, "prog")
+    assert run(lambda argv: argv, "prog", ["--x"]) == ["--x"]
+
+
+def test_the_chat_recipes_paths_are_checked_before_the_target_loads(tmp_path, capsys):
+    from specui.train.chat import parse_args
+
+    def refused(argv: list[str]) -> str:
+        with pytest.raises(SystemExit) as exit_:
+            parse_args(argv)
+        assert exit_.value.code == 2
+        return capsys.readouterr().err.strip().splitlines()[-1]
+
+    assert "--gguf" in refused(["--gguf", str(tmp_path / "none.gguf"), "--write-answers", str(tmp_path / "w")])
+    assert f"{tmp_path / 'none'} is not a folder" in refused(["--answers", str(tmp_path / "none")])
+    assert "no answers-*.pt or sampled-*.pt files" in refused(["--answers", str(tmp_path)])
+    (tmp_path / "answers-000.pt").touch()
+    assert "not a saved chat draft" in refused(["--answers", f"{tmp_path}:2", "--init-draft", str(tmp_path)])
+    args = parse_args(["--answers", f"{tmp_path}:2", "--init-draft", str(ROOT / "assets" / "smollm2-draft")])
+    assert args.answers == f"{tmp_path}:2"
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--seed", "-5"], "seed must be"), (["--tree-width", "0"], "tree_width must be"),
+    (["--draft-confidence", "1.5"], "draft_confidence must be"), (["--tree-nodes", "5"], "needs a tree"),
+])
+def test_the_benchmarks_ranges_are_refused_before_any_model_loads(argv, says, capsys):
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(argv)
+    assert exit_.value.code == 2 and says in capsys.readouterr().err
+    assert parse_args(["--tree-width", "4", "--tree-nodes", "16", "--num-draft-tokens", "6"]).tree_nodes == 16
