@@ -21,8 +21,7 @@
   last 0.1 s cost more than they saved (another program, say a browser on the same two cores, took a
   worker's core mid-share), products run alone for a while; and a product of under 4 MiB of weights (GGUF
   blocks at their float32 size; times the rows in a block of 16 rows or more) does not wake workers that went
-  to sleep. The bits are the unsplit product's.
-  Independent of torch's threads.
+  to sleep. The bits are the unsplit product's. Independent of torch's threads.
 
 The library is compiled once per machine with the system's C compiler (`$CC`, else `cc`) into specui's
 cache folder (`specui.packaged.cache_root()/native`), which takes about a second. Where there is no
@@ -66,9 +65,10 @@ HEADER = Path(__file__).with_name("native.h")  # what native.c and native_head.c
 FLAGS = {"avx512": ["-mavx512f", "-mfma", "-mf16c", "-DSPECUI_AVX512"], "avx2": ["-mavx2", "-mfma", "-mf16c"]}
 LIBRARY_FLAGS = ["-O3", "-shared", "-fPIC", "-pthread"]  # before an ISA's FLAGS (tools.build_ab builds with them too)
 HALF_PANELS = True  # half-precision-valued weights packed at half width (False: float32 panels, to compare)
-# rows up to which a product reads GGUF blocks, not float32 panels (SmolLM2, 2-vCPU Intel VM, product threads awake:
-# AVX-512 1-12 rows took 0.49-0.96 of float32's time; AVX2 3-8 rows 0.67-0.92, EAGLE 8-15% faster than at 2: stop 56)
-BLOCK_ROWS = {"avx512": 12, "avx2": 12}
+# rows up to which a product reads GGUF blocks, not float32 panels (SmolLM2: AVX-512 1-12 rows took 0.49-0.96 of
+# float32's time, stop 56; AVX2 prompts of 16-512 rows 0.82-0.92 on Zen 3, stop 69: every row, and no float32 panels)
+ALL_ROWS = 2**31 - 1  # every row count (a C int)
+BLOCK_ROWS = {"avx512": 12, "avx2": ALL_ROWS}
 BLOCK_PANELS = os.environ.get("SPECUI_BLOCK_PANELS", "").strip().lower() not in ("0", "off", "no", "false")
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -117,12 +117,16 @@ class Kernel:
         of two (`specui.int8`), the panels hold the integers (int8) and the scales follow them; else, where every
         weight is exactly a bfloat16 (else a float16) value, the panels hold that type: a quarter or half the bytes
         to read, the same products bit for bit. Weights that are exactly GGUF blocks are also packed as such
-        (`specui.blocks`, unless BLOCK_PANELS is off), for products of few rows (`Product`)."""
+        (`specui.blocks`, unless BLOCK_PANELS is off), for `BLOCK_ROWS` rows (ALL_ROWS: as blocks alone)."""
         n, k = weight.shape
         padded = -(-n // self.width) * self.width
         narrow = HALF_PANELS if half is None else half
         scales = int8.exact_scales(weight) if narrow else None
         found = blocks.find(weight, self.library) if narrow and scales is None and BLOCK_PANELS else None
+        bias = None if bias is None else torch.nn.functional.pad(bias.detach().float(), (0, padded - n)).contiguous()
+        few = found and (blocks.panels(found, self.width), found.kind)
+        if found and BLOCK_ROWS.get(self.isa, 1) >= ALL_ROWS:  # every row reads the blocks: no float32 panels
+            return Product(self, None, n, bias, few=few, shape=(padded // self.width, k))
         full = weight.new_zeros(padded, k)
         full[:n] = weight if scales is None else weight / scales[:, None]  # the integers: exact, powers of two
         panels = full.view(padded // self.width, self.width, k).transpose(1, 2).contiguous()
@@ -132,8 +136,7 @@ class Kernel:
             panels = packed[:panels.numel()].view(torch.int8).view(panels.shape)
         elif narrow and not found and (kind := half_kind(weight)) is not None:  # blocks: rarely halves too
             panels = panels.to(kind)
-        bias = None if bias is None else torch.nn.functional.pad(bias.detach().float(), (0, padded - n)).contiguous()
-        return Product(self, panels, n, bias, few=found and (blocks.panels(found, self.width), found.kind))
+        return Product(self, panels, n, bias, few=few)
 
     def pool_state(self, give_way: bool | None = None, clear: bool = False) -> dict[str, int]:
         """The product threads' counts (splits, products computed alone while resting, rests, products too
@@ -254,18 +257,19 @@ class Product:
     module docstring); the pointers and sizes a call passes are read once, here. few: the same W as GGUF
     blocks (`specui.blocks.panels`, "q4" or "q8"), read by products of at most `BLOCK_ROWS` rows: reading
     fewer bytes pays where rebuilding the weights costs less than reading them (one token, a short verify),
-    float32 panels' multiply-adds alone past that; the bits are the same either way."""
+    float32 panels' multiply-adds past that; the same bits. No panels (`shape`: their count, k): blocks alone."""
 
-    def __init__(self, kernel: Kernel, panels: torch.Tensor, n: int, bias: torch.Tensor | None, *,
-                 few: tuple[torch.Tensor, str] | None = None):
+    def __init__(self, kernel: Kernel, panels: torch.Tensor | None, n: int, bias: torch.Tensor | None, *,
+                 few: tuple[torch.Tensor, str] | None = None, shape: tuple[int, int] | None = None):
         self.panels, self.bias, self.blocks = panels, bias, few and few[0]  # kept alive for the pointers below
-        self.n, self.k, self.count = n, panels.shape[1], panels.shape[0]
+        self.n, (self.count, self.k) = n, shape if panels is None else tuple(panels.shape[:2])
         self.kernel = kernel
         self._call, self._split = kernel.rowgemm, kernel.rowgemm_split
-        self._w, self._b = panels.data_ptr(), None if bias is None else bias.data_ptr()
-        self._kind = _KINDS[panels.dtype]
+        self._w, self._b = None if panels is None else panels.data_ptr(), None if bias is None else bias.data_ptr()
+        self._kind = _KINDS[torch.float32 if panels is None else panels.dtype]
         self._narrow, self._narrow_kind = (few[0].data_ptr(), _KINDS[few[1]]) if few else (None, 0)
-        self.few = BLOCK_ROWS.get(kernel.isa, 1) if few else 0  # rows that read the blocks
+        # rows that read the blocks (every row count where there are no float32 panels)
+        self.few = 0 if not few else ALL_ROWS if panels is None else BLOCK_ROWS.get(kernel.isa, 1)
         self._work = n * self.k  # multiply-adds per row
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
@@ -275,7 +279,7 @@ class Product:
             x = x.contiguous()
         m = x.shape[0]
         y = torch.empty(m, self.n)
-        w, kind = (self._narrow, self._narrow_kind) if m <= self.few else (self._w, self._kind)
+        w, kind = (self._narrow, self._narrow_kind) if m <= self.few or self._w is None else (self._w, self._kind)
         args = (x.data_ptr(), m, x.stride(0), w, self.n, self.k, self._b, y.data_ptr(), self.n, 0, self.count, kind)
         whole = self._work * m if m >= BLOCK_SPLIT_ROWS else 0  # a prompt's block counts all its rows
         threads = product_threads() if max(self._work, whole) >= SPLIT_WORK else 1

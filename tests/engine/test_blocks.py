@@ -30,6 +30,7 @@ def test_block_panels_give_the_bits_of_float32_panels(kernel, quantize, kind, n,
     assert packed._narrow_kind == native._KINDS[kind] and full.blocks is None and full.panels.dtype is torch.float32
     assert packed.blocks.numel() == full.panels.numel() * (6 if kind == "q4" else 9) // 8  # bytes: 6 or 9 bits a weight
     assert packed.few == native.BLOCK_ROWS[kernel.isa]
+    assert (packed.panels is None) == (packed.few == native.ALL_ROWS)  # blocks for every row: no float32 panels kept
     x = torch.randn(20, k, generator=gen)
     for few in (packed.few, x.shape[0]):  # as built, then every tiling of rows from the blocks
         packed.few = few
@@ -96,7 +97,8 @@ def _gguf_like(seed: int):
     return model
 
 
-def test_a_gguf_like_model_gives_the_same_logits_with_block_panels(kernel, monkeypatch):
+@pytest.mark.parametrize("rows", [3, native.ALL_ROWS])  # blocks for the first rows, or for all (no float32 panels)
+def test_a_gguf_like_model_gives_the_same_logits_with_block_panels(kernel, monkeypatch, rows):
     model = _gguf_like(3)
     ids = torch.randint(0, 1024, (1, 40), generator=torch.Generator().manual_seed(0))
 
@@ -106,10 +108,11 @@ def test_a_gguf_like_model_gives_the_same_logits_with_block_panels(kernel, monke
         steps = [lm.extend(ids[0, i:i + 1]) for i in range(30, 33)]
         return torch.cat([prompt, *steps, lm.extend(ids[0, 33:40])])  # a prompt, one-token steps, a 7-row block
 
-    monkeypatch.setitem(native.BLOCK_ROWS, kernel.isa, 3)  # the one-token steps and the prompt's first rows
+    monkeypatch.setitem(native.BLOCK_ROWS, kernel.isa, rows)
     with_blocks = logits()
     kinds = {m._narrow_kind for m in _products(model)}
     assert {native._KINDS["q4"], native._KINDS["q8"]} <= kinds, kinds
+    assert all((m.panels is None) == (rows == native.ALL_ROWS) for m in _products(model) if m.blocks is not None)
     monkeypatch.setattr(native, "BLOCK_PANELS", False)
     without = logits()
     assert {m.few for m in _products(model)} == {0}
