@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specui import chat_draft, int8, packaged
+from specui import chat_draft, int8, native, packaged
 from specui.kv import model_device
 from specui.presets import Preset
 
@@ -107,6 +107,9 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
             own = [*heads.values(), *([draft] if draft is not None and chat_draft.is_draft_folder(preset.draft) else [])]
             for drafter in own:
                 int8.round_drafter(drafter)
+        if model_device(target).type == "cpu":  # built here, not in the first reply (cached: at once)
+            say("Preparing specui's native kernels (compiled once per machine: 10-20 s)")
+            native.kernel()
     except LoadError:
         raise
     except packaged.PackagedModelError as e:

@@ -24,8 +24,8 @@
   to sleep. The bits are the unsplit product's. Independent of torch's threads.
 
 The library is compiled once per machine with the system's C compiler (`$CC`, else `cc`) into specui's
-cache folder (`specui.packaged.cache_root()/native`), which takes about a second. Where there is no
-compiler, no x86 CPU with AVX2 and FMA, or the build fails, `kernel()` returns None and the lean forward
+cache folder (`specui.packaged.cache_root()/native`): 10-20 s on 2 cores, as a preset loads. With no
+compiler, no x86 CPU with AVX2 and FMA, or a failed build, `kernel()` returns None and the lean forward
 keeps MKL's products and torch's attention (also row-invariant, slower for a few rows); the reason is
 logged once.
 

@@ -36,6 +36,7 @@ def test_pairs_load_and_speculate_exactly(hub, arch):
     lines = []
     pair = load_pair(hub.get(arch), progress=lines.append)
     assert lines[-1] == "Ready" and any("draft" in line for line in lines)
+    assert "Preparing specui's native kernels" in lines[-2]  # compiled while loading, not in the first reply
     assert pair.device.type == "cpu" and pair.target.dtype == torch.float32
     ids = pair.tokenizer("def f(x):\n    return x").input_ids
     engine = SpeculativeEngine(pair.target, pair.draft)
