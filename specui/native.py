@@ -66,7 +66,7 @@ FLAGS = {"avx512": ["-mavx512f", "-mfma", "-mf16c", "-DSPECUI_AVX512"], "avx2": 
 LIBRARY_FLAGS = ["-O3", "-shared", "-fPIC", "-pthread"]  # before an ISA's FLAGS (tools.build_ab builds with them too)
 HALF_PANELS = True  # half-precision-valued weights packed at half width (False: float32 panels, to compare)
 # rows up to which a product reads GGUF blocks, not float32 panels (SmolLM2: AVX-512 1-12 rows took 0.49-0.96 of
-# float32's time, stop 56; AVX2 prompts of 16-512 rows 0.82-0.92 on Zen 3, stop 69: every row, and no float32 panels)
+# float32's time, stop 56; AVX2 prompts of 16-512 rows 0.82-0.93 on Zen 3, stop 69: every row, and no float32 panels)
 ALL_ROWS = 2**31 - 1  # every row count (a C int)
 BLOCK_ROWS = {"avx512": 12, "avx2": ALL_ROWS}
 BLOCK_PANELS = os.environ.get("SPECUI_BLOCK_PANELS", "").strip().lower() not in ("0", "off", "no", "false")

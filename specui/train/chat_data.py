@@ -157,8 +157,8 @@ def answers_problem(folders: str) -> str | None:
         if not folder.is_dir():
             return f"{folder} is not a folder"
     if not any(next(folder.glob(f"{prefix}-*.pt"), None) for folder, _ in parsed for prefix in ("answers", "sampled")):
-        return f"{folders}: no answers-*.pt or sampled-*.pt files (write them with python -m specui.train.chat " \
-               "--write-answers)"
+        return (f"{folders}: no answers-*.pt or sampled-*.pt files (write them with python -m specui.train.chat "
+                "--write-answers)")
     return None
 
 
