@@ -126,7 +126,7 @@ class Kernel:
         bias = None if bias is None else torch.nn.functional.pad(bias.detach().float(), (0, padded - n)).contiguous()
         few = found and (blocks.panels(found, self.width), found.kind)
         if found and BLOCK_ROWS.get(self.isa, 1) >= ALL_ROWS:  # every row reads the blocks: no float32 panels
-            return Product(self, None, n, bias, few=few, shape=(padded // self.width, k))
+            return Product(self, None, n, bias, few=few, k=k)
         full = weight.new_zeros(padded, k)
         full[:n] = weight if scales is None else weight / scales[:, None]  # the integers: exact, powers of two
         panels = full.view(padded // self.width, self.width, k).transpose(1, 2).contiguous()
@@ -257,12 +257,12 @@ class Product:
     module docstring); the pointers and sizes a call passes are read once, here. few: the same W as GGUF
     blocks (`specui.blocks.panels`, "q4" or "q8"), read by products of at most `BLOCK_ROWS` rows: reading
     fewer bytes pays where rebuilding the weights costs less than reading them (one token, a short verify),
-    float32 panels' multiply-adds past that; the same bits. No panels (`shape`: their count, k): blocks alone."""
+    float32 panels' multiply-adds past that; the same bits. panels None (then `k` given): blocks for every row."""
 
     def __init__(self, kernel: Kernel, panels: torch.Tensor | None, n: int, bias: torch.Tensor | None, *,
-                 few: tuple[torch.Tensor, str] | None = None, shape: tuple[int, int] | None = None):
+                 few: tuple[torch.Tensor, str] | None = None, k: int | None = None):
         self.panels, self.bias, self.blocks = panels, bias, few and few[0]  # kept alive for the pointers below
-        self.n, (self.count, self.k) = n, shape if panels is None else tuple(panels.shape[:2])
+        self.n, self.k, self.count = n, k if panels is None else panels.shape[1], -(-n // kernel.width)
         self.kernel = kernel
         self._call, self._split = kernel.rowgemm, kernel.rowgemm_split
         self._w, self._b = None if panels is None else panels.data_ptr(), None if bias is None else bias.data_ptr()
@@ -279,7 +279,7 @@ class Product:
             x = x.contiguous()
         m = x.shape[0]
         y = torch.empty(m, self.n)
-        w, kind = (self._narrow, self._narrow_kind) if m <= self.few or self._w is None else (self._w, self._kind)
+        w, kind = (self._narrow, self._narrow_kind) if m <= self.few else (self._w, self._kind)
         args = (x.data_ptr(), m, x.stride(0), w, self.n, self.k, self._b, y.data_ptr(), self.n, 0, self.count, kind)
         whole = self._work * m if m >= BLOCK_SPLIT_ROWS else 0  # a prompt's block counts all its rows
         threads = product_threads() if max(self._work, whole) >= SPLIT_WORK else 1

@@ -100,9 +100,8 @@ def _rounds(kernel: native.Kernel) -> tuple:
 def _matrix(product: native.Product) -> _Matrix:
     threads = native.product_threads() if product._work >= native.SPLIT_WORK else 1  # as `Product.__call__`
     bias = None if product.bias is None else product.bias.data_ptr()
-    few = native.ALL_ROWS if product._w is None else product.few  # no float32 panels: every row reads the blocks
     return _Matrix(product._w, bias, product.n, product.k, product.count, product._kind, threads,
-                   product._narrow, product._narrow_kind, few)
+                   product._narrow, product._narrow_kind, product.few)
 
 
 def _packed(weight: torch.Tensor, kernel: native.Kernel) -> native.Product:

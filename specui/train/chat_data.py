@@ -138,9 +138,7 @@ def load_answers(folders: str | Path | list) -> list[dict]:
     """The greedy answers of every folder (a list, or one path or several separated by commas) in file
     order, then the sampled ones; each record marked `sampled` or not, and with the `weight` its folder
     was given as FOLDER:WEIGHT (default 1: how often training draws it, relative to the others)."""
-    if isinstance(folders, (str, Path)):
-        folders = [f for f in str(folders).split(",") if f]
-    parsed = [_folder_weight(str(spec)) for spec in folders]
+    parsed = _parsed(folders)
     records = []
     for prefix in ("answers", "sampled"):
         for folder, weight in parsed:
@@ -152,7 +150,7 @@ def load_answers(folders: str | Path | list) -> list[dict]:
 def answers_problem(folders: str) -> str | None:
     """What is wrong with `--answers FOLDERS` (as load_answers reads them), in one line; None when each folder
     exists and they hold some answers."""
-    parsed = [_folder_weight(spec) for spec in str(folders).split(",") if spec]
+    parsed = _parsed(folders)
     for folder, _ in parsed:
         if not folder.is_dir():
             return f"{folder} is not a folder"
@@ -174,6 +172,13 @@ def padded(records: list[dict], *, pad: int, seq: int | None = None) -> tuple[to
         ids[i, :n] = r["ids"][:n].long()
         mask[i, max(0, int(r["prompt_len"]) - 1):n - 1] = True
     return ids, mask
+
+
+def _parsed(folders: str | Path | list) -> list[tuple[Path, float]]:
+    """(folder, weight) of each folder: a list, or one path or several separated by commas, each FOLDER[:WEIGHT]."""
+    if isinstance(folders, (str, Path)):
+        folders = [f for f in str(folders).split(",") if f]
+    return [_folder_weight(str(spec)) for spec in folders]
 
 
 def _folder_weight(spec: str) -> tuple[Path, float]:
