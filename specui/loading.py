@@ -108,7 +108,7 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
             for drafter in own:
                 int8.round_drafter(drafter)
         if model_device(target).type == "cpu":  # built here, not in the first reply (cached: at once)
-            say("Preparing specui's native kernels (compiled once per machine: 10-20 s)")
+            say("Preparing specui's native kernels (compiled once per machine: about 10 s)")
             native.kernel()
     except LoadError:
         raise

@@ -1,9 +1,9 @@
-/* specui's native kernels, built and loaded by specui/native.py:
+/* specui's native kernels, built into one library by specui/native_build.py and loaded by specui/native.py:
  * - rowgemm: row-invariant float32 matrix products for few rows, y[m, n] = x[m, k] W[n, k]^T (+ b);
- * - rowrmsnorm, rowrope, rowargmax, blockfind (native_layer.c, built with this file): a layer's RMSNorm and
- *   rotary step, argmax over rows of logits, GGUF blocks found in float32 weights;
- * - rowattend: attention of few query rows over a KV cache, each row's bits a function of the sequence
- *   of keys it sees (not of their slots, the row count, the padding or the instruction set).
+ * - rowrmsnorm, rowrope, rowargmax, blockfind (native_layer.c): a layer's RMSNorm and rotary step, argmax over
+ *   rows of logits, GGUF blocks found in float32 weights;
+ * - rowattend (native_attend.c): attention of few query rows over a KV cache, each row's bits a function of the
+ *   sequence of keys it sees (not of their slots, the row count, the padding or the instruction set).
  *
  * One shared library per instruction set (AVX2 or AVX-512), compiled with gcc. rowgemm: W is packed once into
  * panels of NR output columns, [n / NR][k][NR] (zero-padded), so one vector load reads NR columns at one k, and the
@@ -29,8 +29,6 @@
  * 4 take two: on one panel, r rows are r FMA chains, too few to hide an FMA's latency (SmolLM2's forward of 3 and 4
  * rows, stop 67: 12.8 and 13.1 ms on one panel, 10.4 and 12.1 on two) */
 #define Q_ROWS_TWO_PANELS (NR == 16 ? WIDE_ROWS : 4)
-
-int rowgemm_panel_width(void) { return NR; }
 
 /* Weight panels hold float32, or float16 / bfloat16 where every weight is exactly such a value (a model
  * saved in half precision and loaded as float32): half the bytes to read, and each weight widened to
@@ -166,18 +164,31 @@ static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx
     store(acc, rows, panels, NULL, bias, y, ldy, cols);
 }
 
-typedef void (*tile_fn)(const float *, int, const void *, int, const float *, const float *, float *, int, int);
-#define TK(r, g, kind, name, body)                                                                            \
-    static void t##r##_##g##_##name(const float *x, int ldx, const void *w, int k, const float *b,              \
-                                    const float *s, float *y, int ldy, int cols) {                            \
-        body(x, ldx, w, k, r, g, b, s, y, ldy, cols, kind);                                                   \
-    }
-#define T(r, g) TK(r, g, F32, f32, tile) TK(r, g, F16, f16, tile) TK(r, g, BF16, bf16, tile) TK(r, g, I8, i8, tile) \
-    TK(r, g, Q4, q4, tile_q) TK(r, g, Q8, q8, tile_q)
+/* native_build.py compiles this file twice at once, with -DSPECUI_PART=1 (the float tiles and the rest) and 2 (the GGUF
+ * tiles), and links both: its tiles took 12 s to compile on one core. Without SPECUI_PART one unit holds it all. */
+#define TILE(name) __attribute__((visibility("hidden"))) void name(const float *x, int ldx, const void *w, int k, \
+                                                                 const float *b, const float *s, float *y, int ldy, \
+                                                                 int cols)
+#define TK(r, g, kind, name, body) TILE(t##r##_##g##_##name) { body(x, ldx, w, k, r, g, b, s, y, ldy, cols, kind); }
+#define TD(r, g, kind, name, body) TILE(t##r##_##g##_##name);  /* compiled in the other part */
+#if SPECUI_PART == 2
+#define TA TD
+#else
+#define TA TK
+#endif
+#if SPECUI_PART == 1
+#define TB TD
+#else
+#define TB TK
+#endif
+#define T(r, g) TA(r, g, F32, f32, tile) TA(r, g, F16, f16, tile) TA(r, g, BF16, bf16, tile) TA(r, g, I8, i8, tile) \
+    TB(r, g, Q4, q4, tile_q) TB(r, g, Q8, q8, tile_q)
 T(1, 1) T(1, 2) T(1, 3) T(1, 4) T(1, 5) T(1, 6) T(1, 7) T(1, 8)
 T(2, 1) T(2, 2) T(2, 3) T(3, 1) T(3, 2) T(3, 3) T(4, 1) T(4, 2) T(4, 3)
 T(5, 1) T(5, 2) T(5, 3) T(6, 1) T(6, 2) T(6, 3) T(7, 1) T(7, 2) T(7, 3) T(8, 1) T(8, 2) T(8, 3)
 T(9, 1) T(9, 2) T(10, 1) T(10, 2) T(11, 1) T(11, 2) T(12, 1) T(12, 2)
+#if SPECUI_PART != 2
+typedef void (*tile_fn)(const float *, int, const void *, int, const float *, const float *, float *, int, int);
 #define TABLE(n)                                                                                        \
     {                                                                                                   \
         [1] = {0, t1_1_##n, t1_2_##n, t1_3_##n, t1_4_##n, t1_5_##n, t1_6_##n, t1_7_##n, t1_8_##n},      \
@@ -189,6 +200,8 @@ T(9, 1) T(9, 2) T(10, 1) T(10, 2) T(11, 1) T(11, 2) T(12, 1) T(12, 2)
     }
 static const tile_fn tiles[6][WIDE_ROWS + 1][WIDE + 1] = {TABLE(f32), TABLE(f16), TABLE(bf16), TABLE(i8),
                                                        TABLE(q4), TABLE(q8)};
+
+int rowgemm_panel_width(void) { return NR; }
 
 /* Columns of panels [p0, p1) (all: 0, ceil(n / NR)) of y = x W^T + bias (bias may be NULL). x: m rows of k floats,
  * ldx apart; w: packed, of `kind` (F32, F16, BF16, I8 or Q4/Q8, followed by their scales); y: m rows, ldy apart. */
@@ -212,189 +225,4 @@ void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const 
         }
     }
 }
-
-#define LANES 16  /* the sum of e^s runs in 16 lanes by rank in both builds (AVX2: two vectors) */
-
-/* Attention is computed for the query vectors of one key/value head together (a verify's rows times the
- * heads that share it), so each key and value is read once per block rather than once per query (the
- * cache is too large for L1; a query-at-a-time pass is bound by L2). A block holds 1, 2, 4 or QS queries
- * for the scores (the fewest that hold what is left), QV or 1 for the values, padded with a copy of its
- * last query (its output goes to scratch): a one-token forward computes one query's scores, not QS
- * copies. A block's scores run over its own longest prefix, its value sums over its shortest together and then
- * each query's further keys alone (a prompt's rows see one key more each: the causal half is never computed, and
- * blocks of consecutive rows share nearly all their keys; a 128-token prompt of the stdlib target's attention
- * took 196 us a layer with one shortest prefix for all, 97-124 so). Every output is one chain in rank order: the
- * grouping, the padding and where a block's shared keys end change no bits. */
-#define QS 8                       /* query vectors per score block */
-#if NR == 16
-#define QV(nv) ((nv) >= 16 ? 1 : 16 / (nv) > 8 ? 8 : 16 / (nv))  /* 16 accumulators of 32 registers */
-#else
-#define QV(nv) ((nv) >= 8 ? 1 : 8 / (nv))                       /* 8 accumulators of 16 registers */
 #endif
-
-/* e_i[j..j + nk*NR) = q_i . k_j for nq (<= QS) queries and nk vectors of NR consecutive slots from j:
- * each lane one (query, key) chain over d in order */
-static inline __attribute__((always_inline)) void score_block(const float *const *q, int hd, const float *keys,
-                                                               long long cap, int j, int nk, int nq, float *const *e) {
-    vec acc[QS][2];
-    for (int i = 0; i < nq; i++)
-        for (int c = 0; c < nk; c++) acc[i][c] = vzero();
-    for (int d = 0; d < hd; d++) {
-        vec k[2];
-        for (int c = 0; c < nk; c++) k[c] = vload(keys + (size_t)d * cap + j + c * NR);
-        for (int i = 0; i < nq; i++) {
-            vec qd = vset1(q[i][d]);
-            for (int c = 0; c < nk; c++) acc[i][c] = vfma(qd, k[c], acc[i][c]);
-        }
-    }
-    for (int i = 0; i < nq; i++)
-        for (int c = 0; c < nk; c++) vstore(e[i] + j + c * NR, acc[i][c]);
-}
-typedef void (*score_fn)(const float *const *, int, const float *, long long, int, float *const *);
-#define SCORE(n)                                                                                       \
-    static void score##n##_1(const float *const *q, int hd, const float *k, long long cap, int j,      \
-                             float *const *e) { score_block(q, hd, k, cap, j, 1, n, e); }              \
-    static void score##n##_2(const float *const *q, int hd, const float *k, long long cap, int j,      \
-                             float *const *e) { score_block(q, hd, k, cap, j, 2, n, e); }
-SCORE(1) SCORE(2) SCORE(4) SCORE(8)
-static const score_fn score_of[QS + 1][3] = {[1] = {0, score1_1, score1_2}, [2] = {0, score2_1, score2_2},
-                                             [4] = {0, score4_1, score4_2}, [8] = {0, score8_1, score8_2}};
-
-/* acc_i += sum over ranks j in [j0, j1) of e_i[j] v_j (slots = ranks: the shared prefix) for nq (QV(nv)
- * or 1) queries, nv vectors over d; acc_i lives in out_i between calls (a float stored is the float read) */
-static inline __attribute__((always_inline)) void weigh_block(const float *const *e, int j0, int j1,
-                                                               const float *values, int hd, int nv, int nq,
-                                                               float *const *out) {
-    enum { MAXQ = 8 };
-    vec acc[MAXQ][16];
-    for (int i = 0; i < nq; i++)
-        for (int v = 0; v < nv; v++) acc[i][v] = vload(out[i] + v * NR);
-    for (int j = j0; j < j1; j++) {
-        vec x[16];
-        for (int v = 0; v < nv; v++) x[v] = vload(values + (size_t)j * hd + v * NR);
-        for (int i = 0; i < nq; i++) {
-            vec w = vset1(e[i][j]);
-            for (int v = 0; v < nv; v++) acc[i][v] = vfma(w, x[v], acc[i][v]);
-        }
-    }
-    for (int i = 0; i < nq; i++)
-        for (int v = 0; v < nv; v++) vstore(out[i] + v * NR, acc[i][v]);
-}
-typedef void (*weigh_fn)(const float *const *, int, int, const float *, int, float *const *);
-#define WEIGH(n) static void weigh##n(const float *const *e, int j0, int j1, const float *values, int hd, \
-    float *const *out) { weigh_block(e, j0, j1, values, hd, n, QV(n), out); }                        \
-    static void weigh##n##_one(const float *const *e, int j0, int j1, const float *values, int hd,   \
-    float *const *out) { weigh_block(e, j0, j1, values, hd, n, 1, out); }
-WEIGH(1) WEIGH(2) WEIGH(3) WEIGH(4) WEIGH(5) WEIGH(6) WEIGH(7) WEIGH(8)
-WEIGH(9) WEIGH(10) WEIGH(11) WEIGH(12) WEIGH(13) WEIGH(14) WEIGH(15) WEIGH(16)
-static const weigh_fn weigh_of[17] = {
-    0, weigh1, weigh2, weigh3, weigh4, weigh5, weigh6, weigh7, weigh8,
-    weigh9, weigh10, weigh11, weigh12, weigh13, weigh14, weigh15, weigh16};
-static const weigh_fn weigh_one_of[17] = {  /* one query: what is left of a block of QV(nv) */
-    0, weigh1_one, weigh2_one, weigh3_one, weigh4_one, weigh5_one, weigh6_one, weigh7_one, weigh8_one,
-    weigh9_one, weigh10_one, weigh11_one, weigh12_one, weigh13_one, weigh14_one, weigh15_one, weigh16_one};
-
-/* Whether rowattend computes heads of this size (else the caller takes torch's ops). */
-int rowattend_supports(int hd) {
-    return hd % NR == 0 && hd / NR >= 1 && hd / NR <= 16;
-}
-
-/* out[r, h*hd:(h+1)*hd] = attention of q[r, h] (rows ldq floats apart, heads hd apart) over the keys
- * [kv_heads][hd][cap] and values [kv_heads][cap][hd] of one layer; head h reads key/value head
- * h / (heads / kv_heads). Row r sees prefix[r] keys from slot 0, then extra[r] more at the next
- * extra[r] entries of `slots`, increasing (extra may be NULL: none). Its bits depend only on the
- * sequence of keys it sees: a token tree's row (ancestors at scattered slots) equals the chain's.
- * scratch: (rows * heads / kv_heads + QS + QV) * stride floats, stride = the most keys a row sees
- * rounded up to 16, plus 48. Returns 0, or 1 when memory ran out (nothing computed). */
-int rowattend(const float *q, int rows, int ldq, int heads, int kv_heads, int hd, const float *keys,
-               const float *values, long long cap, const int *prefix, const int *extra, const int *slots,
-               float scale, float *out, float *scratch, int stride) {
-    const int groups = heads / kv_heads, nv = hd / NR, nq = rows * groups;
-    const int padded_nq = nq + QS + QV(nv);  /* queries and the padding of the last blocks */
-    int *first = malloc(sizeof(int) * (rows + 1));  /* row r's extra slots start at slots + first[r] */
-    int *from = malloc(sizeof(int) * nq);  /* query i's keys from this rank on are its own (its block's are before) */
-    const float **qs = malloc(sizeof(float *) * padded_nq);
-    float **es = malloc(sizeof(float *) * padded_nq), **os = malloc(sizeof(float *) * padded_nq);
-    if (!first || !from || !qs || !es || !os) {  /* out of memory: the caller raises MemoryError */
-        free(first); free(from); free(qs); free(es); free(os);
-        return 1;
-    }
-    first[0] = 0;
-    for (int r = 0; r < rows; r++) first[r + 1] = first[r] + (extra ? extra[r] : 0);
-    float *spare = scratch + (size_t)(padded_nq - 1) * stride;  /* padding's output */
-    for (int g = 0; g < kv_heads; g++) {
-        const float *k = keys + (size_t)g * hd * cap, *v = values + (size_t)g * cap * hd;
-        for (int i = 0; i < padded_nq; i++) {  /* query i: row i / groups, head g * groups + i % groups */
-            const int real = i < nq ? i : nq - 1, r = real / groups, h = g * groups + real % groups;
-            qs[i] = q + (size_t)r * ldq + (size_t)h * hd;
-            es[i] = scratch + (size_t)real * stride;
-            os[i] = i < nq ? out + ((size_t)r * heads + h) * hd : spare;
-        }
-        /* scores over each block's longest prefix (vectors past a row's own prefix read cache slots inside the
-         * capacity, a multiple of NR, and are never used), then each row's extra keys one by one */
-        for (int b = 0, n; b < nq; b += n) {  /* blocks of 1, 2, 4 or QS queries: the fewest that hold the rest */
-            const int left = nq - b;
-            n = left > 4 ? QS : left > 2 ? 4 : left;
-            int longest = 0;  /* the block's longest prefix (a prompt's rows see more keys as they go) */
-            for (int i = b; i < b + n && i < nq; i++)
-                longest = prefix[i / groups] > longest ? prefix[i / groups] : longest;
-            const int vectors = (longest + NR - 1) / NR;
-            for (int c = 0; c < vectors; c += 2)
-                score_of[n][c + 2 <= vectors ? 2 : 1](qs + b, hd, k, cap, c * NR, es + b);
-        }
-        for (int i = 0; i < nq; i++) {
-            const int r = i / groups, count = prefix[r] + (extra ? extra[r] : 0);
-            float *e = es[i];
-            for (int j = prefix[r]; j < count; j++) {  /* extra keys: the same chain over d as a lane's */
-                const long long slot = slots[first[r] + j - prefix[r]];
-                float a = 0.0f;
-                for (int d = 0; d < hd; d++) a = __builtin_fmaf(qs[i][d], k[(size_t)d * cap + slot], a);
-                e[j] = a;
-            }
-            vec top = vset1(-__builtin_inff());  /* scale, and the maximum (exact in any order) */
-            int j = 0;
-            for (; j + NR <= count; j += NR) {
-                vec x = vmul(vload(e + j), vset1(scale));
-                vstore(e + j, x);
-                top = vmax(top, x);
-            }
-            float m = vhmax(top);
-            for (; j < count; j++) {
-                e[j] *= scale;
-                m = e[j] > m ? e[j] : m;
-            }
-            const int padded = (count + LANES - 1) / LANES * LANES;
-            for (j = count; j < padded; j++) e[j] = m;
-            for (j = 0; j < padded; j += NR) vstore(e + j, vexp(vsub(vload(e + j), vset1(m))));
-            for (j = count; j < padded; j++) e[j] = 0.0f;
-            float lanes[LANES] = {0}, sum = 0.0f;
-            for (j = 0; j < padded; j += LANES)
-                for (int l = 0; l < LANES; l++) lanes[l] += e[j + l];
-            for (int l = 0; l < LANES; l++) sum += lanes[l];
-            e[stride - 1] = sum;  /* kept past the scores (stride leaves room) */
-            for (int d = 0; d < hd; d++) os[i][d] = 0.0f;
-        }
-        for (int b = 0, n; b < nq; b += n) {  /* the keys every row of a block sees, its queries at once */
-            n = nq - b > 1 ? QV(nv) : 1;
-            int seen = prefix[b / groups];  /* the block's shortest prefix (its first row's, in a prompt) */
-            for (int i = b; i < b + n && i < nq; i++)
-                seen = prefix[i / groups] < seen ? prefix[i / groups] : seen;
-            for (int i = b; i < b + n && i < nq; i++) from[i] = seen;
-            (n > 1 ? weigh_of : weigh_one_of)[nv]((const float *const *)(es + b), 0, seen, v, hd, os + b);
-        }
-        for (int i = 0; i < nq; i++) {  /* then each row's own further keys, in rank order, and / sum */
-            const int r = i / groups, count = prefix[r] + (extra ? extra[r] : 0);
-            const float *e = es[i];
-            float *o = os[i];
-            for (int j = from[i]; j < count; j++) {
-                const float *x = v + (size_t)(j < prefix[r] ? j : slots[first[r] + j - prefix[r]]) * hd;
-                vec w = vset1(e[j]);
-                for (int d = 0; d < hd; d += NR) vstore(o + d, vfma(w, vload(x + d), vload(o + d)));
-            }
-            vec sum = vset1(e[stride - 1]);
-            for (int d = 0; d < hd; d += NR) vstore(o + d, vdiv(vload(o + d), sum));
-        }
-    }
-    free(first); free(from); free(qs); free(es); free(os);
-    return 0;
-}

@@ -1,4 +1,4 @@
-"""specui's native CPU kernels (specui/native.c, native_layer.c, native_pool.c) for the lean forward, through ctypes.
+"""specui's native CPU kernels (specui/native*.c) for the lean forward, through ctypes.
 
 - `Kernel.product(W, b)`: y = x W^T + b for the few rows of a decode or verify forward, every output one
   fused multiply-add chain over the inner dimension in order, so a row's bits never depend on how many
@@ -23,11 +23,10 @@
   blocks at their float32 size; times the rows in a block of 16 rows or more) does not wake workers that went
   to sleep. The bits are the unsplit product's. Independent of torch's threads.
 
-The library is compiled once per machine with the system's C compiler (`$CC`, else `cc`) into specui's
-cache folder (`specui.packaged.cache_root()/native`): 10-20 s on 2 cores, as a preset loads. With no
-compiler, no x86 CPU with AVX2 and FMA, or a failed build, `kernel()` returns None and the lean forward
-keeps MKL's products and torch's attention (also row-invariant, slower for a few rows); the reason is
-logged once.
+The library is compiled once per machine (`specui.native_build`: about 10 s on 2 cores, as a preset loads).
+With no compiler, no x86 CPU with AVX2 and FMA, or a failed build, `kernel()` returns None and the lean
+forward keeps MKL's products and torch's attention (also row-invariant, slower for a few rows); the reason
+is logged once.
 
     SPECUI_NATIVE=0        never use it
     SPECUI_NATIVE=avx2     use the AVX2 build even where AVX-512 is available (tests compare the two)
@@ -40,30 +39,19 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import logging
 import os
-import shutil
 import subprocess
-import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import NamedTuple
 
 import torch
 
-from specui import blocks, int8
+from specui import blocks, int8, native_build
 from specui.blocks import half_kind
-from specui.packaged import cache_root
+from specui.native_build import FLAGS
 
-SOURCE = Path(__file__).with_name("native.c")
-LAYER_SOURCE = Path(__file__).with_name("native_layer.c")  # the norm and rotary kernels, built with SOURCE
-POOL_SOURCE = Path(__file__).with_name("native_pool.c")  # the product threads, built with SOURCE
-HEAD_SOURCE = Path(__file__).with_name("native_head.c")  # the drafters' greedy rounds, built with SOURCE
-HEADER = Path(__file__).with_name("native.h")  # what native.c and native_head.c share (in the build's hash)
-FLAGS = {"avx512": ["-mavx512f", "-mfma", "-mf16c", "-DSPECUI_AVX512"], "avx2": ["-mavx2", "-mfma", "-mf16c"]}
-LIBRARY_FLAGS = ["-O3", "-shared", "-fPIC", "-pthread"]  # before an ISA's FLAGS (tools.build_ab builds with them too)
 HALF_PANELS = True  # half-precision-valued weights packed at half width (False: float32 panels, to compare)
 # rows up to which a product reads GGUF blocks, not float32 panels (SmolLM2: AVX-512 1-12 rows took 0.49-0.96 of
 # float32's time, stop 56; AVX2 prompts of 16-512 rows 0.82-0.93 on Zen 3, stop 69: every row, and no float32 panels)
@@ -360,41 +348,10 @@ def best_isa() -> str | None:
 
 def _load(isa: str) -> Kernel | None:
     try:
-        return Kernel(ctypes.CDLL(str(_build(isa))), isa)
+        return Kernel(ctypes.CDLL(str(native_build.build(isa))), isa)
     except (OSError, subprocess.SubprocessError) as error:
         reason = str(error)
         if isinstance(error, subprocess.CalledProcessError):  # the compiler's own first lines
             reason = " / ".join(error.stderr.decode(errors="replace").strip().splitlines()[:3]) or reason
         log.warning("specui: the native row-invariant products are off (%s); using MKL's instead", reason)
         return None
-
-
-def _build(isa: str) -> Path:
-    """The shared library for `isa`, compiled into the cache unless it is there (named by a hash of
-    the sources and the flags, so an edit rebuilds it; written to a temporary name and renamed, so
-    processes building at once never load half a file)."""
-    compiler = os.environ.get("CC") or "cc"
-    if shutil.which(compiler) is None:
-        raise OSError(f"no C compiler ({compiler!r}) on PATH")
-    flags, sources = [*LIBRARY_FLAGS, *FLAGS[isa]], [SOURCE, LAYER_SOURCE, POOL_SOURCE, HEAD_SOURCE]
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in [*sources, HEADER]) + " ".join([compiler, *flags]).encode())
-    digest = digest.hexdigest()[:16]
-    for folder in (cache_root() / "native", Path(tempfile.gettempdir()) / "specui-native"):
-        target = folder / f"specui-native-{isa}-{digest}.so"
-        if target.is_file():
-            return target
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, partial = tempfile.mkstemp(suffix=".so", dir=folder)
-            os.close(fd)
-        except OSError:
-            continue  # an unwritable cache: try the next folder
-        try:
-            subprocess.run([compiler, *flags, *map(str, sources), "-o", partial], check=True, capture_output=True,
-                           timeout=300)
-            os.replace(partial, target)
-        finally:
-            if os.path.exists(partial):
-                os.remove(partial)
-        return target
-    raise OSError("no writable folder for the native build")

@@ -29,22 +29,23 @@ from pathlib import Path
 import torch
 
 import specui
-from specui import native
+from specui import native, native_build
 from specui.verify_cost import measure_verify_cost
 from tools.race import race_loads
 
-# the files `specui.native` builds its library from (the header last: included, not compiled)
-SOURCES = [native.SOURCE, native.LAYER_SOURCE, native.POOL_SOURCE, native.HEAD_SOURCE, native.HEADER]
-
-
 def old_build(ref: str, isa: str, folder: Path) -> Path:
-    """The native library built from specui's sources at git `ref`, with the flags `specui.native` uses."""
-    for path in SOURCES:
-        source = subprocess.run(["git", "show", f"{ref}:specui/{path.name}"], check=True, capture_output=True).stdout
-        (folder / path.name).write_bytes(source)
+    """The native library built from specui's sources at git `ref` (its native*.c and native.h, as one unit: each
+    file whole, as every commit's sources compile), with the flags `specui.native_build` uses."""
+    listed = subprocess.run(["git", "ls-tree", "--name-only", ref, "specui/"], check=True, capture_output=True,
+                            text=True).stdout.split()
+    names = [Path(p).name for p in listed if Path(p).name.startswith("native") and Path(p).suffix in (".c", ".h")]
+    for name in names:
+        source = subprocess.run(["git", "show", f"{ref}:specui/{name}"], check=True, capture_output=True).stdout
+        (folder / name).write_bytes(source)
     library = folder / f"specui-native-{isa}-old.so"
-    compiler = [os.environ.get("CC") or "cc", *native.LIBRARY_FLAGS, *native.FLAGS[isa]]
-    subprocess.run([*compiler, *(str(folder / p.name) for p in SOURCES[:-1]), "-o", str(library)], check=True)
+    compiler = [os.environ.get("CC") or "cc", *native_build.COMPILE_FLAGS, *native_build.LINK_FLAGS,
+                *native_build.FLAGS[isa]]
+    subprocess.run([*compiler, *(str(folder / n) for n in names if n.endswith(".c")), "-o", str(library)], check=True)
     return library
 
 

@@ -8,7 +8,7 @@ import logging
 import pytest
 import torch
 
-from specui import native
+from specui import native, native_build
 from specui.kv import CachedLM
 from specui.products import SMALL_WEIGHT, rows_invariant
 from tests.helpers import make_config
@@ -188,7 +188,7 @@ def test_argmax_finds_the_first_maximum_in_every_lane_and_tail(kernel, n):
 def test_without_a_compiler_it_falls_back_with_a_reason(monkeypatch, tmp_path, caplog):
     monkeypatch.setattr(native, "_kernels", {})
     monkeypatch.setenv("SPECUI_CACHE", str(tmp_path))  # nothing built yet
-    monkeypatch.setattr(native.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(native_build.tempfile, "gettempdir", lambda: str(tmp_path))
     monkeypatch.setenv("CC", str(tmp_path / "no-such-compiler"))
     with caplog.at_level(logging.WARNING, logger="specui.native"):
         assert native.kernel() is None
@@ -202,14 +202,14 @@ def test_without_a_compiler_it_falls_back_with_a_reason(monkeypatch, tmp_path, c
 def test_a_failed_build_falls_back(monkeypatch, tmp_path, caplog):
     monkeypatch.setattr(native, "_kernels", {})
     monkeypatch.setenv("SPECUI_CACHE", str(tmp_path))
-    monkeypatch.setattr(native.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(native_build.tempfile, "gettempdir", lambda: str(tmp_path))
     broken = tmp_path / "broken.c"
     broken.write_text("this is not C\n")
-    monkeypatch.setattr(native, "SOURCE", broken)
+    monkeypatch.setattr(native_build, "LAYER_SOURCE", broken)
     with caplog.at_level(logging.WARNING, logger="specui.native"):
         assert native.kernel() is None
     assert "error" in caplog.text  # the compiler's own message, so the user can act on it
-    assert not list((tmp_path / "native").glob("*.so"))  # no half-built library left to load later
+    assert not list((tmp_path / "native").iterdir())  # no half-built library left to load later, no objects
 
 
 def test_an_installed_package_carries_every_native_source():
@@ -220,8 +220,7 @@ def test_an_installed_package_carries_every_native_source():
     tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
     listed = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"]["specui"]
-    needed = {native.SOURCE, native.LAYER_SOURCE, native.POOL_SOURCE, native.HEAD_SOURCE, native.HEADER}
-    assert {p.name for p in needed} <= set(listed)
+    assert {p.name for p in native_build.sources()} <= set(listed)
     assert {p.name for p in Path(native.__file__).parent.glob("native*.[ch]")} <= set(listed)
 
 
