@@ -7,6 +7,7 @@ function unchanged, so the same app runs on a workstation, a CPU Space and a Zer
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable
 
@@ -14,6 +15,11 @@ from collections.abc import Callable
 def on_spaces() -> bool:
     """Whether this process runs inside a Hugging Face Space (the platform sets SPACE_ID)."""
     return bool(os.environ.get("SPACE_ID"))
+
+
+def zero_gpu() -> bool:
+    """Whether ZeroGPU's `spaces` package is installed (then a GPU exists only inside `gpu()`-decorated calls)."""
+    return importlib.util.find_spec("spaces") is not None
 
 
 def gpu(*, duration: int = 120) -> Callable:

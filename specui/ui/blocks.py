@@ -236,7 +236,7 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
     `showcase` (e.g. a test's, to watch its runs) replaces the one built from `config` and `cache`."""
     app = App(showcase or Showcase(config, cache or PairCache()))
     if preload:
-        threading.Thread(target=_preload, args=(app.showcase, config.get(None)), daemon=True,
+        threading.Thread(target=app.showcase.preload, args=(config.get(None),), daemon=True,
                          name="specui-preload").start()
     # every run's download (and each Teach export) is a file gradio copies into its cache: an hourly sweep removes
     # those over a day old, so a long-lived Space does not fill its disk
@@ -324,13 +324,6 @@ def on_preset(config, c: Controls, name: str) -> dict:
         return {c.about: f"⚠ {e}"}
     drafter, k = follow_preset(chosen)
     return {c.k: k, c.drafter: drafter, c.confidence: confidence_of(chosen), c.about: about(chosen)}
-
-
-def _preload(showcase: Showcase, preset) -> None:
-    try:
-        showcase.cache.get(preset)
-    except Exception as e:  # shown again, readably, when someone sends a prompt
-        log.warning("could not preload preset %s: %s", preset.name, e)
 
 
 def launch(demo: gr.Blocks, **kwargs):

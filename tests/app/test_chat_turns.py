@@ -17,6 +17,7 @@ from specui.loading import PairCache
 from specui.presets import load_config
 from specui.ui.blocks import chat_tab
 from specui.ui.chat_handlers import App, Stops, clear, respond, retry, stopped, take_back, undo, waiting
+from specui.ui.request import Settings
 from specui.ui.session import Showcase
 from tests.helpers import HAS_WHEEL, ui_config
 
@@ -285,3 +286,28 @@ def test_the_last_message_goes_to_the_teach_tab_with_its_settings_fitted_to_it()
     assert "seed was random" in plain[teach.step.status]
     assert to_teach(ui, teach, {**data, c.confidence: 0.0})[t.confidence] == 0.0
     assert to_teach(ui, teach, {**data, ui.exchanges: []}) == {}
+
+
+def test_the_app_preloads_and_warms_up_the_default_pair_so_the_first_request_does_neither(monkeypatch, caplog):
+    from specui import lesson
+
+    config = ui_config()
+    showcase = Showcase(config, PairCache())
+    calls = []
+    monkeypatch.setattr(lesson, "warm_up", lambda engine, ids, lock=None: calls.append(list(ids)))
+    showcase.preload(config.get(None))
+    pair = showcase.cache.get(config.get(None))
+    assert len(calls) == 1 and calls[0] == showcase.encode(pair, "Hello!", [])
+    assert any(ref() is pair for ref in showcase._warm)
+    frames = list(showcase.run("def f(x):", Settings(preset=config.default, max_new_tokens=4, num_draft_tokens=2), figures=False))
+    assert frames[-1][1].phase == "done" and len(calls) == 1  # warm already: the request went straight on
+
+    zero = Showcase(config, PairCache())  # under ZeroGPU there is no GPU outside a request: loaded, not warmed
+    monkeypatch.setattr("specui.spaces.zero_gpu", lambda: True)
+    zero.preload(config.get(None))
+    assert len(calls) == 1 and not zero._warm and zero.cache.get(config.get(None)) is not None
+
+    broken = ui_config(with_broken=True).get("broken")  # a preset that cannot load: a warning, no exception
+    with caplog.at_level("WARNING", logger="specui.ui"):
+        zero.preload(broken)
+    assert "could not preload preset broken" in caplog.text
