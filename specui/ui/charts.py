@@ -42,7 +42,8 @@ def speed_figure(spec=None, plain=None) -> go.Figure:
         if result is not None and result.rounds:
             xs, ys = _running_speed(result)
             fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name, line={"color": colour, "width": 2}))
-    return _layout(fig, title="Tokens/s over time", x="engine time (s)", y="tokens/s", showlegend=True)
+    fig = _layout(fig, title="Tokens/s over time", x="engine time (s)", y="tokens/s", showlegend=True)
+    return fig if fig.data else noted(fig, "Tokens so far ÷ engine time so far,<br>as a reply streams")
 
 
 def acceptance_figure(spec=None) -> go.Figure:
@@ -64,7 +65,7 @@ def acceptance_figure(spec=None) -> go.Figure:
                              line={"color": RATE_COLOUR, "width": 2}))
     fig = _layout(fig, title="Acceptance per round", x="round", y="acceptance", showlegend=True)
     fig.update_yaxes(range=[0, 1.05])
-    return fig
+    return fig if xs else noted(fig, "Each round's accepted ÷ drafted,<br>and the running acceptance rate")
 
 
 def round_tokens_figure(spec=None) -> go.Figure:
@@ -77,7 +78,7 @@ def round_tokens_figure(spec=None) -> go.Figure:
     fig = go.Figure(go.Bar(x=xs, y=[counts.get(x, 0) for x in xs], marker_color=SPEC_COLOUR, name="rounds"))
     fig = _layout(fig, title="Tokens per round", x="tokens emitted in the round", y="rounds", showlegend=False)
     fig.update_xaxes(dtick=1)
-    return fig
+    return fig if counts else noted(fig, "How many rounds emitted 1, 2, … K + 1 tokens")
 
 
 def position_figure(spec=None) -> go.Figure:
@@ -93,7 +94,7 @@ def position_figure(spec=None) -> go.Figure:
     fig = _layout(fig, title="Acceptance by draft position", x="draft position", y="acceptance", showlegend=True)
     fig.update_yaxes(range=[0, 1.05])
     fig.update_xaxes(dtick=1)
-    return fig
+    return fig if xs else noted(fig, "How often the 1st, 2nd, … draft of a round<br>was accepted")
 
 
 def _position_counts(result) -> tuple[dict[int, int], dict[int, int], dict[int, float]]:

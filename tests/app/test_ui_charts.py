@@ -89,6 +89,15 @@ def test_empty_figures_are_valid_and_every_chart_serialises(spec, plain):
             assert json.loads(fig.to_json())["layout"]["title"]["text"]
 
 
+def test_charts_before_a_run_say_what_will_fill_them_instead_of_empty_axes(spec, plain):
+    for empty in (None, result_of([])):
+        for name, fig in charts.all_figures(empty).items():
+            assert len(fig.layout.annotations) == 1 and fig.layout.annotations[0].text, name
+            assert fig.layout.xaxis.visible is False and fig.layout.yaxis.visible is False, name
+    for name, fig in charts.all_figures(spec, plain).items():  # a run's charts: its axes, no note
+        assert not fig.layout.annotations and fig.layout.xaxis.visible is not False, name
+
+
 def test_verify_cost_figure_draws_the_curve_beside_the_theorems_one():
     import json
 
