@@ -282,6 +282,8 @@ def time_budget_figure(budget: dict | None = None) -> go.Figure:
     # taller than the other experiments: room for the legend of thirteen parts
     layout(fig, height=TALL + 100, title=title, x="ms per generated token", y="", barmode="stack")
     fig.update_layout(legend={"traceorder": "normal"})  # plotly reverses a stack's legend; these stack left to right
-    if not budget:
+    if not budget:  # its axes mean nothing before a run (plotly's -1 to 6 both ways): the note alone
         _waiting(fig, "plain and speculative decoding's time per token, part by part")
+        fig.update_xaxes(visible=False)
+        fig.update_yaxes(visible=False)
     return fig

@@ -129,6 +129,7 @@ def test_time_budget_figure_stacks_counted_parts_solid_and_the_rest_hatched():
 
     empty = teach_charts.time_budget_figure()
     assert not empty.data and "Run the experiment" in empty.layout.annotations[0].text
+    assert empty.layout.xaxis.visible is False and empty.layout.yaxis.visible is False  # no axes from -1 to 6
     budget = {"plain_ms_per_token": {"forwards": 5.0, "step rest": 0.5, "between steps": 0.1, "prefill": 0.2},
               "speculative_ms_per_token": {"target forwards": 1.2, "verify extra rows": 0.1, "verify rest": -0.05,
                                            "draft forwards": 0.6, "draft rest": 0.2, "between rounds": 0.02,
