@@ -93,6 +93,7 @@ def test_the_run_charts_follow_every_contestant_in_an_arena(results):
     assert list(position.data[0].y) == list(charts.position_figure(results["model"]).data[0].y)  # as one run's bars
     for name in ("chart-acceptance", "chart-tokens-per-round"):
         assert not any(any(t.y) for t in figures[name].data) and "arena" in figures[name].layout.annotations[0].text
+        assert len(figures[name].layout.annotations) == 1  # its note alone, not over the empty chart's
     before = charts.arena_run_figures()  # plain decoding has not started yet
     assert not before["chart-speed"].data and not before["chart-position"].data
 
