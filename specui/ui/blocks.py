@@ -232,12 +232,13 @@ def chat_tab(config) -> ChatTab:
 
 def build(config, *, cache: PairCache | None = None, preload: bool = True,
           showcase: Showcase | None = None) -> gr.Blocks:
-    """The whole app for a parsed models.yaml. `preload` loads the default pair in the background; a given
-    `showcase` (e.g. a test's, to watch its runs) replaces the one built from `config` and `cache`."""
+    """The whole app for a parsed models.yaml. `preload` loads and warms up the default pair in the background,
+    printing its progress; a given `showcase` (e.g. a test's, to watch its runs) replaces the one built from `config`
+    and `cache`."""
     app = App(showcase or Showcase(config, cache or PairCache()))
     if preload:
-        threading.Thread(target=app.showcase.preload, args=(config.get(None),), daemon=True,
-                         name="specui-preload").start()
+        threading.Thread(target=app.showcase.preload, args=(config.get(None),), daemon=True, name="specui-preload",
+                         kwargs={"progress": lambda line: print(f"specui: {line}", flush=True)}).start()
     # every run's download (and each Teach export) is a file gradio copies into its cache: an hourly sweep removes
     # those over a day old, so a long-lived Space does not fill its disk
     with gr.Blocks(title=TITLE, delete_cache=DELETE_CACHE) as demo:

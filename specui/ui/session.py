@@ -228,13 +228,13 @@ class Showcase:
             run.contestant = name
             yield "arena", run.arena[name], run.arena_views.setdefault(name, []), stream
 
-    def preload(self, preset) -> None:
+    def preload(self, preset, *, progress=None) -> None:
         """Load `preset`'s pair and warm it up (the app does this in the background as it starts), so the first
         request neither waits for the load nor for first-call allocations (about 1.2 s for the chat preset on a
-        CPU). Not under ZeroGPU, where there is no GPU outside a request's call. Failures are logged: a request
-        shows them again, readably."""
+        CPU). Not under ZeroGPU, where there is no GPU outside a request's call. `progress` receives the load's
+        lines. Failures are logged: a request shows them again, readably."""
         try:
-            pair = self.cache.get(preset)
+            pair = self.cache.get(preset, progress=progress)
             if not spaces.zero_gpu():
                 self.warm_up(pair.engine(), pair, self.encode(pair, "Hello!", []))
         except Exception as e:

@@ -295,8 +295,10 @@ def test_the_app_preloads_and_warms_up_the_default_pair_so_the_first_request_doe
     showcase = Showcase(config, PairCache())
     calls = []
     monkeypatch.setattr(lesson, "warm_up", lambda engine, ids, lock=None: calls.append(list(ids)))
-    showcase.preload(config.get(None))
+    lines = []
+    showcase.preload(config.get(None), progress=lines.append)  # the app prints them on its console
     pair = showcase.cache.get(config.get(None))
+    assert lines and lines[-1] == "Ready"
     assert len(calls) == 1 and calls[0] == showcase.encode(pair, "Hello!", [])
     assert any(ref() is pair for ref in showcase._warm)
     frames = list(showcase.run("def f(x):", Settings(preset=config.default, max_new_tokens=4, num_draft_tokens=2), figures=False))
