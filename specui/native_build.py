@@ -4,8 +4,9 @@ The library is built with the system's C compiler (`$CC`, else `cc`) into specui
 (`specui.packaged.cache_root()/native`, else the system's temporary folder), named by a hash of the sources, the
 header, the compiler and the flags, so an edit rebuilds it. Its units compile at once, a compiler process each,
 then link: native.c's many tiles twice over, half of them each (-DSPECUI_PART=1 and 2), beside the other files.
-On two cores of an AMD EPYC that is 9.5 s instead of 17-19 for the files one after another. The library is written under a
-temporary name and renamed, so processes building at once never load half a file; a failed build leaves nothing.
+On two cores of an AMD EPYC that is 9.5 s instead of 17-19 for the files one after another. The library is
+written under a temporary name and renamed, so processes building at once never load half a file; a failed build
+leaves nothing.
 """
 
 from __future__ import annotations
