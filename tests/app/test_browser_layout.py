@@ -39,3 +39,25 @@ def test_the_chats_corner_buttons_never_cover_a_message(width):
         assert g["panel"]["bottom"] <= g["messages"]["top"] + 0.5, g
         assert g["messages"]["bottom"] <= g["chat"]["bottom"] + 0.5, g  # and the messages still fit the chat's box
         browser.close()
+
+
+def test_the_teach_tabs_draft_table_scrolls_sideways_on_a_phone_instead_of_losing_its_verdicts():
+    """The draft table (#, token, q, p, min(1, p/q), u, verdict) is wider than a 420 px page: it scrolls within the
+    page instead of running past its edge, where the verdict column was cut off."""
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with served_app(ui_config()) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_page(viewport={"width": 420, "height": 900})
+        page.goto(url)
+        page.wait_for_selector("#prompt textarea", timeout=60_000)
+        page.get_by_role("tab", name="Teach").click()
+        page.click("#step-start")
+        page.wait_for_selector("#step-view table.teach-drafts", timeout=120_000)
+        g = page.evaluate("""() => { const t = document.querySelector('#step-view table.teach-drafts');
+            const r = t.getBoundingClientRect(); return {right: r.right, page: window.innerWidth,
+            scroll: t.scrollWidth, client: t.clientWidth}; }""")
+        assert g["right"] <= g["page"], g  # within the page
+        assert g["scroll"] > g["client"], g  # and its further columns a sideways scroll away
+        browser.close()
