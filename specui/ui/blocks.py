@@ -37,6 +37,7 @@ from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_d
 from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE, Settings
 from specui.ui.session import Showcase
 from specui.ui.teaching import teaching_tab
+from specui.ui.theme import PLOT_MIN_WIDTH
 
 log = logging.getLogger("specui.ui")
 CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
@@ -210,10 +211,10 @@ def _results() -> Results:
         table = gr.Dataframe(headers=stats.ARENA_HEADERS, value=[], interactive=False, elem_id="arena-table",
                              label="Drafter arena (engine time; the same prompt, settings and seed)")
         plots = {"chart-arena": gr.Plot(charts.arena_figure(), elem_id="chart-arena", show_label=False)}
-    for row in (("chart-speed", "chart-acceptance"), ("chart-tokens-per-round", "chart-position")):
+    for row in (("chart-speed", "chart-acceptance"), ("chart-tokens-per-round", "chart-position")):  # 2 a row, or 1
         with gr.Row():
             for elem_id, figure in ((e, charts.all_figures()[e]) for e in row):
-                plots[elem_id] = gr.Plot(figure, elem_id=elem_id, show_label=False)
+                plots[elem_id] = gr.Plot(figure, elem_id=elem_id, show_label=False, min_width=PLOT_MIN_WIDTH)
     return Results(stats_line, race, replay, plots, arena, table, export, to_teach)
 
 

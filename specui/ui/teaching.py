@@ -36,6 +36,7 @@ from specui.ui.teach_compare_view import render_compare
 from specui.ui.teach_experiments import Experiment
 from specui.ui.teach_prepare import prepare
 from specui.ui.teach_view import DEFAULT_PROMPT, INTRO, STEP_HELP, THEORY_HELP, render_measured, render_step
+from specui.ui.theme import PLOT_MIN_WIDTH
 
 TEACH_K_MAX = 8  # the Teach tab's K slider: enough for a lesson, small enough to read a round
 TEACH_MAX_NEW = 128  # its new-tokens slider (from 8, in steps of 8)
@@ -144,9 +145,10 @@ def _step_view() -> tuple[StepView, teach_compare.CompareView]:
     with gr.Row(equal_height=False):
         with gr.Column(scale=3):
             with gr.Row():
-                tokens = gr.Plot(teach_charts.theory_tokens_figure(), elem_id="teach-theory-tokens", show_label=False)
+                tokens = gr.Plot(teach_charts.theory_tokens_figure(), elem_id="teach-theory-tokens", show_label=False,
+                                 min_width=PLOT_MIN_WIDTH)
                 speedup = gr.Plot(teach_charts.theory_speedup_figure(), elem_id="teach-theory-speedup",
-                                  show_label=False)
+                                  show_label=False, min_width=PLOT_MIN_WIDTH)
             measured = gr.HTML(render_measured(None), elem_id="teach-measured")
             export = gr.File(label="Export this run (JSON: tokens, kinds, rounds, p and q, timings)",
                              interactive=False, elem_id="teach-export")

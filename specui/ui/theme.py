@@ -14,6 +14,7 @@ DRAFTER_COLOURS = {"plain": PLAIN_COLOUR, "model": SPEC_COLOUR, "model_lookup": 
 K_COLOURS = {1: "#93c5fd", 2: "#60a5fa", 3: "#3b82f6", 4: "#2563eb", 5: "#1d4ed8", 6: "#1e40af", 8: "#1e3a8a"}
 HEIGHT = 280  # the chat tab's live charts
 TALL = 320  # the Teach tab's theory and experiment charts
+PLOT_MIN_WIDTH = 340  # charts side by side wrap below this width each: one a row on a phone
 
 
 def _template() -> go.layout.Template:

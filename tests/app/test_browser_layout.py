@@ -1,6 +1,7 @@
-"""A real browser on the served app, checking the chat's layout: its corner buttons (Clear, Copy conversation) sit
-in a row above the messages, on a wide and on a phone-sized page, so that no message scrolls under them (Gradio lays
-them over the messages, where they hid a message's first line)."""
+"""A real browser on the served app, checking the layout on a wide and on a phone-sized page: the chat's corner buttons
+(Clear, Copy conversation) sit in a row above the messages, so that no message scrolls under them (Gradio lays them
+over the messages, where they hid a message's first line); the run charts stand two a row, or one on a phone; the
+Teach tab's tables scroll sideways on a phone."""
 
 from __future__ import annotations
 
@@ -38,6 +39,14 @@ def test_the_chats_corner_buttons_never_cover_a_message(width):
         assert g["scrolls"], g  # enough messages that the chat scrolls: what scrolled went under the buttons
         assert g["panel"]["bottom"] <= g["messages"]["top"] + 0.5, g
         assert g["messages"]["bottom"] <= g["chat"]["bottom"] + 0.5, g  # and the messages still fit the chat's box
+        charts = page.evaluate("""() => Object.fromEntries(['chart-speed', 'chart-acceptance'].map(id => {
+            const r = document.getElementById(id).getBoundingClientRect(); return [id, {top: r.top, bottom: r.bottom,
+            left: r.left, right: r.right}]; }))""")
+        speed, acceptance = charts["chart-speed"], charts["chart-acceptance"]
+        if width >= 1000:  # the run charts two a row on a wide page, one a row on a phone's (else 170 px each)
+            assert acceptance["left"] >= speed["right"] - 0.5 and acceptance["top"] == speed["top"], charts
+        else:
+            assert acceptance["top"] >= speed["bottom"] - 0.5 and speed["right"] <= width, charts
         browser.close()
 
 
