@@ -70,3 +70,25 @@ def test_the_teach_tabs_draft_table_scrolls_sideways_on_a_phone_instead_of_losin
         assert g["right"] <= g["page"], g  # within the page
         assert g["scroll"] > g["client"], g  # and its further columns a sideways scroll away
         browser.close()
+
+
+def test_the_arena_chart_keeps_its_five_panels_legible_on_a_phone():
+    """The arena's chart (five panels side by side) keeps 700 px on a 420 px page and scrolls sideways inside it,
+    instead of squeezing each panel's title into its neighbour's."""
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with served_app(ui_config()) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_page(viewport={"width": 420, "height": 900})
+        page.goto(url)
+        page.wait_for_selector("#prompt textarea", timeout=60_000)
+        set_number(page, "max-new-tokens", 16)
+        page.click("#arena input")
+        run_prompt(page, "import os\n", timeout_ms=300_000)
+        g = page.evaluate("""() => { const e = document.getElementById('chart-arena');
+            const plot = e.querySelector('.js-plotly-plot').getBoundingClientRect();
+            return {right: e.getBoundingClientRect().right, plot: plot.width, scroll: e.scrollWidth,
+                    client: e.clientWidth}; }""")
+        assert g["right"] <= 420 and g["plot"] >= 700 and g["scroll"] > g["client"], g
+        browser.close()
