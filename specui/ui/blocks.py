@@ -211,7 +211,7 @@ def _results() -> Results:
         table = gr.Dataframe(headers=stats.ARENA_HEADERS, value=[], interactive=False, elem_id="arena-table",
                              label="Drafter arena (engine time; the same prompt, settings and seed)")
         plots = {"chart-arena": gr.Plot(charts.arena_figure(), elem_id="chart-arena", show_label=False)}
-    for row in (("chart-speed", "chart-acceptance"), ("chart-tokens-per-round", "chart-position")):  # 2 a row, or 1
+    for row in (("chart-speed", "chart-acceptance"), ("chart-tokens-per-round", "chart-position")):  # two a row, one on a phone
         with gr.Row():
             for elem_id, figure in ((e, charts.all_figures()[e]) for e in row):
                 plots[elem_id] = gr.Plot(figure, elem_id=elem_id, show_label=False, min_width=PLOT_MIN_WIDTH)
