@@ -5,6 +5,8 @@ Teach tab's tables scroll sideways on a phone."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from tests.helpers import require_browser, served_app, ui_config
@@ -22,16 +24,26 @@ GEOMETRY = """() => {
 }"""
 
 
-@pytest.mark.parametrize("width", [1400, 420])
-def test_the_chats_corner_buttons_never_cover_a_message(width):
+@contextlib.contextmanager
+def app_page(width: int, height: int = 1000):
+    """The served app (the UI tests' config) in Chromium, a page `width` px wide, once its prompt box shows."""
     require_browser()
     from playwright.sync_api import sync_playwright
 
     with served_app(ui_config()) as url, sync_playwright() as p:
         browser = launch_chromium(p)
-        page = browser.new_page(viewport={"width": width, "height": 1000})
+        page = browser.new_page(viewport={"width": width, "height": height})
         page.goto(url)
         page.wait_for_selector("#prompt textarea", timeout=60_000)
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+@pytest.mark.parametrize("width", [1400, 420])
+def test_the_chats_corner_buttons_never_cover_a_message(width):
+    with app_page(width) as page:
         set_number(page, "max-new-tokens", 48)
         for prompt in ("import os\n", "class Stack:\n", "def main(argv):\n"):
             run_prompt(page, prompt)
@@ -47,20 +59,12 @@ def test_the_chats_corner_buttons_never_cover_a_message(width):
             assert acceptance["left"] >= speed["right"] - 0.5 and acceptance["top"] == speed["top"], charts
         else:
             assert acceptance["top"] >= speed["bottom"] - 0.5 and speed["right"] <= width, charts
-        browser.close()
 
 
 def test_the_teach_tabs_draft_table_scrolls_sideways_on_a_phone_instead_of_losing_its_verdicts():
     """The draft table (#, token, q, p, min(1, p/q), u, verdict) is wider than a 420 px page: it scrolls within the
     page instead of running past its edge, where the verdict column was cut off."""
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with served_app(ui_config()) as url, sync_playwright() as p:
-        browser = launch_chromium(p)
-        page = browser.new_page(viewport={"width": 420, "height": 900})
-        page.goto(url)
-        page.wait_for_selector("#prompt textarea", timeout=60_000)
+    with app_page(420, 900) as page:
         page.get_by_role("tab", name="Teach").click()
         page.click("#step-start")
         page.wait_for_selector("#step-view table.teach-drafts", timeout=120_000)
@@ -69,20 +73,12 @@ def test_the_teach_tabs_draft_table_scrolls_sideways_on_a_phone_instead_of_losin
             scroll: t.scrollWidth, client: t.clientWidth}; }""")
         assert g["right"] <= g["page"], g  # within the page
         assert g["scroll"] > g["client"], g  # and its further columns a sideways scroll away
-        browser.close()
 
 
 def test_the_arena_chart_keeps_its_five_panels_legible_on_a_phone():
     """The arena's chart (five panels side by side) keeps 700 px on a 420 px page and scrolls sideways inside it,
     instead of squeezing each panel's title into its neighbour's."""
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with served_app(ui_config()) as url, sync_playwright() as p:
-        browser = launch_chromium(p)
-        page = browser.new_page(viewport={"width": 420, "height": 900})
-        page.goto(url)
-        page.wait_for_selector("#prompt textarea", timeout=60_000)
+    with app_page(420, 900) as page:
         set_number(page, "max-new-tokens", 16)
         page.click("#arena input")
         run_prompt(page, "import os\n", timeout_ms=300_000)
@@ -91,4 +87,3 @@ def test_the_arena_chart_keeps_its_five_panels_legible_on_a_phone():
             return {right: e.getBoundingClientRect().right, plot: plot.width, scroll: e.scrollWidth,
                     client: e.clientWidth}; }""")
         assert g["right"] <= 420 and g["plot"] >= 700 and g["scroll"] > g["client"], g
-        browser.close()
