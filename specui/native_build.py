@@ -51,8 +51,8 @@ def build(isa: str) -> Path:
     compiler = os.environ.get("CC") or "cc"
     if shutil.which(compiler) is None:
         raise OSError(f"no C compiler ({compiler!r}) on PATH")
-    flags = [*COMPILE_FLAGS, *FLAGS[isa]]
-    recipe = " ".join([compiler, *flags, *LINK_FLAGS, *(f"{p.name} {' '.join(f)}" for p, f in units())])
+    flags, jobs = [*COMPILE_FLAGS, *FLAGS[isa]], units()
+    recipe = " ".join([compiler, *flags, *LINK_FLAGS, *(f"{p.name} {' '.join(f)}" for p, f in jobs)])
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources()) + recipe.encode()).hexdigest()[:16]
     for folder in (cache_root() / "native", Path(tempfile.gettempdir()) / "specui-native"):
         target = folder / f"specui-native-{isa}-{digest}.so"
@@ -64,11 +64,11 @@ def build(isa: str) -> Path:
         except OSError:
             continue  # an unwritable cache: try the next folder
         try:
-            objects = [work / f"{i}.o" for i in range(len(units()))]
+            objects = [work / f"{i}.o" for i in range(len(jobs))]
             with ThreadPoolExecutor(max_workers=len(objects)) as pool:  # each waits on its own compiler process
                 done = [pool.submit(subprocess.run, [compiler, *flags, *own, "-c", str(path), "-o", str(obj)],
                                     check=True, capture_output=True, timeout=300)
-                        for (path, own), obj in zip(units(), objects)]
+                        for (path, own), obj in zip(jobs, objects)]
                 for future in done:
                     future.result()  # the first failure raises, with the compiler's message
             subprocess.run([compiler, *LINK_FLAGS, *map(str, objects), "-o", str(work / "library.so")], check=True,

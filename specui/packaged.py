@@ -14,6 +14,7 @@ In models.yaml a packaged model is written `pypi:<package>`, e.g. `target: pypi:
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import json
@@ -142,21 +143,10 @@ def _parsed_once():
     is parsed once and each map built once (the same objects handed out again); afterwards gguf is as it was."""
     import gguf
 
-    readers, maps = {}, {}
     reader, name_map = gguf.GGUFReader, gguf.get_tensor_name_map
-
-    def read_once(path, mode="r"):
-        key = (os.path.realpath(path), mode)
-        if key not in readers:
-            readers[key] = reader(path, mode)
-        return readers[key]
-
-    def map_once(arch, n_blocks):
-        if (arch, n_blocks) not in maps:
-            maps[arch, n_blocks] = name_map(arch, n_blocks)
-        return maps[arch, n_blocks]
-
-    gguf.GGUFReader, gguf.get_tensor_name_map = read_once, map_once
+    read = functools.cache(reader)
+    gguf.GGUFReader = lambda path, mode="r": read(os.path.realpath(path), mode)
+    gguf.get_tensor_name_map = functools.cache(name_map)
     try:
         yield
     finally:

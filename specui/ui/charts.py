@@ -177,8 +177,5 @@ def arena_run_figures(results: dict | None = None) -> dict[str, go.Figure]:
     position.update_yaxes(range=[0, 1.05])
     position.update_xaxes(dtick=1)
     note = "one run's rounds: in the arena, see each drafter's<br>figures in the table and the chart above"
-    per_round = {"chart-acceptance": acceptance_figure(), "chart-tokens-per-round": round_tokens_figure()}
-    for fig in per_round.values():
-        fig.layout.annotations = ()  # this note instead of the empty chart's
-        noted(fig, note)
-    return {"chart-speed": speed, "chart-position": position, **per_round}
+    return {"chart-speed": speed, "chart-position": position, "chart-acceptance": noted(acceptance_figure(), note),
+            "chart-tokens-per-round": noted(round_tokens_figure(), note)}

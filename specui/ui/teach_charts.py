@@ -283,7 +283,6 @@ def time_budget_figure(budget: dict | None = None) -> go.Figure:
     layout(fig, height=TALL + 100, title=title, x="ms per generated token", y="", barmode="stack")
     fig.update_layout(legend={"traceorder": "normal"})  # plotly reverses a stack's legend; these stack left to right
     if not budget:  # its axes mean nothing before a run (plotly's -1 to 6 both ways): the note alone
-        _waiting(fig, "plain and speculative decoding's time per token, part by part")
-        fig.update_xaxes(visible=False)
-        fig.update_yaxes(visible=False)
+        noted(fig, "Run the experiment to fill this:<br>plain and speculative decoding's time per token, part by part",
+              size=14)
     return fig

@@ -40,7 +40,9 @@ def layout(fig: go.Figure, *, title: str, x: str, y: str, height: int = HEIGHT, 
 
 
 def noted(fig: go.Figure, text: str, *, size: int = 13) -> go.Figure:
-    """An empty chart that says why it is empty (or what will fill it), without axes that would mean nothing."""
+    """An empty chart that says why it is empty (or what will fill it), without axes that would mean nothing; the
+    note replaces any the chart had (an empty chart's own, when a caller says it otherwise)."""
+    fig.layout.annotations = ()
     fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
                        font={"size": size, "color": PLAIN_COLOUR})
     fig.update_xaxes(visible=False)
