@@ -76,9 +76,11 @@ def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16) -
             log(f"exit states read from {path}")
             return kept
         log(f"{path} holds other settings ({kept.get('key')}); computing them again")
-    layers, count = target.model.layers, target.config.num_hidden_layers
-    target.model.layers, target.config.num_hidden_layers = layers[:layer], layer  # hidden_states[layer] is then
-    try:  # the last layer's output, before the final norm (which transformers appends as one more entry)
+    layers, count, norm = target.model.layers, target.config.num_hidden_layers, target.model.norm
+    # the first `layer` layers alone: hidden_states[layer] is then the last one's output, which transformers gives
+    # after the model's final norm (the full model's hidden_states[layer] is before it), so the norm steps aside
+    target.model.layers, target.config.num_hidden_layers, target.model.norm = layers[:layer], layer, torch.nn.Identity()
+    try:
         states, labels = [None] * len(sequences), [None] * len(sequences)
         order = sorted(range(len(sequences)), key=lambda i: len(sequences[i][0]))  # little padding
         started = time.time()
@@ -96,7 +98,7 @@ def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16) -
             if (b // batch) % 25 == 0:
                 log(f"exit states: {b + len(picked):,}/{len(order):,} sequences ({time.time() - started:.0f} s)")
     finally:
-        target.model.layers, target.config.num_hidden_layers = layers, count
+        target.model.layers, target.config.num_hidden_layers, target.model.norm = layers, count, norm
     kept = {"key": key, "states": states, "labels": labels}
     torch.save(kept, path)
     return kept

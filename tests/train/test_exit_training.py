@@ -1,6 +1,7 @@
 """`python -m specui.train exit` end to end at toy size on the bundled target: an early-exit head (fresh, with a gated
 MLP) learns the target's greedy tokens from its cached exit states, checkpoints and resumes, saves a folder that
-loads as a head and drafts exactly; a warm start grows an MLP on a saved head without changing what it drafts."""
+loads as a head and drafts exactly; a warm start grows an MLP on a saved head without changing what it drafts; the
+cached states are the full target's states entering the exit layer (not normed by the final norm)."""
 
 import json
 
@@ -11,7 +12,7 @@ from specui import SpeculativeEngine
 from specui.heads import early_exit
 from specui.loading import load_pair
 from specui.presets import load_config
-from specui.train.exit_head import build_head, main, parse_args
+from specui.train.exit_head import build_head, exit_states, main, parse_args
 from tests.helpers import BUNDLED_TARGET
 
 pytestmark = pytest.mark.skipif(not BUNDLED_TARGET.exists(), reason="the bundled pair is not built")
@@ -75,3 +76,25 @@ def test_a_warm_start_grows_an_mlp_that_starts_as_the_identity(pair, answers, tm
     with pytest.raises(SystemExit):
         parse_args(["--preset", "bundled"])
     assert "required: --answers" in capsys.readouterr().err
+
+
+def test_the_cached_exit_states_are_the_states_entering_the_exit_layer(pair, answers, tmp_path):
+    """The first E layers alone end on the model's final norm (transformers gives their last state after it); the
+    cache must hold the state entering layer E of the whole target, as drafting sees it (`CachedLM.extend_early`)."""
+    from specui.train.head_data import answer_sequences
+
+    sequences, _ = answer_sequences(str(answers), max_len=64)
+    target, seen = pair.target, []
+    data = exit_states(target, sequences, layer=8, path=tmp_path / "states.pt", batch=4)
+    assert len(target.model.layers) == 32 and not isinstance(target.model.norm, torch.nn.Identity)  # restored
+    hook = target.model.layers[8].register_forward_pre_hook(lambda module, args, kwargs: seen.append(
+        (args[0] if args else kwargs["hidden_states"])[0]), with_kwargs=True)
+    try:
+        for (ids, first), states, labels in zip(sequences, data["states"], data["labels"]):
+            seen.clear()
+            with torch.no_grad():
+                target.model(input_ids=ids[None])
+            torch.testing.assert_close(states.float(), seen[0][first - 1:len(ids) - 1].float(), atol=2e-2, rtol=1e-2)
+            assert torch.equal(labels, ids[first:])
+    finally:
+        hook.remove()
