@@ -80,7 +80,10 @@ class CachedLM:
         self.stack = (GraphStack.shared(model) or DecoderStack.build(model, drafts=drafts)) if fast else None
         # whether the model's own forward can keep one row of logits (inspect's signature is slow to build: asked
         # only where that forward runs)
-        self._keep_arg = self.stack is None and "logits_to_keep" in inspect.signature(model.forward).parameters
+        parameters = inspect.signature(model.forward).parameters if self.stack is None else {}
+        self._keep_arg = "logits_to_keep" in parameters
+        # the cache's keyword: `cache` since transformers 5.2x, which warns of `past_key_values` (gone in 5.40)
+        self._cache_arg = "cache" if "cache" in parameters else "past_key_values"
         self.cache = None  # a DynamicCache, or the stack's StaticKV or GraphKV
         self.length = 0
         self.early = None  # (stop, tokens, hidden [n, D]): tokens an early-exit draft ran through layers < stop
@@ -124,9 +127,9 @@ class CachedLM:
             from transformers import DynamicCache
 
             self.cache = DynamicCache()
-        out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True,
-                         output_hidden_states=bool(features), **kwargs)
-        self.cache = out.past_key_values
+        out = self.model(input_ids=ids, use_cache=True, output_hidden_states=bool(features),
+                         **{self._cache_arg: self.cache}, **kwargs)
+        self.cache = out[self._cache_arg]
         self.length += ids.shape[1]
         logits = out.logits[0]
         logits = logits[-1:] if last_only else logits
@@ -201,10 +204,10 @@ class CachedLM:
             self.cache = DynamicCache()
         dtype = next(self.model.parameters()).dtype
         mask = torch.zeros(visible.shape, dtype=dtype).masked_fill_(~visible, torch.finfo(dtype).min)
-        out = self.model(input_ids=ids, past_key_values=self.cache, use_cache=True,
-                         attention_mask=mask[None, None].to(self.device), position_ids=positions[None].to(self.device),
-                         output_hidden_states=bool(features))
-        self.cache = out.past_key_values
+        out = self.model(input_ids=ids, use_cache=True, attention_mask=mask[None, None].to(self.device),
+                         position_ids=positions[None].to(self.device), output_hidden_states=bool(features),
+                         **{self._cache_arg: self.cache})
+        self.cache = out[self._cache_arg]
         self.length += ids.shape[1]
         logits = out.logits[0]
         if not features:

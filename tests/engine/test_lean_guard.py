@@ -102,3 +102,22 @@ def test_a_linear_subclass_with_its_own_forward_is_honoured():
     assert DecoderStack.build(model) is None
     changed = engine_greedy(model)
     assert changed == own_greedy(model) and changed != before
+
+
+def test_the_models_own_forward_gets_its_cache_by_the_name_it_takes():
+    """transformers 5.2x renamed `past_key_values` to `cache` (the old name warns, and goes in 5.40): a model's own
+    forward (GPT-2 here: no lean path) is handed its cache by the name its signature takes, with no warning, and a
+    greedy run through it is still the model's own greedy `generate`, trees included."""
+    import inspect
+    import warnings
+
+    model = make_model("gpt2", seed=2)
+    cached = CachedLM(model)
+    assert cached.stack is None
+    assert cached._cache_arg in inspect.signature(model.forward).parameters
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        got = SpeculativeEngine(model, None).generate(PROMPT, max_new_tokens=12, speculative=False).token_ids
+        tree = SpeculativeEngine(model, make_model("gpt2", seed=3)).generate(
+            PROMPT, max_new_tokens=12, num_draft_tokens=3, tree_width=2, tree_nodes=4).token_ids
+    assert got == own_greedy(model) == tree
