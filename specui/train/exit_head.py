@@ -66,10 +66,12 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 @torch.no_grad()
-def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16) -> dict:
+def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16, whole: bool = False) -> dict:
     """Per sequence (ids, first answer index): the states entering layer `layer` at the positions that predict its
-    answer tokens (float16 [n, D]) and those tokens; kept in `path` and read back when it holds the same settings."""
-    key = {"layer": layer, "sequences": len(sequences), "tokens": sum(len(s) for s, _ in sequences)}
+    answer tokens (float16 [n, D]; every position's with `whole`) and those tokens; kept in `path` and read back
+    when it holds the same settings."""
+    key = {"layer": layer, "sequences": len(sequences), "tokens": sum(len(s) for s, _ in sequences),
+           **({"whole": True} if whole else {})}
     if path.exists():
         kept = torch.load(path)
         if kept.get("key") == key:
@@ -93,7 +95,7 @@ def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16) -
             hidden = target.model(input_ids=ids.to(target.device), output_hidden_states=True).hidden_states[layer]
             for j, i in enumerate(picked):
                 seq, first = sequences[i]
-                states[i] = hidden[j, first - 1:len(seq) - 1].to("cpu", torch.float16)
+                states[i] = hidden[j, 0 if whole else first - 1:len(seq) - 1].to("cpu", torch.float16)
                 labels[i] = seq[first:].clone()
             if (b // batch) % 25 == 0:
                 log(f"exit states: {b + len(picked):,}/{len(order):,} sequences ({time.time() - started:.0f} s)")
