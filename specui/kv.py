@@ -82,7 +82,7 @@ class CachedLM:
         # only where that forward runs)
         parameters = inspect.signature(model.forward).parameters if self.stack is None else {}
         self._keep_arg = "logits_to_keep" in parameters
-        # the cache's keyword: `cache` since transformers 5.2x, which warns of `past_key_values` (gone in 5.40)
+        # the cache's keyword: `cache` in newer transformers (5.24), which warns of `past_key_values` (gone in 5.40)
         self._cache_arg = "cache" if "cache" in parameters else "past_key_values"
         self.cache = None  # a DynamicCache, or the stack's StaticKV or GraphKV
         self.length = 0

@@ -105,9 +105,9 @@ def test_a_linear_subclass_with_its_own_forward_is_honoured():
 
 
 def test_the_models_own_forward_gets_its_cache_by_the_name_it_takes():
-    """transformers 5.2x renamed `past_key_values` to `cache` (the old name warns, and goes in 5.40): a model's own
-    forward (GPT-2 here: no lean path) is handed its cache by the name its signature takes, with no warning, and a
-    greedy run through it is still the model's own greedy `generate`, trees included."""
+    """Newer transformers (5.24) renamed `past_key_values` to `cache` (the old name warns, and goes in 5.40): a
+    model's own forward (GPT-2 here: no lean path) is handed its cache by the name its signature takes, with no
+    warning, and a greedy run through it is still the model's own greedy `generate`, trees included."""
     import inspect
     import warnings
 
