@@ -86,15 +86,17 @@ def test_the_cached_exit_states_are_the_states_entering_the_exit_layer(pair, ans
     sequences, _ = answer_sequences(str(answers), max_len=64)
     target, seen = pair.target, []
     data = exit_states(target, sequences, layer=8, path=tmp_path / "states.pt", batch=4)
+    whole = exit_states(target, sequences, layer=8, path=tmp_path / "whole.pt", batch=4, whole=True)  # every position
     assert len(target.model.layers) == 32 and not isinstance(target.model.norm, torch.nn.Identity)  # restored
     hook = target.model.layers[8].register_forward_pre_hook(lambda module, args, kwargs: seen.append(
         (args[0] if args else kwargs["hidden_states"])[0]), with_kwargs=True)
     try:
-        for (ids, first), states, labels in zip(sequences, data["states"], data["labels"]):
+        for (ids, first), states, labels, every in zip(sequences, data["states"], data["labels"], whole["states"]):
             seen.clear()
             with torch.no_grad():
                 target.model(input_ids=ids[None])
             torch.testing.assert_close(states.float(), seen[0][first - 1:len(ids) - 1].float(), atol=2e-2, rtol=1e-2)
+            torch.testing.assert_close(every.float(), seen[0][:len(ids) - 1].float(), atol=2e-2, rtol=1e-2)
             assert torch.equal(labels, ids[first:])
     finally:
         hook.remove()
