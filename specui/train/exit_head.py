@@ -79,8 +79,9 @@ def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16, w
             return kept
         log(f"{path} holds other settings ({kept.get('key')}); computing them again")
     layers, count, norm = target.model.layers, target.config.num_hidden_layers, target.model.norm
-    # the first `layer` layers alone: hidden_states[layer] is then the last one's output, which transformers gives
-    # after the model's final norm (the full model's hidden_states[layer] is before it), so the norm steps aside
+    # the first `layer` layers alone, and the final norm set aside: the model's last state is then the state entering
+    # layer `layer` (transformers' hidden_states, asked of a model cut short, end on the normed one instead, and its
+    # hooks that collect them would stay on the layers of the cut model)
     target.model.layers, target.config.num_hidden_layers, target.model.norm = layers[:layer], layer, torch.nn.Identity()
     try:
         states, labels = [None] * len(sequences), [None] * len(sequences)
@@ -92,7 +93,7 @@ def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16, w
             ids = torch.zeros(len(picked), width, dtype=torch.long)  # padding at the end: the causal rows before it keep their values
             for j, i in enumerate(picked):
                 ids[j, :len(sequences[i][0])] = sequences[i][0]
-            hidden = target.model(input_ids=ids.to(target.device), output_hidden_states=True).hidden_states[layer]
+            hidden = target.model(input_ids=ids.to(target.device)).last_hidden_state
             for j, i in enumerate(picked):
                 seq, first = sequences[i]
                 states[i] = hidden[j, 0 if whole else first - 1:len(seq) - 1].to("cpu", torch.float16)
