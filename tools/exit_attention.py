@@ -8,9 +8,9 @@ early states of the whole context (the target's heads, head size and rotary base
 the state. Here that attention goes in front of the shipped head (its own norm, block, MLP and output rows), its
 projection starting at zero, so at step 0 it drafts exactly as the shipped head does. Each arm trains from the
 shipped head on the target's greedy tokens (the labels of `python -m specui.train exit`): `attention` the
-attention and the head together, `mlp` the head alone (the control, the same minutes on the same data). Then both
-are scored, with the shipped head, on the 16 held-out chat prompts: the target answers each greedily (96 tokens),
-and the share of answer tokens each head's top token matches, teacher-forced (for a head at K = 1, its greedy α).
+attention and the head together, `mlp` the head alone (the control, the same minutes on the same data). Then the
+arm is scored beside the shipped head on the 16 held-out chat prompts: the target answers each greedily (96 tokens),
+and the share of answer tokens each one's top token matches, teacher-forced (for a head at K = 1, its greedy α).
 
 The states of whole conversations are kept in `--states` (float16; about 1.7 GB for 3,000 of the GPU rounds'
 greedy answers), so a second arm reads them. Nothing here is shipped: drafting with such an adapter would need its
