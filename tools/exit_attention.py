@@ -21,7 +21,6 @@ own cache of keys and values beside the target's, and pays only if its agreement
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from pathlib import Path
 
@@ -32,39 +31,36 @@ from torch import nn
 from specui import SpeculativeEngine, chat_prompts
 from specui import heads as saved
 from specui.bench.cli import tokenize_prompts
+from specui.heads.eagle import HeadLayer
 from specui.train.exit_head import exit_states
 from specui.train.head_data import answer_sequences
-from specui.train.heads import load_target
+from specui.train.heads import load_target, lr_at
 
 
 class Attention(nn.Module):
-    """x + o(attention(RMSNorm(x))): causal grouped-query attention over a sequence's early states [B, T, D]."""
+    """x + o(attention(RMSNorm(x))): causal grouped-query attention over a sequence's early states [B, T, D], rotated
+    as the EAGLE head's layer rotates (`HeadLayer.rope`, whose table it borrows)."""
+
+    rope, _rotation, _angles = HeadLayer.rope, HeadLayer._rotation, HeadLayer._angles
 
     def __init__(self, config):
         super().__init__()
         width, heads = config.hidden_size, config.num_attention_heads
         self.heads, self.kv_heads, self.head_dim = heads, config.num_key_value_heads, width // heads
         self.eps = config.rms_norm_eps
+        self.theta = (getattr(config, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
         self.norm = nn.Parameter(torch.ones(width))
         self.q = nn.Linear(width, width, bias=False)
         self.kv = nn.Linear(width, 2 * self.kv_heads * self.head_dim, bias=False)
         self.o = nn.Linear(width, width, bias=False)
         nn.init.zeros_(self.o.weight)  # the identity at the start
-        theta = (getattr(config, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
-        angles = torch.arange(4096.0)[:, None] / theta ** (torch.arange(0, self.head_dim, 2) / self.head_dim)
-        self.register_buffer("cos", torch.cat([angles.cos()] * 2, -1), persistent=False)
-        self.register_buffer("sin", torch.cat([angles.sin()] * 2, -1), persistent=False)
-
-    def rope(self, x: torch.Tensor) -> torch.Tensor:
-        half, T = self.head_dim // 2, x.shape[-2]
-        return x * self.cos[:T] + torch.cat([-x[..., half:], x[..., :half]], -1) * self.sin[:T]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, D = x.shape
         y = F.rms_norm(x, (D,), self.norm, self.eps)
-        q = self.rope(self.q(y).view(B, T, self.heads, self.head_dim).transpose(1, 2))
+        q = self.rope(self.q(y).view(B, T, self.heads, self.head_dim).transpose(1, 2), range(T))
         k, v = self.kv(y).view(B, T, 2, self.kv_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        a = F.scaled_dot_product_attention(q, self.rope(k), v, is_causal=True, enable_gqa=True)
+        a = F.scaled_dot_product_attention(q, self.rope(k, range(T)), v, is_causal=True, enable_gqa=True)
         return x + self.o(a.transpose(1, 2).reshape(B, T, D))
 
 
@@ -80,30 +76,19 @@ def batch_of(data: dict, picked: list[int], where: torch.Tensor) -> tuple[torch.
     return x, y
 
 
-def held_out(target, tokenizer, layer: int, prompts: int, tokens: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """The held-out prompts' greedy answers: (states entering `layer` of the whole conversation [T, D], answer ids)
-    each; the states read where they enter the layer (a hook), as drafting sees them."""
+def held_out(target, tokenizer, prompts: int, tokens: int) -> list[tuple[torch.Tensor, int]]:
+    """The held-out prompts with the target's greedy answers, as (conversation ids, first answer index)."""
     engine = SpeculativeEngine(target)
-    seen, out = [], []
-    hook = target.model.layers[layer].register_forward_pre_hook(
-        lambda module, args, kwargs: seen.append((args[0] if args else kwargs["hidden_states"])[0]), with_kwargs=True)
-    try:
-        for prompt in tokenize_prompts(chat_prompts.HELD_OUT[:prompts], tokenizer, chat=True):
-            answer = engine.generate(prompt, max_new_tokens=tokens, speculative=False).token_ids
-            ids = torch.tensor(prompt + answer)
-            seen.clear()
-            with torch.no_grad():
-                target.model(input_ids=ids[None, :-1])
-            out.append((seen[0], ids[len(prompt):]))
-    finally:
-        hook.remove()
-    return out
+    return [(torch.tensor(prompt + engine.generate(prompt, max_new_tokens=tokens, speculative=False).token_ids),
+             len(prompt)) for prompt in tokenize_prompts(chat_prompts.HELD_OUT[:prompts], tokenizer, chat=True)]
 
 
-def agreement(shipped, attention, answers, where: torch.Tensor) -> float:
+def agreement(shipped, attention, data: dict, where: torch.Tensor) -> float:
+    """The share of answer tokens the head's top token matches, teacher-forced, over `exit_states`' whole
+    conversations."""
     hits = total = 0
     with torch.no_grad():
-        for states, answer in answers:
+        for states, answer in zip(data["states"], data["labels"]):
             x = states[None].float()
             top = shipped(attention(x) if attention is not None else x)[0, -len(answer):].argmax(-1)
             hits += int((top == where[answer]).sum())
@@ -121,6 +106,7 @@ def main(argv=None) -> None:
     ap.add_argument("--states", default="runs/exit-attention/states.pt")
     ap.add_argument("--batch", type=int, default=8, help="conversations a step")
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--warmup", type=int, default=50, help="steps of linear warmup, then cosine decay to a tenth")
     ap.add_argument("--prompts", type=int, default=16)
     ap.add_argument("--tokens", type=int, default=96)
     ap.add_argument("--threads", type=int, default=1)
@@ -137,7 +123,8 @@ def main(argv=None) -> None:
     data = exit_states(target, sequences, layer=layer, path=Path(args.states), whole=True)
     where = torch.full((shipped.output.vocab_size,), -100, dtype=torch.long)
     where[shipped.output.token_ids] = torch.arange(len(shipped.output.token_ids))
-    answers = held_out(target, tokenizer, layer, args.prompts, args.tokens)
+    answers = exit_states(target, held_out(target, tokenizer, args.prompts, args.tokens), layer=layer,
+                          path=Path(args.states).with_name("held-out.pt"), whole=True)
     before = agreement(shipped, None, answers, where)
 
     head = saved.load(args.head, target).float()
@@ -148,9 +135,8 @@ def main(argv=None) -> None:
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
     gen, step, started = torch.Generator().manual_seed(1), 0, time.time()
     while (spent := time.time() - started) < args.minutes * 60:
-        lr = args.lr * min(1.0, (step + 1) / 50) * (0.1 + 0.45 * (1 + math.cos(math.pi * spent / (args.minutes * 60))))
         for group in opt.param_groups:
-            group["lr"] = lr
+            group["lr"] = lr_at(args, step, spent / (args.minutes * 60))
         x, y = batch_of(data, torch.randint(0, len(sequences), (args.batch,), generator=gen).tolist(), where)
         loss = F.cross_entropy(head(attention(x) if attention is not None else x).flatten(0, 1), y.flatten())
         opt.zero_grad(set_to_none=True)
@@ -161,8 +147,8 @@ def main(argv=None) -> None:
             print(f"step {step}: loss {float(loss.detach()):.3f} ({spent / 60:.1f} min)", flush=True)
     after = agreement(head, attention, answers, where)
     print(f"{preset.name}, exit at layer {layer}, {len(sequences):,} conversations, {args.arm} arm, {step} steps in "
-          f"{args.minutes:g} min: held-out greedy agreement ({sum(len(a) for _, a in answers):,} answer tokens of "
-          f"{len(answers)} prompts) shipped head {before:.4f}, this arm {after:.4f}")
+          f"{args.minutes:g} min: held-out greedy agreement ({sum(map(len, answers['labels'])):,} answer tokens of "
+          f"{len(answers['labels'])} prompts) shipped head {before:.4f}, this arm {after:.4f}")
 
 
 if __name__ == "__main__":
