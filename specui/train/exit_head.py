@@ -42,7 +42,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--answers", required=True, help="folders of the target's greedy answers (DIR1,DIR2; "
                     "python -m specui.train.chat --write-answers, or tools/gpu_answers.tar.xz's greedy sets)")
     ap.add_argument("--init", default=None, help="an early-exit head folder to start from (else a fresh head)")
-    ap.add_argument("--exit-layer", type=int, default=0, help="a fresh head's exit (0: a quarter of the layers)")
+    ap.add_argument("--exit-layer", type=int, default=0, help="the exit: the head drafts from the state "
+                    "entering this layer (0: --init's, or a quarter of the layers for a fresh head)")
     ap.add_argument("--mlp-hidden", type=int, default=0, help="add a gated MLP of this width after the block "
                     "(starts as the identity; 0: none, or the --init head's own)")
     ap.add_argument("--vocab", type=int, default=2048, help="a fresh head's ids: the answers' most used (default: %(default)s)")
@@ -121,11 +122,14 @@ def build_head(args, target, answers: list[torch.Tensor]) -> EarlyExitHead:
         head = saved.load(args.init, target).float()
         if head.kind != "early_exit":
             raise SystemExit(f"--init {args.init}: a {head.kind} head, not an early-exit head")
-        if args.mlp_hidden and head.mlp is None:
-            grown = EarlyExitHead(target, token_ids=head.output.token_ids, exit_layer=head.exit_layer,
-                                  mlp_hidden=args.mlp_hidden)
-            grown.load_state_dict(head.state_dict(), strict=False)  # the block and norm; the MLP starts as the identity
-            head = grown
+        layer = args.exit_layer or head.exit_layer
+        if (args.mlp_hidden and head.mlp is None) or layer != head.exit_layer:
+            # a new identity MLP where asked for one the head lacks, and the adapter moved to another exit (its
+            # weights do not depend on the layer: a warm start for the states there)
+            mlp = head.arguments.get("mlp_hidden", 0) or args.mlp_hidden
+            moved = EarlyExitHead(target, token_ids=head.output.token_ids, exit_layer=layer, mlp_hidden=mlp)
+            moved.load_state_dict(head.state_dict(), strict=False)  # the block and norm (and MLP, if it had one)
+            head = moved
         return head.to(target.get_input_embeddings().weight.device)
     vocab = target.get_output_embeddings().weight.shape[0]
     ids = common.frequent_ids([torch.cat(answers)], size=args.vocab, vocab_size=vocab)

@@ -36,7 +36,7 @@ def trained_head(target, *, token_ids, steps: int = 60, seed: int = 0):
         opt.zero_grad()
         loss.backward()
         opt.step()
-    head.first_loss, head.last_loss = first, float(loss)
+    head.first_loss, head.last_loss = first, float(loss.detach())
     return head.eval()
 
 

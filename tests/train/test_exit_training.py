@@ -1,7 +1,8 @@
 """`python -m specui.train exit` end to end at toy size on the bundled target: an early-exit head (fresh, with a gated
 MLP) learns the target's greedy tokens from its cached exit states, checkpoints and resumes, saves a folder that
-loads as a head and drafts exactly; a warm start grows an MLP on a saved head without changing what it drafts; the
-cached states are the full target's states entering the exit layer (not normed by the final norm)."""
+loads as a head and drafts exactly; a warm start grows an MLP on a saved head without changing what it drafts, or
+moves its exit to another layer; the cached states are the full target's states entering the exit layer (not
+normed by the final norm)."""
 
 import json
 
@@ -73,6 +74,13 @@ def test_a_warm_start_grows_an_mlp_that_starts_as_the_identity(pair, answers, tm
     states = torch.randn(5, pair.target.config.hidden_size)
     with torch.no_grad():
         torch.testing.assert_close(grown(states), saved(states))
+    # --exit-layer moves a warm start's adapter, its weights and ids kept, the MLP it has too
+    moved = build_head(parse_args(["--answers", str(answers), "--init", str(first), "--mlp-hidden", "16",
+                                   "--exit-layer", "5"]), pair.target, [])
+    assert moved.exit_layer == 5 and moved.feature_layers == (5,) and moved.arguments["exit_layer"] == 5
+    assert moved.mlp is not None and torch.equal(moved.output.token_ids, saved.output.token_ids)
+    with torch.no_grad():
+        torch.testing.assert_close(moved(states), saved(states))
     with pytest.raises(SystemExit):
         parse_args(["--preset", "bundled"])
     assert "required: --answers" in capsys.readouterr().err
