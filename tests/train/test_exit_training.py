@@ -74,7 +74,7 @@ def test_a_warm_start_grows_an_mlp_that_starts_as_the_identity(pair, answers, tm
     states = torch.randn(5, pair.target.config.hidden_size)
     with torch.no_grad():
         torch.testing.assert_close(grown(states), saved(states))
-    # --exit-layer moves a warm start's adapter, its weights and ids kept, the MLP it has too
+    # --exit-layer moves a warm start's adapter to another exit, its weights and ids kept (here beside a new MLP)
     moved = build_head(parse_args(["--answers", str(answers), "--init", str(first), "--mlp-hidden", "16",
                                    "--exit-layer", "5"]), pair.target, [])
     assert moved.exit_layer == 5 and moved.feature_layers == (5,) and moved.arguments["exit_layer"] == 5
