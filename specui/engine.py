@@ -22,7 +22,10 @@ from dataclasses import replace
 import torch
 
 from specui.drafters import (
+    COPIES,
     DRAFTER_NAMES,
+    HEAD_DRAFTERS,
+    HEAD_OF,
     HEADS,
     MODEL,
     MODEL_DRAFTERS,
@@ -109,8 +112,8 @@ class SpeculativeEngine:
     @property
     def drafters(self) -> tuple[str, ...]:
         """The drafter names this engine can draft with ("model" needs a draft model, a head its head)."""
-        return (MODEL_DRAFTERS if self.draft_model is not None else ()) + tuple(h for h in HEADS if h in self.heads) \
-            + (PROMPT_LOOKUP,)
+        return (MODEL_DRAFTERS if self.draft_model is not None else ()) \
+            + tuple(d for d in HEAD_DRAFTERS if HEAD_OF[d] in self.heads) + (PROMPT_LOOKUP,)
 
     def generate(self, input_ids: Sequence[int], settings: DecodeSettings | None = None, **keywords) -> GenerationResult:
         """Run to the end and return every token with its provenance. Arguments as `stream`."""
@@ -129,9 +132,10 @@ class SpeculativeEngine:
                   tree_nodes, draft_confidence) build
                   one, or change the one given.
         drafter: "model" (the draft model; the default when there is one and the engine names no default
-                 drafter of its own), "model_lookup" (copies where the
-                 context repeats, the draft model elsewhere), "prompt_lookup" (the default without a draft
-                 model), a head's name, or any object with the `Drafter` methods.
+                 drafter of its own), "model_lookup" (copies where the context repeats, the draft model
+                 elsewhere), "prompt_lookup" (the default without a draft model), a head's name,
+                 "early_exit_lookup" (copies, the early-exit head elsewhere), or any object with the
+                 `Drafter` methods.
         into: a fresh `GenerationResult` to fill as the rounds come (tokens, seed, timings, stop reason);
               one that already holds a run is refused (make a new one per run).
         draws: the `Generators` the target's draws (uniforms, resampled and bonus tokens) come from, advanced
@@ -317,12 +321,13 @@ class SpeculativeEngine:
             return (ModelLookupDrafter if drafter == MODEL_LOOKUP else ModelDrafter)(self.draft_model)
         if drafter == PROMPT_LOOKUP:
             return PromptLookupDrafter()
-        if drafter in HEADS:
-            if drafter not in self.heads:
+        if drafter in HEAD_OF:
+            head = HEAD_OF[drafter]
+            if head not in self.heads:
                 have = ", ".join(repr(d) for d in self.drafters)
-                raise ValueError(f"drafter={drafter!r} needs a {drafter} head trained on this target; this engine has "
+                raise ValueError(f"drafter={drafter!r} needs a {head} head trained on this target; this engine has "
                                  f"none (its drafters: {have}; a preset's heads: list attaches them)")
-            return self.heads[drafter].make_drafter(self.target_model)
+            return self.heads[head].make_drafter(self.target_model, **({"copies": True} if drafter in COPIES else {}))
         return drafter  # a Drafter object (DecodeSettings refused unknown names)
 
     def _check_context(self, prompt_len: int, max_new_tokens: int, drafter) -> None:

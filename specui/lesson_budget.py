@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from specui import metrics
 from specui.bench.budget import time_budget
 from specui.bench.run import forward_seconds
-from specui.drafters import MODEL, MODEL_LOOKUP, PROMPT_LOOKUP
+from specui.drafters import COPIES, LABELS, MODEL, PROMPT_LOOKUP
 from specui.lesson import locked, warm_up
 from specui.settings import DecodeSettings
 from specui.verify_cost import measure_verify_cost, sync_device
@@ -58,9 +58,9 @@ def time_budget_run(engine, prompt_ids: Sequence[int], settings: DecodeSettings,
                                     repeats=3).as_dict()
     c = draft_s / target_s
     theory = metrics.theory(spec.rounds, c=c, k=k)
-    if theory is None and drafter == MODEL_LOOKUP:
-        raise ValueError("the draft model + lookup drafter mixes two proposers (copies from the context and the "
-                         "model's K tokens), which Theorem 3.8 does not describe; choose the draft model or prompt lookup")
+    if theory is None and drafter in COPIES:
+        raise ValueError(f"the {LABELS[drafter]} drafter mixes two proposers (copies from the context and K drafted "
+                         "tokens), which Theorem 3.8 does not describe; choose a drafter without lookup or prompt lookup")
     if theory is None:
         raise ValueError("the speculative run drafted nothing, so the theorem has nothing to compare")
     budget = time_budget([plain], [spec], target_s=target_s, draft_s=draft_s, curve=curve, theory=theory.speedup)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from specui.drafters.registry import DRAFTER_NAMES, HEADS, MODEL, MODEL_DRAFTERS, PROMPT_LOOKUP
+from specui.drafters.registry import DRAFTER_NAMES, HEAD_OF, HEADS, MODEL, MODEL_DRAFTERS, PROMPT_LOOKUP
 from specui.packaged import PREFIX as PACKAGED_PREFIX, PackagedModelError, lookup as lookup_packaged
 from specui.settings import MAX_DRAFT_TOKENS
 
@@ -198,8 +198,9 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
         raise ConfigError(f"{key}.draft: drafter {drafter!r} needs a draft model (or set drafter: prompt_lookup)")
     heads = _heads(body.get("heads"), key, path)
     drafter_tokens = _drafter_tokens(body.get("drafter_tokens"), key)
-    if drafter in HEADS and drafter not in dict(heads):
-        raise ConfigError(f"{key}.drafter: {drafter!r} needs a trained head listed under heads: ({drafter}: <folder>)")
+    if drafter in HEAD_OF and HEAD_OF[drafter] not in dict(heads):
+        raise ConfigError(f"{key}.drafter: {drafter!r} needs a trained head listed under heads: ({HEAD_OF[drafter]}: "
+                          "<folder>)")
     return Preset(
         name=name,
         target=_resolve(target, path),

@@ -27,7 +27,7 @@ from specui.bench.run import (
     run_prompts,
     summarise,
 )
-from specui.drafters import DRAFTER_NAMES, HEADS, MODEL_DRAFTERS
+from specui.drafters import DRAFTER_NAMES, HEAD_DRAFTERS, MODEL_DRAFTERS
 from specui.loading import load_pair
 from specui.presets import load_config, with_pair
 from specui.settings import DecodeSettings, SettingsError
@@ -290,4 +290,4 @@ def drafters_to_run(pair, preset_name: str, drafter: str) -> tuple[str, ...]:
                          f"its drafters: {', '.join(available)} (or --drafter {ALL})")
     if drafter == ALL:
         return (PLAIN, *available)
-    return (PLAIN, drafter) if drafter in HEADS else ()
+    return (PLAIN, drafter) if drafter in HEAD_DRAFTERS else ()

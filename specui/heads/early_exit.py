@@ -24,10 +24,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from specui.drafters.base import Confidence, Draft
-from specui.drafters.registry import EARLY_EXIT, LABELS
+from specui.drafters.copies import CopiesFirst
+from specui.drafters.registry import EARLY_EXIT, EARLY_EXIT_LOOKUP, LABELS
 from specui.heads.common import GatedMLP, ResBlock, VocabOutput, all_ids, check_target, draw, load_head, soft_loss
 from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
 from specui.sampling import Generators, Sampling
+
+LOOKUP_TOKENS = 3  # a copy's length with early exit (K 1): 3 ran faster than 6 side by side (docs/drafters.md)
 
 
 class EarlyExitHead(nn.Module):
@@ -72,9 +75,10 @@ class EarlyExitHead(nn.Module):
             raise ValueError("the batch has no valid position")
         return soft_loss(logits[mask], batch["target_logp"][mask].to(logits.device))
 
-    def make_drafter(self, target_model) -> EarlyExitDrafter:
+    def make_drafter(self, target_model, *, copies: bool = False) -> EarlyExitDrafter:
+        """The drafter; copies: copy where the context repeats, draft with the head elsewhere."""
         check_target(self.arguments, target_model, "early-exit head")
-        return EarlyExitDrafter(self)
+        return (EarlyExitLookupDrafter if copies else EarlyExitDrafter)(self)
 
 
 class EarlyExitDrafter:
@@ -115,6 +119,22 @@ class EarlyExitDrafter:
 
     def observe(self, num_accepted: int) -> None:
         pass  # the engine's trim of the target's cache forgets the rejected tokens' early layers too
+
+
+class EarlyExitLookupDrafter(CopiesFirst, EarlyExitDrafter):
+    """Copies where the context repeats (`specui.drafters.copies`), the head's K tokens elsewhere. A copied
+    round feeds nothing through the first layers: the verify forward runs the copy through every layer, and
+    the next drafted round starts from the target's cache as the verify left it."""
+
+    name = LABELS[EARLY_EXIT_LOOKUP]
+
+    def __init__(self, head: EarlyExitHead, *, lookup_tokens: int = LOOKUP_TOKENS):
+        super().__init__(head)
+        self.copies(lookup_tokens)
+
+    def start(self, prompt: list[int], *, sampling: Sampling, seed: int, target) -> None:
+        super().start(prompt, sampling=sampling, seed=seed, target=target)
+        self.start_copies(prompt, sampling, seed)
 
 
 def build(target, *, token_ids: torch.Tensor | None = None, **arguments) -> EarlyExitHead:

@@ -32,8 +32,8 @@ STEP_HELP = """**What happens in one round**
 
 One round costs one target forward and gives 1 to K+1 tokens. In **greedy** mode (temperature 0) a draft is
 kept when it equals the target's most likely token, and a rejected one is replaced by that token.
-Prompt lookup drafts by copying text: its q is 1 for the copied token. The draft model + lookup copies where
-the text repeats (such rounds say so) and asks the draft model elsewhere."""
+Prompt lookup drafts by copying text: its q is 1 for the copied token. The draft model + lookup and the early
+exit + lookup copy where the text repeats (such rounds say so) and ask the draft model or the early exit elsewhere."""
 THEORY_HELP = """**Theory beside measurement** (Leviathan et al. 2023)
 
 * **α**: the chance the target accepts a draft token. Fitted here so that the expected tokens per round equal

@@ -10,7 +10,8 @@ PLAIN_COLOUR = "#9ca3af"  # plain decoding, and the 1x line
 POINT_COLOUR = RATE_COLOUR = "#dc2626"  # measured points, running rates
 BEST_COLOUR = "#16a34a"  # the best K
 DRAFTER_COLOURS = {"plain": PLAIN_COLOUR, "model": SPEC_COLOUR, "model_lookup": "#4f46e5", "eagle": "#7c3aed",
-                   "medusa": "#db2777", "early_exit": "#0891b2", "prompt_lookup": "#d97706"}  # the arena; style.css's .arena-* match
+                   "medusa": "#db2777", "early_exit": "#0891b2", "early_exit_lookup": "#0d9488",
+                   "prompt_lookup": "#d97706"}  # the arena; style.css's .arena-* match
 K_COLOURS = {1: "#93c5fd", 2: "#60a5fa", 3: "#3b82f6", 4: "#2563eb", 5: "#1d4ed8", 6: "#1e40af", 8: "#1e3a8a"}
 HEIGHT = 280  # the chat tab's live charts
 TALL = 320  # the Teach tab's theory and experiment charts

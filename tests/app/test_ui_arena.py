@@ -195,16 +195,17 @@ def test_an_arena_request_runs_plain_then_every_drafter_and_fills_the_table(show
     frames = list(showcase.run(PROMPT, Settings(max_new_tokens=16, arena=True, seed=0)))
     frame, run = frames[-1]
     assert frame.done and run.phase == "done" and frame.error is None
-    assert list(run.arena) == ["plain", "model", "model_lookup", "eagle", "medusa", "early_exit", "prompt_lookup"]
+    assert list(run.arena) == ["plain", "model", "model_lookup", "eagle", "medusa", "early_exit", "early_exit_lookup",
+                               "prompt_lookup"]
     assert all(r.token_ids == run.arena["plain"].token_ids for r in run.arena.values())
     assert [row[0] for row in frame.table] == ["plain (target alone)", "draft model", "draft model + lookup", "EAGLE",
-                                               "Medusa", "early exit", "prompt lookup"]
-    assert [row[-1] for row in frame.table] == ["reference", "yes", "yes", "yes", "yes", "yes", "yes"]
+                                               "Medusa", "early exit", "early exit + lookup", "prompt lookup"]
+    assert [row[-1] for row in frame.table] == ["reference", "yes", "yes", "yes", "yes", "yes", "yes", "yes"]
     assert set(frame.figures) == {"chart-arena", *charts.all_figures()}
-    assert len(frame.figures["chart-arena"].data) == 7 * len(charts.ARENA_PANELS)
+    assert len(frame.figures["chart-arena"].data) == 8 * len(charts.ARENA_PANELS)
     assert "identical to plain decoding" in frame.message and "Who proposed each token" in frame.message
     assert run.reply_text == "".join(v.text for v in run.arena_views["plain"]) and run.reply_text
-    assert frame.race.count('class="race-lane"') == 7 and "prompt lookup · " in frame.race
+    assert frame.race.count('class="race-lane"') == 8 and "prompt lookup · " in frame.race
     assert all(f.race is None for f, _ in frames[:-1])
     streaming = [f for f, r in frames if not f.done and "specui-caret" in f.message]
     assert streaming, "the arena streams its runs as they decode"
@@ -218,7 +219,7 @@ def test_an_arena_with_trees_ignores_a_drafter_that_cannot_draft_them(showcase):
     frame, run = list(showcase.run(PROMPT, settings))[-1]
     assert frame.error is None and run.phase == "done"
     assert list(run.arena) == ["plain", "model", "eagle", "medusa"]  # the tree drafters
-    assert set(run.skipped) == {"model_lookup", "early_exit", "prompt_lookup"}
+    assert set(run.skipped) == {"model_lookup", "early_exit", "early_exit_lookup", "prompt_lookup"}
     assert all(r.token_ids == run.arena["plain"].token_ids for r in run.arena.values())
 
 
@@ -251,7 +252,8 @@ def test_drafters_with_their_own_k_race_at_it_and_the_slider_follows_the_drafter
                                                                          num_draft_tokens=3)))[-1]
     assert frame.error is None and run.phase == "done"
     asked = {name: max(r.num_draft_tokens for r in result.rounds) for name, result in run.arena.items() if name != "plain"}
-    assert asked == {"model": 3, "model_lookup": 3, "eagle": 3, "medusa": 1, "early_exit": 3, "prompt_lookup": 2}
+    assert asked == {"model": 3, "model_lookup": 3, "eagle": 3, "medusa": 1, "early_exit": 3, "early_exit_lookup": 3,
+                     "prompt_lookup": 2}
     table_k = {row[0]: row[1] for row in frame.table}  # the table says which K each raced at
     assert table_k["Medusa"] == "1" and table_k["prompt lookup"] == "2" and table_k["draft model"] == "3"
     assert all(r.token_ids == run.arena["plain"].token_ids for r in run.arena.values())

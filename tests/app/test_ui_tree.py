@@ -167,11 +167,11 @@ def test_an_arena_request_with_trees_skips_prompt_lookup_and_says_so(showcase):
     frame, run = list(showcase.run("def main(argv):\n    ", Settings(max_new_tokens=8, arena=True, seed=0,
                                                                           tree_width=2)))[-1]
     assert frame.done and frame.error is None and list(run.arena) == ["plain", "model", "eagle", "medusa"]
-    assert run.skipped == ("model_lookup", "early_exit", "prompt_lookup")
+    assert run.skipped == ("model_lookup", "early_exit", "early_exit_lookup", "prompt_lookup")
     assert run.arena["model"].token_ids == run.arena["plain"].token_ids
     assert [row[0] for row in frame.table] == ["plain (target alone)", "draft model", "EAGLE", "Medusa",
                                                "draft model + lookup (skipped)", "early exit (skipped)",
-                                               "prompt lookup (skipped)"]
+                                               "early exit + lookup (skipped)", "prompt lookup (skipped)"]
     assert frame.table[-1][-1] == "skipped: cannot draft token trees" and set(frame.table[-1][1:-1]) == {"–"}
     assert "prompt lookup: skipped, it cannot draft token trees" in frame.stats
     assert len(frame.table[0]) == len(stats.ARENA_HEADERS)

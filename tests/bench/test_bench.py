@@ -45,7 +45,8 @@ def _tiny_pair_config(folder: Path) -> Path:
 
 
 # the bundled preset attaches trained heads; the tiny stand-in pair has none
-EXPECTED_DRAFTERS = (["plain", "model", "model_lookup", "eagle", "medusa", "early_exit", "prompt_lookup"]
+EXPECTED_DRAFTERS = (["plain", "model", "model_lookup", "eagle", "medusa", "early_exit", "early_exit_lookup",
+                      "prompt_lookup"]
                      if BUNDLED.exists() else ["plain", "model", "model_lookup", "prompt_lookup"])
 
 

@@ -35,7 +35,8 @@ def test_train_resume_save_load_and_draft(tmp_path, capsys):
         + "".join(f"      {name}: {out / name}\n" for name in ("eagle", "medusa", "early_exit")))
     pair = load_pair(load_config(config_file).get("b"))
     engine = pair.engine()
-    assert engine.drafters == ("model", "model_lookup", "eagle", "medusa", "early_exit", "prompt_lookup")
+    assert engine.drafters == ("model", "model_lookup", "eagle", "medusa", "early_exit", "early_exit_lookup",
+                               "prompt_lookup")
     meta = json.loads((out / "eagle" / "specui_head.json").read_text())
     assert meta["kind"] == "eagle" and meta["steps"] == 9 and meta["preset"] == "bundled"
     prompt = pair.tokenizer("def main(argv=None):\n    parser = ")["input_ids"]

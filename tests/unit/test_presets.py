@@ -51,7 +51,10 @@ GOOD = "default: a\npresets:\n  a:\n    target: ./t\n    draft: org/draft\n"
     ("presets:\n  a: {target: x, int8_drafters: 1}\n", "presets.a.int8_drafters: must be true or false"),
     ("presets:\n  a: {target: x, drafter: model}\n", "presets.a.draft: drafter 'model' needs a draft model"),
     ("presets:\n  a: {target: x, drafter: eagle}\n", "presets.a.drafter: 'eagle' needs a trained head listed under heads: (eagle: <folder>)"),
-    ("presets:\n  a: {target: x, drafter: turbo}\n", "presets.a.drafter: must be one of model, model_lookup, eagle, medusa, early_exit, prompt_lookup"),
+    ("presets:\n  a: {target: x, drafter: early_exit_lookup}\n",
+     "presets.a.drafter: 'early_exit_lookup' needs a trained head listed under heads: (early_exit: <folder>)"),
+    ("presets:\n  a: {target: x, drafter: turbo}\n", "presets.a.drafter: must be one of model, model_lookup, eagle, medusa, early_exit, "
+     "early_exit_lookup, prompt_lookup"),
     ("presets:\n  a: {target: x, heads: {hydra: ./h}}\n", "presets.a.heads.hydra: not a head"),
     ("presets:\n  a: {target: x, drafter_tokens: 2}\n", "presets.a.drafter_tokens: must be a mapping of drafter names"),
     ("presets:\n  a: {target: x, drafter_tokens: {hydra: 1}}\n", "presets.a.drafter_tokens.hydra: not a drafter"),
