@@ -124,6 +124,7 @@ def format_drafter_table(r: dict) -> str:
     own = {d.get("num_draft_tokens") for d in drafters.values()} - {None}
     k_text = f"K={k}" if own <= {k} else "each drafter at its own K (the preset's drafter_tokens)"
     mode = sampling_mode(r)
+    width = {name: max(16, len(name) + 2) for name in drafters}  # the per-prompt columns: room for each name
     if r.get("tree_width", 1) > 1:
         mode += f", token trees of width {r['tree_width']} " + (f"({r['tree_nodes']} nodes)" if r.get("tree_nodes")
                                                                  else "(static)")
@@ -157,11 +158,11 @@ def format_drafter_table(r: dict) -> str:
         *[f"skipped: {label(name)}: it {reason} (tree width {r.get('tree_width')}); not run as a chain either"
           for name, reason in r.get("skipped", {}).items()],
         "",
-        f"{'prompt':>6}{'tokens':>8}" + "".join(f"{name:>16}" for name in drafters) + "  (tokens/s)",
+        f"{'prompt':>6}{'tokens':>8}" + "".join(f"{name:>{width[name]}}" for name in drafters) + "  (tokens/s)",
     ]
     for i, row in enumerate(r["rows"], 1):
-        lines.append(f"{i:>6}{row['prompt_tokens']:>8}"
-                     + "".join(fmt(row["drafters"][name]["tokens_per_s"], ">16.1f") for name in drafters))
+        lines.append(f"{i:>6}{row['prompt_tokens']:>8}" + "".join(
+            fmt(row["drafters"][name]["tokens_per_s"], f">{width[name]}.1f") for name in drafters))
     lines.append("(tokens/s per prompt: max-new-tokens / the median of its timed runs, prefill included)")
     return "\n".join(lines)
 
