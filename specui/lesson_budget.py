@@ -60,7 +60,8 @@ def time_budget_run(engine, prompt_ids: Sequence[int], settings: DecodeSettings,
     theory = metrics.theory(spec.rounds, c=c, k=k)
     if theory is None and drafter in COPIES:
         raise ValueError(f"the {LABELS[drafter]} drafter mixes two proposers (copies from the context and K drafted "
-                         "tokens), which Theorem 3.8 does not describe; choose a drafter without lookup or prompt lookup")
+                         "tokens), which Theorem 3.8 does not describe; choose a drafter without lookup, or prompt "
+                         "lookup")
     if theory is None:
         raise ValueError("the speculative run drafted nothing, so the theorem has nothing to compare")
     budget = time_budget([plain], [spec], target_s=target_s, draft_s=draft_s, curve=curve, theory=theory.speedup)

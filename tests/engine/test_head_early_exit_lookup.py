@@ -16,8 +16,8 @@ from specui.heads import early_exit
 from specui.sampling import Sampling
 from tests.engine.head_helpers import perturb
 from tests.engine.test_engine_greedy import hf_greedy
-from tests.engine.test_engine_sampling import RUNS, SETTINGS, VOCAB, exact_first_two, p_value
-from tests.engine.test_model_lookup import PROMPTS, outcomes, repetitive_prompts
+from tests.engine.test_engine_sampling import SETTINGS, VOCAB, exact_first_two, p_value
+from tests.engine.test_model_lookup import PROMPTS, observed, outcomes, repetitive_prompts
 from tests.helpers import make_model
 
 NEW_TOKENS = 30
@@ -58,17 +58,6 @@ def small():
     target = make_model("llama", vocab_size=VOCAB, layers=2, hidden=32, seed=10, init_range=0.15)
     head = perturb(early_exit.build(target, token_ids=torch.tensor([0, 1, 3, 4]), exit_layer=1), scale=0.2, seed=2)
     return target, head
-
-
-def observed(engine, prompt, drafter, **settings):
-    """Counts of the first two tokens over RUNS seeds, and the kinds of drafting round (copied or not) seen."""
-    counts, kinds = torch.zeros(VOCAB, VOCAB), set()
-    for seed in range(RUNS):
-        result = engine.generate(prompt, max_new_tokens=3, seed=seed, num_draft_tokens=2, drafter=drafter, **settings)
-        t1, t2 = result.token_ids[:2]
-        counts[t1, t2] += 1
-        kinds.update(r.copied for r in result.rounds if r.num_drafted)
-    return counts, kinds
 
 
 @pytest.mark.slow

@@ -35,3 +35,11 @@ def test_the_runs_split_into_parts_that_add_up(engine, drafter):
 def test_a_one_token_prompt_is_refused(engine):
     with pytest.raises(ValueError, match="at least two tokens"):
         lesson_budget.time_budget_run(engine, [5], DecodeSettings(max_new_tokens=8))
+
+
+def test_a_drafter_that_copies_and_drafts_is_refused_with_the_reason(engine):
+    """The draft model + lookup mixes copies with the model's drafts: the theorem the budget compares with
+    does not describe such a run, and the message says so (early exit + lookup is refused the same way)."""
+    settings = DecodeSettings(max_new_tokens=24, num_draft_tokens=2, seed=0, drafter="model_lookup")
+    with pytest.raises(ValueError, match="draft model \\+ lookup drafter mixes two proposers"):
+        lesson_budget.time_budget_run(engine, [5, 9, 11, 5, 9, 11, 5, 9], settings)
