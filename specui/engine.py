@@ -325,7 +325,7 @@ class SpeculativeEngine:
             head = HEAD_OF[drafter]
             if head not in self.heads:
                 have = ", ".join(repr(d) for d in self.drafters)
-                raise ValueError(f"drafter={drafter!r} needs a {head} head trained on this target; this engine has "
+                raise ValueError(f"drafter={drafter!r} needs a trained {head} head for this target; this engine has "
                                  f"none (its drafters: {have}; a preset's heads: list attaches them)")
             return self.heads[head].make_drafter(self.target_model, **({"copies": True} if drafter in COPIES else {}))
         return drafter  # a Drafter object (DecodeSettings refused unknown names)

@@ -15,6 +15,9 @@ The draft runs on the target's own KV cache (`CachedLM.extend_early`, the lean C
 feeds cur and then each draft token but the last through the first E layers, whose keys and values
 land in the target's cache; the verify forward starts those tokens at layer E, so no layer runs twice.
 The last draft token is not fed: the verify forward runs its first layers with the rest of the block.
+
+`EarlyExitLookupDrafter` (the drafter `early_exit_lookup`) copies where the context repeats and drafts with
+the head elsewhere (`specui.drafters.copies`); a copied round feeds nothing through the first layers.
 """
 
 from __future__ import annotations

@@ -205,7 +205,7 @@ def test_save_and_load_round_trip(tmp_path, target, head):
 
 def test_engine_lists_and_refuses_heads(target, head):
     assert SpeculativeEngine(target, heads={"eagle": head}).drafters == ("eagle", "prompt_lookup")
-    with pytest.raises(ValueError, match="needs a eagle head"):
+    with pytest.raises(ValueError, match="needs a trained eagle head"):
         SpeculativeEngine(target).generate([1, 2], drafter="eagle")
 
 

@@ -94,7 +94,7 @@ def test_listed_beside_its_head_and_refused_for_trees(small):
     engine = SpeculativeEngine(target, heads={"early_exit": head})
     assert engine.drafters == ("early_exit", "early_exit_lookup", "prompt_lookup")
     assert "early_exit_lookup" not in SpeculativeEngine(target).drafters
-    with pytest.raises(ValueError, match="needs a early_exit head"):
+    with pytest.raises(ValueError, match="needs a trained early_exit head"):
         SpeculativeEngine(target).generate([1, 2, 3], max_new_tokens=4, drafter="early_exit_lookup")
     with pytest.raises(ValueError, match="tree"):
         engine.generate([1, 2, 3], max_new_tokens=4, drafter="early_exit_lookup", tree_width=2)
