@@ -1,11 +1,12 @@
 """Side by side: how long early exit + lookup's copies should be, on the chat preset's 8 held-out prompts.
 
-    python -m tools.copy_length [--passes 2] [--lengths 2,3,4,6] [--k 1] [--tokens 128] [--prompts 8]
+    python -m tools.copy_length [--passes 2] [--lengths 2,3,4,6] [--min-ngram 2,3] [--k 1] [--tokens 128]
+                                [--prompts 8]
 
 Per prompt, plain decoding, early exit alone (at the preset's K) and `early_exit_lookup` with copies of each
-length (its head at `--k`), greedy, the order of the arms reversed every other prompt and pass so a drifting VM
-favours none. Prints each arm's speedup over plain decoding and its tokens per target forward, and checks that
-every output equals plain decoding's. Nothing is written.
+length after a match of each `--min-ngram` tokens (its head at `--k`), greedy, the order of the arms reversed
+every other prompt and pass so a drifting VM favours none. Prints each arm's speedup over plain decoding and its
+tokens per target forward, and checks that every output equals plain decoding's. Nothing is written.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--passes", type=int, default=2)
     ap.add_argument("--lengths", default="2,3,4,6", help="comma-separated copy lengths to race")
     ap.add_argument("--k", type=int, default=1, help="the head's K in early exit + lookup's drafted rounds")
+    ap.add_argument("--min-ngram", default="2", help="comma-separated: the shortest match that copies (each raced)")
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--prompts", type=int, default=8, help="the first N of the 8 held-out prompts")
     args = ap.parse_args(argv)
@@ -35,9 +37,11 @@ def main(argv: list[str] | None = None) -> None:
     prompts = tokenize_prompts(chat_prompts.HELD_OUT[:min(args.prompts, 8)], engine.tokenizer, chat=True)
     arms = {"plain": lambda: dict(speculative=False),
             "early exit": lambda: dict(drafter="early_exit", num_draft_tokens=preset.k_for("early_exit"))}
-    for n in (int(x) for x in args.lengths.split(",")):
-        arms[f"+ lookup, copies of {n}"] = lambda n=n: dict(
-            drafter=EarlyExitLookupDrafter(head, lookup_tokens=n), num_draft_tokens=args.k)
+    for m in (int(x) for x in args.min_ngram.split(",")):
+        for n in (int(x) for x in args.lengths.split(",")):
+            name = f"+ lookup, copies of {n}" + (f" after {m}" if "," in args.min_ngram else "")
+            arms[name] = lambda n=n, m=m: dict(drafter=EarlyExitLookupDrafter(head, lookup_tokens=n, min_ngram=m),
+                                               num_draft_tokens=args.k)
     for prompt in prompts[:2]:  # warm-up
         for arm in arms.values():
             engine.generate(prompt, max_new_tokens=32, ignore_eos=True, **arm())

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from specui.drafters.base import Confidence, Draft
-from specui.drafters.copies import CopiesFirst
+from specui.drafters.copies import MIN_NGRAM, CopiesFirst
 from specui.drafters.registry import EARLY_EXIT, EARLY_EXIT_LOOKUP, LABELS
 from specui.heads.common import GatedMLP, ResBlock, VocabOutput, all_ids, check_target, draw, load_head, soft_loss
 from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
@@ -131,9 +131,9 @@ class EarlyExitLookupDrafter(CopiesFirst, EarlyExitDrafter):
 
     name = LABELS[EARLY_EXIT_LOOKUP]
 
-    def __init__(self, head: EarlyExitHead, *, lookup_tokens: int = LOOKUP_TOKENS):
+    def __init__(self, head: EarlyExitHead, *, lookup_tokens: int = LOOKUP_TOKENS, min_ngram: int = MIN_NGRAM):
         super().__init__(head)
-        self.copies(lookup_tokens)
+        self.copies(lookup_tokens, min_ngram)
 
     def start(self, prompt: list[int], *, sampling: Sampling, seed: int, target) -> None:
         super().start(prompt, sampling=sampling, seed=seed, target=target)

@@ -10,7 +10,7 @@ from tests.helpers import HAS_WHEEL
 def test_every_arm_runs_and_matches_plain_decoding(capsys):
     from tools import copy_length
 
-    copy_length.main(["--passes", "1", "--lengths", "2,5", "--tokens", "16", "--prompts", "2"])
+    copy_length.main(["--passes", "1", "--lengths", "2,5", "--min-ngram", "2,3", "--tokens", "16", "--prompts", "2"])
     out = capsys.readouterr().out
-    assert "+ lookup, copies of 2" in out and "+ lookup, copies of 5" in out and "early exit " in out
-    assert out.count("tokens per target forward") == 4 and "every output identical to plain decoding" in out
+    assert "+ lookup, copies of 2 after 2" in out and "+ lookup, copies of 5 after 3" in out and "early exit " in out
+    assert out.count("tokens per target forward") == 6 and "every output identical to plain decoding" in out
