@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"plain {args.passes * len(prompts) * args.tokens / seconds['plain']:.1f} tokens/s "
           f"({args.passes} passes of {len(prompts)} prompts x {args.tokens} tokens, greedy)")
     for a in arms:
-        print(f"{a:24s} {seconds['plain'] / seconds[a]:.3f}x  tokens per target forward "
+        print(f"{a:30s} {seconds['plain'] / seconds[a]:.3f}x  tokens per target forward "
               f"{statistics.mean(per_forward[a]):.2f}")
     print("every output identical to plain decoding")
 
