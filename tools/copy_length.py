@@ -16,10 +16,9 @@ import statistics
 import time
 
 import specui
-from specui import chat_prompts
-from specui.bench.cli import tokenize_prompts
 from specui.heads.early_exit import EarlyExitLookupDrafter
 from specui.presets import load_config
+from tools.race import race_prompts
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -29,12 +28,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--k", type=int, default=1, help="the head's K in early exit + lookup's drafted rounds")
     ap.add_argument("--min-ngram", default="2", help="comma-separated: the shortest match that copies (each raced)")
     ap.add_argument("--tokens", type=int, default=128)
-    ap.add_argument("--prompts", type=int, default=8, help="the first N of the 8 held-out prompts")
+    ap.add_argument("--prompts", type=int, default=8, help="the first N held-out prompts")
     args = ap.parse_args(argv)
     preset = load_config().get(None)  # the default preset, the chat model
     engine = specui.load_engine(preset)
     head = engine.heads["early_exit"]
-    prompts = tokenize_prompts(chat_prompts.HELD_OUT[:min(args.prompts, 8)], engine.tokenizer, chat=True)
+    prompts = race_prompts(engine, args.prompts)
     arms = {"plain": lambda: dict(speculative=False),
             "early exit": lambda: dict(drafter="early_exit", num_draft_tokens=preset.k_for("early_exit"))}
     for m in (int(x) for x in args.min_ngram.split(",")):

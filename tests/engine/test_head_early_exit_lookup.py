@@ -17,11 +17,13 @@ from specui.sampling import Sampling
 from tests.engine.head_helpers import perturb
 from tests.engine.test_engine_greedy import hf_greedy
 from tests.engine.test_engine_sampling import SETTINGS, VOCAB, exact_first_two, p_value
-from tests.engine.test_model_lookup import PROMPTS, observed, outcomes, repetitive_prompts
+from tests.engine.test_model_lookup import PROMPTS as MODEL_PROMPTS
+from tests.engine.test_model_lookup import observed, outcomes, repetitive_prompts
 from tests.helpers import make_model
 
 NEW_TOKENS = 30
-PROMPTS = {"opens with a copy": PROMPTS["opens with a copy"], "opens with the head": PROMPTS["opens with the model"]}
+PROMPTS = {"opens with a copy": MODEL_PROMPTS["opens with a copy"],
+           "opens with the head": MODEL_PROMPTS["opens with the model"]}
 
 
 class InStep(early_exit.EarlyExitLookupDrafter):
