@@ -42,7 +42,7 @@ from specui.engine_checks import align, check_draft, check_prompt
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, cpu_threads, model_device
 from specui.prompt_cache import PromptCache, open_target
-from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs
+from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs, penalize
 from specui.settings import DecodeSettings
 from specui.tree_round import tree_round
 from specui.tree_verify import verify_tree
@@ -128,8 +128,8 @@ class SpeculativeEngine:
         """Yield one `Round` as each round is decided.
 
         settings: a `DecodeSettings`; keywords (its field names: max_new_tokens, num_draft_tokens,
-                  temperature, top_k, top_p, seed, speculative, ignore_eos, drafter, adaptive, tree_width,
-                  tree_nodes, draft_confidence) build
+                  temperature, top_k, top_p, repetition_penalty, seed, speculative, ignore_eos, drafter, adaptive,
+                  tree_width, tree_nodes, draft_confidence) build
                   one, or change the one given.
         drafter: "model" (the draft model; the default when there is one and the engine names no default
                  drafter of its own), "model_lookup" (copies where the context repeats, the draft model
@@ -149,7 +149,8 @@ class SpeculativeEngine:
         if into is not None and (into.rounds or into.token_ids):
             raise ValueError(f"into= already holds a run ({len(into.token_ids)} tokens); pass a new GenerationResult")
         prompt = check_prompt(input_ids, self.vocab_size)
-        sampling = Sampling(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p)
+        sampling = Sampling(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p,
+                            repetition_penalty=settings.repetition_penalty)
         drafter = self._make_drafter(settings.drafter) if settings.speculative else None
         if hasattr(drafter, "stop_below"):  # drafters that draw from distributions stop when unsure (`Confidence`)
             drafter.stop_below = settings.draft_confidence
@@ -235,7 +236,7 @@ class SpeculativeEngine:
 
     def _plain_round(self, target: CachedLM, context, sampling, generators: Generators) -> Round:
         t0 = time.perf_counter()
-        logits = target.extend(context[-1:])[-1]
+        logits = penalize(target.extend(context[-1:])[-1], sampling, context)
         forward_s = self._sync_time(t0)
         token, probs = choose(logits, sampling, generators.for_tensor(logits))
         token = int(token)
@@ -261,6 +262,8 @@ class SpeculativeEngine:
         forward_s = self._sync_time(t1)
         if features:
             logits, states = logits
+        drafted = draft_tokens.tolist()  # row i has seen the context and the drafts before it
+        logits = penalize(logits, sampling, context, [drafted[:i] for i in range(len(drafted) + 1)])
         # verification happens where the logits are (the last device of a target spread over several)
         device = logits.device
         draft_tokens, draft_probs = draft_tokens.to(device), align(draft_probs, self.vocab_size, device)
@@ -277,7 +280,6 @@ class SpeculativeEngine:
             drafter.observe(n)
 
         # p and q of every drafted token and of the round's last token, in one transfer
-        drafted = draft_tokens.tolist()
         k_drafted = len(drafted)
         rows, cols = torch.tensor([[*range(k_drafted), n], [*drafted, verdict.next_token]], device=device)
         p_all = target_probs[rows, cols].tolist()  # p(x_1..x_k), then p of the round's last token

@@ -4,6 +4,11 @@ Temperature, top-k and top-p follow transformers' `TemperatureLogitsWarper`, `To
 and `TopPLogitsWarper` exactly (but for equal scores at top-p's edge, all kept: `_outside_nucleus`),
 applied in that order (the order `generate()` uses). Greedy decoding
 (temperature 0) is an explicit case, never a limit of the sampled one.
+
+A repetition penalty (transformers' `RepetitionPenaltyLogitsProcessor`, applied before the three, as
+`generate()` does) depends on the tokens before each position, so it is not part of `logits_to_probs`:
+`penalize` applies it to the target's logits, row by row, given what each row has seen. Drafters leave it
+out (their q is whatever they drew from); verifying against the penalised p keeps the output exact.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ class Sampling:
     temperature: float = 0.0
     top_k: int = 0  # 0 keeps every token
     top_p: float = 1.0  # 1.0 keeps every token
+    repetition_penalty: float = 1.0  # 1.0 leaves the logits as they are (`penalize`)
 
     def __post_init__(self):
         if (isinstance(self.temperature, bool) or not isinstance(self.temperature, (int, float))
@@ -36,10 +42,35 @@ class Sampling:
             raise ValueError(f"top_k must be an integer >= 0 (0 disables it), got {self.top_k!r}")
         if isinstance(self.top_p, bool) or not isinstance(self.top_p, (int, float)) or not (0.0 < self.top_p <= 1.0):
             raise ValueError(f"top_p must be in (0, 1] (1 disables it), got {self.top_p!r}")
+        r = self.repetition_penalty
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not (math.isfinite(r) and r > 0):
+            raise ValueError(f"repetition_penalty must be a finite number > 0 (1 disables it), got {r!r}")
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
+
+
+def penalize(logits: torch.Tensor, sampling: Sampling, context: list[int],
+             extra: list[list[int]] | None = None) -> torch.Tensor:
+    """The target's logits [V] or [rows, V] with `sampling`'s repetition penalty, as transformers'
+    `RepetitionPenaltyLogitsProcessor` computes it (in float32, as `generate()` holds its scores): every token
+    the row has seen is divided by the penalty where its logit is positive and multiplied where negative.
+    Each row sees `context` (the prompt and the tokens emitted so far) plus its own `extra` tokens: a verify
+    forward's row i also the drafts before it, a tree's row its node's ancestors. The logits themselves when
+    the penalty is 1."""
+    penalty = sampling.repetition_penalty
+    if penalty == 1.0:
+        return logits
+    scores = logits.float()
+    rows = scores.reshape(-1, scores.shape[-1])
+    seen = torch.zeros(rows.shape, dtype=torch.bool, device=rows.device)
+    seen[:, torch.as_tensor(context, dtype=torch.long, device=rows.device)] = True
+    for i, more in enumerate(extra or ()):
+        if len(more):
+            seen[i, torch.as_tensor(more, dtype=torch.long, device=rows.device)] = True
+    penalised = torch.where(rows < 0, rows * penalty, rows / penalty)
+    return torch.where(seen, penalised, rows).reshape(scores.shape)
 
 
 def logits_to_probs(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:

@@ -17,6 +17,7 @@ from specui.drafters.registry import DRAFTER_NAMES, EAGLE, MEDUSA, MODEL
 MAX_DRAFT_TOKENS = 64  # K: the most draft tokens a round may ask for
 MAX_NEW_TOKENS = 1024  # the most new tokens one run of the app may ask for
 MAX_TEMPERATURE = 5.0
+MAX_REPETITION_PENALTY = 10.0  # transformers takes any positive penalty; past a few, every seen token is gone
 MIN_TEMPERATURE = 1e-5  # below it, logits / temperature overflow float32 and sampling is greedy anyway
 MAX_SEED = 2**63 - 1  # the UI's seed box
 SEED_LIMIT = 2**64  # torch generators take seeds in [0, 2**64)
@@ -65,6 +66,7 @@ class DecodeSettings:
     temperature: float = 0.0  # 0 = greedy
     top_k: int = 0  # 0 keeps every token
     top_p: float = 1.0  # 1 keeps every token
+    repetition_penalty: float = 1.0  # 1 leaves the target's logits alone; above 1 discourages repeats (`penalize`)
     max_new_tokens: int = 64
     seed: int | None = None
     drafter: object = None
@@ -105,6 +107,11 @@ class DecodeSettings:
         if top_p is None or not 0.0 < top_p <= 1.0:
             raise SettingsError(f"top_p must be in (0, 1] (1 disables it), got {self.top_p!r}")
         put("top_p", top_p)
+        penalty = _as_float(self.repetition_penalty)
+        if penalty is None or not 0.0 < penalty <= MAX_REPETITION_PENALTY:
+            raise SettingsError(f"repetition_penalty must be a number in (0, {MAX_REPETITION_PENALTY:g}] (1 disables "
+                                f"it, above 1 discourages repeats), got {self.repetition_penalty!r}")
+        put("repetition_penalty", penalty)
         if self.seed is not None:
             seed = _as_int(self.seed)
             if seed is None or not 0 <= seed < SEED_LIMIT:

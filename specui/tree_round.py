@@ -18,7 +18,7 @@ import torch
 from specui.drafters.base import features_of
 from specui.events import Kind, Round, TreeNode
 from specui.kv import CachedLM
-from specui.sampling import Generators, Sampling, argmax, logits_to_probs
+from specui.sampling import Generators, Sampling, argmax, logits_to_probs, penalize
 
 
 def tree_round(engine, *, target: CachedLM, drafter, context: list[int], k: int, width: int, nodes: int,
@@ -37,6 +37,7 @@ def tree_round(engine, *, target: CachedLM, drafter, context: list[int], k: int,
     forward_s = engine._sync_time(t1)
     if features:
         logits, states = logits
+    logits = penalize(logits, sampling, context, _paths(tokens.tolist(), parents))
     device = logits.device
     draft_probs = None if tree.probs is None else _pad(tree.probs.to(device), engine.vocab_size)
     target_probs = logits_to_probs(logits, sampling)  # [N+1, V]
@@ -102,3 +103,12 @@ def _check(tree, engine, drafter) -> tuple[torch.Tensor, list[int]]:
 def _pad(probs: torch.Tensor, vocab_size: int) -> torch.Tensor:
     missing = vocab_size - probs.shape[-1]
     return torch.nn.functional.pad(probs, (0, missing)) if missing > 0 else probs
+
+
+def _paths(tokens: list[int], parents: list[int]) -> list[list[int]]:
+    """Each verify row's tokens after cur: none for cur's row, then node i's ancestors and node i itself
+    (parents come before their children)."""
+    paths = [[]]
+    for token, parent in zip(tokens, parents):
+        paths.append(paths[parent + 1] + [token])
+    return paths

@@ -57,6 +57,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     p.add_argument("--top-p", type=float, default=1.0, help="with --temperature: nucleus sampling (1 = off)")
     p.add_argument("--top-k", type=int, default=0, help="with --temperature: the k most likely tokens only (0 = off)")
+    p.add_argument("--repetition-penalty", type=float, default=1.0,
+                   help="transformers' repetition penalty on the target's logits (1 = off; greedy or sampled)")
     p.add_argument("--tree-width", type=int, default=1,
                    help="token trees: children per expanded node (1 = one chain of K drafts, the default)")
     p.add_argument("--tree-nodes", type=int, default=0,
@@ -98,6 +100,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     try:  # the ranges that need no preset (a seed, a tree's shape), refused before minutes of loading
         DecodeSettings(max_new_tokens=args.max_new_tokens, num_draft_tokens=args.num_draft_tokens or 1,
                        temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
+                       repetition_penalty=args.repetition_penalty,
                        tree_width=args.tree_width, tree_nodes=args.tree_nodes,
                        draft_confidence=args.draft_confidence or 0.0)
     except SettingsError as e:
@@ -213,6 +216,7 @@ def main(argv=None) -> dict:
                             num_draft_tokens=args.num_draft_tokens or (preset.num_draft_tokens if drafter == ALL
                                                                        else preset.k_for(drafter)),
                             temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
+                            repetition_penalty=args.repetition_penalty,
                             drafter=None if names else drafter, seed=args.seed,
                             ignore_eos=True, tree_width=args.tree_width, tree_nodes=args.tree_nodes,
                             draft_confidence=(args.draft_confidence if args.draft_confidence is not None else
@@ -248,6 +252,7 @@ def main(argv=None) -> dict:
             figures = summarise(run_prompts(methods, prompts, arms=plan_arms(decode), progress=done), costs, plan)
     report = {"preset": preset.name, "drafter": drafter, "max_new_tokens": decode.max_new_tokens,
               "temperature": decode.temperature, "top_p": decode.top_p, "top_k": decode.top_k,
+              "repetition_penalty": decode.repetition_penalty,
               "tree_width": decode.tree_width, "tree_nodes": decode.tree_nodes,
               "draft_confidence": decode.draft_confidence, "repeats": plan.repeats, "warmup": plan.warmup,
               "num_prompts": len(prompts), "prompts": args.prompts or ("held-out chat and code prompts (specui.chat_prompts)" if chat
@@ -271,7 +276,7 @@ def conversation(args, argv, preset, pair, methods, decode, texts: list[str]) ->
         chat=preset.chat_template, progress=lambda i, n: print(f"turn {i}/{n} done", file=sys.stderr))
     report = {"preset": preset.name, "drafter": decode.drafter,
               "max_new_tokens": decode.max_new_tokens, "temperature": decode.temperature, "top_p": decode.top_p,
-              "top_k": decode.top_k, "repeats": args.repeats,
+              "top_k": decode.top_k, "repetition_penalty": decode.repetition_penalty, "repeats": args.repeats,
               **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,
               "command": "python -m specui.bench " + " ".join(argv if argv is not None else sys.argv[1:])}
     print(bench_conversation.format_conversation(report))

@@ -40,11 +40,15 @@ def _yes_no(value) -> str:
 
 
 def sampling_mode(r: dict) -> str:
-    """How a report's tokens were chosen: "greedy", or the temperature and any top-p and top-k."""
+    """How a report's tokens were chosen: "greedy", or the temperature and any top-p and top-k; then any
+    repetition penalty."""
+    penalty = r.get("repetition_penalty", 1.0)
+    also = [f"repetition penalty {fmt(penalty, 'g')}"] if penalty != 1.0 else []
     if r["temperature"] == 0:
-        return "greedy"
+        return ", ".join(["greedy", *also])
     return ", ".join([f"temperature {fmt(r['temperature'], 'g')}", *([f"top-p {fmt(r['top_p'], 'g')}"]
-                     if r.get("top_p", 1.0) < 1.0 else []), *([f"top-k {r['top_k']}"] if r.get("top_k") else [])])
+                     if r.get("top_p", 1.0) < 1.0 else []), *([f"top-k {r['top_k']}"] if r.get("top_k") else []),
+                      *also])
 
 
 def format_table(r: dict) -> str:

@@ -158,6 +158,8 @@ class Methods:
         if self.sampled:
             kwargs.update(temperature=self.s.temperature, top_k=self.s.top_k, top_p=self.s.top_p)
             torch.manual_seed(seed)  # transformers samples from the global generator
+        if self.s.repetition_penalty != 1.0:
+            kwargs["repetition_penalty"] = self.s.repetition_penalty
         if assisted and self.s.drafter == PROMPT_LOOKUP:
             kwargs["prompt_lookup_num_tokens"] = self.s.num_draft_tokens
         elif assisted:

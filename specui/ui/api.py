@@ -104,20 +104,22 @@ def generate_endpoint(showcase: Showcase):
                        num_draft_tokens: int = default.k_for(), adaptive: bool = False,
                        temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, max_new_tokens: int = 64,
                        seed: int = 0, compare: bool = False, tree_width: int = 1, tree_nodes: int = 0,
-                       system: str = "", draft_confidence: float | None = None,
+                       system: str = "", draft_confidence: float | None = None, repetition_penalty: float = 1.0,
                        request: gr.Request = None) -> dict:
         """Decode `prompt` speculatively (and plainly too with compare=True); returns the text (without the
         end-of-text token that closed it), every token with its kind, p, q and acceptance probability, the
         stats and, with compare, the speedup and (greedy) whether both outputs are identical. tree_width > 1
         drafts token trees (tree_nodes: 0 the static tree, N a dynamic tree of N nodes). `system`: a chat preset's
         system message (empty: the template's own). draft_confidence: a chain stops drafting below it (None: the
-        preset's own for the drafter; 0: always K)."""
+        preset's own for the drafter; 0: always K). repetition_penalty: transformers' (1: off; above 1 discourages
+        the target from repeating any token of the prompt or the answer; exact, as the output stays the target's)."""
         if draft_confidence is None:
             draft_confidence = _own_confidence(showcase, preset, drafter)
         try:
             settings = Settings.from_ui(preset=preset, drafter=drafter, num_draft_tokens=num_draft_tokens,
                                         adaptive=adaptive, draft_confidence=draft_confidence,
                                         temperature=temperature, top_p=top_p, top_k=top_k,
+                                        repetition_penalty=repetition_penalty,
                                         max_new_tokens=max_new_tokens, seed=seed, compare=compare,
                                         tree_width=tree_width, tree_nodes=tree_nodes, system=system)
         except SettingsError as e:

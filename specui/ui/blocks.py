@@ -90,6 +90,7 @@ class Controls:
     temperature: gr.Slider
     top_p: gr.Slider
     top_k: gr.Number
+    penalty: gr.Slider  # DecodeSettings.repetition_penalty
     max_new: gr.Slider
     seed: gr.Number
     compare: gr.Checkbox
@@ -104,7 +105,8 @@ class Controls:
         return Settings.from_ui(preset=data[self.preset], drafter=data[self.drafter], num_draft_tokens=data[self.k],
                                 adaptive=data[self.adaptive], draft_confidence=data[self.confidence],
                                 temperature=data[self.temperature],
-                                top_p=data[self.top_p], top_k=data[self.top_k], max_new_tokens=data[self.max_new],
+                                top_p=data[self.top_p], top_k=data[self.top_k],
+                                repetition_penalty=data[self.penalty], max_new_tokens=data[self.max_new],
                                 seed=data[self.seed], compare=data[self.compare], arena=data[self.arena],
                                 tree_width=data[self.tree_width], tree_nodes=data[self.tree_nodes],
                                 system=data[self.system])
@@ -112,8 +114,8 @@ class Controls:
     @property
     def inputs(self) -> set:
         return {self.preset, self.drafter, self.k, self.adaptive, self.confidence, self.temperature, self.top_p,
-                self.top_k, self.max_new, self.seed, self.compare, self.arena, self.tree_width, self.tree_nodes,
-                self.system}
+                self.top_k, self.penalty, self.max_new, self.seed, self.compare, self.arena, self.tree_width,
+                self.tree_nodes, self.system}
 
 
 @dataclass
@@ -183,6 +185,10 @@ def _controls(config) -> Controls:
         temperature=gr.Slider(0.0, 2.0, value=0.0, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature"),
         top_p=gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p", elem_id="top-p"),
         top_k=gr.Number(0, label="Top-k (0 = off)", precision=0, minimum=0, elem_id="top-k"),
+        penalty=gr.Slider(1.0, 2.0, value=1.0, step=0.05, label="Repetition penalty (1 = off)",
+                          elem_id="repetition-penalty",
+                          info="tokens already in the conversation become less likely (transformers' rule): fewer "
+                               "loops, and every drafter's output is still exactly the target's"),
         max_new=gr.Slider(8, 512, value=128, step=8, label="Max new tokens", elem_id="max-new-tokens"),
         seed=gr.Number(0, label="Seed (-1 = random)", precision=0, elem_id="seed"),
         compare=gr.Checkbox(False, label="Compare with plain decoding", elem_id="compare"),

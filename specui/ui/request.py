@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, MODEL, name_of
-from specui.settings import (MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_SEED, MAX_TEMPERATURE, MAX_TREE_NODES,
-                             MAX_TREE_WIDTH, DecodeSettings, SettingsError)
+from specui.settings import (MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_REPETITION_PENALTY, MAX_SEED, MAX_TEMPERATURE,
+                             MAX_TREE_NODES, MAX_TREE_WIDTH, DecodeSettings, SettingsError)
 
 DRAFTER_CHOICES = {label: name for name, label in LABELS.items()}  # what the radio shows -> drafter name
 
@@ -52,6 +52,7 @@ class Settings(DecodeSettings):
                    draft_confidence=_number(values, "draft_confidence", 0.0, MAX_CONFIDENCE, 0.0),
                    temperature=_number(values, "temperature", 0.0, MAX_TEMPERATURE, 0.0), top_p=top_p,
                    top_k=_integer(values, "top_k", 0, 1_000_000, blank=0),
+                   repetition_penalty=_penalty(values),
                    max_new_tokens=_integer(values, "max_new_tokens", 1, MAX_NEW_TOKENS),
                    seed=None if seed == -1 else seed, compare=bool(values.get("compare")),
                    tree_width=_integer(values, "tree_width", 1, MAX_TREE_WIDTH, blank=1),
@@ -62,6 +63,13 @@ class Settings(DecodeSettings):
 _REQUIRED = object()
 MAX_CONFIDENCE = 0.95  # the confidence slider's end (a round drafts at least one token whatever it is)
 MAX_SYSTEM_CHARS = 4000  # a system prompt is instructions, not a document (the context holds the rest)
+
+
+def _penalty(values: dict) -> float:
+    penalty = _number(values, "repetition_penalty", 0.0, MAX_REPETITION_PENALTY, 1.0)
+    if penalty <= 0:
+        raise SettingsError("repetition penalty must be above 0 (1 turns it off, above 1 discourages repeats)")
+    return penalty
 
 
 def _system(values: dict) -> str:

@@ -43,7 +43,7 @@ def test_generate_is_a_named_endpoint(client):
     names = [p["parameter_name"] for p in endpoints["/generate"]["parameters"]]
     assert names == ["prompt", "preset", "drafter", "num_draft_tokens", "adaptive", "temperature", "top_p", "top_k",
                      "max_new_tokens", "seed", "compare", "tree_width", "tree_nodes",
-                     "system", "draft_confidence"]  # docs/showcase.md (new ones last: positional calls work)
+                     "system", "draft_confidence", "repetition_penalty"]  # docs/showcase.md (new ones last)
     reference = (ROOT / "docs" / "showcase.md").read_text()
     assert all(f"`{name}`" in reference for name in names)
 
@@ -87,6 +87,13 @@ def test_token_trees_through_the_api(client):
         generate(client, drafter="prompt lookup", tree_width=2)
 
 
+def test_a_repetition_penalty_keeps_the_output_exact_and_changes_it(client):
+    plain = generate(client, max_new_tokens=24, seed=0)
+    out = generate(client, compare=True, max_new_tokens=24, seed=0, repetition_penalty=1.5)
+    assert out["identical"] is True and out["plain_text"] == out["text"]
+    assert out["text"] != plain["text"]  # the stdlib pair repeats itself: the penalty changes what it writes
+
+
 def test_an_injected_prompt_is_just_text(client):
     out = generate(client, INJECTION, max_new_tokens=8)
     assert len(out["tokens"]) >= 1
@@ -99,6 +106,8 @@ def test_an_injected_prompt_is_just_text(client):
     ({"preset": "nope"}, "no preset named 'nope'"),
     ({"preset": "broken"}, "has no config.json"),
     ({"tree_width": 0}, "tree width"),
+    ({"repetition_penalty": 0.0}, "repetition penalty must be above 0"),
+    ({"repetition_penalty": 50.0}, "repetition penalty must be from"),
 ])
 def test_errors_are_readable_and_the_app_keeps_serving(client, settings, words):
     with pytest.raises(gradio_client.exceptions.AppError, match=words) as caught:
@@ -135,8 +144,10 @@ def test_concurrent_visitors_get_their_own_runs(app, client):
 
 
 def test_the_chat_event_streams_frames(client):
-    job = client.submit(PROMPT, None, "draft model", 4, False, 0.0, 0.0, 1.0, 0, 16, 0, False, False, 1, 0,  # no tree
-                        "", api_name="/chat")  # no system prompt
+    # preset, drafter, K, adaptive, confidence, temperature, top-p, top-k, penalty, max new, seed, compare, arena,
+    # tree width and nodes (no tree), system prompt (none)
+    job = client.submit(PROMPT, None, "draft model", 4, False, 0.0, 0.0, 1.0, 0, 1.0, 16, 0, False, False, 1, 0, "",
+                        api_name="/chat")
     outputs = list(job)
     assert len(outputs) >= 2  # a loading frame, then tokens
     chat = outputs[-1][0]

@@ -50,8 +50,8 @@ def form(ui, prompt, *, preset="bundled", drafter="draft model", k=3, compare=Fa
     c = ui.controls
     state = state or {ui.messages: [], ui.turns: [], ui.exchanges: []}
     return {ui.panel.prompt: prompt, **state, c.preset: preset, c.drafter: drafter, c.k: k, c.adaptive: False, c.confidence: 0.0,
-            c.temperature: 0.0, c.top_p: 1.0, c.top_k: 0, c.max_new: 12, c.seed: 0, c.compare: compare,
-            c.arena: False, c.tree_width: 1, c.tree_nodes: 0, c.system: ""}
+            c.temperature: 0.0, c.top_p: 1.0, c.top_k: 0, c.penalty: 1.0, c.max_new: 12, c.seed: 0,
+            c.compare: compare, c.arena: False, c.tree_width: 1, c.tree_nodes: 0, c.system: ""}
 
 
 def states(ui, frame):

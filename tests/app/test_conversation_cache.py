@@ -116,9 +116,9 @@ def test_a_chat_empties_the_prompt_box_for_the_next_message_and_gives_it_back_wh
 
     def data(prompt, preset, turns=()):
         return {box: prompt, ui.messages: [], ui.turns: list(turns), ui.exchanges: [], c.preset: preset,
-                c.drafter: "EAGLE", c.k: 2, c.adaptive: False, c.confidence: 0.0, c.temperature: 0.0, c.top_p: 1.0, c.top_k: 0,
-                c.max_new: 8, c.seed: 0, c.compare: False, c.arena: False, c.tree_width: 1, c.tree_nodes: 0,
-                c.system: ""}
+                c.drafter: "EAGLE", c.k: 2, c.adaptive: False, c.confidence: 0.0, c.temperature: 0.0, c.top_p: 1.0,
+                c.top_k: 0, c.penalty: 1.0, c.max_new: 8, c.seed: 0, c.compare: False, c.arena: False, c.tree_width: 1,
+                c.tree_nodes: 0, c.system: ""}
 
     app = App(Showcase(config, PairCache()))
     frames = list(respond(app, ui, data("Name a colour.", "smollm2-chat")))

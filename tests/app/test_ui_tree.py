@@ -149,8 +149,8 @@ def test_a_tree_request_fills_the_tree_view(showcase):
     c = ui.controls
     data = {ui.panel.prompt: "def main(argv):\n    ", ui.messages: [], ui.turns: [], ui.exchanges: [],
             c.preset: "bundled", c.drafter: "draft model", c.k: 3, c.adaptive: False, c.confidence: 0.0, c.temperature: 0.0, c.top_p: 1.0,
-            c.top_k: 0, c.max_new: 16, c.seed: 0, c.compare: False, c.arena: False, c.tree_width: 2, c.tree_nodes: 0,
-            c.system: ""}
+            c.top_k: 0, c.penalty: 1.0, c.max_new: 16, c.seed: 0, c.compare: False, c.arena: False, c.tree_width: 2,
+            c.tree_nodes: 0, c.system: ""}
     *_, last = respond(App(showcase), ui, data)
     trees = last[ui.tree.trees]
     assert trees and all(isinstance(r, TreeRecord) for r in trees.values())
