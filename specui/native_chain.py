@@ -55,7 +55,8 @@ class _Chain(ctypes.Structure):
 
 class _Sampler(ctypes.Structure):
     _fields_ = [("temperature", ctypes.c_float), ("stop_below", ctypes.c_float), ("uniforms", _ptr),
-                ("top_k", ctypes.c_int), ("nucleus", ctypes.c_int), ("floor", ctypes.c_float)]
+                ("top_k", ctypes.c_int), ("nucleus", ctypes.c_int), ("floor", ctypes.c_float),
+                ("penalty", ctypes.c_float), ("seen", _ptr)]
 
 
 class _Head(ctypes.Structure):
@@ -143,10 +144,14 @@ def uniforms(sampling: Sampling, k: int, generator: torch.Generator) -> torch.Te
     return None if sampling.greedy else torch.rand(k, dtype=torch.float64, generator=generator, device=generator.device)
 
 
-def _sampler(sampling: Sampling, stop_below: float, draws: torch.Tensor | None) -> _Sampler:
+def _sampler(sampling: Sampling, stop_below: float, draws: torch.Tensor | None,
+             seen: torch.Tensor | None = None) -> _Sampler:
+    """seen: None, or the ids the round's first step has seen (a bool mask over the target's ids, `seen_mask`),
+    penalised by sampling's repetition penalty; each drafted token is marked in it as the chain goes on."""
     # the top-p floor rounded to float as torch rounds the scalar `logits_to_probs` compares its running sums with
     return _Sampler(sampling.temperature, stop_below, None if draws is None else draws.data_ptr(), sampling.top_k,
-                    int(sampling.top_p < 1.0), 1.0 - sampling.top_p)
+                    int(sampling.top_p < 1.0), 1.0 - sampling.top_p, sampling.repetition_penalty,
+                    None if seen is None else seen.data_ptr())
 
 
 def _run(call, *args) -> int:
@@ -187,7 +192,8 @@ class HeadChain:
                          eps=head.eps, width=head.fc.weight.shape[0], embed_rows=embed.shape[0]))
 
     def run(self, states: torch.Tensor, follow: torch.Tensor, position: int, k: int, stop_below: float,
-            cache, sampling: Sampling = GREEDY, draws: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+            cache, sampling: Sampling = GREEDY, draws: torch.Tensor | None = None,
+            seen: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """One round (greedy, or sampled by `draws`, k uniforms): the target's fused-layer states [m, F] not yet
         fed, with the tokens after them [m], go into the head's cache (keys [heads, hd, capacity], values [heads,
         capacity, hd]) at slots position.., then up to k tokens are drafted (step i > 0 writes slot position + m +
@@ -202,7 +208,7 @@ class HeadChain:
         s.layer.keys, s.layer.values, s.layer.cap = keys.data_ptr(), values.data_ptr(), keys.shape[2]
         s.chain.cos, s.chain.sin = cos.data_ptr(), sin.data_ptr()
         drafted = _run(self._call, ctypes.byref(s), states.data_ptr(), follow.data_ptr(), rows, position,
-                       k, ctypes.byref(_sampler(sampling, stop_below, draws)), index.data_ptr(), probs.data_ptr())
+                       k, ctypes.byref(_sampler(sampling, stop_below, draws, seen)), index.data_ptr(), probs.data_ptr())
         return index[:drafted], probs[:drafted]
 
 
@@ -339,7 +345,7 @@ class DecoderChain:
         self.vocab = self.layers.vocab
 
     def run(self, tokens: list[int], k: int, stop_below: float, sampling: Sampling = GREEDY,
-            draws: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+            draws: torch.Tensor | None = None, seen: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """One round (greedy, or sampled by `draws`, k uniforms): the context's tokens the draft has not read (ids it
         can embed), after those its cache holds, then up to k tokens from its logits at the last of them: (rows of
         its output [n], the distributions they came from [n, rows]), 1 <= n <= k. Its cache then holds the tokens
@@ -356,6 +362,6 @@ class DecoderChain:
         s = self.layers.struct
         index, probs = torch.empty(k, dtype=torch.int64), torch.empty(k, self.vocab)
         drafted = _run(self._call, ctypes.byref(s), ids.data_ptr(), rows, position, k,
-                       ctypes.byref(_sampler(sampling, stop_below, draws)), index.data_ptr(), probs.data_ptr())
+                       ctypes.byref(_sampler(sampling, stop_below, draws, seen)), index.data_ptr(), probs.data_ptr())
         lm.length = cache.length = position + rows + drafted - 1
         return index[:drafted], probs[:drafted]

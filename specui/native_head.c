@@ -27,6 +27,7 @@ void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const 
 int rowgemm_split(const float *x, int m, int ldx, const void *w, int n, int k, const float *bias, float *y,
                   int ldy, int p0, int p1, int kind, int threads);
 void rowargmax(const float *x, int rows, int n, int ld, long long *out);
+void rowpenalize(float *x, int n, const long long *ids, const unsigned char *seen, float penalty);
 void rowrmsnorm(const float *x, int rows, int n, int ldx, const float *w, float eps, float *out);
 void rowrope(const float *qkv, int rows, int n, int ld, int heads, int kv_heads, int hd, const float *cos,
              const float *sin, int ldcs, float *q, float *keys, float *values, long long cap, long long past);
@@ -68,6 +69,7 @@ typedef struct { /* how a chain picks its tokens */
     const double *uniforms; /* sampled: one uniform in [0, 1) a step */
     int top_k, nucleus;     /* sampled: top-k (0: off); top-p (0: off), cutting running sums at most `floor` */
     float floor;            /* 1 - top_p, rounded to float as torch rounds it for its comparison */
+    float penalty; unsigned char *seen; /* repetition penalty on the ids seen marks (NULL: none); drafts mark theirs */
 } sampler_t;
 
 typedef struct { /* an EAGLE head (specui/heads/eagle.py) */
@@ -236,18 +238,18 @@ static long long draw(const float *q, int n, double u) {
     return n - 1;
 }
 
-/* Step i of a chain: the drafter's logits at the row h (width floats), the token into index[i] and the
- * distribution it came from into probs row i. Greedy (temperature 0): the argmax, its softmax reported. Sampled:
- * softmax(logits / temperature), top-k and top-p applied (`specui.sampling.logits_to_probs`; `rownucleus`), the
- * token drawn from it by uniforms[i]. Returns whether the chain goes on: not at step k, nor once the product of the
- * steps' top probabilities at temperature 1 (`chance`) falls below stop_below > 0 (`specui.drafters.base.Confidence`).
- */
+/* Step i of a chain: the drafter's logits at the row h (width floats), any repetition penalty applied, the token into
+ * index[i] and the distribution it came from into probs row i. Greedy (temperature 0): the argmax, its softmax
+ * reported. Sampled: softmax(logits / temperature), top-k and top-p applied (`specui.sampling.logits_to_probs`;
+ * `rownucleus`), the token drawn from it by uniforms[i]. Returns whether the chain goes on: not at step k, nor once the
+ * product of the steps' top probabilities at temperature 1 (`chance`) falls below stop_below > 0 (`Confidence`). */
 static int pick(const chain_t *c, const float *h, int i, int k, const sampler_t *s, float *chance, long long *index,
                 float *probs, float *work) {
     const int n = c->out.n;
     float *normed = work, *logits = work + c->width, *row = probs + (size_t)i * n, top = 1.0f;
     rowrmsnorm(h, 1, c->width, c->width, c->norm, c->eps, normed);
     product(&c->out, normed, 1, logits);
+    if (s->seen) rowpenalize(logits, n, c->ids, s->seen, s->penalty);
     if (s->temperature == 0) {
         rowargmax(logits, 1, n, n, index + i);
         top = softmax(logits, n, row);
@@ -258,6 +260,7 @@ static int pick(const chain_t *c, const float *h, int i, int k, const sampler_t 
         softmax(logits, n, row);
         index[i] = draw(row, n, s->uniforms[i]);
     }
+    if (s->seen) s->seen[c->ids ? c->ids[index[i]] : index[i]] = 1; /* the chain's next steps have seen it */
     return i + 1 < k && !(s->stop_below > 0 && !((*chance *= top) >= s->stop_below));
 }
 

@@ -143,6 +143,13 @@ void rowswiglu(const float *gu, int rows, int ffn, float *out) {
  * does not vectorise this reduction; two vector passes (maximum and NaN check over four accumulators, then
  * the first lane equal to it) take a tenth of its time over a vocabulary. The maximum is exact in any order
  * (-0 and +0 compare equal, as in torch's comparisons), so the accumulators change no index. */
+/* transformers' repetition penalty (`specui.sampling.penalize`) on logits x[n] whose rows are the ids `ids` (NULL: the
+ * row's index): a row whose id is marked in `seen` is divided by the penalty where positive, multiplied where not. */
+void rowpenalize(float *x, int n, const long long *ids, const unsigned char *seen, float penalty) {
+    for (int j = 0; j < n; j++)
+        if (seen[ids ? ids[j] : j]) x[j] = x[j] < 0 ? x[j] * penalty : x[j] / penalty;
+}
+
 void rowargmax(const float *x, int rows, int n, int ld, long long *out) {
     for (int r = 0; r < rows; r++) {
         const float *row = x + (size_t)r * ld;

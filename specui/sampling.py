@@ -7,8 +7,10 @@ applied in that order (the order `generate()` uses). Greedy decoding
 
 A repetition penalty (transformers' `RepetitionPenaltyLogitsProcessor`, applied before the three, as
 `generate()` does) depends on the tokens before each position, so it is not part of `logits_to_probs`:
-`penalize` applies it to the target's logits, row by row, given what each row has seen. Drafters leave it
-out (their q is whatever they drew from); verifying against the penalised p keeps the output exact.
+`penalize` applies it to the target's logits, row by row, given what each row has seen. Verifying against the
+penalised p keeps the output exact whatever a drafter drew from; the draft model and the EAGLE head draft with the
+penalty too (`seen_mask`, `penalize_seen`: a little more often accepted), Medusa and early exit without it (with it
+they were accepted a little less often: docs/showcase.md).
 """
 
 from __future__ import annotations
@@ -69,8 +71,39 @@ def penalize(logits: torch.Tensor, sampling: Sampling, context: list[int],
     for i, more in enumerate(extra or ()):
         if len(more):
             seen[i, torch.as_tensor(more, dtype=torch.long, device=rows.device)] = True
-    penalised = torch.where(rows < 0, rows * penalty, rows / penalty)
-    return torch.where(seen, penalised, rows).reshape(scores.shape)
+    return torch.where(seen, _penalised(rows, penalty), rows).reshape(scores.shape)
+
+
+def _penalised(scores: torch.Tensor, penalty: float) -> torch.Tensor:
+    return torch.where(scores < 0, scores * penalty, scores / penalty)
+
+
+def seen_mask(sampling: Sampling, context: list[int], size: int) -> torch.Tensor | None:
+    """What a drafter's round has seen, so that it drafts with the target's repetition penalty (and proposes what the
+    penalised target would pick): a bool mask [size] on the CPU of the context's ids (those past `size` left out),
+    each draft marked as the round goes on (`mark`; the native rounds mark their own). None without a penalty."""
+    if sampling.repetition_penalty == 1.0:
+        return None
+    seen, ids = torch.zeros(size, dtype=torch.bool), torch.as_tensor(context, dtype=torch.long)
+    seen[ids[ids < size]] = True
+    return seen
+
+
+def penalize_seen(logits: torch.Tensor, sampling: Sampling, seen: torch.Tensor | None,
+                  ids: torch.Tensor | None = None) -> torch.Tensor:
+    """A drafter's logits [..., n] (float32) with the repetition penalty on the rows `seen` marks, as `penalize`
+    computes it; ids: each row's id (None: the row's own index). The logits themselves when seen is None."""
+    if seen is None:
+        return logits
+    mask = (seen[: logits.shape[-1]] if ids is None else seen[ids.cpu()]).to(logits.device)
+    scores = logits.float()
+    return torch.where(mask, _penalised(scores, sampling.repetition_penalty), scores)
+
+
+def mark(seen: torch.Tensor | None, token) -> None:
+    """Mark a drafted token (an id, or a one-element tensor) as seen by the round's later steps."""
+    if seen is not None:
+        seen[int(token)] = True
 
 
 def logits_to_probs(logits: torch.Tensor, sampling: Sampling) -> torch.Tensor:

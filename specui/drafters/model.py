@@ -9,7 +9,7 @@ from specui.drafters.base import Confidence, Draft
 from specui.drafters.tree import DraftTree, grow
 from specui.kv import CachedLM, model_device
 from specui.native_chain import DecoderChain, picks, uniforms
-from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs
+from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs, mark, penalize_seen, seen_mask
 
 
 class ModelDrafter:
@@ -33,6 +33,7 @@ class ModelDrafter:
         # q is scattered onto the full vocabulary, zero for the ids it never proposes.
         token_ids = getattr(model, "token_ids", None)
         self.token_ids = None if token_ids is None else token_ids.to(self.device)
+        self._ids_size = self.vocab_size if token_ids is None else max(self.vocab_size, int(token_ids.max()) + 1)
 
     def _visible(self, ids: list[int]) -> list[int]:
         # A draft with a smaller vocabulary (e.g. Qwen2.5-0.5B under 7B) cannot embed the target's extra
@@ -69,21 +70,24 @@ class ModelDrafter:
             return Draft.empty(self.device)
         self.lm.trim(min(self.lm.length, self._valid))
         draws = uniforms(self.sampling, k, self.generators.on(self.device))  # a sampled round's k draws
+        seen = seen_mask(self.sampling, context, self._ids_size)  # with a repetition penalty: what the round has seen
         if self.chain is not None and torch.is_inference_mode_enabled():  # the round in one native call
             index, probs = self.chain.run(self._visible(context[self.lm.length :]), k, self.stop_below,
-                                          self.sampling, draws)
+                                          self.sampling, draws, seen)
             return self._draft(index if self.token_ids is None else self.token_ids[index], probs)
         # [V] at the last context token; the lm head runs on that position only
         logits = self.lm.extend(self._visible(context[self.lm.length :]), last_only=True)[-1]
         tokens, probs = [], []
         greedy, confident = self.sampling.greedy, Confidence(self.stop_below)
         for i in range(k):
+            logits = penalize_seen(logits, self.sampling, seen, self.token_ids)
             if greedy:  # the argmax alone; q (only reported in greedy mode) comes after the loop, all rows at once
                 token, q = argmax(logits), logits
             else:
                 token, q = choose(logits, self.sampling, None, draws[i])
             if self.token_ids is not None:
                 token = self.token_ids[token]
+            mark(seen, token)
             tokens.append(token)
             probs.append(q)
             if i + 1 == k or not confident.goes_on(logits):

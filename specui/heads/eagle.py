@@ -28,7 +28,7 @@ from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.heads import common
 from specui.native_chain import HeadChain, picks, uniforms
 from specui.products import linear
-from specui.sampling import Generators, Sampling, choose, logits_to_probs
+from specui.sampling import Generators, Sampling, choose, logits_to_probs, mark, penalize_seen, seen_mask
 
 
 class HeadLayer(nn.Module):
@@ -209,19 +209,21 @@ class EagleDrafter:
         head = self.head
         ids = head.output.token_ids.to(self.device)
         draws = uniforms(self.sampling, k, self.generators.on(self.device))  # a sampled round's k draws
+        seen = seen_mask(self.sampling, context, head.output.vocab_size)  # with a repetition penalty
         if self._native_rounds:  # the round in one native call
             n = len(self.pending)
             self._reserve(self.filled + n + k, like=self.pending)  # the feed's n slots, then k - 1 steps at most
             index, probs = self.chain.run(self.pending, torch.tensor(context[-n:]), self.filled, k, self.stop_below,
-                                          self.cache, self.sampling, draws)
+                                          self.cache, self.sampling, draws, seen)
             self.length, self.filled, self.pending = self.length + n, self.filled + n + len(index) - 1, None
             return self._draft(ids[index], probs, ids)
         h, _ = self._feed_pending(context)  # [1, D]: predicts the first draft token
         tokens, probs, confident = [], [], Confidence(self.stop_below)
         for i in range(k):
-            logits = head.logits(h[-1])
+            logits = penalize_seen(head.logits(h[-1]), self.sampling, seen, ids)
             index, q = choose(logits, self.sampling, None, None if draws is None else draws[i])  # the head's ids
             token = ids[index]
+            mark(seen, token)
             tokens.append(token)
             probs.append(q)
             if i + 1 == k or not confident.goes_on(logits):

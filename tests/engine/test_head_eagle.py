@@ -71,9 +71,11 @@ SAMPLED = {"temperature": 0.8, "seed": 3}
 
 @pytest.mark.parametrize("tree", [{}, {"draft_confidence": 0.3}, {"tree_width": 2}, {"tree_width": 3, "tree_nodes": 7},
                                   SAMPLED, {**SAMPLED, "draft_confidence": 0.3}, {**SAMPLED, "top_p": 0.9},
-                                  {**SAMPLED, "top_k": 5, "top_p": 0.8}, {**SAMPLED, "tree_width": 2, "tree_nodes": 5}],
+                                  {**SAMPLED, "top_k": 5, "top_p": 0.8}, {**SAMPLED, "tree_width": 2, "tree_nodes": 5},
+                                  {"repetition_penalty": 1.5}, {**SAMPLED, "repetition_penalty": 0.7}],
                          ids=["chain", "chain-confidence", "static-tree", "dynamic-tree", "sampled",
-                              "sampled-confidence", "sampled-top-p", "sampled-top-k-top-p", "sampled-tree"])
+                              "sampled-confidence", "sampled-top-p", "sampled-top-k-top-p", "sampled-tree",
+                              "chain-penalty", "sampled-penalty"])
 def test_native_and_torch_steps_draft_alike(tree):
     """On a CPU in float32 a chain's whole round runs in one native call (`HeadChain`, native_head.c), greedy or
     sampled (top-k and top-p too), and a token tree's depths one native call each; otherwise a drafting step's
@@ -103,8 +105,9 @@ def test_native_and_torch_steps_draft_alike(tree):
         engine = SpeculativeEngine(target, heads={"eagle": head})
         runs.append(engine.generate([5, 17, 3, 88, 41], max_new_tokens=40, num_draft_tokens=3, drafter=drafter,
                                     **tree))
-    expected = runs[2].token_ids if tree.get("temperature") else \
-        target.generate(torch.tensor([[5, 17, 3, 88, 41]]), max_new_tokens=40, do_sample=False)[0, 5:].tolist()
+    expected = runs[2].token_ids if tree.get("temperature") else target.generate(
+        torch.tensor([[5, 17, 3, 88, 41]]), max_new_tokens=40, do_sample=False,
+        repetition_penalty=tree.get("repetition_penalty", 1.0))[0, 5:].tolist()
     assert all(run.token_ids == expected for run in runs)
     assert bool(tree_steps) == (tree.get("tree_width", 1) > 1)
     assert [r.drafted for r in runs[0].rounds] == [r.drafted for r in runs[1].rounds] == \

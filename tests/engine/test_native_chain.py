@@ -2,7 +2,8 @@
 Python steps draft, greedy or sampled (with top-k and top-p too), with q equal to float rounding, round after round (its KV
 cache following every verify outcome, the confidence stop cutting the same rounds short), for a draft over the whole
 vocabulary and for one over a reduced vocabulary that borrows the target's embeddings (specui.chat_draft); greedy
-output stays plain greedy decoding, and a sampled round draws from the q it reports. (The EAGLE head's round:
+output stays plain greedy decoding, and a sampled round draws from the q it reports; with a repetition penalty
+too, each step penalising what the round has seen. (The EAGLE head's round:
 tests/engine/test_head_eagle.py.)"""
 
 import pytest
@@ -62,16 +63,20 @@ SAMPLED = {"temperature": 0.2, "seed": 5}  # low: random models agree on little
                                       {"num_draft_tokens": 4, **SAMPLED},
                                       {"num_draft_tokens": 6, "draft_confidence": 0.3, **SAMPLED},
                                       {"num_draft_tokens": 4, "temperature": 0.6, "top_p": 0.9, "seed": 5},
-                                      {"num_draft_tokens": 4, "temperature": 0.6, "top_k": 8, "top_p": 0.95, "seed": 5}],
+                                      {"num_draft_tokens": 4, "temperature": 0.6, "top_k": 8, "top_p": 0.95, "seed": 5},
+                                      {"num_draft_tokens": 4, "repetition_penalty": 1.5},
+                                      {"num_draft_tokens": 6, "draft_confidence": 0.3, "repetition_penalty": 0.7,
+                                       **SAMPLED}],
                          ids=["K1", "K4", "K6-confident", "K4-sampled", "K6-confident-sampled", "K4-top-p",
-                              "K4-top-k-top-p"])
+                              "K4-top-k-top-p", "K4-penalty", "K6-confident-sampled-penalty"])
 def test_the_native_chain_drafts_as_the_python_steps(target, drafts, kind, settings):
     """Greedy, or sampled at a temperature (the round's draws taken first, the same in both): the same drafts, q
     equal to float rounding, and the same output: plain greedy decoding's when greedy."""
     native_runs, python_runs = _runs(target, drafts[kind], ModelDrafter, **settings)
     for prompt, fast, slow in zip(PROMPTS, native_runs, python_runs):
-        expected = slow.token_ids if settings.get("temperature") else \
-            target.generate(torch.tensor([prompt]), max_new_tokens=48, do_sample=False)[0, len(prompt):].tolist()
+        expected = slow.token_ids if settings.get("temperature") else target.generate(
+            torch.tensor([prompt]), max_new_tokens=48, do_sample=False,
+            repetition_penalty=settings.get("repetition_penalty", 1.0))[0, len(prompt):].tolist()
         assert fast.token_ids == slow.token_ids == expected
         assert [r.drafted for r in fast.rounds] == [r.drafted for r in slow.rounds]
         q = [torch.tensor([p for r in run.rounds for p in r.draft_probs]) for run in (fast, slow)]

@@ -1,7 +1,10 @@
 """The repetition penalty: transformers' `RepetitionPenaltyLogitsProcessor` on the target's logits, exact in every
 round shape. Greedy output equals plain decoding and transformers' greedy `generate(repetition_penalty=...)` with
 chains (draft model, prompt lookup) and token trees; sampled output follows the penalised law (chi-square); a
-verify that forgets the drafts before each row (the subtle bug: row i has seen them) is caught both ways."""
+verify that forgets the drafts before each row (the subtle bug: row i has seen them) is caught both ways; a draft
+equal to its target drafts with the penalty, so every draft is accepted."""
+
+import copy
 
 import pytest
 import torch
@@ -83,6 +86,21 @@ def test_a_verify_that_forgets_the_drafts_is_caught_greedy(pair, monkeypatch):
         wrong = [engine.generate(p, max_new_tokens=NEW_TOKENS, num_draft_tokens=4, tree_width=width,
                                  repetition_penalty=1.3).token_ids for p in prompts]
         assert wrong != expected, width
+
+
+@pytest.mark.parametrize("rounds", ["native", "python"])
+def test_a_draft_equal_to_its_target_drafts_with_the_penalty_and_is_always_accepted(rounds, monkeypatch):
+    """Drafters draft with the penalty too (each step penalising the context and the drafts before it): a draft that
+    is the target itself proposes what the penalised target picks, in its native round and in its Python steps."""
+    if rounds == "python":
+        monkeypatch.setenv("SPECUI_NATIVE_ROUNDS", "0")  # `specui.native_chain.picks`
+    target = make_model("llama", vocab_size=512, layers=2, seed=1)
+    prompt = [5, 17, 3, 88, 41, 300, 17, 3]
+    for penalty in (1.0, 1.5):
+        spec = SpeculativeEngine(target, copy.deepcopy(target)).generate(prompt, max_new_tokens=40, num_draft_tokens=4,
+                                                                          repetition_penalty=penalty)
+        assert spec.token_ids == hf_greedy(target, prompt, 40, penalty)
+        assert all(r.num_accepted == r.num_drafted for r in spec.rounds), [r.drafted for r in spec.rounds]
 
 
 @pytest.fixture(scope="module")
