@@ -33,7 +33,9 @@ class ModelDrafter:
         # q is scattered onto the full vocabulary, zero for the ids it never proposes.
         token_ids = getattr(model, "token_ids", None)
         self.token_ids = None if token_ids is None else token_ids.to(self.device)
-        self._ids_size = self.vocab_size if token_ids is None else max(self.vocab_size, int(token_ids.max()) + 1)
+        out = model.get_output_embeddings()  # a repetition penalty's mask covers every id a row of it can be
+        self._ids_size = max(self.vocab_size, 0 if out is None else out.weight.shape[0],
+                             0 if token_ids is None else int(token_ids.max()) + 1)
 
     def _visible(self, ids: list[int]) -> list[int]:
         # A draft with a smaller vocabulary (e.g. Qwen2.5-0.5B under 7B) cannot embed the target's extra
