@@ -262,8 +262,8 @@ class SpeculativeEngine:
         forward_s = self._sync_time(t1)
         if features:
             logits, states = logits
-        drafted = draft_tokens.tolist()  # row i has seen the context and the drafts before it
-        logits = penalize(logits, sampling, context, [drafted[:i] for i in range(len(drafted) + 1)])
+        drafted = draft_tokens.tolist()
+        logits = penalize(logits, sampling, context, drafted)  # row i has seen the context and the drafts before it
         # verification happens where the logits are (the last device of a target spread over several)
         device = logits.device
         draft_tokens, draft_probs = draft_tokens.to(device), align(draft_probs, self.vocab_size, device)

@@ -53,24 +53,24 @@ class Sampling:
         return self.temperature == 0
 
 
-def penalize(logits: torch.Tensor, sampling: Sampling, context: list[int],
-             extra: list[list[int]] | None = None) -> torch.Tensor:
-    """The target's logits [V] or [rows, V] with `sampling`'s repetition penalty, as transformers'
+def penalize(logits: torch.Tensor, sampling: Sampling, context: list[int], drafts: list[int] = (),
+             parents: list[int] | None = None) -> torch.Tensor:
+    """The target's logits [V] or [1 + len(drafts), V] with `sampling`'s repetition penalty, as transformers'
     `RepetitionPenaltyLogitsProcessor` computes it (in float32, as `generate()` holds its scores): every token
     the row has seen is divided by the penalty where its logit is positive and multiplied where negative.
-    Each row sees `context` (the prompt and the tokens emitted so far) plus its own `extra` tokens: a verify
-    forward's row i also the drafts before it, a tree's row its node's ancestors. The logits themselves when
-    the penalty is 1."""
+    Row 0 has seen `context` (the prompt and the tokens emitted so far); row i + 1 also draft i and its
+    ancestors: `parents` gives each draft's parent (-1: none), None for a chain (each draft's parent the one
+    before it). The logits themselves when the penalty is 1."""
     penalty = sampling.repetition_penalty
     if penalty == 1.0:
         return logits
     scores = logits.float()
     rows = scores.reshape(-1, scores.shape[-1])
     seen = torch.zeros(rows.shape, dtype=torch.bool, device=rows.device)
-    seen[:, torch.as_tensor(context, dtype=torch.long, device=rows.device)] = True
-    for i, more in enumerate(extra or ()):
-        if len(more):
-            seen[i, torch.as_tensor(more, dtype=torch.long, device=rows.device)] = True
+    seen[0, torch.as_tensor(context, dtype=torch.long, device=rows.device)] = True
+    for i, token in enumerate(drafts):
+        seen[i + 1] = seen[(i - 1 if parents is None else parents[i]) + 1]
+        seen[i + 1, token] = True
     return torch.where(seen, _penalised(rows, penalty), rows).reshape(scores.shape)
 
 

@@ -37,7 +37,8 @@ def tree_round(engine, *, target: CachedLM, drafter, context: list[int], k: int,
     forward_s = engine._sync_time(t1)
     if features:
         logits, states = logits
-    logits = penalize(logits, sampling, context, _paths(tokens.tolist(), parents))
+    token_list = tokens.tolist()
+    logits = penalize(logits, sampling, context, token_list, parents)  # a row has seen its node's ancestors
     device = logits.device
     draft_probs = None if tree.probs is None else _pad(tree.probs.to(device), engine.vocab_size)
     target_probs = logits_to_probs(logits, sampling)  # [N+1, V]
@@ -53,7 +54,6 @@ def tree_round(engine, *, target: CachedLM, drafter, context: list[int], k: int,
         drafter.observe_tree(path)
 
     n = len(path)
-    token_list = tokens.tolist()
     rows = [0] + [p + 1 for p in parents]  # the row whose p judged node i: its parent's
     p_nodes = target_probs[torch.tensor(rows[1:], device=device), tokens.to(device)].tolist() if parents else []
     q_nodes = ([1.0] * len(parents) if draft_probs is None
@@ -104,11 +104,3 @@ def _pad(probs: torch.Tensor, vocab_size: int) -> torch.Tensor:
     missing = vocab_size - probs.shape[-1]
     return torch.nn.functional.pad(probs, (0, missing)) if missing > 0 else probs
 
-
-def _paths(tokens: list[int], parents: list[int]) -> list[list[int]]:
-    """Each verify row's tokens after cur: none for cur's row, then node i's ancestors and node i itself
-    (parents come before their children)."""
-    paths = [[]]
-    for token, parent in zip(tokens, parents):
-        paths.append(paths[parent + 1] + [token])
-    return paths

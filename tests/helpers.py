@@ -57,6 +57,14 @@ def make_model(arch: str = "llama", *, vocab_size: int = 96, layers: int = 3, se
     return model.eval()
 
 
+def five_token_pair():
+    """The chi-square tests' target and draft: 5-token vocabularies (the first two tokens' joint law enumerable),
+    logits spread out enough that the draft disagrees with the target."""
+    target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
+    draft = make_model("llama", vocab_size=5, layers=1, hidden=32, seed=11, init_range=0.15)
+    return target, draft
+
+
 def noisy_copy(model, *, noise: float, seed: int):
     """A draft that agrees with `model` often but not always."""
     draft = copy.deepcopy(model)

@@ -16,7 +16,7 @@ from scipy.stats import chisquare
 from specui import SpeculativeEngine
 from specui.sampling import Sampling, logits_to_probs, sample
 from specui.verify import BONUS, RESAMPLED, Verdict
-from tests.helpers import make_model
+from tests.helpers import five_token_pair
 
 VOCAB = 5
 RUNS = 2000
@@ -24,9 +24,7 @@ RUNS = 2000
 
 @pytest.fixture(scope="module")
 def models():
-    target = make_model("llama", vocab_size=VOCAB, layers=2, hidden=32, seed=10, init_range=0.15)
-    draft = make_model("llama", vocab_size=VOCAB, layers=1, hidden=32, seed=11, init_range=0.15)
-    return target, draft
+    return five_token_pair()
 
 
 def exact_first_two(target, prompt, sampling):

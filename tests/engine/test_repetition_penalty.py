@@ -16,7 +16,7 @@ from specui import SpeculativeEngine
 from specui.sampling import Sampling, logits_to_probs, penalize
 from specui.settings import DecodeSettings, SettingsError
 from tests.engine.test_engine_sampling import RUNS, VOCAB, observed_first_two, p_value
-from tests.helpers import make_model, noisy_copy, random_prompts
+from tests.helpers import five_token_pair, make_model, noisy_copy, random_prompts
 
 NEW_TOKENS = 40
 
@@ -28,7 +28,7 @@ def hf_greedy(model, prompt, n, penalty):
     return out[0, len(prompt):].tolist()
 
 
-def forgetful(logits, sampling, context, extra=None):
+def forgetful(logits, sampling, context, drafts=(), parents=None):
     """The broken variant: every row sees the context only, not the drafts before it."""
     return penalize(logits, sampling, context)
 
@@ -43,13 +43,13 @@ def test_penalize_is_transformers_processor_bit_for_bit():
     torch.manual_seed(0)
     logits = torch.randn(4, 50) * 3
     context = [3, 7, 7, 49, 0]
-    extra = [[], [11], [11, 3], [11, 3, 20]]
-    out = penalize(logits, Sampling(repetition_penalty=1.7), context, extra)
+    extra = [[], [11], [11, 3], [11, 3, 20]]  # each row's drafts before it
+    out = penalize(logits, Sampling(repetition_penalty=1.7), context, [11, 3, 20])
     for i in range(4):
         ids = torch.tensor([context + extra[i]])
         expected = RepetitionPenaltyLogitsProcessor(1.7)(ids, logits[i:i + 1].clone())[0]
         assert torch.equal(out[i], expected)
-    assert penalize(logits, Sampling(), context, extra) is logits  # 1: untouched, no copy
+    assert penalize(logits, Sampling(), context, [11, 3, 20]) is logits  # 1: untouched, no copy
     row, seen = logits[0], torch.isin(torch.arange(50), torch.tensor(context))
     below_one = torch.where(seen, torch.where(row < 0, row * 0.5, row / 0.5), row)  # a penalty below 1 favours repeats
     assert torch.equal(penalize(row, Sampling(repetition_penalty=0.5), context), below_one)
@@ -105,9 +105,7 @@ def test_a_draft_equal_to_its_target_drafts_with_the_penalty_and_is_always_accep
 
 @pytest.fixture(scope="module")
 def small():
-    target = make_model("llama", vocab_size=VOCAB, layers=2, hidden=32, seed=10, init_range=0.15)
-    draft = make_model("llama", vocab_size=VOCAB, layers=1, hidden=32, seed=11, init_range=0.15)
-    return target, draft
+    return five_token_pair()
 
 
 def penalised_first_two(target, prompt, sampling):

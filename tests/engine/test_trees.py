@@ -13,7 +13,7 @@ from specui.kv import CachedLM
 from specui.sampling import Sampling, logits_to_probs, sample
 from specui.settings import DecodeSettings, SettingsError
 from tests.engine.test_engine_sampling import exact_first_two, observed_first_two, p_value
-from tests.helpers import make_model, noisy_copy
+from tests.helpers import five_token_pair, make_model, noisy_copy
 
 SHAPES = [(2, 0), (3, 0), (2, 4), (4, 10)]  # (tree_width, tree_nodes): static, then dynamic
 
@@ -117,9 +117,7 @@ SETTINGS = {"t1": dict(temperature=1.0), "t0.7-topk3-topp0.8": dict(temperature=
 
 @pytest.fixture(scope="module")
 def small():
-    target = make_model("llama", vocab_size=VOCAB, layers=2, hidden=32, seed=10, init_range=0.15)
-    draft = make_model("llama", vocab_size=VOCAB, layers=1, hidden=32, seed=11, init_range=0.15)
-    return target, draft
+    return five_token_pair()
 
 
 class SampledTree:
