@@ -122,7 +122,7 @@ def test_greedy_identity_with_a_reduced_vocabulary():
 
 
 def _five_token_pair():
-    from tests.engine.test_engine_sampling import make_model
+    from tests.helpers import make_model
 
     target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
     draft = chat_draft.build(target, num_layers=1, token_ids=torch.tensor([0, 2, 4]), init_layers=[1]).eval()
@@ -255,7 +255,8 @@ def test_greedy_identity_with_an_ordinary_draft_kept_to_some_ids():
 def test_sampling_is_exact_with_an_ordinary_draft_kept_to_some_ids():
     from specui import SpeculativeEngine
     from specui.sampling import Sampling
-    from tests.engine.test_engine_sampling import exact_first_two, make_model, observed_first_two, p_value
+    from tests.engine.test_engine_sampling import exact_first_two, observed_first_two, p_value
+    from tests.helpers import make_model
 
     target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
     draft = make_model("llama", vocab_size=5, layers=1, hidden=32, seed=11, init_range=0.15)
