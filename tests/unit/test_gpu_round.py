@@ -152,6 +152,14 @@ def test_the_carries_split_the_model_so_both_calls_fit():
         gpu_carry.first_part_bytes(tree=20 * mib, held=29 * mib, wheel=0, total=90 * mib)
 
 
+def test_the_tracked_answers_travel_once_not_in_both_trees():
+    """tools/gpu_answers.tar.xz is tracked but counted (and truncated) with the assets: .gpu2 carries its copy."""
+    from tools import gpu_carry
+
+    everything = gpu_carry.tracked_bytes(gpu_carry.ROOT, empty=("assets/",))
+    assert gpu_carry.tracked_bytes(gpu_carry.ROOT) == everything - gpu_carry.ANSWERS.stat().st_size
+
+
 def test_the_device_calls_fit_its_command_limit_and_resume_answers_only_when_carried():
     from tools import gpu_carry
 
