@@ -7,7 +7,9 @@ and early-exit heads were retrained on the answers' 8,192 most frequent ids (0.9
 its list: on the new one its step-1 agreement rose (0.649 -> 0.659) but its tokens per target forward did not
 (2.20 -> 2.19 on the 16 held-out prompts, docs/performance.md). Since 2026-12-02 (stop 63) the Medusa and
 early-exit heads keep the 2,048 most frequent of their 8,192 (`python -m tools.head_vocabulary`; 0.893 of the answer
-tokens): their acceptance did not move, their draft steps got cheaper (docs/performance.md, stop 63).
+tokens): their acceptance did not move, their draft steps got cheaper (docs/performance.md, stop 63). The GPU round
+of 2026-12-04 added 4.4M answer tokens (0.889 of all 5.8M in their 2,048) and an EAGLE head trained on all of them
+with a fresh pick of 8,192 ids (0.980).
 """
 
 import tarfile
@@ -35,5 +37,5 @@ def coverage(tokens: torch.Tensor, head: str, size: int) -> float:
 
 def test_the_medusa_and_early_exit_heads_draft_from_the_ids_the_target_writes_most(tmp_path):
     tokens = answer_tokens(tmp_path)
-    assert 0.89 < coverage(tokens, "medusa", 2048) < 0.90 and 0.89 < coverage(tokens, "early_exit", 2048) < 0.90
-    assert 0.86 < coverage(tokens, "eagle", 8192) < 0.87  # kept, for the reason above: a new EAGLE list is news
+    assert 0.885 < coverage(tokens, "medusa", 2048) < 0.895 and 0.885 < coverage(tokens, "early_exit", 2048) < 0.895
+    assert 0.975 < coverage(tokens, "eagle", 8192) < 0.985  # picked afresh from every round's answers
