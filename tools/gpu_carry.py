@@ -176,7 +176,8 @@ def main(argv=None) -> None:
         if size > CARRY_BYTES:
             raise SystemExit(f"{folder.name} is over the limit: carry fewer answers")
     first, second = calls(args.round, bool(answers))
-    print(f"\nHere, just before the calls (assets and answers travel empty):\n  git ls-files {' '.join(EMPTY)} | xargs truncate -s 0")
+    print("\nHere, just before the calls (assets and answers travel empty):\n"
+          f"  git ls-files {' '.join(EMPTY)} | xargs truncate -s 0")
     print(f"\nCall 1, carry [\".gpu1\"]:\n  {first}\n\nCall 2, carry [\".gpu2\"], at once:\n  {second}")
     print(f"\nHere, right after (never commit before):\n  git checkout -- {' '.join(EMPTY)}")
     print("  ls ROUND_OUT/answers.tar.xz* | sort -V | xargs cat > tools/gpu_answers.tar.xz   # every answer so far, for the next round")
