@@ -67,6 +67,26 @@ def build(target, *, num_layers: int, token_ids: torch.Tensor, init_layers: list
     return draft.to(weight.device)
 
 
+def grow(draft, target, init_layers: list[int]):
+    """`draft` with one more layer after its last for each index in `init_layers`, initialised from that target
+    layer but with its two output products (attention's o_proj, the MLP's down_proj) zero: each new layer adds
+    nothing to the residual stream, so the grown draft computes exactly what `draft` did, and training starts from
+    it with more room (the chat draft's validation stopped rising at two layers, whatever the data)."""
+    if not init_layers:
+        raise ValueError("grow: name at least one target layer to initialise a new layer from")
+    grown = build(target, num_layers=draft.config.num_hidden_layers + len(init_layers), token_ids=draft.token_ids)
+    _, unexpected = grown.load_state_dict(trained_state(draft), strict=False)
+    if unexpected:
+        raise ValueError(f"grow: the draft's tensors {unexpected[:3]} have no place in the grown draft")
+    with torch.no_grad():
+        grown.lm_head.weight.copy_(draft.lm_head.weight)  # its rows as loaded (float16-rounded), not the target's
+        for mine, theirs in zip(grown.model.layers[draft.config.num_hidden_layers:], init_layers):
+            mine.load_state_dict(target.model.layers[theirs].state_dict())
+            mine.self_attn.o_proj.weight.zero_()
+            mine.mlp.down_proj.weight.zero_()
+    return grown.to(draft.lm_head.weight.device).train(draft.training)
+
+
 def _keep_rows(draft, weight: torch.Tensor, token_ids: torch.Tensor) -> None:
     """Give `draft` a frozen output layer of `weight`'s rows at `token_ids`, and `draft.token_ids` to map
     its rows back to the target's ids."""

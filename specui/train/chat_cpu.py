@@ -108,6 +108,13 @@ def start(args, target, tok):
     if getattr(args, "new_vocab", False):  # --new-vocab: the answers' most frequent ids instead of the saved list
         token_ids, covered = pick_vocab([chat, code_stream(tok)], size=args.vocab, tok=tok)
         chat_draft.repick(draft, target, token_ids)
+    if grow := getattr(args, "grow", None):  # --grow: new layers that add nothing yet, from these target layers
+        layers = [int(i) for i in grow.split(",")]
+        if max(layers) >= target.config.num_hidden_layers:
+            raise SystemExit(f"--grow {grow}: the target has layers 0 to {target.config.num_hidden_layers - 1}")
+        draft = chat_draft.grow(draft, target, layers)
+        log(f"grown to {draft.config.num_hidden_layers} layers (new ones from target layers {grow})")
+        facts["grown_from_target_layers"] = grow
     earlier = {k: meta[k] for k in kept if k in meta}
     return records, val, draft, {**facts, "init_layers": f"draft {args.init_draft}",
                                  "vocab_coverage": round(covered, 4), "started_from": earlier}

@@ -183,6 +183,10 @@ def _lineage(meta: dict) -> list[str]:
         return [f"- layers initialised from the target's layers {meta.get('init_layers')}"]
     init = str(earlier.get("init_layers", "?"))
     origin = "a still earlier draft" if init.startswith("draft") else f"the target's layers {init}"
+    grown = meta.get("grown_from_target_layers")
+    growth = [f"- grown by a layer after its last for each of the target's layers {grown} (initialised from it, its "
+              "output products zero: the grown draft started out computing what the earlier one did)"] if grown else []
     return [f"- continued from an earlier draft: {earlier.get('steps')} steps of {earlier.get('batch')} on "
             f"{_answers(earlier)} ({earlier.get('minutes', '?')} minutes, held-out acceptance "
-            f"{earlier.get('held_out_greedy_alpha_teacher_forced')}), its layers initialised from {origin}"]
+            f"{earlier.get('held_out_greedy_alpha_teacher_forced')}), its layers initialised from {origin}",
+            *growth]

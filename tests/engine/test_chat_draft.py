@@ -266,3 +266,21 @@ def test_sampling_is_exact_with_an_ordinary_draft_kept_to_some_ids():
     counts = observed_first_two(SpeculativeEngine(target, draft), [1, 2], num_draft_tokens=2, temperature=1.0,
                                 drafter=UnmappedQ(draft))
     assert p_value(counts, exact_first_two(target, [1, 2], Sampling(temperature=1.0))) < 1e-6
+
+
+def test_a_grown_draft_computes_what_it_did_and_then_learns_with_its_new_layers():
+    target = tiny_target()
+    token_ids = torch.tensor([0, 3, 7, 50, 119])
+    draft = chat_draft.build(target, num_layers=2, token_ids=token_ids, init_layers=[0, 1]).eval()
+    grown = chat_draft.grow(draft, target, [2, 3]).eval()
+    assert grown.config.num_hidden_layers == 4 and torch.equal(grown.token_ids, token_ids)
+    assert torch.equal(grown.model.layers[2].mlp.up_proj.weight, target.model.layers[2].mlp.up_proj.weight)
+    assert not grown.model.layers[3].self_attn.o_proj.weight.any()
+    ids = torch.tensor([[5, 9, 11, 100, 7]])
+    with torch.inference_mode():
+        assert torch.equal(grown(input_ids=ids).logits, draft(input_ids=ids).logits)
+    grown.train()  # a step moves the new layers: their zero products get gradients
+    grown(input_ids=ids).logits.logsumexp(-1).sum().backward()
+    assert grown.model.layers[3].mlp.down_proj.weight.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="at least one"):
+        chat_draft.grow(draft, target, [])

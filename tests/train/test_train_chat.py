@@ -129,6 +129,16 @@ def test_gpu_recipe_learns_from_ids_alone_and_resumes(tmp_path, capsys):
                         "--resume"])
     assert "resumed from" in capsys.readouterr().out
     assert torch.load(tmp_path / "warm" / "checkpoint.pt", weights_only=False)["state"]["step"] == 3
+    chat.main(common + ["--out", str(tmp_path / "grown"), "--steps", "1", "--grow", "1,2",
+                        "--init-draft", str(tmp_path / "first" / "draft")])  # two more layers, adding nothing at first
+    assert "grown to 3 layers (new ones from target layers 1,2)" in capsys.readouterr().out
+    facts = json.loads((tmp_path / "grown" / "draft" / chat_draft.META).read_text())
+    assert facts["num_layers"] == 3 and facts["grown_from_target_layers"] == "1,2"
+    assert chat_draft.load(tmp_path / "grown" / "draft", target).config.num_hidden_layers == 3
+    card = (tmp_path / "grown" / "draft" / "README.md").read_text()
+    assert "grown by a layer after its last for each of the target's layers 1,2" in card
+    with pytest.raises(SystemExit):  # --grow needs a draft to grow
+        chat.main(common + ["--out", str(tmp_path / "x"), "--grow", "2"])
 
 
 def test_answers_through_batched_graphs_equal_generates(tmp_path, monkeypatch):

@@ -131,6 +131,12 @@ def test_the_draft_trainer_continues_the_shipped_draft_or_starts_a_new_shape(tmp
     new = command("--new-draft", "3:0,1,2")
     assert new[new.index("--drafts") + 1] == "3:0,1,2" and "--init-draft" not in new
     assert new[new.index("--lr") + 1] == "1e-3" and new[new.index("--answers") + 1] == "a,b"
+    grown = command("--grow-draft", "2,3")  # the shipped draft, two layers more
+    assert grown[grown.index("--grow") + 1] == "2,3"
+    assert grown[grown.index("--init-draft") + 1] == "assets/smollm2-draft"
+    assert "--grow" not in go_on
+    with pytest.raises(SystemExit, match="say one of them"):
+        gpu_round.main(["--out", str(tmp_path), "--grow-draft", "2", "--new-draft", "3:0,1,2"])
 
 
 def test_the_draft_may_stop_early_and_leave_the_card_to_eagle():
@@ -163,11 +169,16 @@ def test_the_tracked_answers_travel_once_not_in_both_trees():
 def test_the_device_calls_fit_its_command_limit_and_resume_answers_only_when_carried():
     from tools import gpu_carry
 
-    one, two = gpu_carry.calls("--budget 572 --gen-seconds 200", answers=False)
-    assert "--answers-in" not in two and "--target /tmp/site" in one and "tools.gpu_round --budget 572" in two
-    one, two = gpu_carry.calls("--budget 572 --gen-seconds 200 --new-draft 3:0,1,2", answers=True)
-    assert "tar xf .gpu2/answers.tar.xz" in two and "--answers-in /tmp/ain/answers" in two
-    assert max(len(one), len(two)) < 2000
+    (one, first), (two, second) = gpu_carry.calls("--budget 572 --gen-seconds 200")
+    assert (one, two) == (".gpu1", ".gpu2")
+    assert "--answers-in" not in second and "--target /tmp/site" in first and "tools.gpu_round --budget 572" in second
+    (_, first), (_, second) = gpu_carry.calls("--budget 572 --gen-seconds 200 --new-draft 3:0,1,2", "with-round")
+    assert "tar xf .gpu2/answers.tar.xz" in second and "--answers-in /tmp/ain/answers" in second
+    assert max(len(first), len(second)) < 2000
+    plan = gpu_carry.calls("--budget 572", "own")  # answers too big for .gpu2: a call of their own before the round
+    assert [name for name, _ in plan] == [".gpu1", gpu_carry.ANSWERS_CALL, ".gpu2"]
+    assert "tar xf .gpua/answers.tar.xz -C /tmp/ain" in plan[1][1]
+    assert "answers.tar.xz" not in plan[2][1] and "--answers-in /tmp/ain/answers" in plan[2][1]
 
 
 def test_a_third_call_continues_the_rounds_head_on_its_answers(tmp_path):
