@@ -57,10 +57,16 @@ def make_model(arch: str = "llama", *, vocab_size: int = 96, layers: int = 3, se
     return model.eval()
 
 
+def chi_square_target(vocab_size: int = 5):
+    """The chi-square tests' target: a small vocabulary (5: the first two tokens' joint law enumerable), logits
+    spread out enough that the drafters built on it disagree with it."""
+    return make_model("llama", vocab_size=vocab_size, layers=2, hidden=32, seed=10, init_range=0.15)
+
+
 def five_token_pair():
     """The chi-square tests' target and draft: 5-token vocabularies (the first two tokens' joint law enumerable),
     logits spread out enough that the draft disagrees with the target."""
-    target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
+    target = chi_square_target()
     draft = make_model("llama", vocab_size=5, layers=1, hidden=32, seed=11, init_range=0.15)
     return target, draft
 

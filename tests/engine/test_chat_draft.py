@@ -122,9 +122,9 @@ def test_greedy_identity_with_a_reduced_vocabulary():
 
 
 def _five_token_pair():
-    from tests.helpers import make_model
+    from tests.helpers import chi_square_target
 
-    target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
+    target = chi_square_target()
     draft = chat_draft.build(target, num_layers=1, token_ids=torch.tensor([0, 2, 4]), init_layers=[1]).eval()
     with torch.no_grad():
         draft.lm_head.weight.mul_(0.5)  # a draft that disagrees with the target

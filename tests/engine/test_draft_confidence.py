@@ -20,7 +20,7 @@ from specui.heads import eagle
 from specui.sampling import Sampling
 from specui.settings import DecodeSettings, SettingsError
 from tests.engine.test_engine_sampling import SETTINGS, exact_first_two, observed_first_two, p_value
-from tests.helpers import make_model
+from tests.helpers import chi_square_target, make_model
 
 
 def test_the_rule_multiplies_the_drafts_top_probabilities():
@@ -65,7 +65,7 @@ def test_greedy_output_stays_plain_decodings_and_rounds_draft_fewer(bundled, dra
 
 @pytest.fixture(scope="module")
 def models():
-    target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
+    target = chi_square_target()
     draft = make_model("llama", vocab_size=5, layers=1, hidden=32, seed=11, init_range=0.15)
     return target, draft
 
@@ -89,7 +89,7 @@ def test_the_draft_models_sampling_stays_exact(models, name):
 
 @pytest.mark.slow
 def test_eagles_sampling_stays_exact():
-    target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
+    target = chi_square_target()
     engine = SpeculativeEngine(target, heads={"eagle": eagle.build(target, token_ids=torch.arange(5))})
     settings = dict(num_draft_tokens=3, draft_confidence=0.25, drafter="eagle", temperature=1.0)
     assert stops(engine, [1, 2, 4], **settings)

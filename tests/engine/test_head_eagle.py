@@ -13,7 +13,7 @@ from specui.heads import common, eagle, load
 from specui.sampling import Sampling
 from tests.engine.head_helpers import halved, sticky_target
 from tests.engine.test_engine_sampling import exact_first_two, observed_first_two, p_value
-from tests.helpers import make_model
+from tests.helpers import chi_square_target, make_model
 
 
 def trained_head(target, *, token_ids, steps: int = 60, seed: int = 0):
@@ -160,7 +160,7 @@ def test_reduced_vocabulary_and_the_head_cache(target):
 @pytest.mark.parametrize("settings", [{"temperature": 1.0}, {"temperature": 0.7, "top_k": 3, "top_p": 0.8},
                                       {"temperature": 1.5, "top_p": 0.9}])
 def test_sampling_is_exact(settings):
-    target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
+    target = chi_square_target()
     head = eagle.build(target, token_ids=torch.arange(5))
     engine = SpeculativeEngine(target, heads={"eagle": head})
     counts = observed_first_two(engine, [1, 2, 4], num_draft_tokens=2, drafter="eagle", **settings)
@@ -179,7 +179,7 @@ class MisreportingDrafter(eagle.EagleDrafter):
 
 @pytest.mark.slow
 def test_a_misreporting_drafter_is_caught():
-    target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
+    target = chi_square_target()
     head = eagle.build(target, token_ids=torch.arange(5))
     with torch.no_grad():
         head.fc.weight.mul_(4.0)  # a peaked q, far from the flattened one it reports

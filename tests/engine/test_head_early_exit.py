@@ -15,7 +15,7 @@ from specui.sampling import Sampling, logits_to_probs
 from tests.engine.head_helpers import PATHS, LyingDrafter, halved, hidden_states, path_of, perturb, toy_batch
 from tests.engine.test_engine_greedy import hf_greedy
 from tests.engine.test_engine_sampling import SETTINGS, VOCAB, exact_first_two, observed_first_two, p_value
-from tests.helpers import make_model, random_prompts
+from tests.helpers import chi_square_target, make_model, random_prompts
 
 NEW_TOKENS = 20
 
@@ -36,7 +36,7 @@ def graph_target():
 @pytest.fixture(scope="module")
 def small():
     """A 5-token target (the exactness tests' own) and an exit after its first layer, over 4 of its ids."""
-    target = make_model("llama", vocab_size=VOCAB, layers=2, hidden=32, seed=10, init_range=0.15)
+    target = chi_square_target(VOCAB)
     head = perturb(early_exit.build(target, token_ids=torch.tensor([0, 1, 3, 4]), exit_layer=1), scale=0.2, seed=2)
     return target, head
 
@@ -118,7 +118,7 @@ def test_cache_stays_in_step_on_every_outcome(target, settings):
 def test_sampling_is_exact(small, name, stack):
     target, head = small
     if stack == "graphs":
-        target = make_model("llama", vocab_size=VOCAB, layers=2, hidden=32, seed=10, init_range=0.15)
+        target = chi_square_target(VOCAB)
         GraphStack.attach(target, graphs=False)
     engine = SpeculativeEngine(target, heads={"early_exit": head})
     counts = observed_first_two(engine, [1, 2], num_draft_tokens=2, drafter="early_exit", **SETTINGS[name])
@@ -200,7 +200,7 @@ def test_an_exit_layer_outside_the_target_is_refused(target, exit_layer):
 @pytest.fixture(scope="module")
 def small_mlp():
     """`small`'s target with an exit that adds a gated MLP after its block (perturbed: not the identity)."""
-    target = make_model("llama", vocab_size=VOCAB, layers=2, hidden=32, seed=10, init_range=0.15)
+    target = chi_square_target(VOCAB)
     head = early_exit.build(target, token_ids=torch.tensor([0, 1, 3, 4]), exit_layer=1, mlp_hidden=24)
     return target, perturb(head, scale=0.2, seed=3)
 

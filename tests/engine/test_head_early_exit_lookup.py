@@ -19,7 +19,7 @@ from tests.engine.test_engine_greedy import hf_greedy
 from tests.engine.test_engine_sampling import SETTINGS, VOCAB, exact_first_two, p_value
 from tests.engine.test_model_lookup import PROMPTS as MODEL_PROMPTS
 from tests.engine.test_model_lookup import observed, outcomes, repetitive_prompts
-from tests.helpers import make_model
+from tests.helpers import chi_square_target, make_model
 
 NEW_TOKENS = 30
 PROMPTS = {"opens with a copy": MODEL_PROMPTS["opens with a copy"],
@@ -57,7 +57,7 @@ def test_greedy_equals_transformers_with_both_kinds_of_round(exit_layer):
 @pytest.fixture(scope="module")
 def small():
     """A 5-token target (the exactness tests' own) and an exit after its first layer, over 4 of its ids."""
-    target = make_model("llama", vocab_size=VOCAB, layers=2, hidden=32, seed=10, init_range=0.15)
+    target = chi_square_target(VOCAB)
     head = perturb(early_exit.build(target, token_ids=torch.tensor([0, 1, 3, 4]), exit_layer=1), scale=0.2, seed=2)
     return target, head
 

@@ -12,7 +12,7 @@ from specui.sampling import Sampling
 from tests.engine.head_helpers import PATHS, LyingDrafter, halved, hidden_states, path_of, perturb, sticky_target, toy_batch
 from tests.engine.test_engine_greedy import hf_greedy
 from tests.engine.test_engine_sampling import SETTINGS, VOCAB, exact_first_two, observed_first_two, p_value
-from tests.helpers import make_model, random_prompts
+from tests.helpers import chi_square_target, make_model, random_prompts
 
 NEW_TOKENS = 20
 
@@ -26,7 +26,7 @@ def sticky():
 @pytest.fixture(scope="module")
 def small():
     """A 5-token target (the exactness tests' own) and heads over 4 of its ids, far from the target."""
-    target = make_model("llama", vocab_size=VOCAB, layers=2, hidden=32, seed=10, init_range=0.15)
+    target = chi_square_target(VOCAB)
     heads = perturb(medusa.build(target, token_ids=torch.tensor([0, 1, 2, 4]), num_heads=2), scale=0.3, seed=2)
     return target, heads
 

@@ -18,7 +18,7 @@ from specui.drafters import Draft, ModelDrafter, ModelLookupDrafter
 from specui.sampling import Sampling
 from tests.engine.test_engine_greedy import hf_greedy
 from tests.engine.test_engine_sampling import RUNS, SETTINGS, VOCAB, exact_first_two, p_value
-from tests.helpers import ROOT, make_model, noisy_copy
+from tests.helpers import ROOT, chi_square_target, make_model, noisy_copy
 
 NEW_TOKENS = 40
 
@@ -177,7 +177,7 @@ def test_engine_lists_and_refuses_it(llama_pair):
 
 @pytest.fixture(scope="module")
 def models():
-    target = make_model("llama", vocab_size=VOCAB, layers=2, hidden=32, seed=10, init_range=0.15)
+    target = chi_square_target(VOCAB)
     draft = make_model("llama", vocab_size=VOCAB, layers=1, hidden=32, seed=11, init_range=0.15)
     return target, draft
 

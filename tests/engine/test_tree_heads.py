@@ -14,7 +14,7 @@ from tests.engine.test_engine_greedy import hf_greedy
 from tests.engine.test_engine_sampling import exact_first_two, observed_first_two, p_value
 from tests.engine.test_head_eagle import copycat_head
 from tests.engine.test_trees import outcome
-from tests.helpers import make_model
+from tests.helpers import chi_square_target, make_model
 
 SHAPES = [(2, 0), (3, 0), (2, 5), (4, 12)]
 PROMPT = [3, 14, 15, 92, 65, 35]
@@ -57,7 +57,7 @@ def test_random_eagle_head_on_qwen2(shape):
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["eagle", "medusa"])
 def test_sampled_trees_are_exact(kind):
-    target = make_model("llama", vocab_size=5, layers=2, hidden=32, seed=10, init_range=0.15)
+    target = chi_square_target()
     if kind == "eagle":
         heads = {"eagle": eagle.build(target, token_ids=torch.arange(5))}
     else:
