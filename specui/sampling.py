@@ -91,13 +91,25 @@ def seen_mask(sampling: Sampling, context: list[int], size: int) -> torch.Tensor
 
 def penalize_seen(logits: torch.Tensor, sampling: Sampling, seen: torch.Tensor | None,
                   ids: torch.Tensor | None = None) -> torch.Tensor:
-    """A drafter's logits [..., n] (float32) with the repetition penalty on the rows `seen` marks, as `penalize`
-    computes it; ids: each row's id (None: the row's own index). The logits themselves when seen is None."""
+    """A drafter's logits [..., n] (float32) with the repetition penalty on the entries `seen` marks ([size], or one
+    mask a row: `path_seen`), as `penalize` computes it; ids: each entry's id (None: its own index). The logits
+    themselves when seen is None."""
     if seen is None:
         return logits
-    mask = (seen[: logits.shape[-1]] if ids is None else seen[ids.cpu()]).to(logits.device)
+    mask = (seen[..., : logits.shape[-1]] if ids is None else seen[..., ids.cpu()]).to(logits.device)
     scores = logits.float()
     return torch.where(mask, _penalised(scores, sampling.repetition_penalty), scores)
+
+
+def path_seen(seen: torch.Tensor | None, paths: list[list[int]]) -> torch.Tensor | None:
+    """A token tree's masks [F, size]: each row `seen` (the context's) with the ids of its node's path marked too,
+    as the target's row at that node sees them (`penalize` with parents). None without a penalty."""
+    if seen is None:
+        return None
+    rows = seen.expand(len(paths), -1).clone()
+    for row, path in zip(rows, paths):
+        row[torch.as_tensor(path, dtype=torch.long)] = True
+    return rows
 
 
 def mark(seen: torch.Tensor | None, token) -> None:

@@ -6,10 +6,11 @@ import torch
 
 from specui import native
 from specui.drafters.base import Confidence, Draft
-from specui.drafters.tree import DraftTree, grow
+from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.kv import CachedLM, model_device
 from specui.native_chain import DecoderChain, picks, uniforms
-from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs, mark, penalize_seen, seen_mask
+from specui.sampling import (Generators, Sampling, argmax, choose, logits_to_probs, mark, path_seen, penalize_seen,
+                             seen_mask)
 
 
 class ModelDrafter:
@@ -110,20 +111,23 @@ class ModelDrafter:
         self._valid = self._proposed_at + num_accepted
 
     def propose_tree(self, context: list[int], k: int, *, width: int, nodes: int) -> DraftTree:
-        """A tree of depth <= k: top-`width` children per expanded node, static or dynamic (nodes >= 1)."""
+        """A tree of depth <= k: top-`width` children per expanded node, static or dynamic (nodes >= 1); with a
+        repetition penalty each node's children are picked as the target's row there sees: the context and the path."""
         self._proposed_at = len(context)
         self.lm.trim(min(self.lm.length, self._valid))
         root = self.lm.extend(self._visible(context[self.lm.length :]), last_only=True)
         slots: dict[int, int] = {}  # node (grow's numbering) -> its slot among the tree tokens fed
+        seen = seen_mask(self.sampling, context, self._ids_size)
 
         def expand(frontier, tokens, parents):
             if frontier == [-1]:
-                return logits_to_probs(root, self.sampling)
+                return logits_to_probs(penalize_seen(root, self.sampling, seen, self.token_ids), self.sampling)
             feed_parents = [-1 if parents[i] < 0 else slots[parents[i]] for i in frontier]
             for i in frontier:
                 slots[i] = len(slots)
             logits = self.lm.extend_tree(self._visible([tokens[i] for i in frontier]), parents=feed_parents)
-            return logits_to_probs(logits, self.sampling)  # over its own vocabulary: grow maps the ids
+            paths = path_seen(seen, [[tokens[j] for j in (i, *ancestry(i, parents))] for i in frontier])
+            return logits_to_probs(penalize_seen(logits, self.sampling, paths, self.token_ids), self.sampling)
 
         tree, kept = grow(expand, depth=k, width=width, nodes=nodes, floor=self.stop_below, token_ids=self.token_ids,
                           vocab_size=self.vocab_size)

@@ -28,7 +28,8 @@ from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.heads import common
 from specui.native_chain import HeadChain, picks, uniforms
 from specui.products import linear
-from specui.sampling import Generators, Sampling, choose, logits_to_probs, mark, penalize_seen, seen_mask
+from specui.sampling import (Generators, Sampling, choose, logits_to_probs, mark, path_seen, penalize_seen,
+                             seen_mask)
 
 
 class HeadLayer(nn.Module):
@@ -243,17 +244,21 @@ class EagleDrafter:
     def propose_tree(self, context: list[int], k: int, *, width: int, nodes: int) -> DraftTree:
         """A tree to depth <= k (`specui.drafters.tree`): each expanded node's children are the head's top
         `width` tokens after it; one head step per depth over the nodes expanded, each seeing the head's
-        cache and its ancestors' steps (dropped by `observe_tree`, which feeds the target's real states)."""
+        cache and its ancestors' steps (dropped by `observe_tree`, which feeds the target's real states). With a
+        repetition penalty each node's children are picked as the target's row there sees: the context and the path."""
         if k == 0 or self.pending is None or len(self.pending) == 0:
             return DraftTree(torch.empty(0, dtype=torch.long, device=self.device), [], None)
         head = self.head
+        ids = head.output.token_ids.to(self.device)
+        seen = seen_mask(self.sampling, context, head.output.vocab_size)
         fed, first = self._feed_pending(context)  # predicts the tree's first depth
         root = fed[-1]
         states, slots, base = {}, {}, self.length
 
         def expand(frontier, tokens, parents):
             if frontier == [-1]:
-                return logits_to_probs(head.logits(fed) if first is None else first, self.sampling)
+                logits = head.logits(fed) if first is None else first
+                return logits_to_probs(penalize_seen(logits, self.sampling, seen, ids), self.sampling)
             above = [ancestry(i, parents) for i in frontier]
             for i in frontier:
                 slots[i] = len(slots)
@@ -262,11 +267,12 @@ class EagleDrafter:
             for row, (i, ancestors) in enumerate(zip(frontier, above)):
                 visible[row, [base + slots[j] for j in [i, *ancestors]]] = True
             parent_states = torch.stack([root if parents[i] < 0 else states[parents[i]] for i in frontier])
-            ids = torch.tensor([tokens[i] for i in frontier], device=self.device)
+            fed_ids = torch.tensor([tokens[i] for i in frontier], device=self.device)
             positions = torch.tensor([base + len(x) for x in above], device=self.device)
-            h, logits = self._depth(parent_states, ids, positions, visible)
+            h, logits = self._depth(parent_states, fed_ids, positions, visible)
             states.update(zip(frontier, h))
-            return logits_to_probs(logits, self.sampling)  # over the head's vocabulary: grow maps ids
+            paths = path_seen(seen, [[tokens[j] for j in (i, *a)] for i, a in zip(frontier, above)])
+            return logits_to_probs(penalize_seen(logits, self.sampling, paths, ids), self.sampling)  # grow maps ids
 
         output = head.output
         return grow(expand, depth=k, width=width, nodes=nodes, floor=self.stop_below, token_ids=output.token_ids,

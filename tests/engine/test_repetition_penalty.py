@@ -13,7 +13,8 @@ from transformers.generation.logits_process import RepetitionPenaltyLogitsProces
 import specui.engine
 import specui.tree_round
 from specui import SpeculativeEngine
-from specui.sampling import Sampling, logits_to_probs, penalize
+from specui.drafters.tree import ancestry
+from specui.sampling import Sampling, logits_to_probs, path_seen, penalize, penalize_seen, seen_mask
 from specui.settings import DecodeSettings, SettingsError
 from tests.engine.test_engine_sampling import RUNS, VOCAB, observed_first_two, p_value
 from tests.helpers import five_token_pair, make_model, noisy_copy, random_prompts
@@ -53,6 +54,22 @@ def test_penalize_is_transformers_processor_bit_for_bit():
     row, seen = logits[0], torch.isin(torch.arange(50), torch.tensor(context))
     below_one = torch.where(seen, torch.where(row < 0, row * 0.5, row / 0.5), row)  # a penalty below 1 favours repeats
     assert torch.equal(penalize(row, Sampling(repetition_penalty=0.5), context), below_one)
+
+
+def test_a_trees_draft_rows_see_what_the_targets_rows_see():
+    """A tree's drafting rows (`path_seen`, `penalize_seen`) are penalised as the verify's rows at the same nodes."""
+    torch.manual_seed(1)
+    sampling, context = Sampling(repetition_penalty=1.6), [3, 7, 7, 40]
+    tokens, parents = [11, 12, 3, 20, 21], [-1, -1, 0, 0, 2]  # two roots' children, then deeper
+    logits = torch.randn(1 + len(tokens), 50) * 3
+    target_rows = penalize(logits, sampling, context, tokens, parents)
+    seen = seen_mask(sampling, context, 50)
+    assert torch.equal(penalize_seen(logits[0], sampling, seen), target_rows[0])
+    paths = [[tokens[j] for j in (i, *ancestry(i, parents))] for i in range(len(tokens))]
+    assert torch.equal(penalize_seen(logits[1:], sampling, path_seen(seen, paths)), target_rows[1:])
+    ids = torch.arange(49, -1, -1)  # a drafter's rows in another order: each row's id given
+    assert torch.equal(penalize_seen(logits[1:, ids], sampling, path_seen(seen, paths), ids), target_rows[1:, ids])
+    assert path_seen(seen_mask(Sampling(), context, 50), paths) is None  # no penalty: nothing to mark
 
 
 @pytest.mark.parametrize("penalty", [1.3, 2.5])
@@ -96,11 +113,11 @@ def test_a_draft_equal_to_its_target_drafts_with_the_penalty_and_is_always_accep
         monkeypatch.setenv("SPECUI_NATIVE_ROUNDS", "0")  # `specui.native_chain.picks`
     target = make_model("llama", vocab_size=512, layers=2, seed=1)
     prompt = [5, 17, 3, 88, 41, 300, 17, 3]
-    for penalty in (1.0, 1.5):
+    for penalty, width in ((1.0, 1), (1.5, 1), (1.5, 2)):  # a tree's nodes see the context and their path
         spec = SpeculativeEngine(target, copy.deepcopy(target)).generate(prompt, max_new_tokens=40, num_draft_tokens=4,
-                                                                          repetition_penalty=penalty)
+                                                                          tree_width=width, repetition_penalty=penalty)
         assert spec.token_ids == hf_greedy(target, prompt, 40, penalty)
-        assert all(r.num_accepted == r.num_drafted for r in spec.rounds), [r.drafted for r in spec.rounds]
+        assert all(r.num_accepted == r.num_drafted == 4 for r in spec.rounds), [r.drafted for r in spec.rounds]
 
 
 @pytest.fixture(scope="module")

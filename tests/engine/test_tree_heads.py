@@ -13,6 +13,7 @@ from tests.engine.head_helpers import perturb, sticky_target
 from tests.engine.test_engine_greedy import hf_greedy
 from tests.engine.test_engine_sampling import exact_first_two, observed_first_two, p_value
 from tests.engine.test_head_eagle import copycat_head
+from tests.engine.test_repetition_penalty import hf_greedy as hf_penalised
 from tests.engine.test_trees import outcome
 from tests.helpers import chi_square_target, make_model
 
@@ -39,6 +40,17 @@ def test_greedy_trees_equal_plain_greedy(sticky, kind, shape):
         assert result.token_ids == expected, (kind, shape, k)
         seen |= {outcome(r) for r in result.rounds if r.tree}
     assert {"root rejected", "partial"} <= seen
+
+
+def test_greedy_eagle_trees_with_a_repetition_penalty_equal_plain(sticky):
+    """The head picks each node's children with the penalty of the target's row there (the context and the path)."""
+    target, eagle_head, _ = sticky
+    engine = SpeculativeEngine(target, heads={"eagle": eagle_head})
+    expected = hf_penalised(target, PROMPT, 40, 1.4)
+    for shape in ((2, 0), (3, 6)):
+        result = engine.generate(PROMPT, max_new_tokens=40, num_draft_tokens=4, drafter="eagle", tree_width=shape[0],
+                                 tree_nodes=shape[1], repetition_penalty=1.4)
+        assert result.token_ids == expected, shape
 
 
 @pytest.mark.parametrize("shape", [(2, 0), (3, 6)])
