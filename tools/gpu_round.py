@@ -45,6 +45,7 @@ from pathlib import Path
 # Chat and code first: the held-out prompts' kinds. `asked`: prompts the target writes itself, about new words
 # every sampled round (specui/train/asked.py).
 SETS = ("asked", "main", "everyday", "fresh", "wide", "extra", "library")
+RESULTS = ("draft", "eagle", "heads", "logs")  # a round's own folders in --work, beside its answer folders
 
 
 def jobs(rounds: int) -> list[tuple[str, list[str]]]:
@@ -128,10 +129,7 @@ def main(argv=None) -> None:
     facts: dict = {"budget_s": args.budget, "phases": {}}
 
     if args.answers_in:  # an earlier round's answers: writers resume after them, trainers read them too
-        for folder in sorted(Path(args.answers_in).iterdir()):
-            if folder.is_dir() and folder.name not in ("draft", "eagle", "logs"):
-                shutil.copytree(folder, work / folder.name, dirs_exist_ok=True)
-        facts["answers_in"] = {d.name: len(list(d.glob("*.pt"))) for d in work.iterdir() if any(d.glob("*.pt"))}
+        facts["answers_in"] = take_answers(Path(args.answers_in), work)
 
     from specui import packaged
 
@@ -198,6 +196,16 @@ def main(argv=None) -> None:
             p.kill()
     facts["phases"]["trained_s"] = round(time.time() - started, 1)
     finish(facts, work, out)
+
+
+def take_answers(source: Path, work: Path) -> dict[str, int]:
+    """Copy the answer folders of `source` (an unpacked answers.tar.xz, or an earlier call's --work folder, whose
+    results are left out) into `work`; {folder: its files} for every answer folder there."""
+    for folder in sorted(source.iterdir()):
+        if folder.is_dir() and folder.name not in RESULTS:
+            shutil.copytree(folder, work / folder.name, dirs_exist_ok=True)
+    return {d.name: len(list(d.glob("*.pt"))) for d in sorted(work.iterdir()) if d.name not in RESULTS
+            and any(d.glob("*.pt"))}
 
 
 def trainer_minutes(train_minutes: float, draft_share: float) -> tuple[float, float]:

@@ -48,6 +48,11 @@ def test_the_answers_come_back_packed_and_go_in_again(tmp_path):
                                           "answers/main/answers-00000.pt"]
         tar.extractall(tmp_path / "carried", filter="data")
     assert torch.load(tmp_path / "carried" / "answers" / "main" / "answers-00000.pt")[0]["prompt_len"] == 2
+    (work / "heads" / "medusa").mkdir(parents=True)  # an earlier call's work folder, read as --answers-in
+    torch.save({}, work / "heads" / "checkpoint.pt")
+    taken = gpu_round.take_answers(work, tmp_path / "next")
+    assert taken == {"main": 1, "main-s1": 1} and (tmp_path / "next" / "asked" / "prompts.txt").is_file()
+    assert not (tmp_path / "next" / "draft").exists() and not (tmp_path / "next" / "heads").exists()
 
 
 def test_a_big_archive_comes_back_in_parts_that_join_again(tmp_path):
@@ -181,41 +186,19 @@ def test_the_device_calls_fit_its_command_limit_and_resume_answers_only_when_car
     assert "answers.tar.xz" not in plan[2][1] and "--answers-in /tmp/ain/answers" in plan[2][1]
 
 
-def test_a_third_call_continues_the_rounds_head_on_its_answers(tmp_path):
-    """tools.gpu_carry --continue: the round's head and answers (joined from parts) packed small, one short call."""
-    import io
-    import tarfile
-
+def test_a_third_call_continues_the_rounds_heads_from_what_the_round_left_on_the_device():
+    """The call after the round carries nothing: it reads the round's --work folder (ignored, kept between calls) and
+    /tmp, so it is ready before the round ends; a further one reads that call's folder."""
     from tools import gpu_carry
 
-    round_out = tmp_path / "round"
-    round_out.mkdir()
-    with tarfile.open(round_out / "eagle.tar", "w") as tar:
-        tar.addfile(tarfile.TarInfo("eagle/specui_head.json"), io.BytesIO(b""))
-    packed = io.BytesIO()
-    with tarfile.open(fileobj=packed, mode="w:xz") as tar:
-        info = tarfile.TarInfo("answers/main/0.pt")
-        info.size = 3
-        tar.addfile(info, io.BytesIO(b"ids"))
-    data = packed.getvalue()
-    cuts = [0, *range(10, 10 * 12, 10), len(data)]  # 12 parts: .part10 and .part11 sort after .part2
-    for i in range(12):
-        (round_out / f"answers.tar.xz.part{i}").write_bytes(data[cuts[i]:cuts[i + 1]])
-    command = gpu_carry.continuation(round_out, tmp_path / ".gpu3", budget=240)
-    with tarfile.open(tmp_path / ".gpu3" / "answers.tar.xz") as tar:
-        assert tar.getnames() == ["answers/main/0.pt"]
-    assert "tar xf .gpu3/eagle.tar -C assets/smollm2-heads/" in command
-    assert "--budget 240 --gen-seconds 0 --no-draft --heads none --answers-in /tmp/ain3/answers" in command
-    assert "timeout 252 " in command and len(command) < 2000
-    with tarfile.open(round_out / "heads.tar", "w") as tar:  # a round that trained Medusa and early exit too
-        tar.addfile(tarfile.TarInfo("medusa/specui_head.json"), io.BytesIO(b""))
-    command = gpu_carry.continuation(round_out, tmp_path / ".gpu3", budget=240)
-    assert (tmp_path / ".gpu3" / "heads.tar").is_file() and "--heads none" not in command
-    assert "rm -rf assets/smollm2-heads/medusa assets/smollm2-heads/early_exit && tar xf .gpu3/heads.tar" in command
-    assert "--budget 240 --gen-seconds 0 --no-draft --answers-in /tmp/ain3/answers" in command and len(command) < 2000
-    (round_out / "eagle.tar").unlink()
-    with pytest.raises(SystemExit, match="eagle.tar"):
-        gpu_carry.continuation(round_out, tmp_path / ".gpu3", budget=240)
+    command = gpu_carry.continuation(240)
+    assert "rm -rf assets/smollm2-heads/eagle && cp -r runs/gpu/eagle/eagle assets/smollm2-heads/" in command
+    assert "if [ -d runs/gpu/heads/medusa ] && [ -d runs/gpu/heads/early_exit ]" in command
+    assert "--budget 240 --gen-seconds 0 --no-draft --heads $H --answers-in runs/gpu --out $OUT --work runs/gpu3" \
+        in command
+    assert "timeout 252 " in command and " .gpu" not in command and len(command) < 2000  # nothing carried
+    assert "--answers-in runs/gpu3 --out $OUT --work runs/gpu4" in gpu_carry.continuation(100, "runs/gpu3", "runs/gpu4")
+    assert set(gpu_round.RESULTS) >= {"draft", "eagle", "heads", "logs"}  # not read as answer folders
 
 
 def test_the_rounds_answers_so_far_are_kept_for_the_next_round(tmp_path):
