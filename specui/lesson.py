@@ -261,7 +261,8 @@ def export_run(run: TeachingRun) -> dict:
         "plain": _result_dict(run.plain) if run.plain is not None else None,
         "measured": asdict(run.measured),
         "notes": {
-            "p": "target probability of a token at its position, after the shared temperature/top-k/top-p transform",
+            "p": "target probability of a token at its position, after the repetition penalty (if any) and the shared "
+                 "temperature/top-k/top-p transform",
             "q": "draft probability of a token at its position (1.0 for prompt lookup: one-hot q)",
             "accept_probs": "min(1, p/q) per drafted position (greedy: 1 if the draft is the target's argmax, else 0)",
             "uniforms": "the uniform draw u per drafted position: accepted when u < p/q (empty in greedy mode)",

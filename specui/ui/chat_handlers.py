@@ -305,15 +305,15 @@ def undo(app: App, ui, data: dict, request: gr.Request | None = None) -> dict:
 def to_teach_outputs(ui, teach) -> list:
     """What `to_teach` may change: its event's outputs (gradio refuses an update of anything else)."""
     t = teach.controls
-    return [t.prompt, t.preset, t.drafter, t.k, t.confidence, t.temperature, t.max_new, t.seed, teach.step.status,
-            ui.tabs]
+    return [t.prompt, t.preset, t.drafter, t.k, t.confidence, t.temperature, t.penalty, t.max_new, t.seed,
+            teach.step.status, ui.tabs]
 
 
 def to_teach(ui, teach, data: dict) -> dict:
     """"Step through it in the Teach tab": the Teach tab's prompt and settings become the chat's last message and
     its settings, and the Teach tab opens; its Decode then steps through that message round by round. `teach` is
     the `teaching.TeachTab`; what the Teach tab cannot take as it is (K and new tokens beyond its ranges, top-p,
-    top-k and the repetition penalty, the conversation before the message) is said in its status line."""
+    top-k, the conversation before the message) is said in its status line."""
     if not data[ui.exchanges]:
         return {}
     c, t = ui.controls, teach.controls
@@ -322,7 +322,6 @@ def to_teach(ui, teach, data: dict) -> dict:
     notes = [f"K {k} became {TEACH_K_MAX}" if k > TEACH_K_MAX else "",
              f"{max_new} new tokens became {fitted}" if fitted != max_new else "",
              "it samples without top-p and top-k" if data[c.top_p] < 1 or data[c.top_k] else "",
-             "it decodes without the repetition penalty" if data[c.penalty] != 1 else "",
              "the seed was random: the Teach tab's is kept" if seed is None or seed < 0 else "",
              "the message is decoded alone, without the conversation before it" if data[ui.turns] else ""]
     said = "; ".join(n for n in notes if n)
@@ -330,7 +329,7 @@ def to_teach(ui, teach, data: dict) -> dict:
               + (f" Here {said}." if said else ""))
     updates = {t.prompt: data[ui.exchanges][-1]["text"], t.preset: data[c.preset], t.drafter: data[c.drafter],
                t.k: min(k, TEACH_K_MAX), t.confidence: data[c.confidence], t.temperature: data[c.temperature],
-               t.max_new: fitted, teach.step.status: status, ui.tabs: gr.Tabs(selected="teach")}
+               t.penalty: data[c.penalty], t.max_new: fitted, teach.step.status: status, ui.tabs: gr.Tabs(selected="teach")}
     if seed is not None and seed >= 0:
         updates[t.seed] = seed
     return updates

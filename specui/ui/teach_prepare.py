@@ -30,7 +30,7 @@ def prepare(showcase, c, data: dict, *, drafter: str | None = None) -> tuple[Pre
     try:
         settings = Settings.from_ui(preset=data[c.preset], drafter=drafter or data[c.drafter],
                                     num_draft_tokens=data[c.k], draft_confidence=data[c.confidence],
-                                    temperature=data[c.temperature],
+                                    temperature=data[c.temperature], repetition_penalty=data[c.penalty],
                                     max_new_tokens=data[c.max_new], seed=data[c.seed])
         chosen = showcase.config.get(settings.preset)
     except (SettingsError, ValueError) as e:

@@ -93,6 +93,8 @@ def render_step(run: lesson.TeachingRun | None, index: int) -> str:
         shown_prompt = "…" + prompt_text[len(prompt_text) - keep:] if keep else "…"
         generated = generated[-CONTEXT_CHARS:]
     mode = "greedy" if step.greedy else f"sampling, temperature {fmt(run.decode.temperature, 'g')}"
+    if run.decode.repetition_penalty != 1:  # p is the penalised target's: what the check compares q with
+        mode += f", repetition penalty {fmt(run.decode.repetition_penalty, 'g')}"
     copied = " · draft copied from the context (q one-hot)" if step.copied else ""
     head = (f'<div class="teach-head">Round <span class="teach-round">'
             f'{index + 1}</span> of {len(run.steps)} · K = {step.num_draft_tokens} · {escape_text(mode)}{copied}'

@@ -9,7 +9,7 @@ the run, and the experiments (`specui.ui.teach_experiments`): a K sweep, a tempe
 drafters, the verify cost and where the time goes. Every number shown comes from the engine's `Round`
 records (`specui.lesson`).
 
-Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-confidence #teach-temperature
+Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-confidence #teach-temperature #teach-penalty
 #teach-max-new-tokens #teach-seed #step-start #step-prev #step-next #step-play #step-speed #step-status #step-view
 #step-residual #teach-theory-tokens #teach-theory-speedup #teach-measured #teach-export #sweep-run
 #sweep-chart #sweep-table #temp-run #temp-chart #temp-table #drafters-run #drafters-noise
@@ -68,14 +68,15 @@ class Controls:
     k: gr.Slider
     confidence: gr.Slider  # DecodeSettings.draft_confidence: 0 (the default) drafts K every round
     temperature: gr.Slider
+    penalty: gr.Slider  # DecodeSettings.repetition_penalty: 1 (the default) leaves p as the target gives it
     max_new: gr.Slider
     seed: gr.Number
 
     @property
     def settings(self) -> set:
         """The inputs every decoding handler reads (by name)."""
-        return {self.prompt, self.preset, self.drafter, self.k, self.confidence, self.temperature, self.max_new,
-                self.seed}
+        return {self.prompt, self.preset, self.drafter, self.k, self.confidence, self.temperature, self.penalty,
+                self.max_new, self.seed}
 
 
 @dataclass
@@ -127,9 +128,13 @@ def _controls(config) -> Controls:
                                    elem_id="teach-confidence")
             temperature = gr.Slider(0.0, 2.0, value=0.8, step=0.05, label="Temperature (0 = greedy)",
                                     elem_id="teach-temperature")
+            penalty = gr.Slider(1.0, 2.0, value=1.0, step=0.05, label="Repetition penalty (1 = off)",
+                                info="p of every token already seen is lowered before the check; still exact",
+                                elem_id="teach-penalty")
             max_new = gr.Slider(8, TEACH_MAX_NEW, value=32, step=8, label="New tokens", elem_id="teach-max-new-tokens")
             seed = gr.Number(1, label="Seed", precision=0, elem_id="teach-seed")
-    return Controls(prompt, start, prev, nxt, play, speed, preset, drafter, k, confidence, temperature, max_new, seed)
+    return Controls(prompt, start, prev, nxt, play, speed, preset, drafter, k, confidence, temperature, penalty, max_new,
+                    seed)
 
 
 def _step_view() -> tuple[StepView, teach_compare.CompareView]:

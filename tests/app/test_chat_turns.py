@@ -261,7 +261,7 @@ def test_the_apps_downloads_leave_gradios_cache_after_a_day():
 
 
 def test_the_last_message_goes_to_the_teach_tab_with_its_settings_fitted_to_it():
-    from specui.ui.chat_handlers import to_teach
+    from specui.ui.chat_handlers import to_teach, to_teach_outputs
     from specui.ui.teaching import teaching_tab
 
     config = ui_config()
@@ -285,6 +285,9 @@ def test_the_last_message_goes_to_the_teach_tab_with_its_settings_fitted_to_it()
     assert plain[t.k] == 3 and plain[t.max_new] == 16 and t.seed not in plain
     assert "seed was random" in plain[teach.step.status]
     assert to_teach(ui, teach, {**data, c.confidence: 0.0})[t.confidence] == 0.0
+    penalised = to_teach(ui, teach, {**data, c.penalty: 1.3})  # the Teach tab takes the penalty as it is
+    assert penalised[t.penalty] == 1.3 and "penalty" not in penalised[teach.step.status]
+    assert set(penalised) <= set(to_teach_outputs(ui, teach))  # gradio updates only an event's outputs
     assert to_teach(ui, teach, {**data, ui.exchanges: []}) == {}
 
 

@@ -38,10 +38,10 @@ def tab(tmp_path_factory):
     return demo, ui, TeachState(showcase)
 
 
-def _inputs(ui, *, second: str, temperature: float = 0.8, confidence: float = 0.0) -> dict:
+def _inputs(ui, *, second: str, temperature: float = 0.8, confidence: float = 0.0, penalty: float = 1.0) -> dict:
     c = ui.controls
     return {c.prompt: PROMPT, c.preset: "tiny", c.drafter: "draft model", c.k: 4, c.confidence: confidence,
-            c.temperature: temperature, c.max_new: 16, c.seed: 3, ui.compare.second: second}
+            c.temperature: temperature, c.penalty: penalty, c.max_new: 16, c.seed: 3, ui.compare.second: second}
 
 
 def test_the_tab_has_the_second_drafter_and_its_view(tab):
@@ -93,6 +93,23 @@ def test_a_confidence_stop_drafts_fewer_and_the_step_says_why(tab, temperature):
     assert all(len(s.drafts) == s.num_draft_tokens for s in plain.steps[:-1])
     assert "confidence stop" not in "".join(move(ui, 0, {ui.run: plain, ui.index: i, ui.compare.compared: None})
                                             [ui.step.view] for i in range(len(plain.steps)))
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.8])
+def test_the_repetition_penalty_reaches_the_rounds_and_the_step_says_so(tab, temperature):
+    """The Teach tab's penalty decodes as the chat's would (greedy: plain decoding with it, token for token), the
+    second drafter is judged under it too, and a step's head names it (greedy or sampled: it moves the argmax too)."""
+    from specui.ui.teaching import decode, move
+
+    _, ui, state = tab
+    out = decode(state, ui, _inputs(ui, second="prompt lookup", temperature=temperature, penalty=1.5))
+    run, compared = out[ui.run], out[ui.compare.compared]
+    assert run.decode.repetition_penalty == 1.5 and compared.result.token_ids == run.spec.token_ids
+    if temperature == 0:
+        unpenalised = decode(state, ui, _inputs(ui, second="none", temperature=0.0))[ui.run]
+        assert run.plain.token_ids == run.spec.token_ids != unpenalised.spec.token_ids
+    head = move(ui, 0, {ui.run: run, ui.index: 0, ui.compare.compared: compared})[ui.step.view]
+    assert "repetition penalty 1.5" in head
 
 
 def test_the_dropdown_clears_and_explains(tab):

@@ -90,7 +90,7 @@ def test_decode_pick_and_step_through_a_tree_round(teach):
 
     c, panel, prepare = teach
     data = {c.prompt: "def main(argv):\n    ", c.preset: "bundled", c.drafter: "draft model", c.k: 3, c.confidence: 0.0,
-            c.temperature: 0.8, c.max_new: 16, c.seed: 1, panel.width: 2, panel.nodes: 0}
+            c.temperature: 0.8, c.penalty: 1.0, c.max_new: 16, c.seed: 1, panel.width: 2, panel.nodes: 0}
     out = teach_tree.decode(panel, c, prepare, data)
     trees = out[panel.trees]
     assert trees and out[panel.step] == 0 and "with trees of width 2 (static)" in out[panel.status]
