@@ -117,6 +117,10 @@ def _controls(config) -> Controls:
                 nxt = gr.Button("Next round ▶", elem_id="step-next")
                 play = gr.Button("▶ Play", elem_id="step-play")
             speed = gr.Slider(0.2, 5.0, value=1.5, step=0.1, label="Auto-play: seconds per round", elem_id="step-speed")
+            # here, where the prompt's column has room: the settings' column, and the step view under both, stay put
+            penalty = gr.Slider(1.0, 2.0, value=1.0, step=0.05, label="Repetition penalty (1 = off)",
+                                info="every token already seen gets a lower p before the check; still exact",
+                                elem_id="teach-penalty")
         with gr.Column(scale=2, min_width=280):
             preset = gr.Dropdown(config.names, value=default.name, label="Preset", elem_id="teach-preset")
             drafter = gr.Radio(list(DRAFTER_CHOICES), value=LABELS[default.drafter], label="Drafter",
@@ -128,9 +132,6 @@ def _controls(config) -> Controls:
                                    elem_id="teach-confidence")
             temperature = gr.Slider(0.0, 2.0, value=0.8, step=0.05, label="Temperature (0 = greedy)",
                                     elem_id="teach-temperature")
-            penalty = gr.Slider(1.0, 2.0, value=1.0, step=0.05, label="Repetition penalty (1 = off)",
-                                info="p of every token already seen is lowered before the check; still exact",
-                                elem_id="teach-penalty")
             max_new = gr.Slider(8, TEACH_MAX_NEW, value=32, step=8, label="New tokens", elem_id="teach-max-new-tokens")
             seed = gr.Number(1, label="Seed", precision=0, elem_id="teach-seed")
     return Controls(prompt, start, prev, nxt, play, speed, preset, drafter, k, confidence, temperature, penalty, max_new,
