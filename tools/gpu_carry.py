@@ -128,7 +128,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--answers", default=str(ANSWERS),
                     help="earlier rounds' answers.tar.xz (parts joined), carried in; 'none' for none (default: %(default)s)")
-    ap.add_argument("--round", default="--budget 560 --gen-seconds 200 --writers 8 --draft-share 0.5",
+    ap.add_argument("--round", default="--budget 560 --gen-seconds 200 --writers 8 --draft-share 0.5 --grow-draft 2",
                     help="tools.gpu_round's arguments besides --answers-in, --out and --work (default: %(default)s)")
     ap.add_argument("--budget", type=int, default=200,
                     help="the third call's seconds: the device's budget left after call 2, less a minute (default: "
