@@ -9,8 +9,8 @@ A repetition penalty (transformers' `RepetitionPenaltyLogitsProcessor`, applied 
 `generate()` does) depends on the tokens before each position, so it is not part of `logits_to_probs`:
 `penalize` applies it to the target's logits, row by row, given what each row has seen. Verifying against the
 penalised p keeps the output exact whatever a drafter drew from; the draft model and the EAGLE head draft with the
-penalty too, in chains and trees (`seen_mask`, `path_seen`, `penalize_seen`: a little more often accepted), Medusa and early exit without it (with it
-they were accepted a little less often: docs/showcase.md).
+penalty too, in chains and trees (`seen_mask`, `path_seen`, `penalize_seen`: a little more often accepted),
+Medusa and early exit without it (with it they were accepted a little less often: docs/showcase.md).
 """
 
 from __future__ import annotations

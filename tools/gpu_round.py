@@ -14,9 +14,9 @@ the GPU's arithmetic, so side by side they add up):
 3. The chat draft (`specui.train.chat --answers ... --init-draft --new-vocab`, the GPU recipe in chat_gpu.py, its
    8,192 ids picked afresh from the answers, `--draft-vocab`; grown by layers that add nothing at first,
    `--grow-draft 2,3`; or a new one of another shape, `--new-draft 3:0,1,2`) and the EAGLE head
-   (`specui.train heads --head eagle --init`) train side by side on those answers until the budget's end, less the time to save
-   (`--no-draft` or `--no-eagle`: one of them alone, with the card to itself; `--draft-share 0.5`: the draft
-   for the first half, then EAGLE alone, which ran 13 steps a second alone against 8.5 beside the draft).
+   (`specui.train heads --head eagle --init`) train side by side on those answers until the budget's end, less the
+   time to save (`--no-draft` or `--no-eagle`: one of them alone, with the card to itself; `--draft-share 0.5`: the
+   draft for the first half, then EAGLE alone, which ran 13 steps a second alone against 8.5 beside the draft).
    Beside them, in a process of its own, the Medusa and early-exit heads (`--heads`, warm from --init-heads,
    keeping their draft vocabulary) on the same answers: small heads on the target's states, so they take
    little of the card (`--heads none`: not trained).

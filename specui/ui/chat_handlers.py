@@ -329,7 +329,8 @@ def to_teach(ui, teach, data: dict) -> dict:
               + (f" Here {said}." if said else ""))
     updates = {t.prompt: data[ui.exchanges][-1]["text"], t.preset: data[c.preset], t.drafter: data[c.drafter],
                t.k: min(k, TEACH_K_MAX), t.confidence: data[c.confidence], t.temperature: data[c.temperature],
-               t.penalty: data[c.penalty], t.max_new: fitted, teach.step.status: status, ui.tabs: gr.Tabs(selected="teach")}
+               t.penalty: data[c.penalty], t.max_new: fitted, teach.step.status: status,
+               ui.tabs: gr.Tabs(selected="teach")}
     if seed is not None and seed >= 0:
         updates[t.seed] = seed
     return updates

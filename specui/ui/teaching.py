@@ -134,8 +134,8 @@ def _controls(config) -> Controls:
                                     elem_id="teach-temperature")
             max_new = gr.Slider(8, TEACH_MAX_NEW, value=32, step=8, label="New tokens", elem_id="teach-max-new-tokens")
             seed = gr.Number(1, label="Seed", precision=0, elem_id="teach-seed")
-    return Controls(prompt, start, prev, nxt, play, speed, preset, drafter, k, confidence, temperature, penalty, max_new,
-                    seed)
+    return Controls(prompt, start, prev, nxt, play, speed, preset, drafter, k, confidence, temperature, penalty,
+                    max_new, seed)
 
 
 def _step_view() -> tuple[StepView, teach_compare.CompareView]:
