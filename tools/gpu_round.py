@@ -219,11 +219,10 @@ def draft_command(args, answers: str, out: Path, *, minutes: float, batch: str, 
     """The chat draft's trainer: --init-draft continued at lr 3e-4 (its vocabulary picked afresh unless --draft-vocab
     is 0), or a new --new-draft shape at 1e-3."""
     start = ["--drafts", args.new_draft, "--lr", "1e-3", "--warmup", "100"] if args.new_draft else \
-        ["--init-draft", args.init_draft, "--lr", "3e-4", "--warmup", "30"]
+        ["--init-draft", args.init_draft, "--lr", "3e-4", "--warmup", "30",
+         *(["--grow", args.grow_draft] if args.grow_draft else [])]  # main refuses --grow-draft with --new-draft
     if args.draft_vocab and not args.new_draft:  # the shipped list held 0.920 of held-out tokens, a fresh pick 0.955
         start += ["--new-vocab", "--vocab", str(args.draft_vocab)]
-    if args.grow_draft and not args.new_draft:
-        start += ["--grow", args.grow_draft]
     return [sys.executable, "-m", "specui.train.chat", "--answers", answers, "--out", str(out), *start,
             "--on-the-fly", "--batch", batch, "--steps", "100000", "--eval-every", every, "--val-answers", val,
             "--alpha-tokens", alpha, "--max-minutes", f"{max(minutes, 0.05):.2f}"]

@@ -6,11 +6,10 @@ import torch
 
 from specui import native
 from specui.drafters.base import Confidence, Draft
-from specui.drafters.tree import DraftTree, ancestry, grow
+from specui.drafters.tree import DraftTree, frontier_seen, grow
 from specui.kv import CachedLM, model_device
 from specui.native_chain import DecoderChain, picks, uniforms
-from specui.sampling import (Generators, Sampling, argmax, choose, logits_to_probs, mark, path_seen, penalize_seen,
-                             seen_mask)
+from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs, mark, penalize_seen, seen_mask
 
 
 class ModelDrafter:
@@ -126,7 +125,7 @@ class ModelDrafter:
             for i in frontier:
                 slots[i] = len(slots)
             logits = self.lm.extend_tree(self._visible([tokens[i] for i in frontier]), parents=feed_parents)
-            paths = path_seen(seen, [[tokens[j] for j in (i, *ancestry(i, parents))] for i in frontier])
+            paths = frontier_seen(seen, frontier, tokens, parents)
             return logits_to_probs(penalize_seen(logits, self.sampling, paths, self.token_ids), self.sampling)
 
         tree, kept = grow(expand, depth=k, width=width, nodes=nodes, floor=self.stop_below, token_ids=self.token_ids,

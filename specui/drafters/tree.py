@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import torch
 
+from specui.sampling import path_seen
+
 
 
 @dataclass(frozen=True)
@@ -124,3 +126,12 @@ def ancestry(node: int, parents: list[int]) -> list[int]:
         out.append(node)
         node = parents[node]
     return out
+
+
+def frontier_seen(seen: torch.Tensor | None, frontier: list[int], tokens: list[int],
+                  parents: list[int]) -> torch.Tensor | None:
+    """`sampling.path_seen` for a frontier's nodes: each row the context's mask `seen` with the node's path (itself and
+    its ancestors) marked, as the target's row at that node sees it; None without a penalty (no path is walked)."""
+    if seen is None:
+        return None
+    return path_seen(seen, [[tokens[j] for j in (i, *ancestry(i, parents))] for i in frontier])

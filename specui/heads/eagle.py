@@ -24,12 +24,11 @@ from torch import nn
 
 from specui import native
 from specui.drafters.base import Confidence, Draft
-from specui.drafters.tree import DraftTree, ancestry, grow
+from specui.drafters.tree import DraftTree, ancestry, frontier_seen, grow
 from specui.heads import common
 from specui.native_chain import HeadChain, picks, uniforms
 from specui.products import linear
-from specui.sampling import (Generators, Sampling, choose, logits_to_probs, mark, path_seen, penalize_seen,
-                             seen_mask)
+from specui.sampling import Generators, Sampling, choose, logits_to_probs, mark, penalize_seen, seen_mask
 
 
 class HeadLayer(nn.Module):
@@ -271,7 +270,7 @@ class EagleDrafter:
             positions = torch.tensor([base + len(x) for x in above], device=self.device)
             h, logits = self._depth(parent_states, fed_ids, positions, visible)
             states.update(zip(frontier, h))
-            paths = path_seen(seen, [[tokens[j] for j in (i, *a)] for i, a in zip(frontier, above)])
+            paths = frontier_seen(seen, frontier, tokens, parents)
             return logits_to_probs(penalize_seen(logits, self.sampling, paths, ids), self.sampling)  # grow maps ids
 
         output = head.output
