@@ -1,7 +1,7 @@
 """Side by side: the native kernels of another commit against this tree's, in one process.
 
-    python -m tools.build_ab [--old REF] [--preset P] [--drafter D] [--passes 2] [--prompts 8] [--tokens 128]
-                             [--rows 1,2,3,4,6,8]
+    python -m tools.build_ab [--old REF] [--preset P] [--drafter D] [--arm JSON] [--passes 2] [--prompts 8]
+                             [--tokens 128] [--rows 1,2,3,4,6,8]
 
 Builds specui's native sources as they are at --old (default: HEAD) with this CPU's flags into a temporary shared
 library, and loads the preset twice: once on that build, once on this tree's (each load's products, native layers
@@ -9,8 +9,8 @@ and drafting rounds are made while its build is the one `specui.native.kernel()`
 to it again). Then:
 - the target's forward of each --rows new tokens after a 200-token cache (`specui.verify_cost`, medians of 9, the
   two builds in turn three times each: a VM whose speed drifts favours neither);
-- plain decoding and the drafter (the preset's, at its K and confidence stop) on the first --prompts held-out
-  prompts with both builds, the order swapped every prompt,
+- plain decoding and the drafter (the preset's, at its K and confidence stop; --arm: other settings) on the first
+  --prompts held-out prompts with both builds, the order swapped every prompt,
 and prints both builds' times and tokens/s, and whether every arm gave the same output (greedy). Kernel changes
 that keep the bits (every output one FMA chain over k in order) show here as speed alone.
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import json
 import os
 import statistics
 import subprocess
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--passes", type=int, default=2)
     p.add_argument("--prompts", type=int, default=8, help="0: the forward table alone")
     p.add_argument("--tokens", type=int, default=128)
+    p.add_argument("--arm", type=json.loads, default=None,
+                   help="DecodeSettings keywords over the drafter's, as JSON: '{\"tree_width\": 3, \"tree_nodes\": 8}'")
     p.add_argument("--rows", default="1,2,3,4,6,8", help="the forwards to time (0: none)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)

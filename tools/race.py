@@ -26,14 +26,16 @@ def race_prompts(engine, count: int) -> list[list[int]]:
 
 
 def race_loads(engines: dict, using, names: dict, args) -> None:
-    """Plain decoding and the drafter (`args.drafter`, default the preset's, as the preset runs it) on each load in
+    """Plain decoding and the drafter (`args.drafter`, default the preset's, as the preset runs it, with the
+    `DecodeSettings` keywords of `args.arm` where the tool has one: a tree, another K) on each load in
     `engines` (key -> engine; the first one's preset and tokenizer give the prompts), greedy, `args.prompts` prompts
     × `args.tokens` tokens, `args.passes` passes after one prompt that warms every arm up; the arms' order swapped
     every prompt, so a drifting VM favours none. `using(key)`: a context in which that load's kernels are current.
     Prints each load's tokens/s (`names`: key -> its name, in print order), its drafter's speedup over its own plain
     decoding, and in how many prompts every arm gave the same output."""
     engine = next(iter(engines.values()))
-    spec = drafter_settings(engine.preset, args.drafter)
+    arm = getattr(args, "arm", None) or {}
+    spec = {**drafter_settings(engine.preset, args.drafter), **arm}
     prompts = race_prompts(engine, args.prompts)
     arms = [(key, speculative) for key in engines for speculative in (False, True)]
     seconds = dict.fromkeys(arms, 0.0)
@@ -51,7 +53,8 @@ def race_loads(engines: dict, using, names: dict, args) -> None:
                     seconds[(key, speculative)] += took
                     outputs.setdefault((done, i), set()).add(tuple(result.token_ids))
     tokens = args.passes * len(prompts) * args.tokens
-    print(f"{engine.preset.name}, {spec['drafter']}, greedy, {len(prompts)} prompts x {args.tokens} tokens, "
+    print(f"{engine.preset.name}, {spec['drafter']}{f' {arm}' if arm else ''}, greedy, {len(prompts)} prompts x "
+          f"{args.tokens} tokens, "
           f"{args.passes} passes")
     width = max(len(name) for name in names.values())
     for key, name in names.items():
