@@ -54,8 +54,7 @@ def race_loads(engines: dict, using, names: dict, args) -> None:
                     outputs.setdefault((done, i), set()).add(tuple(result.token_ids))
     tokens = args.passes * len(prompts) * args.tokens
     print(f"{engine.preset.name}, {spec['drafter']}{f' {arm}' if arm else ''}, greedy, {len(prompts)} prompts x "
-          f"{args.tokens} tokens, "
-          f"{args.passes} passes")
+          f"{args.tokens} tokens, {args.passes} passes")
     width = max(len(name) for name in names.values())
     for key, name in names.items():
         plain, fast = (tokens / seconds[(key, s)] for s in (False, True))
