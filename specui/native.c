@@ -139,10 +139,10 @@ static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx
             pb[g] = (const unsigned char *)w + g * stride + (size_t)b * (QBLOCK / 2) * pair;
         }
         const float *xb = x + (size_t)b * QBLOCK;
-        /* Rows of several panels: k-step j's weights of every panel, each row's broadcast used for all of them, then
-         * j + 1 (panel by panel, AVX-512's 12 rows of 2 panels took 1.4-1.7x as long, 10 rows 1.1x: stop 78); one row
-         * or one panel: panel by panel, j then j + 1 into every row. Each accumulator's chain is j, then j + 1 */
-        const int together = rows > 1 && panels > 1;
+        /* Several rows: k-step j's weights of every panel, each row's broadcast used for all of them, then j + 1
+         * (panel by panel, AVX-512's 12 rows of 2 panels took 1.4-1.7x as long, 10 rows 1.1x: stop 78); one row:
+         * panel by panel, j then j + 1. Each accumulator's chain is j, then j + 1 */
+        const int together = rows > 1;
         for (int j = 0; j < QBLOCK; j += 2)
             for (int g0 = 0; g0 < panels; g0 += together ? panels : 1) {
                 const int g1 = together ? panels : g0 + 1;

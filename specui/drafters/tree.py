@@ -128,10 +128,12 @@ def ancestry(node: int, parents: list[int]) -> list[int]:
     return out
 
 
-def frontier_seen(seen: torch.Tensor | None, frontier: list[int], tokens: list[int],
-                  parents: list[int]) -> torch.Tensor | None:
+def frontier_seen(seen: torch.Tensor | None, frontier: list[int], tokens: list[int], parents: list[int],
+                  above: list[list[int]] | None = None) -> torch.Tensor | None:
     """`sampling.path_seen` for a frontier's nodes: each row the context's mask `seen` with the node's path (itself and
-    its ancestors) marked, as the target's row at that node sees it; None without a penalty (no path is walked)."""
+    its ancestors) marked, as the target's row at that node sees it; None without a penalty (no path is walked).
+    above: each node's `ancestry`, where the caller has walked them already."""
     if seen is None:
         return None
-    return path_seen(seen, [[tokens[j] for j in (i, *ancestry(i, parents))] for i in frontier])
+    above = above if above is not None else [ancestry(i, parents) for i in frontier]
+    return path_seen(seen, [[tokens[j] for j in (i, *a)] for i, a in zip(frontier, above)])

@@ -270,7 +270,7 @@ class EagleDrafter:
             positions = torch.tensor([base + len(x) for x in above], device=self.device)
             h, logits = self._depth(parent_states, fed_ids, positions, visible)
             states.update(zip(frontier, h))
-            paths = frontier_seen(seen, frontier, tokens, parents)
+            paths = frontier_seen(seen, frontier, tokens, parents, above)
             return logits_to_probs(penalize_seen(logits, self.sampling, paths, ids), self.sampling)  # grow maps ids
 
         output = head.output
