@@ -16,14 +16,14 @@
  * bitwise equal to one-token forwards (greedy speculative decoding = plain greedy decoding).
  *
  * Speed: a few rows are bound by reading W. A tile's rows are computed in one pass over W (each weight used
- * for every row while it is in a register), each panel's stream prefetched PREFETCH k-steps ahead, so the extra
- * rows' arithmetic overlaps the memory traffic instead of following it.
+ * for every row while it is in a register), the next tile's weights fetched meanwhile (`fetch_ahead`), so the
+ * extra rows' arithmetic overlaps the memory traffic instead of following it.
  */
 #include "native.h"
 #define ROWS 8        /* rows per tile of PANELS panels (and per tile of a product of more than WIDE_ROWS) */
 #define WIDE_ROWS 12  /* 9 to 12 rows: one tile of WIDE_PANELS panels, so W is read once up to 12 rows */
 #define WIDE 8        /* panels per tile when there is a single row (pure streaming) */
-#define PREFETCH 64   /* k-steps ahead */
+#define PREFETCH 64   /* k-steps ahead in a panel, where W is read by more than one tile of rows */
 #define Q_WIDE (NR == 16 ? WIDE : 4) /* panels per tile of one row of Q4 or Q8 panels (AVX2: 16 registers) */
 /* AVX2: Q4 or Q8 tiles of more rows take one panel each (two crowd its 16 registers: 5-6 rows 1.1x slower). Up to
  * 4 take two: on one panel, r rows are r FMA chains, too few to hide an FMA's latency (SmolLM2's forward of 3 and 4
@@ -58,6 +58,20 @@ static inline __attribute__((always_inline)) vec wload(const void *w, size_t i, 
 #endif
 }
 
+/* Where one tile of rows reads W (`next`: up to WIDE_ROWS rows, one token or a verify), the next tile's weights are
+ * fetched while this tile runs, each line at the same offset one tile ahead, so DRAM's latency hides behind a whole
+ * tile's work: a tile's panels are a few KB long, too short for the CPU's own prefetchers, which stop at every 4 KB
+ * page (a fixed distance ahead inside each panel left a product 1.35x slower than with its weights in cache for
+ * one row, 1.1-1.2x for 2-4: stop 79). One row's tile of 8 panels is fetched into L2 (tens of KB ahead), a tile of
+ * several rows into L1. Where tiles of rows take turns on the same panels (a prompt), the next panel group would
+ * evict the one they share (a 200-token prompt 1.2x slower): those fetch PREFETCH k-steps ahead in each panel. */
+static inline __attribute__((always_inline)) void fetch_ahead(const void *p, int rows) {
+    if (rows > 1)
+        _mm_prefetch((const char *)p, _MM_HINT_T0);
+    else
+        _mm_prefetch((const char *)p, _MM_HINT_T1);
+}
+
 /* A tile's outputs: each column scaled (I8's powers of two; NULL: none), the bias added, stored (the last panel
  * may be partial: `cols` columns left) */
 static inline __attribute__((always_inline)) void store(vec acc[WIDE_ROWS][WIDE], int rows, int panels,
@@ -78,7 +92,7 @@ static inline __attribute__((always_inline)) void store(vec acc[WIDE_ROWS][WIDE]
 /* rows x panels outputs over all of k; compiled once per (rows, panels, kind) below, all loops unrolled */
 static inline __attribute__((always_inline)) void tile(const float *x, int ldx, const void *w, int k,
                                                         int rows, int panels, const float *bias, const float *scale,
-                                                        float *y, int ldy, int cols, int kind) {
+                                                        float *y, int ldy, int cols, int kind, int next) {
     vec acc[WIDE_ROWS][WIDE];
     const size_t stride = (size_t)k * NR, bytes = wbytes(kind);
     for (int r = 0; r < rows; r++)
@@ -86,7 +100,10 @@ static inline __attribute__((always_inline)) void tile(const float *x, int ldx, 
     for (int i = 0; i < k; i++) {
         vec wv[WIDE];
         for (int g = 0; g < panels; g++) {
-            _mm_prefetch((const char *)w + (g * stride + (size_t)(i + PREFETCH) * NR) * bytes, _MM_HINT_T0);
+            if (!next)
+                _mm_prefetch((const char *)w + (g * stride + (size_t)(i + PREFETCH) * NR) * bytes, _MM_HINT_T0);
+            else if ((size_t)i * NR * bytes % 64 == 0)  /* once a line */
+                fetch_ahead((const char *)w + ((g + panels) * stride + (size_t)i * NR) * bytes, rows);
             wv[g] = wload(w, g * stride + (size_t)i * NR, kind);
         }
         for (int r = 0; r < rows; r++) {
@@ -121,7 +138,7 @@ static inline __attribute__((always_inline)) vec qwidth(const unsigned char *p, 
 
 static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx, const void *w, int k, int rows,
                                                           int panels, const float *bias, const float *scale,
-                                                          float *y, int ldy, int cols, int kind) {
+                                                          float *y, int ldy, int cols, int kind, int next) {
     vec acc[WIDE_ROWS][WIDE];
     const size_t stride = panel_bytes(kind, k), sstride = panel_scales(kind, k), pair = kind == Q4 ? NR : 2 * NR;
     const int per_block = kind == Q4 ? 2 * NR : NR, blocks = k / QBLOCK;
@@ -133,7 +150,11 @@ static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx
         const unsigned char *pb[WIDE];
         for (int g = 0; g < panels; g++) {
             const float *s = scale + g * sstride + (size_t)b * per_block;
-            _mm_prefetch((const char *)(s + PREFETCH / QBLOCK * per_block), _MM_HINT_T0);
+            if (!next)
+                _mm_prefetch((const char *)(s + PREFETCH / QBLOCK * per_block), _MM_HINT_T0);
+            else
+                for (int o = 0; o < per_block; o += 64 / sizeof(float))  /* each line of the block's scales */
+                    fetch_ahead(s + panels * sstride + o, rows);
             d[g] = vload(s);
             m[g] = kind == Q4 ? vload(s + NR) : vzero();
             pb[g] = (const unsigned char *)w + g * stride + (size_t)b * (QBLOCK / 2) * pair;
@@ -150,8 +171,12 @@ static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx
                     vec wq[WIDE];
                     for (int g = g0; g < g1; g++) {
                         const unsigned char *p = pb[g] + (size_t)(j / 2) * pair;
-                        if (h == 0 && (j / 2) * pair % 64 == 0)
-                            _mm_prefetch((const char *)p + PREFETCH / 2 * pair, _MM_HINT_T0);
+                        if (h == 0 && (j / 2) * pair % 64 == 0) {
+                            if (next)
+                                fetch_ahead(p + panels * stride, rows);
+                            else
+                                _mm_prefetch((const char *)p + PREFETCH / 2 * pair, _MM_HINT_T0);
+                        }
                         const vec q = qwidth(p, kind, h);
                         wq[g] = kind == Q4 ? vfma(q, d[g], m[g]) : vmul(q, d[g]);
                     }
@@ -169,8 +194,9 @@ static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx
  * tiles), and links both: its tiles took 12 s to compile on one core. Without SPECUI_PART one unit holds it all. */
 #define TILE(name) __attribute__((visibility("hidden"))) void name(const float *x, int ldx, const void *w, int k, \
                                                                  const float *b, const float *s, float *y, int ldy, \
-                                                                 int cols)
-#define TK(r, g, kind, name, body) TILE(t##r##_##g##_##name) { body(x, ldx, w, k, r, g, b, s, y, ldy, cols, kind); }
+                                                                 int cols, int next)
+#define TK(r, g, kind, name, body) \
+    TILE(t##r##_##g##_##name) { body(x, ldx, w, k, r, g, b, s, y, ldy, cols, kind, next); }
 #define TD(r, g, kind, name, body) TILE(t##r##_##g##_##name);  /* compiled in the other part */
 #if SPECUI_PART == 2
 #define TA TD
@@ -189,7 +215,8 @@ T(2, 1) T(2, 2) T(2, 3) T(3, 1) T(3, 2) T(3, 3) T(4, 1) T(4, 2) T(4, 3)
 T(5, 1) T(5, 2) T(5, 3) T(6, 1) T(6, 2) T(6, 3) T(7, 1) T(7, 2) T(7, 3) T(8, 1) T(8, 2) T(8, 3)
 T(9, 1) T(9, 2) T(10, 1) T(10, 2) T(11, 1) T(11, 2) T(12, 1) T(12, 2)
 #if SPECUI_PART != 2
-typedef void (*tile_fn)(const float *, int, const void *, int, const float *, const float *, float *, int, int);
+typedef void (*tile_fn)(const float *, int, const void *, int, const float *, const float *, float *, int, int,
+                        int);
 #define TABLE(n)                                                                                        \
     {                                                                                                   \
         [1] = {0, t1_1_##n, t1_2_##n, t1_3_##n, t1_4_##n, t1_5_##n, t1_6_##n, t1_7_##n, t1_8_##n},      \
@@ -215,6 +242,9 @@ void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const 
         per_tile = m == 1 ? Q_WIDE : tile_rows > Q_ROWS_TWO_PANELS ? 1 : per_tile;
     const size_t bytes = panel_bytes(kind, k), count = ((size_t)n + NR - 1) / NR, sstride = panel_scales(kind, k);
     const float *scales = sstride ? (const float *)((const char *)w + count * bytes) : NULL;
+    /* the next tile fetched ahead (`fetch_ahead`) where one tile of rows reads W, unless that tile is one panel of
+     * several rows (AVX2's Q tiles of 5-12 rows: 8 rows 1.04-1.12x slower so, stop 79) */
+    const int next = m <= tile_rows && (per_tile > 1 || m == 1);
     for (int p = p0; p < p1; p += per_tile) {
         const int g = p1 - p < per_tile ? p1 - p : per_tile;
         const char *wp = (const char *)w + (size_t)p * bytes;
@@ -222,7 +252,7 @@ void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const 
         for (int r = 0; r < m; r += tile_rows) {
             const int rows = m - r < tile_rows ? m - r : tile_rows;
             tiles[kind][rows][g](x + (size_t)r * ldx, ldx, wp, k, bp, sp, y + (size_t)r * ldy + (size_t)p * NR,
-                                 ldy, n - p * NR);
+                                 ldy, n - p * NR, next);
         }
     }
 }
