@@ -1,13 +1,13 @@
 """Side by side: the native kernels of another commit against this tree's, in one process.
 
     python -m tools.build_ab [--old REF] [--preset P] [--drafter D] [--arm JSON] [--passes 2] [--prompts 8]
-                             [--tokens 128] [--rows 1,2,3,4,6,8] [--prefill 30,200,500]
+                             [--tokens 128] [--rows 1,2,3,4,6,8] [--cache 200] [--prefill 30,200,500]
 
 Builds specui's native sources as they are at --old (default: HEAD) with this CPU's flags (SPECUI_NATIVE=avx2: the
 AVX2 build's, on an AVX-512 CPU too) into a temporary shared library, and loads the preset twice: once on that
 build, once on this tree's (each load's products, native layers and drafting rounds are made while its build is the
 one `specui.native.kernel()` returns, and each use switches to it again). Then:
-- the target's forward of each --rows new tokens after a 200-token cache (`specui.verify_cost`, medians of 9, the
+- the target's forward of each --rows new tokens after a --cache of 200 tokens (`specui.verify_cost`, medians of 9, the
   two builds in turn three times each: a VM whose speed drifts favours neither) and, with --prefill, its prefill of
   each length of prompt as the engine reads a prompt (`tools.prompt_speed`);
 - plain decoding and the drafter (the preset's, at its K and confidence stop; --arm: other settings) on the first
@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--arm", type=json.loads, default=None,
                    help="DecodeSettings keywords over the drafter's, as JSON: '{\"tree_width\": 3, \"tree_nodes\": 8}'")
     p.add_argument("--rows", default="1,2,3,4,6,8", help="the forwards to time (0: none)")
+    p.add_argument("--cache", type=int, default=200, help="cached tokens before each --rows forward")
     p.add_argument("--prefill", default="0", help="prompt lengths to time as the engine reads a prompt (0: none)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
                 engines[build] = specui.load_engine(args.preset)
         rows = [int(r) for r in args.rows.split(",") if int(r) > 0]
         if rows:
-            forward_table(engines, using, rows)
+            forward_table(engines, using, rows, args.cache)
         lengths = [int(n) for n in args.prefill.split(",") if int(n) > 0]
         if lengths:
             prefill_table(engines, using, lengths)
@@ -98,13 +99,14 @@ def main(argv: list[str] | None = None) -> None:
             race_loads(engines, using, {"old": "old build", "new": "this tree"}, args)
 
 
-def forward_table(engines: dict, using, rows: list[int]) -> None:
+def forward_table(engines: dict, using, rows: list[int], cache: int = 200) -> None:
     seconds: dict[str, list] = {"new": [], "old": []}
     for build in ("new", "old", "old", "new", "new", "old"):
         with using(build):
-            curve = measure_verify_cost(engines[build].target_model, cache_length=200, max_tokens=max(rows), repeats=9)
+            curve = measure_verify_cost(engines[build].target_model, cache_length=cache, max_tokens=max(rows),
+                                        repeats=9)
         seconds[build].append(curve.seconds)
-    print("forward of n new tokens after 200 (ms, means of three medians of 9):")
+    print(f"forward of n new tokens after {cache} (ms, means of three medians of 9):")
     for m in rows:
         old, new = (1e3 * statistics.fmean(run[m - 1] for run in seconds[b]) for b in ("old", "new"))
         print(f"  {m:2d}: old build {old:6.2f}  this tree {new:6.2f}  ({old / new:.3f}x faster)")
