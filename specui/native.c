@@ -72,6 +72,15 @@ static inline __attribute__((always_inline)) void fetch_ahead(const void *p, int
         _mm_prefetch((const char *)p, _MM_HINT_T1);
 }
 
+/* The line `next_tile` bytes past p where `next`, else the one `in_panel` bytes past it */
+static inline __attribute__((always_inline)) void fetch(const void *p, int next, size_t in_panel, size_t next_tile,
+                                                         int rows) {
+    if (next)
+        fetch_ahead((const char *)p + next_tile, rows);
+    else
+        _mm_prefetch((const char *)p + in_panel, _MM_HINT_T0);
+}
+
 /* A tile's outputs: each column scaled (I8's powers of two; NULL: none), the bias added, stored (the last panel
  * may be partial: `cols` columns left) */
 static inline __attribute__((always_inline)) void store(vec acc[WIDE_ROWS][WIDE], int rows, int panels,
@@ -100,10 +109,9 @@ static inline __attribute__((always_inline)) void tile(const float *x, int ldx, 
     for (int i = 0; i < k; i++) {
         vec wv[WIDE];
         for (int g = 0; g < panels; g++) {
-            if (!next)
-                _mm_prefetch((const char *)w + (g * stride + (size_t)(i + PREFETCH) * NR) * bytes, _MM_HINT_T0);
-            else if ((size_t)i * NR * bytes % 64 == 0)  /* once a line */
-                fetch_ahead((const char *)w + ((g + panels) * stride + (size_t)i * NR) * bytes, rows);
+            if (!next || (size_t)i * NR * bytes % 64 == 0)  /* the next tile once a line */
+                fetch((const char *)w + (g * stride + (size_t)i * NR) * bytes, next, PREFETCH * NR * bytes,
+                      panels * stride * bytes, rows);
             wv[g] = wload(w, g * stride + (size_t)i * NR, kind);
         }
         for (int r = 0; r < rows; r++) {
@@ -150,11 +158,9 @@ static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx
         const unsigned char *pb[WIDE];
         for (int g = 0; g < panels; g++) {
             const float *s = scale + g * sstride + (size_t)b * per_block;
-            if (!next)
-                _mm_prefetch((const char *)(s + PREFETCH / QBLOCK * per_block), _MM_HINT_T0);
-            else
-                for (int o = 0; o < per_block; o += 64 / sizeof(float))  /* each line of the block's scales */
-                    fetch_ahead(s + panels * sstride + o, rows);
+            for (int o = 0; o < (next ? per_block : 1); o += 64 / sizeof(float))  /* the next tile: every line */
+                fetch(s + o, next, PREFETCH / QBLOCK * per_block * sizeof(float), panels * sstride * sizeof(float),
+                      rows);
             d[g] = vload(s);
             m[g] = kind == Q4 ? vload(s + NR) : vzero();
             pb[g] = (const unsigned char *)w + g * stride + (size_t)b * (QBLOCK / 2) * pair;
@@ -171,12 +177,8 @@ static inline __attribute__((always_inline)) void tile_q(const float *x, int ldx
                     vec wq[WIDE];
                     for (int g = g0; g < g1; g++) {
                         const unsigned char *p = pb[g] + (size_t)(j / 2) * pair;
-                        if (h == 0 && (j / 2) * pair % 64 == 0) {
-                            if (next)
-                                fetch_ahead(p + panels * stride, rows);
-                            else
-                                _mm_prefetch((const char *)p + PREFETCH / 2 * pair, _MM_HINT_T0);
-                        }
+                        if (h == 0 && (j / 2) * pair % 64 == 0)
+                            fetch(p, next, PREFETCH / 2 * pair, panels * stride, rows);
                         const vec q = qwidth(p, kind, h);
                         wq[g] = kind == Q4 ? vfma(q, d[g], m[g]) : vmul(q, d[g]);
                     }

@@ -69,12 +69,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--prefill", default="0", help="prompt lengths to time as the engine reads a prompt (0: none)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    wanted = os.environ.get("SPECUI_NATIVE", "").strip().lower()  # SPECUI_NATIVE=avx2: the AVX2 builds on AVX-512
-    isa = wanted if wanted in native_build.FLAGS else native.best_isa()
-    if isa is None or native.kernel(isa) is None:
+    built = native.kernel()  # this CPU's build, or the one SPECUI_NATIVE names (avx2 on an AVX-512 CPU too)
+    if built is None:
         raise SystemExit("build_ab: no native kernels on this machine")
+    isa = built.isa
     with tempfile.TemporaryDirectory() as folder:
-        kernels = {"new": native.kernel(isa), "old": native.Kernel(ctypes.CDLL(str(old_build(args.old, isa,
+        kernels = {"new": built, "old": native.Kernel(ctypes.CDLL(str(old_build(args.old, isa,
                                                                                                Path(folder)))), isa)}
 
         @contextlib.contextmanager
