@@ -4,7 +4,8 @@
  *   not read, then its chain;
  * - stack_layers: a range of such a decoder's layers on a block of rows, which is how the lean forward runs a
  *   target's (and a draft's) layers on a CPU: one call instead of some four hundred (a token tree's rows too);
- * - head_tree_step: one depth of an EAGLE head's token tree (its rows' states and logits; Python picks the nodes).
+ * - head_tree_step: one depth of an EAGLE head's token tree (its rows' states and logits; Python picks the nodes);
+ * - exit_draft: an early-exit head's round: the target's first layers on the target's own cache, then the head.
  *
  * A chain drafts one token a step: the logits over the drafter's vocabulary, their argmax (greedy) or a draw from
  * their softmax at the run's temperature (by a uniform drawn in Python beforehand), and, unless the chain stops
@@ -28,6 +29,7 @@ int rowgemm_split(const float *x, int m, int ldx, const void *w, int n, int k, c
                   int ldy, int p0, int p1, int kind, int threads);
 void rowargmax(const float *x, int rows, int n, int ld, long long *out);
 void rowpenalize(float *x, int n, const long long *ids, const unsigned char *seen, float penalty);
+void rownucleus(float *x, int n, int top_k, int nucleus, float floor, unsigned *scratch);
 void rowrmsnorm(const float *x, int rows, int n, int ldx, const float *w, float eps, float *out);
 void rowrope(const float *qkv, int rows, int n, int ld, int heads, int kv_heads, int hd, const float *cos,
              const float *sin, int ldcs, float *q, float *keys, float *values, long long cap, long long past);
@@ -83,6 +85,14 @@ typedef struct { /* a draft model's decoder (specui/lean.py's DecoderStack) */
     int count;
     chain_t chain;
 } decoder_t;
+
+typedef struct { /* an early-exit head (specui/heads/early_exit.py) after its target's layer stop - 1 */
+    matrix_t block, gate_up, down; /* the residual block's product (its bias inside); gate_up.n 0: no MLP */
+    const float *norm, *mlp_norm;  /* the head's own RMS norm weights, its MLP's */
+    float eps;
+    int stop;
+    chain_t chain; /* the head's output rows and ids after the target's final norm */
+} exit_t;
 
 static void product(const matrix_t *m, const float *x, int rows, float *y) {
     const int few = m->narrow && rows <= m->few;
@@ -160,71 +170,6 @@ static size_t layer_work(const layer_t *l, const chain_t *c, int rows, long long
                                         2 * (size_t)l->ffn + 1) + (size_t)(rows * (l->heads / l->kv_heads) + 24) * stride;
     const size_t least = (size_t)c->width + 3 * (size_t)c->out.n; /* `pick`: normed, logits, `rownucleus`'s scratch */
     return need > least ? need : least;
-}
-
-/* Floats as unsigned keys in the same order (-inf first), and back. */
-static unsigned key_of(float f) {
-    unsigned u;
-    memcpy(&u, &f, sizeof u);
-    return u ^ (u >> 31 ? 0xFFFFFFFFu : 0x80000000u);
-}
-
-static float float_of(unsigned u) {
-    u ^= u >> 31 ? 0x80000000u : 0xFFFFFFFFu;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* The keys of x's n floats, sorted ascending (a radix sort, 11 bits a pass) into a; b: n more, clobbered. */
-static void sort_keys(const float *x, int n, unsigned *a, unsigned *b) {
-    for (int j = 0; j < n; j++) b[j] = key_of(x[j]);
-    for (int shift = 0; shift < 33; shift += 11) { /* three passes: b -> a -> b -> a */
-        unsigned *from = shift == 11 ? a : b, *to = shift == 11 ? b : a;
-        int start[2049] = {0};
-        for (int j = 0; j < n; j++) start[((from[j] >> shift) & 2047) + 1]++;
-        for (int r = 0; r < 2048; r++) start[r + 1] += start[r];
-        for (int j = 0; j < n; j++) to[start[(from[j] >> shift) & 2047]++] = from[j];
-    }
-}
-
-/* top-k and top-p on n scores in place, as `specui.sampling.logits_to_probs` applies them: scores below the k-th
- * largest become -inf (ties with it kept); then, sorted ascending, the softmax's running sum (each probability
- * rounded to float, summed in double, the sum rounded to float: torch's cumsum) cuts the scores whose sum is at
- * most `floor`, never the largest, and every score below the smallest kept one becomes -inf
- * (`sampling._outside_nucleus`). The sums round as this code rounds (expf, its own order), not as torch's vector
- * code does, so a cut within rounding of `floor` may fall one token apart from the Python steps'; the draft's q is
- * whatever this leaves, drawn from as reported, so verification stays exact. scratch: 2n unsigned (the sorted
- * keys, then the sort's spare room, which holds each sorted score's e^(s - max) as float bits). */
-void rownucleus(float *x, int n, int top_k, int nucleus, float floor, unsigned *scratch) {
-    unsigned *sorted = scratch, *spare = scratch + n;
-    const int keep_k = top_k > 0 && top_k < n;
-    if (!keep_k && !nucleus) return;
-    sort_keys(x, n, sorted, spare);
-    if (keep_k) { /* the scores it cuts are a prefix of the sorted ones: now -inf there too, still in order */
-        const float kth = float_of(sorted[n - top_k]);
-        for (int j = 0; j < n; j++)
-            if (x[j] < kth) x[j] = -INFINITY;
-        for (int j = 0; float_of(sorted[j]) < kth; j++) sorted[j] = key_of(-INFINITY);
-    }
-    if (!nucleus) return;
-    const float top = float_of(sorted[n - 1]);
-    float sum = 0;
-    for (int j = 0; j < n; j++) {
-        const float e = expf(float_of(sorted[j]) - top);
-        memcpy(spare + j, &e, sizeof e);
-        sum += e;
-    }
-    double running = 0;
-    int cut = 0;
-    for (; cut < n - 1; cut++) {
-        float e;
-        memcpy(&e, spare + cut, sizeof e);
-        if ((float)(running += e / sum) > floor) break;
-    }
-    const float smallest = float_of(sorted[cut]);
-    for (int j = 0; j < n; j++)
-        if (x[j] < smallest) x[j] = -INFINITY;
 }
 
 /* The first of n probabilities whose running sum, in double, exceeds u times their total; the first to reach the
@@ -396,4 +341,51 @@ int stack_layers(const decoder_t *d, int start, int stop, float *x, int rows, lo
     for (int j = start; j < stop && !failed; j++) failed = layer(&d->layers[j], &d->chain, x, rows, pos, work, t);
     free(work);
     return failed;
+}
+
+/* An early-exit head's round on its target's own cache (`EarlyExitDrafter.propose`): `token` (cur) at cache slot pos,
+ * then each drafted token but the last, runs through the target's layers 0..stop-1 (d: its layers, embeddings and
+ * rotary tables; keys and values written at slots pos.., with the bits of `stack_layers`, as
+ * `CachedLM.extend_early` runs them), its state entering layer `stop` kept in states (width floats a row); the head
+ * (its norm, x + SiLU(block x), its MLP) takes that state to the chain's logits, and up to k tokens go into index and
+ * probs (`pick`). Returns how many tokens were drafted (the states of as many fed tokens kept), or -1 when memory
+ * ran out. */
+int exit_draft(const exit_t *e, const decoder_t *d, long long token, long long pos, int k, const sampler_t *s,
+               long long *index, float *probs, float *states) {
+    const chain_t *c = &e->chain;
+    const int w = c->width, hidden = e->gate_up.n / 2;
+    size_t work_size = 0;
+    for (int j = 0; j < e->stop; j++) {
+        const size_t need = layer_work(&d->layers[j], c, 1, pos + k);
+        work_size = need > work_size ? need : work_size;
+    }
+    float *buffer = malloc(sizeof(float) * (2 * (size_t)w + 2 * (size_t)hidden + work_size));
+    if (!buffer) return -1;
+    float *y = buffer, *t = y + w, *gu = t + w, *work = gu + 2 * (size_t)hidden, chance = 1.0f;
+    int drafted = -1;
+    for (int i = 0; i < k; i++) {
+        float *x = states + (size_t)i * w;
+        memcpy(x, embedding(&d->chain, token), sizeof(float) * w);
+        for (int j = 0; j < e->stop; j++)
+            if (layer(&d->layers[j], &d->chain, x, 1, pos + i, work, NULL)) {
+                drafted = -1;
+                goto done;
+            }
+        rowrmsnorm(x, 1, w, w, e->norm, e->eps, y);
+        product(&e->block, y, 1, t);
+        for (int q = 0; q < w; q++) y[q] += t[q] / (1.0f + expf(-t[q])); /* SiLU */
+        if (hidden) {
+            rowrmsnorm(y, 1, w, w, e->mlp_norm, e->eps, t);
+            product(&e->gate_up, t, 1, gu);
+            rowswiglu(gu, 1, hidden, gu);
+            product(&e->down, gu, 1, t);
+            for (int q = 0; q < w; q++) y[q] += t[q];
+        }
+        drafted = i + 1;
+        if (!pick(c, y, i, k, s, &chance, index, probs, work)) break;
+        token = drafted_id(c, index[i]);
+    }
+done:
+    free(buffer);
+    return drafted;
 }

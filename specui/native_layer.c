@@ -5,11 +5,13 @@
  *   the torch ops they replace;
  * - rowswiglu: the MLP's SiLU(gate) * up, element by element;
  * - rowargmax: torch.argmax over rows of logits, vectorised;
+ * - rownucleus: top-k and top-p on a row of scores, as specui.sampling cuts them (the native rounds' sampling);
  * - blockfind: a weight's GGUF blocks (Q4_1 or Q8_0) from its float32 values, checked exactly (specui/blocks.py).
  * rowrmsnorm and rowrope use AVX2 (and FMA) intrinsics alone, rowswiglu and rowargmax native.h's vector ops,
  * which round lane by lane alike in both builds; so the AVX2 and AVX-512 builds compute them alike.
  */
 #include <immintrin.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +184,71 @@ void rowargmax(const float *x, int rows, int n, int ld, long long *out) {
         }
         out[r] = found;
     }
+}
+
+/* Floats as unsigned keys in the same order (-inf first), and back. */
+static unsigned key_of(float f) {
+    unsigned u;
+    memcpy(&u, &f, sizeof u);
+    return u ^ (u >> 31 ? 0xFFFFFFFFu : 0x80000000u);
+}
+
+static float float_of(unsigned u) {
+    u ^= u >> 31 ? 0x80000000u : 0xFFFFFFFFu;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* The keys of x's n floats, sorted ascending (a radix sort, 11 bits a pass) into a; b: n more, clobbered. */
+static void sort_keys(const float *x, int n, unsigned *a, unsigned *b) {
+    for (int j = 0; j < n; j++) b[j] = key_of(x[j]);
+    for (int shift = 0; shift < 33; shift += 11) { /* three passes: b -> a -> b -> a */
+        unsigned *from = shift == 11 ? a : b, *to = shift == 11 ? b : a;
+        int start[2049] = {0};
+        for (int j = 0; j < n; j++) start[((from[j] >> shift) & 2047) + 1]++;
+        for (int r = 0; r < 2048; r++) start[r + 1] += start[r];
+        for (int j = 0; j < n; j++) to[start[(from[j] >> shift) & 2047]++] = from[j];
+    }
+}
+
+/* top-k and top-p on n scores in place, as `specui.sampling.logits_to_probs` applies them: scores below the k-th
+ * largest become -inf (ties with it kept); then, sorted ascending, the softmax's running sum (each probability
+ * rounded to float, summed in double, the sum rounded to float: torch's cumsum) cuts the scores whose sum is at
+ * most `floor`, never the largest, and every score below the smallest kept one becomes -inf
+ * (`sampling._outside_nucleus`). The sums round as this code rounds (expf, its own order), not as torch's vector
+ * code does, so a cut within rounding of `floor` may fall one token apart from the Python steps'; the draft's q is
+ * whatever this leaves, drawn from as reported, so verification stays exact. scratch: 2n unsigned (the sorted
+ * keys, then the sort's spare room, which holds each sorted score's e^(s - max) as float bits). */
+void rownucleus(float *x, int n, int top_k, int nucleus, float floor, unsigned *scratch) {
+    unsigned *sorted = scratch, *spare = scratch + n;
+    const int keep_k = top_k > 0 && top_k < n;
+    if (!keep_k && !nucleus) return;
+    sort_keys(x, n, sorted, spare);
+    if (keep_k) { /* the scores it cuts are a prefix of the sorted ones: now -inf there too, still in order */
+        const float kth = float_of(sorted[n - top_k]);
+        for (int j = 0; j < n; j++)
+            if (x[j] < kth) x[j] = -INFINITY;
+        for (int j = 0; float_of(sorted[j]) < kth; j++) sorted[j] = key_of(-INFINITY);
+    }
+    if (!nucleus) return;
+    const float top = float_of(sorted[n - 1]);
+    float sum = 0;
+    for (int j = 0; j < n; j++) {
+        const float e = expf(float_of(sorted[j]) - top);
+        memcpy(spare + j, &e, sizeof e);
+        sum += e;
+    }
+    double running = 0;
+    int cut = 0;
+    for (; cut < n - 1; cut++) {
+        float e;
+        memcpy(&e, spare + cut, sizeof e);
+        if ((float)(running += e / sum) > floor) break;
+    }
+    const float smallest = float_of(sorted[cut]);
+    for (int j = 0; j < n; j++)
+        if (x[j] < smallest) x[j] = -INFINITY;
 }
 
 /* One block of QBLOCK float32 values v as GGUF's Q4_1 (q4: w = d q + m, q in 0..15) or Q8_0 (w = d q, q in

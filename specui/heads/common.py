@@ -178,10 +178,11 @@ class GatedMLP(nn.Module):
         return x + linear(F.silu(gate) * up, self.down.weight)
 
 
-def draw(logits: torch.Tensor, output: VocabOutput, sampling: Sampling, generator) -> tuple[torch.Tensor, torch.Tensor]:
+def draw(logits: torch.Tensor, output: VocabOutput, sampling: Sampling, generator,
+         uniform: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Sample one draft token from a head's logits over its ids [N]: (the target's id [], q [V] on the
-    target's full vocabulary, zero outside the head's ids)."""
-    index, q = choose(logits, sampling, generator)
+    target's full vocabulary, zero outside the head's ids). uniform: the draw, taken beforehand (`choose`)."""
+    index, q = choose(logits, sampling, generator, uniform)
     full = q.new_zeros(output.vocab_size)
     full.index_copy_(0, output.token_ids.to(q.device), q)
     return output.token_ids.to(index.device)[index], full
