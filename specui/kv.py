@@ -262,7 +262,7 @@ class CachedLM:
         return hidden
 
     def ran_early(self, stop: int, ids: list[int], hidden: torch.Tensor) -> None:
-        """Record tokens [n] that a native early-exit round (`specui.native_exit`) ran through layers 0..stop-1 after
+        """Record tokens [n] that a native early-exit round (`specui.native_adapters`) ran through layers 0..stop-1 after
         the cached ones, as `extend_early` would have: their keys and values are in the cache, hidden [n, D] their
         states entering layer `stop`."""
         self.early = (stop, list(ids), hidden)

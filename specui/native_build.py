@@ -26,8 +26,9 @@ SOURCE = HERE / "native.c"  # the products (rowgemm), compiled in two parts
 ATTEND_SOURCE = HERE / "native_attend.c"  # attention over the KV cache
 LAYER_SOURCE = HERE / "native_layer.c"  # the norm and rotary kernels, argmax, GGUF blocks found
 POOL_SOURCE = HERE / "native_pool.c"  # the product threads
-HEAD_SOURCE = HERE / "native_head.c"  # the drafters' greedy rounds
-HEADER = HERE / "native.h"  # what every unit includes (in the build's hash)
+HEAD_SOURCE = HERE / "native_head.c"  # the drafters' rounds (EAGLE, a draft model) and the steps they share
+ADAPTERS_SOURCE = HERE / "native_adapters.c"  # the early-exit and Medusa rounds
+HEADERS = [HERE / "native.h", HERE / "native_chain.h"]  # included, not compiled (in the build's hash)
 FLAGS = {"avx512": ["-mavx512f", "-mfma", "-mf16c", "-DSPECUI_AVX512"], "avx2": ["-mavx2", "-mfma", "-mf16c"]}
 COMPILE_FLAGS = ["-O3", "-fPIC", "-pthread"]  # before an ISA's FLAGS (tools.build_ab builds with them too)
 LINK_FLAGS = ["-shared", "-pthread"]
@@ -35,14 +36,14 @@ PARTS = 2  # native.c's units (its tiles shared between them)
 
 
 def sources() -> list[Path]:
-    """Every file compiled into the library, the header last (included, not compiled)."""
-    return [SOURCE, ATTEND_SOURCE, LAYER_SOURCE, POOL_SOURCE, HEAD_SOURCE, HEADER]
+    """Every file compiled into the library, the headers last (included, not compiled)."""
+    return [SOURCE, ATTEND_SOURCE, LAYER_SOURCE, POOL_SOURCE, HEAD_SOURCE, ADAPTERS_SOURCE, *HEADERS]
 
 
 def units() -> list[tuple[Path, list[str]]]:
     """(file, its own flags) for each compiler process, the longest first."""
     return [*((SOURCE, [f"-DSPECUI_PART={part}"]) for part in range(1, PARTS + 1)),
-            *((path, []) for path in sources()[1:-1])]
+            *((path, []) for path in sources()[1:-len(HEADERS)])]
 
 
 def build(isa: str) -> Path:

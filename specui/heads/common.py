@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from specui import int8
+from specui.drafters.base import Draft
 from specui.products import linear
 from specui.sampling import Sampling, choose
 
@@ -186,6 +187,13 @@ def draw(logits: torch.Tensor, output: VocabOutput, sampling: Sampling, generato
     full = q.new_zeros(output.vocab_size)
     full.index_copy_(0, output.token_ids.to(q.device), q)
     return output.token_ids.to(index.device)[index], full
+
+
+def on_vocabulary(tokens: torch.Tensor, probs: torch.Tensor, output: VocabOutput) -> Draft:
+    """A native round's proposal (`specui.native_adapters`): rows of the head's ids [n] and their q over those ids
+    [n, N] -> the target's ids and q over its full vocabulary, zero outside the head's ids."""
+    ids = output.token_ids.to(probs.device)
+    return Draft(ids[tokens], probs.new_zeros(len(tokens), output.vocab_size).index_copy_(1, ids, probs))
 
 
 def soft_loss(head_logits: torch.Tensor, target_logp: torch.Tensor) -> torch.Tensor:

@@ -16,7 +16,7 @@ feeds cur and then each draft token but the last through the first E layers, who
 land in the target's cache; the verify forward starts those tokens at layer E, so no layer runs twice.
 The last draft token is not fed: the verify forward runs its first layers with the rest of the block.
 Where the target's layers run natively (a float32 CPU target), a round is one native call
-(`specui.native_exit.ExitChain`): the same layers, cache and bits, the head's products on the same panels.
+(`specui.native_adapters.ExitChain`): the same layers, cache and bits, the head's products on the same panels.
 
 `EarlyExitLookupDrafter` (the drafter `early_exit_lookup`) copies where the context repeats and drafts with
 the head elsewhere (`specui.drafters.copies`); a copied round feeds nothing through the first layers.
@@ -31,11 +31,12 @@ from torch import nn
 from specui.drafters.base import Confidence, Draft
 from specui.drafters.copies import MIN_NGRAM, CopiesFirst
 from specui.drafters.registry import EARLY_EXIT, EARLY_EXIT_LOOKUP, LABELS
-from specui.heads.common import GatedMLP, ResBlock, VocabOutput, all_ids, check_target, draw, load_head, soft_loss
+from specui.heads.common import GatedMLP, ResBlock, VocabOutput, all_ids, check_target, draw, load_head, on_vocabulary
+from specui.heads.common import soft_loss
 from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
 from specui.native import kernel as native_kernel
 from specui.native_chain import picks, uniforms
-from specui.native_exit import ExitChain
+from specui.native_adapters import ExitChain
 from specui.sampling import Generators, Sampling
 
 LOOKUP_TOKENS = 3  # a copy's length with early exit (K 1): 3 ran faster than 6 side by side (docs/drafters.md)
@@ -118,11 +119,9 @@ class EarlyExitDrafter:
         draws = uniforms(self.sampling, k, self.generators.on(self.device))  # a sampled round's k draws
         if self.chain is not None and torch.is_inference_mode_enabled():
             index, probs, states = self.chain.run(self.target, context[-1], k, self.stop_below, self.sampling, draws)
-            ids = self.head.output.token_ids
-            tokens = ids[index]
-            self.target.ran_early(self.head.exit_layer, [context[-1], *tokens[:-1].tolist()], states)
-            full = probs.new_zeros(len(tokens), self.head.output.vocab_size).index_copy_(1, ids, probs)
-            return Draft(tokens, full)
+            draft = on_vocabulary(index, probs, self.head.output)
+            self.target.ran_early(self.head.exit_layer, [context[-1], *draft.tokens[:-1].tolist()], states)
+            return draft
         feed = context[-1:]  # cur: the target's cache holds every context token before it
         tokens, probs, confident = [], [], Confidence(self.stop_below)
         for i in range(k):

@@ -16,6 +16,7 @@ Drafting: at a round's start the target has states for c_0..c_{m-2}; the newest,
 predicted cur = c_{m-1}. Head i on h_{m-2} proposes x_i (the token at position m - 1 + i). The heads'
 proposals do not depend on each other, so each q_i is a proper proposal distribution and verification
 (min(1, p/q) with the q each token was sampled from) stays exact; there is no "typical acceptance".
+On a CPU in float32 a round is one native call (`specui.native_adapters.MedusaChain`): the first K heads only.
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ from torch import nn
 from specui.drafters.base import Confidence, Draft
 from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.drafters.registry import LABELS, MEDUSA
-from specui.heads.common import ResBlock, VocabOutput, all_ids, check_target, draw, load_head, soft_loss
+from specui.heads.common import ResBlock, VocabOutput, all_ids, check_target, draw, load_head, on_vocabulary, soft_loss
 from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
+from specui.native import kernel as native_kernel
+from specui.native_adapters import MedusaChain
+from specui.native_chain import picks, uniforms
 from specui.sampling import Generators, Sampling, logits_to_probs
 
 
@@ -103,6 +107,9 @@ class MedusaDrafter:
     def start(self, prompt: list[int], *, sampling: Sampling, seed: int, features: torch.Tensor | None = None) -> None:
         self.sampling = sampling
         self.generators = Generators(seed ^ 0x3ED05A, home=self.device)  # its own stream, never the target's
+        # a round in one native call (greedy or sampled) on a CPU in float32 (`specui.native_adapters`)
+        self.chain = MedusaChain(self.heads, native_kernel()) if picks(sampling) and MedusaChain.serves(self.heads) \
+            else None
         # the state of c_{m-2} (None for a one-token prompt: round 1 then drafts nothing)
         self.state = None if features is None or features.shape[0] == 0 else features[-1]
 
@@ -110,10 +117,14 @@ class MedusaDrafter:
         count = min(k, self.heads.num_heads)
         if count <= 0 or self.state is None:
             return Draft.empty(self.device)
+        draws = uniforms(self.sampling, count, self.generators.on(self.device))  # a sampled round's draws
+        if self.chain is not None and torch.is_inference_mode_enabled():
+            return on_vocabulary(*self.chain.run(self.state, count, self.stop_below, self.sampling, draws),
+                                 self.heads.output)
         logits = self.heads(self.state, count)  # [count, N]: head i's logits in row i - 1
         tokens, probs, confident = [], [], Confidence(self.stop_below)
-        for row in logits:  # the heads ran at once: a confidence stop saves verify rows only
-            token, q = draw(row, self.heads.output, self.sampling, self.generators.for_tensor(row))
+        for i, row in enumerate(logits):  # the heads ran at once: a confidence stop saves verify rows only
+            token, q = draw(row, self.heads.output, self.sampling, None, None if draws is None else draws[i])
             tokens.append(token)
             probs.append(q)
             if not confident.goes_on(row):

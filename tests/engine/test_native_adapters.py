@@ -1,9 +1,10 @@
-"""An early-exit head's round in one native call (specui.native_exit.ExitChain, native_head.c `exit_draft`): it drafts
-the tokens its Python steps draft, greedy or sampled (top-k and top-p too), with q equal to float rounding, with and
-without the head's MLP, over the whole vocabulary or a reduced one, its confidence stop cutting the same rounds short;
-the target's cache and the states the verify forward starts at the exit layer are the Python steps' bit for bit, on
-every outcome of a round; greedy output stays plain greedy decoding, and a sampled round's token follows the q it
-reports (chi-square; a broken draw is caught). A target whose layers are not native keeps the Python steps."""
+"""The early-exit and Medusa heads' rounds in one native call each (specui.native_adapters, native_adapters.c): each
+drafts the tokens its Python steps draft, greedy or sampled (top-k and top-p too), with q equal to float rounding
+(an early exit with and without its MLP, over the whole vocabulary or a reduced one; Medusa's heads of one and two
+blocks), the confidence stop cutting the same rounds short; the target's cache and the states the verify forward
+starts at the exit layer are the Python steps' bit for bit, on every outcome of a round; greedy output stays plain
+greedy decoding, and a sampled round's token follows the q it reports (chi-square; a broken draw is caught). A
+target whose layers are not native keeps the early exit's Python steps."""
 
 import pytest
 import torch
@@ -11,9 +12,9 @@ from scipy.stats import chisquare
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from specui import SpeculativeEngine, native
-from specui.heads import early_exit
+from specui.heads import early_exit, medusa
 from specui.kv import CachedLM
-from specui.native_exit import ExitChain
+from specui.native_adapters import ExitChain, MedusaChain
 from specui.sampling import Sampling
 from tests.engine.head_helpers import PATHS, path_of, perturb
 from tests.engine.test_engine_greedy import hf_greedy
@@ -39,7 +40,10 @@ def heads(target):
     reduced = torch.randperm(512, generator=torch.Generator().manual_seed(3))[:300].sort().values
     return {"whole vocabulary": perturb(early_exit.build(target, exit_layer=2), scale=0.02, seed=1),
             "reduced, MLP": perturb(early_exit.build(target, exit_layer=1, token_ids=reduced, mlp_hidden=64),
-                                    scale=0.02, seed=2)}
+                                    scale=0.02, seed=2),
+            "Medusa": perturb(medusa.build(target, num_heads=4), scale=0.02, seed=3),
+            "Medusa, reduced, 2 blocks": perturb(medusa.build(target, num_heads=3, num_blocks=2, token_ids=reduced),
+                                                 scale=0.02, seed=4)}
 
 
 def _runs(target, head, **settings):
@@ -66,7 +70,7 @@ def _runs(target, head, **settings):
 SAMPLED = {"temperature": 0.3, "seed": 5}  # low: a random head agrees with its target on little
 
 
-@pytest.mark.parametrize("kind", ["whole vocabulary", "reduced, MLP"])
+@pytest.mark.parametrize("kind", ["whole vocabulary", "reduced, MLP", "Medusa", "Medusa, reduced, 2 blocks"])
 @pytest.mark.parametrize("settings", [{"num_draft_tokens": 1}, {"num_draft_tokens": 4},
                                       {"num_draft_tokens": 6, "draft_confidence": 0.3},
                                       {"num_draft_tokens": 4, **SAMPLED},
@@ -90,10 +94,11 @@ def test_the_native_round_drafts_as_the_python_steps(target, heads, kind, settin
         assert any(0 < r.num_drafted < settings["num_draft_tokens"] for r in rounds)
 
 
-def test_every_outcome_of_a_greedy_round_happens_with_the_native_round(target, heads):
-    """Rejected at once, partly accepted and accepted whole: the verify forward that starts the drafted tokens at
-    the exit layer gives plain greedy decoding's tokens after each."""
-    native_runs, _ = _runs(target, heads["whole vocabulary"], num_draft_tokens=3)
+@pytest.mark.parametrize("kind", ["whole vocabulary", "Medusa"])
+def test_every_outcome_of_a_greedy_round_happens_with_the_native_round(target, heads, kind):
+    """Rejected at once, partly accepted and accepted whole (plain greedy decoding's tokens after each, above): for
+    the early exit, a verify forward that starts the drafted tokens at the exit layer."""
+    native_runs, _ = _runs(target, heads[kind], num_draft_tokens=3)
     paths = dict.fromkeys(PATHS, 0)
     for run in native_runs:
         for r in run.rounds:
@@ -128,16 +133,29 @@ def test_the_round_leaves_the_cache_and_states_of_the_python_steps(target, heads
 
 @pytest.mark.parametrize("sampling", [Sampling(temperature=1.5), Sampling(temperature=2.0, top_k=40, top_p=0.9)],
                          ids=["T", "top-k-top-p"])
-def test_the_native_sampled_round_draws_from_the_q_it_reports(target, heads, sampling):
+@pytest.mark.parametrize("kind", ["reduced, MLP", "Medusa, reduced, 2 blocks"])
+def test_the_native_sampled_round_draws_from_the_q_it_reports(target, heads, sampling, kind):
     """Exactness rests on each drafted token being drawn from the q the round reports: the first token of thousands
     of native sampled rounds from one context follows the reported q (chi-square); a broken draw (uniforms squared,
     no longer uniform) fails the same test."""
     if native.kernel() is None:
         pytest.skip("no native kernels here")
-    head = heads["reduced, MLP"]
+    head = heads[kind]
     lm = CachedLM(target)
-    chain = ExitChain(head, lm, native.kernel())
     context = PROMPTS[0]
+    if kind.startswith("Medusa"):
+        chain = MedusaChain(head, native.kernel())
+        with torch.inference_mode():
+            state = lm.extend(context, features=head.feature_layers)[1][-1]
+            lm.trim(0)
+
+        def run(draws):
+            return chain.run(state, 1, 0.0, sampling, draws)[:2]
+    else:
+        chain = ExitChain(head, lm, native.kernel())
+
+        def run(draws):
+            return chain.run(lm, context[-1], 1, 0.0, sampling, draws)[:2]
 
     def p_value(squared: bool) -> float:
         generator, counts, q = torch.Generator().manual_seed(1), torch.zeros(512, dtype=torch.float64), None
@@ -145,7 +163,7 @@ def test_the_native_sampled_round_draws_from_the_q_it_reports(target, heads, sam
             lm.extend(context[:-1], last_only=True, prompt=True)
             for _ in range(3000):
                 draws = torch.rand(1, dtype=torch.float64, generator=generator)
-                index, probs, _ = chain.run(lm, context[-1], 1, 0.0, sampling, draws ** 2 if squared else draws)
+                index, probs = run(draws ** 2 if squared else draws)
                 counts[int(head.output.token_ids[index[0]])] += 1
                 if q is None:
                     q = torch.zeros(512, dtype=torch.float64)
