@@ -91,6 +91,7 @@ class Kernel:
         self.pool_account = _bound(library.pool_account, [ctypes.c_double] * 3, ctypes.c_double)
         self._pool_state = _bound(library.pool_state, [_ptr, _int, _int])
         self._argmax = _bound(library.rowargmax, [_ptr, _int, _int, _int, _ptr])
+        self._sort = _bound(library.rowsort, [_ptr, _int, _int, _int, _ptr, _ptr], _int)
         self._attend = _bound(library.rowattend, [_ptr, _int, _int, _int, _int, _int, _ptr, _ptr, ctypes.c_longlong,
                                                   _ptr, _ptr, _ptr, ctypes.c_float, _ptr, _ptr, _int], _int)
         self.attends = library.rowattend_supports  # head size -> whether `attend` computes it
@@ -143,6 +144,17 @@ class Kernel:
         out = torch.empty(shape[:-1], dtype=torch.int64)
         self._argmax(logits.data_ptr(), shape[0] if len(shape) == 2 else 1, shape[-1], logits.stride(0), out.data_ptr())
         return out
+
+    def sorted_values(self, x: torch.Tensor) -> torch.Tensor | None:
+        """float32 rows x [n] or [rows, n] on the CPU (last dimension contiguous) sorted ascending: np.sort's values,
+        by a radix sort of their bits (0.25 ms over SmolLM2's 49,152 scores where np.sort took 1 ms on an AMD EPYC);
+        None where a row holds a NaN."""
+        rows = x.view(1, -1) if x.dim() == 1 else x
+        out, scratch = torch.empty(rows.shape), torch.empty(2 * rows.shape[1], dtype=torch.int32)
+        if self._sort(rows.data_ptr(), rows.shape[0], rows.shape[1], rows.stride(0), out.data_ptr(),
+                      scratch.data_ptr()):
+            return None
+        return out.view(x.shape)
 
     @staticmethod
     def norms(x: torch.Tensor, weight: torch.Tensor) -> bool:

@@ -6,6 +6,7 @@
  * - rowswiglu: the MLP's SiLU(gate) * up, element by element;
  * - rowargmax: torch.argmax over rows of logits, vectorised;
  * - rownucleus: top-k and top-p on a row of scores, as specui.sampling cuts them (the native rounds' sampling);
+ * - rowsort: rows of floats sorted ascending (specui.sampling's top-p);
  * - blockfind: a weight's GGUF blocks (Q4_1 or Q8_0) from its float32 values, checked exactly (specui/blocks.py).
  * rowrmsnorm and rowrope use AVX2 (and FMA) intrinsics alone, rowswiglu and rowargmax native.h's vector ops,
  * which round lane by lane alike in both builds; so the AVX2 and AVX-512 builds compute them alike.
@@ -210,6 +211,20 @@ static void sort_keys(const float *x, int n, unsigned *a, unsigned *b) {
         for (int r = 0; r < 2048; r++) start[r + 1] += start[r];
         for (int j = 0; j < n; j++) to[start[(from[j] >> shift) & 2047]++] = from[j];
     }
+}
+
+/* Each of `rows` rows of n floats (ld apart) sorted ascending into out (n floats a row): np.sort's values (-inf first;
+ * -0 and +0 in either order, as equal values may be). specui.sampling's top-p reads them. Returns 1 when a row holds
+ * a NaN (np.sort puts NaN last; its bits put a negative one first): out is then not np.sort's. scratch: 2n unsigned. */
+int rowsort(const float *x, int rows, int n, int ld, float *out, unsigned *scratch) {
+    const unsigned below = key_of(-INFINITY), above = key_of(INFINITY);
+    for (int r = 0; r < rows; r++) {
+        sort_keys(x + (size_t)r * ld, n, scratch, scratch + n);
+        if (n && (scratch[0] < below || scratch[n - 1] > above)) return 1;
+        float *o = out + (size_t)r * n;
+        for (int j = 0; j < n; j++) o[j] = float_of(scratch[j]);
+    }
+    return 0;
 }
 
 /* top-k and top-p on n scores in place, as `specui.sampling.logits_to_probs` applies them: scores below the k-th

@@ -144,10 +144,15 @@ def _outside_nucleus(scores: torch.Tensor, top_p: float) -> torch.Tensor:
     running sum never decreases), so the sorted values alone say where it ends: every score below the smallest
     kept one is removed, with the warper's bits (the same softmax and running sum over the same sorted values).
     Where equal scores straddle that point all of them stay, where the warper's choice among them would follow its
-    sort's order of equal values (unspecified). Sorting values alone, in numpy on a CPU: 0.09 ms over SmolLM2's
-    49,152 tokens, where torch.sort, indices and all, took 3 ms a row (each verified token's p, at top-p < 1)."""
+    sort's order of equal values (unspecified). Sorting values alone on a CPU: native code's radix sort
+    (`native.Kernel.sorted_values`, np.sort's values: 0.2 ms over SmolLM2's 49,152 tokens), else numpy's (0.09 ms on
+    an Intel Xeon, 1 ms on an AMD EPYC), where torch.sort, indices and all, took 3 ms a row (each verified token's
+    p, at top-p < 1)."""
     if scores.device.type == "cpu":
-        ascending = torch.from_numpy(np.sort(scores.detach().numpy(), axis=-1))
+        kernel = native.kernel() if scores.dtype == torch.float32 and scores.dim() <= 2 else None
+        ascending = kernel.sorted_values(scores) if kernel is not None and scores.stride(-1) == 1 else None
+        if ascending is None:  # no native kernels, or a NaN
+            ascending = torch.from_numpy(np.sort(scores.detach().numpy(), axis=-1))
     else:
         ascending = torch.sort(scores, dim=-1).values
     cumulative = ascending.softmax(dim=-1).cumsum(dim=-1)

@@ -74,6 +74,39 @@ def test_the_nucleus_is_the_warpers_token_for_token_and_a_shifted_cut_is_caught(
     assert nucleus_mismatches(one_late) > 20
 
 
+def test_the_native_sort_gives_numpys_values_and_the_same_probabilities(monkeypatch):
+    """On a CPU the top-p cut reads its sorted scores from native code (`native.Kernel.sorted_values`, a radix sort of
+    their bits): np.sort's values on rows with ties, -inf (top-k's cuts) and both zeros, up to SmolLM2's vocabulary,
+    so logits_to_probs gives the same probabilities bit for bit either way; a row with a NaN takes np.sort."""
+    import numpy as np
+
+    from specui import native
+
+    kernel = native.kernel()
+    if kernel is None:
+        pytest.skip("no native kernels here")
+    gen = torch.Generator().manual_seed(0)
+    rows = []
+    for n in (1, 2, 7, 513, 4096, 49152):
+        x = torch.randn(3, n, generator=gen) * 5
+        x[0, : n // 3] = float("-inf")
+        x[1, ::2] = 0.0
+        x[1, 1::4] = -0.0
+        x[2] = x[2].round()  # many equal values
+        rows.append(x)
+    for x in rows:
+        assert torch.equal(kernel.sorted_values(x), torch.from_numpy(np.sort(x.numpy(), axis=-1)))
+        assert torch.equal(kernel.sorted_values(x[1]), torch.from_numpy(np.sort(x[1].numpy())))
+    for bad in (float("nan"), -float("nan")):
+        x = rows[-1].clone()
+        x[1, 5] = bad
+        assert kernel.sorted_values(x) is None
+    s = Sampling(temperature=0.7, top_k=400, top_p=0.9)
+    fast = [logits_to_probs(x[:, :], s) for x in rows]
+    monkeypatch.setattr(native, "kernel", lambda *a: None)  # numpy's sort
+    assert all(torch.equal(a, logits_to_probs(x, s)) for a, x in zip(fast, rows))
+
+
 def test_equal_scores_at_the_nucleus_edge_are_all_kept():
     """Where equal scores straddle the cut, the warper keeps whichever its sort puts last (an order torch leaves
     unspecified); specui keeps them all, as top-k keeps ties with the k-th score."""
