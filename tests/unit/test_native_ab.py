@@ -1,4 +1,5 @@
-"""tools.native_ab: the drafters' native rounds against their Python steps (SPECUI_NATIVE_ROUNDS=0), one process."""
+"""tools.native_ab: the drafters' native rounds against their Python steps (SPECUI_NATIVE_ROUNDS=0), one process;
+tools.sort_ab: top-p's sort in native code against numpy's."""
 
 import pytest
 
@@ -25,3 +26,14 @@ def test_both_arms_run_and_draft_alike(capsys, temperature):
     assert out.count("tokens per forward") == 3
     assert "the Python steps and the native rounds gave the same output in 2 of 2 runs" in out
     assert ("the native rounds equal plain decoding in 2 of 2" in out) == (temperature == 0)
+
+
+@pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
+def test_the_sort_ab_times_both_sorts_and_finds_the_same_output(capsys):
+    from specui import sampling
+    from tools import sort_ab
+
+    sort_ab.main(["--preset", "bundled", "--drafters", "model", "--prompts", "2", "--tokens", "16", "--passes", "1"])
+    out = capsys.readouterr().out
+    assert out.count("x faster") == 2 and "both sorts gave the same output in 4 of 4 runs" in out
+    assert sampling.native.kernel is native.kernel  # put back

@@ -1,0 +1,83 @@
+"""Side by side: sampled decoding with top-p's scores sorted by native code and by numpy, in one process.
+
+    python -m tools.sort_ab [--preset P] [--drafters eagle,medusa] [--temperature 0.7] [--top-p 0.9] [--passes 2]
+                            [--prompts 8] [--tokens 128]
+
+A sampled row's top-p cut sorts its scores (`specui.sampling._outside_nucleus`): native code's radix sort where the
+kernels build (`native.Kernel.sorted_values`), else numpy's. This times plain decoding and each drafter (as the
+preset runs it) with both sorts, the sort swapped every prompt so that a drifting VM favours neither, and checks that
+both gave the same output (the probabilities are the same bits, so the same seeds draw the same tokens).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import types
+
+import torch
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m tools.sort_ab", description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", default=None)
+    p.add_argument("--drafters", default="eagle", help="comma-separated, beside plain decoding")
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--top-p", type=float, default=0.9)
+    p.add_argument("--passes", type=int, default=2)
+    p.add_argument("--prompts", type=int, default=8)
+    p.add_argument("--tokens", type=int, default=128)
+    args = p.parse_args(argv)
+
+    import specui
+    from specui import sampling
+    from specui.settings import DecodeSettings
+    from tools.race import drafter_settings, race_prompts
+
+    torch.set_num_threads(1)
+    engine = specui.load_engine(args.preset)
+    prompts = race_prompts(engine, args.prompts)
+    arms = {"plain": {"speculative": False},
+            **{d: drafter_settings(engine.preset, d) for d in args.drafters.split(",") if d}}
+    sorts = {"numpy": types.SimpleNamespace(kernel=lambda *a: None), "native": sampling.native}
+    seconds: dict[tuple[str, str], float] = {}
+    same = runs = 0
+
+    def run(ids, arm, sort, seed):
+        sampling.native = sorts[sort]  # what _outside_nucleus asks for its kernel
+        settings = DecodeSettings(max_new_tokens=args.tokens, temperature=args.temperature, top_p=args.top_p,
+                                  ignore_eos=True, seed=seed, **arms[arm])
+        start = time.perf_counter()
+        result = engine.generate(ids, settings)
+        return time.perf_counter() - start, result.token_ids
+
+    try:
+        for sort in sorts:  # warm up
+            for arm in arms:
+                run(prompts[0], arm, sort, 0)
+        for done in range(args.passes):
+            for i, ids in enumerate(prompts):
+                order = list(sorts) if (i + done) % 2 == 0 else list(sorts)[::-1]
+                for arm in arms:
+                    outputs = []
+                    for sort in order:
+                        t, tokens = run(ids, arm, sort, 1000 * done + i)
+                        seconds[sort, arm] = seconds.get((sort, arm), 0.0) + t
+                        outputs.append(tokens)
+                    same += outputs[0] == outputs[1]
+                    runs += 1
+    finally:
+        sampling.native = sorts["native"]
+    tokens = args.passes * len(prompts) * args.tokens
+    print(f"{engine.preset.name}, temperature {args.temperature:g}, top-p {args.top_p:g}, {len(prompts)} prompts x "
+          f"{args.tokens} tokens, {args.passes} passes")
+    for arm in arms:
+        slow, fast = (tokens / seconds[s, arm] for s in sorts)
+        over = {s: seconds[s, "plain"] / seconds[s, arm] for s in sorts}
+        print(f"{arm:18s} numpy's sort {slow:7.1f} tokens/s ({over['numpy']:.3f}x plain)   native sort {fast:7.1f} "
+              f"tokens/s ({over['native']:.3f}x plain)   {fast / slow:.3f}x faster")
+    print(f"both sorts gave the same output in {same} of {runs} runs")
+
+
+if __name__ == "__main__":
+    main()
