@@ -15,8 +15,10 @@ Medusa and early exit without it (with it they were accepted a little less often
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,20 +146,43 @@ def _outside_nucleus(scores: torch.Tensor, top_p: float) -> torch.Tensor:
     running sum never decreases), so the sorted values alone say where it ends: every score below the smallest
     kept one is removed, with the warper's bits (the same softmax and running sum over the same sorted values).
     Where equal scores straddle that point all of them stay, where the warper's choice among them would follow its
-    sort's order of equal values (unspecified). Sorting values alone on a CPU: native code's radix sort
-    (`native.Kernel.sorted_values`, np.sort's values: 0.2 ms over SmolLM2's 49,152 tokens), else numpy's (0.09 ms on
-    an Intel Xeon, 1 ms on an AMD EPYC), where torch.sort, indices and all, took 3 ms a row (each verified token's
-    p, at top-p < 1)."""
+    sort's order of equal values (unspecified). Sorting values alone on a CPU, numpy's sort or native code's
+    (`_sorter`), where torch.sort, indices and all, took 3 ms a row (each verified token's p, at top-p < 1)."""
     if scores.device.type == "cpu":
-        kernel = native.kernel() if scores.dtype == torch.float32 and scores.dim() <= 2 else None
+        kernel = _sorter() if scores.dtype == torch.float32 and scores.dim() <= 2 else None
         ascending = kernel.sorted_values(scores) if kernel is not None and scores.stride(-1) == 1 else None
-        if ascending is None:  # no native kernels, or a NaN
+        if ascending is None:  # numpy's, or a NaN
             ascending = torch.from_numpy(np.sort(scores.detach().numpy(), axis=-1))
     else:
         ascending = torch.sort(scores, dim=-1).values
     cumulative = ascending.softmax(dim=-1).cumsum(dim=-1)
     removed = (cumulative <= 1.0 - top_p).sum(-1, keepdim=True).clamp_max(scores.shape[-1] - 1)
     return scores < ascending.gather(-1, removed)
+
+
+def _sorter() -> native.Kernel | None:
+    """The native kernels where they sort a row of scores faster than numpy here, else None (numpy's sort). Both give
+    np.sort's values, so the choice changes no bit: numpy's is vectorised on some CPUs (0.09 ms over SmolLM2's 49,152
+    scores on an Intel Xeon) and not on others (1 ms on an AMD EPYC of the Zen 4 generation), native code's radix
+    sort 0.25 ms there."""
+    kernel = native.kernel()
+    return kernel if kernel is not None and _sorts_faster(kernel) else None
+
+
+@functools.cache
+def _sorts_faster(kernel: native.Kernel) -> bool:
+    """Whether `kernel` sorts a row of SmolLM2's vocabulary size faster than numpy: the best of 5 timings each."""
+    row = torch.randn(1, 49152, generator=torch.Generator().manual_seed(0)) * 4
+
+    def best(sort) -> float:
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            sort()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    return best(lambda: kernel.sorted_values(row)) < best(lambda: np.sort(row.numpy(), axis=-1))
 
 
 def sample(probs: torch.Tensor, generator: torch.Generator | None,

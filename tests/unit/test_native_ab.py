@@ -36,4 +36,5 @@ def test_the_sort_ab_times_both_sorts_and_finds_the_same_output(capsys):
     sort_ab.main(["--preset", "bundled", "--drafters", "model", "--prompts", "2", "--tokens", "16", "--passes", "1"])
     out = capsys.readouterr().out
     assert out.count("x faster") == 2 and "both sorts gave the same output in 4 of 4 runs" in out
-    assert sampling.native.kernel is native.kernel  # put back
+    assert "this machine sorts with" in out
+    assert sampling._sorter.__name__ == "_sorter"  # put back

@@ -76,8 +76,9 @@ def test_the_nucleus_is_the_warpers_token_for_token_and_a_shifted_cut_is_caught(
 
 def test_the_native_sort_gives_numpys_values_and_the_same_probabilities(monkeypatch):
     """On a CPU the top-p cut reads its sorted scores from native code (`native.Kernel.sorted_values`, a radix sort of
-    their bits): np.sort's values on rows with ties, -inf (top-k's cuts) and both zeros, up to SmolLM2's vocabulary,
-    so logits_to_probs gives the same probabilities bit for bit either way; a row with a NaN takes np.sort."""
+    their bits) where that is faster than numpy's here: np.sort's values on rows with ties, -inf (top-k's cuts) and
+    both zeros, up to SmolLM2's vocabulary, so logits_to_probs gives the same probabilities bit for bit either way; a
+    row with a NaN takes np.sort."""
     import numpy as np
 
     from specui import native
@@ -102,9 +103,11 @@ def test_the_native_sort_gives_numpys_values_and_the_same_probabilities(monkeypa
         x[1, 5] = bad
         assert kernel.sorted_values(x) is None
     s = Sampling(temperature=0.7, top_k=400, top_p=0.9)
-    fast = [logits_to_probs(x[:, :], s) for x in rows]
-    monkeypatch.setattr(native, "kernel", lambda *a: None)  # numpy's sort
+    monkeypatch.setattr(sampling, "_sorter", lambda: kernel)  # native code's sort, whichever is faster here
+    fast = [logits_to_probs(x, s) for x in rows]
+    monkeypatch.setattr(sampling, "_sorter", lambda: None)  # numpy's
     assert all(torch.equal(a, logits_to_probs(x, s)) for a, x in zip(fast, rows))
+    assert isinstance(sampling._sorts_faster(kernel), bool)  # timed once per build
 
 
 def test_equal_scores_at_the_nucleus_edge_are_all_kept():
