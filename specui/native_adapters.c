@@ -4,8 +4,8 @@
  *   own cache, with the bits of its native forward, then the head; specui/native_adapters.py's ExitChain;
  * - medusa_draft: Medusa's round (specui/heads/medusa.py): each head's residual blocks on the target's last normed
  *   state; MedusaChain.
- * In Python a drafted token was some twenty calls, each reading its weights from memory again after the verify
- * forward swept the caches. The drafts equal the Python steps' to float rounding (the SiLU here rounds on its own).
+ * In Python a drafted token was some twenty calls, each dearer once the verify forward has swept Python's own code and
+ * data from the caches. The drafts equal the Python steps' to float rounding (the SiLU here rounds on its own).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 #include "native.h"
 #include "native_chain.h"
 
-/* y += SiLU(t) over n floats: x / (1 + e^-x). */
+/* y += SiLU(t) over n floats: t / (1 + e^-t). */
 static void add_silu(float *y, const float *t, int n) {
     for (int q = 0; q < n; q++) y[q] += t[q] / (1.0f + expf(-t[q]));
 }

@@ -2,8 +2,8 @@
 
 Early exit (`ExitChain`, `exit_draft`): the Python steps (`EarlyExitDrafter.propose`) run cur and each draft token
 but the last through the target's first E layers on its own cache (`CachedLM.extend_early`), then the head's norm,
-block and MLP, the target's final norm and the head's output rows, and draw: some twenty calls a token, each reading
-its weights from memory again after the verify forward has swept the caches. `ExitChain` runs the same round from C:
+block and MLP, the target's final norm and the head's output rows, and draw: some twenty calls a token, each dearer
+once the verify forward has swept Python's own code and data from the caches. `ExitChain` runs the same round from C:
 the target's layers as its native forward runs them (`native_chain.StackLayers`: the same structs, cache and bits,
 which the verify forward relies on, since it starts those tokens at layer E), the head's products on the panels its
 Python steps use (`specui.products`), and the chain's argmax or draw (native_chain.h's `chain_pick`). The draft

@@ -39,7 +39,7 @@ typedef struct { /* one pre-norm decoder layer with its KV cache (rotary attenti
 
 typedef struct { /* what a chain reads besides its layers */
     matrix_t out;              /* the output rows over the drafter's vocabulary */
-    const float *norm;         /* the norm before them */
+    const float *norm;         /* the norm before them (NULL: the row is normed already, as Medusa's) */
     const float *embed;        /* input embeddings [rows][width] */
     const long long *ids;      /* the target's id of each output row (NULL: the row's own index) */
     const float *cos, *sin;    /* rotary tables [positions][hd], sin's first half negated */
