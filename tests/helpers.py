@@ -47,6 +47,46 @@ def make_config(arch: str, *, vocab_size: int, layers: int, hidden: int = 64, ma
     raise ValueError(arch)
 
 
+def native_llama():
+    """A Llama whose weights are large enough that every product takes the native kernels on any CPU (small ones may
+    take MKL's), so its lean forward runs its layers in native calls, as SmolLM2's does; 776: an MLP width that is no
+    multiple of the vector width."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=512, hidden_size=384, intermediate_size=776, num_hidden_layers=3,
+                         num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=1024,
+                         initializer_range=0.05, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    return LlamaForCausalLM(config).eval()
+
+
+def chain_or_steps(drafter, use_chain: bool):
+    """`drafter`, which must build a native round (`drafter.chain`) at `start`, made to keep it (use_chain) or to
+    draft by its Python steps instead."""
+    begin = drafter.start
+
+    def start(*args, **kwargs):
+        begin(*args, **kwargs)
+        assert drafter.chain is not None  # the native round serves this drafter
+        drafter.chain = drafter.chain if use_chain else None
+
+    drafter.start = start
+    return drafter
+
+
+def draws_p_value(counts: torch.Tensor, q: torch.Tensor) -> float:
+    """The chi-square p-value of drafted tokens' counts [V] against the q [V] they were reported drawn from (the tokens
+    expected fewer than 5 times pooled), after checking that no token outside q's support was drawn and that q is
+    no single sure token (which would make the test vacuous)."""
+    from scipy.stats import chisquare
+
+    assert counts[q == 0].sum() == 0 and q.max() < 0.9
+    expected = q / q.sum() * counts.sum()
+    big = expected >= 5
+    return chisquare([*counts[big].tolist(), counts[~big].sum().item()],
+                     [*expected[big].tolist(), expected[~big].sum().item()]).pvalue
+
+
 def make_model(arch: str = "llama", *, vocab_size: int = 96, layers: int = 3, seed: int = 0, **kw):
     from transformers import AutoModelForCausalLM
 

@@ -20,17 +20,14 @@ import time
 
 import torch
 
+from tools.race import race_arguments
+
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m tools.native_ab", description=__doc__.split("\n\n")[0])
-    p.add_argument("--preset", default=None)
+    race_arguments(p)
     p.add_argument("--drafter", default=None, help="default: the preset's")
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--top-p", type=float, default=1.0)
     p.add_argument("--top-k", type=int, default=0)
-    p.add_argument("--passes", type=int, default=2)
-    p.add_argument("--prompts", type=int, default=8)
-    p.add_argument("--tokens", type=int, default=128)
     args = p.parse_args(argv)
 
     import specui

@@ -1,6 +1,7 @@
-"""What the side-by-side tools race (`tools.threads_ab`, `tools.native_ab`, `tools.blocks_ab`, `tools.build_ab`): a
-preset's drafter at its own K and confidence stop, on the held-out chat prompts (`specui.chat_prompts`), or stdlib
-prompts for a preset without a chat template; and the race of two loads of one preset (`race_loads`)."""
+"""What the side-by-side tools race (`tools.threads_ab`, `tools.native_ab`, `tools.blocks_ab`, `tools.build_ab`,
+`tools.sort_ab`): a preset's drafter at its own K and confidence stop, on the held-out chat prompts
+(`specui.chat_prompts`), or stdlib prompts for a preset without a chat template; the arguments that say which
+(`race_arguments`); and the race of two loads of one preset (`race_loads`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,17 @@ import time
 from specui import chat_prompts
 from specui.bench.cli import builtin_prompts, tokenize_prompts
 from specui.settings import DecodeSettings
+
+
+def race_arguments(p, *, temperature: float = 0.0, top_p: float = 1.0) -> None:
+    """Add the arguments of a race on held-out prompts to an argparse parser: --preset, --temperature, --top-p,
+    --passes, --prompts, --tokens."""
+    p.add_argument("--preset", default=None)
+    p.add_argument("--temperature", type=float, default=temperature)
+    p.add_argument("--top-p", type=float, default=top_p)
+    p.add_argument("--passes", type=int, default=2)
+    p.add_argument("--prompts", type=int, default=8)
+    p.add_argument("--tokens", type=int, default=128)
 
 
 def drafter_settings(preset, drafter: str | None = None) -> dict:

@@ -17,16 +17,13 @@ import time
 
 import torch
 
+from tools.race import race_arguments
+
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m tools.sort_ab", description=__doc__.split("\n\n")[0])
-    p.add_argument("--preset", default=None)
+    race_arguments(p, temperature=0.7, top_p=0.9)
     p.add_argument("--drafters", default="eagle", help="comma-separated, beside plain decoding")
-    p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--top-p", type=float, default=0.9)
-    p.add_argument("--passes", type=int, default=2)
-    p.add_argument("--prompts", type=int, default=8)
-    p.add_argument("--tokens", type=int, default=128)
     args = p.parse_args(argv)
 
     import specui

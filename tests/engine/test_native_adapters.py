@@ -8,8 +8,6 @@ target whose layers are not native keeps the early exit's Python steps."""
 
 import pytest
 import torch
-from scipy.stats import chisquare
-from transformers import LlamaConfig, LlamaForCausalLM
 
 from specui import SpeculativeEngine, native
 from specui.heads import early_exit, medusa
@@ -18,6 +16,7 @@ from specui.native_adapters import ExitChain, MedusaChain
 from specui.sampling import Sampling
 from tests.engine.head_helpers import PATHS, path_of, perturb
 from tests.engine.test_engine_greedy import hf_greedy
+from tests.helpers import chain_or_steps, draws_p_value, native_llama
 
 pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
 
@@ -27,12 +26,7 @@ NEW_TOKENS = 40
 
 @pytest.fixture(scope="module")
 def target():
-    """Weights large enough that every product takes the native kernels on any CPU, as SmolLM2's do."""
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=512, hidden_size=384, intermediate_size=776, num_hidden_layers=3,
-                         num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=1024,
-                         initializer_range=0.05, bos_token_id=None, eos_token_id=None, pad_token_id=None)
-    return LlamaForCausalLM(config).eval()
+    return native_llama()  # its layers run natively, as SmolLM2's do
 
 
 @pytest.fixture(scope="module")
@@ -53,15 +47,7 @@ def _runs(target, head, **settings):
     runs = {}
     for use_chain in (True, False):
         for prompt in PROMPTS:
-            drafter = head.make_drafter(target)
-            begin = drafter.start
-
-            def start(*args, use_chain=use_chain, drafter=drafter, begin=begin, **kwargs):
-                begin(*args, **kwargs)
-                assert drafter.chain is not None  # the chain serves this target
-                drafter.chain = drafter.chain if use_chain else None
-
-            drafter.start = start
+            drafter = chain_or_steps(head.make_drafter(target), use_chain)
             result = SpeculativeEngine(target).generate(prompt, max_new_tokens=NEW_TOKENS, drafter=drafter, **settings)
             runs.setdefault(use_chain, []).append(result)
     return runs[True], runs[False]
@@ -169,11 +155,7 @@ def test_the_native_sampled_round_draws_from_the_q_it_reports(target, heads, sam
                     q = torch.zeros(512, dtype=torch.float64)
                     q[head.output.token_ids] = probs[0].double()
             lm.trim(0)
-        assert counts[q == 0].sum() == 0 and q.max() < 0.9  # never outside q's support; not one sure token
-        expected = q / q.sum() * counts.sum()
-        big = expected >= 5
-        return chisquare([*counts[big].tolist(), counts[~big].sum().item()],
-                         [*expected[big].tolist(), expected[~big].sum().item()]).pvalue
+        return draws_p_value(counts, q)
 
     assert p_value(squared=False) > 1e-3
     assert p_value(squared=True) < 1e-6

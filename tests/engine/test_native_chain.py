@@ -8,13 +8,12 @@ tests/engine/test_head_eagle.py.)"""
 
 import pytest
 import torch
-from scipy.stats import chisquare
 
 from specui import SpeculativeEngine, chat_draft, native
 from specui.drafters import ModelDrafter, ModelLookupDrafter
 from specui.native_chain import DecoderChain, StackLayers, nucleus
 from specui.sampling import Sampling, _outside_nucleus
-from tests.helpers import make_model, noisy_copy
+from tests.helpers import chain_or_steps, draws_p_value, make_model, noisy_copy
 
 pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
 
@@ -40,15 +39,7 @@ def _runs(target, draft, cls, **settings):
     runs = []
     for use_chain in (True, False):
         for prompt in PROMPTS:
-            drafter = cls(draft)
-            begin = drafter.start
-
-            def start(*args, use_chain=use_chain, drafter=drafter, begin=begin, **kwargs):
-                begin(*args, **kwargs)
-                assert drafter.chain is not None  # the chain serves this draft
-                drafter.chain = drafter.chain if use_chain else None
-
-            drafter.start = start
+            drafter = chain_or_steps(cls(draft), use_chain)
             engine = SpeculativeEngine(target, draft)
             runs.append(engine.generate(prompt, max_new_tokens=48, drafter=drafter, **settings))
     return runs[:len(PROMPTS)], runs[len(PROMPTS):]
@@ -120,11 +111,7 @@ def test_the_native_sampled_chain_draws_from_the_q_it_reports(target, drafts, sa
                 token = int(drafts["reduced vocabulary"].token_ids[index[0]])
                 counts[token] += 1
                 q = drafter._draft(index, probs).probs[0].double() if q is None else q
-        assert counts[q == 0].sum() == 0 and q.max() < 0.9  # never outside q's support; not one sure token
-        expected = q / q.sum() * counts.sum()
-        big = expected >= 5
-        return chisquare([*counts[big].tolist(), counts[~big].sum().item()],
-                         [*expected[big].tolist(), expected[~big].sum().item()]).pvalue
+        return draws_p_value(counts, q)
 
     assert p_value(squared=False) > 1e-3
     assert p_value(squared=True) < 1e-6

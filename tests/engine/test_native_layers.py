@@ -11,18 +11,14 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from specui import native, native_chain
 from specui.kv import CachedLM
 from specui.lean import KEY_BLOCK, NATIVE_BLOCK
+from tests.helpers import native_llama
 
 pytestmark = pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
 
 
 @pytest.fixture(scope="module")
 def model():
-    """Weights large enough that every product takes the native kernels on any CPU (small ones may take MKL's)."""
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=512, hidden_size=384, intermediate_size=776, num_hidden_layers=3,
-                         num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=1024,
-                         initializer_range=0.05, bos_token_id=None, eos_token_id=None, pad_token_id=None)
-    return LlamaForCausalLM(config).eval()  # 776: an MLP width that is no multiple of the vector width
+    return native_llama()
 
 
 def _pair(model):
