@@ -66,8 +66,9 @@ class ExitChain:
     @staticmethod
     def serves(head, target) -> bool:
         """Whether the head's rounds on `target` (a `CachedLM`) can run natively: the target's layers as native
-        structs (`native_chain.StackLayers`), the head float32 on the CPU."""
-        return getattr(target.stack, "native_layers", None) is not None and _float_cpu(head.norm_weight)
+        structs (`native_chain.StackLayers`), the head and its output rows float32 on the CPU."""
+        return (getattr(target.stack, "native_layers", None) is not None and _float_cpu(head.norm_weight)
+                and _float_cpu(head.output._rows))
 
     def __init__(self, head, target, kernel: native.Kernel):
         self.head, self._call = head, _calls(kernel)[0]
@@ -113,8 +114,8 @@ class MedusaChain:
 
     @staticmethod
     def serves(heads) -> bool:
-        """Whether the heads' rounds can run natively: float32 on the CPU."""
-        return _float_cpu(heads.blocks[0][0].linear.weight)
+        """Whether the heads' rounds can run natively: their blocks and output rows float32 on the CPU."""
+        return _float_cpu(heads.blocks[0][0].linear.weight) and _float_cpu(heads.output._rows)
 
     def __init__(self, heads, kernel: native.Kernel):
         self._call = _calls(kernel)[1]

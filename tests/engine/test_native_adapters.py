@@ -178,3 +178,16 @@ def test_a_target_without_native_layers_keeps_the_python_steps(target, heads):
     out = SpeculativeEngine(target).generate(PROMPTS[1], max_new_tokens=16, drafter=drafter, num_draft_tokens=3)
     assert drafter.chain is None and not ExitChain.serves(head, drafter.target)
     assert out.token_ids == hf_greedy(target, PROMPTS[1], 16)
+
+
+def test_heads_over_half_precision_rows_keep_the_python_steps(target, heads):
+    """Output rows not in float32 (a target loaded in bfloat16 lends its rows as they are) take no native round."""
+    for kind in ("whole vocabulary", "Medusa"):
+        head = heads[kind]
+        rows = head.output._rows
+        object.__setattr__(head.output, "_rows", rows.bfloat16())
+        try:
+            assert not (ExitChain.serves(head, CachedLM(target)) if kind != "Medusa" else MedusaChain.serves(head))
+        finally:
+            object.__setattr__(head.output, "_rows", rows)
+        assert ExitChain.serves(head, CachedLM(target)) if kind != "Medusa" else MedusaChain.serves(head)
