@@ -91,7 +91,9 @@ class Kernel:
         self.pool_account = _bound(library.pool_account, [ctypes.c_double] * 3, ctypes.c_double)
         self._pool_state = _bound(library.pool_state, [_ptr, _int, _int])
         self._argmax = _bound(library.rowargmax, [_ptr, _int, _int, _int, _ptr])
-        self._sort = _bound(library.rowsort, [_ptr, _int, _int, _int, _ptr, _ptr], _int)
+        # (absent from builds of older sources, which `tools.build_ab` loads: `sorted_values` then says None)
+        has_sort = hasattr(library, "rowsort")
+        self._sort = _bound(library.rowsort, [_ptr, _int, _int, _int, _ptr, _ptr], _int) if has_sort else None
         self._attend = _bound(library.rowattend, [_ptr, _int, _int, _int, _int, _int, _ptr, _ptr, ctypes.c_longlong,
                                                   _ptr, _ptr, _ptr, ctypes.c_float, _ptr, _ptr, _int], _int)
         self.attends = library.rowattend_supports  # head size -> whether `attend` computes it
@@ -148,11 +150,11 @@ class Kernel:
     def sorted_values(self, x: torch.Tensor) -> torch.Tensor | None:
         """float32 rows x [n] or [rows, n] on the CPU (last dimension contiguous) sorted ascending: np.sort's values,
         by a radix sort of their bits (0.25 ms over SmolLM2's 49,152 scores where np.sort took 1 ms on an AMD EPYC);
-        None where a row holds a NaN."""
+        None where a row holds a NaN (or the build has no sort)."""
         rows = x.view(1, -1) if x.dim() == 1 else x
         out, scratch = torch.empty(rows.shape), torch.empty(2 * rows.shape[1], dtype=torch.int32)
-        if self._sort(rows.data_ptr(), rows.shape[0], rows.shape[1], rows.stride(0), out.data_ptr(),
-                      scratch.data_ptr()):
+        if self._sort is None or self._sort(rows.data_ptr(), rows.shape[0], rows.shape[1], rows.stride(0),
+                                            out.data_ptr(), scratch.data_ptr()):
             return None
         return out.view(x.shape)
 
