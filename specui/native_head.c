@@ -93,13 +93,13 @@ int chain_layer(const layer_t *l, const chain_t *c, float *x, int rows, long lon
     return 0;
 }
 
-/* The floats `layer` needs for `rows` rows when no row sees more than `longest` keys, and at least what `pick`
- * needs (the chain's step shares the buffer between layers). */
+/* The floats `chain_layer` needs for `rows` rows when no row sees more than `longest` keys, and at least what
+ * `chain_pick` needs (the chain's step shares the buffer between layers). */
 size_t chain_layer_work(const layer_t *l, const chain_t *c, int rows, long long longest) {
     const size_t stride = (size_t)((longest + 15) / 16 * 16 + 48);
     const size_t need = (size_t)rows * ((size_t)(3 * l->heads + 2 * l->kv_heads) * l->hd + 2 * (size_t)c->width +
                                         2 * (size_t)l->ffn + 1) + (size_t)(rows * (l->heads / l->kv_heads) + 24) * stride;
-    const size_t least = (size_t)c->width + 3 * (size_t)c->out.n; /* `pick`: normed, logits, `rownucleus`'s scratch */
+    const size_t least = (size_t)c->width + 3 * (size_t)c->out.n; /* normed, logits, `rownucleus`'s scratch */
     return need > least ? need : least;
 }
 
@@ -114,11 +114,12 @@ static long long draw(const float *q, int n, double u) {
     return n - 1;
 }
 
-/* Step i of a chain: the drafter's logits at the row h (width floats; normed by c->norm unless NULL), any repetition penalty applied, the token into
- * index[i] and the distribution it came from into probs row i. Greedy (temperature 0): the argmax, its softmax
- * reported. Sampled: softmax(logits / temperature), top-k and top-p applied (`specui.sampling.logits_to_probs`;
- * `rownucleus`), the token drawn from it by uniforms[i]. Returns whether the chain goes on: not at step k, nor once the
- * product of the steps' top probabilities at temperature 1 (`chance`) falls below stop_below > 0 (`Confidence`). */
+/* Step i of a chain: the drafter's logits at the row h (width floats; normed by c->norm unless NULL), any repetition
+ * penalty applied, the token into index[i] and the distribution it came from into probs row i. Greedy (temperature
+ * 0): the argmax, its softmax reported. Sampled: softmax(logits / temperature), top-k and top-p applied
+ * (`specui.sampling.logits_to_probs`; `rownucleus`), the token drawn from it by uniforms[i]. Returns whether the
+ * chain goes on: not at step k, nor once the product of the steps' top probabilities at temperature 1 (`chance`)
+ * falls below stop_below > 0 (`Confidence`). */
 int chain_pick(const chain_t *c, const float *h, int i, int k, const sampler_t *s, float *chance, long long *index,
                float *probs, float *work) {
     const int n = c->out.n;
@@ -152,7 +153,8 @@ long long chain_drafted_id(const chain_t *c, long long index) { return c->ids ? 
  * (fuse.k floats each) with the tokens that follow them, at cache slots pos..pos + rows - 1
  * (`EagleDrafter._feed_pending`): h = layer(fc([fuse(states), embed(token)])). Then, from the last row's h, up
  * to k tokens into index (rows of the head's vocabulary) and probs (each step's distribution, out.n floats a
- * row; `pick`), each next step on fc([h, embed(the token just drafted)]), which writes cache slot pos + rows + i - 1.
+ * row; `chain_pick`), each next step on fc([h, embed(the token just drafted)]), which writes cache slot
+ * pos + rows + i - 1.
  * Returns how many tokens were drafted, or -1 when memory ran out. */
 int head_draft(const head_t *e, const float *states, const long long *follow, int rows, long long pos, int k,
                const sampler_t *s, long long *index, float *probs) {
@@ -221,7 +223,7 @@ int head_tree_step(const head_t *e, const float *inputs, const long long *tokens
 
 /* A draft model's round: the context's tokens it has not read (`rows` ids, clamped to its embeddings) go
  * through its layers at cache slots pos..pos + rows - 1, then from its logits at the last of them up to k
- * tokens into index (rows of its output) and probs (`pick`), each next step running the decoder on the
+ * tokens into index (rows of its output) and probs (`chain_pick`), each next step running the decoder on the
  * token just drafted, which writes cache slot pos + rows + i - 1 of every layer. Returns how many tokens were
  * drafted, or -1 when memory ran out. */
 int decoder_draft(const decoder_t *d, const long long *tokens, int rows, long long pos, int k, const sampler_t *s,
