@@ -25,7 +25,6 @@ import torch
 from specui import native
 from specui.native_chain import GREEDY, _Chain, _Decoder, _Matrix, _float32, _matrix, _packed, _ptr, _run, _Sampler
 from specui.native_chain import _sampler
-from specui.products import _prepared
 from specui.sampling import Sampling
 
 
@@ -55,11 +54,6 @@ def _float_cpu(weight: torch.Tensor) -> bool:
     return native.kernel() is not None and weight.device.type == "cpu" and weight.dtype == torch.float32
 
 
-def _biased(linear: torch.nn.Linear, kernel: native.Kernel):
-    """A linear's packed panels with its bias inside: the ones `specui.products.linear(x, weight, bias)` uses."""
-    return _prepared([linear.weight], [linear.bias], how="native", kernel=kernel)[0]
-
-
 class ExitChain:
     """An early-exit head's rounds over a target's lean forward (`exit_draft`); built per drafter run."""
 
@@ -72,19 +66,19 @@ class ExitChain:
 
     def __init__(self, head, target, kernel: native.Kernel):
         self.head, self._call = head, _calls(kernel)[0]
-        block = _biased(head.block.linear, kernel)
+        block = _packed(head.block.linear.weight, kernel, head.block.linear.bias)
         out = _packed(head.output._rows, kernel)
         mlp = head.mlp
         packed = [block, out, *((_packed(mlp.gate_up.weight, kernel), _packed(mlp.down.weight, kernel)) if mlp else ())]
         final = head.output._norm  # the target's final norm
-        norms = [_float32(w) for w in (head.norm_weight, final.weight, mlp.norm_weight if mlp else head.norm_weight)]
+        norms = [_float32(w) for w in (head.norm_weight, final.weight, *((mlp.norm_weight,) if mlp else ()))]
         ids, embed = head.output.token_ids.to(torch.int64).contiguous(), target.stack.embed.weight.detach()
         self.kept = [*packed, *norms, ids, embed]
         self.vocab, self.width = out.n, embed.shape[1]
         gate_up, down = (_matrix(packed[2]), _matrix(packed[3])) if mlp else (_Matrix(), _Matrix())  # n 0: no MLP
         self.struct = _Exit(
-            block=_matrix(block), gate_up=gate_up, down=down,
-            norm=norms[0].data_ptr(), mlp_norm=norms[2].data_ptr(), eps=head.eps, stop=head.exit_layer,
+            block=_matrix(block), gate_up=gate_up, down=down, norm=norms[0].data_ptr(),
+            mlp_norm=norms[2].data_ptr() if mlp else None, eps=head.eps, stop=head.exit_layer,
             chain=_Chain(out=_matrix(out), norm=norms[1].data_ptr(), embed=embed.data_ptr(), ids=ids.data_ptr(),
                          eps=final.variance_epsilon, width=self.width, embed_rows=embed.shape[0]))
 
@@ -119,7 +113,7 @@ class MedusaChain:
 
     def __init__(self, heads, kernel: native.Kernel):
         self._call = _calls(kernel)[1]
-        blocks = [_biased(block.linear, kernel) for head in heads.blocks for block in head]
+        blocks = [_packed(block.linear.weight, kernel, block.linear.bias) for head in heads.blocks for block in head]
         out = _packed(heads.output._rows, kernel)
         ids = heads.output.token_ids.to(torch.int64).contiguous()
         self.matrices = (_Matrix * len(blocks))(*map(_matrix, blocks))

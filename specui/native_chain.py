@@ -105,9 +105,10 @@ def _matrix(product: native.Product) -> _Matrix:
                    product._narrow, product._narrow_kind, product.few)
 
 
-def _packed(weight: torch.Tensor, kernel: native.Kernel) -> native.Product:
-    """The weight's packed panels, the very ones `specui.products.linear` computes with (prepared once)."""
-    return _prepared([weight], [None], how="native", kernel=kernel)[0]
+def _packed(weight: torch.Tensor, kernel: native.Kernel, bias: torch.Tensor | None = None) -> native.Product:
+    """The weight's packed panels (with the bias inside), the very ones `specui.products.linear` computes with
+    (prepared once)."""
+    return _prepared([weight], [bias], how="native", kernel=kernel)[0]
 
 
 def _float32(t: torch.Tensor) -> torch.Tensor:

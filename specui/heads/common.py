@@ -29,6 +29,7 @@ from torch import nn
 
 from specui import int8
 from specui.drafters.base import Draft
+from specui.drafters.tree import on_vocabulary
 from specui.products import linear
 from specui.sampling import Sampling, choose
 
@@ -184,16 +185,13 @@ def draw(logits: torch.Tensor, output: VocabOutput, sampling: Sampling, generato
     """Sample one draft token from a head's logits over its ids [N]: (the target's id [], q [V] on the
     target's full vocabulary, zero outside the head's ids). uniform: the draw, taken beforehand (`choose`)."""
     index, q = choose(logits, sampling, generator, uniform)
-    full = q.new_zeros(output.vocab_size)
-    full.index_copy_(0, output.token_ids.to(q.device), q)
-    return output.token_ids.to(index.device)[index], full
+    return output.token_ids.to(index.device)[index], on_vocabulary(q, output.token_ids, output.vocab_size)
 
 
-def on_vocabulary(tokens: torch.Tensor, probs: torch.Tensor, output: VocabOutput) -> Draft:
+def native_draft(index: torch.Tensor, probs: torch.Tensor, output: VocabOutput) -> Draft:
     """A native round's proposal (`specui.native_adapters`): rows of the head's ids [n] and their q over those ids
     [n, N] -> the target's ids and q over its full vocabulary, zero outside the head's ids."""
-    ids = output.token_ids.to(probs.device)
-    return Draft(ids[tokens], probs.new_zeros(len(tokens), output.vocab_size).index_copy_(1, ids, probs))
+    return Draft(output.token_ids.to(index.device)[index], on_vocabulary(probs, output.token_ids, output.vocab_size))
 
 
 def soft_loss(head_logits: torch.Tensor, target_logp: torch.Tensor) -> torch.Tensor:

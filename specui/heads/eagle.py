@@ -24,7 +24,7 @@ from torch import nn
 
 from specui import native
 from specui.drafters.base import Confidence, Draft
-from specui.drafters.tree import DraftTree, ancestry, frontier_seen, grow
+from specui.drafters.tree import DraftTree, ancestry, frontier_seen, grow, on_vocabulary
 from specui.heads import common
 from specui.native_chain import HeadChain, picks, uniforms
 from specui.products import linear
@@ -233,8 +233,7 @@ class EagleDrafter:
 
     def _draft(self, tokens: torch.Tensor, probs: torch.Tensor, ids: torch.Tensor) -> Draft:
         """The proposal with q on the target's vocabulary: zero outside the head's ids."""
-        full = probs.new_zeros(len(tokens), self.head.output.vocab_size).index_copy_(1, ids.to(probs.device), probs)
-        return Draft(tokens, full)
+        return Draft(tokens, on_vocabulary(probs, ids, self.head.output.vocab_size))
 
     def observe(self, num_accepted: int, *, features: torch.Tensor | None = None) -> None:
         self._trim(self.length)  # forget the draft steps; the accepted tokens' real states come instead

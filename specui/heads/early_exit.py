@@ -31,7 +31,7 @@ from torch import nn
 from specui.drafters.base import Confidence, Draft
 from specui.drafters.copies import MIN_NGRAM, CopiesFirst
 from specui.drafters.registry import EARLY_EXIT, EARLY_EXIT_LOOKUP, LABELS
-from specui.heads.common import GatedMLP, ResBlock, VocabOutput, all_ids, check_target, draw, load_head, on_vocabulary
+from specui.heads.common import GatedMLP, ResBlock, VocabOutput, all_ids, check_target, draw, load_head, native_draft
 from specui.heads.common import soft_loss
 from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
 from specui.native import kernel as native_kernel
@@ -119,7 +119,7 @@ class EarlyExitDrafter:
         draws = uniforms(self.sampling, k, self.generators.on(self.device))  # a sampled round's k draws
         if self.chain is not None and torch.is_inference_mode_enabled():
             index, probs, states = self.chain.run(self.target, context[-1], k, self.stop_below, self.sampling, draws)
-            draft = on_vocabulary(index, probs, self.head.output)
+            draft = native_draft(index, probs, self.head.output)
             self.target.ran_early(self.head.exit_layer, [context[-1], *draft.tokens[:-1].tolist()], states)
             return draft
         feed = context[-1:]  # cur: the target's cache holds every context token before it

@@ -27,7 +27,7 @@ from torch import nn
 from specui.drafters.base import Confidence, Draft
 from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.drafters.registry import LABELS, MEDUSA
-from specui.heads.common import ResBlock, VocabOutput, all_ids, check_target, draw, load_head, on_vocabulary, soft_loss
+from specui.heads.common import ResBlock, VocabOutput, all_ids, check_target, draw, load_head, native_draft, soft_loss
 from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
 from specui.native import kernel as native_kernel
 from specui.native_adapters import MedusaChain
@@ -119,7 +119,7 @@ class MedusaDrafter:
             return Draft.empty(self.device)
         draws = uniforms(self.sampling, count, self.generators.on(self.device))  # a sampled round's draws
         if self.chain is not None and torch.is_inference_mode_enabled():
-            return on_vocabulary(*self.chain.run(self.state, count, self.stop_below, self.sampling, draws),
+            return native_draft(*self.chain.run(self.state, count, self.stop_below, self.sampling, draws),
                                  self.heads.output)
         logits = self.heads(self.state, count)  # [count, N]: head i's logits in row i - 1
         tokens, probs, confident = [], [], Confidence(self.stop_below)
