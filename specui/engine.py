@@ -42,7 +42,7 @@ from specui.engine_checks import align, check_draft, check_prompt
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, cpu_threads, model_device
 from specui.prompt_cache import PromptCache, open_target
-from specui.sampling import Generators, Sampling, argmax, choose, logits_to_probs, penalize
+from specui.sampling import Generators, Rows, Sampling, argmax, choose, penalize
 from specui.settings import DecodeSettings
 from specui.tree_round import tree_round
 from specui.tree_verify import verify_tree
@@ -267,7 +267,7 @@ class SpeculativeEngine:
         # verification happens where the logits are (the last device of a target spread over several)
         device = logits.device
         draft_tokens, draft_probs = draft_tokens.to(device), align(draft_probs, self.vocab_size, device)
-        target_probs = logits_to_probs(logits, sampling)  # [k+1, V]
+        target_probs = Rows(logits, sampling)  # [k+1, V], each row transformed when the rule reads it
         verdict = self.verify(target_probs=target_probs, draft_tokens=draft_tokens,
                               draft_probs=None if sampling.greedy else draft_probs,
                               generator=generators.for_tensor(target_probs),
@@ -280,13 +280,15 @@ class SpeculativeEngine:
             drafter.observe(n)
 
         # p and q of every drafted token and of the round's last token, in one transfer
+        # (sampled: None for the drafts past the rejection, whose rows the rule never read)
         k_drafted = len(drafted)
-        rows, cols = torch.tensor([[*range(k_drafted), n], [*drafted, verdict.next_token]], device=device)
-        p_all = target_probs[rows, cols].tolist()  # p(x_1..x_k), then p of the round's last token
+        rows, cols = [*range(k_drafted), n], [*drafted, verdict.next_token]
+        p_all = target_probs.probs(rows, cols, needed=n)  # p(x_1..x_k), then p of the round's last token
         if draft_probs is None:
             q_all, q_next = [1.0] * k_drafted, None
         else:
-            q_all = draft_probs[rows[:-1], cols[:-1]].tolist()
+            at = torch.tensor([rows[:-1], cols[:-1]], dtype=torch.long, device=device)
+            q_all = draft_probs[at[0], at[1]].tolist()
             q_next = float(draft_probs[n, verdict.next_token]) if n < k_drafted else None
         residual_top = []
         if verdict.residual is not None:

@@ -54,7 +54,7 @@ class Position:
 
     index: int  # 0-based; position index + 1 in the paper's numbering
     token_id: int
-    target_prob: float  # p(x)
+    target_prob: float | None  # p(x) (None: sampled, discarded after the rejection, its row never read)
     draft_prob: float  # q(x) (1.0 for a deterministic drafter)
     accept_prob: float | None  # min(1, p/q) (greedy: 1.0 or 0.0)
     uniform: float | None  # the draw compared with p/q (None in greedy mode or when never judged)
@@ -92,9 +92,11 @@ class Round:
     """One round: K drafted tokens checked by one target forward, emitting 1..K+1 tokens.
 
     Per drafted position i (lists of length len(drafted)):
-        target_probs[i]  p(x_i), the target's probability of the drafted token
+        target_probs[i]  p(x_i), the target's probability of the drafted token (sampled: None past the rejection,
+                         whose rows the rule never reads, `specui.sampling.Rows`)
         draft_probs[i]   q(x_i), the drafter's probability (1.0 for deterministic drafters)
-        accept_probs[i]  min(1, p/q) (greedy: 1.0 if x_i is the target's argmax, else 0.0)
+        accept_probs[i]  min(1, p/q) (greedy: 1.0 if x_i is the target's argmax, else 0.0); sampled, only the
+                         judged positions 0..n have one
         uniforms[i]      the uniform draw r_i compared with p/q (empty in greedy mode)
     Per emitted token j (lists of length len(token_ids)):
         kinds[j]         provenance, see the module docstring
@@ -112,7 +114,7 @@ class Round:
     kinds: list[str]
     drafted: list[int]
     num_accepted: int
-    target_probs: list[float]
+    target_probs: list[float | None]
     draft_probs: list[float]
     accept_probs: list[float]
     uniforms: list[float]
@@ -140,7 +142,8 @@ class Round:
         n = self.num_accepted
         for i, token in enumerate(self.drafted):
             check = Check.ACCEPTED if i < n else Check.REJECTED if i == n else Check.DISCARDED
-            yield Position(index=i, token_id=int(token), target_prob=float(self.target_probs[i]),
+            p = self.target_probs[i]
+            yield Position(index=i, token_id=int(token), target_prob=None if p is None else float(p),
                            draft_prob=float(self.draft_probs[i]),
                            accept_prob=float(self.accept_probs[i]) if i < len(self.accept_probs) else None,
                            uniform=float(self.uniforms[i]) if i < len(self.uniforms) else None, check=check)

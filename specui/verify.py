@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from specui.events import Kind
@@ -39,7 +40,7 @@ class Verdict:
     num_accepted: int  # n: drafts 0..n-1 were accepted
     next_token: int  # the round's last token: resampled at position n, or the bonus after K drafts
     next_kind: str  # RESAMPLED or BONUS
-    accept_probs: list[float]  # min(1, p(x_i)/q(x_i)) per drafted position (greedy: 1.0 or 0.0)
+    accept_probs: list[float]  # min(1, p(x_i)/q(x_i)) per judged position, 0..n (greedy: 1.0 or 0.0 per drafted one)
     uniforms: list[float]  # r_i per drafted position (empty in greedy mode)
     residual: torch.Tensor | None  # [V] norm(max(0, p - q)) at the rejection, None otherwise
 
@@ -54,8 +55,9 @@ def verify(
 ) -> Verdict:
     """Decide one round.
 
-    target_probs: [K+1, V] target distribution at each drafted position and one past the last.
-                  Unused in greedy mode.
+    target_probs: [K+1, V] target distribution at each drafted position and one past the last: a tensor, or
+                  `specui.sampling.Rows`, which transforms a row when it is read (rows past the first
+                  rejection are not). Unused in greedy mode.
     draft_tokens: [K] int64 drafted tokens (K may be 0).
     draft_probs:  [K, V] the draft distributions the tokens were sampled from, or None for
                   deterministic drafts (q is one-hot on the drafted token). Ignored in greedy mode.
@@ -74,21 +76,28 @@ def verify(
         accept_probs = [1.0 if drafted[i] == best[i] else 0.0 for i in range(k)]
         return Verdict(n, best[n], RESAMPLED if n < k else BONUS, accept_probs, [], None)
 
-    positions = torch.arange(k, device=draft_tokens.device)
-    p_x = target_probs[positions, draft_tokens]  # [K]
-    q_x = torch.ones_like(p_x) if draft_probs is None else draft_probs[positions, draft_tokens]
+    # every draw r_i first, as one call (the stream does not depend on how many rows the decision reads); then the
+    # rows in order, each read only once the drafts before it passed: a row past the first rejection is never read
     r = torch.rand(k, generator=generator, device=target_probs.device)  # [K], in [0, 1)
-    accept = (q_x > 0) & (r * q_x < p_x)  # r < p/q without dividing by zero
-    ratio = torch.where(q_x > 0, (p_x / q_x.clamp_min(torch.finfo(q_x.dtype).tiny)).clamp(max=1.0), torch.zeros_like(p_x))
-    accept_list = accept.tolist()
-    n = accept_list.index(False) if False in accept_list else k
-    accept_probs, uniforms = ratio.tolist(), r.tolist()
+    uniforms, drafted = r.tolist(), draft_tokens.tolist()
+    real = np.float64 if draft_probs is not None and draft_probs.dtype == torch.float64 else np.float32
+    tiny = real(torch.finfo(torch.float32 if draft_probs is None else draft_probs.dtype).tiny)
+    accept_probs, n = [], 0
+    while n < k:
+        x = drafted[n]
+        p_x = real(float(target_probs[n][x]))
+        q_x = real(1.0) if draft_probs is None else real(float(draft_probs[n, x]))
+        # as tensors of that precision would: r < p/q without dividing by zero, min(1, p/q) reported
+        accept_probs.append(float(min(p_x / max(q_x, tiny), real(1.0))) if q_x > 0 else 0.0)
+        if not (q_x > 0 and real(uniforms[n]) * q_x < p_x):
+            break
+        n += 1
 
     if n == k:  # every draft passed: the bonus token comes from the target one position further
         token = int(sample(target_probs[k], generator))
         return Verdict(n, token, BONUS, accept_probs, uniforms, None)
 
-    residual = _residual(target_probs[n], draft_probs[n] if draft_probs is not None else None, int(draft_tokens[n]))
+    residual = _residual(target_probs[n], draft_probs[n] if draft_probs is not None else None, drafted[n])
     token = int(sample(residual, generator))
     return Verdict(n, token, RESAMPLED, accept_probs, uniforms, residual)
 

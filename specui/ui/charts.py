@@ -83,13 +83,14 @@ def round_tokens_figure(spec=None) -> go.Figure:
 
 def position_figure(spec=None) -> go.Figure:
     """For draft position i: the share of rounds drafting i tokens or more where token i was accepted,
-    and the mean acceptance probability min(1, p/q) there."""
-    reached, passed, prob_sum = _position_counts(spec)
+    and the mean acceptance probability min(1, p/q) where it was judged."""
+    reached, passed, prob_sum, judged = _position_counts(spec)
     xs = sorted(reached)
     fig = go.Figure()
     fig.add_trace(go.Bar(x=[i + 1 for i in xs], y=[round(passed[i] / reached[i], 4) for i in xs],
                          name="accepted (share of rounds)", marker_color=SPEC_COLOUR))
-    fig.add_trace(go.Scatter(x=[i + 1 for i in xs], y=[round(prob_sum.get(i, 0.0) / reached[i], 4) for i in xs],
+    means = [round(prob_sum[i] / judged[i], 4) if judged.get(i) else None for i in xs]
+    fig.add_trace(go.Scatter(x=[i + 1 for i in xs], y=means,
                              mode="lines+markers", name="mean min(1, p/q)", line={"color": RATE_COLOUR, "width": 2}))
     fig = _layout(fig, title="Acceptance by draft position", x="draft position", y="acceptance", showlegend=True)
     fig.update_yaxes(range=[0, 1.05])
@@ -97,19 +98,22 @@ def position_figure(spec=None) -> go.Figure:
     return fig if xs else noted(fig, "How often the 1st, 2nd, … draft of a round<br>was accepted")
 
 
-def _position_counts(result) -> tuple[dict[int, int], dict[int, int], dict[int, float]]:
-    """Per draft position i (0-based): the rounds that drafted it, those that accepted it, and the sum of its
-    acceptance probabilities min(1, p/q)."""
+def _position_counts(result) -> tuple[dict[int, int], dict[int, int], dict[int, float], dict[int, int]]:
+    """Per draft position i (0-based): the rounds that drafted it, those that accepted it, the sum of its
+    acceptance probabilities min(1, p/q) and the rounds that have one (a sampled round judges its drafts up to the
+    first rejection only)."""
     reached: dict[int, int] = {}
     passed: dict[int, int] = {}
     prob_sum: dict[int, float] = {}
+    judged: dict[int, int] = {}
     for r in result.rounds if result is not None else []:
         for i in range(r.num_drafted):
             reached[i] = reached.get(i, 0) + 1
             passed[i] = passed.get(i, 0) + (i < r.num_accepted)
             if i < len(r.accept_probs):
                 prob_sum[i] = prob_sum.get(i, 0.0) + r.accept_probs[i]
-    return reached, passed, prob_sum
+                judged[i] = judged.get(i, 0) + 1
+    return reached, passed, prob_sum, judged
 
 
 def all_figures(spec=None, plain=None) -> dict[str, go.Figure]:
@@ -167,7 +171,7 @@ def arena_run_figures(results: dict | None = None) -> dict[str, go.Figure]:
             speed.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=label(name),
                                        line={"color": colour, "width": 2, "dash": "dot" if name == PLAIN else None}))
         if name != PLAIN and result is not None:
-            reached, passed, _ = _position_counts(result)
+            reached, passed, _, _ = _position_counts(result)
             xs = sorted(reached)
             position.add_trace(go.Scatter(x=[i + 1 for i in xs], y=[round(passed[i] / reached[i], 4) for i in xs],
                                           mode="lines+markers", name=label(name), line={"color": colour, "width": 2}))

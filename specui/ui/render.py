@@ -199,7 +199,8 @@ def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], 
                         text=peek(d.token_id), kind=Kind.REJECTED, p=d.target_prob, q=d.draft_prob,
                         accept=d.accept_prob, token_id=d.token_id, time_s=time_s, special=d.token_id in special,
                         note=" · ".join(filter(None, ["rejected here" if d.check == Check.REJECTED
-                                                      else "discarded after the rejection", copied]))))
+                                                      else "discarded after the rejection" if d.target_prob is not None
+                                                      else "discarded after the rejection (p never needed)", copied]))))
         views.append(TokenView(text=text(token.token_id), kind=token.kind, p=token.target_prob, q=token.draft_prob,
                                accept=token.accept_prob, token_id=token.token_id, time_s=time_s,
                                special=token.token_id in special, note=copied if token.kind == Kind.ACCEPTED else ""))

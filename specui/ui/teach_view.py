@@ -131,8 +131,8 @@ def drafts_table(step: lesson.Step) -> str:
     rows = []
     for d in step.drafts:
         verdict = verdicts[d.verdict]
-        data = (f'data-verdict="{d.verdict}" data-token="{d.token_id}" data-q="{d.q!r}" data-p="{d.p!r}" '
-                f'data-accept="{d.accept_prob!r}" data-u="{"" if d.u is None else repr(d.u)}"')
+        data = (f'data-verdict="{d.verdict}" data-token="{d.token_id}" data-q="{d.q!r}" data-p="{_repr(d.p)}" '
+                f'data-accept="{_repr(d.accept_prob)}" data-u="{_repr(d.u)}"')
         rows.append(
             f'<tr class="teach-draft" {data}><td class="num">{d.position}</td>'
             f'<td class="text">{escape_text(repr(d.text))}</td><td class="num">{_num(d.q)}</td>'
@@ -140,6 +140,11 @@ def drafts_table(step: lesson.Step) -> str:
             f'<td class="num">{_num(d.u)}</td><td class="num verdict-{d.verdict}">{verdict}</td></tr>')
     return (f'<table class="teach-table teach-drafts">'
             f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def _repr(x: float | None) -> str:
+    """A number for a data attribute, exactly (repr round-trips floats); empty for none (never judged or read)."""
+    return "" if x is None else repr(x)
 
 
 def outcome(step: lesson.Step, *, chart: bool = True) -> str:

@@ -77,8 +77,9 @@ def wait_round(page, n: int, *, timeout_ms: int = 30_000) -> None:
 
 def shown_rows(page) -> list[dict]:
     return page.evaluate("""() => [...document.querySelectorAll('#step-view tr.teach-draft')].map(r => ({
-        token: +r.dataset.token, q: parseFloat(r.dataset.q), p: parseFloat(r.dataset.p),
-        accept: parseFloat(r.dataset.accept), u: r.dataset.u === '' ? null : parseFloat(r.dataset.u),
+        token: +r.dataset.token, q: parseFloat(r.dataset.q), p: r.dataset.p === '' ? null : parseFloat(r.dataset.p),
+        accept: r.dataset.accept === '' ? null : parseFloat(r.dataset.accept),
+        u: r.dataset.u === '' ? null : parseFloat(r.dataset.u),
         verdict: r.dataset.verdict, cells: [...r.querySelectorAll('td')].map(td => td.textContent)}))""")
 
 
@@ -114,7 +115,9 @@ def test_three_rounds_show_the_engines_numbers(app, page):
         assert [r["token"] for r in rows] == rnd.drafted
         assert [r["q"] for r in rows] == rnd.draft_probs  # repr round-trips floats exactly
         assert [r["p"] for r in rows] == rnd.target_probs
-        assert [r["accept"] for r in rows] == rnd.accept_probs
+        judged = len(rnd.accept_probs)  # sampled: the drafts up to the first rejection
+        assert [r["accept"] for r in rows] == rnd.accept_probs + [None] * (len(rows) - judged)
+        assert all(p is None for p in rnd.target_probs[judged:]) and None not in rnd.target_probs[:judged]
         assert [r["u"] for r in rows] == rnd.uniforms
         n = rnd.num_accepted
         assert [r["verdict"] for r in rows][: n + 1] == (["accepted"] * n + ["rejected"])[: len(rows)]

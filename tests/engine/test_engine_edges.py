@@ -140,7 +140,12 @@ def test_provenance_invariants(engine, temperature):
             assert r.kinds == ["accepted"] * n + [r.kinds[-1]]  # at most one non-accepted token, always last
             assert r.kinds[-1] == ("bonus" if n == k else "resampled")  # a bonus only after every draft passed
             assert r.token_ids[:n] == r.drafted[:n]
-            assert len(r.target_probs) == len(r.draft_probs) == len(r.accept_probs) == k
+            assert len(r.target_probs) == len(r.draft_probs) == k
+            # sampled, the rule reads rows up to the first rejection: only those drafts have p and min(1, p/q)
+            judged = k if temperature == 0 else min(n + 1, k)
+            assert len(r.accept_probs) == judged
+            assert None not in r.target_probs[:judged]
+            assert all(p is None for p in r.target_probs[judged:]) or temperature == 0
             assert len(r.token_target_probs) == len(r.token_draft_probs) == len(r.token_ids)
             assert all(0.0 <= a <= 1.0 for a in r.accept_probs)
             assert len(r.uniforms) == (0 if temperature == 0 else k)

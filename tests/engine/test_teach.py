@@ -45,7 +45,8 @@ def test_steps_equal_the_engines_rounds_for_the_same_seed(setup, temperature):
         assert [d.token_id for d in step.drafts] == rnd.drafted
         assert [d.q for d in step.drafts] == rnd.draft_probs
         assert [d.p for d in step.drafts] == rnd.target_probs
-        assert [d.accept_prob for d in step.drafts] == rnd.accept_probs
+        judged = len(rnd.accept_probs)  # sampled: the drafts up to the first rejection
+        assert [d.accept_prob for d in step.drafts] == rnd.accept_probs + [None] * (rnd.num_drafted - judged)
         assert [d.u for d in step.drafts] == (rnd.uniforms if temperature else [None] * rnd.num_drafted)
         verdicts = [d.verdict for d in step.drafts]
         n = rnd.num_accepted
