@@ -80,7 +80,8 @@ class TreeNode:
     index: int  # its index in the round's tree
     token_id: int
     parent: int  # -1: a child of the root (the round's first token, cur)
-    target_prob: float  # p(x) at its parent, before any sibling's rejection
+    target_prob: float | None  # p(x) at its parent, before any sibling's rejection (sampled: None where the walk
+    # never reached its parent, whose row is then never transformed)
     draft_prob: float  # q(x), the draft's probability at its parent
     accept_prob: float | None  # min(1, p/q) (sampled children), the residual p(x) (deterministic), 1/0 (greedy)
     uniform: float | None  # the draw it was judged with (None: greedy, or never judged)

@@ -144,15 +144,17 @@ class Rows:
     """`logits_to_probs` of a verify's logits [R, V], each row transformed when it is first read.
 
     A sampled round's rule reads its rows in order and stops at the first rejection (that row gives the residual)
-    or after the last draft (the bonus row): rows past a rejection are never transformed, and with top-p each
+    or after the last draft (the bonus row): rows past a rejection are never transformed (a tree's walk reads the
+    rows of the root and the nodes it accepts, not of the branches it leaves), and with top-p each
     transform sorts the row (0.5 ms over SmolLM2's 49,152 tokens on a CPU, a tenth of a forward). A row alone gets
     the bits it gets in a block: the transform works row by row. Greedy rounds transform every row at once (a plain
     softmax, reported only). `rows[i]` is row i [V]; `rows[i, x]` its p(x); `read` the rows transformed so far."""
 
-    def __init__(self, logits: torch.Tensor, sampling: Sampling):
+    def __init__(self, logits: torch.Tensor, sampling: Sampling, *, every_row: bool = False):
+        """every_row: transform the whole block at once, read or not (as verifies did until stop 81)."""
         self.logits, self.sampling = logits, sampling
         self.shape, self.device, self.dtype = logits.shape, logits.device, torch.float32
-        self._all = logits_to_probs(logits, sampling) if sampling.greedy else None
+        self._all = logits_to_probs(logits, sampling) if sampling.greedy or every_row else None
         self._rows: dict[int, torch.Tensor] = {}
 
     def __getitem__(self, index):
@@ -174,8 +176,8 @@ class Rows:
         return list(range(self.shape[0])) if self._all is not None else sorted(self._rows)
 
     def probs(self, rows: list[int], cols: list[int], *, needed: int) -> list[float | None]:
-        """p(cols[j]) at rows[j]: rows up to `needed` are transformed if they were not yet, later ones give None
-        unless read already (every one in greedy mode)."""
+        """p(cols[j]) at rows[j]: rows up to `needed` are transformed if they were not yet (-1: none), later ones
+        give None unless read already (every one in greedy mode)."""
         if self._all is not None:
             return self._all[rows, cols].tolist()
         return [float(self.row(i)[c]) if i <= needed or i in self._rows else None for i, c in zip(rows, cols)]

@@ -18,7 +18,7 @@ import torch
 from specui.drafters.base import features_of
 from specui.events import Kind, Round, TreeNode
 from specui.kv import CachedLM
-from specui.sampling import Generators, Sampling, argmax, logits_to_probs, penalize
+from specui.sampling import Generators, Rows, Sampling, argmax, penalize
 
 
 def tree_round(engine, *, target: CachedLM, drafter, context: list[int], k: int, width: int, nodes: int,
@@ -41,7 +41,7 @@ def tree_round(engine, *, target: CachedLM, drafter, context: list[int], k: int,
     logits = penalize(logits, sampling, context, token_list, parents)  # a row has seen its node's ancestors
     device = logits.device
     draft_probs = None if tree.probs is None else _pad(tree.probs.to(device), engine.vocab_size)
-    target_probs = logits_to_probs(logits, sampling)  # [N+1, V]
+    target_probs = Rows(logits, sampling)  # [N+1, V]; sampled, a row is transformed when the walk reads it
     verdict = engine.verify_tree(target_probs=target_probs, draft_tokens=tokens.to(device), parents=parents,
                                  draft_probs=None if sampling.greedy else draft_probs, sampled=tree.sampled,
                                  generator=generators.for_tensor(target_probs),
@@ -55,7 +55,8 @@ def tree_round(engine, *, target: CachedLM, drafter, context: list[int], k: int,
 
     n = len(path)
     rows = [0] + [p + 1 for p in parents]  # the row whose p judged node i: its parent's
-    p_nodes = target_probs[torch.tensor(rows[1:], device=device), tokens.to(device)].tolist() if parents else []
+    # p(x) of every node at its parent (sampled: None where the walk never read the parent's row)
+    p_nodes = target_probs.probs(rows[1:], token_list, needed=-1)
     q_nodes = ([1.0] * len(parents) if draft_probs is None
                else draft_probs[torch.arange(len(parents), device=device), tokens.to(device)].tolist())
     nodes_out = tuple(TreeNode(index=i, token_id=token_list[i], parent=parents[i], target_prob=p_nodes[i],

@@ -1,8 +1,8 @@
 """Side by side: sampled decoding with top-p's scores sorted by native code and by numpy (or, with `--compare
 rows`, verifies that transform every row and verifies that transform the rows their rule reads), in one process.
 
-    python -m tools.sort_ab [--compare sort|rows] [--preset P] [--drafters eagle,medusa] [--temperature 0.7]
-                            [--top-p 0.9] [--passes 2] [--prompts 8] [--tokens 128]
+    python -m tools.sort_ab [--compare sort|rows] [--preset P] [--drafters eagle,medusa] [--tree WIDTH,NODES]
+                            [--temperature 0.7] [--top-p 0.9] [--passes 2] [--prompts 8] [--tokens 128]
 
 A sampled row's top-p cut ways its scores (`specui.sampling._outside_nucleus`): native code's radix sort
 (`native.Kernel.sorted_values`) where that is faster than numpy's on this machine (`sampling._sorter`, timed once),
@@ -11,13 +11,14 @@ every prompt so that a drifting VM favours neither, says which one this machine 
 same output (the probabilities are the same bits, so the same seeds draw the same tokens).
 
 `--compare rows`: a sampled round's rule reads the target's rows up to its first rejection (`specui.sampling.Rows`);
-the other arm transforms every row of the verify first, as rounds did until stop 81. The decisions are the same, so
-the outputs are too; plain decoding (one row a step) is the control.
+the other arm transforms every row of the verify first, as rounds did until stop 81 (a tree's: every node's row). The
+decisions are the same, so the outputs are too; plain decoding (one row a step) is the control.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import torch
@@ -30,6 +31,8 @@ def main(argv: list[str] | None = None) -> None:
     race_arguments(p, temperature=0.7, top_p=0.9)
     p.add_argument("--drafters", default="eagle", help="comma-separated, beside plain decoding")
     p.add_argument("--compare", choices=("sort", "rows"), default="sort")
+    p.add_argument("--tree", default="", help="WIDTH,NODES: the drafters draft token trees of this shape (K: the "
+                                              "preset's), no confidence floor")
     args = p.parse_args(argv)
 
     import specui
@@ -40,25 +43,23 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     engine = specui.load_engine(args.preset)
     prompts = race_prompts(engine, args.prompts)
+    tree = dict(zip(("tree_width", "tree_nodes", "draft_confidence"), [*map(int, args.tree.split(",")), 0.0])) \
+        if args.tree else {}
     arms = {"plain": {"speculative": False},
-            **{d: drafter_settings(engine.preset, d) for d in args.drafters.split(",") if d}}
+            **{d: {**drafter_settings(engine.preset, d), **tree} for d in args.drafters.split(",") if d}}
     from specui import engine as engine_module
-    from specui import native
+    from specui import native, tree_round
 
     picked = "native" if sampling._sorter() is not None else "numpy's"
     chosen, rule_rows = sampling._sorter, engine_module.Rows
 
-    class EveryRow(sampling.Rows):
-        def __init__(self, logits, how):
-            super().__init__(logits, how)
-            self.probs_read = [self.row(i) for i in range(self.shape[0])]
-
+    every_row = functools.partial(rule_rows, every_row=True)
     if args.compare == "sort":
         ways = {"numpy's sort": lambda: setattr(sampling, "_sorter", lambda: None),
                 "native sort": lambda: setattr(sampling, "_sorter", native.kernel)}
     else:
-        ways = {"every row": lambda: setattr(engine_module, "Rows", EveryRow),
-                "rows read": lambda: setattr(engine_module, "Rows", rule_rows)}
+        ways = {"every row": lambda: [setattr(m, "Rows", every_row) for m in (engine_module, tree_round)],
+                "rows read": lambda: [setattr(m, "Rows", rule_rows) for m in (engine_module, tree_round)]}
     seconds: dict[tuple[str, str], float] = {}
     same = runs = 0
 
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
                     same += outputs[0] == outputs[1]
                     runs += 1
     finally:
-        sampling._sorter, engine_module.Rows = chosen, rule_rows
+        sampling._sorter, engine_module.Rows, tree_round.Rows = chosen, rule_rows, rule_rows
     tokens = args.passes * len(prompts) * args.tokens
     print(f"{engine.preset.name}, temperature {args.temperature:g}, top-p {args.top_p:g}, {len(prompts)} prompts x "
           f"{args.tokens} tokens, {args.passes} passes")

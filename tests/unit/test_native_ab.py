@@ -1,5 +1,6 @@
 """tools.native_ab: the drafters' native rounds against their Python steps (SPECUI_NATIVE_ROUNDS=0), one process;
-tools.sort_ab: top-p's sort in native code against numpy's."""
+tools.sort_ab: top-p's sort in native code against numpy's; sampled verifies that read their rows as the rule needs
+them against verifies that transform every row."""
 
 import pytest
 
@@ -35,6 +36,20 @@ def test_the_sort_ab_times_both_sorts_and_finds_the_same_output(capsys):
 
     sort_ab.main(["--preset", "bundled", "--drafters", "model", "--prompts", "2", "--tokens", "16", "--passes", "1"])
     out = capsys.readouterr().out
-    assert out.count("x faster") == 2 and "both sorts gave the same output in 4 of 4 runs" in out
-    assert "this machine sorts with" in out
+    assert out.count("x faster") == 2 and "both ways gave the same output in 4 of 4 runs" in out
+    assert "this machine sorts with" in out and "numpy's sort" in out
     assert sampling._sorter.__name__ == "_sorter"  # put back
+
+
+def test_the_rows_ab_reads_rows_both_ways_with_the_same_output(capsys):
+    """`--compare rows`: every row transformed against the rows the rule reads, chains and trees."""
+    from specui import engine, sampling, tree_round
+    from tools import sort_ab
+
+    for tree in ([], ["--tree", "2,4"]):
+        sort_ab.main(["--compare", "rows", "--preset", "bundled", "--drafters", "model", "--prompts", "2",
+                      "--tokens", "16", "--passes", "1", *tree])
+        out = capsys.readouterr().out
+        assert out.count("x faster") == 2 and "both ways gave the same output in 4 of 4 runs" in out
+        assert "every row" in out and "rows read" in out
+        assert engine.Rows is sampling.Rows and tree_round.Rows is sampling.Rows  # put back
