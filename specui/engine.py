@@ -279,7 +279,7 @@ class SpeculativeEngine:
         else:
             drafter.observe(n)
 
-        # p and q of every drafted token and of the round's last token, in one transfer
+        # p and q of every drafted token and of the round's last token
         # (sampled: None for the drafts past the rejection, whose rows the rule never read)
         k_drafted = len(drafted)
         rows, cols = [*range(k_drafted), n], [*drafted, verdict.next_token]

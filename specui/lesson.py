@@ -51,7 +51,7 @@ class DraftCheck:
     token_id: int
     text: str
     q: float  # q(x): the drafter's probability (1.0 for a deterministic drafter: one-hot q)
-    p: float  # p(x): the target's probability at this position
+    p: float | None  # p(x): the target's probability at this position (None: sampled, discarded, never read)
     accept_prob: float  # min(1, p/q) (greedy: 1 if x is the target's argmax, else 0)
     u: float | None  # the uniform draw compared with p/q (None in greedy mode)
     verdict: Check  # accepted | rejected | discarded (after the rejection, never judged)

@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> None:
         ways = {"every row": lambda: [setattr(m, "Rows", every_row) for m in (engine_module, tree_round)],
                 "rows read": lambda: [setattr(m, "Rows", rule_rows) for m in (engine_module, tree_round)]}
     seconds: dict[tuple[str, str], float] = {}
+    rows: dict[str, list[int]] = {arm: [0, 0, 0] for arm in arms}  # rounds, rows verified, rows the rule read
     same = runs = 0
 
     def run(ids, arm, way, seed):
@@ -69,7 +70,13 @@ def main(argv: list[str] | None = None) -> None:
                                   ignore_eos=True, seed=seed, **arms[arm])
         start = time.perf_counter()
         result = engine.generate(ids, settings)
-        return time.perf_counter() - start, result.token_ids
+        seconds = time.perf_counter() - start
+        for r in result.rounds if way == "rows read" else []:
+            tree = r.tree is not None
+            rows[arm][0] += 1
+            rows[arm][1] += 1 + (len(r.tree) if tree else r.num_drafted)
+            rows[arm][2] += 1 + (len(r.tree_path) if tree else min(r.num_accepted, r.num_drafted))
+        return seconds, result.token_ids
 
     try:
         for way in ways:  # warm up
@@ -97,7 +104,11 @@ def main(argv: list[str] | None = None) -> None:
         over = {w: seconds[w, "plain"] / seconds[w, arm] for w in ways}
         print(f"{arm:18s} {first} {slow:7.1f} tokens/s ({over[first]:.3f}x plain)   {second} {fast:7.1f} "
               f"tokens/s ({over[second]:.3f}x plain)   {fast / slow:.3f}x faster")
+        count, verified, read = rows[arm]
+        if count and arm != "plain":
+            print(f"{'':18s} rows a round: {verified / count:.2f} verified, {read / count:.2f} read by the rule")
     print(f"both ways gave the same output in {same} of {runs} runs; this machine sorts with {picked} code")
+
 
 if __name__ == "__main__":
     main()
