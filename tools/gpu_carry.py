@@ -109,19 +109,27 @@ def calls(round_args: str, answers: str = "none") -> list[tuple[str, str]]:
     return [(".gpu1", one), (".gpu2", two)]
 
 
-def continuation(budget: int, source: str = "runs/gpu", work: str = "runs/gpu3") -> str:
+def continuation(budget: int, source: str = "runs/gpu", work: str = "runs/gpu3", timing: int = 100) -> str:
     """The call that trains the round's heads on (EAGLE; Medusa and early exit where the round trained them) alone,
     on every answer, for `budget` seconds: it reads what the last call left on the device (its --work folder, an
     ignored path that stays between calls, and the model and the shipped assets under /tmp), so it carries nothing
-    and can start the moment that call returns. A further one reads this one's `work`."""
+    and can start the moment that call returns. A further one reads this one's `work`. The last `timing` seconds
+    of the budget (0: none) time EAGLE on the GPU once the heads are saved, its chain and a 16-node tree, the round's
+    head against the one this call trained (`tools.assets_ab`, 4 held-out prompts, into $OUT/gpu-timing.txt):
+    chat-model.md's step 6, which a round had left to a minute that was never there."""
     heads = f"{source}/heads"
+    train = budget - timing if timing else budget
+    tree = '\'{"drafter": "eagle", "k": 6, "tree_width": 4, "tree_nodes": 16, "confidence": 0}\''
+    timed = (f"; E=; [ -d {work}/eagle/eagle ] && E='--eagle {work}/eagle/eagle'; timeout {timing} python3 -u -m"
+             f" tools.assets_ab --prompts 4 --passes 1 $E --arm '{{\"drafter\": \"eagle\"}}' --arm {tree}"
+             " > $OUT/gpu-timing.txt 2>&1") if timing else ""
     return (f"rm -rf {' '.join('assets/' + h for h in HELD)} && cp -r /tmp/stash/* assets/"
             f" && rm -rf assets/{HELD[1]}/eagle && cp -r {source}/eagle/eagle assets/{HELD[1]}/ && H=none"
             f" && if [ -d {heads}/medusa ] && [ -d {heads}/early_exit ]; then rm -rf assets/{HELD[1]}/medusa"
             f" assets/{HELD[1]}/early_exit && cp -r {heads}/medusa {heads}/early_exit assets/{HELD[1]}/"
             " && H=medusa,early_exit; fi && export PYTHONPATH=/tmp/site:. SPECUI_CACHE=/tmp/cache"
-            f" && timeout {budget + 12} python3 -m tools.gpu_round --budget {budget} --gen-seconds 0 --no-draft"
-            f" --heads $H --answers-in {source} --out $OUT --work {work}")
+            f" && timeout {train + 12} python3 -m tools.gpu_round --budget {train} --gen-seconds 0 --no-draft"
+            f" --heads $H --answers-in {source} --out $OUT --work {work}{timed}")
 
 
 def parse_args(argv=None) -> argparse.Namespace:

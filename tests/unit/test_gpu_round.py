@@ -191,13 +191,36 @@ def test_a_third_call_continues_the_rounds_heads_from_what_the_round_left_on_the
     /tmp, so it is ready before the round ends; a further one reads that call's folder."""
     from tools import gpu_carry
 
-    command = gpu_carry.continuation(240)
+    command = gpu_carry.continuation(240, timing=0)
     assert "rm -rf assets/smollm2-heads/eagle && cp -r runs/gpu/eagle/eagle assets/smollm2-heads/" in command
     assert "if [ -d runs/gpu/heads/medusa ] && [ -d runs/gpu/heads/early_exit ]" in command
     assert "--budget 240 --gen-seconds 0 --no-draft --heads $H --answers-in runs/gpu --out $OUT --work runs/gpu3" \
         in command
     assert "timeout 252 " in command and " .gpu" not in command and len(command) < 2000  # nothing carried
     assert "--answers-in runs/gpu3 --out $OUT --work runs/gpu4" in gpu_carry.continuation(100, "runs/gpu3", "runs/gpu4")
+
+
+def test_the_third_call_ends_by_timing_eagle_on_the_gpu(tmp_path):
+    """By default the call's last 100 s time EAGLE's chain and a 16-node tree on the GPU (the round's head against
+    the one the call trained), after the heads are saved, whatever became of them; the whole call stays in budget."""
+    import subprocess
+
+    from tools import gpu_carry
+
+    command = gpu_carry.continuation(240)
+    assert "timeout 152 python3 -m tools.gpu_round --budget 140 " in command and len(command) < 2000
+    train, timing = command.split("--work runs/gpu3; ", 1)
+    assert "timeout 100 python3 -u -m tools.assets_ab --prompts 4 --passes 1 $E" in timing
+    assert "> $OUT/gpu-timing.txt 2>&1" in timing
+    # what the shell hands the tool, with and without the call's own head (printf stands in for python3)
+    for trained in (False, True):
+        if trained:
+            (tmp_path / "runs/gpu3/eagle/eagle").mkdir(parents=True)
+        script = "OUT=out && mkdir -p out && " + timing.replace("python3 -u -m tools.assets_ab", "printf '%s\\n'")
+        subprocess.run(["bash", "-c", script], cwd=tmp_path, check=True)
+        args = (tmp_path / "out/gpu-timing.txt").read_text().splitlines()
+        assert ("--eagle" in args) == trained and args[args.index("--arm") + 1] == '{"drafter": "eagle"}'
+        assert json.loads(args[-1]) == {"drafter": "eagle", "k": 6, "tree_width": 4, "tree_nodes": 16, "confidence": 0}
     assert set(gpu_round.RESULTS) >= {"draft", "eagle", "heads", "logs"}  # not read as answer folders
 
 
