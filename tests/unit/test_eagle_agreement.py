@@ -24,6 +24,10 @@ def test_expected_acceptance_is_the_overlap_of_the_two_distributions():
     assert overlap == pytest.approx(float(torch.minimum(p, q).sum()))
     assert scores(rows, torch.tensor([0, 1]), wanted, 1.0) < overlap  # the ids mixed up: a worse draft
     assert scores(rows, torch.tensor([1, 0]), wanted, 0) == 2.0 and scores(rows, torch.tensor([0, 1]), wanted, 0) == 0
+    # the draft at another temperature: q = softmax(rows / (scale T)); p itself is then no longer matched exactly
+    assert scores(wanted.clone(), ids, wanted, 0.7, 1.3) < scores(wanted.clone(), ids, wanted, 0.7)
+    q = torch.softmax(wanted / 0.5, -1)
+    assert scores(wanted.clone(), ids, wanted, 1.0, 0.5) == pytest.approx(float(torch.minimum(p, q).sum()))
 
 
 @pytest.mark.slow
@@ -32,7 +36,7 @@ def test_heads_and_drafts_are_scored_greedy_and_sampled(capsys):
     from tools import eagle_agreement
 
     eagle_agreement.main(["--head", "assets/smollm2-heads/eagle", "--draft", "assets/smollm2-draft", "--prompts", "1",
-                          "--tokens", "10", "--temperature", "0.7", "--engine"])
+                          "--tokens", "10", "--temperature", "0.7", "--engine", "--draft-scales", "1,0.8"])
     out = capsys.readouterr().out
     head = re.search(r"head \S+: step-1 agreement ([\d.]+) over 9 positions; at temperature 0.7, expected "
                      r"acceptance ([\d.]+) over 9 sampled", out)
@@ -41,3 +45,5 @@ def test_heads_and_drafts_are_scored_greedy_and_sampled(capsys):
     assert head and draft, out
     assert all(0 < float(x) <= 1 for x in head.groups() + draft.groups())
     assert "the preset's EAGLE in the engine at K=1: acceptance" in out
+    scaled = re.search(r"acceptance ([\d.]+) over 9 sampled positions; drafting at 0.8x: ([\d.]+), 1x: ([\d.]+)", out)
+    assert scaled and scaled.group(1) == scaled.group(3), out
