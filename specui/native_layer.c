@@ -7,6 +7,7 @@
  * - rowargmax: torch.argmax over rows of logits, vectorised;
  * - rownucleus: top-k and top-p on a row of scores, as specui.sampling cuts them (the native rounds' sampling);
  * - rowsort: rows of floats sorted ascending (specui.sampling's top-p);
+ * - rowdraw: one token drawn from a row of probabilities by a given uniform (specui.sampling.sample's draw);
  * - blockfind: a weight's GGUF blocks (Q4_1 or Q8_0) from its float32 values, checked exactly (specui/blocks.py).
  * rowrmsnorm and rowrope use AVX2 (and FMA) intrinsics alone, rowswiglu and rowargmax native.h's vector ops,
  * which round lane by lane alike in both builds; so the AVX2 and AVX-512 builds compute them alike.
@@ -225,6 +226,27 @@ int rowsort(const float *x, int rows, int n, int ld, float *out, unsigned *scrat
         for (int j = 0; j < n; j++) o[j] = float_of(scratch[j]);
     }
     return 0;
+}
+
+/* One token drawn from n probabilities p by u in [0, 1), as specui.sampling.sample draws it: the running sum in double,
+ * token by token (torch's cumsum of p.double()), and the first token whose sum exceeds u times the total; where u
+ * times the total rounds up to the total, the last token of nonzero probability. A zero adds nothing to the sum, so
+ * zeros are skipped (most of a top-p row): the same sums at every other token, the same token. Returns -1 where the
+ * total is not positive and finite (sample raises then). scratch: n ints (the nonzero tokens, in order). */
+long rowdraw(const float *p, int n, double u, int *scratch) {
+    double total = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (p[i] != 0.0f) {
+            total += (double)p[i];
+            scratch[m++] = i;
+        }
+    if (!(total > 0) || !(total < INFINITY)) return -1;
+    const double target = u * total;
+    double running = 0;
+    for (int j = 0; j < m; j++)
+        if ((running += (double)p[scratch[j]]) > target) return scratch[j];
+    return scratch[m - 1];
 }
 
 /* top-k and top-p on n scores in place, as `specui.sampling.logits_to_probs` applies them: scores below the k-th

@@ -1,18 +1,22 @@
 """Side by side: sampled decoding with top-p's scores sorted by native code and by numpy (or, with `--compare
-rows`, verifies that transform every row and verifies that transform the rows their rule reads), in one process.
+rows`, verifies that transform every row and verifies that transform the rows their rule reads; with `--compare
+draw`, a row's token drawn by torch's running sum and searches and by native code), in one process.
 
-    python -m tools.sort_ab [--compare sort|rows] [--preset P] [--drafters eagle,medusa] [--tree WIDTH,NODES]
+    python -m tools.sort_ab [--compare sort|rows|draw] [--preset P] [--drafters eagle,medusa] [--tree WIDTH,NODES]
                             [--temperature 0.7] [--top-p 0.9] [--passes 2] [--prompts 8] [--tokens 128]
 
-A sampled row's top-p cut ways its scores (`specui.sampling._outside_nucleus`): native code's radix sort
+A sampled row's top-p cut sorts its scores (`specui.sampling._outside_nucleus`): native code's radix sort
 (`native.Kernel.sorted_values`) where that is faster than numpy's on this machine (`sampling._sorter`, timed once),
-else numpy's. This times plain decoding and each drafter (as the preset runs it) with both ways, the sort swapped
+else numpy's. This times plain decoding and each drafter (as the preset runs it) with both sorts, the sort swapped
 every prompt so that a drifting VM favours neither, says which one this machine picks, and checks that both gave the
 same output (the probabilities are the same bits, so the same seeds draw the same tokens).
 
 `--compare rows`: a sampled round's rule reads the target's rows up to its first rejection (`specui.sampling.Rows`);
 the other arm transforms every row of the verify first, as rounds did until stop 81 (a tree's: every node's row). The
 decisions are the same, so the outputs are too; plain decoding (one row a step) is the control.
+
+`--compare draw`: a float32 row's token drawn by native code (`native.Kernel.draw`, zeros skipped) or by torch's
+float64 running sum and searches (`specui.sampling.sample`'s batched path): the same token for the same uniform.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m tools.sort_ab", description=__doc__.split("\n\n")[0])
     race_arguments(p, temperature=0.7, top_p=0.9)
     p.add_argument("--drafters", default="eagle", help="comma-separated, beside plain decoding")
-    p.add_argument("--compare", choices=("sort", "rows"), default="sort")
+    p.add_argument("--compare", choices=("sort", "rows", "draw"), default="sort")
     p.add_argument("--tree", default="", help="WIDTH,NODES: the drafters draft token trees of this shape (K: the "
                                               "preset's), no confidence floor")
     args = p.parse_args(argv)
@@ -57,6 +61,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.compare == "sort":
         ways = {"numpy's sort": lambda: setattr(sampling, "_sorter", lambda: None),
                 "native sort": lambda: setattr(sampling, "_sorter", native.kernel)}
+    elif args.compare == "draw":
+        kernel = native.kernel()
+        ways = {"torch's draw": lambda: setattr(kernel, "has_draw", False),
+                "native draw": lambda: setattr(kernel, "has_draw", True)}
     else:
         ways = {"every row": lambda: [setattr(m, "Rows", every_row) for m in (engine_module, tree_round)],
                 "rows read": lambda: [setattr(m, "Rows", rule_rows) for m in (engine_module, tree_round)]}
@@ -95,6 +103,8 @@ def main(argv: list[str] | None = None) -> None:
                     runs += 1
     finally:
         sampling._sorter, engine_module.Rows, tree_round.Rows = chosen, rule_rows, rule_rows
+        if args.compare == "draw":
+            ways["native draw"]()
     tokens = args.passes * len(prompts) * args.tokens
     print(f"{engine.preset.name}, temperature {args.temperature:g}, top-p {args.top_p:g}, {len(prompts)} prompts x "
           f"{args.tokens} tokens, {args.passes} passes")

@@ -1,6 +1,6 @@
 """tools.native_ab: the drafters' native rounds against their Python steps (SPECUI_NATIVE_ROUNDS=0), one process;
 tools.sort_ab: top-p's sort in native code against numpy's; sampled verifies that read their rows as the rule needs
-them against verifies that transform every row."""
+them against verifies that transform every row; a row's token drawn by native code against torch's searches."""
 
 import pytest
 
@@ -53,3 +53,14 @@ def test_the_rows_ab_reads_rows_both_ways_with_the_same_output(capsys):
         assert out.count("x faster") == 2 and "both ways gave the same output in 4 of 4 runs" in out
         assert "every row" in out and "rows read" in out
         assert engine.Rows is sampling.Rows and tree_round.Rows is sampling.Rows  # put back
+
+
+@pytest.mark.skipif(native.best_isa() is None, reason="no x86 CPU with AVX2 and FMA")
+def test_the_draw_ab_draws_both_ways_with_the_same_output(capsys):
+    from tools import sort_ab
+
+    sort_ab.main(["--compare", "draw", "--preset", "bundled", "--drafters", "model", "--prompts", "2",
+                  "--tokens", "16", "--passes", "1"])
+    out = capsys.readouterr().out
+    assert out.count("x faster") == 2 and "both ways gave the same output in 4 of 4 runs" in out
+    assert "torch's draw" in out and native.kernel().has_draw  # put back

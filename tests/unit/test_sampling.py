@@ -172,6 +172,34 @@ def test_inverse_cdf_draws_follow_the_law_and_never_a_zero():
     assert _law_pvalue(_off_by_one, torch.tensor([0.1, 0.2, 0.3, 0.4])) < 1e-6
 
 
+def test_one_row_is_drawn_by_native_code_as_the_batched_path_draws_it():
+    """A float32 row on a CPU is drawn by `native.Kernel.draw` (the zeros outside a nucleus skipped): the token of the
+    batched path (torch's float64 running sum and searches) for the same uniform, on rows of every shape of sparsity
+    and at both ends of the range; its draws follow the law, and a draw one token off is caught."""
+    from specui import native
+
+    kernel = native.kernel()
+    if kernel is None or not kernel.has_draw:
+        pytest.skip("no native draw here")
+    g = torch.Generator().manual_seed(0)
+    for case in range(600):
+        vocab = (5, 100, 49152)[case % 3]
+        probs = logits_to_probs(torch.randn(vocab, generator=g) * (1 + case % 5),
+                                Sampling(temperature=0.7, top_p=(1.0, 0.9, 0.5)[case % 3]))
+        if case % 4 == 0:
+            probs[::2] = 0.0
+        if not probs.sum() > 0:
+            continue
+        for u in (float(torch.rand(1, dtype=torch.float64, generator=g)), 0.0, 0.5, 1 - 2 ** -53, 1.0):
+            batched = sample(probs[None], None, torch.tensor([u], dtype=torch.float64))
+            assert kernel.draw(probs, u) == int(batched[0]) == int(sample(probs, None, torch.tensor(u)))
+    probs = torch.tensor([0.0, 0.05, 0.0, 0.4, 0.25, 0.0, 0.3, 0.0])
+    one_by_one = lambda rows, gen: torch.stack([sample(row, gen) for row in rows])  # noqa: E731
+    assert _law_pvalue(one_by_one, probs, n=20_000) > 1e-3
+    with pytest.raises(AssertionError, match="probability 0"):
+        _law_pvalue(lambda rows, gen: (one_by_one(rows, gen) - 1).clamp(min=0), probs, n=20_000)
+
+
 def test_sample_keeps_shapes_and_rows_apart():
     gen = torch.Generator().manual_seed(0)
     rows = torch.zeros(3, 2, 6)
