@@ -153,7 +153,7 @@ class Rows:
     def __init__(self, logits: torch.Tensor, sampling: Sampling, *, every_row: bool = False):
         """every_row: transform the whole block at once, read or not (as verifies did until stop 81)."""
         self.logits, self.sampling = logits, sampling
-        self.shape, self.device, self.dtype = logits.shape, logits.device, torch.float32
+        self.shape, self.device = logits.shape, logits.device
         self._all = logits_to_probs(logits, sampling) if sampling.greedy or every_row else None
         self._rows: dict[int, torch.Tensor] = {}
 
