@@ -95,7 +95,8 @@ class Kernel:
         has_sort = hasattr(library, "rowsort")
         self._sort = _bound(library.rowsort, [_ptr, _int, _int, _int, _ptr, _ptr], _int) if has_sort else None
         self.has_draw = hasattr(library, "rowdraw")
-        self._draw = _bound(library.rowdraw, [_ptr, _int, ctypes.c_double], ctypes.c_long) if self.has_draw else None
+        self._draw = _bound(library.rowdraw, [_ptr, _int, ctypes.c_double, _ptr], ctypes.c_long) \
+            if self.has_draw else None
         self._attend = _bound(library.rowattend, [_ptr, _int, _int, _int, _int, _int, _ptr, _ptr, ctypes.c_longlong,
                                                   _ptr, _ptr, _ptr, ctypes.c_float, _ptr, _ptr, _int], _int)
         self.attends = library.rowattend_supports  # head size -> whether `attend` computes it
@@ -151,10 +152,11 @@ class Kernel:
 
     def draw(self, probs: torch.Tensor, u: float) -> int | None:
         """The token `specui.sampling.sample` draws from float32 probabilities [V] (CPU, contiguous) with the uniform
-        u: the first whose running sum in float64 exceeds u times the total, the zeros skipped (15 us over a top-p
+        u: the first whose running sum in float64 exceeds u times the total, the zeros skipped (30 us over a top-p
         row of SmolLM2's vocabulary where torch's running sum and searches took 150). None where the total is not
         positive and finite, or the build has no draw."""
-        token = -1 if self._draw is None else self._draw(probs.data_ptr(), probs.shape[-1], u)
+        scratch = torch.empty(probs.shape[-1], dtype=torch.int32)
+        token = -1 if self._draw is None else self._draw(probs.data_ptr(), probs.shape[-1], u, scratch.data_ptr())
         return None if token < 0 else token
 
     def sorted_values(self, x: torch.Tensor) -> torch.Tensor | None:

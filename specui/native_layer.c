@@ -232,21 +232,21 @@ int rowsort(const float *x, int rows, int n, int ld, float *out, unsigned *scrat
  * token by token (torch's cumsum of p.double()), and the first token whose sum exceeds u times the total; where u
  * times the total rounds up to the total, the last token of nonzero probability. A zero adds nothing to the sum, so
  * zeros are skipped (most of a top-p row): the same sums at every other token, the same token. Returns -1 where the
- * total is not positive and finite (sample raises then). */
-long rowdraw(const float *p, int n, double u) {
+ * total is not positive and finite (sample raises then). scratch: n ints (the nonzero tokens, in order). */
+long rowdraw(const float *p, int n, double u, int *scratch) {
     double total = 0;
-    int last = -1;
+    int m = 0;
     for (int i = 0; i < n; i++)
         if (p[i] != 0.0f) {
             total += (double)p[i];
-            last = i;
+            scratch[m++] = i;
         }
     if (!(total > 0) || !(total < INFINITY)) return -1;
     const double target = u * total;
     double running = 0;
-    for (int i = 0; i < last; i++)
-        if (p[i] != 0.0f && (running += (double)p[i]) > target) return i;
-    return last;
+    for (int j = 0; j < m; j++)
+        if ((running += (double)p[scratch[j]]) > target) return scratch[j];
+    return scratch[m - 1];
 }
 
 /* top-k and top-p on n scores in place, as `specui.sampling.logits_to_probs` applies them: scores below the k-th
