@@ -90,10 +90,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="the share of the training time the draft trains (EAGLE trains all of it, then with the card to "
                          "itself: what a third call did before); default: %(default)s")
     ap.add_argument("--no-eagle", action="store_true", help="train the chat draft alone")
-    ap.add_argument("--eagle-sequences", type=int, default=30000,
+    ap.add_argument("--eagle-sequences", type=int, default=0,
                     help="the EAGLE head trains on at most this many answers, drawn at random: their target states "
                          "stay in memory (about 25 GB at 30,000 of 250 tokens) and take a pass of the target first "
-                         "(default: %(default)s)")
+                         "(default 0: as many as 45%% of the GPU's memory holds, about 44,000 on an 80 GB H100 and "
+                         "77,000 on an H200; 30,000 without a GPU)")
     ap.add_argument("--heads", default="medusa,early_exit",
                     help="heads trained beside EAGLE in a process of their own, warm from --init-heads ('none': "
                          "none; default: %(default)s)")
@@ -181,7 +182,8 @@ def main(argv=None) -> None:
                               val=val, alpha=alpha)
     procs = {} if args.no_draft else {"draft": spawn(draft_cmd, work / "logs" / "draft.log")}
     if not args.no_eagle:
-        eagle_cmd = head_command(args, answers, work / "eagle", head="eagle", sequences=args.eagle_sequences, lr="3e-4",
+        facts["eagle_sequences"] = sequences = args.eagle_sequences or eagle_sequences_that_fit()
+        eagle_cmd = head_command(args, answers, work / "eagle", head="eagle", sequences=sequences, lr="3e-4",
                                  minutes=eagle_minutes, batch=batch, vocab=8192)  # EAGLE's list picked afresh
         procs["eagle"] = spawn(eagle_cmd, work / "logs" / "eagle.log")
     if args.heads != "none":
@@ -244,6 +246,20 @@ def head_command(args, answers: str, out: Path, *, head: str, sequences: int, lr
             "--states", "none", "--state-batch", "64", "--max-sequences", str(sequences), "--out", str(out),
             "--batch", batch, "--lr", lr, "--warmup", "20", "--checkpoint-every", "100",
             "--minutes", f"{max(minutes, 0.05):.2f}"]  # the trainer refuses 0
+
+
+def eagle_sequences_that_fit(share: float = 0.45, tokens: int = 250, token_bytes: int = 3456,
+                             without_gpu: int = 30000) -> int:
+    """How many answers the EAGLE trainer may hold the target's states of: `share` of the GPU's memory at `tokens` an
+    answer and `token_bytes` a token (three layers of 576 in float16), beside the draft's and the other heads'
+    trainers (the heads' 15,000 answers take about 9 GB); `without_gpu` where there is none. A fixed 30,000 left
+    about 20k of the rounds' 48k answers unread on an H200 (stop 82)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return without_gpu
+    total = torch.cuda.get_device_properties(0).total_memory
+    return int(share * total // (tokens * token_bytes))
 
 
 def writers_that_fit(wanted: int, gib_each: float) -> int:

@@ -94,6 +94,17 @@ def test_writers_start_as_many_as_fit():
         assert 1 <= gpu_round.writers_that_fit(6, 17.5) <= 6
 
 
+def test_eagle_reads_as_many_answers_as_the_card_holds():
+    import torch
+
+    if not torch.cuda.is_available():
+        assert gpu_round.eagle_sequences_that_fit() == 30000
+    else:  # 45% of an 80 GB H100 (79.2 GiB) at 250 tokens of 3,456 bytes: about 44,000 answers
+        total = torch.cuda.get_device_properties(0).total_memory
+        assert gpu_round.eagle_sequences_that_fit() == int(0.45 * total // 864000)
+    assert gpu_round.parse_args(["--out", "o"]).eagle_sequences == 0  # the default asks the card
+
+
 def test_a_round_that_would_train_nothing_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="nothing to train"):
         gpu_round.main(["--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--no-draft", "--no-eagle",
