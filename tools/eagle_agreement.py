@@ -1,13 +1,15 @@
 """How often EAGLE heads and chat drafts agree with the target, teacher-forced on held-out chat prompts.
 
-    python -m tools.eagle_agreement [--head FOLDER ...] [--draft FOLDER ...] [--prompts 8] [--tokens 64]
+    python -m tools.eagle_agreement [--head FOLDER ...] [--draft FOLDER ...] [--exit FOLDER ...] [--prompts 8]
+                                    [--tokens 64]
                                     [--temperature 0.7 [--draft-scales 0.85,1,1.15]] [--engine]
 
 The preset's target answers the first held-out prompts of `specui.chat_prompts` greedily; then each EAGLE
 head runs its step 1 over every answer (the target's real states at t and the real token t+1, as drafting
-reads them after a verify) and each chat draft reads the answer as a prompt, and the tool counts how often
-their top token is the target's. For a head that is the acceptance of the first drafted token at K = 1; for
-a draft, the held-out α of its model card. With `--temperature T` the target also answers by sampling at T
+reads them after a verify), each early-exit head reads the target's states entering its exit layer, and each chat
+draft reads the answer as a prompt, and the tool counts how often their top token is the target's. For an EAGLE
+head that is the acceptance of the first drafted token at K = 1; for an early-exit head its acceptance at K = 1;
+for a draft, the held-out α of its model card. With `--temperature T` the target also answers by sampling at T
 (seed: the prompt's index), and each is given the expected acceptance of its first drafted token at T,
 Σ_x min(p_T(x), q_T(x)), averaged over the answer (`--draft-scales`: also with the drafts at multiples of T, which
 verification allows: a draft may draw from any q it reports). Nothing is timed and nothing drawn twice, so two assets
@@ -58,6 +60,8 @@ def agreements(target, assets: dict, prompt: list[int], answer: list[int], tempe
     for name, (kind, model) in assets.items():
         if kind == "head":  # row t of the head guesses t+2: answer tokens 1.. (token 0 is the target's own)
             rows, wanted = head_rows(model, out, seq)[first:-1], logits[first + 1:-1]
+        elif kind == "exit":  # row t guesses t+1 from the state entering the exit layer at t
+            rows, wanted = model(out.hidden_states[model.exit_layer][0])[first:-1], logits[first:-1]
         else:
             rows, wanted = model(input_ids=seq).logits[0][first:-1], logits[first:-1]
         ids = model.token_ids if kind == "draft" else model.output.token_ids
@@ -70,6 +74,7 @@ def main(argv=None) -> None:
     ap.add_argument("--preset", default=None)
     ap.add_argument("--head", action="append", default=None, help="an EAGLE head folder (repeatable)")
     ap.add_argument("--draft", action="append", default=None, help="a chat draft folder (repeatable)")
+    ap.add_argument("--exit", action="append", default=None, help="an early-exit head folder (repeatable)")
     ap.add_argument("--prompts", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--temperature", type=float, default=0.0, help="also score sampled answers at this temperature")
@@ -80,9 +85,10 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     engine = load_engine(args.preset)
     target = engine.target_model
-    folders = args.head or ([] if args.draft else [engine.preset.head_folders["eagle"]])
+    folders = args.head or ([] if args.draft or args.exit else [engine.preset.head_folders["eagle"]])
     assets = {f: ("head", heads.load(f, target).eval()) for f in folders}
     assets |= {f: ("draft", chat_draft.load(f, target).eval()) for f in args.draft or []}
+    assets |= {f: ("exit", heads.load(f, target).eval()) for f in args.exit or []}
     temperatures = [0.0] + ([args.temperature] if args.temperature > 0 else [])
     scales = (1.0, *(x for x in map(float, args.draft_scales.split(",")) if x != 1.0))  # the draft's own T first
     totals = {(name, t): [[0.0] * len(scales), 0] for name in assets for t in temperatures}
@@ -101,7 +107,7 @@ def main(argv=None) -> None:
                 accepted += sum(r.num_accepted for r in run.rounds if r.num_draft_tokens)
                 drafted += sum(1 for r in run.rounds if r.num_draft_tokens)
     for name, (kind, _) in assets.items():
-        what = "step-1 agreement" if kind == "head" else "held-out α"
+        what = {"head": "step-1 agreement", "exit": "agreement (K = 1)"}.get(kind, "held-out α")
         score, n = totals[name, 0.0]
         line = f"{kind} {name}: {what} {score[0] / n:.3f} over {n} positions"
         if args.temperature > 0:

@@ -28,7 +28,7 @@ from specui.train import chat_data
 from specui.train.asked import asked_prompts
 from specui.train.chat_cpu import train_on_answers
 from specui.train.chat_data import load_target, log, write_answers
-from specui.train.chat_gpu import train_gpu_on_answers
+from specui.train.chat_gpu import train_gpu_on_answers, train_hard_on_answers
 from specui.train.common import tf32_products
 
 
@@ -73,6 +73,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--on-the-fly", action="store_true",
                     help="with --answers: recompute the target's distributions while training (the GPU recipe, "
                          "chat_gpu.py; the default on CUDA, and what answers written with --labels 0 need)")
+    ap.add_argument("--hard-labels", action="store_true",
+                    help="with --answers: learn the target's greedy tokens from its greedy answers (cross-entropy to "
+                         "each answer's next token; no target forward, so fast on a CPU; sampled answers left out)")
     ap.add_argument("--val-answers", type=int, default=64,
                     help="with --answers: the newest N answers are kept apart to pick the best weights (0: none)")
     ap.add_argument("--eval-every", type=int, default=200, help="with --answers: validate and checkpoint every N steps")
@@ -129,6 +132,8 @@ def _main(argv=None) -> None:
         return write_answers(target, tok, prompts, folder=Path(args.write_answers),
                              batch=args.gen_batch, max_new=args.max_answer, top=args.labels, minutes=minutes,
                              sample=args.sample, seed=args.sample_seed, device=device)
+    if args.answers and args.hard_labels:
+        return train_hard_on_answers(args, target, tok, device=device)
     if args.answers and (device == "cuda" or args.on_the_fly):
         return train_gpu_on_answers(args, target, tok, device=device)
     return train_on_answers(args, target, tok)

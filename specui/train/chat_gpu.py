@@ -1,5 +1,6 @@
 """The chat draft's GPU recipe, step 2: distil a draft from the target's saved answers, the target's
-distributions recomputed on the fly (so answers need no stored soft labels: `--labels 0`).
+distributions recomputed on the fly (so answers need no stored soft labels: `--labels 0`); and the greedy-token
+recipe (`--hard-labels`), which needs no target forward at all.
 
     python -m specui.train.chat --write-answers runs/main --prompt-set main --labels 0 --gen-batch 256  # step 1
     python -m specui.train.chat --answers runs/main,runs/main-s1 --out runs/chat-draft \\
@@ -15,6 +16,13 @@ every answer position: the CPU recipe's loss with the whole distribution instead
 newest --val-answers greedy answers are kept apart (chat_cpu.split); every --eval-every steps the
 draft's greedy agreement with the target on them is measured, the best weights kept and a checkpoint
 written (--resume goes on from it). The learning rate follows --max-minutes (warmup, cosine decay).
+
+`--hard-labels` learns greedy agreement, what greedy acceptance counts, from the greedy answers alone: a greedy
+answer is the target's own argmax token after token, so the cross-entropy from the draft's logits to the answer's
+next token (over the draft's ids; a token outside them is a miss the draft cannot mend, left out of the loss) asks
+for the draft's argmax to be the target's, where the soft recipe spends the draft's few weights on the whole
+distribution too. No target runs, so a CPU takes a step in seconds (the early-exit head's `specui.train exit` is
+the same idea). Sampled answers are left out; the validation agreement is against the kept greedy answers' tokens.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from specui.train.chat_cpu import distil, start
-from specui.train.chat_data import padded
+from specui.train.chat_data import log, padded
 from specui.train.common import device_name
 
 
@@ -51,6 +59,41 @@ def agreement(target, draft, records: list[dict], *, sub, pad: int, seq: int, de
         d_arg = sub[draft_logits(draft, ids, mask, autocast=autocast).argmax(-1)]
         hits, total = hits + int((d_arg == t_arg).sum()), total + len(t_arg)
     return hits / max(1, total)
+
+
+def answer_rows(ids: torch.Tensor, mask: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
+    """At the masked positions, the draft row of the answer's next token [M] (-1 outside the draft's ids)."""
+    return slot[ids.roll(-1, dims=1)[mask]]  # the mask never marks a row's last column
+
+
+def train_hard_on_answers(args, target, tok, *, device: str) -> None:
+    """The greedy-token recipe (see the module docstring): the greedy answers' next tokens as labels."""
+    records, val, draft, facts = start(args, target, tok)
+    greedy = [r for r in records if not r.get("sampled")]
+    log(f"--hard-labels: {len(greedy)} greedy answers of {len(records)} (sampled ones are not the target's argmax)")
+    draft = draft.to(device).float()
+    slot = torch.full((target.get_input_embeddings().num_embeddings,), -1, dtype=torch.long, device=device)
+    slot[draft.token_ids.to(device)] = torch.arange(len(draft.token_ids), device=device)
+    autocast = device.startswith("cuda")
+    pad, seq = tok.pad_token_id, args.seq
+
+    def step_loss(batch: list[dict]):
+        ids, mask = (t.to(device) for t in padded(batch, pad=pad, seq=seq))
+        rows, logits = answer_rows(ids, mask, slot), draft_logits(draft, ids, mask, autocast=autocast)
+        inside = rows >= 0
+        loss = F.cross_entropy(logits[inside], rows[inside])
+        return loss, int((logits.argmax(-1) == rows).sum()), len(rows)
+
+    def score(kept: list[dict]) -> float:
+        hits = total = 0
+        for first in range(0, len(kept), 32):
+            _, h, n = step_loss(kept[first:first + 32])
+            hits, total = hits + h, total + n
+        return hits / max(1, total)
+
+    distil(args, target, tok, draft, records=greedy, val=val, device=device, step_loss=step_loss, score=score,
+           facts={**facts, "labels": "the target's greedy tokens (its greedy answers), hard labels",
+                  "device": device_name(device)})
 
 
 def train_gpu_on_answers(args, target, tok, *, device: str) -> None:

