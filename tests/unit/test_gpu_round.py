@@ -151,6 +151,9 @@ def test_the_draft_trainer_continues_the_shipped_draft_or_starts_a_new_shape(tmp
     assert grown[grown.index("--grow") + 1] == "2,3"
     assert grown[grown.index("--init-draft") + 1] == "assets/smollm2-draft"
     assert "--grow" not in go_on
+    assert "--hard-labels" in go_on and "--on-the-fly" not in go_on  # the greedy answers' tokens, by default
+    soft = command("--draft-labels", "soft")
+    assert "--on-the-fly" in soft and "--hard-labels" not in soft
     with pytest.raises(SystemExit, match="say one of them"):
         gpu_round.main(["--out", str(tmp_path), "--grow-draft", "2", "--new-draft", "3:0,1,2"])
 
