@@ -70,6 +70,10 @@ def train_hard_on_answers(args, target, tok, *, device: str) -> None:
     """The greedy-token recipe (see the module docstring): the greedy answers' next tokens as labels."""
     records, val, draft, facts = start(args, target, tok)
     greedy = [r for r in records if not r.get("sampled")]
+    if not greedy:
+        raise SystemExit(f"--hard-labels learns from greedy answers (answers-*.pt) and {args.answers} holds "
+                         "sampled ones only: add a greedy folder, or leave --hard-labels out to learn the target's "
+                         "distributions")
     log(f"--hard-labels: {len(greedy)} greedy answers of {len(records)} (sampled ones are not the target's argmax)")
     draft = draft.to(device).float()
     slot = torch.full((target.get_input_embeddings().num_embeddings,), -1, dtype=torch.long, device=device)

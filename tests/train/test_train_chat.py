@@ -206,3 +206,16 @@ def test_hard_labels_learn_the_greedy_answers_tokens(tmp_path, capsys):
     with torch.no_grad():
         hits = chat_gpu.draft_logits(draft, ids, mask, autocast=False).argmax(-1) == rows
     assert hits.float().mean() > 0.9  # 40 steps on three short answers: it has learnt them
+
+
+def test_hard_labels_refuse_sampled_answers_alone(tmp_path):
+    from specui import chat_prompts
+    from specui.train import chat, chat_data
+
+    target, tok = chat_data.load_target(None, "cpu")
+    folder = tmp_path / "sampled"
+    chat_data.write_answers(target, tok, chat_prompts.training_prompts()[:2], folder=folder, batch=2, max_new=4, top=0,
+                            minutes=0, sample=True)
+    with pytest.raises(SystemExit, match="holds sampled ones only"):
+        chat.main(["--answers", str(folder), "--hard-labels", "--out", str(tmp_path / "x"), "--steps", "1",
+                   "--vocab", "256", "--drafts", "1:0", "--val-answers", "0"])
