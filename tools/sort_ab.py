@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> None:
                 "native sort": lambda: setattr(sampling, "_sorter", native.kernel)}
     elif args.compare == "draw":
         kernel = native.kernel()
+        had_draw = kernel.has_draw
         ways = {"torch's draw": lambda: setattr(kernel, "has_draw", False),
                 "native draw": lambda: setattr(kernel, "has_draw", True)}
     else:
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         sampling._sorter, engine_module.Rows, tree_round.Rows = chosen, rule_rows, rule_rows
         if args.compare == "draw":
-            ways["native draw"]()
+            kernel.has_draw = had_draw
     tokens = args.passes * len(prompts) * args.tokens
     print(f"{engine.preset.name}, temperature {args.temperature:g}, top-p {args.top_p:g}, {len(prompts)} prompts x "
           f"{args.tokens} tokens, {args.passes} passes")

@@ -60,11 +60,23 @@ def answers_loss(draft, records: list[dict], *, slot: torch.Tensor, pad: int) ->
 
 def agreement(draft, records: list[dict], *, slot: torch.Tensor, pad: int, batch: int = 16) -> float:
     """Teacher-forced greedy agreement of the draft with the target (its top-1) on `records`."""
+    return summed_agreement(lambda part: answers_loss(draft, part, slot=slot, pad=pad), records, batch)
+
+
+def summed_agreement(step_loss, records: list[dict], batch: int) -> float:
+    """The hits over the positions of step_loss(part) -> (loss, hits, positions), `batch` records a part."""
     hits = total = 0
     for first in range(0, len(records), batch):
-        _, h, n = answers_loss(draft, records[first:first + batch], slot=slot, pad=pad)
+        _, h, n = step_loss(records[first:first + batch])
         hits, total = hits + h, total + n
     return hits / max(1, total)
+
+
+def draft_slots(draft, vocab_size: int, device="cpu") -> torch.Tensor:
+    """[vocab_size] the draft's row of each target id, -1 outside its vocabulary."""
+    slot = torch.full((vocab_size,), -1, dtype=torch.long, device=device)
+    slot[draft.token_ids.to(device)] = torch.arange(len(draft.token_ids), device=device)
+    return slot
 
 
 def split(records: list[dict], val: int) -> tuple[list[dict], list[dict]]:
@@ -123,8 +135,7 @@ def start(args, target, tok):
 def train_on_answers(args, target, tok) -> None:
     """CPU recipe, step 2 (see the module docstring)."""
     records, val, draft, facts = start(args, target, tok)
-    slot = torch.full((target.get_input_embeddings().num_embeddings,), -1, dtype=torch.long)
-    slot[draft.token_ids] = torch.arange(len(draft.token_ids))
+    slot = draft_slots(draft, target.get_input_embeddings().num_embeddings)
     pad = tok.pad_token_id
     distil(args, target, tok, draft, records=records, val=val, device="cpu",
            step_loss=lambda batch: answers_loss(draft, batch, slot=slot, pad=pad),

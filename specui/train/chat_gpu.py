@@ -30,7 +30,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from specui.train.chat_cpu import distil, start
+from specui.train.chat_cpu import distil, draft_slots, start, summed_agreement
 from specui.train.chat_data import log, padded
 from specui.train.common import device_name
 
@@ -76,8 +76,7 @@ def train_hard_on_answers(args, target, tok, *, device: str) -> None:
                          "distributions")
     log(f"--hard-labels: {len(greedy)} greedy answers of {len(records)} (sampled ones are not the target's argmax)")
     draft = draft.to(device).float()
-    slot = torch.full((target.get_input_embeddings().num_embeddings,), -1, dtype=torch.long, device=device)
-    slot[draft.token_ids.to(device)] = torch.arange(len(draft.token_ids), device=device)
+    slot = draft_slots(draft, target.get_input_embeddings().num_embeddings, device)
     autocast = device.startswith("cuda")
     pad, seq = tok.pad_token_id, args.seq
 
@@ -88,14 +87,8 @@ def train_hard_on_answers(args, target, tok, *, device: str) -> None:
         loss = F.cross_entropy(logits[inside], rows[inside])
         return loss, int((logits.argmax(-1) == rows).sum()), len(rows)
 
-    def score(kept: list[dict]) -> float:
-        hits = total = 0
-        for first in range(0, len(kept), 32):
-            _, h, n = step_loss(kept[first:first + 32])
-            hits, total = hits + h, total + n
-        return hits / max(1, total)
-
-    distil(args, target, tok, draft, records=greedy, val=val, device=device, step_loss=step_loss, score=score,
+    distil(args, target, tok, draft, records=greedy, val=val, device=device, step_loss=step_loss,
+           score=lambda kept: summed_agreement(step_loss, kept, 32),
            facts={**facts, "labels": "the target's greedy tokens (its greedy answers), hard labels",
                   "device": device_name(device)})
 
