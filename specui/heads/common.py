@@ -194,10 +194,23 @@ def native_draft(index: torch.Tensor, probs: torch.Tensor, output: VocabOutput) 
     return Draft(output.token_ids.to(index.device)[index], on_vocabulary(probs, output.token_ids, output.vocab_size))
 
 
-def soft_loss(head_logits: torch.Tensor, target_logp: torch.Tensor) -> torch.Tensor:
+def targets(batch: dict) -> torch.Tensor:
+    """What a training batch asks the heads to learn, aligned with its positions (position t: the token t + 1):
+    the target's log-probs over the heads' ids [B, T, N], or with hard labels (`python -m specui.train heads
+    --hard-labels`) the draft row of the target's greedy token [B, T] (-100 where none counts)."""
+    return batch["labels"] if "labels" in batch else batch["target_logp"]
+
+
+def soft_loss(head_logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Cross-entropy from the target's distribution (log-probs over the head's ids, normalised over the
-    whole vocabulary: mass elsewhere is unreachable) to the head's: the distillation loss of every head."""
-    return F.cross_entropy(head_logits.float(), target_logp.float().exp())  # soft labels: one fused kernel
+    whole vocabulary: mass elsewhere is unreachable) to the head's: the distillation loss of every head. Given
+    hard labels instead (draft rows, -100 for none), the cross-entropy to them (0 when none counts)."""
+    if not target.is_floating_point():
+        counted = target >= 0
+        if not counted.any():
+            return head_logits.sum() * 0.0  # keeps the graph: a batch whose labels all lie outside the ids
+        return F.cross_entropy(head_logits[counted].float(), target[counted])
+    return F.cross_entropy(head_logits.float(), target.float().exp())  # soft labels: one fused kernel
 
 
 def frequent_ids(streams: list[torch.Tensor], *, size: int, vocab_size: int, always=()) -> torch.Tensor:

@@ -131,8 +131,9 @@ class EagleHead(nn.Module):
     # -- training ---------------------------------------------------------------------------------------
 
     def training_loss(self, batch: dict) -> torch.Tensor:
-        """Cross-entropy to the target over `train_steps` unrolled steps (weights 0.8^(s-1))."""
-        ids, logp, mask = batch["ids"], batch["target_logp"], batch["mask"]
+        """Cross-entropy to the target (its distributions, or its greedy tokens) over `train_steps` unrolled steps
+        (weights 0.8^(s-1))."""
+        ids, logp, mask = batch["ids"], common.targets(batch), batch["mask"]
         T = ids.shape[1] - 1  # position t reads x_{t+1}; its step-s output predicts x_{t+2}
         fused = self.fuse(torch.cat([batch["hidden"][i] for i in self.fuse_layers], dim=-1))[:, :T]
         a = self.inputs(fused, ids[:, 1:])  # [B, T, D]

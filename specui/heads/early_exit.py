@@ -32,7 +32,7 @@ from specui.drafters.base import Confidence, Draft
 from specui.drafters.copies import MIN_NGRAM, CopiesFirst
 from specui.drafters.registry import EARLY_EXIT, EARLY_EXIT_LOOKUP, LABELS
 from specui.heads.common import GatedMLP, ResBlock, VocabOutput, all_ids, check_target, draw, load_head, native_draft
-from specui.heads.common import soft_loss
+from specui.heads.common import soft_loss, targets
 from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
 from specui.native import kernel as native_kernel
 from specui.native_chain import picks, uniforms
@@ -82,7 +82,7 @@ class EarlyExitHead(nn.Module):
         logits = self(batch["hidden"][self.exit_layer])  # [B, T, N]
         if not mask.any():
             raise ValueError("the batch has no valid position")
-        return soft_loss(logits[mask], batch["target_logp"][mask].to(logits.device))
+        return soft_loss(logits[mask], targets(batch)[mask].to(logits.device))
 
     def make_drafter(self, target_model, *, copies: bool = False) -> EarlyExitDrafter:
         """The drafter; copies: copy where the context repeats, draft with the head elsewhere."""

@@ -27,7 +27,8 @@ from torch import nn
 from specui.drafters.base import Confidence, Draft
 from specui.drafters.tree import DraftTree, ancestry, grow
 from specui.drafters.registry import LABELS, MEDUSA
-from specui.heads.common import ResBlock, VocabOutput, all_ids, check_target, draw, load_head, native_draft, soft_loss
+from specui.heads.common import (ResBlock, VocabOutput, all_ids, check_target, draw, load_head, native_draft, soft_loss,
+                                 targets)
 from specui.heads.common import target_shape as shape_of  # the argument `target_shape` takes the plain name
 from specui.native import kernel as native_kernel
 from specui.native_adapters import MedusaChain
@@ -69,7 +70,7 @@ class MedusaHeads(nn.Module):
         """Head i at position t learns the target's distribution at position t + i (for token t + i + 1),
         over the positions where both t and t + i are valid; the heads' losses are averaged."""
         hidden = batch["hidden"][self.feature_layers[0]]  # [B, T, D]
-        target_logp, mask = batch["target_logp"], batch["mask"]  # [B, T, N], [B, T]
+        target_logp, mask = targets(batch), batch["mask"]  # [B, T, N] (or hard labels [B, T]), [B, T]
         logits = self(hidden)  # [B, T, num_heads, N]
         length = hidden.shape[1]
         losses = []
