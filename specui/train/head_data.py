@@ -87,7 +87,7 @@ class FeatureCache:
                  batch: int = 8, log=print, path: str | Path | None = None, dtype: torch.dtype | None = None):
         """path: a file that keeps the cache between runs (read when it holds these sequences and layers).
         dtype: run a copy of the target in this dtype to compute the states (bfloat16 on a CPU with AMX: about
-        4x float32's speed, the states within about 1% of float32's); default: the target as it is."""
+        3x float32's speed, the states within about 1% of float32's); default: the target as it is."""
         self.layers = tuple(sorted(set(layers) | {target.config.num_hidden_layers}))  # the final state: always
         self.final = target.config.num_hidden_layers
         self.sequences = sequences
