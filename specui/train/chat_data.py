@@ -147,6 +147,16 @@ def load_answers(folders: str | Path | list) -> list[dict]:
     return records
 
 
+def greedy_answers(records: list[dict], folders) -> list[dict]:
+    """The greedy answers of `records` (their tokens are the target's argmax: what --hard-labels learns); refused
+    in one line when `folders` gave sampled ones only."""
+    greedy = [r for r in records if not r.get("sampled")]
+    if records and not greedy:
+        raise SystemExit(f"--hard-labels learns from greedy answers (answers-*.pt) and {folders} holds sampled ones "
+                         "only: add a greedy folder, or leave --hard-labels out to learn the target's distributions")
+    return greedy
+
+
 def answers_problem(folders: str) -> str | None:
     """What is wrong with `--answers FOLDERS` (as load_answers reads them), in one line; None when each folder
     exists and they hold some answers."""

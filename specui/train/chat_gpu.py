@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from specui.train.chat_cpu import distil, draft_slots, start, summed_agreement
-from specui.train.chat_data import log, padded
+from specui.train.chat_data import greedy_answers, log, padded
 from specui.train.common import device_name
 
 
@@ -69,11 +69,7 @@ def answer_rows(ids: torch.Tensor, mask: torch.Tensor, slot: torch.Tensor) -> to
 def train_hard_on_answers(args, target, tok, *, device: str) -> None:
     """The greedy-token recipe (see the module docstring): the greedy answers' next tokens as labels."""
     records, val, draft, facts = start(args, target, tok)
-    greedy = [r for r in records if not r.get("sampled")]
-    if not greedy:
-        raise SystemExit(f"--hard-labels learns from greedy answers (answers-*.pt) and {args.answers} holds "
-                         "sampled ones only: add a greedy folder, or leave --hard-labels out to learn the target's "
-                         "distributions")
+    greedy = greedy_answers(records, args.answers)
     log(f"--hard-labels: {len(greedy)} greedy answers of {len(records)} (sampled ones are not the target's argmax)")
     draft = draft.to(device).float()
     slot = draft_slots(draft, target.get_input_embeddings().num_embeddings, device)

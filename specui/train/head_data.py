@@ -12,6 +12,7 @@ instead of storing a distribution per token.
 
 from __future__ import annotations
 
+import copy
 import time
 from pathlib import Path
 
@@ -24,16 +25,11 @@ def answer_sequences(folders, *, max_len: int, greedy_only: bool = False
     each one's weight: `folders` as `python -m specui.train.chat --answers` takes them (one folder or
     several separated by commas, each optionally FOLDER:WEIGHT; greedy and sampled answers, or with
     greedy_only the greedy ones: their tokens are the target's argmax)."""
-    from specui.train.chat_data import load_answers
+    from specui.train.chat_data import greedy_answers, load_answers
 
     out, weights = [], []
     records = load_answers(folders)
-    if greedy_only and records and all(r["sampled"] for r in records):
-        raise SystemExit(f"--hard-labels learns from greedy answers (answers-*.pt) and {folders} holds sampled ones "
-                         "only: add a greedy folder, or leave --hard-labels out to learn the target's distributions")
-    for record in records:
-        if greedy_only and record["sampled"]:
-            continue
+    for record in greedy_answers(records, folders) if greedy_only else records:
         ids = record["ids"].long()[:max_len]
         if len(ids) > record["prompt_len"] + 1:
             out.append((ids, int(record["prompt_len"])))
@@ -100,7 +96,6 @@ class FeatureCache:
                 log(f"target states read from {path}")
                 return
         if dtype is not None and dtype != target.dtype:
-            import copy
             target = copy.deepcopy(target).to(dtype)  # a copy: the caller's target keeps its float32 weights
         self._compute(target, batch=batch, log=log)
         if path is not None:

@@ -228,8 +228,9 @@ def _main(argv=None) -> None:
         f"{', '.join(heads)}; target states at layers {layers}; draft vocabulary {len(token_ids)}")
     layers = tuple(sorted(set(layers) | set(args.extra_layers)))
     states = None if args.states == "none" else args.states or out / "states.pt"
+    cpu_bf16 = args.bf16 and device.type == "cpu"  # --bf16 is for a CPU's AMX; a GPU keeps its TF32 products
     cache = head_data.FeatureCache(target, sequences, layers=layers, log=log, path=states, batch=args.state_batch,
-                                   dtype=torch.bfloat16 if args.bf16 and device.type == "cpu" else None)
+                                   dtype=torch.bfloat16 if cpu_bf16 else None)
     gen = torch.Generator().manual_seed(args.seed)
     order = torch.randperm(len(sequences), generator=gen).tolist()
     n_held = max(1, int(len(order) * args.held_out))
@@ -265,7 +266,7 @@ def _main(argv=None) -> None:
         batch = cache.batch([train[i] for i in picks], token_ids=token_ids, rows=rows, device=device,
                             hard=args.hard_labels)
         total = 0.0
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16 and device.type == "cpu"):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu_bf16):
             for name, h in heads.items():
                 loss = h.training_loss(batch)
                 losses[name] += float(loss.detach())
