@@ -143,17 +143,35 @@ def load_answers(folders: str | Path | list) -> list[dict]:
     for prefix in ("answers", "sampled"):
         for folder, weight in parsed:
             for path in sorted(folder.glob(f"{prefix}-*.pt")):
-                records += [{**r, "sampled": prefix == "sampled", "weight": weight} for r in torch.load(path)]
+                batch = [{**r, "sampled": prefix == "sampled", "weight": weight} for r in torch.load(path)]
+                if prefix == "sampled" and labels_path(path).exists():  # the target's greedy tokens (greedy_labels)
+                    for record, argmax in zip(batch, torch.load(labels_path(path)), strict=True):
+                        record["argmax"] = argmax
+                records += batch
     return records
 
 
-def greedy_answers(records: list[dict], folders) -> list[dict]:
-    """The greedy answers of `records` (their tokens are the target's argmax: what --hard-labels learns); refused
-    in one line when `folders` gave sampled ones only."""
-    greedy = [r for r in records if not r.get("sampled")]
+def labels_path(answers: Path) -> Path:
+    """Where `python -m specui.train.greedy_labels` keeps the target's greedy tokens at every position of the
+    sampled answers in `answers` (argmax-sampled-NNNNN.pt: matches neither answers-*.pt nor sampled-*.pt)."""
+    return answers.with_name("argmax-" + answers.name)
+
+
+def next_tokens(record: dict) -> torch.Tensor:
+    """The target's greedy token at each of `record`'s answer positions: a greedy answer's own tokens, a sampled
+    answer's labels from greedy_labels (KeyError when it has none)."""
+    return record["argmax"] if record.get("sampled") else record["ids"][int(record["prompt_len"]):]
+
+
+def greedy_answers(records: list[dict], folders, *, labelled: bool = False) -> list[dict]:
+    """The greedy answers of `records` (their tokens are the target's argmax: what --hard-labels learns), with
+    `labelled` also the sampled ones that carry the target's greedy tokens (`next_tokens`); refused in one line
+    when `folders` gave none."""
+    greedy = [r for r in records if not r.get("sampled") or (labelled and "argmax" in r)]
     if records and not greedy:
         raise SystemExit(f"--hard-labels learns from greedy answers (answers-*.pt) and {folders} holds sampled ones "
-                         "only: add a greedy folder, or leave --hard-labels out to learn the target's distributions")
+                         "only: add a greedy folder, label the sampled ones with python -m specui.train.greedy_labels "
+                         "--answers FOLDERS, or leave --hard-labels out to learn the target's distributions")
     return greedy
 
 
@@ -182,6 +200,19 @@ def padded(records: list[dict], *, pad: int, seq: int | None = None) -> tuple[to
         ids[i, :n] = r["ids"][:n].long()
         mask[i, max(0, int(r["prompt_len"]) - 1):n - 1] = True
     return ids, mask
+
+
+def padded_labels(records: list[dict], *, pad: int, seq: int | None = None) -> torch.Tensor:
+    """[B, T] beside `padded`'s ids: at each position its mask marks, the target's greedy next token
+    (`next_tokens`); `pad` elsewhere."""
+    length = max(len(r["ids"]) for r in records)
+    length = min(seq, length) if seq else length
+    labels = torch.full((len(records), length), pad, dtype=torch.long)
+    for i, r in enumerate(records):
+        first, n = max(0, int(r["prompt_len"]) - 1), min(length, len(r["ids"]))
+        nxt = r["argmax"][first + 1 - int(r["prompt_len"]):] if r.get("sampled") else r["ids"][first + 1:]
+        labels[i, first:n - 1] = nxt[:n - 1 - first].long()
+    return labels
 
 
 def _parsed(folders: str | Path | list) -> list[tuple[Path, float]]:

@@ -22,7 +22,9 @@ answer is the target's own argmax token after token, so the cross-entropy from t
 next token (over the draft's ids; a token outside them is a miss the draft cannot mend, left out of the loss) asks
 for the draft's argmax to be the target's, where the soft recipe spends the draft's few weights on the whole
 distribution too. No target runs, so a CPU takes a step in seconds (the early-exit head's `specui.train exit` is
-the same idea). Sampled answers are left out; the validation agreement is against the kept greedy answers' tokens.
+the same idea). Sampled answers are left out unless `python -m specui.train.greedy_labels` has written the target's
+greedy token at each of their positions (one forward over them, once): then their text is the context and those
+tokens the labels. The validation agreement is against the kept greedy answers' tokens.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from specui.train.chat_cpu import distil, draft_slots, start, summed_agreement
-from specui.train.chat_data import greedy_answers, log, padded
+from specui.train.chat_data import greedy_answers, log, padded, padded_labels
 from specui.train.common import device_name
 
 
@@ -61,16 +63,21 @@ def agreement(target, draft, records: list[dict], *, sub, pad: int, seq: int, de
     return hits / max(1, total)
 
 
-def answer_rows(ids: torch.Tensor, mask: torch.Tensor, slot: torch.Tensor) -> torch.Tensor:
-    """At the masked positions, the draft row of the answer's next token [M] (-1 outside the draft's ids)."""
-    return slot[ids.roll(-1, dims=1)[mask]]  # the mask never marks a row's last column
+def answer_rows(records: list[dict], mask: torch.Tensor, slot: torch.Tensor, *, pad: int, seq: int | None = None
+                ) -> torch.Tensor:
+    """At `padded`'s masked positions, the draft row of the target's greedy next token [M] (-1 outside the draft's
+    ids): a greedy answer's own next token, a labelled sampled answer's label (chat_data.next_tokens)."""
+    return slot[padded_labels(records, pad=pad, seq=seq).to(mask.device)[mask]]
 
 
 def train_hard_on_answers(args, target, tok, *, device: str) -> None:
-    """The greedy-token recipe (see the module docstring): the greedy answers' next tokens as labels."""
+    """The greedy-token recipe (see the module docstring): the greedy answers' next tokens as labels, and the
+    labelled sampled answers' greedy tokens (`python -m specui.train.greedy_labels`)."""
     records, val, draft, facts = start(args, target, tok)
-    greedy = greedy_answers(records, args.answers)
-    log(f"--hard-labels: {len(greedy)} greedy answers of {len(records)} (sampled ones are not the target's argmax)")
+    greedy = greedy_answers(records, args.answers, labelled=True)
+    labelled = sum(1 for r in greedy if r.get("sampled"))
+    log(f"--hard-labels: {len(greedy) - labelled} greedy answers and {labelled} sampled ones with the target's greedy "
+        f"tokens (greedy_labels) of {len(records)} (other sampled ones are draws, not the target's argmax)")
     draft = draft.to(device).float()
     slot = draft_slots(draft, target.get_input_embeddings().num_embeddings, device)
     autocast = device.startswith("cuda")
@@ -78,14 +85,16 @@ def train_hard_on_answers(args, target, tok, *, device: str) -> None:
 
     def step_loss(batch: list[dict]):
         ids, mask = (t.to(device) for t in padded(batch, pad=pad, seq=seq))
-        rows, logits = answer_rows(ids, mask, slot), draft_logits(draft, ids, mask, autocast=autocast)
+        rows = answer_rows(batch, mask, slot, pad=pad, seq=seq)
+        logits = draft_logits(draft, ids, mask, autocast=autocast)
         inside = rows >= 0
         loss = F.cross_entropy(logits[inside], rows[inside])
         return loss, int((logits.argmax(-1) == rows).sum()), len(rows)
 
     distil(args, target, tok, draft, records=greedy, val=val, device=device, step_loss=step_loss,
            score=lambda kept: summed_agreement(step_loss, kept, 32),
-           facts={**facts, "labels": "the target's greedy tokens (its greedy answers), hard labels",
+           facts={**facts, "labels": "the target's greedy tokens (its greedy answers" +
+                  (", and at its sampled answers' positions: greedy_labels" if labelled else "") + "), hard labels",
                   "device": device_name(device)})
 
 

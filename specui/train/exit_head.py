@@ -7,8 +7,9 @@ it cannot propose: left out of the loss, counted as misses). That needs the targ
 only, not its final distributions: the target's first E layers run once over the answers (truncated, in batches;
 about a quarter of a full pass for SmolLM2's exit at 4 of 30 layers), and the states are kept in --states
 (float16) for later runs. `specui.train heads` distils every head from the target's soft distributions instead,
-which costs a full pass; this is the cheaper, greedy-only recipe, warm-started from such a head (--init): give it
-greedy answers only (a sampled answer's tokens are draws, not the argmax).
+which costs a full pass; this is the cheaper, greedy-only recipe, warm-started from such a head (--init). It learns
+from greedy answers, and from sampled ones whose greedy tokens `python -m specui.train.greedy_labels` has written
+(their text the context, those tokens the labels); other sampled answers are left out (their tokens are draws).
 
     python -m specui.train exit --answers DIR1,DIR2 --init assets/smollm2-heads/early_exit --mlp-hidden 1024 \
         --out runs/exit --minutes 20
@@ -31,7 +32,7 @@ from specui import heads as saved
 from specui.heads import common
 from specui.heads.early_exit import EarlyExitHead
 from specui.train.common import check_budgets, device_name
-from specui.train.head_data import answer_sequences
+from specui.train.head_data import greedy_sequences
 from specui.train.heads import log, lr_at, start_run
 
 
@@ -39,8 +40,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m specui.train exit", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default=None, help="the preset whose target the head serves (default: models.yaml's default)")
     ap.add_argument("--config", default=None, help="a models.yaml (default: the one beside the package)")
-    ap.add_argument("--answers", required=True, help="folders of the target's greedy answers (DIR1,DIR2; "
-                    "python -m specui.train.chat --write-answers, or tools/gpu_answers.tar.xz's greedy sets)")
+    ap.add_argument("--answers", required=True, help="folders of the target's answers (DIR1,DIR2; "
+                    "python -m specui.train.chat --write-answers, or tools/gpu_answers.tar.xz's sets): the greedy "
+                    "ones, and the sampled ones labelled by python -m specui.train.greedy_labels")
     ap.add_argument("--init", default=None, help="an early-exit head folder to start from (else a fresh head)")
     ap.add_argument("--exit-layer", type=int, default=0, help="the exit: the head drafts from the state "
                     "entering this layer (0: --init's, or a quarter of the layers for a fresh head)")
@@ -67,12 +69,15 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 @torch.no_grad()
-def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16, whole: bool = False) -> dict:
+def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16, whole: bool = False,
+                labels: list[torch.Tensor] | None = None) -> dict:
     """Per sequence (ids, first answer index): the states entering layer `layer` at the positions that predict its
-    answer tokens (float16 [n, D]; every position's with `whole`) and those tokens; kept in `path` and read back
-    when it holds the same settings."""
+    answer tokens (float16 [n, D]; every position's with `whole`) and those tokens (or `labels`' for them: the
+    target's greedy tokens where the answer was sampled); kept in `path` and read back when it holds the same
+    settings."""
     key = {"layer": layer, "sequences": len(sequences), "tokens": sum(len(s) for s, _ in sequences),
-           **({"whole": True} if whole else {})}
+           **({"whole": True} if whole else {}),
+           **({"labels": sum(int(x.sum()) for x in labels)} if labels is not None else {})}
     if path.exists():
         kept = torch.load(path)
         if kept.get("key") == key:
@@ -85,7 +90,7 @@ def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16, w
     # hooks that collect them would stay on the layers of the cut model)
     target.model.layers, target.config.num_hidden_layers, target.model.norm = layers[:layer], layer, torch.nn.Identity()
     try:
-        states, labels = [None] * len(sequences), [None] * len(sequences)
+        states, answer_labels = [None] * len(sequences), [None] * len(sequences)
         order = sorted(range(len(sequences)), key=lambda i: len(sequences[i][0]))  # little padding
         started = time.time()
         for b in range(0, len(order), batch):
@@ -98,12 +103,12 @@ def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16, w
             for j, i in enumerate(picked):
                 seq, first = sequences[i]
                 states[i] = hidden[j, 0 if whole else first - 1:len(seq) - 1].to("cpu", torch.float16)
-                labels[i] = seq[first:].clone()
+                answer_labels[i] = seq[first:].clone() if labels is None else labels[i]
             if (b // batch) % 25 == 0:
                 log(f"exit states: {b + len(picked):,}/{len(order):,} sequences ({time.time() - started:.0f} s)")
     finally:
         target.model.layers, target.config.num_hidden_layers, target.model.norm = layers, count, norm
-    kept = {"key": key, "states": states, "labels": labels}
+    kept = {"key": key, "states": states, "labels": answer_labels}
     torch.save(kept, path)
     return kept
 
@@ -145,9 +150,10 @@ def _history(folder) -> dict:
 def main(argv=None) -> None:
     args = parse_args(argv)
     out, preset, target, _ = start_run(args)
-    sequences, _ = answer_sequences(args.answers, max_len=args.seq)
-    head = build_head(args, target, [s[first:] for s, first in sequences])
-    data = exit_states(target, sequences, layer=head.exit_layer, path=Path(args.states or out / "states.pt"))
+    sequences, labels = greedy_sequences(args.answers, max_len=args.seq)
+    head = build_head(args, target, labels)
+    data = exit_states(target, sequences, layer=head.exit_layer, path=Path(args.states or out / "states.pt"),
+                       labels=labels)
     where = torch.full((head.output.vocab_size,), -1, dtype=torch.long)  # target id -> index among the head's ids
     where[head.output.token_ids.cpu()] = torch.arange(len(head.output.token_ids))
     order = torch.randperm(len(sequences), generator=torch.Generator().manual_seed(args.seed)).tolist()

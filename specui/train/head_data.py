@@ -39,6 +39,24 @@ def answer_sequences(folders, *, max_len: int, greedy_only: bool = False
     return out, weights
 
 
+def greedy_sequences(folders, *, max_len: int) -> tuple[list[tuple[torch.Tensor, int]], list[torch.Tensor]]:
+    """(conversation ids, index of the first answer token) per answer whose greedy tokens are known, cut to max_len
+    tokens, and beside each its labels: the target's greedy token at each answer position (a greedy answer's own
+    tokens; a sampled answer's from `python -m specui.train.greedy_labels`). Sampled answers without them are left
+    out (their tokens are draws); refused in one line when nothing is left."""
+    from specui.train.chat_data import greedy_answers, load_answers, next_tokens
+
+    sequences, labels = [], []
+    for record in greedy_answers(load_answers(folders), folders, labelled=True):
+        ids, first = record["ids"].long()[:max_len], int(record["prompt_len"])
+        if len(ids) > first + 1:
+            sequences.append((ids, first))
+            labels.append(next_tokens(record)[:len(ids) - first].long())
+    if not sequences:
+        raise SystemExit(f"{folders}: no answers-*.pt files (write them with python -m specui.train.chat --write-answers)")
+    return sequences, labels
+
+
 def window_sequences(stream: torch.Tensor, *, length: int, count: int, seed: int) -> list[tuple[torch.Tensor, int]]:
     """`count` random windows of `length` tokens of a token stream, the loss on all of them."""
     gen = torch.Generator().manual_seed(seed)

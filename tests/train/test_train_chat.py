@@ -187,14 +187,15 @@ def test_hard_labels_learn_the_greedy_answers_tokens(tmp_path, capsys):
     slot = torch.full((49152,), -1, dtype=torch.long)
     kept = torch.tensor(sorted({int(t) for t in records[0]["ids"][records[0]["prompt_len"]:][::2]}))
     slot[kept] = torch.arange(len(kept))
-    rows = chat_gpu.answer_rows(ids, mask, slot)
+    rows = chat_gpu.answer_rows(records[:2], mask, slot, pad=tok.pad_token_id)
     answers = torch.cat([r["ids"][r["prompt_len"]:].long() for r in records[:2]])
     assert torch.equal(rows, slot[answers])  # position j's label: answer token j + 1's draft row, -1 outside
 
     common = ["--answers", str(folder), "--hard-labels", "--batch", "2", "--alpha-tokens", "4", "--warmup", "1"]
     chat.main(common + ["--out", str(tmp_path / "hard"), "--steps", "40", "--lr", "3e-3", "--vocab", "512",
                         "--drafts", "1:0", "--val-answers", "0"])
-    assert "--hard-labels: 3 greedy answers of 6" in capsys.readouterr().out
+    assert "--hard-labels: 3 greedy answers and 0 sampled ones with the target's greedy tokens (greedy_labels) of 6" in (
+        capsys.readouterr().out)
     facts = json.loads((tmp_path / "hard" / "draft" / chat_draft.META).read_text())
     assert facts["labels"] == "the target's greedy tokens (its greedy answers), hard labels"
     assert facts["answers"] == 3 and facts["sampled_answers"] == 0 and facts["steps_run"] == 40
@@ -202,7 +203,7 @@ def test_hard_labels_learn_the_greedy_answers_tokens(tmp_path, capsys):
     ids, mask = chat_gpu.padded(records[:3], pad=tok.pad_token_id)
     slot = torch.full((49152,), -1, dtype=torch.long)
     slot[draft.token_ids] = torch.arange(len(draft.token_ids))
-    rows = chat_gpu.answer_rows(ids, mask, slot)
+    rows = chat_gpu.answer_rows(records[:3], mask, slot, pad=tok.pad_token_id)
     with torch.no_grad():
         hits = chat_gpu.draft_logits(draft, ids, mask, autocast=False).argmax(-1) == rows
     assert hits.float().mean() > 0.9  # 40 steps on three short answers: it has learnt them
