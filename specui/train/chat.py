@@ -32,6 +32,7 @@ from specui.train.chat_cpu import train_on_answers
 from specui.train.chat_data import load_target, log, write_answers
 from specui.train.chat_gpu import train_gpu_on_answers, train_hard_on_answers
 from specui.train.common import tf32_products
+from specui.train.greedy_labels import label_folders
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -77,7 +78,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "chat_gpu.py; the default on CUDA, and what answers written with --labels 0 need)")
     ap.add_argument("--hard-labels", action="store_true",
                     help="with --answers: learn the target's greedy tokens from its greedy answers (cross-entropy to "
-                         "each answer's next token; no target forward, so fast on a CPU; sampled answers left out)")
+                         "each answer's next token; no target forward, so fast on a CPU; sampled answers left out "
+                         "unless labelled: python -m specui.train.greedy_labels, or --label-sampled)")
+    ap.add_argument("--label-sampled", action="store_true",
+                    help="with --hard-labels: first write the target's greedy tokens at the sampled answers' positions "
+                         "where they are missing (specui.train.greedy_labels: seconds on a GPU, an hour for the "
+                         "archive's answers on a CPU), so they are learnt too")
     ap.add_argument("--val-answers", type=int, default=64,
                     help="with --answers: the newest N answers are kept apart to pick the best weights (0: none)")
     ap.add_argument("--eval-every", type=int, default=200, help="with --answers: validate and checkpoint every N steps")
@@ -101,6 +107,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.error(f"--answers: {problem}")
     if args.init_draft and not (Path(args.init_draft) / chat_draft.META).is_file():
         ap.error(f"--init-draft {args.init_draft}: not a saved chat draft (no {chat_draft.META} there)")
+    if args.label_sampled and not args.hard_labels:
+        ap.error("--label-sampled writes greedy tokens for --hard-labels to learn: add --hard-labels")
     if args.grow and not args.init_draft:
         ap.error("--grow adds layers to --init-draft's draft: say which draft (a new one takes --drafts' shape)")
     if args.grow and not all(part.strip().isdigit() for part in args.grow.split(",")):
@@ -135,6 +143,12 @@ def _main(argv=None) -> None:
                              batch=args.gen_batch, max_new=args.max_answer, top=args.labels, minutes=minutes,
                              sample=args.sample, seed=args.sample_seed, device=device)
     if args.answers and args.hard_labels:
+        if args.label_sampled:  # the labelling counts against --max-minutes: a GPU round's trainer ends on time
+            started = time.time()
+            label_folders(target, [folder for folder, _ in chat_data._parsed(args.answers)],
+                          batch=64 if device == "cuda" else 8)
+            if args.max_minutes:
+                args.max_minutes = max(args.max_minutes - (time.time() - started) / 60, 0.01)
         return train_hard_on_answers(args, target, tok, device=device)
     if args.answers and (device == "cuda" or args.on_the_fly):
         return train_gpu_on_answers(args, target, tok, device=device)

@@ -94,23 +94,28 @@ def main(argv=None) -> None:
         same = sum(int((lab == r["ids"][r["prompt_len"]:].to(torch.int32)).sum()) for lab, r in zip(labels, greedy))
         log(f"--check: the labels are the greedy answers' own tokens at {same / sum(len(x) for x in labels):.4f} "
             f"of {sum(len(x) for x in labels):,} positions")
+    label_folders(target, folders, batch=args.batch, body=body, minutes=args.minutes)
+
+
+def label_folders(target, folders: list[Path], *, batch: int, body=None, minutes: float = 0) -> None:
+    """Write the labels of every file of sampled answers in `folders` that has none yet (whole files, so a run
+    stopped part way goes on where it stopped), until `minutes` have passed (0: all of them)."""
     files = [p for f in folders for p in sorted(f.glob("sampled-*.pt")) if not labels_path(p).exists()]
     if not files:
         log("every file of sampled answers has its labels already")
     started = time.time()
     for path in files:
-        if args.minutes and time.time() - started > args.minutes * 60:
-            log(f"--minutes {args.minutes:g} reached; {path} and after are left for the next run")
+        if minutes and time.time() - started > minutes * 60:
+            log(f"--minutes {minutes:g} reached; {path} and after are left for the next run")
             break
         records = torch.load(path)
         t0 = time.time()
-        labels = greedy_tokens(target, records, batch=args.batch, body=body)
+        labels = greedy_tokens(target, records, batch=batch, body=body)
         tmp = labels_path(path).with_suffix(".tmp")
         torch.save(labels, tmp)
         tmp.rename(labels_path(path))  # whole files only
         tokens = sum(len(x) for x in labels)
         log(f"{labels_path(path)}: {tokens:,} labels ({tokens / (time.time() - t0):.0f} answer tokens/s)")
-
 
 if __name__ == "__main__":
     from specui.command_line import run

@@ -112,3 +112,26 @@ def test_the_exit_trainer_reads_the_labelled_sampled_answers(written, tmp_path):
     data = exit_states(target, sequences, layer=2, path=tmp_path / "states.pt", labels=labels)
     assert all(torch.equal(a, b) for a, b in zip(data["labels"], labels))
     assert all(len(s) == len(x) for s, x in zip(data["states"], labels))  # one state per label
+
+
+def test_the_chat_trainer_labels_what_is_missing_first(tmp_path, capsys):
+    """--label-sampled: the trainer writes the missing labels itself (what a GPU round does), then learns them."""
+    import shutil
+
+    from specui import chat_prompts
+    from specui.train import chat, chat_data
+
+    target, tok = chat_data.load_target(None, "cpu")
+    folder = tmp_path / "answers"
+    prompts = chat_prompts.training_prompts()[3:5]
+    chat_data.write_answers(target, tok, prompts, folder=folder, batch=2, max_new=6, top=0, minutes=0)
+    chat_data.write_answers(target, tok, prompts, folder=folder, batch=2, max_new=6, top=0, minutes=0, sample=True)
+    common = ["--answers", str(folder), "--hard-labels", "--batch", "2", "--alpha-tokens", "4", "--warmup", "1",
+              "--steps", "1", "--vocab", "256", "--drafts", "1:0", "--val-answers", "0"]
+    with pytest.raises(SystemExit):
+        chat.main(common[:2] + ["--label-sampled", "--out", str(tmp_path / "x")])
+    assert "add --hard-labels" in capsys.readouterr().err
+    chat.main([*common, "--label-sampled", "--out", str(tmp_path / "run")])
+    assert (folder / "argmax-sampled-00000.pt").exists()
+    assert "2 greedy answers and 2 sampled ones" in capsys.readouterr().out
+    shutil.rmtree(tmp_path / "run")
