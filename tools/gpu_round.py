@@ -11,7 +11,8 @@ the GPU's arithmetic, so side by side they add up):
    and `asked`, prompts the target writes itself (`specui.train.asked`), greedy, then sampled rounds with
    new seeds): `python -m specui.train.chat --write-answers DIR --labels 0 --graphs` (ids only; each batch
    decoded as replayed CUDA graphs, `specui.train.batch_decode`), each stopping in time for --gen-seconds.
-3. The chat draft (`specui.train.chat --answers ... --init-draft --new-vocab`, the GPU recipe in chat_gpu.py, its
+3. The chat draft (`specui.train.chat --answers ... --init-draft --new-vocab --hard-labels --label-sampled`: the
+   target's greedy tokens as labels, at the sampled answers' positions too, written first where missing; its
    8,192 ids picked afresh from the answers, `--draft-vocab`; grown by layers that add nothing at first,
    `--grow-draft 2,3`; or a new one of another shape, `--new-draft 3:0,1,2`) and the EAGLE head
    (`specui.train heads --head eagle --init`) train side by side on those answers until the budget's end, less the
@@ -210,8 +211,9 @@ def take_answers(source: Path, work: Path) -> dict[str, int]:
     for folder in sorted(source.iterdir()):
         if folder.is_dir() and folder.name not in RESULTS:
             shutil.copytree(folder, work / folder.name, dirs_exist_ok=True)
-    return {d.name: len(list(d.glob("*.pt"))) for d in sorted(work.iterdir()) if d.name not in RESULTS
-            and any(d.glob("*.pt"))}
+    counts = {d.name: len([*d.glob("answers-*.pt"), *d.glob("sampled-*.pt")]) for d in sorted(work.iterdir())
+              if d.name not in RESULTS}  # answer files, not their greedy labels (argmax-*.pt)
+    return {name: n for name, n in counts.items() if n}
 
 
 def trainer_minutes(train_minutes: float, draft_share: float) -> tuple[float, float]:
@@ -229,7 +231,7 @@ def draft_command(args, answers: str, out: Path, *, minutes: float, batch: str, 
          *(["--grow", args.grow_draft] if args.grow_draft else [])]  # main refuses --grow-draft with --new-draft
     if args.draft_vocab and not args.new_draft:  # the shipped list held 0.920 of held-out tokens, a fresh pick 0.955
         start += ["--new-vocab", "--vocab", str(args.draft_vocab)]
-    labels = ["--hard-labels"] if args.draft_labels == "hard" else ["--on-the-fly"]
+    labels = ["--hard-labels", "--label-sampled"] if args.draft_labels == "hard" else ["--on-the-fly"]
     return [sys.executable, "-m", "specui.train.chat", "--answers", answers, "--out", str(out), *start,
             *labels, "--batch", batch, "--steps", "100000", "--eval-every", every, "--val-answers", val,
             "--alpha-tokens", alpha, "--max-minutes", f"{max(minutes, 0.05):.2f}"]
@@ -330,7 +332,7 @@ def finish(facts: dict, work: Path, out: Path) -> None:
                 for folder in folders:
                     if folder.is_dir():
                         tar.add(folder, arcname=folder.name)
-    answers = sorted([*work.glob("*/answers-*.pt"), *work.glob("*/sampled-*.pt")])
+    answers = sorted([*work.glob("*/answers-*.pt"), *work.glob("*/sampled-*.pt"), *work.glob("*/argmax-*.pt")])
     answers += sorted(work.glob("*/prompts.txt"))  # the asked sets' prompts, which their writers resume on
     if answers:  # the answers themselves, for the next round (ids compress to a few MB)
         with tarfile.open(out / "answers.tar.xz", "w:xz", preset=6) as tar:

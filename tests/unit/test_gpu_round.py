@@ -37,15 +37,16 @@ def test_the_answers_come_back_packed_and_go_in_again(tmp_path):
     import torch
 
     work, out = tmp_path / "work", tmp_path / "out"
-    for name in ("main/answers-00000.pt", "main-s1/sampled-00003.pt", "draft/checkpoint.pt"):
+    for name in ("main/answers-00000.pt", "main-s1/sampled-00003.pt", "main-s1/argmax-sampled-00003.pt",
+                 "draft/checkpoint.pt"):
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         torch.save([{"ids": torch.arange(5, dtype=torch.int32), "prompt_len": 2}], work / name)
     (work / "asked").mkdir()
     (work / "asked" / "prompts.txt").write_text("Why is the sky blue?\n")  # the prompts its writer resumes on
     gpu_round.finish({"phases": {}}, work, out)
     with tarfile.open(out / "answers.tar.xz") as tar:
-        assert sorted(tar.getnames()) == ["answers/asked/prompts.txt", "answers/main-s1/sampled-00003.pt",
-                                          "answers/main/answers-00000.pt"]
+        assert sorted(tar.getnames()) == ["answers/asked/prompts.txt", "answers/main-s1/argmax-sampled-00003.pt",
+                                          "answers/main-s1/sampled-00003.pt", "answers/main/answers-00000.pt"]
         tar.extractall(tmp_path / "carried", filter="data")
     assert torch.load(tmp_path / "carried" / "answers" / "main" / "answers-00000.pt")[0]["prompt_len"] == 2
     (work / "heads" / "medusa").mkdir(parents=True)  # an earlier call's work folder, read as --answers-in
@@ -152,6 +153,7 @@ def test_the_draft_trainer_continues_the_shipped_draft_or_starts_a_new_shape(tmp
     assert grown[grown.index("--init-draft") + 1] == "assets/smollm2-draft"
     assert "--grow" not in go_on
     assert "--hard-labels" in go_on and "--on-the-fly" not in go_on  # the greedy answers' tokens, by default
+    assert "--label-sampled" in go_on  # and the target's greedy tokens at the sampled answers' positions
     soft = command("--draft-labels", "soft")
     assert "--on-the-fly" in soft and "--hard-labels" not in soft
     with pytest.raises(SystemExit, match="say one of them"):

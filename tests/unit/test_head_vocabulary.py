@@ -23,7 +23,8 @@ ANSWERS = "tools/gpu_answers.tar.xz"  # the GPU rounds' answers (token ids), as 
 
 def answer_tokens(tmp_path) -> torch.Tensor:
     with tarfile.open(ANSWERS) as tar:
-        members = [m for m in tar.getmembers() if m.name.endswith(".pt")]
+        members = [m for m in tar.getmembers()  # answers, not their greedy labels (argmax-sampled-*.pt)
+                   if m.name.endswith(".pt") and m.name.rsplit("/", 1)[1].startswith(("answers-", "sampled-"))]
         tar.extractall(tmp_path, members=members, filter="data")
     records = [r for m in members for r in torch.load(tmp_path / m.name)]
     return torch.cat([r["ids"][int(r["prompt_len"]):].long() for r in records])
