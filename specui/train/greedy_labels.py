@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import copy
 import time
+from pathlib import Path
+
 import torch
 
 from specui.train.chat_data import _parsed, labels_path, load_target, log

