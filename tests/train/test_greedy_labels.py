@@ -85,19 +85,6 @@ def test_hard_labels_learn_from_labelled_sampled_answers(written, tmp_path, caps
     assert "greedy_labels" in facts["labels"] and facts["sampled_answers"] == 3
 
 
-def test_sampled_answers_without_labels_are_refused_with_the_command(tmp_path):
-    from specui import chat_prompts
-    from specui.train import chat, chat_data
-
-    target, tok = chat_data.load_target(None, "cpu")
-    folder = tmp_path / "sampled"
-    chat_data.write_answers(target, tok, chat_prompts.training_prompts()[:1], folder=folder, batch=1, max_new=4, top=0,
-                            minutes=0, sample=True)
-    with pytest.raises(SystemExit, match="python -m specui.train.greedy_labels"):
-        chat.main(["--answers", str(folder), "--hard-labels", "--out", str(tmp_path / "x"), "--steps", "1",
-                   "--vocab", "256", "--drafts", "1:0", "--val-answers", "0"])
-
-
 def test_the_exit_trainer_reads_the_labelled_sampled_answers(written, tmp_path):
     from specui.train import chat_data, greedy_labels
     from specui.train.exit_head import exit_states
