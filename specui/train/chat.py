@@ -145,8 +145,7 @@ def _main(argv=None) -> None:
     if args.answers and args.hard_labels:
         if args.label_sampled:  # the labelling counts against --max-minutes: a GPU round's trainer ends on time
             started = time.time()
-            label_folders(target, [folder for folder, _ in chat_data._parsed(args.answers)],
-                          batch=64 if device == "cuda" else 8)
+            label_folders(target, chat_data.answer_folders(args.answers), batch=64 if device == "cuda" else 8)
             if args.max_minutes:
                 args.max_minutes = max(args.max_minutes - (time.time() - started) / 60, 0.01)
         return train_hard_on_answers(args, target, tok, device=device)

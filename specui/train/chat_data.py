@@ -222,6 +222,11 @@ def _parsed(folders: str | Path | list) -> list[tuple[Path, float]]:
     return [_folder_weight(str(spec)) for spec in folders]
 
 
+def answer_folders(folders: str | Path | list) -> list[Path]:
+    """The folders `--answers FOLDERS` names (a list, or one path or several separated by commas), weights dropped."""
+    return [folder for folder, _ in _parsed(folders)]
+
+
 def _folder_weight(spec: str) -> tuple[Path, float]:
     """'FOLDER:WEIGHT' or 'FOLDER' (weight 1)."""
     folder, sep, weight = spec.rpartition(":")

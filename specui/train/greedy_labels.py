@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from specui.train.chat_data import _parsed, labels_path, load_target, log
+from specui.train.chat_data import answer_folders, labels_path, load_target, log
 
 
 @torch.inference_mode()
@@ -80,7 +80,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    folders = [folder for folder, _ in _parsed(args.answers)]
+    folders = answer_folders(args.answers)
     if missing := [str(f) for f in folders if not f.is_dir()]:
         raise SystemExit(f"--answers: {', '.join(missing)} is not a folder")
     if args.threads:
