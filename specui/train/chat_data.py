@@ -210,7 +210,7 @@ def padded_labels(records: list[dict], *, pad: int, seq: int | None = None) -> t
     labels = torch.full((len(records), length), pad, dtype=torch.long)
     for i, r in enumerate(records):
         first, n = max(0, int(r["prompt_len"]) - 1), min(length, len(r["ids"]))
-        nxt = r["argmax"][first + 1 - int(r["prompt_len"]):] if r.get("sampled") else r["ids"][first + 1:]
+        nxt = next_tokens(r)[first + 1 - int(r["prompt_len"]):]  # position j's label: the token after ids[:j + 1]
         labels[i, first:n - 1] = nxt[:n - 1 - first].long()
     return labels
 
