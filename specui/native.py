@@ -90,6 +90,8 @@ class Kernel:
         # (alone, took, at) seconds -> rest until (see native_pool.c)
         self.pool_account = _bound(library.pool_account, [ctypes.c_double] * 3, ctypes.c_double)
         self._pool_state = _bound(library.pool_state, [_ptr, _int, _int])
+        self._pool_yield = _bound(library.pool_yield, [ctypes.c_double], ctypes.c_double) \
+            if hasattr(library, "pool_yield") else None  # (absent from builds of older sources: `tools.build_ab`)
         self._argmax = _bound(library.rowargmax, [_ptr, _int, _int, _int, _ptr])
         # (absent from builds of older sources, which `tools.build_ab` loads: `sorted_values` then says None)
         has_sort = hasattr(library, "rowsort")
@@ -139,6 +141,13 @@ class Kernel:
         out = (ctypes.c_long * 4)()
         self._pool_state(out, -1 if give_way is None else int(give_way), int(clear))
         return dict(zip(("splits", "alone_resting", "rests", "alone_asleep"), out))
+
+    def pool_yield(self, seconds: float | None = None) -> float:
+        """How long an idle product thread yields its core before it sleeps (seconds, native_pool.c's
+        YIELD_SECONDS), set to `seconds` where given; returns the setting before."""
+        if self._pool_yield is None:
+            raise RuntimeError("this build of the native kernels has no pool_yield")
+        return self._pool_yield(-1.0 if seconds is None else float(seconds))
 
     def argmax(self, logits: torch.Tensor) -> torch.Tensor:
         """`logits.argmax(-1)` for float32 logits [V] or [rows, V] on the CPU: the first of equal

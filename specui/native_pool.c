@@ -41,7 +41,9 @@ void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const 
 
 #define MAX_WORKERS 15
 #define SPINS 2000  /* pauses a worker spins for the next share (tens of microseconds: a forward's products) */
-#define YIELDS 1000 /* then sched_yield()s, leaving the core to any other thread, before it sleeps (~1 ms) */
+#define YIELD_SECONDS 1e-3 /* then sched_yield()s, leaving the core to any other thread, this long before it sleeps
+                            * (by the clock: a VM's sched_yield can return in 0.17 us, so 1,000 of them were 0.2 ms,
+                            * less than a speculative round's Python between its verify and its drafting) */
 
 typedef struct {
     const float *x; const void *w; const float *bias; float *y;
@@ -66,6 +68,7 @@ static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
 static double saved, window_start, rest_until, rest = REST_MIN; /* guarded by `calling`, as the counts */
 static long counts[4]; /* splits, products alone while resting, rests, products alone as the workers slept */
 static int giving_way = 1; /* 0: split every large product, never rest nor let workers sleep on (tests) */
+static _Atomic double yield_seconds = YIELD_SECONDS; /* `pool_yield` */
 
 static double now(void) {
     struct timespec t;
@@ -119,16 +122,26 @@ void pool_state(long *out, int give_way, int clear) {
     pthread_mutex_unlock(&calling);
 }
 
+/* Sets how long an idle worker yields before it sleeps (seconds; a negative value: unchanged); returns the
+ * setting before (`tools` race settings in one process). */
+double pool_yield(double seconds) {
+    const double before = atomic_load(&yield_seconds);
+    if (seconds >= 0) atomic_store(&yield_seconds, seconds);
+    return before;
+}
+
 static void *work(void *arg) {
     const int me = (int)(long)arg;
     int seen = atomic_load_explicit(&done[me], memory_order_acquire); /* the job before its first */
     for (;;) {
+        double since = 0; /* when the yields began */
         for (int spins = 0; atomic_load_explicit(&posted, memory_order_acquire) == seen;) {
             if (++spins < SPINS) {
                 _mm_pause();
                 continue;
             }
-            if (spins < SPINS + YIELDS) {
+            if (spins == SPINS) since = now();
+            if (spins % 16 || now() - since < atomic_load(&yield_seconds)) {
                 sched_yield();
                 continue;
             }

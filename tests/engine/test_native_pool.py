@@ -1,6 +1,6 @@
 """Product threads (specui/native_pool.c through specui.native): a large product split between the calling thread
 and native workers gives the unsplit product's bits, serves one caller at a time, survives a fork, gives way when
-splits cost more than they save, wakes sleeping workers only for large products (GGUF blocks counted at their float32
+splits cost more than they save, yield their core for a set time when idle, then sleep and are woken only by large products (GGUF blocks counted at their float32
 size), and follows SPECUI_PRODUCT_THREADS."""
 
 import logging
@@ -171,6 +171,32 @@ def test_a_small_product_does_not_wake_sleeping_workers(splitting, monkeypatch):
     kernel.pool_state(give_way=False)
     time.sleep(0.05)
     assert torch.equal(small(x), expected) and kernel.pool_state()["splits"] == splits + 2  # woken: split
+
+
+def test_idle_workers_yield_for_a_set_time_then_sleep(splitting, monkeypatch):
+    """An idle worker yields its core for `pool_yield` seconds by the clock (YIELD_SECONDS, 1 ms), not for a count
+    of yields (a VM's sched_yield returned in 0.17 us: a thousand of them slept through a speculative round's Python):
+    a small product 20 ms after the last split finds the workers awake where they yield 10 s, asleep where 0."""
+    kernel = splitting
+    kernel.pool_state(give_way=True)
+    monkeypatch.setenv("SPECUI_PRODUCT_THREADS", "2")
+    x, weight, _ = _case(1500, 576, rows=1, bias=False)  # under WAKE_BYTES: does not wake sleeping workers
+    small, big_x, big_weight = kernel.product(weight), *_case(2000, 576, rows=1, bias=False)[:2]
+    big = kernel.product(big_weight)  # wakes them
+    expected = _alone(kernel, small, x)
+    before = kernel.pool_yield()
+    assert before == pytest.approx(1e-3)
+    try:
+        for seconds, awake in ((10.0, True), (0.0, False)):
+            assert kernel.pool_yield(seconds) in (before, 10.0)
+            big(big_x)  # a split: the workers wait for the next share
+            time.sleep(0.02)
+            counts = kernel.pool_state(clear=True)
+            assert torch.equal(small(x), expected)
+            assert kernel.pool_state()["alone_asleep"] == (0 if awake else 1), (seconds, counts)
+            kernel.pool_state(give_way=True)  # (clear leaves giving way as it is)
+    finally:
+        kernel.pool_yield(before)
 
 
 def test_product_threads_setting(monkeypatch, caplog):
