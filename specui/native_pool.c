@@ -6,7 +6,7 @@
  * fast. Python's thread pools cost tens of microseconds per hand-off, more than a layer's product saves,
  * so the hand-off is here: workers spin on a counter for a while after each share (a forward's products
  * follow each other within microseconds), then yield their core to other threads (a server's, a browser's)
- * for about a millisecond, then sleep on a condition variable until the next.
+ * for 3 ms by the clock, then sleep on a condition variable until the next.
  *
  * The bits: the panels are split in contiguous shares, and every output is the same chain over k as in
  * rowgemm whichever thread computes it, so a split product equals the unsplit one bit for bit.
@@ -41,9 +41,10 @@ void rowgemm(const float *x, int m, int ldx, const void *w, int n, int k, const 
 
 #define MAX_WORKERS 15
 #define SPINS 2000  /* pauses a worker spins for the next share (tens of microseconds: a forward's products) */
-#define YIELD_SECONDS 1e-3 /* then sched_yield()s, leaving the core to any other thread, this long before it sleeps
-                            * (by the clock: a VM's sched_yield can return in 0.17 us, so 1,000 of them were 0.2 ms,
-                            * less than a speculative round's Python between its verify and its drafting) */
+#define YIELD_SECONDS 3e-3 /* then sched_yield()s, leaving the core to any other thread, this long before it sleeps
+                            * (by the clock: a VM's sched_yield returned in 0.17 us, so 1,000 of them were 0.2 ms,
+                            * less than a round's Python between its verify and its drafting, and a sampled round's
+                            * gaps reach a millisecond or more: docs/performance.md, stop 85) */
 
 typedef struct {
     const float *x; const void *w; const float *bias; float *y;
