@@ -1,7 +1,13 @@
 """Side by side: specui's product threads (SPECUI_PRODUCT_THREADS) at several settings, in one process.
 
     python -m tools.threads_ab [--arms 1,2] [--passes 2] [--preset P] [--drafter D] [--prompts 8] [--tokens 128]
+                               [--temperature 0.7]
     python -m tools.threads_ab --browser [--arms 1,2] [--passes 2]                      # the app, with Chromium
+
+An arm is a thread count, or THREADS:MS, which also sets how long an idle worker yields its core before it sleeps
+(`Kernel.pool_yield`, native_pool.c's YIELD_SECONDS; `--arms 2:0.17,2:3` races 1,000 sched_yields' worth on a VM
+against the default). Sampled runs (--temperature, top-p 0.9) draw with the same seed in every setting, so each
+method's outputs are the same in every setting (plain decoding's and the drafter's differ from each other).
 
 Headless: a preset (default: the default one) on the first --prompts held-out chat prompts (`specui.chat_prompts`;
 stdlib test code for a preset without a chat template), --tokens each (a short run fits a borrowed machine's
@@ -29,8 +35,25 @@ BROWSER_PROMPTS = ["Write a Python function that checks whether a word is a pali
                    "What is the difference between a list and a tuple?"]
 
 
+def set_arm(arm: str | None) -> None:
+    """SPECUI_PRODUCT_THREADS, and the workers' yield (ms; the build's default where the arm names none). None:
+    the yield back to the default."""
+    from specui import native
+
+    kernel = native.kernel()
+    if not _DEFAULT_YIELD:
+        _DEFAULT_YIELD.append(kernel.pool_yield())
+    threads, _, ms = (arm or "").partition(":")
+    if threads:
+        os.environ["SPECUI_PRODUCT_THREADS"] = threads
+    kernel.pool_yield(float(ms) / 1e3 if ms else _DEFAULT_YIELD[0])
+
+
+_DEFAULT_YIELD: list[float] = []  # the build's own, read at the first arm
+
+
 def headless(arms: list[str], passes: int, drafter: str | None, preset_name: str | None, count: int = 8,
-             new_tokens: int = 128) -> None:
+             new_tokens: int = 128, temperature: float = 0.0) -> None:
     import specui
     from specui import native
     from tools.race import drafter_settings, race_prompts
@@ -41,11 +64,13 @@ def headless(arms: list[str], passes: int, drafter: str | None, preset_name: str
     prompts = race_prompts(engine, count)
     cases = [(arm, speculative) for arm in arms for speculative in (False, True)]
 
+    sampled = {"temperature": temperature, "top_p": 0.9} if temperature else {"temperature": 0}
+
     def run(ids, arm, speculative):
-        os.environ["SPECUI_PRODUCT_THREADS"] = arm
+        set_arm(arm)
         kw = spec if speculative else {"speculative": False}
         start = time.perf_counter()
-        result = engine.generate(ids, max_new_tokens=new_tokens, ignore_eos=True, temperature=0, seed=0, **kw)
+        result = engine.generate(ids, max_new_tokens=new_tokens, ignore_eos=True, seed=0, **sampled, **kw)
         return time.perf_counter() - start, tuple(result.token_ids)
 
     for case in cases:  # warm-up
@@ -57,14 +82,15 @@ def headless(arms: list[str], passes: int, drafter: str | None, preset_name: str
             for case in cases if (i + n) % 2 == 0 else cases[::-1]:
                 took, tokens = run(ids, *case)
                 seconds[case] += took
-                outputs.setdefault(i, set()).add(tokens)
+                outputs.setdefault((i, case[1] and bool(temperature)), set()).add(tokens)  # sampled: per method
+    set_arm(None)
     tokens = passes * len(prompts) * new_tokens
     for arm in arms:
         plain, fast = tokens / seconds[(arm, False)], tokens / seconds[(arm, True)]
         print(f"SPECUI_PRODUCT_THREADS={arm}: plain {plain:.1f} tokens/s, {spec['drafter']} {fast:.1f} tokens/s, "
-              f"{fast / plain:.2f}x")
+              f"{fast / plain:.3f}x")
     print(f"product threads: {native.kernel().pool_state()}; every output the same: "
-          f"{all(len(v) == 1 for v in outputs.values())}")
+          f"{all(len(v) == 1 for v in outputs.values())}" + (" (in every setting)" if temperature else ""))
 
 
 def browser(arms: list[str], passes: int) -> None:
@@ -82,7 +108,7 @@ def browser(arms: list[str], passes: int) -> None:
         run_prompt(page, "Hi", timeout_ms=300_000)  # warm-up
         for i, prompt in enumerate(BROWSER_PROMPTS * passes):
             for arm in arms if i % 2 == 0 else arms[::-1]:
-                os.environ["SPECUI_PRODUCT_THREADS"] = arm
+                set_arm(arm)
                 before = kernel.pool_state()  # kept across runs, as in a served app
                 page.click("#clear")
                 page.wait_for_function("() => !document.querySelector('#chat .specui-prompt')", timeout=30_000)
@@ -91,23 +117,25 @@ def browser(arms: list[str], passes: int) -> None:
                 counts = {key: value - before[key] for key, value in kernel.pool_state().items()}
                 print(f"prompt {i % len(BROWSER_PROMPTS) + 1}, SPECUI_PRODUCT_THREADS={arm}, {counts}: {stats}",
                       flush=True)
+        set_arm(None)
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tools.threads_ab", description=__doc__.splitlines()[0])
-    parser.add_argument("--arms", default="1,2", help="the SPECUI_PRODUCT_THREADS settings to compare")
+    parser.add_argument("--arms", default="1,2", help="the SPECUI_PRODUCT_THREADS settings to compare (THREADS or THREADS:YIELD_MS)")
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--preset", default=None, help="headless: the preset (default: models.yaml's default)")
     parser.add_argument("--drafter", default=None, help="headless: the drafter beside plain decoding (the preset's)")
     parser.add_argument("--prompts", type=int, default=8, help="headless: how many held-out prompts (at most 16)")
     parser.add_argument("--tokens", type=int, default=128, help="headless: new tokens per prompt")
+    parser.add_argument("--temperature", type=float, default=0.0, help="headless: sampled runs (top-p 0.9)")
     parser.add_argument("--browser", action="store_true", help="serve the app and drive Chromium on this machine")
     args = parser.parse_args(argv)
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     if args.browser:
         browser(arms, args.passes)
     else:
-        headless(arms, args.passes, args.drafter, args.preset, args.prompts, args.tokens)
+        headless(arms, args.passes, args.drafter, args.preset, args.prompts, args.tokens, args.temperature)
 
 
 if __name__ == "__main__":
