@@ -122,7 +122,8 @@ def browser(arms: list[str], passes: int) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tools.threads_ab", description=__doc__.splitlines()[0])
-    parser.add_argument("--arms", default="1,2", help="the SPECUI_PRODUCT_THREADS settings to compare (THREADS or THREADS:YIELD_MS)")
+    parser.add_argument("--arms", default="1,2",
+                        help="the SPECUI_PRODUCT_THREADS settings to compare (THREADS, or THREADS:YIELD_MS)")
     parser.add_argument("--passes", type=int, default=2)
     parser.add_argument("--preset", default=None, help="headless: the preset (default: models.yaml's default)")
     parser.add_argument("--drafter", default=None, help="headless: the drafter beside plain decoding (the preset's)")

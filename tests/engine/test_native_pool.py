@@ -1,7 +1,7 @@
 """Product threads (specui/native_pool.c through specui.native): a large product split between the calling thread
 and native workers gives the unsplit product's bits, serves one caller at a time, survives a fork, gives way when
-splits cost more than they save, yield their core for a set time when idle, then sleep and are woken only by
-large products (GGUF blocks counted at their float32 size), and follows SPECUI_PRODUCT_THREADS."""
+splits cost more than they save, and follows SPECUI_PRODUCT_THREADS; idle workers yield their core for a set time,
+then sleep, and are woken only by large products (GGUF blocks counted at their float32 size)."""
 
 import logging
 import time
