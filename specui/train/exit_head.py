@@ -147,6 +147,22 @@ def _history(folder) -> dict:
     return {k: v for k, v in common.read_meta(folder).items() if k not in ("format", "kind", "arguments")}
 
 
+def _reachable(states: list[torch.Tensor], picked: list[int],
+               labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The states of the sequences `picked`, in order, at the positions whose label (an index among the head's ids,
+    -1 outside them) the head can propose, with those labels: copied into one tensor sequence by sequence (a cat of
+    them all and then a mask kept three copies of the states at once, more than 24 GB for 28k answers)."""
+    keep = labels >= 0
+    out = torch.empty(int(keep.sum()), states[picked[0]].shape[-1], dtype=states[picked[0]].dtype)
+    start = filled = 0
+    for i in picked:
+        n = len(states[i])
+        rows = states[i][keep[start:start + n]]
+        out[filled:filled + len(rows)] = rows
+        start, filled = start + n, filled + len(rows)
+    return out, labels[keep]
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
     out, preset, target, _ = start_run(args)
@@ -161,13 +177,12 @@ def main(argv=None) -> None:
     split = {k: [i for i in range(len(sequences)) if (i in held) == (k == "held")] for k in ("held", "train")}
     held_x = torch.cat([data["states"][i] for i in split["held"]])
     held_y = where[torch.cat([data["labels"][i] for i in split["held"]])]
-    train_x = torch.cat([data["states"][i] for i in split["train"]])
     train_y = where[torch.cat([data["labels"][i] for i in split["train"]])]
     log(f"{preset.name}: exit at layer {head.exit_layer}, MLP {head.mlp is not None and head.arguments['mlp_hidden']}; "
         f"{len(train_y):,} training positions ({(train_y >= 0).float().mean():.3f} within the head's "
         f"{len(head.output.token_ids)} ids), {len(held_y):,} held out")
-    reachable = train_y >= 0
-    train_x, train_y = train_x[reachable], train_y[reachable]
+    train_x, train_y = _reachable(data["states"], split["train"], train_y)
+    del data  # the states one sequence at a time: a second copy of every position (28k answers: 6.4 GB)
     params = [p for p in head.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
     step, spent, checkpoint = 0, 0.0, out / "checkpoint.pt"

@@ -13,7 +13,7 @@ from specui import SpeculativeEngine
 from specui.heads import early_exit
 from specui.loading import load_pair
 from specui.presets import load_config
-from specui.train.exit_head import build_head, exit_states, main, parse_args
+from specui.train.exit_head import _reachable, build_head, exit_states, main, parse_args
 from tests.helpers import BUNDLED_TARGET
 
 pytestmark = pytest.mark.skipif(not BUNDLED_TARGET.exists(), reason="the bundled pair is not built")
@@ -108,3 +108,15 @@ def test_the_cached_exit_states_are_the_states_entering_the_exit_layer(pair, ans
             assert torch.equal(labels, ids[first:])
     finally:
         hook.remove()
+
+
+def test_the_training_positions_are_the_reachable_ones_of_the_picked_sequences():
+    """`_reachable` copies the picked sequences' states at the positions the head can propose (label >= 0), in
+    order, as a cat of them all and a mask would (without holding those copies at once)."""
+    gen = torch.Generator().manual_seed(0)
+    states = [torch.randn(n, 6, generator=gen).half() for n in (3, 5, 1, 4)]
+    picked = [3, 0, 1]
+    labels = torch.tensor([2, -1, 0, 1, 1, -1, 4, -1, 3, 3, -1, 0])  # 4 + 3 + 5 positions, in picked order
+    x, y = _reachable(states, picked, labels)
+    whole = torch.cat([states[i] for i in picked])
+    assert torch.equal(x, whole[labels >= 0]) and torch.equal(y, labels[labels >= 0]) and x.dtype == torch.float16
