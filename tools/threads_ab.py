@@ -35,21 +35,14 @@ BROWSER_PROMPTS = ["Write a Python function that checks whether a word is a pali
                    "What is the difference between a list and a tuple?"]
 
 
-def set_arm(arm: str | None) -> None:
-    """SPECUI_PRODUCT_THREADS, and the workers' yield (ms; the build's default where the arm names none). None:
-    the yield back to the default."""
+def set_arm(arm: str, default_yield: float) -> None:
+    """SPECUI_PRODUCT_THREADS, and the workers' yield (ms; `default_yield` seconds, the build's own read before the
+    first arm, where the arm names none)."""
     from specui import native
 
-    kernel = native.kernel()
-    if not _DEFAULT_YIELD:
-        _DEFAULT_YIELD.append(kernel.pool_yield())
-    threads, _, ms = (arm or "").partition(":")
-    if threads:
-        os.environ["SPECUI_PRODUCT_THREADS"] = threads
-    kernel.pool_yield(float(ms) / 1e3 if ms else _DEFAULT_YIELD[0])
-
-
-_DEFAULT_YIELD: list[float] = []  # the build's own, read at the first arm
+    threads, _, ms = arm.partition(":")
+    os.environ["SPECUI_PRODUCT_THREADS"] = threads
+    native.kernel().pool_yield(float(ms) / 1e3 if ms else default_yield)
 
 
 def headless(arms: list[str], passes: int, drafter: str | None, preset_name: str | None, count: int = 8,
@@ -65,9 +58,10 @@ def headless(arms: list[str], passes: int, drafter: str | None, preset_name: str
     cases = [(arm, speculative) for arm in arms for speculative in (False, True)]
 
     sampled = {"temperature": temperature, "top_p": 0.9} if temperature else {"temperature": 0}
+    default_yield = native.kernel().pool_yield()
 
     def run(ids, arm, speculative):
-        set_arm(arm)
+        set_arm(arm, default_yield)
         kw = spec if speculative else {"speculative": False}
         start = time.perf_counter()
         result = engine.generate(ids, max_new_tokens=new_tokens, ignore_eos=True, seed=0, **sampled, **kw)
@@ -83,7 +77,7 @@ def headless(arms: list[str], passes: int, drafter: str | None, preset_name: str
                 took, tokens = run(ids, *case)
                 seconds[case] += took
                 outputs.setdefault((i, case[1] and bool(temperature)), set()).add(tokens)  # sampled: per method
-    set_arm(None)
+    native.kernel().pool_yield(default_yield)
     tokens = passes * len(prompts) * new_tokens
     for arm in arms:
         plain, fast = tokens / seconds[(arm, False)], tokens / seconds[(arm, True)]
@@ -101,6 +95,7 @@ def browser(arms: list[str], passes: int) -> None:
     from tools.screenshot import launch_chromium, open_page, run_prompt, served, set_number
 
     kernel = native.kernel()
+    default_yield = kernel.pool_yield()
     with served(load_config(None)) as url, sync_playwright() as p:
         page = open_page(launch_chromium(p), url)
         set_number(page, "max-new-tokens", 128)
@@ -108,7 +103,7 @@ def browser(arms: list[str], passes: int) -> None:
         run_prompt(page, "Hi", timeout_ms=300_000)  # warm-up
         for i, prompt in enumerate(BROWSER_PROMPTS * passes):
             for arm in arms if i % 2 == 0 else arms[::-1]:
-                set_arm(arm)
+                set_arm(arm, default_yield)
                 before = kernel.pool_state()  # kept across runs, as in a served app
                 page.click("#clear")
                 page.wait_for_function("() => !document.querySelector('#chat .specui-prompt')", timeout=30_000)
@@ -117,7 +112,7 @@ def browser(arms: list[str], passes: int) -> None:
                 counts = {key: value - before[key] for key, value in kernel.pool_state().items()}
                 print(f"prompt {i % len(BROWSER_PROMPTS) + 1}, SPECUI_PRODUCT_THREADS={arm}, {counts}: {stats}",
                       flush=True)
-        set_arm(None)
+        kernel.pool_yield(default_yield)
 
 
 def main(argv=None) -> None:

@@ -182,7 +182,7 @@ def main(argv=None) -> None:
         f"{len(train_y):,} training positions ({(train_y >= 0).float().mean():.3f} within the head's "
         f"{len(head.output.token_ids)} ids), {len(held_y):,} held out")
     train_x, train_y = _reachable(data["states"], split["train"], train_y)
-    del data  # the states one sequence at a time: a second copy of every position (28k answers: 6.4 GB)
+    del data  # its per-sequence states: a second copy of every position (28k answers: 6.4 GB)
     params = [p for p in head.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
     step, spent, checkpoint = 0, 0.0, out / "checkpoint.pt"
