@@ -97,6 +97,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--draft and --chat need --target")
     if args.target and args.preset:
         p.error("--target names a pair in place of --preset: give one of them")
+    if args.json:  # refused now, not after minutes of timing
+        problem = json_path_problem(args.json)
+        if problem:
+            p.error(f"--json {args.json}: {problem}")
     try:  # the ranges that need no preset (a seed, a tree's shape), refused before minutes of loading
         DecodeSettings(max_new_tokens=args.max_new_tokens, num_draft_tokens=args.num_draft_tokens or 1,
                        temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
@@ -106,6 +110,27 @@ def parse_args(argv=None) -> argparse.Namespace:
     except SettingsError as e:
         p.error(str(e))
     return args
+
+
+def json_path_problem(path: str) -> str | None:
+    """Why a report could not be written to `path` (a folder, a missing or read-only parent), or None."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        return "is a folder; give a file name"
+    parent = target.parent
+    if not parent.is_dir():
+        return f"its folder {parent} does not exist"
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        return "cannot be written here (permissions)"
+    return None
+
+
+def write_json(path: str, report: dict) -> None:
+    """The report as one JSON object; a file that cannot be written after all (a full disk) ends in one line."""
+    try:
+        Path(path).expanduser().write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    except OSError as e:
+        raise SystemExit(f"python -m specui.bench: error: --json {path}: {e.strerror or e} (the report is above)") from None
 
 
 # -- prompts -----------------------------------------------------------------------------------------
@@ -262,7 +287,7 @@ def main(argv=None) -> dict:
               "command": "python -m specui.bench " + " ".join(argv if argv is not None else sys.argv[1:])}
     print(format_table(report))
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, report)
     return report
 
 
@@ -281,7 +306,7 @@ def conversation(args, argv, preset, pair, methods, decode, texts: list[str]) ->
               "command": "python -m specui.bench " + " ".join(argv if argv is not None else sys.argv[1:])}
     print(bench_conversation.format_conversation(report))
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, report)
     return report
 
 

@@ -293,6 +293,23 @@ def test_a_zero_count_is_refused_not_read_as_the_presets(flag, capsys):
     assert getattr(parse_args([flag, "2"]), flag[2:].replace("-", "_")) == 2
 
 
+def test_a_json_path_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys):
+    from specui.bench.cli import parse_args, write_json
+
+    for path, why in ((tmp_path / "missing" / "x.json", "does not exist"), (tmp_path, "is a folder")):
+        with pytest.raises(SystemExit) as exit_:
+            parse_args(["--json", str(path)])
+        assert exit_.value.code == 2 and why in capsys.readouterr().err
+    assert parse_args(["--json", str(tmp_path / "x.json")]).json == str(tmp_path / "x.json")
+    (tmp_path / "gone").mkdir()
+    path = tmp_path / "gone" / "x.json"
+    (tmp_path / "gone").rmdir()  # the folder went away during the run: one line, the report already printed
+    with pytest.raises(SystemExit, match="--json .*x.json: No such file or directory"):
+        write_json(str(path), {"a": 1})
+    write_json(str(tmp_path / "ok.json"), {"a": 1})
+    assert json.loads((tmp_path / "ok.json").read_text()) == {"a": 1}
+
+
 def test_prompts_longer_than_the_context_are_one_line_not_a_traceback():
     out = subprocess.run([sys.executable, "-m", "specui.bench", "--preset", "bundled", "--num-prompts", "1",
                           "--repeats", "1", "--warmup", "0", "--max-new-tokens", "5000"], cwd=ROOT, capture_output=True,
