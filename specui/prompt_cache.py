@@ -178,6 +178,20 @@ def chat_ids(tokenizer, messages: Sequence[dict], *, ids_of: str | None = None) 
     return ids + encode(text)
 
 
+def chat_history(history: Sequence[dict], continued: Callable[[str | None], bool]) -> list[dict]:
+    """The conversation a chat preset reads: `history` without the exchanges a base model wrote (`continued(ids_of)`
+    of an answer's preset: it continued the user's text rather than answering it, and read no conversation), each
+    taken out with the user message before it; the rest in order."""
+    kept: list[dict] = []
+    for message in history:
+        if message.get("role") == "assistant" and continued(message.get("ids_of")):
+            if kept and kept[-1].get("role") == "user":
+                kept.pop()
+            continue
+        kept.append(message)
+    return kept
+
+
 def leave_out_oldest(history: Sequence[dict], ids_of: Callable[[Sequence[dict]], list[int]], *, limit: int,
                      new_tokens: int) -> tuple[list[int], int]:
     """A chat turn's prompt ids when the whole conversation does not fit the model's context of `limit` tokens:

