@@ -171,7 +171,7 @@ def test_the_arrow_keys_and_a_clickers_page_keys_step_through_the_rounds(page):
 
 def test_a_second_drafter_drafts_from_the_same_context_and_steps_along(page):
     """Choosing prompt lookup compares it on the run shown (round 2); Next moves both views to round 3, whose
-    primary side shows exactly the step view's drafts."""
+    primary side shows exactly the step view's drafts; neither side's table is cut off."""
     page.click("#teach-second input")
     page.locator("[role=option]", has_text="prompt lookup").first.click()
     page.wait_for_selector("#compare-view .teach-compare[data-round='2']", timeout=120_000)
@@ -183,6 +183,10 @@ def test_a_second_drafter_drafts_from_the_same_context_and_steps_along(page):
     assert tokens == [r["token"] for r in shown_rows(page)]
     assert page.locator("#compare-view .teach-side[data-side='second'] .teach-head").inner_text() == "prompt lookup"
     assert "whole run" in page.locator("#compare-view .teach-compare-tally").inner_text()
+    # at 1,400 px each side's table shows whole, its u and verdict columns too (side by side they were cut off)
+    clipped = page.evaluate("""() => [...document.querySelectorAll('#compare-view .teach-side')]
+                               .map(e => e.scrollWidth - e.clientWidth)""")
+    assert len(clipped) == 2 and max(clipped) <= 1, clipped
 
 
 def test_autoplay_advances_and_stops(page):
