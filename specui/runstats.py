@@ -50,9 +50,10 @@ class RunStats:
     theory: metrics.Theory | None = None  # Theorem 3.8 at the fitted alpha, the run's K and c
     prefill_s: float = 0.0  # reading the prompt (its new tokens, after what the conversation's cache held)
     reused_tokens: int = 0  # prompt tokens the conversation's cache held (`specui.prompt_cache`)
+    trees: bool = False  # the run drafted token trees (no theory: Theorem 3.8 counts chains)
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "theory"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("theory", "trees")}
 
 
 def cost_ratio(result, plain=None) -> float | None:
@@ -90,6 +91,7 @@ def run_stats(result, *, plain=None) -> RunStats:
         acceptance_rate=result.acceptance_rate, mean_accepted_length=result.mean_accepted_length,
         mean_k=sum(r.num_draft_tokens for r in rounds) / len(rounds) if rounds else 0.0, cost_ratio=c,
         theory=metrics.theory(rounds, c=c), prefill_s=result.prefill_s, reused_tokens=result.reused_tokens,
+        trees=any(r.tree for r in rounds),
     )
 
 

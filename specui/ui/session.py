@@ -111,8 +111,10 @@ class Showcase:
 
     def _continues(self, preset_name: str | None) -> bool:
         """Whether a preset of this config is a base model (no chat template): its exchanges are no conversation."""
+        if preset_name is None or self.config is None:
+            return False
         try:
-            return preset_name is not None and not self.config.get(preset_name).chat_template
+            return not self.config.get(preset_name).chat_template
         except ValueError:  # a preset no longer in the config: its answer is kept
             return False
 

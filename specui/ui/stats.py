@@ -16,7 +16,8 @@ HINTS = {
     "plain": "the target alone, same prompt, settings and seed, timed after the speculative run",
     "speedup": "speculative tokens/s / plain tokens/s (turn Compare on to measure it)",
     "theoretical speedup": "(1 - α^(K+1)) / ((1 - α)(K c + 1)), Leviathan et al. 2023, Theorem 3.8; α from the "
-                           "measured tokens per round, c = draft cost / target cost measured in this run",
+                           "measured tokens per round, c = draft cost / target cost measured in this run; none for "
+                           "token trees (the theorem counts a chain of K drafts)",
     "tokens": "new tokens, target forwards and engine seconds; the prompt's time is its new tokens' alone when a "
               "chat's earlier turns were kept in the target's cache (kept: not read again)",
 }
@@ -39,7 +40,7 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
             items.append(("theoretical speedup", f"{fmt(theory.speedup, '.2f×')} (α={fmt(theory.alpha, '.2f')}, "
                                                  f"K={theory.k}, c={fmt(theory.c, '.2f')})"))
         else:
-            items.append(("theoretical speedup", "–"))
+            items.append(("theoretical speedup", "– (token trees)" if spec.trees else "–"))
         kept = f", {spec.reused_tokens} kept" if spec.reused_tokens else ""
         prompt = f"prompt {fmt(spec.prefill_s, '.2f')} s{kept}"
         items.append(("tokens", f"{spec.tokens} in {spec.rounds} rounds, {fmt(spec.seconds, '.2f')} s ({prompt})"))

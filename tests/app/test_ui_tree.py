@@ -1,6 +1,6 @@
 """Token trees in the chat tab, without a server: the tree chart (nodes, edges, the accepted path, escaped
 labels, the step view), the round picker's handlers, the tree settings from widgets, and a chat request on
-the bundled pair with tree width 2 whose tree rounds reach the tree view."""
+the bundled pair with tree width 2 whose tree rounds reach the tree view (and give no theoretical speedup)."""
 
 from __future__ import annotations
 
@@ -151,7 +151,8 @@ def test_a_tree_request_fills_the_tree_view(showcase):
             c.preset: "bundled", c.drafter: "draft model", c.k: 3, c.adaptive: False, c.confidence: 0.0, c.temperature: 0.0, c.top_p: 1.0,
             c.top_k: 0, c.penalty: 1.0, c.max_new: 16, c.seed: 0, c.compare: False, c.arena: False, c.tree_width: 2,
             c.tree_nodes: 0, c.system: ""}
-    *_, last = respond(App(showcase), ui, data)
+    frames = list(respond(App(showcase), ui, data))
+    last = frames[-1]
     trees = last[ui.tree.trees]
     assert trees and all(isinstance(r, TreeRecord) for r in trees.values())
     assert last[ui.tree.pick]["value"] == min(trees) and len(last[ui.tree.pick]["choices"]) == len(trees)
@@ -159,6 +160,9 @@ def test_a_tree_request_fills_the_tree_view(showcase):
     for r in trees.values():
         assert len(r.texts) == len(r.nodes) and set(r.path) <= set(range(len(r.nodes)))
         assert all(r.nodes[i].verdict == "accepted" for i in r.path) and r.final_kind in ("resampled", "bonus")
+    # Theorem 3.8 counts a chain of K drafts: a tree run's stats line gives no theoretical speedup (it read 0.00x)
+    stats = [f[ui.results.stats] for f in frames if ui.results.stats in f][-1]
+    assert "theoretical speedup</span> <span class=\"stat-value\">– (token trees)" in stats and "0.00×" not in stats
 
 
 def test_an_arena_request_with_trees_skips_prompt_lookup_and_says_so(showcase):
