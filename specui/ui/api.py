@@ -123,12 +123,12 @@ def generate_endpoint(showcase: Showcase):
                                         max_new_tokens=max_new_tokens, seed=seed, compare=compare,
                                         tree_width=tree_width, tree_nodes=tree_nodes, system=system)
         except SettingsError as e:
-            raise gr.Error(str(e)) from None
+            raise gr.Error(str(e), print_exception=False) from None  # the client's settings: no fault of ours
         stop = threading.Event()
         frame, run = await run_stoppable(lambda: decode_all(showcase, prompt, settings, stop), stop,
                                          client_alive(request))
         if frame.error:
-            raise gr.Error(frame.error)
+            raise gr.Error(frame.error, print_exception=False)
         return run.as_dict()
 
     return generate

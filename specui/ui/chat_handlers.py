@@ -27,6 +27,7 @@ from specui.ui.request import SettingsError
 from specui.ui.runs import Run, reply
 from specui.ui.session import Showcase, decode
 from specui.ui.teaching import TEACH_K_MAX, TEACH_MAX_NEW
+from specui.ui.toasts import refusal, warn
 
 log = logging.getLogger("specui.ui")
 STOPPED_WAITING = "Stopped before it started."
@@ -122,7 +123,7 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
     try:
         settings = ui.controls.settings(data)
     except SettingsError as e:
-        gr.Warning(str(e))
+        warn(str(e))
         yield page(render.render_error(str(e)), {r.stats: stats.stats_html(None, status="Error")})
         return
     # a chat takes the message into the conversation, so the box empties for the next one (it comes back if the
@@ -140,7 +141,7 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
             return
         for frame, run in decode(app.showcase, text, settings, history=history, stop=halt):
             if frame.error:
-                gr.Warning(frame.error)
+                warn(frame.error)
             changes = {r.stats: frame.stats}
             if frame.figures:
                 figures = {r.plots[elem_id]: figure for elem_id, figure in frame.figures.items()}
@@ -234,14 +235,12 @@ def waiting(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
     gr.Error, so the run chained after this one does not start."""
     key = session_key(request)
     if app.stops.busy(key):  # a run asked for now would read the conversation without the reply being written
-        raise gr.Error("Your last message is still being answered: wait for the reply, or press Stop.",
-                       title="One message at a time", print_exception=False)  # a refusal, not a fault: no traceback
+        raise refusal("Your last message is still being answered: wait for the reply, or press Stop.")
     messages, text = data[ui.messages], data.get(ui.panel.prompt)
     if again:
         taken = take_back(messages, data[ui.turns], data[ui.exchanges])
         if taken is None:
-            raise gr.Error("There is no message to run again: type one and press Send.", title="Nothing to run again",
-                           print_exception=False)
+            raise refusal("There is no message to run again: type one and press Send.")
         messages, _, _, text = taken
     busy = app.showcase.live or app.stops.any_busy()  # the API's runs, the chat's (before this one waits too)
     note = "Waiting for the run in progress to finish (one runs at a time)…" if busy else "…"
@@ -283,7 +282,7 @@ def retry(app: App, ui, data: dict, request: gr.Request | None = None):
     """The chat's ↻: the last exchange's message run again, with the settings as they are now."""
     taken = take_back(data[ui.messages], data[ui.turns], data[ui.exchanges])
     if taken is None:
-        gr.Warning("There is no message to run again: type one and press Send.")
+        warn("There is no message to run again: type one and press Send.")
         return
     messages, turns, exchanges, text = taken
     yield from respond(app, ui, {**data, ui.panel.prompt: text, ui.messages: messages, ui.turns: turns,
@@ -340,7 +339,7 @@ def _writing(app: App, request: gr.Request | None) -> bool:
     """Whether this session's reply is being written or waits (then a warning says to press Stop first)."""
     busy = app.stops.busy(session_key(request))
     if busy:
-        gr.Warning("A reply is still being written: press Stop first.")
+        warn("A reply is still being written: press Stop first.")
     return busy
 
 

@@ -16,6 +16,7 @@ from specui import lesson_compare
 from specui.drafters import LABELS
 from specui.ui.request import DRAFTER_CHOICES
 from specui.ui.teach_compare_view import COMPARE_HELP, render_compare
+from specui.ui.toasts import refusal
 
 NONE = "none"
 
@@ -63,6 +64,6 @@ def run_comparison(showcase, ui, data: dict) -> dict:
         compared = lesson_compare.compare(engine, pair.tokenizer, run.prompt_ids, run.decode, primary=primary,
                                           second=DRAFTER_CHOICES[choice], lock=showcase.lock(preset.name))
     except ValueError as e:
-        raise gr.Error(str(e)) from None
+        raise refusal(str(e)) from None
     return {view.compared: compared, view.view: render_compare(compared, index),
             view.second: gr.update(choices=offered)}

@@ -18,6 +18,7 @@ from specui.ui.teach_prepare import prepare
 from specui.ui.teach_view import (BUDGET_HELP, DRAFTERS_HELP, SWEEP_HELP, SWEEP_KS, TEMP_HELP, TEMPERATURES,
                                   VERIFY_HELP, render_budget, render_points, render_verify_cost)
 from specui.verify_cost import measure_verify_cost
+from specui.ui.toasts import refusal
 
 
 @dataclass
@@ -119,5 +120,5 @@ def time_budget(state, ui, data: dict):
     try:
         budget = lesson_budget.time_budget_run(p.engine, p.ids, p.settings.decode, lock=lock)
     except ValueError as e:  # a one-token prompt, or a run that drafted nothing
-        raise gr.Error(str(e)) from None
+        raise refusal(str(e)) from None
     yield {ui.budget.chart: teach_charts.time_budget_figure(budget), ui.budget.table: render_budget(budget)}

@@ -1,16 +1,15 @@
 """The Teach tab's settings check: the widgets' values -> `Settings`, the loaded pair, its engine and the
-prompt's ids, or a `gr.Error` that says what is wrong. Every Teach handler starts here."""
+prompt's ids, or a refusal (`specui.ui.toasts`) that says what is wrong. Every Teach handler starts here."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
 
-import gradio as gr
-
 from specui.drafters import MODEL_DRAFTERS
 from specui.engine import SpeculativeEngine
 from specui.ui.request import Settings, SettingsError
+from specui.ui.toasts import refusal
 
 log = logging.getLogger("specui.ui")
 
@@ -34,21 +33,21 @@ def prepare(showcase, c, data: dict, *, drafter: str | None = None) -> tuple[Pre
                                     max_new_tokens=data[c.max_new], seed=data[c.seed])
         chosen = showcase.config.get(settings.preset)
     except (SettingsError, ValueError) as e:
-        raise gr.Error(str(e)) from None
+        raise refusal(str(e)) from None
     text = data[c.prompt]
     if not text or not text.strip():
-        raise gr.Error("Type a prompt first.")
+        raise refusal("Type a prompt first.")
     try:
         pair = showcase.cache.get(chosen)
     except Exception as e:  # noqa: BLE001 - LoadError or anything a loader throws: a message, not a traceback
         log.warning("teaching: %s", e)
-        raise gr.Error(str(e)) from None
+        raise refusal(str(e)) from None
     if settings.drafter in MODEL_DRAFTERS and pair.draft is None:
-        raise gr.Error(f"Preset '{chosen.name}' has no draft model: choose prompt lookup.")
+        raise refusal(f"Preset '{chosen.name}' has no draft model: choose prompt lookup.")
     try:
         ids = showcase.encode(pair, text, ())
     except Exception as e:  # noqa: BLE001 - e.g. a tokenizer without a chat template
-        raise gr.Error(f"The prompt could not be encoded: {type(e).__name__}: {e}") from None
+        raise refusal(f"The prompt could not be encoded: {type(e).__name__}: {e}") from None
     settings = settings.but(seed=0 if settings.seed is None else settings.seed)
     prepared = Prepared(settings, chosen, pair, pair.engine(), ids)
     return prepared, showcase.lock(chosen.name)

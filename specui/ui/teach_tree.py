@@ -21,6 +21,7 @@ from specui.tree_steps import TreeRecord, tree_record, tree_steps
 from specui.ui.chat_tree import CHAT_TREE_NODES, NODES_HELP, round_choices
 from specui.ui.teach_tree_view import TREE_HELP, render_tree_step
 from specui.ui.tree_chart import tree_figure
+from specui.ui.toasts import refusal
 
 NAV = {"api_visibility": "private", "show_progress": "hidden", "queue": False}
 
@@ -100,12 +101,12 @@ def decode(panel: TreePanel, controls, prepare, data: dict) -> dict:
     try:
         settings = p.settings.decode.but(tree_width=int(data[panel.width]), tree_nodes=int(data[panel.nodes]))
     except SettingsError as e:
-        raise gr.Error(str(e)) from None
+        raise refusal(str(e)) from None
     try:
         with lock:  # one engine run at a time, like every other generation
             result = p.engine.generate(p.ids, settings)
     except ValueError as e:  # e.g. a prompt longer than the context
-        raise gr.Error(str(e)) from None
+        raise refusal(str(e)) from None
     trees, context = {}, list(p.ids)
     for rnd in result.rounds:
         if rnd.tree is not None:

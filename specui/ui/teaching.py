@@ -37,6 +37,7 @@ from specui.ui.teach_experiments import Experiment
 from specui.ui.teach_prepare import prepare
 from specui.ui.teach_view import DEFAULT_PROMPT, INTRO, STEP_HELP, THEORY_HELP, render_measured, render_step
 from specui.ui.theme import PLOT_MIN_WIDTH
+from specui.ui.toasts import refusal
 
 TEACH_K_MAX = 8  # the Teach tab's K slider: enough for a lesson, small enough to read a round
 TEACH_MAX_NEW = 128  # its new-tokens slider (from 8, in steps of 8)
@@ -225,7 +226,7 @@ def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
         run = lesson.teaching_run(p.engine, p.pair.tokenizer, p.ids, p.settings.decode, prompt=data[ui.controls.prompt],
                                   lock=lock, extra={"preset": p.preset.name})
     except ValueError as e:  # e.g. a prompt longer than the context
-        raise gr.Error(str(e)) from None
+        raise refusal(str(e)) from None
     note = (f"Decoded {len(run.spec.token_ids)} tokens in {len(run.steps)} rounds (seed {run.spec.seed}), and the "
             "same prompt with the target alone for the measured speedup. Step through the rounds below.")
     s = ui.step
