@@ -231,12 +231,14 @@ def _download(app: App, run: Run):
 def waiting(app: App, ui, data: dict, request: gr.Request | None = None, *, again: bool = False) -> dict:
     """What Send (and ↻) do at once, before the run's turn in the queue: the message shows in the chat with an
     ellipsis, or a note that it waits for the run in progress, and Stop from then on stops it before it starts. The
-    run's first frame replaces this. A session whose last message is still being answered (or waits) is refused:
-    gr.Error, so the run chained after this one does not start."""
+    run's first frame replaces this. A session whose last message is still being answered (or waits), and an empty
+    message, are refused (a refusal, so the run chained after this one does not start)."""
     key = session_key(request)
     if app.stops.busy(key):  # a run asked for now would read the conversation without the reply being written
         raise refusal("Your last message is still being answered: wait for the reply, or press Stop.")
     messages, text = data[ui.messages], data.get(ui.panel.prompt)
+    if not again and not (text or "").strip():  # nothing to send: no empty message in the chat, no run
+        raise refusal("Type a prompt first.")
     if again:
         taken = take_back(messages, data[ui.turns], data[ui.exchanges])
         if taken is None:

@@ -213,6 +213,9 @@ def test_a_message_shows_at_once_and_one_still_being_answered_is_refused(tab):
     assert "tok-" in str(newer[ui.messages][-1]["content"])
     with pytest.raises(gr.Error, match="no message to run again"):
         waiting(app, ui, form(ui, ""), request, again=True)
+    for blank in ("", "  \n\t "):  # nothing to send: refused at once, no empty message in the chat, no run
+        with pytest.raises(gr.Error, match="Type a prompt first"):
+            waiting(app, ui, form(ui, blank), SimpleNamespace(session_hash="blank"))
 
 
 def test_a_finished_run_can_be_downloaded_as_json(tab):
