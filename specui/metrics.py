@@ -191,9 +191,7 @@ class Theory:
 
 def theory(rounds: Sequence, *, c: float | None, k: int | None = None) -> Theory | None:
     """The theoretical figures of a run (chat tab, Teach tab and benchmark alike); None without drafts or c,
-    without a fitted alpha, or for token-tree rounds (the theorem counts a chain of K drafts, not a tree's nodes)."""
-    if any(getattr(r, "tree", None) for r in rounds):
-        return None
+    or without a fitted alpha."""
     k = run_k(rounds) if k is None else k
     alpha = fitted_alpha(rounds, k)
     if alpha is None or c is None:

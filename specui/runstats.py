@@ -84,14 +84,16 @@ def run_stats(result, *, plain=None) -> RunStats:
     """Summarise one run. With the plain run, c uses its time per token as the target's cost."""
     seconds = engine_seconds(result)
     rounds = result.rounds
-    c = cost_ratio(result, plain)
+    c, trees = cost_ratio(result, plain), any(r.tree for r in rounds)
     return RunStats(
         tokens=len(result.token_ids), rounds=len(rounds), seconds=seconds,
         tokens_per_s=len(result.token_ids) / seconds if seconds > 0 else 0.0,
         acceptance_rate=result.acceptance_rate, mean_accepted_length=result.mean_accepted_length,
         mean_k=sum(r.num_draft_tokens for r in rounds) / len(rounds) if rounds else 0.0, cost_ratio=c,
-        theory=metrics.theory(rounds, c=c), prefill_s=result.prefill_s, reused_tokens=result.reused_tokens,
-        trees=any(r.tree for r in rounds),
+        # Theorem 3.8 counts a chain of K drafts: a tree run's stats give none (the benchmark reads a tree as such a
+        # chain with the tree's tokens per forward, and says so)
+        theory=None if trees else metrics.theory(rounds, c=c), prefill_s=result.prefill_s,
+        reused_tokens=result.reused_tokens, trees=trees,
     )
 
 

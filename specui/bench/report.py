@@ -16,6 +16,10 @@ LABELS = {
 }
 
 
+
+PER_PROMPT_NOTE = ("(length: the prompt's tokens; tokens/s per prompt: max-new-tokens / the median of its timed runs, "
+                   "prefill included)")
+
 def device_line(r: dict) -> str:
     """The machine, threads and versions; with 2+ threads, OpenMP's wait policy (it moves transformers' speed)."""
     threads = f"{r['torch_threads']} threads"
@@ -90,7 +94,7 @@ def format_table(r: dict) -> str:
         *_tree_against_chain(r),
         *format_budget(r.get("time_budget")),
         "",
-        (f"{'prompt':>6}{'tokens':>8}{'plain':>9}{'spec':>9}{'hf asst':>9}{'hf plain':>9}{'speedup':>9}"
+        (f"{'prompt':>6}{'length':>8}{'plain':>9}{'spec':>9}{'hf asst':>9}{'hf plain':>9}{'speedup':>9}"
          f"{'vs hf':>7}{'accept':>8}{'len':>6}"),
     ]
     for i, row in enumerate(r["rows"], 1):
@@ -101,7 +105,7 @@ def format_table(r: dict) -> str:
             f"{fmt(row['speedup_vs_plain'], '>8.2fx')}{fmt(row['speedup_vs_hf_assisted'], '>6.2fx')}"
             f"{_num(row['acceptance_rate'], '.2f'):>8}{_num(row['mean_accepted_length'], '.2f'):>6}"
         )
-    lines.append("(tokens/s per prompt: max-new-tokens / the median of its timed runs, prefill included)")
+    lines.append(PER_PROMPT_NOTE)
     return "\n".join(lines)
 
 
@@ -162,12 +166,12 @@ def format_drafter_table(r: dict) -> str:
         *[f"skipped: {label(name)}: it {reason} (tree width {r.get('tree_width')}); not run as a chain either"
           for name, reason in r.get("skipped", {}).items()],
         "",
-        f"{'prompt':>6}{'tokens':>8}" + "".join(f"{name:>{width[name]}}" for name in drafters) + "  (tokens/s)",
+        f"{'prompt':>6}{'length':>8}" + "".join(f"{name:>{width[name]}}" for name in drafters) + "  (tokens/s)",
     ]
     for i, row in enumerate(r["rows"], 1):
         lines.append(f"{i:>6}{row['prompt_tokens']:>8}" + "".join(
             fmt(row["drafters"][name]["tokens_per_s"], f">{width[name]}.1f") for name in drafters))
-    lines.append("(tokens/s per prompt: max-new-tokens / the median of its timed runs, prefill included)")
+    lines.append(PER_PROMPT_NOTE)
     return "\n".join(lines)
 
 

@@ -123,7 +123,7 @@ def all_figures(spec=None, plain=None) -> dict[str, go.Figure]:
 
 
 ARENA_PANELS = (("tokens/s", lambda s: s.stats.tokens_per_s), ("speedup ×", lambda s: s.speedup),
-                ("α (acceptance)", lambda s: s.stats.acceptance_rate),
+                ("acceptance rate", lambda s: s.stats.acceptance_rate),
                 ("mean accepted length", lambda s: s.stats.mean_accepted_length),
                 ("c (draft cost)", lambda s: s.stats.cost_ratio))
 

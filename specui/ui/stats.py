@@ -37,7 +37,7 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
         items.append(("speedup", fmt(ratio, ".2f×")))
         theory = spec.theory
         if theory is not None:
-            items.append(("theoretical speedup", f"{fmt(theory.speedup, '.2f×')} (α={fmt(theory.alpha, '.2f')}, "
+            items.append(("theoretical speedup", f"{fmt(theory.speedup, '.2f×')} (fitted α={fmt(theory.alpha, '.2f')}, "
                                                  f"K={theory.k}, c={fmt(theory.c, '.2f')})"))
         else:
             items.append(("theoretical speedup", "– (token trees)" if spec.trees else "–"))
@@ -52,7 +52,7 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
     return f'<div class="specui-stats">{head}{body}</div>'
 
 
-ARENA_HEADERS = ["drafter", "K", "α (acceptance)", "mean accepted length", "c (draft cost)", "tokens/s", "speedup",
+ARENA_HEADERS = ["drafter", "K", "acceptance rate", "mean accepted length", "c (draft cost)", "tokens/s", "speedup",
                  "identical to plain"]
 
 

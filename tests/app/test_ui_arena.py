@@ -69,7 +69,7 @@ def test_the_chart_has_a_panel_per_figure_and_a_bar_per_contestant(results):
     s = outcome.standing("model")
     assert by_panel["tokens/s"] == pytest.approx(s.stats.tokens_per_s, rel=1e-3)
     assert by_panel["speedup ×"] == pytest.approx(s.speedup, rel=1e-3)
-    assert by_panel["α (acceptance)"] == pytest.approx(2 / 3, rel=1e-3) and by_panel["mean accepted length"] == 2.0
+    assert by_panel["acceptance rate"] == pytest.approx(2 / 3, rel=1e-3) and by_panel["mean accepted length"] == 2.0
     assert by_panel["c (draft cost)"] == pytest.approx(s.stats.cost_ratio, rel=1e-3)
     assert [t.y[0] for t in fig.data if t.name == "plain (target alone)"][2] is None  # plain drafts nothing
     empty = charts.arena_figure()
