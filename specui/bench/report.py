@@ -15,10 +15,9 @@ LABELS = {
     "hf_plain": "transformers plain generate",
 }
 
-
-
 PER_PROMPT_NOTE = ("(length: the prompt's tokens; tokens/s per prompt: max-new-tokens / the median of its timed runs, "
                    "prefill included)")
+
 
 def device_line(r: dict) -> str:
     """The machine, threads and versions; with 2+ threads, OpenMP's wait policy (it moves transformers' speed)."""
