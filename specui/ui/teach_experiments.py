@@ -17,8 +17,8 @@ from specui.ui import teach_charts
 from specui.ui.teach_prepare import prepare
 from specui.ui.teach_view import (BUDGET_HELP, DRAFTERS_HELP, SWEEP_HELP, SWEEP_KS, TEMP_HELP, TEMPERATURES,
                                   VERIFY_HELP, render_budget, render_points, render_verify_cost)
-from specui.verify_cost import measure_verify_cost
 from specui.ui.toasts import refusal
+from specui.verify_cost import measure_verify_cost
 
 
 @dataclass

@@ -20,8 +20,8 @@ from specui.settings import MAX_TREE_WIDTH, SettingsError
 from specui.tree_steps import TreeRecord, tree_record, tree_steps
 from specui.ui.chat_tree import CHAT_TREE_NODES, NODES_HELP, round_choices
 from specui.ui.teach_tree_view import TREE_HELP, render_tree_step
-from specui.ui.tree_chart import tree_figure
 from specui.ui.toasts import refusal
+from specui.ui.tree_chart import tree_figure
 
 NAV = {"api_visibility": "private", "show_progress": "hidden", "queue": False}
 
