@@ -347,10 +347,7 @@ def _writing(app: App, request: gr.Request | None) -> bool:
 
 def _is_chat(app: App, preset: str | None) -> bool:
     """Whether `preset` (None: the default) wraps messages in a chat template (False when it is unknown)."""
-    try:
-        return bool(app.showcase.config.get(preset).chat_template)
-    except ValueError:
-        return False
+    return app.showcase.chats(preset) is True
 
 
 def clear(app: App, ui, request: gr.Request | None = None, *, shown: list | None = None) -> dict:

@@ -109,14 +109,18 @@ class Showcase:
             return chat_ids(tokenizer, messages, ids_of=pair.preset.name)
         return list(tokenizer(prompt)["input_ids"])  # a base model continues the prompt
 
-    def _continues(self, preset_name: str | None) -> bool:
-        """Whether a preset of this config is a base model (no chat template): its exchanges are no conversation."""
-        if preset_name is None or self.config is None:
-            return False
+    def chats(self, preset_name: str | None) -> bool | None:
+        """Whether a preset of this config (None: its default) wraps messages in a chat template; None when the
+        config holds no such preset."""
         try:
-            return not self.config.get(preset_name).chat_template
-        except ValueError:  # a preset no longer in the config: its answer is kept
-            return False
+            return bool(self.config.get(preset_name).chat_template)
+        except ValueError:
+            return None
+
+    def _continues(self, preset_name: str | None) -> bool:
+        """Whether an answer's preset is a base model (no chat template): its exchanges are no conversation. An answer
+        that names none, or a preset no longer in the config, is kept."""
+        return preset_name is not None and self.chats(preset_name) is False
 
     def run(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
             stop: threading.Event | None = None, figures: bool = True) -> Iterator[tuple[Frame, Run]]:

@@ -295,10 +295,11 @@ def test_bad_settings_say_which_and_why(bad, words):
 def test_instruct_presets_get_the_chat_template_and_base_presets_continue_the_prompt(byte_tokenizer):
     from types import SimpleNamespace
 
+    from specui.presets import load_config
     from specui.ui.session import Showcase
 
     byte_tokenizer.chat_template = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}[assistant] "
-    showcase = Showcase(config=None, cache=None)
+    showcase = Showcase(config=load_config(), cache=None)  # the pairs below name presets it does not hold
     history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
     instruct = SimpleNamespace(preset=SimpleNamespace(chat_template=True, name="p"), tokenizer=byte_tokenizer)
     ids = showcase.encode(instruct, "def f():", history)
