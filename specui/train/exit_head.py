@@ -14,9 +14,10 @@ from greedy answers, and from sampled ones whose greedy tokens `python -m specui
     python -m specui.train exit --answers DIR1,DIR2 --init assets/smollm2-heads/early_exit --mlp-hidden 1024 \
         --out runs/exit --minutes 20
 
-Held-out sequences (--held-out, a seeded share) give the agreement reported as it trains; a checkpoint (the head,
-the optimiser, the step) every --checkpoint-every steps and at the end, --resume goes on from it; the head is
-saved as a head folder in --out, which a preset's `heads: {early_exit: ...}` names.
+Held-out answers (--held-out, a seeded share of them, whole prompts: `head_data.held_out_split`) give the agreement
+reported as it trains; a checkpoint (the head, the optimiser, the step) every --checkpoint-every steps and at the end,
+--resume goes on from it; the head is saved as a head folder in --out, which a preset's `heads: {early_exit: ...}`
+names.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from specui import heads as saved
 from specui.heads import common
 from specui.heads.early_exit import EarlyExitHead
 from specui.train.common import check_budgets, device_name
-from specui.train.head_data import greedy_sequences
+from specui.train.head_data import greedy_sequences, held_out_split
 from specui.train.heads import log, lr_at, start_run
 
 
@@ -57,7 +58,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--batch", type=int, default=2048, help="answer positions a step (default: %(default)s)")
     ap.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default: %(default)s)")
     ap.add_argument("--warmup", type=int, default=50, help="steps of linear warmup (default: %(default)s)")
-    ap.add_argument("--held-out", type=float, default=0.05, help="share of sequences held out (default: %(default)s)")
+    ap.add_argument("--held-out", type=float, default=0.05, help="share of answers held out, whole prompts at a time (default: %(default)s)")
     ap.add_argument("--eval-every", type=int, default=200, help="steps between held-out reports (default: %(default)s)")
     ap.add_argument("--checkpoint-every", type=int, default=200, help="steps between checkpoints (default: %(default)s)")
     ap.add_argument("--resume", action="store_true", help="go on from --out/checkpoint.pt")
@@ -172,9 +173,7 @@ def main(argv=None) -> None:
                        labels=labels)
     where = torch.full((head.output.vocab_size,), -1, dtype=torch.long)  # target id -> index among the head's ids
     where[head.output.token_ids.cpu()] = torch.arange(len(head.output.token_ids))
-    order = torch.randperm(len(sequences), generator=torch.Generator().manual_seed(args.seed)).tolist()
-    held = set(order[:max(1, int(len(order) * args.held_out))])
-    split = {k: [i for i in range(len(sequences)) if (i in held) == (k == "held")] for k in ("held", "train")}
+    split = dict(zip(("held", "train"), held_out_split(sequences, args.held_out, args.seed)))
     held_x = torch.cat([data["states"][i] for i in split["held"]])
     held_y = where[torch.cat([data["labels"][i] for i in split["held"]])]
     train_y = where[torch.cat([data["labels"][i] for i in split["train"]])]

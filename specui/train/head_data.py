@@ -58,6 +58,24 @@ def greedy_sequences(folders, *, max_len: int) -> tuple[list[tuple[torch.Tensor,
     return sequences, labels
 
 
+def held_out_split(sequences, share: float, seed: int) -> tuple[list[int], list[int]]:
+    """Indices of the held-out and the training sequences, a seeded `share` of them held out (at least one prompt's).
+    Whole prompts are held out: the answers to one prompt (its greedy answer and its sampled ones) share most of their
+    tokens, so a held-out answer whose sibling was trained on reports a learnt figure, not a held-out one. Sequences
+    without a prompt (windows of a stream, first index 0) are each their own."""
+    groups: dict = {}
+    for i, (ids, first) in enumerate(sequences):
+        groups.setdefault(tuple(ids[:first].tolist()) if first else ("window", i), []).append(i)
+    keys = list(groups)
+    want, held = max(1, int(len(sequences) * share)), []
+    for g in torch.randperm(len(keys), generator=torch.Generator().manual_seed(seed)).tolist():
+        if len(held) >= want:
+            break
+        held += groups[keys[g]]
+    kept = set(held)
+    return sorted(held), [i for i in range(len(sequences)) if i not in kept]
+
+
 def window_sequences(stream: torch.Tensor, *, length: int, count: int, seed: int) -> list[tuple[torch.Tensor, int]]:
     """`count` random windows of `length` tokens of a token stream, the loss on all of them."""
     gen = torch.Generator().manual_seed(seed)

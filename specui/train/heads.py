@@ -83,7 +83,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--warmup", type=int, default=50)
-    ap.add_argument("--held-out", type=float, default=0.05, help="share of sequences held out for the loss report")
+    ap.add_argument("--held-out", type=float, default=0.05, help="share of sequences held out for the loss report, whole prompts at a time")
     ap.add_argument("--checkpoint-every", type=int, default=200)
     ap.add_argument("--resume", action="store_true", help="go on from --out/checkpoint.pt")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
@@ -232,9 +232,7 @@ def _main(argv=None) -> None:
     cache = head_data.FeatureCache(target, sequences, layers=layers, log=log, path=states, batch=args.state_batch,
                                    dtype=torch.bfloat16 if cpu_bf16 else None)
     gen = torch.Generator().manual_seed(args.seed)
-    order = torch.randperm(len(sequences), generator=gen).tolist()
-    n_held = max(1, int(len(order) * args.held_out))
-    held, train = order[:n_held], order[n_held:]
+    held, train = head_data.held_out_split(sequences, args.held_out, args.seed)
     draw_weights = torch.tensor([weights[i] for i in train], dtype=torch.float)
     rows = target.get_output_embeddings().weight.detach()[token_ids.to(device)]
 
