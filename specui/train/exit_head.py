@@ -58,7 +58,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--batch", type=int, default=2048, help="answer positions a step (default: %(default)s)")
     ap.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default: %(default)s)")
     ap.add_argument("--warmup", type=int, default=50, help="steps of linear warmup (default: %(default)s)")
-    ap.add_argument("--held-out", type=float, default=0.05, help="share of answers held out, whole prompts at a time (default: %(default)s)")
+    ap.add_argument("--held-out", type=float, default=0.05,
+                    help="share of answers held out, whole prompts at a time (default: %(default)s)")
     ap.add_argument("--eval-every", type=int, default=200, help="steps between held-out reports (default: %(default)s)")
     ap.add_argument("--checkpoint-every", type=int, default=200, help="steps between checkpoints (default: %(default)s)")
     ap.add_argument("--resume", action="store_true", help="go on from --out/checkpoint.pt")

@@ -83,7 +83,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--warmup", type=int, default=50)
-    ap.add_argument("--held-out", type=float, default=0.05, help="share of sequences held out for the loss report, whole prompts at a time")
+    ap.add_argument("--held-out", type=float, default=0.05,
+                    help="share of sequences held out for the loss report, whole prompts at a time")
     ap.add_argument("--checkpoint-every", type=int, default=200)
     ap.add_argument("--resume", action="store_true", help="go on from --out/checkpoint.pt")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
