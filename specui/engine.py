@@ -46,7 +46,7 @@ from specui.sampling import Generators, Rows, Sampling, argmax, choose, penalize
 from specui.settings import DecodeSettings
 from specui.tree_round import tree_round
 from specui.tree_verify import verify_tree
-from specui.verify import verify
+from specui.verify_rule import verify
 
 
 class ContextLengthError(ValueError):

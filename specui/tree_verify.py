@@ -38,7 +38,7 @@ import torch
 
 from specui.events import Kind
 from specui.sampling import sample
-from specui.verify import _residual  # one residual rule for chains and trees
+from specui.verify_rule import _residual  # one residual rule for chains and trees
 
 ACCEPTED, REJECTED, UNVISITED = "accepted", "rejected", "unvisited"  # a node's verdict
 

@@ -38,7 +38,7 @@ from specui.events import Kind
 from specui.loading import load_pair
 from specui.presets import load_config
 from specui.settings import DecodeSettings
-from specui.verify import Verdict
+from specui.verify_rule import Verdict
 from specui.verify_cost import measure_verify_cost
 
 TAUS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)

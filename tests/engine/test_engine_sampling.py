@@ -15,7 +15,7 @@ from scipy.stats import chisquare
 
 from specui import SpeculativeEngine
 from specui.sampling import Sampling, logits_to_probs, sample
-from specui.verify import BONUS, RESAMPLED, Verdict
+from specui.verify_rule import BONUS, RESAMPLED, Verdict
 from tests.helpers import five_token_pair
 
 VOCAB = 5

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from specui import SpeculativeEngine
-from specui.verify import BONUS, RESAMPLED, verify
+from specui.verify_rule import BONUS, RESAMPLED, verify
 from tests.helpers import make_model
 
 LOW, HIGH = 5, 9  # token HIGH's logit is one float32 ulp above token LOW's

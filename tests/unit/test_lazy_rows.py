@@ -6,7 +6,7 @@ import torch
 
 from specui.events import Kind
 from specui.sampling import Rows, Sampling, logits_to_probs, sample
-from specui.verify import _residual, verify
+from specui.verify_rule import _residual, verify
 
 SETTINGS = [Sampling(temperature=1.0), Sampling(temperature=0.7, top_p=0.9), Sampling(temperature=0.8, top_k=5),
             Sampling(temperature=1.3, top_k=20, top_p=0.8)]

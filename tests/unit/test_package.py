@@ -15,6 +15,7 @@ import specui
 from specui import SpeculativeEngine, Sampling, verify, PromptLookupDrafter, GenerationResult
 import specui.engine, specui.kv, specui.events, specui.presets, specui.loading, specui.metrics, specui.lesson, specui.settings, specui.runstats, specui.text, specui.train, specui.bench.run
 assert 'gradio' not in sys.modules and 'plotly' not in sys.modules
+assert specui.verify is verify and callable(specui.verify), specui.verify  # the rule, not a module of that name
 print('ok')
 """
 

@@ -3,7 +3,7 @@
 import torch
 
 from specui.sampling import sample
-from specui.verify import BONUS, RESAMPLED, _residual, verify
+from specui.verify_rule import BONUS, RESAMPLED, _residual, verify
 
 P = torch.tensor([0.5, 0.3, 0.2, 0.0])
 Q = torch.tensor([0.1, 0.6, 0.2, 0.1])
