@@ -272,8 +272,8 @@ def pick_vocab(streams: list[torch.Tensor], *, size: int, tok) -> tuple[torch.Te
 
 
 def lr_at(args, progress: float, step: int) -> float:
-    """Linear warmup over --warmup steps, then cosine decay to a tenth of --lr as `progress` goes 0 → 1."""
-    return args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+    """Linear warmup over --warmup steps (0: none), then cosine decay to a tenth of --lr as `progress` goes 0 → 1."""
+    return args.lr * min(1.0, (step + 1) / max(1, args.warmup)) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 @torch.inference_mode()

@@ -7,6 +7,7 @@ References: nanoGPT (karpathy/nanoGPT, train.py) for the loop.
 import copy
 import json
 import math
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -18,16 +19,79 @@ from specui.settings import DecodeSettings
 from specui.train.config import EOS, TARGET_DIR, TrainConfig
 
 
-def check_budgets(ap, args) -> None:
-    """Refuse, in one line, a training budget that would silently do nothing (or run for ever): --minutes, --steps,
-    --batch and --lr above 0, --held-out in [0, 1), --threads 0 (torch's choice) or more; the names a parser lacks
-    are skipped."""
-    for name, ok, rule in (("minutes", lambda v: v > 0, "> 0"), ("steps", lambda v: v >= 1, ">= 1"),
-                           ("batch", lambda v: v >= 1, ">= 1"), ("lr", lambda v: v > 0, "> 0"),
-                           ("held_out", lambda v: 0 <= v < 1, "in [0, 1)"), ("threads", lambda v: v >= 0, ">= 0")):
+def at_least(low, why: str = "") -> tuple:
+    """A range rule for check_ranges: value >= low (`why`, when given, says why in the message)."""
+    return (lambda v: v >= low), f">= {low}" + (f" ({why})" if why else "")
+
+
+def above(low, why: str = "") -> tuple:
+    """A range rule for check_ranges: value > low."""
+    return (lambda v: v > low), f"> {low}" + (f" ({why})" if why else "")
+
+
+def within(low, high, *, high_open: bool = False) -> tuple:
+    """A range rule for check_ranges: low <= value <= high (< high with high_open)."""
+    return (lambda v: low <= v < high if high_open else low <= v <= high), \
+        f"in [{low}, {high}{')' if high_open else ']'}"
+
+
+def check_ranges(ap, args, ranges: dict) -> None:
+    """Refuse, in one line from argparse (exit status 2), the first option outside its range: `ranges` maps a
+    parser's dest (held_out for --held-out) to a rule (at_least, above, within); the names it lacks, and options
+    left at None (a default chosen later), are skipped. A NaN fails every rule."""
+    for name, (ok, rule) in ranges.items():
         value = getattr(args, name, None)
         if value is not None and not ok(value):
             ap.error(f"--{name.replace('_', '-')} must be {rule}, got {value}")
+
+
+# the budgets most training commands share; 0 threads is torch's own choice, 0 warmup steps none
+BUDGETS = {"minutes": above(0), "steps": at_least(1), "batch": at_least(1), "lr": above(0),
+           "held_out": within(0, 1, high_open=True), "threads": at_least(0), "warmup": at_least(0),
+           "seq": at_least(2, "a token and the next"), "vocab": at_least(1), "eval_every": at_least(1),
+           "checkpoint_every": at_least(1)}
+
+
+def check_budgets(ap, args, **ranges) -> None:
+    """Refuse, in one line, a training budget that would silently do nothing (or run for ever, or crash later):
+    --minutes, --steps, --batch and --lr above 0, --held-out in [0, 1), --threads 0 (torch's choice) or more, and
+    the rest of BUDGETS; `ranges` adds a command's own rules or replaces shared ones (a --minutes whose 0 means
+    "no limit"). The names a parser lacks are skipped."""
+    check_ranges(ap, args, {**BUDGETS, **ranges})
+
+
+def folder_problem(path) -> str | None:
+    """Why a run could not create or write its output folder `path`, found without writing anything (a file in
+    the way, a folder without write permission), or None."""
+    folder = Path(path).expanduser().absolute()
+    if folder.exists() and not folder.is_dir():
+        return "is a file, not a folder"
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} cannot be written (permissions)"
+    return None
+
+
+def check_folders(ap, args, names, *, create: bool = False) -> None:
+    """Refuse, in one line, an output folder option (dest names in `names`; unset ones skipped) that cannot be
+    written; with `create` (a command about to run, not a test of its parser), make each folder now, so that a
+    place only the attempt reveals (a read-only mount, /proc) is refused before minutes of work, not after."""
+    for name in names:
+        path = getattr(args, name, None)
+        if not path:
+            continue
+        flag = f"--{name.replace('_', '-')}"
+        if problem := folder_problem(path):
+            ap.error(f"{flag} {path}: {problem}")
+        if create:
+            try:
+                Path(path).expanduser().mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                ap.error(f"{flag} {path}: cannot create the folder ({e.strerror or e})")
 
 
 def autocast(device: str, enabled: bool):

@@ -178,8 +178,8 @@ def init_heads(args, target) -> dict:
 
 
 def lr_at(args, step: int, progress: float) -> float:
-    """Linear warmup, then cosine decay to a tenth as progress (time or steps) goes 0 -> 1."""
-    return args.lr * min(1.0, (step + 1) / args.warmup) * (0.1 + 0.45 * (1 + math.cos(math.pi * min(progress, 1.0))))
+    """Linear warmup (--warmup 0: none), then cosine decay to a tenth as progress (time or steps) goes 0 -> 1."""
+    return args.lr * min(1.0, (step + 1) / max(1, args.warmup)) * (0.1 + 0.45 * (1 + math.cos(math.pi * min(progress, 1.0))))
 
 
 def main(argv=None) -> None:
