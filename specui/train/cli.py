@@ -10,15 +10,62 @@ import torch
 
 from specui import corpus
 from specui.train import distill, evaluate, model_card
-from specui.train.common import encode_stream, make_model, save_pair_member, train_target, train_tokenizer
+from specui.train.common import (above, at_least, check_folders, check_ranges, encode_stream, make_model,
+                                 save_pair_member, train_target, train_tokenizer, within)
 from specui.train.config import DEFAULT_OUT, DRAFT_DIR, TARGET_DIR, TrainConfig
 
+DESCRIPTION = f"""Train the bundled model pair from the Python standard library. Writes into --out
+(default {DEFAULT_OUT}); the shipped pair in assets/ changes only with --out assets."""
 
-def parse_args(argv=None) -> tuple[TrainConfig, argparse.Namespace]:
-    parser = argparse.ArgumentParser(
-        prog="python -m specui.train",
-        description="Train the bundled model pair from the Python standard library. Writes into --out "
-                    f"(default {DEFAULT_OUT}); the shipped pair in assets/ changes only with --out assets.")
+EPILOG = """other training commands:
+  python -m specui.train heads ...         EAGLE, Medusa and early-exit heads for a preset's target
+  python -m specui.train exit ...          an early-exit head from the target's greedy answers
+  python -m specui.train.chat ...          the chat target's draft: its answers (step 1), then the draft (step 2)
+  python -m specui.train.greedy_labels ... the target's greedy tokens at its sampled answers' positions
+each takes --help."""
+
+# the allowed values of TrainConfig's numbers (the fields not named take any value: --seed)
+RANGES = {
+    "vocab_size": at_least(257, "the 256 byte tokens and the end-of-text token"),
+    **{f"{who}_{part}": at_least(1) for who in ("target", "draft") for part in ("layers", "width", "heads", "ffn")},
+    "max_positions": at_least(1), "seq_len": at_least(4, "a quarter of it prompts the draft's distillation data"),
+    "long_fraction": within(0, 1), "batch_size": at_least(1), "target_steps": at_least(1),
+    "draft_steps": at_least(1), "lr": above(0), "draft_lr": above(0), "warmup_steps": at_least(0),
+    "weight_decay": at_least(0), "grad_clip": above(0), "distill_ce_weight": at_least(0),
+    "distill_sequences": at_least(1), "checkpoint_every": at_least(1),
+    "eval_bytes": at_least(100 * evaluate.EVAL_FILES, f"100 bytes for each of {evaluate.EVAL_FILES} held-out files"),
+    "alpha_prompts": at_least(1), "alpha_new_tokens": at_least(1), "speedup_prompts": at_least(0),
+    "threads": at_least(1),
+}
+
+
+def check_shapes(ap, cfg: TrainConfig, *, training: bool) -> None:
+    """Refuse a model shape transformers would refuse (after the tokenizer's minutes), and a context too short for
+    the training windows or the evaluation's prompts."""
+    for who in ("target", "draft"):
+        width, heads = getattr(cfg, f"{who}_width"), getattr(cfg, f"{who}_heads")
+        if width % heads:
+            ap.error(f"--{who}-width must be a multiple of --{who}-heads ({heads}), got {width}")
+        if width // heads % 2:
+            ap.error(f"--{who}-width / --{who}-heads must be even (rotary position embeddings turn pairs of each "
+                     f"head's dimensions), got {width} / {heads} = {width // heads}")
+    if not training:
+        return  # --eval-only: the saved pair's own context counts
+    prompt, timed = corpus.PROMPT_TOKENS, evaluate.SPEEDUP_TOKENS if cfg.speedup_prompts else 0
+    need, why = max((cfg.seq_len + 1, f"--seq-len {cfg.seq_len} and the next token"),
+                    (prompt + cfg.alpha_new_tokens, f"a {prompt}-token held-out prompt and --alpha-new-tokens "
+                                                    f"{cfg.alpha_new_tokens}"),
+                    (prompt + timed, f"a {prompt}-token held-out prompt and the {timed} tokens timed after it; "
+                                     "--speedup-prompts 0 skips the timing"))
+    if cfg.max_positions < need:
+        ap.error(f"--max-positions must be >= {need} ({why}), got {cfg.max_positions}")
+
+
+def parse_args(argv=None, *, create: bool = False) -> tuple[TrainConfig, argparse.Namespace]:
+    """The configuration and the other options; every number checked against its range and --out against the
+    file system (no file written; with `create`, as main runs, --out and --checkpoint-dir are made now)."""
+    parser = argparse.ArgumentParser(prog="python -m specui.train", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     for f in fields(TrainConfig):
         flag = "--" + f.name.replace("_", "-")
         help_text = f"{f.metadata['help']} (default: %(default)r)"
@@ -32,20 +79,23 @@ def parse_args(argv=None) -> tuple[TrainConfig, argparse.Namespace]:
                         help="all: tokenizer, target and draft; draft: reuse the target saved in --out "
                              "(default: %(default)s)")
     args = parser.parse_args(argv)
+    check_ranges(parser, args, RANGES)
     cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
+    check_shapes(parser, cfg, training=not args.eval_only)
     needed = [TARGET_DIR, DRAFT_DIR] if args.eval_only else [TARGET_DIR] if args.stage == "draft" else []
     missing = [name for name in needed if not (Path(cfg.out) / name).is_dir()]
     if missing:
         what = "--eval-only" if args.eval_only else "--stage draft"
         parser.error(f"{what} reads an existing pair, but {Path(cfg.out) / missing[0]} is not a folder "
                      f"(train one first, or pass --out assets for the shipped pair)")
+    check_folders(parser, args, ["out", "checkpoint_dir"], create=create)
     return cfg, args
 
 
 def main(argv=None) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    cfg, args = parse_args(argv)
+    cfg, args = parse_args(argv, create=True)
     torch.set_num_threads(cfg.threads)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     out = Path(cfg.out)

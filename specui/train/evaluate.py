@@ -20,6 +20,7 @@ from specui.text import fmt
 from specui.train.common import encode_stream, greedy_continuation
 
 EVAL_FILES = 40  # held-out files, evenly spaced over the sorted list, scored for bits per byte
+SPEEDUP_TOKENS = 128  # new tokens per timed prompt
 
 
 def eval_texts(held_out: list[Path], *, total_bytes: int) -> list[str]:
@@ -68,7 +69,7 @@ def greedy_alpha(target, draft, prompts: list[list[int]], *, new_tokens: int, de
     return agree / total
 
 
-def measure_speedup(target, draft, prompts: list[list[int]], *, ks=range(1, 9), new_tokens: int = 128,
+def measure_speedup(target, draft, prompts: list[list[int]], *, ks=range(1, 9), new_tokens: int = SPEEDUP_TOKENS,
                     tokenizer=None) -> dict:
     """Tokens/s of greedy plain and speculative decoding (K in `ks`), timed by the benchmark's harness
     (`specui.bench.run.k_speedups`): the figure the model card reports.
