@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import secrets
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 import torch
@@ -84,6 +84,9 @@ class SpeculativeEngine:
         if drafter is not None and drafter not in DRAFTER_NAMES:
             raise ValueError(f"drafter must be one of {', '.join(DRAFTER_NAMES)} or None (got {drafter!r})")
         self.default_drafter = drafter
+        # a run built from keywords alone takes these settings for its drafter where the keywords leave them out
+        # (`load_engine`: the preset's K and draft confidence); name -> {field: value}, None: DecodeSettings' defaults
+        self.tuning: Callable[[str], dict] | None = None
         self.target_model = target_model.eval()
         self.heads = dict(heads or {})
         for name, head in self.heads.items():
@@ -129,8 +132,9 @@ class SpeculativeEngine:
 
         settings: a `DecodeSettings`; keywords (its field names: max_new_tokens, num_draft_tokens,
                   temperature, top_k, top_p, repetition_penalty, seed, speculative, ignore_eos, drafter, adaptive,
-                  tree_width, tree_nodes, draft_confidence) build
-                  one, or change the one given.
+                  tree_width, tree_nodes, draft_confidence) build one, or change the one given. Built from keywords
+                  alone, it takes the engine's `tuning` where they leave a field out (`load_engine`'s engine: the
+                  preset's K and draft confidence for the run's drafter), else DecodeSettings' defaults.
         drafter: "model" (the draft model; the default when there is one and the engine names no default
                  drafter of its own), "model_lookup" (copies where the context repeats, the draft model
                  elsewhere), "prompt_lookup" (the default without a draft model), a head's name,
@@ -145,6 +149,9 @@ class SpeculativeEngine:
                (a chat's earlier turns), and leaves its own there for the next (`specui.prompt_cache`).
         Raises ValueError (ContextLengthError for a prompt that does not fit) before any work.
         """
+        if settings is None:  # the engine's tuning for the run's drafter, where the keywords leave it out
+            name = self._drafter_name(keywords.get("drafter"))
+            keywords = {**self.tuning(name), **keywords} if self.tuning and isinstance(name, str) else keywords
         settings = settings.but(**keywords) if settings is not None else DecodeSettings(**keywords)
         if into is not None and (into.rounds or into.token_ids):
             raise ValueError(f"into= already holds a run ({len(into.token_ids)} tokens); pass a new GenerationResult")
@@ -316,9 +323,14 @@ class SpeculativeEngine:
 
     # -- checks and helpers ----------------------------------------------------------------------------
 
-    def _make_drafter(self, drafter) -> Drafter:
+    def _drafter_name(self, drafter):
+        """The drafter a run's `drafter` setting means (None: the engine's default)."""
         if drafter is None:
-            drafter = self.default_drafter or (MODEL if self.draft_model is not None else PROMPT_LOOKUP)
+            return self.default_drafter or (MODEL if self.draft_model is not None else PROMPT_LOOKUP)
+        return drafter
+
+    def _make_drafter(self, drafter) -> Drafter:
+        drafter = self._drafter_name(drafter)
         if drafter in MODEL_DRAFTERS:
             if self.draft_model is None:
                 raise ValueError(f"drafter={drafter!r} needs a draft model; this engine has none (use {PROMPT_LOOKUP!r})")

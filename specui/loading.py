@@ -237,7 +237,9 @@ class PairCache:
 def load_engine(preset: str | Preset | None = None, config=None, *, progress: Callable[[str], None] | None = None):
     """A ready `SpeculativeEngine` for a preset of models.yaml (None: its default), for scripts and
     notebooks. It carries `.tokenizer`, `.preset` and `.drafters` (the drafter names it can use); a run that
-    names no drafter uses the preset's (`drafter:` in models.yaml).
+    names no drafter uses the preset's (`drafter:` in models.yaml), and a run built from keywords drafts with the
+    preset's K and draft confidence for its drafter unless it names them (`num_draft_tokens`, `draft_confidence`),
+    as the app does.
 
     config: a models.yaml path or a loaded `Config` (None: the one beside the package).
     """
@@ -249,4 +251,6 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
     pair = load_pair(preset, progress=progress)
     engine = pair.engine()
     engine.tokenizer, engine.preset = pair.tokenizer, preset
+    engine.tuning = lambda drafter: {"num_draft_tokens": preset.k_for(drafter),
+                                     "draft_confidence": preset.confidence_for(drafter)}
     return engine
