@@ -32,12 +32,13 @@ import torch.nn.functional as F
 from specui import heads as saved
 from specui.heads import common
 from specui.heads.early_exit import EarlyExitHead
-from specui.train.common import check_budgets, device_name
+from specui.train.common import at_least, check_budgets, check_folders, device_name
 from specui.train.head_data import greedy_sequences, held_out_split
 from specui.train.heads import log, lr_at, start_run
 
 
-def parse_args(argv=None) -> argparse.Namespace:
+def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
+    """The options, each number in its range and --out writable (with `create`, as a run starts: made now)."""
     ap = argparse.ArgumentParser(prog="python -m specui.train exit", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default=None, help="the preset whose target the head serves (default: models.yaml's default)")
     ap.add_argument("--config", default=None, help="a models.yaml (default: the one beside the package)")
@@ -63,10 +64,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--eval-every", type=int, default=200, help="steps between held-out reports (default: %(default)s)")
     ap.add_argument("--checkpoint-every", type=int, default=200, help="steps between checkpoints (default: %(default)s)")
     ap.add_argument("--resume", action="store_true", help="go on from --out/checkpoint.pt")
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default; default: %(default)s)")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="seed of the held-out split and the batches (default: %(default)s)")
     args = ap.parse_args(argv)
-    check_budgets(ap, args)
+    check_budgets(ap, args, exit_layer=at_least(0), mlp_hidden=at_least(0))
+    check_folders(ap, args, ["out"], create=create)
     return args
 
 
@@ -166,7 +169,7 @@ def _reachable(states: list[torch.Tensor], picked: list[int],
 
 
 def main(argv=None) -> None:
-    args = parse_args(argv)
+    args = parse_args(argv, create=True)
     out, preset, target, _ = start_run(args)
     sequences, labels = greedy_sequences(args.answers, max_len=args.seq)
     head = build_head(args, target, labels)

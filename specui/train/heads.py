@@ -26,14 +26,15 @@ import torch
 from specui.drafters.registry import HEADS
 from specui.heads import common
 from specui.train import head_data
-from specui.train.common import check_budgets, device_name, tf32_products
+from specui.train.common import at_least, check_budgets, check_folders, device_name, tf32_products
 
 
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def parse_args(argv=None) -> argparse.Namespace:
+def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
+    """The options, each number in its range and --out writable (with `create`, as a run starts: made now)."""
     ap = argparse.ArgumentParser(prog="python -m specui.train heads", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default=None, help="the preset whose target the heads serve (default: models.yaml's default)")
     ap.add_argument("--config", default=None, help="a models.yaml (default: the one beside the package)")
@@ -44,12 +45,13 @@ def parse_args(argv=None) -> argparse.Namespace:
                                       "WEIGHT times as often); without it: windows of the stdlib corpus")
     ap.add_argument("--init", help="warm start: a folder of saved heads (one subfolder per head, as --out writes "
                                    "them); their settings and draft vocabulary are kept")
-    ap.add_argument("--windows", type=int, default=-1,
+    ap.add_argument("--windows", type=int, default=None,
                     help="windows of the offline corpus (stdlib code, and pydoc's topics for a chat target), added to "
                          "--answers (default: 4000 without --answers, none with it)")
     ap.add_argument("--continuations", type=int, default=0,
                     help="the target's own greedy continuations of this many windows of the stdlib corpus (the last "
-                         "--continue-tokens of each sequence; written once into OUT/continuations.pt), added to the rest")
+                         "--continue-tokens of each sequence; written once into OUT/continuations.pt), added to the "
+                         "rest (default: %(default)s)")
     ap.add_argument("--continue-tokens", type=int, default=128,
                     help="tokens the target writes per continuation (default: %(default)s, as the benchmark decodes)")
     ap.add_argument("--states", help="file for the target's states (default: OUT/states.pt; none: kept in memory "
@@ -66,7 +68,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--max-sequences", type=int, default=0,
                     help="train on at most this many sequences, drawn at random (0: all): their target states are "
                          "cached in memory, 3.4 KB a token for EAGLE's (default: %(default)s)")
-    ap.add_argument("--state-batch", type=int, default=8, help="sequences per target pass while caching its states")
+    ap.add_argument("--state-batch", type=int, default=8,
+                    help="sequences per target pass while caching its states (default: %(default)s)")
     ap.add_argument("--extra-layers", default="", help="cache these hidden_states indices too (comma-separated), "
                                                        "so later runs for other heads reuse the file")
     ap.add_argument("--seq", type=int, default=320, help="tokens per sequence (default: %(default)s)")
@@ -74,25 +77,38 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="the heads' draft vocabulary: the most frequent ids of the data (default: 8192; with --init, "
                          "the saved heads' ids unless given: their output rows are the target's own, so a new "
                          "vocabulary loses nothing trained)")
-    ap.add_argument("--exit-layer", type=int, default=0, help="early exit: layers the draft runs (0: a quarter)")
+    ap.add_argument("--exit-layer", type=int, default=0,
+                    help="early exit: layers the draft runs (0: a quarter of the target's; default: %(default)s)")
     ap.add_argument("--medusa-heads", type=int, default=4, help="Medusa: positions ahead (default: %(default)s)")
     ap.add_argument("--eagle-steps", type=int, default=None,
                     help="EAGLE: training-time-test steps (default: 3; with --init, the saved head's unless given)")
     ap.add_argument("--steps", type=int, default=100000, help="optimiser steps at most (default: %(default)s)")
     ap.add_argument("--minutes", type=float, default=20, help="stop after this long (default: %(default)s)")
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--batch", type=int, default=8, help="sequences per optimiser step (default: %(default)s)")
+    ap.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (default: %(default)s)")
+    ap.add_argument("--warmup", type=int, default=50, help="steps of linear warmup (0: none; default: %(default)s)")
     ap.add_argument("--held-out", type=float, default=0.05,
-                    help="share of sequences held out for the loss report, whole prompts at a time")
-    ap.add_argument("--checkpoint-every", type=int, default=200)
+                    help="share of sequences held out for the loss report, whole prompts at a time "
+                         "(default: %(default)s)")
+    ap.add_argument("--checkpoint-every", type=int, default=200,
+                    help="steps between checkpoints (default: %(default)s)")
     ap.add_argument("--resume", action="store_true", help="go on from --out/checkpoint.pt")
-    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch CPU threads (0: torch's default; default: %(default)s)")
+    ap.add_argument("--seed", type=int, default=1234,
+                    help="seed of the windows, the batches and the held-out split (default: %(default)s)")
     args = ap.parse_args(argv)
     args.heads = [h.strip() for h in args.head.split(",") if h.strip()]
+    if not all(x.strip().isdigit() for x in args.extra_layers.split(",") if x.strip()):
+        ap.error(f"--extra-layers {args.extra_layers}: expected hidden_states indices separated by commas, e.g. 2,4")
     args.extra_layers = [int(x) for x in args.extra_layers.split(",") if x.strip()]
-    if args.windows < 0:
+    check_budgets(ap, args, windows=at_least(0), continuations=at_least(0), continue_tokens=at_least(1),
+                  max_sequences=at_least(0), state_batch=at_least(1), exit_layer=at_least(0),
+                  medusa_heads=at_least(1), eagle_steps=at_least(1))
+    if args.continuations and args.continue_tokens >= args.seq:
+        ap.error(f"--continue-tokens must be < --seq ({args.seq}): each continuation follows a window of the corpus, "
+                 f"got {args.continue_tokens}")
+    if args.windows is None:
         args.windows = 0 if args.answers or args.continuations else 4000
     if args.hard_labels and args.windows:
         ap.error("--hard-labels learns the target's greedy tokens, and --windows are text the target did not write: "
@@ -100,7 +116,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     unknown = [h for h in args.heads if h not in HEADS]
     if unknown or not args.heads:
         ap.error(f"--head: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(HEADS)}")
-    check_budgets(ap, args)
+    check_folders(ap, args, ["out"], create=create)
     return args
 
 
@@ -179,7 +195,8 @@ def init_heads(args, target) -> dict:
 
 def lr_at(args, step: int, progress: float) -> float:
     """Linear warmup (--warmup 0: none), then cosine decay to a tenth as progress (time or steps) goes 0 -> 1."""
-    return args.lr * min(1.0, (step + 1) / max(1, args.warmup)) * (0.1 + 0.45 * (1 + math.cos(math.pi * min(progress, 1.0))))
+    warm = min(1.0, (step + 1) / max(1, args.warmup))
+    return args.lr * warm * (0.1 + 0.45 * (1 + math.cos(math.pi * min(progress, 1.0))))
 
 
 def main(argv=None) -> None:
@@ -199,7 +216,7 @@ def start_run(args):
 
 
 def _main(argv=None) -> None:
-    args = parse_args(argv)
+    args = parse_args(argv, create=True)
     out, preset, target, tokenizer = start_run(args)
     device = target.get_input_embeddings().weight.device
     sequences, weights = sequences_for(args, target, tokenizer, chat=preset.chat_template)
