@@ -47,9 +47,10 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
                     "ones, and the sampled ones labelled by python -m specui.train.greedy_labels")
     ap.add_argument("--init", default=None, help="an early-exit head folder to start from (else a fresh head)")
     ap.add_argument("--exit-layer", type=int, default=0, help="the exit: the head drafts from the state "
-                    "entering this layer (0: --init's, or a quarter of the layers for a fresh head)")
+                    "entering this layer (0: --init's, or a quarter of the layers for a fresh head; default: "
+                    "%(default)s)")
     ap.add_argument("--mlp-hidden", type=int, default=0, help="add a gated MLP of this width after the block "
-                    "(starts as the identity; 0: none, or the --init head's own)")
+                    "(starts as the identity; 0: none, or the --init head's own; default: %(default)s)")
     ap.add_argument("--vocab", type=int, default=2048, help="a fresh head's ids: the answers' most used (default: %(default)s)")
     ap.add_argument("--out", default="runs/exit", help="the head folder and its checkpoint (default: %(default)s)")
     ap.add_argument("--states", default=None, help="the cached exit states (default: --out/states.pt)")
