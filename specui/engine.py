@@ -43,7 +43,7 @@ from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, cpu_threads, model_device
 from specui.prompt_cache import PromptCache, open_target
 from specui.sampling import Generators, Rows, Sampling, argmax, choose, penalize
-from specui.settings import DecodeSettings
+from specui.settings import DecodeSettings, settings_from
 from specui.tree_round import tree_round
 from specui.tree_verify import verify_tree
 from specui.verify_rule import verify
@@ -84,6 +84,10 @@ class SpeculativeEngine:
         if drafter is not None and drafter not in DRAFTER_NAMES:
             raise ValueError(f"drafter must be one of {', '.join(DRAFTER_NAMES)} or None (got {drafter!r})")
         self.default_drafter = drafter
+        for role, model in (("target_model", target_model), ("draft_model", draft_model or target_model)):
+            if not callable(getattr(model, "get_output_embeddings", None)):
+                raise ValueError(f"{role} must be a transformers causal LM (e.g. AutoModelForCausalLM.from_pretrained"
+                                 f"(...)), not a {type(model).__name__}")
         # a run built from keywords alone takes these settings for its drafter where the keywords leave them out
         # (`load_engine`: the preset's K and draft confidence); name -> {field: value}, None: DecodeSettings' defaults
         self.tuning: Callable[[str], dict] | None = None
@@ -118,9 +122,10 @@ class SpeculativeEngine:
         return (MODEL_DRAFTERS if self.draft_model is not None else ()) \
             + tuple(d for d in HEAD_DRAFTERS if HEAD_OF[d] in self.heads) + (PROMPT_LOOKUP,)
 
-    def generate(self, input_ids: Sequence[int], settings: DecodeSettings | None = None, **keywords) -> GenerationResult:
-        """Run to the end and return every token with its provenance. Arguments as `stream`."""
-        result = GenerationResult()
+    def generate(self, input_ids: Sequence[int], settings: DecodeSettings | None = None, *,
+                 into: GenerationResult | None = None, **keywords) -> GenerationResult:
+        """Run to the end and return every token with its provenance (in `into` when given). Arguments as `stream`."""
+        result = into if into is not None else GenerationResult()
         for _ in self.stream(input_ids, settings, into=result, **keywords):
             pass
         return result
@@ -152,7 +157,7 @@ class SpeculativeEngine:
         if settings is None:  # the engine's tuning for the run's drafter, where the keywords leave it out
             name = self._drafter_name(keywords.get("drafter"))
             keywords = {**self.tuning(name), **keywords} if self.tuning and isinstance(name, str) else keywords
-        settings = settings.but(**keywords) if settings is not None else DecodeSettings(**keywords)
+        settings = settings_from(settings, keywords)
         if into is not None and (into.rounds or into.token_ids):
             raise ValueError(f"into= already holds a run ({len(into.token_ids)} tokens); pass a new GenerationResult")
         prompt = check_prompt(input_ids, self.vocab_size)

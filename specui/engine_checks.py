@@ -28,7 +28,16 @@ def check_prompt(input_ids, vocab_size: int) -> list[int]:
             raise ValueError(f"input_ids has shape {tuple(shape)}: the engine decodes one prompt at a time; "
                              "give a 1-D sequence of token ids or a [1, n] tensor")
         input_ids = input_ids.reshape(-1).tolist()
-    prompt = list(input_ids)
+    try:
+        prompt = list(input_ids)
+    except TypeError:
+        raise ValueError(f"input_ids is a {type(input_ids).__name__}: give the prompt's token ids (a list of ints, "
+                         "a 1-D tensor, or what the tokenizer returns)") from None
+    if len(prompt) == 1 and isinstance(prompt[0], (list, tuple)):  # [[ids]], as a batch of one
+        prompt = list(prompt[0])
+    elif prompt and all(isinstance(t, (list, tuple)) for t in prompt):
+        raise ValueError(f"input_ids holds {len(prompt)} prompts: the engine decodes one prompt at a time; give a "
+                         "1-D sequence of token ids")
     if not prompt:
         raise ValueError("the prompt is empty: give at least one token id")
     ids = []
@@ -46,6 +55,9 @@ def check_draft(draft: Draft, k: int, drafter, *, vocab_size: int, device) -> tu
     Raises ValueError naming the drafter for ids outside the target's vocabulary or a malformed q.
     """
     name = getattr(drafter, "name", type(drafter).__name__)
+    if not (hasattr(draft, "tokens") and hasattr(draft, "probs")):
+        raise ValueError(f"drafter {name!r}'s propose returned a {type(draft).__name__}; it must return a "
+                         "specui.Draft(tokens, probs)")
     tokens = torch.as_tensor(draft.tokens)
     if tokens.dim() != 1 or tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
         raise ValueError(f"drafter {name!r} proposed {tuple(tokens.shape)} {tokens.dtype} tokens; "
@@ -61,7 +73,30 @@ def check_draft(draft: Draft, k: int, drafter, *, vocab_size: int, device) -> tu
             raise ValueError(f"drafter {name!r} gave q of shape {tuple(probs.shape)} for {n} tokens; need "
                              f"[n, V] with V <= {vocab_size} (the target's vocabulary)")
         probs = probs[:n]
+        if not getattr(drafter, "trusted_q", False):
+            _check_q(name, tokens, probs)
     return tokens, probs
+
+
+def _check_q(name: str, tokens: torch.Tensor, probs: torch.Tensor) -> None:
+    """A custom drafter's q: each row a distribution (finite, >= 0, summing to 1) that gives its own token a chance.
+    The accept/reject rule is exact only for the q each token was drawn from; these are the errors that show (logits
+    or scores given as q, a row of another position). specui's drafters build q as such (`trusted_q`): not checked."""
+    if not probs.numel():
+        return
+    q = probs.detach().float()
+    sums = q.sum(-1)
+    if not bool(torch.isfinite(q).all()) or bool((q < 0).any()) or bool(((sums - 1).abs() > 1e-3).any()):
+        raise ValueError(f"drafter {name!r} gave a q whose rows are not distributions (row sums "
+                         f"{[round(float(x), 4) for x in sums]}); each row must be the probabilities its token was "
+                         "drawn from: finite, >= 0, summing to 1")
+    x = tokens.to(q.device)
+    inside = x < q.shape[-1]
+    chance = torch.zeros_like(sums).masked_scatter(inside, q[inside].gather(-1, x[inside, None])[:, 0])
+    if bool((chance <= 0).any()):
+        i = int((chance <= 0).nonzero()[0])
+        raise ValueError(f"drafter {name!r} proposed token {int(x[i])} at position {i} with q = 0 there: a token "
+                         "drawn from q has q > 0 (is q the row of another position?)")
 
 
 def _index(x) -> int | None:

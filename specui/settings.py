@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 from specui.drafters.registry import DRAFTER_NAMES, EAGLE, MEDUSA, MODEL
 
@@ -58,8 +58,9 @@ def static_size(*, width: int, depth: int) -> int:
 class DecodeSettings:
     """How to decode: K, the sampling transform, the budget, the seed and the drafter.
 
-    drafter: a name of `specui.drafters.DRAFTER_NAMES`, None (the engine's default: the draft model
-    when there is one) or any object with the `Drafter` methods. seed None draws a fresh one.
+    drafter: a name of `specui.drafters.DRAFTER_NAMES`, None (the engine's default: `load_engine`'s the preset's
+    drafter, else the draft model when there is one, else prompt lookup) or any object with the `Drafter` methods.
+    seed None draws a fresh one.
     """
 
     num_draft_tokens: int = 4  # K
@@ -152,9 +153,11 @@ class DecodeSettings:
         if self.adaptive:
             raise SettingsError("adaptive K and token trees do not go together: turn one off")
         if not nodes and static_size(width=width, depth=self.num_draft_tokens) > MAX_TREE_NODES:
-            raise SettingsError(f"a static tree of width {width} and depth K={self.num_draft_tokens} has "
-                                f"{static_size(width=width, depth=self.num_draft_tokens)} nodes, more than "
-                                f"{MAX_TREE_NODES}; lower them or set tree_nodes (the dynamic tree keeps the best N)")
+            size = static_size(width=width, depth=self.num_draft_tokens)
+            said = f"{size:,}" if size < 10**9 else f"about {width}^{self.num_draft_tokens}"
+            raise SettingsError(f"a static tree of width {width} and depth K={self.num_draft_tokens} has {said} "
+                                f"nodes, more than {MAX_TREE_NODES}; lower them or set tree_nodes (the dynamic tree "
+                                "keeps the best N)")
         d = self.drafter
         if isinstance(d, str) and d not in TREE_DRAFTERS:
             raise SettingsError(f"drafter {d!r} cannot draft trees (it gives no distributions to rank children "
@@ -177,3 +180,18 @@ class DecodeSettings:
         if d["drafter"] is not None and not isinstance(d["drafter"], str):
             d["drafter"] = type(self.drafter).__name__
         return d
+
+
+def settings_from(settings, keywords: dict) -> DecodeSettings:
+    """A run's settings: `settings` (a DecodeSettings, or None for the defaults) with `keywords` changed. A name that
+    is no setting, or settings of another type, is refused in one line that says what is meant."""
+    names = [f.name for f in fields(DecodeSettings)]
+    unknown = [k for k in keywords if k not in names]
+    if unknown:
+        raise SettingsError(f"no setting named {', '.join(map(repr, unknown))}; the settings are {', '.join(names)}")
+    if settings is None:
+        return DecodeSettings(**keywords)
+    if not isinstance(settings, DecodeSettings):
+        raise SettingsError(f"settings must be a DecodeSettings, not a {type(settings).__name__}; or give them as "
+                            "keywords, e.g. engine.generate(ids, max_new_tokens=64)")
+    return settings.but(**keywords)

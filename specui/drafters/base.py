@@ -44,6 +44,19 @@ class Draft:
 
 
 class Drafter(Protocol):
+    """What the engine asks of a drafter (pass any object with these methods as `drafter=`).
+
+    start: a run begins with this prompt, sampling transform and seed (reset any state; draw from your own
+           generator seeded with `seed` for reproducible runs).
+    propose: up to k next tokens after `context` (the prompt and every token emitted so far) as a `Draft`: the
+             tokens, and q, the distribution each was drawn from ([n, V'] rows, V' <= the target's vocabulary, ids
+             past V' have q 0), or None for a deterministic drafter (one-hot q). The accept/reject rule is exact
+             only for the q each token was really drawn from; the engine refuses a q that is no distribution.
+    observe: how many of the last proposal's tokens the target accepted (the engine then appends those and one
+             token of its own to the context).
+    name: shown in the UI and in error messages.
+    """
+
     name: str
 
     def start(self, prompt: list[int], *, sampling: Sampling, seed: int) -> None: ...

@@ -23,6 +23,7 @@ class ModelDrafter:
     """
 
     name = "draft model"
+    trusted_q = True  # its q is a softmax it drew from: the engine skips its per-round check of q
     stop_below = 0.0  # a round stops drafting once the draft's confidence falls below this (`Confidence`)
 
     def __init__(self, model: torch.nn.Module):

@@ -172,6 +172,7 @@ class EagleDrafter:
     """Drafts K tokens with an `EagleHead`, reading the target's states of every verified token."""
 
     name = "EAGLE"
+    trusted_q = True  # its q is a softmax it drew from: the engine skips its per-round check of q
     stop_below = 0.0  # a round stops drafting once the head's confidence falls below this (`Confidence`)
 
     def __init__(self, head: EagleHead):

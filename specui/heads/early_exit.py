@@ -94,6 +94,7 @@ class EarlyExitDrafter:
     """Drafts k tokens one by one through the target's first E layers, on the target's own cache."""
 
     name = LABELS[EARLY_EXIT]
+    trusted_q = True  # its q is a softmax it drew from: the engine skips its per-round check of q
     stop_below = 0.0  # a round stops drafting once the head's confidence falls below this (`Confidence`)
     shares_target = True  # the engine passes its target `CachedLM` to `start`
 

@@ -98,6 +98,7 @@ class MedusaDrafter:
     docstring). It keeps only that state, which the engine hands over after every verify forward."""
 
     name = LABELS[MEDUSA]
+    trusted_q = True  # its q is a softmax it drew from: the engine skips its per-round check of q
     stop_below = 0.0  # a round stops drafting once the head's confidence falls below this (`Confidence`)
 
     def __init__(self, heads: MedusaHeads):

@@ -135,6 +135,7 @@ class UnmappedQ:
     """Broken on purpose: proposes the right ids but reports q on rows 0..N-1 (no scatter onto ids)."""
 
     name = "unmapped"
+    trusted_q = True  # past the engine's check of q (it refuses this drafter: below), for the chi-square to judge
 
     def __init__(self, draft):
         from specui.drafters import ModelDrafter
@@ -180,6 +181,12 @@ def test_unmapped_q_is_caught():
     counts = observed_first_two(SpeculativeEngine(target, draft), [1, 2], num_draft_tokens=2, temperature=1.0,
                                 drafter=UnmappedQ(draft))
     assert p_value(counts, exact_first_two(target, [1, 2], Sampling(temperature=1.0))) < 1e-6
+    untrusted = UnmappedQ(draft)
+    untrusted.trusted_q = False  # as a custom drafter: the engine's check finds a token its q gives no chance
+    with pytest.raises(ValueError, match="drafter 'unmapped' proposed token .* with q = 0 there"):
+        for seed in range(20):
+            SpeculativeEngine(target, draft).generate([1, 2], max_new_tokens=8, num_draft_tokens=2, temperature=1.0,
+                                                      seed=seed, drafter=untrusted)
 
 
 def test_full_vocabulary_keeps_greedy_choices():
@@ -266,6 +273,12 @@ def test_sampling_is_exact_with_an_ordinary_draft_kept_to_some_ids():
     counts = observed_first_two(SpeculativeEngine(target, draft), [1, 2], num_draft_tokens=2, temperature=1.0,
                                 drafter=UnmappedQ(draft))
     assert p_value(counts, exact_first_two(target, [1, 2], Sampling(temperature=1.0))) < 1e-6
+    untrusted = UnmappedQ(draft)
+    untrusted.trusted_q = False  # as a custom drafter: the engine's check finds a token its q gives no chance
+    with pytest.raises(ValueError, match="drafter 'unmapped' proposed token .* with q = 0 there"):
+        for seed in range(20):
+            SpeculativeEngine(target, draft).generate([1, 2], max_new_tokens=8, num_draft_tokens=2, temperature=1.0,
+                                                      seed=seed, drafter=untrusted)
 
 
 def test_a_grown_draft_computes_what_it_did_and_then_learns_with_its_new_layers():

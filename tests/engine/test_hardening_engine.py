@@ -156,6 +156,49 @@ def test_a_q_wider_than_the_target_is_refused(engine):
                         drafter=Overeager(probs=True, vocab=200))
 
 
+class Scribbler(Overeager):
+    """Proposes as Overeager, with a q `spoil` makes malformed (or a list instead of a Draft)."""
+
+    name = "scribbler"
+
+    def __init__(self, spoil):
+        super().__init__(probs=True)
+        self.spoil = spoil
+
+    def propose(self, context, k):
+        draft = super().propose(context, k)
+        return self.spoil(draft)
+
+
+def _shifted(d):  # each row the distribution of the next position: its own token gets q = 0
+    q = torch.zeros_like(d.probs)
+    q[torch.arange(len(d.tokens)), (d.tokens + 1) % q.shape[-1]] = 1.0
+    return Draft(d.tokens, q)
+
+
+@pytest.mark.parametrize("spoil, message", [
+    (lambda d: Draft(d.tokens, torch.full_like(d.probs, 5.0)), "not distributions"),  # scores, not probabilities
+    (lambda d: Draft(d.tokens, torch.full_like(d.probs, float("nan"))), "not distributions"),
+    (lambda d: Draft(d.tokens, d.probs + torch.tensor([-0.5, 0.5] + [0.0] * 94)), "not distributions"),  # q < 0
+    (_shifted, "with q = 0 there"),
+    (lambda d: d.tokens.tolist(), "must return a specui.Draft"),
+])
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_a_custom_drafters_malformed_q_is_refused_with_its_name(engine, spoil, message, temperature):
+    with pytest.raises(ValueError, match=f"drafter 'scribbler'.*{message}"):
+        engine.generate(PROMPT, max_new_tokens=8, num_draft_tokens=3, temperature=temperature,
+                        drafter=Scribbler(spoil))
+
+
+def test_a_q_narrower_than_the_target_that_gives_its_tokens_a_chance_is_taken(engine):
+    def narrow(d):  # q over the first 80 ids, the tokens inside them
+        tokens = d.tokens % 80
+        return Draft(tokens, torch.full((len(tokens), 80), 1.0 / 80))
+
+    assert engine.generate(PROMPT, max_new_tokens=8, num_draft_tokens=3, temperature=1.0, seed=1,
+                           drafter=Scribbler(narrow)).token_ids
+
+
 # -- into= ---------------------------------------------------------------------------------------------
 
 def test_reusing_a_result_is_refused(engine):
@@ -165,3 +208,39 @@ def test_reusing_a_result_is_refused(engine):
     with pytest.raises(ValueError, match="already holds a run"):
         engine.stream(PROMPT, max_new_tokens=4, into=result)
     assert len(engine.generate(PROMPT, max_new_tokens=4).token_ids) == 4  # generate makes a fresh one each time
+
+
+# -- the call's other arguments ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad, message", [
+    (None, "input_ids is a NoneType"), (5, "input_ids is a int"), ([PROMPT, PROMPT], "holds 2 prompts"),
+])
+def test_what_is_no_prompt_is_refused_in_words(engine, bad, message):
+    with pytest.raises(ValueError, match=message):
+        engine.stream(bad, max_new_tokens=4)
+
+
+def test_a_list_holding_one_prompt_is_that_prompt(engine, plain):
+    assert engine.generate([PROMPT], max_new_tokens=12, speculative=False).token_ids == plain
+
+
+def test_unknown_settings_and_settings_of_another_type_are_refused_in_words(engine):
+    with pytest.raises(SettingsError, match="no setting named .max_tokens.; the settings are .*max_new_tokens"):
+        engine.stream(PROMPT, max_tokens=5)
+    with pytest.raises(SettingsError, match="no setting named 'max_tokens'"):
+        engine.stream(PROMPT, DecodeSettings(), max_tokens=5)
+    with pytest.raises(SettingsError, match="settings must be a DecodeSettings, not a dict; or give them as keywords"):
+        engine.stream(PROMPT, {"max_new_tokens": 3})
+
+
+def test_generate_fills_the_result_it_is_given(engine, plain):
+    result = GenerationResult()
+    assert engine.generate(PROMPT, max_new_tokens=12, speculative=False, into=result) is result
+    assert result.token_ids == plain
+
+
+def test_an_engine_without_a_model_is_refused_in_words(engine):
+    with pytest.raises(ValueError, match="target_model must be a transformers causal LM .* not a NoneType"):
+        SpeculativeEngine(None)
+    with pytest.raises(ValueError, match="draft_model must be a transformers causal LM .* not a str"):
+        SpeculativeEngine(engine.target_model, "draft")

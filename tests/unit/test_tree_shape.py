@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from specui.drafters.tree import grow
@@ -70,3 +71,13 @@ def test_a_confidence_floor_prunes_a_dynamic_tree_to_its_likely_paths():
     assert [path(alone, i) for i in range(alone.size)] == [[1]]
     static, _ = grow(expand, depth=2, width=2, nodes=0, floor=0.99)
     assert static.size == 6
+
+
+def test_a_static_tree_too_big_says_so_in_readable_numbers():
+    from specui.settings import MAX_TREE_NODES, DecodeSettings, SettingsError
+
+    with pytest.raises(SettingsError, match=r"width 3 and depth K=8 has 9,840 nodes, more than"):
+        DecodeSettings(drafter="model", tree_width=3, num_draft_tokens=8)
+    with pytest.raises(SettingsError, match=r"width 8 and depth K=64 has about 8\^64 nodes, more than"):
+        DecodeSettings(drafter="model", tree_width=8, num_draft_tokens=64)
+    assert MAX_TREE_NODES < 9_840
