@@ -39,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         except argparse.ArgumentTypeError as e:
             parser.error(f"$GRADIO_SERVER_PORT: {e}")
 
+    from specui.loading import LoadError, check_before_loading
     from specui.packaged import PackagedModelError, ensure_available, is_packaged
     from specui.presets import ConfigError, load_config, with_pair
 
@@ -52,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         start = config.get(None)
         if is_packaged(start.target):
             ensure_available(start.target)  # a missing wheel: one line with the command, before any UI
-    except (ConfigError, PackagedModelError) as e:
+        if args.target:
+            check_before_loading(start)  # a folder named on the command line that is not there: before any UI
+    except (ConfigError, PackagedModelError, LoadError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
@@ -62,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         launch(demo, server_name=args.host, server_port=args.port, share=args.share)
     except OSError as e:  # the port is taken, or the address cannot be bound
-        print(f"error: cannot serve on {args.host}:{args.port}: {e}", file=sys.stderr)
+        print(f"error: cannot serve on {args.host}:{args.port} (choose another with --port): {e}", file=sys.stderr)
         return 1
     return 0
 

@@ -18,7 +18,7 @@ import torch
 
 from specui import chat_draft, int8, native, packaged
 from specui.kv import model_device
-from specui.presets import Preset
+from specui.presets import COMMAND_LINE, Preset
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -83,7 +83,7 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
     say = progress or (lambda _msg: None)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    _check_before_loading(preset)
+    check_before_loading(preset)
     try:
         target_ref = preset.target
         if packaged.is_packaged(target_ref):
@@ -129,13 +129,20 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
     return pair
 
 
-def _check_before_loading(preset: Preset) -> None:
+def check_before_loading(preset: Preset) -> None:
     """Missing folders and quantization without CUDA, said before anything heavy is loaded."""
     for role, ref in (("target", preset.target), ("draft", preset.draft)):
         if ref and Path(ref).is_absolute() and not ((Path(ref) / "config.json").is_file()
                                                     or chat_draft.is_draft_folder(ref)):
-            raise LoadError(f"Preset '{preset.name}': the {role} folder {ref} has no config.json. "
-                            "Check the path in models.yaml (local paths are relative to that file).")
+            where = ("Check the path given on the command line (--target, --draft)." if preset.name == COMMAND_LINE
+                     else "Check the path in models.yaml (local paths are relative to that file).")
+            raise LoadError(f"Preset '{preset.name}': the {role} folder {ref} has no config.json. {where}")
+    for field_name in ("device", "draft_device"):
+        wanted = getattr(preset, field_name) or ""
+        if wanted.startswith("cuda") and not torch.cuda.is_available():
+            raise LoadError(f"Preset '{preset.name}' asks for {field_name}: {wanted}, and this machine has no CUDA "
+                            "GPU (or this torch was built without CUDA). Leave the device out (CPU here) or choose "
+                            "another preset.")
     wants_cuda = preset.quantization != "none" or preset.draft_quantization != "none"
     if wants_cuda and not torch.cuda.is_available():
         raise LoadError(
@@ -241,11 +248,16 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
     preset's K and draft confidence for its drafter unless it names them (`num_draft_tokens`, `draft_confidence`),
     as the app does.
 
-    config: a models.yaml path or a loaded `Config` (None: the one beside the package).
+    config: a models.yaml path, a loaded `Config`, or a models.yaml's content as a dict (its local paths relative to
+    the working directory); None: the models.yaml beside the package.
     """
-    from specui.presets import Config, load_config
+    from specui.presets import Config, ConfigError, load_config, parse_config
 
     if not isinstance(preset, Preset):
+        if isinstance(config, dict):
+            config = parse_config(config, path=Path.cwd() / "models.yaml")
+        elif config is not None and not isinstance(config, (Config, str, os.PathLike)):
+            raise ConfigError(f"config must be a models.yaml path, a Config or a dict, not a {type(config).__name__}")
         config = config if isinstance(config, Config) else load_config(config)
         preset = config.get(preset)
     pair = load_pair(preset, progress=progress)

