@@ -87,8 +87,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     for name in ("num_draft_tokens", "threads", "prompt_threads"):  # None: the preset's; 0 would read as None
         if getattr(args, name) is not None and getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1 (leave it out for the preset's)")
-    if args.warmup < 0 or args.temperature < 0 or args.turns < 0:
-        p.error("--warmup, --temperature and --turns must be >= 0")
+    for name in ("warmup", "temperature", "turns"):
+        if getattr(args, name) < 0:
+            p.error(f"--{name} must be >= 0, got {getattr(args, name)}")
     if (args.top_p != 1.0 or args.top_k) and args.temperature == 0:
         p.error("--top-p and --top-k shape sampled decoding: give --temperature > 0 too")
     if args.turns and args.drafter == ALL:

@@ -293,6 +293,15 @@ def test_a_zero_count_is_refused_not_read_as_the_presets(flag, capsys):
     assert getattr(parse_args([flag, "2"]), flag[2:].replace("-", "_")) == 2
 
 
+@pytest.mark.parametrize("flag", ["--warmup", "--temperature", "--turns"])
+def test_a_negative_value_is_refused_naming_its_option(flag, capsys):
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args([flag, "-1"])
+    assert exit_.value.code == 2 and f"{flag} must be >= 0, got -1" in capsys.readouterr().err
+
+
 def test_a_json_path_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys):
     from specui.bench.cli import parse_args, write_json
 
