@@ -199,3 +199,17 @@ def test_load_engine_runs_from_keywords_draft_with_the_presets_k_and_confidence(
     assert asked(engine.generate(prompt, drafter="eagle", num_draft_tokens=2, **base)) == 2
     assert asked(engine.generate(prompt, DecodeSettings(drafter="eagle", **base))) == DecodeSettings().num_draft_tokens
     assert model.token_ids == eagle.token_ids == engine.generate(prompt, speculative=False, **base).token_ids
+
+
+def test_load_engine_takes_a_models_yaml_as_a_dict_and_names_a_wrong_config(monkeypatch):
+    """config= as a dict reads its local paths from the working directory; a config of another type is one line."""
+    import yaml
+
+    from specui import load_engine
+    from specui.presets import DEFAULT_CONFIG, ConfigError
+
+    monkeypatch.chdir(DEFAULT_CONFIG.parent)  # models.yaml's own folder: its relative paths mean the same
+    engine = load_engine("bundled", config=yaml.safe_load(DEFAULT_CONFIG.read_text()))
+    assert engine.preset.name == "bundled" and "model" in engine.drafters
+    with pytest.raises(ConfigError, match="config must be a models.yaml path, a Config or a dict, not a int"):
+        load_engine("bundled", config=42)
