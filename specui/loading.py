@@ -241,7 +241,8 @@ class PairCache:
             return pair
 
 
-def load_engine(preset: str | Preset | None = None, config=None, *, progress: Callable[[str], None] | None = None):
+def load_engine(preset: str | Preset | None = None, config=None, *, progress: Callable[[str], None] | None = None,
+                warm_up: bool = True):
     """A ready `SpeculativeEngine` for a preset of models.yaml (None: its default), for scripts and
     notebooks. It carries `.tokenizer`, `.preset` and `.drafters` (the drafter names it can use); a run that
     names no drafter uses the preset's (`drafter:` in models.yaml), and a run built from keywords drafts with the
@@ -250,6 +251,8 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
 
     config: a models.yaml path, a loaded `Config`, or a models.yaml's content as a dict (its local paths relative to
     the working directory); None: the models.yaml beside the package.
+    warm_up: run both paths a few tokens first, as the app does when it starts: a first run prepares the forward
+    (the chat model's native products: 1.7 s), which would otherwise be timed as that run's prompt.
     """
     from specui.presets import Config, ConfigError, load_config, parse_config
 
@@ -265,4 +268,8 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
     engine.tokenizer, engine.preset = pair.tokenizer, preset
     engine.tuning = lambda drafter: {"num_draft_tokens": preset.k_for(drafter),
                                      "draft_confidence": preset.confidence_for(drafter)}
+    if warm_up:
+        from specui import lesson
+
+        lesson.warm_up(engine, pair.tokenizer("Hello!")["input_ids"] or [0])
     return engine

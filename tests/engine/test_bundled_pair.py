@@ -213,3 +213,16 @@ def test_load_engine_takes_a_models_yaml_as_a_dict_and_names_a_wrong_config(monk
     assert engine.preset.name == "bundled" and "model" in engine.drafters
     with pytest.raises(ConfigError, match="config must be a models.yaml path, a Config or a dict, not a int"):
         load_engine("bundled", config=42)
+
+
+def test_load_engine_warms_both_paths_up_unless_told_not_to(monkeypatch):
+    """As the app does at start: a first run would otherwise time the forward's preparation as its prompt."""
+    from specui import lesson, load_engine
+
+    calls = []
+    real = lesson.warm_up
+    monkeypatch.setattr(lesson, "warm_up", lambda engine, ids, **kw: calls.append(list(ids)) or real(engine, ids, **kw))
+    engine = load_engine("bundled")
+    assert len(calls) == 1 and calls[0] == engine.tokenizer("Hello!")["input_ids"]
+    load_engine("bundled", warm_up=False)
+    assert len(calls) == 1
