@@ -29,7 +29,7 @@ from specui.bench.run import (
 )
 from specui.drafters import DRAFTER_NAMES, HEAD_DRAFTERS, MODEL_DRAFTERS
 from specui.loading import load_pair
-from specui.presets import load_config, with_pair
+from specui.presets import ConfigError, load_config, with_pair
 from specui.settings import DecodeSettings, SettingsError
 
 ALL = "all"  # --drafter all: plain decoding and every drafter of the preset
@@ -45,9 +45,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--prompts", default=None,
                    help='JSON Lines file, one {"prompt": "..."} per line (default: the held-out chat and code prompts '
                         'of specui.chat_prompts for a chat preset, else held-out stdlib test code)')
-    p.add_argument("--num-prompts", type=int, default=DEFAULT_PROMPTS, help="how many built-in prompts")
-    p.add_argument("--prompt-tokens", type=int, default=PROMPT_TOKENS, help="length of each built-in prompt")
-    p.add_argument("--max-new-tokens", type=int, default=128)
+    p.add_argument("--num-prompts", type=int, default=DEFAULT_PROMPTS,
+                   help="how many built-in prompts (default: %(default)s; there are 16 held-out chat prompts)")
+    p.add_argument("--prompt-tokens", type=int, default=PROMPT_TOKENS,
+                   help="length of each built-in stdlib prompt, in tokens (default: %(default)s)")
+    p.add_argument("--max-new-tokens", type=int, default=128, help="tokens decoded per run (default: %(default)s)")
     p.add_argument("--num-draft-tokens", type=int, default=None, help="K (default: the preset's; with --drafter all or a head, "
                                                                       "each drafter's own K from the preset's drafter_tokens)")
     p.add_argument("--draft-confidence", type=float, default=None,
@@ -69,16 +71,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--turns", type=int, default=0,
                    help="N > 0: a conversation of N turns (the prompts as successive messages), each turn decoded afresh "
                         "and with the conversation's cache (specui.prompt_cache), side by side")
-    p.add_argument("--repeats", type=int, default=3, help="timed runs of each method per prompt (median kept)")
-    p.add_argument("--warmup", type=int, default=1, help="untimed runs of each method per prompt first")
+    p.add_argument("--repeats", type=int, default=3, help="timed runs of each method per prompt, the median kept (default: %(default)s)")
+    p.add_argument("--warmup", type=int, default=1, help="untimed runs of each method per prompt first (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: the preset's `threads`, else torch's choice)")
     p.add_argument("--prompt-threads", type=int, default=None,
                    help="torch CPU threads while specui's engine reads a prompt (default: the preset's `prompt_threads`, "
                         "else --threads)")
     p.add_argument("--cost-samples", type=int, default=TIMING_SAMPLES,
-                   help="timed one-token forwards of each model for c (median kept)")
-    p.add_argument("--seed", type=int, default=0)
+                   help="timed one-token forwards of each model for c, the median kept (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="the runs' seed (default: %(default)s)")
     p.add_argument("--json", default=None, help="also write the results as one JSON object to this file")
     args = p.parse_args(argv)
     for name in ("num_prompts", "prompt_tokens", "max_new_tokens", "repeats", "cost_samples"):
@@ -148,11 +150,12 @@ def builtin_prompts(tokenizer, *, count: int, length: int) -> list[list[int]]:
 
 
 def read_prompt_texts(path: str) -> list[str]:
-    """The prompts of a JSON Lines file, one {"prompt": "..."} per line (checked before any model loads)."""
+    """The prompts of a JSON Lines file, one {"prompt": "..."} per line (checked before any model loads; a bad file is a
+    ConfigError: one line, as the other mistakes of the command line)."""
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as e:
-        raise SystemExit(f"{path}: cannot be read ({e})") from None
+        raise ConfigError(f"{path}: cannot be read ({e})") from None
     texts = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -162,10 +165,10 @@ def read_prompt_texts(path: str) -> list[str]:
         except (json.JSONDecodeError, KeyError, TypeError):
             text = None
         if not isinstance(text, str) or not text:
-            raise SystemExit(f'{path}:{n}: expected a JSON object {{"prompt": "<non-empty text>"}}')
+            raise ConfigError(f'{path}:{n}: expected a JSON object {{"prompt": "<non-empty text>"}}')
         texts.append(text)
     if not texts:
-        raise SystemExit(f"{path}: no prompts")
+        raise ConfigError(f"{path}: no prompts")
     return texts
 
 

@@ -39,6 +39,16 @@ def test_a_missing_config_or_model_folder_is_one_line(tmp_path):
     assert "has no config.json" in line and "the path given on the command line" in line  # not models.yaml's
 
 
+def test_a_bad_prompts_file_is_one_line_in_the_commands_form(tmp_path):
+    bad = tmp_path / "prompts.jsonl"
+    bad.write_text('{"prompt": "def f():"}\n{"text": "x"}\n')
+    line = _one_line_error(["specui.bench", "--preset", "bundled", "--prompts", str(bad)], "python -m specui.bench")
+    assert line.endswith(f'{bad}:2: expected a JSON object {{"prompt": "<non-empty text>"}}')
+    line = _one_line_error(["specui.bench", "--preset", "bundled", "--prompts", str(tmp_path / "none.jsonl")],
+                           "python -m specui.bench")
+    assert "none.jsonl: cannot be read" in line
+
+
 def test_run_ends_only_the_users_errors_and_keeps_a_bugs_traceback():
     def bad_config(argv):
         raise ConfigError("models.yaml: no preset named 'x'")
