@@ -49,7 +49,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="how many built-in prompts (default: %(default)s; there are 16 held-out chat prompts)")
     p.add_argument("--prompt-tokens", type=int, default=PROMPT_TOKENS,
                    help="length of each built-in stdlib prompt, in tokens (default: %(default)s)")
-    p.add_argument("--max-new-tokens", type=int, default=128, help="tokens decoded per run (default: %(default)s)")
+    p.add_argument("--max-new-tokens", type=int, default=128,
+                   help="tokens decoded per run (default: %(default)s)")
     p.add_argument("--num-draft-tokens", type=int, default=None, help="K (default: the preset's; with --drafter all or a head, "
                                                                       "each drafter's own K from the preset's drafter_tokens)")
     p.add_argument("--draft-confidence", type=float, default=None,
@@ -71,8 +72,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--turns", type=int, default=0,
                    help="N > 0: a conversation of N turns (the prompts as successive messages), each turn decoded afresh "
                         "and with the conversation's cache (specui.prompt_cache), side by side")
-    p.add_argument("--repeats", type=int, default=3, help="timed runs of each method per prompt, the median kept (default: %(default)s)")
-    p.add_argument("--warmup", type=int, default=1, help="untimed runs of each method per prompt first (default: %(default)s)")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="timed runs of each method per prompt, the median kept (default: %(default)s)")
+    p.add_argument("--warmup", type=int, default=1,
+                   help="untimed runs of each method per prompt first (default: %(default)s)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: the preset's `threads`, else torch's choice)")
     p.add_argument("--prompt-threads", type=int, default=None,
