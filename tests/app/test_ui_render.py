@@ -182,6 +182,14 @@ def test_round_views_of_a_fully_accepted_round_end_with_the_bonus():
     assert not any(v.note for v in views)
 
 
+def test_a_round_that_drafted_nothing_says_its_bonus_is_the_targets_own():
+    """Prompt lookup without a match (or the budget's last token) drafts nothing: the round's token is a bonus in the
+    rule's terms (every one of zero drafts accepted), and its tooltip says nothing was drafted."""
+    rnd = make_round(drafted=[], num_accepted=0, token_ids=[7], kinds=["bonus"])
+    (view,) = render.round_views(rnd, str, str, time_s=0.0)
+    assert view.kind == "bonus" and "nothing was drafted this round" in render.tooltip(view)
+
+
 def test_round_views_say_which_tokens_were_copied_from_the_context():
     """The model + lookup drafter's copied rounds: their drafts' tooltips say so, the target's own token does not."""
     from dataclasses import replace
