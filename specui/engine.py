@@ -100,6 +100,10 @@ class SpeculativeEngine:
         self.head_features = tuple(i for head in self.heads.values() for i in getattr(head, "fuse_layers", None)
                                    or getattr(head, "feature_layers", None) or ())
         self.draft_model = draft_model.eval() if draft_model is not None else None
+        if drafter is not None and drafter not in self.drafters:
+            raise ValueError(f"drafter={drafter!r} cannot be this engine's default: it has no "
+                             f"{'draft model' if drafter in MODEL_DRAFTERS else HEAD_OF.get(drafter, drafter) + ' head'}"
+                             f" (its drafters: {', '.join(self.drafters)})")
         self.device = model_device(target_model)
         self.vocab_size = target_model.get_output_embeddings().weight.shape[0]
         if draft_model is not None:

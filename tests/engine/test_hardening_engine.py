@@ -244,3 +244,11 @@ def test_an_engine_without_a_model_is_refused_in_words(engine):
         SpeculativeEngine(None)
     with pytest.raises(ValueError, match="draft_model must be a transformers causal LM .* not a str"):
         SpeculativeEngine(engine.target_model, "draft")
+
+
+def test_a_default_drafter_the_engine_cannot_draft_with_is_refused_when_it_is_made(engine):
+    with pytest.raises(ValueError, match="drafter='eagle' cannot be this engine's default: it has no eagle head"):
+        SpeculativeEngine(engine.target_model, engine.draft_model, drafter="eagle")
+    with pytest.raises(ValueError, match="drafter='model' cannot be this engine's default: it has no draft model"):
+        SpeculativeEngine(engine.target_model, drafter="model")
+    assert SpeculativeEngine(engine.target_model, drafter="prompt_lookup").default_drafter == "prompt_lookup"
