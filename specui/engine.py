@@ -101,9 +101,9 @@ class SpeculativeEngine:
                                    or getattr(head, "feature_layers", None) or ())
         self.draft_model = draft_model.eval() if draft_model is not None else None
         if drafter is not None and drafter not in self.drafters:
-            raise ValueError(f"drafter={drafter!r} cannot be this engine's default: it has no "
-                             f"{'draft model' if drafter in MODEL_DRAFTERS else HEAD_OF.get(drafter, drafter) + ' head'}"
-                             f" (its drafters: {', '.join(self.drafters)})")
+            lacks = "draft model" if drafter in MODEL_DRAFTERS else f"{HEAD_OF[drafter]} head"
+            raise ValueError(f"drafter={drafter!r} cannot be this engine's default: it has no {lacks} (its drafters: "
+                             f"{', '.join(self.drafters)})")
         self.device = model_device(target_model)
         self.vocab_size = target_model.get_output_embeddings().weight.shape[0]
         if draft_model is not None:
