@@ -89,8 +89,8 @@ class SpeculativeEngine:
                 raise ValueError(f"{role} must be a transformers causal LM (e.g. AutoModelForCausalLM.from_pretrained"
                                  f"(...)), not a {type(model).__name__}")
         # a run built from keywords alone takes these settings for its drafter where the keywords leave them out
-        # (`load_engine`: the preset's K and draft confidence); name -> {field: value}, None: DecodeSettings' defaults
-        self.tuning: Callable[[str], dict] | None = None
+        # (`load_engine`: the preset's K and draft confidence); (name, keywords) -> {field: value}, None: the defaults
+        self.tuning: Callable[[str, dict], dict] | None = None
         self.target_model = target_model.eval()
         self.heads = dict(heads or {})
         for name, head in self.heads.items():
@@ -158,9 +158,9 @@ class SpeculativeEngine:
                (a chat's earlier turns), and leaves its own there for the next (`specui.prompt_cache`).
         Raises ValueError (ContextLengthError for a prompt that does not fit) before any work.
         """
-        if settings is None:  # the engine's tuning for the run's drafter, where the keywords leave it out
-            name = self._drafter_name(keywords.get("drafter"))
-            keywords = {**self.tuning(name), **keywords} if self.tuning and isinstance(name, str) else keywords
+        name = self._drafter_name(keywords.get("drafter"))
+        if settings is None and self.tuning and isinstance(name, str):  # the engine's tuning where keywords leave it
+            keywords = {**self.tuning(name, keywords), **keywords}
         settings = settings_from(settings, keywords)
         if into is not None and (into.rounds or into.token_ids):
             raise ValueError(f"into= already holds a run ({len(into.token_ids)} tokens); pass a new GenerationResult")

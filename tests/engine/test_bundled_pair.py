@@ -199,6 +199,8 @@ def test_load_engine_runs_from_keywords_draft_with_the_presets_k_and_confidence(
     assert asked(engine.generate(prompt, drafter="eagle", num_draft_tokens=2, **base)) == 2
     assert asked(engine.generate(prompt, DecodeSettings(drafter="eagle", **base))) == DecodeSettings().num_draft_tokens
     assert model.token_ids == eagle.token_ids == engine.generate(prompt, speculative=False, **base).token_ids
+    tree = engine.generate(prompt, drafter="eagle", tree_width=2, tree_nodes=6, **base)  # a tree: no floor unless named
+    assert tree.token_ids == model.token_ids and engine.tuning("eagle", {"tree_width": 2})["draft_confidence"] == 0
 
 
 def test_load_engine_takes_a_models_yaml_as_a_dict_and_names_a_wrong_config(monkeypatch):
