@@ -58,8 +58,9 @@ def static_size(*, width: int, depth: int) -> int:
 class DecodeSettings:
     """How to decode: K, the sampling transform, the budget, the seed and the drafter.
 
-    drafter: a name of `specui.drafters.DRAFTER_NAMES`, None (the engine's default: `load_engine`'s the preset's
-    drafter, else the draft model when there is one, else prompt lookup) or any object with the `Drafter` methods.
+    drafter: a name of `specui.drafters.DRAFTER_NAMES`, None (the engine's default: the preset's drafter for an
+    engine from `load_engine`, else the draft model when there is one, else prompt lookup) or any object with the
+    `Drafter` methods.
     seed None draws a fresh one.
     """
 

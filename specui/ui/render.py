@@ -191,7 +191,7 @@ def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], 
     """
     views = []
     copied = "copied from the context" if round_.copied else ""  # the model + lookup drafter
-    # a round that drafted nothing (prompt lookup found no match; the budget's last token): its bonus is the target's own
+    # a round that drafted nothing (prompt lookup without a match, a budget's last token): its bonus is the target's
     undrafted = "nothing was drafted this round: the target's own token" if not round_.drafted else ""
     for token in round_.emitted():
         if token.kind == Kind.RESAMPLED:  # the rejected draft and the discarded ones after it, first
@@ -206,7 +206,7 @@ def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], 
         views.append(TokenView(text=text(token.token_id), kind=token.kind, p=token.target_prob, q=token.draft_prob,
                                accept=token.accept_prob, token_id=token.token_id, time_s=time_s,
                                special=token.token_id in special,
-                               note=copied if token.kind == Kind.ACCEPTED else undrafted if token.kind == Kind.BONUS else ""))
+                               note={Kind.ACCEPTED: copied, Kind.BONUS: undrafted}.get(token.kind, "")))
     return views
 
 
