@@ -256,3 +256,31 @@ def test_the_rounds_answers_so_far_are_kept_for_the_next_round(tmp_path):
         tar.extract(member, tmp_path, filter="data")
     records = torch.load(tmp_path / member)
     assert records and records[0]["ids"].dtype in (torch.int16, torch.int32, torch.int64) and records[0]["prompt_len"] > 0
+
+
+@pytest.mark.parametrize("tiny", [False, True])
+def test_every_command_the_round_spawns_passes_its_trainers_checks(tmp_path, tiny):
+    """The trainers refuse bad numbers up front (stop 87): each command the round builds must parse (a refusal would
+    cost a lent GPU's round, found only on the device)."""
+    from specui.train import chat, heads
+
+    args = gpu_round.parse_args(["--out", str(tmp_path), *(["--tiny"] if tiny else [])])
+    size = ["--gen-batch", "4", "--max-answer", "12", "--asked", "8"] if tiny else \
+        ["--gen-batch", str(args.gen_batch), "--max-answer", str(args.max_answer)]
+    batch, every, val, alpha = ("4", "2", "2", "8") if tiny else ("32", "100", "128", "128")
+    answers = ",".join(str(tmp_path / d) for d in ("a", "b"))  # the answer folders the writers left
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "answers-00000.pt").write_bytes(b"")  # parsing looks for them, reading comes later
+    for name, extra in gpu_round.jobs(2):
+        chat.parse_args(["--write-answers", str(tmp_path / name), "--labels", "0", "--minutes", "0.05", *size, *extra,
+                         "--graphs"])
+    for flags in ([], ["--new-draft", "3:0,1,2"], ["--grow-draft", "2,3"], ["--draft-labels", "soft"]):
+        draft_args = gpu_round.parse_args(["--out", str(tmp_path), *flags])
+        command = gpu_round.draft_command(draft_args, answers, tmp_path / "draft", minutes=0.01, batch=batch,
+                                          every=every, val=val, alpha=alpha)
+        chat.parse_args(command[command.index("specui.train.chat") + 1:])
+    for command in (gpu_round.head_command(args, answers, tmp_path / "eagle", head="eagle", sequences=30000,
+                                           lr="3e-4", minutes=0.01, batch=batch, vocab=8192),
+                    gpu_round.heads_command(args, answers, tmp_path / "heads", minutes=0.01, batch=batch)):
+        heads.parse_args(command[command.index("heads") + 1:])
