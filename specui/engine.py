@@ -158,9 +158,9 @@ class SpeculativeEngine:
                (a chat's earlier turns), and leaves its own there for the next (`specui.prompt_cache`).
         Raises ValueError (ContextLengthError for a prompt that does not fit) before any work.
         """
-        name = self._drafter_name(keywords.get("drafter"))
-        if settings is None and self.tuning and isinstance(name, str):  # the engine's tuning where keywords leave it
-            keywords = {**self.tuning(name, keywords), **keywords}
+        if settings is None and self.tuning:  # the engine's tuning for the run's drafter, where keywords leave it
+            name = self._drafter_name(keywords.get("drafter"))
+            keywords = {**self.tuning(name, keywords), **keywords} if isinstance(name, str) else keywords
         settings = settings_from(settings, keywords)
         if into is not None and (into.rounds or into.token_ids):
             raise ValueError(f"into= already holds a run ({len(into.token_ids)} tokens); pass a new GenerationResult")

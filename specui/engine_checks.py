@@ -91,8 +91,8 @@ def _check_q(name: str, tokens: torch.Tensor, probs: torch.Tensor) -> None:
                          f"{[round(float(x), 4) for x in sums]}); each row must be the probabilities its token was "
                          "drawn from: finite, >= 0, summing to 1")
     x = tokens.to(q.device)
-    inside = x < q.shape[-1]
-    chance = torch.zeros_like(sums).masked_scatter(inside, q[inside].gather(-1, x[inside, None])[:, 0])
+    inside = x < q.shape[-1]  # ids past q's width have q 0
+    chance = q.gather(-1, x.clamp(max=q.shape[-1] - 1)[:, None])[:, 0].where(inside, 0.0)
     if bool((chance <= 0).any()):
         i = int((chance <= 0).nonzero()[0])
         raise ValueError(f"drafter {name!r} proposed token {int(x[i])} at position {i} with q = 0 there: a token "

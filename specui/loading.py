@@ -266,9 +266,9 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
     pair = load_pair(preset, progress=progress)
     engine = pair.engine()
     engine.tokenizer, engine.preset = pair.tokenizer, preset
-    engine.tuning = lambda drafter, keywords: {  # a token tree keeps no floor unless named, as in the benchmark
+    engine.tuning = lambda drafter, keywords: {
         "num_draft_tokens": preset.k_for(drafter),
-        "draft_confidence": 0.0 if (keywords.get("tree_width") or 1) > 1 else preset.confidence_for(drafter)}
+        "draft_confidence": preset.confidence_for(drafter, tree=(keywords.get("tree_width") or 1) > 1)}
     if warm_up:
         from specui import lesson
 

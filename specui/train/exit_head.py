@@ -178,14 +178,14 @@ def main(argv=None) -> None:
                        labels=labels)
     where = torch.full((head.output.vocab_size,), -1, dtype=torch.long)  # target id -> index among the head's ids
     where[head.output.token_ids.cpu()] = torch.arange(len(head.output.token_ids))
-    split = dict(zip(("held", "train"), held_out_split(sequences, args.held_out, args.seed)))
-    held_x = torch.cat([data["states"][i] for i in split["held"]])
-    held_y = where[torch.cat([data["labels"][i] for i in split["held"]])]
-    train_y = where[torch.cat([data["labels"][i] for i in split["train"]])]
+    held, train = held_out_split(sequences, args.held_out, args.seed)
+    held_x = torch.cat([data["states"][i] for i in held])
+    held_y = where[torch.cat([data["labels"][i] for i in held])]
+    train_y = where[torch.cat([data["labels"][i] for i in train])]
     log(f"{preset.name}: exit at layer {head.exit_layer}, MLP {head.mlp is not None and head.arguments['mlp_hidden']}; "
         f"{len(train_y):,} training positions ({(train_y >= 0).float().mean():.3f} within the head's "
         f"{len(head.output.token_ids)} ids), {len(held_y):,} held out")
-    train_x, train_y = _reachable(data["states"], split["train"], train_y)
+    train_x, train_y = _reachable(data["states"], train, train_y)
     del data  # its per-sequence states: a second copy of every position (28k answers: 6.4 GB)
     params = [p for p in head.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)

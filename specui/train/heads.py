@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import torch
 from specui.drafters.registry import HEADS
 from specui.heads import common
 from specui.train import head_data
-from specui.train.common import at_least, check_budgets, check_folders, device_name, tf32_products
+from specui.train.common import at_least, check_budgets, check_folders, device_name, tf32_products, warmup_cosine
 
 
 def log(msg: str) -> None:
@@ -194,9 +193,8 @@ def init_heads(args, target) -> dict:
 
 
 def lr_at(args, step: int, progress: float) -> float:
-    """Linear warmup (--warmup 0: none), then cosine decay to a tenth as progress (time or steps) goes 0 -> 1."""
-    warm = min(1.0, (step + 1) / max(1, args.warmup))
-    return args.lr * warm * (0.1 + 0.45 * (1 + math.cos(math.pi * min(progress, 1.0))))
+    """`common.warmup_cosine` at --lr and --warmup."""
+    return warmup_cosine(args.lr, args.warmup, step, progress)
 
 
 def main(argv=None) -> None:

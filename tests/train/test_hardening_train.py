@@ -129,10 +129,11 @@ def test_the_pair_trainer_checks_its_folders_before_it_starts(tmp_path, capsys):
     assert (tmp_path / "new" / "out").is_dir()
 
 
-def _mains():
+def _modules():
+    """The other training commands' modules by name (each with `main` and `parse_args`)."""
     from specui.train import chat, exit_head, greedy_labels, heads
 
-    return {"heads": heads.main, "exit": exit_head.main, "chat": chat.main, "greedy_labels": greedy_labels.main}
+    return {"heads": heads, "exit": exit_head, "chat": chat, "greedy_labels": greedy_labels}
 
 
 OTHER_CASES = [  # (command, argv, what the line says)
@@ -158,7 +159,7 @@ OTHER_CASES = [  # (command, argv, what the line says)
 def test_the_other_trainers_refuse_a_bad_number_before_the_target_loads(command, argv, message, tmp_path, capsys):
     out = tmp_path / "out"
     folder = {"chat": ["--write-answers", str(out)], "greedy_labels": []}.get(command, ["--out", str(out)])
-    line = refused(_mains()[command], [*folder, *argv], capsys)
+    line = refused(_modules()[command].main, [*folder, *argv], capsys)
     assert message in line and ": error: " in line
     assert not out.exists()
 
@@ -168,16 +169,13 @@ def test_the_other_trainers_check_their_folder_before_the_target_loads(command, 
     (tmp_path / "file").write_text("")
     flag, extra = {"heads": ("--out", []), "exit": ("--out", ["--answers", "x"]),
                    "chat": ("--write-answers", [])}[command]
-    line = refused(_mains()[command], [*extra, flag, str(tmp_path / "file" / "out")], capsys)
+    line = refused(_modules()[command].main, [*extra, flag, str(tmp_path / "file" / "out")], capsys)
     assert f"{flag} {tmp_path / 'file' / 'out'}: {tmp_path / 'file'} is a file, not a folder" in line
 
 
 @pytest.mark.parametrize("command", ["heads", "exit", "chat", "greedy_labels"])
 def test_every_number_of_the_other_trainers_has_help_with_its_default(command, tmp_path, monkeypatch):
-    from specui.train import chat, exit_head, greedy_labels, heads
-
-    parse = {"heads": heads.parse_args, "exit": exit_head.parse_args, "chat": chat.parse_args,
-             "greedy_labels": greedy_labels.parse_args}[command]
+    parse = _modules()[command].parse_args
     argv = {"heads": [], "exit": ["--answers", "x"], "chat": ["--write-answers", str(tmp_path / "a")],
             "greedy_labels": ["--answers", "x"]}[command]
     parser = _parser_of(parse, argv, monkeypatch)
