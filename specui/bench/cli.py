@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from specui import chat_prompts, corpus
-from specui.arena import PLAIN, SKIP_REASON, can_draft
+from specui.arena import PLAIN, can_draft, skip_reason
 from specui.bench import arena as bench_arena
 from specui.bench import conversation as bench_conversation
 from specui.bench.report import format_table
@@ -152,6 +152,14 @@ def builtin_prompts(tokenizer, *, count: int, length: int) -> list[list[int]]:
     return prompts
 
 
+def note_fewer_prompts(asked: int, available: int, what: str) -> None:
+    """One line on stderr when --num-prompts asks for more built-in prompts than there are: the run goes on with
+    all of them (the report's header and JSON show the count), said rather than done quietly."""
+    if available < asked:
+        print(f"python -m specui.bench: note: --num-prompts {asked}: there are only {available} {what}; "
+              f"running those {available}", file=sys.stderr)
+
+
 def read_prompt_texts(path: str) -> list[str]:
     """The prompts of a JSON Lines file, one {"prompt": "..."} per line (checked before any model loads; a bad file is a
     ConfigError: one line, as the other mistakes of the command line)."""
@@ -262,6 +270,9 @@ def main(argv=None) -> dict:
     prompts = (tokenize_prompts(texts, pair.tokenizer, chat=chat) if texts
                else tokenize_prompts(chat_prompts.HELD_OUT[: args.num_prompts], pair.tokenizer, chat=True) if chat
                else builtin_prompts(pair.tokenizer, count=args.num_prompts, length=args.prompt_tokens))
+    if not texts and not args.turns:
+        note_fewer_prompts(args.num_prompts, len(prompts), "held-out chat and code prompts" if chat
+                           else f"held-out stdlib prompts of {args.prompt_tokens} tokens")
     methods = Methods(pair, plan)
     if args.prompt_threads:
         methods.engine.prompt_threads = args.prompt_threads
@@ -291,7 +302,7 @@ def main(argv=None) -> dict:
               "num_prompts": len(prompts), "prompts": args.prompts or ("held-out chat and code prompts (specui.chat_prompts)" if chat
                                           else "built-in held-out stdlib test code"),
               **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,
-              **({"skipped": {name: SKIP_REASON for name in skipped}} if names else {}),
+              **({"skipped": {name: skip_reason(name) for name in skipped}} if names else {}),
               "command": "python -m specui.bench " + " ".join(argv if argv is not None else sys.argv[1:])}
     print(format_table(report))
     if args.json:

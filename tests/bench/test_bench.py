@@ -340,3 +340,21 @@ def test_a_drafter_the_preset_lacks_is_refused_with_the_presets_drafters():
         drafters_to_run(Pair(), "p", "eagle")
     Pair.engine = lambda self: type("Engine", (), {"drafters": ("eagle", "prompt_lookup")})()
     assert drafters_to_run(Pair(), "p", "eagle") == ("plain", "eagle")  # a head runs beside plain decoding
+
+
+@pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair's built-in stdlib prompts")
+def test_more_prompts_than_there_are_is_said_in_one_line(monkeypatch, capsys):
+    """--num-prompts beyond the built-in prompts runs those there are and says so, not quietly."""
+    from specui import corpus
+    from specui.bench.cli import main
+
+    real = corpus.held_out_prompts
+    monkeypatch.setattr(corpus, "held_out_prompts", lambda *a, count, **kw: real(*a, count=min(count, 2), **kw))
+    report = main(["--preset", "bundled", "--num-prompts", "1000", "--max-new-tokens", "2", "--repeats", "1",
+                   "--warmup", "0", "--cost-samples", "1", "--threads", "1"])
+    assert report["num_prompts"] == 2
+    err = capsys.readouterr().err
+    assert "--num-prompts 1000: there are only 2 held-out stdlib prompts of 128 tokens; running those 2" in err
+    main(["--preset", "bundled", "--num-prompts", "2", "--max-new-tokens", "2", "--repeats", "1", "--warmup", "0",
+          "--cost-samples", "1", "--threads", "1"])
+    assert "--num-prompts" not in capsys.readouterr().err  # as many as asked: nothing to say
