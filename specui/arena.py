@@ -32,11 +32,16 @@ from dataclasses import dataclass
 from specui import runstats
 from specui.drafters.registry import LABELS
 from specui.events import GenerationResult, Kind
-from specui.settings import TREE_DRAFTERS, DecodeSettings
+from specui.settings import TREE_DRAFTERS, DecodeSettings, why_no_trees
 
 PLAIN = "plain"  # the contestant without a drafter: the target alone
 PLAIN_LABEL = "plain (target alone)"
-SKIP_REASON = "cannot draft token trees (no distributions to rank children by)"  # why `skipped` drafters sat out
+SKIP_REASON = f"cannot draft token trees ({why_no_trees('prompt_lookup')})"  # prompt lookup's `skip_reason`
+
+
+def skip_reason(name: str) -> str:
+    """Why drafter `name` sat out a token-tree arena (it is in `ArenaRun.skipped`)."""
+    return f"cannot draft token trees ({why_no_trees(name)})"
 
 
 def label(name: str) -> str:
@@ -46,7 +51,7 @@ def label(name: str) -> str:
 
 def can_draft(name: str, settings: DecodeSettings) -> bool:
     """Whether contestant `name` can decode with `settings`: plain always; with token trees only the drafters
-    that draft trees (prompt lookup and early exit give no distributions to rank children by)."""
+    that draft trees (`skip_reason` says why the others cannot)."""
     return name == PLAIN or settings.tree_width == 1 or name in TREE_DRAFTERS
 
 
@@ -149,7 +154,7 @@ class Arena:
     standings: tuple[Standing, ...]
     credits: tuple[Credit, ...]  # one per token of plain decoding's output
     greedy: bool
-    skipped: tuple[str, ...] = ()  # drafters left out because they cannot decode with the settings (SKIP_REASON)
+    skipped: tuple[str, ...] = ()  # drafters left out because they cannot decode with the settings (skip_reason)
 
     @property
     def identical(self) -> bool | None:

@@ -12,7 +12,7 @@ import numbers
 import operator
 from dataclasses import asdict, dataclass, fields, replace
 
-from specui.drafters.registry import DRAFTER_NAMES, EAGLE, MEDUSA, MODEL
+from specui.drafters.registry import DRAFTER_NAMES, EAGLE, EARLY_EXIT, EARLY_EXIT_LOOKUP, MEDUSA, MODEL, MODEL_LOOKUP
 
 MAX_DRAFT_TOKENS = 64  # K: the most draft tokens a round may ask for
 MAX_NEW_TOKENS = 1024  # the most new tokens one run of the app may ask for
@@ -25,7 +25,18 @@ DRAFTER_METHODS = ("start", "propose", "observe")  # what a drafter object must 
 MAX_TREE_WIDTH = 8  # children per expanded node of a token tree
 MAX_TREE_NODES = 256  # the most tree nodes one verify forward may check
 TREE_DRAFTERS = (MODEL, EAGLE, MEDUSA)  # the named drafters that draft trees (they give distributions)
+NO_TREES = "no distributions to rank children by"  # why the other named drafters cannot, unless `WHY_NO_TREES` says
+WHY_NO_TREES = {  # drafter -> why it drafts no trees, where that is not `NO_TREES`
+    MODEL_LOOKUP: "its copied rounds give no distributions to rank children by; the draft model alone, 'model', does",
+    EARLY_EXIT: "its drafts run in the target's own cache of its first layers, which holds one path, not a tree",
+    EARLY_EXIT_LOOKUP: "its drafts run in the target's own cache of its first layers, which holds one path, not a tree",
+}
 TREE_METHODS = ("propose_tree", "observe_tree")  # what a drafter object needs for trees (`specui.drafters.tree`)
+
+
+def why_no_trees(drafter: str) -> str:
+    """Why the named drafter cannot draft token trees, in words that end a sentence's clause."""
+    return WHY_NO_TREES.get(drafter, NO_TREES)
 
 
 class SettingsError(ValueError):
@@ -161,8 +172,8 @@ class DecodeSettings:
                                 "keeps the best N)")
         d = self.drafter
         if isinstance(d, str) and d not in TREE_DRAFTERS:
-            raise SettingsError(f"drafter {d!r} cannot draft trees (it gives no distributions to rank children "
-                                f"by); trees need one of {', '.join(TREE_DRAFTERS)}, or tree_width=1")
+            raise SettingsError(f"drafter {d!r} cannot draft trees ({why_no_trees(d)}); trees need one of "
+                                f"{', '.join(TREE_DRAFTERS)}, or tree_width=1")
         if d is not None and not isinstance(d, str) and not all(callable(getattr(d, m, None)) for m in TREE_METHODS):
             raise SettingsError(f"tree_width={width} needs a drafter with the tree methods {', '.join(TREE_METHODS)}; "
                                 f"{d!r} lacks them (use tree_width=1)")

@@ -53,7 +53,7 @@ def _status(run, *, final: bool) -> str:
     if run.phase == "stopped":
         return "Stopped."
     if final:
-        left_out = "".join(f" {arena.label(name)}: skipped, it {arena.SKIP_REASON}." for name in run.skipped)
+        left_out = "".join(f" {arena.label(name)}: skipped, it {arena.skip_reason(name)}." for name in run.skipped)
         return f"Arena: {len(run.arena)} runs, one after another, the same prompt, settings and seed.{left_out}"
     return f"Arena: decoding with {arena.label(run.contestant)}…" if run.contestant else "Arena…"
 

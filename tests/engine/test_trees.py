@@ -7,7 +7,7 @@ settings refuse what cannot draft trees."""
 import pytest
 import torch
 
-from specui import SpeculativeEngine
+from specui import SpeculativeEngine, arena
 from specui.drafters.tree import DraftTree
 from specui.kv import CachedLM
 from specui.sampling import Sampling, logits_to_probs, sample
@@ -98,6 +98,18 @@ def test_tree_settings_are_checked():
         DecodeSettings(tree_width=2, drafter="prompt_lookup")
     with pytest.raises(SettingsError, match="cannot draft trees"):
         DecodeSettings(tree_width=2, drafter="early_exit")
+
+
+@pytest.mark.parametrize("drafter, reason", [("prompt_lookup", "no distributions to rank children by"),
+                                             ("model_lookup", "copied rounds give no distributions"),
+                                             ("early_exit", "target's own cache of its first layers"),
+                                             ("early_exit_lookup", "target's own cache of its first layers")])
+def test_a_refused_tree_says_why_that_drafter_cannot(drafter, reason):
+    """Early exit gives distributions: its refusal must not say it gives none (it said so for every drafter)."""
+    with pytest.raises(SettingsError, match="cannot draft trees") as refused:
+        DecodeSettings(tree_width=2, drafter=drafter)
+    assert reason in str(refused.value)
+    assert arena.skip_reason(drafter).startswith("cannot draft token trees (") and reason in arena.skip_reason(drafter)
     with pytest.raises(SettingsError, match="tree methods"):
         DecodeSettings(tree_width=2, drafter=type("Chain", (), {"start": id, "propose": id, "observe": id})())
     with pytest.raises(SettingsError, match="needs a tree"):
