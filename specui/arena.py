@@ -36,7 +36,6 @@ from specui.settings import TREE_DRAFTERS, DecodeSettings, why_no_trees
 
 PLAIN = "plain"  # the contestant without a drafter: the target alone
 PLAIN_LABEL = "plain (target alone)"
-SKIP_REASON = f"cannot draft token trees ({why_no_trees('prompt_lookup')})"  # prompt lookup's `skip_reason`
 
 
 def skip_reason(name: str) -> str:
