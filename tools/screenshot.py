@@ -99,6 +99,21 @@ def screenshot(path: str, *, config_path: str | None = None, max_new_tokens: int
         browser.close()
 
 
+def parse_args(argv=None):
+    """The command line: where to save the picture (PNG or JPEG, refused before the app loads) and the models.yaml."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tools.screenshot", description="Serve the app, run a greedy "
+                                     "chat prompt with compare on in Debian's Chromium, and save a screenshot.")
+    parser.add_argument("path", nargs="?", default="assets/screenshot.png",
+                        help="the picture to write, .png or .jpg (default: %(default)s)")
+    parser.add_argument("config", nargs="?", default=None, help="a models.yaml (default: the one beside specui/)")
+    args = parser.parse_args(argv)
+    if Path(args.path).suffix.lower() not in (".png", ".jpg", ".jpeg"):
+        parser.error(f"{args.path}: give a .png or .jpg file name")
+    return args
+
+
 if __name__ == "__main__":
-    screenshot(sys.argv[1] if len(sys.argv) > 1 else "assets/screenshot.png",
-               config_path=sys.argv[2] if len(sys.argv) > 2 else None)
+    args = parse_args(sys.argv[1:])
+    screenshot(args.path, config_path=args.config)
