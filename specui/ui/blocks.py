@@ -217,7 +217,8 @@ def _results() -> Results:
         table = gr.Dataframe(headers=stats.ARENA_HEADERS, value=[], interactive=False, elem_id="arena-table",
                              label="Drafter arena (engine time; the same prompt, settings and seed)")
         plots = {"chart-arena": gr.Plot(charts.arena_figure(), elem_id="chart-arena", show_label=False)}
-    for row in (("chart-speed", "chart-acceptance"), ("chart-tokens-per-round", "chart-position")):  # two a row, one on a phone
+    # two a row, one on a phone
+    for row in (("chart-speed", "chart-acceptance"), ("chart-tokens-per-round", "chart-position")):
         with gr.Row():
             for elem_id, figure in ((e, charts.all_figures()[e]) for e in row):
                 plots[elem_id] = gr.Plot(figure, elem_id=elem_id, show_label=False, min_width=PLOT_MIN_WIDTH)
@@ -294,8 +295,11 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     # when its turn comes), and gradio's default ("once") would skip the next message's run while that one pends
     queued = {"concurrency_id": ENGINE_GROUP, "concurrency_limit": 1, "show_progress": "hidden",
               "trigger_mode": "multiple"}
-    # queued (so their gr.Error and gr.Warning reach the page) without a limit (so they never wait for a run)
-    at_once = {"concurrency_limit": None, "api_visibility": "private", "show_progress": "hidden"}
+    # queued (so their gr.Error and gr.Warning reach the page) without a limit (so they never wait for a run); their
+    # status goes to a State, which nothing draws: a refusal's red error state would cover the whole conversation
+    # (the toast says why)
+    at_once = {"concurrency_limit": None, "api_visibility": "private", "show_progress": "hidden",
+               "show_progress_on": [ui.exchanges]}
     p.send.click(show, inputs, [p.chat], **at_once).success(send, inputs, ui.outputs, api_name="chat",
                                                            api_visibility="undocumented", **queued)
     p.prompt.submit(show, inputs, [p.chat], **at_once).success(send, inputs, ui.outputs, api_visibility="private",

@@ -12,6 +12,7 @@ tab's (prompt, preset, drafter, K, temperature, new tokens, seed; read by name t
 from __future__ import annotations
 
 import functools
+import html
 from dataclasses import dataclass
 
 import gradio as gr
@@ -20,7 +21,7 @@ from specui.settings import MAX_TREE_WIDTH, SettingsError
 from specui.tree_steps import TreeRecord, tree_record, tree_steps
 from specui.ui.chat_tree import CHAT_TREE_NODES, NODES_HELP, round_choices
 from specui.ui.teach_tree_view import TREE_HELP, render_tree_step
-from specui.ui.toasts import refusal
+from specui.ui.toasts import calmly, refusal
 from specui.ui.tree_chart import tree_figure
 
 NAV = {"api_visibility": "private", "show_progress": "hidden", "queue": False}
@@ -75,7 +76,10 @@ def tree_panel(controls, *, prepare, concurrency_id: str = "engine") -> TreePane
     queued = {"concurrency_id": concurrency_id, "concurrency_limit": 1, "api_visibility": "private"}
     decoded = [panel.trees, panel.pick, panel.status, *panel.shown]
     inputs = controls.settings | {panel.width, panel.nodes}
-    panel.start.click(functools.partial(decode, panel, controls, prepare), inputs, decoded, **queued)
+    # a refused setting (a drafter that cannot draft trees, too wide a tree) says why in the status line, and the
+    # tree and its steps keep what they showed: no red error state over the panel
+    panel.start.click(calmly(functools.partial(decode, panel, controls, prepare), functools.partial(refused, panel)),
+                      inputs, decoded, **queued)
     panel.pick.input(functools.partial(pick, panel), {panel.trees, panel.pick}, panel.shown, **NAV)
     for button, delta in ((panel.prev, -1), (panel.next, 1)):
         button.click(functools.partial(move, panel, delta), {panel.trees, panel.pick, panel.step}, panel.shown, **NAV)
@@ -119,6 +123,11 @@ def decode(panel: TreePanel, controls, prepare, data: dict) -> dict:
             "pick a round and step through it.")
     return {panel.trees: trees, panel.pick: gr.update(choices=choices, value=first), panel.status: note,
             **show(panel, trees.get(first), 0)}
+
+
+def refused(panel: TreePanel, text: str) -> dict:
+    """What the panel says when Decode with a tree is refused (the rest keeps what it showed)."""
+    return {panel.status: f"⚠ Not decoded: {html.escape(text)}"}
 
 
 def _record(panel: TreePanel, data: dict) -> TreeRecord | None:

@@ -22,6 +22,7 @@ stepper's (`specui.ui.teach_tree`). Every model or user string is escaped before
 from __future__ import annotations
 
 import functools
+import html
 from dataclasses import dataclass, field
 
 import gradio as gr
@@ -37,7 +38,7 @@ from specui.ui.teach_experiments import Experiment
 from specui.ui.teach_prepare import prepare
 from specui.ui.teach_view import DEFAULT_PROMPT, INTRO, STEP_HELP, THEORY_HELP, render_measured, render_step
 from specui.ui.theme import PLOT_MIN_WIDTH
-from specui.ui.toasts import refusal
+from specui.ui.toasts import calmly, refusal
 
 TEACH_K_MAX = 8  # the Teach tab's K slider: enough for a lesson, small enough to read a round
 TEACH_MAX_NEW = 128  # its new-tokens slider (from 8, in steps of 8)
@@ -188,11 +189,13 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     compared = [cmp.compared, cmp.view, cmp.second]
     decoded = [ui.run, ui.index, s.view, s.residual, s.theory_tokens, s.theory_speedup, s.measured, s.export,
                s.status, ui.playing, ui.timer, c.play, *compared]
-    c.start.click(functools.partial(decode, state, ui), c.settings | {cmp.second}, decoded, **queued)
+    # a refusal (an empty prompt, a setting out of range) says why in the status line; the rest keeps what it showed
+    said = functools.partial(refused, ui)
+    c.start.click(calmly(functools.partial(decode, state, ui), said), c.settings | {cmp.second}, decoded, **queued)
     nav_inputs, nav_outputs = {ui.run, ui.index, cmp.compared}, [ui.index, s.view, s.residual, cmp.view]
     # Next before any run decodes the prompt shown (in the engine's queue) and lands on round 1
     c.next.click(functools.partial(move, ui, 1), nav_inputs, nav_outputs, **NAV).then(
-        functools.partial(decode_first, state, ui), c.settings | {ui.run, cmp.second}, decoded, **queued)
+        calmly(functools.partial(decode_first, state, ui), said), c.settings | {ui.run, cmp.second}, decoded, **queued)
     c.prev.click(functools.partial(move, ui, -1), nav_inputs, nav_outputs, **NAV)
     c.play.click(functools.partial(toggle, ui), {ui.run, ui.playing, c.speed}, [ui.playing, ui.timer, c.play], **NAV)
     ui.timer.tick(functools.partial(tick, ui), nav_inputs, [*nav_outputs, ui.playing, ui.timer, c.play], **NAV)
@@ -203,11 +206,12 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     c.preset.input(functools.partial(on_preset, config, k_max=TEACH_K_MAX), [c.preset], [c.drafter, c.k], **NAV)
     c.drafter.input(functools.partial(on_drafter, config, k_max=TEACH_K_MAX), [c.preset, c.drafter], [c.k],
                     **NAV)
-    cmp.second.input(functools.partial(teach_compare.run_comparison, state.showcase, ui),
+    cmp.second.input(calmly(functools.partial(teach_compare.run_comparison, state.showcase, ui),
+                            lambda text: {cmp.compared: None, cmp.view: render_compare(None, 0, note=f"⚠ {text}")}),
                      {ui.run, ui.index, cmp.second}, compared, **queued)
     for experiment, handler, extra in teach_experiments.handlers(ui):
-        experiment.run.click(functools.partial(handler, state, ui), c.settings | extra,
-                             [experiment.chart, experiment.table], **queued)
+        run = calmly(functools.partial(handler, state, ui), functools.partial(experiment_refused, experiment))
+        experiment.run.click(run, c.settings | extra, [experiment.chart, experiment.table], **queued)
 
 
 # -- handlers (each gets the tab's state, its components, and the inputs by component) -----------------------
@@ -237,6 +241,16 @@ def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
             s.status: note, ui.playing: False, ui.timer: gr.Timer(active=False),
             ui.controls.play: gr.update(value="▶ Play"),
             **teach_compare.run_comparison(state.showcase, ui, {**data, ui.run: run, ui.index: 0})}
+
+
+def refused(ui: TeachTab, text: str) -> dict:
+    """What the step-through says when Decode is refused (the rounds, charts and export keep what they showed)."""
+    return {ui.step.status: f"⚠ Not decoded: {html.escape(text)}"}
+
+
+def experiment_refused(experiment: Experiment, text: str) -> dict:
+    """What an experiment says when its run is refused (its chart keeps what it showed)."""
+    return {experiment.table: f'<div class="teach-step teach-empty">⚠ Not run: {html.escape(text)}</div>'}
 
 
 def decode_first(state: TeachState, ui: TeachTab, data: dict) -> dict:

@@ -69,3 +69,54 @@ def test_a_toast_shows_markup_as_text_in_the_browser():
             browser.close()
     finally:
         demo.close()
+
+
+def test_calmly_tells_a_refusal_in_the_outputs_not_as_an_error():
+    """A handler that raises puts all its event's outputs into gradio's red "Error" state; `calmly` turns its refusal
+    into a warning toast and the outputs' own answer, for plain and streaming handlers alike (other errors stay)."""
+    from specui.ui.toasts import calmly, refusal
+
+    def refuses(data):
+        raise refusal(f"no {data['x']}")
+
+    def streams(data):
+        yield {"out": 1}
+        raise refusal("enough")
+
+    def breaks(data):
+        raise RuntimeError("a bug")
+
+    def answer(text):
+        return {"status": text}
+
+    with pytest.warns(UserWarning, match="no &lt;b&gt;"):  # the toast's text escaped, the answer's as written
+        assert calmly(refuses, answer)({"x": "<b>"}) == {"status": "no <b>"}
+    with pytest.warns(UserWarning, match="enough"):
+        assert list(calmly(streams, answer)({})) == [{"out": 1}, {"status": "enough"}]
+    with pytest.raises(RuntimeError):
+        calmly(breaks, answer)({})
+
+
+def test_a_refusal_leaves_no_red_error_state_over_the_page():
+    """The chat's Send, Shift+Enter and ↻ refuse an empty prompt or a message while one is answered: their status
+    goes to a State, not the chatbot (gradio's error state would cover the conversation); the Teach tab's Decode
+    refuses an empty prompt in its status line."""
+    import gradio as gr
+
+    from specui.ui.blocks import build
+    from tests.helpers import ui_config
+
+    demo = build(ui_config(), preload=False)
+    by_id = {getattr(b, "elem_id", None): b for b in demo.blocks.values()}
+
+    def event(elem_id, name):
+        return next(f for f in demo.fns.values() if (by_id[elem_id]._id, name) in f.targets)
+
+    for elem_id, name in (("send", "click"), ("prompt", "submit"), ("chat", "retry")):
+        shown_on = event(elem_id, name).show_progress_on
+        assert shown_on and all(isinstance(c, gr.State) for c in shown_on), (elem_id, shown_on)
+    decode = event("step-start", "click")
+    data = {c: c.value for c in decode.inputs} | {by_id["teach-prompt"]: "  "}
+    with pytest.warns(UserWarning, match="Type a prompt first"):
+        out = decode.fn(data)
+    assert list(out) == [by_id["step-status"]] and out[by_id["step-status"]] == "⚠ Not decoded: Type a prompt first."

@@ -61,10 +61,10 @@ def teach():
 
     showcase = Showcase(ui_config(), PairCache())
     prepare = functools.partial(teaching.prepare, showcase)
-    with gr.Blocks():
+    with gr.Blocks() as demo:
         controls = teaching._controls(showcase.config)
         panel = tree_panel(controls, prepare=prepare)
-    return controls, panel, prepare
+    return controls, panel, prepare, demo
 
 
 def test_the_teach_tab_has_the_tree_stepper(tmp_path):
@@ -88,7 +88,7 @@ def test_decode_pick_and_step_through_a_tree_round(teach):
 
     from specui.ui import teach_tree
 
-    c, panel, prepare = teach
+    c, panel, prepare, _ = teach
     data = {c.prompt: "def main(argv):\n    ", c.preset: "bundled", c.drafter: "draft model", c.k: 3, c.confidence: 0.0,
             c.temperature: 0.8, c.penalty: 1.0, c.max_new: 16, c.seed: 1, panel.width: 2, panel.nodes: 0}
     out = teach_tree.decode(panel, c, prepare, data)
@@ -110,3 +110,20 @@ def test_decode_pick_and_step_through_a_tree_round(teach):
         teach_tree.decode(panel, c, prepare, {**data, c.drafter: "prompt lookup"})
     with pytest.raises(gr.Error, match="static tree of width 8"):
         teach_tree.decode(panel, c, prepare, {**data, c.k: 8, panel.width: 8})
+
+
+def test_a_refused_tree_setting_says_why_in_the_panel_not_as_an_error(teach):
+    """Decode with a tree, refused (prompt lookup drafts no trees; too wide a static tree), as the page wires it:
+    a calm line in the panel's status and a warning toast, not gradio's red error state over every output."""
+    c, panel, _, demo = teach
+    start = next(f.fn for f in demo.fns.values() if (panel.start._id, "click") in f.targets)
+    data = {c.prompt: "def main(argv):\n    ", c.preset: "bundled", c.drafter: "prompt lookup", c.k: 3,
+            c.confidence: 0.0, c.temperature: 0.8, c.penalty: 1.0, c.max_new: 16, c.seed: 1, panel.width: 2,
+            panel.nodes: 0}
+    with pytest.warns(UserWarning, match="cannot draft trees"):
+        out = start(data)
+    assert list(out) == [panel.status] and out[panel.status].startswith("⚠ Not decoded:")
+    assert "cannot draft trees" in out[panel.status]
+    with pytest.warns(UserWarning, match="static tree of width 8"):
+        out = start({**data, c.drafter: "draft model", c.k: 8, panel.width: 8})
+    assert list(out) == [panel.status] and "static tree of width 8" in out[panel.status]
