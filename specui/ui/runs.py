@@ -5,9 +5,9 @@ them; the chat's handlers, the API and the arena view read them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from specui import arena, runstats
+from specui import arena, metrics, runstats
 from specui.events import GenerationResult, Kind
 from specui.prompt_cache import answer_ids
 from specui.ui.request import Settings
@@ -88,6 +88,11 @@ class Run:
 
     def stats(self):
         spec = runstats.run_stats(self.spec, plain=self.plain) if self.spec.rounds else None
+        if spec is not None and spec.theory is not None and not self.settings.adaptive:
+            # Theorem 3.8 at the K chosen: the run's own (the K most of its rounds asked for) is less where the token
+            # budget cut every round short (K 64 and 64 new tokens: 63 drafts at most in the first round)
+            k = self.settings.num_draft_tokens
+            spec = replace(spec, theory=metrics.theory(self.spec.rounds, c=spec.cost_ratio, k=k))
         plain = runstats.run_stats(self.plain) if self.plain is not None and self.plain.rounds else None
         return spec, plain
 

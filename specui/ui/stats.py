@@ -15,7 +15,8 @@ HINTS = {
     "speculative": "tokens / engine seconds (prefill + draft + verify; time spent drawing the page is left out)",
     "plain": "the target alone, same prompt, settings and seed, timed after the speculative run",
     "speedup": "speculative tokens/s / plain tokens/s (turn Compare on to measure it)",
-    "theoretical speedup": "(1 - α^(K+1)) / ((1 - α)(K c + 1)), Leviathan et al. 2023, Theorem 3.8; α from the "
+    "theoretical speedup": "(1 - α^(K+1)) / ((1 - α)(K c + 1)), Leviathan et al. 2023, Theorem 3.8; K as chosen "
+                           "(adaptive K: the one most rounds asked for), α from the "
                            "measured tokens per round, c = draft cost / target cost measured in this run; none for "
                            "token trees (the theorem counts a chain of K drafts)",
     "tokens": "new tokens, target forwards and engine seconds; the prompt's time is its new tokens' alone when a "
@@ -67,5 +68,6 @@ def arena_rows(arena) -> list[list[str]]:
                      fmt(s.stats.acceptance_rate, ".3f"), fmt(s.stats.mean_accepted_length, ".2f"),
                      fmt(s.stats.cost_ratio, ".3f"), fmt(s.stats.tokens_per_s, ".1f"), fmt(s.speedup, ".2f×"), same])
     for name in arena.skipped if arena is not None else ():  # never run as chains: no numbers, the reason instead
-        rows.append([f"{label(name)} (skipped)", *["–"] * (len(ARENA_HEADERS) - 2), "skipped: cannot draft token trees"])
+        rows.append([f"{label(name)} (skipped)", *["–"] * (len(ARENA_HEADERS) - 2),
+                     "skipped: cannot draft token trees"])
     return rows

@@ -268,6 +268,22 @@ def test_engine_time_and_stats():
     assert "<img" not in line
 
 
+def test_the_stats_line_gives_the_k_chosen_where_the_token_budget_cut_every_round_short():
+    """K 64 with 64 new tokens: no round may ask for more than 63 drafts (one token is the round's own), and every
+    round asks for fewer than the last; the stats line's theory is at K=64, the K chosen (adaptive K: the run's)."""
+    from specui.ui.runs import Run
+
+    kinds = ["accepted", "accepted", "resampled"]
+    rounds = [make_round(drafted=list(range(k)), num_accepted=2, token_ids=[1, 2, 3], kinds=kinds, index=i)
+              for i, k in enumerate((63, 60, 57))]
+    run = Run(Settings(num_draft_tokens=64, max_new_tokens=64), spec=_result(rounds))
+    spec, _ = run.stats()
+    assert spec.theory.k == 64 and "K=64," in stats.stats_html(spec)
+    assert spec.theory.speedup == pytest.approx(metrics.theory(rounds, c=spec.cost_ratio, k=64).speedup)
+    adaptive, _ = Run(Settings(num_draft_tokens=64, max_new_tokens=64, adaptive=True), spec=_result(rounds)).stats()
+    assert adaptive.theory.k == 63
+
+
 def test_first_difference():
     assert runstats.first_difference([1, 2, 3], [1, 2, 3]) is None
     assert runstats.first_difference([1, 2, 3], [1, 5, 3]) == 1
