@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specui import chat_draft, int8, native, packaged
+from specui import chat_draft, hub, int8, native, packaged
 from specui.kv import model_device
 from specui.presets import COMMAND_LINE, Preset
 
@@ -130,7 +130,7 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
 
 
 def check_before_loading(preset: Preset) -> None:
-    """Missing folders and quantization without CUDA, said before anything heavy is loaded."""
+    """Missing folders, quantization without CUDA and Hub models out of reach, said before anything heavy is loaded."""
     for role, ref in (("target", preset.target), ("draft", preset.draft)):
         if ref and Path(ref).is_absolute() and not ((Path(ref) / "config.json").is_file()
                                                     or chat_draft.is_draft_folder(ref)):
@@ -150,6 +150,13 @@ def check_before_loading(preset: Preset) -> None:
             "quantization, which needs a CUDA GPU (bitsandbytes); this machine has none. "
             "Choose a preset without quantization."
         )
+    on_hub = [(ref, revision) for ref, revision in ((preset.target, preset.revision), (preset.draft, preset.draft_revision))
+              if ref and not Path(ref).is_absolute() and not packaged.is_packaged(ref)]
+    missing = hub.unreachable(on_hub)  # at once: transformers would retry for about a minute
+    if missing:
+        raise LoadError(f"Preset '{preset.name}' needs {' and '.join(missing)} from the Hugging Face Hub, which this "
+                        f"machine cannot reach, and {'they are' if len(missing) > 1 else 'it is'} not in the local "
+                        "cache: connect once to download, or choose a preset with local weights.")
 
 
 def _load_head(folder: str, target):

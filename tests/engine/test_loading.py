@@ -1,9 +1,13 @@
 """Loading presets through the real `from_pretrained` path, from local folders of tiny random models."""
 
+import socket
+import time
+
 import pytest
 import torch
 
 from specui import SpeculativeEngine
+from specui import hub as specui_hub
 from specui.loading import LoadError, PairCache, load_pair
 from specui.presets import load_config
 from tests.helpers import char_tokenizer, noisy_copy, make_model, save_tiny_model
@@ -68,6 +72,42 @@ def test_unreachable_hub_names_the_preset(hub, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(LoadError, match="Preset 'offline' could not be loaded"):
         load_pair(hub.get("offline"))
+
+
+def test_a_hub_out_of_reach_is_said_at_once_without_offline_mode(hub, monkeypatch):
+    """Without HF_HUB_OFFLINE, transformers retried the Hub for about a minute before it failed; the probe says so
+    in the time one refused connection takes, naming both models."""
+    with socket.socket() as closed:  # a port nothing listens on: its connections are refused
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    for proxy in specui_hub._PROXIES:
+        monkeypatch.delenv(proxy, raising=False)
+    started = time.perf_counter()
+    with pytest.raises(LoadError, match="needs specui-test-org/no-such-model and specui-test-org/no-such-draft from "
+                                        "the Hugging Face Hub, which this machine cannot reach"):
+        load_pair(hub.get("offline"))
+    assert time.perf_counter() - started < 30  # not a minute of retries (a generous bound: the probe takes ms)
+    assert specui_hub.unreachable([("specui-test-org/no-such-model", None)]) == ["specui-test-org/no-such-model"]
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:1")  # a proxy may reach what this machine cannot: not judged
+    assert specui_hub.unreachable([("specui-test-org/no-such-model", None)]) == []
+
+
+def test_a_reachable_hub_or_a_cached_model_is_not_refused(monkeypatch):
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{listening.getsockname()[1]}")
+        for proxy in specui_hub._PROXIES:
+            monkeypatch.delenv(proxy, raising=False)
+        assert specui_hub.reachable()
+        assert specui_hub.unreachable([("specui-test-org/no-such-model", None)]) == []
+    monkeypatch.setattr(specui_hub, "reachable", lambda: False)
+    monkeypatch.setattr(specui_hub, "is_cached", lambda model_id, revision=None: model_id == "org/cached")
+    assert specui_hub.unreachable([("org/cached", None)]) == []
+    assert specui_hub.unreachable([("org/cached", None), ("org/missing", "v1")]) == ["org/missing"]
 
 
 def test_cache_keeps_the_loaded_pair_when_another_fails(hub):

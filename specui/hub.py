@@ -1,0 +1,50 @@
+"""Whether a preset's Hub models can be had right now, asked in a second instead of a minute.
+
+transformers fetches a Hub model's files with retries: on a machine without a network (a lecture hall, a
+sandbox) `from_pretrained` of a model that is not in the local cache spends about a minute retrying before it
+fails. `unreachable` answers first: the model ids that are neither in the local cache nor fetchable, because the
+Hub's host cannot be reached (one connection, a few seconds at most). Offline mode (HF_HUB_OFFLINE) and a proxy
+(which may reach what this machine cannot) skip the probe and leave the answer to transformers.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable
+from urllib.parse import urlparse
+
+PROBE_SECONDS = 3.0
+_TRUE = {"1", "on", "yes", "true"}
+_PROXIES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+def is_cached(model_id: str, revision: str | None = None) -> bool:
+    """Whether the model's config.json is in the local Hugging Face cache (then its weights are fetched the same way,
+    and transformers says what is missing)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(model_id, "config.json", revision=revision), str)
+    except ValueError:  # not a valid repository id: transformers will say so
+        return True
+
+
+def reachable(endpoint: str | None = None, *, timeout: float = PROBE_SECONDS) -> bool:
+    """Whether a connection to the Hub's host opens (the endpoint: HF_ENDPOINT, else huggingface.co)."""
+    url = urlparse(endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    port = url.port or (80 if url.scheme == "http" else 443)
+    try:
+        socket.create_connection((url.hostname, port), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def unreachable(models: Iterable[tuple[str, str | None]]) -> list[str]:
+    """Of the (model id, revision) pairs, the ids that are not cached while the Hub cannot be reached; none in offline
+    mode or behind a proxy (transformers then says what it finds)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in _TRUE or any(os.environ.get(p) for p in _PROXIES):
+        return []
+    missing = [model_id for model_id, revision in models if not is_cached(model_id, revision)]
+    return missing if missing and not reachable() else []
