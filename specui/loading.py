@@ -150,8 +150,8 @@ def check_before_loading(preset: Preset) -> None:
             "quantization, which needs a CUDA GPU (bitsandbytes); this machine has none. "
             "Choose a preset without quantization."
         )
-    on_hub = [(ref, revision) for ref, revision in ((preset.target, preset.revision), (preset.draft, preset.draft_revision))
-              if ref and not Path(ref).is_absolute() and not packaged.is_packaged(ref)]
+    models = ((preset.target, preset.revision), (preset.draft, preset.draft_revision))
+    on_hub = [(ref, rev) for ref, rev in models if ref and not Path(ref).is_absolute() and not packaged.is_packaged(ref)]
     missing = hub.unreachable(on_hub)  # at once: transformers would retry for about a minute
     if missing:
         raise LoadError(f"Preset '{preset.name}' needs {' and '.join(missing)} from the Hugging Face Hub, which this "
