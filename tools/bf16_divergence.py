@@ -1,7 +1,7 @@
 """How often greedy speculative decoding parts from plain decoding in reduced precision, and why.
 
-    python tools/bf16_divergence.py                     # bundled pair, bfloat16, K=7, 12 prompts x 150 tokens
-    python tools/bf16_divergence.py --dtype float32 --k 4
+    python -m tools.bf16_divergence                     # bundled pair, bfloat16, K=7, 12 prompts x 150 tokens
+    python -m tools.bf16_divergence --dtype float32 --k 4
 
 Each prompt is decoded both ways (EOS ignored); the first differing token is explained with
 `specui.runstats.explain_divergence` (a near-tie, or not). On a CPU, float32 gives identical outputs.
