@@ -184,7 +184,8 @@ def _controls(config) -> Controls:
                                   "this; K is then the most"),
         temperature=gr.Slider(0.0, 2.0, value=0.0, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature"),
         top_p=gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p", elem_id="top-p"),
-        top_k=gr.Number(0, label="Top-k (0 = off)", precision=0, minimum=0, elem_id="top-k"),
+        # no minimum=0: gradio's own check would refuse -5 without naming the field, printing a traceback
+        top_k=gr.Number(0, label="Top-k (0 = off)", precision=0, elem_id="top-k"),
         penalty=gr.Slider(1.0, 2.0, value=1.0, step=0.05, label="Repetition penalty (1 = off)",
                           elem_id="repetition-penalty",
                           info="tokens already in the conversation become less likely (transformers' rule): fewer "

@@ -120,3 +120,17 @@ def test_a_refusal_leaves_no_red_error_state_over_the_page():
     with pytest.warns(UserWarning, match="Type a prompt first"):
         out = decode.fn(data)
     assert list(out) == [by_id["step-status"]] and out[by_id["step-status"]] == "⚠ Not decoded: Type a prompt first."
+
+
+def test_a_negative_top_k_is_refused_by_name_not_by_gradio():
+    """gradio's Number(minimum=0) refused top-k -5 before the app saw it: a toast that named no field ("Value -5 is
+    less than minimum value 0.") and a traceback on the server. The app's own check names it."""
+    from specui.ui.blocks import build
+    from specui.ui.request import Settings, SettingsError
+    from tests.helpers import ui_config
+
+    demo = build(ui_config(), preload=False)
+    top_k = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "top-k")
+    assert top_k.preprocess(-5) == -5
+    with pytest.raises(SettingsError, match="top k must be a whole number from 0"):
+        Settings.from_ui(num_draft_tokens=4, max_new_tokens=8, top_k=-5)
