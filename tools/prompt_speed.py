@@ -39,7 +39,7 @@ def prefill_ms(model, ids: list[int], *, way: str, threads: int) -> float:
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default=None, help="a preset of models.yaml (default: the default preset)")
     ap.add_argument("--lengths", default="60,200,500", help="prompt lengths in tokens, comma-separated")
     ap.add_argument("--samples", type=int, default=5)

@@ -64,7 +64,7 @@ def soak_in_process(config, *, runs: int, tokens: int, warm_up: int = 5, progres
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.soak", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.soak", description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=200, help="number of /generate runs (default: 200)")
     parser.add_argument("--tokens", type=int, default=8, help="new tokens per run (default: 8)")
     parser.add_argument("--warm-up", type=int, default=5, help="runs left out of the growth (default: 5)")

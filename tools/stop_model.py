@@ -131,11 +131,11 @@ def verify_seconds(rounds, one_token: float, ratios) -> tuple[float, ...]:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--preset", default="smollm2-chat")
-    ap.add_argument("--drafter", default="eagle")
-    ap.add_argument("--prompts", type=int, default=8)
-    ap.add_argument("--tokens", type=int, default=128)
+    ap = argparse.ArgumentParser(prog="python -m tools.stop_model", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--preset", default="smollm2-chat", help="a preset of models.yaml (default: %(default)s)")
+    ap.add_argument("--drafter", default="eagle", help="the drafter modelled (default: %(default)s)")
+    ap.add_argument("--prompts", type=int, default=8, help="the first N held-out prompts (default: %(default)s)")
+    ap.add_argument("--tokens", type=int, default=128, help="tokens written per prompt (default: %(default)s)")
     ap.add_argument("--k", type=int, default=8, help="the chains recorded without a stop (the longest K modelled)")
     return ap.parse_args(argv)
 
