@@ -19,7 +19,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description="specui: speculative decoding, visible (a Gradio app)")
     parser.add_argument("--preset", default=preset_from_env(),
-                        help="the preset to start with (default: $SPECUI_PRESET, else models.yaml's default)")
+                        help="the preset to start with (default: $SPECUI_PRESET, else on a Hugging Face "
+                             "Space smollm2-chat-hub, else models.yaml's default)")
     parser.add_argument("--config", help="a models.yaml (default: the one beside specui/)")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                         help="address to listen on (0.0.0.0: every interface; default $GRADIO_SERVER_NAME or 127.0.0.1)")
