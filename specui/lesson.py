@@ -137,7 +137,7 @@ def mean_accept_prob(rounds: Iterable) -> float | None:
 class Measured:
     """One run's numbers beside the theory (None where a number could not be measured)."""
 
-    k: int  # K asked
+    k: int  # K chosen (the run's own, `metrics.run_k`, for adaptive K): the theory's and the fitted alpha's K
     acceptance_rate: float | None  # accepted / drafted
     alpha: float | None  # fitted to the tokens per round (`metrics.fitted_alpha`), as the theory curves use
     tokens_per_round: float | None  # emitted tokens / rounds, bonus included
@@ -152,19 +152,24 @@ class Measured:
     best_k_speedup: float | None
 
 
-def measure(spec: GenerationResult, plain: GenerationResult | None = None) -> Measured:
-    """Summarise a speculative run (and the plain run of the same prompt) for the theory charts."""
+def chosen_k(settings: DecodeSettings) -> int | None:
+    """The K of Theorem 3.8, as in the chat tab's stats line: the K chosen, even where the token budget cut the
+    rounds short (K 8, 8 new tokens); None for adaptive K (the run's own)."""
+    return None if settings.adaptive else settings.num_draft_tokens
+
+
+def measure(spec: GenerationResult, plain: GenerationResult | None = None, *, k: int | None = None) -> Measured:
+    """Summarise a speculative run (and the plain run of the same prompt) for the theory charts, at K `k`."""
     rounds = spec.rounds
     spec_stats = runstats.run_stats(spec, plain=plain)
     plain_stats = runstats.run_stats(plain) if plain is not None and plain.rounds else None
-    theory = spec_stats.theory
-    verify_cost = None
-    if plain_stats is not None:
-        drafted = metrics.median(r.verify_s for r in rounds if r.num_drafted)
-        plain_forward = metrics.median(r.verify_s for r in plain.rounds)
-        verify_cost = drafted / plain_forward if drafted is not None and plain_forward else None
-    return Measured(k=metrics.run_k(rounds) or 0, acceptance_rate=metrics.acceptance_rate(rounds),
-                    alpha=metrics.fitted_alpha(rounds), tokens_per_round=metrics.mean_accepted_length(rounds),
+    k = metrics.run_k(rounds) if k is None else k
+    theory = spec_stats.theory and metrics.theory(rounds, c=spec_stats.cost_ratio, k=k)  # None: trees, no drafts
+    drafted = metrics.median(r.verify_s for r in rounds if r.num_drafted)
+    plain_forward = metrics.median(r.verify_s for r in plain.rounds) if plain_stats is not None else None
+    verify_cost = drafted / plain_forward if drafted is not None and plain_forward else None
+    return Measured(k=k or 0, acceptance_rate=metrics.acceptance_rate(rounds),
+                    alpha=metrics.fitted_alpha(rounds, k), tokens_per_round=metrics.mean_accepted_length(rounds),
                     cost_ratio=spec_stats.cost_ratio, verify_cost=verify_cost, tokens_per_s=spec_stats.tokens_per_s,
                     plain_tokens_per_s=plain_stats.tokens_per_s if plain_stats else None,
                     speedup=runstats.speedup(spec_stats, plain_stats) if plain_stats else None,
@@ -221,8 +226,8 @@ def teaching_run(engine, tokenizer, prompt_ids: Sequence[int], settings: DecodeS
             plain = engine.generate(prompt_ids, settings.but(speculative=False, seed=spec.seed))
     steps = build_steps(spec, tokenizer=tokenizer, prompt_ids=prompt_ids, greedy=settings.greedy)
     text = "".join(e.text for s in steps for e in s.emitted)
-    return TeachingRun(prompt=prompt, prompt_ids=list(prompt_ids), decode=settings, spec=spec, plain=plain,
-                       steps=steps, measured=measure(spec, plain), text=text, extra=dict(extra or {}))
+    return TeachingRun(prompt=prompt, prompt_ids=list(prompt_ids), decode=settings, spec=spec, plain=plain, steps=steps,
+                       measured=measure(spec, plain, k=chosen_k(settings)), text=text, extra=dict(extra or {}))
 
 
 # -- export --------------------------------------------------------------------------------------------
@@ -300,7 +305,7 @@ class Point:
 
 
 def _point(label: str, result: GenerationResult, plain: GenerationResult | None, settings: DecodeSettings) -> Point:
-    m = measure(result, plain)
+    m = measure(result, plain, k=chosen_k(settings))
     drafter = settings.drafter if isinstance(settings.drafter, str) else "default"
     return Point(label=label, k=settings.num_draft_tokens, temperature=float(settings.temperature), drafter=drafter,
                  tokens=len(result.token_ids), rounds=len(result.rounds), acceptance_rate=m.acceptance_rate,
@@ -390,6 +395,5 @@ def weakened_draft(draft_model, *, noise: float, seed: int = 0):
 
 def theory_curve(alphas: Sequence[float], k: int, c: float | None = None) -> list[float]:
     """Eq. 1 (c None) or Theorem 3.8 (c given) at each alpha, for the charts."""
-    if c is None:
-        return [metrics.expected_tokens_per_round(a, k) for a in alphas]
-    return [metrics.theoretical_speedup(a, k, c) for a in alphas]
+    return [metrics.expected_tokens_per_round(a, k) if c is None else metrics.theoretical_speedup(a, k, c)
+            for a in alphas]

@@ -101,6 +101,25 @@ def test_measured_numbers_use_the_metrics_formulas(setup):
     assert m.speedup == pytest.approx(m.tokens_per_s / m.plain_tokens_per_s)
 
 
+def test_the_theory_is_at_the_k_chosen_where_the_token_budget_cut_every_round_short(setup):
+    """K 8 and 8 new tokens: the first round may draft 7 at most (one token is the round's own) and later rounds
+    fewer, so the run's own K (`metrics.run_k`) is under 8; the Teach tab's theory, its fitted alpha and the K
+    sweep's points are at K = 8, the K chosen, as the chat tab's stats line (`Run.stats`); adaptive K: the run's."""
+    run, _ = _run(setup, num_draft_tokens=8, max_new_tokens=8, temperature=0.0)
+    rounds, m = run.spec.rounds, run.measured
+    assert max(r.num_draft_tokens for r in rounds) < 8 and metrics.run_k(rounds) < 8
+    assert m.k == 8 and m.alpha == metrics.fitted_alpha(rounds, 8)
+    expected = metrics.theory(rounds, c=m.cost_ratio, k=8)
+    assert (m.theory_speedup, m.theory_tokens_per_round) == (expected.speedup, expected.tokens_per_round)
+    assert teach.measure(run.spec, run.plain, k=None).k == metrics.run_k(rounds)  # adaptive K: the run's own
+    assert teach.chosen_k(teach.DEFAULTS.but(num_draft_tokens=8, adaptive=True)) is None
+    (point,) = teach.k_sweep(setup.engine, setup.ids, ks=[8], warm=False, max_new_tokens=8, temperature=0.0)
+    assert point.alpha == metrics.fitted_alpha(point_rounds := setup.engine.generate(
+        setup.ids, num_draft_tokens=8, max_new_tokens=8, temperature=0.0, seed=0).rounds, 8)
+    assert point.theory_speedup == metrics.theoretical_speedup(point.alpha, 8, point.cost_ratio)
+    assert metrics.run_k(point_rounds) < 8
+
+
 def test_mean_accept_prob_averages_the_judged_drafts():
     rounds = [SimpleNamespace(num_accepted=2, num_drafted=4, accept_probs=[1.0, 0.9, 0.2, 0.5]),
               SimpleNamespace(num_accepted=4, num_drafted=4, accept_probs=[1.0, 1.0, 0.8, 0.7]),
