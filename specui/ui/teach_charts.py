@@ -66,9 +66,8 @@ def theory_tokens_figure(measured: Measured | None = None, *, ks: Sequence[int] 
             x=[round(measured.alpha, 4)], y=[round(measured.tokens_per_round, 4)], mode="markers", name="measured",
             marker={"color": POINT_COLOUR, "size": 13, "symbol": "diamond", "line": {"color": "white", "width": 1}},
             hovertemplate="measured: α=%{x:.3f}, %{y:.2f} tokens/round<extra></extra>"))
-        title += f"<br><sub>measured α={fmt(measured.alpha, '.2f')}: " \
-                 f"{fmt(measured.tokens_per_round, '.2f')} tokens/round " \
-                 f"(theory at K={measured.k}: {fmt(measured.theory_tokens_per_round, '.2f')})</sub>"
+        title += (f"<br><sub>measured {fmt(measured.tokens_per_round, '.2f')} tokens/round; "
+                  f"α={fmt(measured.alpha, '.2f')} is fitted so that K={measured.k}'s curve passes through it</sub>")
     fig = _layout(fig, title=title, x="α (chance the target accepts a draft token)", y="tokens per round")
     fig.update_xaxes(range=[0, 1.0])
     return fig
@@ -125,13 +124,18 @@ def residual_figure(step: Step | None = None) -> go.Figure:
     if step is not None and step.residual:
         drawn = step.final.token_id if step.final is not None else None
         labels = [f"{c.text!r} ({c.token_id})" for c in step.residual]
+        # the drawn bar: red, hatched and labelled, so more than its hue tells it apart
         fig.add_trace(go.Bar(x=labels, y=[round(c.prob, 5) for c in step.residual], name="norm(max(0, p − q))",
                              marker_color=[POINT_COLOUR if c.token_id == drawn else THEORY_COLOUR
                                            for c in step.residual],
+                             marker_pattern_shape=["x" if c.token_id == drawn else "" for c in step.residual],
+                             text=["drawn" if c.token_id == drawn else "" for c in step.residual],
+                             textposition="outside", cliponaxis=False,
                              hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
+        shown = f"its top {len(step.residual)} tokens, {fmt(sum(c.prob for c in step.residual), '.2f')} of its mass"
         if step.final is not None:
             where = "red" if drawn in {c.token_id for c in step.residual} else f"outside the top {len(step.residual)}"
-            title += f"<br><sub>drawn: {step.final.text!r} ({where})</sub>"
+            title += f"<br><sub>{shown}; drawn: {step.final.text!r} ({where})</sub>"
     fig = _layout(fig, title=title, x="token", y="probability", showlegend=False)
     fig.update_layout(height=280)
     if step is None:  # not plotly's empty axes from -1 to 6: what will fill them

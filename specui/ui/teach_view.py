@@ -41,10 +41,11 @@ THEORY_HELP = """**Theory beside measurement** (Leviathan et al. 2023)
 * **Tokens per round** = (1 − α^(K+1)) / (1 − α): between 1 (α = 0) and K+1 (α = 1).
 * **c**: the cost of one draft forward relative to one target forward, measured from this run's timings.
 * **Speedup** = (1 − α^(K+1)) / ((1 − α)(Kc + 1)): a longer draft pays off only if α is high and c small.
-* The red diamonds are this run; the green star is the best K for its α and c. On the left, a diamond off its
-  curve means acceptances were not independent coin flips (easy stretches, hard stretches). On the right,
-  a diamond below its curve is real cost the formula leaves out: a (K+1)-token verify that costs more than one
-  plain forward ("verify cost" below), sampling, cache trims, Python."""
+* The red diamonds are this run; the green star is the best K for its α and c. On the left the diamond sits on
+  its K's curve by construction: α is fitted to the measured tokens per round. The **acceptance rate**
+  (accepted / drafted) is lower than α because the drafts after a rejection count as drafted though never judged.
+  On the right, a diamond below its curve is real cost the formula leaves out: a (K+1)-token verify that costs
+  more than one plain forward ("verify cost" below), sampling, cache trims, Python."""
 SWEEP_HELP = """**K sweep.** The same prompt decoded with K = 1…8, each timed against plain decoding (the target
 alone, same seed). Small K wastes the draft's good guesses; large K wastes draft forwards on tokens that get
 thrown away. The dotted line is the theory at the sweep's α and c. Temperature 0 gives the cleanest sweep:
@@ -97,13 +98,23 @@ def render_step(run: lesson.TeachingRun | None, index: int) -> str:
         mode += f", repetition penalty {fmt(run.decode.repetition_penalty, 'g')}"
     copied = " · draft copied from the context (q one-hot)" if step.copied else ""
     head = (f'<div class="teach-head">Round <span class="teach-round">'
-            f'{index + 1}</span> of {len(run.steps)} · K = {step.num_draft_tokens} · {escape_text(mode)}{copied}'
+            f'{index + 1}</span> of {len(run.steps)} · K = {asked(run, step)} · {escape_text(mode)}{copied}'
             f'{stopped(run, step)}</div>')
     context = (f'<div class="teach-label">Context (prompt in grey, then the '
                f'text so far)</div><div class="teach-context specui-text">'
                f'<span class="teach-prompt-text">{escape_text(shown_prompt)}</span>{escape_text(generated)}</div>')
     return (f'<div class="teach-step" data-round="{index + 1}" data-rounds="{len(run.steps)}">{head}{context}'
             f'{drafts_table(step)}{outcome(step)}{added(step)}</div>')
+
+
+def asked(run: lesson.TeachingRun, step: lesson.Step) -> str:
+    """The K chosen, and the drafts this round asked for where the token budget allowed fewer (adaptive K: the
+    round's own K)."""
+    k = run.decode.num_draft_tokens
+    if run.decode.adaptive or step.num_draft_tokens >= k:
+        return str(step.num_draft_tokens)
+    left = step.num_draft_tokens + 1
+    return f"{k}, {left - 1} asked ({left} token{'s' if left > 1 else ''} left to generate, the round's own included)"
 
 
 def stopped(run: lesson.TeachingRun, step: lesson.Step) -> str:
@@ -123,7 +134,8 @@ def drafts_table(step: lesson.Step) -> str:
                 'decoded one token itself.</div>')
     u_head = "u" if not step.greedy else "u (greedy: none)"
     rule = "u &lt; p/q?" if not step.greedy else "draft = target's top token?"
-    heads = ["#", "draft token", "q(x) draft", "p(x) target", "min(1, p/q)", u_head, rule]
+    accept = "min(1, p/q)" if not step.greedy else "kept (1) or not (0)"  # greedy: the argmax rule's 1 or 0
+    heads = ["#", "draft token", "q(x) draft", "p(x) target", accept, u_head, rule]
     head = "".join(f'<th class="num">{h}</th>' for h in heads)
     because = ("matches", "differs") if step.greedy else ("u &lt; p/q", "u ≥ p/q")
     verdicts = {Check.ACCEPTED: f"✓ accepted ({because[0]})", Check.REJECTED: f"✗ rejected ({because[1]})",
@@ -136,10 +148,19 @@ def drafts_table(step: lesson.Step) -> str:
         rows.append(
             f'<tr class="teach-draft" {data}><td class="num">{d.position}</td>'
             f'<td class="text">{escape_text(repr(d.text))}</td><td class="num">{_num(d.q)}</td>'
-            f'<td class="num">{_num(d.p)}</td><td class="num">{_num(d.accept_prob)}</td>'
+            f'<td class="num">{_num(d.p)}</td><td class="num">{_num(judged(d))}</td>'
             f'<td class="num">{_num(d.u)}</td><td class="num verdict-{d.verdict}">{verdict}</td></tr>')
+    note = ('<div class="teach-key">Greedy: a draft is kept when it is the target\'s most likely token; p and q are '
+            'the softmax at temperature 1 (prompt lookup\'s q is 1), shown for reference: no draw uses them.</div>'
+            if step.greedy else "")
     return (f'<table class="teach-table teach-drafts">'
-            f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
+            f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>{note}')
+
+
+def judged(d: lesson.DraftCheck) -> float | None:
+    """The acceptance probability shown: none for a draft after the rejection, which was never judged (greedy
+    rounds carry a 0 there)."""
+    return None if d.verdict == Check.DISCARDED else d.accept_prob
 
 
 def _repr(x: float | None) -> str:
@@ -173,6 +194,8 @@ def outcome(step: lesson.Step, *, chart: bool = True) -> str:
         elif k:
             parts.append(f"Every draft passed, so the target adds a bonus token {token} drawn from its own p at "
                          f"position {k + 1} (p = {_num(final.p)}).")
+        elif step.greedy:
+            parts.append(f"The target's top token is {token} (p = {_num(final.p)}).")
         else:
             parts.append(f"The target drew {token} from p (p = {_num(final.p)}).")
     else:
@@ -204,9 +227,10 @@ def render_measured(run: lesson.TeachingRun | None) -> str:
                                               "the theory curves, the chat tab and the benchmark use it"),
              item("acceptance rate (accepted / drafted)", fmt(m.acceptance_rate), "the usual acceptance rate"),
              item("tokens per round", fmt(m.tokens_per_round, ".2f"), "bonus included"),
-             item("theory tokens per round", fmt(m.theory_tokens_per_round, ".2f"), "(1 − α^(K+1)) / (1 − α)"),
+             item("theory tokens per round (α is fitted to match)", fmt(m.theory_tokens_per_round, ".2f"),
+                  "(1 − α^(K+1)) / (1 − α) at the fitted α: the measured tokens per round, by construction"),
              item("c", fmt(m.cost_ratio), "seconds per drafted token / seconds per plain target forward"),
-             item("verify cost", fmt(m.verify_cost, ".2f"),
+             item("verify cost", fmt(m.verify_cost, ".2f×"),
                   "seconds of one (K+1)-token verify forward / one plain target forward (the theorem assumes 1)"),
              item("measured speedup", fmt(m.speedup, ".2f×"), "tokens/s / plain tokens/s, same prompt and seed"),
              item("theory speedup", fmt(m.theory_speedup, ".2f×"), "Theorem 3.8 at the measured α, K, c"),

@@ -1,0 +1,107 @@
+"""The Teach tab's step view and theory texts without a server: what a round's table, head and outcome say in
+greedy mode, where the token budget cut a round short and where a round drafted nothing, and the residual chart's
+marks. Built from hand-written `Round` records, so each case is exact."""
+
+from __future__ import annotations
+
+import re
+
+from specui import lesson
+from specui.events import GenerationResult, Round
+from specui.settings import DecodeSettings
+from specui.ui import teach_charts, teach_view
+from tests.helpers import char_tokenizer
+
+
+def _round(index, *, drafted, accepted, kinds, token_ids, target_probs, draft_probs, accept_probs, uniforms=(),
+           residual_top=(), k=None):
+    n = len(token_ids)
+    return Round(index=index, token_ids=token_ids, kinds=kinds, drafted=drafted, num_accepted=accepted,
+                 target_probs=target_probs, draft_probs=draft_probs, accept_probs=accept_probs, uniforms=list(uniforms),
+                 token_target_probs=[0.5] * n, token_draft_probs=[None] * n, residual_top=list(residual_top),
+                 num_draft_tokens=len(drafted) if k is None else k, draft_s=0.0, verify_s=0.0, elapsed_s=0.0)
+
+
+def _run(rounds, settings: DecodeSettings) -> lesson.TeachingRun:
+    result = GenerationResult()
+    for r in rounds:
+        result.add(r)
+    steps = lesson.build_steps(result, tokenizer=char_tokenizer(), prompt_ids=[33, 34], greedy=settings.greedy)
+    return lesson.TeachingRun(prompt="AB", prompt_ids=[33, 34], decode=settings, spec=result, plain=None, steps=steps,
+                              measured=lesson.measure(result, k=lesson.chosen_k(settings)))
+
+
+def _cells(html: str) -> list[list[str]]:
+    rows = re.findall(r'<tr class="teach-draft".*?</tr>', html)
+    return [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in rows]
+
+
+# K 8, 5 new tokens: the first round may ask for 4 drafts (5 tokens left, one the round's own); greedy, draft 2 is not
+# the target's argmax (the engine reports 1 and 0, and 0 for the draft after it, never judged); the last round has one
+# token left to generate and drafts nothing
+GREEDY = [_round(0, drafted=[40, 41, 42, 43], accepted=1, kinds=["accepted", "resampled"], token_ids=[40, 50],
+                 target_probs=[0.25, 0.1, 0.3, 0.2], draft_probs=[0.5, 0.4, 0.6, 0.7],
+                 accept_probs=[1.0, 0.0, 0.0, 0.0]),
+          _round(1, drafted=[44, 45], accepted=2, kinds=["accepted", "accepted", "bonus"], token_ids=[44, 45, 46],
+                 target_probs=[0.6, 0.7], draft_probs=[0.5, 0.5], accept_probs=[1.0, 1.0], k=2),
+          _round(2, drafted=[], accepted=0, kinds=["bonus"], token_ids=[47], target_probs=[], draft_probs=[],
+                 accept_probs=[], k=0)]
+
+
+def test_a_greedy_tables_verdict_column_is_not_called_min_1_p_over_q():
+    """Greedy rounds carry 1 or 0 (the argmax rule), not min(1, p/q) of the p and q beside them (0.25 / 0.5 would be
+    0.5): the column says what it holds, a draft after the rejection shows none, and a note says what p and q are."""
+    run = _run(GREEDY, DecodeSettings(temperature=0, num_draft_tokens=8, max_new_tokens=6))
+    html = teach_view.render_step(run, 0)
+    head = re.search(r"<thead>.*?</thead>", html).group(0)
+    assert "min(1, p/q)" not in head and "kept (1) or not (0)" in head
+    assert [row[4] for row in _cells(html)] == ["1.0000", "0.0000", "–", "–"]
+    assert "temperature 1" in html and "most likely token" in html
+    sampled = _run([_round(0, drafted=[40, 41], accepted=0, kinds=["resampled"], token_ids=[50],
+                           target_probs=[0.1, None], draft_probs=[0.5, 0.4], accept_probs=[0.2], uniforms=[0.7, 0.3])],
+                   DecodeSettings(temperature=0.8, num_draft_tokens=2))
+    html = teach_view.render_step(sampled, 0)
+    assert "min(1, p/q)" in re.search(r"<thead>.*?</thead>", html).group(0) and "temperature 1" not in html
+    assert [row[4] for row in _cells(html)] == ["0.2000", "–"]
+
+
+def test_the_round_head_gives_the_k_chosen_and_why_a_round_asked_for_fewer():
+    """K 8 with 5 tokens to go: the round asked for 4 drafts; its head reads K = 8 and says why, not "K = 4"."""
+    run = _run(GREEDY, DecodeSettings(temperature=0, num_draft_tokens=8, max_new_tokens=6))
+    heads = [re.search(r'<div class="teach-head">(.*?)</div>', teach_view.render_step(run, i)).group(1)
+             for i in range(3)]
+    assert "K = 8, 4 asked (5 tokens left to generate, the round's own included)" in heads[0]
+    assert "K = 8, 0 asked (1 token left to generate" in heads[2]
+    adaptive = _run(GREEDY, DecodeSettings(temperature=0, num_draft_tokens=8, max_new_tokens=6, adaptive=True))
+    assert "K = 4 ·" in teach_view.render_step(adaptive, 0)  # adaptive K: the round's own
+
+
+def test_a_greedy_round_that_drafted_nothing_takes_the_targets_top_token_without_a_draw():
+    run = _run(GREEDY, DecodeSettings(temperature=0, num_draft_tokens=8, max_new_tokens=6))
+    outcome = re.search(r'<div class="teach-outcome">(.*?)</div>', teach_view.render_step(run, 2)).group(1)
+    assert "top token" in outcome and "drew" not in outcome
+    sampled = _run(GREEDY[2:], DecodeSettings(temperature=0.8, num_draft_tokens=8, max_new_tokens=1))
+    assert "drew" in teach_view.render_step(sampled, 0)
+
+
+def test_the_theory_help_does_not_promise_a_diamond_off_its_curve():
+    """alpha is fitted to the measured tokens per round, so the left chart's diamond is on its K's curve by
+    construction: the help, the numbers and the chart say so instead of reading it as a finding."""
+    run = _run(GREEDY, DecodeSettings(temperature=0, num_draft_tokens=8, max_new_tokens=6))
+    m = run.measured
+    assert m.theory_tokens_per_round is None or abs(m.theory_tokens_per_round - m.tokens_per_round) < 1e-9
+    assert "off its\n  curve" not in teach_view.THEORY_HELP and "by construction" in teach_view.THEORY_HELP
+    assert "acceptance rate" in teach_view.THEORY_HELP.lower()
+    assert "α is fitted to match" in teach_view.render_measured(run)
+    title = teach_charts.theory_tokens_figure(m).layout.title.text
+    assert "fitted" in title and "theory at K" not in title
+
+
+def test_the_residual_chart_marks_the_drawn_token_by_more_than_colour_and_says_it_shows_the_top_tokens():
+    rnd = _round(0, drafted=[40], accepted=0, kinds=["resampled"], token_ids=[50], target_probs=[0.1],
+                 draft_probs=[0.5], accept_probs=[0.2], uniforms=[0.7], residual_top=[(51, 0.3), (50, 0.2), (52, 0.1)])
+    step = _run([rnd], DecodeSettings(temperature=0.8, num_draft_tokens=1)).steps[0]
+    fig = teach_charts.residual_figure(step)
+    (bars,) = fig.data
+    assert list(bars.text) == ["", "drawn", ""] and list(bars.marker.pattern.shape) == ["", "x", ""]
+    assert "top 3 tokens, 0.60 of its mass" in fig.layout.title.text
