@@ -105,3 +105,19 @@ def test_the_residual_chart_marks_the_drawn_token_by_more_than_colour_and_says_i
     (bars,) = fig.data
     assert list(bars.text) == ["", "drawn", ""] and list(bars.marker.pattern.shape) == ["", "x", ""]
     assert "top 3 tokens, 0.60 of its mass" in fig.layout.title.text
+
+
+def test_the_tokens_a_round_adds_are_quoted_so_a_space_or_a_line_break_shows():
+    """A round that adds a space (id 1) and '<' (id 29): each is quoted as in the drafts table, in its kind's span
+    with the token's own tooltip, and '<' stays text."""
+    rnd = _round(0, drafted=[1], accepted=1, kinds=["accepted", "bonus"], token_ids=[1, 29], target_probs=[0.9],
+                 draft_probs=[0.8], accept_probs=[1.0], uniforms=[0.5])
+    step = _run([rnd], DecodeSettings(temperature=0.8, num_draft_tokens=1)).steps[0]
+    html = teach_view.added(step)
+    spans = re.findall(r'<span class="tok tok-(\w+)" title="([^"]*)">(.*?)</span>', html)
+    space, lt = (e.text for e in step.emitted)
+    assert space.strip() == "" and lt.strip() == "<"
+    assert [(kind, text) for kind, _, text in spans] == [("accepted", teach_view.escape_text(repr(space))),
+                                                         ("bonus", teach_view.escape_text(repr(lt)))]
+    assert f"token 1 {teach_view.escape_text(repr(space))}" in spans[0][1]
+    assert "<" not in re.sub(r"</?(span|div)\b", "", html)
