@@ -21,8 +21,8 @@ import plotly.graph_objects as go
 from specui import metrics
 from specui.lesson import Measured, Point, Step, theory_curve
 from specui.text import fmt
-from specui.ui.theme import (BEST_COLOUR, K_COLOURS, PLAIN_COLOUR, POINT_COLOUR, SPEC_COLOUR, TALL, THEORY_COLOUR, layout,
-                             noted)
+from specui.ui.theme import (BEST_COLOUR, K_COLOURS, K_DASHES, PLAIN_COLOUR, POINT_COLOUR, SPEC_COLOUR, TALL,
+                             THEORY_COLOUR, layout, noted)
 
 KS = (1, 2, 4, 8)
 DEFAULT_C = 0.1  # the draft cost drawn before anything is measured
@@ -30,6 +30,25 @@ DEFAULT_C = 0.1  # the draft cost drawn before anything is measured
 
 def _layout(fig: go.Figure, **kwargs) -> go.Figure:
     return layout(fig, height=TALL, **kwargs)
+
+
+def _k_curve(alphas: Sequence[float], values: Sequence[float], k: int, *, name: str, mine: bool) -> go.Scatter:
+    """Theorem 3.8's curve for one K: the run's own solid and thick, the others each in a dash of its own, every one
+    labelled "K=k" right of its end (in the margin `_K_LABELS_MARGIN` makes), so that neither the legend nor the shade
+    of blue is needed to tell them apart."""
+    return go.Scatter(x=alphas, y=[round(v, 4) for v in values], mode="lines+text", name=name,
+                      text=[""] * (len(alphas) - 1) + [f"K={k}"], textposition="middle right", cliponaxis=False,
+                      textfont={"color": K_COLOURS.get(k, THEORY_COLOUR), "size": 12},
+                      line={"color": K_COLOURS.get(k, THEORY_COLOUR), "width": 3 if mine else 1.75,
+                            "dash": "solid" if mine else K_DASHES.get(k, "dot")})
+
+
+def _k_labelled(fig: go.Figure) -> go.Figure:
+    """Room right of the plot for the K curves' labels."""
+    return fig.update_layout(margin_r=_K_LABELS_MARGIN)
+
+
+_K_LABELS_MARGIN = 50
 
 
 def _waiting(fig: go.Figure, what: str) -> go.Figure:
@@ -56,10 +75,8 @@ def theory_tokens_figure(measured: Measured | None = None, *, ks: Sequence[int] 
     alphas = _alphas()
     for k in _ks(measured, ks):
         mine = measured is not None and k == measured.k
-        fig.add_trace(go.Scatter(x=alphas, y=[round(v, 4) for v in theory_curve(alphas, k)], mode="lines",
-                                 name=f"K={k}" + (" (this run)" if mine else ""),
-                                 line={"color": K_COLOURS.get(k, THEORY_COLOUR), "width": 3 if mine else 1.5,
-                                       "dash": "solid" if mine else "dot"}))
+        fig.add_trace(_k_curve(alphas, theory_curve(alphas, k), k, name=f"K={k}" + (" (this run)" if mine else ""),
+                               mine=mine))
     title = "Expected tokens per round = (1 − α^(K+1)) / (1 − α)"
     if measured is not None and measured.alpha is not None and measured.tokens_per_round is not None:
         fig.add_trace(go.Scatter(
@@ -68,7 +85,7 @@ def theory_tokens_figure(measured: Measured | None = None, *, ks: Sequence[int] 
             hovertemplate="measured: α=%{x:.3f}, %{y:.2f} tokens/round<extra></extra>"))
         title += (f"<br><sub>measured {fmt(measured.tokens_per_round, '.2f')} tokens/round; "
                   f"α={fmt(measured.alpha, '.2f')} is fitted so that K={measured.k}'s curve passes through it</sub>")
-    fig = _layout(fig, title=title, x="α (chance the target accepts a draft token)", y="tokens per round")
+    fig = _k_labelled(_layout(fig, title=title, x="α (chance the target accepts a draft token)", y="tokens per round"))
     fig.update_xaxes(range=[0, 1.0])
     return fig
 
@@ -87,10 +104,8 @@ def theory_speedup_figure(measured: Measured | None = None, *, ks: Sequence[int]
         shown = sorted({*shown, best})
     for k in shown:
         mine = measured is not None and k == measured.k
-        fig.add_trace(go.Scatter(x=alphas, y=[round(v, 4) for v in theory_curve(alphas, k, c)], mode="lines",
-                                 name=f"K={k}" + (" (this run)" if mine else "") + (" (best)" if k == best else ""),
-                                 line={"color": K_COLOURS.get(k, THEORY_COLOUR), "width": 3 if mine else 1.5,
-                                       "dash": "solid" if mine else "dot"}))
+        fig.add_trace(_k_curve(alphas, theory_curve(alphas, k, c), k, mine=mine,
+                               name=f"K={k}" + (" (this run)" if mine else "") + (" (best)" if k == best else "")))
     fig.add_hline(y=1.0, line={"color": PLAIN_COLOUR, "dash": "dash", "width": 1})
     title = f"Speedup = (1 − α^(K+1)) / ((1 − α)(Kc + 1)), c = {fmt(c, '.3f')}"
     if measured is not None and measured.alpha is not None:
@@ -112,7 +127,7 @@ def theory_speedup_figure(measured: Measured | None = None, *, ks: Sequence[int]
                       f"best K={best} ({fmt(measured.best_k_speedup, '.2f×')})</sub>")
     else:
         title += "<br><sub>c is a placeholder until a run is measured</sub>"
-    fig = _layout(fig, title=title, x="α (chance the target accepts a draft token)", y="speedup")
+    fig = _k_labelled(_layout(fig, title=title, x="α (chance the target accepts a draft token)", y="speedup"))
     fig.update_xaxes(range=[0, 1.0])
     return fig
 

@@ -12,7 +12,11 @@ BEST_COLOUR = "#16a34a"  # the best K
 DRAFTER_COLOURS = {"plain": PLAIN_COLOUR, "model": SPEC_COLOUR, "model_lookup": "#4f46e5", "eagle": "#7c3aed",
                    "medusa": "#db2777", "early_exit": "#0891b2", "early_exit_lookup": "#0d9488",
                    "prompt_lookup": "#d97706"}  # the arena; style.css's .arena-* match
-K_COLOURS = {1: "#93c5fd", 2: "#60a5fa", 3: "#3b82f6", 4: "#2563eb", 5: "#1d4ed8", 6: "#1e40af", 8: "#1e3a8a"}
+# the theory charts' K curves: told apart by dash and by a label at each curve's end as well as by shade, so that a
+# washed-out projector or a colour-blind reader still tells them apart (the palest blue of before, #93c5fd, vanished)
+K_COLOURS = {1: "#60a5fa", 2: "#3b82f6", 3: "#2563eb", 4: "#1d4ed8", 5: "#1e40af", 6: "#1e3a8a", 8: "#172554"}
+K_DASHES = {1: "dot", 2: "dash", 3: "longdash", 4: "dashdot", 5: "longdashdot", 6: "5px,2px", 8: "2px,6px"}
+SUBTITLE_PX = 12  # a title's second line: plotly's <sub> drew it at about 10 px, too small on a projector
 HEIGHT = 280  # the chat tab's live charts
 TALL = 320  # the Teach tab's theory and experiment charts
 PLOT_MIN_WIDTH = 340  # charts side by side wrap below this width each: one a row on a phone
@@ -33,7 +37,9 @@ TEMPLATE = _template()
 
 
 def layout(fig: go.Figure, *, title: str, x: str, y: str, height: int = HEIGHT, **kwargs) -> go.Figure:
-    """Title, axes, size, margins and a horizontal legend under the plot, the same for every chart."""
+    """Title, axes, size, margins and a horizontal legend under the plot, the same for every chart (a title's <sub>
+    second line is drawn at SUBTITLE_PX)."""
+    title = title.replace("<sub>", f'<span style="font-size:{SUBTITLE_PX}px">').replace("</sub>", "</span>")
     fig.update_layout(title={"text": title, "font": {"size": 14}}, template=TEMPLATE, height=height,
                       margin={"l": 55, "r": 20, "t": 50, "b": 40}, xaxis_title=x, yaxis_title=y,
                       legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0}, **kwargs)

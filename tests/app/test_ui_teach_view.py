@@ -121,3 +121,17 @@ def test_the_tokens_a_round_adds_are_quoted_so_a_space_or_a_line_break_shows():
                                                          ("bonus", teach_view.escape_text(repr(lt)))]
     assert f"token 1 {teach_view.escape_text(repr(space))}" in spans[0][1]
     assert "<" not in re.sub(r"</?(span|div)\b", "", html)
+
+
+def test_the_k_curves_differ_by_more_than_shade_and_subtitles_are_legible():
+    """On a washed-out projector the K curves' pale blues ran together and each chart's second line (plotly's <sub>,
+    about 10 px) was too small: each K has its own dash and a label at its curve's end, the second line 12 px."""
+    m = _run(GREEDY, DecodeSettings(temperature=0, num_draft_tokens=4, max_new_tokens=6)).measured
+    for fig in (teach_charts.theory_tokens_figure(m), teach_charts.theory_speedup_figure(m)):
+        curves = [t for t in fig.data if t.mode == "lines+text"]
+        assert len(curves) >= 4
+        assert len({t.line.dash for t in curves}) == len(curves)  # the run's own solid, every other its own dash
+        assert [t.text[-1] for t in curves] == [f"K={k}" for k in sorted({1, 2, 4, 8, m.k})]
+        assert all(not any(t.text[:-1]) and t.cliponaxis is False for t in curves)  # one label, in the margin
+        assert "<sub>" not in fig.layout.title.text
+    assert "<br><span style=\"font-size:12px\">measured" in teach_charts.theory_tokens_figure(m).layout.title.text

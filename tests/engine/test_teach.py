@@ -201,7 +201,7 @@ def test_charts_are_plotly_figures_with_the_measured_point(setup):
     assert isinstance(fig, go.Figure)
     point = next(t for t in fig.data if t.name == "measured")
     assert point.x[0] == pytest.approx(m.alpha, abs=1e-4) and point.y[0] == pytest.approx(m.tokens_per_round, abs=1e-4)
-    curves = {t.name for t in fig.data if t.mode == "lines"}
+    curves = {t.name for t in fig.data if t.mode.startswith("lines")}  # lines+text: each labelled at its end
     assert {"K=1", "K=2", "K=4 (this run)", "K=8"} <= curves
     k4 = next(t for t in fig.data if t.name == "K=4 (this run)")
     assert k4.y[50] == pytest.approx(metrics.expected_tokens_per_round(0.5, 4), abs=1e-4)
