@@ -140,7 +140,7 @@ def drafts_table(step: lesson.Step) -> str:
     because = ("matches", "differs") if step.greedy else ("u &lt; p/q", "u ≥ p/q")
     verdicts = {Check.ACCEPTED: f"✓ accepted ({because[0]})", Check.REJECTED: f"✗ rejected ({because[1]})",
                 Check.DISCARDED: "– not checked"}
-    rows = []
+    rows, unused = [], ' <span class="teach-unused">(unused)</span>'
     for d in step.drafts:
         verdict = verdicts[d.verdict]
         data = (f'data-verdict="{d.verdict}" data-token="{d.token_id}" data-q="{d.q!r}" data-p="{_repr(d.p)}" '
@@ -149,10 +149,14 @@ def drafts_table(step: lesson.Step) -> str:
             f'<tr class="teach-draft" {data}><td class="num">{d.position}</td>'
             f'<td class="text">{escape_text(repr(d.text))}</td><td class="num">{_num(d.q)}</td>'
             f'<td class="num">{_num(d.p)}</td><td class="num">{_num(judged(d))}</td>'
-            f'<td class="num">{_num(d.u)}</td><td class="num verdict-{d.verdict}">{verdict}</td></tr>')
+            f'<td class="num">{_num(d.u)}{unused if d.verdict == Check.DISCARDED and d.u is not None else ""}</td>'
+            f'<td class="num verdict-{d.verdict}">{verdict}</td></tr>')
     note = ('<div class="teach-key">Greedy: a draft is kept when it is the target\'s most likely token; p and q are '
             'the softmax at temperature 1 (prompt lookup\'s q is 1), shown for reference: no draw uses them.</div>'
-            if step.greedy else "")
+            if step.greedy else
+            '<div class="teach-key">The round draws a u for every draft at once; a draft after the first rejection '
+            'is never checked, so its u is never read (shown "unused").</div>'
+            if any(d.verdict == Check.DISCARDED and d.u is not None for d in step.drafts) else "")
     return (f'<table class="teach-table teach-drafts">'
             f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>{note}')
 

@@ -135,3 +135,18 @@ def test_the_k_curves_differ_by_more_than_shade_and_subtitles_are_legible():
         assert all(not any(t.text[:-1]) and t.cliponaxis is False for t in curves)  # one label, in the margin
         assert "<sub>" not in fig.layout.title.text
     assert "<br><span style=\"font-size:12px\">measured" in teach_charts.theory_tokens_figure(m).layout.title.text
+
+
+def test_a_u_drawn_for_a_draft_never_checked_is_marked_unused():
+    """The verify draws K uniforms at once, so a draft after the rejection has a u that nothing read: it is marked
+    and the note says why (students asked what it was for); checked drafts' u stay plain numbers."""
+    rnd = _round(0, drafted=[40, 41, 42], accepted=0, kinds=["resampled"], token_ids=[50], target_probs=[0.1, 0.3, 0.2],
+                 draft_probs=[0.5, 0.4, 0.3], accept_probs=[0.2], uniforms=[0.7, 0.1, 0.3],
+                 residual_top=[(50, 0.5)])
+    table = teach_view.drafts_table(_run([rnd], DecodeSettings(temperature=0.8, num_draft_tokens=3)).steps[0])
+    rows = re.findall(r'<tr class="teach-draft".*?</tr>', table)
+    assert [("(unused)" in row) for row in rows] == [False, True, True]
+    assert "never read" in table
+    greedy = _round(0, drafted=[40, 41], accepted=1, kinds=["accepted", "resampled"], token_ids=[40, 50],
+                    target_probs=[0.6, 0.2], draft_probs=[0.5, 0.4], accept_probs=[1.0, 0.0])
+    assert "unused" not in teach_view.drafts_table(_run([greedy], DecodeSettings(temperature=0)).steps[0])
