@@ -151,7 +151,8 @@ def check_before_loading(preset: Preset) -> None:
             "Choose a preset without quantization."
         )
     models = ((preset.target, preset.revision), (preset.draft, preset.draft_revision))
-    on_hub = [(ref, rev) for ref, rev in models if ref and not Path(ref).is_absolute() and not packaged.is_packaged(ref)]
+    on_hub = [(ref, rev) for ref, rev in models
+              if ref and not Path(ref).is_absolute() and not packaged.is_packaged(ref)]
     missing = hub.unreachable(on_hub)  # at once: transformers would retry for about a minute
     if missing:
         raise LoadError(f"Preset '{preset.name}' needs {' and '.join(missing)} from the Hugging Face Hub, which this "
