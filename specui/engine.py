@@ -43,7 +43,7 @@ from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, cpu_threads, model_device
 from specui.prompt_cache import PromptCache, open_target
 from specui.sampling import Generators, Rows, Sampling, argmax, choose, penalize
-from specui.settings import DecodeSettings, settings_from, why_no_trees
+from specui.settings import TREE_METHODS, DecodeSettings, settings_from, why_no_trees
 from specui.tree_round import tree_round
 from specui.tree_verify import verify_tree
 from specui.verify_rule import verify
@@ -171,7 +171,7 @@ class SpeculativeEngine:
         if hasattr(drafter, "stop_below"):  # drafters that draw from distributions stop when unsure (`Confidence`)
             drafter.stop_below = settings.draft_confidence
         tree = (settings.tree_width, settings.tree_nodes) if settings.tree_width > 1 and drafter is not None else None
-        if tree and not all(callable(getattr(drafter, m, None)) for m in ("propose_tree", "observe_tree")):
+        if tree and not all(callable(getattr(drafter, m, None)) for m in TREE_METHODS):
             name = getattr(drafter, "name", type(drafter).__name__)
             raise ValueError(f"drafter {name!r} cannot draft token trees ({why_no_trees(name)}); use tree_width=1")
         self._check_context(len(prompt), settings.max_new_tokens, drafter)

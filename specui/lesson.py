@@ -161,10 +161,10 @@ def chosen_k(settings: DecodeSettings) -> int | None:
 def measure(spec: GenerationResult, plain: GenerationResult | None = None, *, k: int | None = None) -> Measured:
     """Summarise a speculative run (and the plain run of the same prompt) for the theory charts, at K `k`."""
     rounds = spec.rounds
-    spec_stats = runstats.run_stats(spec, plain=plain)
-    plain_stats = runstats.run_stats(plain) if plain is not None and plain.rounds else None
     k = metrics.run_k(rounds) if k is None else k
-    theory = spec_stats.theory and metrics.theory(rounds, c=spec_stats.cost_ratio, k=k)  # None: trees, no drafts
+    spec_stats = runstats.run_stats(spec, plain=plain, k=k)
+    plain_stats = runstats.run_stats(plain) if plain is not None and plain.rounds else None
+    theory = spec_stats.theory  # None: trees, no drafts
     drafted = metrics.median(r.verify_s for r in rounds if r.num_drafted)
     plain_forward = metrics.median(r.verify_s for r in plain.rounds) if plain_stats is not None else None
     verify_cost = drafted / plain_forward if drafted is not None and plain_forward else None

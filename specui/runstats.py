@@ -80,8 +80,10 @@ def asked_k(rounds) -> int:
     return max((r.num_draft_tokens for r in rounds), default=0)
 
 
-def run_stats(result, *, plain=None) -> RunStats:
-    """Summarise one run. With the plain run, c uses its time per token as the target's cost."""
+def run_stats(result, *, plain=None, k: int | None = None) -> RunStats:
+    """Summarise one run. With the plain run, c uses its time per token as the target's cost. Theorem 3.8 is taken
+    at `k`: the K chosen (the chat tab and the Teach tab: even where the token budget cut every round short), else the
+    run's own (`metrics.run_k`)."""
     seconds = engine_seconds(result)
     rounds = result.rounds
     c, trees = cost_ratio(result, plain), any(r.tree for r in rounds)
@@ -92,7 +94,7 @@ def run_stats(result, *, plain=None) -> RunStats:
         mean_k=sum(r.num_draft_tokens for r in rounds) / len(rounds) if rounds else 0.0, cost_ratio=c,
         # Theorem 3.8 counts a chain of K drafts: a tree run's stats give none (the benchmark reads a tree as such a
         # chain with the tree's tokens per forward, and says so)
-        theory=None if trees else metrics.theory(rounds, c=c), prefill_s=result.prefill_s,
+        theory=None if trees else metrics.theory(rounds, c=c, k=k), prefill_s=result.prefill_s,
         reused_tokens=result.reused_tokens, trees=trees,
     )
 

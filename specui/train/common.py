@@ -214,11 +214,8 @@ def warmup_cosine(lr: float, warmup: int, step: int, progress: float) -> float:
 
 
 def lr_at(step: int, *, steps: int, lr: float, warmup: int) -> float:
-    """Linear warmup, then cosine decay to a tenth of the peak."""
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    progress = (step - warmup) / max(1, steps - warmup)
-    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+    """Linear warmup, then cosine decay to a tenth of the peak over the steps after the warmup (`warmup_cosine`)."""
+    return warmup_cosine(lr, warmup, step, max(0.0, (step - warmup) / max(1, steps - warmup)))
 
 
 def make_optimizer(model, *, lr: float, weight_decay: float):

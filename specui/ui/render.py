@@ -74,11 +74,12 @@ def tooltip(view: TokenView) -> str:
     return " · ".join(parts)
 
 
-def token_span(view: TokenView, *, style: str = "") -> str:
+def token_span(view: TokenView, *, style: str = "", shown: str | None = None) -> str:
+    """One token's span: its kind's class and its tooltip, showing its text (or `shown`: the Teach tab quotes it)."""
     style_attr = f' style="{style}"' if style else ""
     special = " tok-special" if view.special else ""
     return (f'<span class="tok tok-{html.escape(view.kind)}{special}" title="{html.escape(tooltip(view), quote=True)}"'
-            f'{style_attr}>{escape_text(view.text)}</span>')
+            f'{style_attr}>{escape_text(view.text if shown is None else shown)}</span>')
 
 
 def render_tokens(views: Sequence[TokenView], *, cursor: bool = False) -> str:

@@ -5,9 +5,9 @@ them; the chat's handlers, the API and the arena view read them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from specui import arena, metrics, runstats
+from specui import arena, runstats
 from specui.events import GenerationResult, Kind
 from specui.prompt_cache import answer_ids
 from specui.ui.request import Settings
@@ -87,12 +87,10 @@ class Run:
         return self.spec.token_ids == self.plain.token_ids
 
     def stats(self):
-        spec = runstats.run_stats(self.spec, plain=self.plain) if self.spec.rounds else None
-        if spec is not None and spec.theory is not None and not self.settings.adaptive:
-            # Theorem 3.8 at the K chosen: the run's own (the K most of its rounds asked for) is less where the token
-            # budget cut every round short (K 64 and 64 new tokens: 63 drafts at most in the first round)
-            k = self.settings.num_draft_tokens
-            spec = replace(spec, theory=metrics.theory(self.spec.rounds, c=spec.cost_ratio, k=k))
+        # Theorem 3.8 at the K chosen: the run's own (the K most of its rounds asked for) is less where the token
+        # budget cut every round short (K 64 and 64 new tokens: 63 drafts at most in the first round)
+        k = None if self.settings.adaptive else self.settings.num_draft_tokens
+        spec = runstats.run_stats(self.spec, plain=self.plain, k=k) if self.spec.rounds else None
         plain = runstats.run_stats(self.plain) if self.plain is not None and self.plain.rounds else None
         return spec, plain
 

@@ -10,7 +10,7 @@ from specui import lesson
 from specui.drafters.registry import PROMPT_LOOKUP
 from specui.events import Check, Kind
 from specui.text import fmt, fmt_prob
-from specui.ui.render import TokenView, escape_text, tooltip
+from specui.ui.render import TokenView, escape_text, token_span
 
 CONTEXT_CHARS = 1200  # the context shown is cut to its last characters
 DEFAULT_PROMPT = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"
@@ -210,19 +210,14 @@ def outcome(step: lesson.Step, *, chart: bool = True) -> str:
 def added(step: lesson.Step, *, verb: str = "adds") -> str:
     """The round's tokens, each quoted as in the table (a line break or a space alone would not show), coloured by
     origin and told apart by their underline too."""
-    spans = " ".join(_quoted(TokenView(text=e.text, kind=e.kind, p=e.p, q=e.q, token_id=e.token_id))
-                     for e in step.emitted)
+    spans = " ".join(token_span(TokenView(text=e.text, kind=e.kind, p=e.p, q=e.q, token_id=e.token_id),
+                                shown=repr(e.text)) for e in step.emitted)
     word = "token" if len(step.emitted) == 1 else "tokens"
     return (f'<div class="teach-added">This round {escape_text(verb)} {len(step.emitted)} {word}: '
             f'<span class="specui-text">'
             f'{spans}</span> <span class="teach-key">(green accepted, red underlined resampled, '
             f'blue dotted underline bonus)</span></div>')
 
-
-def _quoted(view: TokenView) -> str:
-    """`render.token_span` showing the token's repr, its tooltip the token's own."""
-    return (f'<span class="tok tok-{escape_text(view.kind)}" title="{escape_text(tooltip(view))}">'
-            f'{escape_text(repr(view.text))}</span>')
 
 
 def render_measured(run: lesson.TeachingRun | None) -> str:
