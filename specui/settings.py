@@ -12,7 +12,8 @@ import numbers
 import operator
 from dataclasses import asdict, dataclass, fields, replace
 
-from specui.drafters.registry import DRAFTER_NAMES, EAGLE, EARLY_EXIT, EARLY_EXIT_LOOKUP, MEDUSA, MODEL, MODEL_LOOKUP
+from specui.drafters.registry import (DRAFTER_NAMES, EAGLE, EARLY_EXIT, EARLY_EXIT_LOOKUP, MEDUSA, MODEL, MODEL_LOOKUP,
+                                      name_of)
 
 MAX_DRAFT_TOKENS = 64  # K: the most draft tokens a round may ask for
 MAX_NEW_TOKENS = 1024  # the most new tokens one run of the app may ask for
@@ -35,8 +36,9 @@ TREE_METHODS = ("propose_tree", "observe_tree")  # what a drafter object needs f
 
 
 def why_no_trees(drafter: str) -> str:
-    """Why the named drafter cannot draft token trees, in words that end a sentence's clause."""
-    return WHY_NO_TREES.get(drafter, NO_TREES)
+    """Why the drafter (its name, or the label a drafter object carries: "early exit") cannot draft token trees, in
+    words that end a sentence's clause."""
+    return WHY_NO_TREES.get(name_of(drafter), NO_TREES)
 
 
 class SettingsError(ValueError):

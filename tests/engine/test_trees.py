@@ -110,6 +110,20 @@ def test_a_refused_tree_says_why_that_drafter_cannot(drafter, reason):
         DecodeSettings(tree_width=2, drafter=drafter)
     assert reason in str(refused.value)
     assert arena.skip_reason(drafter).startswith("cannot draft token trees (") and reason in arena.skip_reason(drafter)
+
+
+
+def test_an_engines_default_drafter_refused_a_tree_says_why_too():
+    """A run that names no drafter reaches the engine's own check, which has the drafter object and its label
+    ("early exit"): the reason is that drafter's, not the generic one."""
+    from specui.heads import early_exit
+
+    target = make_model("llama", vocab_size=96, layers=3, seed=0)
+    engine = SpeculativeEngine(target, heads={"early_exit": early_exit.build(target, exit_layer=1)}, drafter="early_exit")
+    with pytest.raises(ValueError, match="target's own cache of its first layers"):
+        engine.generate([1, 2, 3], max_new_tokens=4, tree_width=2)
+    with pytest.raises(ValueError, match="no distributions to rank children by"):  # prompt lookup, the default here
+        SpeculativeEngine(target).generate([1, 2, 3], max_new_tokens=4, tree_width=2)
     with pytest.raises(SettingsError, match="tree methods"):
         DecodeSettings(tree_width=2, drafter=type("Chain", (), {"start": id, "propose": id, "observe": id})())
     with pytest.raises(SettingsError, match="needs a tree"):
