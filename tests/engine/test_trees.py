@@ -119,7 +119,8 @@ def test_an_engines_default_drafter_refused_a_tree_says_why_too():
     from specui.heads import early_exit
 
     target = make_model("llama", vocab_size=96, layers=3, seed=0)
-    engine = SpeculativeEngine(target, heads={"early_exit": early_exit.build(target, exit_layer=1)}, drafter="early_exit")
+    head = early_exit.build(target, exit_layer=1)
+    engine = SpeculativeEngine(target, heads={"early_exit": head}, drafter="early_exit")
     with pytest.raises(ValueError, match="target's own cache of its first layers"):
         engine.generate([1, 2, 3], max_new_tokens=4, tree_width=2)
     with pytest.raises(ValueError, match="no distributions to rank children by"):  # prompt lookup, the default here
