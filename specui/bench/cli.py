@@ -35,7 +35,9 @@ from specui.settings import DecodeSettings, SettingsError
 ALL = "all"  # --drafter all: plain decoding and every drafter of the preset
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m specui.bench", description="specui's engine against transformers' own generation, on the same prompts.")
+    p = argparse.ArgumentParser(prog="python -m specui.bench",
+                                description="specui's engine against transformers' own generation, on the same "
+                                            "prompts.")
     p.add_argument("--preset", default=None, help="a preset of models.yaml (default: its default)")
     p.add_argument("--config", default=None, help="the models.yaml to read (default: the one beside the package)")
     p.add_argument("--target", default=None, help="a pair not in models.yaml: its target (a folder or a Hub id), "
@@ -45,14 +47,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--prompts", default=None,
                    help='JSON Lines file, one {"prompt": "..."} per line (default: the held-out chat and code prompts '
                         'of specui.chat_prompts for a chat preset, else held-out stdlib test code)')
-    p.add_argument("--num-prompts", type=int, default=DEFAULT_PROMPTS,
-                   help="how many built-in prompts (default: %(default)s; there are 16 held-out chat prompts)")
+    p.add_argument("--num-prompts", type=int, default=None,
+                   help=f"how many prompts: the first N of the built-in ones (default: {DEFAULT_PROMPTS}; there are 16 "
+                        "held-out chat prompts) or, with --prompts, the first N of the file's (default: all of them)")
     p.add_argument("--prompt-tokens", type=int, default=PROMPT_TOKENS,
                    help="length of each built-in stdlib prompt, in tokens (default: %(default)s)")
     p.add_argument("--max-new-tokens", type=int, default=128,
                    help="tokens decoded per run (default: %(default)s)")
-    p.add_argument("--num-draft-tokens", type=int, default=None, help="K (default: the preset's; with --drafter all or a head, "
-                                                                      "each drafter's own K from the preset's drafter_tokens)")
+    p.add_argument("--num-draft-tokens", type=int, default=None,
+                   help="K (default: the preset's; with --drafter all or a head, each drafter's own K from the "
+                        "preset's drafter_tokens)")
     p.add_argument("--draft-confidence", type=float, default=None,
                    help="a round stops drafting once the draft's confidence (the product of its top probabilities) "
                         "falls below this; K is then the most it drafts (default: the preset's draft_confidence, 0 "
@@ -70,8 +74,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help=f"a drafter of the preset ({', '.join(DRAFTER_NAMES)}; default: the preset's), or {ALL}: "
                         "plain decoding and every drafter of the preset, side by side")
     p.add_argument("--turns", type=int, default=0,
-                   help="N > 0: a conversation of N turns (the prompts as successive messages), each turn decoded afresh "
-                        "and with the conversation's cache (specui.prompt_cache), side by side")
+                   help="N > 0: a conversation of N turns (the prompts as successive messages), each turn decoded "
+                        "afresh and with the conversation's cache (specui.prompt_cache), side by side")
     p.add_argument("--repeats", type=int, default=3,
                    help="timed runs of each method per prompt, the median kept (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=1,
@@ -79,16 +83,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: the preset's `threads`, else torch's choice)")
     p.add_argument("--prompt-threads", type=int, default=None,
-                   help="torch CPU threads while specui's engine reads a prompt (default: the preset's `prompt_threads`, "
-                        "else --threads)")
+                   help="torch CPU threads while specui's engine reads a prompt (default: the preset's "
+                        "`prompt_threads`, else --threads)")
     p.add_argument("--cost-samples", type=int, default=TIMING_SAMPLES,
                    help="timed one-token forwards of each model for c, the median kept (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="the runs' seed (default: %(default)s)")
     p.add_argument("--json", default=None, help="also write the results as one JSON object to this file")
     args = p.parse_args(argv)
-    for name in ("num_prompts", "prompt_tokens", "max_new_tokens", "repeats", "cost_samples"):
+    for name in ("prompt_tokens", "max_new_tokens", "repeats", "cost_samples"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.num_prompts is not None and args.num_prompts < 1:
+        p.error("--num-prompts must be >= 1")
     for name in ("num_draft_tokens", "threads", "prompt_threads"):  # None: the preset's; 0 would read as None
         if getattr(args, name) is not None and getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1 (leave it out for the preset's)")
@@ -112,7 +118,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                        temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
                        repetition_penalty=args.repetition_penalty,
                        tree_width=args.tree_width, tree_nodes=args.tree_nodes,
-                       draft_confidence=args.draft_confidence or 0.0)
+                       draft_confidence=args.draft_confidence or 0.0,
+                       drafter=None if args.drafter in (None, ALL) else args.drafter)  # one that drafts no trees
     except SettingsError as e:
         p.error(str(e))
     return args
@@ -183,6 +190,15 @@ def read_prompt_texts(path: str) -> list[str]:
     return texts
 
 
+def first_prompts(texts: list[str], count: int | None, path: str) -> list[str]:
+    """The first `count` of a --prompts file's texts (None: all of them); asking for more than the file holds runs
+    those it has and says so in one line."""
+    if count is None:
+        return texts
+    note_fewer_prompts(count, len(texts), f"prompts in {path}")
+    return texts[:count]
+
+
 def tokenize_prompts(texts: list[str], tokenizer, *, chat: bool = False) -> list[list[int]]:
     """Token ids of each text; with `chat`, as a user turn in the tokenizer's chat template."""
     if chat:
@@ -240,7 +256,8 @@ def main(argv=None) -> dict:
     from transformers.utils import logging as transformers_logging
 
     args = parse_args(argv)
-    texts = read_prompt_texts(args.prompts) if args.prompts else None
+    texts = first_prompts(read_prompt_texts(args.prompts), args.num_prompts, args.prompts) if args.prompts else None
+    count = args.num_prompts or DEFAULT_PROMPTS  # of the built-in prompts
     transformers_logging.set_verbosity_error()  # generate()'s advice about its own arguments is noise here
     config = load_config(args.config)
     if args.target:
@@ -268,10 +285,10 @@ def main(argv=None) -> dict:
     plan = Plan(decode=decode, repeats=args.repeats, warmup=args.warmup)
     chat = preset.chat_template
     prompts = (tokenize_prompts(texts, pair.tokenizer, chat=chat) if texts
-               else tokenize_prompts(chat_prompts.HELD_OUT[: args.num_prompts], pair.tokenizer, chat=True) if chat
-               else builtin_prompts(pair.tokenizer, count=args.num_prompts, length=args.prompt_tokens))
+               else tokenize_prompts(chat_prompts.HELD_OUT[:count], pair.tokenizer, chat=True) if chat
+               else builtin_prompts(pair.tokenizer, count=count, length=args.prompt_tokens))
     if not texts and not args.turns:
-        note_fewer_prompts(args.num_prompts, len(prompts), "held-out chat and code prompts" if chat
+        note_fewer_prompts(count, len(prompts), "held-out chat and code prompts" if chat
                            else f"held-out stdlib prompts of {args.prompt_tokens} tokens")
     methods = Methods(pair, plan)
     if args.prompt_threads:
@@ -290,8 +307,8 @@ def main(argv=None) -> dict:
         arms = bench_arena.arms(names, decode, ks=ks, confidences=confidences)
         figures = bench_arena.summarise(run_prompts(methods, prompts, arms=arms, progress=done), plan, arms=arms)
     else:  # one drafter against plain decoding and transformers' own generation
-        with constant_assistant_schedule(methods.hf_draft if drafter in MODEL_DRAFTERS else None, decode.num_draft_tokens,
-                                         decode.draft_confidence):
+        assistant = methods.hf_draft if drafter in MODEL_DRAFTERS else None
+        with constant_assistant_schedule(assistant, decode.num_draft_tokens, decode.draft_confidence):
             costs = measure_costs(methods, prompts[0], decode.num_draft_tokens, samples=args.cost_samples)
             figures = summarise(run_prompts(methods, prompts, arms=plan_arms(decode), progress=done), costs, plan)
     report = {"preset": preset.name, "drafter": drafter, "max_new_tokens": decode.max_new_tokens,
@@ -299,7 +316,8 @@ def main(argv=None) -> dict:
               "repetition_penalty": decode.repetition_penalty,
               "tree_width": decode.tree_width, "tree_nodes": decode.tree_nodes,
               "draft_confidence": decode.draft_confidence, "repeats": plan.repeats, "warmup": plan.warmup,
-              "num_prompts": len(prompts), "prompts": args.prompts or ("held-out chat and code prompts (specui.chat_prompts)" if chat
+              "num_prompts": len(prompts),
+              "prompts": args.prompts or ("held-out chat and code prompts (specui.chat_prompts)" if chat
                                           else "built-in held-out stdlib test code"),
               **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,
               **({"skipped": {name: skip_reason(name) for name in skipped}} if names else {}),

@@ -358,3 +358,38 @@ def test_more_prompts_than_there_are_is_said_in_one_line(monkeypatch, capsys):
     main(["--preset", "bundled", "--num-prompts", "2", "--max-new-tokens", "2", "--repeats", "1", "--warmup", "0",
           "--cost-samples", "1", "--threads", "1"])
     assert "--num-prompts" not in capsys.readouterr().err  # as many as asked: nothing to say
+
+
+@pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair")
+def test_num_prompts_takes_the_first_n_of_a_prompts_file(tmp_path, capsys):
+    """--num-prompts N with --prompts FILE runs the file's first N prompts (it was ignored: all of them ran); more than
+    the file holds runs those it has and says so; without it, every prompt of the file."""
+    from specui.bench.cli import main
+
+    prompts = tmp_path / "three.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": f"def {name}(x):\n"}) + "\n" for name in "abc"), encoding="utf-8")
+    quick = ["--preset", "bundled", "--prompts", str(prompts), "--max-new-tokens", "2", "--repeats", "1", "--warmup",
+             "0", "--cost-samples", "1", "--threads", "1"]
+    assert main([*quick, "--num-prompts", "2"])["num_prompts"] == 2
+    assert "--num-prompts" not in capsys.readouterr().err
+    assert main([*quick, "--num-prompts", "5"])["num_prompts"] == 3
+    assert f"--num-prompts 5: there are only 3 prompts in {prompts}; running those 3" in capsys.readouterr().err
+    assert main(quick)["num_prompts"] == 3
+
+
+def test_num_prompts_says_it_cuts_a_prompts_file(capsys):
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    assert "with --prompts, the first N of the file's" in " ".join(capsys.readouterr().out.split())
+    assert parse_args([]).num_prompts is None  # the built-in default, or all of a file's
+
+
+def test_a_drafter_that_drafts_no_trees_is_refused_before_loading(capsys):
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--tree-width", "2", "--drafter", "prompt_lookup"])
+    assert exit_.value.code == 2 and "drafter 'prompt_lookup' cannot draft trees" in capsys.readouterr().err
+    assert parse_args(["--tree-width", "2", "--drafter", "all"]).drafter == "all"  # all skips those that cannot
