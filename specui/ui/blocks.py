@@ -30,7 +30,7 @@ import gradio as gr
 from specui.drafters import LABELS
 from specui.loading import PairCache
 from specui.settings import MAX_DRAFT_TOKENS
-from specui.ui import charts, chat_handlers, chat_tree, render, stats
+from specui.ui import address, charts, chat_handlers, chat_tree, render, stats
 from specui.ui.api import generate_endpoint
 from specui.ui.chat_handlers import App, clear, replay, respond, retry, stopped, to_teach, undo, waiting
 from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_drafter
@@ -42,9 +42,9 @@ from specui.ui.theme import PLOT_MIN_WIDTH
 log = logging.getLogger("specui.ui")
 CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
 # the page's script: the chat's "Copy reply" buttons (copy.js), a tapped token's p and q (tokens.js), the Teach
-# tab's keys (keys.js)
+# tab's keys (keys.js), the open tab's name in the address (address.js)
 JS = "() => {\n" + "".join(f"({(Path(__file__).with_name(name)).read_text(encoding='utf-8').strip()})();\n"
-                            for name in ("copy.js", "tokens.js", "keys.js")) + "}"
+                            for name in ("copy.js", "tokens.js", "keys.js", "address.js")) + "}"
 EXAMPLES = [  # chat and code for the default chat model; code to continue for the stdlib pair (no trailing
     # newline: the tokenizer merges a newline with the next line's indentation)
     "Write a Python function that checks whether a word is a palindrome, with a docstring.",
@@ -257,6 +257,7 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
             teach = teaching_tab(app.showcase, concurrency_id=ENGINE_GROUP)  # step-through, theory, experiments
         ui.tabs = ui_tabs
         _wire(ui, app, teach)
+        address.wire(demo, ui_tabs)  # ?tab=teach opens the Teach tab; a refresh keeps the tab
         gr.api(generate_endpoint(app.showcase), api_name="generate", concurrency_id=ENGINE_GROUP,
                concurrency_limit=1)
     demo.queue(default_concurrency_limit=4)

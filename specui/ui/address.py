@@ -1,0 +1,26 @@
+"""The page's address names its tab: `?tab=teach` opens the Teach tab, and choosing a tab writes its name there.
+
+A teacher bookmarks `http://host:7860/?tab=teach` for the projector, and a page refreshed mid-lesson comes back to
+the tab it showed (what that tab had decoded is gone with the page: Decode again with the same seed gives it back).
+The address is written by the page's script (`address.js`: `history.replaceState`, no reload, the rest of the
+address kept) and read by the server when the page loads.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+# the address's name of each tab -> the tab's id in the app (blocks.chat_tab, teaching.teaching_tab)
+TAB_IDS = {"chat": "chat-tab", "teach": "teach"}
+
+
+def opening_tab(request: gr.Request) -> gr.Tabs:
+    """The tab a page opens on: the one its address names (`?tab=teach`), else the Chat tab."""
+    name = str(request.query_params.get("tab") or "chat").strip().lower()
+    return gr.Tabs(selected=TAB_IDS.get(name, TAB_IDS["chat"]))
+
+
+def wire(demo: gr.Blocks, tabs: gr.Tabs) -> None:
+    """Open the page on the tab its address names (the page's script, address.js, writes the name when a tab is
+    chosen)."""
+    demo.load(opening_tab, None, tabs, show_progress="hidden", api_visibility="private", queue=False)

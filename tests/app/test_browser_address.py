@@ -1,0 +1,50 @@
+"""A real browser on the served app: the address names the tab (`?tab=teach` opens the Teach tab, for a lecture's
+bookmark), choosing a tab writes it there, and a refreshed page comes back to the tab it showed."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import require_browser, served_app, ui_config
+from tools.screenshot import launch_chromium
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
+
+
+def _selected(page) -> str:
+    return page.locator("button[role=tab][aria-selected=true]").inner_text().strip()
+
+
+def _on_tab(page, name: str) -> None:
+    page.wait_for_function("(name) => document.querySelector('button[role=tab][aria-selected=true]')?.textContent"
+                           ".trim() === name", arg=name, timeout=20_000)
+
+
+def _open(browser, url: str):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    page.wait_for_selector("button[role=tab][aria-selected=true]", timeout=60_000)
+    return page
+
+
+def test_the_address_opens_the_teach_tab_and_a_refresh_keeps_the_tab():
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with served_app(ui_config()) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = _open(browser, f"{url.rstrip('/')}/?tab=teach")
+        _on_tab(page, "Teach")
+        assert page.locator("#step-start").is_visible()
+        page.get_by_role("tab", name="Chat").click()
+        page.wait_for_function("() => new URL(location.href).searchParams.get('tab') === 'chat'", timeout=10_000)
+        page.reload()
+        _on_tab(page, "Chat")
+        page.get_by_role("tab", name="Teach").click()
+        page.wait_for_function("() => new URL(location.href).searchParams.get('tab') === 'teach'", timeout=10_000)
+        page.reload()
+        _on_tab(page, "Teach")
+        page2 = _open(browser, f"{url.rstrip('/')}/?tab=nonsense")  # a name it does not know: the Chat tab, as without one
+        page2.wait_for_timeout(1_000)
+        assert _selected(page2) == "Chat"
+        browser.close()
