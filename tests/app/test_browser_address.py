@@ -44,7 +44,7 @@ def test_the_address_opens_the_teach_tab_and_a_refresh_keeps_the_tab():
         page.wait_for_function("() => new URL(location.href).searchParams.get('tab') === 'teach'", timeout=10_000)
         page.reload()
         _on_tab(page, "Teach")
-        page2 = _open(browser, f"{url.rstrip('/')}/?tab=nonsense")  # a name it does not know: the Chat tab, as without one
+        page2 = _open(browser, f"{url.rstrip('/')}/?tab=nonsense")  # a name it does not know: the Chat tab
         page2.wait_for_timeout(1_000)
         assert _selected(page2) == "Chat"
         browser.close()
