@@ -8,7 +8,7 @@ are timed the same way.
 The theoretical speedup is `specui.metrics.theory` (Leviathan et al. 2023, Theorem 3.8, with the
 alpha fitted to the measured tokens per round), with c the median seconds per drafted token over the
 median seconds of one target forward, both from this run (the plain run's forwards when there is one).
-The chat tab and the Teach tab both show this figure.
+The chat tab, the Teach tab and the API's `stats` all give this figure, at the K chosen (`run_stats(k=)`).
 
 `explain_divergence` says why a greedy speculative run and a plain one part: in reduced precision a
 batched (K+1)-token forward and a one-token forward differ in the last bits, so at a near-tie (two
@@ -17,6 +17,7 @@ candidates whose probabilities are within a rounding step) the two runs may pick
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -53,7 +54,11 @@ class RunStats:
     trees: bool = False  # the run drafted token trees (no theory: Theorem 3.8 counts chains)
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in ("theory", "trees")}
+        """JSON-able (the API's `stats`): the numbers, and `theory`, Theorem 3.8's figures at the K this RunStats was
+        made with (`run_stats(k=)`: the K chosen, as the chat tab's stats line), or None."""
+        out = {k: v for k, v in self.__dict__.items() if k not in ("theory", "trees")}
+        out["theory"] = dataclasses.asdict(self.theory) if self.theory is not None else None
+        return out
 
 
 def cost_ratio(result, plain=None) -> float | None:

@@ -96,6 +96,33 @@ def _own_confidence(showcase: Showcase, preset: str, drafter: str) -> float:
         return 0.0
 
 
+TEXTS = ("prompt", "preset", "drafter", "system")  # strings, or null for the default
+INTEGERS = ("num_draft_tokens", "top_k", "max_new_tokens", "seed", "tree_width", "tree_nodes")
+NUMBERS = ("temperature", "top_p", "draft_confidence", "repetition_penalty")
+FLAGS = ("adaptive", "compare")
+
+
+def type_problem(values: dict) -> str | None:
+    """What is wrong with the JSON types of the API's parameters (None when nothing is), naming the parameter. The
+    ranges are the page's checks (`Settings.from_ui`), which read what its widgets send and so take "8" for 8, True
+    for 1 and "no" for true: an API call gets its types checked first, so a wrong one is refused, not guessed."""
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    for name, v in values.items():
+        if v is None:  # the default (prompt: "Type a prompt first.")
+            continue
+        if name in TEXTS and not isinstance(v, str):
+            return f"{name} must be a string, got {v!r}"
+        if name in INTEGERS and not (number(v) and float(v).is_integer()):
+            return f"{name} must be a whole number, got {v!r}"
+        if name in NUMBERS and not number(v):
+            return f"{name} must be a number, got {v!r}"
+        if name in FLAGS and not isinstance(v, bool):
+            return f"{name} must be true or false, got {v!r}"
+    return None
+
+
 def generate_endpoint(showcase: Showcase):
     """The `/generate` API function: its parameters (names, defaults) are the API's."""
     default = showcase.config.get(None)
@@ -113,6 +140,13 @@ def generate_endpoint(showcase: Showcase):
         system message (empty: the template's own). draft_confidence: a chain stops drafting below it (None: the
         preset's own for the drafter; 0: always K). repetition_penalty: transformers' (1: off; above 1 discourages
         the target from repeating any token of the prompt or the answer; exact, as the output stays the target's)."""
+        problem = type_problem(dict(prompt=prompt, preset=preset, drafter=drafter, num_draft_tokens=num_draft_tokens,
+                                    adaptive=adaptive, temperature=temperature, top_p=top_p, top_k=top_k,
+                                    max_new_tokens=max_new_tokens, seed=seed, compare=compare, tree_width=tree_width,
+                                    tree_nodes=tree_nodes, system=system, draft_confidence=draft_confidence,
+                                    repetition_penalty=repetition_penalty))
+        if problem:
+            raise gr.Error(problem, print_exception=False)
         if draft_confidence is None:
             draft_confidence = _own_confidence(showcase, preset, drafter)
         try:

@@ -116,6 +116,43 @@ def test_errors_are_readable_and_the_app_keeps_serving(client, settings, words):
     assert generate(client, max_new_tokens=4)["tokens"]
 
 
+@pytest.mark.parametrize("settings, words", [
+    ({"compare": "no"}, "compare must be true or false, got 'no'"),  # was read as true: a comparison ran
+    ({"adaptive": 1}, "adaptive must be true or false, got 1"),
+    ({"max_new_tokens": True}, "max_new_tokens must be a whole number, got True"),  # was read as 1
+    ({"max_new_tokens": "8"}, "max_new_tokens must be a whole number, got '8'"),
+    ({"temperature": "hot"}, "temperature must be a number, got 'hot'"),
+    ({"system": 5}, "system must be a string, got 5"),
+    ({"drafter": ["model"]}, "drafter must be a string"),
+])
+def test_wrong_json_types_are_refused_naming_the_parameter(client, settings, words):
+    with pytest.raises(gradio_client.exceptions.AppError, match=words):
+        generate(client, **settings)
+
+
+def test_a_prompt_that_is_no_string_is_refused_in_words(client):
+    """A number as the prompt reached the session's prompt.strip(): Gradio's opaque 'raised an exception'."""
+    with pytest.raises(gradio_client.exceptions.AppError, match="prompt must be a string, got 5"):
+        generate(client, 5)
+    out = generate(client, max_new_tokens=8.0, num_draft_tokens=3.0)  # JSON's whole numbers as floats pass
+    assert len(out["tokens"]) == 8
+
+
+def test_the_theory_is_at_the_k_chosen_as_in_the_chat_tab(client):
+    """stats.theory: Theorem 3.8 at the K asked for (as the chat tab's stats line and the Teach tab), even where the
+    token budget cut every round short (K 7, 4 new tokens: 3 drafts at most a round); the run's own K with adaptive
+    K; none for token trees."""
+    out = generate(client, num_draft_tokens=7, max_new_tokens=4, drafter="model")
+    theory, stats = out["stats"]["theory"], out["stats"]
+    assert stats["mean_k"] <= 3 and theory["k"] == 7
+    assert theory["speedup"] > 0 and 0 <= theory["alpha"] <= 1 and theory["c"] == stats["cost_ratio"]
+    assert set(theory) == {"alpha", "k", "c", "tokens_per_round", "speedup", "best_k", "best_k_speedup"}
+    adaptive = generate(client, num_draft_tokens=7, max_new_tokens=24, drafter="model", adaptive=True)["stats"]
+    assert adaptive["theory"] is None or adaptive["theory"]["k"] <= max(2 * 7, 8)
+    tree = generate(client, drafter="model", num_draft_tokens=2, tree_width=2, max_new_tokens=8)["stats"]
+    assert tree["theory"] is None
+
+
 def test_an_empty_prompt_and_a_prompt_past_the_context_are_explained(client, app):
     with pytest.raises(gradio_client.exceptions.AppError, match="Type a prompt"):
         generate(client, "   ")
