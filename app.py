@@ -40,6 +40,12 @@ def main(argv: list[str] | None = None) -> int:
         except argparse.ArgumentTypeError as e:
             parser.error(f"$GRADIO_SERVER_PORT: {e}")
 
+    from specui.hub import endpoint_problem
+
+    if problem := endpoint_problem():  # huggingface_hub, imported by gradio, would stop with a traceback
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+
     from specui.loading import LoadError, check_before_loading
     from specui.packaged import PackagedModelError, ensure_available, is_packaged
     from specui.presets import ConfigError, load_config, with_pair

@@ -30,6 +30,23 @@ def is_cached(model_id: str, revision: str | None = None) -> bool:
         return True
 
 
+def endpoint_problem() -> str | None:
+    """What is wrong with $HF_ENDPOINT, in one line (None when it is unset or a URL): huggingface_hub reads it when it
+    is imported, and one it cannot parse (a port out of range, a broken IPv6 address) stops that import, and with it
+    transformers and gradio, with a traceback."""
+    value = os.environ.get("HF_ENDPOINT")
+    if not value:
+        return None
+    try:
+        url = urlparse(value)
+        url.port  # parsed when read: a port out of range raises here
+    except ValueError as e:
+        return f"HF_ENDPOINT={value!r} is not a URL ({e}): fix it (e.g. https://huggingface.co) or unset it"
+    if url.scheme not in ("http", "https") or not url.hostname:
+        return f"HF_ENDPOINT={value!r} is not an http(s) URL: fix it (e.g. https://huggingface.co) or unset it"
+    return None
+
+
 def reachable(endpoint: str | None = None, *, timeout: float = PROBE_SECONDS) -> bool:
     """Whether a connection to the Hub's host opens (the endpoint: HF_ENDPOINT, else huggingface.co)."""
     url = urlparse(endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co")

@@ -81,9 +81,9 @@ def apply_threads(pair: LoadedPair) -> None:
 def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) -> LoadedPair:
     """Load everything a preset names. `progress` receives short status lines."""
     say = progress or (lambda _msg: None)
+    check_before_loading(preset)  # before transformers is imported: a broken HF_ENDPOINT stops that import
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    check_before_loading(preset)
     try:
         target_ref = preset.target
         if packaged.is_packaged(target_ref):
@@ -131,6 +131,8 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
 
 def check_before_loading(preset: Preset) -> None:
     """Missing folders, quantization without CUDA and Hub models out of reach, said before anything heavy is loaded."""
+    if problem := hub.endpoint_problem():
+        raise LoadError(f"Preset '{preset.name}' cannot be loaded: {problem}.")
     for role, ref in (("target", preset.target), ("draft", preset.draft)):
         if ref and Path(ref).is_absolute() and not ((Path(ref) / "config.json").is_file()
                                                     or chat_draft.is_draft_folder(ref)):
