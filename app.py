@@ -23,14 +23,16 @@ def main(argv: list[str] | None = None) -> int:
                              "Space smollm2-chat-hub, else models.yaml's default)")
     parser.add_argument("--config", help="a models.yaml (default: the one beside specui/)")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                        help="address to listen on (0.0.0.0: every interface; default $GRADIO_SERVER_NAME or 127.0.0.1)")
+                        help="address to listen on (0.0.0.0: every interface; default $GRADIO_SERVER_NAME or "
+                             "127.0.0.1)")
     parser.add_argument("--port", type=_port, default=None,
                         help="port to listen on (default $GRADIO_SERVER_PORT or 7860)")
     parser.add_argument("--share", action="store_true", help="also open a public gradio.live link")
     pair = parser.add_argument_group("a pair not in models.yaml (the preset 'command-line', first and the default)")
     pair.add_argument("--target", help="the target model: a local folder or a Hugging Face Hub id")
     pair.add_argument("--draft", help="its draft model (a folder or a Hub id; without one, prompt lookup drafts)")
-    pair.add_argument("--chat", action="store_true", help="wrap prompts in the target's chat template (instruct models)")
+    pair.add_argument("--chat", action="store_true",
+                      help="wrap prompts in the target's chat template (instruct models)")
     args = parser.parse_args(argv)
     if (args.draft or args.chat) and not args.target:
         parser.error("--draft and --chat need --target")
