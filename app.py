@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     from specui.spaces import preset_from_env
 
     parser = argparse.ArgumentParser(description="specui: speculative decoding, visible (a Gradio app)")
-    parser.add_argument("--preset", default=preset_from_env(),
+    parser.add_argument("--preset", default=None,
                         help="the preset to start with (default: $SPECUI_PRESET, else on a Hugging Face "
                              "Space smollm2-chat-hub, else models.yaml's default)")
     parser.add_argument("--config", help="a models.yaml (default: the one beside specui/)")
@@ -34,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     pair.add_argument("--chat", action="store_true",
                       help="wrap prompts in the target's chat template (instruct models)")
     args = parser.parse_args(argv)
+    named = args.preset is not None  # else from the environment, or models.yaml's default
+    args.preset = args.preset or preset_from_env()
     if (args.draft or args.chat) and not args.target:
         parser.error("--draft and --chat need --target")
     if args.port is None:
@@ -57,7 +59,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.target:
             config = with_pair(config, args.target, args.draft, chat=args.chat)
         elif args.preset:
-            config.get(args.preset)  # fails with the known names
+            try:
+                config.get(args.preset)  # fails with the known names
+            except ConfigError as e:
+                source = "$SPECUI_PRESET" if os.environ.get("SPECUI_PRESET") else "a Hugging Face Space's default"
+                raise ConfigError(str(e) if named else f"{e} (the preset came from {source})") from None
             config = replace(config, default=args.preset)
         start = config.get(None)
         if is_packaged(start.target):

@@ -29,6 +29,16 @@ def test_unknown_preset_lists_the_known_ones():
     assert out.returncode == 2 and "no preset named 'nope'" in out.stderr and "bundled" in out.stderr
 
 
+def test_an_unknown_preset_from_the_environment_says_so():
+    env = {**__import__("os").environ, "SPECUI_PRESET": "nope"}  # a Space's variable, mistyped
+    out = subprocess.run([sys.executable, "app.py"], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "no preset named 'nope'" in out.stderr and "(the preset came from $SPECUI_PRESET)" in out.stderr
+    out = subprocess.run([sys.executable, "app.py", "--preset", "nope"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 2 and "SPECUI_PRESET" not in out.stderr  # named on the command line: said as it is
+
+
 def test_a_bad_port_is_one_line_not_a_traceback():
     out = run_app("--port", "-5")
     assert out.returncode == 2 and "Traceback" not in out.stderr
