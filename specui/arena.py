@@ -9,11 +9,14 @@ in greedy mode, their outputs must be identical token for token.
                                rest are `skipped`, never run as chains: a table says so, not a number
     streams(engine, prompt, settings, into=...)   one engine stream per contestant, each opened only
                                when the one before it is finished (for a UI that draws every round)
-    summarise(results, greedy=...)   pure: the per-contestant figures (`specui.runstats`), the identity
-                               check and each token's provenance per drafter
+    summarise(results, greedy=..., settings=..., ks=...)   pure: the per-contestant figures
+                               (`specui.runstats`, each drafter's K as chosen), the identity check
+                               and each token's provenance per drafter
     run(engine, prompt, settings)    all of it at once, for the library and the tests
 A drafter may race at its own K (`ks`, from a preset's `drafter_tokens`: Medusa and early exit do best
-with shorter drafts than a draft model); the others at the settings' K.
+with shorter drafts than a draft model); the others at the settings' K. `chosen_k` is that K, as chosen: the
+table's and Theorem 3.8's, as in the chat tab's stats line and the Teach tab (`lesson.chosen_k`), even where
+the token budget cut every round short (K 64 and 64 new tokens: 63 drafts at most in the first round).
 
 A token's provenance per drafter (`Credit.kinds`) is how that drafter's own run emitted the token at
 that position: `accepted` (the drafter proposed exactly this token there and the target kept it),
@@ -29,7 +32,7 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from specui import runstats
+from specui import metrics, runstats
 from specui.drafters.registry import LABELS
 from specui.events import GenerationResult, Kind
 from specui.settings import TREE_DRAFTERS, DecodeSettings, why_no_trees
@@ -66,6 +69,14 @@ def skipped(engine, settings: DecodeSettings) -> tuple[str, ...]:
     return tuple(name for name in engine.drafters if not can_draft(name, settings))
 
 
+def chosen_k(settings: DecodeSettings, name: str, ks: Mapping[str, int] | None = None) -> int | None:
+    """The K contestant `name` races at, as chosen: its own in `ks` (a preset's `drafter_tokens`), else the
+    settings'; None for plain decoding and with adaptive K (then the run's own: `metrics.run_k`)."""
+    if name == PLAIN or settings.adaptive:
+        return None
+    return (ks or {}).get(name) or settings.num_draft_tokens
+
+
 def arm_settings(settings: DecodeSettings, name: str, *, seed: int | None, k: int | None = None,
                  confidence: float | None = None) -> DecodeSettings:
     """A contestant's settings: the shared ones, its drafter (none for plain), the shared seed, and its own
@@ -73,7 +84,7 @@ def arm_settings(settings: DecodeSettings, name: str, *, seed: int | None, k: in
     `draft_confidence`, tuned for its chains: a token tree takes the settings' own as its floor)."""
     if name == PLAIN:
         return settings.but(speculative=False, seed=seed)
-    own = {"num_draft_tokens": k} if k else {}
+    own = {"num_draft_tokens": k} if k else {}  # as `chosen_k` reads it
     if confidence is not None and settings.tree_width == 1:
         own["draft_confidence"] = confidence
     return settings.but(speculative=True, drafter=name, seed=seed, **own)
@@ -125,10 +136,11 @@ class Standing:
     name: str
     label: str
     result: GenerationResult  # its tokens, their kinds and its rounds
-    stats: runstats.RunStats  # alpha, mean accepted length, c, tokens/s
+    stats: runstats.RunStats  # alpha, mean accepted length, c, tokens/s (Theorem 3.8 at `k`)
     speedup: float | None  # its tokens/s over plain decoding's
     finished: bool  # ran to its end (EOS or the token budget), not stopped
     identical: bool | None  # greedy and finished: its tokens equal plain decoding's; None otherwise
+    k: int | None = None  # the K it raced at as chosen (`chosen_k`; adaptive: the run's own); None for plain
 
 
 @dataclass(frozen=True)
@@ -165,20 +177,27 @@ class Arena:
         return next(s for s in self.standings if s.name == name)
 
 
-def summarise(results: Mapping[str, GenerationResult], *, greedy: bool, skipped: Sequence[str] = ()) -> Arena:
+def summarise(results: Mapping[str, GenerationResult], *, greedy: bool, skipped: Sequence[str] = (),
+              settings: DecodeSettings | None = None, ks: Mapping[str, int] | None = None) -> Arena:
     """The figures, the identity check and the provenance of each token, from the contestants' results
-    (`results[PLAIN]` first; a result may be partial while the arena runs); `skipped`: the drafters left out."""
+    (`results[PLAIN]` first; a result may be partial while the arena runs); `skipped`: the drafters left out.
+    `settings` and `ks` (as `streams` took them) give each drafter's K as chosen (`chosen_k`); without them, or
+    with adaptive K, a drafter's K is its run's own (`metrics.run_k`)."""
     plain = results[PLAIN]
     plain_stats = runstats.run_stats(plain) if plain.rounds else None
     standings = []
     for name, result in results.items():
         if not result.rounds:
             continue
-        stats = plain_stats if name == PLAIN else runstats.run_stats(result, plain=plain)
+        k = None
+        if name != PLAIN:  # as chosen; with adaptive K (or no settings given) the run's own
+            k = (chosen_k(settings, name, ks) if settings is not None else None) or metrics.run_k(result.rounds)
+        stats = plain_stats if name == PLAIN else runstats.run_stats(result, plain=plain, k=k)
         finished = bool(result.stop_reason)  # set by the engine at a run's last round
         same = result.token_ids == plain.token_ids if greedy and finished and plain.stop_reason else None
         standings.append(Standing(name=name, label=label(name), result=result, stats=stats,
-                                  speedup=runstats.speedup(stats, plain_stats), finished=finished, identical=same))
+                                  speedup=runstats.speedup(stats, plain_stats), finished=finished, identical=same,
+                                  k=k))
     return Arena(names=tuple(results), standings=tuple(standings), credits=tuple(credits(results)), greedy=greedy,
                  skipped=tuple(skipped))
 
@@ -217,4 +236,4 @@ def run(engine, prompt: Sequence[int], settings: DecodeSettings | None = None, *
                     break
         if stop is not None and stop.is_set():
             break
-    return summarise(results, greedy=settings.greedy, skipped=left_out)
+    return summarise(results, greedy=settings.greedy, skipped=left_out, settings=settings, ks=ks)

@@ -5,10 +5,11 @@ own harness (`specui.bench.run.run_prompts`: warm-up passes, then the arms inter
 per-prompt median kept) on the same prompts, settings and seeds, one run at a time. Per arm:
     tokens/s, speedup   all tokens / the sum of the per-prompt medians; over plain decoding's
     alpha, mean accepted length   `specui.metrics` over the rounds of the first timed run of each prompt
-    K                   the K its rounds asked for: the plan's, or the preset's own K for it (`drafter_tokens`)
+    K                   the K it was given, as chosen: the preset's own K for it (`drafter_tokens`), else the
+                        plan's (the chat tab's arena table and stats line give the same, `specui.arena.chosen_k`)
     c                   `specui.runstats.rounds_cost_ratio`: median seconds per drafted token in those rounds
                         over the median seconds of plain decoding's one-token forwards (the chat tab's c)
-    theoretical speedup `specui.metrics.theory` at the fitted alpha, K and that c
+    theoretical speedup `specui.metrics.theory` at the fitted alpha, that K and that c
     identical_to_plain  greedy: every timed output equals plain decoding's, on every prompt
 A head drafter (EAGLE, Medusa, early exit) named alone runs here too, beside plain decoding: transformers
 has no assisted generation to time it against. With token trees (`--tree-width`), every drafter also runs
@@ -44,6 +45,11 @@ def arms(names: Sequence[str], decode: DecodeSettings | None = None, *,
     return out
 
 
+def _k(arm: Arm | None, decode: DecodeSettings) -> int:
+    """The K an arm ran at, as chosen: its own, else the plan's (even where the token budget cut rounds short)."""
+    return decode.num_draft_tokens if arm is None or arm.k is None else arm.k
+
+
 def _confidence(arm: Arm | None, decode: DecodeSettings) -> float:
     """The draft_confidence an arm ran with: its own, else the plan's."""
     return decode.draft_confidence if arm is None or arm.confidence is None else arm.confidence
@@ -65,14 +71,16 @@ def summarise(runs: list[PromptRun], plan: Plan, *, arms: dict[str, Arm] | None 
     for name in names:
         rounds = _rounds(runs, name)
         c = None if name == PLAIN else runstats.rounds_cost_ratio(rounds, plain_rounds)
-        fit = metrics.theory(rounds, c=c)
+        k = None if name == PLAIN else _k((arms or {}).get(name), s)
+        fit = metrics.theory(rounds, c=c, k=k)
         chain = name.endswith(CHAIN_ARM)
         drafters[name] = {
             "label": f"{label(name.removesuffix(CHAIN_ARM))}, {CHAIN}" if chain else label(name),
-            "num_draft_tokens": runstats.asked_k(rounds) if name != PLAIN else None,
+            "num_draft_tokens": k,
             "draft_confidence": None if name == PLAIN else _confidence((arms or {}).get(name), s),
             "tokens_per_s": tps[name], "speedup_vs_plain": tps[name] / tps[PLAIN],
-            "acceptance_rate": metrics.acceptance_rate(rounds), "mean_accepted_length": metrics.mean_accepted_length(rounds),
+            "acceptance_rate": metrics.acceptance_rate(rounds),
+            "mean_accepted_length": metrics.mean_accepted_length(rounds),
             "draft_cost_ratio": c, "alpha_per_token": fit.alpha if fit else None,
             "theoretical_speedup": fit.speedup if fit else None,
             "identical_to_plain": all(r.matches_plain(name) for r in runs) if greedy else None,

@@ -27,7 +27,8 @@ def outcome(run) -> arena.Arena | None:
     """The arena so far (None before plain decoding starts)."""
     if arena.PLAIN not in run.arena:
         return None
-    return arena.summarise(run.arena, greedy=run.settings.greedy, skipped=run.skipped)
+    return arena.summarise(run.arena, greedy=run.settings.greedy, skipped=run.skipped, settings=run.settings.decode,
+                           ks=run.arena_ks)
 
 
 def _title(name: str, standing: arena.Standing | None) -> str:
@@ -69,7 +70,8 @@ def view(run, *, figures: bool = False, final: bool = False) -> ArenaView:
                                   verdict=_verdict(run, result, final=final),
                                   note=run.note("⏹ stopped" if run.phase == "stopped" else ""),
                                   streaming="" if final else run.contestant, copy=run.reply_text if final else None)
-    charts_now = {**charts.arena_run_figures(run.arena), "chart-arena": charts.arena_figure(result)} if figures else None
+    charts_now = ({**charts.arena_run_figures(run.arena), "chart-arena": charts.arena_figure(result)} if figures
+                  else None)
     return ArenaView(message=message, stats=stats.stats_html(None, status=_status(run, final=final)),
                      table=stats.arena_rows(result) if figures else None, figures=charts_now,
                      race=race(run) if final and run.phase == "done" else None)

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
-from specui import arena, runstats
+from specui import arena
 from specui.lesson import json_safe
-from specui.ui import charts, chat_tree, render, stats
+from specui.ui import arena_view, charts, chat_tree, render, stats
 from specui.ui.exports import Exports
 from specui.ui.request import SettingsError
 from specui.ui.runs import Run, reply
@@ -210,9 +210,11 @@ def run_export(run: Run) -> dict:
     out = {"preset": run.preset, "settings": dataclasses.asdict(run.settings), **run.as_dict()}
     if run.settings.arena:
         plain = run.arena.get(arena.PLAIN)
+        standings = {s.name: s for s in outcome.standings} if (outcome := arena_view.outcome(run)) else {}
         out["arena"] = {
             name: {"text": reply(run.arena_views.get(name, ()), result), "token_ids": list(result.token_ids),
-                   "stats": runstats.run_stats(result, plain=plain).as_dict() if result.rounds else None,
+                   "num_draft_tokens": standings[name].k if name in standings else None,  # as chosen: the table's
+                   "stats": standings[name].stats.as_dict() if name in standings else None,
                    "identical_to_plain": (result.token_ids == plain.token_ids
                                           if run.settings.greedy and plain is not None else None)}
             for name, result in run.arena.items()}

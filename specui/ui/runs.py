@@ -41,6 +41,7 @@ class Run:
     arena_views: dict = field(default_factory=dict)  # contestant name -> its token views
     contestant: str = ""  # arena mode: the one decoding now
     skipped: tuple = ()  # arena mode: the drafters left out (token trees: those that cannot draft them)
+    arena_ks: dict = field(default_factory=dict)  # arena mode: the drafters' own K (the preset's drafter_tokens)
     trees: dict = field(default_factory=dict)  # round index -> its `TreeRecord`: the speculative run's tree rounds
     preset: str = ""  # the preset's name, once it is known
     left_out: int = 0  # a chat's history messages left out of this turn, oldest first: they no longer fit

@@ -214,7 +214,8 @@ class Showcase:
         settings = run.settings
         if settings.arena:
             run.skipped = arena.skipped(engine, settings.decode)
-            ks = dict(preset.drafter_tokens)  # drafters with their own K (and draft_confidence) race at it
+            # drafters with their own K (and draft_confidence) race at it
+            run.arena_ks = ks = dict(preset.drafter_tokens)
             return self._arena_streams(run, arena.streams(engine, ids, settings.decode, into=run.arena, ks=ks,
                                                           confidences=dict(preset.draft_confidence)))
         first = engine.stream(ids, settings.decode.but(speculative=True), into=run.spec, cache=cache)

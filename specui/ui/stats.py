@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 
 from specui.arena import label
-from specui.runstats import RunStats, asked_k, speedup
+from specui.runstats import RunStats, speedup
 from specui.text import fmt
 
 HINTS = {
@@ -58,13 +58,13 @@ ARENA_HEADERS = ["drafter", "K", "acceptance rate", "mean accepted length", "c (
 
 
 def arena_rows(arena) -> list[list[str]]:
-    """The arena's table: one row per contestant (plain first), every number formatted by `fmt`; K is the most
-    draft tokens its rounds asked for (its own K from the preset, or the K slider's)."""
+    """The arena's table: one row per contestant (plain first), every number formatted by `fmt`; K is the K it raced
+    at as chosen (its own K from the preset, or the K slider's; adaptive K: the one most rounds asked for), as the
+    stats line's theoretical speedup gives it, even where the token budget cut every round short."""
     rows = []
     for s in arena.standings if arena is not None else ():
         same = "reference" if s.name == "plain" else {True: "yes", False: "NO"}.get(s.identical, "–")
-        k = asked_k(s.result.rounds)
-        rows.append([s.label, str(k) if s.name != "plain" and k else "–",
+        rows.append([s.label, str(s.k) if s.k else "–",
                      fmt(s.stats.acceptance_rate, ".3f"), fmt(s.stats.mean_accepted_length, ".2f"),
                      fmt(s.stats.cost_ratio, ".3f"), fmt(s.stats.tokens_per_s, ".1f"), fmt(s.speedup, ".2f×"), same])
     for name in arena.skipped if arena is not None else ():  # never run as chains: no numbers, the reason instead

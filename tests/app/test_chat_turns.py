@@ -238,6 +238,7 @@ def test_a_finished_run_can_be_downloaded_as_json(tab):
     arena = json.loads(Path(last[ui.results.export]["value"]).read_text(encoding="utf-8"))["arena"]
     assert arena["plain"]["text"] == data["text"] and set(arena) >= {"plain", "model", "prompt_lookup"}
     assert all(entry["identical_to_plain"] for entry in arena.values())
+    assert arena["model"]["num_draft_tokens"] == 3 and arena["plain"]["num_draft_tokens"] is None  # the table's K
 
 
 def test_a_chart_is_sent_again_only_when_it_changed():

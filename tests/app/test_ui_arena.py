@@ -48,7 +48,7 @@ def test_table_rows_give_each_contestants_figures(results):
     assert [r[0] for r in rows] == ["plain (target alone)", "draft model", "prompt lookup"]
     assert all(len(r) == len(stats.ARENA_HEADERS) for r in rows)
     plain, model, lookup = (r[:1] + r[2:] for r in rows)  # K apart
-    assert [r[1] for r in rows] == ["–", "3", "3"]  # the most drafts a round asked for
+    assert [r[1] for r in rows] == ["–", "3", "3"]  # no settings given: the K its rounds asked for
     assert plain[1] == "–" and plain[2] == "1.00" and plain[5] == "1.00×" and plain[6] == "reference"
     assert model[1] == "0.667" and model[2] == "2.00" and model[6] == "yes"  # 2 of 3 drafts accepted, 4 tokens in 2 rounds
     assert lookup[1] == "0.667" and lookup[6] == "yes"
@@ -56,6 +56,22 @@ def test_table_rows_give_each_contestants_figures(results):
     assert stats.arena_rows(arena.summarise(results, greedy=True))[1][7] == "NO"
     assert stats.arena_rows(arena.summarise(results, greedy=False))[1][7] == "–"
     assert stats.arena_rows(None) == []
+
+
+def test_the_tables_k_is_the_k_chosen_as_the_stats_line_gives_it(results):
+    """K 64 and a budget of a few tokens: every round asked for fewer drafts than K (the table had said 63 where the
+    stats line and the Teach tab say 64); a drafter with its own K in the preset gives that; adaptive K, the K most
+    rounds asked for. Theorem 3.8 is taken at the same K."""
+    from specui.settings import DecodeSettings
+
+    chosen = arena.summarise(results, greedy=True, settings=DecodeSettings(num_draft_tokens=64),
+                             ks={"prompt_lookup": 2})
+    assert [r[1] for r in stats.arena_rows(chosen)] == ["–", "64", "2"]
+    assert [s.k for s in chosen.standings] == [None, 64, 2]
+    assert chosen.standing("model").stats.theory.k == 64
+    adaptive = arena.summarise(results, greedy=True, settings=DecodeSettings(num_draft_tokens=64, adaptive=True))
+    assert [r[1] for r in stats.arena_rows(adaptive)] == ["–", "3", "3"]
+    assert arena.chosen_k(DecodeSettings(num_draft_tokens=5), "plain") is None
 
 
 def test_the_chart_has_a_panel_per_figure_and_a_bar_per_contestant(results):
@@ -256,6 +272,11 @@ def test_drafters_with_their_own_k_race_at_it_and_the_slider_follows_the_drafter
                      "prompt_lookup": 2}
     table_k = {row[0]: row[1] for row in frame.table}  # the table says which K each raced at
     assert table_k["Medusa"] == "1" and table_k["prompt lookup"] == "2" and table_k["draft model"] == "3"
+    frame, run = list(Showcase(config, PairCache()).run(PROMPT, Settings(max_new_tokens=8, arena=True, seed=0,
+                                                                         num_draft_tokens=64, ignore_eos=True)))[-1]
+    assert max(r.num_draft_tokens for r in run.arena["model"].rounds) == 7  # the budget cut every round short,
+    table_k = {row[0]: row[1] for row in frame.table}  # but the table gives the K chosen, as the stats line does
+    assert table_k["draft model"] == "64" and table_k["Medusa"] == "1" and table_k["plain (target alone)"] == "–"
     assert all(r.token_ids == run.arena["plain"].token_ids for r in run.arena.values())
     assert "K = 3 (Medusa 1, prompt lookup 2)" in _about(own) and "Drafter: draft model ·" in _about(own)
     for drafter, label in (("model_lookup", "draft model + lookup ·"), ("eagle", "EAGLE ·")):
