@@ -120,18 +120,11 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
         shown[-1] = {"role": "assistant", "content": message}
         return {chat: shown, ui.messages: shown, ui.turns: history, ui.exchanges: sent, **changes}
 
-    try:
-        settings = ui.controls.settings(data)
-    except SettingsError as e:
-        warn(str(e))
-        yield page(render.render_error(str(e)), {r.stats: stats.stats_html(None, status="Error")})
-        return
-    # a chat takes the message into the conversation, so the box empties for the next one (it comes back if the
-    # run fails); a base model's prompt stays, to be edited and run again
-    chatting, taken = _is_chat(app, settings.preset) and not again, False
     key = session_key(request)
+    # the event this message waited with (`waiting`), taken off the queue first: every way out below ends it, or the
+    # session would stay busy and its next message be refused as "still being answered"
     halt = app.stops.start(key)
-    run, figures, hidden, drawn = None, {}, False, {}
+    run, figures, hidden, drawn, taken = None, {}, False, {}, False
     try:
         if halt.is_set():  # Stop was pressed while it waited for its turn, and the page said so then
             if app.stops.newer(key):  # a newer message shows now, and its own run comes next: leave it be
@@ -139,6 +132,15 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
             else:
                 yield page(render.render_note(STOPPED_WAITING), {r.stats: stats.stats_html(None, status="Stopped")})
             return
+        try:
+            settings = ui.controls.settings(data)
+        except SettingsError as e:
+            warn(str(e))
+            yield page(render.render_error(str(e)), {r.stats: stats.stats_html(None, status="Error")})
+            return
+        # a chat takes the message into the conversation, so the box empties for the next one (it comes back if the
+        # run fails); a base model's prompt stays, to be edited and run again
+        chatting = _is_chat(app, settings.preset) and not again
         for frame, run in decode(app.showcase, text, settings, history=history, stop=halt):
             if frame.error:
                 warn(frame.error)
@@ -286,6 +288,7 @@ def retry(app: App, ui, data: dict, request: gr.Request | None = None):
     """The chat's ↻: the last exchange's message run again, with the settings as they are now."""
     taken = take_back(data[ui.messages], data[ui.turns], data[ui.exchanges])
     if taken is None:
+        app.stops.end(session_key(request), app.stops.start(session_key(request)))  # what `waiting` queued
         warn("There is no message to run again: type one and press Send.")
         return
     messages, turns, exchanges, text = taken

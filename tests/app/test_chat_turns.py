@@ -219,6 +219,21 @@ def test_a_message_shows_at_once_and_one_still_being_answered_is_refused(tab):
             waiting(app, ui, form(ui, blank), SimpleNamespace(session_hash="blank"))
 
 
+def test_a_setting_refused_when_its_turn_comes_leaves_the_session_free_for_the_next_message(tab):
+    """A message whose settings are refused at its turn (K 2.5, top-k -5) says why; the session is free again: its
+    next message was refused as "still being answered" until Stop was pressed."""
+    ui, app = tab
+    request = SimpleNamespace(session_hash="refused")
+    for bad in ({ui.controls.k: 2.5}, {ui.controls.top_k: -5}):
+        waiting(app, ui, form(ui, CODE), request)
+        *_, last = respond(app, ui, {**form(ui, CODE), **bad}, request)
+        assert "whole number" in str(last[ui.messages][-1]["content"])
+        assert not app.stops.busy("refused") and not app.stops.any_busy()
+    waiting(app, ui, form(ui, CODE), request)  # not refused
+    app.stops.set("refused")
+    list(respond(app, ui, form(ui, CODE), request))
+
+
 def test_a_finished_run_can_be_downloaded_as_json(tab):
     """The last run's download: the settings, the reply's tokens with kind, p and q, the numbers; in arena mode each
     contestant's reply (greedy: equal to plain decoding's). A new run hides the last one's file until it ends."""
