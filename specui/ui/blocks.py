@@ -30,7 +30,7 @@ import gradio as gr
 from specui.drafters import LABELS
 from specui.loading import PairCache
 from specui.settings import MAX_DRAFT_TOKENS
-from specui.ui import address, charts, chat_handlers, chat_tree, render, stats
+from specui.ui import address, charts, chat_handlers, chat_tree, render, stats, teach_memory
 from specui.ui.api import generate_endpoint
 from specui.ui.chat_handlers import App, clear, replay, respond, retry, stopped, to_teach, undo, waiting
 from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_drafter
@@ -252,12 +252,14 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
     # those over a day old, so a long-lived Space does not fill its disk
     with gr.Blocks(title=TITLE, delete_cache=DELETE_CACHE) as demo:
         gr.Markdown(f"# {TITLE}\n{INTRO}", elem_id="intro")
+        memory = teach_memory.build()  # the Teach tab's last decoded settings, kept in the browser
         with gr.Tabs() as ui_tabs:
             ui = chat_tab(config)
-            teach = teaching_tab(app.showcase, concurrency_id=ENGINE_GROUP)  # step-through, theory, experiments
+            teach = teaching_tab(app.showcase, concurrency_id=ENGINE_GROUP, memory=memory)  # step-through, theory
         ui.tabs = ui_tabs
         _wire(ui, app, teach)
         address.wire(demo, ui_tabs)  # ?tab=teach opens the Teach tab; a refresh keeps the tab
+        teach_memory.wire(demo, app.showcase.config, teach.controls, teach.memory)  # and the lesson's settings
         gr.api(generate_endpoint(app.showcase), api_name="generate", concurrency_id=ENGINE_GROUP,
                concurrency_limit=1)
     demo.queue(default_concurrency_limit=4)

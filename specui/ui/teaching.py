@@ -29,7 +29,7 @@ import gradio as gr
 
 from specui import lesson
 from specui.drafters import LABELS
-from specui.ui import teach_charts, teach_compare, teach_experiments, teach_tree
+from specui.ui import teach_charts, teach_compare, teach_experiments, teach_memory, teach_tree
 from specui.ui.exports import Exports
 from specui.ui.preset_view import on_drafter, on_preset
 from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE
@@ -106,6 +106,7 @@ class TeachTab:
     index: gr.State
     playing: gr.State
     timer: gr.Timer
+    memory: gr.BrowserState  # the last decoded run's settings, kept in the browser (teach_memory)
 
 
 def _controls(config) -> Controls:
@@ -165,10 +166,12 @@ def _step_view() -> tuple[StepView, teach_compare.CompareView]:
     return StepView(status, view, residual, tokens, speedup, measured, export), compare
 
 
-def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) -> TeachTab:
+def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True,
+                 memory: gr.BrowserState | None = None) -> TeachTab:
     """Build the teaching tab inside the current `gr.Blocks`. `showcase` is the app's `Showcase` (its
     config, pair cache and per-pair locks); `concurrency_id` is the app's engine queue, so teaching runs
-    wait their turn with every other generation."""
+    wait their turn with every other generation. `memory` (teach_memory.build(), made outside every tab: a tab's
+    components are made when it is first shown, too late for the page's load) keeps the last decoded settings."""
     container = gr.Tab("Teach", id="teach", elem_id="teach-tab") if tab else gr.Column(elem_id="teach-tab")
     with container:
         gr.Markdown(INTRO)
@@ -178,7 +181,8 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True) 
         teach_tree.tree_panel(controls, prepare=functools.partial(prepare, showcase), concurrency_id=concurrency_id)
         gr.Markdown("## Experiments")
         ui = TeachTab(controls=controls, step=step, **teach_experiments.build(), compare=compare,
-                      run=gr.State(None), index=gr.State(0), playing=gr.State(False), timer=gr.Timer(1.5, active=False))
+                      run=gr.State(None), index=gr.State(0), playing=gr.State(False), timer=gr.Timer(1.5, active=False),
+                      memory=memory if memory is not None else teach_memory.build())
         _wire(ui, state, concurrency_id)
     return ui
 
@@ -188,7 +192,7 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     queued = {"concurrency_id": concurrency_id, "concurrency_limit": 1, "api_visibility": "private"}
     compared = [cmp.compared, cmp.view, cmp.second]
     decoded = [ui.run, ui.index, s.view, s.residual, s.theory_tokens, s.theory_speedup, s.measured, s.export,
-               s.status, ui.playing, ui.timer, c.play, *compared]
+               s.status, ui.playing, ui.timer, c.play, ui.memory, *compared]
     # a refusal (an empty prompt, a setting out of range) says why in the status line; the rest keeps what it showed
     said = functools.partial(refused, ui)
     c.start.click(calmly(functools.partial(decode, state, ui), said), c.settings | {cmp.second}, decoded, **queued)
@@ -239,6 +243,7 @@ def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
             s.export: state.exports.write(lesson.export_run(run), f"specui-run-seed{run.spec.seed}.json"),
             s.status: note, ui.playing: False, ui.timer: gr.Timer(active=False),
+            ui.memory: teach_memory.kept(ui.controls, data),
             ui.controls.play: gr.update(value="▶ Play"),
             **teach_compare.run_comparison(state.showcase, ui, {**data, ui.run: run, ui.index: 0})}
 

@@ -1,12 +1,13 @@
 """A real browser on the served app: the address names the tab (`?tab=teach` opens the Teach tab, for a lecture's
-bookmark), choosing a tab writes it there, and a refreshed page comes back to the tab it showed."""
+bookmark), choosing a tab writes it there, and a refreshed page comes back to the tab it showed, with the Teach tab's
+last decoded prompt and settings."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.helpers import require_browser, served_app, ui_config
-from tools.screenshot import launch_chromium
+from tools.screenshot import launch_chromium, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -47,4 +48,37 @@ def test_the_address_opens_the_teach_tab_and_a_refresh_keeps_the_tab():
         page2 = _open(browser, f"{url.rstrip('/')}/?tab=nonsense")  # a name it does not know: the Chat tab
         page2.wait_for_timeout(1_000)
         assert _selected(page2) == "Chat"
+        browser.close()
+
+
+def test_a_refreshed_teach_tab_keeps_the_last_decoded_prompt_and_settings():
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with served_app(ui_config()) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = _open(browser, f"{url.rstrip('/')}/?tab=teach")
+        _on_tab(page, "Teach")
+        page.fill("#teach-prompt textarea", "def remembered(x):\n")
+        set_number(page, "teach-seed", 42)
+        set_number(page, "teach-temperature", 0.3)
+        set_number(page, "teach-max-new-tokens", 16)
+        page.click("#step-start")
+        page.wait_for_function("() => /Decoded/.test(document.querySelector('#step-status')?.textContent)",
+                               timeout=120_000)
+        page.fill("#teach-prompt textarea", "typed after the run, never decoded")
+        page.reload()
+        _on_tab(page, "Teach")
+        page.wait_for_function("() => document.querySelector('#teach-prompt textarea')?.value === "
+                               "'def remembered(x):\\n'", timeout=20_000)
+        assert page.locator("#teach-seed input").input_value() == "42"
+        assert float(page.locator("#teach-temperature input[type=number]").input_value()) == 0.3
+        assert page.locator("#teach-max-new-tokens input[type=number]").input_value() == "16"
+        page.get_by_role("tab", name="Chat").click()  # a page refreshed on the Chat tab: the Teach tab's too
+        page.wait_for_function("() => new URL(location.href).searchParams.get('tab') === 'chat'", timeout=10_000)
+        page.reload()
+        page.wait_for_selector("#prompt textarea", timeout=60_000)
+        page.get_by_role("tab", name="Teach").click()
+        page.wait_for_function("() => document.querySelector('#teach-prompt textarea')?.value === "
+                               "'def remembered(x):\\n'", timeout=20_000)
         browser.close()

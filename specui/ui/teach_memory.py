@@ -1,0 +1,63 @@
+"""The Teach tab remembers, in the browser, the prompt and settings of its last decoded run: after a refresh they come
+back, and Decode gives the same run again (the same seed, the same draws).
+
+Gradio's BrowserState keeps them in the page's localStorage, encrypted with the server's key: a restarted server
+cannot read them back and the tab opens on its defaults, as a page on another browser does. What is kept is what
+Decode read; a value that no longer fits (a preset gone from models.yaml, a number outside its slider) is left at
+the tab's default.
+"""
+
+from __future__ import annotations
+
+import math
+
+import gradio as gr
+
+STORAGE_KEY = "specui-teach-lesson"
+FIELDS = ("prompt", "preset", "drafter", "k", "confidence", "temperature", "penalty", "max_new", "seed")
+MAX_PROMPT = 20_000  # characters kept: a lesson's prompt, not a book
+
+
+def build() -> gr.BrowserState:
+    """The browser's memory of the last decoded run (empty until one is decoded)."""
+    return gr.BrowserState({}, storage_key=STORAGE_KEY)
+
+
+def kept(controls, data: dict) -> dict:
+    """What the memory keeps of a decoded run: its settings as the controls (`controls`: teaching.Controls) held
+    them, by field name."""
+    return {name: data[getattr(controls, name)] for name in FIELDS}
+
+
+def restored(config, controls, saved) -> dict:
+    """The controls' values from the memory `saved`: each that still fits, others unchanged (the tab's default)."""
+    saved = saved if isinstance(saved, dict) else {}
+    out = {getattr(controls, name): gr.update() for name in FIELDS}
+    for name in FIELDS:
+        value = saved.get(name)
+        component = getattr(controls, name)
+        if name == "prompt":
+            fits = isinstance(value, str) and len(value) <= MAX_PROMPT
+        elif name == "preset":
+            fits = value in config.names
+        elif name == "drafter":
+            fits = value in [choice for _, choice in _choices(component)]
+        elif name == "seed":
+            fits = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        else:  # a slider's number
+            fits = (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                    and component.minimum <= value <= component.maximum)
+        if fits:
+            out[component] = value
+    return out
+
+
+def _choices(component) -> list[tuple[str, str]]:
+    return [choice if isinstance(choice, tuple) else (choice, choice) for choice in component.choices]
+
+
+def wire(demo: gr.Blocks, config, controls, memory: gr.BrowserState) -> None:
+    """When the page opens, put the remembered run's settings back into the Teach tab's controls."""
+    outputs = [getattr(controls, name) for name in FIELDS]
+    demo.load(lambda saved: restored(config, controls, saved), [memory], outputs, show_progress="hidden",
+              api_visibility="private", queue=False)

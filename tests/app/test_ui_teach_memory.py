@@ -1,0 +1,47 @@
+"""The Teach tab's memory of its last decoded settings (`specui.ui.teach_memory`): what it keeps, and what it puts
+back: each value that still fits its control, the tab's default for the rest (a preset gone from models.yaml, a
+number outside its slider, a value of the wrong type, a memory that is not a dict)."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+
+from tests.helpers import ui_config
+
+
+@pytest.fixture(scope="module")
+def tab():
+    from specui.loading import PairCache
+    from specui.ui import teaching
+    from specui.ui.session import Showcase
+
+    config = ui_config()
+    with gr.Blocks():
+        ui = teaching.teaching_tab(Showcase(config, PairCache()), tab=False)
+    return config, ui
+
+
+def test_what_decode_read_comes_back(tab):
+    from specui.ui.teach_memory import FIELDS, kept, restored
+
+    config, ui = tab
+    c = ui.controls
+    data = {c.prompt: "def f(x):\n", c.preset: config.names[0], c.drafter: "prompt lookup", c.k: 3,
+            c.confidence: 0.25, c.temperature: 0.4, c.penalty: 1.1, c.max_new: 16, c.seed: 42}
+    saved = kept(c, data)
+    assert set(saved) == set(FIELDS) and saved["seed"] == 42
+    assert restored(config, c, saved) == data
+
+
+def test_what_no_longer_fits_stays_at_the_default(tab):
+    from specui.ui.teach_memory import FIELDS, restored
+
+    config, ui = tab
+    c = ui.controls
+    saved = {"prompt": 5, "preset": "a preset since removed", "drafter": "<b>nope</b>", "k": 99, "confidence": -1,
+             "temperature": float("nan"), "penalty": True, "max_new": "16", "seed": float("inf")}
+    back = restored(config, c, saved)
+    assert all(back[getattr(c, name)] == gr.update() for name in FIELDS)  # nothing changed
+    for memory in (None, [], "text", {}):
+        assert all(value == gr.update() for value in restored(config, c, memory).values())
