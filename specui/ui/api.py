@@ -21,6 +21,7 @@ import threading
 import gradio as gr
 
 from specui.drafters.registry import name_of
+from specui.presets import ConfigError
 from specui.ui.request import Settings, SettingsError
 from specui.ui.session import Showcase, decode
 
@@ -88,12 +89,16 @@ async def run_stoppable(work, stop: threading.Event, alive=lambda: True):
         raise
 
 
-def _own_confidence(showcase: Showcase, preset: str, drafter: str) -> float:
-    """The preset's `draft_confidence` for a drafter (named or labelled; 0 for an unknown preset: the run says why)."""
-    try:
-        return showcase.config.get(preset).confidence_for(name_of(drafter or "") or None)
-    except ValueError:
-        return 0.0
+def own_settings(showcase: Showcase, preset: str | None, drafter: str | None, num_draft_tokens: int | None,
+                 draft_confidence: float | None) -> tuple:
+    """(drafter, K, confidence) with each one left out (None) taken from the preset named (None: the default one): its
+    drafter, its K and its `draft_confidence` for the drafter, as the page's controls follow the preset. An unknown
+    preset raises `ConfigError`, naming the known ones."""
+    own = showcase.config.get(preset)
+    drafter = drafter or own.drafter
+    name = name_of(drafter) or None  # a label ("draft model") or a name
+    return (drafter, own.k_for(name) if num_draft_tokens is None else num_draft_tokens,
+            own.confidence_for(name) if draft_confidence is None else draft_confidence)
 
 
 TEXTS = ("prompt", "preset", "drafter", "system")  # strings, or null for the default
@@ -127,8 +132,8 @@ def generate_endpoint(showcase: Showcase):
     """The `/generate` API function: its parameters (names, defaults) are the API's."""
     default = showcase.config.get(None)
 
-    async def generate(prompt: str, preset: str = default.name, drafter: str = default.drafter,
-                       num_draft_tokens: int = default.k_for(), adaptive: bool = False,
+    async def generate(prompt: str, preset: str = default.name, drafter: str | None = None,
+                       num_draft_tokens: int | None = None, adaptive: bool = False,
                        temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, max_new_tokens: int = 64,
                        seed: int = 0, compare: bool = False, tree_width: int = 1, tree_nodes: int = 0,
                        system: str = "", draft_confidence: float | None = None, repetition_penalty: float = 1.0,
@@ -147,8 +152,11 @@ def generate_endpoint(showcase: Showcase):
                                     repetition_penalty=repetition_penalty))
         if problem:
             raise gr.Error(problem, print_exception=False)
-        if draft_confidence is None:
-            draft_confidence = _own_confidence(showcase, preset, drafter)
+        try:
+            drafter, num_draft_tokens, draft_confidence = own_settings(showcase, preset, drafter, num_draft_tokens,
+                                                                       draft_confidence)
+        except ConfigError as e:  # no such preset
+            raise gr.Error(str(e), print_exception=False) from None
         try:
             settings = Settings.from_ui(preset=preset, drafter=drafter, num_draft_tokens=num_draft_tokens,
                                         adaptive=adaptive, draft_confidence=draft_confidence,

@@ -153,6 +153,26 @@ def test_the_theory_is_at_the_k_chosen_as_in_the_chat_tab(client):
     assert tree["theory"] is None
 
 
+def test_a_preset_named_without_a_drafter_or_k_drafts_as_that_preset_says():
+    """drafter and num_draft_tokens left out follow the preset named, as the page's controls do: they were the default
+    preset's, so a prompt-lookup preset named alone failed ('drafter='model' needs a draft model') and any other
+    preset ran at the default preset's K."""
+    from specui.presets import Preset
+
+    config = ui_config()
+    bundled = config.get(None)
+    solo = Preset(name="solo", target=bundled.target, drafter="prompt_lookup", num_draft_tokens=3, threads=1,
+                  description="the bundled target alone, drafted for by prompt lookup")
+    with served_app(replace(config, presets={**config.presets, "solo": solo})) as url:
+        client = gradio_client.Client(url, verbose=False)
+        out = generate(client, "a = 1\nb = 2\na = 1\nb = 2\na = 1\n", preset="solo", max_new_tokens=12)
+        assert out["tokens"] and out["stats"]["theory"]["k"] == 3 and out["stats"]["mean_k"] <= 3
+        own = generate(client, max_new_tokens=12)  # the default preset, its drafter and K, as before
+        assert own["stats"]["theory"]["k"] == bundled.k_for() and {t["kind"] for t in own["tokens"]} <= KINDS
+        given = generate(client, preset="solo", drafter="prompt lookup", num_draft_tokens=5, max_new_tokens=12)
+        assert given["stats"]["mean_k"] <= 5 and given["tokens"]
+
+
 def test_an_empty_prompt_and_a_prompt_past_the_context_are_explained(client, app):
     with pytest.raises(gradio_client.exceptions.AppError, match="Type a prompt"):
         generate(client, "   ")
