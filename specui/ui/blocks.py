@@ -34,7 +34,7 @@ from specui.ui import address, charts, chat_handlers, chat_tree, render, stats, 
 from specui.ui.api import generate_endpoint
 from specui.ui.chat_handlers import App, clear, replay, respond, retry, stopped, to_teach, undo, waiting
 from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_drafter
-from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE, Settings
+from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE, MAX_TOP_K, Settings
 from specui.ui.session import Showcase
 from specui.ui.teaching import teaching_tab
 from specui.ui.theme import PLOT_MIN_WIDTH
@@ -64,6 +64,7 @@ INTRO = ("A small **draft** model guesses the next K tokens; the **target** chec
          "p, q and its acceptance probability.")
 ENGINE_GROUP = "engine"  # one generation at a time, UI and API alike
 QUIET = {"queue": False, "api_visibility": "private"}
+MAX_SEED_SHOWN = 2**53 - 1  # the seed box's most: the largest whole number a page's script holds exactly
 DELETE_CACHE = (3600, 86400)  # gradio's cache sweep: every hour, the files over a day old
 
 
@@ -328,6 +329,25 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     c.show_rejected.change(lambda on: gr.update(elem_classes=["show-rejected"] if on else []), [c.show_rejected],
                            [p.chat], **QUIET)
     chat_tree.wire(ui.tree)
+    # a number box shows the value the run takes once it is left (or Enter is pressed in it: keys.js): gradio keeps
+    # what was typed there (2.5 for K, 13 new tokens, 999 until the box loses the focus) while the slider's thumb
+    # shows another value; a box out of range or off the step took a value the page did not show, or was refused
+    for box in (c.k, c.confidence, c.temperature, c.top_p, c.penalty, c.max_new, c.tree_width, c.tree_nodes):
+        box.release(None, [box], [box], js=settled(box.minimum, box.maximum, box.step), **QUIET)
+    for box, hi in ((c.top_k, MAX_TOP_K), (c.seed, MAX_SEED_SHOWN)):  # blank: top-k off, a random seed
+        for event in (box.blur, box.submit):
+            event(None, [box], [box], js=settled(-1 if box is c.seed else 0, hi, 1, blank=True), **QUIET)
+
+
+def settled(lo: float, hi: float, step: float, *, blank: bool = False) -> str:
+    """The js of an event that puts a number box's value within [lo, hi] and on the step's grid from lo (a blank
+    box stays blank when `blank`, else it takes lo), as a slider's thumb shows it and the run takes it."""
+    lo, hi, step = (repr(x) for x in (lo, hi, step))  # as js reads them (never 9.0072e+15)
+    places = len(step.partition(".")[2].rstrip("0"))  # 0.05: two decimal places, so 0.1 + 0.2 shows as 0.3
+    return (f"(v) => {{ if (v === null || v === '') return {'v' if blank else lo}; const n = Number(v); "
+            f"if (!Number.isFinite(n)) return {lo}; "
+            f"const on = {lo} + Math.round((Math.min({hi}, Math.max({lo}, n)) - {lo}) / {step}) * {step}; "
+            f"return Number(Math.min({hi}, on).toFixed({places})); }}")
 
 
 # -- the controls' handlers (the chat's: chat_handlers.py) -----------------------------------------

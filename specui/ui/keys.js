@@ -21,4 +21,14 @@
     event.preventDefault();
     button.click();
   });
+  // Enter in a slider's number box commits what was typed, as leaving the box does: gradio puts a value out of
+  // range back within it only when the box loses the focus, and blocks.py's `settled` puts it on the step's grid
+  document.addEventListener("keydown", (event) => {
+    const box = event.target;
+    if (event.key !== "Enter" || !box || box.type !== "number") return;
+    const block = box.closest(".block");
+    if (!block || !block.querySelector("input[type=range]")) return;
+    box.blur();
+    box.focus();
+  });
 }

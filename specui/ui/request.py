@@ -51,7 +51,7 @@ class Settings(DecodeSettings):
                    adaptive=bool(values.get("adaptive")),
                    draft_confidence=_number(values, "draft_confidence", 0.0, MAX_CONFIDENCE, 0.0),
                    temperature=_number(values, "temperature", 0.0, MAX_TEMPERATURE, 0.0), top_p=top_p,
-                   top_k=_integer(values, "top_k", 0, 1_000_000, blank=0),
+                   top_k=_integer(values, "top_k", 0, MAX_TOP_K, blank=0),
                    repetition_penalty=_penalty(values),
                    max_new_tokens=_integer(values, "max_new_tokens", 1, MAX_NEW_TOKENS),
                    seed=None if seed == -1 else seed, compare=bool(values.get("compare")),
@@ -61,6 +61,7 @@ class Settings(DecodeSettings):
 
 
 _REQUIRED = object()
+MAX_TOP_K = 1_000_000  # the top-k box's most
 MAX_CONFIDENCE = 0.95  # the confidence slider's end (a round drafts at least one token whatever it is)
 MAX_SYSTEM_CHARS = 4000  # a system prompt is instructions, not a document (the context holds the rest)
 

@@ -1,0 +1,48 @@
+"""A real browser on the served app, on the Chat tab's settings and modes: a number typed into a slider's box shows the
+value the run takes once it is committed (Enter, or leaving the box), within the slider's range and on its step; a
+message refused at its turn leaves the session free for the next one."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import require_browser, served_app, ui_config
+from tools.screenshot import launch_chromium, open_page, run_prompt
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
+
+
+def typed(page, elem_id: str, value, *, enter: bool = True) -> str:
+    """Type `value` into a number box, commit it (Enter, or a click elsewhere), and read the box back."""
+    box = page.locator(f"#{elem_id} input[type=number]").first
+    box.fill(str(value))
+    if enter:
+        box.press("Enter")
+    else:
+        page.click("#prompt textarea")
+    page.wait_for_timeout(400)
+    return box.input_value()
+
+
+def test_a_typed_number_shows_the_value_the_run_takes_and_a_refusal_leaves_send_free():
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with served_app(ui_config()) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = open_page(browser, url)
+        # gradio kept 999 in the box after Enter (the slider at 64), and 2.5, 13 or 0.33 off the slider's step
+        assert typed(page, "num-draft-tokens", 999) == "64"
+        assert page.locator("#num-draft-tokens input[type=range]").input_value() == "64"
+        assert typed(page, "num-draft-tokens", 2.5, enter=False) == "3"
+        assert typed(page, "max-new-tokens", 13) == "16"
+        assert typed(page, "temperature", 0.33) == "0.35" and typed(page, "temperature", 0) == "0"
+        assert typed(page, "top-k", -5) == "0" and typed(page, "seed", 2.5) == "3"
+        assert typed(page, "tree-nodes", 4) == "4"  # a dynamic tree needs tree width 2: refused when its turn comes
+        run_prompt(page, "def main(argv):\n")
+        assert "tree" in page.locator("#chat .specui-error").last.inner_text()
+        assert typed(page, "tree-nodes", 0) == "0"
+        run_prompt(page, "import os\n")  # was refused as "still being answered" until Stop was pressed
+        assert page.locator("#chat .specui-out").count() >= 1
+        assert "K=3" in page.locator("#stats").inner_text()  # the K the box showed
+        browser.close()
