@@ -33,6 +33,9 @@ from specui.presets import ConfigError, load_config, with_pair
 from specui.settings import DecodeSettings, SettingsError
 
 ALL = "all"  # --drafter all: plain decoding and every drafter of the preset
+# DecodeSettings' fields that are flags here of the same name (top_p: --top-p)
+SETTINGS_FLAGS = ("max_new_tokens", "num_draft_tokens", "temperature", "top_p", "top_k", "seed", "repetition_penalty",
+                  "tree_width", "tree_nodes", "draft_confidence", "drafter")
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m specui.bench",
@@ -121,8 +124,17 @@ def parse_args(argv=None) -> argparse.Namespace:
                        draft_confidence=args.draft_confidence or 0.0,
                        drafter=None if args.drafter in (None, ALL) else args.drafter)  # one that drafts no trees
     except SettingsError as e:
-        p.error(str(e))
+        p.error(as_flags(str(e)))
     return args
+
+
+def as_flags(message: str) -> str:
+    """A settings error in the command line's words: `top_p must be ...` -> `--top-p must be ...` (and a seed is
+    an integer here: the library's None is the command line's absent flag)."""
+    name = message.split(" ", 1)[0]
+    if name in SETTINGS_FLAGS:
+        message = f"--{name.replace('_', '-')}{message[len(name):]}".replace(" must be None or ", " must be ")
+    return message
 
 
 def json_path_problem(path: str) -> str | None:

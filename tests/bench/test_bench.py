@@ -302,6 +302,21 @@ def test_a_negative_value_is_refused_naming_its_option(flag, capsys):
     assert exit_.value.code == 2 and f"{flag} must be >= 0, got -1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("args, said", [
+    (["--seed", "-5"], "--seed must be an integer from 0 to 2**64 - 1, got -5"),
+    (["--tree-width", "0"], "--tree-width must be an integer from 1 (no tree) to 8, got 0"),
+    (["--draft-confidence", "3"], "--draft-confidence must be a number from 0"),
+])
+def test_a_setting_out_of_range_is_refused_in_the_command_lines_words(args, said, capsys):
+    """The engine's settings check names its fields (top_p, and a seed that may be None); here they are flags."""
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(args)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and said in err and "None" not in err
+
+
 def test_a_json_path_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys):
     from specui.bench.cli import parse_args, write_json
 
