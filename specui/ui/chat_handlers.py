@@ -225,7 +225,7 @@ def run_export(run: Run) -> dict:
 
 def _download(app: App, run: Run):
     try:
-        path = app.exports.write(run_export(run), f"specui-run-{run.preset}-seed{run.settings.seed}.json")
+        path = app.exports.write(run_export(run), f"specui-run-{run.preset}-seed{run.replied.seed}.json")
     except Exception:  # the reply stands without its download
         log.exception("writing the run's download")
         return gr.update(value=None, visible=False)

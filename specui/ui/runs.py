@@ -54,9 +54,14 @@ class Run:
             return reply(self.arena_views.get(arena.PLAIN, ()), self.arena.get(arena.PLAIN))
         return self.spec_text
 
+    @property
+    def replied(self) -> GenerationResult | None:
+        """The run whose reply the conversation keeps: the speculative one, or in arena mode plain decoding's."""
+        return self.arena.get(arena.PLAIN) if self.settings.arena else self.spec
+
     def reply_message(self) -> dict:
         """The reply as the conversation keeps it: its text, and the tokens the model wrote (`chat_ids`)."""
-        result = self.arena.get(arena.PLAIN) if self.settings.arena else self.spec
+        result = self.replied
         ids = [] if result is None else answer_ids(result)
         return {"role": "assistant", "content": self.reply_text, "token_ids": ids, "ids_of": self.preset}
 
@@ -98,11 +103,13 @@ class Run:
     def as_dict(self) -> dict:
         """The API's answer."""
         spec, plain = self.stats()
+        # arena mode: plain decoding's reply, its stop reason and the seed every contestant took
+        replied = self.replied or GenerationResult()
         return {
-            "text": self.spec_text,
+            "text": self.reply_text,
             "tokens": [{"id": v.token_id, "text": v.text, "kind": v.kind, "p": v.p, "q": v.q, "accept": v.accept}
                        for v in self.spec_views if v.kind != Kind.REJECTED],
-            "stats": spec.as_dict() if spec else None, "stop_reason": self.spec.stop_reason, "seed": self.spec.seed,
+            "stats": spec.as_dict() if spec else None, "stop_reason": replied.stop_reason, "seed": replied.seed,
             "plain_text": self.plain_text if self.plain is not None else None,
             "plain_stats": plain.as_dict() if plain else None,
             "speedup": runstats.speedup(spec, plain) if spec else None, "identical": self.identical,

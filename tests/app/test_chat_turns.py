@@ -249,9 +249,14 @@ def test_a_finished_run_can_be_downloaded_as_json(tab):
     assert data["text"] == frames[-1][ui.turns][-1]["content"] and data["stats"]["acceptance_rate"] >= 0
     assert {t["kind"] for t in data["tokens"]} <= {"accepted", "resampled", "bonus"}
     assert data["plain_text"] == data["text"]
-    *_, last = respond(app, ui, {**form(ui, CODE), ui.controls.arena: True})
-    arena = json.loads(Path(last[ui.results.export]["value"]).read_text(encoding="utf-8"))["arena"]
+    *_, last = respond(app, ui, {**form(ui, CODE), ui.controls.arena: True, ui.controls.seed: -1})  # a random seed
+    path = Path(last[ui.results.export]["value"])
+    whole = json.loads(path.read_text(encoding="utf-8"))
+    arena = whole["arena"]
     assert arena["plain"]["text"] == data["text"] and set(arena) >= {"plain", "model", "prompt_lookup"}
+    # the reply the chat keeps (plain decoding's) and the seed drawn, named in the file too (it said "seedNone")
+    assert whole["text"] == data["text"] and whole["stop_reason"] == "length" and isinstance(whole["seed"], int)
+    assert path.name.endswith(f"-seed{whole['seed']}.json") and whole["settings"]["seed"] is None
     assert all(entry["identical_to_plain"] for entry in arena.values())
     assert arena["model"]["num_draft_tokens"] == 3 and arena["plain"]["num_draft_tokens"] is None  # the table's K
 
