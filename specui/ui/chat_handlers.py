@@ -324,16 +324,18 @@ def to_teach(ui, teach, data: dict) -> dict:
         return {}
     c, t = ui.controls, teach.controls
     k, max_new, seed = int(data[c.k]), int(data[c.max_new]), data[c.seed]
+    last = data[ui.exchanges][-1]
+    earlier = data[ui.turns][:-2] if last["kept"] else data[ui.turns]  # the conversation before the message
     fitted = min(TEACH_MAX_NEW, max(8, 8 * round(max_new / 8)))
     notes = [f"K {k} became {TEACH_K_MAX}" if k > TEACH_K_MAX else "",
              f"{max_new} new tokens became {fitted}" if fitted != max_new else "",
              "it samples without top-p and top-k" if data[c.top_p] < 1 or data[c.top_k] else "",
              "the seed was random: the Teach tab's is kept" if seed is None or seed < 0 else "",
-             "the message is decoded alone, without the conversation before it" if data[ui.turns] else ""]
+             "the message is decoded alone, without the conversation before it" if earlier else ""]
     said = "; ".join(n for n in notes if n)
     status = ("The Chat tab's last message and settings: press **Decode** to step through it round by round."
               + (f" Here {said}." if said else ""))
-    updates = {t.prompt: data[ui.exchanges][-1]["text"], t.preset: data[c.preset], t.drafter: data[c.drafter],
+    updates = {t.prompt: last["text"], t.preset: data[c.preset], t.drafter: data[c.drafter],
                t.k: min(k, TEACH_K_MAX), t.confidence: data[c.confidence], t.temperature: data[c.temperature],
                t.penalty: data[c.penalty], t.max_new: fitted, teach.step.status: status,
                ui.tabs: gr.Tabs(selected="teach")}

@@ -49,8 +49,8 @@ def tab():
 def form(ui, prompt, *, preset="bundled", drafter="draft model", k=3, compare=False, state=None):
     c = ui.controls
     state = state or {ui.messages: [], ui.turns: [], ui.exchanges: []}
-    return {ui.panel.prompt: prompt, **state, c.preset: preset, c.drafter: drafter, c.k: k, c.adaptive: False, c.confidence: 0.0,
-            c.temperature: 0.0, c.top_p: 1.0, c.top_k: 0, c.penalty: 1.0, c.max_new: 12, c.seed: 0,
+    return {ui.panel.prompt: prompt, **state, c.preset: preset, c.drafter: drafter, c.k: k, c.adaptive: False,
+            c.confidence: 0.0, c.temperature: 0.0, c.top_p: 1.0, c.top_k: 0, c.penalty: 1.0, c.max_new: 12, c.seed: 0,
             c.compare: compare, c.arena: False, c.tree_width: 1, c.tree_nodes: 0, c.system: ""}
 
 
@@ -334,6 +334,9 @@ def test_the_last_message_goes_to_the_teach_tab_with_its_settings_fitted_to_it()
     assert penalised[t.penalty] == 1.3 and "penalty" not in penalised[teach.step.status]
     assert set(penalised) <= set(to_teach_outputs(ui, teach))  # gradio updates only an event's outputs
     assert to_teach(ui, teach, {**data, ui.exchanges: []}) == {}
+    first = {**data, ui.exchanges: [{"text": "x", "kept": True}]}  # the conversation's first message: nothing before it
+    assert "conversation" not in to_teach(ui, teach, first)[teach.step.status]
+    assert "without the conversation" in to_teach(ui, teach, {**first, ui.turns: turns * 2})[teach.step.status]
 
 
 def test_the_app_preloads_and_warms_up_the_default_pair_so_the_first_request_does_neither(monkeypatch, caplog):
@@ -349,7 +352,8 @@ def test_the_app_preloads_and_warms_up_the_default_pair_so_the_first_request_doe
     assert lines and lines[-1] == "Ready"
     assert len(calls) == 1 and calls[0] == showcase.encode(pair, "Hello!", [])
     assert any(ref() is pair for ref in showcase._warm)
-    frames = list(showcase.run("def f(x):", Settings(preset=config.default, max_new_tokens=4, num_draft_tokens=2), figures=False))
+    frames = list(showcase.run("def f(x):", Settings(preset=config.default, max_new_tokens=4, num_draft_tokens=2),
+                               figures=False))
     assert frames[-1][1].phase == "done" and len(calls) == 1  # warm already: the request went straight on
 
     zero = Showcase(config, PairCache())  # under ZeroGPU there is no GPU outside a request: loaded, not warmed
