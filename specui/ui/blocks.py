@@ -29,12 +29,12 @@ import gradio as gr
 
 from specui.drafters import LABELS
 from specui.loading import PairCache
-from specui.settings import MAX_DRAFT_TOKENS
+from specui.settings import MAX_DRAFT_TOKENS, SettingsError
 from specui.ui import address, charts, chat_handlers, chat_tree, render, stats, teach_memory
 from specui.ui.api import generate_endpoint
 from specui.ui.chat_handlers import App, clear, replay, respond, retry, stopped, to_teach, undo, waiting
 from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_drafter
-from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE, MAX_TOP_K, Settings
+from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE, MAX_TOP_K, Settings, in_page_words
 from specui.ui.session import Showcase
 from specui.ui.teaching import teaching_tab
 from specui.ui.theme import PLOT_MIN_WIDTH
@@ -102,7 +102,13 @@ class Controls:
     system: gr.Textbox
 
     def settings(self, data: dict) -> Settings:
-        """The request's settings, read by component (raises SettingsError)."""
+        """The request's settings, read by component (raises SettingsError, in the page's words)."""
+        try:
+            return self._settings(data)
+        except SettingsError as e:
+            raise SettingsError(in_page_words(str(e))) from None
+
+    def _settings(self, data: dict) -> Settings:
         return Settings.from_ui(preset=data[self.preset], drafter=data[self.drafter], num_draft_tokens=data[self.k],
                                 adaptive=data[self.adaptive], draft_confidence=data[self.confidence],
                                 temperature=data[self.temperature],

@@ -7,6 +7,7 @@ The ranges are `specui.settings`' limits, checked there; this module only coerce
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, MODEL, name_of
@@ -14,6 +15,24 @@ from specui.settings import (MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_REPETITION_PE
                              MAX_TREE_NODES, MAX_TREE_WIDTH, DecodeSettings, SettingsError)
 
 DRAFTER_CHOICES = {label: name for name, label in LABELS.items()}  # what the radio shows -> drafter name
+# the settings' field names as the page's controls are labelled (a refusal quotes the engine's check)
+PAGE_WORDS = {"num_draft_tokens": "K", "max_new_tokens": "Max new tokens",
+              "tree_width": "Tree width", "tree_nodes": "Tree nodes", "top_k": "Top-k", "top_p": "Top-p",
+              "draft_confidence": "Confidence stop", "repetition_penalty": "Repetition penalty"}
+
+
+def in_page_words(message: str) -> str:
+    """A settings refusal in the page's words: its fields as the controls are labelled (`tree_nodes=64 needs a
+    tree: set tree_width to 2 or more` -> `Tree nodes 64 needs a tree: set Tree width to 2 or more`), a drafter
+    as the Drafter radio names it ('prompt_lookup' -> 'prompt lookup')."""
+    message = message.replace("num_draft_tokens (K)", "K")
+    for name, words in PAGE_WORDS.items():
+        message = re.sub(rf"\b{re.escape(name)}(=|\b)", lambda m: words + (" " if m.group(1) == "=" else ""), message)
+    message = re.sub(r"one of ((?:\w+, )*\w+)",  # a list of drafters' names
+                     lambda m: "one of " + ", ".join(LABELS.get(n, n) for n in m.group(1).split(", ")), message)
+    for name, label in LABELS.items():
+        message = message.replace(f"'{name}'", f"'{label}'")
+    return message
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from specui.drafters import MODEL_DRAFTERS
 from specui.engine import SpeculativeEngine
-from specui.ui.request import Settings, SettingsError
+from specui.ui.request import Settings, SettingsError, in_page_words
 from specui.ui.toasts import refusal
 
 log = logging.getLogger("specui.ui")
@@ -33,7 +33,7 @@ def prepare(showcase, c, data: dict, *, drafter: str | None = None) -> tuple[Pre
                                     max_new_tokens=data[c.max_new], seed=data[c.seed])
         chosen = showcase.config.get(settings.preset)
     except (SettingsError, ValueError) as e:
-        raise refusal(str(e)) from None
+        raise refusal(in_page_words(str(e))) from None
     text = data[c.prompt]
     if not text or not text.strip():
         raise refusal("Type a prompt first.")

@@ -20,6 +20,7 @@ import gradio as gr
 from specui.settings import MAX_TREE_WIDTH, SettingsError
 from specui.tree_steps import TreeRecord, tree_record, tree_steps
 from specui.ui.chat_tree import CHAT_TREE_NODES, NODES_HELP, round_choices
+from specui.ui.request import in_page_words
 from specui.ui.teach_tree_view import TREE_HELP, render_tree_step
 from specui.ui.toasts import calmly, refusal
 from specui.ui.tree_chart import tree_figure
@@ -105,7 +106,7 @@ def decode(panel: TreePanel, controls, prepare, data: dict) -> dict:
     try:
         settings = p.settings.decode.but(tree_width=int(data[panel.width]), tree_nodes=int(data[panel.nodes]))
     except SettingsError as e:
-        raise refusal(str(e)) from None
+        raise refusal(in_page_words(str(e))) from None
     try:
         with lock:  # one engine run at a time, like every other generation
             result = p.engine.generate(p.ids, settings)

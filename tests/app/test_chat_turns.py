@@ -365,3 +365,24 @@ def test_the_app_preloads_and_warms_up_the_default_pair_so_the_first_request_doe
     with caplog.at_level("WARNING", logger="specui.ui"):
         zero.preload(broken)
     assert "could not preload preset broken" in caplog.text
+
+
+def test_a_refused_setting_is_said_in_the_pages_words(tab):
+    """The engine's check names its fields (tree_nodes, tree_width, 'prompt_lookup'); the page says them as its
+    controls are labelled, and the API keeps the engine's names."""
+    from specui.settings import SettingsError
+    from specui.ui.request import in_page_words
+
+    ui, _ = tab
+    c = ui.controls
+    with pytest.raises(SettingsError) as refused:
+        c.settings({**form(ui, CODE), c.tree_nodes: 64})
+    assert str(refused.value) == "Tree nodes 64 needs a tree: set Tree width to 2 or more"
+    with pytest.raises(SettingsError) as refused:
+        c.settings({**form(ui, CODE, drafter="prompt lookup"), c.tree_width: 2})
+    said = str(refused.value)
+    assert said.startswith("drafter 'prompt lookup' cannot draft trees (")
+    assert said.endswith("trees need one of draft model, EAGLE, Medusa, or Tree width 1")
+    assert in_page_words("num_draft_tokens (K) must be an integer from 1 to 64, got 0") == \
+        "K must be an integer from 1 to 64, got 0"
+    assert in_page_words("the prompt plus max_new_tokens (9) is more") == "the prompt plus Max new tokens (9) is more"
