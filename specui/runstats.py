@@ -79,12 +79,6 @@ def rounds_cost_ratio(rounds, forward_rounds) -> float | None:
     return None
 
 
-def asked_k(rounds) -> int:
-    """The most draft tokens a run's rounds asked for: the K it ran at (adaptive K: the highest it reached);
-    0 for plain decoding."""
-    return max((r.num_draft_tokens for r in rounds), default=0)
-
-
 def run_stats(result, *, plain=None, k: int | None = None) -> RunStats:
     """Summarise one run. With the plain run, c uses its time per token as the target's cost. Theorem 3.8 is taken
     at `k`: the K chosen (the chat tab and the Teach tab: even where the token budget cut every round short), else the
