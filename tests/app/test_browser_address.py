@@ -12,6 +12,18 @@ from tools.screenshot import launch_chromium, set_number
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
 
+@pytest.fixture(scope="module")
+def site():
+    """Chromium and the served app's address (without its trailing /)."""
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with served_app(ui_config()) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        yield browser, url.rstrip("/")
+        browser.close()
+
+
 def _selected(page) -> str:
     return page.locator("button[role=tab][aria-selected=true]").inner_text().strip()
 
@@ -21,64 +33,56 @@ def _on_tab(page, name: str) -> None:
                            ".trim() === name", arg=name, timeout=20_000)
 
 
-def _open(browser, url: str):
+def _open(site, query: str):
+    browser, url = site
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(url)
+    page.goto(f"{url}/{query}")
     page.wait_for_selector("button[role=tab][aria-selected=true]", timeout=60_000)
     return page
 
 
-def test_the_address_opens_the_teach_tab_and_a_refresh_keeps_the_tab():
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with served_app(ui_config()) as url, sync_playwright() as p:
-        browser = launch_chromium(p)
-        page = _open(browser, f"{url.rstrip('/')}/?tab=teach")
-        _on_tab(page, "Teach")
-        assert page.locator("#step-start").is_visible()
-        page.get_by_role("tab", name="Chat").click()
-        page.wait_for_function("() => new URL(location.href).searchParams.get('tab') === 'chat'", timeout=10_000)
-        page.reload()
-        _on_tab(page, "Chat")
-        page.get_by_role("tab", name="Teach").click()
-        page.wait_for_function("() => new URL(location.href).searchParams.get('tab') === 'teach'", timeout=10_000)
-        page.reload()
-        _on_tab(page, "Teach")
-        page2 = _open(browser, f"{url.rstrip('/')}/?tab=nonsense")  # a name it does not know: the Chat tab
-        page2.wait_for_timeout(1_000)
-        assert _selected(page2) == "Chat"
-        browser.close()
+def _choose(page, name: str) -> None:
+    """Click a tab and wait for the address to name it."""
+    page.get_by_role("tab", name=name).click()
+    page.wait_for_function("(name) => new URL(location.href).searchParams.get('tab') === name", arg=name.lower(),
+                           timeout=10_000)
 
 
-def test_a_refreshed_teach_tab_keeps_the_last_decoded_prompt_and_settings():
-    require_browser()
-    from playwright.sync_api import sync_playwright
+def test_the_address_opens_the_teach_tab_and_a_refresh_keeps_the_tab(site):
+    page = _open(site, "?tab=teach")
+    _on_tab(page, "Teach")
+    assert page.locator("#step-start").is_visible()
+    _choose(page, "Chat")
+    page.reload()
+    _on_tab(page, "Chat")
+    _choose(page, "Teach")
+    page.reload()
+    _on_tab(page, "Teach")
+    other = _open(site, "?tab=nonsense")  # a name it does not know: the Chat tab
+    other.wait_for_timeout(1_000)
+    assert _selected(other) == "Chat"
 
-    with served_app(ui_config()) as url, sync_playwright() as p:
-        browser = launch_chromium(p)
-        page = _open(browser, f"{url.rstrip('/')}/?tab=teach")
-        _on_tab(page, "Teach")
-        page.fill("#teach-prompt textarea", "def remembered(x):\n")
-        set_number(page, "teach-seed", 42)
-        set_number(page, "teach-temperature", 0.3)
-        set_number(page, "teach-max-new-tokens", 16)
-        page.click("#step-start")
-        page.wait_for_function("() => /Decoded/.test(document.querySelector('#step-status')?.textContent)",
-                               timeout=120_000)
-        page.fill("#teach-prompt textarea", "typed after the run, never decoded")
-        page.reload()
-        _on_tab(page, "Teach")
-        page.wait_for_function("() => document.querySelector('#teach-prompt textarea')?.value === "
-                               "'def remembered(x):\\n'", timeout=20_000)
-        assert page.locator("#teach-seed input").input_value() == "42"
-        assert float(page.locator("#teach-temperature input[type=number]").input_value()) == 0.3
-        assert page.locator("#teach-max-new-tokens input[type=number]").input_value() == "16"
-        page.get_by_role("tab", name="Chat").click()  # a page refreshed on the Chat tab: the Teach tab's too
-        page.wait_for_function("() => new URL(location.href).searchParams.get('tab') === 'chat'", timeout=10_000)
-        page.reload()
-        page.wait_for_selector("#prompt textarea", timeout=60_000)
-        page.get_by_role("tab", name="Teach").click()
-        page.wait_for_function("() => document.querySelector('#teach-prompt textarea')?.value === "
-                               "'def remembered(x):\\n'", timeout=20_000)
-        browser.close()
+
+def test_a_refreshed_teach_tab_keeps_the_last_decoded_prompt_and_settings(site):
+    page = _open(site, "?tab=teach")
+    _on_tab(page, "Teach")
+    page.fill("#teach-prompt textarea", "def remembered(x):\n")
+    set_number(page, "teach-seed", 42)
+    set_number(page, "teach-temperature", 0.3)
+    set_number(page, "teach-max-new-tokens", 16)
+    page.click("#step-start")
+    page.wait_for_function("() => /Decoded/.test(document.querySelector('#step-status')?.textContent)",
+                           timeout=120_000)
+    page.fill("#teach-prompt textarea", "typed after the run, never decoded")
+    page.reload()
+    _on_tab(page, "Teach")
+    remembered = "() => document.querySelector('#teach-prompt textarea')?.value === 'def remembered(x):\\n'"
+    page.wait_for_function(remembered, timeout=20_000)
+    assert page.locator("#teach-seed input").input_value() == "42"
+    assert float(page.locator("#teach-temperature input[type=number]").input_value()) == 0.3
+    assert page.locator("#teach-max-new-tokens input[type=number]").input_value() == "16"
+    _choose(page, "Chat")  # a page refreshed on the Chat tab: the Teach tab's settings come back too
+    page.reload()
+    page.wait_for_selector("#prompt textarea", timeout=60_000)
+    page.get_by_role("tab", name="Teach").click()
+    page.wait_for_function(remembered, timeout=20_000)
