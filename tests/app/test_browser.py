@@ -373,6 +373,7 @@ def test_a_message_goes_to_the_teach_tab_to_be_stepped_through(page):
     page.wait_for_function("p => document.querySelector('#teach-prompt textarea')?.value === p", arg=PROMPT,
                            timeout=10_000)
     assert page.locator("#teach-tab").is_visible() and not page.locator("#chat").is_visible()
+    page.wait_for_function("() => new URL(location.href).searchParams.get('tab') === 'teach'", timeout=5_000)
     assert page.locator("#teach-k input[type=number]").first.input_value() == "3"
     assert page.locator("#teach-max-new-tokens input[type=number]").first.input_value() == "16"
     assert page.locator("#teach-confidence input[type=number]").first.input_value() == "0.4"
