@@ -127,6 +127,23 @@ def test_caret_only_while_streaming():
     assert "specui-caret" not in render.render_reply(views)
 
 
+def test_a_token_block_is_one_named_keyboard_stop_not_one_per_token():
+    views = [render.TokenView(text=t, kind="accepted") for t in ("a", "b", "c")]
+    markup = render.render_reply(views)
+    assert markup.count('tabindex="0"') == 1 and 'role="group"' in markup  # the block, for tokens.js's arrow keys
+    assert f'title="{html.escape(render.TOKENS_LABEL, quote=True)}"' in markup  # its name (no aria-label: sanitised)
+    assert "arrow keys" in render.legend_html()
+
+
+def test_style_css_writes_one_dark_selector_a_rule():
+    """Gradio scopes `.dark .x, .dark .y` as if only .x were dark: the rest never matched on a dark page."""
+    from pathlib import Path
+
+    css = (Path(render.__file__).parent / "style.css").read_text()
+    rules = [r.split("{")[0] for r in css.replace("}", "}\n").split("\n") if "{" in r]
+    assert not [r for r in rules if ".dark" in r and "," in r]
+
+
 def test_compare_reply_has_two_columns_and_the_verdict():
     spec = [render.TokenView(text="a", kind="accepted")]
     plain = [render.TokenView(text="a", kind="plain")]
