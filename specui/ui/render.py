@@ -26,6 +26,8 @@ KIND_LABELS = {
     Kind.PLAIN: "plain decoding (target alone)",
     Kind.REJECTED: "rejected draft token",
 }
+# a reply's token block as a screen reader names it (the keys are tokens.js's)
+TOKENS_LABEL = "Tokens: left and right arrow keys step through them, giving each one's kind, p and q"
 TEXT_STYLE = "white-space:pre-wrap;font-family:var(--font-mono, ui-monospace, monospace)"
 
 
@@ -83,10 +85,16 @@ def token_span(view: TokenView, *, style: str = "", shown: str | None = None) ->
 
 
 def render_tokens(views: Sequence[TokenView], *, cursor: bool = False) -> str:
-    """A block of token spans; `cursor` adds a blinking caret while streaming."""
+    """A block of token spans; `cursor` adds a blinking caret while streaming.
+
+    The block is one stop of the Tab key, a named group (TOKENS_LABEL): from it the arrow keys step from token to
+    token, each showing and announcing its kind, p and q (`specui/ui/tokens.js`); a tab stop per token would put
+    hundreds of stops between the prompt and the settings. The name is a title (the chat's sanitiser drops
+    aria-label)."""
     body = "".join(token_span(v) for v in views)
     caret = '<span class="specui-caret">▍</span>' if cursor else ""
-    return f'<div class="specui-text" style="{TEXT_STYLE}">{body}{caret}</div>'
+    return (f'<div class="specui-text" tabindex="0" role="group" title="{html.escape(TOKENS_LABEL, quote=True)}"'
+            f' style="{TEXT_STYLE}">{body}{caret}</div>')
 
 
 def render_prompt(prompt: str) -> str:
@@ -156,7 +164,8 @@ def legend_html() -> str:
                (Kind.PLAIN, "plain (compare)"), (Kind.REJECTED, "rejected draft (toggle)")]
     items = "".join(f'<span class="tok tok-{k} legend-item" title="{html.escape(KIND_LABELS[k])}">'
                     f'{html.escape(t)}</span>' for k, t in samples)
-    hint = '<span class="legend-hint">hover or tap a token for p, q and its acceptance probability</span>'
+    hint = ('<span class="legend-hint">hover or tap a token for p, q and its acceptance probability (keyboard: Tab '
+            'to a reply, then the arrow keys)</span>')
     return f'<div class="specui-legend"><span class="legend-title">Tokens:</span>{items}{hint}</div>'
 
 
