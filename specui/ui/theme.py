@@ -7,6 +7,7 @@ import plotly.io as pio
 
 SPEC_COLOUR = THEORY_COLOUR = "#2563eb"  # speculative runs and theory curves
 PLAIN_COLOUR = "#9ca3af"  # plain decoding, and the 1x line
+NOTE_COLOUR = "#6b7280"  # an empty chart's note: text, so 4.5:1 on white (WCAG AA); PLAIN_COLOUR's grey gave 2.5:1
 POINT_COLOUR = RATE_COLOUR = "#dc2626"  # measured points, running rates
 BEST_COLOUR = "#16a34a"  # the best K
 DRAFTER_COLOURS = {"plain": PLAIN_COLOUR, "model": SPEC_COLOUR, "model_lookup": "#4f46e5", "eagle": "#7c3aed",
@@ -51,7 +52,7 @@ def noted(fig: go.Figure, text: str, *, size: int = 13) -> go.Figure:
     note replaces any the chart had (an empty chart's own, when a caller says it otherwise)."""
     fig.layout.annotations = ()
     fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
-                       font={"size": size, "color": PLAIN_COLOUR})
+                       font={"size": size, "color": NOTE_COLOUR})
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     fig.update_layout(showlegend=False)

@@ -168,3 +168,16 @@ def test_every_chart_carries_plotly_whites_look_in_a_small_template(spec, plain)
         assert len(json.dumps(template)) < 1500  # plotly_white by name was 7 kB in every figure sent
     titles = len(charts.ARENA_PANELS)  # the arena's panels come from one cached layout, which no figure changes
     assert [len(charts.arena_figure().layout.annotations) for _ in range(2)] == [titles + 1] * 2  # + the hint
+
+
+def test_an_empty_charts_note_reads_at_aa_contrast_on_white():
+    from specui.ui import theme
+
+    def luminance(hex_colour):
+        rgb = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    colour = charts.speed_figure().layout.annotations[0].font.color
+    assert 1.05 / (luminance(colour) + 0.05) >= 4.5, colour
+    assert colour == theme.NOTE_COLOUR
