@@ -42,9 +42,10 @@ from specui.ui.theme import PLOT_MIN_WIDTH
 log = logging.getLogger("specui.ui")
 CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
 # the page's script: the chat's "Copy reply" buttons (copy.js), a tapped token's p and q (tokens.js), the keys (keys.js:
-# the Teach tab's steps, Enter in a slider's number box), the open tab's name in the address (address.js)
+# the Teach tab's steps, Enter in a slider's number box), the open tab's name in the address (address.js), each
+# chart named for a screen reader (charts.js)
 JS = "() => {\n" + "".join(f"({(Path(__file__).with_name(name)).read_text(encoding='utf-8').strip()})();\n"
-                            for name in ("copy.js", "tokens.js", "keys.js", "address.js")) + "}"
+                            for name in ("copy.js", "tokens.js", "keys.js", "address.js", "charts.js")) + "}"
 EXAMPLES = [  # chat and code for the default chat model; code to continue for the stdlib pair (no trailing
     # newline: the tokenizer merges a newline with the next line's indentation)
     "Write a Python function that checks whether a word is a palindrome, with a docstring.",

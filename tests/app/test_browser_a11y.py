@@ -106,3 +106,22 @@ def test_coloured_and_faded_text_keeps_aa_contrast(app, theme):
     ratios = {i: round(page.evaluate(CONTRAST, i), 2) for i in ids}
     assert all(r >= 4.5 for r in ratios.values()), ratios
     page.close()
+
+
+def test_every_chart_is_a_figure_named_by_its_title_and_axes(app):
+    """Plotly's SVG reads as stray text; charts.js names each chart as a figure (its modebar stays reachable)."""
+    browser, url = app
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    page.wait_for_selector("#chat-tab .js-plotly-plot", timeout=60_000)
+    named = ("() => { const plots = [...document.querySelectorAll('.js-plotly-plot')]; return plots.length > 0 && "
+             "plots.every(p => p.getAttribute('role') === 'figure' && /^Chart/.test(p.getAttribute('aria-label'))); }")
+    page.wait_for_function(named, timeout=10_000)
+    labels = "() => [...document.querySelectorAll('#chat-tab .js-plotly-plot')].map(p => p.getAttribute('aria-label'))"
+    before = page.evaluate(labels)  # empty: the title and what the chart will show
+    assert "Chart: Tokens/s over time. Tokens so far ÷ engine time so far" in before[0], before
+    run_prompt(page, "def main(argv):\n")
+    page.wait_for_function(FINISHED, timeout=120_000)
+    page.wait_for_function(f"() => ({labels})().some(label => label.includes('x: round, y: acceptance'))",
+                           timeout=10_000)  # redrawn with data: its axes too
+    page.close()
