@@ -3,12 +3,15 @@ runs its `main` under `run`.
 
 A models.yaml that cannot be read, a preset that does not exist, a model folder or package that is missing, prompts
 that outgrow the model's context, a setting out of range: each error's message already says what to do, so it is
-printed as `PROG: error: MESSAGE` (argparse's form) and the process exits with 1. Anything else is a bug and keeps
-its traceback.
+printed as `PROG: error: MESSAGE` (argparse's form) and the process exits with 1. Ctrl-C is the user's too: one
+line, `PROG: interrupted`, and exit status 130 (the shell's for SIGINT), not a traceback from wherever the process
+was (a training command saves its checkpoint first: see specui.train.checkpoint.stop_requests). Anything else is a
+bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 from specui.engine import ContextLengthError
@@ -21,8 +24,12 @@ USER_ERRORS = (ConfigError, LoadError, PackagedModelError, ContextLengthError, S
 
 
 def run(main: Callable, prog: str, argv: list[str] | None = None):
-    """main(argv), with the USER_ERRORS it raises ended as one line on stderr and exit status 1."""
+    """main(argv), with the USER_ERRORS it raises ended as one line on stderr and exit status 1, Ctrl-C as one line
+    and exit status 130."""
     try:
         return main(argv)
     except USER_ERRORS as e:
         raise SystemExit(f"{prog}: error: {e}") from None
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None

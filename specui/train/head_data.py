@@ -18,6 +18,8 @@ from pathlib import Path
 
 import torch
 
+from specui.train import checkpoint as files
+
 
 def answer_sequences(folders, *, max_len: int, greedy_only: bool = False
                      ) -> tuple[list[tuple[torch.Tensor, int]], list[float]]:
@@ -90,9 +92,9 @@ def continuation_sequences(target, stream: torch.Tensor, *, count: int, length: 
     then the target's greedy continuation (EOS an ordinary token, as the benchmark decodes), the loss on the
     continuation. Generated in batches; kept in `path` between runs (read when it holds these settings)."""
     key = (count, length, new_tokens, seed, len(stream))
-    if path is not None and Path(path).exists():
-        saved = torch.load(path)
-        if saved["key"] == key:
+    saved = files.read_cache(path, log=log) if path is not None and Path(path).exists() else None
+    if saved is not None:  # a file that cannot be read (a run killed while writing it, before writes were atomic)
+        if saved.get("key") == key:
             log(f"target continuations read from {path}")
             return [(row.clone(), length - new_tokens) for row in saved["sequences"]]
     prompt_len = length - new_tokens
@@ -109,7 +111,7 @@ def continuation_sequences(target, stream: torch.Tensor, *, count: int, length: 
         log(f"target continuations: {min(b + batch, count)}/{count} ({time.time() - started:.0f} s)")
     sequences = torch.cat(rows)
     if path is not None:
-        torch.save({"key": key, "sequences": sequences}, path)
+        files.save({"key": key, "sequences": sequences}, path)
     return [(row.clone(), prompt_len) for row in sequences]
 
 
@@ -125,9 +127,9 @@ class FeatureCache:
         self.final = target.config.num_hidden_layers
         self.sequences = sequences
         key = (len(sequences), sum(int(s[0].sum()) for s in sequences))  # which data
-        if path is not None and Path(path).exists():
-            saved = torch.load(path)
-            if saved["key"] == key and set(self.layers) <= set(saved["layers"]):  # the same data, the layers needed
+        saved = files.read_cache(path, log=log) if path is not None and Path(path).exists() else None
+        if saved is not None:  # one that cannot be read is computed again
+            if saved.get("key") == key and set(self.layers) <= set(saved["layers"]):  # the same data, the layers needed
                 self.layers, self.states, self.lse, self.tokens = (saved["layers"], saved["states"], saved["lse"],
                                                                    saved["tokens"])
                 log(f"target states read from {path}")
@@ -136,7 +138,7 @@ class FeatureCache:
             target = copy.deepcopy(target).to(dtype)  # a copy: the caller's target keeps its float32 weights
         self._compute(target, batch=batch, log=log)
         if path is not None:
-            torch.save({"key": key, "layers": self.layers, "states": self.states, "lse": self.lse,
+            files.save({"key": key, "layers": self.layers, "states": self.states, "lse": self.lse,
                         "tokens": self.tokens}, path)
 
     def _compute(self, target, *, batch: int, log) -> None:

@@ -1,0 +1,78 @@
+"""Files a training run leaves behind and reads back: written whole or not at all, read back or refused in one line.
+
+`save` writes to a temporary file beside the target and renames it over the old one, so a run killed mid-write
+(kill -9, a full disk, a preempted machine) leaves the previous checkpoint or cache intact, never a truncated one.
+`load_checkpoint` reads a `--resume` checkpoint and refuses, in one line naming the flag and the file, one that
+cannot be read (truncated, another program's, a torch too old). `read_cache` reads a cache (the target's states,
+its continuations) and returns None for one that cannot be read, so the run recomputes it. `stop_requests` lets a
+training loop end its step and save its checkpoint on Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+
+def save(obj, path) -> None:
+    """torch.save(obj, path), atomically: to PATH.tmp, then renamed over PATH."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path, *, map_location=None, flag: str = "--resume") -> dict:
+    """The checkpoint in `path`, or SystemExit with one line saying it cannot be read and what to do."""
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as e:  # a truncated zip, a pickle of something else, an unreadable file: the cause, in short
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0].split(". ")[0].rstrip(".")
+        raise SystemExit(f"{flag}: {path} cannot be read ({reason[:160]}); it is not a whole checkpoint of this "
+                         f"command: delete it to start afresh, or drop {flag}") from None
+    if not isinstance(state, dict) or "step" not in state:
+        raise SystemExit(f"{flag}: {path} is not a checkpoint of this command (no step in it); delete it to start "
+                         f"afresh, or drop {flag}")
+    return state
+
+
+def read_cache(path, *, log=print):
+    """What `path` holds, or None (with a line in the log) when it cannot be read: the caller recomputes it."""
+    try:
+        return torch.load(path, weights_only=False)
+    except Exception as e:
+        log(f"{path} cannot be read ({type(e).__name__}); computing it again")
+        return None
+
+
+class _Stop:
+    asked = ""  # what asked the loop to stop ("interrupted", "terminated"), or ""
+
+
+@contextmanager
+def stop_requests():
+    """Within the block, Ctrl-C (SIGINT) and SIGTERM (`kill`, a job scheduler, a container's stop) set `.asked` on
+    the object it yields instead of stopping the process, so a training loop finishes its step and saves a
+    checkpoint that matches its step count; a second Ctrl-C stops at once. Handlers put back after; outside the
+    main thread, nothing changes."""
+    stop = _Stop()
+
+    def ask(signum, frame):
+        if stop.asked and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stop.asked = "interrupted" if signum == signal.SIGINT else "terminated"
+
+    try:
+        before = {s: signal.signal(s, ask) for s in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:  # not the main thread
+        yield stop
+        return
+    try:
+        yield stop
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
