@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from specui import heads as saved
 from specui.heads import common
 from specui.heads.early_exit import EarlyExitHead
+from specui.train import checkpoint as files
 from specui.train.common import at_least, check_budgets, check_folders, device_name
 from specui.train.head_data import greedy_sequences, held_out_split
 from specui.train.heads import log, lr_at, start_run
@@ -70,6 +71,9 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
                     help="seed of the held-out split and the batches (default: %(default)s)")
     args = ap.parse_args(argv)
     check_budgets(ap, args, exit_layer=at_least(0), mlp_hidden=at_least(0))
+    if args.resume and not (Path(args.out) / "checkpoint.pt").is_file():
+        ap.error(f"--resume: no checkpoint in {args.out} (expected {Path(args.out) / 'checkpoint.pt'}); "
+                 "drop --resume to start afresh")
     check_folders(ap, args, ["out"], create=create)
     return args
 
@@ -84,8 +88,8 @@ def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16, w
     key = {"layer": layer, "sequences": len(sequences), "tokens": sum(len(s) for s, _ in sequences),
            **({"whole": True} if whole else {}),
            **({"labels": sum(int(x.sum()) for x in labels)} if labels is not None else {})}
-    if path.exists():
-        kept = torch.load(path)
+    kept = files.read_cache(path, log=log) if path.exists() else None  # unreadable: computed again
+    if kept is not None:
         if kept.get("key") == key:
             log(f"exit states read from {path}")
             return kept
@@ -115,7 +119,7 @@ def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16, w
     finally:
         target.model.layers, target.config.num_hidden_layers, target.model.norm = layers, count, norm
     kept = {"key": key, "states": states, "labels": answer_labels}
-    torch.save(kept, path)
+    files.save(kept, path)  # whole or not at all
     return kept
 
 
@@ -192,35 +196,44 @@ def main(argv=None) -> None:
     step, spent, checkpoint = 0, 0.0, out / "checkpoint.pt"
 
     def save_checkpoint():
-        torch.save({"head": head.state_dict(), "optimizer": opt.state_dict(), "step": step, "seconds": spent}, checkpoint)
+        files.save({"head": head.state_dict(), "optimizer": opt.state_dict(), "step": step, "seconds": spent},
+                   checkpoint)  # whole or not at all: a kill mid-write leaves the previous one
 
-    if args.resume and checkpoint.exists():
-        state = torch.load(checkpoint)
-        head.load_state_dict(state["head"])
-        opt.load_state_dict(state["optimizer"])
+    if args.resume:
+        state = files.load_checkpoint(checkpoint)
+        try:
+            head.load_state_dict(state["head"])
+            opt.load_state_dict(state["optimizer"])
+        except (RuntimeError, ValueError, KeyError) as e:  # another vocabulary, exit layer or MLP
+            raise SystemExit(f"--resume: {checkpoint} was written for a head of another shape "
+                             f"({type(e).__name__}); give the first run's settings, or another --out") from None
         step, spent = state["step"], state["seconds"]
         log(f"resumed from {checkpoint} at step {step} ({spent / 60:.1f} min in)")
     before = agreement(head, held_x, held_y)
     log(f"held-out greedy agreement at the start: {before:.4f}")
     gen = torch.Generator().manual_seed(args.seed + step)
     started = time.time() - spent
-    while step < args.steps and spent < args.minutes * 60:
-        progress = max(step / args.steps, spent / (args.minutes * 60))
-        for group in opt.param_groups:
-            group["lr"] = lr_at(args, step, progress)
-        pick = torch.randint(0, len(train_y), (args.batch,), generator=gen)
-        loss = F.cross_entropy(head(train_x[pick].float()), train_y[pick])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        step += 1
-        spent = time.time() - started
-        if step % args.eval_every == 0:
-            log(f"step {step}: loss {float(loss.detach()):.3f}, held-out agreement {agreement(head, held_x, held_y):.4f} "
-                f"({spent / 60:.1f} min)")
-        if step % args.checkpoint_every == 0:
-            save_checkpoint()
+    with files.stop_requests() as stop:  # Ctrl-C or SIGTERM: the step in hand ends, then the checkpoint
+        while step < args.steps and spent < args.minutes * 60 and not stop.asked:
+            progress = max(step / args.steps, spent / (args.minutes * 60))
+            for group in opt.param_groups:
+                group["lr"] = lr_at(args, step, progress)
+            pick = torch.randint(0, len(train_y), (args.batch,), generator=gen)
+            loss = F.cross_entropy(head(train_x[pick].float()), train_y[pick])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            step += 1
+            spent = time.time() - started
+            if step % args.eval_every == 0:
+                log(f"step {step}: loss {float(loss.detach()):.3f}, held-out agreement "
+                    f"{agreement(head, held_x, held_y):.4f} ({spent / 60:.1f} min)")
+            if step % args.checkpoint_every == 0:
+                save_checkpoint()
     save_checkpoint()
+    if stop.asked:
+        raise SystemExit(f"{stop.asked} at step {step}: checkpoint saved in {checkpoint}; the same command with "
+                         "--resume goes on from it")
     after = agreement(head, held_x, held_y)
     facts = {"preset": preset.name, "target": preset.target, "steps": step, "minutes": round(spent / 60, 1),
              "positions": len(train_y), "device": device_name(target.device),

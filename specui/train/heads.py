@@ -3,10 +3,10 @@
 The target is frozen. Its states are cached once over the data (specui.train.head_data), then every
 head named by --head learns from the same batches: the cross-entropy from the target's distributions
 to the head's (soft targets, over the head's reduced vocabulary; with --hard-labels, to the target's greedy
-tokens). Progress is logged; a checkpoint (heads, optimiser, step) is written every --checkpoint-every steps
-and at the end, and --resume goes on from it (the target's states are kept in --out/states.pt, so a resumed
-run skips them). Each head is saved as a head folder (specui.heads.common) under --out/<head>, which a
-preset's `heads:` names. Runs on a CUDA GPU when there is one.
+tokens). Progress is logged; a checkpoint (heads, optimiser, step, the batches' generator) is written whole every
+--checkpoint-every steps, at the end and on Ctrl-C or SIGTERM (specui.train.checkpoint), and --resume goes on from it
+(the target's states are kept in --out/states.pt, so a resumed run skips them). Each head is saved as a head folder
+(specui.heads.common) under --out/<head>, which a preset's `heads:` names. Runs on a CUDA GPU when there is one.
 
     python -m specui.train heads --preset bundled --head eagle,medusa,early_exit --out runs/heads-bundled
     python -m specui.train heads --preset smollm2-chat --answers DIR --out runs/heads-chat --minutes 30
@@ -24,6 +24,7 @@ import torch
 
 from specui.drafters.registry import HEADS
 from specui.heads import common
+from specui.train import checkpoint as files
 from specui.train import head_data
 from specui.train.common import at_least, check_budgets, check_folders, device_name, tf32_products, warmup_cosine
 
@@ -115,8 +116,28 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     unknown = [h for h in args.heads if h not in HEADS]
     if unknown or not args.heads:
         ap.error(f"--head: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(HEADS)}")
+    check_inputs(ap, args)
     check_folders(ap, args, ["out"], create=create)
     return args
+
+
+def check_inputs(ap, args) -> None:
+    """Refuse, in one line before the target loads, a --resume without a checkpoint, an --init folder without the
+    heads asked for and an --answers folder that does not exist."""
+    if args.resume and not (Path(args.out) / "checkpoint.pt").is_file():
+        ap.error(f"--resume: no checkpoint in {args.out} (expected {Path(args.out) / 'checkpoint.pt'}); "
+                 "drop --resume to start afresh")
+    if args.init:
+        missing = [n for n in args.heads if not common.is_head_folder(Path(args.init) / n)]
+        if missing:
+            ap.error(f"--init {args.init}: no saved head for {', '.join(missing)} "
+                     f"(expected {Path(args.init) / missing[0] / common.META})")
+    if args.answers:
+        from specui.train.chat_data import answer_folders
+
+        absent = [str(f) for f in answer_folders(args.answers) if not f.is_dir()]
+        if absent:
+            ap.error(f"--answers: no folder {', '.join(absent)}")
 
 
 def load_target(args):
@@ -127,9 +148,23 @@ def load_target(args):
     pair = load_pair(preset)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     target = pair.target.to(device).eval()
+    check_supported(preset, target)
     for p in target.parameters():
         p.requires_grad_(False)
     return preset, target, pair.tokenizer
+
+
+def check_supported(preset, target) -> None:
+    """Refuse, in one line, a target whose layout the heads cannot read: they read a Llama-style decoder's
+    `model.layers` and `model.norm` and its config's widths (Llama, Mistral, Qwen2 and their kin)."""
+    config, body = target.config, getattr(target, "model", None)
+    needs = [n for n in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+             if not hasattr(config, n)]
+    if body is None or not hasattr(body, "layers") or not hasattr(body, "norm") or needs:
+        raise SystemExit(f"--preset {preset.name}: its target ({getattr(config, 'model_type', '?')}, "
+                         f"{type(target).__name__}) is not a decoder the heads can read: they need a Llama-style "
+                         "model (model.layers, model.norm, hidden_size, intermediate_size), as Llama, Mistral and "
+                         "Qwen2 are")
 
 
 def sequences_for(args, target, tokenizer, *, chat: bool):
@@ -179,17 +214,38 @@ def init_heads(args, target) -> dict:
     """The heads saved under --init, one subfolder per name, sharing one draft vocabulary."""
     from specui import heads as saved
 
-    missing = [n for n in args.heads if not common.is_head_folder(Path(args.init) / n)]
-    if missing:
-        raise SystemExit(f"--init {args.init}: no saved head for {', '.join(missing)} "
-                         f"(expected {Path(args.init) / missing[0] / common.META})")
-    heads = {n: saved.load(Path(args.init) / n, target).float() for n in args.heads}
+    try:
+        heads = {n: saved.load(Path(args.init) / n, target).float() for n in args.heads}
+    except ValueError as e:  # a head trained for another target (width, layers, vocabulary) or of an unknown kind
+        raise SystemExit(f"--init: {e}") from None
     ids = [h.output.token_ids.cpu() for h in heads.values()]
     if any(not torch.equal(i, ids[0]) for i in ids):
         raise SystemExit(f"--init {args.init}: the heads draft over different vocabularies; warm-start them one at a time")
     if args.eagle_steps and "eagle" in heads:  # a training setting, not the head's shape
         heads["eagle"].train_steps = heads["eagle"].arguments["train_steps"] = args.eagle_steps
     return heads
+
+
+def resume(checkpoint: Path, heads: dict, opt, gen, *, device) -> tuple[int, float]:
+    """Load `checkpoint` into the heads, the optimiser and the batch generator; returns (step, seconds spent).
+    Refuses in one line a checkpoint that cannot be read, or of other heads or another draft vocabulary."""
+    state = files.load_checkpoint(checkpoint, map_location=device)
+    saved = list(state.get("heads", {}))
+    if saved != list(heads):
+        raise SystemExit(f"--resume: {checkpoint} holds the heads {', '.join(saved) or '(none)'}, this run trains "
+                         f"{', '.join(heads)}: give --head {','.join(saved)}, or another --out")
+    try:
+        for name, h in heads.items():
+            h.load_state_dict(state["heads"][name])
+        opt.load_state_dict(state["optimizer"])
+    except (RuntimeError, ValueError, KeyError) as e:  # another vocabulary, width or head setting
+        first = str(e).strip().splitlines()
+        detail = ((first[1].strip() if len(first) > 1 else first[0]) if first else type(e).__name__).rstrip(".")
+        raise SystemExit(f"--resume: {checkpoint} was written for heads of another shape ({detail[:200]}); "
+                         "give the first run's --vocab, --seq, --init and head settings, or another --out") from None
+    if "generator" in state:  # the batches go on where they stopped (older checkpoints drew the first ones again)
+        gen.set_state(state["generator"])
+    return state["step"], state["seconds"]
 
 
 def lr_at(args, step: int, progress: float) -> float:
@@ -256,48 +312,48 @@ def _main(argv=None) -> None:
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
     step, spent = 0, 0.0
     checkpoint = out / "checkpoint.pt"
-    if args.resume and checkpoint.exists():
-        state = torch.load(checkpoint, map_location=device)
-        for name, h in heads.items():
-            h.load_state_dict(state["heads"][name])
-        opt.load_state_dict(state["optimizer"])
-        step, spent = state["step"], state["seconds"]
+    if args.resume:
+        step, spent = resume(checkpoint, heads, opt, gen, device=device)
         log(f"resumed from {checkpoint} at step {step} ({spent / 60:.1f} min in)")
 
-    def save_checkpoint():
-        torch.save({"heads": {n: h.state_dict() for n, h in heads.items()}, "optimizer": opt.state_dict(),
-                    "step": step, "seconds": spent}, checkpoint)
+    def save_checkpoint():  # whole or not at all: a kill mid-write leaves the previous one
+        files.save({"heads": {n: h.state_dict() for n, h in heads.items()}, "optimizer": opt.state_dict(),
+                    "step": step, "seconds": spent, "generator": gen.get_state()}, checkpoint)
 
     started = time.time() - spent
     for h in heads.values():
         h.train()
     losses = {n: 0.0 for n in heads}
-    while step < args.steps and (time.time() - started) < args.minutes * 60:
-        progress = max(step / args.steps, (time.time() - started) / (args.minutes * 60))
-        for group in opt.param_groups:
-            group["lr"] = lr_at(args, step, progress)
-        picks = torch.multinomial(draw_weights, args.batch, replacement=True, generator=gen).tolist()
-        batch = cache.batch([train[i] for i in picks], token_ids=token_ids, rows=rows, device=device,
-                            hard=args.hard_labels)
-        total = 0.0
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu_bf16):
-            for name, h in heads.items():
-                loss = h.training_loss(batch)
-                losses[name] += float(loss.detach())
-                total = total + loss
-        opt.zero_grad(set_to_none=True)
-        total.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        step += 1
-        spent = time.time() - started
-        if step % 25 == 0:
-            log(f"step {step}: " + ", ".join(f"{n} {v / 25:.3f}" for n, v in losses.items())
-                + f" (lr {opt.param_groups[0]['lr']:.2e}, {spent / 60:.1f} min)")
-            losses = {n: 0.0 for n in heads}
-        if step % args.checkpoint_every == 0:
-            save_checkpoint()
+    with files.stop_requests() as stop:  # Ctrl-C or SIGTERM: the step in hand ends, then the checkpoint
+        while step < args.steps and (time.time() - started) < args.minutes * 60 and not stop.asked:
+            progress = max(step / args.steps, (time.time() - started) / (args.minutes * 60))
+            for group in opt.param_groups:
+                group["lr"] = lr_at(args, step, progress)
+            picks = torch.multinomial(draw_weights, args.batch, replacement=True, generator=gen).tolist()
+            batch = cache.batch([train[i] for i in picks], token_ids=token_ids, rows=rows, device=device,
+                                hard=args.hard_labels)
+            total = 0.0
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu_bf16):
+                for name, h in heads.items():
+                    loss = h.training_loss(batch)
+                    losses[name] += float(loss.detach())
+                    total = total + loss
+            opt.zero_grad(set_to_none=True)
+            total.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            step += 1
+            spent = time.time() - started
+            if step % 25 == 0:
+                log(f"step {step}: " + ", ".join(f"{n} {v / 25:.3f}" for n, v in losses.items())
+                    + f" (lr {opt.param_groups[0]['lr']:.2e}, {spent / 60:.1f} min)")
+                losses = {n: 0.0 for n in heads}
+            if step % args.checkpoint_every == 0:
+                save_checkpoint()
     save_checkpoint()
+    if stop.asked:
+        raise SystemExit(f"{stop.asked} at step {step}: checkpoint saved in {checkpoint}; the same command "
+                         "with --resume goes on from it")
     held_loss = held_out_loss(heads, cache, held, token_ids=token_ids, rows=rows, device=device, batch=args.batch,
                               hard=args.hard_labels)
     facts = {"preset": preset.name, "target": preset.target if not Path(preset.target).is_absolute()

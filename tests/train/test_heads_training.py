@@ -86,8 +86,9 @@ def test_warm_start_from_saved_heads_on_weighted_answer_folders(tmp_path, capsys
             json.loads((first / name / "specui_head.json").read_text())["arguments"]
         assert any(not torch.equal(before[k], after[k]) for k in before)  # trained on
 
-    with pytest.raises(SystemExit, match="no saved head for eagle"):
+    with pytest.raises(SystemExit) as exit_:  # refused by the parser, before the target loads
         main([*common, "--out", str(tmp_path / "x"), "--answers", answers, "--init", str(first), "--head", "eagle"])
+    assert exit_.value.code == 2 and "--init" in (err := capsys.readouterr().err) and "no saved head for eagle" in err
 
 
 def test_target_continuations_and_a_new_vocabulary_on_a_warm_start(tmp_path, capsys):
