@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -134,6 +135,9 @@ def as_flags(message: str) -> str:
     name = message.split(" ", 1)[0]
     if name in SETTINGS_FLAGS:
         message = f"--{name.replace('_', '-')}{message[len(name):]}".replace(" must be None or ", " must be ")
+    for name in (n for n in SETTINGS_FLAGS if "_" in n):  # identifiers elsewhere: tree_nodes=5 -> --tree-nodes 5
+        flag = f"--{name.replace('_', '-')}"
+        message = re.sub(rf"(?<![\w-]){name}(=|\b)", lambda m, flag=flag: flag + (" " if m.group(1) else ""), message)
     return message
 
 

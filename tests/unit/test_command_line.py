@@ -84,8 +84,9 @@ def test_the_chat_recipes_paths_are_checked_before_the_target_loads(tmp_path, ca
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["--seed", "-5"], "seed must be"), (["--tree-width", "0"], "tree_width must be"),
-    (["--draft-confidence", "1.5"], "draft_confidence must be"), (["--tree-nodes", "5"], "needs a tree"),
+    (["--seed", "-5"], "--seed must be"), (["--tree-width", "0"], "--tree-width must be"),
+    (["--draft-confidence", "1.5"], "--draft-confidence must be"),
+    (["--tree-nodes", "5"], "--tree-nodes 5 needs a tree: set --tree-width to 2 or more"),
 ])
 def test_the_benchmarks_ranges_are_refused_before_any_model_loads(argv, says, capsys):
     from specui.bench.cli import parse_args
