@@ -1,0 +1,152 @@
+"""python -m specui.bench's command line: a user's mistakes refused in one line naming the flag, before minutes of
+loading where they can be (an unknown drafter, counts out of range, settings in the flags' words, a report path that
+cannot be written, a prompt longer than the context), and --num-prompts with built-in prompts or a --prompts file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT
+
+BUNDLED = ROOT / "assets" / "specui-target" / "config.json"
+
+
+def test_an_unknown_drafter_is_refused_with_the_names_there_are(capsys):
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--drafter", "nonsense"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'nonsense'" in err and "prompt_lookup" in err and "all" in err
+
+
+@pytest.mark.parametrize("flag", ["--num-draft-tokens", "--threads", "--prompt-threads"])
+def test_a_zero_count_is_refused_not_read_as_the_presets(flag, capsys):
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args([flag, "0"])
+    assert exit_.value.code == 2 and f"{flag} must be >= 1 (leave it out for the preset's)" in capsys.readouterr().err
+    assert getattr(parse_args([flag, "2"]), flag[2:].replace("-", "_")) == 2
+
+
+@pytest.mark.parametrize("flag", ["--warmup", "--temperature", "--turns"])
+def test_a_negative_value_is_refused_naming_its_option(flag, capsys):
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args([flag, "-1"])
+    assert exit_.value.code == 2 and f"{flag} must be >= 0, got -1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--seed", "-5"], "--seed must be an integer from 0 to 2**64 - 1, got -5"),
+    (["--tree-width", "0"], "--tree-width must be an integer from 1 (no tree) to 8, got 0"),
+    (["--draft-confidence", "3"], "--draft-confidence must be a number from 0"),
+])
+def test_a_setting_out_of_range_is_refused_in_the_command_lines_words(args, said, capsys):
+    """The engine's settings check names its fields (top_p, and a seed that may be None); here they are flags."""
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(args)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and said in err and "None" not in err
+
+
+def test_a_json_path_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys):
+    from specui.bench.cli import parse_args, write_json
+
+    for path, why in ((tmp_path / "missing" / "x.json", "does not exist"), (tmp_path, "is a folder")):
+        with pytest.raises(SystemExit) as exit_:
+            parse_args(["--json", str(path)])
+        assert exit_.value.code == 2 and why in capsys.readouterr().err
+    assert parse_args(["--json", str(tmp_path / "x.json")]).json == str(tmp_path / "x.json")
+    (tmp_path / "gone").mkdir()
+    path = tmp_path / "gone" / "x.json"
+    (tmp_path / "gone").rmdir()  # the folder went away during the run: one line, the report already printed
+    with pytest.raises(SystemExit, match="--json .*x.json: No such file or directory"):
+        write_json(str(path), {"a": 1})
+    write_json(str(tmp_path / "ok.json"), {"a": 1})
+    assert json.loads((tmp_path / "ok.json").read_text()) == {"a": 1}
+
+
+def test_prompts_longer_than_the_context_are_one_line_not_a_traceback():
+    out = subprocess.run([sys.executable, "-m", "specui.bench", "--preset", "bundled", "--num-prompts", "1",
+                          "--repeats", "1", "--warmup", "0", "--max-new-tokens", "5000"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert "python -m specui.bench: error: the prompt (" in out.stderr and "lower max_new_tokens" in out.stderr
+
+
+def test_a_drafter_the_preset_lacks_is_refused_with_the_presets_drafters():
+    from specui.bench.cli import drafters_to_run
+
+    class Pair:
+        def engine(self):
+            return type("Engine", (), {"drafters": ("model", "prompt_lookup")})()
+
+    assert drafters_to_run(Pair(), "p", "all") == ("plain", "model", "prompt_lookup")
+    assert drafters_to_run(Pair(), "p", "model") == ()  # the one-drafter report, against transformers too
+    with pytest.raises(SystemExit, match="preset 'p' has no drafter 'eagle'; its drafters: model, prompt_lookup"):
+        drafters_to_run(Pair(), "p", "eagle")
+    Pair.engine = lambda self: type("Engine", (), {"drafters": ("eagle", "prompt_lookup")})()
+    assert drafters_to_run(Pair(), "p", "eagle") == ("plain", "eagle")  # a head runs beside plain decoding
+
+
+@pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair's built-in stdlib prompts")
+def test_more_prompts_than_there_are_is_said_in_one_line(monkeypatch, capsys):
+    """--num-prompts beyond the built-in prompts runs those there are and says so, not quietly."""
+    from specui import corpus
+    from specui.bench.cli import main
+
+    real = corpus.held_out_prompts
+    monkeypatch.setattr(corpus, "held_out_prompts", lambda *a, count, **kw: real(*a, count=min(count, 2), **kw))
+    report = main(["--preset", "bundled", "--num-prompts", "1000", "--max-new-tokens", "2", "--repeats", "1",
+                   "--warmup", "0", "--cost-samples", "1", "--threads", "1"])
+    assert report["num_prompts"] == 2
+    err = capsys.readouterr().err
+    assert "--num-prompts 1000: there are only 2 held-out stdlib prompts of 128 tokens; running those 2" in err
+    main(["--preset", "bundled", "--num-prompts", "2", "--max-new-tokens", "2", "--repeats", "1", "--warmup", "0",
+          "--cost-samples", "1", "--threads", "1"])
+    assert "--num-prompts" not in capsys.readouterr().err  # as many as asked: nothing to say
+
+
+@pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair")
+def test_num_prompts_takes_the_first_n_of_a_prompts_file(tmp_path, capsys):
+    """--num-prompts N with --prompts FILE runs the file's first N prompts (it was ignored: all of them ran); more than
+    the file holds runs those it has and says so; without it, every prompt of the file."""
+    from specui.bench.cli import main
+
+    prompts = tmp_path / "three.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": f"def {name}(x):\n"}) + "\n" for name in "abc"), encoding="utf-8")
+    quick = ["--preset", "bundled", "--prompts", str(prompts), "--max-new-tokens", "2", "--repeats", "1", "--warmup",
+             "0", "--cost-samples", "1", "--threads", "1"]
+    assert main([*quick, "--num-prompts", "2"])["num_prompts"] == 2
+    assert "--num-prompts" not in capsys.readouterr().err
+    assert main([*quick, "--num-prompts", "5"])["num_prompts"] == 3
+    assert f"--num-prompts 5: there are only 3 prompts in {prompts}; running those 3" in capsys.readouterr().err
+    assert main(quick)["num_prompts"] == 3
+
+
+def test_num_prompts_says_it_cuts_a_prompts_file(capsys):
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    assert "with --prompts, the first N of the file's" in " ".join(capsys.readouterr().out.split())
+    assert parse_args([]).num_prompts is None  # the built-in default, or all of a file's
+
+
+def test_a_drafter_that_drafts_no_trees_is_refused_before_loading(capsys):
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--tree-width", "2", "--drafter", "prompt_lookup"])
+    assert exit_.value.code == 2 and "drafter 'prompt_lookup' cannot draft trees" in capsys.readouterr().err
+    assert parse_args(["--tree-width", "2", "--drafter", "all"]).drafter == "all"  # all skips those that cannot
