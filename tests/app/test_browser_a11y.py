@@ -122,6 +122,7 @@ def test_every_chart_is_a_figure_named_by_its_title_and_axes(app):
     assert "Chart: Tokens/s over time. Tokens so far ÷ engine time so far" in before[0], before
     run_prompt(page, "def main(argv):\n")
     page.wait_for_function(FINISHED, timeout=120_000)
-    page.wait_for_function(f"() => ({labels})().some(label => label.includes('x: round, y: acceptance'))",
-                           timeout=10_000)  # redrawn with data: its axes too
+    # redrawn with data: its axes too (a chart drawn a moment ago may wait a quarter second for its name)
+    page.wait_for_function(f"() => ({labels})().some(label => (label || '').includes('x: round, y: acceptance'))",
+                           timeout=10_000)
     page.close()
