@@ -52,11 +52,17 @@ def app():
         browser.close()
 
 
-def test_a_reply_is_one_tab_stop_whose_arrow_keys_give_each_tokens_kind_p_and_q(app):
+def _page(app, *, query: str = "", ready: str = "#prompt textarea"):
+    """A new 1400 × 1000 page of the served app (`query`: e.g. ?__theme=dark), once `ready` shows."""
     browser, url = app
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(url)
-    page.wait_for_selector("#prompt textarea", timeout=60_000)
+    page.goto(url + query)
+    page.wait_for_selector(ready, timeout=60_000)
+    return page
+
+
+def test_a_reply_is_one_tab_stop_whose_arrow_keys_give_each_tokens_kind_p_and_q(app):
+    page = _page(app)
     run_prompt(page, "def main(argv):\n")
     page.wait_for_function(FINISHED, timeout=120_000)
     block = page.locator("#chat .specui-text").last
@@ -79,10 +85,7 @@ def test_a_reply_is_one_tab_stop_whose_arrow_keys_give_each_tokens_kind_p_and_q(
 
 
 def test_a_slider_a_check_box_and_a_radio_show_a_focus_ring(app):
-    browser, url = app
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(url)
-    page.wait_for_selector("#adaptive-k input", timeout=60_000)
+    page = _page(app, ready="#adaptive-k input")
     for selector in ("#num-draft-tokens input[type=range]", "#adaptive-k input", "#drafter input"):
         page.locator(selector).first.focus()
         page.keyboard.press("Shift+Tab")  # arrive by the keyboard, as :focus-visible asks
@@ -95,10 +98,7 @@ def test_a_slider_a_check_box_and_a_radio_show_a_focus_ring(app):
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_coloured_and_faded_text_keeps_aa_contrast(app, theme):
-    browser, url = app
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(url + ("?__theme=dark" if theme == "dark" else ""))
-    page.wait_for_selector("#legend", timeout=60_000)
+    page = _page(app, query="?__theme=dark" if theme == "dark" else "", ready="#legend")
     page.evaluate("html => { const d = document.createElement('div'); d.innerHTML = html; "
                   "document.querySelector('#legend').appendChild(d); }", SAMPLES)
     ids = ["s-rejected", "s-prompt", "s-accepted", "s-verdict-rejected", "s-discarded", "s-unused", "s-different",
@@ -110,10 +110,7 @@ def test_coloured_and_faded_text_keeps_aa_contrast(app, theme):
 
 def test_every_chart_is_a_figure_named_by_its_title_and_axes(app):
     """Plotly's SVG reads as stray text; charts.js names each chart as a figure (its modebar stays reachable)."""
-    browser, url = app
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(url)
-    page.wait_for_selector("#chat-tab .js-plotly-plot", timeout=60_000)
+    page = _page(app, ready="#chat-tab .js-plotly-plot")
     named = ("() => { const plots = [...document.querySelectorAll('.js-plotly-plot')]; return plots.length > 0 && "
              "plots.every(p => p.getAttribute('role') === 'figure' && /^Chart/.test(p.getAttribute('aria-label'))); }")
     page.wait_for_function(named, timeout=10_000)
