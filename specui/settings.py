@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+import re
 from dataclasses import asdict, dataclass, fields, replace
 
 from specui.drafters.registry import (DRAFTER_NAMES, EAGLE, EARLY_EXIT, EARLY_EXIT_LOOKUP, MEDUSA, MODEL, MODEL_LOOKUP,
@@ -43,6 +44,16 @@ def why_no_trees(drafter: str) -> str:
 
 class SettingsError(ValueError):
     """A setting is out of range; the message says which and why."""
+
+
+def reworded(message: str, words: dict[str, str]) -> str:
+    """A SettingsError's message with its fields named as a caller's user knows them (`words`: field -> its name
+    there, e.g. the page's control or the command line's flag): `tree_nodes=64 needs a tree: set tree_width to 2`
+    -> `Tree nodes 64 needs a tree: set Tree width to 2`."""
+    for name, said in words.items():
+        message = re.sub(rf"(?<![\w-]){re.escape(name)}(=|\b)", lambda m, said=said: said + (" " if m.group(1) else ""),
+                         message)
+    return message
 
 
 def _as_int(x):

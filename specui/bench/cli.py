@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from specui.bench.run import (
 from specui.drafters import DRAFTER_NAMES, HEAD_DRAFTERS, MODEL_DRAFTERS
 from specui.loading import load_pair
 from specui.presets import ConfigError, load_config, with_pair
-from specui.settings import DecodeSettings, SettingsError
+from specui.settings import DecodeSettings, SettingsError, reworded
 
 ALL = "all"  # --drafter all: plain decoding and every drafter of the preset
 # DecodeSettings' fields that are flags here of the same name (top_p: --top-p)
@@ -132,13 +131,10 @@ def parse_args(argv=None) -> argparse.Namespace:
 def as_flags(message: str) -> str:
     """A settings error in the command line's words: `top_p must be ...` -> `--top-p must be ...` (and a seed is
     an integer here: the library's None is the command line's absent flag)."""
-    name = message.split(" ", 1)[0]
-    if name in SETTINGS_FLAGS:
-        message = f"--{name.replace('_', '-')}{message[len(name):]}".replace(" must be None or ", " must be ")
-    for name in (n for n in SETTINGS_FLAGS if "_" in n):  # identifiers elsewhere: tree_nodes=5 -> --tree-nodes 5
-        flag = f"--{name.replace('_', '-')}"
-        message = re.sub(rf"(?<![\w-]){name}(=|\b)", lambda m, flag=flag: flag + (" " if m.group(1) else ""), message)
-    return message
+    if message.startswith("drafter "):  # elsewhere "drafter" is a word of the sentence ("needs a drafter with ...")
+        message = "--" + message
+    flags = {name: f"--{name.replace('_', '-')}" for name in SETTINGS_FLAGS if name != "drafter"}
+    return reworded(message, flags).replace(" must be None or ", " must be ")
 
 
 def json_path_problem(path: str) -> str | None:

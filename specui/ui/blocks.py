@@ -105,19 +105,15 @@ class Controls:
     def settings(self, data: dict) -> Settings:
         """The request's settings, read by component (raises SettingsError, in the page's words)."""
         try:
-            return self._settings(data)
+            return Settings.from_ui(preset=data[self.preset], drafter=data[self.drafter], num_draft_tokens=data[self.k],
+                                    adaptive=data[self.adaptive], draft_confidence=data[self.confidence],
+                                    temperature=data[self.temperature], top_p=data[self.top_p], top_k=data[self.top_k],
+                                    repetition_penalty=data[self.penalty], max_new_tokens=data[self.max_new],
+                                    seed=data[self.seed], compare=data[self.compare], arena=data[self.arena],
+                                    tree_width=data[self.tree_width], tree_nodes=data[self.tree_nodes],
+                                    system=data[self.system])
         except SettingsError as e:
             raise SettingsError(in_page_words(str(e))) from None
-
-    def _settings(self, data: dict) -> Settings:
-        return Settings.from_ui(preset=data[self.preset], drafter=data[self.drafter], num_draft_tokens=data[self.k],
-                                adaptive=data[self.adaptive], draft_confidence=data[self.confidence],
-                                temperature=data[self.temperature],
-                                top_p=data[self.top_p], top_k=data[self.top_k],
-                                repetition_penalty=data[self.penalty], max_new_tokens=data[self.max_new],
-                                seed=data[self.seed], compare=data[self.compare], arena=data[self.arena],
-                                tree_width=data[self.tree_width], tree_nodes=data[self.tree_nodes],
-                                system=data[self.system])
 
     @property
     def inputs(self) -> set:

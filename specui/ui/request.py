@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, MODEL, name_of
 from specui.settings import (MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_REPETITION_PENALTY, MAX_SEED, MAX_TEMPERATURE,
-                             MAX_TREE_NODES, MAX_TREE_WIDTH, DecodeSettings, SettingsError)
+                             MAX_TREE_NODES, MAX_TREE_WIDTH, DecodeSettings, SettingsError, reworded)
 
 DRAFTER_CHOICES = {label: name for name, label in LABELS.items()}  # what the radio shows -> drafter name
 # the settings' field names as the page's controls are labelled (a refusal quotes the engine's check)
@@ -25,9 +25,7 @@ def in_page_words(message: str) -> str:
     """A settings refusal in the page's words: its fields as the controls are labelled (`tree_nodes=64 needs a
     tree: set tree_width to 2 or more` -> `Tree nodes 64 needs a tree: set Tree width to 2 or more`), a drafter
     as the Drafter radio names it ('prompt_lookup' -> 'prompt lookup')."""
-    message = message.replace("num_draft_tokens (K)", "K")
-    for name, words in PAGE_WORDS.items():
-        message = re.sub(rf"\b{re.escape(name)}(=|\b)", lambda m: words + (" " if m.group(1) == "=" else ""), message)
+    message = reworded(message.replace("num_draft_tokens (K)", "K"), PAGE_WORDS)
     message = re.sub(r"one of ((?:\w+, )*\w+)",  # a list of drafters' names
                      lambda m: "one of " + ", ".join(LABELS.get(n, n) for n in m.group(1).split(", ")), message)
     for name, label in LABELS.items():
