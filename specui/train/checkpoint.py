@@ -2,7 +2,8 @@
 
 `save` writes to a temporary file beside the target and renames it over the old one, so a run killed mid-write
 (kill -9, a full disk, a preempted machine) leaves the previous checkpoint or cache intact, never a truncated one.
-`load_checkpoint` reads a `--resume` checkpoint and refuses, in one line naming the flag and the file, one that
+`check_resume` refuses a `--resume` with no checkpoint to go on from, as the arguments are parsed; `load_checkpoint`
+reads a `--resume` checkpoint and refuses, in one line naming the flag and the file, one that
 cannot be read (truncated, another program's, a torch too old). `read_cache` reads a cache (the target's states,
 its continuations) and returns None for one that cannot be read, so the run recomputes it. `stop_requests` lets a
 training loop end its step and save its checkpoint on Ctrl-C or SIGTERM.
@@ -26,6 +27,13 @@ def save(obj, path) -> None:
     os.replace(tmp, path)
 
 
+def check_resume(ap, args) -> None:
+    """A parser's check: --resume with no checkpoint in --out is refused in one line, before the target loads."""
+    path = Path(args.out) / "checkpoint.pt"
+    if args.resume and not path.is_file():
+        ap.error(f"--resume: no checkpoint in {args.out} (expected {path}); drop --resume to start afresh")
+
+
 def load_checkpoint(path, *, map_location=None, flag: str = "--resume") -> dict:
     """The checkpoint in `path`, or SystemExit with one line saying it cannot be read and what to do."""
     try:
@@ -41,7 +49,10 @@ def load_checkpoint(path, *, map_location=None, flag: str = "--resume") -> dict:
 
 
 def read_cache(path, *, log=print):
-    """What `path` holds, or None (with a line in the log) when it cannot be read: the caller recomputes it."""
+    """What `path` holds, or None when there is none (no path, no file) or it cannot be read (said in the log): the
+    caller computes it."""
+    if path is None or not Path(path).exists():
+        return None
     try:
         return torch.load(path, weights_only=False)
     except Exception as e:

@@ -71,9 +71,7 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
                     help="seed of the held-out split and the batches (default: %(default)s)")
     args = ap.parse_args(argv)
     check_budgets(ap, args, exit_layer=at_least(0), mlp_hidden=at_least(0))
-    if args.resume and not (Path(args.out) / "checkpoint.pt").is_file():
-        ap.error(f"--resume: no checkpoint in {args.out} (expected {Path(args.out) / 'checkpoint.pt'}); "
-                 "drop --resume to start afresh")
+    files.check_resume(ap, args)
     check_folders(ap, args, ["out"], create=create)
     return args
 
@@ -88,7 +86,7 @@ def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16, w
     key = {"layer": layer, "sequences": len(sequences), "tokens": sum(len(s) for s, _ in sequences),
            **({"whole": True} if whole else {}),
            **({"labels": sum(int(x.sum()) for x in labels)} if labels is not None else {})}
-    kept = files.read_cache(path, log=log) if path.exists() else None  # unreadable: computed again
+    kept = files.read_cache(path, log=log)  # unreadable: computed again
     if kept is not None:
         if kept.get("key") == key:
             log(f"exit states read from {path}")

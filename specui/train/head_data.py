@@ -92,8 +92,8 @@ def continuation_sequences(target, stream: torch.Tensor, *, count: int, length: 
     then the target's greedy continuation (EOS an ordinary token, as the benchmark decodes), the loss on the
     continuation. Generated in batches; kept in `path` between runs (read when it holds these settings)."""
     key = (count, length, new_tokens, seed, len(stream))
-    saved = files.read_cache(path, log=log) if path is not None and Path(path).exists() else None
-    if saved is not None:  # a file that cannot be read (a run killed while writing it, before writes were atomic)
+    saved = files.read_cache(path, log=log)  # None: none yet, or one that cannot be read (written before writes were
+    if saved is not None:  # atomic, by a run killed while writing it)
         if saved.get("key") == key:
             log(f"target continuations read from {path}")
             return [(row.clone(), length - new_tokens) for row in saved["sequences"]]
@@ -127,7 +127,7 @@ class FeatureCache:
         self.final = target.config.num_hidden_layers
         self.sequences = sequences
         key = (len(sequences), sum(int(s[0].sum()) for s in sequences))  # which data
-        saved = files.read_cache(path, log=log) if path is not None and Path(path).exists() else None
+        saved = files.read_cache(path, log=log)
         if saved is not None:  # one that cannot be read is computed again
             if saved.get("key") == key and set(self.layers) <= set(saved["layers"]):  # the same data, the layers needed
                 self.layers, self.states, self.lse, self.tokens = (saved["layers"], saved["states"], saved["lse"],

@@ -124,9 +124,7 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
 def check_inputs(ap, args) -> None:
     """Refuse, in one line before the target loads, a --resume without a checkpoint, an --init folder without the
     heads asked for and an --answers folder that does not exist."""
-    if args.resume and not (Path(args.out) / "checkpoint.pt").is_file():
-        ap.error(f"--resume: no checkpoint in {args.out} (expected {Path(args.out) / 'checkpoint.pt'}); "
-                 "drop --resume to start afresh")
+    files.check_resume(ap, args)
     if args.init:
         missing = [n for n in args.heads if not common.is_head_folder(Path(args.init) / n)]
         if missing:
