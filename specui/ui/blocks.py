@@ -30,9 +30,9 @@ import gradio as gr
 from specui.drafters import LABELS
 from specui.loading import PairCache
 from specui.settings import MAX_DRAFT_TOKENS, SettingsError
-from specui.ui import address, charts, chat_handlers, chat_tree, render, stats, teach_memory
+from specui.ui import address, charts, chat_handlers, chat_tree, render, stats, teach_handoff, teach_memory
 from specui.ui.api import generate_endpoint
-from specui.ui.chat_handlers import App, clear, replay, respond, retry, stopped, to_teach, undo, waiting
+from specui.ui.chat_handlers import App, clear, replay, respond, retry, stopped, undo, waiting
 from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_drafter
 from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE, MAX_TOP_K, Settings, in_page_words
 from specui.ui.session import Showcase
@@ -131,7 +131,7 @@ class Results:
     arena: gr.Column  # arena mode's table and chart, shown while the Arena box is ticked
     arena_table: gr.Dataframe
     export: gr.File  # the last run as JSON (`chat_handlers.run_export`), once it has finished
-    to_teach: gr.Button  # the last message and its settings into the Teach tab (`chat_handlers.to_teach`)
+    to_teach: gr.Button  # the last message and the settings it ran with into the Teach tab (`teach_handoff`)
 
 
 @dataclass
@@ -321,8 +321,9 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     p.clear.click(fresh, None, ui.outputs, **at_once)
     p.chat.clear(emptied, [ui.messages], ui.outputs, **at_once)  # the chat's own 🗑 clears the conversation too
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)
-    r.to_teach.click(lambda data: to_teach(ui, teach, data), {ui.exchanges, ui.turns} | c.inputs,
-                     chat_handlers.to_teach_outputs(ui, teach), **QUIET)
+    # with the settings the message ran with (its run's JSON), not the controls as they are now
+    r.to_teach.click(lambda data: teach_handoff.step_through(ui, teach, data, max_seed=MAX_SEED_SHOWN),
+                     {ui.exchanges, ui.turns, r.export} | c.inputs, chat_handlers.to_teach_outputs(ui, teach), **QUIET)
     c.preset.change(lambda name: on_preset(app.showcase.config, c, name), [c.preset],
                     [c.k, c.drafter, c.confidence, c.about],
                     **QUIET)

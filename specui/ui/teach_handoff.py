@@ -1,0 +1,57 @@
+"""The Chat tab's "Step through this message in the Teach tab", with the settings the message ran with.
+
+`chat_handlers.to_teach` fills the Teach tab from the chat's controls; a teacher who moved K or the temperature
+after the message (or ran it with a random seed) would then step through another run than the one on screen. Here
+the controls' values are replaced by those of the message's run, read from its JSON (the chat's download, written
+when the run finished, hidden when another starts): its preset, drafter, K, confidence stop, temperature, top-p,
+top-k, penalty, token budget and seed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from specui.drafters import LABELS
+from specui.ui.chat_handlers import to_teach
+
+log = logging.getLogger("specui.ui")
+UNKNOWN = "This message's own settings are not known here: these are the Chat tab's settings as they are now."
+
+
+def as_it_ran(controls, data: dict, export: str | None, reply: str | None, *, max_seed: int
+              ) -> tuple[dict, list[str]]:
+    """`data` (the chat's inputs by component; `controls` is `blocks.Controls`) with each setting as the run of
+    `export` (its JSON's path) took it, and what the Teach tab leaves out of that run; `data` as it is (and a note
+    saying so) where the JSON cannot be read or is another message's (its reply is not `reply`, the last one kept:
+    ↶ took the message back). A seed above `max_seed` (the seed box's most) stays out: a random one the engine drew
+    is 63 bits, which a page's number cannot hold."""
+    try:
+        with open(export, encoding="utf-8") as f:
+            ran = json.load(f)
+        if ran["text"] != reply:
+            raise ValueError("the download is another message's")
+        s = ran["settings"]
+        seed = ran["seed"] if ran.get("seed") is not None else s["seed"]
+        values = {controls.preset: ran["preset"] or s["preset"], controls.drafter: LABELS[s["drafter"]],
+                  controls.k: s["num_draft_tokens"], controls.adaptive: s["adaptive"],
+                  controls.confidence: s["draft_confidence"], controls.temperature: s["temperature"],
+                  controls.top_p: s["top_p"], controls.top_k: s["top_k"], controls.penalty: s["repetition_penalty"],
+                  controls.max_new: s["max_new_tokens"], controls.seed: -1 if seed is None or seed > max_seed else seed}
+    except (OSError, TypeError, ValueError, KeyError) as e:  # no download (its write failed), or not one of ours
+        log.warning("the message's run JSON: %s", e)
+        return data, [UNKNOWN]
+    left = ["Adaptive K is off here: each round drafts K." if s["adaptive"] else "",
+            "The chat's system prompt is left out." if s["system"] else ""]
+    return {**data, **values}, [note for note in left if note]
+
+
+def step_through(ui, teach, data: dict, *, max_seed: int) -> dict:
+    """`chat_handlers.to_teach` for the chat's last message, with the settings its run took (`as_it_ran`)."""
+    last, turns = data[ui.exchanges][-1:], data[ui.turns]
+    reply = turns[-1]["content"] if last and last[0]["kept"] and turns else None
+    sent, notes = as_it_ran(ui.controls, data, data[ui.results.export], reply, max_seed=max_seed)
+    updates = to_teach(ui, teach, sent)
+    if updates and notes:
+        updates[teach.step.status] = " ".join([updates[teach.step.status], *notes])
+    return updates
