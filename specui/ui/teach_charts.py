@@ -25,6 +25,7 @@ from specui.ui.theme import (BEST_COLOUR, K_COLOURS, K_DASHES, PLAIN_COLOUR, POI
                              THEORY_COLOUR, layout, noted)
 
 KS = (1, 2, 4, 8)
+GREEDY_AGREEMENT = "T = 0: draft's token = target's argmax (rate)"
 DEFAULT_C = 0.1  # the draft cost drawn before anything is measured
 
 
@@ -196,19 +197,32 @@ def k_sweep_figure(points: Sequence[Point] = ()) -> go.Figure:
 
 
 def temperature_figure(points: Sequence[Point] = ()) -> go.Figure:
-    """Acceptance against temperature: the fitted α, and the mean of min(1, p/q)."""
+    """Acceptance against temperature: the fitted α, and the mean of min(1, p/q) (at temperature 0, where the rule
+    is the argmax's, how often the draft's token is the target's argmax)."""
     fig = go.Figure()
     pts = sorted(points, key=lambda p: p.temperature)
     if not pts:
         fig = _layout(fig, title="Acceptance against temperature", x="temperature (0 = greedy)", y="acceptance")
         fig.update_xaxes(range=[-0.05, 1.55])
         fig.update_yaxes(range=[0, 1.05])
-        return _waiting(fig, "α and the mean min(1, p/q) at temperatures 0 to 1.5")
+        return _waiting(fig, "α and the mean min(1, p/q) at temperatures 0.3 to 1.5;<br>at 0, how often the draft's "
+                             "token is the target's argmax")
     fig.add_trace(go.Scatter(x=[p.temperature for p in pts], y=[_r(p.alpha) for p in pts], mode="lines+markers",
                              name="α (fitted to tokens per round)", line={"color": POINT_COLOUR, "width": 2}))
-    fig.add_trace(go.Scatter(x=[p.temperature for p in pts], y=[_r(p.mean_accept_prob) for p in pts],
-                             mode="lines+markers", name="mean min(1, p/q)",
-                             line={"color": THEORY_COLOUR, "width": 2, "dash": "dot"}))
+    # at temperature 0 a draft is kept when it is the target's argmax: its "acceptance probability" is 1 or 0, so the
+    # mean there is how often the draft's token is the target's argmax, a point of its own and not min(1, p/q)'s
+    sampled, greedy = [p for p in pts if p.temperature > 0], [p for p in pts if p.temperature <= 0]
+    if sampled:
+        fig.add_trace(go.Scatter(x=[p.temperature for p in sampled], y=[_r(p.mean_accept_prob) for p in sampled],
+                                 mode="lines+markers", name="mean min(1, p/q)",
+                                 line={"color": THEORY_COLOUR, "width": 2, "dash": "dot"}))
+    if greedy:
+        fig.add_trace(go.Scatter(x=[p.temperature for p in greedy], y=[_r(p.mean_accept_prob) for p in greedy],
+                                 mode="markers", name=GREEDY_AGREEMENT,
+                                 marker={"color": THEORY_COLOUR, "size": 11, "symbol": "square-open",
+                                         "line": {"width": 2}},
+                                 hovertemplate="T = 0: the draft's token is the target's argmax "
+                                               "%{y:.0%} of the time<extra></extra>"))
     fig = _layout(fig, title="Acceptance against temperature", x="temperature (0 = greedy)", y="acceptance")
     fig.update_yaxes(range=[0, 1.05])
     return fig

@@ -52,7 +52,8 @@ thrown away. The dotted line is the theory at the sweep's α and c. Temperature 
 every K then writes exactly the same text, so only the speed differs."""
 TEMP_HELP = """**Temperature.** Higher temperature flattens both p and q; they overlap differently and acceptance
 moves. The blue line is the mean of min(1, p/q) over judged drafts: since x is drawn from q, it estimates
-α = Σ min(p, q) directly."""
+α = Σ min(p, q) directly. At temperature 0 (greedy) there is no p/q to take: a draft is kept when it is the
+target's most likely token, so the blue square there is how often the draft's token is the target's argmax."""
 DRAFTERS_HELP = """**Weaker drafters.** The draft model, the same draft with noise added to its weights, and prompt
 lookup (copying earlier text, no model). A worse guesser is accepted less often and the speedup collapses,
 but the output stays an exact sample from the target: speculative decoding trades speed, never quality.

@@ -150,3 +150,21 @@ def test_a_u_drawn_for_a_draft_never_checked_is_marked_unused():
     greedy = _round(0, drafted=[40, 41], accepted=1, kinds=["accepted", "resampled"], token_ids=[40, 50],
                     target_probs=[0.6, 0.2], draft_probs=[0.5, 0.4], accept_probs=[1.0, 0.0])
     assert "unused" not in teach_view.drafts_table(_run([greedy], DecodeSettings(temperature=0)).steps[0])
+
+
+def test_the_temperature_chart_says_what_its_point_at_temperature_0_is():
+    """At temperature 0 the rule is the argmax's: the mean "acceptance probability" there is how often the draft's
+    token is the target's argmax, not a mean of min(1, p/q), and the chart says so (a tiny real pair's sweep)."""
+    from specui.engine import SpeculativeEngine
+    from tests.helpers import make_model, noisy_copy
+
+    target = make_model("llama", layers=2, seed=0)
+    engine = SpeculativeEngine(target, noisy_copy(target, noise=0.3, seed=1))
+    points = list(lesson.temperature_sweep(engine, [5, 6, 7, 8], temperatures=(0.0, 0.6, 1.0), max_new_tokens=16,
+                                           num_draft_tokens=3, seed=2))
+    traces = {t.name: t for t in teach_charts.temperature_figure(points).data}
+    agreement = traces[teach_charts.GREEDY_AGREEMENT]
+    assert "argmax" in agreement.name and list(agreement.x) == [0.0]
+    assert agreement.y[0] == round(points[0].mean_accept_prob, 4) and "argmax" in agreement.hovertemplate
+    assert list(traces["mean min(1, p/q)"].x) == [0.6, 1.0]  # min(1, p/q) only where it was sampled
+    assert "argmax" in teach_view.TEMP_HELP
