@@ -2,14 +2,17 @@
 or `python app.py --target T [--draft D] [--chat]` for a pair not in models.yaml.
 
 Thin on purpose: parse the arguments, read models.yaml, build the Blocks app (specui/ui/blocks.py)
-and launch it. A broken config ends the program with one line naming the file and the problem, and a
-starting model that comes from a PyPI package not installed yet, with one line giving the command.
+and launch it. A broken config ends the program with one line naming the file and the problem, a starting model
+that comes from a PyPI package not installed yet with one line giving the command, and an address it cannot listen
+on (a port in use, a host that is not this machine's) with one line naming the option, before any model loads.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import socket
 import sys
 from dataclasses import replace
 
@@ -22,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the preset to start with (default: $SPECUI_PRESET, else on a Hugging Face "
                              "Space smollm2-chat-hub, else models.yaml's default)")
     parser.add_argument("--config", help="a models.yaml (default: the one beside specui/)")
-    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+    parser.add_argument("--host", default=None,
                         help="address to listen on (0.0.0.0: every interface; default $GRADIO_SERVER_NAME or "
                              "127.0.0.1)")
     parser.add_argument("--port", type=_port, default=None,
@@ -43,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
             args.port = _port(os.environ.get("GRADIO_SERVER_PORT", "7860"))
         except argparse.ArgumentTypeError as e:
             parser.error(f"$GRADIO_SERVER_PORT: {e}")
+    host_from = "$GRADIO_SERVER_NAME" if args.host is None and os.environ.get("GRADIO_SERVER_NAME") else "--host"
+    args.host = args.host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
+    if problem := _address_problem(args.host, args.port, host_from=host_from):  # before any model loads
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
 
     from specui.hub import endpoint_problem
 
@@ -94,6 +102,33 @@ def _port(text: str) -> int:
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"a port is a number from 1 to 65535, got {port}")
     return port
+
+
+def _address_problem(host: str, port: int, *, host_from: str = "--host") -> str | None:
+    """Why the app could not listen on host:port, in one line naming the option (None: it can). Gradio's own words
+    for every failure, a taken port, a name that resolves nowhere or an address of another machine alike, are
+    "Cannot find empty port", after the model has loaded."""
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host  # [::1], as a browser writes it
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(bare, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as e:  # UnicodeError: no host name at all ("a..b")
+        why = e.strerror if isinstance(e, socket.gaierror) else "not a host name"
+        return (f"{host_from} {host!r} is no address this machine can listen on ({why}): "
+                "127.0.0.1 serves this machine alone, 0.0.0.0 every network interface")
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will: a port left in TIME_WAIT is free
+        try:
+            s.bind(address)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                return f"port {port} is in use on {host} (another program listens there): choose another with --port"
+            if e.errno == errno.EADDRNOTAVAIL:
+                return (f"{host_from} {host!r} is not an address of this machine: 127.0.0.1 serves this machine "
+                        "alone, 0.0.0.0 every network interface")
+            if e.errno == errno.EACCES:
+                return f"port {port} needs administrator rights (ports below 1024 do): choose another with --port"
+            return f"cannot listen on {host}:{port}: {e.strerror or e}"
+    return None
 
 
 if __name__ == "__main__":
