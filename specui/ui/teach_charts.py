@@ -21,8 +21,8 @@ import plotly.graph_objects as go
 from specui import metrics
 from specui.lesson import Measured, Point, Step, theory_curve
 from specui.text import fmt
-from specui.ui.theme import (BEST_COLOUR, K_COLOURS, K_DASHES, PLAIN_COLOUR, POINT_COLOUR, SPEC_COLOUR, TALL,
-                             THEORY_COLOUR, layout, noted)
+from specui.ui.theme import (BEST_COLOUR, K_COLOURS, K_DASHES, NOTE_COLOUR, PLAIN_COLOUR, POINT_COLOUR, SPEC_COLOUR,
+                             TALL, THEORY_COLOUR, layout, noted)
 
 KS = (1, 2, 4, 8)
 GREEDY_AGREEMENT = "T = 0: draft's token = target's argmax (rate)"
@@ -55,7 +55,7 @@ _K_LABELS_MARGIN = 50
 def _waiting(fig: go.Figure, what: str) -> go.Figure:
     """An experiment's chart before its run: the titled axes and a note saying what will fill them."""
     fig.add_annotation(text=f"Run the experiment to fill this:<br>{what}", showarrow=False, xref="paper",
-                       yref="paper", x=0.5, y=0.5, font={"size": 14, "color": PLAIN_COLOUR})
+                       yref="paper", x=0.5, y=0.5, font={"size": 14, "color": NOTE_COLOUR})
     return fig
 
 
