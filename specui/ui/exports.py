@@ -4,6 +4,7 @@ process, removed when it exits; the newest EXPORTS_KEPT stay on disk (gradio ser
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 import threading
@@ -11,6 +12,21 @@ import time
 from pathlib import Path
 
 EXPORTS_KEPT = 16  # export files kept on disk per process
+NAME_CHARS = 100  # a download's file name at most, in characters (file systems take 255 bytes)
+
+
+def file_name(name: str) -> str:
+    """`name` as a file name any browser and file system takes: each run of characters other than letters, digits,
+    '.', '_' and '-' (a '/' or a newline of a preset's name, quotes, spaces) one '_'; a long one loses its middle
+    (a run's file name ends with its seed)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "specui"
+    stem, dot, suffix = safe.rpartition(".")
+    if not stem or len(suffix) > 8:  # no extension to keep
+        stem, dot, suffix = safe, "", ""
+    room = NAME_CHARS - len(dot + suffix)
+    if len(stem) > room:
+        stem = stem[: room // 2] + "_" + stem[len(stem) - (room - room // 2 - 1):]
+    return stem + dot + suffix
 
 
 class Exports:
@@ -22,15 +38,15 @@ class Exports:
         self._guard = threading.Lock()  # visitors' runs end on threads of their own
 
     def write(self, payload: dict, filename: str) -> str:
-        """`payload` (JSON-ready: `lesson.json_safe`) as indented JSON in a file named `filename` (a folder per
-        export keeps the name plain)."""
+        """`payload` (JSON-ready: `lesson.json_safe`) as indented JSON in a file named `filename` as `file_name`
+        makes it safe (a folder per export keeps the name plain)."""
         with self._guard:
             if self._folder is None:
                 self._folder = tempfile.TemporaryDirectory(prefix=self._prefix)
             root = Path(self._folder.name)
             folder = root / f"{time.monotonic_ns()}"
             folder.mkdir()
-            path = folder / filename
+            path = folder / file_name(filename)
             path.write_text(json.dumps(payload, indent=1, allow_nan=False), encoding="utf-8")
             for old in sorted(root.iterdir(), key=lambda p: int(p.name))[:-EXPORTS_KEPT]:
                 shutil.rmtree(old, ignore_errors=True)
