@@ -38,7 +38,8 @@ from specui.drafters import (
     PromptLookupDrafter,
 )
 from specui.drafters.base import features_of
-from specui.engine_checks import align, check_draft, check_prompt
+from specui.drafters.registry import name_of
+from specui.engine_checks import align, check_draft, check_prompt, check_run_arguments
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, context_limit, cpu_threads, model_device
 from specui.prompt_cache import PromptCache, open_target
@@ -81,9 +82,9 @@ class SpeculativeEngine:
                                            or prompt_threads < 1):
             raise ValueError(f"prompt_threads must be a positive integer or None (got {prompt_threads!r})")
         self.prompt_threads = prompt_threads
-        if drafter is not None and drafter not in DRAFTER_NAMES:
+        if drafter is not None and name_of(drafter) not in DRAFTER_NAMES:
             raise ValueError(f"drafter must be one of {', '.join(DRAFTER_NAMES)} or None (got {drafter!r})")
-        self.default_drafter = drafter
+        self.default_drafter = drafter = None if drafter is None else name_of(drafter)  # a label ("EAGLE") as its name
         for role, model in (("target_model", target_model), ("draft_model", draft_model or target_model)):
             if not callable(getattr(model, "get_output_embeddings", None)):
                 raise ValueError(f"{role} must be a transformers causal LM (e.g. AutoModelForCausalLM.from_pretrained"
@@ -162,8 +163,7 @@ class SpeculativeEngine:
             name = self._drafter_name(keywords.get("drafter"))
             keywords = {**self.tuning(name, keywords), **keywords} if isinstance(name, str) else keywords
         settings = settings_from(settings, keywords)
-        if into is not None and (into.rounds or into.token_ids):
-            raise ValueError(f"into= already holds a run ({len(into.token_ids)} tokens); pass a new GenerationResult")
+        check_run_arguments(into=into, draws=draws, cache=cache)
         prompt = check_prompt(input_ids, self.vocab_size)
         sampling = Sampling(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p,
                             repetition_penalty=settings.repetition_penalty)
@@ -180,8 +180,6 @@ class SpeculativeEngine:
         result.seed, result.speculative = seed, settings.speculative
         schedule = DraftLength(settings.num_draft_tokens, adaptive=settings.adaptive)
         generators = draws if draws is not None else Generators(seed, home=self.device)
-        if cache is not None and not isinstance(cache, PromptCache):
-            raise ValueError(f"cache must be a PromptCache or None (got {type(cache).__name__})")
         return self._rounds(prompt, sampling, drafter, seed, result, max_new_tokens=settings.max_new_tokens,
                             schedule=schedule, ignore_eos=settings.ignore_eos, tree=tree, generators=generators,
                             cache=cache)
@@ -336,7 +334,7 @@ class SpeculativeEngine:
         """The drafter a run's `drafter` setting means (None: the engine's default)."""
         if drafter is None:
             return self.default_drafter or (MODEL if self.draft_model is not None else PROMPT_LOOKUP)
-        return drafter
+        return name_of(drafter) if isinstance(drafter, str) else drafter  # a label ("prompt lookup") as its name
 
     def _make_drafter(self, drafter) -> Drafter:
         drafter = self._drafter_name(drafter)

@@ -1,4 +1,5 @@
-"""The engine's checks of what it is given: a prompt's token ids, a drafter's proposal, a draft's q.
+"""The engine's checks of what it is given: a prompt's token ids, a run's `into`/`draws`/`cache`, a drafter's
+proposal, a draft's q.
 
 Each raises ValueError with a message that says what was wrong and what is expected, before the engine
 computes anything with it.
@@ -11,6 +12,9 @@ import operator
 import torch
 
 from specui.drafters import Draft
+from specui.events import GenerationResult
+from specui.prompt_cache import PromptCache
+from specui.sampling import Generators
 
 
 def check_prompt(input_ids, vocab_size: int) -> list[int]:
@@ -47,6 +51,18 @@ def check_prompt(input_ids, vocab_size: int) -> list[int]:
             raise ValueError(f"token id {t!r} is not an integer in [0, {vocab_size}) (the target's vocabulary)")
         ids.append(i)
     return ids
+
+def check_run_arguments(*, into, draws, cache) -> None:
+    """A run's advanced arguments, each None or of its type; `into` also fresh (one result holds one run)."""
+    for name, value, kind, what in (("into", into, GenerationResult, "a new specui.GenerationResult()"),
+                                    ("draws", draws, Generators, "specui.sampling.Generators, e.g. another run's "
+                                                                 "copy()"),
+                                    ("cache", cache, PromptCache, "a specui.prompt_cache.PromptCache()")):
+        if value is not None and not isinstance(value, kind):
+            raise ValueError(f"{name}= takes {what} or None, not a {type(value).__name__}")
+    if into is not None and (into.rounds or into.token_ids):
+        raise ValueError(f"into= already holds a run ({len(into.token_ids)} tokens); pass a new GenerationResult")
+
 
 def check_draft(draft: Draft, k: int, drafter, *, vocab_size: int, device) -> tuple[torch.Tensor, torch.Tensor | None]:
     """A drafter's proposal as (tokens [n] on the target's input device, q [n, V'] | None) with n <= k;

@@ -82,7 +82,8 @@ def static_size(*, width: int, depth: int) -> int:
 class DecodeSettings:
     """How to decode: K, the sampling transform, the budget, the seed and the drafter.
 
-    drafter: a name of `specui.drafters.DRAFTER_NAMES`, None (the engine's default: the preset's drafter for an
+    drafter: a name of `specui.drafters.DRAFTER_NAMES` or the label the app shows for it (`LABELS`: "prompt lookup",
+    in any case; kept as the name), None (the engine's default: the preset's drafter for an
     engine from `load_engine`, else the draft model when there is one, else prompt lookup) or any object with the
     `Drafter` methods.
     seed None draws a fresh one.
@@ -151,12 +152,17 @@ class DecodeSettings:
         for name in ("adaptive", "ignore_eos", "speculative"):
             if not isinstance(getattr(self, name), bool):
                 raise SettingsError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        d = self.drafter
+        if isinstance(d, str):  # a name, or the label the app and its API show ("prompt lookup")
+            if name_of(d) not in DRAFTER_NAMES:
+                raise SettingsError(f"unknown drafter {d!r}; choose one of {', '.join(DRAFTER_NAMES)}")
+            put("drafter", name_of(d))
         self._check_tree(put)
         d = self.drafter
-        if isinstance(d, str):
-            if d not in DRAFTER_NAMES:
-                raise SettingsError(f"unknown drafter {d!r}; choose one of {', '.join(DRAFTER_NAMES)}")
-        elif d is not None:
+        if isinstance(d, type):
+            raise SettingsError(f"drafter is the class {d.__name__}; give an instance of it, e.g. drafter={d.__name__}("
+                                "...)")
+        if d is not None and not isinstance(d, str):
             missing = [m for m in DRAFTER_METHODS if not callable(getattr(d, m, None))]
             if missing:
                 raise SettingsError(f"drafter must be None, one of {', '.join(DRAFTER_NAMES)}, or an object with the "

@@ -26,8 +26,10 @@ LABELS = {MODEL: "draft model", MODEL_LOOKUP: "draft model + lookup", EAGLE: "EA
 
 
 def name_of(label_or_name: str) -> str:
-    """The drafter name for a UI label or a name (unchanged); an unknown string is returned as is."""
+    """The drafter name for a UI label or a name, in any case ("prompt lookup", "EAGLE", "Model" -> "prompt_lookup",
+    "eagle", "model"); an unknown string is returned as is."""
+    said = label_or_name.strip().lower() if isinstance(label_or_name, str) else label_or_name
     for name, label in LABELS.items():
-        if label_or_name == label:
+        if said in (name, label.lower()):
             return name
     return label_or_name

@@ -1,0 +1,74 @@
+"""The library as a notebook uses it, and the mistakes people make there: each one refused by name in one line (or
+taken, where it is only another spelling: the app's drafter labels), never an error from deep inside, and a result
+that a notebook can show."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from specui import DecodeSettings, GenerationResult, PromptLookupDrafter, SpeculativeEngine
+from specui.settings import SettingsError
+from tests.helpers import make_model, noisy_copy
+
+PROMPT = [4, 8, 15, 16, 23, 42, 4, 8]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    target = make_model("llama", layers=2, seed=3)
+    return SpeculativeEngine(target, noisy_copy(target, noise=0.3, seed=4))
+
+
+@pytest.mark.parametrize("argument, value", [("into", []), ("into", {}), ("draws", [1, 2]), ("cache", {})])
+def test_an_advanced_argument_of_another_type_is_refused_by_its_name(engine, argument, value):
+    """`into=[]` used to fail with "'list' object has no attribute 'rounds'" from inside the engine."""
+    for call in (engine.stream, engine.generate):
+        with pytest.raises(ValueError, match=rf"^{argument}= takes .* or None, not a {type(value).__name__}$"):
+            call(PROMPT, max_new_tokens=4, **{argument: value})
+    assert engine.generate(PROMPT, max_new_tokens=4, into=GenerationResult()).token_ids  # still serving
+
+
+@pytest.mark.parametrize("said, name", [("prompt lookup", "prompt_lookup"), ("draft model + lookup", "model_lookup"),
+                                        ("EAGLE", "eagle"), ("Early exit", "early_exit"), ("Model", "model"),
+                                        (" prompt_lookup ", "prompt_lookup")])
+def test_the_apps_drafter_labels_are_the_drafters_names(said, name):
+    """The app's Drafter radio and its API take "prompt lookup"; the library takes it too, as the name."""
+    assert DecodeSettings(drafter=said).drafter == name
+    assert DecodeSettings().but(drafter=said).drafter == name
+
+
+def test_a_run_and_an_engine_take_a_label_for_their_drafter(engine):
+    settings = dict(max_new_tokens=12, num_draft_tokens=3, temperature=0.0, ignore_eos=True)
+    by_label, by_name = (engine.generate(PROMPT, drafter=d, **settings) for d in ("prompt lookup", "prompt_lookup"))
+    assert [r.drafted for r in by_label.rounds] == [r.drafted for r in by_name.rounds]
+    assert by_label.token_ids == by_name.token_ids == engine.generate(PROMPT, speculative=False, **settings).token_ids
+    made = SpeculativeEngine(engine.target_model, engine.draft_model, drafter="draft model + lookup")
+    assert made.default_drafter == "model_lookup"
+    with pytest.raises(SettingsError, match="unknown drafter 'prompt lookups'; choose one of model, "):
+        engine.generate(PROMPT, drafter="prompt lookups")
+
+
+def test_a_drafter_class_instead_of_an_instance_is_refused_by_name(engine):
+    """It has the Drafter methods (as functions): it used to pass, and fail in start() with a missing argument."""
+    with pytest.raises(SettingsError, match=r"^drafter is the class PromptLookupDrafter; give an instance of it"):
+        engine.generate(PROMPT, max_new_tokens=4, drafter=PromptLookupDrafter)
+    assert engine.generate(PROMPT, max_new_tokens=4, drafter=PromptLookupDrafter()).token_ids
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    from specui import load_engine
+    from specui.presets import load_config
+
+    return load_engine(replace(load_config().get("bundled"), drafter_tokens=(("prompt_lookup", 5),)), warm_up=False)
+
+
+@pytest.mark.slow
+def test_a_label_drafts_with_the_presets_k_for_its_drafter(bundled):
+    """load_engine's runs take the preset's K for the drafter they name; named by its label, the same K."""
+    ids = bundled.tokenizer("def fibonacci(n):\n").input_ids
+    for said in ("prompt lookup", "prompt_lookup"):
+        run = bundled.generate(ids, drafter=said, max_new_tokens=24, temperature=0.0)
+        assert max(r.num_draft_tokens for r in run.rounds) == 5
