@@ -200,3 +200,19 @@ class GenerationResult:
     @property
     def tokens_per_s(self) -> float:
         return len(self.token_ids) / self.total_s if self.total_s > 0 else 0.0
+
+    def __repr__(self) -> str:
+        """A line a notebook can show: the counts and the first and last ids, not every token and round."""
+        ids = self.token_ids
+        shown = ", ".join(map(str, ids)) if len(ids) <= 12 else \
+            f"{', '.join(map(str, ids[:8]))}, ..., {', '.join(map(str, ids[-3:]))}"
+        alpha = self.acceptance_rate
+        return (f"GenerationResult({len(ids)} tokens [{shown}], {len(self.rounds)} rounds, "
+                f"stop_reason={self.stop_reason!r}, speculative={self.speculative}, "
+                f"acceptance_rate={'None' if alpha is None else f'{alpha:.3f}'}, seed={self.seed})")
+
+    @property
+    def text(self):
+        """None to give: the engine works on token ids; this says so where a user looks for the text."""
+        raise AttributeError("GenerationResult has no text: the engine works on token ids; decode them with the "
+                             "tokenizer, e.g. engine.tokenizer.decode(result.token_ids, skip_special_tokens=True)")

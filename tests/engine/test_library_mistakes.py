@@ -57,6 +57,23 @@ def test_a_drafter_class_instead_of_an_instance_is_refused_by_name(engine):
     assert engine.generate(PROMPT, max_new_tokens=4, drafter=PromptLookupDrafter()).token_ids
 
 
+def test_a_results_repr_is_one_short_line(engine):
+    """A notebook shows the last expression's repr: a run of 300 tokens printed 270,000 characters of rounds."""
+    result = engine.generate(PROMPT, max_new_tokens=300, ignore_eos=True, temperature=0.0)
+    shown = repr(result)
+    assert len(shown) < 300 and "\n" not in shown, shown
+    assert shown.startswith(f"GenerationResult(300 tokens [{result.token_ids[0]}, ") and "..., " in shown
+    assert f"{len(result.rounds)} rounds, stop_reason='length'" in shown
+    assert repr(GenerationResult()).startswith("GenerationResult(0 tokens [], 0 rounds")
+
+
+def test_result_text_says_how_to_decode(engine):
+    result = engine.generate(PROMPT, max_new_tokens=4)
+    with pytest.raises(AttributeError, match=r"no text: the engine works on token ids; .*\.decode\(result.token_ids"):
+        result.text
+    assert not hasattr(result, "text")
+
+
 @pytest.fixture(scope="module")
 def bundled():
     from specui import load_engine
