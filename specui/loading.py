@@ -7,6 +7,7 @@ show it and keep serving whatever was loaded before.
 
 from __future__ import annotations
 
+import difflib
 import os
 import threading
 from collections import OrderedDict
@@ -274,7 +275,11 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
         elif config is not None and not isinstance(config, (Config, str, os.PathLike)):
             raise ConfigError(f"config must be a models.yaml path, a Config or a dict, not a {type(config).__name__}")
         config = config if isinstance(config, Config) else load_config(config)
-        preset = config.get(preset)
+        try:
+            preset = config.get(preset)
+        except ConfigError as e:  # a typo: say the preset it is closest to
+            close = difflib.get_close_matches(str(preset).lower(), config.names, n=1, cutoff=0.6)
+            raise ConfigError(f"{e}. Did you mean {close[0]!r}?" if close else str(e)) from None
     pair = load_pair(preset, progress=progress)
     engine = pair.engine()
     engine.tokenizer, engine.preset = pair.tokenizer, preset

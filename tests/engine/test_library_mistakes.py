@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from specui import DecodeSettings, GenerationResult, PromptLookupDrafter, SpeculativeEngine
+from specui.presets import ConfigError
 from specui.settings import SettingsError
 from tests.helpers import make_model, noisy_copy
 
@@ -72,6 +73,15 @@ def test_result_text_says_how_to_decode(engine):
     with pytest.raises(AttributeError, match=r"no text: the engine works on token ids; .*\.decode\(result.token_ids"):
         result.text
     assert not hasattr(result, "text")
+
+
+def test_a_misspelled_preset_is_refused_with_the_closest_name():
+    from specui import load_engine
+
+    with pytest.raises(ConfigError, match=r"no preset named 'bundeld'; known presets: .*\. Did you mean 'bundled'\?$"):
+        load_engine("bundeld", warm_up=False)
+    with pytest.raises(ConfigError, match=r"no preset named 'nothing-like-it'; known presets: [^?]*$"):
+        load_engine("nothing-like-it", warm_up=False)
 
 
 @pytest.fixture(scope="module")
