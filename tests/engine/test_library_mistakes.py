@@ -99,3 +99,21 @@ def test_a_label_drafts_with_the_presets_k_for_its_drafter(bundled):
     for said in ("prompt lookup", "prompt_lookup"):
         run = bundled.generate(ids, drafter=said, max_new_tokens=24, temperature=0.0)
         assert max(r.num_draft_tokens for r in run.rounds) == 5
+
+
+@pytest.mark.slow
+def test_a_run_in_the_middle_of_a_half_consumed_stream_leaves_both_exact(bundled):
+    """The engine keeps no per-run state: a generate between two rounds of a stream gives what it gives alone, and
+    the stream goes on as if nothing ran; greedy, both equal plain decoding, for every drafter."""
+    tok = bundled.tokenizer
+    first, second = tok("def fibonacci(n):\n").input_ids, tok("import os\nclass Cache:\n").input_ids
+    for drafter in bundled.drafters:
+        settings = dict(max_new_tokens=30, drafter=drafter, temperature=0.0, ignore_eos=True)
+        plain_first, plain_second = (bundled.generate(ids, **{**settings, "speculative": False}).token_ids
+                                     for ids in (first, second))
+        streamed, between = [], None
+        for i, round_ in enumerate(bundled.stream(first, **settings)):
+            streamed += round_.token_ids
+            if i == 1:
+                between = bundled.generate(second, **settings).token_ids
+        assert streamed == plain_first and between == plain_second, drafter
