@@ -145,6 +145,9 @@ class Showcase:
         if not prompt or not prompt.strip():
             yield fail("Type a prompt first.")
             return
+        if problem := _not_text({"prompt": prompt, "system prompt": settings.system}):
+            yield fail(problem)
+            return
         try:
             preset = self.config.get(settings.preset)
         except ValueError as e:  # ConfigError
@@ -342,6 +345,18 @@ def decode(showcase: Showcase, prompt: str, settings: Settings, *, history: Sequ
            stop: threading.Event | None = None, figures: bool = True) -> Iterator[tuple[Frame, Run]]:
     """`showcase.run` under one ZeroGPU allocation (see `GpuCalls`)."""
     return showcase.calls.decode(prompt, settings, history=history, stop=stop, figures=figures)
+
+
+def _not_text(texts: dict[str, str]) -> str | None:
+    """What makes one of `texts` (name -> text) no Unicode text a tokenizer reads (None: nothing): an API client's JSON
+    may hold a lone surrogate ("\\ud800"), which no tokenizer encodes (it raised a TypeError naming its own types)."""
+    for name, text in texts.items():
+        try:
+            (text or "").encode("utf-8")
+        except UnicodeEncodeError as e:
+            return (f"The {name} is not valid Unicode text: character {e.start + 1} is U+{ord(text[e.start]):04X}, "
+                    f"half of a surrogate pair, alone; send the text as UTF-8")
+    return None
 
 
 def _divergence_note(run) -> str:
