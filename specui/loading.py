@@ -8,6 +8,7 @@ show it and keep serving whatever was loaded before.
 from __future__ import annotations
 
 import difflib
+import numbers
 import os
 import threading
 from collections import OrderedDict
@@ -285,9 +286,15 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
     engine.tokenizer, engine.preset = pair.tokenizer, preset
     engine.tuning = lambda drafter, keywords: {
         "num_draft_tokens": preset.k_for(drafter),
-        "draft_confidence": preset.confidence_for(drafter, tree=(keywords.get("tree_width") or 1) > 1)}
+        "draft_confidence": preset.confidence_for(drafter, tree=_is_tree(keywords.get("tree_width")))}
     if warm_up:
         from specui import lesson
 
         lesson.warm_up(engine, pair.tokenizer("Hello!")["input_ids"] or [0])
     return engine
+
+
+def _is_tree(tree_width) -> bool:
+    """Whether a run's `tree_width` keyword asks for a token tree; one that is no number is not (DecodeSettings then
+    refuses it by name)."""
+    return isinstance(tree_width, numbers.Real) and tree_width > 1

@@ -117,3 +117,12 @@ def test_a_run_in_the_middle_of_a_half_consumed_stream_leaves_both_exact(bundled
             if i == 1:
                 between = bundled.generate(second, **settings).token_ids
         assert streamed == plain_first and between == plain_second, drafter
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tree_width", ["2", None, [2]])
+def test_a_tree_width_of_another_type_is_refused_by_name_in_a_presets_engine(bundled, tree_width):
+    """load_engine's engine reads tree_width to choose the preset's draft confidence: "2" raised TypeError there
+    ('>' not supported between 'str' and 'int') before the settings could say what is wrong."""
+    with pytest.raises(SettingsError, match=r"^tree_width must be an integer from 1 \(no tree\) to 8, got "):
+        bundled.generate([1, 2, 3], drafter="eagle", tree_width=tree_width)
