@@ -127,7 +127,8 @@ class Round:
     verify_s: float  # seconds in the target forward and the accept/reject decision
     elapsed_s: float  # seconds since the generation started (prefill included) when the round ended
     speculative: bool = True
-    tree: tuple[TreeNode, ...] | None = None  # tree rounds only: every drafted node
+    tree: tuple[TreeNode, ...] | None = field(default=None, repr=False)  # tree rounds only: every drafted node (up
+    # to 256: left out of the repr, which a notebook shows)
     tree_path: tuple[int, ...] | None = None  # tree rounds only: the accepted nodes' indices
     tree_sampled: bool = False  # tree rounds: children drawn i.i.d. from q (p <- norm(max(0, p - q)) on a
     # rejection); False: chosen deterministically (the rejected token leaves p, which is renormalised)

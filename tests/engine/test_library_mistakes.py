@@ -126,3 +126,12 @@ def test_a_tree_width_of_another_type_is_refused_by_name_in_a_presets_engine(bun
     ('>' not supported between 'str' and 'int') before the settings could say what is wrong."""
     with pytest.raises(SettingsError, match=r"^tree_width must be an integer from 1 \(no tree\) to 8, got "):
         bundled.generate([1, 2, 3], drafter="eagle", tree_width=tree_width)
+
+
+def test_a_tree_rounds_repr_leaves_its_nodes_out(engine):
+    """A round of a 200-node tree (the bundled EAGLE head's) printed 17,000 characters of nodes; its path and lists
+    stay in the repr."""
+    result = engine.generate(PROMPT, max_new_tokens=8, num_draft_tokens=6, tree_width=4, tree_nodes=200)
+    round_ = max(result.rounds, key=lambda r: len(r.tree or ()))
+    assert len(round_.tree) > 50 and len(repr(round_)) < 1000, len(repr(round_))
+    assert "tree_path=(" in repr(round_) and "TreeNode" not in repr(round_)
