@@ -201,6 +201,8 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     c.next.click(functools.partial(move, ui, 1), nav_inputs, nav_outputs, **NAV).then(
         calmly(functools.partial(decode_first, state, ui), said), c.settings | {ui.run, cmp.second}, decoded, **queued)
     c.prev.click(functools.partial(move, ui, -1), nav_inputs, nav_outputs, **NAV)
+    # a new prompt typed mid-lesson: Next and Previous still step the rounds decoded, and the status line says so
+    c.prompt.input(functools.partial(prompt_edited, ui), {c.prompt, ui.run}, [s.status], **NAV)
     c.play.click(functools.partial(toggle, ui), {ui.run, ui.playing, c.speed}, [ui.playing, ui.timer, c.play], **NAV)
     ui.timer.tick(functools.partial(tick, ui), nav_inputs, [*nav_outputs, ui.playing, ui.timer, c.play], **NAV)
     c.speed.change(lambda seconds: gr.Timer(value=float(seconds)), [c.speed], [ui.timer], **NAV)
@@ -235,14 +237,12 @@ def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
                                   lock=lock, extra={"preset": p.preset.name})
     except ValueError as e:  # e.g. a prompt longer than the context
         raise refusal(str(e)) from None
-    note = (f"Decoded {len(run.spec.token_ids)} tokens in {len(run.steps)} rounds (seed {run.spec.seed}), and the "
-            "same prompt with the target alone for the measured speedup. Step through the rounds below.")
     s = ui.step
     return {ui.run: run, ui.index: 0, **_show(ui, run, 0),
             s.theory_tokens: teach_charts.theory_tokens_figure(run.measured),
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
             s.export: state.exports.write(lesson.export_run(run), f"specui-run-seed{run.spec.seed}.json"),
-            s.status: note, ui.playing: False, ui.timer: gr.Timer(active=False),
+            s.status: decoded_note(run), ui.playing: False, ui.timer: gr.Timer(active=False),
             ui.memory: teach_memory.kept(ui.controls, data),
             ui.controls.play: gr.update(value="▶ Play"),
             **teach_compare.run_comparison(state.showcase, ui, {**data, ui.run: run, ui.index: 0})}
@@ -263,6 +263,23 @@ def decode_first(state: TeachState, ui: TeachTab, data: dict) -> dict:
     if data[ui.run] is not None:
         return {ui.controls.play: gr.update()}  # a no-op: gradio reads an empty dict as one value, an error
     return decode(state, ui, data)
+
+
+def decoded_note(run) -> str:
+    """The status line while the rounds of `run` are stepped through."""
+    return (f"Decoded {len(run.spec.token_ids)} tokens in {len(run.steps)} rounds (seed {run.spec.seed}), and the "
+            "same prompt with the target alone for the measured speedup. Step through the rounds below.")
+
+
+def prompt_edited(ui: TeachTab, data: dict) -> dict:
+    """The status line once the prompt box no longer holds the prompt of the rounds shown (and back when it does)."""
+    run = data[ui.run]
+    if run is None:
+        return {ui.step.status: gr.update()}
+    if data[ui.controls.prompt] == run.prompt:
+        return {ui.step.status: decoded_note(run)}
+    return {ui.step.status: "The prompt changed: the rounds below are still the last decoded prompt's. Press "
+                            "**Decode** to step through the new one."}
 
 
 def move(ui: TeachTab, delta: int, data: dict) -> dict:

@@ -1,0 +1,62 @@
+"""A lesson on a projector (1280 × 720) in a real browser: the Teach tab as a teacher uses it between the rounds.
+A prompt typed mid-lesson does not silently step the old rounds as if they were its own: the status line says
+that Next still steps the rounds decoded and that Decode steps the new one (and takes it back when the prompt is
+the decoded one again); a clicker pressed at a presenter's pace steps every press. Uses the Teach tab and tiny pair
+of test_browser_teaching."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.screenshot import launch_chromium, set_number
+from tests.app.test_browser_teaching import PROMPT, app, wait_round  # noqa: F401 - app: the served Teach tab
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
+
+
+@pytest.fixture(scope="module")
+def page(app):  # noqa: F811 - the fixture imported above
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app[1])
+        page.wait_for_selector("#step-start", timeout=60_000)
+        yield page
+        browser.close()
+
+
+def shown_round(page) -> int:
+    return int(page.locator("#step-view .teach-step").get_attribute("data-round"))
+
+
+def test_a_prompt_typed_mid_lesson_is_said_not_to_be_the_rounds_shown(page):
+    page.fill("#teach-prompt textarea", PROMPT)
+    set_number(page, "teach-max-new-tokens", 32)
+    page.click("#step-start")
+    wait_round(page, 1, timeout_ms=120_000)
+    page.click("#step-next")
+    wait_round(page, 2)
+    page.fill("#teach-prompt textarea", "")
+    page.locator("#teach-prompt textarea").press_sequentially("import os\n")  # typed, as a teacher does
+    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('prompt changed')",
+                           timeout=10_000)
+    assert "press Decode" in page.locator("#step-status").inner_text().replace("Press", "press")
+    page.fill("#teach-prompt textarea", PROMPT[:-1])
+    page.locator("#teach-prompt textarea").press_sequentially(PROMPT[-1])  # back to the prompt decoded
+    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('Decoded 32 tokens')",
+                           timeout=10_000)
+
+
+def test_a_clicker_at_a_presenters_pace_steps_every_press(page):
+    start = shown_round(page)
+    page.locator("#step-status").click()  # the focus off the prompt box
+    for _ in range(4):
+        page.keyboard.press("PageDown")
+        page.wait_for_timeout(300)
+    wait_round(page, start + 4)
+    for _ in range(2):
+        page.keyboard.press("PageUp")
+        page.wait_for_timeout(300)
+    wait_round(page, start + 2)
