@@ -7,6 +7,7 @@ The ranges are `specui.settings`' limits, checked there; this module only coerce
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, fields
 
@@ -105,11 +106,13 @@ def _integer(values: dict, name: str, lo: int, hi: int, *, blank=_REQUIRED) -> i
         if blank is _REQUIRED:
             raise SettingsError(f"{words} is required")
         return blank
+    if isinstance(v, str) and v.strip().lstrip("+-").isdigit():
+        v = int(v)  # an int, or a string of one, is taken exactly: a seed above 2**53 is no float's
     try:
-        f = float(v)
+        f = v if isinstance(v, int) else float(v)
     except (TypeError, ValueError):
         raise SettingsError(f"{words} must be a number (got {v!r})") from None
-    if f != int(f) or not lo <= f <= hi:
+    if not math.isfinite(f) or f != int(f) or not lo <= f <= hi:
         raise SettingsError(f"{words} must be a whole number from {lo} to {hi} (got {v!r})")
     return int(f)
 

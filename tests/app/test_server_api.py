@@ -1,6 +1,7 @@
 """`/generate` given text no tokenizer reads: an API client's JSON may hold a lone surrogate ("\\ud800"), which the
 page's text box never sends. It is refused in one line naming the field and the character, with no traceback on the
-server (the tokenizer had raised a TypeError naming its own types)."""
+server (the tokenizer had raised a TypeError naming its own types). And a seed that no float holds reaches the run
+exactly."""
 
 from __future__ import annotations
 
@@ -31,3 +32,12 @@ def test_a_lone_surrogate_is_refused_by_name(fields, words, caplog):
         asyncio.run(generate(**fields, max_new_tokens=4))
     assert refused.value.message.startswith(words) and "send the text as UTF-8" in refused.value.message
     assert not caplog.records, [r.getMessage() for r in caplog.records]  # a client's mistake: nothing to log
+
+
+def test_a_seed_above_2_to_the_53_reaches_the_run_exactly():
+    """A seed goes up to 2**63 - 1; the settings' check read it through float(), which holds 53 bits, so 2**60 + 1 ran
+    (and was reported) as 2**60: another run than the client asked for."""
+    showcase = Showcase(ui_config(), PairCache())
+    seed = 2**60 + 1
+    run = asyncio.run(generate_endpoint(showcase)("def f():", temperature=0.8, max_new_tokens=4, seed=seed))
+    assert run["seed"] == seed
