@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 
 from specui.text import fmt, fmt_prob
 from specui.tree_steps import END, TreeRecord, TreeStep
-from specui.ui.theme import BEST_COLOUR, PLAIN_COLOUR, POINT_COLOUR, SPEC_COLOUR, layout
+from specui.ui.theme import BEST_COLOUR, PLAIN_COLOUR, POINT_COLOUR, SPEC_COLOUR, layout, noted
 
 VERDICT_COLOURS = {"accepted": BEST_COLOUR, "rejected": POINT_COLOUR, "unvisited": "#d1d5db"}
 FINAL_COLOURS = {"resampled": "#b91c1c", "bonus": SPEC_COLOUR}
@@ -104,10 +104,8 @@ def tree_figure(record: TreeRecord | None = None, *, step: TreeStep | None = Non
     """The round's tree (see the module docstring); a placeholder without a record."""
     fig = go.Figure()
     if record is None:
-        fig.add_annotation(text="Decode with tree width 2 or more, then pick a round to see its token tree.",
-                           showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
-                           font={"size": 13, "color": PLAIN_COLOUR})
-        return layout(fig, title=title or "Token tree", x="depth", y="", height=320)
+        return noted(layout(fig, title=title or "Token tree", x="depth", y="", height=320),
+                     "Decode with tree width 2 or more, then pick a round to see its token tree.")
     xy = positions(record)
     judged = (set(step.tried) if step is not None
               else {i for i, n in enumerate(record.nodes) if n.verdict != "unvisited"})

@@ -1,6 +1,6 @@
 """The theory charts' colours on a projector: every K curve and the plain-decoding line at WCAG's 3:1 for graphics,
 on white and on the dark page (where style.css shows the charts inverted, hues turned back), the K=1 curve still
-the palest of the blues; and an experiment's note before its run reads at AA's 4.5:1, as text."""
+the palest of the blues; and an experiment's (or the token tree's) note before its run reads at AA's 4.5:1, as text."""
 
 from __future__ import annotations
 
@@ -53,7 +53,9 @@ def test_the_theory_charts_lines_reach_3_to_1_on_light_and_dark_pages_in_the_pal
 
 
 def test_an_experiments_note_before_its_run_reads_at_aa_contrast():
+    from specui.ui.tree_chart import tree_figure  # the tree step-through's note before a tree run, too
+
     for figure in (teach_charts.k_sweep_figure(), teach_charts.temperature_figure(), teach_charts.drafter_figure(),
-                   teach_charts.verify_cost_figure()):
+                   teach_charts.verify_cost_figure(), tree_figure()):
         colour = figure.layout.annotations[-1].font.color
         assert _ratio(_rgb(colour), [1.0, 1.0, 1.0]) >= 4.5, colour
