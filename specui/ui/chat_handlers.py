@@ -317,9 +317,10 @@ def to_teach_outputs(ui, teach) -> list:
 
 def to_teach(ui, teach, data: dict) -> dict:
     """"Step through it in the Teach tab": the Teach tab's prompt and settings become the chat's last message and
-    its settings, and the Teach tab opens; its Decode then steps through that message round by round. `teach` is
-    the `teaching.TeachTab`; what the Teach tab cannot take as it is (K and new tokens beyond its ranges, top-p,
-    top-k, the conversation before the message) is said in its status line."""
+    the settings in `data` (`teach_handoff.step_through` puts there those the message ran with), and the Teach tab
+    opens; its Decode then steps through that message round by round. `teach` is the `teaching.TeachTab`; what the
+    Teach tab cannot take as it is (K and new tokens beyond its ranges, top-p, top-k, the conversation before the
+    message) is said in its status line."""
     if not data[ui.exchanges]:
         return {}
     c, t = ui.controls, teach.controls
