@@ -64,7 +64,7 @@ class LoadedPair:
 def _prompt_caches():
     from specui.prompt_cache import PromptCaches
 
-    return PromptCaches(size=2)  # a few chats' caches (SmolLM2: ~46 KB a token each)
+    return PromptCaches(size=4)  # four chats taking turns keep theirs (SmolLM2: ~46 KB a token each, at most 8,192)
 
 
 def pick_device(requested: str | None) -> str:
