@@ -28,6 +28,7 @@ import torch
 
 from specui import chat_draft, chat_prompts
 from specui.train import chat_data
+from specui.train import checkpoint as files
 from specui.train.asked import asked_prompts
 from specui.train.chat_cpu import train_on_answers
 from specui.train.chat_data import load_target, log, write_answers
@@ -130,6 +131,8 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
         ap.error(f"--gguf {args.gguf}: no such file")
     if args.answers and (problem := chat_data.answers_problem(args.answers)):
         ap.error(f"--answers: {problem}")
+    if args.answers:
+        files.check_resume(ap, args)
     if args.init_draft and not (Path(args.init_draft) / chat_draft.META).is_file():
         ap.error(f"--init-draft {args.init_draft}: not a saved chat draft (no {chat_draft.META} there)")
     if args.label_sampled and not args.hard_labels:

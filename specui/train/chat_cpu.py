@@ -13,7 +13,8 @@ steps the draft's greedy agreement with the target on them is measured and the b
 so a long run on little data cannot overfit past its best. The held-out prompts of
 `specui.chat_prompts` only give the final figure. `--init-draft FOLDER` starts from a saved draft (its
 vocabulary kept) instead of target layers; `--resume` continues from `OUT/checkpoint.pt` (weights,
-optimiser, step, time spent, best so far) after an interruption.
+optimiser, step, time spent, best so far) after an interruption: Ctrl-C or SIGTERM ends the step in hand and
+writes it (`specui.train.checkpoint`, whole or not at all).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from specui import chat_draft
+from specui.train import checkpoint as files
 from specui.train import model_card
 from specui.train.chat_data import (
     TARGET_NAME,
@@ -156,15 +158,12 @@ def distil(args, target, tok, draft, *, records: list[dict], val: list[dict], de
     opt = torch.optim.AdamW(params, lr=args.lr, betas=(0.9, 0.95), weight_decay=0.0)
     gen = torch.Generator().manual_seed(args.seed)
     state = {"step": 0, "elapsed": 0.0, "best": -1.0, "best_step": 0, "best_weights": None}
-    if args.resume and resume.exists():
-        saved = torch.load(resume, weights_only=False, map_location=device)
-        draft.load_state_dict(saved["weights"], strict=False)
-        opt.load_state_dict(saved["optimizer"])
-        gen.set_state(saved["generator"])
-        state = saved["state"]
+    if args.resume:
+        state = resumed(resume, draft, opt, gen, device=device)
         log(f"resumed from {resume} at step {state['step']} ({state['elapsed'] / 60:.1f} minutes spent)")
     weights = torch.tensor([float(r.get("weight", 1.0)) for r in records])
     log_every = 25 if device.startswith("cuda") else 10
+    saved_at = {"step": None}  # the step of the last checkpoint written
 
     def evaluate(step: int) -> None:
         if val:
@@ -179,33 +178,40 @@ def distil(args, target, tok, draft, *, records: list[dict], val: list[dict], de
             best = f"best {state['best']:.4f} at step {state['best_step']}"
             log(f"step {step}: validation agreement {value:.4f} ({best})")
         out.mkdir(parents=True, exist_ok=True)
-        torch.save({"weights": chat_draft.trained_state(draft), "optimizer": opt.state_dict(),
+        files.save({"weights": chat_draft.trained_state(draft), "optimizer": opt.state_dict(),  # whole or not at all
                     "generator": gen.get_state(), "state": state}, resume)
+        saved_at["step"] = step
 
     if state["step"] == 0:
         evaluate(0)
     started = time.time() - state["elapsed"]
-    while state["step"] < args.steps:
-        step = state["step"]
-        frac = min(1.0, (time.time() - started) / (args.max_minutes * 60)) if args.max_minutes else step / args.steps
-        lr = lr_at(args, frac, step)
-        for g in opt.param_groups:
-            g["lr"] = lr
-        picks = torch.multinomial(weights, args.batch, replacement=True, generator=gen).tolist()
-        loss, hits, count = step_loss([records[i] for i in picks])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.step()
-        state["step"] = step = step + 1
-        state["elapsed"] = time.time() - started
-        if step % log_every == 0:
-            log(f"step {step} lr {lr:.2e} loss {loss.item():.3f} agree {hits / max(1, count):.3f} "
-                f"({state['elapsed'] / 60:.1f} min)")
-        if step % args.eval_every == 0 or frac >= 1.0 or step == args.steps:
-            evaluate(step)
-        if frac >= 1.0:
-            break
+    with files.stop_requests() as stop:  # Ctrl-C or SIGTERM: the step in hand ends, then the checkpoint
+        while state["step"] < args.steps and not stop.asked:
+            step = state["step"]
+            frac = min(1.0, (time.time() - started) / (args.max_minutes * 60)) if args.max_minutes \
+                else step / args.steps
+            lr = lr_at(args, frac, step)
+            for g in opt.param_groups:
+                g["lr"] = lr
+            picks = torch.multinomial(weights, args.batch, replacement=True, generator=gen).tolist()
+            loss, hits, count = step_loss([records[i] for i in picks])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            state["step"] = step = step + 1
+            state["elapsed"] = time.time() - started
+            if step % log_every == 0:
+                log(f"step {step} lr {lr:.2e} loss {loss.item():.3f} agree {hits / max(1, count):.3f} "
+                    f"({state['elapsed'] / 60:.1f} min)")
+            if step % args.eval_every == 0 or frac >= 1.0 or step == args.steps:
+                evaluate(step)
+            if frac >= 1.0:
+                break
+    if stop.asked:
+        if saved_at["step"] != state["step"]:
+            evaluate(state["step"])  # the checkpoint of the step in hand
+        raise files.stopped(stop.asked, state["step"], resume)
     if state["best_weights"] is not None:
         draft.load_state_dict(state["best_weights"], strict=False)
         log(f"keeping the weights of step {state['best_step']} (validation agreement {state['best']:.4f})")
@@ -221,3 +227,24 @@ def distil(args, target, tok, draft, *, records: list[dict], val: list[dict], de
     chat_draft.save(draft, out / "draft", facts=facts)
     model_card.write_chat_draft_card(out / "draft")
     log(f"held-out greedy alpha {alpha:.3f} (on {facts['device']}); saved {out / 'draft'}")
+
+
+def resumed(path: Path, draft, opt, gen, *, device: str) -> dict:
+    """Load the checkpoint `path` into the draft, the optimiser and the batch generator; returns its state (step,
+    time spent, best so far). Refuses in one line one that cannot be read, or of a draft of another shape."""
+    saved = files.load_checkpoint(path, map_location=device, key="state")
+    try:
+        expected = chat_draft.trained_state(draft)
+        if set(saved["weights"]) != set(expected):  # another layer count: load_state_dict(strict=False) would not say
+            raise RuntimeError(f"layers: {_layers(saved['weights'])} in it, {_layers(expected)} in this run's")
+        draft.load_state_dict(saved["weights"], strict=False)
+        opt.load_state_dict(saved["optimizer"])
+        gen.set_state(saved["generator"])
+    except (RuntimeError, ValueError, KeyError) as e:
+        raise files.another_shape(path, e, what="a draft", fix="give the first run's --drafts, --vocab and "
+                                  "--init-draft, or another --out") from None
+    return saved["state"]
+
+
+def _layers(weights: dict) -> int:
+    return len({k.split(".")[2] for k in weights if k.startswith("model.layers.")})

@@ -179,9 +179,15 @@ def answers_problem(folders: str) -> str | None:
     """What is wrong with `--answers FOLDERS` (as load_answers reads them), in one line; None when each folder
     exists and they hold some answers."""
     parsed = _parsed(folders)
-    for folder, _ in parsed:
+    for folder, weight in parsed:
+        named, _, after = str(folder).rpartition(":")
+        if not folder.is_dir() and named and Path(named).is_dir():  # FOLDER:WEIGHT with a weight that is no number
+            return f"{folder}: the weight {after!r} is not a number (FOLDER:WEIGHT, e.g. {named}:2)"
         if not folder.is_dir():
             return f"{folder} is not a folder"
+        if not weight > 0:  # a negative, zero or NaN weight: torch.multinomial's failure mid-run, or never drawn
+            return (f"{folder}:{weight:g}: the weight must be above 0 (how often its answers are drawn, relative to a "
+                    "folder of weight 1)")
     if not any(next(folder.glob(f"{prefix}-*.pt"), None) for folder, _ in parsed for prefix in ("answers", "sampled")):
         return (f"{folders}: no answers-*.pt or sampled-*.pt files (write them with python -m specui.train.chat "
                 "--write-answers)")

@@ -6,7 +6,8 @@
 reads a `--resume` checkpoint and refuses, in one line naming the flag and the file, one that
 cannot be read (truncated, another program's, a torch too old). `read_cache` reads a cache (the target's states,
 its continuations) and returns None for one that cannot be read, so the run recomputes it. `stop_requests` lets a
-training loop end its step and save its checkpoint on Ctrl-C or SIGTERM.
+training loop end its step and save its checkpoint on Ctrl-C or SIGTERM, and `stopped` says so; `another_shape`
+refuses a checkpoint whose tensors do not fit the run's.
 """
 
 from __future__ import annotations
@@ -34,18 +35,33 @@ def check_resume(ap, args) -> None:
         ap.error(f"--resume: no checkpoint in {args.out} (expected {path}); drop --resume to start afresh")
 
 
-def load_checkpoint(path, *, map_location=None, flag: str = "--resume") -> dict:
-    """The checkpoint in `path`, or SystemExit with one line saying it cannot be read and what to do."""
+def load_checkpoint(path, *, map_location=None, flag: str = "--resume", key: str = "step") -> dict:
+    """The checkpoint in `path` (a dict holding `key`), or SystemExit with one line saying it cannot be read and what
+    to do."""
     try:
         state = torch.load(path, map_location=map_location, weights_only=False)
     except Exception as e:  # a truncated zip, a pickle of something else, an unreadable file: the cause, in short
         reason = (str(e).strip().splitlines() or [type(e).__name__])[0].split(". ")[0].rstrip(".")
         raise SystemExit(f"{flag}: {path} cannot be read ({reason[:160]}); it is not a whole checkpoint of this "
                          f"command: delete it to start afresh, or drop {flag}") from None
-    if not isinstance(state, dict) or "step" not in state:
-        raise SystemExit(f"{flag}: {path} is not a checkpoint of this command (no step in it); delete it to start "
+    if not isinstance(state, dict) or key not in state:
+        raise SystemExit(f"{flag}: {path} is not a checkpoint of this command (no {key} in it); delete it to start "
                          f"afresh, or drop {flag}")
     return state
+
+
+def another_shape(path, error: Exception, *, what: str, fix: str) -> SystemExit:
+    """The one line for a --resume checkpoint whose tensors do not fit this run's (load_state_dict's `error`: another
+    vocabulary, width or layer count): what it was written for, torch's own first words on why, and `fix`."""
+    lines = str(error).strip().splitlines()
+    detail = ((lines[1].strip() if len(lines) > 1 else lines[0]) if lines else type(error).__name__).rstrip(".")
+    return SystemExit(f"--resume: {path} was written for {what} of another shape ({detail[:200]}); {fix}")
+
+
+def stopped(asked: str, step: int, path) -> SystemExit:
+    """The one line a training command ends with after `stop_requests` asked it to stop and it saved `path`."""
+    return SystemExit(f"{asked} at step {step}: checkpoint saved in {path}; the same command with --resume goes on "
+                      "from it")
 
 
 def read_cache(path, *, log=print):

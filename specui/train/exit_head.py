@@ -203,8 +203,8 @@ def main(argv=None) -> None:
             head.load_state_dict(state["head"])
             opt.load_state_dict(state["optimizer"])
         except (RuntimeError, ValueError, KeyError) as e:  # another vocabulary, exit layer or MLP
-            raise SystemExit(f"--resume: {checkpoint} was written for a head of another shape "
-                             f"({type(e).__name__}); give the first run's settings, or another --out") from None
+            raise files.another_shape(checkpoint, e, what="a head", fix="give the first run's settings, or another "
+                                      "--out") from None
         step, spent = state["step"], state["seconds"]
         log(f"resumed from {checkpoint} at step {step} ({spent / 60:.1f} min in)")
     before = agreement(head, held_x, held_y)
@@ -230,8 +230,7 @@ def main(argv=None) -> None:
                 save_checkpoint()
     save_checkpoint()
     if stop.asked:
-        raise SystemExit(f"{stop.asked} at step {step}: checkpoint saved in {checkpoint}; the same command with "
-                         "--resume goes on from it")
+        raise files.stopped(stop.asked, step, checkpoint)
     after = agreement(head, held_x, held_y)
     facts = {"preset": preset.name, "target": preset.target, "steps": step, "minutes": round(spent / 60, 1),
              "positions": len(train_y), "device": device_name(target.device),

@@ -237,10 +237,8 @@ def resume(checkpoint: Path, heads: dict, opt, gen, *, device) -> tuple[int, flo
             h.load_state_dict(state["heads"][name])
         opt.load_state_dict(state["optimizer"])
     except (RuntimeError, ValueError, KeyError) as e:  # another vocabulary, width or head setting
-        first = str(e).strip().splitlines()
-        detail = ((first[1].strip() if len(first) > 1 else first[0]) if first else type(e).__name__).rstrip(".")
-        raise SystemExit(f"--resume: {checkpoint} was written for heads of another shape ({detail[:200]}); "
-                         "give the first run's --vocab, --seq, --init and head settings, or another --out") from None
+        raise files.another_shape(checkpoint, e, what="heads", fix="give the first run's --vocab, --seq, --init and "
+                                  "head settings, or another --out") from None
     if "generator" in state:  # the batches go on where they stopped (older checkpoints drew the first ones again)
         gen.set_state(state["generator"])
     return state["step"], state["seconds"]
@@ -350,8 +348,7 @@ def _main(argv=None) -> None:
                 save_checkpoint()
     save_checkpoint()
     if stop.asked:
-        raise SystemExit(f"{stop.asked} at step {step}: checkpoint saved in {checkpoint}; the same command "
-                         "with --resume goes on from it")
+        raise files.stopped(stop.asked, step, checkpoint)
     held_loss = held_out_loss(heads, cache, held, token_ids=token_ids, rows=rows, device=device, batch=args.batch,
                               hard=args.hard_labels)
     facts = {"preset": preset.name, "target": preset.target if not Path(preset.target).is_absolute()

