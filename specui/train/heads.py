@@ -123,19 +123,18 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
 
 def check_inputs(ap, args) -> None:
     """Refuse, in one line before the target loads, a --resume without a checkpoint, an --init folder without the
-    heads asked for and an --answers folder that does not exist."""
+    heads asked for and an --answers folder that does not exist or holds no answers."""
     files.check_resume(ap, args)
     if args.init:
         missing = [n for n in args.heads if not common.is_head_folder(Path(args.init) / n)]
         if missing:
             ap.error(f"--init {args.init}: no saved head for {', '.join(missing)} "
                      f"(expected {Path(args.init) / missing[0] / common.META})")
-    if args.answers:
-        from specui.train.chat_data import answer_folders
+    if args.answers:  # a folder that is not there, holds no answers, or has a weight that is no positive number
+        from specui.train.chat_data import answers_problem
 
-        absent = [str(f) for f in answer_folders(args.answers) if not f.is_dir()]
-        if absent:
-            ap.error(f"--answers: no folder {', '.join(absent)}")
+        if problem := answers_problem(args.answers):
+            ap.error(f"--answers: {problem}")
 
 
 def load_target(args):

@@ -53,10 +53,11 @@ def _copy(first: Path, tmp_path: Path) -> Path:
     return out
 
 
-def test_resume_init_and_answers_that_point_nowhere_are_refused_before_the_target_loads(tmp_path, capsys):
+def test_resume_init_and_answers_that_point_nowhere_or_hold_nothing_are_refused_before_the_target_loads(tmp_path, capsys):
     for extra, words in ((["--resume"], "--resume: no checkpoint in"),
                          (["--init", str(tmp_path / "missing")], "no saved head for eagle, medusa"),
-                         (["--answers", str(tmp_path / "none")], "--answers: no folder")):
+                         (["--answers", str(tmp_path / "none")], "none is not a folder"),
+                         (["--answers", str(tmp_path)], "no answers-*.pt or sampled-*.pt files")):
         with pytest.raises(SystemExit) as exit_:
             heads.parse_args(["--out", str(tmp_path / "out"), *extra])
         assert exit_.value.code == 2 and words in capsys.readouterr().err
