@@ -53,7 +53,7 @@ def _copy(first: Path, tmp_path: Path) -> Path:
     return out
 
 
-def test_resume_init_and_answers_that_point_nowhere_or_hold_nothing_are_refused_before_the_target_loads(tmp_path, capsys):
+def test_resume_init_and_empty_or_missing_answers_are_refused_before_the_target_loads(tmp_path, capsys):
     for extra, words in ((["--resume"], "--resume: no checkpoint in"),
                          (["--init", str(tmp_path / "missing")], "no saved head for eagle, medusa"),
                          (["--answers", str(tmp_path / "none")], "none is not a folder"),
