@@ -107,6 +107,9 @@ def start(args, target, tok):
     answer_tokens = sum(len(r["ids"]) - int(r["prompt_len"]) for r in records)
     log(f"{len(records)} answers for training ({answer_tokens:,} answer tokens), {len(val)} kept apart for validation")
     facts = {"answer_tokens": answer_tokens, "started_from": None}
+    vocab = target.get_input_embeddings().num_embeddings
+    if args.vocab > vocab and (not args.init_draft or getattr(args, "new_vocab", False)):
+        raise SystemExit(f"--vocab {args.vocab}: the target has {vocab:,} tokens; give at most {vocab}")
     if not args.init_draft:
         token_ids, covered = pick_vocab([chat, code_stream(tok)], size=args.vocab, tok=tok)
         layers, init = args.drafts.split(";")[0].split(":")
@@ -137,6 +140,10 @@ def start(args, target, tok):
 def train_on_answers(args, target, tok) -> None:
     """CPU recipe, step 2 (see the module docstring)."""
     records, val, draft, facts = start(args, target, tok)
+    if bare := sum("top_ids" not in r for r in records + val):  # written with --labels 0: the GPU recipe's
+        raise SystemExit(f"--answers: {bare} of the {len(records) + len(val)} answers hold ids alone (written with "
+                         "--labels 0), and this recipe learns from the target's stored log-probs: add --on-the-fly "
+                         "(the target recomputes them as the draft trains) or --hard-labels")
     slot = draft_slots(draft, target.get_input_embeddings().num_embeddings)
     pad = tok.pad_token_id
     distil(args, target, tok, draft, records=records, val=val, device="cpu",

@@ -143,3 +143,19 @@ def test_ctrl_c_or_sigterm_saves_the_step_in_hand_and_resume_goes_on(answers, tm
     monkeypatch.undo()
     chat.main([*argv[:-4], "--steps", "3", "--resume"])
     assert "at step 2" in capsys.readouterr().out and (out / "draft").is_dir()
+
+
+@pytest.mark.slow
+@needs_wheel
+def test_answers_without_log_probs_or_a_vocabulary_past_the_targets_are_one_line(answers, tmp_path):
+    from specui import chat_prompts
+    from specui.train import chat_data
+
+    with pytest.raises(SystemExit, match=r"^--vocab 60000: the target has 49,152 tokens; give at most 49152$"):
+        chat.main([*_args(answers, tmp_path / "big", "--steps", "1"), "--vocab", "60000"])
+    ids_only = tmp_path / "ids"
+    target, tok = chat_data.load_target(None, "cpu")
+    chat_data.write_answers(target, tok, chat_prompts.training_prompts()[:2], folder=ids_only, batch=2, max_new=3,
+                            top=0, minutes=0)  # --labels 0: what a GPU round writes
+    with pytest.raises(SystemExit, match=r"^--answers: 2 of the 2 answers hold ids alone .* add --on-the-fly"):
+        chat.main(_args(ids_only, tmp_path / "cpu", "--steps", "1"))
