@@ -20,6 +20,7 @@ default since it raised the shipped draft's held-out α on a CPU, 0.536 -> 0.548
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import time
 from pathlib import Path
@@ -64,7 +65,9 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
                          "(default: %(default)s)")
     ap.add_argument("--seed", type=int, default=1234,
                     help="seed of the prompts drawn (step 1) and of the batches (step 2) (default: %(default)s)")
-    ap.add_argument("--write-answers", help="step 1: write the target's answers here (with --labels log-probs each)")
+    ap.add_argument("--write-answers", help="step 1: write the target's answers here (with --labels log-probs each); a "
+                                              "run goes on from the files there, with the settings they were written "
+                                              "with (writer.json)")
     ap.add_argument("--minutes", type=float, default=0,
                     help="with --write-answers: stop after this long (0: all prompts; default: %(default)s)")
     ap.add_argument("--prompt-set", choices=sorted([*chat_prompts.PROMPT_SETS, "asked"]), default="main",
@@ -142,7 +145,43 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     if args.grow and not all(part.strip().isdigit() for part in args.grow.split(",")):
         ap.error(f"--grow {args.grow}: expected target layer indices separated by commas, e.g. 2,3")
     check_folders(ap, args, ["write_answers"] if args.write_answers else ["out"], create=create)
+    if args.write_answers:
+        check_writer(ap, args, create=create)
     return args
+
+
+WRITER = "writer.json"  # beside the answers: the settings each kind of file (answers-*, sampled-*) was written with
+
+
+def writer_settings(args) -> dict:
+    """The flags that decide what --write-answers puts in its Nth file: a run resumed with others would skip prompts,
+    answer some twice or mix answers of two kinds (the `asked` set's prompts stay in the folder's prompts.txt)."""
+    kept = {"--prompt-set": args.prompt_set, "--gen-batch": args.gen_batch, "--max-answer": args.max_answer,
+            "--labels": args.labels}
+    if args.prompt_set != "asked":
+        kept["--seed"] = args.seed
+    if args.sample:
+        kept["--sample-seed"] = args.sample_seed
+    return kept
+
+
+def check_writer(ap, args, *, create: bool) -> None:
+    """Refuse, in one line, --write-answers into a folder whose files of this kind were written with other settings;
+    with `create`, record this run's settings where the folder holds none of that kind yet."""
+    folder, kind = Path(args.write_answers), "sampled" if args.sample else "answers"
+    path = folder / WRITER
+    try:
+        saved = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError):
+        saved = {}
+    mine, before = writer_settings(args), saved.get(kind)
+    if before is not None and before != mine:
+        differ = [f"{k} {before.get(k)} (this run: {mine.get(k)})" for k in {**before, **mine}
+                  if before.get(k) != mine.get(k)]
+        ap.error(f"--write-answers {folder}: its {kind}-*.pt files were written with {', '.join(differ)}; give the "
+                 "same to go on writing them, or another folder")
+    if create and before is None and not next(folder.glob(f"{kind}-*.pt"), None):
+        path.write_text(json.dumps({**saved, kind: mine}, indent=1) + "\n")
 
 
 def main(argv=None) -> None:

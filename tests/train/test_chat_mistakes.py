@@ -159,3 +159,27 @@ def test_answers_without_log_probs_or_a_vocabulary_past_the_targets_are_one_line
                             top=0, minutes=0)  # --labels 0: what a GPU round writes
     with pytest.raises(SystemExit, match=r"^--answers: 2 of the 2 answers hold ids alone .* add --on-the-fly"):
         chat.main(_args(ids_only, tmp_path / "cpu", "--steps", "1"))
+
+
+def test_writing_answers_into_a_folder_of_other_settings_is_refused(tmp_path, capsys):
+    """A writer resumes by file number: with another --gen-batch, --prompt-set or --labels it would skip prompts, answer
+    some twice or mix kinds, so the folder keeps the settings each kind was written with (writer.json)."""
+    folder = tmp_path / "w"
+    greedy = ["--write-answers", str(folder), "--gen-batch", "2", "--labels", "4"]
+    chat.parse_args(greedy, create=True)
+    torch.save([], folder / "answers-00000.pt")  # its first file
+    chat.parse_args(greedy, create=True)  # the same settings: goes on
+    for other, words in ((["--gen-batch", "3"], "--gen-batch 2 (this run: 3)"),
+                         (["--prompt-set", "extra"], "--prompt-set main (this run: extra)"),
+                         (["--labels", "0"], "--labels 4 (this run: 0)")):
+        line = _refused([*greedy, *other], capsys)
+        assert line.startswith(f"python -m specui.train.chat: error: --write-answers {folder}: its answers-*.pt files "
+                               "were written with ") and words in line and line.endswith("or another folder")
+    chat.parse_args([*greedy, "--sample", "--sample-seed", "1000"], create=True)  # sampled answers: their own kind
+    line = _refused([*greedy, "--sample", "--sample-seed", "2000"], capsys)
+    assert "its sampled-*.pt files were written with --sample-seed 1000 (this run: 2000)" in line
+
+    legacy = tmp_path / "old"  # written before writer.json: nothing to compare, nothing recorded
+    _answers_folder(legacy)
+    chat.parse_args(["--write-answers", str(legacy), "--gen-batch", "3"], create=True)
+    assert not (legacy / chat.WRITER).exists()
