@@ -1,0 +1,303 @@
+"""`python -m specui`: speculative decoding in a terminal, for a workstation over SSH or a fresh install.
+
+`python -m specui "Write a haiku about the sea."` loads models.yaml's default preset (offline, as the app does),
+streams the reply round by round with each token coloured by where it came from (`specui.terminal_view`), then
+prints one stats line. A chat preset wraps the prompt in its chat template as the app does; a base model (`bundled`)
+continues the text. `--chat` holds a conversation, each turn reading only its new message (`PromptCache`);
+`--compare` runs plain decoding after, on the same prompt, settings and seed; `--json FILE` writes the run's record.
+
+A user's mistake is one line naming the flag and exit status 2 (`specui.command_line` turns a missing model wheel, a
+bad models.yaml or a prompt too long into one line and exit status 1, Ctrl-C into "interrupted" and 130).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from specui.bench.cli import as_flags, json_path_problem
+from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
+from specui.settings import DecodeSettings, SettingsError
+
+PROG = "python -m specui"
+EXAMPLES = """examples:
+  python -m specui "Write a haiku about the sea."
+  python -m specui --compare --drafter "draft model" -k 4 "Explain recursion briefly."
+  echo "def fibonacci(n):" | python -m specui --preset bundled --max-new-tokens 64
+  python -m specui --chat --system "You answer in one sentence."
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        """A mistake is one line naming the flag (argparse would print the whole usage above it)."""
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def refuse(message: str):
+    """A mistake found after the flags were read (a preset's drafters, the prompt): one line, exit status 2."""
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = _Parser(prog=PROG, description="Speculative decoding in the terminal: the reply streams as each round is "
+                                       "decided, every token coloured by where it came from (green: an accepted "
+                                       "draft, red: the target's token at a rejection, blue: the bonus token).",
+                epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("prompt", nargs="?", default=None,
+                   help="a chat preset: your message; a base model: the text to continue. Leave it out, or give -, to "
+                        "read it from stdin (one final line break dropped)")
+    p.add_argument("--preset", default=None, help="a preset of models.yaml (default: its default)")
+    p.add_argument("--config", default=None, help="the models.yaml to read (default: the one beside the package)")
+    p.add_argument("--drafter", default=None, metavar="NAME",
+                   help=f"{', '.join(DRAFTER_NAMES)}, or the app's labels ({', '.join(map(repr, LABELS.values()))}); "
+                        "default: the preset's")
+    p.add_argument("-k", "--num-draft-tokens", type=int, default=None,
+                   help="K, the most tokens drafted a round (default: the preset's K for the drafter)")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default), else sampled")
+    p.add_argument("--top-p", type=float, default=1.0, help="with --temperature: nucleus sampling (1 = off)")
+    p.add_argument("--top-k", type=int, default=0, help="with --temperature: the k most likely tokens only (0 = off)")
+    p.add_argument("--seed", type=int, default=None, help="the run's seed (default: a fresh one, in the stats)")
+    p.add_argument("--max-new-tokens", type=int, default=128, help="the most tokens to write (default: %(default)s)")
+    p.add_argument("--system", default="", help="a chat preset's system prompt")
+    p.add_argument("--compare", action="store_true",
+                   help="then decode plainly (the target alone) with the same prompt, settings and seed: the speedup "
+                        "and, greedy, whether the outputs are identical")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the run's record (with --chat, every turn's)")
+    p.add_argument("--chat", action="store_true",
+                   help="a conversation: type a message per line (the prompt, if given, is the first); an empty "
+                        "line or Ctrl-D ends it, /reset starts over")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour the tokens: auto (default) on a terminal unless NO_COLOR is set")
+    args = p.parse_args(argv)
+    if args.drafter is not None and name_of(args.drafter) not in DRAFTER_NAMES:
+        p.error(f"--drafter {args.drafter!r}: no such drafter; choose one of {', '.join(DRAFTER_NAMES)} (or the app's "
+                f"labels: {', '.join(map(repr, LABELS.values()))})")
+    if (args.top_p != 1.0 or args.top_k) and args.temperature == 0:
+        p.error("--top-p and --top-k shape sampled decoding: give --temperature > 0 too")
+    if args.json and (problem := json_path_problem(args.json)):
+        p.error(f"--json {args.json}: {problem}")
+    try:  # the ranges, before any model loads
+        DecodeSettings(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
+                       top_k=args.top_k, seed=args.seed, num_draft_tokens=1 if args.num_draft_tokens is None
+                       else args.num_draft_tokens)
+    except SettingsError as e:
+        p.error(as_flags(str(e)))
+    return args
+
+
+def not_text(text: str, what: str) -> str | None:
+    """Why `text` is no text a tokenizer reads (bytes that are not UTF-8 reach argv as lone surrogates), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"{what} is not valid UTF-8 text (character {e.start + 1}); give it as UTF-8"
+    return None
+
+
+def read_prompt(given: str | None) -> str:
+    """The prompt: the argument, or stdin's text for none or `-` (a final line break dropped); refused when empty."""
+    if given is None or given == "-":
+        if sys.stdin.isatty():
+            print("Type the prompt, then Ctrl-D (or give it as an argument).", file=sys.stderr)
+        text = sys.stdin.read()
+        text = text[:-1] if text.endswith("\n") else text
+        where = "stdin"
+    else:
+        text, where = given, "the prompt"
+    if not text.strip():
+        refuse(f"no prompt: {where} is empty; give it as an argument ({PROG} \"Write a haiku.\") or on stdin")
+    if problem := not_text(text, where):
+        refuse(problem)
+    return text
+
+
+def prompt_ids(tokenizer, preset, messages: list[dict], system: str = "") -> list[int]:
+    """A conversation's ids: a chat preset's chat template (the answers as the tokens the model wrote, `chat_ids`, as
+    the app builds them); a base model's text continued, each message's tokens after the last."""
+    from specui.prompt_cache import chat_ids
+
+    if preset.chat_template:
+        first = [{"role": "system", "content": system}] if system else []
+        return chat_ids(tokenizer, [*first, *messages], ids_of=preset.name)
+    ids: list[int] = []
+    for message in messages:
+        if message.get("token_ids") is not None:
+            ids += message["token_ids"]
+        else:
+            ids += tokenizer(message["content"], add_special_tokens=not ids)["input_ids"]
+    return ids
+
+
+def write_json(path: str, data: dict) -> None:
+    try:
+        Path(path).expanduser().write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as e:
+        print(f"{PROG}: error: --json {path}: {e.strerror or e}", file=sys.stderr)
+
+
+class Session:
+    """The loaded engine, the run's settings and how to show them: one turn at a time (`turn`)."""
+
+    def __init__(self, args, engine, preset, settings: DecodeSettings, argv):
+        from specui.terminal_view import wants_colour
+
+        self.args, self.engine, self.preset, self.settings = args, engine, preset, settings
+        self.colour = wants_colour(args.color, sys.stdout)
+        self.safe = self.colour or sys.stdout.isatty()  # a terminal obeys no escape a model writes
+        self.command = " ".join([PROG, *(sys.argv[1:] if argv is None else argv)])
+
+    def turn(self, messages: list[dict], text: str, cache=None):
+        """Decode the reply to `text` after `messages` (speculatively, then plainly with --compare), streaming it;
+        prints the stats; returns (speculative Reply, plain Reply or None, the ids read)."""
+        from specui.terminal_view import Reply, compare_line, stats_line, stream_reply
+
+        ids = prompt_ids(self.engine.tokenizer, self.preset, [*messages, {"role": "user", "content": text}],
+                         self.args.system)
+        spec, plain = Reply(), None
+        if cache is not None and self.args.compare:  # both runs read the new turn alike, as the app's race does
+            cache.limit = cache.reusable(ids, self.engine.target_model)
+        try:
+            rounds = self.engine.stream(ids, self.settings, into=spec.result, cache=cache)  # refuses before work
+            stream_reply(rounds, spec, tokenizer=self.engine.tokenizer, prompt_ids=ids, out=sys.stdout,
+                         colour=self.colour, safe=self.safe)
+            s = self.settings
+            print(stats_line(spec, drafter=s.drafter, k=s.num_draft_tokens, confidence=s.draft_confidence,
+                             chat=self.args.chat), file=sys.stderr, flush=True)
+            if self.args.compare:
+                print("decoding plainly (the target alone) for the comparison…", file=sys.stderr, flush=True)
+                plain = Reply()
+                quiet = open(os.devnull, "w", encoding="utf-8")
+                with quiet:
+                    stream_reply(self.engine.stream(ids, s.but(speculative=False, seed=spec.result.seed),
+                                                    into=plain.result, cache=cache),
+                                 plain, tokenizer=self.engine.tokenizer, prompt_ids=ids, out=quiet, colour=False,
+                                 safe=False)
+                print(compare_line(spec, plain, greedy=s.greedy), file=sys.stderr, flush=True)
+        finally:
+            if cache is not None:
+                cache.limit = None
+        return spec, plain, ids
+
+    def record(self, spec, plain, text: str) -> dict:
+        from specui.terminal_view import record
+
+        return record(spec, plain, preset=self.preset.name, settings=self.settings, prompt=text,
+                      system=self.args.system, command=self.command)
+
+
+def load(args):
+    """(engine, preset) of --preset/--config, the flags that need the preset checked before its models load."""
+    from specui.loading import load_engine
+    from specui.presets import ConfigError, load_config
+
+    config = load_config(args.config)
+    try:
+        preset = config.get(args.preset)
+    except ConfigError:
+        load_engine(args.preset, config)  # raises the same error naming the closest preset ("Did you mean ...?")
+        raise
+    if args.system and not preset.chat_template:
+        refuse(f"--system: preset {preset.name!r} is a base model with no chat template: it continues the text and "
+               "reads no system prompt")
+    engine = load_engine(preset, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    return engine, preset
+
+
+def settings_for(args, engine, preset) -> DecodeSettings:
+    """The run's settings: the flags, and the preset's K and draft confidence for the drafter where they leave it."""
+    drafter = name_of(args.drafter) if args.drafter else preset.drafter
+    if drafter not in engine.drafters:
+        refuse(f"--drafter {args.drafter or drafter}: preset {preset.name!r} has no such drafter; its drafters: "
+               f"{', '.join(engine.drafters)}")
+    k = args.num_draft_tokens if args.num_draft_tokens is not None else preset.k_for(drafter)
+    return DecodeSettings(max_new_tokens=args.max_new_tokens, num_draft_tokens=k, temperature=args.temperature,
+                          top_p=args.top_p, top_k=args.top_k, seed=args.seed, drafter=drafter,
+                          draft_confidence=preset.confidence_for(drafter))
+
+
+def converse(session: Session, first: str | None) -> None:
+    """--chat: a message per line (`first`, the prompt given, opens it), each turn reading only its new tokens from
+    the conversation's cache; an empty line or end of input ends it, /reset starts over. A conversation longer
+    than the model's context leaves its oldest exchanges out, as the app's chat does."""
+    from specui.engine import ContextLengthError
+    from specui.prompt_cache import PromptCache, answer_ids, leave_out_oldest
+
+    cache, messages, turns = PromptCache(), [], []
+    ask = "> " if sys.stdin.isatty() else ""
+    while True:
+        text, first = (first, None) if first is not None else (read_line(ask), None)
+        if text is None or not text.strip():
+            return
+        if text.strip() == "/reset":
+            cache.clear()
+            messages = []
+            print("(a new conversation)", file=sys.stderr, flush=True)
+            continue
+        if problem := not_text(text, "the message"):
+            print(f"{PROG}: error: {problem}", file=sys.stderr, flush=True)
+            continue
+        try:
+            try:
+                spec, plain, _ = session.turn(messages, text, cache)
+            except ContextLengthError as e:  # the oldest exchanges left out, as many as leave a quarter free
+                if not (messages and e.limit):
+                    raise
+                tokenizer, user = session.engine.tokenizer, {"role": "user", "content": text}
+                _, n = leave_out_oldest(messages, lambda kept: prompt_ids(tokenizer, session.preset, [*kept, user],
+                                                                         session.args.system),
+                                        limit=e.limit, new_tokens=session.settings.max_new_tokens)
+                print(f"(the conversation's first {n} messages left out: with them it is longer than the model's "
+                      f"context, {e.limit:,} tokens)", file=sys.stderr, flush=True)
+                messages = messages[n:]
+                spec, plain, _ = session.turn(messages, text, cache)
+        except ContextLengthError as e:  # this message alone is too long: say so, and take the next
+            print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
+            continue
+        messages = [*messages, {"role": "user", "content": text},
+                    {"role": "assistant", "content": spec.text, "token_ids": answer_ids(spec.result),
+                     "ids_of": session.preset.name}]
+        if session.args.json:  # rewritten after every turn: a conversation ended by Ctrl-C keeps its record
+            turns.append(session.record(spec, plain, text))
+            write_json(session.args.json, {"preset": session.preset.name, "turns": turns})
+
+
+def read_line(ask: str) -> str | None:
+    """One line of input, None at its end (Ctrl-D)."""
+    try:
+        return input(ask)
+    except EOFError:
+        if ask:
+            print(file=sys.stderr)
+        return None
+
+
+def main(argv=None) -> None:
+    from transformers.utils import logging as transformers_logging
+
+    args = parse_args(argv)
+    if args.system and (problem := not_text(args.system, "--system")):
+        refuse(problem)
+    text = None if args.chat and args.prompt in (None, "-") else read_prompt(args.prompt)
+    transformers_logging.set_verbosity_error()
+    transformers_logging.disable_progress_bar()  # the weights' bars of a few milliseconds each
+    engine, preset = load(args)
+    session = Session(args, engine, preset, settings_for(args, engine, preset), argv)
+    try:
+        if session.colour:
+            from specui.terminal_view import legend
+
+            print(legend(), file=sys.stderr, flush=True)
+        if args.chat:
+            converse(session, text)
+            return
+        spec, plain, _ = session.turn([], text)
+        if args.json:
+            write_json(args.json, session.record(spec, plain, text))
+    except BrokenPipeError:  # the reader left (`| head`): stop quietly, as a pipe's writer does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(1) from None

