@@ -31,6 +31,13 @@ EXAMPLES = """examples:
 """
 
 
+class _Help(argparse.HelpFormatter):
+    """The description and options wrapped; the examples (the epilog) as written."""
+
+    def _fill_text(self, text, width, indent):
+        return text if text.startswith("examples:") else super()._fill_text(text, width, indent)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         """A mistake is one line naming the flag (argparse would print the whole usage above it)."""
@@ -47,7 +54,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = _Parser(prog=PROG, description="Speculative decoding in the terminal: the reply streams as each round is "
                                        "decided, every token coloured by where it came from (green: an accepted "
                                        "draft, red: the target's token at a rejection, blue: the bonus token).",
-                epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                epilog=EXAMPLES, formatter_class=_Help)
     p.add_argument("prompt", nargs="?", default=None,
                    help="a chat preset: your message; a base model: the text to continue. Leave it out, or give -, to "
                         "read it from stdin (one final line break dropped)")
@@ -56,12 +63,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--drafter", default=None, metavar="NAME",
                    help=f"{', '.join(DRAFTER_NAMES)}, or the app's labels ({', '.join(map(repr, LABELS.values()))}); "
                         "default: the preset's")
-    p.add_argument("-k", "--num-draft-tokens", type=int, default=None,
+    p.add_argument("-k", "--num-draft-tokens", type=int, default=None, metavar="K",
                    help="K, the most tokens drafted a round (default: the preset's K for the drafter)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default), else sampled")
     p.add_argument("--top-p", type=float, default=1.0, help="with --temperature: nucleus sampling (1 = off)")
     p.add_argument("--top-k", type=int, default=0, help="with --temperature: the k most likely tokens only (0 = off)")
-    p.add_argument("--seed", type=int, default=None, help="the run's seed (default: a fresh one, in the stats)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="the run's seed (default: a fresh one, shown in a sampled run's stats)")
     p.add_argument("--max-new-tokens", type=int, default=128, help="the most tokens to write (default: %(default)s)")
     p.add_argument("--system", default="", help="a chat preset's system prompt")
     p.add_argument("--compare", action="store_true",
@@ -167,7 +175,7 @@ class Session:
                          colour=self.colour, safe=self.safe)
             s = self.settings
             print(stats_line(spec, drafter=s.drafter, k=s.num_draft_tokens, confidence=s.draft_confidence,
-                             chat=self.args.chat), file=sys.stderr, flush=True)
+                             sampled=not s.greedy, chat=self.args.chat), file=sys.stderr, flush=True)
             if self.args.compare:
                 print("decoding plainly (the target alone) for the comparison…", file=sys.stderr, flush=True)
                 plain = Reply()
@@ -256,7 +264,7 @@ def converse(session: Session, first: str | None) -> None:
                 messages = messages[n:]
                 spec, plain, _ = session.turn(messages, text, cache)
         except ContextLengthError as e:  # this message alone is too long: say so, and take the next
-            print(f"{PROG}: error: {e}", file=sys.stderr, flush=True)
+            print(f"{PROG}: error: {as_flags(str(e))}", file=sys.stderr, flush=True)
             continue
         messages = [*messages, {"role": "user", "content": text},
                     {"role": "assistant", "content": spec.text, "token_ids": answer_ids(spec.result),
@@ -279,6 +287,8 @@ def read_line(ask: str) -> str | None:
 def main(argv=None) -> None:
     from transformers.utils import logging as transformers_logging
 
+    from specui.engine import ContextLengthError
+
     args = parse_args(argv)
     if args.system and (problem := not_text(args.system, "--system")):
         refuse(problem)
@@ -295,7 +305,10 @@ def main(argv=None) -> None:
         if args.chat:
             converse(session, text)
             return
-        spec, plain, _ = session.turn([], text)
+        try:
+            spec, plain, _ = session.turn([], text)
+        except ContextLengthError as e:  # before any work: the prompt or --max-new-tokens is too long
+            refuse(as_flags(str(e)))
         if args.json:
             write_json(args.json, session.record(spec, plain, text))
     except BrokenPipeError:  # the reader left (`| head`): stop quietly, as a pipe's writer does

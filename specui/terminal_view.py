@@ -88,8 +88,9 @@ def stream_reply(rounds, reply: Reply, *, tokenizer, prompt_ids, out, colour: bo
     return reply
 
 
-def stats_line(reply: Reply, *, drafter: str, k: int, confidence: float, chat: bool = False) -> str:
-    """tokens · tokens/s · acceptance · tokens per target forward · the drafter and K · the stop reason."""
+def stats_line(reply: Reply, *, drafter: str, k: int, confidence: float, sampled: bool, chat: bool = False) -> str:
+    """tokens · tokens/s · acceptance · tokens per target forward · the drafter and K · the stop reason (and a sampled
+    run's seed)."""
     stats = runstats.run_stats(reply.result, k=k)
     parts = [f"{stats.tokens} tokens", f"{fmt(stats.tokens_per_s, '.1f')} tokens/s",
              f"acceptance {fmt(stats.acceptance_rate, '.2f')}",
@@ -98,6 +99,8 @@ def stats_line(reply: Reply, *, drafter: str, k: int, confidence: float, chat: b
              + (f" (fewer while the draft is less sure than {confidence:g})" if confidence else "")]
     if chat:
         parts.append(f"{reply.result.reused_tokens} prompt tokens kept from the conversation")
+    if reply.result.seed is not None and sampled:  # what --seed takes to draw this reply again
+        parts.append(f"seed {reply.result.seed}")
     parts.append(STOP_REASONS.get(reply.result.stop_reason, reply.result.stop_reason or "stopped"))
     return " · ".join(parts)
 

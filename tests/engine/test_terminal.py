@@ -116,8 +116,10 @@ def test_colours_on_a_terminal_never_with_no_color_and_always_when_asked():
     assert "accepted draft" in err  # the legend
     code, out, err = run_cli(*args, tty=True, env={"NO_COLOR": "1"})
     assert code == 0 and ESC not in out and ESC not in err
-    code, out, err = run_cli("--preset", "bundled", "--max-new-tokens", "12", "--color", "always", stdin="def f(x):\n")
+    code, out, err = run_cli("--preset", "bundled", "--max-new-tokens", "12", "--color", "always", "--temperature",
+                             "0.5", "--seed", "5", stdin="def f(x):\n")
     assert code == 0 and "\x1b[32m" in out  # through a pipe, asked for; the prompt from stdin
+    assert " · seed 5 · " in err  # a sampled run's stats say its seed
     code, plain_out, _ = run_cli("--preset", "bundled", "--max-new-tokens", "12", "-", stdin="def f(x):\n")
     assert code == 0 and ESC not in plain_out
     assert plain_out == run_cli(*args)[1]  # stdin's final line break dropped: the same prompt as the argument
@@ -176,6 +178,8 @@ def test_mistakes_that_need_the_preset_or_the_prompt_are_one_line(tmp_path):
     assert "no prompt: stdin is empty" in one_line("--preset", "bundled", stdin="")
     assert "not valid UTF-8 text" in one_line("--preset", "bundled", os.fsdecode(b"def \xff"))
     assert "Did you mean 'bundled'?" in one_line("--preset", "bundle", "x", code=1)
+    line = one_line("--preset", "bundled", "--max-new-tokens", "100000", "x")  # in the flags' words
+    assert "plus --max-new-tokens (100000)" in line and "lower --max-new-tokens" in line
     lookup_only = tmp_path / "models.yaml"  # a pair without a draft model or heads: prompt lookup alone
     lookup_only.write_text(f"default: alone\npresets:\n  alone:\n    target: {BUNDLED_TARGET.parent}\n")
     line = one_line("--config", str(lookup_only), "--drafter", "EAGLE", "x")
