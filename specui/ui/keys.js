@@ -19,8 +19,19 @@
     const button = document.querySelector(forward[event.key] ? shown[1] : shown[2]);
     if (!button || button.disabled) return;
     event.preventDefault();
-    button.click();
+    button.click();  // counted as a press by the listener below, as a mouse click is
   });
+  // Every click of a step-through's Next or Previous is a press, kept in order until the server takes it: gradio
+  // runs one event of the buttons at a time, so presses faster than it answers (a double-tapped clicker, a held
+  // key) wait here, and the event after takes them all at once (teach_keys.py: window.specuiTakePresses)
+  const presses = {};
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest ? event.target.closest("button[id$='-next'], button[id$='-prev']") : null;
+    const name = button && button.id.replace(/-(next|prev)$/, "");
+    if (!steppers.some(([view]) => view === `#${name}-view`)) return;
+    (presses[name] = presses[name] || []).push(button.id.endsWith("-next") ? "+" : "-");
+  }, true);
+  window.specuiTakePresses = (name) => (presses[name] || []).splice(0).join("");
   // Enter in a slider's number box commits what was typed, as leaving the box does: gradio puts a value out of
   // range back within it only when the box loses the focus, and blocks.py's `settled` puts it on the step's grid
   document.addEventListener("keydown", (event) => {

@@ -19,6 +19,7 @@ import gradio as gr
 
 from specui.settings import MAX_TREE_WIDTH, SettingsError
 from specui.tree_steps import TreeRecord, tree_record, tree_steps
+from specui.ui import teach_keys
 from specui.ui.chat_tree import CHAT_TREE_NODES, NODES_HELP, round_choices
 from specui.ui.request import in_page_words
 from specui.ui.teach_tree_view import TREE_HELP, render_tree_step
@@ -82,8 +83,9 @@ def tree_panel(controls, *, prepare, concurrency_id: str = "engine") -> TreePane
     panel.start.click(calmly(functools.partial(decode, panel, controls, prepare), functools.partial(refused, panel)),
                       inputs, decoded, **queued)
     panel.pick.input(functools.partial(pick, panel), {panel.trees, panel.pick}, panel.shown, **NAV)
-    for button, delta in ((panel.prev, -1), (panel.next, 1)):
-        button.click(functools.partial(move, panel, delta), {panel.trees, panel.pick, panel.step}, panel.shown, **NAV)
+    # every press counts, however fast they come (teach_keys)
+    teach_keys.stepper("tree-step", back=panel.prev, on=panel.next, fn=functools.partial(pressed, panel),
+                       inputs=[panel.trees, panel.pick, panel.step], outputs=panel.shown, **NAV)
     return panel
 
 
@@ -145,3 +147,10 @@ def pick(panel: TreePanel, data: dict) -> dict:
 
 def move(panel: TreePanel, delta: int, data: dict) -> dict:
     return show(panel, _record(panel, data), int(data[panel.step] or 0) + delta)
+
+
+def pressed(panel: TreePanel, presses: str, data: dict) -> dict:
+    """The step after `presses` of Next step ("+") and Previous step ("-") in turn (`teach_keys`)."""
+    record = _record(panel, data)
+    count = len(tree_steps(record)) if record is not None else 1
+    return show(panel, record, teach_keys.walk(int(data[panel.step] or 0), presses, count))

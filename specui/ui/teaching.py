@@ -29,7 +29,7 @@ import gradio as gr
 
 from specui import lesson
 from specui.drafters import LABELS
-from specui.ui import teach_charts, teach_compare, teach_experiments, teach_memory, teach_tree
+from specui.ui import teach_charts, teach_compare, teach_experiments, teach_keys, teach_memory, teach_tree
 from specui.ui.exports import Exports
 from specui.ui.preset_view import on_drafter, on_preset
 from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE
@@ -197,10 +197,12 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     said = functools.partial(refused, ui)
     c.start.click(calmly(functools.partial(decode, state, ui), said), c.settings | {cmp.second}, decoded, **queued)
     nav_inputs, nav_outputs = {ui.run, ui.index, cmp.compared}, [ui.index, s.view, s.residual, cmp.view]
+    # every press of Next and Previous counts, however fast they come (a clicker double-tapped): teach_keys
+    teach_keys.stepper("step", back=c.prev, on=c.next, fn=functools.partial(pressed, ui), inputs=list(nav_inputs),
+                       outputs=nav_outputs, **NAV)
     # Next before any run decodes the prompt shown (in the engine's queue) and lands on round 1
-    c.next.click(functools.partial(move, ui, 1), nav_inputs, nav_outputs, **NAV).then(
-        calmly(functools.partial(decode_first, state, ui), said), c.settings | {ui.run, cmp.second}, decoded, **queued)
-    c.prev.click(functools.partial(move, ui, -1), nav_inputs, nav_outputs, **NAV)
+    c.next.click(calmly(functools.partial(decode_first, state, ui), said), c.settings | {ui.run, cmp.second}, decoded,
+                 **queued)
     # a new prompt typed mid-lesson: Next and Previous still step the rounds decoded, and the status line says so
     c.prompt.input(functools.partial(prompt_edited, ui), {c.prompt, ui.run}, [s.status], **NAV)
     c.play.click(functools.partial(toggle, ui), {ui.run, ui.playing, c.speed}, [ui.playing, ui.timer, c.play], **NAV)
@@ -288,6 +290,14 @@ def move(ui: TeachTab, delta: int, data: dict) -> dict:
         return {ui.index: index}
     index = max(0, min(len(run.steps) - 1, index + delta))
     return {ui.index: index, **_show(ui, run, index, data[ui.compare.compared])}
+
+
+def pressed(ui: TeachTab, presses: str, data: dict) -> dict:
+    """The round after `presses` of Next ("+") and Previous ("-") in turn (`teach_keys`)."""
+    run = data[ui.run]
+    if run is None or not run.steps:
+        return {ui.index: data[ui.index]}
+    return move(ui, 0, {**data, ui.index: teach_keys.walk(data[ui.index], presses, len(run.steps))})
 
 
 def toggle(ui: TeachTab, data: dict) -> dict:

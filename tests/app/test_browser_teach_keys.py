@@ -1,0 +1,134 @@
+"""A presenter's clicker or keyboard in a real browser (1280 × 720): every press of →/PageDown and ←/PageUp counts,
+in order, however close together. A double-tap, a held key (the keyboard's repeated keydown events) or a burst of
+four presses steps as many rounds as there were presses, never past the last round nor before the first and never
+twice; ← after → in the same burst takes one back; the same holds for the token-tree step-through. A press while
+Decode runs does no harm. Uses the Teach tab and tiny pair of test_browser_teaching."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.screenshot import launch_chromium, set_number
+from tests.app.test_browser_teaching import PROMPT, app, wait_round  # noqa: F401 - app: the served Teach tab
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
+
+SETTLE_MS = 1500  # after the last round expected shows: long enough for a press too many to show as well
+
+
+@pytest.fixture(scope="module")
+def page(app):  # noqa: F811 - the fixture imported above
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(app[1])
+        page.wait_for_selector("#step-start", timeout=60_000)
+        page.fill("#teach-prompt textarea", PROMPT)
+        set_number(page, "teach-k", 1)  # one draft a round: many rounds to step through
+        set_number(page, "teach-temperature", 0)
+        set_number(page, "teach-max-new-tokens", 32)
+        page.click("#step-start")
+        wait_round(page, 1, timeout_ms=120_000)
+        page.locator("#step-status").click()  # the focus off the prompt box
+        yield page
+        browser.close()
+
+
+def shown(page) -> tuple[int, int]:
+    """The round shown and the number of rounds."""
+    step = page.locator("#step-view .teach-step")
+    return int(step.get_attribute("data-round")), int(step.get_attribute("data-rounds"))
+
+
+def go_to(page, n: int) -> None:
+    """Step one press at a time, waiting for each, to round `n`."""
+    while (at := shown(page)[0]) != n:
+        page.keyboard.press("ArrowRight" if at < n else "ArrowLeft")
+        wait_round(page, at + (1 if at < n else -1))
+
+
+def settled(page, n: int) -> None:
+    """Round `n` shows, and stays: no press is applied twice or late."""
+    wait_round(page, n)
+    page.wait_for_timeout(SETTLE_MS)
+    assert shown(page)[0] == n
+
+
+def burst(page, keys: list[str]) -> None:
+    """Presses with no delay between them (each a keydown and a keyup)."""
+    for key in keys:
+        page.keyboard.press(key)
+
+
+def test_four_presses_in_a_burst_step_four_rounds(page):
+    go_to(page, 2)
+    assert shown(page)[1] >= 10, "the run is too short for this test"
+    burst(page, ["PageDown"] * 4)
+    settled(page, 6)
+    burst(page, ["ArrowLeft"] * 3)
+    settled(page, 3)
+
+
+def test_a_held_key_steps_once_per_repeat(page):
+    go_to(page, 2)
+    # a held key: one keydown, then the keyboard's repeats (repeat: true), all in one moment, then the keyup
+    page.evaluate("""() => { for (let i = 0; i < 5; i++) document.activeElement.dispatchEvent(new KeyboardEvent(
+        'keydown', {key: 'ArrowRight', repeat: i > 0, bubbles: true})); }""")
+    settled(page, 7)
+
+
+def test_back_after_forward_in_one_burst_nets_out(page):
+    go_to(page, 3)
+    burst(page, ["ArrowRight", "ArrowRight", "ArrowLeft"])
+    settled(page, 4)
+
+
+def test_presses_at_the_ends_stop_there_and_count_in_order(page):
+    last = shown(page)[1]
+    go_to(page, last - 3)
+    burst(page, ["PageDown"] * 5)
+    settled(page, last)
+    burst(page, ["PageDown", "PageDown", "PageUp", "PageUp"])  # last, last, then two back: not a sum of 0
+    settled(page, last - 2)
+    go_to(page, 3)
+    burst(page, ["PageUp"] * 4 + ["PageDown"] * 2)  # 2, 1, 1, 1, then two on
+    settled(page, 3)
+
+
+def test_presses_while_decode_runs_do_no_harm(page):
+    """Presses while Decode runs step the rounds shown until the new run arrives, or the new run after it: the
+    view ends on a round of the new run that the presses made since it arrived add up to, and later presses count
+    from there."""
+    go_to(page, 3)
+    set_number(page, "teach-max-new-tokens", 24)
+    page.click("#step-start")
+    page.locator("#step-status").click()
+    burst(page, ["ArrowRight"] * 3)
+    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('Decoded 24 tokens')",
+                           timeout=120_000)
+    page.wait_for_timeout(SETTLE_MS)
+    at, rounds = shown(page)
+    assert f"in {rounds} rounds" in page.locator("#step-status").inner_text()  # the new run's rounds
+    assert 1 <= at <= 4
+    burst(page, ["ArrowRight"] * 4)
+    settled(page, at + 4)
+
+
+def test_the_tree_step_through_counts_every_press(page):
+    set_number(page, "teach-k", 4)  # trees four deep: steps enough
+    page.locator("#teach-tree").get_by_text("Token trees: a tree round, node by node").click()
+    page.click("#tree-step-start")
+    step = "#tree-step-view .teach-tree-step"
+    page.wait_for_selector(f"{step}[data-step='1']", timeout=120_000)
+    page.locator("#tree-step-view").scroll_into_view_if_needed()
+    page.locator("#tree-step-status").click()
+    burst(page, ["ArrowRight"] * 3)
+    page.wait_for_selector(f"{step}[data-step='4']", timeout=30_000)
+    page.wait_for_timeout(SETTLE_MS)
+    assert page.locator(step).get_attribute("data-step") == "4"
+    burst(page, ["ArrowLeft", "ArrowLeft"])
+    page.wait_for_selector(f"{step}[data-step='2']", timeout=30_000)
+    page.wait_for_timeout(SETTLE_MS)
+    assert page.locator(step).get_attribute("data-step") == "2"
