@@ -114,7 +114,7 @@ def compare_line(spec: Reply, plain: Reply, *, greedy: bool) -> str:
         at = runstats.first_difference(spec.result.token_ids, plain.result.token_ids)
         parts.append("identical: yes, token for token" if at is None else f"identical: NO, from token {at + 1}")
     else:
-        parts.append("sampled: the two are independent draws of the same law (identity is checked when greedy)")
+        parts.append("sampled: each reply is a draw from the target's distribution (identity is checked when greedy)")
     return " · ".join(parts)
 
 
