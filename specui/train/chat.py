@@ -167,7 +167,8 @@ def writer_settings(args) -> dict:
 
 def check_writer(ap, args, *, create: bool) -> None:
     """Refuse, in one line, --write-answers into a folder whose files of this kind were written with other settings;
-    with `create`, record this run's settings where the folder holds none of that kind yet."""
+    with `create`, record this run's settings where the folder holds none of that kind yet (a run that wrote none,
+    stopped by a failure before its first file, is no constraint)."""
     folder, kind = Path(args.write_answers), "sampled" if args.sample else "answers"
     path = folder / WRITER
     try:
@@ -175,12 +176,13 @@ def check_writer(ap, args, *, create: bool) -> None:
     except (OSError, ValueError):
         saved = {}
     mine, before = writer_settings(args), saved.get(kind)
-    if before is not None and before != mine:
+    written = next(folder.glob(f"{kind}-*.pt"), None) is not None  # a run that wrote none (it failed) binds nothing
+    if written and before is not None and before != mine:
         differ = [f"{k} {before.get(k)} (this run: {mine.get(k)})" for k in {**before, **mine}
                   if before.get(k) != mine.get(k)]
         ap.error(f"--write-answers {folder}: its {kind}-*.pt files were written with {', '.join(differ)}; give the "
                  "same to go on writing them, or another folder")
-    if create and before is None and not next(folder.glob(f"{kind}-*.pt"), None):
+    if create and not written and before != mine:
         path.write_text(json.dumps({**saved, kind: mine}, indent=1) + "\n")
 
 

@@ -176,6 +176,7 @@ def test_writing_answers_into_a_folder_of_other_settings_is_refused(tmp_path, ca
         assert line.startswith(f"python -m specui.train.chat: error: --write-answers {folder}: its answers-*.pt files "
                                "were written with ") and words in line and line.endswith("or another folder")
     chat.parse_args([*greedy, "--sample", "--sample-seed", "1000"], create=True)  # sampled answers: their own kind
+    torch.save([], folder / "sampled-00000.pt")
     line = _refused([*greedy, "--sample", "--sample-seed", "2000"], capsys)
     assert "its sampled-*.pt files were written with --sample-seed 1000 (this run: 2000)" in line
 
@@ -183,3 +184,15 @@ def test_writing_answers_into_a_folder_of_other_settings_is_refused(tmp_path, ca
     _answers_folder(legacy)
     chat.parse_args(["--write-answers", str(legacy), "--gen-batch", "3"], create=True)
     assert not (legacy / chat.WRITER).exists()
+
+
+def test_a_writer_that_wrote_no_file_leaves_the_folder_free(tmp_path, capsys):
+    """writer.json is written as the arguments are parsed, before the target loads: a first run that failed before its
+    first file (--gen-batch too large for the GPU, Ctrl-C while loading) must not bind the folder to its settings."""
+    folder = tmp_path / "w"
+    chat.parse_args(["--write-answers", str(folder), "--gen-batch", "64"], create=True)  # then ran out of memory
+    args = chat.parse_args(["--write-answers", str(folder), "--gen-batch", "8"], create=True)  # no refusal
+    assert args.gen_batch == 8
+    torch.save([], folder / "answers-00000.pt")  # this run's first file: now the folder is bound to its settings
+    line = _refused(["--write-answers", str(folder), "--gen-batch", "64"], capsys)
+    assert "--gen-batch 8 (this run: 64)" in line
