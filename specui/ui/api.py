@@ -119,7 +119,7 @@ def type_problem(values: dict) -> str | None:
             continue
         if name in TEXTS and not isinstance(v, str):
             return f"{name} must be a string, got {v!r}"
-        if name in INTEGERS and not (number(v) and float(v).is_integer()):
+        if name in INTEGERS and not (number(v) and (isinstance(v, int) or v.is_integer())):  # float(10**400) overflows
             return f"{name} must be a whole number, got {v!r}"
         if name in NUMBERS and not number(v):
             return f"{name} must be a number, got {v!r}"

@@ -99,6 +99,9 @@ def _system(values: dict) -> str:
     return text
 
 
+WHOLE = re.compile(r"\s*[+-]?[0-9]+\s*")  # a whole number as text (ASCII digits: "²" passes isdigit, not int())
+
+
 def _integer(values: dict, name: str, lo: int, hi: int, *, blank=_REQUIRED) -> int | None:
     words = name.replace("_", " ")
     v = values.get(name)
@@ -106,13 +109,11 @@ def _integer(values: dict, name: str, lo: int, hi: int, *, blank=_REQUIRED) -> i
         if blank is _REQUIRED:
             raise SettingsError(f"{words} is required")
         return blank
-    if isinstance(v, str) and v.strip().lstrip("+-").isdigit():
-        v = int(v)  # an int, or a string of one, is taken exactly: a seed above 2**53 is no float's
-    try:
-        f = v if isinstance(v, int) else float(v)
-    except (TypeError, ValueError):
+    try:  # an int, or a string of one, is taken exactly: a seed above 2**53 is no float's
+        f = v if isinstance(v, int) else int(v) if isinstance(v, str) and WHOLE.fullmatch(v) else float(v)
+    except (TypeError, ValueError):  # ValueError: also a string of over 4,300 digits, which int() does not read
         raise SettingsError(f"{words} must be a number (got {v!r})") from None
-    if not math.isfinite(f) or f != int(f) or not lo <= f <= hi:
+    if isinstance(f, float) and not math.isfinite(f) or f != int(f) or not lo <= f <= hi:
         raise SettingsError(f"{words} must be a whole number from {lo} to {hi} (got {v!r})")
     return int(f)
 
@@ -122,7 +123,7 @@ def _number(values: dict, name: str, lo: float, hi: float, default: float) -> fl
     v = values.get(name, default)
     try:
         f = float(default if v is None else v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int past a float's range (JSON holds any)
         raise SettingsError(f"{words} must be a number (got {v!r})") from None
     if not lo <= f <= hi:
         raise SettingsError(f"{words} must be from {lo} to {hi} (got {v!r})")

@@ -41,3 +41,25 @@ def test_a_seed_above_2_to_the_53_reaches_the_run_exactly():
     seed = 2**60 + 1
     run = asyncio.run(generate_endpoint(showcase)("def f():", temperature=0.8, max_new_tokens=4, seed=seed))
     assert run["seed"] == seed
+
+
+@pytest.mark.parametrize("fields", [{"seed": 10**400}, {"max_new_tokens": 10**400}, {"temperature": 10**400}])
+def test_a_number_past_any_float_is_refused_by_name(fields):
+    """JSON holds integers of any size (Python reads them exactly): one past a float's range raised OverflowError from
+    the type check or the range check, a traceback, not the refusal naming the parameter."""
+    generate = generate_endpoint(Showcase(ui_config(), PairCache()))
+    with pytest.raises(gr.Error) as refused:
+        asyncio.run(generate("def f():", **fields))
+    assert refused.value.message.startswith(next(iter(fields)).replace("_", " ")), refused.value.message
+
+
+@pytest.mark.parametrize("seed", ["+-5", "²", "9" * 5000, "9" * 400], ids=["signs", "superscript", "5000", "400"])
+def test_a_seed_string_no_int_reads_is_a_settings_error(seed):
+    """The page's reading of a whole number takes a string of digits exactly; one int() cannot read (signs twice, a
+    superscript digit that str.isdigit takes, past int()'s 4,300 digits) or past a float's range is still refused as
+    the settings' mistake (SettingsError), not a ValueError or OverflowError from inside the check."""
+    from specui.settings import SettingsError
+    from specui.ui.request import Settings
+
+    with pytest.raises(SettingsError, match="^seed must be"):
+        Settings.from_ui(preset="bundled", num_draft_tokens=4, max_new_tokens=8, seed=seed)
