@@ -290,6 +290,8 @@ def main(argv=None) -> None:
     from specui.engine import ContextLengthError
 
     args = parse_args(argv)
+    if hasattr(sys.stdin, "reconfigure"):  # bytes that are no UTF-8 as lone surrogates, which `not_text` names: a
+        sys.stdin.reconfigure(errors="surrogateescape")  # UTF-8 locale but C's decodes strictly (UnicodeDecodeError)
     if args.system and (problem := not_text(args.system, "--system")):
         refuse(problem)
     text = None if args.chat and args.prompt in (None, "-") else read_prompt(args.prompt)

@@ -210,3 +210,13 @@ def test_the_default_chat_preset_answers_in_its_chat_template():
     assert code == 0, err
     assert out == engine.tokenizer.decode(expected.token_ids, skip_special_tokens=True) + "\n"
     assert "drafter EAGLE, K 6" in err and "identical: yes, token for token" in err
+
+
+def test_stdin_that_is_no_utf8_is_one_line_in_any_locale():
+    """A UTF-8 locale other than C (en_US.UTF-8, macOS's) reads stdin strictly: a prompt piped from a Latin-1 file
+    raised UnicodeDecodeError, a traceback (PYTHONIOENCODING=utf-8:strict is that locale's reading)."""
+    out = subprocess.run([sys.executable, "-m", "specui", "--preset", "bundled"], cwd=ROOT, input=b"def f\xff(n):",
+                         capture_output=True, timeout=120, env={**os.environ, "PYTHONIOENCODING": "utf-8:strict"})
+    err = out.stderr.decode()
+    assert out.returncode == 2 and "Traceback" not in err, err
+    assert err.strip() == f"{PROG}: error: stdin is not valid UTF-8 text (character 6); give it as UTF-8"
