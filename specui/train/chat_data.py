@@ -4,6 +4,7 @@ texts, the draft vocabulary, the learning-rate schedule and the held-out accepta
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from pathlib import Path
@@ -185,9 +186,9 @@ def answers_problem(folders: str) -> str | None:
             return f"{folder}: the weight {after!r} is not a number (FOLDER:WEIGHT, e.g. {named}:2)"
         if not folder.is_dir():
             return f"{folder} is not a folder"
-        if not weight > 0:  # a negative, zero or NaN weight: torch.multinomial's failure mid-run, or never drawn
-            return (f"{folder}:{weight:g}: the weight must be above 0 (how often its answers are drawn, relative to a "
-                    "folder of weight 1)")
+        if not 0 < weight < math.inf:  # negative, zero, NaN or infinite: never drawn, or multinomial fails mid-run
+            return (f"{folder}:{weight:g}: the weight must be above 0 and finite (how often its answers are drawn, "
+                    "relative to a folder of weight 1)")
     if not any(next(folder.glob(f"{prefix}-*.pt"), None) for folder, _ in parsed for prefix in ("answers", "sampled")):
         return (f"{folders}: no answers-*.pt or sampled-*.pt files (write them with python -m specui.train.chat "
                 "--write-answers)")

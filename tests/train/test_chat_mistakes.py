@@ -40,7 +40,7 @@ def test_resume_without_a_checkpoint_is_refused_before_the_target_loads(tmp_path
 ABOVE_0 = "the weight must be above 0"
 
 
-@pytest.mark.parametrize("weight, words", [("-1", ABOVE_0), ("0", ABOVE_0), ("nan", ABOVE_0),
+@pytest.mark.parametrize("weight, words", [("-1", ABOVE_0), ("0", ABOVE_0), ("nan", ABOVE_0), ("inf", ABOVE_0),
                                            ("abc", "the weight 'abc' is not a number")])
 def test_a_folder_weight_that_is_no_positive_number_is_one_line(tmp_path, capsys, weight, words):
     answers = _answers_folder(tmp_path / "a")
