@@ -145,10 +145,6 @@ def pick(panel: TreePanel, data: dict) -> dict:
     return show(panel, _record(panel, data), 0)
 
 
-def move(panel: TreePanel, delta: int, data: dict) -> dict:
-    return show(panel, _record(panel, data), int(data[panel.step] or 0) + delta)
-
-
 def pressed(panel: TreePanel, presses: str, data: dict) -> dict:
     """The step after `presses` of Next step ("+") and Previous step ("-") in turn (`teach_keys`)."""
     record = _record(panel, data)

@@ -99,11 +99,11 @@ def test_decode_pick_and_step_through_a_tree_round(teach):
     state = {panel.trees: trees, panel.pick: first, panel.step: 0}
     steps = tree_steps(trees[first])
     for i in range(1, len(steps) + 2):  # forward to the end (and one past it: clamped)
-        moved = teach_tree.move(panel, 1, state)
+        moved = teach_tree.pressed(panel, "+", state)
         state[panel.step] = moved[panel.step]
         assert moved[panel.step] == min(i, len(steps) - 1)
     assert 'data-kind="end"' in moved[panel.view] and len(moved[panel.chart].data) >= 4
-    back = teach_tree.move(panel, -1, state)
+    back = teach_tree.pressed(panel, "-", state)
     assert back[panel.step] == len(steps) - 2 and 'data-kind="try"' in back[panel.view]
     assert teach_tree.pick(panel, {panel.trees: trees, panel.pick: max(trees)})[panel.step] == 0
     with pytest.raises(gr.Error, match="cannot draft trees"):
