@@ -21,6 +21,7 @@ from pathlib import Path
 from specui.bench.cli import as_flags, json_path_problem
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
 from specui.settings import DecodeSettings, SettingsError
+from specui.text import not_unicode
 
 PROG = "python -m specui"
 EXAMPLES = """examples:
@@ -100,11 +101,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def not_text(text: str, what: str) -> str | None:
     """Why `text` is no text a tokenizer reads (bytes that are not UTF-8 reach argv as lone surrogates), or None."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        return f"{what} is not valid UTF-8 text (character {e.start + 1}); give it as UTF-8"
-    return None
+    problem = not_unicode(text, what)
+    return problem and f"{problem}; give it as UTF-8"
 
 
 def read_prompt(given: str | None) -> str:

@@ -70,3 +70,14 @@ def fmt_prob(x: float | None) -> str:
     if x is None:
         return "–"
     return fmt(x, ".4f") if x == 0 or abs(x) >= 1e-3 else fmt(x, ".2e")
+
+
+def not_unicode(text: str | None, what: str) -> str | None:
+    """Why `text` is no Unicode text a tokenizer reads, in one sentence naming it as `what` (None: it is): a lone
+    surrogate, as an API client's JSON may hold ("\\ud800") and as bytes that are not UTF-8 reach argv and stdin."""
+    try:
+        (text or "").encode("utf-8")
+    except UnicodeEncodeError as e:
+        return (f"{what} is not valid Unicode text: character {e.start + 1} is U+{ord(text[e.start]):04X}, a lone "
+                "surrogate (half of a pair, or a byte that is not UTF-8)")
+    return None

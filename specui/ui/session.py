@@ -23,7 +23,7 @@ from specui.engine import ContextLengthError
 from specui.events import GenerationResult
 from specui.loading import LoadError
 from specui.prompt_cache import chat_history, chat_ids, leave_out_oldest
-from specui.text import TokenText, fmt
+from specui.text import TokenText, fmt, not_unicode
 from specui.tree_steps import tree_record
 from specui.ui import arena_view, charts, render, stats
 from specui.ui.gpu_calls import GpuCalls
@@ -350,13 +350,8 @@ def decode(showcase: Showcase, prompt: str, settings: Settings, *, history: Sequ
 def _not_text(texts: dict[str, str]) -> str | None:
     """What makes one of `texts` (name -> text) no Unicode text a tokenizer reads (None: nothing): an API client's JSON
     may hold a lone surrogate ("\\ud800"), which no tokenizer encodes (it raised a TypeError naming its own types)."""
-    for name, text in texts.items():
-        try:
-            (text or "").encode("utf-8")
-        except UnicodeEncodeError as e:
-            return (f"The {name} is not valid Unicode text: character {e.start + 1} is U+{ord(text[e.start]):04X}, "
-                    f"half of a surrogate pair, alone; send the text as UTF-8")
-    return None
+    problems = (not_unicode(text, f"The {name}") for name, text in texts.items())
+    return next((f"{p}; send the text as UTF-8" for p in problems if p), None)
 
 
 def _divergence_note(run) -> str:
