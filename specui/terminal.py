@@ -139,11 +139,14 @@ def prompt_ids(tokenizer, preset, messages: list[dict], system: str = "") -> lis
     return ids
 
 
-def write_json(path: str, data: dict) -> None:
+def write_json(path: str, data: dict) -> bool:
+    """The record written to `path`; False (said in one line) when it cannot be."""
     try:
         Path(path).expanduser().write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     except OSError as e:
         print(f"{PROG}: error: --json {path}: {e.strerror or e}", file=sys.stderr)
+        return False
+    return True
 
 
 class Session:
@@ -309,8 +312,8 @@ def main(argv=None) -> None:
             spec, plain, _ = session.turn([], text)
         except ContextLengthError as e:  # before any work: the prompt or --max-new-tokens is too long
             refuse(as_flags(str(e)))
-        if args.json:
-            write_json(args.json, session.record(spec, plain, text))
+        if args.json and not write_json(args.json, session.record(spec, plain, text)):
+            raise SystemExit(1)  # the reply was shown, its record not written: a script must not take it as done
     except BrokenPipeError:  # the reader left (`| head`): stop quietly, as a pipe's writer does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise SystemExit(1) from None

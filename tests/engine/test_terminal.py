@@ -11,6 +11,7 @@ import pty
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -80,9 +81,16 @@ def test_a_flags_mistake_is_one_line_naming_it(argv, said, capsys):
     assert line.startswith(f"{PROG}: error: ") and said in line and "None" not in line
 
 
-def test_the_apps_labels_are_drafter_names():
-    assert parse_args(["--drafter", "draft model + lookup", "x"]).drafter == "draft model + lookup"
-    assert parse_args(["--drafter", "EAGLE", "x"]).drafter == "EAGLE"
+@pytest.mark.slow
+def test_the_apps_labels_are_drafter_names(bundled):
+    from specui.presets import load_config
+    from specui.terminal import settings_for
+
+    preset = load_config(None).get("bundled")
+    for label, name in (("draft model + lookup", "model_lookup"), ("EAGLE", "eagle"), ("prompt lookup",
+                                                                                        "prompt_lookup")):
+        settings = settings_for(parse_args(["--drafter", label, "x"]), bundled, preset)
+        assert settings.drafter == name and settings.num_draft_tokens == preset.k_for(name)
 
 
 def test_what_a_model_writes_is_shown_not_obeyed_and_a_colour_ends_at_a_line_break():
@@ -178,6 +186,9 @@ def test_mistakes_that_need_the_preset_or_the_prompt_are_one_line(tmp_path):
     assert "no prompt: stdin is empty" in one_line("--preset", "bundled", stdin="")
     assert "not valid Unicode text" in one_line("--preset", "bundled", os.fsdecode(b"def \xff"))
     assert "Did you mean 'bundled'?" in one_line("--preset", "bundle", "x", code=1)
+    if Path("/dev/full").exists():  # a record that cannot be written (a full disk): said, and not exit status 0
+        assert "--json /dev/full: No space left" in one_line("--preset", "bundled", "--max-new-tokens", "4", "--json",
+                                                             "/dev/full", "x", code=1)
     line = one_line("--preset", "bundled", "--max-new-tokens", "100000", "x")  # in the flags' words
     assert "plus --max-new-tokens (100000)" in line and "lower --max-new-tokens" in line
     lookup_only = tmp_path / "models.yaml"  # a pair without a draft model or heads: prompt lookup alone
