@@ -22,7 +22,7 @@ import gradio as gr
 
 from specui.drafters.registry import name_of
 from specui.presets import ConfigError
-from specui.ui.request import Settings, SettingsError
+from specui.ui.request import Settings, SettingsError, said
 from specui.ui.session import Showcase, decode
 
 _names = itertools.count(1)
@@ -118,13 +118,13 @@ def type_problem(values: dict) -> str | None:
         if v is None:  # the default (prompt: "Type a prompt first.")
             continue
         if name in TEXTS and not isinstance(v, str):
-            return f"{name} must be a string, got {v!r}"
+            return f"{name} must be a string, got {said(v)}"
         if name in INTEGERS and not (number(v) and (isinstance(v, int) or v.is_integer())):  # float(10**400) overflows
-            return f"{name} must be a whole number, got {v!r}"
+            return f"{name} must be a whole number, got {said(v)}"
         if name in NUMBERS and not number(v):
-            return f"{name} must be a number, got {v!r}"
+            return f"{name} must be a number, got {said(v)}"
         if name in FLAGS and not isinstance(v, bool):
-            return f"{name} must be true or false, got {v!r}"
+            return f"{name} must be true or false, got {said(v)}"
     return None
 
 

@@ -57,7 +57,7 @@ class Settings(DecodeSettings):
         """Coerce what widgets send (floats for integers, None or "" for blanks, labels) and check ranges."""
         drafter = name_of(values.get("drafter") or MODEL)
         if drafter not in DRAFTER_NAMES:
-            raise SettingsError(f"drafter must be one of {', '.join(DRAFTER_CHOICES)} (got {drafter!r})")
+            raise SettingsError(f"drafter must be one of {', '.join(DRAFTER_CHOICES)} (got {said(drafter)})")
         if values.get("arena"):  # the arena races every drafter: the one selected must not veto its settings
             drafter = MODEL
         top_p = _number(values, "top_p", 0.0, 1.0, 1.0)
@@ -82,6 +82,12 @@ _REQUIRED = object()
 MAX_TOP_K = 1_000_000  # the top-k box's most
 MAX_CONFIDENCE = 0.95  # the confidence slider's end (a round drafts at least one token whatever it is)
 MAX_SYSTEM_CHARS = 4000  # a system prompt is instructions, not a document (the context holds the rest)
+
+
+def said(value) -> str:
+    """A value a refusal quotes: its repr, cut short when long (a client may send thousands of characters)."""
+    text = repr(value)
+    return text if len(text) <= 48 else f"{text[:40]}… ({len(text):,} characters)"
 
 
 def _penalty(values: dict) -> float:
@@ -112,9 +118,9 @@ def _integer(values: dict, name: str, lo: int, hi: int, *, blank=_REQUIRED) -> i
     try:  # an int, or a string of one, is taken exactly: a seed above 2**53 is no float's
         f = v if isinstance(v, int) else int(v) if isinstance(v, str) and WHOLE.fullmatch(v) else float(v)
     except (TypeError, ValueError):  # ValueError: also a string of over 4,300 digits, which int() does not read
-        raise SettingsError(f"{words} must be a number (got {v!r})") from None
+        raise SettingsError(f"{words} must be a number (got {said(v)})") from None
     if isinstance(f, float) and not math.isfinite(f) or f != int(f) or not lo <= f <= hi:
-        raise SettingsError(f"{words} must be a whole number from {lo} to {hi} (got {v!r})")
+        raise SettingsError(f"{words} must be a whole number from {lo} to {hi} (got {said(v)})")
     return int(f)
 
 
@@ -124,8 +130,8 @@ def _number(values: dict, name: str, lo: float, hi: float, default: float) -> fl
     try:
         f = float(default if v is None else v)
     except (TypeError, ValueError, OverflowError):  # OverflowError: an int past a float's range (JSON holds any)
-        raise SettingsError(f"{words} must be a number (got {v!r})") from None
+        raise SettingsError(f"{words} must be a number (got {said(v)})") from None
     if not lo <= f <= hi:
-        raise SettingsError(f"{words} must be from {lo} to {hi} (got {v!r})")
+        raise SettingsError(f"{words} must be from {lo} to {hi} (got {said(v)})")
     return f
 

@@ -63,3 +63,13 @@ def test_a_seed_string_no_int_reads_is_a_settings_error(seed):
 
     with pytest.raises(SettingsError, match="^seed must be"):
         Settings.from_ui(preset="bundled", num_draft_tokens=4, max_new_tokens=8, seed=seed)
+
+
+@pytest.mark.parametrize("fields", [{"seed": "9" * 5000}, {"drafter": "x" * 5000}, {"top_k": "x" * 5000},
+                                    {"temperature": [0.5] * 2000}])
+def test_a_refusal_quotes_a_long_value_cut_short(fields):
+    """A refusal repeated the client's value whole: 5,000 characters back for a mistyped seed."""
+    showcase = Showcase(ui_config(), PairCache())
+    with pytest.raises(gr.Error) as refused:
+        asyncio.run(generate_endpoint(showcase)("def f():", max_new_tokens=4, **fields))
+    assert len(refused.value.message) < 300 and "characters)" in refused.value.message, refused.value.message
