@@ -118,7 +118,7 @@ def load_config(path: str | Path | None = None) -> Config:
     except ConfigError as e:  # a key given twice
         raise ConfigError(f"{path}: {e}") from None
     except FileNotFoundError:
-        raise ConfigError(f"{path}: file not found") from None
+        raise ConfigError(f"{path}: file not found{_preset_named(path)}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: cannot be read ({e})") from None
     except yaml.YAMLError as e:
@@ -126,6 +126,20 @@ def load_config(path: str | Path | None = None) -> Config:
         line = f" at line {where.line + 1}" if where is not None else ""
         raise ConfigError(f"{path}: not valid YAML{line}: {getattr(e, 'problem', e)}") from None
     return parse_config(raw, path=path)
+
+
+def _preset_named(path: Path) -> str:
+    """For a config file that is not there: a note when its name is a preset of the default models.yaml (a preset's
+    name given as the config), else ""."""
+    if path == DEFAULT_CONFIG or path.suffix or len(path.parts) > 1:
+        return ""
+    try:
+        presets = load_config().presets
+    except ConfigError:
+        return ""
+    name = path.name
+    return (f" ({name!r} is a preset of models.yaml: give it as the preset, load_engine({name!r}) or --preset {name}, "
+            "not as the config)") if name in presets else ""
 
 
 def parse_config(raw, *, path: Path) -> Config:

@@ -92,6 +92,16 @@ def test_missing_file(tmp_path):
         load_config(tmp_path / "nope.yaml")
 
 
+def test_a_presets_name_given_as_the_config_says_so(tmp_path, monkeypatch):
+    """load_engine(config="bundled") said only "bundled: file not found"."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=r"^bundled: file not found \('bundled' is a preset of models.yaml: give it "
+                                          r"as the preset, load_engine\('bundled'\) or --preset bundled"):
+        load_config("bundled")
+    with pytest.raises(ConfigError, match="^nope: file not found$"):
+        load_config("nope")
+
+
 def test_paths_resolve_beside_the_file_and_hub_ids_stay(tmp_path):
     config = load_config(write(tmp_path, GOOD))
     preset = config.get("a")
