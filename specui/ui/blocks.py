@@ -263,7 +263,8 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
         ui.tabs = ui_tabs
         _wire(ui, app, teach)
         address.wire(demo, ui_tabs)  # ?tab=teach opens the Teach tab; a refresh keeps the tab
-        teach_memory.wire(demo, app.showcase.config, teach.controls, teach.memory)  # and the lesson's settings
+        teach_memory.wire(demo, app.showcase.config, teach.controls, teach.memory,  # and the lesson's settings
+                          status=teach.step.status)
         gr.api(generate_endpoint(app.showcase), api_name="generate", concurrency_id=ENGINE_GROUP,
                concurrency_limit=1)
     demo.queue(default_concurrency_limit=4)
@@ -322,7 +323,8 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     p.chat.clear(emptied, [ui.messages], ui.outputs, **at_once)  # the chat's own 🗑 clears the conversation too
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)
     # with the settings the message ran with (its run's JSON), not the controls as they are now
-    r.to_teach.click(lambda data: teach_handoff.step_through(ui, teach, data, max_seed=MAX_SEED_SHOWN),
+    r.to_teach.click(lambda data: teach_handoff.step_through(ui, teach, data, max_seed=MAX_SEED_SHOWN,
+                                                             chats=app.showcase.chats),
                      {ui.exchanges, ui.turns, r.export} | c.inputs, chat_handlers.to_teach_outputs(ui, teach), **QUIET)
     c.preset.change(lambda name: on_preset(app.showcase.config, c, name), [c.preset],
                     [c.k, c.drafter, c.confidence, c.about],

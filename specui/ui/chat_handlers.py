@@ -21,7 +21,7 @@ import gradio as gr
 
 from specui import arena
 from specui.lesson import json_safe
-from specui.ui import arena_view, charts, chat_tree, render, stats
+from specui.ui import arena_view, charts, chat_tree, render, stats, teach_prepare
 from specui.ui.exports import Exports
 from specui.ui.request import SettingsError
 from specui.ui.runs import Run, reply
@@ -311,34 +311,38 @@ def undo(app: App, ui, data: dict, request: gr.Request | None = None) -> dict:
 def to_teach_outputs(ui, teach) -> list:
     """What `to_teach` may change: its event's outputs (gradio refuses an update of anything else)."""
     t = teach.controls
-    return [t.prompt, t.preset, t.drafter, t.k, t.confidence, t.temperature, t.penalty, t.max_new, t.seed,
+    return [t.prompt, t.preset, t.drafter, t.k, t.confidence, t.temperature, t.penalty, t.max_new, t.seed, t.context,
             teach.step.status, ui.tabs]
 
 
-def to_teach(ui, teach, data: dict) -> dict:
+def to_teach(ui, teach, data: dict, *, chats=None) -> dict:
     """"Step through it in the Teach tab": the Teach tab's prompt and settings become the chat's last message and
-    the settings in `data` (`teach_handoff.step_through` puts there those the message ran with), and the Teach tab
-    opens; its Decode then steps through that message round by round. `teach` is the `teaching.TeachTab`; what the
-    Teach tab cannot take as it is (K and new tokens beyond its ranges, top-p, top-k, the conversation before the
-    message) is said in its status line."""
+    the settings in `data` (`teach_handoff.step_through` puts there those the message ran with), with the
+    conversation before it and the system prompt as the chat's run read them (the turns it kept: the oldest left
+    out where the context could not hold them all), and the Teach tab opens; its Decode then steps through that
+    message round by round. `teach` is the `teaching.TeachTab`; `chats(preset)` (the showcase's) is False for a
+    base model, which reads no conversation. What the Teach tab cannot take as it is (K and new tokens beyond its
+    ranges, top-p, top-k) is said in its status line, and so is the conversation it decodes the message after."""
     if not data[ui.exchanges]:
         return {}
     c, t = ui.controls, teach.controls
     k, max_new, seed = int(data[c.k]), int(data[c.max_new]), data[c.seed]
     last = data[ui.exchanges][-1]
     earlier = data[ui.turns][:-2] if last["kept"] else data[ui.turns]  # the conversation before the message
+    base = chats is not None and chats(data[c.preset]) is False
+    context = None if base else {"history": earlier, "system": data[c.system] or "", "prompt": last["text"]}
     fitted = min(TEACH_MAX_NEW, max(8, 8 * round(max_new / 8)))
     notes = [f"K {k} became {TEACH_K_MAX}" if k > TEACH_K_MAX else "",
              f"{max_new} new tokens became {fitted}" if fitted != max_new else "",
              "it samples without top-p and top-k" if data[c.top_p] < 1 or data[c.top_k] else "",
-             "the seed was random: the Teach tab's is kept" if seed is None or seed < 0 else "",
-             "the message is decoded alone, without the conversation before it" if earlier else ""]
+             "the seed was random: the Teach tab's is kept" if seed is None or seed < 0 else ""]
     said = "; ".join(n for n in notes if n)
-    status = ("The Chat tab's last message and settings: press **Decode** to step through it round by round."
-              + (f" Here {said}." if said else ""))
+    status = " ".join(part for part in (
+        "The Chat tab's last message and settings: press **Decode** to step through it round by round.",
+        teach_prepare.handed_note(teach_prepare.conversation(context)), f"Here {said}." if said else "") if part)
     updates = {t.prompt: last["text"], t.preset: data[c.preset], t.drafter: data[c.drafter],
                t.k: min(k, TEACH_K_MAX), t.confidence: data[c.confidence], t.temperature: data[c.temperature],
-               t.penalty: data[c.penalty], t.max_new: fitted, teach.step.status: status,
+               t.penalty: data[c.penalty], t.max_new: fitted, t.context: context, teach.step.status: status,
                ui.tabs: gr.Tabs(selected="teach")}
     if seed is not None and seed >= 0:
         updates[t.seed] = seed

@@ -4,7 +4,8 @@
 after the message (or ran it with a random seed) would then step through another run than the one on screen. Here
 the controls' values are replaced by those of the message's run, read from its JSON (the chat's download, written
 when the run finished, hidden when another starts): its preset, drafter, K, confidence stop, temperature, top-p,
-top-k, penalty, token budget and seed.
+top-k, penalty, token budget, seed and system prompt (the Teach tab decodes the message after it and the
+conversation before it, as the chat did: `to_teach`).
 """
 
 from __future__ import annotations
@@ -37,21 +38,22 @@ def as_it_ran(controls, data: dict, export: str | None, reply: str | None, *, ma
                   controls.k: s["num_draft_tokens"], controls.adaptive: s["adaptive"],
                   controls.confidence: s["draft_confidence"], controls.temperature: s["temperature"],
                   controls.top_p: s["top_p"], controls.top_k: s["top_k"], controls.penalty: s["repetition_penalty"],
-                  controls.max_new: s["max_new_tokens"], controls.seed: -1 if seed is None or seed > max_seed else seed}
+                  controls.max_new: s["max_new_tokens"], controls.seed: -1 if seed is None or seed > max_seed else seed,
+                  controls.system: s["system"]}
     except (OSError, TypeError, ValueError, KeyError) as e:  # no download (its write failed), or not one of ours
         log.warning("the message's run JSON: %s", e)
         return data, [UNKNOWN]
-    left = ["Adaptive K is off here: each round drafts K." if s["adaptive"] else "",
-            "The chat's system prompt is left out." if s["system"] else ""]
+    left = ["Adaptive K is off here: each round drafts K." if s["adaptive"] else ""]
     return {**data, **values}, [note for note in left if note]
 
 
-def step_through(ui, teach, data: dict, *, max_seed: int) -> dict:
-    """`chat_handlers.to_teach` for the chat's last message, with the settings its run took (`as_it_ran`)."""
+def step_through(ui, teach, data: dict, *, max_seed: int, chats=None) -> dict:
+    """`chat_handlers.to_teach` for the chat's last message, with the settings its run took (`as_it_ran`);
+    `chats` as `to_teach` takes it."""
     last, turns = data[ui.exchanges][-1:], data[ui.turns]
     reply = turns[-1]["content"] if last and last[0]["kept"] and turns else None
     sent, notes = as_it_ran(ui.controls, data, data[ui.results.export], reply, max_seed=max_seed)
-    updates = to_teach(ui, teach, sent)
+    updates = to_teach(ui, teach, sent, chats=chats)
     if updates and notes:
         updates[teach.step.status] = " ".join([updates[teach.step.status], *notes])
     return updates

@@ -4,7 +4,9 @@ back, and Decode gives the same run again (the same seed, the same draws).
 Gradio's BrowserState keeps them in the page's localStorage, encrypted with the server's key: a restarted server
 cannot read them back and the tab opens on its defaults, as a page on another browser does. What is kept is what
 Decode read; a value that no longer fits (a preset gone from models.yaml, a number outside its slider) is left at
-the tab's default.
+the tab's default. A chat message's conversation (`teach_prepare`) is not kept (what people wrote stays out of the
+browser's storage, and it may be long): only how many messages came before the prompt, so that after a refresh the
+status line says the prompt is now decoded alone.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import math
 
 import gradio as gr
+
+from specui.ui.teach_prepare import conversation_words
 
 STORAGE_KEY = "specui-teach-lesson"
 FIELDS = ("prompt", "preset", "drafter", "k", "confidence", "temperature", "penalty", "max_new", "seed")
@@ -23,10 +27,24 @@ def build() -> gr.BrowserState:
     return gr.BrowserState({}, storage_key=STORAGE_KEY)
 
 
-def kept(controls, data: dict) -> dict:
+def kept(controls, data: dict, *, conversation: dict | None = None) -> dict:
     """What the memory keeps of a decoded run: its settings as the controls (`controls`: teaching.Controls) held
-    them, by field name."""
-    return {name: data[getattr(controls, name)] for name in FIELDS}
+    them, by field name, and `conversation` (`teach_prepare.conversation`: how many messages came before the prompt,
+    whether a system prompt did; none of their text)."""
+    return {**{name: data[getattr(controls, name)] for name in FIELDS}, **(conversation or {})}
+
+
+def restored_note(saved) -> str | None:
+    """The status line after a refresh when the remembered prompt was decoded after a chat's conversation, which
+    the memory does not keep (None: nothing to say)."""
+    if not isinstance(saved, dict) or not isinstance(saved.get("prompt"), str):
+        return None
+    n = saved.get("messages_before")
+    words = conversation_words({"messages_before": n if isinstance(n, int) and not isinstance(n, bool) else 0,
+                                "system_prompt": saved.get("system_prompt") is True})
+    return (f"The last lesson's prompt is back, but not the chat's conversation it was decoded after ({words}): the "
+            "browser does not keep it, so **Decode** decodes the prompt alone. Step through it from the Chat tab to "
+            "decode it as the chat did." if words else None)
 
 
 def restored(config, controls, saved) -> dict:
@@ -56,8 +74,17 @@ def _choices(component) -> list[tuple[str, str]]:
     return [choice if isinstance(choice, tuple) else (choice, choice) for choice in component.choices]
 
 
-def wire(demo: gr.Blocks, config, controls, memory: gr.BrowserState) -> None:
-    """When the page opens, put the remembered run's settings back into the Teach tab's controls."""
+def wire(demo: gr.Blocks, config, controls, memory: gr.BrowserState, *, status=None) -> None:
+    """When the page opens, put the remembered run's settings back into the Teach tab's controls (and into `status`,
+    the step-through's status line, that a chat's conversation did not come back with its prompt)."""
     outputs = [getattr(controls, name) for name in FIELDS]
-    demo.load(lambda saved: restored(config, controls, saved), [memory], outputs, show_progress="hidden",
+
+    def load(saved):
+        values = restored(config, controls, saved)
+        if status is not None:
+            note = restored_note(saved)
+            values[status] = gr.update() if note is None else note
+        return values
+
+    demo.load(load, [memory], outputs + ([status] if status is not None else []), show_progress="hidden",
               api_visibility="private", queue=False)

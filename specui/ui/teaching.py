@@ -35,7 +35,7 @@ from specui.ui.preset_view import on_drafter, on_preset
 from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE
 from specui.ui.teach_compare_view import render_compare
 from specui.ui.teach_experiments import Experiment
-from specui.ui.teach_prepare import prepare
+from specui.ui.teach_prepare import conversation, conversation_words, handed_note, prepare
 from specui.ui.teach_view import DEFAULT_PROMPT, INTRO, STEP_HELP, THEORY_HELP, render_measured, render_step
 from specui.ui.theme import PLOT_MIN_WIDTH
 from specui.ui.toasts import calmly, refusal
@@ -73,12 +73,15 @@ class Controls:
     penalty: gr.Slider  # DecodeSettings.repetition_penalty: 1 (the default) leaves p as the target gives it
     max_new: gr.Slider
     seed: gr.Number
+    # a chat message's conversation (history, system, the message's text), set by the Chat tab's handoff: the prompt
+    # is decoded after it while the box holds that message (`teach_prepare`); never kept in the browser
+    context: gr.State
 
     @property
     def settings(self) -> set:
         """The inputs every decoding handler reads (by name)."""
         return {self.prompt, self.preset, self.drafter, self.k, self.confidence, self.temperature, self.penalty,
-                self.max_new, self.seed}
+                self.max_new, self.seed, self.context}
 
 
 @dataclass
@@ -138,7 +141,7 @@ def _controls(config) -> Controls:
             max_new = gr.Slider(8, TEACH_MAX_NEW, value=32, step=8, label="New tokens", elem_id="teach-max-new-tokens")
             seed = gr.Number(1, label="Seed", precision=0, elem_id="teach-seed")
     return Controls(prompt, start, prev, nxt, play, speed, preset, drafter, k, confidence, temperature, penalty,
-                    max_new, seed)
+                    max_new, seed, gr.State(None))
 
 
 def _step_view() -> tuple[StepView, teach_compare.CompareView]:
@@ -204,7 +207,7 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     c.next.click(calmly(functools.partial(decode_first, state, ui), said), c.settings | {ui.run, cmp.second}, decoded,
                  **queued)
     # a new prompt typed mid-lesson: Next and Previous still step the rounds decoded, and the status line says so
-    c.prompt.input(functools.partial(prompt_edited, ui), {c.prompt, ui.run}, [s.status], **NAV)
+    c.prompt.input(functools.partial(prompt_edited, ui), {c.prompt, ui.run, c.context}, [s.status], **NAV)
     c.play.click(functools.partial(toggle, ui), {ui.run, ui.playing, c.speed}, [ui.playing, ui.timer, c.play], **NAV)
     ui.timer.tick(functools.partial(tick, ui), nav_inputs, [*nav_outputs, ui.playing, ui.timer, c.play], **NAV)
     c.speed.change(lambda seconds: gr.Timer(value=float(seconds)), [c.speed], [ui.timer], **NAV)
@@ -236,7 +239,7 @@ def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
     try:
         state.showcase.warm_up(p.engine, p.pair, p.ids)
         run = lesson.teaching_run(p.engine, p.pair.tokenizer, p.ids, p.settings.decode, prompt=data[ui.controls.prompt],
-                                  lock=lock, extra={"preset": p.preset.name})
+                                  lock=lock, extra={"preset": p.preset.name, **p.conversation})
     except ValueError as e:  # e.g. a prompt longer than the context
         raise refusal(str(e)) from None
     s = ui.step
@@ -245,7 +248,7 @@ def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
             s.export: state.exports.write(lesson.export_run(run), f"specui-run-seed{run.spec.seed}.json"),
             s.status: decoded_note(run), ui.playing: False, ui.timer: gr.Timer(active=False),
-            ui.memory: teach_memory.kept(ui.controls, data),
+            ui.memory: teach_memory.kept(ui.controls, data, conversation=p.conversation),
             ui.controls.play: gr.update(value="▶ Play"),
             **teach_compare.run_comparison(state.showcase, ui, {**data, ui.run: run, ui.index: 0})}
 
@@ -269,19 +272,26 @@ def decode_first(state: TeachState, ui: TeachTab, data: dict) -> dict:
 
 def decoded_note(run) -> str:
     """The status line while the rounds of `run` are stepped through."""
-    return (f"Decoded {len(run.spec.token_ids)} tokens in {len(run.steps)} rounds (seed {run.spec.seed}), and the "
-            "same prompt with the target alone for the measured speedup. Step through the rounds below.")
+    after = conversation_words(run.extra)
+    after = f" after {after}, as the chat decoded it" if after else ""
+    return (f"Decoded {len(run.spec.token_ids)} tokens in {len(run.steps)} rounds (seed {run.spec.seed}){after}, and "
+            "the same prompt with the target alone for the measured speedup. Step through the rounds below.")
 
 
 def prompt_edited(ui: TeachTab, data: dict) -> dict:
-    """The status line once the prompt box no longer holds the prompt of the rounds shown (and back when it does)."""
-    run = data[ui.run]
-    if run is None:
-        return {ui.step.status: gr.update()}
-    if data[ui.controls.prompt] == run.prompt:
+    """The status line once the prompt box no longer holds the prompt of the rounds shown (and back when it does),
+    and once it no longer holds the chat message whose conversation came with it (and back when it does)."""
+    run, context, prompt = data[ui.run], data.get(ui.controls.context), data[ui.controls.prompt]
+    words = conversation_words(conversation(context))
+    if run is not None and prompt == run.prompt:
         return {ui.step.status: decoded_note(run)}
+    if words and prompt == context["prompt"]:  # the chat's message again: with its conversation
+        return {ui.step.status: f"The Chat tab's message. {handed_note(conversation(context))}"}
+    alone = f" It is decoded alone: the chat's conversation ({words}) is no longer used." if words else ""
+    if run is None:
+        return {ui.step.status: f"The prompt changed.{alone}" if alone else gr.update()}
     return {ui.step.status: "The prompt changed: the rounds below are still the last decoded prompt's. Press "
-                            "**Decode** to step through the new one."}
+                            f"**Decode** to step through the new one.{alone}"}
 
 
 def move(ui: TeachTab, delta: int, data: dict) -> dict:

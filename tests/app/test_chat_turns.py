@@ -323,7 +323,8 @@ def test_the_last_message_goes_to_the_teach_tab_with_its_settings_fitted_to_it()
     assert (moved[t.k], moved[t.max_new], moved[t.temperature], moved[t.seed]) == (8, 128, 0.7, 5)
     status = moved[teach.step.status]
     assert "press **Decode**" in status and "K 16 became 8" in status and "300 new tokens became 128" in status
-    assert "without top-p and top-k" in status and "without the conversation before it" in status
+    assert "without top-p and top-k" in status and "after the 2 messages before it, as the chat did" in status
+    assert moved[t.context] == {"history": turns, "system": "", "prompt": CODE}  # the run failed: all turns before it
     assert moved[t.confidence] == 0.3 and "confidence" not in status
     assert moved[ui.tabs].selected == "teach"
     plain = to_teach(ui, teach, {**data, ui.turns: [], c.k: 3, c.max_new: 12, c.top_p: 1.0, c.seed: -1})
@@ -335,8 +336,14 @@ def test_the_last_message_goes_to_the_teach_tab_with_its_settings_fitted_to_it()
     assert set(penalised) <= set(to_teach_outputs(ui, teach))  # gradio updates only an event's outputs
     assert to_teach(ui, teach, {**data, ui.exchanges: []}) == {}
     first = {**data, ui.exchanges: [{"text": "x", "kept": True}]}  # the conversation's first message: nothing before it
-    assert "conversation" not in to_teach(ui, teach, first)[teach.step.status]
-    assert "without the conversation" in to_teach(ui, teach, {**first, ui.turns: turns * 2})[teach.step.status]
+    assert "before it" not in to_teach(ui, teach, first)[teach.step.status]
+    assert to_teach(ui, teach, first)[t.context]["history"] == []
+    assert "after the system prompt, as" in to_teach(ui, teach, {**first, c.system: "Be brief."})[teach.step.status]
+    third = to_teach(ui, teach, {**first, ui.turns: turns * 2})
+    assert "after the 2 messages before it" in third[teach.step.status] and third[t.context]["history"] == turns
+    # a base model reads no conversation, in the chat as in the Teach tab
+    base = to_teach(ui, teach, {**first, ui.turns: turns * 2}, chats=lambda preset: False)
+    assert base[t.context] is None and "before it" not in base[teach.step.status]
 
 
 def test_the_app_preloads_and_warms_up_the_default_pair_so_the_first_request_does_neither(monkeypatch, caplog):

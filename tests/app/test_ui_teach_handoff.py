@@ -1,20 +1,24 @@
 """The Chat tab's "Step through this message in the Teach tab" (`specui.ui.teach_handoff`): the Teach tab gets the
 settings and the seed the message ran with, not the chat's controls as they are now, so its Decode gives the very
-run on screen; a download that is not the message's (↶ took it back) falls back to the controls and says so."""
+run on screen; a download that is not the message's (↶ took it back) falls back to the controls and says so. A later
+message of a chat is decoded after the conversation before it and the system prompt, as the chat decoded it."""
 
 from __future__ import annotations
 
+import functools
 import json
+from dataclasses import replace
 
 import gradio as gr
 import pytest
 
 from specui.loading import PairCache
-from specui.ui import teach_handoff, teaching
+from specui.ui import teach_handoff, teach_memory, teach_tree, teaching
 from specui.ui.blocks import MAX_SEED_SHOWN, chat_tab
 from specui.ui.chat_handlers import App, respond
 from specui.ui.session import Showcase
 from tests.helpers import ui_config
+from tests.unit.test_chat_ids import CHATML
 
 pytestmark = pytest.mark.slow  # runs the bundled pair
 
@@ -92,3 +96,129 @@ def test_a_random_seed_too_long_for_the_seed_box_is_said_to_be_random(tabs):
                                                    ui.controls.k: 6}, max_seed=MAX_SEED_SHOWN)
     assert moved[teach.controls.k] == 2 and teach.controls.seed not in moved
     assert "seed was random" in moved[teach.step.status]
+
+
+# -- a later message of a chat: the conversation before it comes along ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def chat():
+    """The tiny pair as a chat preset (`bundled-chat`: the bundled pair with a ChatML template, which it ships
+    without), its chat tab, its Teach tab with a tree stepper, and a fresh app."""
+    config = ui_config()
+    preset = replace(config.get("bundled"), name="bundled-chat", chat_template=True)
+    config = replace(config, presets={**config.presets, preset.name: preset}, default=preset.name)
+    showcase = Showcase(config, PairCache())
+    showcase.cache.get(preset).tokenizer.chat_template = CHATML
+    prepare = functools.partial(teaching.prepare, showcase)
+    with gr.Blocks(), gr.Tabs() as tabs:
+        ui = chat_tab(config)
+        teach = teaching.teaching_tab(showcase)
+        tree = teach_tree.tree_panel(teach.controls, prepare=prepare)
+    ui.tabs = tabs
+    return ui, teach, App(showcase), tree
+
+
+TURNS = ("def add(a, b):\n    ", "class Stack:\n    ", CODE)
+
+
+def conversation(app, ui, **values) -> tuple[dict, dict]:
+    """Three turns of a real chat on `bundled-chat`: the last turn's inputs and last frame."""
+    state = {}
+    for prompt in TURNS:
+        data = {**chat_form(ui, prompt, preset="bundled-chat", **values), **state}
+        *_, last = respond(app, ui, data)
+        state = {ui.messages: last[ui.messages], ui.turns: last[ui.turns], ui.exchanges: last[ui.exchanges]}
+    assert len(last[ui.turns]) == 6 and last[ui.exchanges][-1]["kept"]
+    return data, last
+
+
+def handed_off(app, ui, teach, data, last) -> dict:
+    """The Teach tab's updates from "Step through this message in the Teach tab", as the page wires it."""
+    state = {ui.messages: last[ui.messages], ui.turns: last[ui.turns], ui.exchanges: last[ui.exchanges]}
+    return teach_handoff.step_through(ui, teach, {**data, **state, ui.results.export: last[ui.results.export]["value"]},
+                                      max_seed=MAX_SEED_SHOWN, chats=app.showcase.chats)
+
+
+def teach_form(teach, moved: dict, **changes) -> dict:
+    """The Teach tab's inputs after the handoff `moved` (the controls it set), with `changes` by control name."""
+    t = teach.controls
+    return {**{k: v for k, v in moved.items() if k in t.settings}, teach.compare.second: None,
+            **{getattr(t, name): value for name, value in changes.items()}}
+
+
+def replied(ui, last) -> list[int]:
+    """The reply's tokens, as its run's JSON has them."""
+    return [token["id"] for token in json.load(open(last[ui.results.export]["value"], encoding="utf-8"))["tokens"]]
+
+
+@pytest.mark.parametrize("temperature, seed", [(0.0, 0), (0.9, 5)])
+def test_a_later_message_is_stepped_through_after_the_conversation_before_it(chat, temperature, seed):
+    """The third message of a chat, handed to the Teach tab: its Decode gives the chat's reply token for token
+    (greedy, and sampled with the message's seed), reading the four messages before it as the chat did."""
+    ui, teach, app, _ = chat
+    data, last = conversation(app, ui, temperature=temperature, seed=seed)
+    moved = handed_off(app, ui, teach, data, last)
+    status = moved[teach.step.status]
+    assert "after the 4 messages before it, as the chat did" in status and "alone" not in status
+    decoded = teaching.decode(teaching.TeachState(app.showcase), teach, teach_form(teach, moved))
+    assert decoded[teach.run].spec.token_ids == replied(ui, last)
+    assert "after the 4 messages before it, as the chat decoded it" in decoded[teach.step.status]
+    assert decoded[teach.run].extra["messages_before"] == 4
+    # the browser's memory keeps how many messages came before the prompt, none of their text
+    memory = decoded[teach.memory]
+    assert memory["messages_before"] == 4 and TURNS[0] not in json.dumps(memory)
+    assert "decodes the prompt alone" in teach_memory.restored_note(memory)
+    assert teach_memory.restored_note({**memory, "messages_before": 0, "system_prompt": False}) is None
+
+
+def test_another_prompt_typed_is_decoded_alone_and_the_status_line_says_so(chat):
+    ui, teach, app, _ = chat
+    data, last = conversation(app, ui, temperature=0.0, seed=0)
+    moved = handed_off(app, ui, teach, data, last)
+    t, state = teach.controls, teaching.TeachState(app.showcase)
+    typed = teach_form(teach, moved, prompt="x = 1\n")
+    edited = teaching.prompt_edited(teach, {**typed, teach.run: None})[teach.step.status]
+    assert "decoded alone" in edited and "no longer used" in edited
+    alone = teaching.decode(state, teach, typed)[teach.run]
+    pair = app.showcase.cache.get(app.showcase.config.get("bundled-chat"))
+    assert alone.prompt_ids == app.showcase.encode(pair, "x = 1\n", ()) and "messages_before" not in alone.extra
+    # typed back: the message again, with its conversation
+    back = teaching.prompt_edited(teach, {**typed, t.prompt: CODE, teach.run: alone})[teach.step.status]
+    assert "after the 4 messages before it" in back
+    again = teaching.decode(state, teach, teach_form(teach, moved))[teach.run]
+    assert again.prompt_ids == app.showcase.encode(pair, CODE, last[ui.turns][:-2])
+
+
+def shape(trees: dict) -> dict:
+    """Each tree round's tokens, structure, verdicts and own token (the draft's q differs in its last digits: the chat
+    read the conversation's cache, the Teach tab reads the prompt whole)."""
+    return {i: ([(n.token_id, n.parent, n.verdict) for n in r.nodes], r.path, r.final_id) for i, r in trees.items()}
+
+
+def test_the_tree_step_through_and_the_second_drafter_read_the_conversation_too(chat):
+    ui, teach, app, tree = chat
+    data, last = conversation(app, ui, temperature=0.0, seed=0, tree_width=2)
+    moved = handed_off(app, ui, teach, data, last)
+    form = teach_form(teach, moved)
+    prepare = functools.partial(teaching.prepare, app.showcase)
+    out = teach_tree.decode(tree, teach.controls, prepare, {**form, tree.width: 2, tree.nodes: 0})
+    assert out[tree.trees] and shape(out[tree.trees]) == shape(last[ui.tree.trees])  # the chat's trees, round for round
+    second = teaching.decode(teaching.TeachState(app.showcase), teach, {**form, teach.compare.second: "prompt lookup"})
+    run, compared = second[teach.run], second[teach.compare.compared]
+    pair = app.showcase.cache.get(app.showcase.config.get("bundled-chat"))
+    assert run.prompt_ids == app.showcase.encode(pair, CODE, last[ui.turns][:-2])
+    assert compared.rounds[0].context_tokens == len(run.prompt_ids)
+
+
+def test_the_system_prompt_travels_with_the_message(chat):
+    ui, teach, app, _ = chat
+    system = "You write short Python."
+    data, last = conversation(app, ui, temperature=0.9, seed=3, system=system)
+    moved = handed_off(app, ui, teach, {**data, ui.controls.system: "another system prompt, typed later"}, last)
+    assert moved[teach.controls.context]["system"] == system  # the message's own, from its run's JSON
+    assert "the 4 messages before it and the system prompt" in moved[teach.step.status]
+    decoded = teaching.decode(teaching.TeachState(app.showcase), teach, teach_form(teach, moved))
+    assert decoded[teach.run].spec.token_ids == replied(ui, last)
+    pair = app.showcase.cache.get(app.showcase.config.get("bundled-chat"))
+    assert system in pair.tokenizer.decode(decoded[teach.run].prompt_ids)
