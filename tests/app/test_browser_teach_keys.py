@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tools.screenshot import launch_chromium, set_number
-from tests.app.test_browser_teaching import PROMPT, app, wait_round  # noqa: F401 - app: the served Teach tab
+from tools.screenshot import set_number
+from tests.app.test_browser_teaching import PROMPT, app, teach_page, wait_round  # noqa: F401 - app: the served Teach tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
 
@@ -18,13 +18,7 @@ SETTLE_MS = 1500  # after the last round expected shows: long enough for a press
 
 @pytest.fixture(scope="module")
 def page(app):  # noqa: F811 - the fixture imported above
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = launch_chromium(p)
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
-        page.goto(app[1])
-        page.wait_for_selector("#step-start", timeout=60_000)
+    with teach_page(app[1], width=1280, height=720) as page:
         page.fill("#teach-prompt textarea", PROMPT)
         set_number(page, "teach-k", 1)  # one draft a round: many rounds to step through
         set_number(page, "teach-temperature", 0)
@@ -33,7 +27,6 @@ def page(app):  # noqa: F811 - the fixture imported above
         wait_round(page, 1, timeout_ms=120_000)
         page.locator("#step-status").click()  # the focus off the prompt box
         yield page
-        browser.close()
 
 
 def shown(page) -> tuple[int, int]:

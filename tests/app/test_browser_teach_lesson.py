@@ -8,23 +8,16 @@ from __future__ import annotations
 
 import pytest
 
-from tools.screenshot import launch_chromium, set_number
-from tests.app.test_browser_teaching import PROMPT, app, wait_round  # noqa: F401 - app: the served Teach tab
+from tools.screenshot import set_number
+from tests.app.test_browser_teaching import PROMPT, app, teach_page, wait_round  # noqa: F401 - app: the served Teach tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
 
 
 @pytest.fixture(scope="module")
 def page(app):  # noqa: F811 - the fixture imported above
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = launch_chromium(p)
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
-        page.goto(app[1])
-        page.wait_for_selector("#step-start", timeout=60_000)
+    with teach_page(app[1], width=1280, height=720) as page:
         yield page
-        browser.close()
 
 
 def shown_round(page) -> int:

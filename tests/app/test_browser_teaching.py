@@ -10,6 +10,8 @@ Under CI=true a missing browser is a failure, not a skip.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from tools.screenshot import free_port, launch_chromium, set_number
@@ -52,19 +54,28 @@ def app(tmp_path_factory):
         demo.close()
 
 
-@pytest.fixture(scope="module")
-def page(app):
+@contextlib.contextmanager
+def teach_page(url: str, *, width: int = 1400, height: int = 1000):
+    """A Chromium page on the served Teach tab, its dialogs noted in `page.dialogs` (and dismissed)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = launch_chromium(p)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = browser.new_page(viewport={"width": width, "height": height})
         page.dialogs = []
         page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
-        page.goto(app[1])
+        page.goto(url)
         page.wait_for_selector("#step-start", timeout=60_000)
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(app):
+    with teach_page(app[1]) as page:
         yield page
-        browser.close()
 
 
 def wait_round(page, n: int, *, timeout_ms: int = 30_000) -> None:
