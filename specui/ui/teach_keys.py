@@ -26,12 +26,18 @@ def walk(index: int, presses: str, count: int) -> int:
 
 def stepper(name: str, *, back: gr.Button, on: gr.Button, fn, inputs: list, outputs: list, **event):
     """Wire `back` and `on` (ids #NAME-prev and #NAME-next) to one event `fn(presses, data)`: `presses` the
-    "+"/"-" string of the presses taken, `data` the other `inputs` by component. Returns the event."""
+    "+"/"-" string of the presses taken, `data` the other `inputs` by component. Returns the event.
+
+    Clicks in one moment (a burst of keys handled in one go) each start the event before gradio knows one runs, so
+    `always_last` does not hold them all back: the first takes every press and the others none. So an event that
+    took none changes nothing (it would show the step it read, over the first's), and the events run one at a time
+    in their order (a queue of their own), each reading the step the one before it left."""
     box = gr.Textbox("", visible=False)  # carries the presses: its value comes from the page, never from a user
 
     def handler(presses, *values):
-        return fn(presses or "", dict(zip(inputs, values)))
+        return fn(presses, dict(zip(inputs, values))) if presses else {}
 
     take = f"(presses, ...rest) => [window.specuiTakePresses ? window.specuiTakePresses({name!r}) : '', ...rest]"
+    event = {**event, "queue": True, "concurrency_id": f"{name}-presses", "concurrency_limit": 1}
     return gr.on([on.click, back.click], handler, [box, *inputs], outputs, js=take, trigger_mode="always_last",
                  **event)
