@@ -14,10 +14,12 @@ import gradio as gr
 TAB_IDS = {"chat": "chat-tab", "teach": "teach"}
 
 
-def opening_tab(request: gr.Request) -> gr.Tabs:
-    """The tab a page opens on: the one its address names (`?tab=teach`), else the Chat tab."""
+def opening_tab(request: gr.Request):
+    """The tab a page opens on: the one its address names (`?tab=teach`), else the Chat tab — which the page shows
+    already, so then nothing is sent: an answer that came after a click on another tab would take it back."""
     name = str(request.query_params.get("tab") or "chat").strip().lower()
-    return gr.Tabs(selected=TAB_IDS.get(name, TAB_IDS["chat"]))
+    tab = TAB_IDS.get(name, TAB_IDS["chat"])
+    return gr.skip() if tab == TAB_IDS["chat"] else gr.Tabs(selected=tab)
 
 
 def wire(demo: gr.Blocks, tabs: gr.Tabs) -> None:
