@@ -52,6 +52,7 @@ def check_prompt(input_ids, vocab_size: int) -> list[int]:
         ids.append(i)
     return ids
 
+
 def check_run_arguments(*, into, draws, cache) -> None:
     """A run's advanced arguments, each None or of its type; `into` also fresh (one result holds one run)."""
     for name, value, kind, what in (("into", into, GenerationResult, "a new specui.GenerationResult()"),

