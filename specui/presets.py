@@ -6,6 +6,7 @@ Every problem is reported as a `ConfigError` whose message names the file and th
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -148,7 +149,9 @@ def parse_config(raw, *, path: Path) -> Config:
         raise ConfigError(f"{where}: the top level must be a mapping with 'default' and 'presets'")
     unknown = set(raw) - {"default", "presets"}
     if unknown:
-        raise ConfigError(f"{where}: unknown top-level key {sorted(unknown)[0]!r} (expected 'default' and 'presets')")
+        key = sorted(unknown, key=str)[0]
+        raise ConfigError(f"{where}: unknown top-level key {key!r} (expected 'default' and 'presets')"
+                          f"{_did_you_mean(key, ('default', 'presets'))}")
     presets_raw = raw.get("presets")
     if not isinstance(presets_raw, dict) or not presets_raw:
         raise ConfigError(f"{where}: presets: must be a non-empty mapping of preset names to settings")
@@ -191,7 +194,8 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
     allowed = {f.name for f in fields(Preset)} - {"name"}
     for k in body:
         if k not in allowed:
-            raise ConfigError(f"{key}.{k}: unknown setting (allowed: {', '.join(sorted(allowed))})")
+            raise ConfigError(f"{key}.{k}: unknown setting{_did_you_mean(k, allowed)} (allowed: "
+                              f"{', '.join(sorted(allowed))})")
 
     def text(k, default=None, *, required=False):
         v = body.get(k, default)
@@ -275,7 +279,8 @@ def _heads(body, key: str, path: Path) -> tuple[tuple[str, str], ...]:
     out = []
     for name, folder in body.items():
         if name not in HEADS:
-            raise ConfigError(f"{key}.heads.{name}: not a head; choose from {', '.join(HEADS)}")
+            raise ConfigError(f"{key}.heads.{name}: not a head; choose from {', '.join(HEADS)}"
+                              f"{_did_you_mean(name, HEADS)}")
         if not isinstance(folder, str) or not folder.strip():
             raise ConfigError(f"{key}.heads.{name}: must be a folder (got {folder!r})")
         out.append((name, _resolve(folder.strip(), path)))
@@ -310,11 +315,18 @@ def _per_drafter(body, where: str, what: str, check: Callable, must: str) -> tup
     out = []
     for name, v in body.items():
         if name not in DRAFTERS:
-            raise ConfigError(f"{where}.{name}: not a drafter; choose from {', '.join(DRAFTERS)}")
+            raise ConfigError(f"{where}.{name}: not a drafter; choose from {', '.join(DRAFTERS)}"
+                              f"{_did_you_mean(name, DRAFTERS)}")
         if (value := check(v)) is None:
             raise ConfigError(f"{where}.{name}: must be {must} (got {v!r})")
         out.append((name, value))
     return tuple(out)
+
+
+def _did_you_mean(word, options) -> str:
+    """"; did you mean 'x'?" for a misspelt key or value (`num_draft_token`, `eagel`), "" when nothing is close."""
+    close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.75)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _device(value: str | None, where: str, words: tuple[str, ...] = ()) -> str | None:

@@ -179,3 +179,24 @@ def test_a_preset_may_override_what_it_merges_from_another(tmp_path):
 
 def test_a_numeric_preset_name_is_the_default_it_names(tmp_path):
     assert load_config(write(tmp_path, "default: 1\npresets:\n  1: {target: org/model}\n")).default == "1"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("presets:\n  a: {target: x, num_draft_token: 4}\n",
+     "presets.a.num_draft_token: unknown setting; did you mean 'num_draft_tokens'? (allowed: "),
+    ("presets:\n  a: {target: x, heads: {eagel: ./h}}\n", "presets.a.heads.eagel: not a head; choose from eagle, "
+     "medusa, early_exit; did you mean 'eagle'?"),
+    ("presets:\n  a: {target: x, drafter_tokens: {medusas: 1}}\n", "did you mean 'medusa'?"),
+    ("preset:\n  a: {target: x}\n", "unknown top-level key 'preset' (expected 'default' and 'presets'); did you mean "
+     "'presets'?"),
+])
+def test_a_misspelt_key_is_answered_with_the_one_meant(tmp_path, text, message):
+    with pytest.raises(ConfigError) as e:
+        load_config(write(tmp_path, text))
+    assert message in str(e.value)
+
+
+def test_a_key_nothing_is_close_to_suggests_nothing(tmp_path):
+    with pytest.raises(ConfigError) as e:
+        load_config(write(tmp_path, "presets:\n  a: {target: x, colour: red}\n"))
+    assert "did you mean" not in str(e.value)
