@@ -178,6 +178,17 @@ def chat_ids(tokenizer, messages: Sequence[dict], *, ids_of: str | None = None) 
     return ids + encode(text)
 
 
+def turn_ids(tokenizer, preset, messages: Sequence[dict], *, system: str = "") -> list[int]:
+    """A turn's prompt ids, `messages` being the conversation so far and the new user message last: a chat preset
+    (`preset.chat_template`) reads them in its chat template after the system message (if any), the answers as the
+    tokens the model wrote (`chat_ids`); a base model continues the new message's text alone and reads no
+    conversation (the app's chat and `python -m specui --chat` alike)."""
+    if preset.chat_template:
+        first = [{"role": "system", "content": system}] if system else []
+        return chat_ids(tokenizer, [*first, *messages], ids_of=preset.name)
+    return list(tokenizer(messages[-1]["content"])["input_ids"])
+
+
 def chat_history(history: Sequence[dict], continued: Callable[[str | None], bool]) -> list[dict]:
     """The conversation a chat preset reads: `history` without the exchanges a base model wrote (`continued(ids_of)`
     of an answer's preset: it continued the user's text rather than answering it, and read no conversation), each

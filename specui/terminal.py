@@ -122,23 +122,6 @@ def read_prompt(given: str | None) -> str:
     return text
 
 
-def prompt_ids(tokenizer, preset, messages: list[dict], system: str = "") -> list[int]:
-    """A conversation's ids: a chat preset's chat template (the answers as the tokens the model wrote, `chat_ids`, as
-    the app builds them); a base model's text continued, each message's tokens after the last."""
-    from specui.prompt_cache import chat_ids
-
-    if preset.chat_template:
-        first = [{"role": "system", "content": system}] if system else []
-        return chat_ids(tokenizer, [*first, *messages], ids_of=preset.name)
-    ids: list[int] = []
-    for message in messages:
-        if message.get("token_ids") is not None:
-            ids += message["token_ids"]
-        else:
-            ids += tokenizer(message["content"], add_special_tokens=not ids)["input_ids"]
-    return ids
-
-
 def write_json(path: str, data: dict) -> bool:
     """The record written to `path`; False (said in one line) when it cannot be."""
     try:
@@ -163,10 +146,11 @@ class Session:
     def turn(self, messages: list[dict], text: str, cache=None):
         """Decode the reply to `text` after `messages` (speculatively, then plainly with --compare), streaming it;
         prints the stats; returns (speculative Reply, plain Reply or None, the ids read)."""
+        from specui.prompt_cache import turn_ids
         from specui.terminal_view import Reply, compare_line, stats_line, stream_reply
 
-        ids = prompt_ids(self.engine.tokenizer, self.preset, [*messages, {"role": "user", "content": text}],
-                         self.args.system)
+        ids = turn_ids(self.engine.tokenizer, self.preset, [*messages, {"role": "user", "content": text}],
+                       system=self.args.system)
         spec, plain = Reply(), None
         if cache is not None and self.args.compare:  # both runs read the new turn alike, as the app's race does
             cache.limit = cache.reusable(ids, self.engine.target_model)
@@ -232,12 +216,17 @@ def settings_for(args, engine, preset) -> DecodeSettings:
 def converse(session: Session, first: str | None) -> None:
     """--chat: a message per line (`first`, the prompt given, opens it), each turn reading only its new tokens from
     the conversation's cache; an empty line or end of input ends it, /reset starts over. A conversation longer
-    than the model's context leaves its oldest exchanges out, as the app's chat does."""
+    than the model's context leaves its oldest exchanges out, as the app's chat does; a base model continues each
+    message alone, as the app's chat does too (`turn_ids`)."""
     from specui.engine import ContextLengthError
-    from specui.prompt_cache import PromptCache, answer_ids, leave_out_oldest
+    from specui.prompt_cache import PromptCache, answer_ids, leave_out_oldest, turn_ids
 
     cache, messages, turns = PromptCache(), [], []
     ask = "> " if sys.stdin.isatty() else ""
+    if not session.preset.chat_template:
+        print(f"(preset {session.preset.name!r} is a base model: it continues each message alone and reads no "
+              "conversation, as the app's chat does; a message that goes on from the last one reads only its new "
+              "tokens)", file=sys.stderr, flush=True)
     while True:
         text, first = (first, None) if first is not None else (read_line(ask), None)
         if text is None or not text.strip():
@@ -257,8 +246,8 @@ def converse(session: Session, first: str | None) -> None:
                 if not (messages and e.limit):
                     raise
                 tokenizer, user = session.engine.tokenizer, {"role": "user", "content": text}
-                _, n = leave_out_oldest(messages, lambda kept: prompt_ids(tokenizer, session.preset, [*kept, user],
-                                                                         session.args.system),
+                _, n = leave_out_oldest(messages, lambda kept: turn_ids(tokenizer, session.preset, [*kept, user],
+                                                                       system=session.args.system),
                                         limit=e.limit, new_tokens=session.settings.max_new_tokens)
                 print(f"(the conversation's first {n} messages left out: with them it is longer than the model's "
                       f"context, {e.limit:,} tokens)", file=sys.stderr, flush=True)
@@ -267,9 +256,10 @@ def converse(session: Session, first: str | None) -> None:
         except ContextLengthError as e:  # this message alone is too long: say so, and take the next
             print(f"{PROG}: error: {as_flags(str(e))}", file=sys.stderr, flush=True)
             continue
-        messages = [*messages, {"role": "user", "content": text},
-                    {"role": "assistant", "content": spec.text, "token_ids": answer_ids(spec.result),
-                     "ids_of": session.preset.name}]
+        if session.preset.chat_template:  # a base model reads no conversation: only its cache is kept
+            messages = [*messages, {"role": "user", "content": text},
+                        {"role": "assistant", "content": spec.text, "token_ids": answer_ids(spec.result),
+                         "ids_of": session.preset.name}]
         if session.args.json:  # rewritten after every turn: a conversation ended by Ctrl-C keeps its record
             turns.append(session.record(spec, plain, text))
             write_json(session.args.json, {"preset": session.preset.name, "turns": turns})

@@ -22,7 +22,7 @@ from specui import arena, lesson, runstats, spaces
 from specui.engine import ContextLengthError
 from specui.events import GenerationResult
 from specui.loading import LoadError
-from specui.prompt_cache import chat_history, chat_ids, leave_out_oldest
+from specui.prompt_cache import chat_history, leave_out_oldest, turn_ids
 from specui.text import TokenText, fmt, not_unicode
 from specui.tree_steps import tree_record
 from specui.ui import arena_view, charts, render, stats
@@ -102,12 +102,8 @@ class Showcase:
         """The prompt's ids: in the chat template after the system message (if any) and the history (the answers
         as the tokens the model wrote, where the history has them: `chat_ids`), or the text alone for a base
         model."""
-        tokenizer = pair.tokenizer
-        if pair.preset.chat_template:
-            first = [{"role": "system", "content": system}] if system else []
-            messages = [*first, *chat_history(history, self._continues), {"role": "user", "content": prompt}]
-            return chat_ids(tokenizer, messages, ids_of=pair.preset.name)
-        return list(tokenizer(prompt)["input_ids"])  # a base model continues the prompt
+        messages = [*chat_history(history, self._continues), {"role": "user", "content": prompt}]
+        return turn_ids(pair.tokenizer, pair.preset, messages, system=system)
 
     def chats(self, preset_name: str | None) -> bool | None:
         """Whether a preset of this config (None: its default) wraps messages in a chat template; None when the

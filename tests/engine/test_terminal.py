@@ -134,20 +134,30 @@ def test_colours_on_a_terminal_never_with_no_color_and_always_when_asked():
 
 
 @pytest.mark.slow
-def test_a_chat_keeps_its_cache_between_turns_and_reset_starts_over(bundled, tmp_path):
+def test_a_base_models_chat_continues_each_message_alone_as_the_apps_and_reset_starts_over(bundled, tmp_path):
+    """A base model reads no conversation (the app's chat feeds it the message alone: `Showcase.encode`); a message
+    that goes on from the last one reads only its new tokens from the cache, and /reset empties it."""
+    from types import SimpleNamespace
+
+    from specui.loading import PairCache
+    from specui.presets import load_config
+    from specui.ui.session import Showcase
+
     record = tmp_path / "chat.json"
     code, out, err = run_cli("--preset", "bundled", "--chat", "--max-new-tokens", "16", "--json", str(record),
-                            stdin="def f(x):\n    return x\n/reset\ndef f(x):\n")
-    assert code == 0 and "(a new conversation)" in err, err
+                            stdin="def f(x):\ndef f(x): return\n/reset\ndef f(x):\n")
+    assert code == 0 and "(a new conversation)" in err and "is a base model: it continues each message alone" in err
     turns = json.loads(record.read_text())["turns"]
-    assert [t["prompt"] for t in turns] == ["def f(x):", "    return x", "def f(x):"]
+    assert [t["prompt"] for t in turns] == ["def f(x):", "def f(x): return", "def f(x):"]
     assert turns[0]["stats"]["reused_tokens"] == 0 and turns[1]["stats"]["reused_tokens"] > 0
     assert turns[2]["stats"]["reused_tokens"] == 0 and turns[2]["tokens"] == turns[0]["tokens"]  # forgotten
-    tok = bundled.tokenizer
-    first = [t["id"] for t in turns[0]["tokens"]]
-    whole = tok("def f(x):")["input_ids"] + first + tok("    return x", add_special_tokens=False)["input_ids"]
-    fresh = bundled.generate(whole, max_new_tokens=16)  # the whole conversation read afresh
-    assert [t["id"] for t in turns[1]["tokens"]] == fresh.token_ids
+    config = load_config(None)
+    pair = SimpleNamespace(tokenizer=bundled.tokenizer, preset=config.get("bundled"))
+    history = [{"role": "user", "content": "def f(x):"},
+               {"role": "assistant", "content": turns[0]["text"], "token_ids": [t["id"] for t in turns[0]["tokens"]],
+                "ids_of": "bundled"}]
+    ids = Showcase(config, PairCache()).encode(pair, "def f(x): return", history)  # what the app's chat reads
+    assert [t["id"] for t in turns[1]["tokens"]] == bundled.generate(ids, max_new_tokens=16).token_ids
     assert "prompt tokens kept from the conversation" in err
 
 
