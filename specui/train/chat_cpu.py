@@ -218,7 +218,7 @@ def distil(args, target, tok, draft, *, records: list[dict], val: list[dict], de
     if stop.asked:
         if saved_at["step"] != state["step"]:
             evaluate(state["step"])  # the checkpoint of the step in hand
-        raise files.stopped(stop.asked, state["step"], resume)
+        raise files.stopped(stop, state["step"], resume)
     if state["best_weights"] is not None:
         draft.load_state_dict(state["best_weights"], strict=False)
         log(f"keeping the weights of step {state['best_step']} (validation agreement {state['best']:.4f})")

@@ -6,14 +6,16 @@
 reads a `--resume` checkpoint and refuses, in one line naming the flag and the file, one that
 cannot be read (truncated, another program's, a torch too old). `read_cache` reads a cache (the target's states,
 its continuations) and returns None for one that cannot be read, so the run recomputes it. `stop_requests` lets a
-training loop end its step and save its checkpoint on Ctrl-C or SIGTERM, and `stopped` says so; `another_shape`
-refuses a checkpoint whose tensors do not fit the run's.
+training loop end its step and save its checkpoint on Ctrl-C or SIGTERM, and `stopped` says so and ends the
+process with the shell's status for the signal (130, 143), not a failure's 1; `another_shape` refuses a checkpoint
+whose tensors do not fit the run's.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -58,10 +60,14 @@ def another_shape(path, error: Exception, *, what: str, fix: str) -> SystemExit:
     return SystemExit(f"--resume: {path} was written for {what} of another shape ({detail[:200]}); {fix}")
 
 
-def stopped(asked: str, step: int, path) -> SystemExit:
-    """The one line a training command ends with after `stop_requests` asked it to stop and it saved `path`."""
-    return SystemExit(f"{asked} at step {step}: checkpoint saved in {path}; the same command with --resume goes on "
-                      "from it")
+def stopped(stop: _Stop, step: int, path) -> SystemExit:
+    """After `stop_requests` asked a training loop to stop and it saved `path`: says so on stderr, with how to go on,
+    and returns the SystemExit to raise, whose status is the shell's for the signal (128 + its number: 130 after
+    Ctrl-C, 143 after SIGTERM), so a script or a scheduler (slurm, systemd, `timeout`) tells a stop it can resume
+    from a failure (1)."""
+    print(f"{stop.asked} at step {step}: checkpoint saved in {path}; the same command with --resume goes on from it",
+          file=sys.stderr, flush=True)
+    return SystemExit(128 + stop.signum)
 
 
 def read_cache(path, *, log=print):
@@ -78,6 +84,7 @@ def read_cache(path, *, log=print):
 
 class _Stop:
     asked = ""  # what asked the loop to stop ("interrupted", "terminated"), or ""
+    signum = 0  # the signal that asked it
 
 
 @contextmanager
@@ -91,7 +98,7 @@ def stop_requests():
     def ask(signum, frame):
         if stop.asked and signum == signal.SIGINT:
             raise KeyboardInterrupt
-        stop.asked = "interrupted" if signum == signal.SIGINT else "terminated"
+        stop.asked, stop.signum = "interrupted" if signum == signal.SIGINT else "terminated", int(signum)
 
     try:
         before = {s: signal.signal(s, ask) for s in (signal.SIGINT, signal.SIGTERM)}

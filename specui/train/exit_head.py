@@ -230,7 +230,7 @@ def main(argv=None) -> None:
                 save_checkpoint()
     save_checkpoint()
     if stop.asked:
-        raise files.stopped(stop.asked, step, checkpoint)
+        raise files.stopped(stop, step, checkpoint)
     after = agreement(head, held_x, held_y)
     facts = {"preset": preset.name, "target": preset.target, "steps": step, "minutes": round(spent / 60, 1),
              "positions": len(train_y), "device": device_name(target.device),

@@ -347,7 +347,7 @@ def _main(argv=None) -> None:
                 save_checkpoint()
     save_checkpoint()
     if stop.asked:
-        raise files.stopped(stop.asked, step, checkpoint)
+        raise files.stopped(stop, step, checkpoint)
     held_loss = held_out_loss(heads, cache, held, token_ids=token_ids, rows=rows, device=device, batch=args.batch,
                               hard=args.hard_labels)
     facts = {"preset": preset.name, "target": preset.target if not Path(preset.target).is_absolute()

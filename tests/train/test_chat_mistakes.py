@@ -4,6 +4,7 @@ leaves a checkpoint that --resume misreads, and Ctrl-C or SIGTERM saves a checkp
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 
@@ -127,8 +128,11 @@ def test_ctrl_c_or_sigterm_saves_the_step_in_hand_and_resume_goes_on(answers, tm
     out = tmp_path / "run"
     calls = signal_during_second_step(monkeypatch, chat_cpu, signum, step_at=2)
     argv = _args(answers, out, "--steps", "50", "--eval-every", "100")
-    with pytest.raises(SystemExit, match=f"^{word} at step 2: checkpoint saved in .* with --resume goes on from it"):
+    with pytest.raises(SystemExit) as exit_:
         chat.main(argv)
+    assert exit_.value.code == 128 + signum  # the shell's status for the signal: a stop to resume, not a failure
+    assert re.fullmatch(f"{word} at step 2: checkpoint saved in .* with --resume goes on from it",
+                        capsys.readouterr().err.splitlines()[-1])
     assert files.load_checkpoint(out / "checkpoint.pt", key="state")["state"]["step"] == 2 and calls == [0, 1]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
     assert not (out / "draft").exists()

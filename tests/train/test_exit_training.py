@@ -5,6 +5,7 @@ moves its exit to another layer; the cached states are the full target's states 
 normed by the final norm)."""
 
 import json
+import signal
 
 import pytest
 import torch
@@ -120,3 +121,19 @@ def test_the_training_positions_are_the_reachable_ones_of_the_picked_sequences()
     x, y = _reachable(states, picked, labels)
     whole = torch.cat([states[i] for i in picked])
     assert torch.equal(x, whole[labels >= 0]) and torch.equal(y, labels[labels >= 0]) and x.dtype == torch.float16
+
+
+@pytest.mark.slow
+def test_ctrl_c_saves_the_step_in_hand_and_exits_130(answers, tmp_path, monkeypatch, capsys):
+    from specui.train import exit_head
+    from tests.train.test_heads_mistakes import signal_during_second_step
+
+    out = tmp_path / "exit"
+    calls = signal_during_second_step(monkeypatch, exit_head, signal.SIGINT, step_at=1)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--preset", "bundled", "--answers", str(answers), "--out", str(out), "--exit-layer", "8", "--vocab",
+              "300", "--batch", "8", "--steps", "50", "--threads", "1"])
+    assert exit_.value.code == 130 and calls == [0, 1]  # the shell's status for Ctrl-C: a stop to resume, not a failure
+    said = capsys.readouterr().err.splitlines()[-1]
+    assert said == f"interrupted at step 2: checkpoint saved in {out / 'checkpoint.pt'}; the same command with --resume " \
+                   "goes on from it"

@@ -5,6 +5,7 @@ that a later run misreads, Ctrl-C or SIGTERM saves a checkpoint that --resume go
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 from pathlib import Path
@@ -137,8 +138,11 @@ def test_ctrl_c_or_sigterm_saves_the_step_in_hand_and_resume_goes_on(user, tmp_p
     out = tmp_path / "run"
     calls = signal_during_second_step(monkeypatch, heads, signum, step_at=1)
     argv = _args(config, out, "--steps", "50", "--checkpoint-every", "100")
-    with pytest.raises(SystemExit, match=f"^{word} at step 2: checkpoint saved in .* with --resume goes on from it"):
+    with pytest.raises(SystemExit) as exit_:
         heads.main(argv)
+    assert exit_.value.code == 128 + signum  # the shell's status for the signal: a stop to resume, not a failure
+    assert re.fullmatch(f"{word} at step 2: checkpoint saved in .* with --resume goes on from it",
+                        capsys.readouterr().err.splitlines()[-1])
     state = files.load_checkpoint(out / "checkpoint.pt")
     assert state["step"] == 2 and "generator" in state and calls == [0, 1]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
