@@ -79,7 +79,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--json", default=None, metavar="FILE", help="write the run's record (with --chat, every turn's)")
     p.add_argument("--chat", action="store_true",
                    help="a conversation: type a message per line (the prompt, if given, is the first); an empty "
-                        "line or Ctrl-D ends it, /reset starts over")
+                        "line, /quit or Ctrl-D ends it, /reset starts over, /help lists the commands")
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour the tokens: auto (default) on a terminal unless NO_COLOR is set")
     args = p.parse_args(argv)
@@ -213,15 +213,21 @@ def settings_for(args, engine, preset) -> DecodeSettings:
                           draft_confidence=preset.confidence_for(drafter))
 
 
-def converse(session: Session, first: str | None) -> None:
+COMMANDS = {"/reset": "start a new conversation (the model forgets this one)", "/help": "list these commands",
+            "/quit": "end the conversation (as an empty line or Ctrl-D does)"}
+
+
+def converse(session: Session, first: str | None) -> int:
     """--chat: a message per line (`first`, the prompt given, opens it), each turn reading only its new tokens from
-    the conversation's cache; an empty line or end of input ends it, /reset starts over. A conversation longer
+    the conversation's cache; an empty line, /quit or end of input ends it, the other `COMMANDS` as they say. Returns
+    the exit status: 2 when a message was refused (said as it was), 1 when the record could not be written, else 0
+    (a script piping messages in must not take a skipped one as answered). A conversation longer
     than the model's context leaves its oldest exchanges out, as the app's chat does; a base model continues each
     message alone, as the app's chat does too (`turn_ids`)."""
     from specui.engine import ContextLengthError
     from specui.prompt_cache import PromptCache, answer_ids, leave_out_oldest, turn_ids
 
-    cache, messages, turns = PromptCache(), [], []
+    cache, messages, turns, status = PromptCache(), [], [], 0
     ask = "> " if sys.stdin.isatty() else ""
     if not session.preset.chat_template:
         print(f"(preset {session.preset.name!r} is a base model: it continues each message alone and reads no "
@@ -230,14 +236,25 @@ def converse(session: Session, first: str | None) -> None:
     while True:
         text, first = (first, None) if first is not None else (read_line(ask), None)
         if text is None or not text.strip():
-            return
-        if text.strip() == "/reset":
+            return status
+        word = text.strip()
+        if word in ("/quit", "/exit"):
+            return status
+        if word == "/reset":
             cache.clear()
             messages = []
             print("(a new conversation)", file=sys.stderr, flush=True)
             continue
+        if word in ("/help", "/?"):
+            print("\n".join(f"  {name:7} {what}" for name, what in COMMANDS.items()), file=sys.stderr, flush=True)
+            continue
+        if word.startswith("/") and " " not in word and "/" not in word[1:]:  # a mistyped command, not a path
+            print(f"{PROG}: error: no command {word}; the commands: {', '.join(COMMANDS)}", file=sys.stderr,
+                  flush=True)
+            continue
         if problem := not_text(text, "the message"):
             print(f"{PROG}: error: {problem}", file=sys.stderr, flush=True)
+            status = 2
             continue
         try:
             try:
@@ -255,6 +272,7 @@ def converse(session: Session, first: str | None) -> None:
                 spec, plain, _ = session.turn(messages, text, cache)
         except ContextLengthError as e:  # this message alone is too long: say so, and take the next
             print(f"{PROG}: error: {as_flags(str(e))}", file=sys.stderr, flush=True)
+            status = 2
             continue
         if session.preset.chat_template:  # a base model reads no conversation: only its cache is kept
             messages = [*messages, {"role": "user", "content": text},
@@ -262,7 +280,8 @@ def converse(session: Session, first: str | None) -> None:
                          "ids_of": session.preset.name}]
         if session.args.json:  # rewritten after every turn: a conversation ended by Ctrl-C keeps its record
             turns.append(session.record(spec, plain, text))
-            write_json(session.args.json, {"preset": session.preset.name, "turns": turns})
+            if not write_json(session.args.json, {"preset": session.preset.name, "turns": turns}):
+                status = max(status, 1)
 
 
 def read_line(ask: str) -> str | None:
@@ -296,8 +315,7 @@ def main(argv=None) -> None:
 
             print(legend(), file=sys.stderr, flush=True)
         if args.chat:
-            converse(session, text)
-            return
+            raise SystemExit(converse(session, text))
         try:
             spec, plain, _ = session.turn([], text)
         except ContextLengthError as e:  # before any work: the prompt or --max-new-tokens is too long

@@ -162,6 +162,20 @@ def test_a_base_models_chat_continues_each_message_alone_as_the_apps_and_reset_s
 
 
 @pytest.mark.slow
+def test_a_chats_commands_are_not_sent_to_the_model_and_a_refused_message_is_its_exit_status(tmp_path):
+    """/help lists the commands, a mistyped one is named, /quit ends the chat; a message refused (too long for the
+    context) is said and the chat goes on, but piped messages must not all look answered: exit status 2."""
+    record = tmp_path / "chat.json"
+    messages = ["def f(x):", "/help", "/nope", "word " * 1100, "/usr/lib is a path", "/quit", "never read"]
+    code, out, err = run_cli("--preset", "bundled", "--chat", "--max-new-tokens", "4", "--json", str(record),
+                            stdin="\n".join(messages) + "\n")
+    assert code == 2 and "Traceback" not in err, err
+    assert "/reset" in err and "/quit" in err and f"{PROG}: error: no command /nope; the commands: /reset" in err
+    assert "more than the target model's context" in err
+    assert [t["prompt"] for t in json.loads(record.read_text())["turns"]] == ["def f(x):", "/usr/lib is a path"]
+
+
+@pytest.mark.slow
 def test_ctrl_c_mid_stream_keeps_the_partial_reply_and_exits_130():
     proc = subprocess.Popen([sys.executable, "-m", "specui", "--preset", "bundled", "--max-new-tokens", "1000",
                              "--temperature", "1", "--seed", "1", "class A:"], cwd=ROOT, stdout=subprocess.PIPE,
