@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from specui import chat_prompts, corpus
 from specui.arena import PLAIN, can_draft, skip_reason
 from specui.bench import arena as bench_arena
 from specui.bench import conversation as bench_conversation
+from specui.bench.record import environment, json_path_problem, provenance, write_json
 from specui.bench.report import format_table
 from specui.bench.run import (
     DEFAULT_PROMPTS,
@@ -137,28 +137,6 @@ def as_flags(message: str) -> str:
     return reworded(message, flags).replace(" must be None or ", " must be ")
 
 
-def json_path_problem(path: str) -> str | None:
-    """Why a report could not be written to `path` (a folder, a missing or read-only parent), or None."""
-    target = Path(path).expanduser()
-    if target.is_dir():
-        return "is a folder; give a file name"
-    parent = target.parent
-    if not parent.is_dir():
-        return f"its folder {parent} does not exist"
-    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
-        return "cannot be written here (permissions)"
-    return None
-
-
-def write_json(path: str, report: dict) -> None:
-    """The report as one JSON object; a file that cannot be written after all (a full disk) ends in one line."""
-    try:
-        Path(path).expanduser().write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    except OSError as e:
-        raise SystemExit(f"python -m specui.bench: error: --json {path}: {e.strerror or e} "
-                         "(the report is above)") from None
-
-
 # -- prompts -----------------------------------------------------------------------------------------
 
 
@@ -222,46 +200,6 @@ def tokenize_prompts(texts: list[str], tokenizer, *, chat: bool = False) -> list
         if not ids:
             raise SystemExit(f"prompt {n} is empty after tokenization")
     return prompts
-
-
-def environment(device: torch.device) -> dict:
-    import platform
-
-    import transformers
-
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
-    return {"device": f"{device.type}: {name}", "torch_version": torch.__version__,
-            "transformers_version": transformers.__version__, "python_version": platform.python_version(),
-            "torch_threads": torch.get_num_threads(),
-            **_product_threads(device),
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}  # `import specui` makes it PASSIVE
-
-
-def _product_threads(device: torch.device) -> dict:
-    """The threads specui's native products are split over (1: on a GPU, or without the native kernels) and,
-    when more than one, how often this process's large products were split and computed alone giving way."""
-    from specui import native
-
-    kernel = native.kernel() if device.type == "cpu" else None
-    threads = native.product_threads() if kernel is not None else 1
-    if threads < 2:
-        return {"product_threads": threads}
-    state = kernel.pool_state()
-    return {"product_threads": threads, "product_splits": state["splits"],
-            "products_alone_giving_way": state["alone_resting"]}
-
-
-def _cpu_name() -> str:
-    import os
-    import platform
-
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} cores"
-    except OSError:
-        pass
-    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
 
 
 def main(argv=None) -> dict:
@@ -333,7 +271,7 @@ def main(argv=None) -> dict:
                                           else "built-in held-out stdlib test code"),
               **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,
               **({"skipped": {name: skip_reason(name) for name in skipped}} if names else {}),
-              "command": "python -m specui.bench " + " ".join(argv if argv is not None else sys.argv[1:])}
+              **provenance(args, argv)}
     print(format_table(report))
     if args.json:
         write_json(args.json, report)
@@ -352,7 +290,7 @@ def conversation(args, argv, preset, pair, methods, decode, texts: list[str]) ->
               "max_new_tokens": decode.max_new_tokens, "temperature": decode.temperature, "top_p": decode.top_p,
               "top_k": decode.top_k, "repetition_penalty": decode.repetition_penalty, "repeats": args.repeats,
               **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,
-              "command": "python -m specui.bench " + " ".join(argv if argv is not None else sys.argv[1:])}
+              **provenance(args, argv)}
     print(bench_conversation.format_conversation(report))
     if args.json:
         write_json(args.json, report)

@@ -14,12 +14,13 @@ ratios, and whether the tokens were identical.
 from __future__ import annotations
 
 from specui import metrics
-from specui.bench.report import sampling_mode
+from specui.bench.report import run_line, sampling_mode
 from specui.prompt_cache import PromptCache, answer_ids, chat_ids
 from specui.text import fmt
 
 
-def turn_prompt(tokenizer, texts: list[str], answers: list[list[int]], ids_so_far: list[int], *, chat: bool) -> list[int]:
+def turn_prompt(tokenizer, texts: list[str], answers: list[list[int]], ids_so_far: list[int], *,
+                chat: bool) -> list[int]:
     """The prompt of turn len(answers): the chat so far (each answer as the tokens the model wrote:
     `chat_ids`) and texts[len(answers)] (chat), else the tokens so far and the next text's."""
     if chat:
@@ -79,8 +80,9 @@ def format_conversation(r: dict) -> str:
     """The report of `run_conversation` as a text table, under the run's header lines."""
     mode = sampling_mode(r)
     lines = [(f"specui bench --turns: preset {r['preset']}, drafter {r['drafter']}, {mode}, up to "
-              f"{r['max_new_tokens']} new tokens a turn (stops at EOS), {len(r['turns'])} turns x {r['repeats']} repeats"),
-             f"device: {r['device']}, torch {r['torch_version']}, {r['torch_threads']} thread(s)", "",
+              f"{r['max_new_tokens']} new tokens a turn (stops at EOS), {len(r['turns'])} turns x "
+              f"{r['repeats']} repeats"),
+             f"device: {r['device']}, torch {r['torch_version']}, {r['torch_threads']} thread(s)", run_line(r), "",
              "turn  prompt  kept  new | first token s: fresh  cached  ratio | turn s: fresh  cached  ratio | identical"]
     for x in r["turns"]:
         same = {True: "yes", False: "NO", None: "–"}[x["identical"]]

@@ -34,6 +34,15 @@ def device_line(r: dict) -> str:
     return f"device {r['device']}, {threads}; torch {r['torch_version']}, transformers {r['transformers_version']}"
 
 
+def run_line(r: dict) -> str:
+    """What traces the figures back: the seed, specui's commit (and whether the checkout had changes) and the date."""
+    if r.get("commit"):
+        source = f"commit {r['commit'][:12]}" + (" with uncommitted changes" if r.get("commit_modified") else "")
+    else:
+        source = f"specui {r.get('specui_version', '?')} (not a git checkout)"
+    return f"seed {r.get('seed')}, {source}, {r.get('date', 'undated')}"
+
+
 def _num(value, spec: str) -> str:
     return fmt(value, spec, none="n/a")
 
@@ -67,6 +76,7 @@ def format_table(r: dict) -> str:
         (f"specui bench: preset {r['preset']}, drafter {r['drafter']}, K={long}, {mode}, "
          f"{r['max_new_tokens']} new tokens (EOS ignored), {r['num_prompts']} prompts x {r['repeats']} repeats"),
         device_line(r),
+        run_line(r),
         "",
         f"{'method':<38}{'tokens/s':>10}{'vs plain':>10}",
     ]
@@ -118,8 +128,10 @@ def _theory_lines(r: dict) -> list[str]:
          f"{_num(r['alpha_per_token'], '.3f')} fitted to the mean accepted length); efficiency "
          f"{_num(r['efficiency'], '.2f')} (measured / theoretical)"
          + ("; with a token tree, the theorem's chain of K with the tree's tokens per forward and a K+1-token "
-            "verify, so the tree's extra verify rows count as overhead" if r.get("tree_vs_chain_length") is not None else "")),
-        (f"with the measured verify cost in place of 1: theoretical {_num(r['theoretical_speedup_measured_verify'], '.2f')}x, "
+            "verify, so the tree's extra verify rows count as overhead"
+            if r.get("tree_vs_chain_length") is not None else "")),
+        (f"with the measured verify cost in place of 1: theoretical "
+         f"{_num(r['theoretical_speedup_measured_verify'], '.2f')}x, "
          f"efficiency {_num(r['efficiency_measured_verify'], '.2f')}; Thm 3.8's best K at this alpha and c: "
          f"{r['best_k_theoretical']}"),
     ]
@@ -139,8 +151,10 @@ def format_drafter_table(r: dict) -> str:
         (f"specui bench: preset {r['preset']}, drafters side by side ({', '.join(drafters)}), {k_text}, {mode}, "
          f"{r['max_new_tokens']} new tokens (EOS ignored), {r['num_prompts']} prompts x {r['repeats']} repeats"),
         device_line(r),
+        run_line(r),
         "",
-        f"{'drafter':<24}{'K':>4}{'tokens/s':>10}{'vs plain':>10}{'alpha':>8}{'len':>7}{'c':>8}{'theory':>8}  identical",
+        (f"{'drafter':<24}{'K':>4}{'tokens/s':>10}{'vs plain':>10}{'alpha':>8}{'len':>7}{'c':>8}{'theory':>8}"
+         "  identical"),
     ]
     confident = {d["label"]: d["draft_confidence"] for d in drafters.values() if d.get("draft_confidence")}
     for name, d in drafters.items():

@@ -85,6 +85,8 @@ def test_bench_greedy_json(bench_config, tmp_path):
     row = report["rows"][0]
     assert row["tokens"] == {"plain": 6, "speculative": 6, "hf_assisted": 6, "hf_plain": 6}  # EOS ignored everywhere
     assert "tokens/s" in stdout and "speculative" in stdout
+    assert report["seed"] == 0 and report["date"] and "commit" in report and report["prompts_sha256"]
+    assert "seed 0, " in stdout.splitlines()[2]  # under the device line: what traces the figures back
     curve = report["verify_cost_curve"]  # the target's forward time for 1..16 new tokens, ÷ one token
     assert curve["tokens"] == list(range(1, 17)) and curve["ratios"][0] == 1.0 and len(curve["seconds"]) == 16
     assert "verify-cost curve" in stdout

@@ -1,0 +1,34 @@
+"""What a benchmark report keeps so that a number can be traced back and compared later (specui.bench.record): the
+seed, the date, specui's commit, the prompts file's SHA-256 and the command, in the JSON and in the table's header."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import datetime
+
+from specui.bench.cli import parse_args
+from specui.bench.record import provenance
+from specui.bench.report import run_line
+from tests.helpers import ROOT
+
+
+def test_the_report_records_the_seed_date_commit_and_prompts_it_ran(tmp_path):
+    prompts = tmp_path / "mine.jsonl"
+    prompts.write_text('{"prompt": "def f(x):"}\n', encoding="utf-8")
+    argv = ["--prompts", str(prompts), "--temperature", "0.7"]  # sampled: the seed decides the tokens
+    record = provenance(parse_args(argv), argv)
+    assert record["seed"] == 0  # the default, which the command as typed does not show
+    assert datetime.fromisoformat(record["date"]).tzinfo is not None
+    assert record["prompts_sha256"] == hashlib.sha256(prompts.read_bytes()).hexdigest()
+    assert record["command"] == "python -m specui.bench " + " ".join(argv)
+    if (ROOT / ".git").exists():  # a checkout: its commit, and whether tracked files were changed from it
+        assert re.fullmatch("[0-9a-f]{40}", record["commit"]) and isinstance(record["commit_modified"], bool)
+    assert "prompts_sha256" not in provenance(parse_args([]), [])  # the built-in prompts are the commit's
+
+
+def test_the_tables_header_says_the_seed_commit_and_date():
+    r = {"seed": 3, "commit": "0123456789abcdef" * 2 + "01234567", "commit_modified": True,
+         "date": "2026-12-07T10:00:00+00:00", "specui_version": "0.1.0"}
+    assert run_line(r) == "seed 3, commit 0123456789ab with uncommitted changes, 2026-12-07T10:00:00+00:00"
+    assert run_line({**r, "commit": None}) == "seed 3, specui 0.1.0 (not a git checkout), 2026-12-07T10:00:00+00:00"
