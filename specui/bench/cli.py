@@ -13,7 +13,7 @@ from specui import chat_prompts, corpus
 from specui.arena import PLAIN, can_draft, skip_reason
 from specui.bench import arena as bench_arena
 from specui.bench import conversation as bench_conversation
-from specui.bench.record import environment, json_path_problem, provenance, write_json
+from specui.bench.record import environment, json_path_problem, provenance, show, write_json
 from specui.bench.report import format_table
 from specui.bench.run import (
     DEFAULT_PROMPTS,
@@ -272,7 +272,7 @@ def main(argv=None) -> dict:
               **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,
               **({"skipped": {name: skip_reason(name) for name in skipped}} if names else {}),
               **provenance(args, argv)}
-    print(format_table(report))
+    show(format_table(report))
     if args.json:
         write_json(args.json, report)
     return report
@@ -291,7 +291,7 @@ def conversation(args, argv, preset, pair, methods, decode, texts: list[str]) ->
               "top_k": decode.top_k, "repetition_penalty": decode.repetition_penalty, "repeats": args.repeats,
               **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,
               **provenance(args, argv)}
-    print(bench_conversation.format_conversation(report))
+    show(bench_conversation.format_conversation(report))
     if args.json:
         write_json(args.json, report)
     return report

@@ -2,7 +2,8 @@
 
 A number is only worth keeping if it can be traced back: `environment` records the machine, the threads and the
 versions; `provenance` the seed, the date, specui's commit (and whether the checkout had changes), the prompts
-file's SHA-256 and the command as typed. `write_json` writes the whole report as one JSON object.
+file's SHA-256 and the command as typed. `show` prints the table (a reader that stops early, as `| head`, ends the
+printing quietly, not the run), and `write_json` writes the whole report as one JSON object.
 """
 
 from __future__ import annotations
@@ -84,6 +85,15 @@ def commit() -> dict:
 def _git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10,
                           check=True).stdout.strip()
+
+
+def show(text: str) -> None:
+    """The table on stdout; a reader that closed it (`| head`) ends the printing, not the run (the JSON is still
+    written), and leaves no traceback at exit."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would fail again
 
 
 def json_path_problem(path: str) -> str | None:

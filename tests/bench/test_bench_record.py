@@ -4,8 +4,13 @@ seed, the date, specui's commit, the prompts file's SHA-256 and the command, in 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+import subprocess
+import sys
 from datetime import datetime
+
+import pytest
 
 from specui.bench.cli import parse_args
 from specui.bench.record import provenance
@@ -32,3 +37,17 @@ def test_the_tables_header_says_the_seed_commit_and_date():
          "date": "2026-12-07T10:00:00+00:00", "specui_version": "0.1.0"}
     assert run_line(r) == "seed 3, commit 0123456789ab with uncommitted changes, 2026-12-07T10:00:00+00:00"
     assert run_line({**r, "commit": None}) == "seed 3, specui 0.1.0 (not a git checkout), 2026-12-07T10:00:00+00:00"
+
+
+@pytest.mark.slow
+def test_a_reader_that_stops_early_ends_the_printing_not_the_report(tmp_path):
+    """`python -m specui.bench --json r.json | head -1` with a reader gone before the table: no BrokenPipeError
+    traceback, exit 0, and the JSON written (it was lost: the table is printed first)."""
+    out = tmp_path / "r.json"
+    cmd = [sys.executable, "-m", "specui.bench", "--preset", "bundled", "--num-prompts", "1", "--max-new-tokens", "2",
+           "--repeats", "1", "--warmup", "0", "--cost-samples", "1", "--threads", "1", "--json", str(out)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader is gone
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 0 and "Traceback" not in err and "BrokenPipe" not in err, err[-3000:]
+    assert json.loads(out.read_text(encoding="utf-8"))["identical_to_plain"] is True
