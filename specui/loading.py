@@ -87,9 +87,7 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
-        target_ref = preset.target
-        if packaged.is_packaged(target_ref):
-            target_ref = str(packaged.local_folder(target_ref, progress=say))  # converted once, then cached
+        target_ref = _folder(preset.target, say)
         say(f"Loading the tokenizer of {preset.target}")
         tokenizer = AutoTokenizer.from_pretrained(target_ref, revision=preset.revision,
                                                   trust_remote_code=preset.trust_remote_code)
@@ -100,7 +98,7 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
         draft = None
         if preset.draft is not None:
             say(f"Loading the draft {preset.draft}")
-            draft = _load_draft(preset, target, tokenizer)
+            draft = _load_draft(preset, _folder(preset.draft, say), target, tokenizer)
         heads = {}
         for name, folder in preset.heads:
             say(f"Loading the {name} head {folder}")
@@ -131,15 +129,32 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
     return pair
 
 
+def _folder(ref: str, say: Callable[[str], None]) -> str:
+    """What from_pretrained reads for a model reference: a packaged model's or a GGUF file's converted folder (converted
+    once, then cached), else the reference itself (a folder or a Hub id)."""
+    if packaged.is_packaged(ref):
+        return str(packaged.local_folder(ref, progress=say))
+    if packaged.is_gguf(ref):
+        return str(packaged.gguf_folder(ref, progress=say))
+    return ref
+
+
 def check_before_loading(preset: Preset) -> None:
     """Missing folders, quantization without CUDA and Hub models out of reach, said before anything heavy is loaded."""
     if problem := hub.endpoint_problem():
         raise LoadError(f"Preset '{preset.name}' cannot be loaded: {problem}.")
     for role, ref in (("target", preset.target), ("draft", preset.draft)):
-        if ref and Path(ref).is_absolute() and not ((Path(ref) / "config.json").is_file()
-                                                    or chat_draft.is_draft_folder(ref)):
-            where = ("Check the path given on the command line (--target, --draft)." if preset.name == COMMAND_LINE
-                     else "Check the path in models.yaml (local paths are relative to that file).")
+        where = ("Check the path given on the command line (--target, --draft)." if preset.name == COMMAND_LINE
+                 else "Check the path in models.yaml (local paths are relative to that file).")
+        if ref and packaged.is_gguf(ref):
+            if not Path(ref).is_file():
+                raise LoadError(f"Preset '{preset.name}': the {role} GGUF file {ref} does not exist. {where}")
+            try:
+                packaged.require_gguf_package(Path(ref).name)
+            except packaged.PackagedModelError as e:
+                raise LoadError(f"Preset '{preset.name}': {e}") from None
+        elif ref and Path(ref).is_absolute() and not ((Path(ref) / "config.json").is_file()
+                                                      or chat_draft.is_draft_folder(ref)):
             raise LoadError(f"Preset '{preset.name}': the {role} folder {ref} has no config.json. {where}")
     for field_name in ("device", "draft_device"):
         wanted = getattr(preset, field_name) or ""
@@ -174,28 +189,29 @@ def _load_head(folder: str, target):
     return heads.load(folder, target).to(model_device(target)).eval()
 
 
-def _load_draft(preset: Preset, target, tokenizer):
-    """A transformers draft model (its tokenizer checked against the target's; with a
-    `specui_vocabulary.json` beside it, proposing from those ids only), or a specui draft that borrows
-    the target's embeddings (specui.chat_draft), which has no tokenizer of its own."""
+def _load_draft(preset: Preset, folder: str, target, tokenizer):
+    """A transformers draft model read from `folder` (the preset's draft, or its converted folder; its tokenizer checked
+    against the target's; with a `specui_vocabulary.json` beside it, proposing from those ids only), or a specui draft
+    that borrows the target's embeddings (specui.chat_draft), which has no tokenizer of its own."""
     from transformers import AutoModelForCausalLM
 
-    if chat_draft.is_draft_folder(preset.draft):
-        return chat_draft.load(preset.draft, target)
+    if chat_draft.is_draft_folder(folder):
+        return chat_draft.load(folder, target)
     draft = AutoModelForCausalLM.from_pretrained(
-        preset.draft, **_model_kwargs(preset, quantization=preset.draft_quantization, revision=preset.draft_revision,
+        folder, **_model_kwargs(preset, quantization=preset.draft_quantization, revision=preset.draft_revision,
                                       device=preset.draft_device or preset.device, device_map=None))
-    check_compatible(preset, tokenizer)
-    if chat_draft.has_vocabulary(preset.draft):  # a local folder that keeps a reduced output vocabulary
-        chat_draft.restrict_vocabulary(draft, chat_draft.load_vocabulary(preset.draft))
+    check_compatible(preset, tokenizer, folder=folder)
+    if chat_draft.has_vocabulary(folder):  # a local folder that keeps a reduced output vocabulary
+        chat_draft.restrict_vocabulary(draft, chat_draft.load_vocabulary(folder))
     return draft
 
 
-def check_compatible(preset: Preset, target_tokenizer) -> None:
-    """The draft must tokenize exactly as the target does, or its proposals mean other text."""
+def check_compatible(preset: Preset, target_tokenizer, *, folder: str | None = None) -> None:
+    """The draft (read from `folder`, default the preset's draft) must tokenize exactly as the target does, or its
+    proposals mean other text."""
     from transformers import AutoTokenizer
 
-    draft_tokenizer = AutoTokenizer.from_pretrained(preset.draft, revision=preset.draft_revision,
+    draft_tokenizer = AutoTokenizer.from_pretrained(folder or preset.draft, revision=preset.draft_revision,
                                                     trust_remote_code=preset.trust_remote_code)
     if draft_tokenizer.get_vocab() != target_tokenizer.get_vocab():
         raise LoadError(

