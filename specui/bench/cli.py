@@ -247,26 +247,40 @@ def main(argv=None) -> dict:
         return conversation(args, argv, preset, pair, methods, decode.but(drafter=drafter), texts or (
             chat_prompts.HELD_OUT if chat else [pair.tokenizer.decode(ids) for ids in prompts]))
 
+    finished = []  # each prompt's runs as it completes: what Ctrl-C leaves to report
+
     def done(i, total, run):
+        finished.append(run)
         print(f"prompt {i}/{total} done", file=sys.stderr)
+
+    def measured(arms) -> list:
+        """The harness's runs; Ctrl-C after a prompt or more ends it with those (the report says so)."""
+        try:
+            return run_prompts(methods, prompts, arms=arms, progress=done)
+        except KeyboardInterrupt:
+            if not finished:
+                raise
+            return finished
 
     if names:  # the drafters side by side (specui.bench.arena)
         ks = {} if args.num_draft_tokens else dict(preset.drafter_tokens)  # each its own K, as the arena gives it
         own = args.draft_confidence is None and decode.tree_width == 1  # and its own draft_confidence
         confidences = dict(preset.draft_confidence) if own else {}
         arms = bench_arena.arms(names, decode, ks=ks, confidences=confidences)
-        figures = bench_arena.summarise(run_prompts(methods, prompts, arms=arms, progress=done), plan, arms=arms)
+        figures = bench_arena.summarise(measured(arms), plan, arms=arms)
     else:  # one drafter against plain decoding and transformers' own generation
         assistant = methods.hf_draft if drafter in MODEL_DRAFTERS else None
         with constant_assistant_schedule(assistant, decode.num_draft_tokens, decode.draft_confidence):
             costs = measure_costs(methods, prompts[0], decode.num_draft_tokens, samples=args.cost_samples)
-            figures = summarise(run_prompts(methods, prompts, arms=plan_arms(decode), progress=done), costs, plan)
+            figures = summarise(measured(plan_arms(decode)), costs, plan)
     report = {"preset": preset.name, "drafter": drafter, "max_new_tokens": decode.max_new_tokens,
               "temperature": decode.temperature, "top_p": decode.top_p, "top_k": decode.top_k,
               "repetition_penalty": decode.repetition_penalty,
               "tree_width": decode.tree_width, "tree_nodes": decode.tree_nodes,
               "draft_confidence": decode.draft_confidence, "repeats": plan.repeats, "warmup": plan.warmup,
-              "num_prompts": len(prompts),
+              "num_prompts": len(finished),
+              **({"interrupted": f"after {len(finished)} of {len(prompts)} prompts"} if len(finished) < len(prompts)
+                 else {}),
               "prompts": args.prompts or ("held-out chat and code prompts (specui.chat_prompts)" if chat
                                           else "built-in held-out stdlib test code"),
               **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,
@@ -275,6 +289,8 @@ def main(argv=None) -> dict:
     show(format_table(report))
     if args.json:
         write_json(args.json, report)
+    if "interrupted" in report:  # the prompts measured are kept; the exit is still Ctrl-C's (specui.command_line)
+        raise KeyboardInterrupt
     return report
 
 

@@ -35,12 +35,16 @@ def device_line(r: dict) -> str:
 
 
 def run_line(r: dict) -> str:
-    """What traces the figures back: the seed, specui's commit (and whether the checkout had changes) and the date."""
+    """What traces the figures back: the seed, specui's commit (and whether the checkout had changes) and the date;
+    and, after Ctrl-C, how many of the prompts the figures cover."""
     if r.get("commit"):
         source = f"commit {r['commit'][:12]}" + (" with uncommitted changes" if r.get("commit_modified") else "")
     else:
         source = f"specui {r.get('specui_version', '?')} (not a git checkout)"
-    return f"seed {r.get('seed')}, {source}, {r.get('date', 'undated')}"
+    line = f"seed {r.get('seed')}, {source}, {r.get('date', 'undated')}"
+    if r.get("interrupted"):  # Ctrl-C during the run: the figures are the prompts it finished
+        line += f"; INTERRUPTED (Ctrl-C) {r['interrupted']}: the figures are theirs"
+    return line
 
 
 def _num(value, spec: str) -> str:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 from datetime import datetime
@@ -51,3 +53,36 @@ def test_a_reader_that_stops_early_ends_the_printing_not_the_report(tmp_path):
     err = proc.stderr.read()
     assert proc.wait(timeout=300) == 0 and "Traceback" not in err and "BrokenPipe" not in err, err[-3000:]
     assert json.loads(out.read_text(encoding="utf-8"))["identical_to_plain"] is True
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_prompts_measured_so_far(tmp_path, monkeypatch, capsys):
+    """Ctrl-C during the second of three prompts: the table and the JSON hold the first (they were lost), both say
+    the run was interrupted after 1 of 3 prompts, and the exit is still Ctrl-C's: status 130."""
+    from specui.bench import run as bench_run
+    from specui.bench.cli import main
+    from specui.command_line import run
+
+    prompts = tmp_path / "three.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": f"def {name}(x):\n"}) + "\n" for name in "abc"), encoding="utf-8")
+    real, calls = bench_run.Methods.run, []
+
+    def ctrl_c_in_the_second_prompt(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 5:  # 4 arms x 1 timed pass a prompt: the second prompt's first run
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(bench_run.Methods, "run", ctrl_c_in_the_second_prompt)
+    out = tmp_path / "r.json"
+    with pytest.raises(SystemExit) as exit_:
+        run(main, "python -m specui.bench", ["--preset", "bundled", "--prompts", str(prompts), "--max-new-tokens", "2",
+                                            "--repeats", "1", "--warmup", "0", "--cost-samples", "1", "--threads", "1",
+                                            "--json", str(out)])
+    assert exit_.value.code == 130 and len(calls) == 5
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["interrupted"] == "after 1 of 3 prompts" and report["num_prompts"] == len(report["rows"]) == 1
+    assert report["identical_to_plain"] is True
+    captured = capsys.readouterr()
+    assert "INTERRUPTED (Ctrl-C) after 1 of 3 prompts" in captured.out and "1 prompts x 1 repeats" in captured.out
+    assert captured.err.splitlines()[-1] == "python -m specui.bench: interrupted"
