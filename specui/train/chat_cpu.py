@@ -186,7 +186,7 @@ def distil(args, target, tok, draft, *, records: list[dict], val: list[dict], de
             log(f"step {step}: validation agreement {value:.4f} ({best})")
         out.mkdir(parents=True, exist_ok=True)
         files.save({"weights": chat_draft.trained_state(draft), "optimizer": opt.state_dict(),  # whole or not at all
-                    "generator": gen.get_state(), "state": state}, resume)
+                    "generator": gen.get_state(), "state": state, "token_ids": draft.token_ids.cpu()}, resume)
         saved_at["step"] = step
 
     if state["step"] == 0:
@@ -238,8 +238,19 @@ def distil(args, target, tok, draft, *, records: list[dict], val: list[dict], de
 
 def resumed(path: Path, draft, opt, gen, *, device: str) -> dict:
     """Load the checkpoint `path` into the draft, the optimiser and the batch generator; returns its state (step,
-    time spent, best so far). Refuses in one line one that cannot be read, or of a draft of another shape."""
+    time spent, best so far). Refuses in one line one that cannot be read, or of a draft of another shape or
+    vocabulary."""
     saved = files.load_checkpoint(path, map_location=device, key="state")
+    ids = saved.get("token_ids")  # none in checkpoints written before it was kept
+    if ids is not None and not torch.equal(ids.cpu(), draft.token_ids.cpu()):
+        # the weights would load (the output rows are the target's, not in the checkpoint), but its best-so-far
+        # agreement and weights were measured over the first run's ids: a run resumed on others would keep or drop
+        # weights by a score of another vocabulary, and the saved draft's card would mix the two
+        mine = len(draft.token_ids)
+        which = f"{len(ids)} ids, this run's {mine}" if len(ids) != mine else f"{mine} ids, this run as many other ones"
+        raise SystemExit(f"--resume: {path} was written for a draft vocabulary of {which} (picked by --vocab, "
+                         "--answers, --val-answers, --init-draft and --new-vocab): give the first run's, or another "
+                         "--out")
     try:
         expected = chat_draft.trained_state(draft)
         if set(saved["weights"]) != set(expected):  # another layer count: load_state_dict(strict=False) would not say

@@ -192,3 +192,16 @@ def test_a_writer_that_wrote_no_file_leaves_the_folder_free(tmp_path, capsys):
     torch.save([], folder / "answers-00000.pt")  # this run's first file: now the folder is bound to its settings
     line = _refused(["--write-answers", str(folder), "--gen-batch", "64"], capsys)
     assert "--gen-batch 8 (this run: 64)" in line
+
+
+@pytest.mark.slow
+@needs_wheel
+def test_resume_with_another_vocabulary_is_refused_in_one_line(answers, first, tmp_path):
+    """The checkpoint keeps the layers alone (the output rows are the target's), so another --vocab would load; but
+    its best-so-far weights and agreement were measured over the first run's ids, so the run is refused."""
+    out = tmp_path / "run"
+    shutil.copytree(first, out)
+    with pytest.raises(SystemExit, match=r"^--resume: .* was written for a draft vocabulary of 256 ids, this run's "
+                                         r"300 \(picked by --vocab, .*\): give the first run's, or another --out$"):
+        chat.main([*_args(answers, out, "--steps", "3", "--resume"), "--vocab", "300"])
+    chat.main(_args(answers, out, "--steps", "3", "--resume"))  # the first run's: goes on
