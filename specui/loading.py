@@ -102,7 +102,7 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
         heads = {}
         for name, folder in preset.heads:
             say(f"Loading the {name} head {folder}")
-            heads[name] = _load_head(folder, target)
+            heads[name] = _load_head(folder, target, where=f"Preset '{preset.name}': heads.{name}: ")
         if preset.int8_drafters:  # specui's own drafters rounded to int8 rows: a quarter of the bytes a step
             own = [*heads.values(), *([draft] if draft is not None and chat_draft.is_draft_folder(preset.draft) else [])]
             for drafter in own:
@@ -181,11 +181,12 @@ def check_before_loading(preset: Preset) -> None:
                         f"folder? There is no {missing[0]} {where}.)")
 
 
-def _load_head(folder: str, target):
+def _load_head(folder: str, target, *, where: str = ""):
     from specui import heads
 
     if not heads.is_head_folder(folder):
-        raise LoadError(f"the head folder {folder} has no specui_head.json (train one: python -m specui.train heads --help)")
+        raise LoadError(f"{where}the head folder {folder} has no specui_head.json (train one: python -m specui.train "
+                        "heads --help)")
     return heads.load(folder, target).to(model_device(target)).eval()
 
 

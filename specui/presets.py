@@ -283,7 +283,7 @@ def _heads(body, key: str, path: Path) -> tuple[tuple[str, str], ...]:
                               f"{_did_you_mean(name, HEADS)}")
         if not isinstance(folder, str) or not folder.strip():
             raise ConfigError(f"{key}.heads.{name}: must be a folder (got {folder!r})")
-        out.append((name, _resolve(folder.strip(), path)))
+        out.append((name, str((path.resolve().parent / Path(folder.strip()).expanduser()).resolve())))  # beside it
     return tuple(out)
 
 

