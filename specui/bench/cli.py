@@ -57,7 +57,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="length of each built-in stdlib prompt, in tokens (default: %(default)s)")
     p.add_argument("--max-new-tokens", type=int, default=128,
                    help="tokens decoded per run (default: %(default)s)")
-    p.add_argument("--num-draft-tokens", type=int, default=None,
+    p.add_argument("-k", "--num-draft-tokens", type=int, default=None, metavar="K",
                    help="K (default: the preset's; with --drafter all or a head, each drafter's own K from the "
                         "preset's drafter_tokens)")
     p.add_argument("--draft-confidence", type=float, default=None,
@@ -112,6 +112,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--draft and --chat need --target")
     if args.target and args.preset:
         p.error("--target names a pair in place of --preset: give one of them")
+    if args.prompts:  # a file that cannot be used is refused before any model loads, naming its flag
+        try:
+            args.prompt_texts = read_prompt_texts(args.prompts)
+        except ConfigError as e:
+            p.error(f"--prompts {e}")
     if args.json:  # refused now, not after minutes of timing
         problem = json_path_problem(args.json)
         if problem:
@@ -162,16 +167,20 @@ def read_prompt_texts(path: str) -> list[str]:
     ConfigError: one line, as the other mistakes of the command line)."""
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path}: cannot be read ({e})") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read ({e.strerror or e})") from None
     texts = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            text = json.loads(line)["prompt"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            text = None
+            text = json.loads(line)
+        except json.JSONDecodeError:
+            raise ConfigError(f'{path}:{n}: not JSON; the file is JSON Lines, one {{"prompt": "..."}} per line '
+                              "(a plain text line needs quoting as one)") from None
+        text = text.get("prompt") if isinstance(text, dict) else None
         if not isinstance(text, str) or not text:
             raise ConfigError(f'{path}:{n}: expected a JSON object {{"prompt": "<non-empty text>"}}')
         texts.append(text)
@@ -206,7 +215,7 @@ def main(argv=None) -> dict:
     from transformers.utils import logging as transformers_logging
 
     args = parse_args(argv)
-    texts = first_prompts(read_prompt_texts(args.prompts), args.num_prompts, args.prompts) if args.prompts else None
+    texts = first_prompts(args.prompt_texts, args.num_prompts, args.prompts) if args.prompts else None
     count = args.num_prompts or DEFAULT_PROMPTS  # of the built-in prompts
     transformers_logging.set_verbosity_error()  # generate()'s advice about its own arguments is noise here
     config = load_config(args.config)

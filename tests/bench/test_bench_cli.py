@@ -150,3 +150,30 @@ def test_a_drafter_that_drafts_no_trees_is_refused_before_loading(capsys):
         parse_args(["--tree-width", "2", "--drafter", "prompt_lookup"])
     assert exit_.value.code == 2 and "drafter 'prompt_lookup' cannot draft trees" in capsys.readouterr().err
     assert parse_args(["--tree-width", "2", "--drafter", "all"]).drafter == "all"  # all skips those that cannot
+
+
+@pytest.mark.parametrize("content, said", [
+    (None, ": cannot be read (No such file or directory)"),
+    (b"", ": no prompts"),
+    (b"Write a haiku about the sea.\n", ':1: not JSON; the file is JSON Lines, one {"prompt": "..."} per line'),
+    (b'{"prompt": "caf\xe9"}\n', ": not UTF-8 text (byte 15); save it as UTF-8"),
+    (b'[{"prompt": "a"}]\n', ':1: expected a JSON object {"prompt": "<non-empty text>"}'),
+])
+def test_a_prompts_file_that_cannot_be_used_is_refused_naming_the_flag_before_loading(content, said, tmp_path,
+                                                                                        capsys):
+    """Exit 2 with --prompts named, as every other flag's mistake (it was exit 1, naming only the path, after the
+    preset's config was read); a plain text file is told it needs JSON Lines."""
+    from specui.bench.cli import parse_args
+
+    path = tmp_path / "mine.jsonl"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--prompts", str(path)])
+    assert exit_.value.code == 2 and f"python -m specui.bench: error: --prompts {path}{said}" in capsys.readouterr().err
+
+
+def test_k_is_short_for_num_draft_tokens_as_in_the_terminal_command():
+    from specui.bench.cli import parse_args
+
+    assert parse_args(["-k", "3"]).num_draft_tokens == 3 == parse_args(["--num-draft-tokens", "3"]).num_draft_tokens
