@@ -53,8 +53,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--num-prompts", type=int, default=None,
                    help=f"how many prompts: the first N of the built-in ones (default: {DEFAULT_PROMPTS}; there are 16 "
                         "held-out chat prompts) or, with --prompts, the first N of the file's (default: all of them)")
-    p.add_argument("--prompt-tokens", type=int, default=PROMPT_TOKENS,
-                   help="length of each built-in stdlib prompt, in tokens (default: %(default)s)")
+    p.add_argument("--prompt-tokens", type=int, default=None,
+                   help=f"length of each built-in stdlib prompt, in tokens (default: {PROMPT_TOKENS})")
     p.add_argument("--max-new-tokens", type=int, default=128,
                    help="tokens decoded per run (default: %(default)s)")
     p.add_argument("-k", "--num-draft-tokens", type=int, default=None, metavar="K",
@@ -93,6 +93,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="the runs' seed (default: %(default)s)")
     p.add_argument("--json", default=None, help="also write the results as one JSON object to this file")
     args = p.parse_args(argv)
+    if args.prompt_tokens is not None and args.prompts:  # it was ignored: the file's prompts run as written
+        p.error("--prompt-tokens sets the built-in prompts' length; --prompts runs the file's prompts as written")
+    args.prompt_tokens = PROMPT_TOKENS if args.prompt_tokens is None else args.prompt_tokens
     for name in ("prompt_tokens", "max_new_tokens", "repeats", "cost_samples"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")

@@ -177,3 +177,14 @@ def test_k_is_short_for_num_draft_tokens_as_in_the_terminal_command():
     from specui.bench.cli import parse_args
 
     assert parse_args(["-k", "3"]).num_draft_tokens == 3 == parse_args(["--num-draft-tokens", "3"]).num_draft_tokens
+
+
+def test_prompt_tokens_with_a_prompts_file_is_refused_not_ignored(tmp_path, capsys):
+    from specui.bench.cli import parse_args
+
+    path = tmp_path / "mine.jsonl"
+    path.write_text('{"prompt": "def f(x):"}\n', encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--prompts", str(path), "--prompt-tokens", "64"])
+    assert exit_.value.code == 2 and "--prompt-tokens sets the built-in prompts' length" in capsys.readouterr().err
+    assert parse_args([]).prompt_tokens == 128 and parse_args(["--prompt-tokens", "64"]).prompt_tokens == 64
