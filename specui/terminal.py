@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -141,6 +142,8 @@ class Session:
         self.args, self.engine, self.preset, self.settings = args, engine, preset, settings
         self.colour = wants_colour(args.color, sys.stdout)
         self.safe = self.colour or sys.stdout.isatty()  # a terminal obeys no escape a model writes
+        # a terminal's reply wrapped at word boundaries to its width (COLUMNS, else the terminal's); a pipe's as written
+        self.width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
         self.command = " ".join([PROG, *(sys.argv[1:] if argv is None else argv)])
 
     def turn(self, messages: list[dict], text: str, cache=None):
@@ -157,7 +160,7 @@ class Session:
         try:
             rounds = self.engine.stream(ids, self.settings, into=spec.result, cache=cache)  # refuses before work
             stream_reply(rounds, spec, tokenizer=self.engine.tokenizer, prompt_ids=ids, out=sys.stdout,
-                         colour=self.colour, safe=self.safe)
+                         colour=self.colour, safe=self.safe, width=self.width)
             s = self.settings
             print(stats_line(spec, drafter=s.drafter, k=s.num_draft_tokens, confidence=s.draft_confidence,
                              sampled=not s.greedy, chat=self.args.chat), file=sys.stderr, flush=True)

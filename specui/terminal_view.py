@@ -53,6 +53,74 @@ def legend() -> str:
     return "  ".join(painted(words, kind, colour=True, safe=False) for kind, words in KIND_WORDS.items())
 
 
+def columns(c: str) -> int:
+    """The columns a character takes on a terminal: 2 for a wide one (CJK, most emoji), 0 for a combining mark."""
+    if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+
+
+class Wrap:
+    """A streamed reply wrapped at word boundaries to a terminal `width` columns wide (where the terminal would
+    break a word at its edge). A word is held until it ends, then starts a new line if it would cross the edge
+    (the space before it stays at the old line's end); a word longer than a line is broken at the edge. `push`
+    takes a token's shown text and kind, and returns the (text, kind) pieces to write now, the line breaks it adds
+    of no kind, so each piece is painted in its own colour and none runs over a break."""
+
+    def __init__(self, width: int):
+        self.width, self.column, self.word = max(width, 1), 0, []  # word: [(character, kind)]
+
+    def push(self, text: str, kind) -> list[tuple[str, str | None]]:
+        out: list[tuple[str, str | None]] = []
+        for c in text:
+            if c in " \t\n":
+                self._place(out)
+                if c == "\n":
+                    out.append(("\n", kind))
+                    self.column = 0
+                    continue
+                step = 8 - self.column % 8 if c == "\t" else 1
+                if self.column + step > self.width:  # a space at the edge: the new line is the break
+                    out.append(("\n", None))
+                    self.column = 0
+                    continue
+                out.append((c, kind))
+                self.column += step
+            else:
+                self.word.append((c, kind))
+        return merged(out)
+
+    def flush(self) -> list[tuple[str, str | None]]:
+        """The word held (the reply ended, or was stopped)."""
+        out: list[tuple[str, str | None]] = []
+        self._place(out)
+        return merged(out)
+
+    def _place(self, out: list) -> None:
+        length = sum(columns(c) for c, _ in self.word)
+        if self.column and self.column + length > self.width:
+            out.append(("\n", None))
+            self.column = 0
+        for c, kind in self.word:  # a word longer than a line broken at the edge
+            if self.column + columns(c) > self.width:
+                out.append(("\n", None))
+                self.column = 0
+            out.append((c, kind))
+            self.column += columns(c)
+        self.word = []
+
+
+def merged(pieces: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
+    """Neighbouring pieces of one kind joined (one colour code for a run of characters)."""
+    out: list[tuple[str, str | None]] = []
+    for text, kind in pieces:
+        if out and out[-1][1] == kind and text != "\n" and out[-1][0][-1:] != "\n":
+            out[-1] = (out[-1][0] + text, kind)
+        else:
+            out.append((text, kind))
+    return out
+
+
 @dataclass
 class Reply:
     """One run as it streams: the result, each emitted token's text, and the reply's text."""
@@ -65,24 +133,37 @@ class Reply:
         return "".join(self.pieces)
 
 
-def stream_reply(rounds, reply: Reply, *, tokenizer, prompt_ids, out, colour: bool, safe: bool) -> Reply:
+def stream_reply(rounds, reply: Reply, *, tokenizer, prompt_ids, out, colour: bool, safe: bool,
+                 width: int | None = None) -> Reply:
     """Write each round's tokens to `out` as the engine decides them (`rounds`: `engine.stream(...)` filling
-    `reply.result`). Special tokens (the end of a turn) are left out of the text, as `decode(...,
+    `reply.result`), wrapped at word boundaries to `width` columns if given (`Wrap`: only what is shown, never
+    `reply`'s text). Special tokens (the end of a turn) are left out of the text, as `decode(...,
     skip_special_tokens=True)` leaves them. Ctrl-C stops it with the reply so far written and its line ended."""
     special = frozenset(getattr(tokenizer, "all_special_ids", ()) or ())
     decoder = TokenText(tokenizer, prompt_ids)
+    wrap = Wrap(width) if width else None
+
+    def write(text: str, kind) -> None:
+        if wrap is None:
+            out.write(painted(text, kind, colour=colour, safe=safe))
+            return
+        for piece, its_kind in wrap.push(shown(text) if safe else text, kind):
+            out.write(painted(piece, its_kind, colour=colour, safe=False))
+
     try:
         for round_ in rounds:
             for token in round_.emitted():
                 piece = "" if token.token_id in special else decoder.push(token.token_id)
                 reply.pieces.append(piece)
-                out.write(painted(piece, token.kind, colour=colour, safe=safe))
+                write(piece, token.kind)
             out.flush()
         rest = decoder.flush()
         if rest:  # an incomplete character at the very end
             reply.pieces[-1] += rest
-            out.write(painted(rest, reply.result.kinds[-1], colour=colour, safe=safe))
+            write(rest, reply.result.kinds[-1])
     finally:  # the reply's line ends however the run did (Ctrl-C, a failure)
+        for piece, kind in wrap.flush() if wrap else ():
+            out.write(painted(piece, kind, colour=colour, safe=False))
         out.write((RESET if colour else "") + "\n")
         out.flush()
     return reply

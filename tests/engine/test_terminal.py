@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from specui.terminal import PROG, parse_args
-from specui.terminal_view import painted, shown
+from specui.terminal_view import RESET, Wrap, painted, shown
 from tests.helpers import BUNDLED_TARGET, HAS_WHEEL, ROOT
 
 ESC = "\x1b["
@@ -97,6 +98,32 @@ def test_what_a_model_writes_is_shown_not_obeyed_and_a_colour_ends_at_a_line_bre
     assert shown("a\x1b[2Jb\rc\td\n") == "a\\x1b[2Jb\\rc\td\n"  # an escape sequence and a return, as text
     assert painted("x\ny", "accepted", colour=True, safe=True) == "\x1b[32mx\x1b[0m\n\x1b[32my\x1b[0m"
     assert painted("x\n", "bonus", colour=False, safe=False) == "x\n"
+
+
+def test_a_reply_wraps_at_word_boundaries_each_piece_in_its_own_colour():
+    wrap = Wrap(10)
+    pieces = wrap.push("hello wor", "accepted") + wrap.push("ld again 漢字漢字漢字", "bonus") + wrap.flush()
+    assert "".join(text for text, _ in pieces) == "hello \nworld \nagain \n漢字漢字漢\n字"  # 2 columns each
+    assert ("wor", "accepted") in pieces and ("ld ", "bonus") in pieces and ("\n", None) in pieces
+    wrap = Wrap(5)
+    assert "".join(t for t, _ in wrap.push("ab\ncdefghijk l", "bonus") + wrap.flush()) == "ab\ncdefg\nhijk \nl"
+
+
+@pytest.mark.slow
+def test_a_terminals_reply_wraps_to_its_width_and_a_pipes_and_the_record_are_as_written(tmp_path):
+    record, piped = tmp_path / "tty.json", tmp_path / "pipe.json"
+    args = ("--preset", "bundled", "--max-new-tokens", "60", "--temperature", "0.8", "--seed", "2", "The history of")
+    code, out, err = run_cli(*args, "--json", str(record), tty=True, env={"COLUMNS": "24", "NO_COLOR": ""})
+    assert code == 0, err
+    text = json.loads(record.read_text())["text"]
+    lines = out.rstrip("\n").split("\n")
+    plain = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in lines]
+    assert all(len(line) <= 24 for line in plain) and len(plain) > text.count("\n") + 1, plain  # wrapped
+    assert re.sub(r"\s", "", "".join(plain)) == re.sub(r"\s", "", text)  # line breaks added (a space at the edge)
+    assert sum(line.endswith(" ") for line in plain) > 1  # the breaks after a space, before a word
+    assert all(line.endswith(RESET) for line in lines if ESC in line)  # no colour runs over a break
+    code, out, err = run_cli(*args, "--json", str(piped), env={"COLUMNS": "24"})
+    assert code == 0 and out == text + "\n" == json.loads(piped.read_text())["text"] + "\n", err
 
 
 @pytest.mark.slow
