@@ -89,12 +89,14 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
     try:
         target_ref = _folder(preset.target, say)
         say(f"Loading the tokenizer of {preset.target}")
+        _check_tokenizer_files(target_ref, f"Preset '{preset.name}': the target {preset.target}")
         tokenizer = AutoTokenizer.from_pretrained(target_ref, revision=preset.revision,
                                                   trust_remote_code=preset.trust_remote_code)
         say(f"Loading the target {preset.target}")
         target = AutoModelForCausalLM.from_pretrained(
             target_ref, **_model_kwargs(preset, quantization=preset.quantization, revision=preset.revision,
                                         device=preset.device, device_map=preset.device_map))
+        check_causal(target, f"Preset '{preset.name}': the target {preset.target}")
         draft = None
         if preset.draft is not None:
             say(f"Loading the draft {preset.draft}")
@@ -201,6 +203,7 @@ def _load_draft(preset: Preset, folder: str, target, tokenizer):
     draft = AutoModelForCausalLM.from_pretrained(
         folder, **_model_kwargs(preset, quantization=preset.draft_quantization, revision=preset.draft_revision,
                                       device=preset.draft_device or preset.device, device_map=None))
+    check_causal(draft, f"Preset '{preset.name}': the draft {preset.draft}")
     check_compatible(preset, tokenizer, folder=folder)
     if chat_draft.has_vocabulary(folder):  # a local folder that keeps a reduced output vocabulary
         chat_draft.restrict_vocabulary(draft, chat_draft.load_vocabulary(folder))
@@ -212,6 +215,7 @@ def check_compatible(preset: Preset, target_tokenizer, *, folder: str | None = N
     proposals mean other text."""
     from transformers import AutoTokenizer
 
+    _check_tokenizer_files(folder or preset.draft, f"Preset '{preset.name}': the draft {preset.draft}")
     draft_tokenizer = AutoTokenizer.from_pretrained(folder or preset.draft, revision=preset.draft_revision,
                                                     trust_remote_code=preset.trust_remote_code)
     if draft_tokenizer.get_vocab() != target_tokenizer.get_vocab():
@@ -220,6 +224,34 @@ def check_compatible(preset: Preset, target_tokenizer, *, folder: str | None = N
             "tokenizers (their vocabularies differ), so the draft's tokens cannot be verified by the target. "
             "Pick a draft from the target's model family."
         )
+
+
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "spiece.model")
+
+
+def _check_tokenizer_files(ref, who: str) -> None:
+    """A local folder must hold its tokenizer beside the weights: without one, transformers said only the first line
+    of "Couldn't instantiate the backend tokenizer from one of: ...", which names no file and no folder."""
+    folder = Path(ref)
+    if folder.is_dir() and not any((folder / name).exists() for name in _TOKENIZER_FILES):
+        raise LoadError(f"{who}: the folder {folder} has no tokenizer (no tokenizer.json or tokenizer_config.json): "
+                        "save the model's tokenizer beside its weights (`tokenizer.save_pretrained(folder)`).")
+
+
+def check_causal(model, who: str) -> None:
+    """`model` must be a causal language model that keeps a KV cache: position i reads positions up to i only, and a
+    forward returns its cache. An encoder named as a model (a BERT folder, which transformers loads as a
+    `BertLMHeadModel` reading both ways) loaded and then failed deep in the first reply. Three tokens, once a load."""
+    ids = torch.tensor([[0, 1, 2]], device=model_device(model))
+    with torch.no_grad():
+        whole = model(input_ids=ids, use_cache=True)
+        part = model(input_ids=ids[:, :2], use_cache=False).logits.float()
+    kept = whole.get("past_key_values", whole.get("cache"))
+    first = whole.logits[:, :2].float()
+    if kept is None or not torch.allclose(first, part, rtol=1e-2, atol=1e-2 * float(part.abs().max()) + 1e-6):
+        raise LoadError(f"{who} is not a causal language model ({type(model).__name__}: "
+                        f"{'it keeps no KV cache' if kept is None else 'each position reads the tokens after it'}): "
+                        "speculative decoding needs a decoder-only model such as Llama, Qwen2 or GPT-2.")
 
 
 def _model_kwargs(preset: Preset, *, quantization: str, revision, device, device_map) -> dict:

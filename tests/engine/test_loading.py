@@ -151,3 +151,32 @@ def test_preset_threads_apply_on_cpu(hub):
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_folder_without_a_tokenizer_says_so(tmp_path):
+    """transformers said only "Couldn't instantiate the backend tokenizer from one of:" (no file, no folder)."""
+    from specui.presets import parse_config
+
+    make_model("llama", layers=1).save_pretrained(tmp_path / "weights-only")
+    config = parse_config({"presets": {"bare": {"target": "./weights-only", "device": "cpu"}}},
+                          path=tmp_path / "models.yaml")
+    with pytest.raises(LoadError, match=r"Preset 'bare': the target .*weights-only has no tokenizer .*save_pretrained"):
+        load_pair(config.get("bare"))
+
+
+@pytest.mark.parametrize("role", ["target", "draft"])
+def test_an_encoder_is_refused_as_not_a_causal_language_model(tmp_path, role):
+    """A BERT folder loaded (as transformers' BertLMHeadModel) and then failed at the first reply with KeyError."""
+    from transformers import BertConfig, BertLMHeadModel
+
+    from specui.presets import parse_config
+
+    save_tiny_model(tmp_path / "llama", "llama", layers=1, seed=0)
+    bert = BertLMHeadModel(BertConfig(vocab_size=96, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                      intermediate_size=64))
+    save_tiny_model(tmp_path / "bert", "llama", layers=1, seed=0, model=bert)
+    pair = {"target": "./bert"} if role == "target" else {"target": "./llama", "draft": "./bert"}
+    config = parse_config({"presets": {"enc": {**pair, "device": "cpu"}}}, path=tmp_path / "models.yaml")
+    with pytest.raises(LoadError, match=rf"Preset 'enc': the {role} .*bert is not a causal language model "
+                                        r"\(BertLMHeadModel: .*decoder-only"):
+        load_pair(config.get("enc"))
