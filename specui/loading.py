@@ -110,7 +110,8 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
             for drafter in own:
                 int8.round_drafter(drafter)
         if model_device(target).type == "cpu":  # built here, not in the first reply (cached: at once)
-            say("Preparing specui's native kernels (compiled once per machine: about 10 s)")
+            if native.needs_compiling():  # said only when it compiles: loading a built one is at once
+                say("Compiling specui's native kernels (once per machine: about 10 s)")
             native.kernel()
     except LoadError:
         raise

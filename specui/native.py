@@ -360,10 +360,7 @@ def _pool(workers: int) -> ThreadPoolExecutor:
 
 def kernel(isa: str | None = None) -> Kernel | None:
     """The build for this CPU (or for `isa`), compiled on first use; None where it cannot run here."""
-    wanted = os.environ.get("SPECUI_NATIVE", "").strip().lower()
-    if wanted in ("0", "off", "no", "false"):
-        return None
-    isa = isa or (wanted if wanted in FLAGS else best_isa())
+    isa = isa or _chosen_isa()
     if isa is None:
         return None
     if isa in _kernels:  # built (or refused) already: no lock needed to read it
@@ -372,6 +369,20 @@ def kernel(isa: str | None = None) -> Kernel | None:
         if isa not in _kernels:
             _kernels[isa] = _load(isa)
         return _kernels[isa]
+
+
+def _chosen_isa() -> str | None:
+    """The build `kernel()` uses: $SPECUI_NATIVE's, else this CPU's best; None when turned off or none runs here."""
+    wanted = os.environ.get("SPECUI_NATIVE", "").strip().lower()
+    if wanted in ("0", "off", "no", "false"):
+        return None
+    return wanted if wanted in FLAGS else best_isa()
+
+
+def needs_compiling() -> bool:
+    """Whether `kernel()` would compile the library now: the first time on this machine (about 10 s)."""
+    isa = _chosen_isa()
+    return isa is not None and isa not in _kernels and not native_build.is_built(isa)
 
 
 @functools.cache

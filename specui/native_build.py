@@ -46,6 +46,21 @@ def units() -> list[tuple[Path, list[str]]]:
             *((path, []) for path in sources()[1:-len(HEADERS)])]
 
 
+def _libraries(isa: str) -> list[Path]:
+    """Where the library for `isa` is kept, in the order sought: named by a digest of its sources and recipe."""
+    compiler, jobs = os.environ.get("CC") or "cc", units()
+    flags = [*COMPILE_FLAGS, *FLAGS[isa], *LINK_FLAGS]
+    recipe = " ".join([compiler, *flags, *(f"{p.name} {' '.join(f)}" for p, f in jobs)])
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources()) + recipe.encode()).hexdigest()[:16]
+    return [folder / f"specui-native-{isa}-{digest}.so"
+            for folder in (cache_root() / "native", Path(tempfile.gettempdir()) / "specui-native")]
+
+
+def is_built(isa: str) -> bool:
+    """Whether the library for `isa` is compiled already (loading it then takes no compiler)."""
+    return any(target.is_file() for target in _libraries(isa))
+
+
 def build(isa: str) -> Path:
     """The shared library for `isa` (a key of FLAGS), compiled unless the cache holds it. Raises OSError (no
     compiler, no writable folder) or subprocess.CalledProcessError (the compiler's message in its stderr)."""
@@ -53,10 +68,8 @@ def build(isa: str) -> Path:
     if shutil.which(compiler) is None:
         raise OSError(f"no C compiler ({compiler!r}) on PATH")
     flags, jobs = [*COMPILE_FLAGS, *FLAGS[isa]], units()
-    recipe = " ".join([compiler, *flags, *LINK_FLAGS, *(f"{p.name} {' '.join(f)}" for p, f in jobs)])
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources()) + recipe.encode()).hexdigest()[:16]
-    for folder in (cache_root() / "native", Path(tempfile.gettempdir()) / "specui-native"):
-        target = folder / f"specui-native-{isa}-{digest}.so"
+    for target in _libraries(isa):
+        folder = target.parent
         if target.is_file():
             return target
         try:

@@ -37,10 +37,14 @@ def hub(tmp_path_factory):
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2", "gpt2"])
 def test_pairs_load_and_speculate_exactly(hub, arch):
-    lines = []
+    from specui import native
+
+    lines, compiles = [], native.needs_compiling()
     pair = load_pair(hub.get(arch), progress=lines.append)
     assert lines[-1] == "Ready" and any("draft" in line for line in lines)
-    assert "Preparing specui's native kernels" in lines[-2]  # compiled while loading, not in the first reply
+    assert not native.needs_compiling()  # compiled while loading, not in the first reply; said only when it did
+    assert ("Compiling specui's native kernels" in lines[-2]) == compiles
+    assert not any("native kernels" in line for line in lines[:-2])
     assert pair.device.type == "cpu" and pair.target.dtype == torch.float32
     ids = pair.tokenizer("def f(x):\n    return x").input_ids
     engine = SpeculativeEngine(pair.target, pair.draft)
