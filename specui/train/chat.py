@@ -34,7 +34,7 @@ from specui.train.asked import asked_prompts
 from specui.train.chat_cpu import train_on_answers
 from specui.train.chat_data import load_target, log, write_answers
 from specui.train.chat_gpu import train_gpu_on_answers, train_hard_on_answers
-from specui.train.common import at_least, check_budgets, check_folders, tf32_products
+from specui.train.common import at_least, check_budgets, check_folders, refuse_ignored, tf32_products
 from specui.train.greedy_labels import label_folders
 
 
@@ -144,10 +144,36 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
         ap.error("--grow adds layers to --init-draft's draft: say which draft (a new one takes --drafts' shape)")
     if args.grow and not all(part.strip().isdigit() for part in args.grow.split(",")):
         ap.error(f"--grow {args.grow}: expected target layer indices separated by commas, e.g. 2,3")
+    refuse_ignored(ap, args, argv, ignored_options(args))
     check_folders(ap, args, ["write_answers"] if args.write_answers else ["out"], create=create)
     if args.write_answers:
         check_writer(ap, args, create=create)
     return args
+
+
+STEP_1 = ("max_answer", "gen_batch", "minutes", "prompt_set", "asked", "graphs", "sample", "labels", "sample_seed")
+STEP_2 = ("answers", "out", "drafts", "vocab", "steps", "batch", "seq", "lr", "warmup", "max_minutes", "alpha_tokens",
+          "on_the_fly", "hard_labels", "label_sampled", "val_answers", "eval_every", "init_draft", "new_vocab", "grow",
+          "resume")
+
+
+def ignored_options(args) -> list[tuple]:
+    """The options each combination would ignore, for common.refuse_ignored: one step's options in the other step's
+    run, and within step 2 the ones its choices leave out."""
+    if args.write_answers:
+        return [(d, True, "is step 2's (--answers); --write-answers (step 1) would ignore it: run the steps one at "
+                 "a time") for d in STEP_2]
+    init, cpu_soft = args.init_draft, not (args.hard_labels or args.on_the_fly or torch.cuda.is_available())
+    return [*((d, True, "is step 1's (--write-answers); --answers (step 2) would ignore it") for d in STEP_1),
+            ("drafts", init, "shapes a new draft; --init-draft's keeps its own shape (--grow adds layers to it)"),
+            ("new_vocab", not init, "picks --init-draft's vocabulary afresh; a new draft picks its --vocab ids anyway: "
+                                    "drop it, or add --init-draft"),
+            ("vocab", init and not args.new_vocab, "is ignored with --init-draft, whose draft keeps its vocabulary: "
+                                                   "add --new-vocab to pick --vocab ids afresh from the answers"),
+            ("on_the_fly", args.hard_labels, "recomputes the target's distributions, which --hard-labels does not "
+                                             "learn: say one of them"),
+            ("seq", cpu_soft, "cuts the conversations of --on-the-fly and --hard-labels (and of a CUDA GPU's run); "
+                              "this CPU run learns every stored answer token, cut at --max-answer when written")]
 
 
 WRITER = "writer.json"  # beside the answers: the settings each kind of file (answers-*, sampled-*) was written with

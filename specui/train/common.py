@@ -4,6 +4,7 @@ the learning-rate schedule, the optimiser, the target's training loop and saving
 References: nanoGPT (karpathy/nanoGPT, train.py) for the loop.
 """
 
+import argparse
 import copy
 import json
 import math
@@ -92,6 +93,17 @@ def check_folders(ap, args, names, *, create: bool = False) -> None:
                 Path(path).expanduser().mkdir(parents=True, exist_ok=True)
             except OSError as e:
                 ap.error(f"{flag} {path}: cannot create the folder ({e.strerror or e})")
+
+
+def refuse_ignored(ap, args, argv, rules) -> None:
+    """Refuse, in one line before work starts, an option the command line names (whatever its value) that this
+    combination of options would ignore. `rules`: (dest, ignored, why) triples; the first named and ignored is
+    refused as `--flag why`."""
+    unset = object()  # argparse fills in a default only where the namespace has no value yet
+    named = ap.parse_args(argv, namespace=argparse.Namespace(**{k: unset for k in vars(args)}))
+    for dest, ignored, why in rules:
+        if ignored and getattr(named, dest) is not unset:
+            ap.error(f"--{dest.replace('_', '-')} {why}")
 
 
 def autocast(device: str, enabled: bool):

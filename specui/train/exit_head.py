@@ -33,7 +33,7 @@ from specui import heads as saved
 from specui.heads import common
 from specui.heads.early_exit import EarlyExitHead
 from specui.train import checkpoint as files
-from specui.train.common import at_least, check_budgets, check_folders, device_name
+from specui.train.common import at_least, check_budgets, check_folders, device_name, refuse_ignored
 from specui.train.head_data import greedy_sequences, held_out_split
 from specui.train.heads import log, lr_at, start_run
 
@@ -71,6 +71,8 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
                     help="seed of the held-out split and the batches (default: %(default)s)")
     args = ap.parse_args(argv)
     check_budgets(ap, args, exit_layer=at_least(0), mlp_hidden=at_least(0))
+    refuse_ignored(ap, args, argv, [("vocab", bool(args.init), f"picks a fresh head's ids; --init {args.init}'s head "
+                                                               "keeps its own")])
     files.check_resume(ap, args)
     check_folders(ap, args, ["out"], create=create)
     return args

@@ -26,7 +26,8 @@ from specui.drafters.registry import HEADS
 from specui.heads import common
 from specui.train import checkpoint as files
 from specui.train import head_data
-from specui.train.common import at_least, check_budgets, check_folders, device_name, tf32_products, warmup_cosine
+from specui.train.common import (at_least, check_budgets, check_folders, device_name, refuse_ignored, tf32_products,
+                                 warmup_cosine)
 
 
 def log(msg: str) -> None:
@@ -116,6 +117,12 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     unknown = [h for h in args.heads if h not in HEADS]
     if unknown or not args.heads:
         ap.error(f"--head: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(HEADS)}")
+    refuse_ignored(ap, args, argv, [
+        *((dest, head not in args.heads, f"shapes the {head} head, which --head {args.head} leaves out")
+          for dest, head in (("medusa_heads", "medusa"), ("eagle_steps", "eagle"), ("exit_layer", "early_exit"))),
+        *((dest, bool(args.init), f"shapes a new head; --init {args.init}'s heads keep their own")
+          for dest in ("medusa_heads", "exit_layer")),
+        ("continue_tokens", not args.continuations, "is the length of --continuations, which is 0: give both")])
     check_inputs(ap, args)
     check_folders(ap, args, ["out"], create=create)
     return args

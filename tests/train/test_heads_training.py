@@ -54,9 +54,9 @@ def test_warm_start_from_saved_heads_on_weighted_answer_folders(tmp_path, capsys
     from specui.train.heads import parse_args, sequences_for
 
     first = tmp_path / "first"
-    common = ["--preset", "bundled", "--seq", "64", "--batch", "4", "--threads", "1", "--head", "medusa,early_exit",
-              "--exit-layer", "8", "--medusa-heads", "2"]
-    main([*common, "--out", str(first), "--windows", "16", "--steps", "2", "--vocab", "300"])
+    common = ["--preset", "bundled", "--seq", "64", "--batch", "4", "--threads", "1", "--head", "medusa,early_exit"]
+    main([*common, "--out", str(first), "--windows", "16", "--steps", "2", "--vocab", "300", "--exit-layer", "8",
+          "--medusa-heads", "2"])
 
     gen = torch.Generator().manual_seed(0)
     folders = []
@@ -75,7 +75,7 @@ def test_warm_start_from_saved_heads_on_weighted_answer_folders(tmp_path, capsys
 
     second = tmp_path / "second"
     main([*common, "--out", str(second), "--answers", answers, "--init", str(first), "--steps", "2",
-          "--medusa-heads", "4", "--held-out", "0.2", "--states", "none", "--state-batch", "3"])  # --init's settings win
+          "--held-out", "0.2", "--states", "none", "--state-batch", "3"])  # --init's settings (a shape flag: refused)
     log = capsys.readouterr().out
     assert "kept from" in log and "ids this data uses most would cover" in log  # and what --vocab would give
     assert (first / "states.pt").exists() and not (second / "states.pt").exists()  # none: kept in memory only
