@@ -62,9 +62,16 @@ class LoadedPair:
 
 
 def _prompt_caches():
-    from specui.prompt_cache import PromptCaches
+    """A pair's conversation caches (`specui.prompt_cache.PromptCaches`), within SPECUI_CONVERSATION_MEMORY bytes
+    (e.g. 2GB) or else the default budget: a quarter of the memory they live in (SmolLM2: ~46 KB a token)."""
+    from specui.prompt_cache import PromptCaches, parse_bytes
 
-    return PromptCaches(size=4)  # four chats taking turns keep theirs (SmolLM2: ~46 KB a token each, at most 8,192)
+    wanted = os.environ.get("SPECUI_CONVERSATION_MEMORY", "").strip()
+    try:
+        return PromptCaches(budget=parse_bytes(wanted) if wanted else None)
+    except ValueError as e:
+        raise LoadError(f"SPECUI_CONVERSATION_MEMORY: {e}; or unset it for the default (a quarter of the memory "
+                        "the caches live in)") from None
 
 
 def pick_device(requested: str | None) -> str:

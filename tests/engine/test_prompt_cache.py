@@ -265,22 +265,6 @@ def test_the_pool_picks_the_conversation_that_matches(engine):
     assert first.length == 0 and first.drafter_state is None and first.reusable(a + [0, 11]) == 0
 
 
-def test_the_apps_pool_keeps_four_chats_taking_turns(engine):
-    """Two caches a pair thrashed as soon as three visitors chatted in turn: each turn took the cache of a chat
-    that was not its own and read its whole conversation again. The app's pool keeps four."""
-    from specui.loading import _prompt_caches
-
-    pool = _prompt_caches()
-    chats = [[10 + c, 20 + c, 30 + c, 40 + c] for c in range(4)]
-    held = []
-    for ids in chats:
-        cache = pool.pick(ids)
-        ids += engine.generate(ids, max_new_tokens=4, cache=cache).token_ids
-        held.append(cache)
-    for ids, cache in zip(chats, held):
-        assert pool.pick(ids + [5, 6]) is cache and cache.reusable(ids + [5, 6]) >= len(ids) - 1
-
-
 def test_the_feature_log_follows_the_cache():
     log = FeatureLog((1, 3))
     states = torch.arange(4 * 3 * 2, dtype=torch.float32).view(4, 6)  # asked (3, 0, 1): columns of 2

@@ -1,0 +1,198 @@
+"""The app's pool of conversation caches (`specui.prompt_cache.PromptCaches`) is bounded by bytes, not by a count:
+many visitors taking turns keep their caches while the budget holds them, the least recently used go first, a
+cache a run holds never goes, one conversation larger than the whole budget keeps its own, and a turn whose cache
+went reads its whole conversation again and gives a fresh run's tokens. Real tiny models and their real caches."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from specui import SpeculativeEngine, lean
+from specui.loading import LoadError, _prompt_caches
+from specui.prompt_cache import PromptCaches, bytes_per_token, default_budget, held_bytes, parse_bytes
+from tests.helpers import make_model, noisy_copy
+
+TOKENS = 6  # each turn's answer
+
+
+@pytest.fixture(scope="module")
+def engine():
+    target = make_model("llama", vocab_size=96, layers=3, seed=7)
+    return SpeculativeEngine(target, noisy_copy(target, noise=0.3, seed=1))
+
+
+@pytest.fixture
+def row_prompts(monkeypatch):
+    """Prompt blocks through the few-row kernels: a fresh run and a reused cache then agree bit for bit."""
+    monkeypatch.setattr(lean, "PROMPT_ROWS", 10**9)
+
+
+def opening(visitor: int) -> list[int]:
+    """A visitor's first prompt: no prefix shared with another visitor's."""
+    return [1 + visitor % 90, 2 + visitor // 90, 40, 41, 42]
+
+
+def turn(engine, pool, ids, **kw):
+    """One turn through the pool, as the app runs it: (the conversation after it, prompt tokens read)."""
+    result = engine.generate(ids, max_new_tokens=TOKENS, cache=pool.pick(ids, engine.target_model), **kw)
+    return ids + result.token_ids, len(ids) - result.reused_tokens
+
+
+def one_conversation(engine) -> int:
+    """The bytes a visitor's cache holds after its first turn (a real cache: whole buffers)."""
+    pool = PromptCaches()
+    turn(engine, pool, opening(0))
+    return pool.nbytes
+
+
+def test_bytes_per_token_and_what_a_cache_holds(engine):
+    model = engine.target_model
+    assert bytes_per_token(model) == 2 * 3 * 2 * 16 * 4  # keys and values x layers x kv heads x head width x float32
+    pool = PromptCaches()
+    ids, _ = turn(engine, pool, opening(0))
+    cache = pool.caches[0]
+    assert cache.nbytes >= cache.length * bytes_per_token(model) > 0
+    assert held_bytes(cache.lm) == held_bytes(cache.lm.cache)  # a plain CachedLM: its keys and values, no weights
+    assert held_bytes(cache.lm, cache.lm) == held_bytes(cache.lm)  # each storage once
+    assert held_bytes(model) == 0 and held_bytes(None, 3, "x") == 0
+    assert pool.nbytes == cache.nbytes
+
+
+def test_many_visitors_taking_turns_keep_their_caches(engine, monkeypatch):
+    """The app's pool kept four caches: a fifth visitor chatting in turn with four others made every turn evict
+    another's cache and read its whole conversation again. Bounded by bytes, twelve short chats keep theirs."""
+    monkeypatch.delenv("SPECUI_CONVERSATION_MEMORY", raising=False)
+    pool = _prompt_caches()
+    chats = [opening(v) for v in range(12)]
+    for _ in range(3):  # three rounds of every visitor's turn
+        for v, ids in enumerate(chats):
+            chats[v], read = turn(engine, pool, ids + [50, 51])
+            assert read <= 3 or len(ids) == 5  # a follow-up reads its new tokens (and the answer's last) only
+    assert pool.budget == default_budget(engine.target_model) and len(pool.caches) == 12
+
+
+def test_the_least_recently_used_go_first_within_the_budget(engine):
+    per = one_conversation(engine)
+    pool = PromptCaches(budget=3 * per)  # room for three visitors' caches
+    chats = [turn(engine, pool, opening(v))[0] for v in range(5)]
+    assert len(pool.caches) == 3 and pool.nbytes <= pool.budget
+    reads = [turn(engine, pool, chats[v] + [50])[1] for v in (4, 3, 2)]  # the three most recent kept theirs
+    assert reads == [2, 2, 2]
+    assert turn(engine, pool, chats[0] + [50])[1] == len(chats[0]) + 1  # visitor 0's went: all of it read again
+    with pytest.raises(ValueError, match="budget"):
+        PromptCaches(budget=-1)
+
+
+def test_a_turn_whose_cache_went_gives_a_fresh_runs_tokens(engine, row_prompts):
+    """Evicted or kept, a turn's tokens are a fresh run's; speculative and plain greedy agree either way."""
+    per = one_conversation(engine)
+    for budget in (10 * per, 0):  # every cache kept; only the last one used
+        pool = PromptCaches(budget=budget)
+        chats = [turn(engine, pool, opening(v))[0] for v in range(3)]
+        for v, ids in enumerate(chats):
+            ids = ids + [60, 61, 62]
+            fresh = engine.generate(ids, max_new_tokens=TOKENS)
+            plain = engine.generate(ids, max_new_tokens=TOKENS, speculative=False, cache=pool.pick(ids))
+            spec = engine.generate(ids, max_new_tokens=TOKENS, cache=pool.pick(ids))
+            assert spec.token_ids == plain.token_ids == fresh.token_ids
+            assert plain.reused_tokens == (len(chats[v]) - 1 if budget else 0)
+
+
+def test_a_conversation_larger_than_the_budget_keeps_its_cache_alone(engine):
+    pool = PromptCaches(budget=one_conversation(engine) // 2)
+    ids, _ = turn(engine, pool, opening(0))
+    for _ in range(3):  # its own turns go on reading only what is new
+        ids, read = turn(engine, pool, ids + [70])
+        assert read == 2 and len(pool.caches) == 1
+    other, _ = turn(engine, pool, opening(1))  # another visitor: the one cache kept is the newest
+    assert len(pool.caches) == 1 and pool.caches[0].tokens == other
+    assert turn(engine, pool, ids + [70])[1] == len(ids) + 1
+
+
+def test_a_cache_a_run_holds_is_never_let_go(engine):
+    pool = PromptCaches(budget=0)
+    ids = opening(0)
+    held = pool.pick(ids, engine.target_model)
+    stream = engine.stream(ids, max_new_tokens=TOKENS, cache=held)
+    next(stream)  # the run holds the cache now
+    assert held.busy
+    for v in range(1, 4):  # other visitors' turns meanwhile, with no room for anyone
+        turn(engine, pool, opening(v))
+        assert held in pool.caches and held.nbytes > 0
+    for _ in stream:  # the run ends: its cache is the newest, and the others go
+        pass
+    assert pool.caches == [held] and not held.busy
+    assert turn(engine, pool, held.tokens + [70])[1] == 2
+
+
+def test_a_cache_let_go_between_its_pick_and_its_run_comes_back(engine):
+    """Another visitor's pick may let a picked cache go before its run opens it: the run still reuses it, and
+    the pool takes it back when the run ends, so the conversation's next turn finds it."""
+    pool = PromptCaches(budget=0)
+    ids = turn(engine, pool, opening(0))[0] + [70]
+    mine = pool.pick(ids, engine.target_model)
+    turn(engine, pool, opening(1))  # lets `mine` go: the budget holds one cache
+    assert mine not in pool.caches
+    result = engine.generate(ids, max_new_tokens=TOKENS, cache=mine)
+    assert result.reused_tokens == len(ids) - 2 and pool.caches == [mine]
+    assert turn(engine, pool, ids + result.token_ids + [71])[1] == 2
+
+
+def test_concurrent_turns_in_threads(engine, row_prompts):
+    """Eight visitors, each on its own thread, four turns each, with room for three caches: every turn gives
+    the tokens of the same conversation run alone without a cache, and the pool ends within its budget."""
+    per = one_conversation(engine)
+    turns = 4
+    expected = []
+    for v in range(8):
+        ids, answers = opening(v), []
+        for t in range(turns):
+            ids = ids + [50 + t]
+            answers.append(engine.generate(ids, max_new_tokens=TOKENS).token_ids)
+            ids = ids + answers[-1]
+        expected.append(answers)
+    pool, got, failures = PromptCaches(budget=3 * per), [[] for _ in range(8)], []
+
+    def visitor(v):
+        try:
+            ids = opening(v)
+            for t in range(turns):
+                ids = ids + [50 + t]
+                result = engine.generate(ids, max_new_tokens=TOKENS, cache=pool.pick(ids, engine.target_model))
+                got[v].append(result.token_ids)
+                ids = ids + result.token_ids
+        except Exception as e:  # noqa: BLE001 - reported below, on the test's thread
+            failures.append(e)
+
+    threads = [threading.Thread(target=visitor, args=(v,)) for v in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures and got == expected
+    assert pool.nbytes <= pool.budget and not any(c.busy for c in pool.caches)
+
+
+def test_the_budget_can_be_set_and_a_bad_one_is_refused(monkeypatch):
+    assert [parse_bytes(s) for s in ("2GB", "512 mb", "1.5GiB", "3000", "0")] == [2 * 10**9, 512 * 10**6,
+                                                                                 3 * 2**29, 3000, 0]
+    monkeypatch.setenv("SPECUI_CONVERSATION_MEMORY", "2GB")
+    assert _prompt_caches().budget == 2 * 10**9
+    for bad in ("lots", "2 parsecs", "-1GB"):
+        monkeypatch.setenv("SPECUI_CONVERSATION_MEMORY", bad)
+        with pytest.raises(LoadError, match=r"^SPECUI_CONVERSATION_MEMORY: .* is not a size \(e\.g\. 2GB"):
+            _prompt_caches()
+
+
+def test_the_default_budget_is_a_quarter_of_the_memory_raised_towards_one_whole_context(monkeypatch):
+    from specui import prompt_cache
+
+    model = make_model("llama", vocab_size=96, layers=3, seed=7)
+    whole = bytes_per_token(model) * 512  # one conversation of the model's whole context
+    assert prompt_cache.memory_of(torch.device("cpu")) > whole  # this machine's memory
+    for memory, budget in ((10**10, 10**10 // 4), (3 * whole, whole), (whole, whole // 2)):
+        monkeypatch.setattr(prompt_cache, "memory_of", lambda device, m=memory: m)
+        assert default_budget(model) == budget
