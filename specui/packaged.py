@@ -177,15 +177,16 @@ def gguf_architecture(source: Path) -> str:
 
 
 def _known_sha256(source: Path, root: Path, say: Callable[[str], None]) -> str:
-    """The file's SHA-256, read once per version of it: remembered in the cache by path, size and modification time
-    (a GGUF of several GB takes seconds to read)."""
+    """The file's SHA-256, read once per version of it: remembered in the cache by path, size, inode, modification
+    and change time (a GGUF of several GB takes seconds to read). The change time moves at every write and cannot
+    be set, so a file replaced by another of its size with its time kept (`cp -p`, `rsync -t`) is read again."""
     index_path = root / "gguf-hashes.json"
     try:
         index = json.loads(index_path.read_text())
     except (OSError, ValueError):
         index = {}
     stat, key = source.stat(), str(source.resolve())
-    stamp = [stat.st_size, stat.st_mtime_ns]
+    stamp = [stat.st_size, stat.st_ino, stat.st_mtime_ns, stat.st_ctime_ns]
     if index.get(key, {}).get("stamp") == stamp:
         return index[key]["sha256"]
     say(f"Checking {source.name} ({stat.st_size / 1e6:.0f} MB)")

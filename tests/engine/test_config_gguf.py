@@ -138,3 +138,46 @@ def test_a_head_folder_is_beside_the_file_and_a_missing_one_names_the_preset(tmp
     with pytest.raises(LoadError, match=rf"^Preset 'mine': heads.eagle: the head folder {tmp_path}/heads/eagle has no "
                                         r"specui_head.json \(train one: python -m specui.train heads --help\)$"):
         load_pair(preset)
+
+
+def _encoder_gguf(path, fill: float) -> None:
+    """A GGUF that gguf reads and transformers cannot convert (a 'bert'), its one tensor all `fill`: two fills, two
+    files of the same size and other bytes."""
+    import gguf
+    import numpy as np
+
+    writer = gguf.GGUFWriter(str(path), "bert")
+    writer.add_tensor("token_embd.weight", np.full((8, 4), fill, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def _converted(cache, path):
+    """A folder the cache holds as converted from `path`'s bytes (standing in for a model converted earlier)."""
+    digest = packaged.file_sha256(path)
+    folder = cache / f"earlier-{digest[:12]}"
+    folder.mkdir(parents=True)
+    (folder / "specui_source.json").write_text(json.dumps({"file": str(path), "sha256": digest}))
+    return folder
+
+
+def test_a_gguf_replaced_by_other_bytes_of_its_size_and_time_is_read_again(tmp_path, cache):
+    """The remembered hash was keyed by size and modification time alone: a file replaced by another of the same size
+    with its time kept (`cp -p`, `rsync -t`, `touch -r`, a tar unpacked) was taken for the first, and the first file's
+    converted model loaded in its place, silently."""
+    import os
+
+    model = tmp_path / "model.gguf"
+    _encoder_gguf(model, 0.0)
+    first = _converted(cache, model)
+    assert packaged.gguf_folder(model, progress=lambda _m: None) == first
+    before = model.stat()
+    _encoder_gguf(tmp_path / "other.gguf", 1.0)
+    (tmp_path / "other.gguf").replace(model)  # another file in its place, of the same size...
+    os.utime(model, ns=(before.st_atime_ns, before.st_mtime_ns))  # ...and the first one's time
+    assert model.stat().st_size == before.st_size
+    with pytest.raises(packaged.PackagedModelError, match="transformers cannot turn this GGUF"):
+        packaged.gguf_folder(model, progress=lambda _m: None)  # read as what it is now, not as the first file
+
