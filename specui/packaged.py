@@ -179,7 +179,8 @@ def gguf_architecture(source: Path) -> str:
 def _known_sha256(source: Path, root: Path, say: Callable[[str], None]) -> str:
     """The file's SHA-256, read once per version of it: remembered in the cache by path, size, inode, modification
     and change time (a GGUF of several GB takes seconds to read). The change time moves at every write and cannot
-    be set, so a file replaced by another of its size with its time kept (`cp -p`, `rsync -t`) is read again."""
+    be set, so a file replaced by another of its size with its time kept (`cp -p`, `rsync -t`) is read again; a
+    cache that cannot be written (read-only) remembers nothing, and the hash is read at each load."""
     index_path = root / "gguf-hashes.json"
     try:
         index = json.loads(index_path.read_text())
@@ -192,8 +193,11 @@ def _known_sha256(source: Path, root: Path, say: Callable[[str], None]) -> str:
     say(f"Checking {source.name} ({stat.st_size / 1e6:.0f} MB)")
     digest = file_sha256(source)
     index[key] = {"stamp": stamp, "sha256": digest}
-    root.mkdir(parents=True, exist_ok=True)
-    index_path.write_text(json.dumps(index, indent=1) + "\n")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        index_path.write_text(json.dumps(index, indent=1) + "\n")
+    except OSError:  # a cache that cannot be written: the hash is read again next time
+        pass
     return digest
 
 

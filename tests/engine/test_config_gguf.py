@@ -181,3 +181,14 @@ def test_a_gguf_replaced_by_other_bytes_of_its_size_and_time_is_read_again(tmp_p
     with pytest.raises(packaged.PackagedModelError, match="transformers cannot turn this GGUF"):
         packaged.gguf_folder(model, progress=lambda _m: None)  # read as what it is now, not as the first file
 
+
+def test_a_converted_gguf_loads_from_a_cache_that_cannot_be_written(tmp_path, cache):
+    """Remembering the file's hash wrote into the cache, and a cache that cannot be written (a read-only mount, another
+    user's) refused a model it held converted already: [Errno 13] on gguf-hashes.json."""
+    model = tmp_path / "model.gguf"
+    _encoder_gguf(model, 0.0)
+    first = _converted(cache, model)
+    (cache / "gguf-hashes.json").mkdir()  # the index cannot be written there (as root, a read-only folder can)
+    lines = []
+    assert packaged.gguf_folder(model, progress=lines.append) == first
+    assert lines == [f"Checking model.gguf ({model.stat().st_size / 1e6:.0f} MB)"]
