@@ -42,10 +42,11 @@ from specui.ui.theme import PLOT_MIN_WIDTH
 log = logging.getLogger("specui.ui")
 CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
 # the page's script: the chat's "Copy reply" buttons (copy.js), a tapped token's p and q (tokens.js), the keys (keys.js:
-# the Teach tab's steps, Enter in a slider's number box), the open tab's name in the address (address.js), each
-# chart named for a screen reader (charts.js)
+# the Teach tab's steps, Enter in a slider's number box; chat_keys.js: the prompt box's focus after Send, Escape in it
+# to stop), the open tab's name in the address (address.js), each chart named for a screen reader (charts.js)
 JS = "() => {\n" + "".join(f"({(Path(__file__).with_name(name)).read_text(encoding='utf-8').strip()})();\n"
-                            for name in ("copy.js", "tokens.js", "keys.js", "address.js", "charts.js")) + "}"
+                            for name in ("copy.js", "tokens.js", "keys.js", "chat_keys.js", "address.js",
+                                         "charts.js")) + "}"
 EXAMPLES = [  # chat and code for the default chat model; code to continue for the stdlib pair (no trailing
     # newline: the tokenizer merges a newline with the next line's indentation)
     "Write a Python function that checks whether a word is a palindrome, with a docstring.",
@@ -163,8 +164,8 @@ def _chat_panel() -> ChatPanel:
                       placeholder="The reply streams here, each token coloured by where it came from.")
     copy_all.click(None, None, None, js="() => window.specuiCopyConversation()", **QUIET)
     prompt = gr.Textbox(elem_id="prompt", label="Prompt", lines=4, max_lines=12,
-                        placeholder="Type a prompt (Enter: a new line; Shift+Enter or Send: send it). Base models "
-                                    "continue it (Python code suits the bundled pair).")
+                        placeholder="Type a prompt (Enter: a new line; Shift+Enter or Send: send it; Escape: stop). "
+                                    "Base models continue it (Python code suits the bundled pair).")
     with gr.Row():
         send = gr.Button("Send", elem_id="send", variant="primary")
         stop = gr.Button("Stop", elem_id="stop", variant="stop")
