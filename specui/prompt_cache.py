@@ -325,7 +325,9 @@ class PromptCaches:
             raise ValueError(f"budget must be at least 0 bytes (got {budget})")
         self.size, self.budget = size, budget
         self.caches: list[PromptCache] = []  # most recently used first
-        self._guard = threading.Lock()
+        # re-entrant: a stream dropped unfinished is closed when collected, which may happen inside `pick` (the
+        # collector runs at any allocation), and its cache's close comes back here (`used`) on the same thread
+        self._guard = threading.RLock()
 
     @property
     def nbytes(self) -> int:
@@ -372,6 +374,6 @@ class PromptCaches:
         for c in reversed(others):
             if total <= self.budget:
                 break
-            if not c.busy:
+            if not c.busy and c in self.caches:
                 total -= c.nbytes
                 self.caches.remove(c)

@@ -196,3 +196,30 @@ def test_the_default_budget_is_a_quarter_of_the_memory_raised_towards_one_whole_
     for memory, budget in ((10**10, 10**10 // 4), (3 * whole, whole), (whole, whole // 2)):
         monkeypatch.setattr(prompt_cache, "memory_of", lambda device, m=memory: m)
         assert default_budget(model) == budget
+
+
+def test_a_run_closed_by_the_garbage_collector_inside_a_pick_does_not_deadlock(engine, monkeypatch):
+    """A stream dropped unfinished is closed when it is collected, on whatever thread that happens, even inside
+    `pick` (the collector runs at any allocation): its cache's close tells the pool, whose lock that thread holds."""
+    from specui.prompt_cache import PromptCache
+
+    pool = PromptCaches(budget=10**12)
+    turn(engine, pool, opening(0))  # a free cache, which the pick below looks at
+    ids = opening(1)
+    stream = engine.stream(ids, max_new_tokens=TOKENS, cache=pool.pick(ids, engine.target_model))
+    next(stream)
+    original, dropped = PromptCache.reusable, [stream]
+
+    def collected_meanwhile(self, *args):
+        if dropped:
+            dropped.pop().close()  # what the collector does to an unreachable suspended generator
+        return original(self, *args)
+
+    monkeypatch.setattr(PromptCache, "reusable", collected_meanwhile)
+    del stream
+    picked = []
+    thread = threading.Thread(target=lambda: picked.append(pool.pick(opening(2), engine.target_model)), daemon=True)
+    thread.start()
+    thread.join(timeout=20)
+    assert picked, "pick deadlocked"
+    assert not dropped and len(pool.caches) == 3 and not any(c.busy for c in pool.caches)
