@@ -250,7 +250,8 @@ def check_causal(model, who: str) -> None:
     """`model` must be a causal language model that keeps a KV cache: position i reads positions up to i only, and a
     forward returns its cache. An encoder named as a model (a BERT folder, which transformers loads as a
     `BertLMHeadModel` reading both ways) loaded and then failed deep in the first reply. Three tokens, once a load."""
-    ids = torch.tensor([[0, 1, 2]], device=model_device(model))
+    vocab = model.get_input_embeddings().num_embeddings  # ids within it: a toy's vocabulary may hold two tokens
+    ids = torch.arange(3, device=model_device(model)).remainder(vocab)[None]
     with torch.no_grad():
         whole = model(input_ids=ids, use_cache=True)
         part = model(input_ids=ids[:, :2], use_cache=False).logits.float()

@@ -184,3 +184,12 @@ def test_an_encoder_is_refused_as_not_a_causal_language_model(tmp_path, role):
     with pytest.raises(LoadError, match=rf"Preset 'enc': the {role} .*bert is not a causal language model "
                                         r"\(BertLMHeadModel: .*decoder-only"):
         load_pair(config.get("enc"))
+
+
+def test_the_causality_check_reads_a_vocabulary_of_fewer_than_three_tokens():
+    """The check fed ids 0, 1 and 2 whatever the vocabulary: a causal model of two tokens (a coin's, a toy's) was
+    refused with a traceback, IndexError 'index out of range in self', instead of loading."""
+    from specui.loading import check_causal
+
+    for vocab_size in (1, 2):
+        check_causal(make_model("llama", vocab_size=vocab_size, layers=1), "a tiny model")  # loads: no exception
