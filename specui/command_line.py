@@ -5,12 +5,15 @@ A models.yaml that cannot be read, a preset that does not exist, a model folder 
 that outgrow the model's context, a setting out of range: each error's message already says what to do, so it is
 printed as `PROG: error: MESSAGE` (argparse's form) and the process exits with 1. Ctrl-C is the user's too: one
 line, `PROG: interrupted`, and exit status 130 (the shell's for SIGINT), not a traceback from wherever the process
-was (a training command saves its checkpoint first: see specui.train.checkpoint.stop_requests). Anything else is a
-bug and keeps its traceback.
+was (a training command saves its checkpoint first: see specui.train.checkpoint.stop_requests). A reader of stdout
+that leaves early (`| head`) ends the printing without a word and with exit status 141 (the shell's for a writer whose
+reader left, SIGPIPE's, as 130 is Ctrl-C's), whichever command it was. Anything else is a bug and keeps its
+traceback.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 
@@ -21,15 +24,27 @@ from specui.presets import ConfigError
 from specui.settings import SettingsError
 
 USER_ERRORS = (ConfigError, LoadError, PackagedModelError, ContextLengthError, SettingsError)
+READER_LEFT = 141  # 128 + SIGPIPE: the exit status of a writer to a pipe whose reader left (`| head`)
+
+
+def silence_stdout() -> None:
+    """Send what is still to be printed to /dev/null: stdout's reader left, and Python's own flush at exit would fail
+    again (`Exception ignored ... BrokenPipeError`)."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def run(main: Callable, prog: str, argv: list[str] | None = None):
     """main(argv), with the USER_ERRORS it raises ended as one line on stderr and exit status 1, Ctrl-C as one line
-    and exit status 130."""
+    and exit status 130, a reader of stdout gone as exit status 141 (no line: it is the reader's choice)."""
     try:
-        return main(argv)
+        result = main(argv)
+        sys.stdout.flush()  # what is still buffered: a reader gone is found here, not in Python's flush at exit
+        return result
     except USER_ERRORS as e:
         raise SystemExit(f"{prog}: error: {e}") from None
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         raise SystemExit(130) from None
+    except BrokenPipeError:
+        silence_stdout()
+        raise SystemExit(READER_LEFT) from None

@@ -312,19 +312,16 @@ def main(argv=None) -> None:
     transformers_logging.disable_progress_bar()  # the weights' bars of a few milliseconds each
     engine, preset = load(args)
     session = Session(args, engine, preset, settings_for(args, engine, preset), argv)
-    try:
-        if session.colour:
-            from specui.terminal_view import legend
+    # a reader that leaves (`| head`): specui.command_line ends the run quietly, exit status 141
+    if session.colour:
+        from specui.terminal_view import legend
 
-            print(legend(), file=sys.stderr, flush=True)
-        if args.chat:
-            raise SystemExit(converse(session, text))
-        try:
-            spec, plain, _ = session.turn([], text)
-        except ContextLengthError as e:  # before any work: the prompt or --max-new-tokens is too long
-            refuse(as_flags(str(e)))
-        if args.json and not write_json(args.json, session.record(spec, plain, text)):
-            raise SystemExit(1)  # the reply was shown, its record not written: a script must not take it as done
-    except BrokenPipeError:  # the reader left (`| head`): stop quietly, as a pipe's writer does
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise SystemExit(1) from None
+        print(legend(), file=sys.stderr, flush=True)
+    if args.chat:
+        raise SystemExit(converse(session, text))
+    try:
+        spec, plain, _ = session.turn([], text)
+    except ContextLengthError as e:  # before any work: the prompt or --max-new-tokens is too long
+        refuse(as_flags(str(e)))
+    if args.json and not write_json(args.json, session.record(spec, plain, text)):
+        raise SystemExit(1)  # the reply was shown, its record not written: a script must not take it as done

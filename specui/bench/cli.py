@@ -14,6 +14,7 @@ from specui.arena import PLAIN, can_draft, skip_reason
 from specui.bench import arena as bench_arena
 from specui.bench import conversation as bench_conversation
 from specui.bench.record import environment, json_path_problem, provenance, show, write_json
+from specui.command_line import READER_LEFT
 from specui.bench.report import format_table
 from specui.bench.run import (
     DEFAULT_PROMPTS,
@@ -298,11 +299,19 @@ def main(argv=None) -> dict:
               **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,
               **({"skipped": {name: skip_reason(name) for name in skipped}} if names else {}),
               **provenance(args, argv)}
-    show(format_table(report))
+    return reported(args, report, format_table(report))
+
+
+def reported(args, report: dict, table: str) -> dict:
+    """The table printed and the JSON written; then a run cut short ends as Ctrl-C's (exit 130, specui.command_line)
+    and one whose reader left as a pipe's (exit 141): both after their report is kept."""
+    read = show(table)
     if args.json:
         write_json(args.json, report)
-    if "interrupted" in report:  # the prompts measured are kept; the exit is still Ctrl-C's (specui.command_line)
+    if "interrupted" in report:
         raise KeyboardInterrupt
+    if not read:
+        raise SystemExit(READER_LEFT)
     return report
 
 
@@ -319,10 +328,7 @@ def conversation(args, argv, preset, pair, methods, decode, texts: list[str]) ->
               "top_k": decode.top_k, "repetition_penalty": decode.repetition_penalty, "repeats": args.repeats,
               **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,
               **provenance(args, argv)}
-    show(bench_conversation.format_conversation(report))
-    if args.json:
-        write_json(args.json, report)
-    return report
+    return reported(args, report, bench_conversation.format_conversation(report))
 
 
 def drafters_to_run(pair, preset_name: str, drafter: str) -> tuple[str, ...]:

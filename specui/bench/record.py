@@ -3,7 +3,7 @@
 A number is only worth keeping if it can be traced back: `environment` records the machine, the threads and the
 versions; `provenance` the seed, the date, specui's commit (and whether the checkout had changes), the prompts
 file's SHA-256 and the command as typed. `show` prints the table (a reader that stops early, as `| head`, ends the
-printing quietly, not the run), and `write_json` writes the whole report as one JSON object.
+printing quietly, not the run: the JSON is still written), and `write_json` writes the whole report as one JSON object.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 import specui
+from specui.command_line import silence_stdout
 
 ROOT = Path(specui.__file__).resolve().parent.parent  # a checkout's root: where its .git is
 
@@ -87,13 +88,15 @@ def _git(*args: str) -> str:
                           check=True).stdout.strip()
 
 
-def show(text: str) -> None:
-    """The table on stdout; a reader that closed it (`| head`) ends the printing, not the run (the JSON is still
-    written), and leaves no traceback at exit."""
+def show(text: str) -> bool:
+    """The table on stdout; False when a reader closed it (`| head`): that ends the printing, not the run (the JSON
+    is still written, then the exit status is a pipe's: specui.command_line.READER_LEFT), and leaves no traceback."""
     try:
         print(text, flush=True)
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would fail again
+        silence_stdout()
+        return False
+    return True
 
 
 def json_path_problem(path: str) -> str | None:

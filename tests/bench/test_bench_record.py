@@ -44,14 +44,15 @@ def test_the_tables_header_says_the_seed_commit_and_date():
 @pytest.mark.slow
 def test_a_reader_that_stops_early_ends_the_printing_not_the_report(tmp_path):
     """`python -m specui.bench --json r.json | head -1` with a reader gone before the table: no BrokenPipeError
-    traceback, exit 0, and the JSON written (it was lost: the table is printed first)."""
+    traceback, the JSON written (it was lost: the table is printed first), then exit status 141 as every command's
+    (specui.command_line.READER_LEFT; it was 0 here, 1 in `python -m specui`)."""
     out = tmp_path / "r.json"
     cmd = [sys.executable, "-m", "specui.bench", "--preset", "bundled", "--num-prompts", "1", "--max-new-tokens", "2",
            "--repeats", "1", "--warmup", "0", "--cost-samples", "1", "--threads", "1", "--json", str(out)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.stdout.close()  # the reader is gone
     err = proc.stderr.read()
-    assert proc.wait(timeout=300) == 0 and "Traceback" not in err and "BrokenPipe" not in err, err[-3000:]
+    assert proc.wait(timeout=300) == 141 and "Traceback" not in err and "BrokenPipe" not in err, err[-3000:]
     assert json.loads(out.read_text(encoding="utf-8"))["identical_to_plain"] is True
 
 

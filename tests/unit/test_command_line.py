@@ -95,3 +95,17 @@ def test_the_benchmarks_ranges_are_refused_before_any_model_loads(argv, says, ca
         parse_args(argv)
     assert exit_.value.code == 2 and says in capsys.readouterr().err
     assert parse_args(["--tree-width", "4", "--tree-nodes", "16", "--num-draft-tokens", "6"]).tree_nodes == 16
+
+
+@pytest.mark.parametrize("printed", ["'one line'", "'x' * 200_000"])
+def test_a_reader_that_left_ends_any_command_quietly_with_status_141(printed):
+    """Every entry point runs under `run`: stdout's reader gone (`| head`), whether the print fails at once (more than
+    a pipe holds) or only at the final flush (a short, buffered reply), is exit status 141 (128 + SIGPIPE, as a shell
+    reports a writer whose reader left) without a word; it was a BrokenPipeError traceback, or Python's `Exception
+    ignored ... BrokenPipeError` and status 120."""
+    code = f"from specui.command_line import run; run(lambda argv: print({printed}), 'prog')"
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    proc.stdout.close()  # the reader is gone before a line is written
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141 and err == "", err
