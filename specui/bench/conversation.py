@@ -8,7 +8,8 @@ decoded by the preset's drafter, afresh (the whole conversation read as the prom
 cached …; every cached repeat reads the same new tokens (the cache's `limit`). Answers stop at EOS. The
 report gives, per turn, the prompt's length, the tokens the cache kept, the median time to the first token
 (the prompt and the first round; the prompt alone in the JSON) and the median turn time of each, their
-ratios, and whether the tokens were identical.
+ratios, and whether the tokens were identical. Ctrl-C after a turn or more keeps the turns measured (the report says
+it was interrupted after how many).
 """
 
 from __future__ import annotations
@@ -38,20 +39,37 @@ def run_conversation(engine, tokenizer, texts: list[str], settings, *, repeats: 
     """Figures of a conversation of len(texts) turns (see the module docstring)."""
     settings = settings.but(ignore_eos=False)
     cache, answers, so_far, turns = PromptCache(), [], [], []
-    for t in range(len(texts)):
-        prompt = turn_prompt(tokenizer, texts, answers, so_far, chat=chat)
-        if t == 0:
-            for _ in range(warmup):
-                engine.generate(prompt, settings)
-        cache.limit = cache.reusable(prompt, engine.target_model)
-        fresh, cached = [], []
-        for _ in range(repeats):
-            fresh.append(engine.generate(prompt, settings))
-            cached.append(engine.generate(prompt, settings, cache=cache))
-        cache.limit = None
-        answer = cached[0].token_ids
-        turns.append({
-            "turn": t + 1, "prompt_tokens": len(prompt), "kept_tokens": cached[0].reused_tokens,
+    try:  # Ctrl-C after a turn or more ends the conversation with those (the report says so)
+        for t in range(len(texts)):
+            prompt = turn_prompt(tokenizer, texts, answers, so_far, chat=chat)
+            if t == 0:
+                for _ in range(warmup):
+                    engine.generate(prompt, settings)
+            cache.limit = cache.reusable(prompt, engine.target_model)
+            fresh, cached = [], []
+            for _ in range(repeats):
+                fresh.append(engine.generate(prompt, settings))
+                cached.append(engine.generate(prompt, settings, cache=cache))
+            cache.limit = None
+            answer = cached[0].token_ids
+            turns.append(_turn(t + 1, prompt, fresh, cached, greedy=settings.greedy))  # whole, or not at all
+            answers.append(answer_ids(cached[0]))
+            so_far = prompt + answer
+            if progress is not None:
+                progress(t + 1, len(texts))
+    except KeyboardInterrupt:
+        if not turns:
+            raise
+    fresh_total, cached_total = sum(x["fresh_turn_s"] for x in turns), sum(x["cached_turn_s"] for x in turns)
+    return {"turns": turns, "fresh_total_s": fresh_total, "cached_total_s": cached_total,
+            "conversation_ratio": _ratio(fresh_total, cached_total),
+            **({"interrupted": f"after {len(turns)} of {len(texts)} turns"} if len(turns) < len(texts) else {})}
+
+
+def _turn(number: int, prompt: list[int], fresh: list, cached: list, *, greedy: bool) -> dict:
+    """One turn's figures: the medians of its fresh and cached runs, their ratios, and whether the tokens agreed."""
+    answer = cached[0].token_ids
+    turn = {"turn": number, "prompt_tokens": len(prompt), "kept_tokens": cached[0].reused_tokens,
             "new_tokens": len(answer),
             "fresh_prompt_s": metrics.median([r.prefill_s for r in fresh]),
             "cached_prompt_s": metrics.median([r.prefill_s for r in cached]),
@@ -59,17 +77,9 @@ def run_conversation(engine, tokenizer, texts: list[str], settings, *, repeats: 
             "cached_first_token_s": metrics.median([r.rounds[0].elapsed_s for r in cached]),
             "fresh_turn_s": metrics.median([r.total_s for r in fresh]),
             "cached_turn_s": metrics.median([r.total_s for r in cached]),
-            "identical": all(r.token_ids == answer for r in fresh + cached) if settings.greedy else None,
-        })
-        turns[-1]["first_token_ratio"] = _ratio(turns[-1]["fresh_first_token_s"], turns[-1]["cached_first_token_s"])
-        turns[-1]["turn_ratio"] = _ratio(turns[-1]["fresh_turn_s"], turns[-1]["cached_turn_s"])
-        answers.append(answer_ids(cached[0]))
-        so_far = prompt + answer
-        if progress is not None:
-            progress(t + 1, len(texts))
-    fresh_total, cached_total = sum(x["fresh_turn_s"] for x in turns), sum(x["cached_turn_s"] for x in turns)
-    return {"turns": turns, "fresh_total_s": fresh_total, "cached_total_s": cached_total,
-            "conversation_ratio": _ratio(fresh_total, cached_total)}
+            "identical": all(r.token_ids == answer for r in fresh + cached) if greedy else None}
+    return {**turn, "first_token_ratio": _ratio(turn["fresh_first_token_s"], turn["cached_first_token_s"]),
+            "turn_ratio": _ratio(turn["fresh_turn_s"], turn["cached_turn_s"])}
 
 
 def _ratio(a: float, b: float) -> float | None:

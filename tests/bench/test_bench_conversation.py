@@ -55,3 +55,36 @@ def test_a_chat_conversation_on_the_default_preset(tmp_path):
     first, second = report["turns"]
     assert report["drafter"] == "eagle" and first["identical"] and second["identical"]
     assert second["kept_tokens"] > first["prompt_tokens"] and second["prompt_tokens"] - second["kept_tokens"] < 20
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_turns_measured_so_far(tmp_path, monkeypatch, capsys):
+    """Ctrl-C in the second of three turns: the table and the JSON hold the first (every turn was lost, as the
+    per-prompt runs' were), both say the conversation was interrupted after 1 of 3 turns, and the exit is Ctrl-C's."""
+    import signal
+
+    from specui.bench.cli import main
+    from specui.command_line import run
+    from specui.engine import SpeculativeEngine
+
+    real, calls = SpeculativeEngine.generate, []
+
+    def ctrl_c_in_the_second_turn(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:  # a fresh and a cached run a turn: the second turn's first run
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SpeculativeEngine, "generate", ctrl_c_in_the_second_turn)
+    prompts, out = tmp_path / "three.jsonl", tmp_path / "r.json"
+    prompts.write_text("".join(json.dumps({"prompt": f"def {name}(x):\n"}) + "\n" for name in "abc"), encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_:
+        run(main, "python -m specui.bench", ["--preset", "bundled", "--prompts", str(prompts), "--turns", "3",
+                                            "--max-new-tokens", "2", "--repeats", "1", "--warmup", "0", "--threads",
+                                            "1", "--json", str(out)])
+    assert exit_.value.code == 130 and len(calls) == 3
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["interrupted"] == "after 1 of 3 turns" and [t["turn"] for t in report["turns"]] == [1]
+    captured = capsys.readouterr()
+    assert "INTERRUPTED (Ctrl-C) after 1 of 3 turns" in captured.out and "whole conversation" in captured.out
+    assert captured.err.splitlines()[-1] == "python -m specui.bench: interrupted"
