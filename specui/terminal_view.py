@@ -63,18 +63,21 @@ def columns(c: str) -> int:
 class Wrap:
     """A streamed reply wrapped at word boundaries to a terminal `width` columns wide (where the terminal would
     break a word at its edge). A word is held until it ends, then starts a new line if it would cross the edge
-    (the space before it stays at the old line's end); a word longer than a line is broken at the edge. `push`
+    (the space before it stays at the old line's end); a word longer than a line is broken at the edge, shown as it
+    comes once it is that long (a reply without spaces, as Chinese is written, streams). `push`
     takes a token's shown text and kind, and returns the (text, kind) pieces to write now, the line breaks it adds
     of no kind, so each piece is painted in its own colour and none runs over a break."""
 
     def __init__(self, width: int):
         self.width, self.column, self.word = max(width, 1), 0, []  # word: [(character, kind)]
+        self.breaking = False  # the word in hand is longer than a line: placed as it comes, broken at the edge
 
     def push(self, text: str, kind) -> list[tuple[str, str | None]]:
         out: list[tuple[str, str | None]] = []
         for c in text:
             if c in " \t\n":
                 self._place(out)
+                self.breaking = False
                 if c == "\n":
                     out.append(("\n", kind))
                     self.column = 0
@@ -88,17 +91,21 @@ class Wrap:
                 self.column += step
             else:
                 self.word.append((c, kind))
+                if self.breaking or sum(columns(held) for held, _ in self.word) > self.width:
+                    self._place(out)
+                    self.breaking = True
         return merged(out)
 
     def flush(self) -> list[tuple[str, str | None]]:
         """The word held (the reply ended, or was stopped)."""
         out: list[tuple[str, str | None]] = []
         self._place(out)
+        self.breaking = False
         return merged(out)
 
     def _place(self, out: list) -> None:
         length = sum(columns(c) for c, _ in self.word)
-        if self.column and self.column + length > self.width:
+        if self.column and self.column + length > self.width and not self.breaking:
             out.append(("\n", None))
             self.column = 0
         for c, kind in self.word:  # a word longer than a line broken at the edge
