@@ -27,6 +27,13 @@ USER_ERRORS = (ConfigError, LoadError, PackagedModelError, ContextLengthError, S
 READER_LEFT = 141  # 128 + SIGPIPE: the exit status of a writer to a pipe whose reader left (`| head`)
 
 
+def refuse(prog: str, message: str):
+    """A mistake found after the flags were read (a preset's drafters, its prompts): one line in argparse's form and
+    its exit status, 2."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def silence_stdout() -> None:
     """Send what is still to be printed to /dev/null: stdout's reader left, and Python's own flush at exit would fail
     again (`Exception ignored ... BrokenPipeError`)."""

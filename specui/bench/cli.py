@@ -14,7 +14,7 @@ from specui.arena import PLAIN, can_draft, skip_reason
 from specui.bench import arena as bench_arena
 from specui.bench import conversation as bench_conversation
 from specui.bench.record import environment, json_path_problem, provenance, show, write_json
-from specui.command_line import READER_LEFT
+from specui.command_line import READER_LEFT, refuse
 from specui.bench.report import format_table
 from specui.bench.run import (
     DEFAULT_PROMPTS,
@@ -33,13 +33,15 @@ from specui.loading import load_pair
 from specui.presets import ConfigError, load_config, with_pair
 from specui.settings import DecodeSettings, SettingsError, reworded
 
+PROG = "python -m specui.bench"
 ALL = "all"  # --drafter all: plain decoding and every drafter of the preset
+MORE_PROMPTS = 'give --prompts FILE (JSON Lines, one {"prompt": "..."} a line) with more'
 # DecodeSettings' fields that are flags here of the same name (top_p: --top-p)
 SETTINGS_FLAGS = ("max_new_tokens", "num_draft_tokens", "temperature", "top_p", "top_k", "seed", "repetition_penalty",
                   "tree_width", "tree_nodes", "draft_confidence", "drafter")
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m specui.bench",
+    p = argparse.ArgumentParser(prog=PROG,
                                 description="specui's engine against transformers' own generation, on the same "
                                             "prompts.")
     p.add_argument("--preset", default=None, help="a preset of models.yaml (default: its default)")
@@ -53,9 +55,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                         'of specui.chat_prompts for a chat preset, else held-out stdlib test code)')
     p.add_argument("--num-prompts", type=int, default=None,
                    help=f"how many prompts: the first N of the built-in ones (default: {DEFAULT_PROMPTS}; there are 16 "
-                        "held-out chat prompts) or, with --prompts, the first N of the file's (default: all of them)")
+                        "held-out chat prompts) or, with --prompts, the first N of the file's (default: all of them); "
+                        "not with --turns, whose N turns are the first N prompts")
     p.add_argument("--prompt-tokens", type=int, default=None,
-                   help=f"length of each built-in stdlib prompt, in tokens (default: {PROMPT_TOKENS})")
+                   help=f"length of each built-in stdlib prompt, in tokens (default: {PROMPT_TOKENS}; not for a chat "
+                        "preset's prompts or a --prompts file's, which run as written)")
     p.add_argument("--max-new-tokens", type=int, default=128,
                    help="tokens decoded per run (default: %(default)s)")
     p.add_argument("-k", "--num-draft-tokens", type=int, default=None, metavar="K",
@@ -78,8 +82,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help=f"a drafter of the preset ({', '.join(DRAFTER_NAMES)}; default: the preset's), or {ALL}: "
                         "plain decoding and every drafter of the preset, side by side")
     p.add_argument("--turns", type=int, default=0,
-                   help="N > 0: a conversation of N turns (the prompts as successive messages), each turn decoded "
-                        "afresh and with the conversation's cache (specui.prompt_cache), side by side")
+                   help="N > 0: a conversation of N turns (the first N prompts as successive messages), each turn "
+                        "decoded afresh and with the conversation's cache (specui.prompt_cache), side by side")
     p.add_argument("--repeats", type=int, default=3,
                    help="timed runs of each method per prompt, the median kept (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=1,
@@ -89,19 +93,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--prompt-threads", type=int, default=None,
                    help="torch CPU threads while specui's engine reads a prompt (default: the preset's "
                         "`prompt_threads`, else --threads)")
-    p.add_argument("--cost-samples", type=int, default=TIMING_SAMPLES,
-                   help="timed one-token forwards of each model for c, the median kept (default: %(default)s)")
+    p.add_argument("--cost-samples", type=int, default=None,
+                   help=f"timed one-token forwards of each model for c, the median kept (default: {TIMING_SAMPLES}; "
+                        "only a run of one drafter that is no head against plain decoding and transformers measures c)")
     p.add_argument("--seed", type=int, default=0, help="the runs' seed (default: %(default)s)")
     p.add_argument("--json", default=None, help="also write the results as one JSON object to this file")
     args = p.parse_args(argv)
     if args.prompt_tokens is not None and args.prompts:  # it was ignored: the file's prompts run as written
         p.error("--prompt-tokens sets the built-in prompts' length; --prompts runs the file's prompts as written")
-    args.prompt_tokens = PROMPT_TOKENS if args.prompt_tokens is None else args.prompt_tokens
-    for name in ("prompt_tokens", "max_new_tokens", "repeats", "cost_samples"):
+    for name in ("max_new_tokens", "repeats"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
-    if args.num_prompts is not None and args.num_prompts < 1:
-        p.error("--num-prompts must be >= 1")
+    for name in ("num_prompts", "prompt_tokens", "cost_samples"):  # None: the default
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1")
     for name in ("num_draft_tokens", "threads", "prompt_threads"):  # None: the preset's; 0 would read as None
         if getattr(args, name) is not None and getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1 (leave it out for the preset's)")
@@ -112,6 +117,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--top-p and --top-k shape sampled decoding: give --temperature > 0 too")
     if args.turns and args.drafter == ALL:
         p.error(f"--turns runs one drafter (the preset's, or --drafter NAME), not {ALL}")
+    if args.turns and args.num_prompts is not None:  # it was ignored, or cut the prompts short of --turns
+        p.error("--num-prompts with --turns: the conversation's turns are the first N prompts (--turns N); leave "
+                "--num-prompts out")
+    if args.cost_samples is not None and (args.turns or args.drafter == ALL):  # they were ignored: c is not measured
+        p.error(f"--cost-samples with {'--turns' if args.turns else '--drafter all'}: that run measures no draft cost "
+                "c; leave --cost-samples out")
     if (args.draft or args.chat) and not args.target:
         p.error("--draft and --chat need --target")
     if args.target and args.preset:
@@ -121,6 +132,9 @@ def parse_args(argv=None) -> argparse.Namespace:
             args.prompt_texts = read_prompt_texts(args.prompts)
         except ConfigError as e:
             p.error(f"--prompts {e}")
+        if args.turns > len(args.prompt_texts):
+            p.error(too_few_turns(args.turns, f"{args.prompts} holds {len(args.prompt_texts)}",
+                                  f"add prompts to {args.prompts}"))
     if args.json:  # refused now, not after minutes of timing
         problem = json_path_problem(args.json)
         if problem:
@@ -135,6 +149,29 @@ def parse_args(argv=None) -> argparse.Namespace:
     except SettingsError as e:
         p.error(as_flags(str(e)))
     return args
+
+
+def too_few_turns(turns: int, have: str, fix: str) -> str:
+    """--turns N with fewer than N prompts, in one line: where the prompts came from and what to do."""
+    return f"--turns {turns} needs {turns} prompts, one a turn: {have}; {fix}, or lower --turns"
+
+
+def refuse_ignored(args, preset) -> None:
+    """What `preset` makes of the flags, refused in one line (exit 2) before its models load: a flag it would ignore,
+    or more turns than its built-in prompts."""
+    drafter = args.drafter or preset.drafter
+    if args.cost_samples is not None and drafter in HEAD_DRAFTERS:  # a head runs beside plain decoding: no c
+        whose = "--drafter" if args.drafter else f"preset {preset.name!r}'s drafter"
+        refuse(PROG, f"--cost-samples with {whose} {drafter}: a head is measured beside plain decoding, with no draft "
+                     "cost c; leave --cost-samples out")
+    if not preset.chat_template or args.prompts:
+        return
+    if args.prompt_tokens is not None:  # the chat prompts run as written
+        refuse(PROG, f"--prompt-tokens sets the built-in stdlib prompts' length; preset {preset.name!r} is a chat "
+                     "preset, whose built-in prompts (specui.chat_prompts) run as written: leave --prompt-tokens out")
+    if args.turns > len(chat_prompts.HELD_OUT):
+        refuse(PROG, too_few_turns(args.turns, f"preset {preset.name!r} has {len(chat_prompts.HELD_OUT)} built-in "
+                                               "held-out chat prompts (specui.chat_prompts)", MORE_PROMPTS))
 
 
 def as_flags(message: str) -> str:
@@ -162,7 +199,7 @@ def note_fewer_prompts(asked: int, available: int, what: str) -> None:
     """One line on stderr when --num-prompts asks for more built-in prompts than there are: the run goes on with
     all of them (the report's header and JSON show the count), said rather than done quietly."""
     if available < asked:
-        print(f"python -m specui.bench: note: --num-prompts {asked}: there are only {available} {what}; "
+        print(f"{PROG}: note: --num-prompts {asked}: there are only {available} {what}; "
               f"running those {available}", file=sys.stderr)
 
 
@@ -220,12 +257,14 @@ def main(argv=None) -> dict:
 
     args = parse_args(argv)
     texts = first_prompts(args.prompt_texts, args.num_prompts, args.prompts) if args.prompts else None
-    count = args.num_prompts or DEFAULT_PROMPTS  # of the built-in prompts
+    count = args.turns or args.num_prompts or DEFAULT_PROMPTS  # of the built-in prompts
+    length = args.prompt_tokens or PROMPT_TOKENS
     transformers_logging.set_verbosity_error()  # generate()'s advice about its own arguments is noise here
     config = load_config(args.config)
     if args.target:
         config = with_pair(config, args.target, args.draft, chat=args.chat)
     preset = config.get(args.preset)
+    refuse_ignored(args, preset)
     pair = load_pair(preset, progress=lambda msg: print(msg, file=sys.stderr))  # applies the preset's threads
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -249,10 +288,10 @@ def main(argv=None) -> dict:
     chat = preset.chat_template
     prompts = (tokenize_prompts(texts, pair.tokenizer, chat=chat) if texts
                else tokenize_prompts(chat_prompts.HELD_OUT[:count], pair.tokenizer, chat=True) if chat
-               else builtin_prompts(pair.tokenizer, count=count, length=args.prompt_tokens))
+               else builtin_prompts(pair.tokenizer, count=count, length=length))
     if not texts and not args.turns:
         note_fewer_prompts(count, len(prompts), "held-out chat and code prompts" if chat
-                           else f"held-out stdlib prompts of {args.prompt_tokens} tokens")
+                           else f"held-out stdlib prompts of {length} tokens")
     methods = Methods(pair, plan)
     if args.prompt_threads:
         methods.engine.prompt_threads = args.prompt_threads
@@ -284,7 +323,8 @@ def main(argv=None) -> dict:
     else:  # one drafter against plain decoding and transformers' own generation
         assistant = methods.hf_draft if drafter in MODEL_DRAFTERS else None
         with constant_assistant_schedule(assistant, decode.num_draft_tokens, decode.draft_confidence):
-            costs = measure_costs(methods, prompts[0], decode.num_draft_tokens, samples=args.cost_samples)
+            costs = measure_costs(methods, prompts[0], decode.num_draft_tokens,
+                                  samples=args.cost_samples or TIMING_SAMPLES)
             figures = summarise(measured(plan_arms(decode)), costs, plan)
     report = {"preset": preset.name, "drafter": drafter, "max_new_tokens": decode.max_new_tokens,
               "temperature": decode.temperature, "top_p": decode.top_p, "top_k": decode.top_k,
@@ -317,9 +357,9 @@ def reported(args, report: dict, table: str) -> dict:
 
 def conversation(args, argv, preset, pair, methods, decode, texts: list[str]) -> dict:
     """--turns: `specui.bench.conversation`'s run, reported and written like the others."""
-    if len(texts) < args.turns:
-        raise SystemExit(f"python -m specui.bench: error: --turns {args.turns} needs {args.turns} prompts "
-                         f"({len(texts)} given)")
+    if len(texts) < args.turns:  # the built-in stdlib prompts: the others were counted before loading
+        refuse(PROG, too_few_turns(args.turns, f"there are {len(texts)} held-out stdlib prompts of "
+                                               f"{args.prompt_tokens or PROMPT_TOKENS} tokens", MORE_PROMPTS))
     figures = bench_conversation.run_conversation(
         methods.engine, pair.tokenizer, texts[: args.turns], decode, repeats=args.repeats, warmup=args.warmup,
         chat=preset.chat_template, progress=lambda i, n: print(f"turn {i}/{n} done", file=sys.stderr))
@@ -337,7 +377,7 @@ def drafters_to_run(pair, preset_name: str, drafter: str) -> tuple[str, ...]:
     Exits with the preset's drafters when it lacks the one asked for."""
     available = pair.engine().drafters
     if drafter != ALL and drafter not in available:
-        raise SystemExit(f"python -m specui.bench: error: preset {preset_name!r} has no drafter {drafter!r}; "
+        raise SystemExit(f"{PROG}: error: preset {preset_name!r} has no drafter {drafter!r}; "
                          f"its drafters: {', '.join(available)} (or --drafter {ALL})")
     if drafter == ALL:
         return (PLAIN, *available)

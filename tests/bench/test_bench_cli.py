@@ -187,4 +187,76 @@ def test_prompt_tokens_with_a_prompts_file_is_refused_not_ignored(tmp_path, caps
     with pytest.raises(SystemExit) as exit_:
         parse_args(["--prompts", str(path), "--prompt-tokens", "64"])
     assert exit_.value.code == 2 and "--prompt-tokens sets the built-in prompts' length" in capsys.readouterr().err
-    assert parse_args([]).prompt_tokens == 128 and parse_args(["--prompt-tokens", "64"]).prompt_tokens == 64
+    assert parse_args([]).prompt_tokens is None and parse_args(["--prompt-tokens", "64"]).prompt_tokens == 64
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--cost-samples", "5", "--drafter", "all"], "--cost-samples with --drafter all: that run measures no draft"),
+    (["--cost-samples", "5", "--turns", "2"], "--cost-samples with --turns: that run measures no draft cost"),
+    (["--num-prompts", "2", "--turns", "3"], "--num-prompts with --turns: the conversation's turns are the first N"),
+])
+def test_a_flag_the_run_would_ignore_is_refused_naming_both(args, said, capsys):
+    """They were ignored without a word (--num-prompts with --turns cut the prompts short of the turns instead)."""
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(args)
+    assert exit_.value.code == 2 and said in capsys.readouterr().err
+    assert parse_args(["--cost-samples", "5"]).cost_samples == 5 and parse_args([]).cost_samples is None
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--cost-samples", "5"], "--cost-samples with preset 'smollm2-chat''s drafter eagle: a head is measured beside"),
+    (["--drafter", "medusa", "--cost-samples", "5"], "--cost-samples with --drafter medusa: a head is measured"),
+    (["--prompt-tokens", "64"], "--prompt-tokens sets the built-in stdlib prompts' length; preset 'smollm2-chat' is "
+                                "a chat preset, whose built-in prompts (specui.chat_prompts) run as written"),
+    (["--turns", "17"], "--turns 17 needs 17 prompts, one a turn: preset 'smollm2-chat' has 16 built-in held-out chat "
+                        'prompts (specui.chat_prompts); give --prompts FILE (JSON Lines, one {"prompt": "..."} a '
+                        "line) with more, or lower --turns"),
+])
+def test_what_the_preset_would_ignore_is_refused_before_its_models_load(args, said, monkeypatch, capsys):
+    """The default preset (a chat preset whose drafter is its EAGLE head): --cost-samples and --prompt-tokens were
+    ignored without a word; more --turns than its chat prompts said '(16 given)' after the models had loaded."""
+    from specui.bench import cli
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("the models loaded before the flags were refused")
+
+    monkeypatch.setattr(cli, "load_pair", no_loading)
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(args)
+    assert exit_.value.code == 2 and f"python -m specui.bench: error: {said}" in capsys.readouterr().err
+
+
+def test_more_turns_than_a_prompts_file_holds_is_refused_naming_the_file(tmp_path, capsys):
+    from specui.bench.cli import parse_args
+
+    path = tmp_path / "two.jsonl"
+    path.write_text('{"prompt": "a"}\n{"prompt": "b"}\n', encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(["--prompts", str(path), "--turns", "3"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and f"--turns 3 needs 3 prompts, one a turn: {path} holds 2; add prompts to {path}, " \
+                                     "or lower --turns" in err
+    assert parse_args(["--prompts", str(path), "--turns", "2"]).turns == 2
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair's built-in stdlib prompts")
+def test_turns_take_as_many_built_in_prompts_as_there_are_turns(monkeypatch, capsys):
+    """--turns 10 on bundled ran into '--turns 10 needs 10 prompts (8 given)' (the built-in default of 8, though the
+    user gave no prompts); it takes 10 now, and fewer held-out prompts than turns says where they come from."""
+    from specui import corpus
+    from specui.bench.cli import main
+
+    quick = ["--preset", "bundled", "--prompt-tokens", "16", "--max-new-tokens", "2", "--repeats", "1", "--warmup",
+             "0", "--threads", "1"]
+    assert [t["turn"] for t in main([*quick, "--turns", "10"])["turns"]] == list(range(1, 11))
+    real = corpus.held_out_prompts
+    monkeypatch.setattr(corpus, "held_out_prompts", lambda *a, count, **kw: real(*a, count=min(count, 2), **kw))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main([*quick, "--turns", "3"])
+    assert exit_.value.code == 2 and "--turns 3 needs 3 prompts, one a turn: there are 2 held-out stdlib prompts of " \
+                                     '16 tokens; give --prompts FILE (JSON Lines, one {"prompt": "..."} a line) with ' \
+                                     "more, or lower --turns" in capsys.readouterr().err
