@@ -32,8 +32,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="port to listen on (default $GRADIO_SERVER_PORT or 7860)")
     parser.add_argument("--share", action="store_true", help="also open a public gradio.live link")
     pair = parser.add_argument_group("a pair not in models.yaml (the preset 'command-line', first and the default)")
-    pair.add_argument("--target", help="the target model: a local folder or a Hugging Face Hub id")
-    pair.add_argument("--draft", help="its draft model (a folder or a Hub id; without one, prompt lookup drafts)")
+    pair.add_argument("--target", help="the target model: a local folder, a .gguf file or a Hugging Face Hub id")
+    pair.add_argument("--draft", help="its draft model (a folder, a .gguf file or a Hub id; without one, prompt "
+                                      "lookup drafts)")
     pair.add_argument("--chat", action="store_true",
                       help="wrap prompts in the target's chat template (instruct models)")
     args = parser.parse_args(argv)

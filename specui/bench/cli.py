@@ -46,9 +46,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                                             "prompts.")
     p.add_argument("--preset", default=None, help="a preset of models.yaml (default: its default)")
     p.add_argument("--config", default=None, help="the models.yaml to read (default: the one beside the package)")
-    p.add_argument("--target", default=None, help="a pair not in models.yaml: its target (a folder or a Hub id), "
-                                                  "in place of --preset")
-    p.add_argument("--draft", default=None, help="with --target: its draft model (without one, prompt lookup drafts)")
+    p.add_argument("--target", default=None, help="a pair not in models.yaml: its target (a local folder, a .gguf "
+                                                  "file or a Hugging Face Hub id), in place of --preset")
+    p.add_argument("--draft", default=None, help="with --target: its draft model (a folder, a .gguf file or a Hub id; "
+                                                 "without one, prompt lookup drafts)")
     p.add_argument("--chat", action="store_true", help="with --target: prompts in the target's chat template")
     p.add_argument("--prompts", default=None,
                    help='JSON Lines file, one {"prompt": "..."} per line (default: the held-out chat and code prompts '

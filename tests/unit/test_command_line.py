@@ -109,3 +109,18 @@ def test_a_reader_that_left_ends_any_command_quietly_with_status_141(printed):
     proc.stdout.close()  # the reader is gone before a line is written
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141 and err == "", err
+
+
+def test_the_help_says_a_gguf_file_is_a_model_too(capsys):
+    """--target and --draft take a .gguf file as well (specui.presets, README's Configuration); the benchmark's and
+    app.py's --help said only 'a local folder or a Hugging Face Hub id'."""
+    from specui.bench.cli import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    bench = capsys.readouterr().out
+    app = subprocess.run([sys.executable, "app.py", "--help"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120).stdout
+    for text in (" ".join(bench.split()), " ".join(app.split())):
+        assert "a local folder, a .gguf file or a Hugging Face Hub id" in text, text
+        assert "a folder, a .gguf file or a Hub id" in text, text
