@@ -61,6 +61,16 @@ def test_bytes_per_token_and_what_a_cache_holds(engine):
     assert pool.nbytes == cache.nbytes
 
 
+def test_what_a_transformers_cache_holds():
+    """A model the lean forward does not take (GPT-2) keeps a transformers DynamicCache: its keys and values count."""
+    model = make_model("gpt2", vocab_size=96, layers=2)
+    assert bytes_per_token(model) == 2 * 2 * 4 * 16 * 4  # keys and values x layers x heads x head width x float32
+    pool = PromptCaches()
+    turn(SpeculativeEngine(model), pool, opening(0), speculative=False)
+    cache = pool.caches[0]
+    assert cache.nbytes == cache.length * bytes_per_token(model) > 0
+
+
 def test_many_visitors_taking_turns_keep_their_caches(engine, monkeypatch):
     """The app's pool kept four caches: a fifth visitor chatting in turn with four others made every turn evict
     another's cache and read its whole conversation again. Bounded by bytes, twelve short chats keep theirs."""
