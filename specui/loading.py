@@ -91,14 +91,13 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) 
     """Load everything a preset names. `progress` receives short status lines."""
     say = progress or (lambda _msg: None)
     check_before_loading(preset)  # before transformers is imported: a broken HF_ENDPOINT stops that import
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     try:
         target_ref = _folder(preset.target, say)
         say(f"Loading the tokenizer of {preset.target}")
-        _check_tokenizer_files(target_ref, f"Preset '{preset.name}': the target {preset.target}")
-        tokenizer = AutoTokenizer.from_pretrained(target_ref, revision=preset.revision,
-                                                  trust_remote_code=preset.trust_remote_code)
+        tokenizer = _tokenizer(target_ref, f"Preset '{preset.name}': the target {preset.target}",
+                               revision=preset.revision, trust_remote_code=preset.trust_remote_code)
         say(f"Loading the target {preset.target}")
         target = AutoModelForCausalLM.from_pretrained(
             target_ref, **_model_kwargs(preset, quantization=preset.quantization, revision=preset.revision,
@@ -221,11 +220,8 @@ def _load_draft(preset: Preset, folder: str, target, tokenizer):
 def check_compatible(preset: Preset, target_tokenizer, *, folder: str | None = None) -> None:
     """The draft (read from `folder`, default the preset's draft) must tokenize exactly as the target does, or its
     proposals mean other text."""
-    from transformers import AutoTokenizer
-
-    _check_tokenizer_files(folder or preset.draft, f"Preset '{preset.name}': the draft {preset.draft}")
-    draft_tokenizer = AutoTokenizer.from_pretrained(folder or preset.draft, revision=preset.draft_revision,
-                                                    trust_remote_code=preset.trust_remote_code)
+    draft_tokenizer = _tokenizer(folder or preset.draft, f"Preset '{preset.name}': the draft {preset.draft}",
+                                 revision=preset.draft_revision, trust_remote_code=preset.trust_remote_code)
     if draft_tokenizer.get_vocab() != target_tokenizer.get_vocab():
         raise LoadError(
             f"Preset '{preset.name}': the draft {preset.draft} and the target {preset.target} use different "
@@ -237,13 +233,22 @@ def check_compatible(preset: Preset, target_tokenizer, *, folder: str | None = N
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "spiece.model")
 
 
-def _check_tokenizer_files(ref, who: str) -> None:
-    """A local folder must hold its tokenizer beside the weights: without one, transformers said only the first line
-    of "Couldn't instantiate the backend tokenizer from one of: ...", which names no file and no folder."""
-    folder = Path(ref)
-    if folder.is_dir() and not any((folder / name).exists() for name in _TOKENIZER_FILES):
-        raise LoadError(f"{who}: the folder {folder} has no tokenizer (no tokenizer.json or tokenizer_config.json): "
-                        "save the model's tokenizer beside its weights (`tokenizer.save_pretrained(folder)`).")
+def _tokenizer(ref, who: str, **kwargs):
+    """`AutoTokenizer.from_pretrained(ref, **kwargs)`. A local folder that holds no tokenizer beside the weights is
+    said so, naming it (transformers said only the first line of "Couldn't instantiate the backend tokenizer from one
+    of: ...", naming no file and no folder); asked only after transformers failed, since it reads tokenizers from
+    files this list lacks (a vocab.txt that config.json's tokenizer_class names)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(ref, **kwargs)
+    except Exception:
+        folder = Path(ref)
+        if folder.is_dir() and not any((folder / name).exists() for name in _TOKENIZER_FILES):
+            raise LoadError(f"{who}: the folder {folder} has no tokenizer (no tokenizer.json or "
+                            "tokenizer_config.json): save the model's tokenizer beside its weights "
+                            "(`tokenizer.save_pretrained(folder)`).") from None
+        raise
 
 
 def check_causal(model, who: str) -> None:

@@ -193,3 +193,22 @@ def test_the_causality_check_reads_a_vocabulary_of_fewer_than_three_tokens():
 
     for vocab_size in (1, 2):
         check_causal(make_model("llama", vocab_size=vocab_size, layers=1), "a tiny model")  # loads: no exception
+
+
+def test_a_folder_whose_tokenizer_is_a_vocab_txt_loads(tmp_path):
+    """A model whose tokenizer is a word-piece vocab.txt named by config.json's tokenizer_class (as Chinese GPT-2s on
+    the Hub are saved), which transformers reads, was refused as 'has no tokenizer': the check knew other files."""
+    from specui.presets import parse_config
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"abcdefghijklmnopqrstuvwxyz", "你", "好"]
+    model = make_model("gpt2", vocab_size=len(words), layers=1)
+    model.config.tokenizer_class = "BertTokenizer"
+    model.save_pretrained(tmp_path / "gpt2-chinese")
+    (tmp_path / "gpt2-chinese" / "vocab.txt").write_text("\n".join(words) + "\n")
+    config = parse_config({"presets": {"zh": {"target": "./gpt2-chinese", "device": "cpu"}}},
+                          path=tmp_path / "models.yaml")
+    pair = load_pair(config.get("zh"))
+    ids = pair.tokenizer("你好 a b c", add_special_tokens=False)["input_ids"]
+    assert type(pair.tokenizer).__name__ == "BertTokenizer" and ids == [31, 32, 5, 6, 7]
+    plain = SpeculativeEngine(pair.target).generate(ids, max_new_tokens=6, speculative=False)
+    assert pair.engine().generate(ids, max_new_tokens=6).token_ids == plain.token_ids
