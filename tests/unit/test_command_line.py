@@ -40,13 +40,20 @@ def test_a_missing_config_or_model_folder_is_one_line(tmp_path):
 
 
 def test_a_bad_prompts_file_is_one_line_in_the_commands_form(tmp_path):
+    """Refused by the command line as any flag's mistake (argparse's usage, then one line naming --prompts; exit 2
+    since 296cfbf, where this test still expected exit 1)."""
+    def refused(path) -> str:
+        out = subprocess.run([sys.executable, "-m", "specui.bench", "--preset", "bundled", "--prompts", str(path)],
+                             cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        return out.stderr.strip().splitlines()[-1]
+
     bad = tmp_path / "prompts.jsonl"
     bad.write_text('{"prompt": "def f():"}\n{"text": "x"}\n')
-    line = _one_line_error(["specui.bench", "--preset", "bundled", "--prompts", str(bad)], "python -m specui.bench")
-    assert line.endswith(f'{bad}:2: expected a JSON object {{"prompt": "<non-empty text>"}}')
-    line = _one_line_error(["specui.bench", "--preset", "bundled", "--prompts", str(tmp_path / "none.jsonl")],
-                           "python -m specui.bench")
-    assert "none.jsonl: cannot be read" in line
+    assert refused(bad) == (f'python -m specui.bench: error: --prompts {bad}:2: expected a JSON object '
+                            '{"prompt": "<non-empty text>"}')
+    missing = tmp_path / "none.jsonl"
+    assert refused(missing).startswith(f"python -m specui.bench: error: --prompts {missing}: cannot be read")
 
 
 def test_run_ends_only_the_users_errors_and_keeps_a_bugs_traceback():
