@@ -1,8 +1,9 @@
 """Accessibility in a real browser: the keyboard, a screen reader's names, contrast on light and dark pages.
 
 A reply's tokens are one Tab stop whose arrow keys step from token to token, showing and announcing each one's
-kind, p and q; a slider, a check box and a radio show a focus ring; faded and coloured text (a rejected draft, the
-Teach tab's verdicts, the prompt in grey) keeps WCAG AA's 4.5:1 on both page themes. One served app, one browser.
+kind, p and q; a slider, a check box, a radio, the prompt box, a number box and the preset list show a focus ring;
+faded and coloured text (a rejected draft, the Teach tab's verdicts, the prompt in grey) keeps WCAG AA's 4.5:1 on both
+page themes. One served app, one browser.
 """
 
 from __future__ import annotations
@@ -93,6 +94,19 @@ def test_a_slider_a_check_box_and_a_radio_show_a_focus_ring(app):
         ring = page.evaluate("() => { const e = document.activeElement, s = getComputedStyle(e); "
                              "return [e.matches(':focus-visible'), s.outlineStyle, s.outlineWidth] }")
         assert ring == [True, "solid", "2px"], (selector, ring)
+    page.close()
+
+
+def test_the_prompt_box_a_number_box_and_the_preset_list_show_a_focus_ring(app):
+    """Gradio marked their focus by a pale border alone (1.8:1 against the page; a focus mark needs 3:1)."""
+    page = _page(app)
+    for selector in ("#prompt textarea", "#top-k input", "#max-new-tokens input[type=number]", "#preset input"):
+        page.locator(selector).first.focus()
+        page.keyboard.press("Shift+Tab")  # arrive by the keyboard
+        page.keyboard.press("Tab")
+        ring = page.evaluate("() => { const e = document.activeElement; "
+                             "return [e.matches(':focus-visible'), getComputedStyle(e).boxShadow] }")
+        assert ring == [True, "rgb(37, 99, 235) 0px 0px 0px 2px"], (selector, ring)  # Gradio: outline none !important
     page.close()
 
 
