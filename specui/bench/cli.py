@@ -162,9 +162,9 @@ def refuse_ignored(args, preset) -> None:
     or more turns than its built-in prompts."""
     drafter = args.drafter or preset.drafter
     if args.cost_samples is not None and drafter in HEAD_DRAFTERS:  # a head runs beside plain decoding: no c
-        whose = "--drafter" if args.drafter else f"preset {preset.name!r}'s drafter"
-        refuse(PROG, f"--cost-samples with {whose} {drafter}: a head is measured beside plain decoding, with no draft "
-                     "cost c; leave --cost-samples out")
+        whose = "" if args.drafter else f" (preset {preset.name}'s default)"
+        refuse(PROG, f"--cost-samples with --drafter {drafter}{whose}: a head is measured beside plain decoding, with "
+                     "no draft cost c; leave --cost-samples out")
     if not preset.chat_template or args.prompts:
         return
     if args.prompt_tokens is not None:  # the chat prompts run as written
@@ -344,8 +344,9 @@ def main(argv=None) -> dict:
 
 
 def reported(args, report: dict, table: str) -> dict:
-    """The table printed and the JSON written; then a run cut short ends as Ctrl-C's (exit 130, specui.command_line)
-    and one whose reader left as a pipe's (exit 141): both after their report is kept."""
+    """The table printed and the JSON written; then a run cut short ends as Ctrl-C's (exit 130, specui.command_line),
+    a conversation that outgrew the target's context as a user's error (exit 1), and one whose reader left as a
+    pipe's (exit 141): each after its report is kept."""
     read = show(table)
     if args.json:
         write_json(args.json, report)

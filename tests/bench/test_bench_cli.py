@@ -206,7 +206,7 @@ def test_a_flag_the_run_would_ignore_is_refused_naming_both(args, said, capsys):
 
 
 @pytest.mark.parametrize("args, said", [
-    (["--cost-samples", "5"], "--cost-samples with preset 'smollm2-chat''s drafter eagle: a head is measured beside"),
+    (["--cost-samples", "5"], "--cost-samples with --drafter eagle (preset smollm2-chat's default): a head is"),
     (["--drafter", "medusa", "--cost-samples", "5"], "--cost-samples with --drafter medusa: a head is measured"),
     (["--prompt-tokens", "64"], "--prompt-tokens sets the built-in stdlib prompts' length; preset 'smollm2-chat' is "
                                 "a chat preset, whose built-in prompts (specui.chat_prompts) run as written"),
