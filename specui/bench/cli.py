@@ -352,6 +352,9 @@ def reported(args, report: dict, table: str) -> dict:
         write_json(args.json, report)
     if "interrupted" in report:
         raise KeyboardInterrupt
+    if "outgrew_context" in report:  # --turns: the turns that fitted are reported; the run did not do what was asked
+        raise SystemExit(f"{PROG}: error: --turns {args.turns}: {report['outgrew_context']}; lower --turns, "
+                         "--prompt-tokens or --max-new-tokens (the turns before it are reported above)")
     if not read:
         raise SystemExit(READER_LEFT)
     return report

@@ -9,13 +9,15 @@ cached …; every cached repeat reads the same new tokens (the cache's `limit`).
 report gives, per turn, the prompt's length, the tokens the cache kept, the median time to the first token
 (the prompt and the first round; the prompt alone in the JSON) and the median turn time of each, their
 ratios, and whether the tokens were identical. Ctrl-C after a turn or more keeps the turns measured (the report says
-it was interrupted after how many).
+it was interrupted after how many), and so does a conversation that outgrows the target's context (the report says at
+which turn).
 """
 
 from __future__ import annotations
 
 from specui import metrics
 from specui.bench.report import run_line, sampling_mode
+from specui.engine import ContextLengthError
 from specui.prompt_cache import PromptCache, answer_ids, chat_ids
 from specui.text import fmt
 
@@ -38,7 +40,7 @@ def run_conversation(engine, tokenizer, texts: list[str], settings, *, repeats: 
                      progress=None) -> dict:
     """Figures of a conversation of len(texts) turns (see the module docstring)."""
     settings = settings.but(ignore_eos=False)
-    cache, answers, so_far, turns = PromptCache(), [], [], []
+    cache, answers, so_far, turns, ended = PromptCache(), [], [], [], {}
     try:  # Ctrl-C after a turn or more ends the conversation with those (the report says so)
         for t in range(len(texts)):
             prompt = turn_prompt(tokenizer, texts, answers, so_far, chat=chat)
@@ -60,10 +62,16 @@ def run_conversation(engine, tokenizer, texts: list[str], settings, *, repeats: 
     except KeyboardInterrupt:
         if not turns:
             raise
+        ended = {"interrupted": f"after {len(turns)} of {len(texts)} turns"}
+    except ContextLengthError as e:  # the conversation outgrew the target: the turns that fitted are kept
+        if not turns:
+            raise
+        ended = {"outgrew_context": f"turn {len(turns) + 1} of {len(texts)}, the conversation so far ({len(prompt)} "
+                                    f"tokens) and up to {settings.max_new_tokens} new ones, outgrows the target's "
+                                    f"context of {e.limit} tokens"}
     fresh_total, cached_total = sum(x["fresh_turn_s"] for x in turns), sum(x["cached_turn_s"] for x in turns)
     return {"turns": turns, "fresh_total_s": fresh_total, "cached_total_s": cached_total,
-            "conversation_ratio": _ratio(fresh_total, cached_total),
-            **({"interrupted": f"after {len(turns)} of {len(texts)} turns"} if len(turns) < len(texts) else {})}
+            "conversation_ratio": _ratio(fresh_total, cached_total), **ended}
 
 
 def _turn(number: int, prompt: list[int], fresh: list, cached: list, *, greedy: bool) -> dict:
@@ -103,4 +111,6 @@ def format_conversation(r: dict) -> str:
     total = (f"whole conversation: {fmt(r['fresh_total_s'], '.2f')} s fresh, {fmt(r['cached_total_s'], '.2f')} s "
              f"with the cache ({fmt(r['conversation_ratio'], '.2f×')})")
     lines += ["", total]
+    if r.get("outgrew_context"):
+        lines.append(f"STOPPED: {r['outgrew_context']}")
     return "\n".join(lines)

@@ -88,3 +88,24 @@ def test_ctrl_c_keeps_the_turns_measured_so_far(tmp_path, monkeypatch, capsys):
     captured = capsys.readouterr()
     assert "INTERRUPTED (Ctrl-C) after 1 of 3 turns" in captured.out and "whole conversation" in captured.out
     assert captured.err.splitlines()[-1] == "python -m specui.bench: interrupted"
+
+
+@pytest.mark.slow
+def test_a_conversation_that_outgrows_the_context_keeps_the_turns_that_fitted(tmp_path, capsys):
+    """bundled's context is 1024 tokens: a third long turn cannot fit. The two before it were lost in a line that said
+    'shorten the prompt or lower max_new_tokens' (there is no such flag as the prompt here); now they are reported,
+    and the line names the turn and the flags that would make it fit, exit status 1."""
+    from specui.bench.cli import main
+
+    prompts, out = tmp_path / "long.jsonl", tmp_path / "r.json"
+    prompts.write_text((json.dumps({"prompt": "def f(x):\n    return x\n" * 50}) + "\n") * 3, encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_:
+        main(["--preset", "bundled", "--prompts", str(prompts), "--turns", "3", "--max-new-tokens", "4", "--repeats",
+              "1", "--warmup", "0", "--threads", "1", "--json", str(out)])
+    assert str(exit_.value.code).startswith("python -m specui.bench: error: --turns 3: turn 3 of 3, the conversation "
+                                            "so far (")
+    assert "outgrows the target's context of 1024 tokens; lower --turns, --prompt-tokens or --max-new-tokens" \
+        in exit_.value.code
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert [t["turn"] for t in report["turns"]] == [1, 2] and report["outgrew_context"].startswith("turn 3 of 3")
+    assert "STOPPED: turn 3 of 3" in capsys.readouterr().out
