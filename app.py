@@ -88,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     demo = build(config)
     try:
         launch(demo, server_name=args.host, server_port=args.port, share=args.share)
+    except BrokenPipeError:  # stdout's reader left (`| head`): ended as every command ends it, without a word
+        from specui.command_line import READER_LEFT, silence_stdout
+
+        silence_stdout()
+        return READER_LEFT
     except OSError as e:  # the port is taken, or the address cannot be bound
         print(f"error: cannot serve on {args.host}:{args.port} (choose another with --port): {e}", file=sys.stderr)
         return 1

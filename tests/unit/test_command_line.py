@@ -131,3 +131,20 @@ def test_the_help_says_a_gguf_file_is_a_model_too(capsys):
     for text in (" ".join(bench.split()), " ".join(app.split())):
         assert "a local folder, a .gguf file or a Hugging Face Hub id" in text, text
         assert "a folder, a .gguf file or a Hub id" in text, text
+
+
+@pytest.mark.slow
+def test_the_apps_reader_that_left_is_not_a_port_it_cannot_serve_on():
+    """`python app.py | head -1` (the URL, then the reader gone): exit status 141 as every command, without a word;
+    it said 'error: cannot serve on 127.0.0.1:PORT (choose another with --port): [Errno 32] Broken pipe'."""
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "app.py", "--preset", "bundled", "--port", str(port)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.readline()  # `* Running on local URL: ...`
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141 and "cannot serve" not in err and "Traceback" not in err, err
