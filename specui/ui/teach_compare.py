@@ -47,7 +47,7 @@ def choices(engine, primary: str) -> list[str]:
 
 def run_comparison(showcase, ui, data: dict) -> dict:
     """Compare the run on show with the chosen second drafter (or clear the view when none is chosen)."""
-    view, run, choice, index = ui.compare, data[ui.run], data[ui.compare.second], data[ui.index]
+    view, run, choice, index = ui.compare, data[ui.run], data[ui.compare.second], data[ui.index].index
     if run is None:
         return {view.compared: None, view.view: render_compare(None, index)}
     preset = showcase.config.get(run.extra.get("preset"))

@@ -1,15 +1,18 @@
 """The Teach tab's step-throughs driven by presses that come faster than the server answers (a clicker double-tapped,
-→ held down): every press of Next or Previous counts, in order.
+→ held down), by the auto-play timer between them, and by many visitors at once: every press counts, in order.
 
-The round shown is known only on the server, and gradio runs one event of a button at a time. So the page counts
-the presses itself (keys.js: a click on `#NAME-next` or `#NAME-prev`, by the mouse or by a key, adds "+" or "-" to
-NAME's presses) and one event serves both buttons with `trigger_mode="always_last"`: it takes every press made
-so far (its `js` empties the page's list into a hidden box) and the server applies them one by one, each stopping
-at the first or last step as a click would. Presses made while it runs wait, and the event runs once more after
-it with all of them. Pure functions and the wiring, no HTML.
+The step shown is known only on the server: a `Shown` in a gr.State, one per page. The page counts the presses
+itself (keys.js: a click on `#NAME-next` or `#NAME-prev`, by the mouse or by a key, adds "+" or "-" to NAME's
+presses) and one event serves both buttons with `trigger_mode="always_last"`: it takes every press made so far (its
+`js` empties the page's list into a hidden box) and the server applies them one by one, each stopping at the first
+or last step as a click would. Each page's moves (its presses, its auto-play's ticks) take turns on its `Shown`'s
+lock, each starting from the step the one before it left; other pages' events run beside them. Pure functions and
+the wiring, no HTML.
 """
 
 from __future__ import annotations
+
+import threading
 
 import gradio as gr
 
@@ -24,20 +27,61 @@ def walk(index: int, presses: str, count: int) -> int:
     return index
 
 
-def stepper(name: str, *, back: gr.Button, on: gr.Button, fn, inputs: list, outputs: list, **event):
+class Shown:
+    """What one page's step-through shows: `what` (a run, a tree round's record) and the step `index`.
+
+    A gr.State's value (`gr.State(Shown())`): gradio copies the first value for each page and then hands every event
+    of that page this object itself, and forgets it with the page's session (gradio keeps a bounded number of them),
+    so nothing here grows with the visitors. An event reads and moves it under `lock` (`move`), so a page's moves
+    take turns, each from the step the one before it left, without waiting on other pages'. Events get the object
+    itself, not a copy: a value read before the lock could be one the move before changed since."""
+
+    def __init__(self, what=None, index: int = 0):
+        self.what, self.index, self.moves = what, index, 0
+        self.lock = threading.Lock()
+
+    def __deepcopy__(self, memo) -> Shown:  # gradio's copy for a new page: a lock of its own
+        return Shown(self.what, self.index)
+
+    def move(self, what, index: int) -> Shown:
+        """Show step `index` of `what` (the caller holds `lock`, as `moving` does)."""
+        self.what, self.index, self.moves = what, index, self.moves + 1
+        return self
+
+
+def moving(shown: Shown, unchanged: dict, fn, *args) -> dict:
+    """`fn(*args)`'s answer, run under `shown`'s lock; `unchanged` when `fn` moved it and another move came before
+    this answer could leave: that one shows a later step, and this one might reach the page after it."""
+    with shown.lock:
+        before = shown.moves
+        answer = fn(*args)
+        mine = shown.moves
+    return unchanged if mine != before and shown.moves != mine else answer
+
+
+def unchanged(outputs: list) -> dict:
+    """An answer that changes none of `outputs` (gradio reads an empty dict as one value: an error)."""
+    return {outputs[0]: gr.update()}
+
+
+def stepper(name: str, *, back: gr.Button, on: gr.Button, shown: gr.State, fn, inputs: list, outputs: list, **event):
     """Wire `back` and `on` (ids #NAME-prev and #NAME-next) to one event `fn(presses, data)`: `presses` the
-    "+"/"-" string of the presses taken, `data` the other `inputs` by component. Returns the event.
+    "+"/"-" string of the presses taken, `data` the other `inputs` by component; `shown` (one of `inputs`, its value
+    a `Shown`) is locked while `fn` runs, and `fn` moves it. Returns the event.
 
     Clicks in one moment (a burst of keys handled in one go) each start the event before gradio knows one runs, so
     `always_last` does not hold them all back: the first takes every press and the others none. So an event that
-    took none changes nothing (it would show the step it read, over the first's), and the events run one at a time
-    in their order (a queue of their own), each reading the step the one before it left."""
+    took none changes nothing (it would show the step it read, over the first's). The events are not limited to one
+    at a time (one visitor's presses would wait behind every other's): the lock keeps each page's in turn."""
     box = gr.Textbox("", visible=False)  # carries the presses: its value comes from the page, never from a user
 
     def handler(presses, *values):
-        return fn(presses, dict(zip(inputs, values))) if presses else {}
+        if not presses:
+            return unchanged(outputs)
+        data = dict(zip(inputs, values))
+        return moving(data[shown], unchanged(outputs), fn, presses, data)
 
     take = f"(presses, ...rest) => [window.specuiTakePresses ? window.specuiTakePresses({name!r}) : '', ...rest]"
-    event = {**event, "queue": True, "concurrency_id": f"{name}-presses", "concurrency_limit": 1}
+    event = {**event, "queue": True, "concurrency_id": f"{name}-presses", "concurrency_limit": None}
     return gr.on([on.click, back.click], handler, [box, *inputs], outputs, js=take, trigger_mode="always_last",
                  **event)

@@ -41,12 +41,12 @@ class TreePanel:
     chart: gr.Plot
     view: gr.HTML
     trees: gr.State  # round index -> TreeRecord
-    step: gr.State  # the step shown, within the picked round
+    step: gr.State  # a `teach_keys.Shown`: the picked round's record and the step shown within it
 
     @property
     def shown(self) -> list:
         """What a move redraws."""
-        return [self.step, self.chart, self.view]
+        return [self.chart, self.view]
 
 
 def _layout() -> TreePanel:
@@ -69,7 +69,8 @@ def _layout() -> TreePanel:
                 chart = gr.Plot(tree_figure(), elem_id="tree-step-chart", show_label=False)
             with gr.Column(scale=2, min_width=280):
                 gr.Markdown(TREE_HELP)
-    return TreePanel(width, nodes, start, pick, prev, nxt, status, chart, view, gr.State({}), gr.State(0))
+    return TreePanel(width, nodes, start, pick, prev, nxt, status, chart, view, gr.State({}),
+                     gr.State(teach_keys.Shown()))
 
 
 def tree_panel(controls, *, prepare, concurrency_id: str = "engine") -> TreePanel:
@@ -77,29 +78,31 @@ def tree_panel(controls, *, prepare, concurrency_id: str = "engine") -> TreePane
     panel = _layout()
     queued = {"concurrency_id": concurrency_id, "concurrency_limit": 1, "api_visibility": "private"}
     decoded = [panel.trees, panel.pick, panel.status, *panel.shown]
-    inputs = controls.settings | {panel.width, panel.nodes}
+    inputs = controls.settings | {panel.width, panel.nodes, panel.step}
     # a refused setting (a drafter that cannot draft trees, too wide a tree) says why in the status line, and the
     # tree and its steps keep what they showed: no red error state over the panel
     panel.start.click(calmly(functools.partial(decode, panel, controls, prepare), functools.partial(refused, panel)),
                       inputs, decoded, **queued)
-    panel.pick.input(functools.partial(pick, panel), {panel.trees, panel.pick}, panel.shown, **NAV)
-    # every press counts, however fast they come (teach_keys)
-    teach_keys.stepper("tree-step", back=panel.prev, on=panel.next, fn=functools.partial(pressed, panel),
-                       inputs=[panel.trees, panel.pick, panel.step], outputs=panel.shown, **NAV)
+    panel.pick.input(functools.partial(pick, panel), {panel.trees, panel.pick, panel.step}, panel.shown, **NAV)
+    # every press counts, however fast they come, and one page's presses take turns (teach_keys)
+    teach_keys.stepper("tree-step", back=panel.prev, on=panel.next, shown=panel.step,
+                       fn=functools.partial(pressed, panel), inputs=[panel.step], outputs=panel.shown, **NAV)
     return panel
 
 
 # -- handlers (each gets the panel, and the inputs by component) ---------------------------------------------
 
 
-def show(panel: TreePanel, record: TreeRecord | None, index: int) -> dict:
-    """Step `index` of `record` (clamped): the tree as judged so far and the step in words."""
+def show(panel: TreePanel, shown: teach_keys.Shown, record: TreeRecord | None, index: int) -> dict:
+    """Step `index` of `record` (clamped): the tree as judged so far and the step in words (the caller holds
+    `shown`'s lock: `teach_keys.moving`)."""
     if record is None:
-        return {panel.step: 0, panel.chart: tree_figure(), panel.view: render_tree_step(None, [], 0)}
+        shown.move(None, 0)
+        return {panel.chart: tree_figure(), panel.view: render_tree_step(None, [], 0)}
     steps = tree_steps(record)
     index = max(0, min(index, len(steps) - 1))
-    return {panel.step: index, panel.chart: tree_figure(record, step=steps[index]),
-            panel.view: render_tree_step(record, steps, index)}
+    shown.move(record, index)
+    return {panel.chart: tree_figure(record, step=steps[index]), panel.view: render_tree_step(record, steps, index)}
 
 
 def decode(panel: TreePanel, controls, prepare, data: dict) -> dict:
@@ -124,8 +127,9 @@ def decode(panel: TreePanel, controls, prepare, data: dict) -> dict:
     note = (f"Decoded {len(result.token_ids)} tokens in {len(result.rounds)} rounds with trees of width "
             f"{settings.tree_width} ({'static' if not settings.tree_nodes else f'{settings.tree_nodes} nodes'}); "
             "pick a round and step through it.")
+    shown = data[panel.step]
     return {panel.trees: trees, panel.pick: gr.update(choices=choices, value=first), panel.status: note,
-            **show(panel, trees.get(first), 0)}
+            **teach_keys.moving(shown, {}, show, panel, shown, trees.get(first), 0)}
 
 
 def refused(panel: TreePanel, text: str) -> dict:
@@ -142,11 +146,14 @@ def _record(panel: TreePanel, data: dict) -> TreeRecord | None:
 
 
 def pick(panel: TreePanel, data: dict) -> dict:
-    return show(panel, _record(panel, data), 0)
+    shown = data[panel.step]
+    return teach_keys.moving(shown, teach_keys.unchanged(panel.shown), show, panel, shown, _record(panel, data), 0)
 
 
 def pressed(panel: TreePanel, presses: str, data: dict) -> dict:
-    """The step after `presses` of Next step ("+") and Previous step ("-") in turn (`teach_keys`)."""
-    record = _record(panel, data)
+    """The step after `presses` of Next step ("+") and Previous step ("-") in turn, from the step shown
+    (`teach_keys`: the caller holds its lock)."""
+    shown = data[panel.step]
+    record = shown.what
     count = len(tree_steps(record)) if record is not None else 1
-    return show(panel, record, teach_keys.walk(int(data[panel.step] or 0), presses, count))
+    return show(panel, shown, record, teach_keys.walk(shown.index, presses, count))

@@ -106,7 +106,7 @@ class TeachTab:
     budget: Experiment
     compare: teach_compare.CompareView
     run: gr.State
-    index: gr.State
+    index: gr.State  # a `teach_keys.Shown`: the run whose round the step view shows, and that round's index
     playing: gr.State
     timer: gr.Timer
     memory: gr.BrowserState  # the last decoded run's settings, kept in the browser (teach_memory)
@@ -184,7 +184,8 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True,
         teach_tree.tree_panel(controls, prepare=functools.partial(prepare, showcase), concurrency_id=concurrency_id)
         gr.Markdown("## Experiments")
         ui = TeachTab(controls=controls, step=step, **teach_experiments.build(), compare=compare,
-                      run=gr.State(None), index=gr.State(0), playing=gr.State(False), timer=gr.Timer(1.5, active=False),
+                      run=gr.State(None), index=gr.State(teach_keys.Shown()), playing=gr.State(False),
+                      timer=gr.Timer(1.5, active=False),
                       memory=memory if memory is not None else teach_memory.build())
         _wire(ui, state, concurrency_id)
     return ui
@@ -194,18 +195,20 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     c, s, cmp = ui.controls, ui.step, ui.compare
     queued = {"concurrency_id": concurrency_id, "concurrency_limit": 1, "api_visibility": "private"}
     compared = [cmp.compared, cmp.view, cmp.second]
-    decoded = [ui.run, ui.index, s.view, s.residual, s.theory_tokens, s.theory_speedup, s.measured, s.export,
+    decoded = [ui.run, s.view, s.residual, s.theory_tokens, s.theory_speedup, s.measured, s.export,
                s.status, ui.playing, ui.timer, c.play, ui.memory, *compared]
     # a refusal (an empty prompt, a setting out of range) says why in the status line; the rest keeps what it showed
     said = functools.partial(refused, ui)
-    c.start.click(calmly(functools.partial(decode, state, ui), said), c.settings | {cmp.second}, decoded, **queued)
-    nav_inputs, nav_outputs = {ui.run, ui.index, cmp.compared}, [ui.index, s.view, s.residual, cmp.view]
+    c.start.click(calmly(functools.partial(decode, state, ui), said), c.settings | {cmp.second, ui.index}, decoded,
+                  **queued)
+    # the round shown moves in place (ui.index, a teach_keys.Shown), one move of a page at a time: never an output
+    nav_inputs, nav_outputs = {ui.index, cmp.compared}, [s.view, s.residual, cmp.view]
     # every press of Next and Previous counts, however fast they come (a clicker double-tapped): teach_keys
-    teach_keys.stepper("step", back=c.prev, on=c.next, fn=functools.partial(pressed, ui), inputs=list(nav_inputs),
-                       outputs=nav_outputs, **NAV)
+    teach_keys.stepper("step", back=c.prev, on=c.next, shown=ui.index, fn=functools.partial(pressed, ui),
+                       inputs=list(nav_inputs), outputs=nav_outputs, **NAV)
     # Next before any run decodes the prompt shown (in the engine's queue) and lands on round 1
-    c.next.click(calmly(functools.partial(decode_first, state, ui), said), c.settings | {ui.run, cmp.second}, decoded,
-                 **queued)
+    c.next.click(calmly(functools.partial(decode_first, state, ui), said),
+                 c.settings | {ui.run, ui.index, cmp.second}, decoded, **queued)
     # a new prompt typed mid-lesson: Next and Previous still step the rounds decoded, and the status line says so
     c.prompt.input(functools.partial(prompt_edited, ui), {c.prompt, ui.run, c.context}, [s.status], **NAV)
     c.play.click(functools.partial(toggle, ui), {ui.run, ui.playing, c.speed}, [ui.playing, ui.timer, c.play], **NAV)
@@ -228,10 +231,17 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
 # -- handlers (each gets the tab's state, its components, and the inputs by component) -----------------------
 
 
-def _show(ui: TeachTab, run, index, compared=None) -> dict:
+def show_round(ui: TeachTab, run, index, compared=None) -> dict:
+    """Round `index` of `run`: the step view, its residual chart and the second drafter's view of it."""
     step = run.steps[index] if run is not None and run.steps else None
     return {ui.step.view: render_step(run, index), ui.step.residual: teach_charts.residual_figure(step),
             ui.compare.view: render_compare(compared, index)}
+
+
+def _move_to(ui: TeachTab, shown: teach_keys.Shown, run, index: int, compared) -> dict:
+    """Show round `index` of `run` (the caller holds `shown`'s lock: `teach_keys.moving`)."""
+    shown.move(run, index)
+    return show_round(ui, run, index, compared)
 
 
 def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
@@ -242,15 +252,17 @@ def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
                                   lock=lock, extra={"preset": p.preset.name, **p.conversation})
     except ValueError as e:  # e.g. a prompt longer than the context
         raise refusal(str(e)) from None
-    s = ui.step
-    return {ui.run: run, ui.index: 0, **_show(ui, run, 0),
+    s, shown = ui.step, data[ui.index]
+    compared = teach_compare.run_comparison(state.showcase, ui, {**data, ui.run: run, ui.index: teach_keys.Shown(run)})
+    # round 1 unless a press made since the run arrived has moved it on already (that press's answer shows its round)
+    view = teach_keys.moving(shown, {}, _move_to, ui, shown, run, 0, compared[ui.compare.compared])
+    return {ui.run: run, **compared, ui.step.view: gr.update(), ui.compare.view: gr.update(), **view,
             s.theory_tokens: teach_charts.theory_tokens_figure(run.measured),
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
             s.export: state.exports.write(lesson.export_run(run), f"specui-run-seed{run.spec.seed}.json"),
             s.status: decoded_note(run), ui.playing: False, ui.timer: gr.Timer(active=False),
             ui.memory: teach_memory.kept(ui.controls, data, conversation=p.conversation),
-            ui.controls.play: gr.update(value="▶ Play"),
-            **teach_compare.run_comparison(state.showcase, ui, {**data, ui.run: run, ui.index: 0})}
+            ui.controls.play: gr.update(value="▶ Play")}
 
 
 def refused(ui: TeachTab, text: str) -> dict:
@@ -294,20 +306,14 @@ def prompt_edited(ui: TeachTab, data: dict) -> dict:
                             f"**Decode** to step through the new one.{alone}"}
 
 
-def move(ui: TeachTab, delta: int, data: dict) -> dict:
-    run, index = data[ui.run], data[ui.index]
-    if run is None or not run.steps:
-        return {ui.index: index}
-    index = max(0, min(len(run.steps) - 1, index + delta))
-    return {ui.index: index, **_show(ui, run, index, data[ui.compare.compared])}
-
-
 def pressed(ui: TeachTab, presses: str, data: dict) -> dict:
-    """The round after `presses` of Next ("+") and Previous ("-") in turn (`teach_keys`)."""
-    run = data[ui.run]
+    """The round after `presses` of Next ("+") and Previous ("-") in turn, from the round shown (`teach_keys`: the
+    caller holds its lock)."""
+    shown = data[ui.index]
+    run = shown.what
     if run is None or not run.steps:
-        return {ui.index: data[ui.index]}
-    return move(ui, 0, {**data, ui.index: teach_keys.walk(data[ui.index], presses, len(run.steps))})
+        return teach_keys.unchanged([ui.step.view])
+    return _move_to(ui, shown, run, teach_keys.walk(shown.index, presses, len(run.steps)), data[ui.compare.compared])
 
 
 def toggle(ui: TeachTab, data: dict) -> dict:
@@ -317,9 +323,15 @@ def toggle(ui: TeachTab, data: dict) -> dict:
 
 
 def tick(ui: TeachTab, data: dict) -> dict:
-    run, index = data[ui.run], data[ui.index]
+    """Auto-play: the round after the one shown, taking its turn with the presses (`teach_keys.moving`)."""
+    shown = data[ui.index]
+    return teach_keys.moving(shown, teach_keys.unchanged([ui.step.view]), _ticked, ui, shown, data[ui.compare.compared])
+
+
+def _ticked(ui: TeachTab, shown: teach_keys.Shown, compared) -> dict:
+    run, index = shown.what, shown.index
     if run is None or index >= len(run.steps) - 1:
         return {ui.playing: False, ui.timer: gr.Timer(active=False), ui.controls.play: gr.update(value="▶ Play")}
-    return {ui.index: index + 1, **_show(ui, run, index + 1, data[ui.compare.compared])}  # a late tick never resumes
+    return _move_to(ui, shown, run, index + 1, compared)  # a late tick never resumes
 
 

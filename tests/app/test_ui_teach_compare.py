@@ -10,6 +10,7 @@ import pytest
 
 from specui import lesson_compare
 from specui.ui.teach_compare_view import render_compare
+from specui.ui.teach_keys import Shown
 from tests.helpers import make_model, noisy_copy, save_tiny_model
 
 PROMPT = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n"
@@ -41,7 +42,8 @@ def tab(tmp_path_factory):
 def _inputs(ui, *, second: str, temperature: float = 0.8, confidence: float = 0.0, penalty: float = 1.0) -> dict:
     c = ui.controls
     return {c.prompt: PROMPT, c.preset: "tiny", c.drafter: "draft model", c.k: 4, c.confidence: confidence,
-            c.temperature: temperature, c.penalty: penalty, c.max_new: 16, c.seed: 3, ui.compare.second: second}
+            c.temperature: temperature, c.penalty: penalty, c.max_new: 16, c.seed: 3, ui.compare.second: second,
+            ui.index: Shown()}
 
 
 def test_the_tab_has_the_second_drafter_and_its_view(tab):
@@ -52,16 +54,17 @@ def test_the_tab_has_the_second_drafter_and_its_view(tab):
 
 @pytest.mark.parametrize("temperature", [0.0, 0.8])
 def test_decode_compares_and_next_steps_both(tab, temperature):
-    from specui.ui.teaching import decode, move
+    from specui.ui.teaching import decode, pressed
 
     _, ui, state = tab
-    out = decode(state, ui, _inputs(ui, second="prompt lookup", temperature=temperature))
+    data = _inputs(ui, second="prompt lookup", temperature=temperature)
+    out = decode(state, ui, data)
     run, compared = out[ui.run], out[ui.compare.compared]
     assert compared.primary == "model" and compared.second == "prompt_lookup" and compared.seed == run.spec.seed
     assert compared.result.token_ids == run.spec.token_ids and len(compared.rounds) == len(run.steps)
     assert 'data-round="1"' in out[ui.compare.view] and 'data-side="second"' in out[ui.compare.view]
     assert out[ui.compare.second]["choices"] == ["none", "draft model + lookup", "prompt lookup"]  # the preset's others
-    moved = move(ui, 1, {ui.run: run, ui.index: 0, ui.compare.compared: compared})
+    moved = pressed(ui, "+", {**data, ui.compare.compared: compared})
     html = moved[ui.compare.view]
     r = compared.rounds[1]
     assert 'data-round="2"' in html and f"({r.context_tokens} tokens)" in html
@@ -77,7 +80,7 @@ def test_a_confidence_stop_drafts_fewer_and_the_step_says_why(tab, temperature):
     """With the Teach tab's confidence stop the engine's rounds draft fewer than K where the draft is unsure, the
     step view's head says so (and only then), and the second drafter is judged on the same rounds with the same
     stop; plain K rounds say nothing of it."""
-    from specui.ui.teaching import decode, move
+    from specui.ui.teaching import decode, show_round
 
     _, ui, state = tab
     out = decode(state, ui, _inputs(ui, second="draft model + lookup", temperature=temperature, confidence=0.9))
@@ -86,12 +89,12 @@ def test_a_confidence_stop_drafts_fewer_and_the_step_says_why(tab, temperature):
     short = [i for i, step in enumerate(run.steps) if 0 < len(step.drafts) < step.num_draft_tokens]
     assert short, "a confidence stop of 0.9 left every round at K"
     for i, step in enumerate(run.steps):
-        html = move(ui, 0, {ui.run: run, ui.index: i, ui.compare.compared: compared})[ui.step.view]
+        html = show_round(ui, run, i, compared)[ui.step.view]
         said = f"drafted {len(step.drafts)} of {step.num_draft_tokens}: the product of the draft" in html
         assert said == (i in short), i
     plain = decode(state, ui, _inputs(ui, second="none", temperature=temperature))[ui.run]
     assert all(len(s.drafts) == s.num_draft_tokens for s in plain.steps[:-1])
-    assert "confidence stop" not in "".join(move(ui, 0, {ui.run: plain, ui.index: i, ui.compare.compared: None})
+    assert "confidence stop" not in "".join(show_round(ui, plain, i, None)
                                             [ui.step.view] for i in range(len(plain.steps)))
 
 
@@ -99,7 +102,7 @@ def test_a_confidence_stop_drafts_fewer_and_the_step_says_why(tab, temperature):
 def test_the_repetition_penalty_reaches_the_rounds_and_the_step_says_so(tab, temperature):
     """The Teach tab's penalty decodes as the chat's would (greedy: plain decoding with it, token for token), the
     second drafter is judged under it too, and a step's head names it (greedy or sampled: it moves the argmax too)."""
-    from specui.ui.teaching import decode, move
+    from specui.ui.teaching import decode, show_round
 
     _, ui, state = tab
     out = decode(state, ui, _inputs(ui, second="prompt lookup", temperature=temperature, penalty=1.5))
@@ -108,7 +111,7 @@ def test_the_repetition_penalty_reaches_the_rounds_and_the_step_says_so(tab, tem
     if temperature == 0:
         unpenalised = decode(state, ui, _inputs(ui, second="none", temperature=0.0))[ui.run]
         assert run.plain.token_ids == run.spec.token_ids != unpenalised.spec.token_ids
-    head = move(ui, 0, {ui.run: run, ui.index: 0, ui.compare.compared: compared})[ui.step.view]
+    head = show_round(ui, run, 0, compared)[ui.step.view]
     assert "repetition penalty 1.5" in head
 
 
@@ -118,7 +121,7 @@ def test_the_dropdown_clears_and_explains(tab):
 
     _, ui, state = tab
     run = decode(state, ui, _inputs(ui, second="none"))[ui.run]
-    data = {ui.run: run, ui.index: 2, ui.compare.second: "none"}
+    data = {ui.run: run, ui.index: Shown(run, 2), ui.compare.second: "none"}
     cleared = run_comparison(state.showcase, ui, data)
     assert cleared[ui.compare.compared] is None and "teach-empty" in cleared[ui.compare.view]
     for missing in ("EAGLE", "draft model"):  # not in this preset, or the primary itself

@@ -13,7 +13,7 @@ import gradio as gr
 import pytest
 
 from specui.loading import PairCache
-from specui.ui import teach_handoff, teach_memory, teach_tree, teaching
+from specui.ui import teach_handoff, teach_keys, teach_memory, teach_tree, teaching
 from specui.ui.blocks import MAX_SEED_SHOWN, chat_tab
 from specui.ui.chat_handlers import App, respond
 from specui.ui.session import Showcase
@@ -68,7 +68,8 @@ def test_the_message_goes_to_the_teach_tab_with_the_settings_and_seed_it_ran_wit
     assert "not known" not in moved[teach.step.status]
     # and the Teach tab's Decode with what it was given is the message's own run, token for token
     decoded = teaching.decode(teaching.TeachState(app.showcase), teach,
-                              {**{k: v for k, v in moved.items() if k in t.settings}, teach.compare.second: None})
+                              {**{k: v for k, v in moved.items() if k in t.settings}, teach.compare.second: None,
+                               teach.index: teach_keys.Shown()})
     assert decoded[teach.run].spec.token_ids == [token["id"] for token in ran["tokens"]]
 
 
@@ -144,7 +145,7 @@ def teach_form(teach, moved: dict, **changes) -> dict:
     """The Teach tab's inputs after the handoff `moved` (the controls it set), with `changes` by control name."""
     t = teach.controls
     return {**{k: v for k, v in moved.items() if k in t.settings}, teach.compare.second: None,
-            **{getattr(t, name): value for name, value in changes.items()}}
+            teach.index: teach_keys.Shown(), **{getattr(t, name): value for name, value in changes.items()}}
 
 
 def replied(ui, last) -> list[int]:
@@ -202,7 +203,8 @@ def test_the_tree_step_through_and_the_second_drafter_read_the_conversation_too(
     moved = handed_off(app, ui, teach, data, last)
     form = teach_form(teach, moved)
     prepare = functools.partial(teaching.prepare, app.showcase)
-    out = teach_tree.decode(tree, teach.controls, prepare, {**form, tree.width: 2, tree.nodes: 0})
+    out = teach_tree.decode(tree, teach.controls, prepare, {**form, tree.width: 2, tree.nodes: 0,
+                                                            tree.step: teach_keys.Shown()})
     assert out[tree.trees] and shape(out[tree.trees]) == shape(last[ui.tree.trees])  # the chat's trees, round for round
     second = teaching.decode(teaching.TeachState(app.showcase), teach, {**form, teach.compare.second: "prompt lookup"})
     run, compared = second[teach.run], second[teach.compare.compared]

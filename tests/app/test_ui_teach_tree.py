@@ -9,6 +9,7 @@ import functools
 import pytest
 
 from specui.tree_steps import tree_steps
+from specui.ui.teach_keys import Shown
 from specui.ui.teach_tree_view import render_tree_step
 from tests.app.test_ui_tree import record
 
@@ -91,21 +92,23 @@ def test_decode_pick_and_step_through_a_tree_round(teach):
     c, panel, prepare, _ = teach
     data = {c.prompt: "def main(argv):\n    ", c.preset: "bundled", c.drafter: "draft model", c.k: 3, c.confidence: 0.0,
             c.temperature: 0.8, c.penalty: 1.0, c.max_new: 16, c.seed: 1, panel.width: 2, panel.nodes: 0}
-    out = teach_tree.decode(panel, c, prepare, data)
+    shown = Shown()
+    out = teach_tree.decode(panel, c, prepare, {**data, panel.step: shown})
     trees = out[panel.trees]
-    assert trees and out[panel.step] == 0 and "with trees of width 2 (static)" in out[panel.status]
+    assert trees and shown.index == 0 and "with trees of width 2 (static)" in out[panel.status]
     first = out[panel.pick]["value"]
     assert first in trees and trees[first].nodes and "nodes to depth" in out[panel.view]
-    state = {panel.trees: trees, panel.pick: first, panel.step: 0}
+    assert shown.what is trees[first]
+    state = {panel.step: shown}
     steps = tree_steps(trees[first])
     for i in range(1, len(steps) + 2):  # forward to the end (and one past it: clamped)
         moved = teach_tree.pressed(panel, "+", state)
-        state[panel.step] = moved[panel.step]
-        assert moved[panel.step] == min(i, len(steps) - 1)
+        assert shown.index == min(i, len(steps) - 1)
     assert 'data-kind="end"' in moved[panel.view] and len(moved[panel.chart].data) >= 4
     back = teach_tree.pressed(panel, "-", state)
-    assert back[panel.step] == len(steps) - 2 and 'data-kind="try"' in back[panel.view]
-    assert teach_tree.pick(panel, {panel.trees: trees, panel.pick: max(trees)})[panel.step] == 0
+    assert shown.index == len(steps) - 2 and 'data-kind="try"' in back[panel.view]
+    teach_tree.pick(panel, {panel.trees: trees, panel.pick: max(trees), panel.step: shown})
+    assert shown.index == 0 and shown.what is trees[max(trees)]
     with pytest.raises(gr.Error, match="cannot draft trees"):
         teach_tree.decode(panel, c, prepare, {**data, c.drafter: "prompt lookup"})
     with pytest.raises(gr.Error, match="static tree of width 8"):
