@@ -288,6 +288,16 @@ def memory_of(device: torch.device) -> int:
     return total
 
 
+GPU_CACHES = 4  # on a CUDA GPU each live cache holds its own captured graphs, which no budget of bytes sees
+
+
+def default_size(device: torch.device) -> int | None:
+    """The most caches a pool keeps unless told: on a CUDA GPU `GPU_CACHES` (a cache there carries CUDA graphs
+    captured for it, their memory and capture time beyond its keys and values); elsewhere as many as the budget
+    holds (None)."""
+    return GPU_CACHES if device.type == "cuda" else None
+
+
 def default_budget(model: torch.nn.Module) -> int:
     """The bytes a pair's conversation caches may hold together unless told (`SPECUI_CONVERSATION_MEMORY`): a
     quarter of the memory they live in (`memory_of`), raised towards one conversation of the model's whole
@@ -316,7 +326,8 @@ class PromptCaches:
     cache (its prompt's tokens, at the model's `bytes_per_token`) and for what a run added to one when it ends,
     the least recently used free caches are let go (their memory goes when no run holds them); never a cache a
     run holds, nor the one being made room for, so at least one is always kept. size: at most this many caches
-    besides (None: as many as the budget holds); with all of them held, `pick` gives None."""
+    besides (None: as many as the budget holds, or `default_size` with a default budget); with all of them held,
+    `pick` gives None."""
 
     def __init__(self, size: int | None = None, *, budget: int | None = None):
         if size is not None and size < 1:
@@ -340,6 +351,7 @@ class PromptCaches:
         with self._guard:
             if self.budget is None and model is not None:
                 self.budget = default_budget(model)
+                self.size = self.size if self.size is not None else default_size(model_device(model))
             free = [c for c in self.caches if not c.busy]
             best = max(free, key=lambda c: c.reusable(ids, model), default=None)
             shared = 0 if best is None else best.reusable(ids, model)

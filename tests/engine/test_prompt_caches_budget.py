@@ -233,3 +233,15 @@ def test_a_run_closed_by_the_garbage_collector_inside_a_pick_does_not_deadlock(e
     thread.join(timeout=20)
     assert picked, "pick deadlocked"
     assert not dropped and len(pool.caches) == 3 and not any(c.busy for c in pool.caches)
+
+
+def test_a_pool_on_a_gpu_keeps_at_most_a_few_caches_and_elsewhere_as_many_as_the_budget_holds():
+    """On a CUDA GPU each live cache carries its own captured graphs, whose memory a budget of bytes does not see:
+    the default pool keeps at most GPU_CACHES there (the count the app kept before its budget)."""
+    from specui.prompt_cache import GPU_CACHES, default_size
+
+    assert default_size(torch.device("cuda", 0)) == GPU_CACHES == 4
+    assert default_size(torch.device("cpu")) is None
+    pool = PromptCaches()
+    pool.pick([1, 2, 3], make_model("llama", vocab_size=96, layers=1))
+    assert pool.size is None and pool.budget > 0  # a CPU model: no count cap
