@@ -1,6 +1,7 @@
-"""The commands README.md and docs/*.md give for `python -m specui` and `python -m specui.train` (the stdlib pair's
-trainer) are taken by those commands' own argument checks as written: a reader who copies one is not refused. The
-checks run on the real repository (its assets/ included) and start no work."""
+"""The commands README.md and docs/*.md give for `python -m specui`, `python -m specui.train` (the stdlib pair's
+trainer) and `python -m specui.bench` are taken by those commands' own checks as written: a reader who copies one is
+not refused. The checks run on the real repository (its assets/ and models.yaml) and start no work: the benchmark's
+are its flags' and what its preset makes of them (`refuse_ignored`), before any model loads."""
 
 import re
 import shlex
@@ -9,21 +10,48 @@ from pathlib import Path
 import pytest
 
 from specui import terminal
+from specui.bench import cli as bench_cli
+from specui.presets import load_config
 from specui.train import cli as train_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-PARSERS = {"specui": terminal.parse_args, "specui.train": lambda argv: train_cli.parse_args(argv, create=False)}
-COMMAND = re.compile(r"python -m (specui(?:\.train)?) (-[^`|#\n]*)")
+COMMAND = re.compile(r"python -m (specui(?:\.train|\.bench)?)((?: +-[^`|#]*)?)(?=[`|#]|$)")
+CODE_SPAN = re.compile(r"`([^`]+)`")
+
+
+def bench(argv):
+    args = bench_cli.parse_args(argv)
+    if not args.target:
+        bench_cli.refuse_ignored(args, load_config(args.config).get(args.preset))
+
+
+PARSERS = {"specui": terminal.parse_args, "specui.train": lambda argv: train_cli.parse_args(argv, create=False),
+           "specui.bench": bench}
+
+
+def code(text):
+    """(line number, text) of every code block's line and every inline code span (one wrapped over lines joined)."""
+    fenced = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif fenced:
+            yield number, line
+    prose = re.sub(r"^\s*(```|~~~).*?^\s*(```|~~~)", lambda m: "\n" * m.group(0).count("\n"), text,
+                   flags=re.M | re.S)
+    for span in CODE_SPAN.finditer(prose):
+        yield prose.count("\n", 0, span.start()) + 1, " ".join(span.group(1).split())
 
 
 def documented():
-    """(page:line, module, argv) of every such command, in code spans and code blocks alike; a trailing comment cut."""
+    """(page:line, module, argv) of every such command given with flags; a trailing comment cut, an optional flag
+    written `[--flag VALUE]` given."""
     for page in PAGES:
-        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
-            for match in COMMAND.finditer(line):
-                argv = shlex.split(match.group(2))
-                if "--help" not in argv and "-h" not in argv:
+        for number, text in code(page.read_text(encoding="utf-8")):
+            for match in COMMAND.finditer(text.strip()):
+                argv = shlex.split(match.group(2).replace("[", "").replace("]", ""))
+                if argv and "--help" not in argv and "-h" not in argv and "..." not in argv:
                     yield f"{page.name}:{number}", match.group(1), argv
 
 
@@ -32,6 +60,7 @@ COMMANDS = list(documented())
 
 def test_the_documented_commands_are_found():
     assert {module for _, module, _ in COMMANDS} == set(PARSERS)
+    assert ("stdlib-pair.md:27", "specui.train", ["--out", "assets", "--overwrite"]) in COMMANDS
 
 
 @pytest.mark.parametrize(("where", "module", "argv"), COMMANDS, ids=[where for where, _, _ in COMMANDS])
