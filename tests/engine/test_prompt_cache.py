@@ -14,7 +14,8 @@ import torch
 from specui import SpeculativeEngine, lean
 from specui.feature_log import FeatureLog
 from specui.heads import early_exit, medusa
-from specui.prompt_cache import PromptCache, PromptCaches, common_prefix
+from specui.cache_pool import PromptCaches
+from specui.prompt_cache import PromptCache, common_prefix
 from tests.engine.head_helpers import perturb
 from tests.engine.test_head_eagle import trained_head
 from tests.helpers import make_model, noisy_copy

@@ -1,4 +1,4 @@
-"""The app's pool of conversation caches (`specui.prompt_cache.PromptCaches`) is bounded by bytes, not by a count:
+"""The app's pool of conversation caches (`specui.cache_pool.PromptCaches`) is bounded by bytes, not by a count:
 many visitors taking turns keep their caches while the budget holds them, the least recently used go first, a
 cache a run holds never goes, one conversation larger than the whole budget keeps its own, and a turn whose cache
 went reads its whole conversation again and gives a fresh run's tokens. Real tiny models and their real caches."""
@@ -12,7 +12,8 @@ import torch
 
 from specui import SpeculativeEngine, lean
 from specui.loading import LoadError, _prompt_caches
-from specui.prompt_cache import PromptCaches, bytes_per_token, default_budget, held_bytes, parse_bytes
+from specui.cache_pool import PromptCaches, bytes_per_token, default_budget, parse_bytes
+from specui.prompt_cache import held_bytes
 from tests.helpers import make_model, noisy_copy
 
 TOKENS = 6  # each turn's answer
@@ -35,9 +36,9 @@ def opening(visitor: int) -> list[int]:
     return [1 + visitor % 90, 2 + visitor // 90, 40, 41, 42]
 
 
-def turn(engine, pool, ids, **kw):
+def turn(engine, pool, ids, owner=None, **kw):
     """One turn through the pool, as the app runs it: (the conversation after it, prompt tokens read)."""
-    result = engine.generate(ids, max_new_tokens=TOKENS, cache=pool.pick(ids, engine.target_model), **kw)
+    result = engine.generate(ids, max_new_tokens=TOKENS, cache=pool.pick(ids, engine.target_model, owner=owner), **kw)
     return ids + result.token_ids, len(ids) - result.reused_tokens
 
 
@@ -198,13 +199,13 @@ def test_the_budget_can_be_set_and_a_bad_one_is_refused(monkeypatch):
 
 
 def test_the_default_budget_is_a_quarter_of_the_memory_raised_towards_one_whole_context(monkeypatch):
-    from specui import prompt_cache
+    from specui import cache_pool
 
     model = make_model("llama", vocab_size=96, layers=3, seed=7)
     whole = bytes_per_token(model) * 512  # one conversation of the model's whole context
-    assert prompt_cache.memory_of(torch.device("cpu")) > whole  # this machine's memory
+    assert cache_pool.memory_of(torch.device("cpu")) > whole  # this machine's memory
     for memory, budget in ((10**10, 10**10 // 4), (3 * whole, whole), (whole, whole // 2)):
-        monkeypatch.setattr(prompt_cache, "memory_of", lambda device, m=memory: m)
+        monkeypatch.setattr(cache_pool, "memory_of", lambda device, m=memory: m)
         assert default_budget(model) == budget
 
 
@@ -238,10 +239,30 @@ def test_a_run_closed_by_the_garbage_collector_inside_a_pick_does_not_deadlock(e
 def test_a_pool_on_a_gpu_keeps_at_most_a_few_caches_and_elsewhere_as_many_as_the_budget_holds():
     """On a CUDA GPU each live cache carries its own captured graphs, whose memory a budget of bytes does not see:
     the default pool keeps at most GPU_CACHES there (the count the app kept before its budget)."""
-    from specui.prompt_cache import GPU_CACHES, default_size
+    from specui.cache_pool import GPU_CACHES, default_size
 
     assert default_size(torch.device("cuda", 0)) == GPU_CACHES == 4
     assert default_size(torch.device("cpu")) is None
     pool = PromptCaches()
     pool.pick([1, 2, 3], make_model("llama", vocab_size=96, layers=1))
     assert pool.size is None and pool.budget > 0  # a CPU model: no count cap
+
+
+def test_a_visitors_new_chat_does_not_take_another_visitors_conversation(engine):
+    """Every chat opens with the template's tokens: a visitor's first, short message shared more than half its prompt
+    with another visitor's conversation, took that cache, and the other's next turn read its whole conversation
+    again, though the budget had room for both."""
+    template = [60, 61, 62, 63, 64, 65]  # a chat template's opening, the same in every conversation
+    pool = PromptCaches()
+    alice, _ = turn(engine, pool, template + [10, 11, 12, 13], owner="alice")
+    alice, _ = turn(engine, pool, alice + [14, 15], owner="alice")
+    bob, _ = turn(engine, pool, template + [20, 21], owner="bob")  # shares the template with alice's: 6 of 8
+    assert len(pool.caches) == 2
+    assert turn(engine, pool, alice + [16], owner="alice")[1] == 2  # alice's follow-up reads only its new tokens
+    bob, read = turn(engine, pool, bob + [22], owner="bob")
+    assert read == 2
+    # one's own cache is taken for a shared prefix (a prompt edited and sent again), and anyone's whose whole
+    # conversation the prompt goes on from (the same chat in another tab)
+    assert turn(engine, pool, template + [10, 11, 90], owner="alice")[1] < len(template) + 3
+    carol, read = turn(engine, pool, bob + [30], owner="carol")
+    assert read <= 3 and len(pool.caches) == 2
