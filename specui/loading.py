@@ -64,11 +64,18 @@ class LoadedPair:
 def _prompt_caches():
     """A pair's conversation caches (`specui.cache_pool.PromptCaches`), within SPECUI_CONVERSATION_MEMORY bytes
     (e.g. 2GB) or else the default budget: a quarter of the memory they live in (SmolLM2: ~46 KB a token)."""
-    from specui.cache_pool import PromptCaches, parse_bytes
+    from specui.cache_pool import PromptCaches
+
+    return PromptCaches(budget=conversation_memory())
+
+
+def conversation_memory() -> int | None:
+    """SPECUI_CONVERSATION_MEMORY in bytes (None: unset); a LoadError naming it when it is no size."""
+    from specui.cache_pool import parse_bytes
 
     wanted = os.environ.get("SPECUI_CONVERSATION_MEMORY", "").strip()
     try:
-        return PromptCaches(budget=parse_bytes(wanted) if wanted else None)
+        return parse_bytes(wanted) if wanted else None
     except ValueError as e:
         raise LoadError(f"SPECUI_CONVERSATION_MEMORY: {e}; or unset it for the default (a quarter of the memory "
                         "the caches live in)") from None
@@ -152,6 +159,7 @@ def check_before_loading(preset: Preset) -> None:
     """Missing folders, quantization without CUDA and Hub models out of reach, said before anything heavy is loaded."""
     if problem := hub.endpoint_problem():
         raise LoadError(f"Preset '{preset.name}' cannot be loaded: {problem}.")
+    conversation_memory()  # a mistyped size is said before the models load, not after
     for role, ref in (("target", preset.target), ("draft", preset.draft)):
         where = ("Check the path given on the command line (--target, --draft)." if preset.name == COMMAND_LINE
                  else "Check the path in models.yaml (local paths are relative to that file).")

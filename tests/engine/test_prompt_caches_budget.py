@@ -198,6 +198,17 @@ def test_the_budget_can_be_set_and_a_bad_one_is_refused(monkeypatch):
             _prompt_caches()
 
 
+
+def test_a_bad_budget_is_refused_before_the_models_load(monkeypatch):
+    """The pool is made once the pair has loaded: a mistyped size was said only after a minute's load."""
+    from specui.loading import check_before_loading
+    from tests.helpers import ui_config
+
+    monkeypatch.setenv("SPECUI_CONVERSATION_MEMORY", "2 parsecs")
+    with pytest.raises(LoadError, match=r"^SPECUI_CONVERSATION_MEMORY: '2 parsecs' is not a size"):
+        check_before_loading(ui_config().get("bundled"))
+
+
 def test_the_default_budget_is_a_quarter_of_the_memory_raised_towards_one_whole_context(monkeypatch):
     from specui import cache_pool
 
