@@ -116,6 +116,9 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
                     help="with --init-draft: one more layer after its last for each target layer named (e.g. 2,3), "
                          "initialised from it with its output products zero, so training starts from the same draft")
     ap.add_argument("--resume", action="store_true", help="with --answers: continue from OUT/checkpoint.pt")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="with --answers: start afresh over the draft and checkpoint an earlier run left in --out "
+                         "(default: refused)")
     ap.add_argument("--threads", type=int, default=0,
                     help="torch CPU threads (0: torch's default; default: %(default)s)")
     args = ap.parse_args(argv)
@@ -136,6 +139,7 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
         ap.error(f"--answers: {problem}")
     if args.answers:
         files.check_resume(ap, args)
+        files.refuse_overwrite(ap, args, [Path(args.out) / "draft", Path(args.out) / "checkpoint.pt"])
     if args.init_draft and not (Path(args.init_draft) / chat_draft.META).is_file():
         ap.error(f"--init-draft {args.init_draft}: not a saved chat draft (no {chat_draft.META} there)")
     if args.label_sampled and not args.hard_labels:
@@ -154,7 +158,7 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
 STEP_1 = ("max_answer", "gen_batch", "minutes", "prompt_set", "asked", "graphs", "sample", "labels", "sample_seed")
 STEP_2 = ("answers", "out", "drafts", "vocab", "steps", "batch", "seq", "lr", "warmup", "max_minutes", "alpha_tokens",
           "on_the_fly", "hard_labels", "label_sampled", "val_answers", "eval_every", "init_draft", "new_vocab", "grow",
-          "resume")
+          "resume", "overwrite")
 
 
 def ignored_options(args) -> list[tuple]:
@@ -170,6 +174,7 @@ def ignored_options(args) -> list[tuple]:
                                     "drop it, or add --init-draft"),
             ("vocab", init and not args.new_vocab, "is ignored with --init-draft, whose draft keeps its vocabulary: "
                                                    "add --new-vocab to pick --vocab ids afresh from the answers"),
+            ("overwrite", args.resume, "starts afresh over an earlier run, --resume goes on from it: say one"),
             ("on_the_fly", args.hard_labels, "recomputes the target's distributions, which --hard-labels does not "
                                              "learn: say one of them"),
             ("seq", cpu_soft, "cuts the conversations of --on-the-fly and --hard-labels (and of a CUDA GPU's run); "

@@ -231,8 +231,11 @@ def distil(args, target, tok, draft, *, records: list[dict], val: list[dict], de
              "sampled_answers": sum(bool(r.get("sampled")) for r in records), "validation_answers": len(val),
              "minutes": round(state["elapsed"] / 60, 1), **facts,
              "command": "python -m specui.train.chat " + " ".join(sys.argv[1:])}
-    chat_draft.save(draft, out / "draft", facts=facts)
-    model_card.write_chat_draft_card(out / "draft")
+    def write(place):  # the weights and their card, whole or not at all (checkpoint.save_folder)
+        chat_draft.save(draft, place, facts=facts)
+        model_card.write_chat_draft_card(place)
+
+    files.save_folder(out / "draft", write)
     log(f"held-out greedy alpha {alpha:.3f} (on {facts['device']}); saved {out / 'draft'}")
 
 

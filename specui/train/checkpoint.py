@@ -8,12 +8,16 @@ cannot be read (truncated, another program's, a torch too old). `read_cache` rea
 its continuations) and returns None for one that cannot be read, so the run recomputes it. `stop_requests` lets a
 training loop end its step and save its checkpoint on Ctrl-C or SIGTERM, and `stopped` says so and ends the
 process with the shell's status for the signal (130, 143), not a failure's 1; `another_shape` refuses a checkpoint
-whose tensors do not fit the run's.
+whose tensors do not fit the run's. `refuse_overwrite` refuses a run whose --out already holds what it would write
+(trained weights, a checkpoint) unless --resume or --overwrite says so; `save_folder` writes a model or head folder
+whole into a folder beside it and renames it into place, so a run killed mid-save never leaves a folder that looks
+complete but mixes two runs' files or lacks some.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 from contextlib import contextmanager
@@ -28,6 +32,42 @@ def save(obj, path) -> None:
     tmp = path.with_name(path.name + ".tmp")
     torch.save(obj, tmp)
     os.replace(tmp, path)
+
+
+def save_folder(folder, write) -> Path:
+    """write(place) into a fresh folder beside `folder` (.NAME.partial), then renamed to `folder`: the earlier one, if
+    any, renamed aside first (.NAME.old) and deleted after. A failure in `write` leaves the earlier folder as it was;
+    a kill leaves it whole, or (between the two renames) .NAME.old and no `folder`: never a folder that looks complete
+    but holds some files of each run, or some files of one."""
+    folder = Path(folder)
+    partial, old = (folder.with_name(f".{folder.name}.{end}") for end in ("partial", "old"))
+    for leftover in (partial, old):  # a killed save's
+        shutil.rmtree(leftover, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        write(partial)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if folder.exists():
+        os.replace(folder, old)
+    os.replace(partial, folder)
+    shutil.rmtree(old, ignore_errors=True)
+    return folder
+
+
+def refuse_overwrite(ap, args, outputs) -> None:
+    """A parser's check: a run whose --out already holds any of `outputs` (its trained weights, its checkpoint) is
+    refused in one line before any work, unless --resume goes on from them or --overwrite replaces them: a command
+    repeated by mistake would otherwise lose hours of training without a word."""
+    if getattr(args, "resume", False) or args.overwrite:
+        return
+    found = next((Path(p) for p in outputs if Path(p).exists()), None)
+    if found is not None:
+        resumable = hasattr(args, "resume") and (Path(args.out) / "checkpoint.pt").is_file()
+        ap.error(f"--out {args.out} already holds {found} from an earlier run: "
+                 f"{'--resume goes on from its checkpoint, ' if resumable else ''}--overwrite replaces it, or give "
+                 "another --out")
 
 
 def check_resume(ap, args) -> None:

@@ -10,8 +10,9 @@ import torch
 
 from specui import corpus
 from specui.train import distill, evaluate, model_card
+from specui.train.checkpoint import refuse_overwrite
 from specui.train.common import (above, at_least, check_folders, check_ranges, encode_stream, make_model,
-                                 save_pair_member, train_target, train_tokenizer, within)
+                                 refuse_ignored, save_pair_member, train_target, train_tokenizer, within)
 from specui.train.config import DEFAULT_OUT, DRAFT_DIR, TARGET_DIR, TrainConfig
 
 DESCRIPTION = f"""Train the bundled model pair from the Python standard library. Writes into --out
@@ -78,6 +79,8 @@ def parse_args(argv=None, *, create: bool = False) -> tuple[TrainConfig, argpars
     parser.add_argument("--stage", choices=["all", "draft"], default="all",
                         help="all: tokenizer, target and draft; draft: reuse the target saved in --out "
                              "(default: %(default)s)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="train over the pair an earlier run left in --out (default: refused)")
     args = parser.parse_args(argv)
     check_ranges(parser, args, RANGES)
     cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in fields(TrainConfig)})
@@ -88,6 +91,10 @@ def parse_args(argv=None, *, create: bool = False) -> tuple[TrainConfig, argpars
         what = "--eval-only" if args.eval_only else "--stage draft"
         parser.error(f"{what} reads an existing pair, but {Path(cfg.out) / missing[0]} is not a folder "
                      f"(train one first, or pass --out assets for the shipped pair)")
+    written = [] if args.eval_only else [DRAFT_DIR] if args.stage == "draft" else [TARGET_DIR, DRAFT_DIR]
+    refuse_ignored(parser, args, argv, [("overwrite", args.eval_only, "replaces trained weights, which --eval-only "
+                                                                     "does not train")])
+    refuse_overwrite(parser, args, [Path(cfg.out) / name for name in written])
     check_folders(parser, args, ["out", "checkpoint_dir"], create=create)
     return cfg, args
 

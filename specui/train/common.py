@@ -264,18 +264,22 @@ def train_target(model, stream: torch.Tensor, *, cfg: TrainConfig, device: str, 
 
 
 def save_pair_member(model, tokenizer, folder: Path) -> None:
-    """Save a complete Hugging Face folder: fp16 safetensors in <10 MB shards, config, tokenizer."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("model*.safetensors*"):
-        old.unlink()  # stale shards from an earlier run would otherwise linger
+    """Save a complete Hugging Face folder: fp16 safetensors in <10 MB shards, config, tokenizer; written beside it
+    and renamed into place (checkpoint.save_folder), so a save killed midway never leaves a folder that looks whole."""
+    from specui.train.checkpoint import save_folder
+
     half = copy.deepcopy(model).to("cpu").half()  # a copy: training goes on in float32
-    half.save_pretrained(folder, max_shard_size="5MB")
-    tokenizer.save_pretrained(folder)
-    # stored in float16, loaded in float32 by default: CPUs run float32 fastest, and exactly
-    config_path = folder / "config.json"
-    config = json.loads(config_path.read_text())
-    config["dtype"] = "float32"
-    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+    def write(place: Path) -> None:
+        half.save_pretrained(place, max_shard_size="5MB")
+        tokenizer.save_pretrained(place)
+        # stored in float16, loaded in float32 by default: CPUs run float32 fastest, and exactly
+        config_path = place / "config.json"
+        config = json.loads(config_path.read_text())
+        config["dtype"] = "float32"
+        config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+    save_folder(folder, write)
 
 
 def greedy_continuation(model, prompt: list[int], *, new_tokens: int) -> list[int]:

@@ -18,7 +18,7 @@ def _opt(default, help: str):
 @dataclass(frozen=True)
 class TrainConfig:
     out: str = _opt(DEFAULT_OUT, f"folder that receives {TARGET_DIR}/ and {DRAFT_DIR}/ (the shipped pair is "
-                                 "assets: pass --out assets to overwrite it)")
+                                 "assets: pass --out assets --overwrite to rebuild it)")
     seed: int = _opt(1234, "seed of the initial weights, the batches and the distillation data")
     vocab_size: int = _opt(8192, "tokens of the byte-level BPE tokenizer")
     # target: deep and narrow, so that on a CPU its per-token cost dwarfs the draft's

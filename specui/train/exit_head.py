@@ -66,14 +66,19 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     ap.add_argument("--eval-every", type=int, default=200, help="steps between held-out reports (default: %(default)s)")
     ap.add_argument("--checkpoint-every", type=int, default=200, help="steps between checkpoints (default: %(default)s)")
     ap.add_argument("--resume", action="store_true", help="go on from --out/checkpoint.pt")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="start afresh over the head and checkpoint an earlier run left in --out (default: refused)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default; default: %(default)s)")
     ap.add_argument("--seed", type=int, default=0,
                     help="seed of the held-out split and the batches (default: %(default)s)")
     args = ap.parse_args(argv)
     check_budgets(ap, args, exit_layer=at_least(0), mlp_hidden=at_least(0))
     refuse_ignored(ap, args, argv, [("vocab", bool(args.init), f"picks a fresh head's ids; --init {args.init}'s head "
-                                                               "keeps its own")])
+                                                               "keeps its own"),
+                                    ("overwrite", args.resume, "starts afresh over an earlier run, --resume goes on "
+                                                               "from it: say one")])
     files.check_resume(ap, args)
+    files.refuse_overwrite(ap, args, [Path(args.out) / common.META, Path(args.out) / "checkpoint.pt"])
     check_folders(ap, args, ["out"], create=create)
     return args
 
@@ -241,5 +246,6 @@ def main(argv=None) -> None:
              "held_out_agreement": f"{before:.4f} -> {after:.4f} (teacher-forced, {len(held_y):,} positions of "
                                    f"held-out answers)",
              "command": "python -m specui.train exit " + " ".join(argv or [])}
+    (out / common.META).unlink(missing_ok=True)  # written last: a save killed midway leaves no folder that looks whole
     common.save(head.eval(), out, facts=facts)
     log(f"saved to {out} (held-out agreement {before:.4f} -> {after:.4f})")

@@ -94,6 +94,8 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     ap.add_argument("--checkpoint-every", type=int, default=200,
                     help="steps between checkpoints (default: %(default)s)")
     ap.add_argument("--resume", action="store_true", help="go on from --out/checkpoint.pt")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="start afresh over the heads and checkpoint an earlier run left in --out (default: refused)")
     ap.add_argument("--threads", type=int, default=0,
                     help="torch CPU threads (0: torch's default; default: %(default)s)")
     ap.add_argument("--seed", type=int, default=1234,
@@ -122,8 +124,10 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
           for dest, head in (("medusa_heads", "medusa"), ("eagle_steps", "eagle"), ("exit_layer", "early_exit"))),
         *((dest, bool(args.init), f"shapes a new head; --init {args.init}'s heads keep their own")
           for dest in ("medusa_heads", "exit_layer")),
-        ("continue_tokens", not args.continuations, "is the length of --continuations, which is 0: give both")])
+        ("continue_tokens", not args.continuations, "is the length of --continuations, which is 0: give both"),
+        ("overwrite", args.resume, "starts afresh over an earlier run, --resume goes on from it: say one")])
     check_inputs(ap, args)
+    files.refuse_overwrite(ap, args, [*(Path(args.out) / h for h in args.heads), Path(args.out) / "checkpoint.pt"])
     check_folders(ap, args, ["out"], create=create)
     return args
 
@@ -367,8 +371,9 @@ def _main(argv=None) -> None:
 
 def save_heads(heads: dict, out: Path, *, facts: dict, held_loss: dict) -> None:
     """Each head as a folder under `out` (its facts and held-out loss in specui_head.json), and run.json."""
-    for name, h in heads.items():
-        common.save(h.eval(), out / name, facts={**facts, "held_out_loss": round(held_loss[name], 4)})
+    for name, h in heads.items():  # each folder whole or absent, never half of one run's files over another's
+        files.save_folder(out / name, lambda place: common.save(h.eval(), place, facts={
+            **facts, "held_out_loss": round(held_loss[name], 4)}))
         log(f"{name}: saved to {out / name} (held-out loss {held_loss[name]:.3f})")
     (out / "run.json").write_text(json.dumps({"steps": facts["steps"], "minutes": facts["minutes"],
                                               "held_out_loss": held_loss}, indent=2))

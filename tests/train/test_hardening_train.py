@@ -15,7 +15,7 @@ from specui.train.config import TrainConfig
 def test_default_output_is_not_the_shipped_pair():
     cfg, args = cli.parse_args([])
     assert Path(cfg.out).parts[0] != "assets" and cfg.out == TrainConfig().out == "runs/train"
-    assert cli.parse_args(["--out", "assets"])[0].out == "assets"  # explicit: the only way to rebuild it
+    assert cli.parse_args(["--out", "assets", "--overwrite"])[0].out == "assets"  # explicit: the only way to rebuild it
 
 
 def test_eval_only_refuses_a_folder_without_a_pair(tmp_path, capsys):
@@ -44,7 +44,7 @@ def _parser_of(parse, argv, monkeypatch) -> argparse.ArgumentParser:
 def test_every_option_has_help_with_its_default(monkeypatch):
     parser = _parser_of(cli.parse_args, [], monkeypatch)
     actions = [a for a in parser._actions if a.option_strings and a.dest != "help"]
-    assert len(actions) == len(TrainConfig.__dataclass_fields__) + 2
+    assert len(actions) == len(TrainConfig.__dataclass_fields__) + 3  # --eval-only, --stage, --overwrite
     for action in actions:
         assert action.help and "default" in action.help, action.option_strings
     text = parser.format_help()
