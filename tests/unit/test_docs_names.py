@@ -1,0 +1,54 @@
+"""What README.md and docs/*.md name exists under that name: every path of the repository they give in code
+(`specui/x.py`, `tools/y.py`, `tests/z/`), every dotted name of specui (`specui.cache_pool.PromptCaches`), and
+docs/layout.md, the file-by-file map, names every module of specui/ (a new one is placed on the map)."""
+
+import importlib
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PATH = re.compile(r"^(?:specui|tools|tests|assets|\.ci)/[\w./*-]*\w[\w*]*/?$")
+DOTTED = re.compile(r"^specui(?:\.\w+)+$")
+
+
+def spans():
+    """(page, inline code span) of every page."""
+    for page in PAGES:
+        for span in re.findall(r"`([^`\n]+)`", page.read_text(encoding="utf-8")):
+            yield page.name, span.strip()
+
+
+def resolves(dotted):
+    """Whether `specui.a.b.C` is a module, or an attribute of the longest importable module it starts with."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for name in parts[i:]:
+            if not hasattr(found, name):
+                return False
+            found = getattr(found, name)
+        return True
+    return False
+
+
+def test_every_path_named_in_code_exists():
+    missing = [f"{page}: {span}" for page, span in spans()
+               if PATH.match(span) and not any(ROOT.glob(span.rstrip("/")))]
+    assert not missing, "\n".join(missing)
+
+
+def test_every_dotted_name_of_specui_resolves():
+    missing = sorted({f"{page}: {span}" for page, span in spans() if DOTTED.match(span) and not resolves(span)})
+    assert not missing, "\n".join(missing)
+
+
+def test_the_layout_names_every_module_of_specui():
+    layout = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    modules = [path.name for path in (ROOT / "specui").glob("*") if path.suffix in (".py", ".c", ".h")
+               and path.name != "__init__.py"]
+    missing = [name for name in sorted(modules) if not re.search(rf"(?<![\w.]){re.escape(name)}\b", layout)]
+    assert not missing, f"docs/layout.md does not place {', '.join(missing)}"
