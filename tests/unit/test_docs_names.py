@@ -1,6 +1,7 @@
 """What README.md and docs/*.md name exists under that name: every path of the repository they give in code
-(`specui/x.py`, `tools/y.py`, `tests/z/`), every dotted name of specui (`specui.cache_pool.PromptCaches`), and
-docs/layout.md, the file-by-file map, names every module of specui/ (a new one is placed on the map)."""
+(`specui/x.py`, `tools/y.py`, `tests/z/`), every dotted name of specui (`specui.cache_pool.PromptCaches`), every
+SPECUI_ environment variable (read by specui, tools/ or app.py), and docs/layout.md, the file-by-file map, names
+every module of specui/ (a new one is placed on the map)."""
 
 import importlib
 import re
@@ -52,3 +53,12 @@ def test_the_layout_names_every_module_of_specui():
                and path.name != "__init__.py"]
     missing = [name for name in sorted(modules) if not re.search(rf"(?<![\w.]){re.escape(name)}\b", layout)]
     assert not missing, f"docs/layout.md does not place {', '.join(missing)}"
+
+
+def test_every_environment_variable_named_is_read_by_specui():
+    code = "\n".join(path.read_text(encoding="utf-8", errors="replace") for folder in ("specui", "tools")
+                     for path in (ROOT / folder).rglob("*") if path.suffix in (".py", ".c", ".h"))
+    code += (ROOT / "app.py").read_text(encoding="utf-8")
+    named = {name for page in PAGES for name in re.findall(r"\bSPECUI_[A-Z0-9_]*[A-Z0-9]", page.read_text("utf-8"))}
+    missing = sorted(name for name in named if not re.search(rf"\b{name}\b", code))
+    assert not missing, f"named in the docs, read nowhere: {', '.join(missing)}"
