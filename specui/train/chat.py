@@ -165,8 +165,10 @@ def ignored_options(args) -> list[tuple]:
     """The options each combination would ignore, for common.refuse_ignored: one step's options in the other step's
     run, and within step 2 the ones its choices leave out."""
     if args.write_answers:
-        return [(d, True, "is step 2's (--answers); --write-answers (step 1) would ignore it: run the steps one at "
-                 "a time") for d in STEP_2]
+        return [*((d, True, "is step 2's (--answers); --write-answers (step 1) would ignore it: run the steps one at "
+                   "a time") for d in STEP_2),
+                ("asked", args.prompt_set != "asked", f"is how many prompts --prompt-set asked writes; --prompt-set "
+                                                      f"{args.prompt_set}'s prompts are the project's: drop it")]
     init, cpu_soft = args.init_draft, not (args.hard_labels or args.on_the_fly or torch.cuda.is_available())
     return [*((d, True, "is step 1's (--write-answers); --answers (step 2) would ignore it") for d in STEP_1),
             ("drafts", init, "shapes a new draft; --init-draft's keeps its own shape (--grow adds layers to it)"),

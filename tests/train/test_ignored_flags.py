@@ -81,3 +81,12 @@ def test_the_exit_trainer_refuses_vocab_with_init(tmp_path, capsys):
     assert line == f"python -m specui.train exit: error: --vocab picks a fresh head's ids; --init {tmp_path}'s head " \
                    "keeps its own"
     exit_head.parse_args(argv)
+
+
+def test_asked_is_refused_where_the_prompt_set_is_not_asked(tmp_path, capsys):
+    """--asked counts the prompts the target writes for --prompt-set asked; the other sets are the project's own."""
+    line = _refused(chat.parse_args, ["--write-answers", str(tmp_path / "w"), "--prompt-set", "main", "--asked", "8"],
+                    capsys)
+    assert line.endswith("error: --asked is how many prompts --prompt-set asked writes; --prompt-set main's prompts "
+                         "are the project's: drop it")
+    assert chat.parse_args(["--write-answers", str(tmp_path / "w"), "--prompt-set", "asked", "--asked", "8"]).asked == 8

@@ -265,16 +265,14 @@ def test_every_command_the_round_spawns_passes_its_trainers_checks(tmp_path, tin
     from specui.train import chat, heads
 
     args = gpu_round.parse_args(["--out", str(tmp_path), *(["--tiny"] if tiny else [])])
-    size = ["--gen-batch", "4", "--max-answer", "12", "--asked", "8"] if tiny else \
-        ["--gen-batch", str(args.gen_batch), "--max-answer", str(args.max_answer)]
     batch, every, val, alpha = ("4", "2", "2", "8") if tiny else ("32", "100", "128", "128")
     answers = ",".join(str(tmp_path / d) for d in ("a", "b"))  # the answer folders the writers left
     for d in ("a", "b"):
         (tmp_path / d).mkdir()
         (tmp_path / d / "answers-00000.pt").write_bytes(b"")  # parsing looks for them, reading comes later
     for name, extra in gpu_round.jobs(2):
-        chat.parse_args(["--write-answers", str(tmp_path / name), "--labels", "0", "--minutes", "0.05", *size, *extra,
-                         "--graphs"])
+        command = gpu_round.writer_command(args, tmp_path / name, extra, minutes=0.01)
+        chat.parse_args(command[command.index("specui.train.chat") + 1:])
     for flags in ([], ["--new-draft", "3:0,1,2"], ["--grow-draft", "2,3"], ["--draft-labels", "soft"]):
         draft_args = gpu_round.parse_args(["--out", str(tmp_path), *flags])
         command = gpu_round.draft_command(draft_args, answers, tmp_path / "draft", minutes=0.01, batch=batch,
