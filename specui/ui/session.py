@@ -206,9 +206,12 @@ class Showcase:
         yield self.frame(run, figures=figures, final=True), run
 
     def _open(self, run: Run, engine, ids, preset, pair, owner=None):
-        # the earlier turns' target cache (the arena runs without one)
-        cache = None if run.settings.arena else pair.conversations.pick(ids, pair.target, owner=owner)
-        return self._streams(run, engine, ids, preset, cache)
+        # the earlier turns' target cache (the arena runs without one), picked only for a prompt the engine takes: a
+        # pick makes room for the prompt, letting other conversations' caches go (the stream is not started)
+        if run.settings.arena:
+            return self._streams(run, engine, ids, preset)
+        engine.stream(ids, run.settings.decode.but(speculative=True))  # ContextLengthError before any pick
+        return self._streams(run, engine, ids, preset, pair.conversations.pick(ids, pair.target, owner=owner))
 
     def _streams(self, run: Run, engine, ids, preset, cache=None):
         """(phase, result, views, engine stream) per run of the request, each opened only when its turn

