@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
 
-    from specui.loading import LoadError, check_before_loading
+    from specui.loading import LoadError, check_before_loading, conversation_memory
     from specui.packaged import PackagedModelError, ensure_available, is_packaged
     from specui.presets import ConfigError, load_config, with_pair
 
@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         start = config.get(None)
         if is_packaged(start.target):
             ensure_available(start.target)  # a missing wheel: one line with the command, before any UI
+        conversation_memory()  # a mistyped SPECUI_CONVERSATION_MEMORY fails every preset's chats: said before serving
         if args.target:
             check_before_loading(start)  # a folder named on the command line that is not there: before any UI
     except (ConfigError, PackagedModelError, LoadError) as e:

@@ -93,3 +93,23 @@ def test_the_command_lines_pair_loads_and_decodes_as_its_preset_does(monkeypatch
         assert frame.done and not frame.error, frame.error
         runs[name] = run.spec.token_ids
     assert runs[COMMAND_LINE] == runs["bundled"] and len(runs["bundled"]) == 16
+
+
+def test_a_conversation_memory_that_is_no_size_is_refused_before_the_app_serves():
+    """Every chat of every preset would fail on it: the app started serving all the same (its one line came in each
+    chat instead), where python -m specui and the benchmark refuse it before any model loads."""
+    import os
+    import socket
+
+    with socket.socket() as s:  # a free port: the app must not find another's in use first
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    env = {**os.environ, "SPECUI_CONVERSATION_MEMORY": "lots"}
+    try:
+        out = subprocess.run([sys.executable, "app.py", "--preset", "bundled", "--port", port], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60, env=env)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the app served with SPECUI_CONVERSATION_MEMORY=lots") from None
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().count("\n") == 0
+    assert out.stderr.startswith("error: SPECUI_CONVERSATION_MEMORY: 'lots' is not a size"), out.stderr
