@@ -40,6 +40,12 @@ RANGES = {
 }
 
 
+# what --eval-only reads of the settings (the rest train); the settings of the target alone (--stage draft reuses it)
+EVAL_READS = ("eval_bytes", "alpha_prompts", "alpha_new_tokens", "speedup_prompts", "seq_len", "threads")
+TARGET_ONLY = ("vocab_size", "target_layers", "target_width", "target_heads", "target_ffn", "target_steps", "lr",
+               "batch_size", "long_fraction", "checkpoint_dir", "checkpoint_every")
+
+
 def check_shapes(ap, cfg: TrainConfig, *, training: bool) -> None:
     """Refuse a model shape transformers would refuse (after the tokenizer's minutes), and a context too short for
     the training windows or the evaluation's prompts."""
@@ -92,8 +98,14 @@ def parse_args(argv=None, *, create: bool = False) -> tuple[TrainConfig, argpars
         parser.error(f"{what} reads an existing pair, but {Path(cfg.out) / missing[0]} is not a folder "
                      f"(train one first, or pass --out assets for the shipped pair)")
     written = [] if args.eval_only else [DRAFT_DIR] if args.stage == "draft" else [TARGET_DIR, DRAFT_DIR]
-    refuse_ignored(parser, args, argv, [("overwrite", args.eval_only, "replaces trained weights, which --eval-only "
-                                                                     "does not train")])
+    refuse_ignored(parser, args, argv, [
+        ("overwrite", args.eval_only, "replaces trained weights, which --eval-only does not train"),
+        ("stage", args.eval_only, "picks what to train, and --eval-only trains nothing: say one of them"),
+        *((f.name, args.eval_only, "is a training setting, and --eval-only trains nothing (it reads "
+                                   f"{', '.join('--' + n.replace('_', '-') for n in EVAL_READS)}): drop one of them")
+          for f in fields(TrainConfig) if f.name not in {"out", *EVAL_READS}),
+        *((name, args.stage == "draft", "is the target's, and --stage draft reads the target in --out as it was "
+                                        "trained: drop it, or train both (--stage all)") for name in TARGET_ONLY)])
     refuse_overwrite(parser, args, [Path(cfg.out) / name for name in written])
     check_folders(parser, args, ["out", "checkpoint_dir"], create=create)
     return cfg, args

@@ -90,3 +90,23 @@ def test_asked_is_refused_where_the_prompt_set_is_not_asked(tmp_path, capsys):
     assert line.endswith("error: --asked is how many prompts --prompt-set asked writes; --prompt-set main's prompts "
                          "are the project's: drop it")
     assert chat.parse_args(["--write-answers", str(tmp_path / "w"), "--prompt-set", "asked", "--asked", "8"]).asked == 8
+
+
+def test_the_bundled_trainer_refuses_what_eval_only_or_stage_draft_ignores(tmp_path, capsys):
+    """`python -m specui.train --eval-only` trains nothing, and --stage draft keeps the target in --out as it was: a
+    training setting, or a setting of the target, given beside them is refused, not dropped in silence."""
+    from specui.train import cli
+
+    for name in ("specui-target", "specui-draft"):
+        (tmp_path / name).mkdir()
+    out = ["--out", str(tmp_path)]
+    cases = [([*out, "--eval-only", "--stage", "draft"], "--stage picks what to train, and --eval-only trains nothing"),
+             ([*out, "--eval-only", "--target-steps", "5"], "--target-steps is a training setting, and --eval-only "
+                                                            "trains nothing (it reads --eval-bytes, "),
+             ([*out, "--eval-only", "--no-bf16"], "--bf16 is a training setting"),
+             ([*out, "--stage", "draft", "--target-layers", "4", "--overwrite"],
+              "--target-layers is the target's, and --stage draft reads the target in --out as it was trained")]
+    for argv, words in cases:
+        assert words in _refused(cli.parse_args, argv, capsys), argv
+    assert cli.parse_args([*out, "--eval-only", "--alpha-prompts", "3", "--seq-len", "64"])[0].alpha_prompts == 3
+    assert cli.parse_args([*out, "--stage", "draft", "--draft-steps", "3", "--overwrite"])[0].draft_steps == 3
