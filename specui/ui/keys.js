@@ -23,15 +23,23 @@
   });
   // Every click of a step-through's Next or Previous is a press, kept in order until the server takes it: gradio
   // runs one event of the buttons at a time, so presses faster than it answers (a double-tapped clicker, a held
-  // key) wait here, and the event after takes them all at once (teach_keys.py: window.specuiTakePresses)
+  // key) wait here, and the event after takes them all at once (teach_keys.py: window.specuiTakePresses). An
+  // auto-play tick is a press too (window.specuiTick clicks the hidden #NAME-tick): one stepping event in flight,
+  // so its answers reach the page in the order the server moved the step
   const presses = {};
+  const kinds = { next: "+", prev: "-", tick: "t" };
   document.addEventListener("click", (event) => {
-    const button = event.target.closest ? event.target.closest("button[id$='-next'], button[id$='-prev']") : null;
-    const name = button && button.id.replace(/-(next|prev)$/, "");
+    const selector = "button[id$='-next'], button[id$='-prev'], button[id$='-tick']";
+    const button = event.target.closest ? event.target.closest(selector) : null;
+    const name = button && button.id.replace(/-(next|prev|tick)$/, "");
     if (!steppers.some(([view]) => view === `#${name}-view`)) return;
-    (presses[name] = presses[name] || []).push(button.id.endsWith("-next") ? "+" : "-");
+    (presses[name] = presses[name] || []).push(kinds[button.id.slice(name.length + 1)]);
   }, true);
   window.specuiTakePresses = (name) => (presses[name] || []).splice(0).join("");
+  window.specuiTick = (name) => {
+    const button = document.querySelector(`#${name}-tick`);
+    if (button) button.click();
+  };
   // Enter in a slider's number box commits what was typed, as leaving the box does: gradio puts a value out of
   // range back within it only when the box loses the focus, and blocks.py's `settled` puts it on the step's grid
   document.addEventListener("keydown", (event) => {

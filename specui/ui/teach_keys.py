@@ -3,11 +3,13 @@
 
 The step shown is known only on the server: a `Shown` in a gr.State, one per page. The page counts the presses
 itself (keys.js: a click on `#NAME-next` or `#NAME-prev`, by the mouse or by a key, adds "+" or "-" to NAME's
-presses) and one event serves both buttons with `trigger_mode="always_last"`: it takes every press made so far (its
-`js` empties the page's list into a hidden box) and the server applies them one by one, each stopping at the first
-or last step as a click would. Each page's moves (its presses, its auto-play's ticks) take turns on its `Shown`'s
-lock, each starting from the step the one before it left; other pages' events run beside them. Pure functions and
-the wiring, no HTML.
+presses, and an auto-play tick, a click on the hidden `#NAME-tick`, adds "t") and one event serves all three buttons
+with `trigger_mode="always_last"`: it takes every press made so far (its `js` empties the page's list into a hidden
+box) and the server applies them one by one, each stopping at the first or last step as a click would. So a page has
+one stepping event in flight at a time, and its answers reach the page in the order they moved the step (gradio
+sends an answer after the event ran: two events of one page at once could arrive in either order). Each page's moves
+take turns on its `Shown`'s lock, each starting from the step the one before it left; other pages' events run beside
+them. Pure functions and the wiring, no HTML.
 """
 
 from __future__ import annotations
@@ -20,11 +22,19 @@ MAX_PRESSES = 1000  # more presses than any step-through has steps: the rest can
 
 
 def walk(index: int, presses: str, count: int) -> int:
-    """`index` after each press in turn ("+" on, "-" back), kept within 0 … count − 1 as each press is made."""
+    """`index` after each press in turn ("+" or an auto-play tick "t" on, "-" back), kept within 0 … count − 1 as
+    each press is made."""
+    return played(index, presses, count)[0]
+
+
+def played(index: int, presses: str, count: int) -> tuple[int, bool]:
+    """(`walk`'s index, whether an auto-play tick found the last step shown: the auto-play ends there)."""
+    ended = False
     for press in (presses or "")[:MAX_PRESSES]:
-        if press in "+-":
-            index = max(0, min(count - 1, index + (1 if press == "+" else -1)))
-    return index
+        if press in "+-t":
+            ended = ended or (press == "t" and index >= count - 1)
+            index = max(0, min(count - 1, index + (-1 if press == "-" else 1)))
+    return index, ended
 
 
 class Shown:
@@ -64,10 +74,12 @@ def unchanged(outputs: list) -> dict:
     return {outputs[0]: gr.update()}
 
 
-def stepper(name: str, *, back: gr.Button, on: gr.Button, shown: gr.State, fn, inputs: list, outputs: list, **event):
-    """Wire `back` and `on` (ids #NAME-prev and #NAME-next) to one event `fn(presses, data)`: `presses` the
-    "+"/"-" string of the presses taken, `data` the other `inputs` by component; `shown` (one of `inputs`, its value
-    a `Shown`) is locked while `fn` runs, and `fn` moves it. Returns the event.
+def stepper(name: str, *, back: gr.Button, on: gr.Button, shown: gr.State, fn, inputs: list, outputs: list,
+            tick: gr.Button | None = None, **event):
+    """Wire `back` and `on` (ids #NAME-prev and #NAME-next), and `tick` (#NAME-tick, hidden: an auto-play's timer
+    clicks it, `ticking`) if given, to one event `fn(presses, data)`: `presses` the "+"/"-"/"t" string of the
+    presses taken, `data` the other `inputs` by component; `shown` (one of `inputs`, its value a `Shown`) is locked
+    while `fn` runs, and `fn` moves it. Returns the event.
 
     Clicks in one moment (a burst of keys handled in one go) each start the event before gradio knows one runs, so
     `always_last` does not hold them all back: the first takes every press and the others none. So an event that
@@ -83,5 +95,12 @@ def stepper(name: str, *, back: gr.Button, on: gr.Button, shown: gr.State, fn, i
 
     take = f"(presses, ...rest) => [window.specuiTakePresses ? window.specuiTakePresses({name!r}) : '', ...rest]"
     event = {**event, "queue": True, "concurrency_id": f"{name}-presses", "concurrency_limit": None}
-    return gr.on([on.click, back.click], handler, [box, *inputs], outputs, js=take, trigger_mode="always_last",
+    triggers = [on.click, back.click] + ([tick.click] if tick is not None else [])
+    return gr.on(triggers, handler, [box, *inputs], outputs, js=take, trigger_mode="always_last",
                  **event)
+
+
+def ticking(name: str, timer: gr.Timer) -> None:
+    """Make each of `timer`'s ticks a press of NAME's hidden tick button, in the page (no server call of its own):
+    the tick takes its turn with the presses in NAME's one stepping event (`stepper`)."""
+    timer.tick(None, None, None, js=f"() => {{ window.specuiTick && window.specuiTick({name!r}); }}")

@@ -64,6 +64,7 @@ class Controls:
     prev: gr.Button
     next: gr.Button
     play: gr.Button
+    tick: gr.Button  # hidden (#step-tick): the auto-play timer clicks it in the page, a press among the presses
     speed: gr.Slider
     preset: gr.Dropdown
     drafter: gr.Radio
@@ -122,6 +123,7 @@ def _controls(config) -> Controls:
                 prev = gr.Button("◀ Previous", elem_id="step-prev")
                 nxt = gr.Button("Next round ▶", elem_id="step-next")
                 play = gr.Button("▶ Play", elem_id="step-play")
+                tick = gr.Button("Auto-play tick", visible="hidden", elem_id="step-tick")
             speed = gr.Slider(0.2, 5.0, value=1.5, step=0.1, label="Auto-play: seconds per round", elem_id="step-speed")
             # here, where the prompt's column has room: the settings' column, and the step view under both, stay put
             penalty = gr.Slider(1.0, 2.0, value=1.0, step=0.05, label="Repetition penalty (1 = off)",
@@ -140,7 +142,7 @@ def _controls(config) -> Controls:
                                     elem_id="teach-temperature")
             max_new = gr.Slider(8, TEACH_MAX_NEW, value=32, step=8, label="New tokens", elem_id="teach-max-new-tokens")
             seed = gr.Number(1, label="Seed", precision=0, elem_id="teach-seed")
-    return Controls(prompt, start, prev, nxt, play, speed, preset, drafter, k, confidence, temperature, penalty,
+    return Controls(prompt, start, prev, nxt, play, tick, speed, preset, drafter, k, confidence, temperature, penalty,
                     max_new, seed, gr.State(None))
 
 
@@ -202,17 +204,18 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     c.start.click(calmly(functools.partial(decode, state, ui), said), c.settings | {cmp.second, ui.index}, decoded,
                   **queued)
     # the round shown moves in place (ui.index, a teach_keys.Shown), one move of a page at a time: never an output
-    nav_inputs, nav_outputs = {ui.index, cmp.compared}, [s.view, s.residual, cmp.view]
-    # every press of Next and Previous counts, however fast they come (a clicker double-tapped): teach_keys
-    teach_keys.stepper("step", back=c.prev, on=c.next, shown=ui.index, fn=functools.partial(pressed, ui),
-                       inputs=list(nav_inputs), outputs=nav_outputs, **NAV)
+    nav_outputs = [s.view, s.residual, cmp.view, ui.playing, ui.timer, c.play]
+    # every press of Next and Previous counts, however fast they come (a clicker double-tapped), and the auto-play's
+    # ticks are presses among them: one stepping event of a page in flight, its answers in order (teach_keys)
+    teach_keys.stepper("step", back=c.prev, on=c.next, tick=c.tick, shown=ui.index,
+                       fn=functools.partial(pressed, ui), inputs=[ui.index, cmp.compared], outputs=nav_outputs, **NAV)
+    teach_keys.ticking("step", ui.timer)
     # Next before any run decodes the prompt shown (in the engine's queue) and lands on round 1
     c.next.click(calmly(functools.partial(decode_first, state, ui), said),
                  c.settings | {ui.run, ui.index, cmp.second}, decoded, **queued)
     # a new prompt typed mid-lesson: Next and Previous still step the rounds decoded, and the status line says so
     c.prompt.input(functools.partial(prompt_edited, ui), {c.prompt, ui.run, c.context}, [s.status], **NAV)
     c.play.click(functools.partial(toggle, ui), {ui.run, ui.playing, c.speed}, [ui.playing, ui.timer, c.play], **NAV)
-    ui.timer.tick(functools.partial(tick, ui), nav_inputs, [*nav_outputs, ui.playing, ui.timer, c.play], **NAV)
     c.speed.change(lambda seconds: gr.Timer(value=float(seconds)), [c.speed], [ui.timer], **NAV)
     # as in the Chat tab: a preset the user picks brings its drafter, a drafter its own K (`input`: the settings that
     # the Chat tab's "step through it" sets stay as they are)
@@ -260,9 +263,8 @@ def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
             s.theory_tokens: teach_charts.theory_tokens_figure(run.measured),
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
             s.export: state.exports.write(lesson.export_run(run), f"specui-run-seed{run.spec.seed}.json"),
-            s.status: decoded_note(run), ui.playing: False, ui.timer: gr.Timer(active=False),
-            ui.memory: teach_memory.kept(ui.controls, data, conversation=p.conversation),
-            ui.controls.play: gr.update(value="▶ Play")}
+            s.status: decoded_note(run), **stopped(ui),
+            ui.memory: teach_memory.kept(ui.controls, data, conversation=p.conversation)}
 
 
 def refused(ui: TeachTab, text: str) -> dict:
@@ -307,13 +309,16 @@ def prompt_edited(ui: TeachTab, data: dict) -> dict:
 
 
 def pressed(ui: TeachTab, presses: str, data: dict) -> dict:
-    """The round after `presses` of Next ("+") and Previous ("-") in turn, from the round shown (`teach_keys`: the
-    caller holds its lock)."""
+    """The round after `presses` of Next ("+"), Previous ("-") and auto-play ticks ("t") in turn, from the round
+    shown (`teach_keys`: the caller holds its lock); a tick at the last round ends the auto-play (a late tick never
+    resumes it)."""
     shown = data[ui.index]
     run = shown.what
     if run is None or not run.steps:
-        return teach_keys.unchanged([ui.step.view])
-    return _move_to(ui, shown, run, teach_keys.walk(shown.index, presses, len(run.steps)), data[ui.compare.compared])
+        return {**teach_keys.unchanged([ui.step.view]), **(stopped(ui) if "t" in presses else {})}
+    index, ended = teach_keys.played(shown.index, presses, len(run.steps))
+    moved = _move_to(ui, shown, run, index, data[ui.compare.compared])
+    return {**moved, **stopped(ui)} if ended else moved
 
 
 def toggle(ui: TeachTab, data: dict) -> dict:
@@ -322,16 +327,8 @@ def toggle(ui: TeachTab, data: dict) -> dict:
             ui.controls.play: gr.update(value="⏸ Pause" if on else "▶ Play")}
 
 
-def tick(ui: TeachTab, data: dict) -> dict:
-    """Auto-play: the round after the one shown, taking its turn with the presses (`teach_keys.moving`)."""
-    shown = data[ui.index]
-    return teach_keys.moving(shown, teach_keys.unchanged([ui.step.view]), _ticked, ui, shown, data[ui.compare.compared])
-
-
-def _ticked(ui: TeachTab, shown: teach_keys.Shown, compared) -> dict:
-    run, index = shown.what, shown.index
-    if run is None or index >= len(run.steps) - 1:
-        return {ui.playing: False, ui.timer: gr.Timer(active=False), ui.controls.play: gr.update(value="▶ Play")}
-    return _move_to(ui, shown, run, index + 1, compared)  # a late tick never resumes
+def stopped(ui: TeachTab) -> dict:
+    """The auto-play off: its timer stopped, the button back to Play."""
+    return {ui.playing: False, ui.timer: gr.Timer(active=False), ui.controls.play: gr.update(value="▶ Play")}
 
 

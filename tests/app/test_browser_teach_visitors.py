@@ -1,7 +1,9 @@
 """Two visitors and the auto-play in a real browser (1280 × 720): each page's presses count, in order, while another
 page presses at the same moment (a page's moves take turns on its own lock, not every visitor's); presses during Play
 never show a round older than one already shown, and when Play is paused the round on screen is the one the server
-moves on from (not yet: marked xfail). Uses the Teach tab and tiny pair of test_browser_teaching."""
+moves on from (the ticks were an event of their own, whose answers and the presses' reached the page in either
+order: rounds 10, 12, 11 seen; now a tick is a press of the one stepping event). Uses the Teach tab and tiny pair of
+test_browser_teaching."""
 
 from __future__ import annotations
 
@@ -63,9 +65,6 @@ def test_two_visitors_pressing_at_once_each_step_their_own_rounds(app):  # noqa:
         settled(second, 8)
 
 
-@pytest.mark.xfail(reason="open: each page's moves are applied in turn on the server (teach_keys.moving), but gradio "
-                          "sends an answer after its postprocess, outside the lock: a tick's and a press's answers can "
-                          "still reach the page in the other order (seen: rounds 10, 12, 11)", strict=False)
 def test_presses_during_play_never_show_an_older_round_and_pause_where_shown(app):  # noqa: F811
     with decoded_pages(app[1], 1) as (page,):
         last = shown(page)[1]

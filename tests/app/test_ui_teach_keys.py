@@ -3,7 +3,9 @@ wiring, and the order of one page's moves through gradio's own processing (`Bloc
 a tiny pair). Clicks in one moment each start the event before gradio knows one runs, so the first takes every press
 and the others none; those changed nothing. A page's events read the round shown when gradio starts them, so two at
 once (a press and an auto-play tick, or two presses) both moved from the same round: one of them was lost, or the
-slower showed a round older than the one already shown."""
+slower showed a round older than the one already shown. The auto-play's ticks are presses ("t") of the same event,
+never an event of their own: gradio sends an answer after the event ran, so a tick's and a press's answers, two
+events at once, reached the page in either order (an older round shown after a newer one)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import re
 import gradio as gr
 from gradio.state_holder import SessionState
 
-from specui.ui import teach_keys, teaching
+from specui.ui import teach_keys
 from tests.app.test_ui_teach_compare import PROMPT, tab  # noqa: F401 - tab: the Teach tab over a tiny pair
 
 
@@ -21,6 +23,13 @@ def test_each_press_moves_one_step_within_the_ends():
     assert teach_keys.walk(2, "++++", 23) == 6
     assert teach_keys.walk(20, "+++++--", 23) == 20  # stops at the last (22) on the way, then two back
     assert teach_keys.walk(0, "-+", 5) == 1 and teach_keys.walk(3, "", 5) == 3
+    assert teach_keys.walk(2, "t+t", 23) == 5  # a tick steps on as Next does
+
+
+def test_a_tick_that_finds_the_last_step_ends_the_auto_play():
+    assert teach_keys.played(3, "tt", 5) == (4, True)  # round 5 of 5 reached, then a tick found it: Play ends
+    assert teach_keys.played(3, "t", 5) == (4, False)  # reached: shown while Play runs, the next tick ends it
+    assert teach_keys.played(4, "++-", 5) == (3, False)  # presses never end it
 
 
 def test_an_event_that_took_no_press_changes_nothing_and_visitors_are_not_queued_behind_each_other():
@@ -46,14 +55,13 @@ def test_an_event_that_took_no_press_changes_nothing_and_visitors_are_not_queued
 
 
 def _events(demo, ui):
-    """The tab's Decode, its stepper and its auto-play tick, as gradio holds them."""
+    """The tab's Decode and its stepper (Next, Previous and the auto-play's ticks), as gradio holds them."""
     fns = list(demo.fns.values())
     decode = next(f for f in fns if ui.controls.prompt in f.inputs and ui.run in f.outputs and ui.step.export
                   in f.outputs and f.fn.__name__ != "decode_first")
     stepper = next(f for f in fns if getattr(f.fn, "__qualname__", "") == "stepper.<locals>.handler"
                    and ui.step.view in f.outputs)
-    tick = next(f for f in fns if getattr(f.fn, "func", None) is teaching.tick)
-    return decode, stepper, tick
+    return decode, stepper
 
 
 def _values(fn, given: dict) -> list:
@@ -77,9 +85,37 @@ def _decoded(demo, ui, decode) -> SessionState:
     return page
 
 
+def test_the_auto_play_ticks_are_presses_of_the_one_stepping_event(tab):  # noqa: F811
+    demo, ui, _ = tab
+    _, stepper = _events(demo, ui)
+    ticks = [f for f in demo.fns.values() if any(t[0] == ui.timer._id and t[1] == "tick" for t in f.targets)]
+    # the timer's tick runs in the page alone (a press of #step-tick), no event of its own that moves the round
+    assert ticks and all(f.fn is None and "specuiTick('step')" in f.js for f in ticks)
+    assert (ui.controls.tick._id, "click") in stepper.targets and ui.controls.tick.elem_id == "step-tick"
+    assert ui.controls.tick.visible == "hidden"  # in the page for the timer to click, never seen
+
+
+def test_a_tick_at_the_last_round_ends_the_auto_play(tab):  # noqa: F811
+    demo, ui, _ = tab
+    decode, stepper = _events(demo, ui)
+    page = _decoded(demo, ui, decode)
+    rounds = len(page[ui.index._id].what.steps)
+
+    def press(presses):
+        return asyncio.run(demo.process_api(stepper, _values(stepper, {stepper.inputs[0]: presses}), page))
+
+    page[ui.playing._id] = True
+    assert _round(press("t" * (rounds - 1)), stepper, ui.step.view) == rounds  # still playing: the last round shown
+    assert page[ui.playing._id] is True
+    ended = press("t")
+    assert page[ui.playing._id] is False  # a State: kept in the page's session, not sent
+    assert ended["data"][stepper.outputs.index(ui.controls.play)]["value"] == "▶ Play"
+    assert _round(ended, stepper, ui.step.view) == rounds
+
+
 def test_a_tick_and_presses_at_once_each_move_on_from_the_round_the_other_left(tab):  # noqa: F811
     demo, ui, _ = tab
-    decode, stepper, tick = _events(demo, ui)
+    decode, stepper = _events(demo, ui)
     page = _decoded(demo, ui, decode)
 
     def press(presses):
@@ -87,13 +123,13 @@ def test_a_tick_and_presses_at_once_each_move_on_from_the_round_the_other_left(t
 
     async def at_once():
         first = await press("++")  # round 3
-        together = await asyncio.gather(demo.process_api(tick, _values(tick, {}), page), press("+"), press("+"))
+        together = await asyncio.gather(press("t"), press("+"), press("+"))
         after = await press("+")
         return first, together, after
 
     first, together, after = asyncio.run(at_once())
     assert _round(first, stepper, ui.step.view) == 3
-    shown = [_round(a, f, ui.step.view) for a, f in zip(together, (tick, stepper, stepper))]
+    shown = [_round(a, stepper, ui.step.view) for a in together]
     assert 6 in shown  # the last of the three moves shows its round ...
     assert all(r is None or r >= 4 for r in shown) and len({r for r in shown if r}) == len([r for r in shown if r])
     assert _round(after, stepper, ui.step.view) == 7  # ... and none was lost
@@ -101,7 +137,7 @@ def test_a_tick_and_presses_at_once_each_move_on_from_the_round_the_other_left(t
 
 def test_one_page_held_does_not_hold_another(tab):  # noqa: F811
     demo, ui, _ = tab
-    decode, stepper, _ = _events(demo, ui)
+    decode, stepper = _events(demo, ui)
     held, free = _decoded(demo, ui, decode), _decoded(demo, ui, decode)
 
     async def press(page):
