@@ -7,7 +7,6 @@ function unchanged, so the same app runs on a workstation, a CPU Space and a Zer
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Callable
 
@@ -17,9 +16,14 @@ def on_spaces() -> bool:
     return bool(os.environ.get("SPACE_ID"))
 
 
+_ZERO_GPU_TRUE = ("1", "t", "true")  # how the `spaces` package reads SPACES_ZERO_GPU (spaces/config.py)
+
+
 def zero_gpu() -> bool:
-    """Whether ZeroGPU's `spaces` package is installed (then a GPU exists only inside `gpu()`-decorated calls)."""
-    return importlib.util.find_spec("spaces") is not None
+    """Whether this is a ZeroGPU Space (then a GPU exists only inside `gpu()`-decorated calls): the platform says so
+    in SPACES_ZERO_GPU, read as the `spaces` package reads it. The package alone says nothing: anyone can install it
+    (Spaces have it for gradio), and elsewhere its `GPU` decorator returns the function unchanged."""
+    return os.environ.get("SPACES_ZERO_GPU", "").lower() in _ZERO_GPU_TRUE
 
 
 def gpu(*, duration: int = 120) -> Callable:

@@ -2,6 +2,7 @@
 
 import re
 
+import pytest
 import yaml
 
 from specui import spaces
@@ -33,7 +34,8 @@ def test_front_matter_matches_the_pinned_gradio():
 def test_front_matter_models_are_the_hub_presets():
     from specui.presets import load_config
 
-    hub = {ref for p in load_config().presets.values() for ref in (p.target, p.draft) if ref and not ref.startswith("/")}
+    hub = {ref for p in load_config().presets.values() for ref in (p.target, p.draft)
+           if ref and not ref.startswith("/")}
     assert set(front_matter()["models"]) <= hub
 
 
@@ -63,3 +65,16 @@ def test_cpu_note_and_preset_variable(monkeypatch):
     assert spaces.SPACE_PRESET in load_config().presets
     monkeypatch.setenv("SPECUI_PRESET", "bundled")
     assert spaces.preset_from_env() == "bundled"
+
+
+@pytest.mark.parametrize("value, zero", [(None, False), ("", False), ("false", False), ("0", False),
+                                         ("true", True), ("True", True), ("1", True), ("t", True)])
+def test_zero_gpu_is_the_platforms_word_not_the_package(value, zero, monkeypatch):
+    """zero_gpu() was "`spaces` is importable": true on every machine with the package (a CPU Space has it, gradio
+    imports it there), where the app then skipped its warm-up; false on ZeroGPU without it. The platform sets
+    SPACES_ZERO_GPU, and the package reads it so (its Config): off ZeroGPU its GPU decorator does nothing."""
+    if value is None:
+        monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
+    else:
+        monkeypatch.setenv("SPACES_ZERO_GPU", value)
+    assert spaces.zero_gpu() is zero

@@ -1,0 +1,64 @@
+"""ZeroGPU's real `spaces` package off ZeroGPU (a CPU Space has it: gradio imports it there): its decorator leaves
+each generation as it is, the app still warms its pair up, and Stop still stops a run through the wrapper.
+
+Skipped where the package is not installed (`pip install spaces`: it pulls nothing the app does not have).
+"""
+
+import threading
+
+import pytest
+
+from tests.helpers import ui_config
+
+real_spaces = pytest.importorskip("spaces", reason="ZeroGPU's `spaces` package is not installed")
+
+PROMPT = "def main(argv):\n    "
+
+
+@pytest.fixture
+def off_zero_gpu(monkeypatch):
+    monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
+    from spaces.config import Config
+
+    assert not Config.zero_gpu, "these tests need a machine that is no ZeroGPU Space"
+
+
+@pytest.fixture
+def showcase(off_zero_gpu):
+    from specui.loading import PairCache
+    from specui.ui.session import Showcase
+
+    return Showcase(ui_config(), PairCache())
+
+
+def test_the_decorator_leaves_a_generation_as_it_is(off_zero_gpu):
+    from specui import spaces
+
+    def work(x):
+        yield x
+
+    assert spaces.gpu(duration=60)(work) is work and not spaces.zero_gpu()
+
+
+@pytest.mark.slow
+def test_with_the_package_installed_the_pair_is_still_warmed_up(showcase):
+    """zero_gpu() said yes wherever `spaces` was importable, so a CPU Space skipped the warm-up, and its first visitor
+    waited for first-call allocations, timed as decoding."""
+    config = showcase.config
+    showcase.preload(config.get(None))
+    pair = showcase.cache.get(config.get(None))
+    assert any(ref() is pair for ref in showcase._warm)
+
+
+@pytest.mark.slow
+def test_stop_ends_a_run_through_the_wrapper(showcase):
+    from specui.ui.session import Settings, decode
+
+    assert showcase.calls.on_gpu == showcase.calls._serve  # spaces.GPU gave the method back
+    halt, frames = threading.Event(), []
+    for frame, run in decode(showcase, PROMPT, Settings(max_new_tokens=200, compare=True), stop=halt):
+        frames.append(frame)
+        if run.spec.rounds:
+            halt.set()
+    assert run.phase == "stopped" and frames[-1].done and len(run.spec.rounds) == 1 and run.plain is None
+    assert not showcase.calls.live
