@@ -370,9 +370,11 @@ def conversation(args, argv, preset, pair, methods, decode, texts: list[str]) ->
         chat=preset.chat_template, progress=lambda i, n: print(f"turn {i}/{n} done", file=sys.stderr))
     report = {"preset": preset.name, "drafter": decode.drafter,
               "max_new_tokens": decode.max_new_tokens, "temperature": decode.temperature, "top_p": decode.top_p,
-              "top_k": decode.top_k, "repetition_penalty": decode.repetition_penalty, "repeats": args.repeats,
-              **environment(methods.device), "prompt_threads": methods.engine.prompt_threads, **figures,
-              **provenance(args, argv)}
+              "top_k": decode.top_k, "repetition_penalty": decode.repetition_penalty,
+              "num_draft_tokens": decode.num_draft_tokens, "draft_confidence": decode.draft_confidence,
+              "tree_width": decode.tree_width, "tree_nodes": decode.tree_nodes, "repeats": args.repeats,
+              "warmup": args.warmup, **environment(methods.device), "prompt_threads": methods.engine.prompt_threads,
+              **figures, **provenance(args, argv)}
     return reported(args, report, bench_conversation.format_conversation(report))
 
 

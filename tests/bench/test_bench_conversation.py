@@ -40,6 +40,15 @@ def test_a_conversation_keeps_the_turns_before(bench_config, tmp_path):  # noqa:
     assert "whole conversation" in stdout and report["conversation_ratio"] > 0
 
 
+@pytest.mark.slow
+def test_a_conversations_record_holds_the_settings_it_ran_with(bench_config, tmp_path):  # noqa: F811
+    """A --turns record named no K, draft confidence, token tree or warm-up, which the per-prompt record names: the
+    K the preset gave could not be read from the record (a --config file changes, the command does not say it)."""
+    report, _ = _run([*bench_config, "--turns", "2", "-k", "3", "--draft-confidence", "0.25"], tmp_path)
+    assert (report["num_draft_tokens"], report["draft_confidence"], report["warmup"]) == (3, 0.25, 0)
+    assert (report["tree_width"], report["tree_nodes"]) == (1, 0)
+
+
 def test_turns_need_prompts_and_one_drafter(capsys):
     from specui.bench.cli import parse_args
 
