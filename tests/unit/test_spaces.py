@@ -1,11 +1,13 @@
 """Spaces deployment: README front matter agrees with requirements.txt; ZeroGPU is optional."""
 
 import re
+from pathlib import Path
 
 import pytest
 import yaml
 
 from specui import spaces
+from specui.packaged import is_packaged
 from specui.presets import load_config
 
 from tests.helpers import ROOT
@@ -16,6 +18,11 @@ def front_matter() -> dict:
     match = re.match(r"^---\n(.*?)\n---\n", text, re.S)
     assert match, "README.md must open with Spaces front matter"
     return yaml.safe_load(match.group(1))
+
+
+def on_hub(ref: str | None) -> bool:
+    """Whether a preset's model reference is a Hub id (not a folder, not a PyPI wheel)."""
+    return bool(ref) and not Path(ref).is_absolute() and not is_packaged(ref)
 
 
 def test_front_matter_matches_the_pinned_gradio():
@@ -32,11 +39,17 @@ def test_front_matter_matches_the_pinned_gradio():
 
 
 def test_front_matter_models_are_the_hub_presets():
-    from specui.presets import load_config
+    hub = {ref for p in load_config().presets.values() for ref in (p.target, p.draft) if on_hub(ref)}
+    assert set(front_matter()["models"]) == hub, "the front matter's models are every Hub model models.yaml names"
 
-    hub = {ref for p in load_config().presets.values() for ref in (p.target, p.draft)
-           if ref and not ref.startswith("/")}
-    assert set(front_matter()["models"]) <= hub
+
+def test_the_spaces_default_model_is_fetched_when_the_space_is_built():
+    """A Space starts on SPACE_PRESET, whose target comes from the Hub: fetched at build time (preload_from_hub), it is
+    in the cache when the first visitor comes, and a Hub that does not answer then (specui.hub.unreachable: not
+    cached and not reachable) leaves the default preset working."""
+    preset = load_config().get(spaces.SPACE_PRESET)
+    hub = {ref for ref in (preset.target, preset.draft) if on_hub(ref)}
+    assert hub and hub <= set(front_matter().get("preload_from_hub") or ())
 
 
 def test_gpu_decorator_is_a_no_op_without_spaces():
