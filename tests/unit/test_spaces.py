@@ -91,3 +91,24 @@ def test_zero_gpu_is_the_platforms_word_not_the_package(value, zero, monkeypatch
     else:
         monkeypatch.setenv("SPACES_ZERO_GPU", value)
     assert spaces.zero_gpu() is zero
+
+
+HUB_BINARY_LIMIT = 1_000_000  # the Hub refuses a pushed binary file over about 1 MB unless LFS/Xet stores it
+
+
+def test_the_deploy_steps_send_the_binary_files_as_the_hub_takes_them():
+    """The steps said "push this repository ... no Git LFS is needed" (shards below 10 MB): a plain `git push` of its
+    5 to 9 MB safetensors shards is refused ("Your push was rejected because it contains binary files"). `hf upload`
+    stores them through Xet, with nothing to set up."""
+    import subprocess
+
+    try:
+        tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    big = [name for name in tracked.decode().split("\0") if name and (ROOT / name).is_file()
+           and (ROOT / name).stat().st_size > HUB_BINARY_LIMIT and b"\0" in (ROOT / name).read_bytes()[:8000]]
+    assert big, "no binary file over 1 MB: the steps could push with git alone"
+    steps = re.search(r"^## Deploy to Spaces\n(.*?)^## ", (ROOT / "README.md").read_text(), re.S | re.M).group(1)
+    assert "hf upload" in steps and "--repo-type space" in steps
+    assert "no Git LFS is needed" not in steps
