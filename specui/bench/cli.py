@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -130,7 +131,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--target names a pair in place of --preset: give one of them")
     if args.prompts:  # a file that cannot be used is refused before any model loads, naming its flag
         try:
-            args.prompt_texts = read_prompt_texts(args.prompts)
+            args.prompt_texts, args.prompts_sha256 = read_prompt_texts(args.prompts)
         except ConfigError as e:
             p.error(f"--prompts {e}")
         if args.turns > len(args.prompt_texts):
@@ -204,11 +205,13 @@ def note_fewer_prompts(asked: int, available: int, what: str) -> None:
               f"running those {available}", file=sys.stderr)
 
 
-def read_prompt_texts(path: str) -> list[str]:
+def read_prompt_texts(path: str) -> tuple[list[str], str]:
     """The prompts of a JSON Lines file, one {"prompt": "..."} per line (checked before any model loads; a bad file is a
-    ConfigError: one line, as the other mistakes of the command line)."""
+    ConfigError: one line, as the other mistakes of the command line), and the SHA-256 of the bytes they were read
+    from (the report's: the file may be edited or moved while the run goes on)."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        data = Path(path).read_bytes()
+        lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
     except OSError as e:
@@ -228,7 +231,7 @@ def read_prompt_texts(path: str) -> list[str]:
         texts.append(text)
     if not texts:
         raise ConfigError(f"{path}: no prompts")
-    return texts
+    return texts, hashlib.sha256(data).hexdigest()
 
 
 def first_prompts(texts: list[str], count: int | None, path: str) -> list[str]:

@@ -8,7 +8,6 @@ printing quietly, not the run: the JSON is still written), and `write_json` writ
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -65,8 +64,8 @@ def provenance(args, argv: list[str] | None) -> dict:
     file's SHA-256 (the same name may hold other prompts later), and the command as typed."""
     record = {"seed": args.seed, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "specui_version": specui.__version__, **commit()}
-    if args.prompts:
-        record["prompts_sha256"] = hashlib.sha256(Path(args.prompts).read_bytes()).hexdigest()
+    if args.prompts:  # of the bytes its prompts were read from (`read_prompt_texts`), not of the file as it is now
+        record["prompts_sha256"] = args.prompts_sha256
     command = argv if argv is not None else sys.argv[1:]
     return {**record, "command": "python -m specui.bench " + " ".join(command)}
 

@@ -34,6 +34,21 @@ def test_the_report_records_the_seed_date_commit_and_prompts_it_ran(tmp_path):
     assert "prompts_sha256" not in provenance(parse_args([]), [])  # the built-in prompts are the commit's
 
 
+def test_the_prompts_hash_is_of_the_prompts_the_run_read(tmp_path):
+    """The file was hashed when the report was written, minutes or hours after its prompts were read: one edited
+    meanwhile (the next run's prompts) was recorded as the prompts measured, and one moved or deleted ended the run in
+    a traceback (FileNotFoundError) before its table and JSON, every figure lost."""
+    prompts = tmp_path / "mine.jsonl"
+    prompts.write_text('{"prompt": "def f(x):"}\n', encoding="utf-8")
+    read = hashlib.sha256(prompts.read_bytes()).hexdigest()
+    argv = ["--prompts", str(prompts)]
+    args = parse_args(argv)
+    prompts.write_text('{"prompt": "def g(y):"}\n', encoding="utf-8")  # edited while the run goes on
+    assert provenance(args, argv)["prompts_sha256"] == read
+    prompts.unlink()  # or moved away
+    assert provenance(args, argv)["prompts_sha256"] == read
+
+
 def test_the_tables_header_says_the_seed_commit_and_date():
     r = {"seed": 3, "commit": "0123456789abcdef" * 2 + "01234567", "commit_modified": True,
          "date": "2026-12-07T10:00:00+00:00", "specui_version": "0.1.0"}
