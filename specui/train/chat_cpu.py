@@ -29,8 +29,9 @@ import torch.nn.functional as F
 
 from specui import chat_draft
 from specui.train import checkpoint as files
-from specui.train import model_card
+from specui.train import model_card, next_step
 from specui.train.chat_data import (
+    TARGET,
     TARGET_NAME,
     code_stream,
     held_out_alpha,
@@ -237,6 +238,9 @@ def distil(args, target, tok, draft, *, records: list[dict], val: list[dict], de
 
     files.save_folder(out / "draft", write)
     log(f"held-out greedy alpha {alpha:.3f} (on {facts['device']}); saved {out / 'draft'}")
+    gguf = getattr(args, "gguf", None)
+    print("\n".join(next_step.draft_lines(out / "draft", target=next_step.as_typed(gguf) if gguf else TARGET,
+                                          chat=True)), flush=True)
 
 
 def resumed(path: Path, draft, opt, gen, *, device: str) -> dict:

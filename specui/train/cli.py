@@ -9,14 +9,14 @@ from pathlib import Path
 import torch
 
 from specui import corpus
-from specui.train import distill, evaluate, model_card
+from specui.train import distill, evaluate, model_card, next_step
 from specui.train.checkpoint import refuse_overwrite
 from specui.train.common import (above, at_least, check_folders, check_ranges, encode_stream, make_model,
                                  refuse_ignored, save_pair_member, train_target, train_tokenizer, within)
 from specui.train.config import DEFAULT_OUT, DRAFT_DIR, TARGET_DIR, TrainConfig
 
 DESCRIPTION = f"""Train the bundled model pair from the Python standard library. Writes into --out
-(default {DEFAULT_OUT}); the shipped pair in assets/ changes only with --out assets."""
+(default {DEFAULT_OUT}); the shipped pair in assets/ changes only with --out assets --overwrite."""
 
 EPILOG = """other training commands:
   python -m specui.train heads ...         EAGLE, Medusa and early-exit heads for a preset's target
@@ -151,4 +151,6 @@ def main(argv=None) -> None:
     model_card.write_model_cards(out, report=report, target_dir=TARGET_DIR, draft_dir=DRAFT_DIR, out_arg=cfg.out)
     (out / TARGET_DIR / "eval_results.json").write_text(json.dumps(report, indent=2) + "\n")
     print(evaluate.format_report(report))
+    if not args.eval_only:
+        print(next_step.app_line(target=next_step.as_typed(out / TARGET_DIR), draft=out / DRAFT_DIR, chat=False))
 

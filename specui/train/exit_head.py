@@ -33,6 +33,7 @@ from specui import heads as saved
 from specui.heads import common
 from specui.heads.early_exit import EarlyExitHead
 from specui.train import checkpoint as files
+from specui.train import next_step
 from specui.train.common import at_least, check_budgets, check_folders, device_name, refuse_ignored
 from specui.train.head_data import greedy_sequences, held_out_split
 from specui.train.heads import log, lr_at, start_run
@@ -249,3 +250,4 @@ def main(argv=None) -> None:
     (out / common.META).unlink(missing_ok=True)  # written last: a save killed midway leaves no folder that looks whole
     common.save(head.eval(), out, facts=facts)
     log(f"saved to {out} (held-out agreement {before:.4f} -> {after:.4f})")
+    next_step.say_heads({"early_exit": out}, preset=args.preset, config=args.config)

@@ -25,7 +25,7 @@ import torch
 from specui.drafters.registry import HEADS
 from specui.heads import common
 from specui.train import checkpoint as files
-from specui.train import head_data
+from specui.train import head_data, next_step
 from specui.train.common import (at_least, check_budgets, check_folders, device_name, refuse_ignored, tf32_products,
                                  warmup_cosine)
 
@@ -367,6 +367,7 @@ def _main(argv=None) -> None:
              **({"labels": "the target's greedy tokens (its greedy answers), hard labels"} if args.hard_labels else {}),
              "command": "python -m specui.train heads " + " ".join(argv or [])}
     save_heads(heads, out, facts=facts, held_loss=held_loss)
+    next_step.say_heads({name: out / name for name in heads}, preset=args.preset, config=args.config)
 
 
 def save_heads(heads: dict, out: Path, *, facts: dict, held_loss: dict) -> None:

@@ -50,6 +50,7 @@ def test_train_resume_save_load_and_draft(pair, answers, tmp_path, capsys):
     main([*args, "--steps", "30", "--resume"])
     log = capsys.readouterr().out
     assert "resumed from" in log and "at step 20" in log and "exit states read from" in log
+    assert f"under presets: bundled: put (beside any other heads it lists)\n    heads:\n      early_exit: {out}\n" in log
     meta = json.loads((out / "specui_head.json").read_text())
     assert meta["kind"] == "early_exit" and meta["steps"] == 30
     assert meta["arguments"]["exit_layer"] == 8 and meta["arguments"]["mlp_hidden"] == 32

