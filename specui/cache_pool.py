@@ -84,7 +84,7 @@ class PromptCaches:
     cache (its prompt's tokens, at the model's `bytes_per_token`) and for what a run added to one when it ends,
     the least recently used free caches are let go (their memory goes when no run holds them); never a cache a
     run holds, nor the one being made room for, so at least one is always kept. size: at most this many caches
-    besides (None: as many as the budget holds, or `default_size` with a default budget); with all of them held,
+    besides (None: `default_size` for the first model picked for, whatever the budget); with all of them held,
     `pick` gives None."""
 
     def __init__(self, size: int | None = None, *, budget: int | None = None):
@@ -93,6 +93,7 @@ class PromptCaches:
         if budget is not None and budget < 0:
             raise ValueError(f"budget must be at least 0 bytes (got {budget})")
         self.size, self.budget = size, budget
+        self._sized = size is not None  # else sized by the first model's device (`default_size`)
         self.caches: list[PromptCache] = []  # most recently used first
         # re-entrant: a stream dropped unfinished is closed when collected, which may happen inside `pick` (the
         # collector runs at any allocation), and its cache's close comes back here (`used`) on the same thread
@@ -113,7 +114,8 @@ class PromptCaches:
         with self._guard:
             if self.budget is None and model is not None:
                 self.budget = default_budget(model)
-                self.size = self.size if self.size is not None else default_size(model_device(model))
+            if not self._sized and model is not None:  # a budget set by SPECUI_CONVERSATION_MEMORY too
+                self.size, self._sized = default_size(model_device(model)), True
 
             def kept(cache: PromptCache) -> int:  # the prompt's tokens the cache would spare, if it may be taken
                 shared = cache.reusable(ids, model)

@@ -259,6 +259,21 @@ def test_a_pool_on_a_gpu_keeps_at_most_a_few_caches_and_elsewhere_as_many_as_the
     assert pool.size is None and pool.budget > 0  # a CPU model: no count cap
 
 
+
+def test_a_budget_of_ones_own_keeps_the_devices_count_cap(monkeypatch):
+    """SPECUI_CONVERSATION_MEMORY set the budget, and with it the GPU's cap of four caches went (each with graphs
+    the budget does not see); the cap follows the device whatever sets the budget. (No CUDA here: the device's
+    answer is stood in for.)"""
+    from specui import cache_pool
+
+    monkeypatch.setattr(cache_pool, "default_size", lambda device: 2)
+    model = make_model("llama", vocab_size=96, layers=1)
+    for pool in (PromptCaches(budget=10**9), PromptCaches()):
+        pool.pick([1, 2, 3], model)
+        assert pool.size == 2
+    assert PromptCaches(5, budget=10**9).size == 5  # a count given is kept
+
+
 def test_a_visitors_new_chat_does_not_take_another_visitors_conversation(engine):
     """Every chat opens with the template's tokens: a visitor's first, short message shared more than half its prompt
     with another visitor's conversation, took that cache, and the other's next turn read its whole conversation
