@@ -240,7 +240,8 @@ def draft_command(args, answers: str, out: Path, *, minutes: float, batch: str, 
     labels = ["--hard-labels", "--label-sampled"] if args.draft_labels == "hard" else ["--on-the-fly"]
     return [sys.executable, "-m", "specui.train.chat", "--answers", answers, "--out", str(out), *start,
             *labels, "--batch", batch, "--steps", "100000", "--eval-every", every, "--val-answers", val,
-            "--alpha-tokens", alpha, "--max-minutes", f"{max(minutes, 0.05):.2f}"]
+            "--alpha-tokens", alpha, "--max-minutes", f"{max(minutes, 0.05):.2f}",
+            "--overwrite"]  # a warm machine may hold an earlier call's work folder: this round's results replace it
 
 
 def heads_command(args, answers: str, out: Path, *, minutes: float, batch: str) -> list[str]:
@@ -258,7 +259,8 @@ def head_command(args, answers: str, out: Path, *, head: str, sequences: int, lr
             "--answers", answers, "--init", args.init_heads, *(["--vocab", str(vocab)] if vocab else []), "--seq", "320",
             "--states", "none", "--state-batch", "64", "--max-sequences", str(sequences), "--out", str(out),
             "--batch", batch, "--lr", lr, "--warmup", "20", "--checkpoint-every", "100",
-            "--minutes", f"{max(minutes, 0.05):.2f}"]  # the trainer refuses 0
+            "--minutes", f"{max(minutes, 0.05):.2f}",  # the trainer refuses 0
+            "--overwrite"]  # a warm machine may hold an earlier call's work folder: this round's results replace it
 
 
 def eagle_sequences_that_fit(share: float = 0.45, tokens: int = 250, token_bytes: int = 3456,

@@ -270,6 +270,9 @@ def test_every_command_the_round_spawns_passes_its_trainers_checks(tmp_path, tin
     for d in ("a", "b"):
         (tmp_path / d).mkdir()
         (tmp_path / d / "answers-00000.pt").write_bytes(b"")  # parsing looks for them, reading comes later
+    for left in ("draft/draft", "draft/checkpoint.pt", "eagle/eagle", "heads/medusa", "heads/checkpoint.pt"):
+        (tmp_path / left).parent.mkdir(parents=True, exist_ok=True)  # an earlier call's on a warm machine: replaced
+        (tmp_path / left).mkdir() if "." not in left else (tmp_path / left).write_bytes(b"")
     for name, extra in gpu_round.jobs(2):
         command = gpu_round.writer_command(args, tmp_path / name, extra, minutes=0.01)
         chat.parse_args(command[command.index("specui.train.chat") + 1:])
