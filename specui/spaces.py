@@ -7,8 +7,11 @@ function unchanged, so the same app runs on a workstation, a CPU Space and a Zer
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
+
+log = logging.getLogger(__name__)
 
 
 def on_spaces() -> bool:
@@ -27,10 +30,18 @@ def zero_gpu() -> bool:
 
 
 def gpu(*, duration: int = 120) -> Callable:
-    """Decorator: a ZeroGPU allocation per call when `spaces` is importable, a no-op otherwise."""
+    """Decorator: a ZeroGPU allocation per call when `spaces` is importable, a no-op otherwise (its own `GPU` is one
+    off ZeroGPU). Where SPACES_ZERO_GPU says ZeroGPU but the package cannot start (no device API, a CPU build of
+    torch), a warning says so and the app decodes without it."""
     try:
         import spaces
     except ImportError:
+        return lambda fn: fn
+    except Exception as e:  # raised by the package's start on ZeroGPU: an AssertionError, torch.version.cuda None
+        log.warning("SPACES_ZERO_GPU=%s says this is a ZeroGPU Space, but ZeroGPU's `spaces` package cannot start "
+                    "here (%s: %s): it needs a CUDA build of torch and the platform's device API. Decoding runs "
+                    "without ZeroGPU; elsewhere than on ZeroGPU, unset SPACES_ZERO_GPU.",
+                    os.environ.get("SPACES_ZERO_GPU"), type(e).__name__, e)
         return lambda fn: fn
     return spaces.GPU(duration=duration)
 
