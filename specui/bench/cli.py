@@ -14,7 +14,7 @@ from specui import chat_prompts, corpus
 from specui.arena import PLAIN, can_draft, skip_reason
 from specui.bench import arena as bench_arena
 from specui.bench import conversation as bench_conversation
-from specui.bench.record import environment, json_path_problem, provenance, show, write_json
+from specui.bench.record import environment, json_path_problem, provenance, show, started, write_json
 from specui.command_line import READER_LEFT, refuse
 from specui.bench.report import format_table
 from specui.bench.run import (
@@ -150,6 +150,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                        drafter=None if args.drafter in (None, ALL) else args.drafter)  # one that drafts no trees
     except SettingsError as e:
         p.error(as_flags(str(e)))
+    args.started = started()  # the date and the code the run starts with, not those at its end
     return args
 
 

@@ -59,11 +59,18 @@ def _cpu_name() -> str:
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
 
 
+def started() -> dict:
+    """When the run started (UTC) and the code it runs: taken as its flags are read, since a long run's checkout may
+    move on (a commit, a checkout) before its report is written."""
+    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), **commit()}
+
+
 def provenance(args, argv: list[str] | None) -> dict:
-    """What the run was, beyond its settings: the seed, the date (UTC), specui's version and commit, the prompts
-    file's SHA-256 (the same name may hold other prompts later), and the command as typed."""
-    record = {"seed": args.seed, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "specui_version": specui.__version__, **commit()}
+    """What the run was, beyond its settings: the seed, the date (UTC) it started, specui's version and the commit
+    it ran (`started`), the prompts file's SHA-256 (the same name may hold other prompts later), and the command as
+    typed."""
+    record = {"seed": args.seed, "specui_version": specui.__version__,
+              **(getattr(args, "started", None) or started())}
     if args.prompts:  # of the bytes its prompts were read from (`read_prompt_texts`), not of the file as it is now
         record["prompts_sha256"] = args.prompts_sha256
     command = argv if argv is not None else sys.argv[1:]

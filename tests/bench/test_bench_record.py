@@ -34,6 +34,20 @@ def test_the_report_records_the_seed_date_commit_and_prompts_it_ran(tmp_path):
     assert "prompts_sha256" not in provenance(parse_args([]), [])  # the built-in prompts are the commit's
 
 
+
+def test_the_commit_and_date_are_the_runs_start(monkeypatch):
+    """The commit was read when the report was written: a commit or checkout made during a long run was recorded as
+    the code that ran. (The shared checkout's HEAD cannot move under a test: what the repository says later is
+    stood in for.)"""
+    from specui.bench import record
+
+    args = parse_args([])
+    at_start = provenance(args, [])
+    monkeypatch.setattr(record, "commit", lambda: {"commit": "f" * 40, "commit_modified": True})
+    later = provenance(args, [])
+    assert (later["commit"], later["date"]) == (at_start["commit"], at_start["date"])
+
+
 def test_the_prompts_hash_is_of_the_prompts_the_run_read(tmp_path):
     """The file was hashed when the report was written, minutes or hours after its prompts were read: one edited
     meanwhile (the next run's prompts) was recorded as the prompts measured, and one moved or deleted ended the run in
