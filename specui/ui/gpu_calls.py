@@ -39,5 +39,8 @@ class GpuCalls:
 
     def _serve(self, key: int, prompt: str, settings: Settings, history: list[dict],
                figures: bool = True, owner: str | None = None) -> Iterator[tuple]:
-        yield from self.showcase.run(prompt, settings, history=history, stop=self.live[key], figures=figures,
-                                     owner=owner)
+        # on ZeroGPU this runs in a worker process forked once and reused while idle: its copy of `live` is the
+        # fork's, without the keys of later calls (their lookup was a KeyError: every request after the first
+        # failed), and a Stop set in the server never reaches it
+        stop = self.live.get(key) or threading.Event()
+        yield from self.showcase.run(prompt, settings, history=history, stop=stop, figures=figures, owner=owner)

@@ -112,3 +112,18 @@ def test_the_deploy_steps_send_the_binary_files_as_the_hub_takes_them():
     steps = re.search(r"^## Deploy to Spaces\n(.*?)^## ", (ROOT / "README.md").read_text(), re.S | re.M).group(1)
     assert "hf upload" in steps and "--repo-type space" in steps
     assert "no Git LFS is needed" not in steps
+
+
+@pytest.mark.slow  # loads the stdlib pair
+def test_a_zero_gpu_workers_call_runs_without_the_servers_later_keys():
+    """On ZeroGPU the decorated call runs in a worker process forked once and reused while idle: its copy of the
+    calls in flight (`GpuCalls.live`) is the fork's, without a later call's key, whose lookup was a KeyError (every
+    request after the first failed). A call whose key the worker's copy lacks runs, with a stop of its own."""
+    from specui.loading import PairCache
+    from specui.ui.gpu_calls import GpuCalls
+    from specui.ui.session import Settings, Showcase
+    from tests.helpers import ui_config
+
+    calls = GpuCalls(Showcase(ui_config(), PairCache()))
+    *_, (frame, run) = calls._serve(7, "def main(argv):", Settings(max_new_tokens=4), [], False)  # 7: never live
+    assert frame.done and not frame.error and len(run.spec.token_ids) == 4
