@@ -9,7 +9,7 @@ import itertools
 import threading
 from collections.abc import Iterator, Sequence
 
-from specui.spaces import gpu
+from specui.spaces import gpu, zero_gpu
 from specui.ui.request import Settings
 
 
@@ -27,14 +27,25 @@ class GpuCalls:
         self.live: dict[int, threading.Event | None] = {}
         self._keys = itertools.count()
         self.on_gpu = gpu(duration=duration)(self._serve)
+        self.apart = zero_gpu()  # the decorated call runs in a worker process, where a Stop set here is not seen
 
     def decode(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
                stop: threading.Event | None = None, figures: bool = True, owner: str | None = None) -> Iterator[tuple]:
         key = next(self._keys)
         self.live[key] = stop
+        calls = self.on_gpu(key, prompt, settings, list(history), figures, owner)
         try:
-            yield from self.on_gpu(key, prompt, settings, list(history), figures, owner)
+            for frame, run in calls:
+                yield frame, run
+                if self.apart and stop is not None and stop.is_set() and not frame.done:
+                    # the worker's copy of `stop` never hears it: end its call (ZeroGPU stops the worker of a
+                    # generator its caller closes) and say so here, from the run as it last stood
+                    calls.close()
+                    run.phase = "stopped"
+                    yield self.showcase.frame(run, figures=figures, final=True), run
+                    return
         finally:
+            calls.close()
             self.live.pop(key, None)
 
     def _serve(self, key: int, prompt: str, settings: Settings, history: list[dict],

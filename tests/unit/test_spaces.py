@@ -127,3 +127,33 @@ def test_a_zero_gpu_workers_call_runs_without_the_servers_later_keys():
     calls = GpuCalls(Showcase(ui_config(), PairCache()))
     *_, (frame, run) = calls._serve(7, "def main(argv):", Settings(max_new_tokens=4), [], False)  # 7: never live
     assert frame.done and not frame.error and len(run.spec.token_ids) == 4
+
+
+@pytest.mark.slow  # loads the stdlib pair
+def test_stop_ends_a_zero_gpu_workers_run_that_cannot_hear_it():
+    """On ZeroGPU the run goes on in a worker process whose copy of the Stop event is never set: Stop did nothing
+    there (the run went on to its last token). The server's side ends the worker's call and says it stopped. (The
+    worker's copy of the calls in flight is stood in for by one that keeps none: no ZeroGPU here.)"""
+    import threading
+
+    from specui.loading import PairCache
+    from specui.ui.gpu_calls import GpuCalls
+    from specui.ui.session import Settings, Showcase
+    from tests.helpers import ui_config
+
+    class ForkedCopy(dict):  # what a worker forked before the call sees: no key of a later call
+        def __setitem__(self, key, value):
+            pass
+
+    calls = GpuCalls(Showcase(ui_config(), PairCache()))
+    calls.apart, calls.live = True, ForkedCopy()
+    stop, after = threading.Event(), []
+    for frame, run in calls.decode("def main(argv):", Settings(max_new_tokens=256), stop=stop, figures=False):
+        if stop.is_set():
+            after.append(frame)
+        elif run.spec.token_ids:
+            stop.set()  # Stop, pressed as the first round shows
+    assert len(after) == 1 and after[0].done and "stopped" in after[0].message
+    assert run.phase == "stopped" and len(run.spec.token_ids) < 256
+    *_, (frame, again) = calls.decode("def main(argv):", Settings(max_new_tokens=4), figures=False)
+    assert frame.done and len(again.spec.token_ids) == 4  # the stopped call let go of the pair
