@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specui import chat_draft, hub, int8, native, packaged
+from specui import chat_draft, hub, int8, native, packaged, spaces
 from specui.kv import model_device
 from specui.presets import COMMAND_LINE, Preset
 
@@ -191,10 +191,14 @@ def check_before_loading(preset: Preset) -> None:
               if ref and not Path(ref).is_absolute() and not packaged.is_packaged(ref)]
     missing = hub.unreachable(on_hub)  # at once: transformers would retry for about a minute
     if missing:
+        start = (f"Preset '{preset.name}' needs {' and '.join(missing)} from the Hugging Face Hub, which this machine "
+                 f"cannot reach, and {'they are' if len(missing) > 1 else 'it is'} not in the local cache")
+        if spaces.on_spaces():  # the Space's owner reads this in its logs: what a Space can do about it
+            raise LoadError(f"{start}: check the Hub id (a gated or private model needs an HF_TOKEN secret), or set "
+                            "the Space's variable SPECUI_PRESET (Settings → Variables) to a preset with local weights, "
+                            "e.g. bundled.")
         where = "in the working directory" if preset.name == COMMAND_LINE else "beside models.yaml"
-        raise LoadError(f"Preset '{preset.name}' needs {' and '.join(missing)} from the Hugging Face Hub, which this "
-                        f"machine cannot reach, and {'they are' if len(missing) > 1 else 'it is'} not in the local "
-                        "cache: connect once to download, or choose a preset with local weights. (Meant as a local "
+        raise LoadError(f"{start}: connect once to download, or choose a preset with local weights. (Meant as a local "
                         f"folder? There is no {missing[0]} {where}.)")
 
 

@@ -101,6 +101,24 @@ def test_a_hub_out_of_reach_is_said_at_once_without_offline_mode(hub, monkeypatc
     assert specui_hub.unreachable([("specui-test-org/no-such-model", None)]) == []
 
 
+
+def test_a_hub_out_of_reach_on_a_space_says_what_its_owner_can_do(hub, monkeypatch):
+    """A Space's owner reads the refusal in its logs: 'connect once' and 'a local folder?' are no help there; the
+    Space's variable SPECUI_PRESET (or the Hub id, or a token) is."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("SPACE_ID", "someone/specui")
+    for proxy in specui_hub._PROXIES:
+        monkeypatch.delenv(proxy, raising=False)
+    with pytest.raises(LoadError, match=r"cannot reach, .*: check the Hub id \(a gated or private model needs an "
+                                        r"HF_TOKEN secret\), or set the Space's variable SPECUI_PRESET") as refused:
+        load_pair(hub.get("offline"))
+    assert "connect once" not in str(refused.value) and "Meant as a local folder" not in str(refused.value)
+
+
 def test_a_reachable_hub_or_a_cached_model_is_not_refused(monkeypatch):
     with socket.socket() as listening:
         listening.bind(("127.0.0.1", 0))
