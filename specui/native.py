@@ -361,10 +361,8 @@ def _pool(workers: int) -> ThreadPoolExecutor:
 def kernel(isa: str | None = None) -> Kernel | None:
     """The build for this CPU (or for `isa`), compiled on first use; None where it cannot run here."""
     isa = isa or _chosen_isa()
-    if isa is None:
-        return None
-    if isa in _kernels:  # built (or refused) already: no lock needed to read it
-        return _kernels[isa]
+    if isa is None or isa in _kernels:  # none here, or built (or refused) already: no lock needed to read it
+        return _kernels.get(isa)
     with _lock:
         if isa not in _kernels:
             _kernels[isa] = _load(isa)
@@ -374,9 +372,7 @@ def kernel(isa: str | None = None) -> Kernel | None:
 def _chosen_isa() -> str | None:
     """The build `kernel()` uses: $SPECUI_NATIVE's, else this CPU's best; None when turned off or none runs here."""
     wanted = os.environ.get("SPECUI_NATIVE", "").strip().lower()
-    if wanted in ("0", "off", "no", "false"):
-        return None
-    return wanted if wanted in FLAGS else best_isa()
+    return None if wanted in ("0", "off", "no", "false") else wanted if wanted in FLAGS else best_isa()
 
 
 def needs_compiling() -> bool:
