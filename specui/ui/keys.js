@@ -1,8 +1,10 @@
 () => {
   // The Teach tab steps with the keyboard, and so with a presenter's clicker (it sends PageDown / PageUp or the
   // arrow keys): → or PageDown is "Next", ← or PageUp "Previous" of whichever step-through is on screen (a tree
-  // round's, when its panel is open there, else the rounds'); with neither on screen the keys scroll as always,
-  // and they never act while a text box has the focus.
+  // round's, when its panel is open there, else the rounds'). With the rounds below the screen (the controls above
+  // them fill a projector's screen: Decode or Play just clicked), the keys step the rounds once some are decoded
+  // and scroll them into view; elsewhere (the experiments further down) they scroll as always. They never act
+  // while a text box has the focus.
   const steppers = [["#tree-step-view", "#tree-step-next", "#tree-step-prev"], ["#step-view", "#step-next", "#step-prev"]];
   const forward = { ArrowRight: true, PageDown: true, ArrowLeft: false, PageUp: false };
   const onScreen = (element) => {
@@ -14,7 +16,13 @@
     if (!(event.key in forward) || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
     const focus = document.activeElement;
     if (focus && (focus.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(focus.tagName))) return;
-    const shown = steppers.find(([view]) => onScreen(document.querySelector(view)));
+    let shown = steppers.find(([view]) => onScreen(document.querySelector(view)));
+    const rounds = document.querySelector(steppers[1][0]);
+    const below = rounds && rounds.offsetParent !== null && rounds.getBoundingClientRect().top >= window.innerHeight;
+    if (!shown && below && rounds.querySelector(".teach-step[data-round]")) {
+      shown = steppers[1];  // the Teach tab is shown, with rounds decoded below the controls: bring them into view
+      rounds.scrollIntoView({ block: "start" });
+    }
     if (!shown) return;
     const button = document.querySelector(forward[event.key] ? shown[1] : shown[2]);
     if (!button || button.disabled) return;

@@ -2,7 +2,9 @@
 in order, however close together. A double-tap, a held key (the keyboard's repeated keydown events) or a burst of
 four presses steps as many rounds as there were presses, never past the last round nor before the first and never
 twice; ← after → in the same burst takes one back; the same holds for the token-tree step-through. A press while
-Decode runs does no harm. Uses the Teach tab and tiny pair of test_browser_teaching."""
+Decode runs does no harm. With the rounds below the screen (the controls fill a projector's 720 lines: Play clicked
+at the top), a clicker's PageDown still steps them, and brings them into view. Uses the Teach tab and tiny pair of
+test_browser_teaching."""
 
 from __future__ import annotations
 
@@ -53,6 +55,10 @@ def burst(page, keys: list[str]) -> None:
     """Presses with no delay between them (each a keydown and a keyup)."""
     for key in keys:
         page.keyboard.press(key)
+
+
+ON_SCREEN = """(selector) => { const box = document.querySelector(selector).getBoundingClientRect();
+    return box.bottom > 0 && box.top < window.innerHeight; }"""
 
 
 def test_four_presses_in_a_burst_step_four_rounds(page):
@@ -109,6 +115,21 @@ def test_presses_while_decode_runs_do_no_harm(page):
     settled(page, at + 4)
 
 
+def test_a_clicker_steps_the_rounds_below_the_screen_and_brings_them_into_view(page):
+    go_to(page, 2)
+    set_number(page, "step-speed", 5)  # ticks far apart: Play and Pause before the first, as a rule
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.click("#step-play")  # Play and Pause at the top of the tab, the focus left there: the rounds below the screen
+    page.wait_for_function("() => document.querySelector('#step-play').innerText.includes('Pause')")
+    page.click("#step-play")
+    page.wait_for_function("() => document.querySelector('#step-play').innerText.includes('Play')")
+    page.wait_for_timeout(SETTLE_MS)  # a tick that came before the Pause, if any, shows its round
+    at = shown(page)[0]
+    assert not page.evaluate(ON_SCREEN, "#step-view"), "the rounds are on screen: nothing to check"
+    burst(page, ["PageDown", "PageDown"])  # scrolled the page (the keys stepped only a step-through on screen)
+    settled(page, at + 2)
+    assert page.evaluate(ON_SCREEN, "#step-view")
+
 def test_the_tree_step_through_counts_every_press(page):
     set_number(page, "teach-k", 4)  # trees four deep: steps enough
     page.locator("#teach-tree").get_by_text("Token trees: a tree round, node by node").click()
@@ -125,3 +146,4 @@ def test_the_tree_step_through_counts_every_press(page):
     page.wait_for_selector(f"{step}[data-step='2']", timeout=30_000)
     page.wait_for_timeout(SETTLE_MS)
     assert page.locator(step).get_attribute("data-step") == "2"
+
