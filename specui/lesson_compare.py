@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 from specui.drafters.registry import LABELS
 from specui.events import GenerationResult
@@ -139,6 +139,21 @@ def compare(engine, tokenizer, prompt_ids: Sequence[int], settings: DecodeSettin
         context.extend(round_.token_ids)
     return Comparison(primary=primary, second=second, greedy=settings.greedy, seed=seed, rounds=tuple(rounds),
                       result=result)
+
+
+def export_comparison(comparison: Comparison) -> dict:
+    """The second drafter's rounds as the Teach tab shows them beside the primary's, as JSON-able data (the export's
+    "second_drafter"): each round's `Step` (the primary's are the export's "steps"), the draws both met alike, the
+    drafts both proposed alike, and both tallies over every round."""
+    return {
+        "primary": comparison.primary, "second": comparison.second, "greedy": comparison.greedy,
+        "seed": comparison.seed,
+        "rounds": [{"index": r.index, "context_tokens": r.context_tokens, "second": asdict(r.second),
+                    "shared_draws": r.shared_draws, "same_drafts": r.same_drafts} for r in comparison.rounds],
+        "tally": {which: asdict(comparison.tally(which)) for which in ("primary", "second")},
+        "note": "round i of the second drafter is one round of a fresh run over the primary's context before its "
+                "round i, drawing from a copy of the primary's draws (the same u): steps[i] is the primary's",
+    }
 
 
 def _primary_run(engine, prompt, settings, lock) -> tuple[GenerationResult, list[Generators]]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import gradio as gr
 
-from specui import lesson
+from specui import lesson, lesson_compare
 from specui.drafters import LABELS
 from specui.ui import teach_charts, teach_compare, teach_experiments, teach_keys, teach_memory, teach_tree
 from specui.ui.exports import Exports
@@ -164,7 +164,7 @@ def _step_view() -> tuple[StepView, teach_compare.CompareView]:
                 speedup = gr.Plot(teach_charts.theory_speedup_figure(), elem_id="teach-theory-speedup",
                                   show_label=False, min_width=PLOT_MIN_WIDTH)
             measured = gr.HTML(render_measured(None), elem_id="teach-measured")
-            export = gr.File(label="Export this run (JSON: tokens, kinds, rounds, p and q, timings)",
+            export = gr.File(label="Export this run (JSON: tokens, kinds, rounds, p and q, timings, a second drafter)",
                              interactive=False, elem_id="teach-export")
         with gr.Column(scale=1, min_width=260):
             gr.Markdown(THEORY_HELP)
@@ -223,9 +223,10 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     c.preset.input(functools.partial(on_preset, config, k_max=TEACH_K_MAX), [c.preset], [c.drafter, c.k], **NAV)
     c.drafter.input(functools.partial(on_drafter, config, k_max=TEACH_K_MAX), [c.preset, c.drafter], [c.k],
                     **NAV)
-    cmp.second.input(calmly(functools.partial(teach_compare.run_comparison, state.showcase, ui),
+    # the export says what the view shows: the second drafter's rounds with the run's, or none
+    cmp.second.input(calmly(functools.partial(second_chosen, state, ui),
                             lambda text: {cmp.compared: None, cmp.view: render_compare(None, 0, note=f"⚠ {text}")}),
-                     {ui.run, ui.index, cmp.second}, compared, **queued)
+                     {ui.run, ui.index, cmp.second}, [*compared, s.export], **queued)
     for experiment, handler, extra in teach_experiments.handlers(ui):
         run = calmly(functools.partial(handler, state, ui), functools.partial(experiment_refused, experiment))
         experiment.run.click(run, c.settings | extra, [experiment.chart, experiment.table], **queued)
@@ -262,9 +263,23 @@ def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
     return {ui.run: run, **compared, ui.step.view: gr.update(), ui.compare.view: gr.update(), **view,
             s.theory_tokens: teach_charts.theory_tokens_figure(run.measured),
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
-            s.export: state.exports.write(lesson.export_run(run), f"specui-run-seed{run.spec.seed}.json"),
+            s.export: exported(state, run, compared[ui.compare.compared]),
             s.status: decoded_note(run), **stopped(ui),
             ui.memory: teach_memory.kept(ui.controls, data, conversation=p.conversation)}
+
+
+def exported(state: TeachState, run, compared) -> str:
+    """The export of `run` (a JSON file's path), with the second drafter's rounds (`compared`) when one is shown."""
+    data = {**lesson.export_run(run),
+            "second_drafter": lesson.json_safe(lesson_compare.export_comparison(compared)) if compared else None}
+    return state.exports.write(data, f"specui-run-seed{run.spec.seed}.json")
+
+
+def second_chosen(state: TeachState, ui: TeachTab, data: dict) -> dict:
+    """A second drafter picked for the run on show: its rounds beside the run's, in the view and the export."""
+    out = teach_compare.run_comparison(state.showcase, ui, data)
+    run = data[ui.run]
+    return {**out, ui.step.export: exported(state, run, out[ui.compare.compared])} if run is not None else out
 
 
 def refused(ui: TeachTab, text: str) -> dict:

@@ -173,3 +173,25 @@ def test_the_tallies_are_the_comparisons():
         t = compared.tally(which, upto=2)
         assert f"{t.accepted} / {t.drafted}" in html and "rounds 1–2" in html
     assert "Greedy: no draws" in html
+
+
+def test_the_export_holds_the_second_drafters_rounds_the_view_shows(tab):
+    """The export held the run alone: the second drafter's rounds and tallies beside it were on screen only."""
+    import json
+    from pathlib import Path
+
+    from specui.ui.teaching import decode, second_chosen
+
+    _, ui, state = tab
+    data = _inputs(ui, second="prompt lookup")
+    out = decode(state, ui, data)
+    compared = out[ui.compare.compared]
+    second = json.loads(Path(out[ui.step.export]).read_text(encoding="utf-8"))["second_drafter"]
+    assert second["second"] == "prompt_lookup" and len(second["rounds"]) == len(out[ui.run].steps)
+    r = compared.rounds[1]
+    assert second["rounds"][1]["second"]["num_accepted"] == r.second.num_accepted
+    assert [d["token_id"] for d in second["rounds"][1]["second"]["drafts"]] == [d.token_id for d in r.second.drafts]
+    assert second["tally"]["second"]["accepted"] == compared.tally("second").accepted
+    # none picked afterwards: the export holds the run alone again
+    after = second_chosen(state, ui, {ui.run: out[ui.run], ui.index: Shown(out[ui.run]), ui.compare.second: "none"})
+    assert json.loads(Path(after[ui.step.export]).read_text(encoding="utf-8"))["second_drafter"] is None
