@@ -36,22 +36,27 @@ def save(obj, path) -> None:
 
 def save_folder(folder, write) -> Path:
     """write(place) into a fresh folder beside `folder` (.NAME.partial), then renamed to `folder`: the earlier one, if
-    any, renamed aside first (.NAME.old) and deleted after. A failure in `write` leaves the earlier folder as it was;
-    a kill leaves it whole, or (between the two renames) .NAME.old and no `folder`: never a folder that looks complete
-    but holds some files of each run, or some files of one."""
+    any, renamed aside first (.NAME.old) and deleted after. A failure in `write` or in a rename leaves the earlier
+    folder as it was; a kill leaves it whole, or (between the two renames) .NAME.old and no `folder`, which the next
+    save puts back before anything else: never a folder that looks complete but holds some files of each run, or
+    some files of one."""
     folder = Path(folder)
     partial, old = (folder.with_name(f".{folder.name}.{end}") for end in ("partial", "old"))
+    if old.is_dir() and not folder.exists():  # a save killed between its renames: the earlier folder, put back
+        os.replace(old, folder)
     for leftover in (partial, old):  # a killed save's
         shutil.rmtree(leftover, ignore_errors=True)
     partial.mkdir(parents=True)
     try:
         write(partial)
+        if folder.exists():
+            os.replace(folder, old)
+        os.replace(partial, folder)
     except BaseException:
+        if old.is_dir() and not folder.exists():  # renamed aside, the new one not in its place: back it goes
+            os.replace(old, folder)
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    if folder.exists():
-        os.replace(folder, old)
-    os.replace(partial, folder)
     shutil.rmtree(old, ignore_errors=True)
     return folder
 
