@@ -141,11 +141,13 @@ def main(argv=None) -> None:
         save_pair_member(draft, tokenizer, out / DRAFT_DIR)
         minutes = (time.perf_counter() - started) / 60
         print(f"trained in {minutes:.1f} min on {device}")
+        built = cfg  # the pair's settings: with --stage draft, the target's own as it was trained (refused here)
         if args.stage == "all":
             model_card.save_training_facts(out / TARGET_DIR, cfg=cfg, train_minutes=target_minutes, device=device)
         else:
-            model_card.refresh_training_command(out / TARGET_DIR, cfg=cfg)
-        model_card.save_training_facts(out / DRAFT_DIR, cfg=cfg, train_minutes=minutes - target_minutes, device=device)
+            built = model_card.refresh_training_command(out / TARGET_DIR, cfg=cfg, kept=TARGET_ONLY)
+        model_card.save_training_facts(out / DRAFT_DIR, cfg=built, train_minutes=minutes - target_minutes,
+                                       device=device)
 
     report = evaluate.evaluate_folders(out / TARGET_DIR, out / DRAFT_DIR, held_out_files, cfg=cfg, device=device)
     model_card.write_model_cards(out, report=report, target_dir=TARGET_DIR, draft_dir=DRAFT_DIR, out_arg=cfg.out)

@@ -7,7 +7,7 @@ rewrite the cards with fresh figures without losing how the pair was trained.
 
 import json
 import platform
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -43,11 +43,14 @@ def save_training_facts(folder: Path, *, cfg, train_minutes: float, device: str)
     (folder / TRAINING_FILE).write_text(json.dumps(facts, indent=2) + "\n")
 
 
-def refresh_training_command(folder: Path, *, cfg) -> None:
-    """After retraining only the draft: the target's facts name the command that rebuilds the pair."""
+def refresh_training_command(folder: Path, *, cfg, kept=()) -> TrainConfig:
+    """After retraining only the draft: the target's facts name the command that rebuilds the pair, the target's own
+    settings `kept` (those --stage draft refuses) as its facts recorded them. Returns that configuration."""
     facts = load_training_facts(folder)
+    cfg = replace(cfg, **{k: v for k, v in facts.get("config", {}).items() if k in kept})
     facts.update(command=training_command(cfg), config=asdict(cfg))
     (folder / TRAINING_FILE).write_text(json.dumps(facts, indent=2) + "\n")
+    return cfg
 
 
 def load_training_facts(folder: Path) -> dict:

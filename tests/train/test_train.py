@@ -78,3 +78,25 @@ def test_the_command_printed_at_the_end_loads_the_pair_and_drafts_exactly(traine
     prompt = pair.tokenizer("def main(argv=None):\n")["input_ids"]
     plain = engine.generate(prompt, max_new_tokens=16, speculative=False).token_ids
     assert engine.generate(prompt, max_new_tokens=16, num_draft_tokens=3, drafter="model").token_ids == plain
+
+
+def test_a_draft_retrained_alone_keeps_the_targets_settings_in_both_cards(trained, tmp_path):
+    """--stage draft refuses the target's settings (the target in --out is read as it was trained), and the cards
+    then recorded this run's defaults for them: the target's 'command that rebuilds the pair' lost --target-layers 2,
+    --target-steps 3 ..., so it built another target."""
+    import shutil
+
+    from specui import train
+    from specui.train.cli import TARGET_ONLY
+
+    out = tmp_path / "pair"
+    shutil.copytree(trained[0], out)
+    target_flags = {"--" + name.replace("_", "-") for name in TARGET_ONLY}
+    draft_only = [a for i, a in enumerate(TOY) if a not in target_flags and TOY[i - 1] not in target_flags]
+    with contextlib.redirect_stdout(io.StringIO()):
+        train.main(["--out", str(out), "--stage", "draft", "--overwrite", *draft_only])
+    built = json.loads((trained[0] / "specui-target" / "specui_training.json").read_text())
+    for name in ("specui-target", "specui-draft"):
+        facts = json.loads((out / name / "specui_training.json").read_text())
+        assert {k: facts["config"][k] for k in TARGET_ONLY} == {k: built["config"][k] for k in TARGET_ONLY}, name
+        assert "--target-layers 2 " in facts["command"] and "--target-steps 3 " in facts["command"], name
