@@ -3,7 +3,8 @@
 Heads: the `heads:` lines of the preset's entry in its models.yaml (each folder relative to that file where it lies
 beside it, as models.yaml reads a folder, else absolute) and the app's command for that preset. A draft (the chat
 draft, or the bundled pair's): the app's command for the pair (`python app.py --target T --draft D`, read relative to
-the working directory, as specui.presets.with_pair does) and the `draft:` line of a models.yaml entry.
+the working directory, as specui.presets.with_pair does) and the `draft:` line of a models.yaml entry. app.py is
+named as typed there too: `app.py` in the repository, its path from anywhere else.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def heads_lines(saved: dict, *, preset: str, config) -> list[str]:
     """The lines that make the preset `preset` of models.yaml `config` draft with the heads `saved` ({name: folder})."""
     default = Path(config).resolve() == _default_config()
     heads = {name: as_config_reads(folder, config) for name, folder in saved.items()}
-    command = ["python", "app.py", "--preset", preset, *([] if default else ["--config", as_typed(config)])]
+    command = ["python", _app(), "--preset", preset, *([] if default else ["--config", as_typed(config)])]
     return [f"to draft with {'them' if len(saved) > 1 else 'it'}: in {config}, under presets: {preset}: put (beside "
             "any other heads it lists)", *_block({"heads": heads}, 4),
             f"then: {shlex.join(command)} (the Drafter list offers {', '.join(saved)})"]
@@ -55,7 +56,7 @@ def say_heads(saved: dict, *, preset: str | None, config) -> None:
 def app_line(*, target: str, draft, chat: bool) -> str:
     """The app's command for `target` (as typed: a folder, a .gguf file, pypi:... or a Hub id) drafted for by the model
     or specui draft in the folder `draft`."""
-    command = ["python", "app.py", "--target", target, "--draft", as_typed(draft), *(["--chat"] if chat else [])]
+    command = ["python", _app(), "--target", target, "--draft", as_typed(draft), *(["--chat"] if chat else [])]
     return f"to try it: {shlex.join(command)}"
 
 
@@ -64,6 +65,11 @@ def draft_lines(folder, *, target: str, chat: bool, config=None) -> list[str]:
     config = Path(config) if config else _default_config()
     return [app_line(target=target, draft=folder, chat=chat), f"or in {config}, in a preset whose target is {target}:",
             *_block({"draft": as_config_reads(folder, config)}, 4)]
+
+
+def _app() -> str:
+    """specui's app.py (beside its models.yaml) as typed where the run was: app.py in the repository, else its path."""
+    return as_typed(_default_config().parent / "app.py")
 
 
 def _default_config() -> Path:

