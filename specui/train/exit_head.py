@@ -23,6 +23,7 @@ names.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -247,7 +248,19 @@ def main(argv=None) -> None:
              "held_out_agreement": f"{before:.4f} -> {after:.4f} (teacher-forced, {len(held_y):,} positions of "
                                    f"held-out answers)",
              "command": "python -m specui.train exit " + " ".join(argv or [])}
-    (out / common.META).unlink(missing_ok=True)  # written last: a save killed midway leaves no folder that looks whole
-    common.save(head.eval(), out, facts=facts)
+    save_head(head.eval(), out, facts=facts)
     log(f"saved to {out} (held-out agreement {before:.4f} -> {after:.4f})")
     next_step.say_heads({"early_exit": out}, preset=args.preset, config=args.config)
+
+
+def save_head(head, out: Path, *, facts: dict) -> None:
+    """The head into --out itself (beside its checkpoint and states): written whole beside it first
+    (checkpoint.save_folder), so a save that fails (a full disk) leaves the earlier head as it was; then its files
+    renamed in, specui_head.json last, so a kill among the renames leaves no folder that looks whole."""
+    new = files.save_folder(out / ".head", lambda place: common.save(head, place, facts=facts))
+    (out / common.META).unlink(missing_ok=True)
+    for old in out.glob("head*.safetensors"):  # an earlier head's shards, which the new one may not all replace
+        old.unlink()
+    for path in sorted(new.iterdir(), key=lambda p: p.name == common.META):
+        os.replace(path, out / path.name)
+    new.rmdir()

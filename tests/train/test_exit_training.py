@@ -138,3 +138,26 @@ def test_ctrl_c_saves_the_step_in_hand_and_exits_130(answers, tmp_path, monkeypa
     said = capsys.readouterr().err.splitlines()[-1]
     assert said == f"interrupted at step 2: checkpoint saved in {out / 'checkpoint.pt'}; the same command with --resume " \
                    "goes on from it"
+
+
+def test_a_save_that_fails_leaves_the_earlier_head_in_out_whole(answers, tmp_path, monkeypatch):
+    """The exit head is saved in --out itself (beside its checkpoint and states): a save over an earlier head that
+    failed (a full disk) unlinked its specui_head.json and its weights first, so the earlier head was lost, where
+    every other trainer's save leaves the earlier folder whole."""
+    import safetensors.torch
+
+    out = tmp_path / "exit"
+    args = ["--preset", "bundled", "--answers", str(answers), "--out", str(out), "--exit-layer", "8", "--vocab",
+            "300", "--batch", "8", "--threads", "1"]
+    main([*args, "--steps", "2"])
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.name != "checkpoint.pt"}
+    real = safetensors.torch.save_file
+
+    def full_disk(tensors, filename, *a, **k):
+        real(tensors, filename, *a, **k)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(safetensors.torch, "save_file", full_disk)
+    with pytest.raises(OSError):
+        main([*args, "--steps", "3", "--overwrite", "--seed", "7"])
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != "checkpoint.pt"} == before
