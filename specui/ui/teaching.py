@@ -43,6 +43,8 @@ from specui.ui.toasts import calmly, refusal
 TEACH_K_MAX = 8  # the Teach tab's K slider: enough for a lesson, small enough to read a round
 TEACH_MAX_NEW = 128  # its new-tokens slider (from 8, in steps of 8)
 NAV = {"api_visibility": "private", "show_progress": "hidden"}
+SHOW_STATUS = ("(...values) => { document.querySelector('#step-status')?.scrollIntoView({block: 'start'}); "
+               "return values; }")  # Decode's inputs passed on as they are
 
 
 @dataclass
@@ -201,8 +203,10 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
                s.status, ui.playing, ui.timer, c.play, ui.memory, *compared]
     # a refusal (an empty prompt, a setting out of range) says why in the status line; the rest keeps what it showed
     said = functools.partial(refused, ui)
+    # the status line brought into view as Decode starts: on a projector the controls fill the screen, and the run's
+    # progress (and then round 1) was below it, a minute of nothing to see at the largest settings
     c.start.click(calmly(functools.partial(decode, state, ui), said), c.settings | {cmp.second, ui.index}, decoded,
-                  **queued)
+                  js=SHOW_STATUS, **queued)
     # the round shown moves in place (ui.index, a teach_keys.Shown), one move of a page at a time: never an output
     nav_outputs = [s.view, s.residual, cmp.view, ui.playing, ui.timer, c.play]
     # every press of Next and Previous counts, however fast they come (a clicker double-tapped), and the auto-play's

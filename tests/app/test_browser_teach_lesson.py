@@ -2,7 +2,7 @@
 A prompt typed mid-lesson does not silently step the old rounds as if they were its own: the status line says
 that Next still steps the rounds decoded and that Decode steps the new one (and takes it back when the prompt is
 the decoded one again); a clicker pressed at a presenter's pace steps every press. Uses the Teach tab and tiny pair
-of test_browser_teaching."""
+of test_browser_teaching. Decode clicked at the top of the tab brings its progress into view."""
 
 from __future__ import annotations
 
@@ -53,3 +53,13 @@ def test_a_clicker_at_a_presenters_pace_steps_every_press(page):
         page.keyboard.press("PageUp")
         page.wait_for_timeout(300)
     wait_round(page, start + 2)
+
+
+def test_decode_clicked_at_the_top_brings_its_progress_into_view(page):
+    """At 1280 × 720 the controls fill the screen: Decode's progress (and round 1) showed below it, out of sight."""
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.click("#step-start")
+    page.wait_for_function("""() => { const box = document.querySelector('#step-status').getBoundingClientRect();
+        return box.bottom > 0 && box.top < window.innerHeight; }""", timeout=10_000)
+    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('Decoded')",
+                           timeout=120_000)
