@@ -50,7 +50,8 @@ def test_train_resume_save_load_and_draft(pair, answers, tmp_path, capsys):
     main([*args, "--steps", "30", "--resume"])
     log = capsys.readouterr().out
     assert "resumed from" in log and "at step 20" in log and "exit states read from" in log
-    assert f"under presets: bundled: put (beside any other heads it lists)\n    heads:\n      early_exit: {out}\n" in log
+    put = "under presets: bundled: put (beside any other heads it lists)"
+    assert f"{put}\n    heads:\n      early_exit: {out}\n" in log
     meta = json.loads((out / "specui_head.json").read_text())
     assert meta["kind"] == "early_exit" and meta["steps"] == 30
     assert meta["arguments"]["exit_layer"] == 8 and meta["arguments"]["mlp_hidden"] == 32
@@ -134,30 +135,24 @@ def test_ctrl_c_saves_the_step_in_hand_and_exits_130(answers, tmp_path, monkeypa
     with pytest.raises(SystemExit) as exit_:
         main(["--preset", "bundled", "--answers", str(answers), "--out", str(out), "--exit-layer", "8", "--vocab",
               "300", "--batch", "8", "--steps", "50", "--threads", "1"])
-    assert exit_.value.code == 130 and calls == [0, 1]  # the shell's status for Ctrl-C: a stop to resume, not a failure
+    assert exit_.value.code == 130 and calls == [0, 1]  # the shell's status for Ctrl-C: a stop to resume
     said = capsys.readouterr().err.splitlines()[-1]
-    assert said == f"interrupted at step 2: checkpoint saved in {out / 'checkpoint.pt'}; the same command with --resume " \
-                   "goes on from it"
+    assert said == (f"interrupted at step 2: checkpoint saved in {out / 'checkpoint.pt'}; the same command with "
+                    "--resume goes on from it")
 
 
 def test_a_save_that_fails_leaves_the_earlier_head_in_out_whole(answers, tmp_path, monkeypatch):
     """The exit head is saved in --out itself (beside its checkpoint and states): a save over an earlier head that
     failed (a full disk) unlinked its specui_head.json and its weights first, so the earlier head was lost, where
     every other trainer's save leaves the earlier folder whole."""
-    import safetensors.torch
+    from tests.train.test_train_outputs import fill_the_disk_at_each_save
 
     out = tmp_path / "exit"
     args = ["--preset", "bundled", "--answers", str(answers), "--out", str(out), "--exit-layer", "8", "--vocab",
             "300", "--batch", "8", "--threads", "1"]
     main([*args, "--steps", "2"])
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.name != "checkpoint.pt"}
-    real = safetensors.torch.save_file
-
-    def full_disk(tensors, filename, *a, **k):
-        real(tensors, filename, *a, **k)
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(safetensors.torch, "save_file", full_disk)
+    fill_the_disk_at_each_save(monkeypatch)
     with pytest.raises(OSError):
         main([*args, "--steps", "3", "--overwrite", "--seed", "7"])
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.name != "checkpoint.pt"} == before

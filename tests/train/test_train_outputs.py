@@ -75,18 +75,12 @@ def test_the_chat_draft_and_the_bundled_pair_are_refused_over_an_earlier_run(tmp
     assert "--overwrite replaces trained weights, which --eval-only does not train" in line
 
 
-@pytest.mark.slow
-def test_a_save_that_fails_midway_leaves_the_earlier_head_whole(user, tmp_path, monkeypatch):
-    """A disk that fills (or a kill) while --overwrite saves the new heads: the earlier head folder stays as it was,
-    byte for byte, not its description over half of the new weights."""
-    import shutil
 
+def fill_the_disk_at_each_save(monkeypatch) -> None:
+    """Every safetensors file written from now on ends in a full disk (OSError 28) once written: a save that fails
+    midway, which no real disk here does on demand."""
     import safetensors.torch
 
-    config, first = user
-    out = tmp_path / "run"
-    shutil.copytree(first, out)
-    before = _files(out / "eagle")
     real = safetensors.torch.save_file
 
     def full_disk(tensors, filename, *a, **k):
@@ -94,6 +88,18 @@ def test_a_save_that_fails_midway_leaves_the_earlier_head_whole(user, tmp_path, 
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(safetensors.torch, "save_file", full_disk)
+
+@pytest.mark.slow
+def test_a_save_that_fails_midway_leaves_the_earlier_head_whole(user, tmp_path, monkeypatch):
+    """A disk that fills (or a kill) while --overwrite saves the new heads: the earlier head folder stays as it was,
+    byte for byte, not its description over half of the new weights."""
+    import shutil
+
+    config, first = user
+    out = tmp_path / "run"
+    shutil.copytree(first, out)
+    before = _files(out / "eagle")
+    fill_the_disk_at_each_save(monkeypatch)
     with pytest.raises(OSError):
         heads.main([*_args(config, out), "--steps", "2", "--overwrite", "--seed", "7"])
     assert _files(out / "eagle") == before
