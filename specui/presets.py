@@ -205,6 +205,15 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
             raise ConfigError(f"{key}.{k}: {'is required and ' if required else ''}must be a non-empty string")
         return v.strip()
 
+    def prose(k):  # text shown in the app: empty (`description:` alone is YAML's null) or words, never a repr
+        v = body.get(k)
+        if v is None:
+            return ""
+        if isinstance(v, (dict, list)):
+            raise ConfigError(f"{key}.{k}: must be text (got a {'mapping' if isinstance(v, dict) else 'list'}; "
+                              "quote it if it holds ': ' or starts with '-' or '[')")
+        return " ".join(str(v).split())
+
     def choice(k, options, default):
         v = body.get(k, default)
         v = "none" if v is None and "none" in options else v
@@ -248,7 +257,7 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
         target=_model(target, f"{key}.target", path),
         draft=_model(draft, f"{key}.draft", path) if draft else None,
         drafter=drafter,
-        description=" ".join(str(body.get("description", "")).split()),
+        description=prose("description"),
         revision=text("revision"),
         draft_revision=text("draft_revision"),
         dtype=choice("dtype", DTYPES, "auto"),
@@ -262,7 +271,7 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
         trust_remote_code=flag("trust_remote_code", False),
         threads=threads,
         prompt_threads=prompt_threads,
-        memory=str(body.get("memory", "")),
+        memory=prose("memory"),
         heads=heads,
         drafter_tokens=drafter_tokens,
         draft_confidence=_draft_confidence(body.get("draft_confidence"), key),

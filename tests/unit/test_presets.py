@@ -79,12 +79,24 @@ GOOD = "default: a\npresets:\n  a:\n    target: ./t\n    draft: org/draft\n"
      "presets.a.target: 'models/qwen/7b' is neither a folder (local paths are relative to models.yaml; none is there) "
      "nor a Hugging Face Hub id"),
     ("presets:\n  a: {target: x, draft: 'my draft'}\n", "presets.a.draft: 'my draft' is neither a folder"),
+    # an unquoted "description: Fast: a chat pair" is YAML's error; "description:\n  fast: chat" is a mapping
+    ("presets:\n  a:\n    target: x\n    description:\n      fast: chat\n",
+     "presets.a.description: must be text (got a mapping; quote it"),
+    ("presets:\n  a: {target: x, memory: [1 GB]}\n", "presets.a.memory: must be text (got a list"),
 ])
 def test_broken_files_name_file_and_key(tmp_path, text, message):
     with pytest.raises(ConfigError) as e:
         load_config(write(tmp_path, text))
     assert "models.yaml" in str(e.value) and message in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_an_empty_description_or_memory_is_no_text_not_none(tmp_path):
+    """`description:` with nothing after it is YAML's null: the app showed "None" (and "*Needs None.*")."""
+    preset = load_config(write(tmp_path, "presets:\n  a:\n    target: x\n    description:\n    memory:\n")).get("a")
+    assert preset.description == "" and preset.memory == ""
+    preset = load_config(write(tmp_path, "presets:\n  a: {target: x, description: 7, memory: 1.5}\n")).get("a")
+    assert preset.description == "7" and preset.memory == "1.5"
 
 
 def test_missing_file(tmp_path):
