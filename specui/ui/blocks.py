@@ -27,6 +27,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from specui import spaces
 from specui.drafters import LABELS
 from specui.loading import PairCache
 from specui.settings import MAX_DRAFT_TOKENS, SettingsError
@@ -47,6 +48,10 @@ CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
 JS = "() => {\n" + "".join(f"({(Path(__file__).with_name(name)).read_text(encoding='utf-8').strip()})();\n"
                             for name in ("copy.js", "tokens.js", "keys.js", "chat_keys.js", "address.js",
                                          "charts.js")) + "}"
+# the most events that wait for their turn (gradio's "Queue is full" past it). Gradio caps it at 1 on a ZeroGPU Space
+# unless the app gives one (gradio/blocks.py `queue`: utils.is_zero_gpu_space()), so while one visitor decodes and a
+# second waits, a third's Send, Decode or Next round was refused; elsewhere it stays unbounded, as gradio has it
+ZERO_GPU_QUEUE_SIZE = 64
 EXAMPLES = [  # chat and code for the default chat model; code to continue for the stdlib pair (no trailing
     # newline: the tokenizer merges a newline with the next line's indentation)
     "Write a Python function that checks whether a word is a palindrome, with a docstring.",
@@ -268,7 +273,7 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
                           status=teach.step.status)
         gr.api(generate_endpoint(app.showcase), api_name="generate", concurrency_id=ENGINE_GROUP,
                concurrency_limit=1)
-    demo.queue(default_concurrency_limit=4)
+    demo.queue(default_concurrency_limit=4, max_size=ZERO_GPU_QUEUE_SIZE if spaces.zero_gpu() else None)
     return demo
 
 
