@@ -22,10 +22,14 @@ from specui import metrics
 
 
 class _Label(str, Enum):
-    """A str-valued enum that prints, formats and serialises as its value."""
+    """A str-valued enum that prints, formats, serialises and shows (repr) as its value: a notebook shows a round's
+    kinds as ['accepted', 'bonus'], strings they equal, not [<Kind.ACCEPTED: 'accepted'>, <Kind.BONUS: 'bonus'>]."""
 
     def __str__(self) -> str:
         return self.value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
 
     __format__ = str.__format__
 

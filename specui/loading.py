@@ -349,6 +349,11 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
     """
     from specui.presets import Config, ConfigError, load_config, parse_config
 
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be a function that takes a status line, e.g. progress=print, or None; not a "
+                        f"{type(progress).__name__}")
+    if not isinstance(warm_up, bool):
+        raise TypeError(f"warm_up must be True or False, got {warm_up!r}")
     if not isinstance(preset, Preset):
         if isinstance(config, dict):
             config = parse_config(config, path=Path.cwd() / "models.yaml")

@@ -1,0 +1,39 @@
+"""What a notebook shows of the library: the reprs of a run's records, and what help() says of load_engine, generate and
+the results; and load_engine's own arguments refused by name before anything loads."""
+
+from __future__ import annotations
+
+import pytest
+
+from specui import Kind, SpeculativeEngine, load_engine
+from specui.events import Check
+from tests.helpers import make_model, noisy_copy
+
+PROMPT = [4, 8, 15, 16, 23, 42, 4, 8]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    target = make_model("llama", layers=2, seed=3)
+    return SpeculativeEngine(target, noisy_copy(target, noise=0.3, seed=4))
+
+
+def test_a_rounds_kinds_show_as_the_strings_they_equal(engine):
+    """`rnd.kinds` in a notebook showed [<Kind.ACCEPTED: 'accepted'>, <Kind.BONUS: 'bonus'>]: 30 characters a token,
+    for values that are the strings 'accepted' and 'bonus' (json, str and == read them so)."""
+    result = engine.generate(PROMPT, max_new_tokens=16, num_draft_tokens=4, ignore_eos=True)
+    assert repr(Kind.ACCEPTED) == "'accepted'" and repr(Check.DISCARDED) == "'discarded'"
+    assert repr(result.kinds) == repr([str(k) for k in result.kinds])
+    assert "<Kind." not in repr(result.rounds) and "<Check." not in repr(list(result.rounds[0].positions()))
+    assert Kind.ACCEPTED == "accepted" and isinstance(result.kinds[0], Kind)  # still the enum, equal to its string
+
+
+@pytest.mark.parametrize("keywords, refusal", [
+    (dict(progress="yes"), r"^progress must be a function that takes a status line, e.g. progress=print, or None; "
+                           r"not a str$"),
+    (dict(warm_up="no"), r"^warm_up must be True or False, got 'no'$"),
+    (dict(warm_up=None), r"^warm_up must be True or False, got None$")])
+def test_load_engines_own_arguments_are_refused_by_name_before_loading(keywords, refusal):
+    """progress="yes" failed as "'str' object is not callable" from inside the loading; warm_up="no" warmed up."""
+    with pytest.raises(TypeError, match=refusal):
+        load_engine("no-such-preset", **keywords)  # refused before the preset is even looked up
