@@ -1,4 +1,5 @@
-"""A showcase's runs under ZeroGPU: each request's speculative and plain runs inside one GPU allocation.
+"""A showcase's runs under ZeroGPU: each request's speculative and plain runs inside one GPU allocation
+(`GpuCalls`), and the Teach tab's model work, each action in one allocation (`GpuWork`).
 
 `specui.spaces.gpu` is ZeroGPU's decorator on a ZeroGPU Space and a plain call elsewhere.
 """
@@ -55,3 +56,26 @@ class GpuCalls:
         # failed), and a Stop set in the server never reaches it
         stop = self.live.get(key) or threading.Event()
         yield from self.showcase.run(prompt, settings, history=history, stop=stop, figures=figures, owner=owner)
+
+
+class GpuWork:
+    """Model work under one ZeroGPU allocation per call (a plain call elsewhere): `work(task, *args)` yields what
+    `task(holder, *args)` yields, each Teach action that runs a model being one such call (`specui.ui.teach_work`).
+
+    ZeroGPU pickles the arguments and each yielded value: `task` is a module-level function (pickled by its name),
+    `args` and what it yields are plain data, never a component, a lock or a model. The call runs in a worker process
+    forked from the server after the app was built, which holds its own copy of `holder` (e.g. the loaded pairs)."""
+
+    def __init__(self, holder, *, duration: int = 180):
+        self.holder = holder
+        self.on_gpu = gpu(duration=duration)(self._serve)
+
+    def __call__(self, task, *args) -> Iterator:
+        calls = self.on_gpu(task, args)
+        try:
+            yield from calls
+        finally:
+            calls.close()
+
+    def _serve(self, task, args: tuple) -> Iterator:
+        yield from task(self.holder, *args)

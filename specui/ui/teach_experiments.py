@@ -1,7 +1,8 @@
 """The Teach tab's experiments, built and wired by `specui.ui.teaching`: a K sweep, a temperature sweep,
 weaker drafters, what verification costs and where the time goes. Each has a chart and a table on the
 left, its explanation, any extra control and its run button on the right (#NAME-chart, #NAME-table,
-#NAME-run), and a handler that redraws both as each point is measured. Every number comes from `specui.lesson`."""
+#NAME-run), and a handler that redraws both as each point is measured; its model work is a task of the tab's
+`GpuWork` (one ZeroGPU allocation: `specui.ui.teach_work`). Every number comes from `specui.lesson`."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ from specui import lesson, lesson_budget
 from specui.drafters import LABELS, MODEL, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
 from specui.text import fmt
-from specui.ui import teach_charts
-from specui.ui.teach_prepare import prepare
+from specui.ui import teach_charts, teach_work
 from specui.ui.teach_view import (BUDGET_HELP, DRAFTERS_HELP, SWEEP_HELP, SWEEP_KS, TEMP_HELP, TEMPERATURES,
                                   VERIFY_HELP, render_budget, render_points, render_verify_cost)
 from specui.ui.toasts import refusal
@@ -79,20 +79,45 @@ def _stream_points(experiment: Experiment, points, figure):
 
 
 def sweep(state, ui, data: dict):
-    p, lock = prepare(state.showcase, ui.controls, data)
-    points = lesson.k_sweep(p.engine, p.ids, p.settings.decode, ks=SWEEP_KS, lock=lock)
+    points = state.work(k_sweep_points, teach_work.values(ui.controls, data))
     yield from _stream_points(ui.sweep, points, teach_charts.k_sweep_figure)
 
 
 def temperatures(state, ui, data: dict):
-    p, lock = prepare(state.showcase, ui.controls, data)
-    points = lesson.temperature_sweep(p.engine, p.ids, p.settings.decode, temperatures=TEMPERATURES, lock=lock)
+    points = state.work(temperature_points, teach_work.values(ui.controls, data))
     yield from _stream_points(ui.temps, points, teach_charts.temperature_figure)
 
 
 def drafters(state, ui, data: dict):
-    p, lock = prepare(state.showcase, ui.controls, data, drafter=LABELS[PROMPT_LOOKUP])
-    noise = float(data[ui.drafters.control])
+    points = state.work(drafter_points, teach_work.values(ui.controls, data), float(data[ui.drafters.control]))
+    yield from _stream_points(ui.drafters, points, teach_charts.drafter_figure)
+
+
+def verify_costs(state, ui, data: dict):
+    for curve in state.work(verify_cost_curve, teach_work.values(ui.controls, data)):
+        yield {ui.verify.chart: teach_charts.verify_cost_figure(curve), ui.verify.table: render_verify_cost(curve)}
+
+
+def time_budget(state, ui, data: dict):
+    for budget in state.work(time_budget_split, teach_work.values(ui.controls, data)):
+        yield {ui.budget.chart: teach_charts.time_budget_figure(budget), ui.budget.table: render_budget(budget)}
+
+
+# -- their model work: `GpuWork` tasks (state: the tab's `TeachState`; values: the controls' by name, `teach_work`),
+# each yielding what its chart is drawn from
+
+def k_sweep_points(state, values: dict):
+    p, lock = state.prepare(values)
+    yield from lesson.k_sweep(p.engine, p.ids, p.settings.decode, ks=SWEEP_KS, lock=lock)
+
+
+def temperature_points(state, values: dict):
+    p, lock = state.prepare(values)
+    yield from lesson.temperature_sweep(p.engine, p.ids, p.settings.decode, temperatures=TEMPERATURES, lock=lock)
+
+
+def drafter_points(state, values: dict, noise: float):
+    p, lock = state.prepare(values, drafter=LABELS[PROMPT_LOOKUP])
     choices = []
     if p.pair.draft is not None:
         key = (p.preset.name, round(noise, 3))
@@ -103,22 +128,20 @@ def drafters(state, ui, data: dict):
                     lesson.DrafterChoice(f"draft + noise {fmt(noise, 'g')}",
                                          SpeculativeEngine(p.pair.target, state.weak_drafts[key]), MODEL)]
     choices.append(lesson.DrafterChoice(LABELS[PROMPT_LOOKUP], p.engine, PROMPT_LOOKUP))
-    points = lesson.drafter_comparison(choices, p.ids, p.settings.decode, lock=lock)
-    yield from _stream_points(ui.drafters, points, teach_charts.drafter_figure)
+    yield from lesson.drafter_comparison(choices, p.ids, p.settings.decode, lock=lock)
 
 
-def verify_costs(state, ui, data: dict):
-    p, lock = prepare(state.showcase, ui.controls, data)
+def verify_cost_curve(state, values: dict):
+    p, lock = state.prepare(values)
     with lock:  # one engine run at a time, like every other generation
-        curve = measure_verify_cost(p.pair.target, cache_length=len(p.ids), max_tokens=16, repeats=3,
-                                    floor=True).as_dict()
-    yield {ui.verify.chart: teach_charts.verify_cost_figure(curve), ui.verify.table: render_verify_cost(curve)}
+        curve = measure_verify_cost(p.pair.target, cache_length=len(p.ids), max_tokens=16, repeats=3, floor=True)
+    yield curve.as_dict()
 
 
-def time_budget(state, ui, data: dict):
-    p, lock = prepare(state.showcase, ui.controls, data)
+def time_budget_split(state, values: dict):
+    p, lock = state.prepare(values)
     try:
         budget = lesson_budget.time_budget_run(p.engine, p.ids, p.settings.decode, lock=lock)
     except ValueError as e:  # a one-token prompt, or a run that drafted nothing
         raise refusal(str(e)) from None
-    yield {ui.budget.chart: teach_charts.time_budget_figure(budget), ui.budget.table: render_budget(budget)}
+    yield budget

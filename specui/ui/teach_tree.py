@@ -2,9 +2,10 @@
 verification one judged child at a time (`specui.tree_steps`), the tree drawn beside each step
 (`specui.ui.tree_chart`) and the step told in words (`specui.ui.teach_tree_view`).
 
-`tree_panel(controls, prepare=..., concurrency_id=...)` builds it inside the Teach tab: `controls` are the
+`tree_panel(controls, work=..., concurrency_id=...)` builds it inside the Teach tab: `controls` are the
 tab's (prompt, preset, drafter, K, temperature, new tokens, seed; read by name through `controls.settings`),
-`prepare(controls, data)` checks them and loads the pair (the tab's settings check). Element ids:
+`work` the tab's `GpuWork`, in one call of which its decode runs (one ZeroGPU allocation: `teach_work`), its holder's
+`prepare(values)` checking them and loading the pair (the tab's settings check). Element ids:
 #tree-step-width #tree-step-nodes #tree-step-start #tree-step-round #tree-step-prev #tree-step-next
 #tree-step-status #tree-step-chart #tree-step-view.
 """
@@ -19,7 +20,7 @@ import gradio as gr
 
 from specui.settings import MAX_TREE_WIDTH, SettingsError
 from specui.tree_steps import TreeRecord, tree_record, tree_steps
-from specui.ui import teach_keys
+from specui.ui import teach_keys, teach_work
 from specui.ui.chat_tree import CHAT_TREE_NODES, NODES_HELP, round_choices
 from specui.ui.request import in_page_words
 from specui.ui.teach_tree_view import TREE_HELP, render_tree_step
@@ -73,7 +74,7 @@ def _layout() -> TreePanel:
                      gr.State(teach_keys.Shown()))
 
 
-def tree_panel(controls, *, prepare, concurrency_id: str = "engine") -> TreePanel:
+def tree_panel(controls, *, work, concurrency_id: str = "engine") -> TreePanel:
     """Build and wire the stepper inside the current Teach tab (see the module docstring)."""
     panel = _layout()
     queued = {"concurrency_id": concurrency_id, "concurrency_limit": 1, "api_visibility": "private"}
@@ -81,7 +82,7 @@ def tree_panel(controls, *, prepare, concurrency_id: str = "engine") -> TreePane
     inputs = controls.settings | {panel.width, panel.nodes, panel.step}
     # a refused setting (a drafter that cannot draft trees, too wide a tree) says why in the status line, and the
     # tree and its steps keep what they showed: no red error state over the panel
-    panel.start.click(calmly(functools.partial(decode, panel, controls, prepare), functools.partial(refused, panel)),
+    panel.start.click(calmly(functools.partial(decode, panel, controls, work), functools.partial(refused, panel)),
                       inputs, decoded, **queued)
     panel.pick.input(functools.partial(pick, panel), {panel.trees, panel.pick, panel.step}, panel.shown, **NAV)
     # every press counts, however fast they come, and one page's presses take turns (teach_keys)
@@ -105,11 +106,22 @@ def show(panel: TreePanel, shown: teach_keys.Shown, record: TreeRecord | None, i
     return {panel.chart: tree_figure(record, step=steps[index]), panel.view: render_tree_step(record, steps, index)}
 
 
-def decode(panel: TreePanel, controls, prepare, data: dict) -> dict:
-    """Decode the Teach prompt with a tree; show the first tree round's first step."""
-    p, lock = prepare(controls, data)
+def decode(panel: TreePanel, controls, work, data: dict) -> dict:
+    """Decode the Teach prompt with a tree (in one call of `work`); show the first tree round's first step."""
+    [(trees, note)] = work(decoded, teach_work.values(controls, data), data[panel.width], data[panel.nodes])
+    choices = round_choices(trees)
+    first = next((i for i in sorted(trees) if trees[i].nodes), choices[0][1] if choices else None)
+    shown = data[panel.step]
+    return {panel.trees: trees, panel.pick: gr.update(choices=choices, value=first), panel.status: note,
+            **teach_keys.moving(shown, {}, show, panel, shown, trees.get(first), 0)}
+
+
+def decoded(state, values: dict, width, nodes):
+    """The decode's model work (a `GpuWork` task; `state` has the tab's `prepare`): the tree rounds' records by round
+    index and the status line."""
+    p, lock = state.prepare(values)
     try:
-        settings = p.settings.decode.but(tree_width=int(data[panel.width]), tree_nodes=int(data[panel.nodes]))
+        settings = p.settings.decode.but(tree_width=int(width), tree_nodes=int(nodes))
     except SettingsError as e:
         raise refusal(in_page_words(str(e))) from None
     try:
@@ -122,14 +134,9 @@ def decode(panel: TreePanel, controls, prepare, data: dict) -> dict:
         if rnd.tree is not None:
             trees[rnd.index] = tree_record(rnd, tokenizer=p.pair.tokenizer, context_ids=context, greedy=settings.greedy)
         context += rnd.token_ids
-    choices = round_choices(trees)
-    first = next((i for i in sorted(trees) if trees[i].nodes), choices[0][1] if choices else None)
-    note = (f"Decoded {len(result.token_ids)} tokens in {len(result.rounds)} rounds with trees of width "
-            f"{settings.tree_width} ({'static' if not settings.tree_nodes else f'{settings.tree_nodes} nodes'}); "
-            "pick a round and step through it.")
-    shown = data[panel.step]
-    return {panel.trees: trees, panel.pick: gr.update(choices=choices, value=first), panel.status: note,
-            **teach_keys.moving(shown, {}, show, panel, shown, trees.get(first), 0)}
+    yield trees, (f"Decoded {len(result.token_ids)} tokens in {len(result.rounds)} rounds with trees of width "
+                  f"{settings.tree_width} ({'static' if not settings.tree_nodes else f'{settings.tree_nodes} nodes'}); "
+                  "pick a round and step through it.")
 
 
 def refused(panel: TreePanel, text: str) -> dict:

@@ -23,14 +23,17 @@ from __future__ import annotations
 
 import functools
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 
 import gradio as gr
 
 from specui import lesson, lesson_compare
 from specui.drafters import LABELS
-from specui.ui import teach_charts, teach_compare, teach_experiments, teach_keys, teach_memory, teach_tree
+from specui.events import GenerationResult
+from specui.ui import teach_charts, teach_compare, teach_experiments, teach_keys, teach_memory, teach_tree, teach_work
 from specui.ui.exports import Exports
+from specui.ui.gpu_calls import GpuWork
 from specui.ui.preset_view import on_drafter, on_preset
 from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE
 from specui.ui.teach_compare_view import render_compare
@@ -49,11 +52,20 @@ SHOW_STATUS = ("(...values) => { document.querySelector('#step-status')?.scrollI
 
 @dataclass
 class TeachState:
-    """What the tab keeps between events: the export folder and the one noisy draft it made."""
+    """What the tab keeps between events: the export folder and the one noisy draft it made, and `work`, through
+    which every action that runs a model does so (one ZeroGPU allocation each: `teach_work`)."""
 
     showcase: object
     exports: Exports = field(default_factory=lambda: Exports("specui-teach-"))
     weak_drafts: dict = field(default_factory=dict)  # (preset, noise) -> the noisy draft, one kept
+    work: GpuWork = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.work = GpuWork(self)
+
+    def prepare(self, values: dict, *, drafter: str | None = None):
+        """`teach_prepare.prepare` on the controls' values by name (`teach_work.values`): (Prepared, its lock)."""
+        return prepare(self.showcase, teach_work.NAMED, values, drafter=drafter)
 
 
 # -- layout --------------------------------------------------------------------------------------------
@@ -83,8 +95,7 @@ class Controls:
     @property
     def settings(self) -> set:
         """The inputs every decoding handler reads (by name)."""
-        return {self.prompt, self.preset, self.drafter, self.k, self.confidence, self.temperature, self.penalty,
-                self.max_new, self.seed, self.context}
+        return {getattr(self, name) for name in teach_work.SETTINGS}
 
 
 @dataclass
@@ -185,7 +196,7 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True,
         controls = _controls(showcase.config)
         step, compare = _step_view()
         state = TeachState(showcase)
-        teach_tree.tree_panel(controls, prepare=functools.partial(prepare, showcase), concurrency_id=concurrency_id)
+        teach_tree.tree_panel(controls, work=state.work, concurrency_id=concurrency_id)
         gr.Markdown("## Experiments")
         ui = TeachTab(controls=controls, step=step, **teach_experiments.build(), compare=compare,
                       run=gr.State(None), index=gr.State(teach_keys.Shown()), playing=gr.State(False),
@@ -252,16 +263,38 @@ def _move_to(ui: TeachTab, shown: teach_keys.Shown, run, index: int, compared) -
     return show_round(ui, run, index, compared)
 
 
-def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
-    p, lock = prepare(state.showcase, ui.controls, data)
+# the tab's components that `teach_compare.run_comparison` reads and answers, standing as their names (`teach_work`)
+COMPARE = SimpleNamespace(compare=teach_compare.CompareView("second", "view", "compared"), run="run", index="index")
+
+
+def decoded(state: TeachState, values: dict, second: str):
+    """Decode's model work (a `GpuWork` task): the run, what its ids hold besides the prompt (`conversation`) and the
+    second drafter's view of its round 1, by name."""
+    p, lock = state.prepare(values)
     try:
         state.showcase.warm_up(p.engine, p.pair, p.ids)
-        run = lesson.teaching_run(p.engine, p.pair.tokenizer, p.ids, p.settings.decode, prompt=data[ui.controls.prompt],
+        run = lesson.teaching_run(p.engine, p.pair.tokenizer, p.ids, p.settings.decode, prompt=values["prompt"],
                                   lock=lock, extra={"preset": p.preset.name, **p.conversation})
     except ValueError as e:  # e.g. a prompt longer than the context
         raise refusal(str(e)) from None
+    yield run, p.conversation, _compared(state, run, second, 0)
+
+
+def compared_with(state: TeachState, run, second: str, index: int):
+    """The second drafter's model work (a `GpuWork` task): its view of `run`'s round `index`, by name."""
+    yield _compared(state, run, second, index)
+
+
+def _compared(state: TeachState, run, second: str, index: int) -> dict:
+    return teach_compare.run_comparison(state.showcase, COMPARE,
+                                        {"run": run, "second": second, "index": teach_keys.Shown(run, index)})
+
+
+def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
+    [(run, conversation_of, compared)] = state.work(decoded, teach_work.values(ui.controls, data),
+                                                    data[ui.compare.second])
     s, shown = ui.step, data[ui.index]
-    compared = teach_compare.run_comparison(state.showcase, ui, {**data, ui.run: run, ui.index: teach_keys.Shown(run)})
+    compared = teach_work.by_component(ui.compare, compared)
     # round 1 unless a press made since the run arrived has moved it on already (that press's answer shows its round)
     view = teach_keys.moving(shown, {}, _move_to, ui, shown, run, 0, compared[ui.compare.compared])
     return {ui.run: run, **compared, ui.step.view: gr.update(), ui.compare.view: gr.update(), **view,
@@ -269,7 +302,7 @@ def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
             s.export: exported(state, run, compared[ui.compare.compared]),
             s.status: decoded_note(run), **stopped(ui),
-            ui.memory: teach_memory.kept(ui.controls, data, conversation=p.conversation)}
+            ui.memory: teach_memory.kept(ui.controls, data, conversation=conversation_of)}
 
 
 def exported(state: TeachState, run, compared) -> str:
@@ -281,8 +314,11 @@ def exported(state: TeachState, run, compared) -> str:
 
 def second_chosen(state: TeachState, ui: TeachTab, data: dict) -> dict:
     """A second drafter picked for the run on show: its rounds beside the run's, in the view and the export."""
-    out = teach_compare.run_comparison(state.showcase, ui, data)
     run = data[ui.run]
+    # what the comparison reads of the run (its preset, prompt ids and settings) goes to the call, not its rounds
+    bare = replace(run, spec=GenerationResult(), plain=None, steps=[]) if run is not None else None
+    [out] = state.work(compared_with, bare, data[ui.compare.second], data[ui.index].index)
+    out = teach_work.by_component(ui.compare, out)
     return {**out, ui.step.export: exported(state, run, out[ui.compare.compared])} if run is not None else out
 
 

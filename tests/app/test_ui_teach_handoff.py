@@ -5,7 +5,6 @@ message of a chat is decoded after the conversation before it and the system pro
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import replace
 
@@ -111,11 +110,10 @@ def chat():
     config = replace(config, presets={**config.presets, preset.name: preset}, default=preset.name)
     showcase = Showcase(config, PairCache())
     showcase.cache.get(preset).tokenizer.chat_template = CHATML
-    prepare = functools.partial(teaching.prepare, showcase)
     with gr.Blocks(), gr.Tabs() as tabs:
         ui = chat_tab(config)
         teach = teaching.teaching_tab(showcase)
-        tree = teach_tree.tree_panel(teach.controls, prepare=prepare)
+        tree = teach_tree.tree_panel(teach.controls, work=teaching.TeachState(showcase).work)
     ui.tabs = tabs
     return ui, teach, App(showcase), tree
 
@@ -202,8 +200,8 @@ def test_the_tree_step_through_and_the_second_drafter_read_the_conversation_too(
     data, last = conversation(app, ui, temperature=0.0, seed=0, tree_width=2)
     moved = handed_off(app, ui, teach, data, last)
     form = teach_form(teach, moved)
-    prepare = functools.partial(teaching.prepare, app.showcase)
-    out = teach_tree.decode(tree, teach.controls, prepare, {**form, tree.width: 2, tree.nodes: 0,
+    work = teaching.TeachState(app.showcase).work
+    out = teach_tree.decode(tree, teach.controls, work, {**form, tree.width: 2, tree.nodes: 0,
                                                             tree.step: teach_keys.Shown()})
     assert out[tree.trees] and shape(out[tree.trees]) == shape(last[ui.tree.trees])  # the chat's trees, round for round
     second = teaching.decode(teaching.TeachState(app.showcase), teach, {**form, teach.compare.second: "prompt lookup"})

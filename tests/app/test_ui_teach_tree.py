@@ -4,7 +4,6 @@ bundled pair (decode with a tree, pick a round, step forward and back within it)
 
 from __future__ import annotations
 
-import functools
 
 import pytest
 
@@ -61,11 +60,11 @@ def teach():
     from tests.helpers import ui_config
 
     showcase = Showcase(ui_config(), PairCache())
-    prepare = functools.partial(teaching.prepare, showcase)
+    work = teaching.TeachState(showcase).work  # the tab's model work, one call each decode
     with gr.Blocks() as demo:
         controls = teaching._controls(showcase.config)
-        panel = tree_panel(controls, prepare=prepare)
-    return controls, panel, prepare, demo
+        panel = tree_panel(controls, work=work)
+    return controls, panel, work, demo
 
 
 def test_the_teach_tab_has_the_tree_stepper(tmp_path):
@@ -89,11 +88,11 @@ def test_decode_pick_and_step_through_a_tree_round(teach):
 
     from specui.ui import teach_tree
 
-    c, panel, prepare, _ = teach
+    c, panel, work, _ = teach
     data = {c.prompt: "def main(argv):\n    ", c.preset: "bundled", c.drafter: "draft model", c.k: 3, c.confidence: 0.0,
             c.temperature: 0.8, c.penalty: 1.0, c.max_new: 16, c.seed: 1, panel.width: 2, panel.nodes: 0}
     shown = Shown()
-    out = teach_tree.decode(panel, c, prepare, {**data, panel.step: shown})
+    out = teach_tree.decode(panel, c, work, {**data, panel.step: shown})
     trees = out[panel.trees]
     assert trees and shown.index == 0 and "with trees of width 2 (static)" in out[panel.status]
     first = out[panel.pick]["value"]
@@ -110,9 +109,9 @@ def test_decode_pick_and_step_through_a_tree_round(teach):
     teach_tree.pick(panel, {panel.trees: trees, panel.pick: max(trees), panel.step: shown})
     assert shown.index == 0 and shown.what is trees[max(trees)]
     with pytest.raises(gr.Error, match="cannot draft trees"):
-        teach_tree.decode(panel, c, prepare, {**data, c.drafter: "prompt lookup"})
+        teach_tree.decode(panel, c, work, {**data, c.drafter: "prompt lookup"})
     with pytest.raises(gr.Error, match="static tree of width 8"):
-        teach_tree.decode(panel, c, prepare, {**data, c.k: 8, panel.width: 8})
+        teach_tree.decode(panel, c, work, {**data, c.k: 8, panel.width: 8})
 
 
 def test_a_refused_tree_setting_says_why_in_the_panel_not_as_an_error(teach):
