@@ -129,7 +129,15 @@ class SpeculativeEngine:
 
     def generate(self, input_ids: Sequence[int], settings: DecodeSettings | None = None, *,
                  into: GenerationResult | None = None, **keywords) -> GenerationResult:
-        """Run to the end and return every token with its provenance (in `into` when given). Arguments as `stream`."""
+        """Decode one prompt to the end: a `GenerationResult` with every new token, its provenance and every round.
+
+        input_ids: one prompt's token ids (a list, a 1-D or [1, n] tensor, or what `engine.tokenizer` returns).
+        settings: a `DecodeSettings`, or its fields as keywords [default]: max_new_tokens [64], temperature [0: greedy,
+        the target's own output token for token], top_k [0: off], top_p [1: off], repetition_penalty [1: off], seed
+        [None: a fresh one, in `result.seed`], drafter [None: the engine's; `engine.drafters` lists the names],
+        num_draft_tokens [K: 4, or the preset's from `load_engine`], speculative [True; False: plain decoding].
+        into, draws, cache and the rest: help(engine.stream), which yields the same rounds one at a time.
+        Raises ValueError (ContextLengthError for a prompt that does not fit) before any work."""
         result = into if into is not None else GenerationResult()
         for _ in self.stream(input_ids, settings, into=result, **keywords):
             pass

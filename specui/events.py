@@ -109,9 +109,15 @@ class Round:
         token_draft_probs[j]   q of the emitted token at its position, None where the drafter
                                gave no distribution (bonus and plain tokens, deterministic drafts)
     In greedy mode p and q are the models' plain softmax probabilities, shown for information.
+    And: index (0-based, in the run), num_accepted (drafts accepted; num_drafted: drafted), num_draft_tokens (the K
+    asked of the drafter: it may propose fewer, a copy more), residual_top (at a sampled rejection, the residual's
+    most likely (token, probability) pairs), copied (the model + lookup drafter copied this draft from the context),
+    speculative (False: a plain round); seconds: draft_s drafting, verify_s the target's forward and the decision
+    (forward_s of it the forward alone), elapsed_s since the run began when the round ended (the prompt included).
     Tree rounds (tree_width > 1) also give `tree` (every node: token, parent, p, q, verdict) and
-    `tree_path` (the accepted nodes, root to leaf); their per-position lists above describe the path the
-    target walked: the accepted nodes, then the first rejected child where it stopped (if any).
+    `tree_path` (the accepted nodes, root to leaf) and `tree_sampled` (children drawn from q, else chosen); their
+    per-position lists above describe the path the target walked: the accepted nodes, then the first rejected child
+    where it stopped (if any).
     """
 
     index: int
@@ -137,7 +143,8 @@ class Round:
     tree_sampled: bool = False  # tree rounds: children drawn i.i.d. from q (p <- norm(max(0, p - q)) on a
     # rejection); False: chosen deterministically (the rejected token leaves p, which is renormalised)
     copied: bool = False  # the model + lookup drafter copied this round's draft from the context (no model forward)
-    forward_s: float = 0.0  # of verify_s, the seconds in the target's forward itself (the rest: the decision, the record)
+    forward_s: float = 0.0  # of verify_s, the seconds in the target's forward itself (the rest: the decision,
+    # the record)
 
     @property
     def num_drafted(self) -> int:
@@ -166,7 +173,20 @@ class Round:
 
 @dataclass
 class GenerationResult:
-    """The tokens of one generation, their provenance, and every round that produced them."""
+    """The tokens of one generation, their provenance, and every round that produced them.
+
+    token_ids      the new tokens only (an EOS that ended the run is the last); decode them with the tokenizer
+    kinds          one per token: 'accepted', 'resampled', 'bonus' or 'plain' (`Kind`)
+    rounds         every `Round`, in order: drafted tokens, p, q, draws, timings
+    stop_reason    'eos' (the model ended its answer) or 'length' (max_new_tokens reached)
+    prefill_s      seconds reading the prompt; total_s: seconds in all, the prompt included
+    reused_tokens  prompt tokens a conversation's cache held, not read again (`specui.prompt_cache`)
+    seed           the run's seed (drawn when none was given): seed= repeats a sampled run
+    speculative    False for plain decoding
+    Figures (as the benchmark computes them, `specui.metrics`): num_drafted and num_accepted draft tokens,
+    acceptance_rate (accepted / drafted), mean_accepted_length (tokens per target forward), tokens_per_s (new
+    tokens / total_s).
+    """
 
     token_ids: list[int] = field(default_factory=list)  # new tokens only
     kinds: list[str] = field(default_factory=list)

@@ -337,13 +337,23 @@ class PairCache:
 def load_engine(preset: str | Preset | None = None, config=None, *, progress: Callable[[str], None] | None = None,
                 warm_up: bool = True):
     """A ready `SpeculativeEngine` for a preset of models.yaml (None: its default), for scripts and
-    notebooks. It carries `.tokenizer`, `.preset` and `.drafters` (the drafter names it can use); a run that
-    names no drafter uses the preset's (`drafter:` in models.yaml), and a run built from keywords drafts with the
-    preset's K and draft confidence for its drafter unless it names them (`num_draft_tokens`, `draft_confidence`),
-    as the app does.
+    notebooks:
+
+        engine = specui.load_engine()  # the default chat model ("bundled": a tiny pair, no chat template)
+        ids = engine.tokenizer.apply_chat_template([{"role": "user", "content": "Hi!"}], add_generation_prompt=True)
+        result = engine.generate(ids, max_new_tokens=64)  # help(engine.generate): its settings
+        print(engine.tokenizer.decode(result.token_ids, skip_special_tokens=True), result)
+
+    preset: a preset's name ('smollm2-chat', the default; 'bundled'; `specui.presets.load_config().names` lists
+    them) or a `Preset`. Where it runs is the preset's (device, dtype, threads in models.yaml); to change one:
+    `load_engine(dataclasses.replace(load_config().get(NAME), device="cuda"))`. The engine carries `.tokenizer`,
+    `.preset` and `.drafters` (the drafter names it can use); a run that names no drafter uses the preset's
+    (`drafter:` in models.yaml), and a run built from keywords drafts with the preset's K and draft confidence for
+    its drafter unless it names them (`num_draft_tokens`, `draft_confidence`), as the app does.
 
     config: a models.yaml path, a loaded `Config`, or a models.yaml's content as a dict (its local paths relative to
     the working directory); None: the models.yaml beside the package.
+    progress: a function given each status line while it loads (e.g. progress=print); None: quiet.
     warm_up: run both paths a few tokens first, as the app does when it starts: a first run prepares the forward
     (the chat model's native products: 1.7 s), which would otherwise be timed as that run's prompt.
     """

@@ -3,9 +3,13 @@ the results; and load_engine's own arguments refused by name before anything loa
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import re
+
 import pytest
 
-from specui import Kind, SpeculativeEngine, load_engine
+from specui import GenerationResult, Kind, Round, SpeculativeEngine, load_engine
 from specui.events import Check
 from tests.helpers import make_model, noisy_copy
 
@@ -37,3 +41,28 @@ def test_load_engines_own_arguments_are_refused_by_name_before_loading(keywords,
     """progress="yes" failed as "'str' object is not callable" from inside the loading; warm_up="no" warmed up."""
     with pytest.raises(TypeError, match=refusal):
         load_engine("no-such-preset", **keywords)  # refused before the preset is even looked up
+
+
+def test_help_of_generate_names_its_keywords():
+    """help(engine.generate) said only "Arguments as `stream`"."""
+    doc = inspect.getdoc(SpeculativeEngine.generate)
+    for word in ("input_ids", "max_new_tokens", "temperature", "seed", "drafter", "num_draft_tokens", "speculative",
+                 "engine.drafters", "help(engine.stream)", "ValueError"):
+        assert word in doc, word
+
+
+def test_help_of_load_engine_says_which_presets_and_how_to_start():
+    doc = inspect.getdoc(load_engine)
+    for word in ("'bundled'", "smollm2-chat", "load_config().names", "progress=print", "engine.generate(",
+                 "device="):
+        assert word in doc, word
+
+
+@pytest.mark.parametrize("record", [GenerationResult, Round])
+def test_help_of_a_result_names_every_field_and_figure(record):
+    """help(result) showed the fields' names and types only: what total_s counts, what stop_reason holds, what a
+    round's draft_s or residual_top are, lived in the source's comments."""
+    doc = inspect.getdoc(record)
+    names = [f.name for f in dataclasses.fields(record)] + [n for n, v in vars(record).items()
+                                                            if isinstance(v, property) and n != "text"]
+    assert not [n for n in names if not re.search(rf"\b{n}\b", doc)]
