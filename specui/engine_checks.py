@@ -8,6 +8,7 @@ computes anything with it.
 from __future__ import annotations
 
 import operator
+import reprlib
 
 import torch
 
@@ -35,8 +36,13 @@ def check_prompt(input_ids, vocab_size: int) -> list[int]:
     try:
         prompt = list(input_ids)
     except TypeError:
-        raise ValueError(f"input_ids is a {type(input_ids).__name__}: give the prompt's token ids (a list of ints, "
-                         "a 1-D tensor, or what the tokenizer returns)") from None
+        raise ValueError(f"input_ids is {reprlib.repr(input_ids)} ({type(input_ids).__name__}): give the prompt's "
+                         "token ids (a list of ints, a 1-D tensor, or what the tokenizer returns)") from None
+    text = next((t for t in prompt if isinstance(t, (str, bytes))), None)
+    if text is not None:  # a list of texts: prompts, or words
+        raise ValueError(f"input_ids holds text ({reprlib.repr(text)}), and the engine takes token ids of one prompt: "
+                         "tokenize it first, e.g. "
+                         "engine.tokenizer(text)['input_ids'], and give the prompts one at a time")
     if len(prompt) == 1 and isinstance(prompt[0], (list, tuple)):  # [[ids]], as a batch of one
         prompt = list(prompt[0])
     elif prompt and all(isinstance(t, (list, tuple)) for t in prompt):

@@ -11,6 +11,7 @@ import math
 import numbers
 import operator
 import re
+import reprlib
 from dataclasses import asdict, dataclass, fields, replace
 
 from specui.drafters.registry import (DRAFTER_NAMES, EAGLE, EARLY_EXIT, EARLY_EXIT_LOOKUP, MEDUSA, MODEL, MODEL_LOOKUP,
@@ -223,6 +224,7 @@ def settings_from(settings, keywords: dict) -> DecodeSettings:
     if settings is None:
         return DecodeSettings(**keywords)
     if not isinstance(settings, DecodeSettings):
-        raise SettingsError(f"settings must be a DecodeSettings, not a {type(settings).__name__}; or give them as "
-                            "keywords, e.g. engine.generate(ids, max_new_tokens=64)")
+        raise SettingsError(f"settings (the argument after the prompt) must be a DecodeSettings, got "
+                            f"{reprlib.repr(settings)} ({type(settings).__name__}); give them as keywords, e.g. "
+                            "engine.generate(ids, max_new_tokens=64)")
     return settings.but(**keywords)

@@ -213,7 +213,7 @@ def test_reusing_a_result_is_refused(engine):
 # -- the call's other arguments ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("bad, message", [
-    (None, "input_ids is a NoneType"), (5, "input_ids is a int"), ([PROMPT, PROMPT], "holds 2 prompts"),
+    (None, r"input_ids is None \(NoneType\)"), (5, r"input_ids is 5 \(int\)"), ([PROMPT, PROMPT], "holds 2 prompts"),
 ])
 def test_what_is_no_prompt_is_refused_in_words(engine, bad, message):
     with pytest.raises(ValueError, match=message):
@@ -229,7 +229,8 @@ def test_unknown_settings_and_settings_of_another_type_are_refused_in_words(engi
         engine.stream(PROMPT, max_tokens=5)
     with pytest.raises(SettingsError, match="no setting named 'max_tokens'"):
         engine.stream(PROMPT, DecodeSettings(), max_tokens=5)
-    with pytest.raises(SettingsError, match="settings must be a DecodeSettings, not a dict; or give them as keywords"):
+    with pytest.raises(SettingsError, match=r"settings \(the argument after the prompt\) must be a DecodeSettings, got "
+                       r"\{'max_new_tokens': 3\} \(dict\); give them as keywords"):
         engine.stream(PROMPT, {"max_new_tokens": 3})
 
 

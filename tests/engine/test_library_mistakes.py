@@ -135,3 +135,20 @@ def test_a_tree_rounds_repr_leaves_its_nodes_out(engine):
     round_ = max(result.rounds, key=lambda r: len(r.tree or ()))
     assert len(round_.tree) > 50 and len(repr(round_)) < 1000, len(repr(round_))
     assert "tree_path=(" in repr(round_) and "TreeNode" not in repr(round_)
+
+
+@pytest.mark.parametrize("prompts", [["Write a haiku.", "Another one."], ("Write a haiku.",), [4, 8, "and text"]])
+def test_a_list_of_texts_is_refused_as_text(engine, prompts):
+    """A newcomer's list of prompts as strings was refused as "token id 'Write a haiku.' is not an integer in
+    [0, 96) (the target's vocabulary)", which says nothing of tokenizing."""
+    with pytest.raises(ValueError, match=r"^input_ids holds text \('.*'\), and the engine takes token ids of one "
+                                         r"prompt: tokenize it first, e\.g\. engine\.tokenizer\(text\)\['input_ids'\]"):
+        engine.generate(prompts, max_new_tokens=4)
+
+
+def test_max_new_tokens_given_in_the_place_of_settings_is_refused_with_the_keyword(engine):
+    """engine.generate(ids, 64) said "settings must be a DecodeSettings, not a int"."""
+    with pytest.raises(SettingsError, match=r"^settings \(the argument after the prompt\) must be a DecodeSettings, "
+                                            r"got 64 \(int\); give them as keywords, e\.g\. engine\.generate\(ids, "
+                                            r"max_new_tokens=64\)$"):
+        engine.generate(PROMPT, 64)
