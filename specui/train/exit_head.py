@@ -36,7 +36,7 @@ from specui.heads.early_exit import EarlyExitHead
 from specui.train import checkpoint as files
 from specui.train import next_step
 from specui.train.common import at_least, check_budgets, check_folders, device_name, refuse_ignored
-from specui.train.head_data import greedy_sequences, held_out_split
+from specui.train.head_data import data_key, greedy_sequences, held_out_split, target_key
 from specui.train.heads import log, lr_at, start_run
 
 
@@ -91,8 +91,8 @@ def exit_states(target, sequences, *, layer: int, path: Path, batch: int = 16, w
     """Per sequence (ids, first answer index): the states entering layer `layer` at the positions that predict its
     answer tokens (float16 [n, D]; every position's with `whole`) and those tokens (or `labels`' for them: the
     target's greedy tokens where the answer was sampled); kept in `path` and read back when it holds the same
-    settings."""
-    key = {"layer": layer, "sequences": len(sequences), "tokens": sum(len(s) for s, _ in sequences),
+    settings and target (`target_key`)."""
+    key = {"layer": layer, "data": data_key(sequences), "target": target_key(target),
            **({"whole": True} if whole else {}),
            **({"labels": sum(int(x.sum()) for x in labels)} if labels is not None else {})}
     kept = files.read_cache(path, log=log)  # unreadable: computed again

@@ -13,6 +13,7 @@ instead of storing a distribution per token.
 from __future__ import annotations
 
 import copy
+import hashlib
 import time
 from pathlib import Path
 
@@ -91,7 +92,7 @@ def continuation_sequences(target, stream: torch.Tensor, *, count: int, length: 
     """`count` sequences of `length` tokens: a random window of `length - new_tokens` tokens of the stream,
     then the target's greedy continuation (EOS an ordinary token, as the benchmark decodes), the loss on the
     continuation. Generated in batches; kept in `path` between runs (read when it holds these settings)."""
-    key = (count, length, new_tokens, seed, len(stream))
+    key = (count, length, new_tokens, seed, len(stream), target_key(target))  # another target writes other text
     saved = files.read_cache(path, log=log)  # None: none yet, or one that cannot be read (written before writes were
     if saved is not None:  # atomic, by a run killed while writing it)
         if saved.get("key") == key:
@@ -115,18 +116,43 @@ def continuation_sequences(target, stream: torch.Tensor, *, count: int, length: 
     return [(row.clone(), prompt_len) for row in sequences]
 
 
+def target_key(target) -> str:
+    """What tells one target's weights from another's, for a cache of what it computes (its states, its greedy
+    continuations) to be read back only for the target that computed it: its class and config, and each
+    parameter's name, shape, dtype and float64 sums of its values and their squares (on its own device: no copy of
+    the weights), hashed."""
+    digest = hashlib.sha256(f"{type(target).__name__} {target.config.to_json_string()}".encode())
+    with torch.no_grad():
+        for name, p in target.named_parameters():
+            values = p.detach().double()
+            digest.update(f"{name} {tuple(p.shape)} {p.dtype} {values.sum().item()!r} "
+                          f"{values.square().sum().item()!r}".encode())
+    return digest.hexdigest()[:16]
+
+
+def data_key(sequences) -> str:
+    """What tells one list of (ids, first) sequences from another (their tokens, in order), hashed."""
+    digest = hashlib.sha256()
+    for ids, first in sequences:
+        digest.update(f"{len(ids)} {first};".encode())
+        digest.update(ids.to(torch.int64).numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
 class FeatureCache:
     """The target's states at `layers` (transformers' hidden_states indices) for every sequence."""
 
     def __init__(self, target, sequences: list[tuple[torch.Tensor, int]], *, layers: tuple[int, ...],
                  batch: int = 8, log=print, path: str | Path | None = None, dtype: torch.dtype | None = None):
-        """path: a file that keeps the cache between runs (read when it holds these sequences and layers).
+        """path: a file that keeps the cache between runs (read when it holds these sequences and layers, computed by
+        this target (`target_key`) in this dtype).
         dtype: run a copy of the target in this dtype to compute the states (bfloat16 on a CPU with AMX: about
         3x float32's speed, the states within about 1% of float32's); default: the target as it is."""
         self.layers = tuple(sorted(set(layers) | {target.config.num_hidden_layers}))  # the final state: always
         self.final = target.config.num_hidden_layers
         self.sequences = sequences
-        key = (len(sequences), sum(int(s[0].sum()) for s in sequences))  # which data
+        # which data, which target (the same data through another target: other states), run in which dtype
+        key = {"data": data_key(sequences), "target": target_key(target), "dtype": str(dtype or target.dtype)}
         saved = files.read_cache(path, log=log)
         if saved is not None:  # one that cannot be read is computed again
             if saved.get("key") == key and set(self.layers) <= set(saved["layers"]):  # the same data, the layers needed
@@ -134,6 +160,7 @@ class FeatureCache:
                                                                    saved["tokens"])
                 log(f"target states read from {path}")
                 return
+            log(f"{path} holds the states of other data, another target or other layers; computing them again")
         if dtype is not None and dtype != target.dtype:
             target = copy.deepcopy(target).to(dtype)  # a copy: the caller's target keeps its float32 weights
         self._compute(target, batch=batch, log=log)
