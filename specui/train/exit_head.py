@@ -80,9 +80,29 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
                                     ("overwrite", args.resume, "starts afresh over an earlier run, --resume goes on "
                                                                "from it: say one")])
     files.check_resume(ap, args)
+    check_init(ap, args)
     files.refuse_overwrite(ap, args, [Path(args.out) / common.META, Path(args.out) / "checkpoint.pt"])
     check_folders(ap, args, ["out"], create=create)
     return args
+
+
+def check_init(ap, args) -> None:
+    """Refuse, in one line before the target loads, an --init that is no early-exit head folder, and an --mlp-hidden
+    other than the width of --init's own MLP (its trained weights keep their shape; a head without one grows one)."""
+    if not args.init:
+        return
+    if not common.is_head_folder(args.init):
+        ap.error(f"--init {args.init}: no saved head there (expected {Path(args.init) / common.META})")
+    try:
+        meta = common.read_meta(args.init)
+    except ValueError as e:  # another format
+        ap.error(f"--init {e}")
+    if meta.get("kind") != "early_exit":
+        ap.error(f"--init {args.init}: a {meta.get('kind')} head, not an early-exit head")
+    width = meta.get("arguments", {}).get("mlp_hidden", 0)
+    if args.mlp_hidden and width and args.mlp_hidden != width:
+        ap.error(f"--mlp-hidden {args.mlp_hidden}: --init {args.init}'s head has an MLP {width} wide, which it keeps "
+                 "(its trained weights have that shape): drop --mlp-hidden, or train a fresh head (no --init)")
 
 
 @torch.no_grad()
@@ -141,9 +161,10 @@ def agreement(head, states: torch.Tensor, labels: torch.Tensor, chunk: int = 819
 def build_head(args, target, answers: list[torch.Tensor]) -> EarlyExitHead:
     """--init's head (with a new identity MLP where --mlp-hidden asks for one it lacks), or a fresh one."""
     if args.init:
-        head = saved.load(args.init, target).float()
-        if head.kind != "early_exit":
-            raise SystemExit(f"--init {args.init}: a {head.kind} head, not an early-exit head")
+        try:
+            head = saved.load(args.init, target).float()  # an early-exit head (check_init)
+        except ValueError as e:  # a head trained for another target (width, layers, vocabulary)
+            raise SystemExit(f"--init: {e}") from None
         layer = args.exit_layer or head.exit_layer
         if (args.mlp_hidden and head.mlp is None) or layer != head.exit_layer:
             # a new identity MLP where asked for one the head lacks, and the adapter moved to another exit (its
