@@ -9,7 +9,8 @@ its continuations) and returns None for one that cannot be read, so the run reco
 training loop end its step and save its checkpoint on Ctrl-C or SIGTERM, and `stopped` says so and ends the
 process with the shell's status for the signal (130, 143), not a failure's 1; `another_shape` refuses a checkpoint
 whose tensors do not fit the run's. `refuse_overwrite` refuses a run whose --out already holds what it would write
-(trained weights, a checkpoint) unless --resume or --overwrite says so; `save_folder` writes a model or head folder
+(trained weights, a checkpoint) unless --resume or --overwrite says so, and `refuse_other_heads` one whose checkpoint
+holds other heads than the run trains; `save_folder` writes a model or head folder
 whole into a folder beside it and renames it into place, so a run killed mid-save never leaves a folder that looks
 complete but mixes two runs' files or lacks some.
 """
@@ -73,6 +74,29 @@ def refuse_overwrite(ap, args, outputs) -> None:
         ap.error(f"--out {args.out} already holds {found} from an earlier run: "
                  f"{'--resume goes on from its checkpoint, ' if resumable else ''}--overwrite replaces it, or give "
                  "another --out")
+
+
+def refuse_other_heads(ap, args) -> None:
+    """A parser's check for `specui.train heads`: a checkpoint in --out of other heads than --head names is refused in
+    one line before the target loads, with the --head that goes on from it: with --resume (which could not), and
+    without (where refuse_overwrite's --resume alone would fail after the target loaded). One that cannot be read
+    is left to --resume's refusal."""
+    path = Path(args.out) / "checkpoint.pt"
+    if args.overwrite or not path.is_file():
+        return
+    try:  # mapped, not read: only the names of its heads are wanted
+        saved = list(torch.load(path, map_location="cpu", mmap=True, weights_only=False).get("heads", {}))
+    except Exception:
+        return
+    if not saved or saved == args.heads:
+        return
+    holds, trains, head = ", ".join(saved), ", ".join(args.heads), ",".join(saved)
+    if args.resume:
+        ap.error(f"--resume: {path} holds the heads {holds}, this run trains {trains}: give --head {head}, "
+                 "or another --out")
+    ap.error(f"--out {args.out} already holds {path} of the heads {holds} from an earlier run: --resume --head "
+             f"{head} goes on from it, --overwrite replaces it (the head folders it does not train stay), or give "
+             "another --out")
 
 
 def check_resume(ap, args) -> None:

@@ -127,6 +127,7 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
         ("continue_tokens", not args.continuations, "is the length of --continuations, which is 0: give both"),
         ("overwrite", args.resume, "starts afresh over an earlier run, --resume goes on from it: say one")])
     check_inputs(ap, args)
+    files.refuse_other_heads(ap, args)
     files.refuse_overwrite(ap, args, [*(Path(args.out) / h for h in args.heads), Path(args.out) / "checkpoint.pt"])
     check_folders(ap, args, ["out"], create=create)
     return args

@@ -64,6 +64,21 @@ def test_resume_init_and_empty_or_missing_answers_are_refused_before_the_target_
         assert exit_.value.code == 2 and words in capsys.readouterr().err
 
 
+def test_a_checkpoint_of_other_heads_in_out_is_refused_with_the_head_that_goes_on(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    files.save({"heads": {"eagle": {}}, "step": 2}, out / "checkpoint.pt")  # an EAGLE run's, as heads.main saves it
+    for extra, words in (([], f"--out {out} already holds {out / 'checkpoint.pt'} of the heads eagle from an earlier "
+                              "run: --resume --head eagle goes on from it, --overwrite replaces it"),
+                         (["--resume"], f"--resume: {out / 'checkpoint.pt'} holds the heads eagle, this run trains "
+                                        "medusa: give --head eagle, or another --out")):
+        with pytest.raises(SystemExit) as exit_:  # before the target loads, not after
+            heads.parse_args(["--out", str(out), "--head", "medusa", *extra])
+        assert exit_.value.code == 2 and words in capsys.readouterr().err
+    assert heads.parse_args(["--out", str(out), "--head", "medusa", "--overwrite"]).heads == ["medusa"]
+    assert heads.parse_args(["--out", str(out), "--head", "eagle", "--resume"]).heads == ["eagle"]
+
+
 @pytest.mark.slow
 def test_a_truncated_or_foreign_checkpoint_is_refused_in_one_line(user, tmp_path):
     config, first = user
@@ -80,11 +95,13 @@ def test_a_truncated_or_foreign_checkpoint_is_refused_in_one_line(user, tmp_path
 
 
 @pytest.mark.slow
-def test_resume_with_other_heads_or_another_vocabulary_is_refused_in_one_line(user, tmp_path):
+def test_resume_with_other_heads_or_another_vocabulary_is_refused_in_one_line(user, tmp_path, capsys):
     config, first = user
     out = _copy(first, tmp_path)
-    with pytest.raises(SystemExit, match=r"holds the heads eagle, medusa, this run trains eagle: give --head"):
+    with pytest.raises(SystemExit) as exit_:  # as the arguments are parsed
         heads.main([*_args(config, out), "--head", "eagle", "--steps", "3", "--resume"])
+    assert exit_.value.code == 2
+    assert "holds the heads eagle, medusa, this run trains eagle: give --head" in capsys.readouterr().err
     with pytest.raises(SystemExit, match=r"^--resume: .* heads of another shape \(size mismatch"):
         heads.main([*_args(config, out), "--vocab", "80", "--steps", "3", "--resume"])
 
