@@ -1,0 +1,70 @@
+"""A notebook's Ctrl-C (a real KeyboardInterrupt, delivered to the main thread in the middle of a run) and a loop
+left with break: the engine and a conversation's cache stay usable, and the next greedy run is token for token what
+it gave before, which is plain decoding's, for every drafter of the bundled preset."""
+
+from __future__ import annotations
+
+import _thread
+import threading
+
+import pytest
+
+from specui.prompt_cache import PromptCache
+from tests.helpers import BUNDLED_TARGET
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not BUNDLED_TARGET.exists(), reason="the bundled pair is not built")]
+GREEDY = dict(max_new_tokens=40, temperature=0.0, ignore_eos=True)
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    from specui import load_engine
+
+    return load_engine("bundled", warm_up=False)
+
+
+def interrupted(stream) -> int:
+    """Iterate `stream` and press Ctrl-C a moment after its first round, as a notebook's user does: the
+    KeyboardInterrupt lands wherever the main thread is, mostly inside the engine's round. The rounds seen."""
+    seen, timer = 0, threading.Timer(0.02, _thread.interrupt_main)
+    try:
+        for _ in stream:
+            seen += 1
+            if seen == 1:
+                timer.start()
+    except KeyboardInterrupt:
+        return seen
+    finally:
+        timer.cancel()
+    raise AssertionError(f"the run ended ({seen} rounds) before the interrupt: make it longer")
+
+
+@pytest.mark.parametrize("with_cache", [False, True])
+def test_a_keyboard_interrupt_mid_run_leaves_the_engine_and_its_cache_exact(bundled, with_cache):
+    tok = bundled.tokenizer
+    prompt, other = tok("def fibonacci(n):\n").input_ids, tok("import os\nclass Cache:\n").input_ids
+    for drafter in bundled.drafters:
+        plain = bundled.generate(prompt, speculative=False, **GREEDY).token_ids
+        cache = PromptCache() if with_cache else None
+        bundled.generate(prompt, drafter=drafter, cache=cache, **GREEDY)  # the conversation's first turn
+        long_run = bundled.stream(prompt + other, drafter=drafter, cache=cache,
+                                  **{**GREEDY, "max_new_tokens": 1000 - len(prompt + other)})
+        assert interrupted(long_run) >= 1, drafter
+        again = bundled.generate(prompt, drafter=drafter, cache=cache, **GREEDY)
+        assert again.token_ids == plain, drafter
+        if with_cache:
+            assert again.reused_tokens == len(prompt) - 1, drafter  # the cache still serves the conversation
+
+
+def test_a_loop_left_with_break_leaves_the_cache_exact(bundled):
+    """The other way out of a stream: break, the generator left to the garbage collector."""
+    tok = bundled.tokenizer
+    prompt = tok("for i in range(10):\n").input_ids
+    for drafter in bundled.drafters:
+        plain = bundled.generate(prompt, speculative=False, **GREEDY).token_ids
+        cache = PromptCache()
+        for i, _ in enumerate(bundled.stream(prompt, drafter=drafter, cache=cache, **GREEDY)):
+            if i == 2:
+                break
+        assert bundled.generate(prompt, drafter=drafter, cache=cache, **GREEDY).token_ids == plain, drafter
