@@ -9,9 +9,9 @@ over a verify's rows) and take the cores that specui's native products split the
 Set OMP_WAIT_POLICY=ACTIVE to keep OpenMP's default (transformers' own generate is ~10% faster with it).
 """
 
-import os
+import os as _os
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read by OpenMP when torch loads: before `import torch`
+_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # read by OpenMP when torch loads: before `import torch`
 
 __version__ = "0.1.0"
 
@@ -42,3 +42,8 @@ def __getattr__(name):
 
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'specui' has no attribute {name!r}")
+
+
+def __dir__():
+    """The lazy names too, so that a notebook's completion offers `specui.load_engine` before its first use."""
+    return sorted({*globals(), *_EXPORTS})

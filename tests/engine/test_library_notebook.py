@@ -66,3 +66,16 @@ def test_help_of_a_result_names_every_field_and_figure(record):
     names = [f.name for f in dataclasses.fields(record)] + [n for n, v in vars(record).items()
                                                             if isinstance(v, property) and n != "text"]
     assert not [n for n in names if not re.search(rf"\b{n}\b", doc)]
+
+
+def test_a_notebooks_completion_offers_the_public_names():
+    """`specui.<Tab>` offered only `os` (the names are imported lazily, and dir() did not list them): the stdlib's
+    completer, as python's REPL uses it, now offers load_engine, and `os` is no public name."""
+    import rlcompleter
+
+    import specui
+
+    complete = rlcompleter.Completer({"specui": specui}).complete
+    offered = [complete("specui.", i) for i in range(100)]
+    assert {"specui.load_engine(", "specui.SpeculativeEngine(", "specui.DecodeSettings("} <= set(offered), offered
+    assert "specui.os" not in offered and "os" not in dir(specui)
