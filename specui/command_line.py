@@ -3,12 +3,15 @@ runs its `main` under `run`.
 
 A models.yaml that cannot be read, a preset that does not exist, a model folder or package that is missing, prompts
 that outgrow the model's context, a setting out of range: each error's message already says what to do, so it is
-printed as `PROG: error: MESSAGE` (argparse's form) and the process exits with 1. Ctrl-C is the user's too: one
-line, `PROG: interrupted`, and exit status 130 (the shell's for SIGINT), not a traceback from wherever the process
-was (a training command saves its checkpoint first: see specui.train.checkpoint.stop_requests). A reader of stdout
-that leaves early (`| head`) ends the printing without a word and with exit status 141 (the shell's for a writer whose
-reader left, SIGPIPE's, as 130 is Ctrl-C's), whichever command it was. Anything else is a bug and keeps its
-traceback.
+printed as `PROG: error: MESSAGE` (argparse's form). One rule gives its exit status (`exit_status`), the same as
+app.py's for the same mistake: 2, argparse's, for a usage mistake, what the command asked that cannot be done as asked
+(a models.yaml or preset, a setting, a prompt too long, and a model that `check_preset` finds missing before any model
+loads); 1 for a failure at run time (a model that fails as it loads, a record that cannot be written). Ctrl-C is the
+user's too: one line, `PROG: interrupted`, and exit status 130 (the shell's for SIGINT), not a traceback from wherever
+the process was (a training command saves its checkpoint first: see specui.train.checkpoint.stop_requests). A reader
+of stdout that leaves early (`| head`) ends the printing without a word and with exit status 141 (the shell's for a
+writer whose reader left, SIGPIPE's, as 130 is Ctrl-C's), whichever command it was. Anything else is a bug and keeps
+its traceback.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from specui.packaged import PackagedModelError
 from specui.presets import ConfigError
 from specui.settings import SettingsError
 
-USER_ERRORS = (ConfigError, LoadError, PackagedModelError, ContextLengthError, SettingsError)
+USAGE_ERRORS = (ConfigError, SettingsError, ContextLengthError)  # what was asked cannot be done as asked: exit 2
+USER_ERRORS = (*USAGE_ERRORS, LoadError, PackagedModelError)  # and a model that fails as it loads: exit 1
+USAGE = 2  # argparse's exit status for a usage mistake
 READER_LEFT = 141  # 128 + SIGPIPE: the exit status of a writer to a pipe whose reader left (`| head`)
 
 
@@ -31,7 +36,30 @@ def refuse(prog: str, message: str):
     """A mistake found after the flags were read (a preset's drafters, its prompts): one line in argparse's form and
     its exit status, 2."""
     print(f"{prog}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
+    raise SystemExit(USAGE)
+
+
+def exit_status(error: BaseException) -> int:
+    """The exit status of one of the USER_ERRORS, the same in every entry point: USAGE (2) for a usage mistake, 1 for
+    a failure at run time (a model that fails as it loads; one found missing before, by `check_preset`, is refused
+    as a usage mistake)."""
+    return USAGE if isinstance(error, USAGE_ERRORS) else 1
+
+
+def check_preset(prog: str, preset) -> None:
+    """What can be known of a preset's models before any loads, refused as a usage mistake (2), as app.py refuses it:
+    a model wheel not installed (with the command that installs it), a folder or GGUF file that is not there, a Hub
+    model out of reach, a mistyped SPECUI_CONVERSATION_MEMORY."""
+    from specui.loading import check_before_loading
+    from specui.packaged import ensure_available, is_packaged
+
+    try:
+        for ref in (preset.target, preset.draft):
+            if ref and is_packaged(ref):
+                ensure_available(ref)
+        check_before_loading(preset)
+    except (LoadError, PackagedModelError) as e:
+        refuse(prog, str(e))
 
 
 def silence_stdout() -> None:
@@ -41,14 +69,15 @@ def silence_stdout() -> None:
 
 
 def run(main: Callable, prog: str, argv: list[str] | None = None):
-    """main(argv), with the USER_ERRORS it raises ended as one line on stderr and exit status 1, Ctrl-C as one line
+    """main(argv), with the USER_ERRORS it raises ended as one line on stderr and `exit_status`, Ctrl-C as one line
     and exit status 130, a reader of stdout gone as exit status 141 (no line: it is the reader's choice)."""
     try:
         result = main(argv)
         sys.stdout.flush()  # what is still buffered: a reader gone is found here, not in Python's flush at exit
         return result
     except USER_ERRORS as e:
-        raise SystemExit(f"{prog}: error: {e}") from None
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        raise SystemExit(exit_status(e)) from None
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         raise SystemExit(130) from None

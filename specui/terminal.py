@@ -7,7 +7,8 @@ continues the text. `--chat` holds a conversation, each turn reading only its ne
 `--compare` runs plain decoding after, on the same prompt, settings and seed; `--json FILE` writes the run's record.
 
 A user's mistake is one line naming the flag and exit status 2 (`specui.command_line` turns a missing model wheel, a
-bad models.yaml or a prompt too long into one line and exit status 1, Ctrl-C into "interrupted" and 130).
+bad models.yaml or a prompt too long into one line and exit status 2 too, as app.py does, a model that fails as it
+loads into 1, Ctrl-C into "interrupted" and 130).
 """
 
 from __future__ import annotations
@@ -188,6 +189,7 @@ class Session:
 
 def load(args):
     """(engine, preset) of --preset/--config, the flags that need the preset checked before its models load."""
+    from specui.command_line import check_preset
     from specui.loading import load_engine
     from specui.presets import ConfigError, load_config
 
@@ -200,6 +202,7 @@ def load(args):
     if args.system and not preset.chat_template:
         refuse(f"--system: preset {preset.name!r} is a base model with no chat template: it continues the text and "
                "reads no system prompt")
+    check_preset(PROG, preset)  # a wheel or folder missing: a usage mistake (2), as app.py says it
     engine = load_engine(preset, progress=lambda line: print(line, file=sys.stderr, flush=True))
     return engine, preset
 

@@ -15,7 +15,7 @@ from specui.arena import PLAIN, can_draft, skip_reason
 from specui.bench import arena as bench_arena
 from specui.bench import conversation as bench_conversation
 from specui.bench.record import environment, json_path_problem, provenance, show, started, write_json
-from specui.command_line import READER_LEFT, refuse
+from specui.command_line import READER_LEFT, check_preset, refuse
 from specui.bench.report import format_table
 from specui.bench.run import (
     DEFAULT_PROMPTS,
@@ -270,6 +270,7 @@ def main(argv=None) -> dict:
         config = with_pair(config, args.target, args.draft, chat=args.chat)
     preset = config.get(args.preset)
     refuse_ignored(args, preset)
+    check_preset(PROG, preset)  # a wheel or folder missing: a usage mistake (2), as app.py says it
     pair = load_pair(preset, progress=lambda msg: print(msg, file=sys.stderr))  # applies the preset's threads
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -385,11 +386,11 @@ def conversation(args, argv, preset, pair, methods, decode, texts: list[str]) ->
 def drafters_to_run(pair, preset_name: str, drafter: str) -> tuple[str, ...]:
     """The arms of a side-by-side run: plain and every drafter for `all`, plain and the head for a head
     drafter (transformers has nothing to time it against); () for the model or prompt lookup alone.
-    Exits with the preset's drafters when it lacks the one asked for."""
+    Refuses (exit 2) naming the preset's drafters when it lacks the one asked for, as `python -m specui` does."""
     available = pair.engine().drafters
     if drafter != ALL and drafter not in available:
-        raise SystemExit(f"{PROG}: error: preset {preset_name!r} has no drafter {drafter!r}; "
-                         f"its drafters: {', '.join(available)} (or --drafter {ALL})")
+        refuse(PROG, f"--drafter {drafter}: preset {preset_name!r} has no such drafter; its drafters: "
+                     f"{', '.join(available)} (or --drafter {ALL})")
     if drafter == ALL:
         return (PLAIN, *available)
     return (PLAIN, drafter) if drafter in HEAD_DRAFTERS else ()

@@ -16,7 +16,7 @@ from tests.helpers import ROOT
 
 def _one_line_error(args: list[str], prog: str) -> str:
     out = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr  # a usage mistake, as app.py's (was 1)
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: "), out.stderr
     return lines[0]
@@ -56,13 +56,14 @@ def test_a_bad_prompts_file_is_one_line_in_the_commands_form(tmp_path):
     assert refused(missing).startswith(f"python -m specui.bench: error: --prompts {missing}: cannot be read")
 
 
-def test_run_ends_only_the_users_errors_and_keeps_a_bugs_traceback():
+def test_run_ends_only_the_users_errors_and_keeps_a_bugs_traceback(capsys):
     def bad_config(argv):
         raise ConfigError("models.yaml: no preset named 'x'")
 
     with pytest.raises(SystemExit) as exit_:
         run(bad_config, "prog")
-    assert exit_.value.code == "prog: error: models.yaml: no preset named 'x'"  # printed to stderr, exit status 1
+    assert exit_.value.code == 2  # a usage mistake (specui.command_line.exit_status)
+    assert capsys.readouterr().err == "prog: error: models.yaml: no preset named 'x'\n"
 
     def bug(argv):
         raise KeyError("a bug")
