@@ -81,30 +81,44 @@ def static_size(*, width: int, depth: int) -> int:
 
 @dataclass(frozen=True)
 class DecodeSettings:
-    """How to decode: K, the sampling transform, the budget, the seed and the drafter.
+    """How to decode: K, the sampling transform, the budget, the seed and the drafter. Frozen: `but(**changes)` gives a
+    copy with some changed, checked again; a value out of range raises SettingsError, naming the field.
 
-    drafter: a name of `specui.drafters.DRAFTER_NAMES` or the label the app shows for it (`LABELS`: "prompt lookup",
-    in any case; kept as the name), None (the engine's default: the preset's drafter for an
-    engine from `load_engine`, else the draft model when there is one, else prompt lookup) or any object with the
-    `Drafter` methods.
-    seed None draws a fresh one.
+    num_draft_tokens    K, the tokens a round drafts (1..64)
+    temperature         0: greedy (`greedy` is True: the target's own output, token for token); else sampling, at
+                        least 1e-5
+    top_k, top_p        0 and 1 keep every token
+    repetition_penalty  1 leaves the target's logits alone; above 1 discourages repeats (`specui.sampling.penalize`)
+    max_new_tokens      the most new tokens the run writes
+    seed                None draws a fresh one (the result's `seed` says which)
+    drafter             a name of `specui.drafters.DRAFTER_NAMES` or the label the app shows for it (`LABELS`: "prompt
+                        lookup", in any case; kept as the name), None (the engine's default: the preset's drafter for
+                        an engine from `load_engine`, else the draft model when there is one, else prompt lookup) or
+                        any object with the `Drafter` methods
+    adaptive            K moves between 1 and max(2K, 8) with the observed acceptance
+    ignore_eos          write max_new_tokens whatever the model says (as the benchmark does)
+    speculative         False: plain decoding by the target alone
+    tree_width          children per expanded tree node; 1: one chain of K drafts (no tree)
+    tree_nodes          trees: 0 the static shape (every node to depth K), N >= 1 the dynamic one keeping N
+    draft_confidence    a chain stops drafting once the draft's confidence falls below this (0: K always;
+                        `specui.drafters.base.Confidence`); a dynamic tree keeps no node whose path is less likely (a
+                        static one its shape)
     """
 
-    num_draft_tokens: int = 4  # K
-    temperature: float = 0.0  # 0 = greedy
-    top_k: int = 0  # 0 keeps every token
-    top_p: float = 1.0  # 1 keeps every token
-    repetition_penalty: float = 1.0  # 1 leaves the target's logits alone; above 1 discourages repeats (`penalize`)
+    num_draft_tokens: int = 4
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+    repetition_penalty: float = 1.0
     max_new_tokens: int = 64
     seed: int | None = None
     drafter: object = None
-    adaptive: bool = False  # K moves between 1 and max(2K, 8) with the observed acceptance
+    adaptive: bool = False
     ignore_eos: bool = False
-    speculative: bool = True  # False: plain decoding by the target alone
-    tree_width: int = 1  # children per expanded tree node; 1: one chain of K drafts (no tree)
-    tree_nodes: int = 0  # trees: 0 the static shape (every node to depth K), N >= 1 the dynamic one keeping N
-    draft_confidence: float = 0.0  # a chain stops drafting once the draft's confidence falls below this (0: K always;
-    # `specui.drafters.base.Confidence`); a dynamic tree keeps no node whose path is less likely (a static one its shape)
+    speculative: bool = True
+    tree_width: int = 1
+    tree_nodes: int = 0
+    draft_confidence: float = 0.0
 
     def __post_init__(self):
         # numbers are normalised to Python ints and floats (numpy's are accepted), bools refused

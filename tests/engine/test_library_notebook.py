@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from specui import GenerationResult, Kind, Round, SpeculativeEngine, load_engine
+from specui import DecodeSettings, GenerationResult, Kind, Round, SpeculativeEngine, load_engine
 from specui.events import Check
 from tests.helpers import make_model, noisy_copy
 
@@ -58,10 +58,10 @@ def test_help_of_load_engine_says_which_presets_and_how_to_start():
         assert word in doc, word
 
 
-@pytest.mark.parametrize("record", [GenerationResult, Round])
+@pytest.mark.parametrize("record", [GenerationResult, Round, DecodeSettings])
 def test_help_of_a_result_names_every_field_and_figure(record):
     """help(result) showed the fields' names and types only: what total_s counts, what stop_reason holds, what a
-    round's draft_s or residual_top are, lived in the source's comments."""
+    round's draft_s or residual_top are, what DecodeSettings' ignore_eos does, lived in the source's comments."""
     doc = inspect.getdoc(record)
     names = [f.name for f in dataclasses.fields(record)] + [n for n, v in vars(record).items()
                                                             if isinstance(v, property) and n != "text"]
