@@ -17,7 +17,17 @@ from specui.drafters.registry import DRAFTER_NAMES, HEAD_OF, HEADS, MODEL, MODEL
 from specui.packaged import PREFIX as PACKAGED_PREFIX, PackagedModelError, is_gguf, lookup as lookup_packaged
 from specui.settings import MAX_DRAFT_TOKENS
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "models.yaml"
+
+def _shipped_config() -> Path:
+    """specui's own models.yaml: in an installed wheel, specui/shipped/ holds it with the assets/ its presets name
+    and app.py (the repository's root, as pyproject.toml ships it); in a clone or an editable install it is
+    beside the package."""
+    package = Path(__file__).resolve().parent
+    installed = package / "shipped" / "models.yaml"
+    return installed if installed.is_file() else package.parent / "models.yaml"
+
+
+DEFAULT_CONFIG = _shipped_config()
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 QUANTIZATIONS = ("none", "8bit", "4bit")
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")  # accelerate's strategies; else one device
