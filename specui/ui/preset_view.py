@@ -13,6 +13,7 @@ from specui.drafters import LABELS
 from specui.drafters.registry import name_of
 from specui.loading import pick_device
 from specui.spaces import hardware_note
+from specui.ui.render import markdown_text
 
 
 def follow_preset(preset, *, k_max: int | None = None) -> tuple:
@@ -61,10 +62,11 @@ def _capped(k: int, k_max: int | None) -> int:
 
 def about(preset) -> str:
     """The preset's description, the memory it needs, the hardware note, then its drafter and K (and the K of
-    drafters that have their own) and whether it uses the chat template."""
-    lines = [preset.description or ""]
+    drafters that have their own) and whether it uses the chat template: Markdown, the description and memory as
+    written (`markdown_text`)."""
+    lines = [markdown_text(preset.description or "")]  # a models.yaml's words, shown as written: never markup
     if preset.memory:
-        lines.append(f"*Needs {preset.memory}.*")
+        lines.append(f"*Needs {markdown_text(preset.memory)}.*")
     runs_on = "cuda" if (preset.device_map or pick_device(preset.device) != "cpu") else "cpu"
     note = hardware_note(runs_on)
     if note:

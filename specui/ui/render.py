@@ -13,6 +13,7 @@ probability p, the draft probability q and the acceptance probability; rejected 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -53,6 +54,16 @@ def escape_text(text: str) -> str:
     """Escape & < > " ' and turn line breaks and tabs into references, keeping the HTML on one line."""
     escaped = html.escape(text, quote=True)
     return escaped.replace("\r", "&#13;").replace("\n", "&#10;").replace("\t", "&#9;")
+
+
+MARKDOWN_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
+
+
+def markdown_text(text: str) -> str:
+    """`text` for a Markdown component to show as written: every ASCII punctuation character backslash-escaped (as
+    CommonMark allows any of them), so that `<img src=x>`, `![a](url)`, `[a](url)`, `**`, `$$` or `#` in a models.yaml's
+    description stays text instead of becoming an image fetched from elsewhere, a link, a heading or a formula."""
+    return MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def _num(x: float | None, digits: int = 4) -> str:
