@@ -13,18 +13,27 @@ from specui.train.exit_head import build_head, parse_args
 from tests.helpers import make_config
 
 
+def tiny_target():
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(0)
+    return LlamaForCausalLM(make_config("llama", vocab_size=64, layers=2, hidden=32)).eval()
+
+
+def save_exit_head(folder, *, mlp_hidden: int = 0, target=None):
+    """An untrained early-exit head of a tiny random Llama saved in `folder`, as `--init` reads one."""
+    common.save(EarlyExitHead(target or tiny_target(), token_ids=torch.arange(40), exit_layer=1,
+                              mlp_hidden=mlp_hidden), folder)
+    return folder
+
+
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     """Two early-exit heads of a tiny random Llama (one with an MLP 16 wide, one without) and a Medusa head."""
-    from transformers import LlamaForCausalLM
-
-    root = tmp_path_factory.mktemp("heads")
-    torch.manual_seed(0)
-    target = LlamaForCausalLM(make_config("llama", vocab_size=64, layers=2, hidden=32)).eval()
-    ids = torch.arange(40)
-    common.save(EarlyExitHead(target, token_ids=ids, exit_layer=1, mlp_hidden=16), root / "wide")
-    common.save(EarlyExitHead(target, token_ids=ids, exit_layer=1), root / "plain")
-    common.save(medusa(target, token_ids=ids, num_heads=2), root / "medusa")
+    root, target = tmp_path_factory.mktemp("heads"), tiny_target()
+    save_exit_head(root / "wide", mlp_hidden=16, target=target)
+    save_exit_head(root / "plain", target=target)
+    common.save(medusa(target, token_ids=torch.arange(40), num_heads=2), root / "medusa")
     return root
 
 

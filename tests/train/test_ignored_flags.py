@@ -12,6 +12,7 @@ import torch
 from specui import chat_draft
 from specui.train import chat, exit_head, heads
 from tests.train.test_chat_mistakes import _answers_folder
+from tests.train.test_exit_init import save_exit_head
 
 
 def _refused(parse, argv, capsys) -> str:
@@ -76,9 +77,10 @@ def test_the_heads_trainer_refuses_a_flag_its_combination_ignores(tmp_path, caps
 
 
 def test_the_exit_trainer_refuses_vocab_with_init(tmp_path, capsys):
-    argv = ["--answers", str(tmp_path), "--out", str(tmp_path / "out"), "--init", str(tmp_path)]
+    init = save_exit_head(tmp_path / "head")
+    argv = ["--answers", str(tmp_path), "--out", str(tmp_path / "out"), "--init", str(init)]
     line = _refused(exit_head.parse_args, [*argv, "--vocab", "512"], capsys)
-    assert line == f"python -m specui.train exit: error: --vocab picks a fresh head's ids; --init {tmp_path}'s head " \
+    assert line == f"python -m specui.train exit: error: --vocab picks a fresh head's ids; --init {init}'s head " \
                    "keeps its own"
     exit_head.parse_args(argv)
 
