@@ -12,7 +12,7 @@ from specui import corpus
 from specui.train import distill, evaluate, model_card, next_step
 from specui.train.checkpoint import refuse_overwrite
 from specui.train.common import (above, at_least, check_folders, check_ranges, encode_stream, make_model,
-                                 refuse_ignored, save_pair_member, train_target, train_tokenizer, within)
+                                 named_options, refuse_ignored, save_pair_member, train_target, train_tokenizer, within)
 from specui.train.config import DEFAULT_OUT, DRAFT_DIR, TARGET_DIR, TrainConfig
 
 DESCRIPTION = f"""Train the bundled model pair from the Python standard library. Writes into --out
@@ -68,6 +68,27 @@ def check_shapes(ap, cfg: TrainConfig, *, training: bool) -> None:
         ap.error(f"--max-positions must be >= {need} ({why}), got {cfg.max_positions}")
 
 
+def refuse_stopped_run(parser, args, argv) -> None:
+    """Refuse, in one line, a run of both stages into an --out that an earlier run left half done, naming the command
+    that keeps its work (not --overwrite, which refuse_overwrite would offer): a target without its draft (stopped
+    while the draft distilled): --stage draft trains the draft on it; a pair without eval_results.json (stopped while
+    it was evaluated): --eval-only evaluates it."""
+    out = Path(args.out)
+    if args.eval_only or args.stage != "all" or args.overwrite or not (out / TARGET_DIR).is_dir():
+        return
+    if not (out / DRAFT_DIR).exists():
+        named = sorted(named_options(parser, args, argv) & set(TARGET_ONLY), key=TARGET_ONLY.index)
+        drop = f" (without {', '.join('--' + n.replace('_', '-') for n in named)}: the target's, trained already)" \
+            if named else ""
+        parser.error(f"--out {args.out} holds the target of an earlier run that stopped before its draft "
+                     f"({out / TARGET_DIR}, no {DRAFT_DIR}): the same command with --stage draft{drop} trains the "
+                     "draft on it; --overwrite trains both afresh, or give another --out")
+    if not (out / TARGET_DIR / "eval_results.json").exists():
+        parser.error(f"--out {args.out} holds a pair an earlier run trained and stopped before it evaluated it (no "
+                     f"{out / TARGET_DIR / 'eval_results.json'}): python -m specui.train --eval-only --out {args.out} "
+                     "evaluates it and writes its model cards; --overwrite trains both afresh, or give another --out")
+
+
 def parse_args(argv=None, *, create: bool = False) -> tuple[TrainConfig, argparse.Namespace]:
     """The configuration and the other options; every number checked against its range and --out against the
     file system (no file written; with `create`, as main runs, --out and --checkpoint-dir are made now)."""
@@ -106,6 +127,7 @@ def parse_args(argv=None, *, create: bool = False) -> tuple[TrainConfig, argpars
           for f in fields(TrainConfig) if f.name not in {"out", *EVAL_READS}),
         *((name, args.stage == "draft", "is the target's, and --stage draft reads the target in --out as it was "
                                         "trained: drop it, or train both (--stage all)") for name in TARGET_ONLY)])
+    refuse_stopped_run(parser, args, argv)
     refuse_overwrite(parser, args, [Path(cfg.out) / name for name in written])
     check_folders(parser, args, ["out", "checkpoint_dir"], create=create)
     return cfg, args

@@ -95,14 +95,20 @@ def check_folders(ap, args, names, *, create: bool = False) -> None:
                 ap.error(f"{flag} {path}: cannot create the folder ({e.strerror or e})")
 
 
+def named_options(ap, args, argv) -> set[str]:
+    """The dests of the options the command line `argv` names (whatever their values), of parser `ap`'s `args`."""
+    unset = object()  # argparse fills in a default only where the namespace has no value yet
+    named = ap.parse_args(argv, namespace=argparse.Namespace(**{k: unset for k in vars(args)}))
+    return {dest for dest, value in vars(named).items() if value is not unset}
+
+
 def refuse_ignored(ap, args, argv, rules) -> None:
     """Refuse, in one line before work starts, an option the command line names (whatever its value) that this
     combination of options would ignore. `rules`: (dest, ignored, why) triples; the first named and ignored is
     refused as `--flag why`."""
-    unset = object()  # argparse fills in a default only where the namespace has no value yet
-    named = ap.parse_args(argv, namespace=argparse.Namespace(**{k: unset for k in vars(args)}))
+    named = named_options(ap, args, argv)
     for dest, ignored, why in rules:
-        if ignored and getattr(named, dest) is not unset:
+        if ignored and dest in named:
             ap.error(f"--{dest.replace('_', '-')} {why}")
 
 
