@@ -152,6 +152,7 @@ class Showcase:
         except ValueError as e:  # ConfigError
             yield fail(str(e))
             return
+        run.preset = preset.name  # known now: a Stop while it loads keeps a reply that names it (`reply_message`)
         loading = self._load(preset)
         try:
             while True:
@@ -159,7 +160,6 @@ class Showcase:
                 yield Frame(message=render.render_note(line), stats=stats.stats_html(None, status=line)), run
         except StopIteration as done:
             pair = done.value
-            run.preset = preset.name
         except LoadError as e:
             log.warning("%s", e)
             yield fail(str(e))
