@@ -112,6 +112,14 @@ def refuse_ignored(ap, args, argv, rules) -> None:
             ap.error(f"--{dest.replace('_', '-')} {why}")
 
 
+def cpu_bf16_rule() -> tuple:
+    """refuse_ignored's rule for a --bf16 that only a CPU's run takes (a bfloat16 copy of the target, for its AMX): a
+    run on a CUDA GPU keeps float32 with TF32 products and would ignore it."""
+    return ("bf16", torch.cuda.is_available(), "is for a CPU (a bfloat16 copy of the target, for its AMX), and this "
+                                               "run goes to the CUDA GPU, which trains in float32 on its TF32 tensor "
+                                               "cores: drop --bf16")
+
+
 def autocast(device: str, enabled: bool):
     """Mixed precision for training forwards: bfloat16 matmuls, float32 master weights."""
     return torch.autocast("cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16, enabled=enabled)

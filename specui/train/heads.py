@@ -26,8 +26,8 @@ from specui.drafters.registry import HEADS
 from specui.heads import common
 from specui.train import checkpoint as files
 from specui.train import head_data, next_step
-from specui.train.common import (at_least, check_budgets, check_folders, device_name, refuse_ignored, tf32_products,
-                                 warmup_cosine)
+from specui.train.common import (at_least, check_budgets, check_folders, cpu_bf16_rule, device_name, refuse_ignored,
+                                 tf32_products, warmup_cosine)
 
 
 def log(msg: str) -> None:
@@ -125,7 +125,8 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
         *((dest, bool(args.init), f"shapes a new head; --init {args.init}'s heads keep their own")
           for dest in ("medusa_heads", "exit_layer")),
         ("continue_tokens", not args.continuations, "is the length of --continuations, which is 0: give both"),
-        ("overwrite", args.resume, "starts afresh over an earlier run, --resume goes on from it: say one")])
+        ("overwrite", args.resume, "starts afresh over an earlier run, --resume goes on from it: say one"),
+        cpu_bf16_rule()])
     check_inputs(ap, args)
     files.refuse_other_heads(ap, args)
     files.refuse_overwrite(ap, args, [*(Path(args.out) / h for h in args.heads), Path(args.out) / "checkpoint.pt"])
@@ -307,7 +308,7 @@ def _main(argv=None) -> None:
         f"{', '.join(heads)}; target states at layers {layers}; draft vocabulary {len(token_ids)}")
     layers = tuple(sorted(set(layers) | set(args.extra_layers)))
     states = None if args.states == "none" else args.states or out / "states.pt"
-    cpu_bf16 = args.bf16 and device.type == "cpu"  # --bf16 is for a CPU's AMX; a GPU keeps its TF32 products
+    cpu_bf16 = args.bf16 and device.type == "cpu"  # --bf16 is for a CPU's AMX (refused where CUDA is)
     cache = head_data.FeatureCache(target, sequences, layers=layers, log=log, path=states, batch=args.state_batch,
                                    dtype=torch.bfloat16 if cpu_bf16 else None)
     gen = torch.Generator().manual_seed(args.seed)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from specui import chat_draft
-from specui.train import chat, exit_head, heads
+from specui.train import chat, exit_head, greedy_labels, heads
 from tests.train.test_chat_mistakes import _answers_folder
 from tests.train.test_exit_init import save_exit_head
 
@@ -112,3 +112,16 @@ def test_the_bundled_trainer_refuses_what_eval_only_or_stage_draft_ignores(tmp_p
         assert words in _refused(cli.parse_args, argv, capsys), argv
     assert cli.parse_args([*out, "--eval-only", "--alpha-prompts", "3", "--seq-len", "64"])[0].alpha_prompts == 3
     assert cli.parse_args([*out, "--stage", "draft", "--draft-steps", "3", "--overwrite"])[0].draft_steps == 3
+
+
+@pytest.mark.parametrize("parse, argv", [(heads.parse_args, []), (greedy_labels.parse_args, ["--answers", "A"])])
+def test_bf16_is_refused_where_the_run_goes_to_a_cuda_gpu(parse, argv, tmp_path, monkeypatch, capsys):
+    """--bf16 makes a bfloat16 copy of the target on a CPU only; a run on a CUDA GPU (none here: torch told there is
+    one) trained in float32 without a word."""
+    argv = [*argv, "--out", str(tmp_path / "out")] if parse is heads.parse_args else argv
+    assert parse([*argv, "--bf16"]).bf16  # a CPU takes it
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert _refused(parse, [*argv, "--bf16"], capsys).endswith(
+        "--bf16 is for a CPU (a bfloat16 copy of the target, for its AMX), and this run goes to the CUDA GPU, which "
+        "trains in float32 on its TF32 tensor cores: drop --bf16")
+    assert not parse(argv).bf16
