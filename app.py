@@ -84,20 +84,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
+    from specui.command_line import stop_signals
     from specui.ui.blocks import build, launch
 
-    demo = build(config)
-    try:
-        launch(demo, server_name=args.host, server_port=args.port, share=args.share)
-    except BrokenPipeError:  # stdout's reader left (`| head`): ended as every command ends it, without a word
-        from specui.command_line import READER_LEFT, silence_stdout
+    with stop_signals() as stopped:  # Ctrl-C or SIGTERM: gradio closes the server and returns as if done
+        try:
+            launch(build(config), server_name=args.host, server_port=args.port, share=args.share)
+        except KeyboardInterrupt:  # while the page was being built
+            pass
+        except BrokenPipeError:  # stdout's reader left (`| head`): ended as every command ends it, without a word
+            from specui.command_line import READER_LEFT, silence_stdout
 
-        silence_stdout()
-        return READER_LEFT
-    except OSError as e:  # the port is taken, or the address cannot be bound
-        print(f"error: cannot serve on {args.host}:{args.port} (choose another with --port): {e}", file=sys.stderr)
-        return 1
-    return 0
+            silence_stdout()
+            return READER_LEFT
+        except OSError as e:  # the port is taken, or the address cannot be bound
+            print(f"error: cannot serve on {args.host}:{args.port} (choose another with --port): {e}",
+                  file=sys.stderr)
+            return 1
+    return 128 + stopped[0] if stopped else 0  # the shell's status for the signal: 130 for Ctrl-C, 143 for SIGTERM
 
 
 def _port(text: str) -> int:

@@ -17,8 +17,10 @@ its traceback.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable
+from contextlib import contextmanager
 
 from specui.engine import ContextLengthError
 from specui.loading import LoadError
@@ -60,6 +62,25 @@ def check_preset(prog: str, preset) -> None:
         check_before_loading(preset)
     except (LoadError, PackagedModelError) as e:
         refuse(prog, str(e))
+
+
+@contextmanager
+def stop_signals():
+    """Ctrl-C (SIGINT) and SIGTERM raised as KeyboardInterrupt in the main thread, for code that ends itself on one
+    (a served app closes its server and returns, as if done); yields the list that receives the signal's number, so
+    the caller can exit with the shell's status for it, 128 + the number (130, 143), not 0. Put back after."""
+    stopped: list[int] = []
+
+    def stop(signum, frame):
+        stopped.append(signum)
+        raise KeyboardInterrupt
+
+    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stopped
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 def silence_stdout() -> None:
