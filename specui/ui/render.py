@@ -56,6 +56,25 @@ def escape_text(text: str) -> str:
     return escaped.replace("\r", "&#13;").replace("\n", "&#10;").replace("\t", "&#9;")
 
 
+EMBEDDINGS, ISOLATES = "\u202a\u202b\u202d\u202e", "\u2066\u2067\u2068"  # bidi controls that open a scope
+
+
+def closed_bidi(text: str) -> str:
+    """`text` with every bidi embedding, override (U+202A-E, closed by U+202C) and isolate (U+2066-8, by U+2069) it
+    opens closed at its end: an RLO (U+202E) in one token had reversed every token after it on its line, their
+    colours and order with them; now it reverses the rest of its own token alone."""
+    opened = []
+    for ch in text:
+        if ch in EMBEDDINGS or ch in ISOLATES:
+            opened.append(ch)
+        elif ch == "\u202c" and opened and opened[-1] in EMBEDDINGS:
+            opened.pop()
+        elif ch == "\u2069" and any(o in ISOLATES for o in opened):
+            while opened and opened.pop() not in ISOLATES:  # a PDI closes its isolate and what opened within it
+                pass
+    return text + "".join("\u2069" if o in ISOLATES else "\u202c" for o in reversed(opened))
+
+
 MARKDOWN_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
 
 
@@ -92,7 +111,7 @@ def token_span(view: TokenView, *, style: str = "", shown: str | None = None) ->
     style_attr = f' style="{style}"' if style else ""
     special = " tok-special" if view.special else ""
     return (f'<span class="tok tok-{html.escape(view.kind)}{special}" title="{html.escape(tooltip(view), quote=True)}"'
-            f'{style_attr}>{escape_text(view.text if shown is None else shown)}</span>')
+            f'{style_attr}>{escape_text(closed_bidi(view.text) if shown is None else shown)}</span>')
 
 
 def render_tokens(views: Sequence[TokenView], *, cursor: bool = False) -> str:
@@ -250,7 +269,8 @@ def credit_span(text: str, credit, labels: dict[str, str], *, special: bool = Fa
         did.setdefault(ARENA_KINDS.get(kind, NOT_REACHED), []).append(labels.get(name, name))
     says = [f"{what}: {', '.join(names)}" for what, names in did.items()]
     title = " · ".join([f"token {credit.index + 1}: {credit.token_id} {text!r}", *says, *([SPECIAL_NOTE] if special else [])])
-    return f'<span class="tok {html.escape(cls)}" title="{html.escape(title, quote=True)}">{escape_text(text)}</span>'
+    shown = escape_text(closed_bidi(text))
+    return f'<span class="tok {html.escape(cls)}" title="{html.escape(title, quote=True)}">{shown}</span>'
 
 
 def arena_key(names: Sequence[str], labels: dict[str, str]) -> str:
