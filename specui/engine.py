@@ -18,6 +18,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import torch
 
@@ -39,23 +40,16 @@ from specui.drafters import (
 )
 from specui.drafters.base import features_of
 from specui.drafters.registry import name_of
-from specui.engine_checks import align, check_draft, check_prompt, check_run_arguments
+from specui.engine_checks import ContextLengthError  # noqa: F401 (where callers import it from)
+from specui.engine_checks import align, check_context, check_draft, check_prompt, check_run_arguments
 from specui.events import GenerationResult, Kind, Round
-from specui.kv import CachedLM, context_limit, cpu_threads, model_device
+from specui.kv import CachedLM, cpu_threads, model_device
 from specui.prompt_cache import PromptCache, open_target
 from specui.sampling import Generators, Rows, Sampling, argmax, choose, penalize
 from specui.settings import TREE_METHODS, DecodeSettings, settings_from, why_no_trees
 from specui.tree_round import tree_round
 from specui.tree_verify import verify_tree
 from specui.verify_rule import verify
-
-
-class ContextLengthError(ValueError):
-    """The prompt plus the tokens asked for do not fit in a model's context (`limit` tokens, 0 when unknown)."""
-
-    def __init__(self, message: str, limit: int = 0):
-        super().__init__(message)
-        self.limit = limit
 
 
 class SpeculativeEngine:
@@ -127,6 +121,16 @@ class SpeculativeEngine:
         return (MODEL_DRAFTERS if self.draft_model is not None else ()) \
             + tuple(d for d in HEAD_DRAFTERS if HEAD_OF[d] in self.heads) + (PROMPT_LOOKUP,)
 
+    def __repr__(self) -> str:
+        """One line a notebook shows: the preset (from `load_engine`), the models, their device and the drafters."""
+        def named(model) -> str:  # its class, and the folder it came from where it has one
+            where = Path(getattr(model, "name_or_path", "") or "").name
+            return "None" if model is None else type(model).__name__ + (f"({where!r})" if where else "")
+        preset = getattr(self, "preset", None)
+        return (f"SpeculativeEngine({f'preset={preset.name!r}, ' if preset is not None else ''}"
+                f"target={named(self.target_model)}, draft={named(self.draft_model)}, device={self.device}, "
+                f"drafters={self.drafters})")
+
     def generate(self, input_ids: Sequence[int], settings: DecodeSettings | None = None, *,
                  into: GenerationResult | None = None, **keywords) -> GenerationResult:
         """Decode one prompt to the end: a `GenerationResult` with every new token, its provenance and every round.
@@ -182,7 +186,8 @@ class SpeculativeEngine:
         if tree and not all(callable(getattr(drafter, m, None)) for m in TREE_METHODS):
             name = getattr(drafter, "name", type(drafter).__name__)
             raise ValueError(f"drafter {name!r} cannot draft token trees ({why_no_trees(name)}); use tree_width=1")
-        self._check_context(len(prompt), settings.max_new_tokens, drafter)
+        check_context(len(prompt), settings.max_new_tokens, target=self.target_model,
+                      draft=drafter.model if isinstance(drafter, ModelDrafter) else None)
         seed = secrets.randbits(63) if settings.seed is None else settings.seed
         result = into if into is not None else GenerationResult()
         result.seed, result.speculative = seed, settings.speculative
@@ -360,18 +365,6 @@ class SpeculativeEngine:
                                  f"none (its drafters: {have}; a preset's heads: list attaches them)")
             return self.heads[head].make_drafter(self.target_model, **({"copies": True} if drafter in COPIES else {}))
         return drafter  # a Drafter object (DecodeSettings refused unknown names)
-
-    def _check_context(self, prompt_len: int, max_new_tokens: int, drafter) -> None:
-        models = [("target", self.target_model)]
-        if isinstance(drafter, ModelDrafter):
-            models.append(("draft", drafter.model))
-        for role, model in models:
-            limit = context_limit(model)
-            if limit is not None and prompt_len + max_new_tokens > limit:
-                raise ContextLengthError(
-                    f"the prompt ({prompt_len} tokens) plus max_new_tokens ({max_new_tokens}) is "
-                    f"{prompt_len + max_new_tokens} tokens, more than the {role} model's context of {limit}; "
-                    "shorten the prompt or lower max_new_tokens", limit)
 
     def _sync(self) -> None:
         if self.device.type == "cuda":

@@ -1,5 +1,5 @@
-"""The engine's checks of what it is given: a prompt's token ids, a run's `into`/`draws`/`cache`, a drafter's
-proposal, a draft's q.
+"""The engine's checks of what it is given: a prompt's token ids and whether it fits the models' context
+(`ContextLengthError`), a run's `into`/`draws`/`cache`, a drafter's proposal, a draft's q.
 
 Each raises ValueError with a message that says what was wrong and what is expected, before the engine
 computes anything with it.
@@ -14,8 +14,28 @@ import torch
 
 from specui.drafters import Draft
 from specui.events import GenerationResult
+from specui.kv import context_limit
 from specui.prompt_cache import PromptCache
 from specui.sampling import Generators
+
+
+class ContextLengthError(ValueError):
+    """The prompt plus the tokens asked for do not fit in a model's context (`limit` tokens, 0 when unknown)."""
+
+    def __init__(self, message: str, limit: int = 0):
+        super().__init__(message)
+        self.limit = limit
+
+
+def check_context(prompt_len: int, max_new_tokens: int, *, target, draft=None) -> None:
+    """ContextLengthError where the prompt and the tokens asked for overflow the target's or the draft's context."""
+    for role, model in (("target", target), ("draft", draft)):
+        limit = None if model is None else context_limit(model)
+        if limit is not None and prompt_len + max_new_tokens > limit:
+            raise ContextLengthError(
+                f"the prompt ({prompt_len} tokens) plus max_new_tokens ({max_new_tokens}) is "
+                f"{prompt_len + max_new_tokens} tokens, more than the {role} model's context of {limit}; "
+                "shorten the prompt or lower max_new_tokens", limit)
 
 
 def check_prompt(input_ids, vocab_size: int) -> list[int]:

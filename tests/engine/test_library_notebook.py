@@ -79,3 +79,23 @@ def test_a_notebooks_completion_offers_the_public_names():
     offered = [complete("specui.", i) for i in range(100)]
     assert {"specui.load_engine(", "specui.SpeculativeEngine(", "specui.DecodeSettings("} <= set(offered), offered
     assert "specui.os" not in offered and "os" not in dir(specui)
+
+
+def test_an_engine_shows_its_models_and_drafters(engine):
+    """A notebook showed <specui.engine.SpeculativeEngine object at 0x7f...> for the engine it had just loaded."""
+    assert repr(engine) == ("SpeculativeEngine(target=LlamaForCausalLM, draft=LlamaForCausalLM, device=cpu, "
+                            "drafters=('model', 'model_lookup', 'prompt_lookup'))")
+    alone = SpeculativeEngine(engine.target_model)
+    alone.target_model.name_or_path = "/somewhere/models/specui-target"  # as from_pretrained sets it
+    try:
+        assert repr(alone) == ("SpeculativeEngine(target=LlamaForCausalLM('specui-target'), draft=None, device=cpu, "
+                               "drafters=('prompt_lookup',))")
+    finally:
+        alone.target_model.name_or_path = ""
+
+
+@pytest.mark.slow
+def test_a_loaded_engine_shows_its_preset():
+    bundled = load_engine("bundled", warm_up=False)
+    assert repr(bundled).startswith("SpeculativeEngine(preset='bundled', target=LlamaForCausalLM('specui-target'), "
+                                    f"draft=LlamaForCausalLM('specui-draft'), device={bundled.device}, drafters=(")
