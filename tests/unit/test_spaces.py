@@ -157,3 +157,21 @@ def test_stop_ends_a_zero_gpu_workers_run_that_cannot_hear_it():
     assert run.phase == "stopped" and len(run.spec.token_ids) < 256
     *_, (frame, again) = calls.decode("def main(argv):", Settings(max_new_tokens=4), figures=False)
     assert frame.done and len(again.spec.token_ids) == 4  # the stopped call let go of the pair
+
+
+def test_the_deploy_steps_archive_into_an_emptied_folder(tmp_path):
+    """The steps unpacked `git archive HEAD` into /tmp/specui-space as it stood: on an update, a file of the earlier
+    upload that the new version removed was sent again with it. The README's line, run here twice over a planted
+    stale file, leaves the tracked files alone."""
+    import subprocess
+
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    steps = re.search(r"^## Deploy to Spaces\n(.*?)^## ", (ROOT / "README.md").read_text(), re.S | re.M).group(1)
+    line = next(s.strip() for s in steps.splitlines() if "git archive HEAD" in s and "tar -x" in s)
+    folder = tmp_path / "specui-space"
+    folder.mkdir()
+    (folder / "stale.py").write_text("an earlier version's file\n")
+    subprocess.run(["bash", "-c", line.replace("/tmp/specui-space", str(folder))], cwd=ROOT, check=True, timeout=120)
+    assert (folder / "app.py").is_file() and (folder / "requirements.txt").is_file()
+    assert not (folder / "stale.py").exists()
