@@ -218,7 +218,9 @@ def _load_draft(preset: Preset, folder: str, target, tokenizer):
     from transformers import AutoModelForCausalLM
 
     if chat_draft.is_draft_folder(folder):
-        return chat_draft.load(folder, target)
+        draft = chat_draft.load(folder, target)
+        draft.name_or_path = str(folder)  # built on the target's config, it carried the target's folder as its name
+        return draft
     draft = AutoModelForCausalLM.from_pretrained(
         folder, **_model_kwargs(preset, quantization=preset.draft_quantization, revision=preset.draft_revision,
                                       device=preset.draft_device or preset.device, device_map=None))

