@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from specui import chat_draft, chat_prompts
-from specui.train import chat_data
+from specui.train import chat_data, next_step
 from specui.train import checkpoint as files
 from specui.train.asked import asked_prompts
 from specui.train.chat_cpu import train_on_answers
@@ -242,9 +242,11 @@ def _main(argv=None) -> None:
                 minutes = max(minutes - (time.time() - started) / 60, 0.01)
         else:
             prompts = chat_prompts.PROMPT_SETS[args.prompt_set](seed=args.seed)
-        return write_answers(target, tok, prompts, folder=Path(args.write_answers),
-                             batch=args.gen_batch, max_new=args.max_answer, top=args.labels, minutes=minutes,
-                             sample=args.sample, seed=args.sample_seed, device=device)
+        write_answers(target, tok, prompts, folder=Path(args.write_answers), batch=args.gen_batch,
+                      max_new=args.max_answer, top=args.labels, minutes=minutes, sample=args.sample,
+                      seed=args.sample_seed, device=device)
+        print("\n".join(next_step.answers_lines(args.write_answers, default_target=args.gguf is None)), flush=True)
+        return
     if args.answers and args.hard_labels:
         if args.label_sampled:  # the labelling counts against --max-minutes: a GPU round's trainer ends on time
             started = time.time()

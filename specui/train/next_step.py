@@ -4,7 +4,8 @@ Heads: the `heads:` lines of the preset's entry in its models.yaml (each folder 
 beside it, as models.yaml reads a folder, else absolute) and the app's command for that preset. A draft (the chat
 draft, or the bundled pair's): the app's command for the pair (`python app.py --target T --draft D`, read relative to
 the working directory, as specui.presets.with_pair does) and the `draft:` line of a models.yaml entry. app.py is
-named as typed there too: `app.py` in the repository, its path from anywhere else.
+named as typed there too: `app.py` in the repository, its path from anywhere else. The chat target's answers (step 1
+of `specui.train.chat`): the commands that train from them.
 """
 
 from __future__ import annotations
@@ -65,6 +66,20 @@ def draft_lines(folder, *, target: str, chat: bool, config=None) -> list[str]:
     config = Path(config) if config else _default_config()
     return [app_line(target=target, draft=folder, chat=chat), f"or in {config}, in a preset whose target is {target}:",
             *_block({"draft": as_config_reads(folder, config)}, 4)]
+
+
+def answers_lines(folder, *, default_target: bool) -> list[str]:
+    """What step 2 does with the chat target's answers written into `folder`: the chat draft's command, and (for the
+    default chat target, the smollm2-chat preset's: `default_target`) the heads' and the early exit's."""
+    answers = as_typed(folder)
+    draft = ["python", "-m", "specui.train.chat", "--answers", answers, "--out", "runs/chat-draft"]
+    lines = [f"answers written in {answers}; the draft from them: {shlex.join(draft)}"]
+    if default_target:
+        heads = ["python", "-m", "specui.train", "heads", "--preset", "smollm2-chat", "--answers", answers]
+        lines.append(f"or heads for the smollm2-chat preset: {shlex.join([*heads, '--out', 'runs/heads-chat'])} (or "
+                     f"{shlex.join(['python', '-m', 'specui.train', 'exit', *heads[4:], '--out', 'runs/exit'])} for "
+                     "the early exit alone)")
+    return lines
 
 
 def _app() -> str:

