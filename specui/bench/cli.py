@@ -29,10 +29,11 @@ from specui.bench.run import (
     run_prompts,
     summarise,
 )
-from specui.drafters import DRAFTER_NAMES, HEAD_DRAFTERS, MODEL_DRAFTERS
+from specui.drafters import DRAFTER_NAMES, HEAD_DRAFTERS, MODEL_DRAFTERS, PROMPT_LOOKUP
 from specui.loading import load_pair
 from specui.presets import ConfigError, load_config, with_pair
 from specui.settings import DecodeSettings, SettingsError, reworded
+from specui.train.common import refuse_ignored as refuse_unused  # a flag named that a combination ignores
 
 PROG = "python -m specui.bench"
 ALL = "all"  # --drafter all: plain decoding and every drafter of the preset
@@ -103,10 +104,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.prompt_tokens is not None and args.prompts:  # it was ignored: the file's prompts run as written
         p.error("--prompt-tokens sets the built-in prompts' length; --prompts runs the file's prompts as written")
-    for name in ("max_new_tokens", "repeats"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1")
-    for name in ("num_prompts", "prompt_tokens", "cost_samples"):  # None: the default
+    for name in ("max_new_tokens", "repeats", "num_prompts", "prompt_tokens", "cost_samples"):  # None: the default
         if getattr(args, name) is not None and getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
     for name in ("num_draft_tokens", "threads", "prompt_threads"):  # None: the preset's; 0 would read as None
@@ -150,6 +148,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                        drafter=None if args.drafter in (None, ALL) else args.drafter)  # one that drafts no trees
     except SettingsError as e:
         p.error(as_flags(str(e)))
+    refuse_unused(p, args, argv, [("seed", args.temperature == 0, "with greedy decoding (--temperature 0, the "
+                                   "default): a greedy run draws nothing; give --temperature > 0 or leave it out")])
     args.started = started()  # the date and the code the run starts with, not those at its end
     return args
 
@@ -163,8 +163,11 @@ def refuse_ignored(args, preset) -> None:
     """What `preset` makes of the flags, refused in one line (exit 2) before its models load: a flag it would ignore,
     or more turns than its built-in prompts."""
     drafter = args.drafter or preset.drafter
+    whose = "" if args.drafter else f" (preset {preset.name}'s default)"
+    if args.draft_confidence is not None and drafter == PROMPT_LOOKUP:  # copies from the context: no probabilities
+        refuse(PROG, f"--draft-confidence with --drafter {drafter}{whose}: prompt lookup copies tokens with no "
+                     "confidence to stop on; leave --draft-confidence out, or choose a drafter that is a model")
     if args.cost_samples is not None and drafter in HEAD_DRAFTERS:  # a head runs beside plain decoding: no c
-        whose = "" if args.drafter else f" (preset {preset.name}'s default)"
         refuse(PROG, f"--cost-samples with --drafter {drafter}{whose}: a head is measured beside plain decoding, with "
                      "no draft cost c; leave --cost-samples out")
     if not preset.chat_template or args.prompts:

@@ -196,6 +196,8 @@ def test_prompt_tokens_with_a_prompts_file_is_refused_not_ignored(tmp_path, caps
     (["--cost-samples", "5", "--drafter", "all"], "--cost-samples with --drafter all: that run measures no draft"),
     (["--cost-samples", "5", "--turns", "2"], "--cost-samples with --turns: that run measures no draft cost"),
     (["--num-prompts", "2", "--turns", "3"], "--num-prompts with --turns: the conversation's turns are the first N"),
+    (["--seed", "7"], "--seed with greedy decoding (--temperature 0, the default): a greedy run draws nothing"),
+    (["--seed", "0", "--drafter", "all"], "--seed with greedy decoding"),  # named, whatever its value
 ])
 def test_a_flag_the_run_would_ignore_is_refused_naming_both(args, said, capsys):
     """They were ignored without a word (--num-prompts with --turns cut the prompts short of the turns instead)."""
@@ -205,6 +207,7 @@ def test_a_flag_the_run_would_ignore_is_refused_naming_both(args, said, capsys):
         parse_args(args)
     assert exit_.value.code == 2 and said in capsys.readouterr().err
     assert parse_args(["--cost-samples", "5"]).cost_samples == 5 and parse_args([]).cost_samples is None
+    assert parse_args(["--seed", "7", "--temperature", "0.7"]).seed == 7 and parse_args([]).seed == 0  # sampled: kept
 
 
 @pytest.mark.parametrize("args, said", [
@@ -215,11 +218,22 @@ def test_a_flag_the_run_would_ignore_is_refused_naming_both(args, said, capsys):
     (["--turns", "17"], "--turns 17 needs 17 prompts, one a turn: preset 'smollm2-chat' has 16 built-in held-out chat "
                         'prompts (specui.chat_prompts); give --prompts FILE (JSON Lines, one {"prompt": "..."} a '
                         "line) with more, or lower --turns"),
+    (["--drafter", "prompt_lookup", "--draft-confidence", "0.3"], "--draft-confidence with --drafter prompt_lookup: "
+                                                                  "prompt lookup copies tokens with no confidence"),
+    (["--config", "BUNDLED_LOOKUP", "--draft-confidence", "0.3"], "--draft-confidence with --drafter prompt_lookup "
+                                                                  "(preset alone's default): prompt lookup copies"),
 ])
-def test_what_the_preset_would_ignore_is_refused_before_its_models_load(args, said, monkeypatch, capsys):
+def test_what_the_preset_would_ignore_is_refused_before_its_models_load(args, said, monkeypatch, tmp_path, capsys):
     """The default preset (a chat preset whose drafter is its EAGLE head): --cost-samples and --prompt-tokens were
-    ignored without a word; more --turns than its chat prompts said '(16 given)' after the models had loaded."""
+    ignored without a word; more --turns than its chat prompts said '(16 given)' after the models had loaded; and
+    --draft-confidence with prompt lookup (BUNDLED_LOOKUP: a preset whose only drafter it is)."""
     from specui.bench import cli
+    from tests.helpers import BUNDLED_TARGET
+
+    if "BUNDLED_LOOKUP" in args:
+        config = tmp_path / "models.yaml"
+        config.write_text(f"default: alone\npresets:\n  alone:\n    target: {BUNDLED_TARGET.parent}\n")
+        args = [str(config) if a == "BUNDLED_LOOKUP" else a for a in args]
 
     def no_loading(*args, **kwargs):
         raise AssertionError("the models loaded before the flags were refused")
