@@ -63,9 +63,9 @@ def test_the_chat_draft_and_the_bundled_pair_are_refused_over_an_earlier_run(tmp
 
     pair = tmp_path / "pair"
     (pair / "specui-target").mkdir(parents=True)
-    line = refused(cli.parse_args, ["--out", str(pair)], capsys)
-    assert line.endswith(f"--out {pair} already holds {pair / 'specui-target'} from an earlier run: --overwrite "
-                         "replaces it, or give another --out")
+    line = refused(cli.parse_args, ["--out", str(pair)], capsys)  # a target without its draft: a run stopped
+    assert line.endswith("the same command with --stage draft trains the draft on it; --overwrite trains both afresh, "
+                         "or give another --out")
     assert cli.parse_args(["--out", str(pair), "--overwrite"])[1].overwrite
     assert cli.parse_args(["--out", str(pair), "--stage", "draft"])  # the draft alone: the target is read, not replaced
     (pair / "specui-draft").mkdir()
