@@ -83,6 +83,11 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     check_init(ap, args)
     files.refuse_overwrite(ap, args, [Path(args.out) / common.META, Path(args.out) / "checkpoint.pt"])
     check_folders(ap, args, ["out"], create=create)
+    if create:  # as the run starts, before the target loads: a folder mistyped, or one without answers
+        from specui.train.chat_data import answers_problem
+
+        if problem := answers_problem(args.answers):
+            ap.error(f"--answers: {problem}")
     return args
 
 

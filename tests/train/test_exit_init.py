@@ -9,7 +9,7 @@ import torch
 from specui.heads import common
 from specui.heads.early_exit import EarlyExitHead
 from specui.heads.medusa import build as medusa
-from specui.train.exit_head import build_head, parse_args
+from specui.train.exit_head import build_head, main, parse_args
 from tests.helpers import make_config
 
 
@@ -68,3 +68,11 @@ def test_an_init_head_of_another_target_is_one_line(saved, tmp_path):
     args = parse_args(["--answers", str(tmp_path), "--out", str(tmp_path / "out"), "--init", str(saved / "wide")])
     with pytest.raises(SystemExit, match=r"^--init: .*wide: this head was trained for a target with"):
         build_head(args, other, [])
+
+
+def test_answers_that_are_not_there_are_refused_before_the_target_loads(tmp_path, capsys):
+    """A mistyped --answers folder was reported after the target loaded, as 'no answers-*.pt files' in it."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["--preset", "bundled", "--answers", str(tmp_path / "typo"), "--out", str(tmp_path / "out")])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(f"--answers: {tmp_path / 'typo'} is not a folder")
