@@ -1,8 +1,11 @@
 """A real browser on the served app as a phone shows it (390 × 844, a touch screen): every control a finger can hit,
 44 px tall (Gradio draws the tabs at 32 px, a slider's number box and its ↺ at 22, a check box's line at 20, a reply's
-↻ ↶ at 18), and nothing wider than the page, in the Chat tab after a run and in the Teach tab."""
+↻ ↶ at 18), and nothing wider than the page, in the Chat tab after a run and in the Teach tab; plotly's tool bar
+above a chart's title, not over it."""
 
 from __future__ import annotations
+
+import contextlib
 
 import pytest
 
@@ -24,7 +27,10 @@ SMALL_CONTROLS = """() => [...document.querySelectorAll(
 ${Math.round(e.getBoundingClientRect().height)} px`)"""
 
 
-def test_every_control_is_a_fingers_size_on_a_phone_and_nothing_is_wider_than_the_page():
+@contextlib.contextmanager
+def phone_page():
+    """The served app (the UI tests' config) in Chromium as a phone shows it, after a short run (its reply, its
+    charts), on the Chat tab."""
     require_browser()
     from playwright.sync_api import sync_playwright
 
@@ -37,12 +43,34 @@ def test_every_control_is_a_fingers_size_on_a_phone_and_nothing_is_wider_than_th
             assert page.evaluate("() => matchMedia('(pointer: coarse)').matches")  # a touch screen, as a phone's
             set_number(page, "max-new-tokens", 16)
             run_prompt(page, "import os\n")  # a reply: its Copy reply, ↻ and ↶, the chat's corner buttons
-            assert page.locator("#chat .specui-copy").count() >= 1
-            assert page.evaluate(SMALL_CONTROLS) == []
-            assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
-            page.get_by_role("tab", name="Teach").click()
-            page.wait_for_selector("#step-start", state="visible")
-            assert page.evaluate(SMALL_CONTROLS) == []
-            assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+            yield page
         finally:
             browser.close()
+
+
+def test_every_control_is_a_fingers_size_on_a_phone_and_nothing_is_wider_than_the_page():
+    with phone_page() as page:
+        assert page.locator("#chat .specui-copy").count() >= 1
+        assert page.evaluate(SMALL_CONTROLS) == []
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+        page.get_by_role("tab", name="Teach").click()
+        page.wait_for_selector("#step-start", state="visible")
+        assert page.evaluate(SMALL_CONTROLS) == []
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+
+
+def test_a_charts_tool_bar_leaves_its_title_readable_on_a_phone():
+    """plotly shows its tool bar (download, zoom, pan...) for good on a touch screen, where it lay over each chart's
+    title ("Tokens/s over time" half hidden under its buttons on a phone): it now takes a row above the chart, which
+    still fits its box."""
+    boxes = """id => { const e = document.getElementById(id); const box = x => { const r = x.getBoundingClientRect();
+        return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
+        return {chart: box(e), bar: box(e.querySelector('.modebar')), title: box(e.querySelector('.gtitle')),
+                plot: box(e.querySelector('.main-svg'))}; }"""
+    with phone_page() as page:
+        for chart in ("chart-speed", "chart-acceptance", "chart-tokens-per-round", "chart-position"):
+            page.wait_for_selector(f"#{chart} .gtitle")
+            g = page.evaluate(boxes, chart)
+            assert g["bar"]["bottom"] <= g["title"]["top"], (chart, g)  # the buttons above the title, not on it
+            assert g["chart"]["top"] <= g["bar"]["top"], (chart, g)  # within the chart's box
+            assert g["plot"]["bottom"] <= g["chart"]["bottom"] + 0.5 and g["plot"]["right"] <= 390, (chart, g)
