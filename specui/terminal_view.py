@@ -40,12 +40,22 @@ def shown(text: str) -> str:
 
 def painted(text: str, kind: str, *, colour: bool, safe: bool) -> str:
     """A token's text for the terminal: escaped when `safe`, and with `colour` in its kind's colour, closed before
-    each line break (a pager or the next line never inherits it)."""
+    each line break (a pager or the next line never inherits it). Spaces and tabs at either end of a line stay out of
+    the colour: a colour does not show on them, but the underline of a rejection's token did, a stub beside the word
+    (after the reply's last word, or before a word wrapped to the next line)."""
     text = shown(text) if safe else text
     code = COLOURS.get(kind) if colour else None
     if not code:
         return text
-    return "\n".join(code + line + RESET if line else "" for line in text.split("\n"))
+
+    def line_painted(line: str) -> str:
+        word = line.strip(" \t")
+        if not word:
+            return line
+        start = line.index(word)
+        return line[:start] + code + word + RESET + line[start + len(word):]
+
+    return "\n".join(line_painted(line) for line in text.split("\n"))
 
 
 def legend() -> str:

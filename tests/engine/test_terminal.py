@@ -100,6 +100,16 @@ def test_what_a_model_writes_is_shown_not_obeyed_and_a_colour_ends_at_a_line_bre
     assert painted("x\n", "bonus", colour=False, safe=False) == "x\n"
 
 
+def test_no_underline_under_the_spaces_around_a_rejections_token():
+    """A resampled token's spaces were underlined: a stub after the reply's last word, or at a wrapped line's end."""
+    assert painted(" over. ", "resampled", colour=True, safe=True) == " \x1b[31;4mover.\x1b[0m "
+    assert painted("a b\n  \t", "resampled", colour=True, safe=False) == "\x1b[31;4ma b\x1b[0m\n  \t"
+    wrap = Wrap(6)  # the space before a word taken to the next line stays at the old line's end
+    pieces = wrap.push("one ", "resampled") + wrap.push("three", "accepted") + wrap.flush()
+    shown_ = "".join(painted(text, kind, colour=True, safe=False) if kind else text for text, kind in pieces)
+    assert shown_ == "\x1b[31;4mone\x1b[0m \n\x1b[32mthree\x1b[0m"
+
+
 def test_a_reply_wraps_at_word_boundaries_each_piece_in_its_own_colour():
     wrap = Wrap(10)
     pieces = wrap.push("hello wor", "accepted") + wrap.push("ld again 漢字漢字漢字", "bonus") + wrap.flush()
@@ -121,7 +131,7 @@ def test_a_terminals_reply_wraps_to_its_width_and_a_pipes_and_the_record_are_as_
     assert all(len(line) <= 24 for line in plain) and len(plain) > text.count("\n") + 1, plain  # wrapped
     assert re.sub(r"\s", "", "".join(plain)) == re.sub(r"\s", "", text)  # line breaks added (a space at the edge)
     assert sum(line.endswith(" ") for line in plain) > 1  # the breaks after a space, before a word
-    assert all(line.endswith(RESET) for line in lines if ESC in line)  # no colour runs over a break
+    assert all(line.rstrip(" ").endswith(RESET) for line in lines if ESC in line)  # no colour runs over a break
     code, out, err = run_cli(*args, "--json", str(piped), env={"COLUMNS": "24"})
     assert code == 0 and out == text + "\n" == json.loads(piped.read_text())["text"] + "\n", err
 
