@@ -143,8 +143,6 @@ class Session:
         self.args, self.engine, self.preset, self.settings = args, engine, preset, settings
         self.colour = wants_colour(args.color, sys.stdout)
         self.safe = self.colour or sys.stdout.isatty()  # a terminal obeys no escape a model writes
-        # a terminal's reply wrapped at word boundaries to its width (COLUMNS, else the terminal's); a pipe's as written
-        self.width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
         self.command = " ".join([PROG, *(sys.argv[1:] if argv is None else argv)])
 
     def turn(self, messages: list[dict], text: str, cache=None):
@@ -160,8 +158,11 @@ class Session:
             cache.limit = cache.reusable(ids, self.engine.target_model)
         try:
             rounds = self.engine.stream(ids, self.settings, into=spec.result, cache=cache)  # refuses before work
+            # a terminal's reply wrapped at word boundaries to its width (COLUMNS, else the terminal's), read as each
+            # reply starts: a window resized between turns wraps at its new width; a pipe's as written
+            width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
             stream_reply(rounds, spec, tokenizer=self.engine.tokenizer, prompt_ids=ids, out=sys.stdout,
-                         colour=self.colour, safe=self.safe, width=self.width)
+                         colour=self.colour, safe=self.safe, width=width)
             s = self.settings
             print(stats_line(spec, drafter=s.drafter, k=s.num_draft_tokens, confidence=s.draft_confidence,
                              sampled=not s.greedy, chat=self.args.chat), file=sys.stderr, flush=True)
