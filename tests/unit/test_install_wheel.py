@@ -61,9 +61,13 @@ def source(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def wheel(source, tmp_path_factory) -> Path:
     """The wheel pip builds from the tree."""
-    out = tmp_path_factory.mktemp("wheel")
+    return build_wheel(source, tmp_path_factory.mktemp("wheel"))
+
+
+def build_wheel(tree: Path, out: Path) -> Path:
+    """The wheel pip builds from `tree` into `out`."""
     done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out),
-                           str(source)], capture_output=True, text=True, timeout=600)
+                           str(tree)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (built,) = out.glob("specui-*.whl")
     return built
@@ -98,6 +102,21 @@ def test_the_wheel_holds_every_file_specui_reads_at_run_time(wheel):
         held = set(z.namelist())
     missing = sorted(name for name, inside in read_at_run_time(tracked()).items() if inside not in held)
     assert not missing, f"pyproject.toml ships no {missing} in the wheel"
+
+
+def test_a_users_own_folder_in_assets_stays_out_of_the_wheel(source, tmp_path):
+    """A clone's assets/ is where a user keeps models and heads of their own (untracked, often gigabytes): the wheel
+    ships the folders models.yaml names, never the rest (`assets/**/*` copied a user's checkpoint into every
+    `pip install .`)."""
+    tree = tmp_path / "tree"
+    shutil.copytree(source, tree)
+    mine = tree / "assets" / "my-qwen" / "model.safetensors"
+    mine.parent.mkdir()
+    mine.write_bytes(os.urandom(4096))
+    with zipfile.ZipFile(build_wheel(tree, tmp_path / "wheel")) as z:
+        shipped = {name for name in z.namelist() if name.startswith("specui/shipped/assets/")}
+    extra = sorted(shipped - set(read_at_run_time(tracked(untracked=True)).values()))
+    assert not extra, f"the wheel ships {extra}, which specui never reads"
 
 
 
