@@ -221,7 +221,8 @@ def settings_for(args, engine, preset) -> DecodeSettings:
 
 
 COMMANDS = {"/reset": "start a new conversation (the model forgets this one)", "/help": "list these commands",
-            "/quit": "end the conversation (as an empty line or Ctrl-D does)"}
+            "/quit": "end the conversation (as an empty line or Ctrl-D does)",
+            "//": "begins a message that starts with a slash (//help sends /help)"}
 
 
 def converse(session: Session, first: str | None) -> int:
@@ -245,6 +246,8 @@ def converse(session: Session, first: str | None) -> int:
         if text is None or not text.strip():
             return status
         word = text.strip()
+        if word.startswith("//"):  # a message that starts with a slash ("/etc holds ..."), sent with one slash fewer
+            text, word = text.lstrip()[1:], ""
         if word in ("/quit", "/exit"):
             return status
         if word == "/reset":
@@ -256,8 +259,8 @@ def converse(session: Session, first: str | None) -> int:
             print("\n".join(f"  {name:7} {what}" for name, what in COMMANDS.items()), file=sys.stderr, flush=True)
             continue
         if word.startswith("/") and " " not in word and "/" not in word[1:]:  # a mistyped command, not a path
-            print(f"{PROG}: error: no command {word}; the commands: {', '.join(COMMANDS)}", file=sys.stderr,
-                  flush=True)
+            print(f"{PROG}: error: no command {word}; the commands: {', '.join(COMMANDS)} (to send {word} as a "
+                  f"message, type /{word})", file=sys.stderr, flush=True)
             continue
         if problem := not_text(text, "the message"):
             print(f"{PROG}: error: {problem}", file=sys.stderr, flush=True)

@@ -203,13 +203,16 @@ def test_a_chats_commands_are_not_sent_to_the_model_and_a_refused_message_is_its
     """/help lists the commands, a mistyped one is named, /quit ends the chat; a message refused (too long for the
     context) is said and the chat goes on, but piped messages must not all look answered: exit status 2."""
     record = tmp_path / "chat.json"
-    messages = ["def f(x):", "/help", "/nope", "word " * 1100, "/usr/lib is a path", "/quit", "never read"]
+    messages = ["def f(x):", "/help", "/nope", "word " * 1100, "/usr/lib is a path", "//etc", " //help me", "/quit",
+                "never read"]  # // sends a message that starts with a slash: a single word could not be sent
     code, out, err = run_cli("--preset", "bundled", "--chat", "--max-new-tokens", "4", "--json", str(record),
                             stdin="\n".join(messages) + "\n")
     assert code == 2 and "Traceback" not in err, err
     assert "/reset" in err and "/quit" in err and f"{PROG}: error: no command /nope; the commands: /reset" in err
+    assert "(to send /nope as a message, type //nope)" in err and "//help sends /help" in err
     assert "more than the target model's context" in err
-    assert [t["prompt"] for t in json.loads(record.read_text())["turns"]] == ["def f(x):", "/usr/lib is a path"]
+    assert [t["prompt"] for t in json.loads(record.read_text())["turns"]] == ["def f(x):", "/usr/lib is a path", "/etc",
+                                                                             "/help me"]
 
 
 @pytest.mark.slow
