@@ -123,6 +123,8 @@ class SpeculativeEngine:
 
     def __repr__(self) -> str:
         """One line a notebook shows: the preset (from `load_engine`), the models, their device and the drafters."""
+        if "device" not in vars(self):  # an __init__ that refused its arguments: a debugger's `self` (%debug, pdb)
+            return "SpeculativeEngine(not built: its __init__ raised)"
         def named(model) -> str:  # its class, and the folder it came from where it has one
             where = Path(getattr(model, "name_or_path", "") or "").name
             return "None" if model is None else type(model).__name__ + (f"({where!r})" if where else "")

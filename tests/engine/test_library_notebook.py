@@ -95,6 +95,17 @@ def test_an_engine_shows_its_models_and_drafters(engine):
         alone.target_model.name_or_path = ""
 
 
+def test_an_engine_whose_init_raised_shows_in_a_debugger(engine):
+    """%debug (pdb) after SpeculativeEngine(...) refused its arguments shows `self`, the engine its __init__ left
+    half built: its repr raised AttributeError ('... has no attribute 'device'') in place of the engine."""
+    with pytest.raises(ValueError, match="cannot be this engine's default") as refused:
+        SpeculativeEngine(engine.target_model, drafter="eagle")
+    frame = refused.tb
+    while frame.tb_next is not None:
+        frame = frame.tb_next
+    assert repr(frame.tb_frame.f_locals["self"]) == "SpeculativeEngine(not built: its __init__ raised)"
+
+
 @pytest.mark.slow
 def test_a_loaded_engine_shows_its_preset():
     bundled = load_engine("bundled", warm_up=False)
