@@ -20,13 +20,11 @@ import torch
 
 from specui import chat_draft, hub, int8, native, packaged, spaces
 from specui.kv import model_device
+from specui.load_checks import LoadError, check_causal, check_compatible, read_tokenizer
 from specui.presets import COMMAND_LINE, Preset
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
-
-class LoadError(RuntimeError):
-    """A preset could not be loaded; the message is meant for people."""
 
 
 @dataclass
@@ -94,16 +92,34 @@ def apply_threads(pair: LoadedPair) -> None:
         torch.set_num_threads(pair.preset.threads)
 
 
+_LOADS = threading.Lock()  # one load at a time in a process: see load_pair
+
+
 def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) -> LoadedPair:
-    """Load everything a preset names. `progress` receives short status lines."""
+    """Load everything a preset names. `progress` receives short status lines.
+
+    Loads take turns: two of transformers' `from_pretrained` at once in one process (two visitors' presets, a script's
+    threads) are not safe: with transformers 5.x a tied output layer came out untied and newly initialised (the load
+    report's "lm_head.weight MISSING": a silently different target), and the lazy `from transformers import ...` of
+    two threads at once raised ImportError."""
     say = progress or (lambda _msg: None)
+    if not _LOADS.acquire(blocking=False):
+        say("Waiting for another model's load to finish")
+        _LOADS.acquire()
+    try:
+        return _load_pair(preset, say)
+    finally:
+        _LOADS.release()
+
+
+def _load_pair(preset: Preset, say: Callable[[str], None]) -> LoadedPair:
     check_before_loading(preset)  # before transformers is imported: a broken HF_ENDPOINT stops that import
     from transformers import AutoModelForCausalLM
 
     try:
         target_ref = _folder(preset.target, say)
         say(f"Loading the tokenizer of {preset.target}")
-        tokenizer = _tokenizer(target_ref, f"Preset '{preset.name}': the target {preset.target}",
+        tokenizer = read_tokenizer(target_ref, f"Preset '{preset.name}': the target {preset.target}",
                                revision=preset.revision, trust_remote_code=preset.trust_remote_code)
         say(f"Loading the target {preset.target}")
         target = AutoModelForCausalLM.from_pretrained(
@@ -229,61 +245,6 @@ def _load_draft(preset: Preset, folder: str, target, tokenizer):
     if chat_draft.has_vocabulary(folder):  # a local folder that keeps a reduced output vocabulary
         chat_draft.restrict_vocabulary(draft, chat_draft.load_vocabulary(folder))
     return draft
-
-
-def check_compatible(preset: Preset, target_tokenizer, *, folder: str | None = None) -> None:
-    """The draft (read from `folder`, default the preset's draft) must tokenize exactly as the target does, or its
-    proposals mean other text."""
-    draft_tokenizer = _tokenizer(folder or preset.draft, f"Preset '{preset.name}': the draft {preset.draft}",
-                                 revision=preset.draft_revision, trust_remote_code=preset.trust_remote_code)
-    if draft_tokenizer.get_vocab() != target_tokenizer.get_vocab():
-        raise LoadError(
-            f"Preset '{preset.name}': the draft {preset.draft} and the target {preset.target} use different "
-            "tokenizers (their vocabularies differ), so the draft's tokens cannot be verified by the target. "
-            "Pick a draft from the target's model family."
-        )
-
-
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "spiece.model")
-
-
-def _tokenizer(ref, who: str, **kwargs):
-    """`AutoTokenizer.from_pretrained(ref, **kwargs)`. A local folder that holds no tokenizer beside the weights is
-    said so, naming it (transformers said only the first line of "Couldn't instantiate the backend tokenizer from one
-    of: ...", naming no file and no folder); asked only after transformers failed, since it reads tokenizers from
-    files this list lacks (a vocab.txt that config.json's tokenizer_class names)."""
-    from transformers import AutoTokenizer
-
-    try:
-        return AutoTokenizer.from_pretrained(ref, **kwargs)
-    except Exception:
-        folder = Path(ref)
-        if folder.is_dir() and not any((folder / name).exists() for name in _TOKENIZER_FILES):
-            raise LoadError(f"{who}: the folder {folder} has no tokenizer (no tokenizer.json or "
-                            "tokenizer_config.json): save the model's tokenizer beside its weights "
-                            "(`tokenizer.save_pretrained(folder)`).") from None
-        raise
-
-
-def check_causal(model, who: str) -> None:
-    """`model` must be a causal language model that keeps a KV cache: position i reads positions up to i only, and a
-    forward returns its cache. An encoder named as a model (a BERT folder, which transformers loads as a
-    `BertLMHeadModel` reading both ways) loaded and then failed deep in the first reply. Two forwards of two tokens
-    that differ only in the second, once a load: a causal model's first position computes the same numbers over the
-    same shapes (0.0 apart for SmolLM2 in float32, bfloat16 and float16: the 1e-4 allowed is no per-dtype tolerance),
-    a bidirectional one's moves with the second token."""
-    vocab = model.get_input_embeddings().num_embeddings
-    device = model_device(model)
-    with torch.no_grad():
-        whole = model(input_ids=torch.tensor([[0, 1 % vocab]], device=device), use_cache=True)
-        other = model(input_ids=torch.tensor([[0, 0]], device=device), use_cache=False).logits[0, 0].float()
-    kept = next((whole[key] for key in ("cache", "past_key_values") if key in whole), None)
-    first = whole.logits[0, 0].float()
-    reads_ahead = vocab > 1 and not torch.allclose(first, other, rtol=1e-4, atol=1e-4 * float(other.abs().max()))
-    if kept is None or reads_ahead:
-        raise LoadError(f"{who} is not a causal language model ({type(model).__name__}: "
-                        f"{'it keeps no KV cache' if kept is None else 'each position reads the tokens after it'}): "
-                        "speculative decoding needs a decoder-only model such as Llama, Qwen2 or GPT-2.")
 
 
 def _model_kwargs(preset: Preset, *, quantization: str, revision, device, device_map) -> dict:

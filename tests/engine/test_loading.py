@@ -230,3 +230,37 @@ def test_a_folder_whose_tokenizer_is_a_vocab_txt_loads(tmp_path):
     assert type(pair.tokenizer).__name__ == "BertTokenizer" and ids == [31, 32, 5, 6, 7]
     plain = SpeculativeEngine(pair.target).generate(ids, max_new_tokens=6, speculative=False)
     assert pair.engine().generate(ids, max_new_tokens=6).token_ids == plain.token_ids
+
+
+@pytest.mark.slow
+def test_loads_in_two_threads_at_once_each_give_the_models_saved():
+    """Two loads at once (two visitors' presets, a script's threads): transformers' from_pretrained untied the bundled
+    target's output layer and initialised it anew ("lm_head.weight MISSING"), refused by the causality check or kept
+    as a silently different model, and a lazy `from transformers import` raised ImportError. Loads take turns."""
+    import threading
+
+    preset = load_config(None).get("bundled")
+    ids = torch.tensor([[5, 6, 7, 8]])
+    reference = load_pair(preset).target
+    with torch.no_grad():
+        expected = reference(input_ids=ids).logits
+    pairs, errors, said = [], [], []
+
+    def load_three():
+        for _ in range(3):
+            try:
+                pairs.append(load_pair(preset, progress=said.append))
+            except Exception as e:
+                errors.append(e)
+
+    threads = [threading.Thread(target=load_three) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and len(pairs) == 6
+    for pair in pairs:
+        target = pair.target
+        assert target.lm_head.weight.data_ptr() == target.get_input_embeddings().weight.data_ptr()
+        with torch.no_grad():
+            assert torch.equal(target(input_ids=ids).logits, expected)
