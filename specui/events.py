@@ -178,7 +178,8 @@ class GenerationResult:
     token_ids      the new tokens only (an EOS that ended the run is the last); decode them with the tokenizer
     kinds          one per token: 'accepted', 'resampled', 'bonus' or 'plain' (`Kind`)
     rounds         every `Round`, in order: drafted tokens, p, q, draws, timings
-    stop_reason    'eos' (the model ended its answer) or 'length' (max_new_tokens reached)
+    stop_reason    'eos' (the model ended its answer), 'length' (max_new_tokens reached), or '' for a run not ended:
+                   a stream's `into` while it runs, or once it was left (break, Ctrl-C, an error)
     prefill_s      seconds reading the prompt; total_s: seconds in all, the prompt included
     reused_tokens  prompt tokens a conversation's cache held, not read again (`specui.prompt_cache`)
     seed           the run's seed (drawn when none was given): seed= repeats a sampled run
@@ -194,7 +195,7 @@ class GenerationResult:
     prefill_s: float = 0.0
     reused_tokens: int = 0  # prompt tokens a conversation's cache held (not read again: `specui.prompt_cache`)
     total_s: float = 0.0
-    stop_reason: str = ""  # "eos" | "length"
+    stop_reason: str = ""  # "eos" | "length"; "" until the run ends
     seed: int | None = None
     speculative: bool = True
 

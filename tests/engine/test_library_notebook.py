@@ -69,6 +69,17 @@ def test_help_of_a_result_names_every_field_and_figure(record):
     assert not [n for n in names if not re.search(rf"\b{n}\b", doc)]
 
 
+def test_help_says_what_stop_reason_holds_for_a_stream_left_before_its_end(engine):
+    """help(GenerationResult) said stop_reason is 'eos' or 'length'; a stream's `into`, left with break (or Ctrl-C),
+    holds ''."""
+    into = GenerationResult()
+    for _ in engine.stream(PROMPT, into=into, max_new_tokens=32, ignore_eos=True):
+        break
+    assert into.token_ids and into.stop_reason == ""
+    assert re.search(r"stop_reason .*'length' \(max_new_tokens reached\), or '' for a run not ended",
+                     inspect.getdoc(GenerationResult))
+
+
 def test_a_notebooks_completion_offers_the_public_names():
     """`specui.<Tab>` offered only `os` (the names are imported lazily, and dir() did not list them): the stdlib's
     completer, as python's REPL uses it, now offers load_engine, and `os` is no public name."""
