@@ -44,9 +44,19 @@
     (presses[name] = presses[name] || []).push(kinds[button.id.slice(name.length + 1)]);
   }, true);
   window.specuiTakePresses = (name) => (presses[name] || []).splice(0).join("");
+  // Pause takes effect as it is clicked: the timer stops only when the server's answer to it arrives, and a tick
+  // in between (or one still waiting here) stepped a round after the class saw the auto-play paused
+  const paused = {};
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest ? event.target.closest("button[id$='-play']") : null;
+    if (!button) return;
+    const name = button.id.replace(/-play$/, "");
+    paused[name] = button.innerText.includes("Pause");  // the label as clicked: Pause, or Play again
+    if (paused[name] && presses[name]) presses[name] = presses[name].filter((press) => press !== "t");
+  }, true);
   window.specuiTick = (name) => {
     const button = document.querySelector(`#${name}-tick`);
-    if (button) button.click();
+    if (button && !paused[name]) button.click();
   };
   // Enter in a slider's number box commits what was typed, as leaving the box does: gradio puts a value out of
   // range back within it only when the box loses the focus, and blocks.py's `settled` puts it on the step's grid

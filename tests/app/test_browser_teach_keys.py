@@ -130,6 +130,22 @@ def test_a_clicker_steps_the_rounds_below_the_screen_and_brings_them_into_view(p
     settled(page, at + 2)
     assert page.evaluate(ON_SCREEN, "#step-view")
 
+def test_a_tick_just_after_pause_does_not_step(page):
+    """The auto-play's timer lives in the page and stops only when the server's answer to Pause arrives: a tick in
+    between (a busy server, a slow network) stepped one round after the class saw it paused."""
+    go_to(page, 2)
+    set_number(page, "step-speed", 5)  # no tick of its own before the Pause below
+    page.click("#step-play")
+    page.wait_for_function("() => document.querySelector('#step-play').innerText.includes('Pause')")
+    page.evaluate("() => { document.querySelector('#step-play').click(); window.specuiTick('step'); }")
+    page.wait_for_function("() => document.querySelector('#step-play').innerText.includes('Play')")
+    settled(page, 2)
+    page.click("#step-play")  # Play again: its ticks step again
+    wait_round(page, 3, timeout_ms=15_000)
+    page.click("#step-play")
+    page.wait_for_function("() => document.querySelector('#step-play').innerText.includes('Play')")
+
+
 def test_the_tree_step_through_counts_every_press(page):
     set_number(page, "teach-k", 4)  # trees four deep: steps enough
     page.locator("#teach-tree").get_by_text("Token trees: a tree round, node by node").click()
