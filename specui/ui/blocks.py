@@ -304,6 +304,9 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     def halt(request: gr.Request):
         return stopped(app, request)
 
+    def refused(request: gr.Request):  # a run the queue refused (full, on ZeroGPU) never ends the wait `show` began
+        return stopped(app, request, refused=True)
+
     inputs = {p.prompt, ui.messages, ui.turns, ui.exchanges} | c.inputs
     # a run waits for its turn in the queue (one at a time): `show` puts the message in the chat at once, then the run
     # the run's trigger mode is "multiple": a message stopped while it waits keeps its place in the queue (it ends
@@ -316,12 +319,14 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     at_once = {"concurrency_limit": None, "api_visibility": "private", "show_progress": "hidden",
                "show_progress_on": [ui.exchanges]}
     p.send.click(show, inputs, [p.chat], **at_once).success(send, inputs, ui.outputs, api_name="chat",
-                                                           api_visibility="undocumented", **queued)
+                                                           api_visibility="undocumented", **queued
+                                                           ).failure(refused, None, [p.chat], **QUIET)
     p.prompt.submit(show, inputs, [p.chat], **at_once).success(send, inputs, ui.outputs, api_visibility="private",
-                                                              **queued)
+                                                              **queued).failure(refused, None, [p.chat], **QUIET)
     # ↻ and ↶ under the last reply (gradio shows them once these listeners exist, and disables them while a run streams)
     p.chat.retry(show_again, inputs, [p.chat], **at_once).success(again, inputs - {p.prompt}, ui.outputs,
-                                                                 api_visibility="private", **queued)
+                                                                 api_visibility="private", **queued
+                                                                 ).failure(refused, None, [p.chat], **QUIET)
     p.chat.undo(back, {ui.messages, ui.turns, ui.exchanges}, [p.chat, ui.messages, ui.turns, ui.exchanges, p.prompt],
                 **at_once)
     p.stop.click(halt, None, [p.chat], **QUIET)

@@ -31,6 +31,7 @@ from specui.ui.toasts import refusal, warn
 
 log = logging.getLogger("specui.ui")
 STOPPED_WAITING = "Stopped before it started."
+NOT_RUN = "The app is busy: this message did not run. Send it again in a minute."
 
 
 class Stops:
@@ -70,6 +71,20 @@ class Stops:
                 del self._events[key]
             if key not in self._waiting:
                 self._shown.pop(key, None)
+
+    def never_ran(self, key: str) -> list | None:
+        """This session's newest run was refused as it joined the queue (gradio's "This application is currently
+        busy": a ZeroGPU Space's queue is bounded): its wait ends here, as the run would have ended it. Returns the
+        chat as its message left it (None: none waits)."""
+        with self._guard:
+            shown, queue = self._shown.get(key), self._waiting.get(key)
+            if not queue:
+                return None
+            queue.pop()
+            if not queue:
+                del self._waiting[key]
+                self._shown.pop(key, None)
+        return shown
 
     def set(self, key: str) -> list | None:
         """Stop this session's runs. Returns the chat as its waiting message left it when one waits and none is in
@@ -255,13 +270,14 @@ def waiting(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
     return {ui.panel.chat: shown}
 
 
-def stopped(app: App, request: gr.Request | None = None):
+def stopped(app: App, request: gr.Request | None = None, *, refused: bool = False):
     """Stop: this session's run ends at its next round; one still waiting for its turn shows at once that it stopped
-    (its own note, when the queue reaches it, says the same)."""
-    shown = app.stops.set(session_key(request))
+    (its own note, when the queue reaches it, says the same). `refused`: the queue refused the message's run (it
+    never starts), which the chat says in its place."""
+    shown = app.stops.never_ran(session_key(request)) if refused else app.stops.set(session_key(request))
     if not shown:
         return gr.skip()
-    return [*shown[:-1], {"role": "assistant", "content": render.render_note(STOPPED_WAITING)}]
+    return [*shown[:-1], {"role": "assistant", "content": render.render_note(NOT_RUN if refused else STOPPED_WAITING)}]
 
 
 def _asked(messages: list, text: str | None, note: str = "…") -> list:
