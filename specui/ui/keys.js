@@ -58,6 +58,17 @@
     const button = document.querySelector(`#${name}-tick`);
     if (button && !paused[name]) button.click();
   };
+  // The Teach tab's charts keep plotly's tool bar for the mouse, out of the Tab order: a presenter tabbing from the
+  // step buttons to the controls below went through eight buttons of each of its charts (plotly redraws the bar)
+  let due = null;
+  const untab = () => {
+    due = null;
+    for (const button of document.querySelectorAll("#teach-tab .modebar-btn:not([tabindex='-1'])")) {
+      button.setAttribute("tabindex", "-1");
+    }
+  };
+  new MutationObserver(() => { if (due === null) due = setTimeout(untab, 100); })
+    .observe(document.body, { childList: true, subtree: true });
   // Enter in a slider's number box commits what was typed, as leaving the box does: gradio puts a value out of
   // range back within it only when the box loses the focus, and blocks.py's `settled` puts it on the step's grid
   document.addEventListener("keydown", (event) => {

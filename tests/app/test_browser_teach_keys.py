@@ -146,6 +146,21 @@ def test_a_tick_just_after_pause_does_not_step(page):
     page.wait_for_function("() => document.querySelector('#step-play').innerText.includes('Play')")
 
 
+def test_the_charts_tool_bars_are_not_tab_stops(page):
+    """Tab from the step buttons went through every chart's plotly tool bar (eight buttons each); they stay there
+    for the mouse, out of the Tab order, and the keys still step the rounds."""
+    bars = "() => [...document.querySelectorAll('#teach-tab .modebar-btn')].map(b => b.tabIndex)"
+    page.wait_for_function(f"() => ({bars})().length > 0 && ({bars})().every(i => i === -1)", timeout=10_000)
+    page.locator("#step-next").focus()
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        assert not page.evaluate("() => !!document.activeElement.closest('.modebar')")
+    go_to(page, 3)
+    page.locator("#step-next").focus()
+    burst(page, ["ArrowRight"])
+    settled(page, 4)
+
+
 def test_the_tree_step_through_counts_every_press(page):
     set_number(page, "teach-k", 4)  # trees four deep: steps enough
     page.locator("#teach-tree").get_by_text("Token trees: a tree round, node by node").click()
