@@ -44,7 +44,7 @@ from specui.ui.theme import PLOT_MIN_WIDTH
 from specui.ui.toasts import calmly, refusal
 
 TEACH_K_MAX = 8  # the Teach tab's K slider: enough for a lesson, small enough to read a round
-TEACH_MAX_NEW = 128  # its new-tokens slider (from 8, in steps of 8)
+TEACH_MAX_NEW = 128  # its new-tokens slider (from 8, one token at a time: 20 asked is 20 decoded)
 NAV = {"api_visibility": "private", "show_progress": "hidden"}
 SHOW_STATUS = ("(...values) => { document.querySelector('#step-status')?.scrollIntoView({block: 'start'}); "
                "return values; }")  # Decode's inputs passed on as they are
@@ -153,7 +153,7 @@ def _controls(config) -> Controls:
                                    elem_id="teach-confidence")
             temperature = gr.Slider(0.0, 2.0, value=0.8, step=0.05, label="Temperature (0 = greedy)",
                                     elem_id="teach-temperature")
-            max_new = gr.Slider(8, TEACH_MAX_NEW, value=32, step=8, label="New tokens", elem_id="teach-max-new-tokens")
+            max_new = gr.Slider(8, TEACH_MAX_NEW, value=32, step=1, label="New tokens", elem_id="teach-max-new-tokens")
             seed = gr.Number(1, label="Seed", precision=0, elem_id="teach-seed")
     return Controls(prompt, start, prev, nxt, play, tick, speed, preset, drafter, k, confidence, temperature, penalty,
                     max_new, seed, gr.State(None))

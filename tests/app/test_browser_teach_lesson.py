@@ -63,3 +63,14 @@ def test_decode_clicked_at_the_top_brings_its_progress_into_view(page):
         return box.bottom > 0 && box.top < window.innerHeight; }""", timeout=10_000)
     page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('Decoded')",
                            timeout=120_000)
+
+
+def test_new_tokens_off_the_eights_decode_as_many_and_the_slider_shows_them(page):
+    """The New tokens slider moved in steps of 8: 20 typed in its box decoded 20 tokens while its thumb sat at 24."""
+    set_number(page, "teach-max-new-tokens", 20)
+    page.locator("#step-status").click()  # the box left
+    assert page.locator("#teach-max-new-tokens input[type=range]").input_value() == "20"
+    page.click("#step-start")
+    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('Decoded 20 tokens')",
+                           timeout=120_000)
+    assert page.locator("#teach-max-new-tokens input[type=number]").input_value() == "20"
