@@ -268,6 +268,11 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
             teach = teaching_tab(app.showcase, concurrency_id=ENGINE_GROUP, memory=memory)  # step-through, theory
         ui.tabs = ui_tabs
         _wire(ui, app, teach)
+
+        def left(request: gr.Request):  # a page's session ended (its tab closed): its waits end, its run stops
+            app.stops.gone(chat_handlers.session_key(request))
+
+        demo.unload(left)
         address.wire(demo, ui_tabs)  # ?tab=teach opens the Teach tab; a refresh keeps the tab
         teach_memory.wire(demo, app.showcase.config, teach.controls, teach.memory,  # and the lesson's settings
                           status=teach.step.status)

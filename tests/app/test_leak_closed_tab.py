@@ -1,0 +1,80 @@
+"""Tabs closed while their work is unfinished, on the served app in a real Chromium: what the server recorded for them
+(a message's wait for its turn, `chat_handlers.Stops`) must go with them, or it outlives them for good and every
+later visitor pays for it."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+
+import pytest
+
+from tests.helpers import require_browser, served_app, ui_config
+from tools.screenshot import FINISHED, launch_chromium, open_page, set_number
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
+
+WAITING = "Waiting for the run in progress"
+
+
+def queued(url: str) -> int:
+    """The events waiting for their turn in the server's queue."""
+    return json.load(urllib.request.urlopen(url + "gradio_api/queue/status"))["queue_size"]
+
+
+def test_a_tab_closed_while_its_message_waits_leaves_no_wait_behind():
+    """A run in flight, a visitor's message waits behind it, and they close the tab: gradio drops the queued run, so
+    it never ended the wait that Send recorded. From then on every visitor's message said "Waiting for the run in
+    progress to finish" though nothing ran, and Stop and Clear were no help (the wait was another session's)."""
+    require_browser()
+    gradio_client = pytest.importorskip("gradio_client")
+    from playwright.sync_api import sync_playwright
+
+    from specui.loading import PairCache
+    from specui.ui.session import Showcase
+
+    config = ui_config()
+    showcase = Showcase(config, PairCache())
+    lock = showcase.lock(config.default)  # held: a run in flight stays in flight
+    with served_app(config, showcase=showcase) as url, sync_playwright() as p:
+        client = gradio_client.Client(url, verbose=False)
+        client.predict("def main(argv):", max_new_tokens=4, api_name="/generate")  # the pair loaded and warm
+        browser = launch_chromium(p)
+        try:
+            gone = open_page(browser, url)
+            lock.acquire()
+            first = client.submit("def main(argv):", max_new_tokens=4, api_name="/generate")  # in flight
+            while showcase.live == 0:
+                time.sleep(0.05)
+            gone.fill("#prompt textarea", "import os\n")
+            gone.click("#send")
+            gone.wait_for_selector(f"#chat >> text={WAITING}")
+            deadline = time.monotonic() + 30
+            while queued(url) == 0:  # its run waits in the queue
+                assert time.monotonic() < deadline, "the closing tab's run never joined the queue"
+                time.sleep(0.05)
+            gone.close()
+            while queued(url) > 0:  # gradio dropped it with its tab
+                assert time.monotonic() < deadline, "the closed tab's run stayed in the queue"
+                time.sleep(0.05)
+            lock.release()
+            first.result(timeout=120)
+            time.sleep(1)  # the tab's unload has had its turn
+
+            page = open_page(browser, url)
+            set_number(page, "max-new-tokens", 8)
+            lock.acquire()  # nothing runs, but the next run holds on its first round, so its note stays in view
+            page.fill("#prompt textarea", "import sys\n")
+            page.click("#send")
+            page.wait_for_selector("#chat .specui-prompt")
+            while showcase.live == 0:  # the run has started (and waits for the lock): the note as Send left it
+                time.sleep(0.05)
+            note = page.locator("#chat [data-testid=bot]").last.text_content()
+            lock.release()
+            page.wait_for_function(FINISHED, timeout=60_000)
+            assert WAITING not in note, note
+        finally:
+            if lock.locked():
+                lock.release()
+            browser.close()
