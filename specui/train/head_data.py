@@ -119,15 +119,27 @@ def continuation_sequences(target, stream: torch.Tensor, *, count: int, length: 
 def target_key(target) -> str:
     """What tells one target's weights from another's, for a cache of what it computes (its states, its greedy
     continuations) to be read back only for the target that computed it: its class and config, and each
-    parameter's name, shape, dtype and float64 sums of its values and their squares (on its own device: no copy of
-    the weights), hashed."""
+    parameter's name, shape, dtype and `_bits_sums`, hashed."""
     digest = hashlib.sha256(f"{type(target).__name__} {target.config.to_json_string()}".encode())
     with torch.no_grad():
         for name, p in target.named_parameters():
-            values = p.detach().double()
-            digest.update(f"{name} {tuple(p.shape)} {p.dtype} {values.sum().item()!r} "
-                          f"{values.square().sum().item()!r}".encode())
+            digest.update(f"{name} {tuple(p.shape)} {p.dtype} {_bits_sums(p)}".encode())
     return digest.hexdigest()[:16]
+
+
+def _bits_sums(p: torch.Tensor, chunk: int = 1 << 22) -> list[int]:
+    """Per chunk of a tensor's bits (read as 16-bit integers, or bytes), their sum and their sum weighted by place
+    (1..251, repeating): integers, so exact whatever the device and however torch splits the sum among its threads
+    (float64 sums were not: SmolLM2's differed under 8 threads); summed where the tensor lies, a chunk at a time (a
+    target on a GPU is not copied, nor widened whole)."""
+    bits = p.detach().contiguous().view(-1).view(torch.uint8)
+    bits = bits.view(torch.int16) if bits.numel() % 2 == 0 else bits
+    place = torch.arange(min(chunk, bits.numel()), device=bits.device) % 251 + 1
+    sums = []
+    for start in range(0, bits.numel(), chunk):
+        part = bits[start:start + chunk].to(torch.int64)  # at most 2**15 * 251 * 2**22 < 2**63: no overflow
+        sums.append(torch.stack([part.sum(), (part * place[:len(part)]).sum()]))
+    return torch.cat(sums).tolist() if sums else []
 
 
 def data_key(sequences) -> str:

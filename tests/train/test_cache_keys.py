@@ -53,3 +53,30 @@ def test_the_exit_states_and_the_continuations_of_one_target_are_not_read_for_an
     read = continuation_sequences(y, stream, path=tmp_path / "continuations.pt", **settings)
     own = continuation_sequences(y, stream, **settings)
     assert all(torch.equal(a, b) for (a, _), (b, _) in zip(read, own))
+
+
+def test_the_key_of_a_target_is_the_same_whatever_the_number_of_threads():
+    """The key summed each parameter in float64, whose rounding follows how torch splits the sum among its threads:
+    SmolLM2's key under --threads 8 was not its key under torch's default, so a --states file shared between runs of
+    one target with other --threads was computed again (hours of CPU for the chat answers). The sums are exact now;
+    one value changed, or two swapped, still gives another key."""
+    from transformers import LlamaForCausalLM
+
+    from specui.train.head_data import target_key
+
+    torch.manual_seed(0)
+    x, before = LlamaForCausalLM(make_config("llama", vocab_size=50000, layers=1, hidden=512)).eval(), []
+    threads = torch.get_num_threads()
+    try:
+        for n in (1, 2, 3, 4, 8, 16):
+            torch.set_num_threads(n)
+            before.append(target_key(x))
+    finally:
+        torch.set_num_threads(threads)
+    assert len(set(before)) == 1
+    with torch.no_grad():
+        row = x.model.embed_tokens.weight
+        row[[0, 1]] = row[[1, 0]]  # two rows swapped: the same values, other places
+        swapped = target_key(x)
+        row[0, 0] += 1e-3  # one value moved
+        assert swapped != before[0] and target_key(x) not in (swapped, before[0])
