@@ -1,5 +1,6 @@
-"""The Teach tab remembers, in the browser, the prompt and settings of its last decoded run: after a refresh they come
-back, and Decode gives the same run again (the same seed, the same draws).
+"""The Teach tab remembers, in the browser, the prompt and settings of its last decoded run and the round on show:
+after a refresh they come back, and a page that opens on the Teach tab (`?tab=teach`: a projector reconnected, a
+laptop woken, F5) decodes that run again (the same seed, the same draws) and shows the round the class had reached.
 
 Gradio's BrowserState keeps them in the page's localStorage, encrypted with the server's key: a restarted server
 cannot read them back and the tab opens on its defaults, as a page on another browser does. What is kept is what
@@ -16,8 +17,10 @@ import math
 import gradio as gr
 
 from specui.ui.teach_prepare import conversation_words
+from specui.ui.toasts import calmly
 
 STORAGE_KEY = "specui-teach-lesson"
+ROUND = "round"  # the round on show (0-based), written at each step
 FIELDS = ("prompt", "preset", "drafter", "k", "confidence", "temperature", "penalty", "max_new", "seed")
 MAX_PROMPT = 20_000  # characters kept: a lesson's prompt, not a book
 
@@ -32,6 +35,20 @@ def kept(controls, data: dict, *, conversation: dict | None = None) -> dict:
     them, by field name, and `conversation` (`teach_prepare.conversation`: how many messages came before the prompt,
     whether a system prompt did; none of their text)."""
     return {**{name: data[getattr(controls, name)] for name in FIELDS}, **(conversation or {})}
+
+
+def at_round(saved, index: int):
+    """The memory `saved` with `index` as the round on show (unchanged when nothing was decoded)."""
+    return {**saved, ROUND: int(index)} if isinstance(saved, dict) and isinstance(saved.get("prompt"), str) else saved
+
+
+def resumed_round(saved) -> int | None:
+    """The round to decode again and show after a refresh (None: none, e.g. nothing decoded yet, or a prompt that
+    was decoded after a chat's conversation, which the memory does not keep: its rounds would not be those)."""
+    if not isinstance(saved, dict) or not isinstance(saved.get("prompt"), str) or restored_note(saved) is not None:
+        return None
+    at = saved.get(ROUND)
+    return at if isinstance(at, int) and not isinstance(at, bool) and at >= 0 else None
 
 
 def restored_note(saved) -> str | None:
@@ -88,3 +105,21 @@ def wire(demo: gr.Blocks, config, controls, memory: gr.BrowserState, *, status=N
 
     demo.load(load, [memory], outputs + ([status] if status is not None else []), show_progress="hidden",
               api_visibility="private", queue=False)
+
+
+def resume(demo: gr.Blocks, config, ui, decode, said, inputs, outputs, **event) -> None:
+    """When a page opens on the Teach tab (`?tab=teach`) with a remembered run, decode it again with its settings and
+    show the round it was on (`resumed_round`): `decode(data, at=)` is the tab's Decode (`teaching.decode`), `said`
+    its refusal's answer; `ui` the `teaching.TeachTab`, `inputs` and `outputs` Decode's with `ui.memory` among the
+    inputs. A page opened on another tab decodes nothing (its visitor may never look at the Teach tab)."""
+    c = ui.controls
+
+    def resumed(data: dict, request: gr.Request):  # gradio injects the request by its annotation
+        saved, tab = data[ui.memory], str(request.query_params.get("tab") or "").strip().lower()
+        at = resumed_round(saved)
+        if at is None or tab != "teach":
+            return {c.play: gr.update()}  # a no-op (an empty dict is one value to gradio)
+        kept = {k: v for k, v in restored(config, c, saved).items() if not isinstance(v, dict)}  # dict: gr.update()
+        return calmly(lambda values: decode(values, at=at), said)({**data, **kept})
+
+    demo.load(resumed, inputs, outputs, **event)

@@ -189,7 +189,8 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True,
     """Build the teaching tab inside the current `gr.Blocks`. `showcase` is the app's `Showcase` (its
     config, pair cache and per-pair locks); `concurrency_id` is the app's engine queue, so teaching runs
     wait their turn with every other generation. `memory` (teach_memory.build(), made outside every tab: a tab's
-    components are made when it is first shown, too late for the page's load) keeps the last decoded settings."""
+    components are made when it is first shown, too late for the page's load) keeps the last decoded settings and
+    the round on show; given, a page that opens on the Teach tab decodes that run again and shows that round."""
     container = gr.Tab("Teach", id="teach", elem_id="teach-tab") if tab else gr.Column(elem_id="teach-tab")
     with container:
         gr.Markdown(INTRO)
@@ -202,11 +203,11 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True,
                       run=gr.State(None), index=gr.State(teach_keys.Shown()), playing=gr.State(False),
                       timer=gr.Timer(1.5, active=False),
                       memory=memory if memory is not None else teach_memory.build())
-        _wire(ui, state, concurrency_id)
+        _wire(ui, state, concurrency_id, resume=memory is not None)
     return ui
 
 
-def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
+def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool = False) -> None:
     c, s, cmp = ui.controls, ui.step, ui.compare
     queued = {"concurrency_id": concurrency_id, "concurrency_limit": 1, "api_visibility": "private"}
     compared = [cmp.compared, cmp.view, cmp.second]
@@ -218,12 +219,17 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str) -> None:
     # progress (and then round 1) was below it, a minute of nothing to see at the largest settings
     c.start.click(calmly(functools.partial(decode, state, ui), said), c.settings | {cmp.second, ui.index}, decoded,
                   js=SHOW_STATUS, **queued)
+    if resume:  # a page refreshed on the Teach tab: the remembered run decoded again, at the round it was on
+        teach_memory.resume(gr.context.Context.root_block, state.showcase.config, ui,
+                            functools.partial(decode, state, ui), said, c.settings | {cmp.second, ui.index, ui.memory},
+                            decoded, **queued)
     # the round shown moves in place (ui.index, a teach_keys.Shown), one move of a page at a time: never an output
-    nav_outputs = [s.view, s.residual, cmp.view, ui.playing, ui.timer, c.play]
+    nav_outputs = [s.view, s.residual, cmp.view, ui.playing, ui.timer, c.play, ui.memory]
     # every press of Next and Previous counts, however fast they come (a clicker double-tapped), and the auto-play's
     # ticks are presses among them: one stepping event of a page in flight, its answers in order (teach_keys)
     teach_keys.stepper("step", back=c.prev, on=c.next, tick=c.tick, shown=ui.index,
-                       fn=functools.partial(pressed, ui), inputs=[ui.index, cmp.compared], outputs=nav_outputs, **NAV)
+                       fn=functools.partial(pressed, ui), inputs=[ui.index, cmp.compared, ui.memory],
+                       outputs=nav_outputs, **NAV)
     teach_keys.ticking("step", ui.timer)
     # Next before any run decodes the prompt shown (in the engine's queue) and lands on round 1
     c.next.click(calmly(functools.partial(decode_first, state, ui), said),
@@ -290,19 +296,21 @@ def _compared(state: TeachState, run, second: str, index: int) -> dict:
                                         {"run": run, "second": second, "index": teach_keys.Shown(run, index)})
 
 
-def decode(state: TeachState, ui: TeachTab, data: dict) -> dict:
+def decode(state: TeachState, ui: TeachTab, data: dict, *, at: int = 0) -> dict:
+    """Decode the prompt and show its round `at` (the last if it has fewer), or a round a press made since moved to."""
     [(run, conversation_of, compared)] = state.work(decoded, teach_work.values(ui.controls, data),
                                                     data[ui.compare.second])
     s, shown = ui.step, data[ui.index]
     compared = teach_work.by_component(ui.compare, compared)
     # round 1 unless a press made since the run arrived has moved it on already (that press's answer shows its round)
-    view = teach_keys.moving(shown, {}, _move_to, ui, shown, run, 0, compared[ui.compare.compared])
+    at, kept = max(0, min(at, len(run.steps) - 1)), teach_memory.kept(ui.controls, data, conversation=conversation_of)
+    view = teach_keys.moving(shown, {}, _move_to, ui, shown, run, at, compared[ui.compare.compared])
     return {ui.run: run, **compared, ui.step.view: gr.update(), ui.compare.view: gr.update(), **view,
             s.theory_tokens: teach_charts.theory_tokens_figure(run.measured),
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
             s.export: exported(state, run, compared[ui.compare.compared]),
-            s.status: decoded_note(run), **stopped(ui),
-            ui.memory: teach_memory.kept(ui.controls, data, conversation=conversation_of)}
+            s.status: decoded_note(run) + (f" Back at round {at + 1}, where this browser left it." if at else ""),
+            **stopped(ui), ui.memory: teach_memory.at_round(kept, shown.index)}
 
 
 def exported(state: TeachState, run, compared) -> str:
@@ -372,7 +380,8 @@ def pressed(ui: TeachTab, presses: str, data: dict) -> dict:
     if run is None or not run.steps:
         return {**teach_keys.unchanged([ui.step.view]), **(stopped(ui) if "t" in presses else {})}
     index, ended = teach_keys.played(shown.index, presses, len(run.steps))
-    moved = _move_to(ui, shown, run, index, data[ui.compare.compared])
+    moved = {**_move_to(ui, shown, run, index, data[ui.compare.compared]),
+             ui.memory: teach_memory.at_round(data[ui.memory], index)}  # a refresh comes back to it
     return {**moved, **stopped(ui)} if ended else moved
 
 

@@ -24,25 +24,30 @@ INJECTION = "<img src=x onerror=alert(1)>"
 MAX_NEW, SEED, K, TEMPERATURE = 16, 3, 4, 0.8
 
 
-@pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    require_browser()
-    import gradio as gr
-
+def tiny_showcase(root):
+    """A Showcase whose one preset is a tiny random pair saved under `root` (loads in a moment)."""
     from specui.loading import PairCache
     from specui.presets import load_config
-    from specui.ui.blocks import launch
     from specui.ui.session import Showcase
-    from specui.ui.teaching import teaching_tab
 
-    root = tmp_path_factory.mktemp("teach-pair")
     target = make_model("llama", layers=2, seed=0)
     save_tiny_model(root / "target", "llama", layers=2, seed=0, model=target)
     save_tiny_model(root / "draft", "llama", layers=1, seed=1, model=noisy_copy(target, noise=0.1, seed=1))
     (root / "models.yaml").write_text(f"default: tiny\npresets:\n  tiny:\n    target: {root / 'target'}\n"
                                       f"    draft: {root / 'draft'}\n    dtype: float32\n    device: cpu\n"
                                       f"    num_draft_tokens: {K}\n")
-    showcase = Showcase(load_config(root / "models.yaml"), PairCache())
+    return Showcase(load_config(root / "models.yaml"), PairCache())
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    require_browser()
+    import gradio as gr
+
+    from specui.ui.blocks import launch
+    from specui.ui.teaching import teaching_tab
+
+    showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
     with gr.Blocks(title="specui teaching test") as demo:
         teaching_tab(showcase)
     demo.queue(default_concurrency_limit=4)

@@ -45,3 +45,18 @@ def test_what_no_longer_fits_stays_at_the_default(tab):
     assert all(back[getattr(c, name)] == gr.update() for name in FIELDS)  # nothing changed
     for memory in (None, [], "text", {}):
         assert all(value == gr.update() for value in restored(config, c, memory).values())
+
+
+def test_the_round_to_come_back_to_after_a_refresh():
+    """A refresh decodes the remembered run again at its round: only a run decoded alone (a chat's conversation is
+    not kept, so its rounds would differ) with a round that is a whole number."""
+    from specui.ui.teach_memory import at_round, resumed_round
+
+    saved = {"prompt": "def f(x):\n", "seed": 3}
+    assert resumed_round(saved) is None  # decoded, never stepped: nothing to come back to
+    assert resumed_round(at_round(saved, 4)) == 4 and saved == {"prompt": "def f(x):\n", "seed": 3}
+    assert resumed_round(at_round({**saved, "messages_before": 2}, 4)) is None
+    for bad in (True, -1, 2.5, "3", None):
+        assert resumed_round({**saved, "round": bad}) is None
+    for nothing in (None, {}, [], {"round": 3}):
+        assert at_round(nothing, 4) == nothing and resumed_round(nothing) is None

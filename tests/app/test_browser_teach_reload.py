@@ -1,0 +1,76 @@
+"""A refreshed Teach tab in a real browser (the app itself, over the tiny pair of test_browser_teaching): a page
+refreshed mid-lesson on the Teach tab (F5, a laptop that slept, a projector reconnected) decodes the remembered run
+again and shows the round the class had reached, with the same numbers, and the keys step on from it. Another
+visitor (another browser's storage) opens on an empty step view."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app.test_browser_teaching import PROMPT, shown_rows, tiny_showcase, wait_round
+from tests.helpers import require_browser, served_app
+from tools.screenshot import launch_chromium, set_number
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """Chromium and the served app's address, opening on the Teach tab."""
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
+    with served_app(showcase.config, showcase=showcase) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        yield browser, url.rstrip("/") + "/?tab=teach"
+        browser.close()
+
+
+def _open(browser, url: str):
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(url)
+    page.wait_for_selector("#step-start", timeout=60_000)
+    return page
+
+
+def _round(page) -> int:
+    return int(page.locator("#step-view .teach-step").get_attribute("data-round"))
+
+
+def test_a_refresh_mid_lesson_comes_back_to_the_same_round(site):
+    browser, url = site
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(url)
+    page.wait_for_selector("#step-start", timeout=60_000)
+    page.fill("#teach-prompt textarea", PROMPT)
+    set_number(page, "teach-k", 2)
+    set_number(page, "teach-temperature", 0.8)  # sampled: the same draws again, not only the same argmax
+    set_number(page, "teach-max-new-tokens", 24)
+    page.click("#step-start")
+    wait_round(page, 1, timeout_ms=120_000)
+    page.locator("#step-status").click()  # the focus off the prompt box
+    for n in range(2, 6):
+        page.keyboard.press("PageDown")
+        wait_round(page, n)
+    rows = shown_rows(page)
+    page.reload()
+    page.wait_for_selector("#step-start", timeout=60_000)
+    wait_round(page, 5, timeout_ms=120_000)
+    assert "Back at round 5" in page.locator("#step-status").inner_text()
+    assert shown_rows(page) == rows
+    page.locator("#step-status").click()
+    page.keyboard.press("PageDown")  # the keys step on from it, and a second refresh comes back there
+    wait_round(page, 6)
+    page.reload()
+    page.wait_for_selector("#step-start", timeout=60_000)
+    wait_round(page, 6, timeout_ms=120_000)
+    assert page.locator("#teach-prompt textarea").input_value() == PROMPT
+
+    other = _open(browser, url)  # another visitor: their own storage, nothing decoded
+    other.wait_for_timeout(3_000)
+    assert other.locator("#step-view .teach-step[data-round]").count() == 0
+    assert other.locator("#teach-prompt textarea").input_value() != PROMPT
+    context.close()
