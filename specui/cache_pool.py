@@ -136,6 +136,17 @@ class PromptCaches:
             self._make_room(best, len(ids) * bytes_per_token(model) if model is not None else 0)
             return best
 
+    def forget(self, owner: str) -> int:
+        """`owner` is gone (the app: a closed tab, whose conversation no page shows any more): its caches leave the
+        pool now, a cache a run still holds as that run ends. Returns how many left."""
+        with self._guard:
+            gone = [c for c in self.caches if c.owner == owner]
+            for cache in gone:
+                self.caches.remove(cache)
+                cache.pool = None  # a run that holds it does not bring it back (`used`)
+                cache.clear()  # its memory goes now (a cache a run holds keeps its own until that run ends)
+        return len(gone)
+
     def used(self, cache: PromptCache) -> None:
         """A run ended with `cache` (`PromptCache.close`): the most recently used now, kept within the budget (and
         back in the pool if it was let go between its pick and its run)."""

@@ -269,8 +269,9 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
         ui.tabs = ui_tabs
         _wire(ui, app, teach)
 
-        def left(request: gr.Request):  # a page's session ended (its tab closed): its waits end, its run stops
-            app.stops.gone(chat_handlers.session_key(request))
+        def left(request: gr.Request):  # a page's session ended (its tab closed): its waits end, its run stops,
+            app.stops.gone(chat_handlers.session_key(request))  # and its conversation's caches go
+            app.showcase.forget(chat_handlers.session_key(request))
 
         demo.unload(left)
         address.wire(demo, ui_tabs)  # ?tab=teach opens the Teach tab; a refresh keeps the tab

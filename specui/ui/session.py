@@ -66,6 +66,7 @@ class Showcase:
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self._warm: list[weakref.ref] = []  # the pairs that have run once (weak: an evicted pair goes)
+        self._pools: weakref.WeakSet = weakref.WeakSet()  # the pairs' conversation caches runs have picked from
         self.live = 0  # runs in flight (started and neither finished, stopped nor closed)
         self.calls = GpuCalls(self)  # requests under ZeroGPU (a plain call elsewhere)
 
@@ -211,6 +212,7 @@ class Showcase:
         if run.settings.arena:
             return self._streams(run, engine, ids, preset)
         engine.stream(ids, run.settings.decode.but(speculative=True))  # ContextLengthError before any pick
+        self._pools.add(pair.conversations)
         return self._streams(run, engine, ids, preset, pair.conversations.pick(ids, pair.target, owner=owner))
 
     def _streams(self, run: Run, engine, ids, preset, cache=None):
@@ -247,6 +249,13 @@ class Showcase:
         for name, stream in named:
             run.contestant = name
             yield "arena", run.arena[name], run.arena_views.setdefault(name, []), stream
+
+    def forget(self, owner: str) -> None:
+        """`owner`'s conversations are over (a closed tab: no page holds them any more): their target caches go,
+        rather than fill the memory budget until newer ones push them out (`PromptCaches.forget`)."""
+        if owner:  # the API's runs have no owner, and share their caches
+            for pool in list(self._pools):
+                pool.forget(owner)
 
     def preload(self, preset, *, progress=None) -> None:
         """Load `preset`'s pair and warm it up (the app does this in the background as it starts), so the first

@@ -78,3 +78,46 @@ def test_a_tab_closed_while_its_message_waits_leaves_no_wait_behind():
             if lock.locked():
                 lock.release()
             browser.close()
+
+
+def test_the_conversation_caches_of_closed_tabs_go_with_them():
+    """Each message keeps its conversation's target cache for the next turn (`cache_pool.PromptCaches`), the pool
+    bounded by a memory budget only (a quarter of the machine's). A closed tab's conversation no page shows any more,
+    yet its caches stayed until newer ones pushed them out: a day of visitors filled the whole budget (the bundled
+    pair: 6 MB a message; the chat model's many more). The API's runs, which no tab owns, keep theirs."""
+    require_browser()
+    gradio_client = pytest.importorskip("gradio_client")
+    from playwright.sync_api import sync_playwright
+
+    from specui.loading import PairCache
+    from specui.ui.session import Showcase
+
+    config = ui_config()
+    cache = PairCache()
+    showcase = Showcase(config, cache)
+    with served_app(config, showcase=showcase) as url, sync_playwright() as p:
+        gradio_client.Client(url, verbose=False).predict("def main(argv):", max_new_tokens=4, api_name="/generate")
+        pool = cache.get(config.get(None)).conversations
+        browser = launch_chromium(p)
+        try:
+            pages = [open_page(browser, url) for _ in range(3)]
+            for visitor, page in enumerate(pages):
+                set_number(page, "max-new-tokens", 8)
+                for turn in range(2):
+                    page.fill("#prompt textarea", f"def visitor_{visitor}_turn_{turn}(x):")
+                    page.click("#send")
+                    page.wait_for_function(f"() => document.querySelectorAll('#chat .specui-prompt').length === "
+                                           f"{turn + 1}")
+                    page.wait_for_function(FINISHED, timeout=60_000)
+            assert len({c.owner for c in pool.caches} - {None}) == 3  # each visitor's conversation kept
+            for page in pages:
+                page.close()
+            deadline = time.monotonic() + 30
+            while any(c.owner is not None for c in pool.caches):  # each tab's unload has had its turn
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            assert [c.owner for c in pool.caches if c.owner is not None] == []
+            assert [c.owner for c in pool.caches] == [None]  # the API's
+        finally:
+            browser.close()
