@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -139,7 +140,8 @@ def residual_figure(step: Step | None = None) -> go.Figure:
     title = "Residual distribution at the rejection"
     if step is not None and step.residual:
         drawn = step.final.token_id if step.final is not None else None
-        labels = [f"{c.text!r} ({c.token_id})" for c in step.residual]
+        # a token's text as plotly's text, never its HTML (a '<b>' set the labels in bold), as the token tree's
+        labels = [f"{html.escape(repr(c.text), quote=False)} ({c.token_id})" for c in step.residual]
         # the drawn bar: red, hatched and labelled, so more than its hue tells it apart
         fig.add_trace(go.Bar(x=labels, y=[round(c.prob, 5) for c in step.residual], name="norm(max(0, p − q))",
                              marker_color=[POINT_COLOUR if c.token_id == drawn else THEORY_COLOUR
@@ -151,7 +153,7 @@ def residual_figure(step: Step | None = None) -> go.Figure:
         shown = f"its top {len(step.residual)} tokens, {fmt(sum(c.prob for c in step.residual), '.2f')} of its mass"
         if step.final is not None:
             where = "red" if drawn in {c.token_id for c in step.residual} else f"outside the top {len(step.residual)}"
-            title += f"<br><sub>{shown}; drawn: {step.final.text!r} ({where})</sub>"
+            title += f"<br><sub>{shown}; drawn: {html.escape(repr(step.final.text), quote=False)} ({where})</sub>"
     fig = _layout(fig, title=title, x="token", y="probability", showlegend=False)
     fig.update_layout(height=280)
     if step is None:  # not plotly's empty axes from -1 to 6: what will fill them

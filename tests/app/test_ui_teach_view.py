@@ -107,6 +107,25 @@ def test_the_residual_chart_marks_the_drawn_token_by_more_than_colour_and_says_i
     assert "top 3 tokens, 0.60 of its mass" in fig.layout.title.text
 
 
+def test_the_residual_charts_token_texts_stay_text_in_plotly():
+    """plotly reads a label or a title as HTML of its own (<b>, <br>, <a href>): a model's token '<b>' set the
+    residual's labels in bold, '<br>' broke its title. They are escaped, as the token tree's are."""
+    from dataclasses import replace
+
+    from specui.lesson import Candidate
+
+    rnd = _round(0, drafted=[40], accepted=0, kinds=["resampled"], token_ids=[50], target_probs=[0.1],
+                 draft_probs=[0.5], accept_probs=[0.2], uniforms=[0.7], residual_top=[(51, 0.3), (50, 0.2)])
+    step = _run([rnd], DecodeSettings(temperature=0.8, num_draft_tokens=1)).steps[0]
+    step = replace(step, residual=[Candidate(51, "<b>x</b>", 0.3), Candidate(50, "<br>", 0.2)],
+                   final=replace(step.final, text="<a href='https://e.x'>y</a>"))
+    fig = teach_charts.residual_figure(step)
+    (bars,) = fig.data
+    assert list(bars.x) == ["'&lt;b&gt;x&lt;/b&gt;' (51)", "'&lt;br&gt;' (50)"]
+    title = fig.layout.title.text
+    assert "drawn: \"&lt;a href='https://e.x'&gt;y&lt;/a&gt;\"" in title and "<a" not in title
+
+
 def test_the_tokens_a_round_adds_are_quoted_so_a_space_or_a_line_break_shows():
     """A round that adds a space (id 1) and '<' (id 29): each is quoted as in the drafts table, in its kind's span
     with the token's own tooltip, and '<' stays text."""
