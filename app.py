@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     pair.add_argument("--chat", action="store_true",
                       help="wrap prompts in the target's chat template (instruct models)")
     args = parser.parse_args(argv)
+    from specui.command_line import refuse_empty
+
+    refuse_empty(parser, args, "preset", "config", "target", "draft", "host")
     named = args.preset is not None  # else from the environment, or models.yaml's default
     args.preset = args.preset or preset_from_env()
     if (args.draft or args.chat) and not args.target:

@@ -41,6 +41,14 @@ def refuse(prog: str, message: str):
     raise SystemExit(USAGE)
 
 
+def refuse_empty(parser, args, *names: str) -> None:
+    """An option given an empty value (`--preset ""`, a variable not set in a script) is refused naming it: it read
+    as left out, and the run went on with the default preset or models.yaml, or `.` as a models.yaml."""
+    for name in names:
+        if (value := getattr(args, name)) is not None and not value.strip():
+            parser.error(f"--{name} {value!r} is empty: give a value, or leave --{name} out")
+
+
 def exit_status(error: BaseException) -> int:
     """The exit status of one of the USER_ERRORS, the same in every entry point: USAGE (2) for a usage mistake, 1 for
     a failure at run time (a model that fails as it loads; one found missing before, by `check_preset`, is refused

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from specui.bench.cli import as_flags, json_path_problem
+from specui.command_line import refuse_empty
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
 from specui.settings import DecodeSettings, SettingsError
 from specui.text import not_unicode
@@ -85,6 +86,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour the tokens: auto (default) on a terminal unless NO_COLOR is set")
     args = p.parse_args(argv)
+    refuse_empty(p, args, "preset", "config", "json")
     if args.drafter is not None and name_of(args.drafter) not in DRAFTER_NAMES:
         p.error(f"--drafter {args.drafter!r}: no such drafter; choose one of {', '.join(DRAFTER_NAMES)} (or the app's "
                 f"labels: {', '.join(map(repr, LABELS.values()))})")

@@ -15,7 +15,7 @@ from specui.arena import PLAIN, can_draft, skip_reason
 from specui.bench import arena as bench_arena
 from specui.bench import conversation as bench_conversation
 from specui.bench.record import environment, json_path_problem, provenance, show, started, write_json
-from specui.command_line import READER_LEFT, check_preset, refuse
+from specui.command_line import READER_LEFT, check_preset, refuse, refuse_empty
 from specui.bench.report import format_table
 from specui.bench.run import (
     DEFAULT_PROMPTS,
@@ -102,6 +102,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="the runs' seed (default: %(default)s)")
     p.add_argument("--json", default=None, help="also write the results as one JSON object to this file")
     args = p.parse_args(argv)
+    refuse_empty(p, args, "preset", "config", "target", "draft", "prompts", "json")
     if args.prompt_tokens is not None and args.prompts:  # it was ignored: the file's prompts run as written
         p.error("--prompt-tokens sets the built-in prompts' length; --prompts runs the file's prompts as written")
     for name in ("max_new_tokens", "repeats", "num_prompts", "prompt_tokens", "cost_samples"):  # None: the default

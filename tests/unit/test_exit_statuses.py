@@ -84,3 +84,19 @@ def test_a_drafter_the_preset_lacks_is_a_usage_mistake_in_both_commands(tmp_path
     lookup_only.write_text(f"default: alone\npresets:\n  alone:\n    target: {BUNDLED_TARGET.parent}\n")
     assert statuses(["--config", str(lookup_only), "--drafter", "eagle"], capsys,
                     entry_points=("terminal", "bench")) == {"terminal": 2, "bench": 2}
+
+
+EMPTY = {"app": ("preset", "config", "target", "draft", "host"), "terminal": ("preset", "config", "json"),
+         "bench": ("preset", "config", "target", "draft", "prompts", "json")}
+
+
+@pytest.mark.parametrize("entry_point, flag", [(e, f) for e, flags in EMPTY.items() for f in flags])
+def test_an_empty_value_is_refused_naming_its_flag(entry_point, flag, capsys):
+    """It read as left out: `--preset ""` ran the default preset, `--config ""` read "." ("cannot be read"),
+    `--target ""` served the default preset, `--json ""` wrote no record, without a word."""
+    argv = [f"--{flag}", ""]
+    with pytest.raises(SystemExit) as exit_:
+        {"app": app.main, "terminal": lambda a: terminal.parse_args([*a, "hi"]), "bench": bench_cli.parse_args}[
+            entry_point](argv)
+    assert exit_.value.code == 2
+    assert f"error: --{flag} '' is empty: give a value, or leave --{flag} out" in capsys.readouterr().err
