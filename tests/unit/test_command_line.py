@@ -26,9 +26,11 @@ def _one_line_error(args: list[str], prog: str) -> str:
     (["specui.bench", "--preset", "nope"], "python -m specui.bench"),
     (["specui.verify_cost", "--preset", "nope"], "python -m specui.verify_cost"),
     (["specui.train", "heads", "--preset", "nope"], "python -m specui.train heads"),
-    (["specui.train", "exit", "--preset", "nope", "--answers", "."], "python -m specui.train exit"),
+    (["specui.train", "exit", "--preset", "nope", "--answers", "ANSWERS"], "python -m specui.train exit"),
 ])
-def test_an_unknown_preset_is_one_line_with_the_known_ones(args, prog):
+def test_an_unknown_preset_is_one_line_with_the_known_ones(args, prog, tmp_path):
+    (tmp_path / "answers-0.pt").touch()  # a folder of answers (checked before the preset since 567823f)
+    args = [str(tmp_path) if a == "ANSWERS" else a for a in args]
     assert "no preset named 'nope'; known presets: smollm2-chat" in _one_line_error(args, prog)
 
 
