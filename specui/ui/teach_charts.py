@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import html
+import textwrap
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -30,8 +31,39 @@ GREEDY_AGREEMENT = "T = 0: draft's token = target's argmax (rate)"
 DEFAULT_C = 0.1  # the draft cost drawn before anything is measured
 
 
-def _layout(fig: go.Figure, **kwargs) -> go.Figure:
-    return layout(fig, height=TALL, **kwargs)
+# what one line of a chart holds on a phone (390 px wide: a chart of 326 px), at a title's 14 px, a <sub> line's
+# SUBTITLE_PX and an empty chart's note's 14 px: a longer title, subtitle or note is wrapped at its spaces (plotly
+# draws a line of SVG text as long as it is, past the chart's edges)
+TITLE_CHARS, SUBTITLE_CHARS, NOTE_CHARS = 42, 48, 40
+LINE_PX = 18  # the room a title's further line takes: the top margin and the chart grow by it
+TITLE_TOP_PX = 20  # a title of more lines: its first line this far down (a phone's tool bar above it)
+
+
+def _wrapped(text: str, width: int) -> list[str]:
+    """The lines of `text` (its own <br> kept), each at most `width` characters where its words allow."""
+    return [line for part in text.split("<br>")
+            for line in textwrap.wrap(part, width, break_long_words=False, break_on_hyphens=False) or [""]]
+
+
+def _note(text: str) -> str:
+    """An empty chart's note, wrapped to fit a phone's chart."""
+    return "<br>".join(_wrapped(text, NOTE_CHARS))
+
+
+def _layout(fig: go.Figure, *, title: str, height: int = TALL, **kwargs) -> go.Figure:
+    """`theme.layout` with the title and its <sub> line wrapped to fit a phone's chart, the chart taller by the
+    lines that adds beyond a title and a subtitle."""
+    head, _, sub = title.partition("<br><sub>")
+    lines = _wrapped(head, TITLE_CHARS)
+    lines += [f"<sub>{line}</sub>" for line in _wrapped(sub.removesuffix("</sub>"), SUBTITLE_CHARS)] if sub else []
+    if len(lines) <= 2:
+        return layout(fig, title="<br>".join(lines), height=height, **kwargs)
+    # plotly centres a title in the top margin (it grew into the plot): one of more lines starts where a title of
+    # one line does (under a phone's tool bar) and grows down into the room added for it
+    extra = LINE_PX * (len(lines) - 2) + TITLE_TOP_PX
+    layout(fig, title="<br>".join(lines), height=height + extra, **kwargs)
+    return fig.update_layout(margin_t=fig.layout.margin.t + extra,
+                             title={"yref": "container", "y": 1, "yanchor": "top", "pad": {"t": TITLE_TOP_PX + 5}})
 
 
 def _k_curve(alphas: Sequence[float], values: Sequence[float], k: int, *, name: str, mine: bool) -> go.Scatter:
@@ -55,7 +87,7 @@ _K_LABELS_MARGIN = 50
 
 def _waiting(fig: go.Figure, what: str) -> go.Figure:
     """An experiment's chart before its run: the titled axes and a note saying what will fill them."""
-    fig.add_annotation(text=f"Run the experiment to fill this:<br>{what}", showarrow=False, xref="paper",
+    fig.add_annotation(text=_note(f"Run the experiment to fill this:<br>{what}"), showarrow=False, xref="paper",
                        yref="paper", x=0.5, y=0.5, font={"size": 14, "color": NOTE_COLOUR})
     return fig
 
@@ -154,11 +186,10 @@ def residual_figure(step: Step | None = None) -> go.Figure:
         if step.final is not None:
             where = "red" if drawn in {c.token_id for c in step.residual} else f"outside the top {len(step.residual)}"
             title += f"<br><sub>{shown}; drawn: {html.escape(repr(step.final.text), quote=False)} ({where})</sub>"
-    fig = _layout(fig, title=title, x="token", y="probability", showlegend=False)
-    fig.update_layout(height=280)
+    fig = _layout(fig, title=title, height=280, x="token", y="probability", showlegend=False)
     if step is None:  # not plotly's empty axes from -1 to 6: what will fill them
-        noted(fig, "Decode a prompt and step through it: at a rejection,<br>the tokens the target could draw "
-                   "instead show here", size=14)
+        noted(fig, _note("Decode a prompt and step through it:<br>at a rejection, the tokens the target<br>could "
+                         "draw instead show here"), size=14)
     elif not step.residual:  # why this round has none, where the bars would be
         if not step.drafts:
             reason = "No drafts this round:<br>the target drew its token from p"
@@ -166,7 +197,7 @@ def residual_figure(step: Step | None = None) -> go.Figure:
             reason = "Every draft was accepted:<br>the bonus token comes from p itself"
         else:
             reason = "Greedy mode: the target's most likely token<br>replaces the rejected draft"
-        noted(fig, f"None this round. {reason}", size=14)
+        noted(fig, _note(f"None this round. {reason}"), size=14)
     return fig
 
 
@@ -315,9 +346,9 @@ def time_budget_figure(budget: dict | None = None) -> go.Figure:
         title += (f"<br><sub>measured {fmt(budget['speedup'], '.2f')}×, Thm 3.8 {fmt(budget['theory'], '.2f')}× "
                   f"(K = {budget['k']}, c = {fmt(budget['c'], '.3f')}): efficiency {fmt(first, '.2f')}</sub>")
     # taller than the other experiments: room for the legend of thirteen parts
-    layout(fig, height=TALL + 100, title=title, x="ms per generated token", y="", barmode="stack")
+    _layout(fig, height=TALL + 100, title=title, x="ms per generated token", y="", barmode="stack")
     fig.update_layout(legend={"traceorder": "normal"})  # plotly reverses a stack's legend; these stack left to right
     if not budget:  # its axes mean nothing before a run (plotly's -1 to 6 both ways): the note alone
-        noted(fig, "Run the experiment to fill this:<br>plain and speculative decoding's time per token, part by part",
-              size=14)
+        noted(fig, _note("Run the experiment to fill this:<br>plain and speculative decoding's time per token, part by "
+                         "part"), size=14)
     return fig
