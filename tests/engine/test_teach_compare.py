@@ -156,3 +156,22 @@ def test_what_cannot_be_compared_is_refused(setup):
         check(setup.engine, plain, primary="model", second="eagle")
     with pytest.raises(ValueError, match="fixed K"):
         check(setup.engine, plain.but(adaptive=True), primary="model", second="prompt_lookup")
+
+
+@pytest.mark.parametrize("second", ["eagle", "early_exit"])
+def test_a_second_rounds_verdicts_follow_from_the_numbers_it_shows(heads, second):
+    """The second drafter's features (EAGLE) or cache (early exit) come from a prefill of the context, not the
+    verify forwards of a run of its own, so its q may differ from such a run's by float rounding (~1e-7); what is
+    shown is its round's own q, p and u, and every verdict shown follows from them (module docstring)."""
+    c = compare(heads.engine, heads.tokenizer, heads.ids, temperature=0.8, primary="model", second=second,
+                num_draft_tokens=3, max_new_tokens=30, seed=7)
+    judged = 0
+    for r in c.rounds:
+        for d in r.second.drafts:
+            if d.verdict == "discarded":
+                assert all(e.verdict == "discarded" for e in r.second.drafts[d.position - 1:])
+                break
+            judged += 1
+            assert d.accept_prob == pytest.approx(min(1.0, d.p / d.q), rel=1e-6, abs=1e-9)
+            assert (d.verdict == "accepted") == (d.u < d.accept_prob), (r.index, d)
+    assert judged > 0
