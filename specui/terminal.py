@@ -224,7 +224,13 @@ def settings_for(args, engine, preset) -> DecodeSettings:
 
 COMMANDS = {"/reset": "start a new conversation (the model forgets this one)", "/help": "list these commands",
             "/quit": "end the conversation (as an empty line or Ctrl-D does)",
-            "//": "begins a message that starts with a slash (//help sends /help)"}
+            "//": "sends a one-word message that starts with a slash (//help sends /help)"}
+
+
+def command_like(word: str) -> bool:
+    """Whether a chat's line, stripped, is read as a command: one word that starts with a slash and has no other
+    (/help, /nope; not a path such as /usr/lib, nor a sentence)."""
+    return word.startswith("/") and " " not in word and "/" not in word[1:]
 
 
 def converse(session: Session, first: str | None) -> int:
@@ -248,8 +254,8 @@ def converse(session: Session, first: str | None) -> int:
         if text is None or not text.strip():
             return status
         word = text.strip()
-        if word.startswith("//"):  # a message that starts with a slash ("/etc holds ..."), sent with one slash fewer
-            text, word = text.lstrip()[1:], ""
+        if word.startswith("//") and command_like(word[1:]):  # //etc sends /etc, which alone reads as a command;
+            text, word = text.lstrip()[1:], ""  # "// note" or //cdn.example.com/lib.js, never one, go as typed
         if word in ("/quit", "/exit"):
             return status
         if word == "/reset":
@@ -260,7 +266,7 @@ def converse(session: Session, first: str | None) -> int:
         if word in ("/help", "/?"):
             print("\n".join(f"  {name:7} {what}" for name, what in COMMANDS.items()), file=sys.stderr, flush=True)
             continue
-        if word.startswith("/") and " " not in word and "/" not in word[1:]:  # a mistyped command, not a path
+        if command_like(word):  # a mistyped command, not a path
             print(f"{PROG}: error: no command {word}; the commands: {', '.join(COMMANDS)} (to send {word} as a "
                   f"message, type /{word})", file=sys.stderr, flush=True)
             continue

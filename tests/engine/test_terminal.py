@@ -203,7 +203,7 @@ def test_a_chats_commands_are_not_sent_to_the_model_and_a_refused_message_is_its
     """/help lists the commands, a mistyped one is named, /quit ends the chat; a message refused (too long for the
     context) is said and the chat goes on, but piped messages must not all look answered: exit status 2."""
     record = tmp_path / "chat.json"
-    messages = ["def f(x):", "/help", "/nope", "word " * 1100, "/usr/lib is a path", "//etc", " //help me", "/quit",
+    messages = ["def f(x):", "/help", "/nope", "word " * 1100, "/usr/lib is a path", "//etc", " //help", "/quit",
                 "never read"]  # // sends a message that starts with a slash: a single word could not be sent
     code, out, err = run_cli("--preset", "bundled", "--chat", "--max-new-tokens", "4", "--json", str(record),
                             stdin="\n".join(messages) + "\n")
@@ -212,7 +212,19 @@ def test_a_chats_commands_are_not_sent_to_the_model_and_a_refused_message_is_its
     assert "(to send /nope as a message, type //nope)" in err and "//help sends /help" in err
     assert "more than the target model's context" in err
     assert [t["prompt"] for t in json.loads(record.read_text())["turns"]] == ["def f(x):", "/usr/lib is a path", "/etc",
-                                                                             "/help me"]
+                                                                             "/help"]
+
+
+@pytest.mark.slow
+def test_a_message_that_starts_with_two_slashes_goes_as_typed_unless_it_would_be_a_command(tmp_path):
+    """// escapes a message that alone would read as a command (//etc sends /etc); a C++ comment or a protocol-relative
+    URL, never taken for one, is sent as typed: b74e570 took a slash off every message that began with two."""
+    record = tmp_path / "chat.json"
+    messages = ["// note: a C++ comment", "//cdn.example.com/lib.js is slow", "//etc/hosts", "//help me", "//help"]
+    code, _, err = run_cli("--preset", "bundled", "--chat", "--max-new-tokens", "2", "--json", str(record),
+                           stdin="\n".join(messages) + "\n")
+    assert code == 0 and "Traceback" not in err, err
+    assert [t["prompt"] for t in json.loads(record.read_text())["turns"]] == [*messages[:-1], "/help"]
 
 
 @pytest.mark.slow
