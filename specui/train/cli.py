@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import shlex
 import time
 from dataclasses import fields
 from pathlib import Path
@@ -69,24 +70,31 @@ def check_shapes(ap, cfg: TrainConfig, *, training: bool) -> None:
 
 
 def refuse_stopped_run(parser, args, argv) -> None:
-    """Refuse, in one line, a run of both stages into an --out that an earlier run left half done, naming the command
-    that keeps its work (not --overwrite, which refuse_overwrite would offer): a target without its draft (stopped
-    while the draft distilled): --stage draft trains the draft on it; a pair without eval_results.json (stopped while
-    it was evaluated): --eval-only evaluates it."""
+    """Refuse, in one line, a run into an --out that an earlier run left half done, naming the command that keeps its
+    work (not --overwrite, which refuse_overwrite would offer): a target without its draft (stopped while the draft
+    distilled; a run of both stages): --stage draft trains the draft on it; a pair without eval_results.json (stopped
+    while it was evaluated, after both stages or --stage draft): --eval-only evaluates it, with the evaluation's
+    settings this command names."""
     out = Path(args.out)
-    if args.eval_only or args.stage != "all" or args.overwrite or not (out / TARGET_DIR).is_dir():
+    if args.eval_only or args.overwrite or not (out / TARGET_DIR).is_dir():
         return
+    named = named_options(parser, args, argv)
     if not (out / DRAFT_DIR).exists():
-        named = sorted(named_options(parser, args, argv) & set(TARGET_ONLY), key=TARGET_ONLY.index)
-        drop = f" (without {', '.join('--' + n.replace('_', '-') for n in named)}: the target's, trained already)" \
-            if named else ""
+        if args.stage != "all":
+            return
+        drop = sorted(named & set(TARGET_ONLY), key=TARGET_ONLY.index)
+        drop = f" (without {', '.join('--' + n.replace('_', '-') for n in drop)}: the target's, trained already)" \
+            if drop else ""
         parser.error(f"--out {args.out} holds the target of an earlier run that stopped before its draft "
                      f"({out / TARGET_DIR}, no {DRAFT_DIR}): the same command with --stage draft{drop} trains the "
                      "draft on it; --overwrite trains both afresh, or give another --out")
     if not (out / TARGET_DIR / "eval_results.json").exists():
+        kept = [part for n in EVAL_READS if n in named for part in ("--" + n.replace("_", "-"), str(getattr(args, n)))]
+        command = shlex.join(["python", "-m", "specui.train", "--eval-only", "--out", args.out, *kept])
         parser.error(f"--out {args.out} holds a pair an earlier run trained and stopped before it evaluated it (no "
-                     f"{out / TARGET_DIR / 'eval_results.json'}): python -m specui.train --eval-only --out {args.out} "
-                     "evaluates it and writes its model cards; --overwrite trains both afresh, or give another --out")
+                     f"{out / TARGET_DIR / 'eval_results.json'}): {command} evaluates it and writes its model cards; "
+                     f"--overwrite trains {'both' if args.stage == 'all' else 'the draft'} afresh, or give another "
+                     "--out")
 
 
 def parse_args(argv=None, *, create: bool = False) -> tuple[TrainConfig, argparse.Namespace]:
@@ -160,6 +168,7 @@ def main(argv=None) -> None:
         target_minutes = (time.perf_counter() - started) / 60
         draft = make_model(cfg, kind="draft", tokenizer=tokenizer)
         draft = distill.distill_draft(draft, target, stream, cfg=cfg, device=device)
+        (out / TARGET_DIR / "eval_results.json").unlink(missing_ok=True)  # the figures of the draft it replaces
         save_pair_member(draft, tokenizer, out / DRAFT_DIR)
         minutes = (time.perf_counter() - started) / 60
         print(f"trained in {minutes:.1f} min on {device}")
