@@ -76,14 +76,17 @@ def check_preset(prog: str, preset) -> None:
 def stop_signals():
     """Ctrl-C (SIGINT) and SIGTERM raised as KeyboardInterrupt in the main thread, for code that ends itself on one
     (a served app closes its server and returns, as if done); yields the list that receives the signal's number, so
-    the caller can exit with the shell's status for it, 128 + the number (130, 143), not 0. Put back after."""
+    the caller can exit with the shell's status for it, 128 + the number (130, 143), not 0. Put back after. A signal
+    the process was started to ignore (`python app.py &` in a script, a shell's background job, ignores Ctrl-C) stays
+    ignored, as Python leaves it."""
     stopped: list[int] = []
 
     def stop(signum, frame):
         stopped.append(signum)
         raise KeyboardInterrupt
 
-    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)
+              if signal.getsignal(s) is not signal.SIG_IGN}
     try:
         yield stopped
     finally:

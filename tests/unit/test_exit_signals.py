@@ -4,10 +4,12 @@ once it serves."""
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -34,3 +36,20 @@ def test_the_app_stopped_by_a_signal_exits_with_the_shells_status_for_it(signum,
     finally:
         app.kill()
     assert app.returncode == status and "Traceback" not in rest, rest
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_the_app_was_started_to_ignore_stays_ignored(signum):
+    """`python app.py &` in a script starts the app with Ctrl-C ignored (a shell's background job), a supervisor may
+    ignore SIGTERM: Python leaves an ignored SIGINT ignored, and stop_signals took it back (43c877c), so the Ctrl-C
+    meant for the script stopped the app it had left serving. A real signal, sent to this process."""
+    from specui.command_line import stop_signals
+
+    before = signal.signal(signum, signal.SIG_IGN)
+    try:
+        with stop_signals() as stopped:
+            os.kill(os.getpid(), signum)
+            time.sleep(0.05)  # the handler, had there been one, runs here
+        assert stopped == [] and signal.getsignal(signum) is signal.SIG_IGN
+    finally:
+        signal.signal(signum, before)
