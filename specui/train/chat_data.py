@@ -196,6 +196,18 @@ def answers_problem(folders: str) -> str | None:
     return None
 
 
+def greedy_problem(folders: str, *, learner: str) -> str | None:
+    """For a trainer of greedy tokens (`learner`, as the user typed it): what is wrong with `--answers FOLDERS` that
+    hold sampled answers alone, none labelled with their greedy tokens (their own tokens are draws), in one line
+    before the target loads; None where they hold greedy answers or labelled sampled ones."""
+    if any(next(folder.glob("answers-*.pt"), None) or any(labels_path(p).is_file() for p in folder.glob("sampled-*.pt"))
+           for folder in answer_folders(folders)):
+        return None
+    return (f"{folders} holds sampled answers only, and {learner} learns the target's greedy tokens, which sampled "
+            f"answers lack until labelled: python -m specui.train.greedy_labels --answers {folders} writes them, or "
+            "add a folder of greedy answers (answers-*.pt)")
+
+
 def padded(records: list[dict], *, pad: int, seq: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(ids [B, T], mask [B, T]): right-padded conversations, cut to `seq` tokens if given; the mask marks
     the positions whose next token is part of an answer (position j predicts token j + 1)."""

@@ -84,9 +84,10 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     files.refuse_overwrite(ap, args, [Path(args.out) / common.META, Path(args.out) / "checkpoint.pt"])
     check_folders(ap, args, ["out"], create=create)
     if create:  # as the run starts, before the target loads: a folder mistyped, or one without answers
-        from specui.train.chat_data import answers_problem
+        from specui.train.chat_data import answers_problem, greedy_problem
 
-        if problem := answers_problem(args.answers):
+        if problem := answers_problem(args.answers) or greedy_problem(args.answers,
+                                                                       learner="python -m specui.train exit"):
             ap.error(f"--answers: {problem}")
     return args
 

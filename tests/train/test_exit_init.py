@@ -76,3 +76,22 @@ def test_answers_that_are_not_there_are_refused_before_the_target_loads(tmp_path
         main(["--preset", "bundled", "--answers", str(tmp_path / "typo"), "--out", str(tmp_path / "out")])
     assert exit_.value.code == 2
     assert capsys.readouterr().err.strip().endswith(f"--answers: {tmp_path / 'typo'} is not a folder")
+
+
+def test_sampled_answers_without_their_greedy_tokens_are_refused_before_the_target_loads(tmp_path, capsys):
+    """A folder of sampled answers alone (--write-answers --sample) was refused after the target loaded, telling the
+    user to 'leave --hard-labels out', a flag this trainer does not have; it is refused as the run starts, naming
+    the command that labels them; once labelled (argmax-sampled-*.pt beside them) the folder passes."""
+    answers = tmp_path / "sampled"
+    answers.mkdir()
+    (answers / "sampled-00000.pt").touch()
+    argv = ["--preset", "bundled", "--answers", str(answers), "--out", str(tmp_path / "out")]
+    with pytest.raises(SystemExit) as exit_:
+        parse_args(argv, create=True)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"--answers: {answers} holds sampled answers only, and python -m specui.train exit learns the target's greedy "
+        f"tokens, which sampled answers lack until labelled: python -m specui.train.greedy_labels --answers {answers} "
+        "writes them, or add a folder of greedy answers (answers-*.pt)")
+    (answers / "argmax-sampled-00000.pt").touch()
+    assert parse_args(argv, create=True).answers == str(answers)
