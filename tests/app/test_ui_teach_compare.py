@@ -64,7 +64,8 @@ def test_decode_compares_and_next_steps_both(tab, temperature):
     assert compared.result.token_ids == run.spec.token_ids and len(compared.rounds) == len(run.steps)
     assert 'data-round="1"' in out[ui.compare.view] and 'data-side="second"' in out[ui.compare.view]
     assert out[ui.compare.second]["choices"] == ["none", "draft model + lookup", "prompt lookup"]  # the preset's others
-    moved = pressed(ui, "+", {**data, ui.compare.compared: compared})
+    moved = pressed(ui, "+", {**data, ui.compare.compared: compared, ui.memory: out[ui.memory]})
+    assert moved[ui.memory]["round"] == 1  # the round a refresh comes back to
     html = moved[ui.compare.view]
     r = compared.rounds[1]
     assert 'data-round="2"' in html and f"({r.context_tokens} tokens)" in html
