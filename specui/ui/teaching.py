@@ -325,7 +325,9 @@ def second_chosen(state: TeachState, ui: TeachTab, data: dict) -> dict:
     run = data[ui.run]
     # what the comparison reads of the run (its preset, prompt ids and settings) goes to the call, not its rounds
     bare = replace(run, spec=GenerationResult(), plain=None, steps=[]) if run is not None else None
-    [out] = state.work(compared_with, bare, data[ui.compare.second], data[ui.index].index)
+    # nothing decoded, nothing to compare: no model, so no GPU call (on ZeroGPU a visitor's quota and a queue wait)
+    asked = (bare, data[ui.compare.second], data[ui.index].index)
+    [out] = state.work(compared_with, *asked) if run is not None else compared_with(state, *asked)
     out = teach_work.by_component(ui.compare, out)
     return {**out, ui.step.export: exported(state, run, out[ui.compare.compared])} if run is not None else out
 

@@ -156,3 +156,21 @@ def test_a_refusal_made_inside_the_call_comes_back_as_the_same_calm_line(app):
 
     again = pickle.loads(pickle.dumps(Refusal("a <b> prompt")))
     assert isinstance(again, Refusal) and again.text == "a <b> prompt"
+
+
+@pytest.mark.slow  # builds the app
+def test_a_second_drafter_picked_before_any_run_takes_no_zero_gpu_call(app):
+    """Before any Decode there is nothing to compare: the dropdown's answer needs no model, and asked for a ZeroGPU
+    allocation (a visitor's GPU quota, a wait in the Space's queue) all the same."""
+    from specui.ui.teach_keys import Shown
+
+    demo, by_id, stand_in = app
+    second = event(demo, by_id, "teach-second", "input")
+    data = {c: copy.deepcopy(c.value) for c in second.inputs} | {by_id["teach-second"]: "prompt lookup"}
+    assert any(isinstance(v, Shown) for v in data.values())
+    before = len(stand_in.calls)
+    out = second.fn(data)
+    assert stand_in.calls[before:] == []
+    from specui.ui.teach_compare_view import render_compare
+
+    assert out[by_id["compare-view"]] == render_compare(None, 0)  # as before: the empty view
