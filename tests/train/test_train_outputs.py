@@ -69,6 +69,7 @@ def test_the_chat_draft_and_the_bundled_pair_are_refused_over_an_earlier_run(tmp
     assert cli.parse_args(["--out", str(pair), "--overwrite"])[1].overwrite
     assert cli.parse_args(["--out", str(pair), "--stage", "draft"])  # the draft alone: the target is read, not replaced
     (pair / "specui-draft").mkdir()
+    (pair / "specui-target" / "eval_results.json").write_text("{}")  # evaluated too: a whole pair (e0eb879)
     line = refused(cli.parse_args, ["--out", str(pair), "--stage", "draft"], capsys)
     assert f"already holds {pair / 'specui-draft'} from an earlier run: --overwrite" in line
     line = refused(cli.parse_args, ["--out", str(pair), "--eval-only", "--overwrite"], capsys)
