@@ -18,6 +18,15 @@ from dataclasses import replace
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The app served until Ctrl-C or SIGTERM; the exit status (2: a usage mistake, 130 and 143: the signal's)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # before the server ran (the imports, the checks: seconds): one line, as every command
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
     from specui.spaces import preset_from_env
 
     parser = argparse.ArgumentParser(description="specui: speculative decoding, visible (a Gradio app)")

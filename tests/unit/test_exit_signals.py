@@ -53,3 +53,31 @@ def test_a_signal_the_app_was_started_to_ignore_stays_ignored(signum):
         assert stopped == [] and signal.getsignal(signum) is signal.SIG_IGN
     finally:
         signal.signal(signum, before)
+
+
+@pytest.mark.slow
+def test_ctrl_c_before_the_app_serves_is_one_line_and_130(tmp_path):
+    """Ctrl-C in the seconds before the server runs (torch's and gradio's imports, the checks before loading) printed
+    a traceback from wherever the import was (numpy, jinja2), where every other command says one line and exits 130.
+    The app is held at a known point: reading its --config, a pipe that nobody writes yet."""
+    config = tmp_path / "models.yaml"
+    os.mkfifo(config)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    app = subprocess.Popen([sys.executable, "app.py", "--config", str(config), "--port", port], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    writer = None
+    try:
+        while writer is None and app.poll() is None:  # opened without blocking once the app opens it to read
+            try:
+                writer = os.open(config, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: no reader yet
+                time.sleep(0.1)
+        app.send_signal(signal.SIGINT)
+        out, err = app.communicate(timeout=60)
+    finally:
+        app.kill()
+        if writer is not None:
+            os.close(writer)
+    assert app.returncode == 130 and "Traceback" not in err and err.strip().endswith("interrupted"), err
