@@ -176,15 +176,22 @@ def _load_target(args):
 
         dtype = getattr(torch, args.dtype)
         return AutoModelForCausalLM.from_pretrained(args.target, dtype=dtype).eval()
+    from specui.command_line import check_preset
     from specui.loading import load_pair
     from specui.presets import load_config
 
     preset = load_config(args.config).get(args.preset)
+    check_preset(PROG, preset)  # a wheel or folder missing: a usage mistake (2), as in every command line
     return load_pair(preset, progress=lambda msg: print(msg, file=sys.stderr)).target
 
 
+PROG = "python -m specui.verify_cost"
+
+
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m specui.verify_cost", description=__doc__.split("\n\n")[0])
+    from specui.command_line import refuse_empty
+
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     which = p.add_mutually_exclusive_group()
     which.add_argument("--target", help="a model folder or hub id (AutoModelForCausalLM)")
     which.add_argument("--preset", help="a preset of models.yaml: its target (default: the default preset)")
@@ -196,6 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--threads", type=int, default=1, help="torch threads (0: leave torch's choice)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     args = p.parse_args(argv)
+    refuse_empty(p, args, "target", "preset", "config")  # read as left out: the default preset ran without a word
     if min(args.cache_length, args.max_tokens, args.repeats) < 1 or args.threads < 0:
         p.error("--cache-length, --max-tokens and --repeats must be >= 1, --threads >= 0")
     model = _load_target(args)
@@ -214,4 +222,4 @@ def main(argv: list[str] | None = None) -> None:
 if __name__ == "__main__":
     from specui.command_line import run
 
-    run(main, "python -m specui.verify_cost")
+    run(main, PROG)
