@@ -171,17 +171,18 @@ def sync_device(device: torch.device) -> None:
 
 
 def _load_target(args):
+    from specui.command_line import check_preset
+    from specui.loading import load_pair
+    from specui.presets import load_config, with_pair
+
+    config = load_config(args.config)
+    preset = with_pair(config, args.target).get(None) if args.target else config.get(args.preset)
+    check_preset(PROG, preset)  # a wheel or folder missing: a usage mistake (2), as in every command line
     if args.target:
         from transformers import AutoModelForCausalLM
 
         dtype = getattr(torch, args.dtype)
         return AutoModelForCausalLM.from_pretrained(args.target, dtype=dtype).eval()
-    from specui.command_line import check_preset
-    from specui.loading import load_pair
-    from specui.presets import load_config
-
-    preset = load_config(args.config).get(args.preset)
-    check_preset(PROG, preset)  # a wheel or folder missing: a usage mistake (2), as in every command line
     return load_pair(preset, progress=lambda msg: print(msg, file=sys.stderr)).target
 
 

@@ -64,8 +64,8 @@ def test_a_mistake_in_the_preset_or_models_yaml_is_a_usage_mistake_everywhere(mi
 
 
 def test_a_target_folder_that_is_not_there_is_a_usage_mistake_everywhere(tmp_path, capsys):
-    assert statuses(["--target", str(tmp_path / "nothing")], capsys, entry_points=("app", "bench")) == \
-        {"app": 2, "bench": 2}  # the terminal has no --target
+    assert statuses(["--target", str(tmp_path / "nothing")], capsys, entry_points=("app", "bench", "verify_cost")) == \
+        {"app": 2, "bench": 2, "verify_cost": 2}  # the terminal has no --target; verify_cost gave a traceback
 
 
 def test_a_model_wheel_not_installed_is_a_usage_mistake_everywhere(tmp_path, monkeypatch, capsys):
