@@ -30,11 +30,13 @@ def build() -> gr.BrowserState:
     return gr.BrowserState({}, storage_key=STORAGE_KEY)
 
 
-def kept(controls, data: dict, *, conversation: dict | None = None) -> dict:
+def kept(controls, data: dict, *, conversation: dict | None = None, seed: int | None = None) -> dict:
     """What the memory keeps of a decoded run: its settings as the controls (`controls`: teaching.Controls) held
     them, by field name, and `conversation` (`teach_prepare.conversation`: how many messages came before the prompt,
-    whether a system prompt did; none of their text)."""
-    return {**{name: data[getattr(controls, name)] for name in FIELDS}, **(conversation or {})}
+    whether a system prompt did; none of their text). `seed`: the seed the run drew with, kept for the box's (a blank
+    Seed box decodes seed 0: a refresh decodes that seed again, not the box's default)."""
+    settings = {name: data[getattr(controls, name)] for name in FIELDS}
+    return {**settings, **({} if seed is None else {"seed": seed}), **(conversation or {})}
 
 
 def at_round(saved, index: int):

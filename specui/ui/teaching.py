@@ -300,10 +300,10 @@ def decode(state: TeachState, ui: TeachTab, data: dict, *, at: int = 0) -> dict:
     """Decode the prompt and show its round `at` (the last if it has fewer), or a round a press made since moved to."""
     [(run, conversation_of, compared)] = state.work(decoded, teach_work.values(ui.controls, data),
                                                     data[ui.compare.second])
-    s, shown = ui.step, data[ui.index]
+    s, shown, at = ui.step, data[ui.index], max(0, min(at, len(run.steps) - 1))
     compared = teach_work.by_component(ui.compare, compared)
     # round 1 unless a press made since the run arrived has moved it on already (that press's answer shows its round)
-    at, kept = max(0, min(at, len(run.steps) - 1)), teach_memory.kept(ui.controls, data, conversation=conversation_of)
+    kept = teach_memory.kept(ui.controls, data, conversation=conversation_of, seed=run.spec.seed)  # a blank box: 0
     view = teach_keys.moving(shown, {}, _move_to, ui, shown, run, at, compared[ui.compare.compared])
     return {ui.run: run, **compared, ui.step.view: gr.update(), ui.compare.view: gr.update(), **view,
             s.theory_tokens: teach_charts.theory_tokens_figure(run.measured),

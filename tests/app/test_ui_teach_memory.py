@@ -60,3 +60,33 @@ def test_the_round_to_come_back_to_after_a_refresh():
         assert resumed_round({**saved, "round": bad}) is None
     for nothing in (None, {}, [], {"round": 3}):
         assert at_round(nothing, 4) == nothing and resumed_round(nothing) is None
+
+
+def test_a_refresh_after_a_blank_seed_decodes_the_same_run_again(tmp_path):
+    """A Seed box left blank decodes with seed 0; the memory kept the blank, which no longer fits the box, so the
+    refreshed page decoded its default seed (1) and said it was 'back at round N, where this browser left it' over
+    other rounds (other draws at temperature 0.8). The refreshed page's own load handler, over a real tiny pair."""
+    from specui.ui.teach_memory import build
+    from specui.ui.teach_keys import Shown
+    from specui.ui.teaching import TeachState, decode, pressed, teaching_tab
+    from tests.app.test_browser_teaching import PROMPT, tiny_showcase
+
+    showcase = tiny_showcase(tmp_path)
+    with gr.Blocks() as demo:
+        ui = teaching_tab(showcase, tab=False, memory=build())
+    c, state = ui.controls, TeachState(showcase)
+    page = {component: component.value for component in (c.preset, c.drafter, c.confidence, c.penalty, c.seed)}
+    page |= {ui.compare.second: "none", c.context: None}  # a page as it opens
+    data = {**page, c.prompt: PROMPT, c.k: 2, c.temperature: 0.8, c.max_new: 24, c.seed: None, ui.index: Shown()}
+    out = decode(state, ui, data)
+    run = out[ui.run]
+    assert run.spec.seed == 0
+    memory = pressed(ui, "++", {**data, ui.compare.compared: out[ui.compare.compared], ui.memory: out[ui.memory]})
+    memory = memory[ui.memory]
+    [resumed] = [f.fn for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "resumed"]
+    refreshed = {**page, c.prompt: "", c.k: c.k.value, c.temperature: c.temperature.value, c.max_new: c.max_new.value,
+                 ui.index: Shown(), ui.memory: memory}
+    again = resumed(refreshed, gr.Request(query_params={"tab": "teach"}))
+    assert again[ui.run].spec.seed == run.spec.seed
+    assert again[ui.run].spec.token_ids == run.spec.token_ids
+    assert "Back at round 3" in again[ui.step.status]
