@@ -343,8 +343,8 @@ def experiment_refused(experiment: Experiment, text: str) -> dict:
 
 
 def decode_first(state: TeachState, ui: TeachTab, data: dict) -> dict:
-    """After Next: decode when nothing has been decoded yet (round 1 is then shown), else change nothing."""
-    if data[ui.run] is not None:
+    """After Next: decode if no run is on show, nor came since (a refresh's own decode): round 1 is then shown."""
+    if data[ui.run] is not None or data[ui.index].what is not None:
         return {ui.controls.play: gr.update()}  # a no-op: gradio reads an empty dict as one value, an error
     return decode(state, ui, data)
 

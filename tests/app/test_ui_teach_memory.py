@@ -62,31 +62,72 @@ def test_the_round_to_come_back_to_after_a_refresh():
         assert at_round(nothing, 4) == nothing and resumed_round(nothing) is None
 
 
-def test_a_refresh_after_a_blank_seed_decodes_the_same_run_again(tmp_path):
+
+@pytest.fixture(scope="module")
+def lesson(tmp_path_factory):
+    """The Teach tab over a real tiny pair, with the browser's memory (so a page's load decodes it again), its
+    handlers' state, the controls' values of a page as it opens, and the load handler that decodes it again."""
+    from specui.ui.teach_memory import build
+    from specui.ui.teaching import TeachState, teaching_tab
+    from tests.app.test_browser_teaching import tiny_showcase
+
+    showcase = tiny_showcase(tmp_path_factory.mktemp("teach-memory-pair"))
+    with gr.Blocks() as demo:
+        ui = teaching_tab(showcase, tab=False, memory=build())
+    c = ui.controls
+    page = {component: component.value for component in (c.preset, c.drafter, c.k, c.confidence, c.temperature,
+                                                          c.penalty, c.max_new, c.seed)}
+    page |= {c.prompt: "", ui.compare.second: "none", c.context: None}
+    [resumed] = [f.fn for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "resumed"]
+    return ui, TeachState(showcase), page, resumed
+
+
+def _stepped(lesson, presses: str, **settings) -> tuple:
+    """A run decoded with `settings` (by control name) and stepped by `presses`: (the run, the browser's memory)."""
+    from specui.ui.teach_keys import Shown
+    from specui.ui.teaching import decode, pressed
+    from tests.app.test_browser_teaching import PROMPT
+
+    ui, state, page, _ = lesson
+    c = ui.controls
+    data = {**page, c.prompt: PROMPT, **{getattr(c, name): value for name, value in settings.items()},
+            ui.index: Shown()}
+    out = decode(state, ui, data)
+    moved = pressed(ui, presses, {**data, ui.compare.compared: out[ui.compare.compared], ui.memory: out[ui.memory]})
+    return out[ui.run], moved[ui.memory]
+
+
+def test_a_refresh_after_a_blank_seed_decodes_the_same_run_again(lesson):
     """A Seed box left blank decodes with seed 0; the memory kept the blank, which no longer fits the box, so the
     refreshed page decoded its default seed (1) and said it was 'back at round N, where this browser left it' over
     other rounds (other draws at temperature 0.8). The refreshed page's own load handler, over a real tiny pair."""
-    from specui.ui.teach_memory import build
     from specui.ui.teach_keys import Shown
-    from specui.ui.teaching import TeachState, decode, pressed, teaching_tab
-    from tests.app.test_browser_teaching import PROMPT, tiny_showcase
 
-    showcase = tiny_showcase(tmp_path)
-    with gr.Blocks() as demo:
-        ui = teaching_tab(showcase, tab=False, memory=build())
-    c, state = ui.controls, TeachState(showcase)
-    page = {component: component.value for component in (c.preset, c.drafter, c.confidence, c.penalty, c.seed)}
-    page |= {ui.compare.second: "none", c.context: None}  # a page as it opens
-    data = {**page, c.prompt: PROMPT, c.k: 2, c.temperature: 0.8, c.max_new: 24, c.seed: None, ui.index: Shown()}
-    out = decode(state, ui, data)
-    run = out[ui.run]
+    ui, _, page, resumed = lesson
+    run, memory = _stepped(lesson, "++", k=2, temperature=0.8, max_new=24, seed=None)
     assert run.spec.seed == 0
-    memory = pressed(ui, "++", {**data, ui.compare.compared: out[ui.compare.compared], ui.memory: out[ui.memory]})
-    memory = memory[ui.memory]
-    [resumed] = [f.fn for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "resumed"]
-    refreshed = {**page, c.prompt: "", c.k: c.k.value, c.temperature: c.temperature.value, c.max_new: c.max_new.value,
-                 ui.index: Shown(), ui.memory: memory}
-    again = resumed(refreshed, gr.Request(query_params={"tab": "teach"}))
+    again = resumed({**page, ui.index: Shown(), ui.memory: memory}, gr.Request(query_params={"tab": "teach"}))
     assert again[ui.run].spec.seed == run.spec.seed
     assert again[ui.run].spec.token_ids == run.spec.token_ids
     assert "Back at round 3" in again[ui.step.status]
+
+
+def test_next_pressed_while_a_refreshed_page_decodes_keeps_the_round(lesson):
+    """A refreshed page decodes its run again on its own, and a presenter presses Next (the clicker) meanwhile: that
+    press's decode-first, which read no run on the page, waited behind the refresh's in the engine's queue and then
+    decoded the whole run a second time (another ZeroGPU call) and put the lesson back at round 1, the round the
+    refresh had come back to lost (and the browser's memory of it). It finds the run the refresh put on show."""
+    from specui.ui.teach_keys import Shown
+    from specui.ui.teach_memory import restored
+    from specui.ui.teaching import decode_first
+
+    ui, state, page, resumed = lesson
+    _, memory = _stepped(lesson, "+++", k=2, temperature=0.8, max_new=24, seed=5)
+    shown = Shown()  # the refreshed page's own: its events get this object itself
+    back = resumed({**page, ui.index: shown, ui.memory: memory}, gr.Request(query_params={"tab": "teach"}))
+    assert shown.index == 3 and back[ui.memory]["round"] == 3
+    settings = {k: v for k, v in restored(state.showcase.config, ui.controls, memory).items() if v != gr.update()}
+    clicked = {**page, **settings, ui.run: None, ui.index: shown, ui.memory: memory}  # the page as Next was pressed
+    out = decode_first(state, ui, clicked)
+    assert ui.run not in out and ui.memory not in out  # nothing decoded again, the memory left at round 4
+    assert shown.index == 3 and shown.what is back[ui.run]
