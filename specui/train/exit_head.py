@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from specui import heads as saved
 from specui.heads import common
 from specui.heads.early_exit import EarlyExitHead
+from specui.command_line import refuse_empty
 from specui.train import checkpoint as files
 from specui.train import next_step
 from specui.train.common import at_least, check_budgets, check_folders, device_name, refuse_ignored
@@ -74,6 +75,7 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0,
                     help="seed of the held-out split and the batches (default: %(default)s)")
     args = ap.parse_args(argv)
+    refuse_empty(ap, args, "preset", "config", "out")  # read as left out: the default preset trained
     check_budgets(ap, args, exit_layer=at_least(0), mlp_hidden=at_least(0))
     refuse_ignored(ap, args, argv, [("vocab", bool(args.init), f"picks a fresh head's ids; --init {args.init}'s head "
                                                                "keeps its own"),

@@ -24,6 +24,7 @@ import torch
 
 from specui.drafters.registry import HEADS
 from specui.heads import common
+from specui.command_line import refuse_empty
 from specui.train import checkpoint as files
 from specui.train import head_data, next_step
 from specui.train.common import (at_least, check_budgets, check_folders, cpu_bf16_rule, device_name, refuse_ignored,
@@ -101,6 +102,7 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=1234,
                     help="seed of the windows, the batches and the held-out split (default: %(default)s)")
     args = ap.parse_args(argv)
+    refuse_empty(ap, args, "preset", "config", "out")  # read as left out: the default preset trained
     args.heads = [h.strip() for h in args.head.split(",") if h.strip()]
     if not all(x.strip().isdigit() for x in args.extra_layers.split(",") if x.strip()):
         ap.error(f"--extra-layers {args.extra_layers}: expected hidden_states indices separated by commas, e.g. 2,4")

@@ -125,3 +125,11 @@ def test_bf16_is_refused_where_the_run_goes_to_a_cuda_gpu(parse, argv, tmp_path,
         "--bf16 is for a CPU (a bfloat16 copy of the target, for its AMX), and this run goes to the CUDA GPU, which "
         "trains in float32 on its TF32 tensor cores: drop --bf16")
     assert not parse(argv).bf16
+
+
+@pytest.mark.parametrize("parse", [heads.parse_args, exit_head.parse_args], ids=["heads", "exit"])
+@pytest.mark.parametrize("flag", ["--preset", "--config", "--out"])
+def test_an_empty_preset_config_or_out_is_refused_naming_it(parse, flag, tmp_path, capsys):
+    """`--preset "$PRESET"` with the variable unset read as left out: the default preset's target trained."""
+    answers = ["--answers", str(tmp_path)] if parse is exit_head.parse_args else []
+    assert f"{flag} '' is empty" in _refused(parse, [*answers, flag, ""], capsys)
