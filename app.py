@@ -33,7 +33,7 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument("--preset", default=None,
                         help="the preset to start with (default: $SPECUI_PRESET, else on a Hugging Face "
                              "Space smollm2-chat-hub, else models.yaml's default)")
-    parser.add_argument("--config", help="a models.yaml (default: the one beside specui/)")
+    parser.add_argument("--config", help="a models.yaml (default: specui's own, beside this app.py)")
     parser.add_argument("--host", default=None,
                         help="address to listen on (0.0.0.0: every interface; default $GRADIO_SERVER_NAME or "
                              "127.0.0.1)")

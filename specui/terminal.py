@@ -63,7 +63,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="a chat preset: your message; a base model: the text to continue. Leave it out, or give -, to "
                         "read it from stdin (one final line break dropped)")
     p.add_argument("--preset", default=None, help="a preset of models.yaml (default: its default)")
-    p.add_argument("--config", default=None, help="the models.yaml to read (default: the one beside the package)")
+    p.add_argument("--config", default=None, help="the models.yaml to read (default: specui's own, beside its app.py)")
     p.add_argument("--drafter", default=None, metavar="NAME",
                    help=f"{', '.join(DRAFTER_NAMES)}, or the app's labels ({', '.join(map(repr, LABELS.values()))}); "
                         "default: the preset's")

@@ -47,7 +47,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                                 description="specui's engine against transformers' own generation, on the same "
                                             "prompts.")
     p.add_argument("--preset", default=None, help="a preset of models.yaml (default: its default)")
-    p.add_argument("--config", default=None, help="the models.yaml to read (default: the one beside the package)")
+    p.add_argument("--config", default=None, help="the models.yaml to read (default: specui's own, beside its app.py)")
     p.add_argument("--target", default=None, help="a pair not in models.yaml: its target (a local folder, a .gguf "
                                                   "file or a Hugging Face Hub id), in place of --preset")
     p.add_argument("--draft", default=None, help="with --target: its draft model (a folder, a .gguf file or a Hub id; "

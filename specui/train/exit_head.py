@@ -45,7 +45,7 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     """The options, each number in its range and --out writable (with `create`, as a run starts: made now)."""
     ap = argparse.ArgumentParser(prog="python -m specui.train exit", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default=None, help="the preset whose target the head serves (default: models.yaml's default)")
-    ap.add_argument("--config", default=None, help="a models.yaml (default: the one beside the package)")
+    ap.add_argument("--config", default=None, help="a models.yaml (default: specui's own, beside its app.py)")
     ap.add_argument("--answers", required=True, help="folders of the target's answers (DIR1,DIR2; "
                     "python -m specui.train.chat --write-answers, or tools/gpu_answers.tar.xz's sets): the greedy "
                     "ones, and the sampled ones labelled by python -m specui.train.greedy_labels")

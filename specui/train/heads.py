@@ -39,7 +39,7 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     """The options, each number in its range and --out writable (with `create`, as a run starts: made now)."""
     ap = argparse.ArgumentParser(prog="python -m specui.train heads", description=__doc__.split("\n")[0])
     ap.add_argument("--preset", default=None, help="the preset whose target the heads serve (default: models.yaml's default)")
-    ap.add_argument("--config", default=None, help="a models.yaml (default: the one beside the package)")
+    ap.add_argument("--config", default=None, help="a models.yaml (default: specui's own, beside its app.py)")
     ap.add_argument("--head", default=",".join(HEADS), help="comma-separated: " + ", ".join(HEADS) + " (default: all)")
     ap.add_argument("--out", default="runs/heads", help="folder for the heads and the checkpoint (default: %(default)s)")
     ap.add_argument("--answers", help="the target's chat answers (python -m specui.train.chat --write-answers DIR): "

