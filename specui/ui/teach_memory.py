@@ -113,15 +113,28 @@ def resume(demo: gr.Blocks, config, ui, decode, said, inputs, outputs, **event) 
     """When a page opens on the Teach tab (`?tab=teach`) with a remembered run, decode it again with its settings and
     show the round it was on (`resumed_round`): `decode(data, at=)` is the tab's Decode (`teaching.decode`), `said`
     its refusal's answer; `ui` the `teaching.TeachTab`, `inputs` and `outputs` Decode's with `ui.memory` among the
-    inputs. A page opened on another tab decodes nothing (its visitor may never look at the Teach tab)."""
-    c = ui.controls
+    inputs. A page opened on another tab decodes nothing (its visitor may never look at the Teach tab).
 
-    def resumed(data: dict, request: gr.Request):  # gradio injects the request by its annotation
-        saved, tab = data[ui.memory], str(request.query_params.get("tab") or "").strip().lower()
+    Two steps, so that only a page with a run to come back to joins the engine's queue (`event`): every page's load
+    asks, outside the queue, whether one is due (`due`), and only a yes changes `wanted`, whose change decodes. One
+    queued load for every page (any tab, any visitor, nothing remembered) waited behind the run in progress, counted
+    against a ZeroGPU Space's queue (a Send refused as busy) and laid gradio's queue overlay over the step view."""
+    c = ui.controls
+    # how many resumes this page asked for, a change being one due: a hidden number, not a gr.State, whose change
+    # an unqueued event's output does not set off
+    wanted = gr.Number(0, precision=0, visible=False)
+
+    def due(saved, asked: int, request: gr.Request):  # gradio injects the request by its annotation
+        tab = str(request.query_params.get("tab") or "").strip().lower()
+        return asked + 1 if tab == "teach" and resumed_round(saved) is not None else gr.skip()
+
+    def resumed(data: dict):
+        saved = data[ui.memory]
         at = resumed_round(saved)
-        if at is None or tab != "teach":
+        if at is None:
             return {c.play: gr.update()}  # a no-op (an empty dict is one value to gradio)
         kept = {k: v for k, v in restored(config, c, saved).items() if not isinstance(v, dict)}  # dict: gr.update()
         return calmly(lambda values: decode(values, at=at), said)({**data, **kept})
 
-    demo.load(resumed, inputs, outputs, **event)
+    demo.load(due, [ui.memory, wanted], [wanted], show_progress="hidden", api_visibility="private", queue=False)
+    wanted.change(resumed, inputs, outputs, **event)

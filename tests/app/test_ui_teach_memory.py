@@ -66,7 +66,7 @@ def test_the_round_to_come_back_to_after_a_refresh():
 @pytest.fixture(scope="module")
 def lesson(tmp_path_factory):
     """The Teach tab over a real tiny pair, with the browser's memory (so a page's load decodes it again), its
-    handlers' state, the controls' values of a page as it opens, and the load handler that decodes it again."""
+    handlers' state, the controls' values of a page as it opens, the handler that decodes it again and the app."""
     from specui.ui.teach_memory import build
     from specui.ui.teaching import TeachState, teaching_tab
     from tests.app.test_browser_teaching import tiny_showcase
@@ -79,7 +79,7 @@ def lesson(tmp_path_factory):
                                                           c.penalty, c.max_new, c.seed)}
     page |= {c.prompt: "", ui.compare.second: "none", c.context: None}
     [resumed] = [f.fn for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "resumed"]
-    return ui, TeachState(showcase), page, resumed
+    return ui, TeachState(showcase), page, resumed, demo
 
 
 def _stepped(lesson, presses: str, **settings) -> tuple:
@@ -88,7 +88,7 @@ def _stepped(lesson, presses: str, **settings) -> tuple:
     from specui.ui.teaching import decode, pressed
     from tests.app.test_browser_teaching import PROMPT
 
-    ui, state, page, _ = lesson
+    ui, state, page, _, _ = lesson
     c = ui.controls
     data = {**page, c.prompt: PROMPT, **{getattr(c, name): value for name, value in settings.items()},
             ui.index: Shown()}
@@ -103,10 +103,10 @@ def test_a_refresh_after_a_blank_seed_decodes_the_same_run_again(lesson):
     other rounds (other draws at temperature 0.8). The refreshed page's own load handler, over a real tiny pair."""
     from specui.ui.teach_keys import Shown
 
-    ui, _, page, resumed = lesson
+    ui, _, page, resumed, _ = lesson
     run, memory = _stepped(lesson, "++", k=2, temperature=0.8, max_new=24, seed=None)
     assert run.spec.seed == 0
-    again = resumed({**page, ui.index: Shown(), ui.memory: memory}, gr.Request(query_params={"tab": "teach"}))
+    again = resumed({**page, ui.index: Shown(), ui.memory: memory})
     assert again[ui.run].spec.seed == run.spec.seed
     assert again[ui.run].spec.token_ids == run.spec.token_ids
     assert "Back at round 3" in again[ui.step.status]
@@ -121,13 +121,31 @@ def test_next_pressed_while_a_refreshed_page_decodes_keeps_the_round(lesson):
     from specui.ui.teach_memory import restored
     from specui.ui.teaching import decode_first
 
-    ui, state, page, resumed = lesson
+    ui, state, page, resumed, _ = lesson
     _, memory = _stepped(lesson, "+++", k=2, temperature=0.8, max_new=24, seed=5)
     shown = Shown()  # the refreshed page's own: its events get this object itself
-    back = resumed({**page, ui.index: shown, ui.memory: memory}, gr.Request(query_params={"tab": "teach"}))
+    back = resumed({**page, ui.index: shown, ui.memory: memory})
     assert shown.index == 3 and back[ui.memory]["round"] == 3
     settings = {k: v for k, v in restored(state.showcase.config, ui.controls, memory).items() if v != gr.update()}
     clicked = {**page, **settings, ui.run: None, ui.index: shown, ui.memory: memory}  # the page as Next was pressed
     out = decode_first(state, ui, clicked)
     assert ui.run not in out and ui.memory not in out  # nothing decoded again, the memory left at round 4
     assert shown.index == 3 and shown.what is back[ui.run]
+
+
+def test_only_a_page_with_a_run_to_come_back_to_joins_the_engines_queue(lesson):
+    """Every page's load (any tab, any visitor, nothing remembered) was one queued event of the engine's: it waited
+    behind the run in progress, counted against a ZeroGPU Space's queue (a Send refused as busy) and laid gradio's
+    queue overlay over the step view. Loads now ask outside the queue; only a resume due decodes, in the queue."""
+    ui, _, page, _, demo = lesson
+    fns = list(demo.fns.values())
+    loads = [f for f in fns if any(trigger == "load" for _, trigger in f.targets)]
+    assert loads and all(not f.queue for f in loads), [(f.name, f.queue) for f in loads]
+    [due] = [f.fn for f in loads if f.name == "due"]
+    [resume] = [f for f in fns if f.name == "resumed"]
+    assert resume.queue and [trigger for _, trigger in resume.targets] == ["change"]
+    run, memory = _stepped(lesson, "++", k=2, max_new=24, seed=1)
+    teach, chat = gr.Request(query_params={"tab": "teach"}), gr.Request(query_params={})
+    assert due(memory, 0, teach) == 1 and due(memory, 1, teach) == 2  # a change each time: the decode runs
+    for saved, request in (({}, teach), (memory, chat), ({"prompt": "x"}, teach)):
+        assert due(saved, 0, request) == gr.skip(), (saved, request.query_params)  # no change: nothing queued
