@@ -1,7 +1,7 @@
 """The page's address names its tab: `?tab=teach` opens the Teach tab, and choosing a tab writes its name there.
 
 A teacher bookmarks `http://host:7860/?tab=teach` for the projector, and a page refreshed mid-lesson comes back to
-the tab it showed (with the Teach tab's last decoded settings: `teach_memory`; the rounds shown go with the page).
+the tab it showed (with the Teach tab's last decoded run, decoded again at the round it showed: `teach_memory`).
 The address is written by the page's script (`address.js`: `history.replaceState`, no reload, the rest of the
 address kept) and read by the server when the page loads.
 """
