@@ -92,7 +92,8 @@ def continuation_sequences(target, stream: torch.Tensor, *, count: int, length: 
     """`count` sequences of `length` tokens: a random window of `length - new_tokens` tokens of the stream,
     then the target's greedy continuation (EOS an ordinary token, as the benchmark decodes), the loss on the
     continuation. Generated in batches; kept in `path` between runs (read when it holds these settings)."""
-    key = (count, length, new_tokens, seed, len(stream), target_key(target))  # another target writes other text
+    # another target writes other text; no file, no key (a pass over every weight)
+    key = None if path is None else (count, length, new_tokens, seed, len(stream), target_key(target))
     saved = files.read_cache(path, log=log)  # None: none yet, or one that cannot be read (written before writes were
     if saved is not None:  # atomic, by a run killed while writing it)
         if saved.get("key") == key:
@@ -164,7 +165,8 @@ class FeatureCache:
         self.final = target.config.num_hidden_layers
         self.sequences = sequences
         # which data, which target (the same data through another target: other states), run in which dtype
-        key = {"data": data_key(sequences), "target": target_key(target), "dtype": str(dtype or target.dtype)}
+        key = None if path is None else {"data": data_key(sequences), "target": target_key(target),
+                                         "dtype": str(dtype or target.dtype)}  # no file, no key: none computed
         saved = files.read_cache(path, log=log)
         if saved is not None:  # one that cannot be read is computed again
             if saved.get("key") == key and set(self.layers) <= set(saved["layers"]):  # the same data, the layers needed
