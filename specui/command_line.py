@@ -16,6 +16,7 @@ its traceback.
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
@@ -47,6 +48,23 @@ def refuse_empty(parser, args, *names: str) -> None:
     for name in names:
         if (value := getattr(args, name)) is not None and not value.strip():
             parser.error(f"--{name} {value!r} is empty: give a value, or leave --{name} out")
+
+
+def named_options(ap, args, argv) -> set[str]:
+    """The dests of the options the command line `argv` names (whatever their values), of parser `ap`'s `args`."""
+    unset = object()  # argparse fills in a default only where the namespace has no value yet
+    named = ap.parse_args(argv, namespace=argparse.Namespace(**{k: unset for k in vars(args)}))
+    return {dest for dest, value in vars(named).items() if value is not unset}
+
+
+def refuse_ignored(ap, args, argv, rules) -> None:
+    """Refuse, in one line before work starts, an option the command line names (whatever its value) that this
+    combination of options would ignore. `rules`: (dest, ignored, why) triples; the first named and ignored is
+    refused as `--flag why`."""
+    named = named_options(ap, args, argv)
+    for dest, ignored, why in rules:
+        if ignored and dest in named:
+            ap.error(f"--{dest.replace('_', '-')} {why}")
 
 
 def exit_status(error: BaseException) -> int:

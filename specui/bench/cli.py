@@ -16,6 +16,7 @@ from specui.bench import arena as bench_arena
 from specui.bench import conversation as bench_conversation
 from specui.bench.record import environment, json_path_problem, provenance, show, started, write_json
 from specui.command_line import READER_LEFT, check_preset, refuse, refuse_empty
+from specui.command_line import refuse_ignored as refuse_unused  # a flag named that a combination ignores
 from specui.bench.report import format_table
 from specui.bench.run import (
     DEFAULT_PROMPTS,
@@ -33,7 +34,6 @@ from specui.drafters import DRAFTER_NAMES, HEAD_DRAFTERS, MODEL_DRAFTERS, PROMPT
 from specui.loading import load_pair
 from specui.presets import ConfigError, load_config, with_pair
 from specui.settings import DecodeSettings, SettingsError, reworded
-from specui.train.common import refuse_ignored as refuse_unused  # a flag named that a combination ignores
 
 PROG = "python -m specui.bench"
 ALL = "all"  # --drafter all: plain decoding and every drafter of the preset

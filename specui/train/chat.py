@@ -34,7 +34,8 @@ from specui.train.asked import asked_prompts
 from specui.train.chat_cpu import train_on_answers
 from specui.train.chat_data import load_target, log, write_answers
 from specui.train.chat_gpu import train_gpu_on_answers, train_hard_on_answers
-from specui.train.common import at_least, check_budgets, check_folders, refuse_ignored, tf32_products
+from specui.command_line import refuse_ignored
+from specui.train.common import at_least, check_budgets, check_folders, tf32_products
 from specui.train.greedy_labels import label_folders
 
 
@@ -162,8 +163,8 @@ STEP_2 = ("answers", "out", "drafts", "vocab", "steps", "batch", "seq", "lr", "w
 
 
 def ignored_options(args) -> list[tuple]:
-    """The options each combination would ignore, for common.refuse_ignored: one step's options in the other step's
-    run, and within step 2 the ones its choices leave out."""
+    """The options each combination would ignore, for command_line.refuse_ignored: one step's options in the other
+    step's run, and within step 2 the ones its choices leave out."""
     if args.write_answers:
         return [*((d, True, "is step 2's (--answers); --write-answers (step 1) would ignore it: run the steps one at "
                    "a time") for d in STEP_2),

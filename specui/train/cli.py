@@ -12,8 +12,9 @@ import torch
 from specui import corpus
 from specui.train import distill, evaluate, model_card, next_step
 from specui.train.checkpoint import refuse_overwrite
+from specui.command_line import named_options, refuse_ignored
 from specui.train.common import (above, at_least, check_folders, check_ranges, encode_stream, make_model,
-                                 named_options, refuse_ignored, save_pair_member, train_target, train_tokenizer, within)
+                                 save_pair_member, train_target, train_tokenizer, within)
 from specui.train.config import DEFAULT_OUT, DRAFT_DIR, TARGET_DIR, TrainConfig
 
 DESCRIPTION = f"""Train the bundled model pair from the Python standard library. Writes into --out

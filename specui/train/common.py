@@ -4,7 +4,6 @@ the learning-rate schedule, the optimiser, the target's training loop and saving
 References: nanoGPT (karpathy/nanoGPT, train.py) for the loop.
 """
 
-import argparse
 import copy
 import json
 import math
@@ -95,26 +94,9 @@ def check_folders(ap, args, names, *, create: bool = False) -> None:
                 ap.error(f"{flag} {path}: cannot create the folder ({e.strerror or e})")
 
 
-def named_options(ap, args, argv) -> set[str]:
-    """The dests of the options the command line `argv` names (whatever their values), of parser `ap`'s `args`."""
-    unset = object()  # argparse fills in a default only where the namespace has no value yet
-    named = ap.parse_args(argv, namespace=argparse.Namespace(**{k: unset for k in vars(args)}))
-    return {dest for dest, value in vars(named).items() if value is not unset}
-
-
-def refuse_ignored(ap, args, argv, rules) -> None:
-    """Refuse, in one line before work starts, an option the command line names (whatever its value) that this
-    combination of options would ignore. `rules`: (dest, ignored, why) triples; the first named and ignored is
-    refused as `--flag why`."""
-    named = named_options(ap, args, argv)
-    for dest, ignored, why in rules:
-        if ignored and dest in named:
-            ap.error(f"--{dest.replace('_', '-')} {why}")
-
-
 def cpu_bf16_rule() -> tuple:
-    """refuse_ignored's rule for a --bf16 that only a CPU's run takes (a bfloat16 copy of the target, for its AMX): a
-    run on a CUDA GPU keeps float32 with TF32 products and would ignore it."""
+    """`command_line.refuse_ignored`'s rule for a --bf16 that only a CPU's run takes (a bfloat16 copy of the
+    target, for its AMX): a run on a CUDA GPU keeps float32 with TF32 products and would ignore it."""
     return ("bf16", torch.cuda.is_available(), "is for a CPU (a bfloat16 copy of the target, for its AMX), and this "
                                                "run goes to the CUDA GPU, which trains in float32 on its TF32 tensor "
                                                "cores: drop --bf16")

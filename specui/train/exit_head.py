@@ -33,10 +33,10 @@ import torch.nn.functional as F
 from specui import heads as saved
 from specui.heads import common
 from specui.heads.early_exit import EarlyExitHead
-from specui.command_line import refuse_empty
+from specui.command_line import refuse_empty, refuse_ignored
 from specui.train import checkpoint as files
 from specui.train import next_step
-from specui.train.common import at_least, check_budgets, check_folders, device_name, refuse_ignored
+from specui.train.common import at_least, check_budgets, check_folders, device_name
 from specui.train.head_data import data_key, greedy_sequences, held_out_split, target_key
 from specui.train.heads import log, lr_at, start_run
 

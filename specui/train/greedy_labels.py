@@ -25,7 +25,8 @@ from pathlib import Path
 import torch
 
 from specui.train.chat_data import answer_folders, labels_path, load_target, log
-from specui.train.common import at_least, check_budgets, cpu_bf16_rule, refuse_ignored
+from specui.command_line import refuse_ignored
+from specui.train.common import at_least, check_budgets, cpu_bf16_rule
 
 
 @torch.inference_mode()

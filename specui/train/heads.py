@@ -24,11 +24,11 @@ import torch
 
 from specui.drafters.registry import HEADS
 from specui.heads import common
-from specui.command_line import refuse_empty
+from specui.command_line import refuse_empty, refuse_ignored
 from specui.train import checkpoint as files
 from specui.train import head_data, next_step
-from specui.train.common import (at_least, check_budgets, check_folders, cpu_bf16_rule, device_name, refuse_ignored,
-                                 tf32_products, warmup_cosine)
+from specui.train.common import (at_least, check_budgets, check_folders, cpu_bf16_rule, device_name, tf32_products,
+                                 warmup_cosine)
 
 
 def log(msg: str) -> None:
