@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from specui.bench.cli import as_flags, json_path_problem
-from specui.command_line import refuse_empty
+from specui.command_line import refuse_empty, refuse_ignored
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
 from specui.settings import DecodeSettings, SettingsError
 from specui.text import not_unicode
@@ -73,7 +73,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--top-p", type=float, default=1.0, help="with --temperature: nucleus sampling (1 = off)")
     p.add_argument("--top-k", type=int, default=0, help="with --temperature: the k most likely tokens only (0 = off)")
     p.add_argument("--seed", type=int, default=None,
-                   help="the run's seed (default: a fresh one, shown in a sampled run's stats)")
+                   help="with --temperature: the run's seed (default: a fresh one, shown in a sampled run's stats)")
     p.add_argument("--max-new-tokens", type=int, default=128, help="the most tokens to write (default: %(default)s)")
     p.add_argument("--system", default="", help="a chat preset's system prompt")
     p.add_argument("--compare", action="store_true",
@@ -100,6 +100,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                        else args.num_draft_tokens)
     except SettingsError as e:
         p.error(as_flags(str(e)))
+    refuse_ignored(p, args, argv, [("seed", args.temperature == 0, "with greedy decoding (--temperature 0, the "
+                                    "default): a greedy run draws nothing; give --temperature > 0 or leave it out")])
     return args
 
 
