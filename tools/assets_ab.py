@@ -22,7 +22,7 @@ import time
 import torch
 
 from specui import chat_draft, chat_prompts, heads, int8
-from specui.bench.cli import tokenize_prompts
+from specui.bench.prompts import tokenize_prompts
 from specui.engine import SpeculativeEngine
 from specui.loading import load_pair
 from specui.presets import load_config

@@ -19,7 +19,7 @@ def main(argv=None) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from specui import SpeculativeEngine
-    from specui.bench.cli import builtin_prompts
+    from specui.bench.prompts import builtin_prompts
     from specui.runstats import explain_divergence, token_probs
 
     assets = Path(__file__).resolve().parent.parent / "assets"

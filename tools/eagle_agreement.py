@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from specui import chat_draft, chat_prompts, heads, load_engine
-from specui.bench.cli import tokenize_prompts
+from specui.bench.prompts import tokenize_prompts
 from specui.settings import DecodeSettings
 
 

@@ -30,7 +30,7 @@ from torch import nn
 
 from specui import SpeculativeEngine, chat_prompts
 from specui import heads as saved
-from specui.bench.cli import tokenize_prompts
+from specui.bench.prompts import tokenize_prompts
 from specui.heads.eagle import HeadLayer
 from specui.train.exit_head import exit_states
 from specui.train.head_data import answer_sequences

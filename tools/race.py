@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 from specui import chat_prompts
-from specui.bench.cli import builtin_prompts, tokenize_prompts
+from specui.bench.prompts import builtin_prompts, tokenize_prompts
 from specui.settings import DecodeSettings
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from specui import chat_prompts
-from specui.bench.cli import builtin_prompts, tokenize_prompts
+from specui.bench.prompts import builtin_prompts, tokenize_prompts
 from specui.drafters.base import Confidence
 from specui.events import Kind
 from specui.loading import load_pair
