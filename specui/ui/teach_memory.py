@@ -1,6 +1,9 @@
 """The Teach tab remembers, in the browser, the prompt and settings of its last decoded run and the round on show:
 after a refresh they come back, and a page that opens on the Teach tab (`?tab=teach`: a projector reconnected, a
 laptop woken, F5) decodes that run again (the same seed, the same draws) and shows the round the class had reached.
+A run still on its first round (decoded, never stepped on, or stepped back to it) keeps no round: its page costs
+nothing when it opens (no decode, no ZeroGPU call), says the lesson's prompt is back, and Next decodes it at round 1,
+the round it would have come back to.
 
 Gradio's BrowserState keeps them in the page's localStorage, encrypted with the server's key: a restarted server
 cannot read them back and the tab opens on its defaults, as a page on another browser does. What is kept is what
@@ -20,7 +23,7 @@ from specui.ui.teach_prepare import conversation_words
 from specui.ui.toasts import calmly
 
 STORAGE_KEY = "specui-teach-lesson"
-ROUND = "round"  # the round on show (0-based), written at each step
+ROUND = "round"  # the round on show (0-based) once past the first, written at each step
 FIELDS = ("prompt", "preset", "drafter", "k", "confidence", "temperature", "penalty", "max_new", "seed")
 MAX_PROMPT = 20_000  # characters kept: a lesson's prompt, not a book
 
@@ -40,30 +43,51 @@ def kept(controls, data: dict, *, conversation: dict | None = None, seed: int | 
 
 
 def at_round(saved, index: int):
-    """The memory `saved` with `index` as the round on show (unchanged when nothing was decoded)."""
-    return {**saved, ROUND: int(index)} if isinstance(saved, dict) and isinstance(saved.get("prompt"), str) else saved
+    """The memory `saved` with `index` as the round on show (unchanged when nothing was decoded); the first round is
+    no round to come back to (a refresh would decode the run for what one press of Next gives)."""
+    if not isinstance(saved, dict) or not isinstance(saved.get("prompt"), str):
+        return saved
+    rest = {key: value for key, value in saved.items() if key != ROUND}
+    return {**rest, ROUND: int(index)} if index > 0 else rest
 
 
 def resumed_round(saved) -> int | None:
-    """The round to decode again and show after a refresh (None: none, e.g. nothing decoded yet, or a prompt that
-    was decoded after a chat's conversation, which the memory does not keep: its rounds would not be those)."""
-    if not isinstance(saved, dict) or not isinstance(saved.get("prompt"), str) or restored_note(saved) is not None:
+    """The round to decode again and show after a refresh (None: none, e.g. nothing decoded yet, a run on its first
+    round, or a prompt that was decoded after a chat's conversation, which the memory does not keep: its rounds would
+    not be those)."""
+    if not isinstance(saved, dict) or not isinstance(saved.get("prompt"), str) or _words(saved):
         return None
     at = saved.get(ROUND)
-    return at if isinstance(at, int) and not isinstance(at, bool) and at >= 0 else None
+    return at if isinstance(at, int) and not isinstance(at, bool) and at > 0 else None
 
 
-def restored_note(saved) -> str | None:
-    """The status line after a refresh when the remembered prompt was decoded after a chat's conversation, which
-    the memory does not keep (None: nothing to say)."""
+def _words(saved: dict) -> str:
+    """The conversation the remembered prompt was decoded after, in words ("" when alone)."""
+    n = saved.get("messages_before")
+    return conversation_words({"messages_before": n if isinstance(n, int) and not isinstance(n, bool) else 0,
+                               "system_prompt": saved.get("system_prompt") is True})
+
+
+def restored_note(saved, *, teach: bool = True) -> str | None:
+    """The status line as a page opens with `saved` (None: nothing remembered): the remembered prompt was decoded after
+    a chat's conversation, which the memory does not keep; its round is being decoded again (a page opened on the
+    Teach tab, `teach`); or the prompt and settings are back, and Next decodes them."""
     if not isinstance(saved, dict) or not isinstance(saved.get("prompt"), str):
         return None
-    n = saved.get("messages_before")
-    words = conversation_words({"messages_before": n if isinstance(n, int) and not isinstance(n, bool) else 0,
-                                "system_prompt": saved.get("system_prompt") is True})
-    return (f"The last lesson's prompt is back, but not the chat's conversation it was decoded after ({words}): the "
-            "browser does not keep it, so **Decode** decodes the prompt alone. Step through it from the Chat tab to "
-            "decode it as the chat did." if words else None)
+    words, at = _words(saved), resumed_round(saved)
+    if words:
+        return (f"The last lesson's prompt is back, but not the chat's conversation it was decoded after ({words}): "
+                "the browser does not keep it, so **Decode** decodes the prompt alone. Step through it from the Chat "
+                "tab to decode it as the chat did.")
+    if at is not None and teach:
+        return f"The last lesson is back: decoding it again (the same seed, the same draws) to show round {at + 1}…"
+    return "The last lesson's prompt and settings are back: **Next round ▶** (or **Decode**) decodes it at round 1."
+
+
+def on_teach(request: gr.Request | None) -> bool:
+    """Whether the page was opened on the Teach tab (`?tab=teach`)."""
+    params = getattr(request, "query_params", None) or {}
+    return str(params.get("tab") or "").strip().lower() == "teach"
 
 
 def restored(config, controls, saved) -> dict:
@@ -95,13 +119,13 @@ def _choices(component) -> list[tuple[str, str]]:
 
 def wire(demo: gr.Blocks, config, controls, memory: gr.BrowserState, *, status=None) -> None:
     """When the page opens, put the remembered run's settings back into the Teach tab's controls (and into `status`,
-    the step-through's status line, that a chat's conversation did not come back with its prompt)."""
+    the step-through's status line, what came back: `restored_note`)."""
     outputs = [getattr(controls, name) for name in FIELDS]
 
-    def load(saved):
+    def load(saved, request: gr.Request):  # gradio injects the request by its annotation
         values = restored(config, controls, saved)
         if status is not None:
-            note = restored_note(saved)
+            note = restored_note(saved, teach=on_teach(request))
             values[status] = gr.update() if note is None else note
         return values
 
@@ -125,8 +149,7 @@ def resume(demo: gr.Blocks, config, ui, decode, said, inputs, outputs, **event) 
     wanted = gr.Number(0, precision=0, visible=False)
 
     def due(saved, asked: int, request: gr.Request):  # gradio injects the request by its annotation
-        tab = str(request.query_params.get("tab") or "").strip().lower()
-        return asked + 1 if tab == "teach" and resumed_round(saved) is not None else gr.skip()
+        return asked + 1 if on_teach(request) and resumed_round(saved) is not None else gr.skip()
 
     def resumed(data: dict):
         saved = data[ui.memory]

@@ -168,7 +168,8 @@ def test_a_later_message_is_stepped_through_after_the_conversation_before_it(cha
     memory = decoded[teach.memory]
     assert memory["messages_before"] == 4 and TURNS[0] not in json.dumps(memory)
     assert "decodes the prompt alone" in teach_memory.restored_note(memory)
-    assert teach_memory.restored_note({**memory, "messages_before": 0, "system_prompt": False}) is None
+    alone = teach_memory.restored_note({**memory, "messages_before": 0, "system_prompt": False})
+    assert "conversation" not in alone and "decodes it at round 1" in alone
 
 
 def test_another_prompt_typed_is_decoded_alone_and_the_status_line_says_so(chat):

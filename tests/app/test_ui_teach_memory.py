@@ -56,7 +56,7 @@ def test_the_round_to_come_back_to_after_a_refresh():
     assert resumed_round(saved) is None  # decoded, never stepped: nothing to come back to
     assert resumed_round(at_round(saved, 4)) == 4 and saved == {"prompt": "def f(x):\n", "seed": 3}
     assert resumed_round(at_round({**saved, "messages_before": 2}, 4)) is None
-    for bad in (True, -1, 2.5, "3", None):
+    for bad in (True, -1, 0, 2.5, "3", None):
         assert resumed_round({**saved, "round": bad}) is None
     for nothing in (None, {}, [], {"round": 3}):
         assert at_round(nothing, 4) == nothing and resumed_round(nothing) is None
@@ -131,6 +131,29 @@ def test_next_pressed_while_a_refreshed_page_decodes_keeps_the_round(lesson):
     out = decode_first(state, ui, clicked)
     assert ui.run not in out and ui.memory not in out  # nothing decoded again, the memory left at round 4
     assert shown.index == 3 and shown.what is back[ui.run]
+
+
+def test_a_run_never_stepped_past_round_1_is_not_decoded_again_on_a_refresh(lesson):
+    """Every Decode kept round 1 (index 0) as the round to come back to, so every later page opened on ?tab=teach
+    decoded the whole run again (an engine's queue wait, a ZeroGPU call) to show what one press of Next gives, even
+    for a teacher who never stepped. Only a round past the first is kept; the page says the prompt is back instead,
+    and stepping back to round 1 forgets the round as well."""
+    from specui.ui.teach_memory import ROUND, resumed_round, restored_note
+    from specui.ui.teach_keys import Shown
+    from specui.ui.teaching import pressed
+
+    ui, _, page, _, demo = lesson
+    [due] = [f.fn for f in demo.fns.values() if f.name == "due"]
+    teach = gr.Request(query_params={"tab": "teach"})
+    _, never = _stepped(lesson, "", k=2, max_new=24, seed=1)  # decoded, on round 1: no press
+    assert ROUND not in never and resumed_round(never) is None and due(never, 0, teach) == gr.skip()
+    assert "decodes it at round 1" in restored_note(never)
+    run, memory = _stepped(lesson, "++", k=2, max_new=24, seed=1)
+    assert due(memory, 0, teach) == 1 and "decoding it again" in restored_note(memory) and "round 3" in \
+        restored_note(memory)
+    assert "decodes it at round 1" in restored_note(memory, teach=False)  # a page opened on the Chat tab
+    back = pressed(ui, "--", {ui.index: Shown(run, 2), ui.compare.compared: None, ui.memory: memory})
+    assert ROUND not in back[ui.memory] and due(back[ui.memory], 0, teach) == gr.skip()
 
 
 def test_only_a_page_with_a_run_to_come_back_to_joins_the_engines_queue(lesson):
