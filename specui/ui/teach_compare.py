@@ -15,10 +15,8 @@ import gradio as gr
 from specui import lesson_compare
 from specui.drafters import LABELS
 from specui.ui.request import DRAFTER_CHOICES
-from specui.ui.teach_compare_view import COMPARE_HELP, render_compare
+from specui.ui.teach_compare_view import COMPARE_HELP, NONE, render_compare, waiting
 from specui.ui.toasts import refusal
-
-NONE = "none"
 
 
 @dataclass
@@ -48,14 +46,15 @@ def choices(engine, primary: str) -> list[str]:
 def run_comparison(showcase, ui, data: dict) -> dict:
     """Compare the run on show with the chosen second drafter (or clear the view when none is chosen)."""
     view, run, choice, index = ui.compare, data[ui.run], data[ui.compare.second], data[ui.index].index
-    if run is None:
-        return {view.compared: None, view.view: render_compare(None, index)}
+    if run is None:  # a drafter chosen before any Decode: it compares once one is decoded
+        return {view.compared: None, view.view: render_compare(None, index, note=waiting(choice, decoded=False))}
     preset = showcase.config.get(run.extra.get("preset"))
     pair = showcase.cache.get(preset)  # loaded by the run's Decode
     engine, primary = pair.engine(), run.decode.drafter
     offered = choices(engine, primary)
     if choice not in offered:  # a drafter this preset lacks, or the primary itself
-        note = f"{choice} cannot be compared here: this run's preset offers {', '.join(offered[1:]) or 'no other'}."
+        why = "drafts this run itself" if choice == LABELS.get(primary) else "cannot be compared here"
+        note = f"{choice} {why}: this run's preset offers {', '.join(offered[1:]) or 'no other'}."
         return {view.compared: None, view.view: render_compare(None, index, note=note),
                 view.second: gr.update(choices=offered, value=NONE)}
     if choice == NONE:

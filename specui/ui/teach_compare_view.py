@@ -10,6 +10,8 @@ from specui.text import fmt
 from specui.ui.render import escape_text
 from specui.ui.teach_view import added, drafts_table, outcome
 
+NONE = "none"  # the dropdown's "no second drafter"
+
 COMPARE_HELP = """**Two drafters, one round.** Pick a second drafter of this preset: at every round of the run above,
 it drafts from the *same context* (the prompt and every token emitted so far), the target checks its block in
 one forward, and its drafts are judged with the *same uniform draws u* as the primary's, so a difference in
@@ -21,8 +23,19 @@ second drafter's tokens show what its round would have drawn. Each round the eng
 afresh on the context (its caches hold the context either way)."""
 
 
+def waiting(second: str | None, *, decoded: bool) -> str:
+    """What the view says while it shows no comparison, by the dropdown's choice (`second`) and whether a run is on
+    show (`decoded`): how to get one ("" for the view's own line, when none is chosen)."""
+    if not second or second == NONE:
+        return ""
+    if not decoded:
+        return (f"{second} is chosen: press Decode (or Next round ▶) and it drafts beside every round of the run, "
+                "from the same context, judged with the same draws.")
+    return f"{second} was not compared with this run: pick it again to see why."
+
+
 def render_compare(compared: Comparison | None, index: int, *, note: str = "") -> str:
-    """Round `index` of the comparison (clamped), or a line saying how to get one (`note` when given)."""
+    """Round `index` of the comparison (clamped), or a line saying how to get one (`note` when given: `waiting`)."""
     if compared is None or not compared.rounds:
         text = note or "Choose a second drafter (on the right) to see it draft from the same context as the run above."
         return f'<div class="teach-compare teach-empty">{escape_text(text)}</div>'

@@ -36,7 +36,7 @@ from specui.ui.exports import Exports
 from specui.ui.gpu_calls import GpuWork
 from specui.ui.preset_view import on_drafter, on_preset
 from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE
-from specui.ui.teach_compare_view import render_compare
+from specui.ui.teach_compare_view import render_compare, waiting
 from specui.ui.teach_experiments import Experiment
 from specui.ui.teach_prepare import conversation, conversation_words, handed_note, prepare
 from specui.ui.teach_view import DEFAULT_PROMPT, INTRO, STEP_HELP, THEORY_HELP, render_measured, render_step
@@ -228,7 +228,7 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
     # every press of Next and Previous counts, however fast they come (a clicker double-tapped), and the auto-play's
     # ticks are presses among them: one stepping event of a page in flight, its answers in order (teach_keys)
     teach_keys.stepper("step", back=c.prev, on=c.next, tick=c.tick, shown=ui.index,
-                       fn=functools.partial(pressed, ui), inputs=[ui.index, cmp.compared, ui.memory],
+                       fn=functools.partial(pressed, ui), inputs=[ui.index, cmp.compared, cmp.second, ui.memory],
                        outputs=nav_outputs, **NAV)
     teach_keys.ticking("step", ui.timer)
     # Next before any run decodes the prompt shown (in the engine's queue) and lands on round 1
@@ -256,17 +256,18 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
 # -- handlers (each gets the tab's state, its components, and the inputs by component) -----------------------
 
 
-def show_round(ui: TeachTab, run, index, compared=None) -> dict:
-    """Round `index` of `run`: the step view, its residual chart and the second drafter's view of it."""
+def show_round(ui: TeachTab, run, index, compared=None, second: str | None = None) -> dict:
+    """Round `index` of `run`: the step view, its residual chart and the second drafter's view of it (`compared`;
+    without one, what the dropdown's choice `second` waits for)."""
     step = run.steps[index] if run is not None and run.steps else None
     return {ui.step.view: render_step(run, index), ui.step.residual: teach_charts.residual_figure(step),
-            ui.compare.view: render_compare(compared, index)}
+            ui.compare.view: render_compare(compared, index, note=waiting(second, decoded=run is not None))}
 
 
-def _move_to(ui: TeachTab, shown: teach_keys.Shown, run, index: int, compared) -> dict:
+def _move_to(ui: TeachTab, shown: teach_keys.Shown, run, index: int, compared, second: str | None = None) -> dict:
     """Show round `index` of `run` (the caller holds `shown`'s lock: `teach_keys.moving`)."""
     shown.move(run, index)
-    return show_round(ui, run, index, compared)
+    return show_round(ui, run, index, compared, second)
 
 
 # the tab's components that `teach_compare.run_comparison` reads and answers, standing as their names (`teach_work`)
@@ -305,6 +306,8 @@ def decode(state: TeachState, ui: TeachTab, data: dict, *, at: int = 0) -> dict:
     # round 1 unless a press made since the run arrived has moved it on already (that press's answer shows its round)
     kept = teach_memory.kept(ui.controls, data, conversation=conversation_of, seed=run.spec.seed)  # a blank box: 0
     view = teach_keys.moving(shown, {}, _move_to, ui, shown, run, at, compared[ui.compare.compared])
+    if compared[ui.compare.compared] is None and ui.compare.view in view:  # none: the comparison's line says why
+        view[ui.compare.view] = compared[ui.compare.view]
     return {ui.run: run, **compared, ui.step.view: gr.update(), ui.compare.view: gr.update(), **view,
             s.theory_tokens: teach_charts.theory_tokens_figure(run.measured),
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
@@ -382,7 +385,7 @@ def pressed(ui: TeachTab, presses: str, data: dict) -> dict:
     if run is None or not run.steps:
         return {**teach_keys.unchanged([ui.step.view]), **(stopped(ui) if "t" in presses else {})}
     index, ended = teach_keys.played(shown.index, presses, len(run.steps))
-    moved = {**_move_to(ui, shown, run, index, data[ui.compare.compared]),
+    moved = {**_move_to(ui, shown, run, index, data[ui.compare.compared], data.get(ui.compare.second)),
              ui.memory: teach_memory.at_round(data[ui.memory], index)}  # a refresh comes back to it
     return {**moved, **stopped(ui)} if ended else moved
 

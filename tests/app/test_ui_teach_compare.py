@@ -125,14 +125,35 @@ def test_the_dropdown_clears_and_explains(tab):
     data = {ui.run: run, ui.index: Shown(run, 2), ui.compare.second: "none"}
     cleared = run_comparison(state.showcase, ui, data)
     assert cleared[ui.compare.compared] is None and "teach-empty" in cleared[ui.compare.view]
-    for missing in ("EAGLE", "draft model"):  # not in this preset, or the primary itself
-        out = run_comparison(state.showcase, ui, {**data, ui.compare.second: missing})
+    for missing, why in (("EAGLE", "cannot be compared here"), ("draft model", "drafts this run itself")):
+        out = run_comparison(state.showcase, ui, {**data, ui.compare.second: missing})  # not in the preset, the primary
         assert out[ui.compare.compared] is None and out[ui.compare.second]["value"] == "none"
-        assert "cannot be compared here" in out[ui.compare.view] and "prompt lookup" in out[ui.compare.view]
+        assert why in out[ui.compare.view] and "prompt lookup" in out[ui.compare.view]
     out = run_comparison(state.showcase, ui, {**data, ui.compare.second: "prompt lookup"})
     assert 'data-round="3"' in out[ui.compare.view]  # the round the step-through is on
     nothing = run_comparison(state.showcase, ui, {**data, ui.run: None})
     assert nothing[ui.compare.compared] is None
+
+
+def test_the_view_says_what_a_chosen_drafter_waits_for(tab):
+    """The view said "Choose a second drafter" whenever it showed no comparison: with one chosen before any Decode,
+    at every step after a comparison that could not be made (its reason replaced at the first press), and after a
+    Decode whose drafter became the second's (the reason replaced by the round's view)."""
+    from specui.ui.teaching import decode, pressed, second_chosen
+
+    _, ui, state = tab
+    view = ui.compare.view
+    chosen = second_chosen(state, ui, {ui.run: None, ui.index: Shown(), ui.compare.second: "prompt lookup"})
+    assert "prompt lookup is chosen: press Decode" in chosen[view] and "Choose" not in chosen[view]
+    run = decode(state, ui, _inputs(ui, second="none"))[ui.run]
+    shown = Shown(run, 0)
+    stepped = pressed(ui, "+", {ui.index: shown, ui.compare.compared: None, ui.compare.second: "prompt lookup",
+                                ui.memory: {}})  # the comparison was refused: its reason was on show
+    assert "prompt lookup was not compared with this run" in stepped[view] and "Choose" not in stepped[view]
+    none = pressed(ui, "+", {ui.index: shown, ui.compare.compared: None, ui.compare.second: "none", ui.memory: {}})
+    assert "Choose a second drafter" in none[view]
+    primary = decode(state, ui, _inputs(ui, second="draft model"))  # the run's own drafter picked as the second
+    assert "drafts this run itself" in primary[view] and primary[ui.compare.second]["value"] == "none"
 
 
 def test_next_after_a_run_changes_nothing_and_says_so_as_gradio_reads_it(tab):
