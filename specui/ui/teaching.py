@@ -7,7 +7,8 @@ the theory (eq. 1 and Theorem 3.8 over alpha for several K) with this run's meas
 best K, a second drafter's round beside each round (the same context, the same draws), a JSON export of
 the run, and the experiments (`specui.ui.teach_experiments`): a K sweep, a temperature sweep, weaker
 drafters, the verify cost and where the time goes. Every number shown comes from the engine's `Round`
-records (`specui.lesson`).
+records (`specui.lesson`). Here the tab is put together and wired, with the handlers of its step-through; its
+controls and step view are laid out in `specui.ui.teach_layout`.
 
 Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-confidence #teach-temperature #teach-penalty
 #teach-max-new-tokens #teach-seed #step-start #step-prev #step-next #step-play #step-speed #step-status #step-view
@@ -29,22 +30,19 @@ from types import SimpleNamespace
 import gradio as gr
 
 from specui import lesson, lesson_compare
-from specui.drafters import LABELS
 from specui.events import GenerationResult
-from specui.ui import teach_charts, teach_compare, teach_experiments, teach_keys, teach_memory, teach_tree, teach_work
+from specui.ui import (teach_charts, teach_compare, teach_experiments, teach_keys, teach_layout, teach_memory,
+                       teach_tree, teach_work)
 from specui.ui.exports import Exports
 from specui.ui.gpu_calls import GpuWork
 from specui.ui.preset_view import on_drafter, on_preset
-from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE
 from specui.ui.teach_compare_view import render_compare, waiting
 from specui.ui.teach_experiments import Experiment
+from specui.ui.teach_layout import TEACH_K_MAX, TEACH_MAX_NEW, Controls, StepView  # noqa: F401 (the Chat tab's)
 from specui.ui.teach_prepare import conversation, conversation_words, handed_note, prepare
-from specui.ui.teach_view import DEFAULT_PROMPT, INTRO, STEP_HELP, THEORY_HELP, render_measured, render_step
-from specui.ui.theme import PLOT_MIN_WIDTH
+from specui.ui.teach_view import INTRO, render_measured, render_step
 from specui.ui.toasts import calmly, refusal
 
-TEACH_K_MAX = 8  # the Teach tab's K slider: enough for a lesson, small enough to read a round
-TEACH_MAX_NEW = 128  # its new-tokens slider (from 8, one token at a time: 20 asked is 20 decoded)
 NAV = {"api_visibility": "private", "show_progress": "hidden"}
 SHOW_STATUS = ("(...values) => { document.querySelector('#step-status')?.scrollIntoView({block: 'start'}); "
                "return values; }")  # Decode's inputs passed on as they are
@@ -68,49 +66,10 @@ class TeachState:
         return prepare(self.showcase, teach_work.NAMED, values, drafter=drafter)
 
 
-# -- layout --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Controls:
-    prompt: gr.Textbox
-    start: gr.Button
-    prev: gr.Button
-    next: gr.Button
-    play: gr.Button
-    tick: gr.Button  # hidden (#step-tick): the auto-play timer clicks it in the page, a press among the presses
-    speed: gr.Slider
-    preset: gr.Dropdown
-    drafter: gr.Radio
-    k: gr.Slider
-    confidence: gr.Slider  # DecodeSettings.draft_confidence: 0 (the default) drafts K every round
-    temperature: gr.Slider
-    penalty: gr.Slider  # DecodeSettings.repetition_penalty: 1 (the default) leaves p as the target gives it
-    max_new: gr.Slider
-    seed: gr.Number
-    # a chat message's conversation (history, system, the message's text), set by the Chat tab's handoff: the prompt
-    # is decoded after it while the box holds that message (`teach_prepare`); never kept in the browser
-    context: gr.State
-
-    @property
-    def settings(self) -> set:
-        """The inputs every decoding handler reads (by name)."""
-        return {getattr(self, name) for name in teach_work.SETTINGS}
-
-
-@dataclass
-class StepView:
-    status: gr.Markdown
-    view: gr.HTML
-    residual: gr.Plot
-    theory_tokens: gr.Plot
-    theory_speedup: gr.Plot
-    measured: gr.HTML
-    export: gr.File
-
-
 @dataclass
 class TeachTab:
+    """The whole tab's components, as its handlers address them."""
+
     controls: Controls
     step: StepView
     sweep: Experiment
@@ -126,64 +85,6 @@ class TeachTab:
     memory: gr.BrowserState  # the last decoded run's settings, kept in the browser (teach_memory)
 
 
-def _controls(config) -> Controls:
-    default = config.get(None)
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=3, min_width=360):
-            prompt = gr.Textbox(DEFAULT_PROMPT, label="Prompt", lines=4, max_lines=10, elem_id="teach-prompt")
-            with gr.Row():
-                start = gr.Button("Decode", variant="primary", elem_id="step-start")
-                prev = gr.Button("◀ Previous", elem_id="step-prev")
-                nxt = gr.Button("Next round ▶", elem_id="step-next")
-                play = gr.Button("▶ Play", elem_id="step-play")
-                tick = gr.Button("Auto-play tick", visible="hidden", elem_id="step-tick")
-            speed = gr.Slider(0.2, 5.0, value=1.5, step=0.1, label="Auto-play: seconds per round", elem_id="step-speed")
-            # here, where the prompt's column has room: the settings' column, and the step view under both, stay put
-            penalty = gr.Slider(1.0, 2.0, value=1.0, step=0.05, label="Repetition penalty (1 = off)",
-                                info="every token already seen gets a lower p before the check; still exact",
-                                elem_id="teach-penalty")
-        with gr.Column(scale=2, min_width=280):
-            preset = gr.Dropdown(config.names, value=default.name, label="Preset", elem_id="teach-preset")
-            drafter = gr.Radio(list(DRAFTER_CHOICES), value=LABELS[default.drafter], label="Drafter",
-                               elem_id="teach-drafter")
-            k = gr.Slider(1, TEACH_K_MAX, value=min(TEACH_K_MAX, default.k_for()), step=1,
-                          label="K (draft tokens per round)", elem_id="teach-k")
-            confidence = gr.Slider(0.0, MAX_CONFIDENCE, value=0.0, step=0.05, label="Confidence stop (0 = off)",
-                                   info="a round stops drafting once the draft's confidence falls below it",
-                                   elem_id="teach-confidence")
-            temperature = gr.Slider(0.0, 2.0, value=0.8, step=0.05, label="Temperature (0 = greedy)",
-                                    elem_id="teach-temperature")
-            max_new = gr.Slider(8, TEACH_MAX_NEW, value=32, step=1, label="New tokens", elem_id="teach-max-new-tokens")
-            seed = gr.Number(1, label="Seed", precision=0, elem_id="teach-seed")
-    return Controls(prompt, start, prev, nxt, play, tick, speed, preset, drafter, k, confidence, temperature, penalty,
-                    max_new, seed, gr.State(None))
-
-
-def _step_view() -> tuple[StepView, teach_compare.CompareView]:
-    """The step view and its residual, then the second drafter's view of the same round, then the theory."""
-    status = gr.Markdown("", elem_id="step-status")
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=3, min_width=420):
-            view = gr.HTML(render_step(None, 0), elem_id="step-view")
-            residual = gr.Plot(teach_charts.residual_figure(), elem_id="step-residual", show_label=False)
-        with gr.Column(scale=2, min_width=280):
-            gr.Markdown(STEP_HELP)
-    compare = teach_compare.build()
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=3):
-            with gr.Row():
-                tokens = gr.Plot(teach_charts.theory_tokens_figure(), elem_id="teach-theory-tokens", show_label=False,
-                                 min_width=PLOT_MIN_WIDTH)
-                speedup = gr.Plot(teach_charts.theory_speedup_figure(), elem_id="teach-theory-speedup",
-                                  show_label=False, min_width=PLOT_MIN_WIDTH)
-            measured = gr.HTML(render_measured(None), elem_id="teach-measured")
-            export = gr.File(label="Export this run (JSON: tokens, kinds, rounds, p and q, timings, a second drafter)",
-                             interactive=False, elem_id="teach-export")
-        with gr.Column(scale=1, min_width=260):
-            gr.Markdown(THEORY_HELP)
-    return StepView(status, view, residual, tokens, speedup, measured, export), compare
-
-
 def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True,
                  memory: gr.BrowserState | None = None) -> TeachTab:
     """Build the teaching tab inside the current `gr.Blocks`. `showcase` is the app's `Showcase` (its
@@ -194,8 +95,8 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True,
     container = gr.Tab("Teach", id="teach", elem_id="teach-tab") if tab else gr.Column(elem_id="teach-tab")
     with container:
         gr.Markdown(INTRO)
-        controls = _controls(showcase.config)
-        step, compare = _step_view()
+        controls = teach_layout.controls(showcase.config)
+        step, compare = teach_layout.step_view()
         state = TeachState(showcase)
         teach_tree.tree_panel(controls, work=state.work, concurrency_id=concurrency_id)
         gr.Markdown("## Experiments")

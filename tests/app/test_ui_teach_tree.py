@@ -54,7 +54,7 @@ def teach():
     import gradio as gr
 
     from specui.loading import PairCache
-    from specui.ui import teaching
+    from specui.ui import teach_layout, teaching
     from specui.ui.session import Showcase
     from specui.ui.teach_tree import tree_panel
     from tests.helpers import ui_config
@@ -62,7 +62,7 @@ def teach():
     showcase = Showcase(ui_config(), PairCache())
     work = teaching.TeachState(showcase).work  # the tab's model work, one call each decode
     with gr.Blocks() as demo:
-        controls = teaching._controls(showcase.config)
+        controls = teach_layout.controls(showcase.config)
         panel = tree_panel(controls, work=work)
     return controls, panel, work, demo
 
