@@ -19,7 +19,10 @@ from specui.lesson import json_safe
 from specui.text import TokenText, fmt
 
 RESET = "\x1b[0m"
-COLOURS = {Kind.ACCEPTED: "\x1b[32m", Kind.RESAMPLED: "\x1b[31;4m", Kind.BONUS: "\x1b[34m", Kind.PLAIN: "\x1b[90m"}
+BLANK_REJECTION = "resampled-blank"  # the target's token at a rejection that is only whitespace: marked where it is
+LINE_BREAK = "↵"  # a rejection's line break, shown (before the break) where colours are: a break shows no colour
+COLOURS = {Kind.ACCEPTED: "\x1b[32m", Kind.RESAMPLED: "\x1b[31;4m", Kind.BONUS: "\x1b[34m", Kind.PLAIN: "\x1b[90m",
+           BLANK_REJECTION: "\x1b[31;4m"}
 KIND_WORDS = {Kind.ACCEPTED: "accepted draft", Kind.RESAMPLED: "resampled at a rejection", Kind.BONUS: "bonus",
               Kind.PLAIN: "plain decoding"}
 STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
@@ -38,17 +41,30 @@ def shown(text: str) -> str:
     return "".join(repr(c)[1:-1] if c not in "\n\t" and unicodedata.category(c) == "Cc" else c for c in text)
 
 
+def blank_marked(text: str, kind: str) -> tuple[str, str]:
+    """A token's (text, kind) to show where colours are: the target's token at a rejection that is only whitespace
+    (a space, a line break) as `BLANK_REJECTION`, underlined spaces and each line break shown as `LINE_BREAK` before
+    it, so that the rejection shows where it happened; any other token as it is. Only what is shown: the reply's
+    text and record keep the token's own text."""
+    if kind != Kind.RESAMPLED or not text or text.strip(" \t\n"):
+        return text, kind
+    return text.replace("\n", LINE_BREAK + "\n"), BLANK_REJECTION
+
+
 def painted(text: str, kind: str, *, colour: bool, safe: bool) -> str:
     """A token's text for the terminal: escaped when `safe`, and with `colour` in its kind's colour, closed before
     each line break (a pager or the next line never inherits it). Spaces and tabs at either end of a line stay out of
     the colour: a colour does not show on them, but the underline of a rejection's token did, a stub beside the word
-    (after the reply's last word, or before a word wrapped to the next line)."""
+    (after the reply's last word, or before a word wrapped to the next line); a rejection's token that is only
+    whitespace (`blank_marked`) is underlined whole, the mark of where it happened."""
     text = shown(text) if safe else text
     code = COLOURS.get(kind) if colour else None
     if not code:
         return text
 
     def line_painted(line: str) -> str:
+        if kind == BLANK_REJECTION:
+            return code + line + RESET if line else line
         word = line.strip(" \t")
         if not word:
             return line
@@ -161,6 +177,8 @@ def stream_reply(rounds, reply: Reply, *, tokenizer, prompt_ids, out, colour: bo
     wrap = Wrap(width) if width else None
 
     def write(text: str, kind) -> None:
+        if colour:
+            text, kind = blank_marked(text, kind)
         if wrap is None:
             out.write(painted(text, kind, colour=colour, safe=safe))
             return

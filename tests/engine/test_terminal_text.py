@@ -4,10 +4,16 @@ and recorded byte for byte."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
+from specui.events import Kind
 from specui.terminal import parse_args
-from tests.engine.test_terminal import refused
+from specui.terminal_view import LINE_BREAK, RESET, Reply, Wrap, blank_marked, painted, stream_reply
+from tests.engine.test_terminal import bundled, refused  # noqa: F401 (bundled: a fixture)
+
+RED = "\x1b[31;4m"
 
 
 def test_a_seed_with_greedy_decoding_is_refused_as_the_benchmark_refuses_it(capsys):
@@ -22,3 +28,31 @@ def test_a_seed_with_greedy_decoding_is_refused_as_the_benchmark_refuses_it(caps
 @pytest.mark.parametrize("argv", [["--seed", "-3", "x"]])
 def test_a_seed_out_of_range_is_still_said_first(argv, capsys):
     assert "--seed must be an integer from 0" in refused(argv, capsys)
+
+
+def test_a_rejections_token_that_is_only_whitespace_is_marked_where_it_happened():
+    """It was left unpainted, as the spaces around a word are: no colour shows on a blank, so the rejection was not
+    seen at all. Its spaces are underlined and its line break shown as an arrow before the break."""
+    assert painted(*blank_marked("  ", Kind.RESAMPLED), colour=True, safe=True) == f"{RED}  {RESET}"
+    assert painted(*blank_marked("\n", Kind.RESAMPLED), colour=True, safe=True) == f"{RED}{LINE_BREAK}{RESET}\n"
+    assert painted(*blank_marked("\n  ", Kind.RESAMPLED), colour=True, safe=True) == (
+        f"{RED}{LINE_BREAK}{RESET}\n{RED}  {RESET}")
+    assert blank_marked(" over ", Kind.RESAMPLED) == (" over ", Kind.RESAMPLED)  # a word: its spaces stay unmarked
+    assert blank_marked("\n", Kind.ACCEPTED) == ("\n", Kind.ACCEPTED)  # only a rejection is marked
+    wrap = Wrap(8)  # the arrow takes its column where the reply wraps; a rejection's blank is not merged into a word
+    pieces = wrap.push("one", Kind.RESAMPLED) + wrap.push(*blank_marked(" ", Kind.RESAMPLED)) + wrap.flush()
+    assert "".join(painted(t, k, colour=True, safe=False) for t, k in pieces) == f"{RED}one{RESET}{RED} {RESET}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", [None, 30])
+def test_a_real_replys_blank_rejections_show_and_its_text_stays_the_models(bundled, width):  # noqa: F811
+    tok = bundled.tokenizer
+    ids = tok("class A:")["input_ids"]
+    reply, out = Reply(), io.StringIO()
+    stream_reply(bundled.stream(ids, max_new_tokens=24, into=reply.result), reply, tokenizer=tok, prompt_ids=ids,
+                 out=out, colour=True, safe=True, width=width)
+    blanks = [p for p, k in zip(reply.pieces, reply.result.kinds) if k == Kind.RESAMPLED and not p.strip()]
+    assert blanks and "\n" in blanks[0], reply.pieces  # greedy: the bundled pair rejects its draft at this line break
+    assert f"{RED}{LINE_BREAK}{RESET}\n" in out.getvalue()
+    assert reply.text == tok.decode(reply.result.token_ids, skip_special_tokens=True)  # the text is the model's
