@@ -16,20 +16,29 @@ from specui.feature_log import FeatureLog
 from specui.heads import early_exit, medusa
 from specui.cache_pool import PromptCaches
 from specui.prompt_cache import PromptCache, common_prefix
-from tests.engine.head_helpers import perturb
+from tests.engine.head_helpers import PATHS, path_of, perturb
 from tests.engine.test_head_eagle import trained_head
 from tests.helpers import make_model, noisy_copy
 
 TURNS = ([5, 17, 3, 88, 41, 9], [12, 7, 30], [64, 2, 2, 19, 51], [8, 8, 40])
+EVERY_PATH = ("model", "model_lookup", "eagle", "early_exit")  # the fixture's drafters whose turns take every path
 
 
 @pytest.fixture(scope="module")
 def engine():
+    """Drafters that the target accepts often enough that a conversation's rounds take every path (all rejected, a
+    rejection inside a block, a whole block and its bonus): a draft model close to the target and an EAGLE head fitted
+    to the conversation's greedy turns (with a draft of noise 0.3 and a head fitted to random prompts, one round in 50
+    accepted a token)."""
     target = make_model("llama", vocab_size=96, layers=3, seed=7)
-    heads = {"eagle": trained_head(target, token_ids=torch.arange(96), steps=40),
+    prompts, context = [], []
+    for turn in TURNS:  # each greedy turn's prompt, as `converse` builds them
+        prompts.append(context + turn)
+        context = target.generate(torch.tensor([prompts[-1]]), max_new_tokens=12, do_sample=False)[0].tolist()
+    heads = {"eagle": trained_head(target, token_ids=torch.arange(96), steps=40, prompts=prompts),
              "medusa": perturb(medusa.build(target, num_heads=3), scale=0.01, seed=1),
              "early_exit": perturb(early_exit.build(target, exit_layer=2), scale=0.02, seed=2)}
-    return SpeculativeEngine(target, noisy_copy(target, noise=0.3, seed=1), heads=heads)
+    return SpeculativeEngine(target, noisy_copy(target, noise=0.05, seed=1), heads=heads)
 
 
 @pytest.fixture
@@ -63,7 +72,7 @@ def same_run(fresh, cached):
     torch.testing.assert_close(q[0], q[1], atol=1e-6, rtol=1e-5)
 
 
-@pytest.mark.parametrize("drafter", ["model", "model_lookup", "eagle", "medusa", "early_exit", "prompt_lookup", "plain"])
+@pytest.mark.parametrize("drafter", [*EVERY_PATH, "medusa", "prompt_lookup", "plain"])
 @pytest.mark.parametrize("settings", [{}, {"temperature": 0.8, "seed": 11}], ids=["greedy", "sampled"])
 def test_a_follow_up_turn_equals_a_fresh_run(engine, row_prompts, drafter, settings):
     cache = PromptCache()
@@ -74,14 +83,19 @@ def test_a_follow_up_turn_equals_a_fresh_run(engine, row_prompts, drafter, setti
         assert fresh.reused_tokens == 0
         assert cached.reused_tokens == max(len(context) - 1, 0)  # all but the last token of the turn before
         context += turn + cached.token_ids
+    paths = {path_of(r) for _, cached in runs for r in cached.rounds}
+    if drafter in EVERY_PATH:  # a kept cache after rejections inside blocks, after whole blocks and their bonus
+        assert set(PATHS) <= paths, paths
 
 
 @pytest.mark.parametrize("tree", [{"tree_width": 2}, {"tree_width": 3, "tree_nodes": 7}], ids=["static", "dynamic"])
 @pytest.mark.parametrize("drafter", ["eagle", "model", "medusa"])
 def test_token_trees_on_a_reused_cache(engine, row_prompts, drafter, tree):
     """A tree's accepted path moves in the cache; the head's logged states move with it."""
-    for fresh, cached in converse(engine, PromptCache(), [drafter] * len(TURNS), num_draft_tokens=3, **tree):
+    runs = converse(engine, PromptCache(), [drafter] * len(TURNS), num_draft_tokens=3, **tree)
+    for fresh, cached in runs:
         same_run(fresh, cached)
+    assert any(r.num_accepted for _, cached in runs for r in cached.rounds)  # some accepted paths moved
 
 
 def test_an_eagle_head_keeps_its_cache_of_the_earlier_turns(engine, row_prompts, monkeypatch):
@@ -103,8 +117,8 @@ def test_an_eagle_head_keeps_its_cache_of_the_earlier_turns(engine, row_prompts,
         prompt = context + turn
         result = engine.generate(prompt, max_new_tokens=12, num_draft_tokens=3, speculative=drafter != "plain",
                                  drafter=drafter if drafter != "plain" else None, cache=cache)
-        if drafter == "eagle":  # the states after those of the last EAGLE turn (its last round's were never fed)
-            assert fed[0] <= len(prompt) - kept + 3
+        if drafter == "eagle":  # the states after those of the last EAGLE turn, whose last rounds' were never fed:
+            assert fed[0] <= len(prompt) - kept + 3 + 2  # a whole block of K = 3 and its bonus, a round without drafts
             kept = len(prompt) + len(result.token_ids)
         context = prompt + result.token_ids
     fed.clear()
