@@ -38,7 +38,7 @@ from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_d
 from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE, MAX_TOP_K, Settings, in_page_words
 from specui.ui.session import Showcase
 from specui.ui.teaching import teaching_tab
-from specui.ui.theme import PLOT_MIN_WIDTH
+from specui.ui.theme import PLOT_MIN_WIDTH, page_theme
 
 log = logging.getLogger("specui.ui")
 CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
@@ -389,5 +389,5 @@ def launch(demo: gr.Blocks, **kwargs):
     """`demo.launch` with specui's stylesheet, script and theme (Gradio 6 takes them at launch)."""
     kwargs.setdefault("css", CSS)
     kwargs.setdefault("js", JS)
-    kwargs.setdefault("theme", gr.themes.Soft())
+    kwargs.setdefault("theme", page_theme())
     return demo.launch(**kwargs)

@@ -1,4 +1,5 @@
-"""The one chart theme: colours, sizes, the layout every plotly figure of the app gets, and the note of an empty one."""
+"""The app's look: the page's Gradio theme (`page_theme`), and the one chart theme: colours, sizes, the layout every
+plotly figure of the app gets, and the note of an empty one."""
 
 from __future__ import annotations
 
@@ -24,6 +25,23 @@ SUBTITLE_PX = 12  # a title's second line: plotly's <sub> drew it at about 10 px
 HEIGHT = 280  # the chat tab's live charts
 TALL = 320  # the Teach tab's theory and experiment charts
 PLOT_MIN_WIDTH = 340  # charts side by side wrap below this width each: one a row on a phone
+
+
+def page_theme():
+    """Gradio's Soft theme with its text at WCAG AA's 4.5:1, as axe-core checks it (tests/app/test_browser_axe.py):
+    Soft draws a label's name, the tab chosen, a chosen radio and the Copy button in indigo-500 (#6366f1: 3.6:1 on a
+    label's pale indigo, 4.5 on white less a hair), white on indigo-500 on a button (4.46:1), and a slider's range,
+    a control's help and the footer in grey-400 (2.5:1): each one shade darker (on the dark page, a hovered button
+    one shade darker and the download link one lighter)."""
+    import gradio as gr
+
+    return gr.themes.Soft().set(
+        block_label_text_color="*primary_700", block_title_text_color="*primary_700", color_accent="*primary_600",
+        body_text_color_subdued="*neutral_600", checkbox_label_background_fill_selected="*primary_600",
+        button_primary_background_fill="*primary_600", button_primary_border_color="*primary_600",
+        button_primary_background_fill_hover="*primary_700", button_primary_background_fill_hover_dark="*primary_700",
+        button_secondary_background_fill_hover_dark="*primary_700", link_text_color_dark="*secondary_400",
+        link_text_color_visited_dark="*secondary_400", link_text_color_active_dark="*secondary_400")
 
 
 def _template() -> go.layout.Template:

@@ -1,0 +1,121 @@
+"""axe-core, the standard automated WCAG checker, on the served app in Chromium: every state a visitor reaches.
+
+The Chat tab after a reply compared with plain decoding (coloured tokens, charts, the side-by-side view, its
+download), on a light and a dark page and on a phone (390 × 844); arena mode; the token trees' panel; the Teach
+tab after Decode, after Next and with a second drafter compared, light and dark. Each fails on any violation
+axe reports (rule, impact, the element) but those listed in EXCLUDED: each a rule on one selector inside Gradio's
+own components, which the app cannot change, with the reason. The page's colours are the app's own theme
+(`specui.ui.theme.page_theme`), so contrast is never excluded. axe.min.js comes with the PyPI package
+axe-playwright-python (requirements-dev.txt).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import require_browser, served_app, ui_config
+from tools.screenshot import launch_chromium, run_prompt, set_number
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
+
+# (rule id, axe's selector of the element): why it is Gradio's and not ours
+EXCLUDED = {
+    ("image-redundant-alt", 'img[alt="Settings"]'):
+        "Gradio's footer: its Settings button's icon has the alt text 'Settings' beside the word Settings",
+}
+PROMPT = "def main(argv):\n"
+
+
+@pytest.fixture(scope="module")
+def app():
+    require_browser()
+    pytest.importorskip("axe_playwright_python", reason="pip install axe-playwright-python (requirements-dev.txt)")
+    from playwright.sync_api import sync_playwright
+
+    with served_app(ui_config()) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        yield browser, url
+        browser.close()
+
+
+def _page(app, *, dark: bool = False, tab: str = "", size=(1400, 1000), ready: str = "#prompt textarea"):
+    """A new page of the served app (`tab`: e.g. teach, opened from the address), once `ready` shows."""
+    browser, url = app
+    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+    query = "&".join(part for part in (f"tab={tab}" if tab else "", "__theme=dark" if dark else "") if part)
+    page.goto(url + (f"?{query}" if query else ""))
+    page.wait_for_selector(ready, timeout=60_000)
+    return page
+
+
+def assert_clean(page) -> None:
+    """Fail with every violation axe finds on the page as it stands, one line per element (rule, impact, selector,
+    what fails), but the excluded ones."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    page.mouse.move(0, 0)  # no control hovered: the colours checked are those a page shows at rest
+    page.wait_for_timeout(300)
+    found = Axe().run(page).response["violations"]
+    lines = [f"{v['id']} ({v['impact']}) {' '.join(node['target'])}: {node['failureSummary'].splitlines()[-1].strip()}"
+            for v in found for node in v["nodes"] if (v["id"], " ".join(node["target"])) not in EXCLUDED]
+    assert not lines, f"{len(lines)} violations:\n" + "\n".join(lines)
+
+
+def _replied(page, **numbers) -> None:
+    """Set the Chat tab's sliders (`numbers`: element id → value), then send PROMPT and wait for its reply."""
+    for elem_id, value in {"max-new-tokens": 16, **numbers}.items():
+        set_number(page, elem_id, value)
+    run_prompt(page, PROMPT)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_chat_tab_after_a_compared_reply(app, theme):
+    page = _page(app, dark=theme == "dark")
+    assert_clean(page)  # before any run: the empty charts, the legend, the controls
+    page.check("#compare input")
+    _replied(page)
+    page.wait_for_selector("#chat .specui-compare")
+    assert_clean(page)
+    page.close()
+
+
+def test_arena_mode(app):
+    page = _page(app)
+    page.check("#arena input")
+    _replied(page)
+    page.wait_for_selector("#arena-table table", timeout=60_000)
+    assert_clean(page)
+    page.close()
+
+
+def test_the_token_trees_panel(app):
+    page = _page(app)
+    _replied(page, **{"tree-width": 2})
+    page.locator("#tree-view").get_by_text("Token trees: one round's tree").first.click()
+    page.wait_for_selector("#chart-tree .scatterlayer .point", timeout=30_000)
+    assert_clean(page)
+    page.close()
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_teach_tab_after_decode_next_and_a_second_drafter(app, theme):
+    page = _page(app, dark=theme == "dark", tab="teach", ready="#step-start")
+    set_number(page, "teach-max-new-tokens", 16)
+    page.click("#step-start")
+    page.wait_for_selector("#step-view .teach-step[data-round='1']", timeout=120_000)
+    assert_clean(page)
+    page.click("#step-next")
+    page.wait_for_selector("#step-view .teach-step[data-round='2']", timeout=60_000)
+    assert_clean(page)
+    page.click("#teach-second input")
+    page.locator("[role=option]", has_text="prompt lookup").first.click()
+    page.wait_for_selector("#compare-view .teach-compare[data-round='2']", timeout=120_000)
+    assert_clean(page)
+    page.close()
+
+
+def test_the_chat_tab_on_a_phone(app):
+    page = _page(app, size=(390, 844))
+    _replied(page)
+    assert_clean(page)
+    page.close()
