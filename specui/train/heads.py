@@ -16,7 +16,6 @@ tokens). Progress is logged; a checkpoint (heads, optimiser, step, the batches' 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -27,12 +26,9 @@ from specui.heads import common
 from specui.command_line import refuse_empty, refuse_ignored
 from specui.train import checkpoint as files
 from specui.train import head_data, next_step
+from specui.train.head_files import held_out_loss, init_heads, log, resume, save_heads
 from specui.train.common import (at_least, check_budgets, check_folders, cpu_bf16_rule, device_name, tf32_products,
                                  warmup_cosine)
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
 def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
@@ -222,40 +218,6 @@ def build_heads(args, target, token_ids) -> dict:
             for name in args.heads}
 
 
-def init_heads(args, target) -> dict:
-    """The heads saved under --init, one subfolder per name, sharing one draft vocabulary."""
-    from specui import heads as saved
-
-    try:
-        heads = {n: saved.load(Path(args.init) / n, target).float() for n in args.heads}
-    except ValueError as e:  # a head trained for another target (width, layers, vocabulary) or of an unknown kind
-        raise SystemExit(f"--init: {e}") from None
-    ids = [h.output.token_ids.cpu() for h in heads.values()]
-    if any(not torch.equal(i, ids[0]) for i in ids):
-        raise SystemExit(f"--init {args.init}: the heads draft over different vocabularies; warm-start them one at a time")
-    if args.eagle_steps and "eagle" in heads:  # a training setting, not the head's shape
-        heads["eagle"].train_steps = heads["eagle"].arguments["train_steps"] = args.eagle_steps
-    return heads
-
-
-def resume(checkpoint: Path, heads: dict, opt, gen, *, device) -> tuple[int, float]:
-    """Load `checkpoint` into the heads, the optimiser and the batch generator; returns (step, seconds spent).
-    Refuses in one line a checkpoint that cannot be read, or of other heads or another draft vocabulary."""
-    state = files.load_checkpoint(checkpoint, map_location=device)
-    saved = list(state.get("heads", {}))
-    if saved != list(heads):
-        raise SystemExit(f"--resume: {checkpoint} holds the heads {', '.join(saved) or '(none)'}, this run trains "
-                         f"{', '.join(heads)}: give --head {','.join(saved)}, or another --out")
-    try:
-        for name, h in heads.items():
-            h.load_state_dict(state["heads"][name])
-        opt.load_state_dict(state["optimizer"])
-    except (RuntimeError, ValueError, KeyError) as e:  # another vocabulary, width or head setting
-        raise files.another_shape(checkpoint, e, what="heads", fix="give the first run's --vocab, --seq, --init and "
-                                  "head settings, or another --out") from None
-    if "generator" in state:  # the batches go on where they stopped (older checkpoints drew the first ones again)
-        gen.set_state(state["generator"])
-    return state["step"], state["seconds"]
 
 
 def lr_at(args, step: int, progress: float) -> float:
@@ -372,27 +334,3 @@ def _main(argv=None) -> None:
              "command": "python -m specui.train heads " + " ".join(argv or [])}
     save_heads(heads, out, facts=facts, held_loss=held_loss)
     next_step.say_heads({name: out / name for name in heads}, preset=args.preset, config=args.config)
-
-
-def save_heads(heads: dict, out: Path, *, facts: dict, held_loss: dict) -> None:
-    """Each head as a folder under `out` (its facts and held-out loss in specui_head.json), and run.json."""
-    for name, h in heads.items():  # each folder whole or absent, never half of one run's files over another's
-        files.save_folder(out / name, lambda place: common.save(h.eval(), place, facts={
-            **facts, "held_out_loss": round(held_loss[name], 4)}))
-        log(f"{name}: saved to {out / name} (held-out loss {held_loss[name]:.3f})")
-    (out / "run.json").write_text(json.dumps({"steps": facts["steps"], "minutes": facts["minutes"],
-                                              "held_out_loss": held_loss}, indent=2))
-
-
-@torch.no_grad()
-def held_out_loss(heads: dict, cache, held: list[int], *, token_ids, rows, device, batch: int,
-                  hard: bool = False) -> dict:
-    sums = {n: 0.0 for n in heads}
-    count = 0
-    for b in range(0, len(held), batch):
-        data = cache.batch(held[b:b + batch], token_ids=token_ids, rows=rows, device=device, hard=hard)
-        for name, h in heads.items():
-            h.eval()
-            sums[name] += float(h.training_loss(data))
-        count += 1
-    return {n: s / max(count, 1) for n, s in sums.items()}
