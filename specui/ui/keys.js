@@ -16,6 +16,7 @@
     if (!(event.key in forward) || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
     const focus = document.activeElement;
     if (focus && (focus.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(focus.tagName))) return;
+    if (focus && focus.hasAttribute("data-specui-scroll")) return;  // the arrows scroll the table in focus (below)
     let shown = steppers.find(([view]) => onScreen(document.querySelector(view)));
     const rounds = document.querySelector(steppers[1][0]);
     const below = rounds && rounds.offsetParent !== null && rounds.getBoundingClientRect().top >= window.innerHeight;
@@ -59,16 +60,31 @@
     if (button && !paused[name]) button.click();
   };
   // The Teach tab's charts keep plotly's tool bar for the mouse, out of the Tab order: a presenter tabbing from the
-  // step buttons to the controls below went through eight buttons of each of its charts (plotly redraws the bar)
+  // step buttons to the controls below went through eight buttons of each of its charts (plotly redraws the bar).
+  // What style.css lets scroll (the Teach tab's draft table on a phone, a long context, a side of the compare view)
+  // is a Tab stop while it overflows, so that the keyboard scrolls it too: its arrows then scroll, not step (axe's
+  // scrollable-region-focusable: a draft table a phone's page cut off was out of a keyboard's reach)
+  const scrollers = "#teach-tab .teach-table, #teach-tab .teach-context, #teach-tab .teach-side";
   let due = null;
-  const untab = () => {
+  const tidy = () => {
     due = null;
     for (const button of document.querySelectorAll("#teach-tab .modebar-btn:not([tabindex='-1'])")) {
       button.setAttribute("tabindex", "-1");
     }
+    for (const box of document.querySelectorAll(scrollers)) {
+      const scrolls = box.scrollWidth > box.clientWidth + 1 || box.scrollHeight > box.clientHeight + 1;
+      if (scrolls && !box.hasAttribute("data-specui-scroll")) {
+        box.setAttribute("data-specui-scroll", "");
+        box.setAttribute("tabindex", "0");
+      } else if (!scrolls && box.hasAttribute("data-specui-scroll")) {
+        box.removeAttribute("data-specui-scroll");
+        box.removeAttribute("tabindex");
+      }
+    }
   };
-  new MutationObserver(() => { if (due === null) due = setTimeout(untab, 100); })
-    .observe(document.body, { childList: true, subtree: true });
+  const soon = () => { if (due === null) due = setTimeout(tidy, 100); };
+  new MutationObserver(soon).observe(document.body, { childList: true, subtree: true });
+  window.addEventListener("resize", soon);
   // Enter in a slider's number box commits what was typed, as leaving the box does: gradio puts a value out of
   // range back within it only when the box loses the focus, and blocks.py's `settled` puts it on the step's grid
   document.addEventListener("keydown", (event) => {
