@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -41,7 +42,7 @@ from specui.drafters import (
 from specui.drafters.base import features_of
 from specui.drafters.registry import name_of
 from specui.engine_checks import ContextLengthError  # noqa: F401 (where callers import it from)
-from specui.engine_checks import align, check_context, check_draft, check_prompt, check_run_arguments
+from specui.engine_checks import align, check_context, check_draft, check_prompt, check_run_arguments, longest_draft
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, cpu_threads, model_device
 from specui.prompt_cache import PromptCache, open_target
@@ -57,7 +58,9 @@ class SpeculativeEngine:
 
     Both are transformers causal LMs (anything `AutoModelForCausalLM` loads). Without a draft model
     the engine drafts by prompt lookup. The engine keeps no per-generation state, so one engine can
-    serve many generations, one after another or interleaved.
+    serve many generations, one after another, interleaved or from several threads: there, their rounds
+    take turns (one round, or one prompt's read, at a time; never held across a yield), so each run's
+    output is what it gives alone, and a stream left unfinished holds up no one.
     """
 
     verify = staticmethod(verify)  # a subclass may swap the rule (the tests do, to prove they can fail)
@@ -76,6 +79,7 @@ class SpeculativeEngine:
                                            or prompt_threads < 1):
             raise ValueError(f"prompt_threads must be a positive integer or None (got {prompt_threads!r})")
         self.prompt_threads = prompt_threads
+        self._turn = threading.RLock()  # the rounds of runs on several threads take turns (docs/engine.md: threads)
         if drafter is not None and name_of(drafter) not in DRAFTER_NAMES:
             raise ValueError(f"drafter must be one of {', '.join(DRAFTER_NAMES)} or None (got {drafter!r})")
         self.default_drafter = drafter = None if drafter is None else name_of(drafter)  # a label ("EAGLE") as its name
@@ -219,8 +223,9 @@ class SpeculativeEngine:
     def _run(self, target, reused, states, prompt, context, sampling, drafter, features, seed, result, started, *,
              max_new_tokens, schedule, ignore_eos, generators, tree, resume=None):
         result.reused_tokens = reused
-        with torch.inference_mode(), cpu_threads(self.prompt_threads if self.device.type == "cpu" else None):
-            # neither is held across a yield: the consumer may run on another thread
+        threads = self.prompt_threads if self.device.type == "cpu" else None
+        with self._turn, torch.inference_mode(), cpu_threads(threads):
+            # none is held across a yield: the consumer may run on another thread, and other runs' rounds go on
             if len(prompt) - 1 > reused:  # the last prompt token opens round 1
                 out = target.extend(prompt[reused:-1], last_only=True, features=features, prompt=True)
                 if features:
@@ -239,7 +244,7 @@ class SpeculativeEngine:
 
         while len(result.token_ids) < max_new_tokens:
             remaining = max_new_tokens - len(result.token_ids)
-            with torch.inference_mode():
+            with self._turn, torch.inference_mode():
                 if drafter is None:
                     round_ = self._plain_round(target, context, sampling, generators)
                 else:
@@ -249,7 +254,7 @@ class SpeculativeEngine:
                                             width=tree[0], nodes=tree[1], sampling=sampling, generators=generators)
                     else:
                         round_ = self._speculative_round(target, drafter, context, k, sampling, generators,
-                                                         limit=min(_longest(drafter, k), remaining - 1))
+                                                         limit=min(longest_draft(drafter, k), remaining - 1))
                     if not round_.copied:  # a copy says nothing about how far the draft model guesses well
                         schedule.update(num_accepted=round_.num_accepted, num_drafted=round_.num_drafted)
             round_ = self._cut_at_eos(round_, ignore_eos)
@@ -385,10 +390,3 @@ def _resumes(drafter) -> bool:
         return "resume" in inspect.signature(drafter.start).parameters
     except (TypeError, ValueError):
         return False
-
-
-def _longest(drafter, k: int) -> int:
-    """The most tokens a drafter may propose for K = k: its `longest(k)` when it has one (a copy may be
-    longer than K), else k."""
-    longest = getattr(drafter, "longest", None)
-    return max(k, longest(k)) if longest is not None and k > 0 else k

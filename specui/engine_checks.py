@@ -156,3 +156,10 @@ def align(probs: torch.Tensor | None, vocab_size: int, device) -> torch.Tensor |
     probs = probs.to(device)
     missing = vocab_size - probs.shape[-1]
     return torch.nn.functional.pad(probs, (0, missing)) if missing > 0 else probs
+
+
+def longest_draft(drafter, k: int) -> int:
+    """The most tokens a drafter may propose for K = k: its `longest(k)` when it has one (a copy may be
+    longer than K), else k."""
+    longest = getattr(drafter, "longest", None)
+    return max(k, longest(k)) if longest is not None and k > 0 else k
