@@ -93,24 +93,27 @@ def always_accept(*, target_probs, draft_tokens, draft_probs, generator, target_
 
 
 def resample_from_target(*, target_probs, draft_tokens, draft_probs, generator, target_argmax):
-    """A subtle bug: at a rejection, draw from p instead of norm(max(0, p - q))."""
+    """A subtle bug: at a rejection, draw from p instead of norm(max(0, p - q)) (q one-hot for deterministic drafts,
+    draft_probs None: p with the rejected token left in)."""
     k = draft_tokens.shape[0]
     for i, x in enumerate(draft_tokens.tolist()):
         r = float(torch.rand(1, generator=generator))
-        if not r * float(draft_probs[i, x]) < float(target_probs[i, x]):
+        if not r * (1.0 if draft_probs is None else float(draft_probs[i, x])) < float(target_probs[i, x]):
             return Verdict(i, int(sample(target_probs[i], generator)), RESAMPLED, [], [], None)
     return Verdict(k, int(sample(target_probs[k], generator)), BONUS, [], [], None)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("rule", [always_accept, resample_from_target])
-def test_broken_rules_are_caught(models, rule):
+@pytest.mark.parametrize("drafter", ["model", "prompt_lookup"])
+def test_broken_rules_are_caught(models, rule, drafter):
+    """With the draft model, and with prompt lookup's one-hot q (whose exactness test had no broken counterpart)."""
     class Broken(SpeculativeEngine):
         verify = staticmethod(rule)
 
     target, draft = models
-    prompt = [1, 2]
-    counts = observed_first_two(Broken(target, draft), prompt, num_draft_tokens=2, temperature=1.0)
+    prompt = [1, 2] if drafter == "model" else [1, 2, 3, 1, 2]  # as the exactness tests above
+    counts = observed_first_two(Broken(target, draft), prompt, num_draft_tokens=2, temperature=1.0, drafter=drafter)
     assert p_value(counts, exact_first_two(target, prompt, Sampling(temperature=1.0))) < 1e-6
 
 
