@@ -43,6 +43,7 @@ from specui.drafters.base import features_of
 from specui.drafters.registry import name_of
 from specui.engine_checks import ContextLengthError  # noqa: F401 (where callers import it from)
 from specui.engine_checks import align, check_context, check_draft, check_prompt, check_run_arguments, longest_draft
+from specui.engine_checks import tokenizer_hint
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, cpu_threads, model_device
 from specui.prompt_cache import PromptCache, open_target
@@ -182,7 +183,7 @@ class SpeculativeEngine:
             keywords = {**self.tuning(name, keywords), **keywords} if isinstance(name, str) else keywords
         settings = settings_from(settings, keywords)
         check_run_arguments(into=into, draws=draws, cache=cache)
-        prompt = check_prompt(input_ids, self.vocab_size)
+        prompt = check_prompt(input_ids, self.vocab_size, tokenizer=tokenizer_hint(self))
         sampling = Sampling(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p,
                             repetition_penalty=settings.repetition_penalty)
         drafter = self._make_drafter(settings.drafter) if settings.speculative else None

@@ -38,13 +38,15 @@ def check_context(prompt_len: int, max_new_tokens: int, *, target, draft=None) -
                 "shorten the prompt or lower max_new_tokens", limit)
 
 
-def check_prompt(input_ids, vocab_size: int) -> list[int]:
+def check_prompt(input_ids, vocab_size: int, *, tokenizer: tuple[str, str] = ("tokenizer", "")) -> list[int]:
     """One prompt as a list of ints: a sequence of ints (numpy's too), a 1-D tensor or array, or [1, n]; or what
-    a tokenizer returns (a mapping with "input_ids": its ids are taken). Text is refused with what to do."""
+    a tokenizer returns (a mapping with "input_ids": its ids are taken). Text is refused with what to do.
+    tokenizer: how the user reaches the target's tokenizer, and where it comes from (`tokenizer_hint`)."""
+    tokenizer, where = tokenizer
     if isinstance(input_ids, (str, bytes)):
-        raise ValueError("the prompt is text, and the engine takes token ids: tokenize it first, e.g. "
-                         "engine.tokenizer(text)['input_ids'], or engine.tokenizer.apply_chat_template(messages, "
-                         "add_generation_prompt=True) for a chat model")
+        raise ValueError(f"the prompt is text, and the engine takes token ids: tokenize it first, e.g. "
+                         f"{tokenizer}(text)['input_ids'], or {tokenizer}.apply_chat_template(messages, "
+                         f"add_generation_prompt=True) for a chat model{where}")
     if hasattr(input_ids, "keys") and "input_ids" in input_ids:  # a tokenizer's BatchEncoding, or a dict
         input_ids = input_ids["input_ids"]
     shape = getattr(input_ids, "shape", None)  # a torch tensor or a numpy array
@@ -61,8 +63,8 @@ def check_prompt(input_ids, vocab_size: int) -> list[int]:
     text = next((t for t in prompt if isinstance(t, (str, bytes))), None)
     if text is not None:  # a list of texts: prompts, or words
         raise ValueError(f"input_ids holds text ({reprlib.repr(text)}), and the engine takes token ids of one prompt: "
-                         "tokenize it first, e.g. "
-                         "engine.tokenizer(text)['input_ids'], and give the prompts one at a time")
+                         f"tokenize it first, e.g. {tokenizer}(text)['input_ids']{where}, and give the prompts one at "
+                         "a time")
     if len(prompt) == 1 and isinstance(prompt[0], (list, tuple)):  # [[ids]], as a batch of one
         prompt = list(prompt[0])
     elif prompt and all(isinstance(t, (list, tuple)) for t in prompt):
@@ -77,6 +79,16 @@ def check_prompt(input_ids, vocab_size: int) -> list[int]:
             raise ValueError(f"token id {t!r} is not an integer in [0, {vocab_size}) (the target's vocabulary)")
         ids.append(i)
     return ids
+
+
+def tokenizer_hint(engine) -> tuple[str, str]:
+    """How a message names the target's tokenizer for this engine, and where it comes from: `engine.tokenizer` where
+    it has one (`specui.load_engine`'s), else `tokenizer` and the transformers call that loads it."""
+    if getattr(engine, "tokenizer", None) is not None:
+        return "engine.tokenizer", ""
+    where = getattr(engine.target_model, "name_or_path", "")
+    where = repr(where) if where else "the target's folder or Hub id"
+    return "tokenizer", f" (tokenizer = transformers.AutoTokenizer.from_pretrained({where}), the target's)"
 
 
 def check_run_arguments(*, into, draws, cache) -> None:

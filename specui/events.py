@@ -241,4 +241,6 @@ class GenerationResult:
     def text(self):
         """None to give: the engine works on token ids; this says so where a user looks for the text."""
         raise AttributeError("GenerationResult has no text: the engine works on token ids; decode them with the "
-                             "tokenizer, e.g. engine.tokenizer.decode(result.token_ids, skip_special_tokens=True)")
+                             "tokenizer the prompt was made with: tokenizer.decode(result.token_ids, "
+                             "skip_special_tokens=True), where an engine from specui.load_engine carries it as "
+                             "engine.tokenizer (your own models: AutoTokenizer.from_pretrained(the target's folder))")

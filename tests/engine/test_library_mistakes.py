@@ -69,10 +69,29 @@ def test_a_results_repr_is_one_short_line(engine):
 
 
 def test_result_text_says_how_to_decode(engine):
+    """It said only engine.tokenizer.decode(...), which an engine made of one's own models does not have."""
     result = engine.generate(PROMPT, max_new_tokens=4)
-    with pytest.raises(AttributeError, match=r"no text: the engine works on token ids; .*\.decode\(result.token_ids"):
+    with pytest.raises(AttributeError, match=r"no text: the engine works on token ids; decode them with the tokenizer "
+                                             r"the prompt was made with: tokenizer\.decode\(result\.token_ids, "
+                                             r"skip_special_tokens=True\), where an engine from specui\.load_engine "
+                                             r"carries it as engine\.tokenizer \(your own models: AutoTokenizer"):
         result.text
     assert not hasattr(result, "text")
+
+
+def test_text_given_to_an_engine_of_ones_own_models_names_the_tokenizer_to_load(engine, tmp_path):
+    """A text prompt was told "engine.tokenizer(text)", which only `load_engine`'s engines have: an engine of one's
+    own models is told how to load the target's tokenizer, from the target's own folder where it has one."""
+    with pytest.raises(ValueError, match=r"^the prompt is text, .* e\.g\. tokenizer\(text\)\['input_ids'\], or "
+                                         r"tokenizer\.apply_chat_template\(.*\(tokenizer = transformers\.AutoTokenizer"
+                                         r"\.from_pretrained\(the target's folder or Hub id\), the target's\)$"):
+        engine.generate("Write a haiku.", max_new_tokens=4)
+    engine.target_model.save_pretrained(tmp_path)
+    from transformers import AutoModelForCausalLM
+
+    saved = SpeculativeEngine(AutoModelForCausalLM.from_pretrained(tmp_path))
+    with pytest.raises(ValueError, match=rf"from_pretrained\({str(tmp_path)!r}\), the target's\)"):
+        saved.generate("Write a haiku.", max_new_tokens=4)
 
 
 def test_a_misspelled_preset_is_refused_with_the_closest_name():
@@ -142,7 +161,8 @@ def test_a_list_of_texts_is_refused_as_text(engine, prompts):
     """A newcomer's list of prompts as strings was refused as "token id 'Write a haiku.' is not an integer in
     [0, 96) (the target's vocabulary)", which says nothing of tokenizing."""
     with pytest.raises(ValueError, match=r"^input_ids holds text \('.*'\), and the engine takes token ids of one "
-                                         r"prompt: tokenize it first, e\.g\. engine\.tokenizer\(text\)\['input_ids'\]"):
+                                         r"prompt: tokenize it first, e\.g\. tokenizer\(text\)\['input_ids'\] "
+                                         r"\(tokenizer = transformers\.AutoTokenizer"):
         engine.generate(prompts, max_new_tokens=4)
 
 
