@@ -97,11 +97,20 @@ def _main(argv: list[str] | None) -> int:
         return 2
 
     from specui.command_line import stop_signals
+    from specui.loading import PairCache
+    from specui.spaces import zero_gpu
     from specui.ui.blocks import build, launch
+    from specui.ui.session import Showcase
 
     with stop_signals() as stopped:  # Ctrl-C or SIGTERM: gradio closes the server and returns as if done
         try:
-            launch(build(config), server_name=args.host, server_port=args.port, share=args.share)
+            showcase = Showcase(config, PairCache())  # imports ZeroGPU's `spaces` (where installed) on this thread
+            zero = zero_gpu()
+            if zero:  # the pair loads now, on the thread where `spaces` fakes CUDA, and before the server starts: every
+                # GPU call's worker forks with it (elsewhere it loads in the background as the page is built)
+                showcase.preload(start, progress=lambda line: print(f"specui: {line}", flush=True))
+            launch(build(config, showcase=showcase, preload=not zero), server_name=args.host, server_port=args.port,
+                   share=args.share)
         except KeyboardInterrupt:  # while the page was being built
             pass
         except BrokenPipeError:  # stdout's reader left (`| head`): ended as every command ends it, without a word

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,32 @@ def gpu(*, duration: int = 120) -> Callable:
                     os.environ.get("SPACES_ZERO_GPU"), type(e).__name__, e)
         return lambda fn: fn
     return spaces.GPU(duration=duration)
+
+
+# transformers' switches for a load on the calling thread alone: its weights copied onto the device there rather than
+# in a pool of threads, and its layers left as they are rather than swapped for kernels fetched from the Hub for CUDA
+ONE_THREAD_LOAD = {"HF_DEACTIVATE_ASYNC_LOAD": "1", "USE_HUB_KERNELS": "NO"}
+
+
+@contextmanager
+def loading_for_zero_gpu() -> Iterator[None]:
+    """Around a load on a ZeroGPU Space before the server starts, on the thread that imported `spaces`, so that every
+    `gpu()` call's worker forks with the models (`Showcase.preload`; app.py calls it so).
+
+    The `spaces` package (0.51) fakes CUDA in the server's process: as it is imported it enters torch function modes,
+    which torch keeps per thread, on the importing thread alone, and patches torch.cuda for every thread
+    (is_available() says yes; torch._C._cuda_init raises "Low-level CUDA init ... reached"). A tensor put on 'cuda' on
+    that thread is kept on the CPU (`cuda_aliases`), packed to disk at launch, and moved onto the real GPU by each
+    worker a decorated function forks, at its first call; on any other thread the same load fails. transformers 5
+    copies weights onto the device in its own pool of threads unless told not to (`ONE_THREAD_LOAD`), which is set
+    here for the load alone, where the deployment has not set it."""
+    added = {name: value for name, value in ONE_THREAD_LOAD.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
 
 
 def hardware_note(device_type: str) -> str | None:

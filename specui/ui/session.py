@@ -260,12 +260,18 @@ class Showcase:
     def preload(self, preset, *, progress=None) -> None:
         """Load `preset`'s pair and warm it up (the app does this in the background as it starts), so the first
         request neither waits for the load nor for first-call allocations (about 1.2 s for the chat preset on a
-        CPU). Not under ZeroGPU, where there is no GPU outside a request's call. `progress` receives the load's
-        lines. Failures are logged: a request shows them again, readably."""
+        CPU). `progress` receives the load's lines. Failures are logged: a request shows them again, readably.
+
+        On a ZeroGPU Space call it on the thread that imported `spaces`, before the server starts (app.py does): the
+        pair loads there, where the package fakes CUDA (`spaces.loading_for_zero_gpu`), once, and the worker process
+        of every GPU call, Chat's and Teach's alike, forks with it. Not warmed up: no GPU exists outside a call."""
         try:
+            if spaces.zero_gpu():
+                with spaces.loading_for_zero_gpu():
+                    self.cache.get(preset, progress=progress)
+                return
             pair = self.cache.get(preset, progress=progress)
-            if not spaces.zero_gpu():
-                self.warm_up(pair.engine(), pair, self.encode(pair, "Hello!", []))
+            self.warm_up(pair.engine(), pair, self.encode(pair, "Hello!", []))
         except Exception as e:
             log.warning("could not preload preset %s: %s", preset.name, e)
 
