@@ -315,7 +315,8 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
     its drafter unless it names them (`num_draft_tokens`, `draft_confidence`), as the app does.
 
     config: a models.yaml path, a loaded `Config`, or a models.yaml's content as a dict (its local paths relative to
-    the working directory); None: the models.yaml beside the package.
+    the working directory), where a preset's name is looked up; None: the models.yaml beside the package. A `Preset`
+    given as preset is taken as it is, and config with it is refused.
     progress: a function given each status line while it loads (e.g. progress=print); None: quiet.
     warm_up: run both paths a few tokens first, as the app does when it starts: a first run prepares the forward
     (the chat model's native products: 1.7 s), which would otherwise be timed as that run's prompt.
@@ -327,6 +328,10 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
                         f"{type(progress).__name__}")
     if not isinstance(warm_up, bool):
         raise TypeError(f"warm_up must be True or False, got {warm_up!r}")
+    if isinstance(preset, Preset) and config is not None:  # a Preset's paths were resolved when its file was read
+        raise ConfigError(f"load_engine: config= finds a preset by name, and preset is a Preset already (its paths "
+                          f"resolved when its models.yaml was read), which is used as it is: give "
+                          f"load_engine(preset) without config, or the name: load_engine({preset.name!r}, config=...)")
     if not isinstance(preset, Preset):
         if isinstance(config, dict):
             config = parse_config(config, path=Path.cwd() / "models.yaml")

@@ -103,6 +103,18 @@ def test_a_misspelled_preset_is_refused_with_the_closest_name():
         load_engine("nothing-like-it", warm_up=False)
 
 
+def test_a_preset_object_with_a_config_is_refused_by_name():
+    """load_engine(preset_obj, config=...) loaded the preset and ignored config, whatever it said."""
+    from specui import load_engine
+    from specui.presets import load_config
+
+    preset = load_config().get("bundled")
+    with pytest.raises(ConfigError, match=r"^load_engine: config= finds a preset by name, and preset is a Preset "
+                                          r"already .* give load_engine\(preset\) without config, or the name: "
+                                          r"load_engine\('bundled', config=\.\.\.\)$"):
+        load_engine(preset, config="elsewhere/models.yaml", warm_up=False)
+
+
 @pytest.fixture(scope="module")
 def bundled():
     from specui import load_engine
