@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections import deque
 from collections.abc import Iterator, Sequence
 
 from specui.spaces import gpu, zero_gpu
@@ -29,12 +30,26 @@ class GpuCalls:
         self._keys = itertools.count()
         self.on_gpu = gpu(duration=duration)(self._serve)
         self.apart = zero_gpu()  # the decorated call runs in a worker process, where a Stop set here is not seen
+        # the pages closed since the last call (`Showcase.forget`): under ZeroGPU the worker holds the conversations'
+        # caches, and hears of them with the next call (no allocation of their own); the most recent are enough, as
+        # the worker keeps a few caches at most (`cache_pool.GPU_CACHES`)
+        self.gone: deque[str] = deque(maxlen=64)
+        self._gone_guard = threading.Lock()
+
+    def forget(self, owner: str) -> None:
+        """`owner`'s page is closed: its conversation's caches in the worker go with the next call (under ZeroGPU)."""
+        if self.apart:
+            with self._gone_guard:
+                self.gone.append(owner)
 
     def decode(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
                stop: threading.Event | None = None, figures: bool = True, owner: str | None = None) -> Iterator[tuple]:
         key = next(self._keys)
         self.live[key] = stop
-        calls = self.on_gpu(key, prompt, settings, list(history), figures, owner)
+        with self._gone_guard:
+            gone = list(self.gone)
+            self.gone.clear()
+        calls = self.on_gpu(key, prompt, settings, list(history), figures, owner, gone)
         try:
             for frame, run in calls:
                 yield frame, run
@@ -50,10 +65,12 @@ class GpuCalls:
             self.live.pop(key, None)
 
     def _serve(self, key: int, prompt: str, settings: Settings, history: list[dict],
-               figures: bool = True, owner: str | None = None) -> Iterator[tuple]:
+               figures: bool = True, owner: str | None = None, gone: Sequence[str] = ()) -> Iterator[tuple]:
         # on ZeroGPU this runs in a worker process forked once and reused while idle: its copy of `live` is the
         # fork's, without the keys of later calls (their lookup was a KeyError: every request after the first
         # failed), and a Stop set in the server never reaches it
+        for closed in gone:  # the caches of pages closed since the last call, held here (nothing elsewhere)
+            self.showcase.forget_here(closed)
         stop = self.live.get(key) or threading.Event()
         yield from self.showcase.run(prompt, settings, history=history, stop=stop, figures=figures, owner=owner)
 

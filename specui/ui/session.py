@@ -254,8 +254,13 @@ class Showcase:
         """`owner`'s conversations are over (a closed tab: no page holds them any more): their target caches go,
         rather than fill the memory budget until newer ones push them out (`PromptCaches.forget`)."""
         if owner:  # the API's runs have no owner, and share their caches
-            for pool in list(self._pools):
-                pool.forget(owner)
+            self.forget_here(owner)
+            self.calls.forget(owner)  # under ZeroGPU the worker's copies go with the next request's call
+
+    def forget_here(self, owner: str) -> None:
+        """`forget` in this process alone."""
+        for pool in list(self._pools):
+            pool.forget(owner)
 
     def preload(self, preset, *, progress=None) -> None:
         """Load `preset`'s pair and warm it up (the app does this in the background as it starts), so the first

@@ -1,5 +1,6 @@
 """A ZeroGPU Space's start: the default pair loads once, in the server's process before it serves, and the worker
-process of every GPU call (Chat's `GpuCalls`, Teach's `GpuWork`) forks with it.
+process of every GPU call (Chat's `GpuCalls`, Teach's `GpuWork`) forks with it; a closed page's conversation caches,
+held in Chat's worker, go there too.
 
 ZeroGPU cannot run here (no GPU, no device API, and installing the `spaces` package would change what gradio imports
 for every test), so the package is stood in for by `StandIn`, doing what spaces 0.51.3 does that matters here:
@@ -211,6 +212,16 @@ def test_the_pair_loads_once_before_serving_and_every_tabs_worker_forks_with_it(
     assert told["kept"] > 100, "the weights did not go through ZeroGPU's emulation of CUDA"
     assert told["chats"] == [True, True] and told["teach"] > 0
     assert "could not preload" not in stderr
+
+
+@pytest.mark.slow  # loads the bundled pair, forks workers, in a fresh interpreter
+def test_a_closed_pages_conversation_cache_goes_in_chats_worker(tmp_path):
+    """`Showcase.forget` (a closed page) let go the caches of the server's process, which under ZeroGPU holds none: the
+    worker kept them until newer ones pushed them out. Now the page's key goes with the next chat's call, no
+    allocation of its own, and the worker lets its cache go."""
+    told, events, _ = run_scenario(tmp_path, "this thread")
+    forgotten = [(pid, count) for what, pid, owners, count in events if what == "forget" and owners == ["page-1"]]
+    assert any(pid != told["main"] and count == 1 for pid, count in forgotten), events
 
 
 @pytest.mark.slow  # loads the bundled pair in a fresh interpreter
