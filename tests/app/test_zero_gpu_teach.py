@@ -171,6 +171,7 @@ def test_a_second_drafter_picked_before_any_run_takes_no_zero_gpu_call(app):
     before = len(stand_in.calls)
     out = second.fn(data)
     assert stand_in.calls[before:] == []
-    from specui.ui.teach_compare_view import render_compare
+    from specui.ui.teach_compare_view import render_compare, waiting
 
-    assert out[by_id["compare-view"]] == render_compare(None, 0)  # as before: the empty view
+    # the view says what the chosen drafter waits for (78fe9de), with no model run
+    assert out[by_id["compare-view"]] == render_compare(None, 0, note=waiting("prompt lookup", decoded=False))
