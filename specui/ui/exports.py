@@ -29,6 +29,17 @@ def file_name(name: str) -> str:
     return stem + dot + suffix
 
 
+def as_json(payload: dict) -> str:
+    """`payload` as indented JSON, its text as written (Chinese, Arabic, emoji readable in the file, not \\u
+    escapes); escaped only where it holds a lone surrogate, which UTF-8 cannot write."""
+    try:
+        text = json.dumps(payload, indent=1, allow_nan=False, ensure_ascii=False)
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(payload, indent=1, allow_nan=False)
+    return text
+
+
 class Exports:
     """One app's exports: `write` puts a payload in a fresh file and returns its path."""
 
@@ -47,7 +58,7 @@ class Exports:
             folder = root / f"{time.monotonic_ns()}"
             folder.mkdir()
             path = folder / file_name(filename)
-            path.write_text(json.dumps(payload, indent=1, allow_nan=False), encoding="utf-8")
+            path.write_text(as_json(payload), encoding="utf-8")
             for old in sorted(root.iterdir(), key=lambda p: int(p.name))[:-EXPORTS_KEPT]:
                 shutil.rmtree(old, ignore_errors=True)
         return str(path)

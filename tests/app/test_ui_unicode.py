@@ -62,3 +62,20 @@ def test_the_arenas_who_proposed_it_line_shows_a_part_of_a_character_as_one():
     credit = Credit(index=0, token_id=10813, kinds={"model": Kind.ACCEPTED})
     span = parse(render.credit_span("", credit, {"model": "draft model"})).tokens[0]
     assert span["text"] == render.PART_SHOWN and render.PART_NOTE in span["title"]
+
+
+def test_a_runs_download_holds_the_text_as_written_readable_and_byte_for_byte():
+    """The JSON download wrote every character outside ASCII as a \\u escape (an emoji as two): a Chinese reply was
+    unreadable in the file."""
+    import json
+    from pathlib import Path
+
+    from specui.ui.exports import Exports
+
+    exports = Exports()  # its folder goes with it
+    path = Path(exports.write({"text": TEXT, "prompt": "你好"}, "run.json"))
+    written = path.read_bytes()
+    assert TEXT.encode("utf-8") in written and b"\\u" not in written
+    assert json.loads(written) == {"text": TEXT, "prompt": "你好"}
+    lone = Path(exports.write({"text": "a\ud800b"}, "lone.json"))  # no UTF-8 for it: escaped, still written
+    assert json.loads(lone.read_text(encoding="utf-8")) == {"text": "a\ud800b"}
