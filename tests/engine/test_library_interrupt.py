@@ -5,6 +5,7 @@ it gave before, which is plain decoding's, for every drafter of the bundled pres
 from __future__ import annotations
 
 import _thread
+import gc
 import threading
 
 import pytest
@@ -68,3 +69,52 @@ def test_a_loop_left_with_break_leaves_the_cache_exact(bundled):
             if i == 2:
                 break
         assert bundled.generate(prompt, drafter=drafter, cache=cache, **GREEDY).token_ids == plain, drafter
+
+
+def leave(bundled, prompt, cache, how: str) -> None:
+    """Take two rounds of a stream with `cache`, then leave it as a consumer does."""
+    stream = bundled.stream(prompt, drafter="eagle", cache=cache, **GREEDY)
+    if how == "an exception in the loop's body":
+        with pytest.raises(RuntimeError):
+            for i, _ in enumerate(stream):
+                if i == 1:
+                    raise RuntimeError("the consumer's own bug")
+        del stream
+        return
+    next(stream), next(stream)
+    if how == "closed from another thread":
+        closer = threading.Thread(target=stream.close)
+        closer.start()
+        closer.join(30)
+        assert list(stream) == []  # closed: the consumer's next step ends the loop
+    elif how == "dropped and collected":
+        del stream
+        gc.collect()
+
+
+@pytest.mark.parametrize("how", ["an exception in the loop's body", "closed from another thread",
+                                 "dropped and collected"])
+def test_a_stream_left_any_way_gives_its_cache_back_exact(bundled, how):
+    tok = bundled.tokenizer
+    prompt = tok("for i in range(10):\n").input_ids
+    plain = bundled.generate(prompt, speculative=False, **GREEDY).token_ids
+    cache = PromptCache()
+    bundled.generate(prompt, drafter="eagle", cache=cache, **GREEDY)
+    leave(bundled, prompt, cache, how)
+    assert not cache.busy
+    again = bundled.generate(prompt, drafter="eagle", cache=cache, **GREEDY)
+    assert again.token_ids == plain and again.reused_tokens == len(prompt) - 1
+
+
+def test_a_stream_kept_unclosed_keeps_its_cache_and_others_run_without_it_exact(bundled):
+    tok = bundled.tokenizer
+    prompt = tok("for i in range(10):\n").input_ids
+    plain = bundled.generate(prompt, speculative=False, **GREEDY).token_ids
+    cache = PromptCache()
+    kept = bundled.stream(prompt, drafter="model", cache=cache, **GREEDY)
+    next(kept)
+    meanwhile = bundled.generate(prompt, drafter="model", cache=cache, **GREEDY)
+    assert meanwhile.token_ids == plain and meanwhile.reused_tokens == 0 and cache.busy
+    kept.close()
+    assert not cache.busy
+    assert bundled.generate(prompt, drafter="model", cache=cache, **GREEDY).reused_tokens == len(prompt) - 1
