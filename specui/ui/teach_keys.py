@@ -21,6 +21,14 @@ import gradio as gr
 MAX_PRESSES = 1000  # more presses than any step-through has steps: the rest cannot move it further
 
 
+def into_view(elem_id: str) -> str:
+    """A click's `js` that brings #`elem_id` to the top of the screen, the click's inputs passed on as they are: a
+    run's button at the foot of a projector's screen (reached with Tab) had its steps decoded below it, out of sight,
+    where →/PageDown (keys.js: a step-through on screen) did not reach them."""
+    return (f"(...values) => {{ document.querySelector('#{elem_id}')?.scrollIntoView({{block: 'start'}}); "
+            "return values; }")
+
+
 def walk(index: int, presses: str, count: int) -> int:
     """`index` after each press in turn ("+" or an auto-play tick "t" on, "-" back), kept within 0 … count − 1 as
     each press is made."""

@@ -82,8 +82,9 @@ def tree_panel(controls, *, work, concurrency_id: str = "engine") -> TreePanel:
     inputs = controls.settings | {panel.width, panel.nodes, panel.step}
     # a refused setting (a drafter that cannot draft trees, too wide a tree) says why in the status line, and the
     # tree and its steps keep what they showed: no red error state over the panel
+    # its step buttons, status line and first step brought into view: the keys step the tree once it is on screen
     panel.start.click(calmly(functools.partial(decode, panel, controls, work), functools.partial(refused, panel)),
-                      inputs, decoded, **queued)
+                      inputs, decoded, js=teach_keys.into_view("tree-step-prev"), **queued)
     panel.pick.input(functools.partial(pick, panel), {panel.trees, panel.pick, panel.step}, panel.shown, **NAV)
     # every press counts, however fast they come, and one page's presses take turns (teach_keys)
     teach_keys.stepper("tree-step", back=panel.prev, on=panel.next, shown=panel.step,

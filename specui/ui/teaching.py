@@ -44,8 +44,7 @@ from specui.ui.teach_view import INTRO, render_measured, render_step
 from specui.ui.toasts import calmly, refusal
 
 NAV = {"api_visibility": "private", "show_progress": "hidden"}
-SHOW_STATUS = ("(...values) => { document.querySelector('#step-status')?.scrollIntoView({block: 'start'}); "
-               "return values; }")  # Decode's inputs passed on as they are
+SHOW_STATUS = teach_keys.into_view("step-status")  # Decode's progress, then its round 1
 
 
 @dataclass

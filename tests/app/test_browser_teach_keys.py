@@ -178,3 +178,20 @@ def test_the_tree_step_through_counts_every_press(page):
     page.wait_for_timeout(SETTLE_MS)
     assert page.locator(step).get_attribute("data-step") == "2"
 
+
+
+def test_decode_with_a_tree_from_the_keyboard_brings_its_steps_where_the_keys_step_them(page):
+    """Decode with a tree reached with Tab sits at the foot of the screen (the browser scrolls a focused button just
+    into view), and its steps were decoded below it, out of sight: → and PageDown, which step a step-through on
+    screen, then did nothing, the teacher with a clicker stuck at step 1. The panel comes into view as it decodes."""
+    step = "#tree-step-view .teach-tree-step"
+    if not page.locator("#tree-step-start").is_visible():
+        page.locator("#teach-tree").get_by_text("Token trees: a tree round, node by node").click()
+    page.evaluate("() => document.querySelector('#tree-step-start').scrollIntoView({block: 'end'})")
+    page.focus("#tree-step-start")
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f"{step}[data-step='1']", timeout=120_000)
+    page.wait_for_function("() => document.querySelector('#tree-step-status').innerText.includes('Decoded')",
+                           timeout=120_000)
+    page.keyboard.press("ArrowRight")
+    page.wait_for_selector(f"{step}[data-step='2']", timeout=30_000)
