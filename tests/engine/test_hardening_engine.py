@@ -50,7 +50,8 @@ def test_a_tokenizers_output_is_taken_and_text_is_refused_with_what_to_do(engine
     encoded = {"input_ids": torch.tensor([PROMPT])}  # as tokenizer(..., return_tensors="pt") gives it
     assert engine.generate(encoded, max_new_tokens=12, speculative=False).token_ids == plain
     for text in ("def f(x):", b"def f(x):"):
-        with pytest.raises(ValueError, match=r"tokenize it first, e.g. engine.tokenizer\(text\)\['input_ids'\]"):
+        with pytest.raises(ValueError, match=r"tokenize it first, e.g. tokenizer\(text\)\['input_ids'\].* "
+                                             r"\(tokenizer = transformers\.AutoTokenizer\.from_pretrained"):
             engine.stream(text, max_new_tokens=2)
 
 
