@@ -7,7 +7,8 @@ greedy argmaxes have clear margins and float32 batched vs one-token forwards can
 
 The app: `ui_config` is the bundled pair's config (the UI tests skip, saying why, when it has not been
 built; SPECUI_UI_TEST_CONFIG points them at another models.yaml, whose default preset is used);
-`served_app` serves the real app in this process; `require_browser` checks for playwright and Chromium.
+`served_app` serves the real app in this process; `require_browser` checks for playwright and Chromium;
+`served_browser`, `open_page` and `app_page` put the served app in Chromium; `read_until_closed` reads a pty.
 """
 
 from __future__ import annotations
@@ -179,6 +180,53 @@ def served_app(config, *, showcase=None):
 
     with served(config, preload=False, showcase=showcase) as url:
         yield url
+
+
+@contextlib.contextmanager
+def served_browser(config, *, showcase=None):
+    """Chromium and the real app served in this process (`served_app`): yields (browser, the app's URL), and closes
+    both after. Skips (fails under CI=true) without playwright or Chromium."""
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    from tools.screenshot import launch_chromium
+
+    with served_app(config, showcase=showcase) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        try:
+            yield browser, url
+        finally:
+            browser.close()
+
+
+def open_page(browser, url: str, *, ready: str = "#prompt textarea", **context):
+    """A page of its own browser context (`context`: playwright's options, e.g. viewport, is_mobile) at `url`, once
+    `ready` (a selector) shows."""
+    page = browser.new_context(**context).new_page()
+    page.goto(url)
+    page.wait_for_selector(ready, timeout=60_000)
+    return page
+
+
+@contextlib.contextmanager
+def app_page(config, *, showcase=None, path: str = "", ready: str = "#prompt textarea", **context):
+    """The served app (`config`) in Chromium at `path` (e.g. "?tab=teach"), once `ready` shows: yields the page."""
+    with served_browser(config, showcase=showcase) as (browser, url):
+        yield open_page(browser, url + path, ready=ready, **context)
+
+
+def read_until_closed(fd: int) -> bytes:
+    """All a pseudo-terminal's main side `fd` reads until its child side closes (Linux raises EIO then)."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def require_browser():

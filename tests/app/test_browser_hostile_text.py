@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.helpers import require_browser, served_app, ui_config
+from tests.helpers import app_page, require_browser, ui_config
 from tools.screenshot import launch_chromium, run_prompt, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
@@ -41,22 +41,13 @@ def hostile_page():
     """The app (the UI tests' pair, as the default preset of a hostile name, description and memory) in Chromium as a
     phone shows it, once its prompt box shows."""
     require_browser()
-    from playwright.sync_api import sync_playwright
-
     config = ui_config()
     hostile = replace(config.presets[config.default], name="evil<b>preset</b>", description=DESCRIPTION,
                       memory=MEMORY)
     config = replace(config, presets={**config.presets, hostile.name: hostile}, default=hostile.name)
-    with served_app(config) as url, sync_playwright() as p:
-        browser = launch_chromium(p)
-        page = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True,
-                                   accept_downloads=True).new_page()
-        page.goto(url)
-        page.wait_for_selector("#prompt textarea", timeout=60_000)
-        try:
-            yield page
-        finally:
-            browser.close()
+    with app_page(config, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True,
+                  accept_downloads=True) as page:
+        yield page
 
 
 def test_a_presets_description_and_memory_are_shown_as_written_never_as_markup():

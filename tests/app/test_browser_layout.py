@@ -5,12 +5,10 @@ Teach tab's tables scroll sideways on a phone."""
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 
-from tests.helpers import require_browser, served_app, ui_config
-from tools.screenshot import launch_chromium, run_prompt, set_number
+from tests.helpers import app_page, ui_config
+from tools.screenshot import run_prompt, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -24,26 +22,14 @@ GEOMETRY = """() => {
 }"""
 
 
-@contextlib.contextmanager
-def app_page(width: int, height: int = 1000):
+def wide(width: int, height: int = 1000):
     """The served app (the UI tests' config) in Chromium, a page `width` px wide, once its prompt box shows."""
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with served_app(ui_config()) as url, sync_playwright() as p:
-        browser = launch_chromium(p)
-        page = browser.new_page(viewport={"width": width, "height": height})
-        page.goto(url)
-        page.wait_for_selector("#prompt textarea", timeout=60_000)
-        try:
-            yield page
-        finally:
-            browser.close()
+    return app_page(ui_config(), viewport={"width": width, "height": height})
 
 
 @pytest.mark.parametrize("width", [1400, 420])
 def test_the_chats_corner_buttons_never_cover_a_message(width):
-    with app_page(width) as page:
+    with wide(width) as page:
         set_number(page, "max-new-tokens", 48)
         for prompt in ("import os\n", "class Stack:\n", "def main(argv):\n"):
             run_prompt(page, prompt)
@@ -64,7 +50,7 @@ def test_the_chats_corner_buttons_never_cover_a_message(width):
 def test_the_teach_tabs_draft_table_scrolls_sideways_on_a_phone_instead_of_losing_its_verdicts():
     """The draft table (#, token, q, p, min(1, p/q), u, verdict) is wider than a 420 px page: it scrolls within the
     page instead of running past its edge, where the verdict column was cut off."""
-    with app_page(420, 900) as page:
+    with wide(420, 900) as page:
         page.get_by_role("tab", name="Teach").click()
         page.click("#step-start")
         page.wait_for_selector("#step-view table.teach-drafts", timeout=120_000)
@@ -78,7 +64,7 @@ def test_the_teach_tabs_draft_table_scrolls_sideways_on_a_phone_instead_of_losin
 def test_the_arena_chart_keeps_its_five_panels_legible_on_a_phone():
     """The arena's chart (five panels side by side) keeps 700 px on a 420 px page and scrolls sideways inside it,
     instead of squeezing each panel's title into its neighbour's."""
-    with app_page(420, 900) as page:
+    with wide(420, 900) as page:
         set_number(page, "max-new-tokens", 16)
         page.click("#arena input")
         run_prompt(page, "import os\n", timeout_ms=300_000)

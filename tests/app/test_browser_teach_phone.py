@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from tests.app.test_browser_teaching import PROMPT, tiny_showcase, wait_round
-from tests.helpers import require_browser, served_app
-from tools.screenshot import launch_chromium, set_number
+from tests.helpers import app_page, require_browser
+from tools.screenshot import set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -27,19 +27,10 @@ BOXES = """() => [...document.querySelectorAll('#teach-tab .js-plotly-plot')].fi
 
 @pytest.fixture(scope="module")
 def phone(tmp_path_factory):
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
+    require_browser()  # before the pair is built
     showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
-    with served_app(showcase.config, showcase=showcase) as url, sync_playwright() as p:
-        browser = launch_chromium(p)
-        page = browser.new_context(**PHONE).new_page()
-        page.goto(url.rstrip("/") + "/?tab=teach")
-        page.wait_for_selector("#step-start", timeout=60_000)
-        try:
-            yield page
-        finally:
-            browser.close()
+    with app_page(showcase.config, showcase=showcase, path="?tab=teach", ready="#step-start", **PHONE) as page:
+        yield page
 
 
 def _fits(charts: list[dict]) -> list:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from tests.app.test_browser_teaching import PROMPT, shown_rows, tiny_showcase, wait_round
-from tests.helpers import require_browser, served_app
-from tools.screenshot import launch_chromium, set_number
+from tests.helpers import open_page, require_browser, served_browser
+from tools.screenshot import set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -17,34 +17,19 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the s
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """Chromium and the served app's address, opening on the Teach tab."""
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
+    require_browser()  # before the pair is built
     showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
-    with served_app(showcase.config, showcase=showcase) as url, sync_playwright() as p:
-        browser = launch_chromium(p)
-        yield browser, url.rstrip("/") + "/?tab=teach"
-        browser.close()
+    with served_browser(showcase.config, showcase=showcase) as (browser, url):
+        yield browser, url + "?tab=teach"
 
 
 def _open(browser, url: str):
-    page = browser.new_page(viewport={"width": 1280, "height": 720})
-    page.goto(url)
-    page.wait_for_selector("#step-start", timeout=60_000)
-    return page
-
-
-def _round(page) -> int:
-    return int(page.locator("#step-view .teach-step").get_attribute("data-round"))
+    return open_page(browser, url, ready="#step-start", viewport={"width": 1280, "height": 720})
 
 
 def test_a_refresh_mid_lesson_comes_back_to_the_same_round(site):
     browser, url = site
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_viewport_size({"width": 1280, "height": 720})
-    page.goto(url)
-    page.wait_for_selector("#step-start", timeout=60_000)
+    page = _open(browser, url)
     page.fill("#teach-prompt textarea", PROMPT)
     set_number(page, "teach-k", 2)
     set_number(page, "teach-temperature", 0.8)  # sampled: the same draws again, not only the same argmax
@@ -73,4 +58,4 @@ def test_a_refresh_mid_lesson_comes_back_to_the_same_round(site):
     other.wait_for_timeout(3_000)
     assert other.locator("#step-view .teach-step[data-round]").count() == 0
     assert other.locator("#teach-prompt textarea").input_value() != PROMPT
-    context.close()
+    page.context.close()

@@ -18,7 +18,7 @@ import pytest
 
 from specui.terminal import PROG, parse_args
 from specui.terminal_view import RESET, Wrap, painted, shown
-from tests.helpers import BUNDLED_TARGET, HAS_WHEEL, ROOT
+from tests.helpers import BUNDLED_TARGET, HAS_WHEEL, ROOT, read_until_closed
 
 ESC = "\x1b["
 
@@ -34,19 +34,11 @@ def run_cli(*args: str, stdin: str = "", env: dict | None = None, tty: bool = Fa
     proc = subprocess.Popen([sys.executable, "-m", "specui", *args], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=child,
                             stderr=subprocess.PIPE, env=env)
     os.close(child)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(main, 4096)
-        except OSError:  # the child closed the terminal
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
+    out = read_until_closed(main)
     os.close(main)
     err = proc.stderr.read().decode()
     proc.wait(timeout=300)
-    return proc.returncode, b"".join(chunks).decode().replace("\r\n", "\n"), err
+    return proc.returncode, out.decode().replace("\r\n", "\n"), err
 
 
 @pytest.fixture(scope="module")

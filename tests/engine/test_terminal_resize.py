@@ -16,7 +16,7 @@ import termios
 
 import pytest
 
-from tests.helpers import BUNDLED_TARGET, ROOT
+from tests.helpers import BUNDLED_TARGET, ROOT, read_until_closed
 
 
 def _resize(fd: int, columns: int) -> None:
@@ -51,15 +51,7 @@ def test_a_window_resized_between_turns_wraps_the_next_reply_at_its_new_width():
         _resize(main, 20)  # the user narrows the window
         proc.stdin.write("The history of the world\n")
         proc.stdin.close()  # then the end of input ends the chat
-        second = b""
-        while True:
-            try:
-                chunk = os.read(main, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            second += chunk
+        second = read_until_closed(main)
         assert proc.wait(timeout=300) == 0, proc.stderr.read()
     finally:
         proc.kill()
