@@ -171,7 +171,10 @@ def stream_reply(rounds, reply: Reply, *, tokenizer, prompt_ids, out, colour: bo
     """Write each round's tokens to `out` as the engine decides them (`rounds`: `engine.stream(...)` filling
     `reply.result`), wrapped at word boundaries to `width` columns if given (`Wrap`: only what is shown, never
     `reply`'s text). Special tokens (the end of a turn) are left out of the text, as `decode(...,
-    skip_special_tokens=True)` leaves them. Ctrl-C stops it with the reply so far written and its line ended."""
+    skip_special_tokens=True)` leaves them. A character whose bytes span tokens (an emoji, Chinese, in a byte-level
+    tokenizer) shows once, with the token that completes it, in that token's colour, or a rejection's if one of its
+    tokens was (the tokens before show nothing, and a rejection among them was not seen). Ctrl-C stops it with the
+    reply so far written and its line ended."""
     special = frozenset(getattr(tokenizer, "all_special_ids", ()) or ())
     decoder = TokenText(tokenizer, prompt_ids)
     wrap = Wrap(width) if width else None
@@ -185,12 +188,18 @@ def stream_reply(rounds, reply: Reply, *, tokenizer, prompt_ids, out, colour: bo
         for piece, its_kind in wrap.push(shown(text) if safe else text, kind):
             out.write(painted(piece, its_kind, colour=colour, safe=False))
 
+    held: list = []  # the kinds of the tokens that hold part of the character to come (no text of their own)
     try:
         for round_ in rounds:
             for token in round_.emitted():
                 piece = "" if token.token_id in special else decoder.push(token.token_id)
                 reply.pieces.append(piece)
-                write(piece, token.kind)
+                if not piece and token.token_id not in special:
+                    held.append(token.kind)
+                    continue
+                # a character that ends a rejection's bytes shows as one: only the token that completes it is seen
+                write(piece, Kind.RESAMPLED if Kind.RESAMPLED in held else token.kind)
+                held = []
             out.flush()
         rest = decoder.flush()
         if rest:  # an incomplete character at the very end

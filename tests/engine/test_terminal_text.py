@@ -11,7 +11,8 @@ import pytest
 from specui.events import Kind
 from specui.terminal import parse_args
 from specui.terminal_view import LINE_BREAK, RESET, Reply, Wrap, blank_marked, painted, stream_reply
-from tests.engine.test_terminal import bundled, refused  # noqa: F401 (bundled: a fixture)
+from tests.app.test_ui_unicode import smollm2_tokenizer  # noqa: F401 (fixtures)
+from tests.engine.test_terminal import bundled, refused  # noqa: F401
 
 RED = "\x1b[31;4m"
 
@@ -56,3 +57,18 @@ def test_a_real_replys_blank_rejections_show_and_its_text_stays_the_models(bundl
     assert blanks and "\n" in blanks[0], reply.pieces  # greedy: the bundled pair rejects its draft at this line break
     assert f"{RED}{LINE_BREAK}{RESET}\n" in out.getvalue()
     assert reply.text == tok.decode(reply.result.token_ids, skip_special_tokens=True)  # the text is the model's
+
+
+def test_a_rejection_inside_a_characters_bytes_shows_on_the_character(smollm2_tokenizer):  # noqa: F811
+    """SmolLM2 writes 🇯🇵 in six tokens, the first two of each flag's half no text alone: a rejection at one of them
+    showed nothing, the character coming in the colour of the accepted token that completed it."""
+    from tests.app.test_ui_render import make_round
+
+    tok = smollm2_tokenizer
+    ids = tok("🇯🇵 ok", add_special_tokens=False)["input_ids"]
+    kinds = [Kind.RESAMPLED] + [Kind.ACCEPTED] * (len(ids) - 1)  # the first byte a rejection's, the rest accepted
+    rounds = [make_round(drafted=[], num_accepted=0, token_ids=[t], kinds=[k]) for t, k in zip(ids, kinds)]
+    reply, out = Reply(), io.StringIO()
+    stream_reply(rounds, reply, tokenizer=tok, prompt_ids=[], out=out, colour=True, safe=True)
+    assert reply.text == "🇯🇵 ok" and reply.pieces[0] == ""  # the text as written, the first token no text alone
+    assert out.getvalue().startswith(f"{RED}🇯{RESET}\x1b[32m🇵{RESET}"), repr(out.getvalue())
