@@ -32,12 +32,13 @@ def page_theme():
     Soft draws a label's name, the tab chosen, a chosen radio and the Copy button in indigo-500 (#6366f1: 3.6:1 on a
     label's pale indigo, 4.5 on white less a hair), white on indigo-500 on a button (4.46:1), and a slider's range,
     a control's help and the footer in grey-400 (2.5:1): each one shade darker (on the dark page, a hovered button
-    one shade darker and the download link one lighter)."""
+    one shade darker, and the download link and grey-400, 4.05:1 in a text box, one lighter)."""
     import gradio as gr
 
     return gr.themes.Soft().set(
         block_label_text_color="*primary_700", block_title_text_color="*primary_700", color_accent="*primary_600",
-        body_text_color_subdued="*neutral_600", checkbox_label_background_fill_selected="*primary_600",
+        body_text_color_subdued="*neutral_600", body_text_color_subdued_dark="*neutral_300",
+        checkbox_label_background_fill_selected="*primary_600",
         button_primary_background_fill="*primary_600", button_primary_border_color="*primary_600",
         button_primary_background_fill_hover="*primary_700", button_primary_background_fill_hover_dark="*primary_700",
         button_secondary_background_fill_hover_dark="*primary_700", link_text_color_dark="*secondary_400",
