@@ -2,11 +2,12 @@
 
 The Chat tab after a reply compared with plain decoding (coloured tokens, charts, the side-by-side view, its
 download), on a light and a dark page and on a phone (390 × 844); a sampled reply with its rejected drafts shown, and
-a token's box opened by the arrow keys; arena mode; the token trees' panel; the Teach tab after Decode, after Next
-and with a second drafter compared, light and dark, and on a phone. Each fails on any violation axe reports (rule,
-impact, the element) but those listed in EXCLUDED: each a rule on one selector inside Gradio's own components, which
-the app cannot change, with the reason. The page's colours are the app's own theme (`specui.ui.theme.page_theme`),
-so contrast is never excluded. axe.min.js comes with the PyPI package axe-playwright-python (requirements-dev.txt).
+a token's box opened by the arrow keys; a refused message; arena mode; the token trees' panel; the Teach tab after
+Decode, after Next and with a second drafter compared, light and dark, and on a phone, and with its panels open. Each
+fails on any violation axe reports (rule, impact, the element) but those listed in EXCLUDED: each a rule on one
+selector inside Gradio's own components, which the app cannot change, with the reason. The page's colours are the
+app's own theme (`specui.ui.theme.page_theme`), so contrast is never excluded. axe.min.js comes with the PyPI package
+axe-playwright-python (requirements-dev.txt).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the s
 EXCLUDED = {
     ("image-redundant-alt", 'img[alt="Settings"]'):
         "Gradio's footer: its Settings button's icon has the alt text 'Settings' beside the word Settings",
+    ("nested-interactive", ".toast-header"):
+        "Gradio's toast (a refusal's warning): its header is a role=button that holds the toast's Close button",
     ("aria-prohibited-attr", ".empty"):
         "Gradio's empty File box (the Teach tab's export before a run): aria-label on a div with no role",
 }
@@ -107,6 +110,17 @@ def test_a_tokens_box_opened_by_the_arrow_keys(app):
         assert_clean(page)
     finally:
         page.close()
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_a_refused_message(app, theme):
+    """Settings refused at the message's turn (a dynamic tree needs tree width 2): the reply's error and the toast."""
+    page = _page(app, dark=theme == "dark")
+    _replied(page, **{"tree-nodes": 4})
+    page.wait_for_selector("#chat .specui-error")
+    page.wait_for_selector("[data-testid=toast-body]")
+    assert_clean(page)
+    page.close()
 
 
 def test_arena_mode(app):
