@@ -31,7 +31,8 @@ from specui import spaces
 from specui.drafters import LABELS
 from specui.loading import PairCache
 from specui.settings import MAX_DRAFT_TOKENS, SettingsError
-from specui.ui import address, charts, chat_handlers, chat_tree, render, stats, teach_handoff, teach_memory
+from specui.ui import (address, charts, chat_handlers, chat_tree, closed_sessions, render, stats, teach_handoff,
+                       teach_memory)
 from specui.ui.api import generate_endpoint
 from specui.ui.chat_handlers import App, clear, replay, respond, retry, stopped, undo, waiting
 from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_drafter
@@ -390,4 +391,5 @@ def launch(demo: gr.Blocks, **kwargs):
     kwargs.setdefault("css", CSS)
     kwargs.setdefault("js", JS)
     kwargs.setdefault("theme", page_theme())
+    closed_sessions.keep_swept(demo)  # a closed tab's record leaves gradio's memory an hour after
     return demo.launch(**kwargs)

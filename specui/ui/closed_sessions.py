@@ -1,0 +1,75 @@
+"""Closed browser sessions leave the server's memory: gradio keeps every session's record (a copy of the page's
+components as that session's events left them: its chat, charts and Teach tables, about 1 MB after two chat turns)
+until 10,000 sessions have come, deleting only its `gr.State` values an hour after the tab closed. An app that serves
+for weeks would hold gigabytes of closed tabs. `keep_swept` drops each closed session's record once gradio's hour for
+reopening it has passed unused (a page that comes back within it keeps everything).
+
+This reads gradio's state holder (`demo.state_holder`: its sessions, their `is_closed` mark and the time each was last
+used), which is not a documented interface: where it is not as gradio 6 has it, nothing is dropped and the app
+serves on as before.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+import time
+import weakref
+
+SWEEP_SECONDS = 60.0  # how often closed sessions are looked for
+KEPT_SECONDS = 3600  # gradio's own time for reopening a closed session (SessionState.STATE_TTL_WHEN_CLOSED)
+
+log = logging.getLogger(__name__)
+
+
+def sweep(holder, now: datetime.datetime | None = None) -> int:
+    """Drop from gradio's state holder every session whose tab closed and that has not been used for longer than
+    gradio keeps a closed session's state; their `gr.State` values go through their delete callbacks first, as
+    gradio's own expiry does. Returns how many were dropped."""
+    now = now or datetime.datetime.now()
+    sessions, used = holder.session_data, holder.time_last_used
+    with holder.lock:
+        gone = [key for key, session in list(sessions.items())
+                if getattr(session, "is_closed", False) and key in used
+                and (now - used[key]).total_seconds() > getattr(session, "STATE_TTL_WHEN_CLOSED", KEPT_SECONDS)]
+    for key in gone:
+        holder.delete_state(key)
+        with holder.lock:
+            sessions.pop(key, None)
+            used.pop(key, None)
+    return len(gone)
+
+
+def keep_swept(demo, every: float | None = None) -> threading.Thread:
+    """A daemon thread that sweeps `demo`'s closed sessions every `every` seconds (default SWEEP_SECONDS) while the
+    app serves; it ends when the app is closed or garbage-collected."""
+    every = SWEEP_SECONDS if every is None else every
+    app = weakref.ref(demo)
+    served = threading.Event()  # set once the app serves: it may be swept from then on
+
+    def once() -> bool:  # one sweep; False when the thread is done (no reference to the app kept between sweeps)
+        demo = app()
+        if demo is None or (served.is_set() and not demo.is_running):
+            return False
+        holder = getattr(demo, "state_holder", None)
+        if demo.is_running:
+            served.set()
+        if holder is None or not served.is_set():
+            return True
+        try:
+            sweep(holder)
+        except (AttributeError, TypeError) as e:  # a gradio whose state holder is not as gradio 6's
+            log.warning("closed sessions are not swept (gradio's state holder changed: %s)", e)
+            return False
+        return True
+
+    def run():
+        while True:
+            time.sleep(every)
+            if not once():
+                return
+
+    thread = threading.Thread(target=run, name="specui-closed-sessions", daemon=True)
+    thread.start()
+    return thread
