@@ -18,7 +18,7 @@
     close();
     box = document.createElement("div");
     box.className = "specui-tip";
-    box.setAttribute("role", "tooltip");
+    box.setAttribute("aria-hidden", "true");  // for the eyes: a screen reader hears the token's title and the live region
     box.textContent = token.getAttribute("title").split(" · ").join("\n");  // a line per figure
     document.body.appendChild(box);
     opened = performance.now();

@@ -97,9 +97,6 @@ def test_a_sampled_reply_with_its_rejected_drafts_shown(app):
     page.close()
 
 
-@pytest.mark.xfail(strict=True, reason="region: tokens.js appends the .specui-tip box to <body>, outside every "
-                   "landmark; it repeats the token's title and the live region's words (aria-hidden, or append it "
-                   "inside <main>)")
 def test_a_tokens_box_opened_by_the_arrow_keys(app):
     page = _page(app)
     _replied(page)
