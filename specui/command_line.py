@@ -67,6 +67,12 @@ def refuse_ignored(ap, args, argv, rules) -> None:
             ap.error(f"--{dest.replace('_', '-')} {why}")
 
 
+def refuse_greedy_seed(ap, args, argv) -> None:
+    """Refuse --seed with greedy decoding (--temperature 0, every command's default): a greedy run draws nothing."""
+    refuse_ignored(ap, args, argv, [("seed", args.temperature == 0, "with greedy decoding (--temperature 0, the "
+                                     "default): a greedy run draws nothing; give --temperature > 0 or leave it out")])
+
+
 def exit_status(error: BaseException) -> int:
     """The exit status of one of the USER_ERRORS, the same in every entry point: USAGE (2) for a usage mistake, 1 for
     a failure at run time (a model that fails as it loads; one found missing before, by `check_preset`, is refused

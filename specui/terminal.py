@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from specui.bench.cli import as_flags, json_path_problem
-from specui.command_line import refuse_empty, refuse_ignored
+from specui.command_line import refuse_empty, refuse_greedy_seed
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
 from specui.settings import DecodeSettings, SettingsError
 from specui.text import not_unicode
@@ -100,8 +100,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                        else args.num_draft_tokens)
     except SettingsError as e:
         p.error(as_flags(str(e)))
-    refuse_ignored(p, args, argv, [("seed", args.temperature == 0, "with greedy decoding (--temperature 0, the "
-                                    "default): a greedy run draws nothing; give --temperature > 0 or leave it out")])
+    refuse_greedy_seed(p, args, argv)
     return args
 
 

@@ -13,8 +13,7 @@ from specui.bench import arena as bench_arena
 from specui.bench import conversation as bench_conversation
 from specui.bench.prompts import builtin_prompts, read_prompt_texts, tokenize_prompts
 from specui.bench.record import environment, json_path_problem, provenance, show, started, write_json
-from specui.command_line import READER_LEFT, check_preset, refuse, refuse_empty
-from specui.command_line import refuse_ignored as refuse_unused  # a flag named that a combination ignores
+from specui.command_line import READER_LEFT, check_preset, refuse, refuse_empty, refuse_greedy_seed
 from specui.bench.report import format_table
 from specui.bench.run import (
     DEFAULT_PROMPTS,
@@ -147,8 +146,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                        drafter=None if args.drafter in (None, ALL) else args.drafter)  # one that drafts no trees
     except SettingsError as e:
         p.error(as_flags(str(e)))
-    refuse_unused(p, args, argv, [("seed", args.temperature == 0, "with greedy decoding (--temperature 0, the "
-                                   "default): a greedy run draws nothing; give --temperature > 0 or leave it out")])
+    refuse_greedy_seed(p, args, argv)
     args.started = started()  # the date and the code the run starts with, not those at its end
     return args
 
