@@ -49,6 +49,8 @@ class TokenView:
 
 SPECIAL_NOTE = "a special token (the end of the model's turn, or another control token), not text"
 PART_SHOWN = "◌"  # what a token that holds part of a character shows: its bytes alone are no text
+PART_CLASS = "tok-part"  # its span's class: style.css draws PART_SHOWN before it, seen but no text (never selected,
+# copied or read aloud: a reply selected and copied held "◌◌👩◌◌🏽…")
 PART_NOTE = ("part of a character (some of its UTF-8 bytes, no text alone): the token that completes the character "
              "shows it whole; the reply's text and its copy hold the character once")
 
@@ -111,20 +113,21 @@ def tooltip(view: TokenView) -> str:
     return " · ".join(parts)
 
 
-def token_shown(text: str, *, special: bool = False) -> str:
-    """A token's text as its span shows it (escaped): `PART_SHOWN` for one that holds part of a character, whose
-    text is "" until a later token completes the character (`specui.text.TokenText`), an empty span that could not
-    be seen, hovered or told apart."""
-    return escape_text(closed_bidi(text) if text or special else PART_SHOWN)
+def part_class(text: str, *, special: bool = False) -> str:
+    """" tok-part" (`PART_CLASS`) for a token that holds part of a character, whose text is "" until a later token
+    completes the character (`specui.text.TokenText`): style.css shows `PART_SHOWN` for it, where an empty span
+    could not be seen, hovered or told apart; its text stays "", so that the reply's text is the model's."""
+    return "" if text or special else f" {PART_CLASS}"
 
 
 def token_span(view: TokenView, *, style: str = "", shown: str | None = None) -> str:
     """One token's span: its kind's class and its tooltip, showing its text (or `shown`: the Teach tab quotes it)."""
     style_attr = f' style="{style}"' if style else ""
     special = " tok-special" if view.special else ""
-    return (f'<span class="tok tok-{html.escape(view.kind)}{special}" title="{html.escape(tooltip(view), quote=True)}"'
-            f'{style_attr}>{token_shown(view.text, special=view.special) if shown is None else escape_text(shown)}'
-            '</span>')
+    part = part_class(view.text, special=view.special) if shown is None else ""
+    return (f'<span class="tok tok-{html.escape(view.kind)}{special}{part}" '
+            f'title="{html.escape(tooltip(view), quote=True)}"{style_attr}>'
+            f'{escape_text(closed_bidi(view.text) if shown is None else shown)}</span>')
 
 
 def render_tokens(views: Sequence[TokenView], *, cursor: bool = False) -> str:
@@ -284,7 +287,8 @@ def credit_span(text: str, credit, labels: dict[str, str], *, special: bool = Fa
     says = [f"{what}: {', '.join(names)}" for what, names in did.items()]
     says += [SPECIAL_NOTE] if special else [] if text else [PART_NOTE]
     title = " · ".join([f"token {credit.index + 1}: {credit.token_id} {text!r}", *says])
-    shown = token_shown(text, special=special)
+    cls += part_class(text, special=special)
+    shown = escape_text(closed_bidi(text))
     return f'<span class="tok {html.escape(cls)}" title="{html.escape(title, quote=True)}">{shown}</span>'
 
 

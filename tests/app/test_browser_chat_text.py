@@ -44,7 +44,8 @@ def test_a_right_to_left_message_reads_right_to_left_line_by_line():
 def test_an_emoji_reply_shows_its_byte_tokens_as_placeholders_and_copies_as_written():
     """The default preset's tokenizer (SmolLM2's byte-level BPE) writes 👩🏽‍💻 in eleven tokens, eight of them part of a
     character: each showed as an empty span, which could not be seen, hovered or tapped. Each shows ◌ now, its box
-    saying what it is, and "Copy reply" still copies the reply byte for byte."""
+    saying what it is (drawn by style.css, no text: a reply selected and copied, or read aloud, holds no ◌), and "Copy
+    reply" still copies the reply byte for byte."""
     from specui.presets import load_config
     from specui.ui.render import PART_NOTE, PART_SHOWN
     from tests.helpers import HAS_WHEEL
@@ -62,8 +63,15 @@ def test_an_emoji_reply_shows_its_byte_tokens_as_placeholders_and_copies_as_writ
         run_prompt(page, "Give me an emoji 👩🏽‍💻", timeout_ms=300_000)
         page.wait_for_selector("#chat .specui-out .specui-copy", timeout=120_000)
         reply = page.locator("#chat .specui-out").last
-        parts = reply.locator(".tok:not(.tok-rejected)", has_text=PART_SHOWN)
+        # the reply selected with the mouse and copied (Ctrl+C copies the selection's text) is the reply as written,
+        # as a screen reader reads it: the ◌ are for the eyes alone (they were text: "◌◌◌◌◌◌◌👩🏽‍💻" was copied)
+        selected = reply.locator(".specui-text").first.evaluate(
+            "e => { const r = document.createRange(); r.selectNodeContents(e); const s = getSelection();"
+            " s.removeAllRanges(); s.addRange(r); return s.toString(); }")
+        assert selected.startswith("👩🏽‍💻") and PART_SHOWN not in selected, selected
+        parts = reply.locator(".tok.tok-part:not(.tok-rejected)")
         assert parts.count() >= 2, reply.inner_html()  # greedy: the reply begins 👩🏽‍💻, its bytes over several tokens
+        assert parts.first.evaluate("e => getComputedStyle(e, '::before').content").startswith(f'"{PART_SHOWN}"')
         assert parts.first.bounding_box()["width"] > 0  # seen, and a tap opens its box
         parts.first.click()
         assert PART_NOTE.split(":")[0] in page.locator(".specui-tip").inner_text()

@@ -44,12 +44,15 @@ def test_a_token_that_holds_part_of_a_character_shows_a_placeholder_that_says_so
                                 decoder.push, decoder.peek, time_s=0)
     spans = parse(render.render_tokens(views)).tokens
     assert len(spans) == len(views) == len(ids) + 1  # every token a span, the rejected draft's too
-    assert all(s["text"] for s in spans) and not any("\ufffd" in s["text"] for s in spans)  # none empty, no U+FFFD
+    # none an empty span (style.css draws render.PART_SHOWN for a tok-part one: seen, but no text), no U+FFFD
+    assert all(s["text"] or render.PART_CLASS in s["class"] for s in spans)
+    assert not any("\ufffd" in s["text"] for s in spans)
     partial = [s for s, v in zip(spans, views) if not v.text]
-    assert partial and all(s["text"] == render.PART_SHOWN and render.PART_NOTE in s["title"] for s in partial)
+    assert partial and all(s["text"] == "" and render.PART_CLASS in s["class"].split() and render.PART_NOTE in s["title"]
+                           for s in partial)
     assert any("tok-rejected" in s["class"] for s in partial)  # the rejected half emoji, as one too
     whole = [s for s, v in zip(spans, views) if v.text]
-    assert not any(render.PART_NOTE in s["title"] for s in whole)
+    assert not any(render.PART_NOTE in s["title"] or render.PART_CLASS in s["class"] for s in whole)
     reply = runs.reply(views, None)
     assert reply == TEXT  # the reply's text: every character once, the rejected draft left out
     copy = render.render_copy(reply)  # the copy button's hidden text holds it byte for byte
@@ -61,7 +64,7 @@ def test_the_arenas_who_proposed_it_line_shows_a_part_of_a_character_as_one():
 
     credit = Credit(index=0, token_id=10813, kinds={"model": Kind.ACCEPTED})
     span = parse(render.credit_span("", credit, {"model": "draft model"})).tokens[0]
-    assert span["text"] == render.PART_SHOWN and render.PART_NOTE in span["title"]
+    assert span["text"] == "" and render.PART_CLASS in span["class"].split() and render.PART_NOTE in span["title"]
 
 
 def test_a_runs_download_holds_the_text_as_written_readable_and_byte_for_byte():
