@@ -391,5 +391,9 @@ def launch(demo: gr.Blocks, **kwargs):
     kwargs.setdefault("css", CSS)
     kwargs.setdefault("js", JS)
     kwargs.setdefault("theme", page_theme())
-    closed_sessions.keep_swept(demo)  # a closed tab's record leaves gradio's memory an hour after
-    return demo.launch(**kwargs)
+    launched = threading.Event()  # set as the launch returns: an app not running from then on was closed
+    closed_sessions.keep_swept(demo, launched=launched)  # a closed tab's record leaves gradio's memory an hour after
+    try:
+        return demo.launch(**kwargs)
+    finally:
+        launched.set()

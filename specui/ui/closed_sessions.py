@@ -41,12 +41,14 @@ def sweep(holder, now: datetime.datetime | None = None) -> int:
     return len(gone)
 
 
-def keep_swept(demo, every: float | None = None) -> threading.Thread:
+def keep_swept(demo, every: float | None = None, *, launched: threading.Event | None = None) -> threading.Thread:
     """A daemon thread that sweeps `demo`'s closed sessions every `every` seconds (default SWEEP_SECONDS) while the
-    app serves; it ends when the app is closed or garbage-collected."""
+    app serves; it ends when the app is closed or garbage-collected. `launched`: set by the caller once
+    `demo.launch` has returned or raised (`blocks.launch`), so that an app closed before the thread first saw it
+    serving ends the thread too (gradio keeps a closed app alive)."""
     every = SWEEP_SECONDS if every is None else every
     app = weakref.ref(demo)
-    served = threading.Event()  # set once the app serves: it may be swept from then on
+    served = launched or threading.Event()  # set once the app serves or its launch is over: not running then is done
 
     def once() -> bool:  # one sweep; False when the thread is done (no reference to the app kept between sweeps)
         demo = app()

@@ -91,3 +91,29 @@ def test_a_closed_tab_of_the_served_app_leaves_its_record_and_an_open_one_keeps_
                 browser.close()
     finally:
         demo.close()
+
+
+def test_an_app_closed_before_its_first_sweep_leaves_no_sweeping_thread(monkeypatch):
+    """The sweep's thread ended only once it had seen the app serving and then not: an app launched and closed within
+    the first minute (a script's, every test's) kept a thread waking every minute for as long as the process lived,
+    gradio keeping the closed app alive. Now the thread ends at its first wake after the app is closed. The sweep's
+    sleep is held until the app is closed, so the first wake comes after it, however slow the launch; the server is
+    real."""
+    import threading
+    import types
+
+    from specui.ui.blocks import build, launch
+    from tests.helpers import ui_config
+    from tools.screenshot import free_port
+
+    closed = threading.Event()
+    held = types.SimpleNamespace(sleep=lambda _: closed.wait() and time.sleep(0.01))  # the first wake after close
+    monkeypatch.setattr(closed_sessions, "time", held)
+    before = set(threading.enumerate())
+    demo = build(ui_config(), preload=False)
+    launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    [sweeper] = [t for t in set(threading.enumerate()) - before if t.name == "specui-closed-sessions"]
+    demo.close()
+    closed.set()
+    sweeper.join(timeout=10)
+    assert not sweeper.is_alive(), "the closed app's sweeping thread lives on"
