@@ -50,8 +50,10 @@ class GpuCalls:
             gone = list(self.gone)
             self.gone.clear()
         calls = self.on_gpu(key, prompt, settings, list(history), figures, owner, gone)
+        heard = False  # whether the worker ran (a call ZeroGPU refuses, a quota spent, raises before any frame)
         try:
             for frame, run in calls:
+                heard = True
                 yield frame, run
                 if self.apart and stop is not None and stop.is_set() and not frame.done:
                     # the worker's copy of `stop` never hears it: end its call (ZeroGPU stops the worker of a
@@ -63,6 +65,9 @@ class GpuCalls:
         finally:
             calls.close()
             self.live.pop(key, None)
+            if gone and not heard:  # the next call takes them (forgetting twice is harmless), the newest kept
+                with self._gone_guard:
+                    self.gone = deque([*gone, *self.gone], maxlen=self.gone.maxlen)
 
     def _serve(self, key: int, prompt: str, settings: Settings, history: list[dict],
                figures: bool = True, owner: str | None = None, gone: Sequence[str] = ()) -> Iterator[tuple]:

@@ -90,11 +90,16 @@ class StandIn:
         for name, value in self.saved.items():
             setattr(torch.cuda, name, value)
 
+    refuse = 0  # how many of the next calls ZeroGPU refuses before any worker runs (a visitor's quota spent)
+
     def GPU(self, *, duration=None):  # noqa: N802 (the package's name)
         def decorate(task):
             worker = []
 
             def call(*args, **kwargs):
+                if self.refuse:  # spaces' handler asks the scheduler first, on the generator's first step
+                    self.refuse -= 1
+                    raise RuntimeError("You have exceeded your GPU quota")
                 if not worker:  # forked from the server as it stands at the first call
                     calls, results = FORK.SimpleQueue(), FORK.SimpleQueue()
                     process = FORK.Process(target=self._serve, args=(task, calls, results), daemon=True)
@@ -186,12 +191,44 @@ def scenario(log: str, preload_on: str) -> None:
     print(json.dumps({"main": os.getpid(), "kept": kept, "chats": [first, second], "teach": len(run.steps)}))
 
 
-def run_scenario(tmp_path, preload_on: str):
+def scenario_refused(log: str) -> None:
+    """Run in a fresh interpreter: page 1 chats and closes; page 2's chat is refused by ZeroGPU (its quota spent) before
+    any worker runs, then page 2 chats again."""
+    stand_in = StandIn()
+    module = types.ModuleType("spaces")
+    module.GPU = stand_in.GPU
+    sys.modules["spaces"] = module
+    stand_in.patch()
+    from specui import cache_pool, loading
+    from specui.ui.session import Settings, Showcase, decode
+    from tests.helpers import ui_config
+
+    cache_pool.PromptCaches.forget = _logged(log, "forget", cache_pool.PromptCaches.forget)
+    showcase = Showcase(ui_config(), loading.PairCache())
+    showcase.preload(showcase.config.get(None))
+
+    def chat(owner):
+        try:
+            frame, run = list(decode(showcase, PROMPT, Settings(max_new_tokens=6), owner=owner))[-1]
+        except RuntimeError as e:
+            return str(e)
+        return frame.error or (frame.done and len(run.spec.token_ids) > 0)
+
+    first = _in_thread(lambda: chat("page-1"))
+    showcase.forget("page-1")
+    stand_in.refuse = 1
+    refused = _in_thread(lambda: chat("page-2"))
+    second = _in_thread(lambda: chat("page-2"))
+    print(json.dumps({"main": os.getpid(), "chats": [first, refused, second]}))
+
+
+def run_scenario(tmp_path, preload_on: str, *, refused: bool = False):
     log = tmp_path / "log.jsonl"
     env = {**os.environ, "SPACES_ZERO_GPU": "true", "PYTHONPATH": str(ROOT)}
     for name in ("HF_DEACTIVATE_ASYNC_LOAD", "USE_HUB_KERNELS"):
         env.pop(name, None)
-    code = f"from tests.app.test_zero_gpu_preload import scenario; scenario({str(log)!r}, {preload_on!r})"
+    code = (f"from tests.app.test_zero_gpu_preload import scenario_refused; scenario_refused({str(log)!r})" if refused
+            else f"from tests.app.test_zero_gpu_preload import scenario; scenario({str(log)!r}, {preload_on!r})")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -220,6 +257,17 @@ def test_a_closed_pages_conversation_cache_goes_in_chats_worker(tmp_path):
     worker kept them until newer ones pushed them out. Now the page's key goes with the next chat's call, no
     allocation of its own, and the worker lets its cache go."""
     told, events, _ = run_scenario(tmp_path, "this thread")
+    forgotten = [(pid, count) for what, pid, owners, count in events if what == "forget" and owners == ["page-1"]]
+    assert any(pid != told["main"] and count == 1 for pid, count in forgotten), events
+
+
+@pytest.mark.slow  # loads the bundled pair, forks a worker, in a fresh interpreter
+def test_a_closed_pages_cache_goes_in_the_worker_after_a_refused_call(tmp_path):
+    """The closed pages' keys left with the next chat's call even when ZeroGPU refused it before any worker ran (a
+    visitor's quota spent, no GPU free: common on a Space): lost, the worker kept those caches until newer ones pushed
+    them out. Now a call that brought no frame leaves them for the next one."""
+    told, events, _ = run_scenario(tmp_path, "this thread", refused=True)
+    assert told["chats"][0] is True and "quota" in told["chats"][1] and told["chats"][2] is True, told
     forgotten = [(pid, count) for what, pid, owners, count in events if what == "forget" and owners == ["page-1"]]
     assert any(pid != told["main"] and count == 1 for pid, count in forgotten), events
 
