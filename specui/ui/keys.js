@@ -12,11 +12,18 @@
     const box = element.getBoundingClientRect();
     return box.bottom > 0 && box.top < window.innerHeight;
   };
+  let pointedAt = -Infinity, pointed = null;  // the element the pointer last focused (a click, a tap)
+  document.addEventListener("pointerdown", () => { pointedAt = performance.now(); }, true);
+  document.addEventListener("focusin", (event) => {
+    pointed = performance.now() - pointedAt < 500 ? event.target : null;
+  });
   document.addEventListener("keydown", (event) => {
     if (!(event.key in forward) || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
     const focus = document.activeElement;
     if (focus && (focus.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(focus.tagName))) return;
-    if (focus && focus.hasAttribute("data-specui-scroll")) return;  // the arrows scroll the table in focus (below)
+    // the arrows scroll a table reached with Tab (below); one a click or a tap focused (a presenter pointing at it)
+    // leaves them stepping
+    if (focus && focus.hasAttribute("data-specui-scroll") && focus !== pointed) return;
     let shown = steppers.find(([view]) => onScreen(document.querySelector(view)));
     const rounds = document.querySelector(steppers[1][0]);
     const below = rounds && rounds.offsetParent !== null && rounds.getBoundingClientRect().top >= window.innerHeight;

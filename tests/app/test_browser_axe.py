@@ -190,3 +190,18 @@ def test_the_teach_tab_on_a_phone_whose_draft_table_the_keyboard_scrolls(app):
     page.wait_for_function("t => t.scrollLeft > 0", arg=table.element_handle(), timeout=5_000)
     assert page.locator("#step-view .teach-step").get_attribute("data-round") == "1"  # not stepped to round 2
     page.close()
+
+
+def test_a_draft_table_tapped_on_a_phone_leaves_the_keys_stepping_the_rounds(app):
+    """A table that scrolls is a Tab stop (keys.js), so a click or a tap on it focused it, and from then on → and a
+    clicker's PageDown stepped nothing (a presenter pointing at the table lost the clicker): the keys scroll a table
+    reached with Tab alone."""
+    page = _page(app, size=(390, 844), tab="teach", ready="#step-start")
+    page.click("#step-start")
+    page.wait_for_selector("#step-view .teach-step[data-round='1']", timeout=120_000)
+    page.wait_for_selector("#step-view .teach-table[tabindex='0']", timeout=5_000)
+    page.locator("#step-view .teach-table[tabindex='0'] td").first.click()  # the table has the focus now
+    assert page.evaluate("document.activeElement.hasAttribute('data-specui-scroll')")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_selector("#step-view .teach-step[data-round='2']", timeout=30_000)
+    page.close()
