@@ -225,8 +225,10 @@ class SpeculativeEngine:
              max_new_tokens, schedule, ignore_eos, generators, tree, resume=None):
         result.reused_tokens = reused
         threads = self.prompt_threads if self.device.type == "cpu" else None
+        asked = time.perf_counter()
         with self._turn, torch.inference_mode(), cpu_threads(threads):
             # none is held across a yield: the consumer may run on another thread, and other runs' rounds go on
+            waited = time.perf_counter() - asked  # another thread's turn: in total_s, not in this prompt's reading
             if len(prompt) - 1 > reused:  # the last prompt token opens round 1
                 out = target.extend(prompt[reused:-1], last_only=True, features=features, prompt=True)
                 if features:
@@ -241,7 +243,7 @@ class SpeculativeEngine:
                     extra["resume"] = resume
                 drafter.start(prompt, sampling=sampling, seed=seed, **extra)
             self._sync()
-        result.prefill_s = time.perf_counter() - started
+        result.prefill_s = time.perf_counter() - started - waited
 
         while len(result.token_ids) < max_new_tokens:
             remaining = max_new_tokens - len(result.token_ids)

@@ -141,3 +141,31 @@ def test_threads_sharing_the_chat_model_each_get_what_they_get_alone():
                for text in ("Write a haiku about the sea.", "Name three colours.")]
     prompts = [p["input_ids"] if hasattr(p, "keys") else p for p in prompts]
     check_threads_exact(engine, prompts, max_new_tokens=24)
+
+
+class Holding(PromptLookupDrafter):
+    """Prompt lookup whose rounds hold the engine for `hold` seconds each, saying when the first began."""
+
+    def __init__(self, began: threading.Event, hold: float):
+        super().__init__()
+        self.began, self.hold = began, hold
+
+    def propose(self, context, k):
+        self.began.set()
+        threading.Event().wait(self.hold)
+        return super().propose(context, k)
+
+
+def test_a_runs_prefill_s_is_its_prompts_reading_not_another_threads_round(bundled):
+    """A run that waits for another thread's round before reading its prompt: the wait is in its total_s (and so in
+    tokens_per_s, docs/engine.md: threads), not in prefill_s, the seconds reading the prompt (it held the wait)."""
+    hold, began = 2.0, threading.Event()
+    prompt = bundled.tokenizer("def fibonacci(n):\n").input_ids
+    settings = dict(max_new_tokens=2, temperature=0.0, ignore_eos=True)
+    other = threading.Thread(target=lambda: bundled.generate(prompt, drafter=Holding(began, hold), **settings),
+                             daemon=True)
+    other.start()
+    assert began.wait(WAIT)
+    result = bundled.generate(prompt, speculative=False, **settings)
+    other.join(WAIT)
+    assert result.prefill_s < hold / 2 < result.total_s, (result.prefill_s, result.total_s)
