@@ -79,6 +79,7 @@
       button.setAttribute("tabindex", "-1");
     }
     for (const box of document.querySelectorAll(scrollers)) {
+      if (!box.getClientRects().length) continue;  // hidden (another tab, a closed panel): it scrolls as it did
       const scrolls = box.scrollWidth > box.clientWidth + 1 || box.scrollHeight > box.clientHeight + 1;
       if (scrolls && !box.hasAttribute("data-specui-scroll")) {
         box.setAttribute("data-specui-scroll", "");
@@ -92,6 +93,7 @@
   const soon = () => { if (due === null) due = setTimeout(tidy, 100); };
   new MutationObserver(soon).observe(document.body, { childList: true, subtree: true });
   window.addEventListener("resize", soon);
+  document.addEventListener("click", soon, true);  // a tab or a panel opened shows its tables, the page unchanged
   // Enter in a slider's number box commits what was typed, as leaving the box does: gradio puts a value out of
   // range back within it only when the box loses the focus, and blocks.py's `settled` puts it on the step's grid
   document.addEventListener("keydown", (event) => {

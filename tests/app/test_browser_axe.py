@@ -205,3 +205,20 @@ def test_a_draft_table_tapped_on_a_phone_leaves_the_keys_stepping_the_rounds(app
     page.keyboard.press("ArrowRight")
     page.wait_for_selector("#step-view .teach-step[data-round='2']", timeout=30_000)
     page.close()
+
+
+def test_a_draft_table_stays_a_tab_stop_after_a_chat_in_the_other_tab(app):
+    """keys.js looks at the tables as the page changes: a reply streamed in the Chat tab, while the Teach tab was
+    hidden (a hidden table scrolls nothing), took the Teach table out of the Tab order, and opening the Teach tab
+    again changed nothing in the page to put it back: the keyboard could not reach the table (axe:
+    scrollable-region-focusable)."""
+    page = _page(app, size=(390, 844), tab="teach", ready="#step-start")
+    page.click("#step-start")
+    page.wait_for_selector("#step-view .teach-table[tabindex='0']", timeout=120_000)
+    page.get_by_role("tab", name="Chat").click()
+    _replied(page, **{"max-new-tokens": 4})
+    page.wait_for_timeout(300)
+    page.get_by_role("tab", name="Teach").click()
+    page.wait_for_selector("#step-view .teach-table[tabindex='0']", timeout=5_000)
+    assert_clean(page)
+    page.close()
