@@ -4,9 +4,11 @@ until 10,000 sessions have come, deleting only its `gr.State` values an hour aft
 for weeks would hold gigabytes of closed tabs. `keep_swept` drops each closed session's record once gradio's hour for
 reopening it has passed unused (a page that comes back within it keeps everything).
 
-This reads gradio's state holder (`demo.state_holder`: its sessions, their `is_closed` mark and the time each was last
-used), which is not a documented interface: where it is not as gradio 6 has it, nothing is dropped and the app
-serves on as before.
+The sweep runs inside gradio's own expiry of state (`StateHolder.delete_all_expired_state`, which gradio's server
+calls every second on its event loop), so it never runs beside gradio's reading, adding or expiring of sessions,
+which take no lock. This reads gradio's state holder (`demo.state_holder`: its sessions, their `is_closed` mark and
+the time each was last used), which is not a documented interface: where it is not as gradio 6 has it, nothing is
+dropped and the app serves on as before.
 """
 
 from __future__ import annotations
@@ -42,35 +44,39 @@ def sweep(holder, now: datetime.datetime | None = None) -> int:
 
 
 def keep_swept(demo, every: float | None = None, *, launched: threading.Event | None = None) -> threading.Thread:
-    """A daemon thread that sweeps `demo`'s closed sessions every `every` seconds (default SWEEP_SECONDS) while the
-    app serves; it ends when the app is closed or garbage-collected. `launched`: set by the caller once
-    `demo.launch` has returned or raised (`blocks.launch`), so that an app closed before the thread first saw it
-    serving ends the thread too (gradio keeps a closed app alive)."""
+    """Have `demo`'s closed sessions swept every `every` seconds (default SWEEP_SECONDS) once it serves: a short
+    daemon thread waits for the state holder that `demo.launch` makes and adds the sweep to its expiry, then ends.
+    `launched`: set by the caller once `demo.launch` has returned or raised (`blocks.launch`): a launch that made no
+    state holder by then ends the thread too."""
     every = SWEEP_SECONDS if every is None else every
     app = weakref.ref(demo)
-    served = launched or threading.Event()  # set once the app serves or its launch is over: not running then is done
+    launched = launched or threading.Event()
+    stale = getattr(demo, "state_holder", None)  # an earlier launch's (gradio makes one a launch)
 
-    def once() -> bool:  # one sweep; False when the thread is done (no reference to the app kept between sweeps)
+    def install() -> bool:  # False while there is no state holder yet (and the launch may still make one)
         demo = app()
-        if demo is None or (served.is_set() and not demo.is_running):
-            return False
-        holder = getattr(demo, "state_holder", None)
-        if demo.is_running:
-            served.set()
-        if holder is None or not served.is_set():
-            return True
-        try:
-            sweep(holder)
-        except (AttributeError, TypeError) as e:  # a gradio whose state holder is not as gradio 6's
-            log.warning("closed sessions are not swept (gradio's state holder changed: %s)", e)
-            return False
+        holder = None if demo is None else getattr(demo, "state_holder", None)
+        if holder is None or holder is stale:
+            return demo is None or launched.is_set()
+        expire = holder.delete_all_expired_state
+        last = [time.monotonic()]
+
+        def expire_and_sweep():
+            expire()
+            if time.monotonic() - last[0] >= every:
+                last[0] = time.monotonic()
+                try:
+                    sweep(holder)
+                except (AttributeError, TypeError, KeyError) as e:  # a gradio whose state holder is not as gradio 6's
+                    log.warning("closed sessions are not swept (gradio's state holder changed: %s)", e)
+                    holder.delete_all_expired_state = expire
+
+        holder.delete_all_expired_state = expire_and_sweep
         return True
 
     def run():
-        while True:
-            time.sleep(every)
-            if not once():
-                return
+        while not install():
+            time.sleep(0.05)
 
     thread = threading.Thread(target=run, name="specui-closed-sessions", daemon=True)
     thread.start()
