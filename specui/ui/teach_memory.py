@@ -7,8 +7,8 @@ the round it would have come back to.
 
 Gradio's BrowserState keeps them in the page's localStorage, encrypted with the server's key: a restarted server
 cannot read them back and the tab opens on its defaults, as a page on another browser does. What is kept is what
-Decode read; a value that no longer fits (a preset gone from models.yaml, a number outside its slider) is left at
-the tab's default. A chat message's conversation (`teach_prepare`) is not kept (what people wrote stays out of the
+Decode read, but for a prompt over MAX_PROMPT characters (its settings come back without it, nothing decoded); a
+value that no longer fits (a preset gone from models.yaml, a number outside its slider) is left at the tab's default. A chat message's conversation (`teach_prepare`) is not kept (what people wrote stays out of the
 browser's storage, and it may be long): only how many messages came before the prompt, so that after a refresh the
 status line says the prompt is now decoded alone.
 """
@@ -39,13 +39,20 @@ def kept(controls, data: dict, *, conversation: dict | None = None, seed: int | 
     whether a system prompt did; none of their text). `seed`: the seed the run drew with, kept for the box's (a blank
     Seed box decodes seed 0: a refresh decodes that seed again, not the box's default)."""
     settings = {name: data[getattr(controls, name)] for name in FIELDS}
+    if not _fits(settings["prompt"]):  # never put back: a refresh would decode the box's prompt as this run
+        del settings["prompt"]
     return {**settings, **({} if seed is None else {"seed": seed}), **(conversation or {})}
+
+
+def _fits(prompt) -> bool:
+    """Whether `prompt` is one the memory keeps and puts back (a longer one stays out of the browser's storage)."""
+    return isinstance(prompt, str) and len(prompt) <= MAX_PROMPT
 
 
 def at_round(saved, index: int):
     """The memory `saved` with `index` as the round on show (unchanged when nothing was decoded); the first round is
     no round to come back to (a refresh would decode the run for what one press of Next gives)."""
-    if not isinstance(saved, dict) or not isinstance(saved.get("prompt"), str):
+    if not isinstance(saved, dict) or not _fits(saved.get("prompt")):
         return saved
     rest = {key: value for key, value in saved.items() if key != ROUND}
     return {**rest, ROUND: int(index)} if index > 0 else rest
@@ -55,7 +62,7 @@ def resumed_round(saved) -> int | None:
     """The round to decode again and show after a refresh (None: none, e.g. nothing decoded yet, a run on its first
     round, or a prompt that was decoded after a chat's conversation, which the memory does not keep: its rounds would
     not be those)."""
-    if not isinstance(saved, dict) or not isinstance(saved.get("prompt"), str) or _words(saved):
+    if not isinstance(saved, dict) or not _fits(saved.get("prompt")) or _words(saved):
         return None
     at = saved.get(ROUND)
     return at if isinstance(at, int) and not isinstance(at, bool) and at > 0 else None
@@ -72,7 +79,7 @@ def restored_note(saved, *, teach: bool = True) -> str | None:
     """The status line as a page opens with `saved` (None: nothing remembered): the remembered prompt was decoded after
     a chat's conversation, which the memory does not keep; its round is being decoded again (a page opened on the
     Teach tab, `teach`); or the prompt and settings are back, and Next decodes them."""
-    if not isinstance(saved, dict) or not isinstance(saved.get("prompt"), str):
+    if not isinstance(saved, dict) or not _fits(saved.get("prompt")):
         return None
     words, at = _words(saved), resumed_round(saved)
     if words:
@@ -98,7 +105,7 @@ def restored(config, controls, saved) -> dict:
         value = saved.get(name)
         component = getattr(controls, name)
         if name == "prompt":
-            fits = isinstance(value, str) and len(value) <= MAX_PROMPT
+            fits = _fits(value)
         elif name == "preset":
             fits = value in config.names
         elif name == "drafter":

@@ -172,3 +172,56 @@ def test_only_a_page_with_a_run_to_come_back_to_joins_the_engines_queue(lesson):
     assert due(memory, 0, teach) == 1 and due(memory, 1, teach) == 2  # a change each time: the decode runs
     for saved, request in (({}, teach), (memory, chat), ({"prompt": "x"}, teach)):
         assert due(saved, 0, request) == gr.skip(), (saved, request.query_params)  # no change: nothing queued
+
+
+def test_a_prompt_too_long_to_keep_is_not_decoded_again_as_another(tmp_path):
+    """A prompt over MAX_PROMPT characters (a long file pasted to show prompt lookup copying from it) was kept, but
+    never put back (it does not fit the memory's limit): the refreshed page said the lesson was back and decoded the
+    prompt box's default instead, "Back at round 3, where this browser left it" over another prompt's rounds. A
+    prompt too long to keep is not kept (nor written to the browser's storage at every step): the settings come back,
+    nothing claims the prompt did, nothing is decoded again. A real tiny pair whose tokenizer drops whitespace, so
+    that 20,000 spaces cost no tokens."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from specui.loading import PairCache
+    from specui.presets import load_config
+    from specui.ui.session import Showcase
+    from specui.ui.teach_keys import Shown
+    from specui.ui.teach_memory import MAX_PROMPT, build, restored, restored_note
+    from specui.ui.teaching import TeachState, decode, pressed, teaching_tab
+    from tests.app.test_browser_teaching import PROMPT
+    from tests.helpers import make_model, noisy_copy, save_tiny_model
+
+    vocab = {"[UNK]": 0, **{chr(c): c - 32 for c in range(33, 127)}}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                                 pre_tokenizers.Split("", behavior="isolated")])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
+    target = make_model("llama", layers=2, seed=0)
+    save_tiny_model(tmp_path / "target", "llama", layers=2, seed=0, model=target, tokenizer=tokenizer)
+    save_tiny_model(tmp_path / "draft", "llama", layers=1, seed=1, model=noisy_copy(target, noise=0.1, seed=1),
+                    tokenizer=tokenizer)
+    (tmp_path / "models.yaml").write_text(f"default: tiny\npresets:\n  tiny:\n    target: {tmp_path / 'target'}\n"
+                                          f"    draft: {tmp_path / 'draft'}\n    dtype: float32\n    device: cpu\n")
+    showcase = Showcase(load_config(tmp_path / "models.yaml"), PairCache())
+    with gr.Blocks() as demo:
+        ui = teaching_tab(showcase, tab=False, memory=build())
+    [resumed] = [f.fn for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "resumed"]
+    c, state = ui.controls, TeachState(showcase)
+    page = {component: component.value for component in (c.prompt, c.preset, c.drafter, c.k, c.confidence,
+                                                          c.temperature, c.penalty, c.max_new, c.seed)}
+    page |= {ui.compare.second: "none", c.context: None}
+    long = PROMPT + " " * MAX_PROMPT
+    data = {**page, c.prompt: long, c.k: 2, c.max_new: 24, c.temperature: 0.8, c.seed: 3, ui.index: Shown()}
+    out = decode(state, ui, data)
+    assert out[ui.run].prompt == long and len(out[ui.run].steps) >= 3  # decoded: a lesson of its own
+    memory = pressed(ui, "++", {**data, ui.compare.compared: out[ui.compare.compared],
+                                ui.memory: out[ui.memory]})[ui.memory]
+    assert long not in memory.values()  # not in the browser's storage
+    back = restored(showcase.config, c, memory)
+    assert back[c.prompt] == gr.update() and back[c.seed] == 3 and back[c.k] == 2  # the settings come back
+    note = restored_note(memory)
+    assert note is None or ("back" not in note and "decoding" not in note), note
+    again = resumed({**page, ui.index: Shown(), ui.memory: memory})  # the refreshed page: its default prompt shown
+    assert ui.run not in again or again[ui.run].prompt == long, again.get(ui.step.status)
