@@ -21,6 +21,7 @@ float16 values, as heads are saved); in training (autograd) and elsewhere, `F.li
 from __future__ import annotations
 
 import json
+import weakref
 from pathlib import Path
 
 import torch
@@ -37,6 +38,9 @@ FORMAT = "specui-head/1"
 META = "specui_head.json"
 WEIGHTS = "head.safetensors"  # or head-01.safetensors, head-02... for a head above SHARD_BYTES
 SHARD_BYTES = 8 * 2**20
+# heads' output rows by what they are made of: (id of the target's output weight, its version and address, the ids'
+# bytes) -> (a weak reference to that weight, one to the rows): see `VocabOutput.bind`
+_ROWS: dict[tuple, tuple[weakref.ref, weakref.ref]] = {}
 
 
 def is_head_folder(folder: str | Path) -> bool:
@@ -128,12 +132,7 @@ class VocabOutput(nn.Module):
         weight = target.get_output_embeddings().weight
         # plain attributes, not submodules or buffers: never saved, never trained
         object.__setattr__(self, "_norm", target.model.norm)
-        rows = weight.detach()[self.token_ids.to(weight.device)].clone()
-        if rows.dtype == torch.float32:  # in float16, as heads are saved: a drafting step reads half the bytes
-            rows = rows.half().float()
-            if getattr(self, "_int8", False):  # `round_rows`: a quarter
-                rows = int8.rounded(rows)
-        object.__setattr__(self, "_rows", rows)
+        object.__setattr__(self, "_rows", _shared_rows(weight, self.token_ids, getattr(self, "_int8", False)))
 
     def round_rows(self) -> None:
         """Round the float32 output rows to int8 with power-of-two scales (`specui.int8`), now and whenever they
@@ -149,6 +148,28 @@ class VocabOutput(nn.Module):
     def target_logits(self, logits_full: torch.Tensor) -> torch.Tensor:
         """The target's own logits restricted to the head's ids (training targets)."""
         return logits_full[..., self.token_ids.to(logits_full.device)]
+
+
+def _shared_rows(weight: torch.Tensor, token_ids: torch.Tensor, rounded: bool) -> torch.Tensor:
+    """The target's output rows `weight` [V, D] at `token_ids` (float32: float16 values, as heads are saved, so a
+    drafting step reads half the bytes; rounded: int8 rows, a quarter), made once while a head holds them: heads of one
+    target that read the same ids (the chat preset's Medusa and early-exit heads) share one copy, and so one packed
+    product (`specui.products`). Never edited in place (`round_rows` makes new rows), so sharing changes no head."""
+    ids = token_ids.detach().cpu().to(torch.long)
+    version = -1 if weight.is_inference() else weight._version
+    key = (id(weight), version, weight.data_ptr(), weight.dtype, str(weight.device), rounded, ids.numpy().tobytes())
+    for old in [k for k, (w, r) in list(_ROWS.items()) if w() is None or r() is None]:
+        _ROWS.pop(old, None)
+    found = _ROWS.get(key)
+    rows = found[1]() if found is not None and found[0]() is weight else None
+    if rows is None:
+        rows = weight.detach()[ids.to(weight.device)].clone()
+        if rows.dtype == torch.float32:
+            rows = rows.half().float()
+            if rounded:
+                rows = int8.rounded(rows)
+        _ROWS[key] = (weakref.ref(weight), weakref.ref(rows))
+    return rows
 
 
 class ResBlock(nn.Module):

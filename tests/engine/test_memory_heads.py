@@ -1,0 +1,92 @@
+"""Memory the trained heads hold (the memory audit): bytes counted as distinct tensor storages, never RSS.
+
+Heads of one target that read the same ids share one copy of the target's output rows at those ids (the chat
+preset's Medusa and early-exit heads both read 2,048 ids: 4.5 MB of float32 rows and 2.25 MB of float16 panels
+were held twice), and nothing a head loads keeps its file mapped."""
+
+import gc
+
+import pytest
+import torch
+
+import specui.heads
+from specui import native, products
+from specui.heads import common, early_exit, medusa
+from tests.helpers import make_model
+
+IDS = torch.tensor([0, 2, 3, 5, 7, 11, 13, 17, 19, 23])
+
+
+def _distinct_bytes(*tensors: torch.Tensor) -> int:
+    return sum({t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in tensors}.values())
+
+
+def _expected_rows(target, ids: torch.Tensor) -> torch.Tensor:
+    """What a head's output rows were before they were shared: the target's rows at the ids, at float16's values."""
+    return target.lm_head.weight.detach()[ids].half().float()
+
+
+@pytest.fixture(scope="module")
+def target():
+    return make_model("llama", vocab_size=96, layers=2, hidden=64, seed=3)
+
+
+def test_saved_heads_of_one_target_and_ids_share_their_output_rows(target, tmp_path):
+    common.save(medusa.build(target, token_ids=IDS, num_heads=2), tmp_path / "medusa")
+    common.save(early_exit.build(target, token_ids=IDS, exit_layer=1), tmp_path / "early_exit")
+    heads = [specui.heads.load(tmp_path / name, target) for name in ("medusa", "early_exit")]
+    rows = [head.output._rows for head in heads]
+    assert rows[0] is rows[1]
+    assert _distinct_bytes(*rows) == rows[0].nbytes == len(IDS) * 64 * 4
+    for head in heads:  # the values every head had before
+        assert torch.equal(head.output._rows, _expected_rows(target, IDS))
+
+
+def test_shared_rows_give_one_prepared_product():
+    """A head's product is prepared per weight (`specui.products.linear`): shared rows, one set of panels."""
+    big = make_model("llama", vocab_size=640, layers=2, hidden=256, seed=4)  # rows of 640 x 256: above SMALL_WEIGHT
+    ids = torch.arange(0, 640, 1)
+    a, b = (medusa.build(big, token_ids=ids, num_heads=1), early_exit.build(big, token_ids=ids, exit_layer=1))
+    x = torch.randn(1, 256)
+    with torch.inference_mode():
+        out = [head.output(x, normed=True) for head in (a, b)]
+    assert torch.equal(out[0], out[1])
+    prepared = {key for key in products._prepared_cache if key[1] in (id(a.output._rows), id(b.output._rows))}
+    assert len(prepared) == (1 if native.kernel() is not None else 0)
+
+
+def test_rows_are_not_shared_across_ids_targets_or_edits(target):
+    a = medusa.build(target, token_ids=IDS, num_heads=1)
+    other_ids = medusa.build(target, token_ids=IDS[:-1], num_heads=1)
+    assert other_ids.output._rows is not a.output._rows
+    assert torch.equal(other_ids.output._rows, _expected_rows(target, IDS[:-1]))
+    twin = make_model("llama", vocab_size=96, layers=2, hidden=64, seed=5)
+    assert medusa.build(twin, token_ids=IDS, num_heads=1).output._rows is not a.output._rows
+    before = a.output._rows.clone()
+    with torch.no_grad():
+        target.lm_head.weight.mul_(2)  # edited in place: a head bound now reads the new rows, the old keeps its own
+    try:
+        fresh = early_exit.build(target, token_ids=IDS, exit_layer=1)
+        assert fresh.output._rows is not a.output._rows
+        assert torch.equal(fresh.output._rows, _expected_rows(target, IDS))
+        assert torch.equal(a.output._rows, before)
+    finally:
+        with torch.no_grad():
+            target.lm_head.weight.div_(2)
+
+
+def test_rounding_one_heads_rows_leaves_a_sharing_heads_rows(target):
+    a, b = (medusa.build(target, token_ids=IDS, num_heads=1), early_exit.build(target, token_ids=IDS, exit_layer=1))
+    assert a.output._rows is b.output._rows
+    a.output.round_rows()
+    assert a.output._rows is not b.output._rows
+    assert torch.equal(b.output._rows, _expected_rows(target, IDS))
+
+
+def test_dropped_heads_leave_no_rows_behind(target):
+    heads = [medusa.build(target, token_ids=IDS, num_heads=1) for _ in range(3)]
+    del heads
+    gc.collect()
+    fresh = medusa.build(target, token_ids=IDS, num_heads=1)
+    assert torch.equal(fresh.output._rows, _expected_rows(target, IDS))
+    assert all(w() is not None and r() is not None for w, r in common._ROWS.values())
