@@ -46,6 +46,7 @@ class Run:
     preset: str = ""  # the preset's name, once it is known
     left_out: int = 0  # a chat's history messages left out of this turn, oldest first: they no longer fit
     context: int = 0  # the context they did not fit (tokens)
+    reading: int = 0  # the prompt's tokens the run reads (those no kept conversation cache holds)
 
     @property
     def reply_text(self) -> str:

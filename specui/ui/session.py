@@ -34,6 +34,7 @@ log = logging.getLogger("specui.ui")
 PHASES = {"speculative": "Decoding speculatively…", "plain": "Decoding plainly (target alone) for the comparison…",
           "arena": "Arena: decoding…", "stopped": "Stopped.", "done": ""}
 STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
+READ_NOTE_TOKENS = 256  # a prompt that reads at least these many tokens is said to be read (seconds on a CPU)
 
 
 # A streamed reply's markup the page is sent per second at most. Each frame sends the reply whole (its caret and
@@ -190,6 +191,9 @@ class Showcase:
         text_due = Throttle(self.text_interval)
         chart_due = Throttle(self.chart_interval) if figures else (lambda: False)
         try:
+            if run.reading >= READ_NOTE_TOKENS:  # a long message: seconds before its first token, said as they pass
+                line = f"Reading the prompt: {run.reading:,} tokens…"
+                yield Frame(message=render.render_note(line), stats=stats.stats_html(None, status=line)), run
             self.warm_up(engine, pair, ids)
             if settings.arena:  # the drafters the pair's warm-up did not run
                 arena.warm_up(engine, ids, lock=lock)
@@ -209,11 +213,14 @@ class Showcase:
     def _open(self, run: Run, engine, ids, preset, pair, owner=None):
         # the earlier turns' target cache (the arena runs without one), picked only for a prompt the engine takes: a
         # pick makes room for the prompt, letting other conversations' caches go (the stream is not started)
+        run.reading = len(ids)
         if run.settings.arena:
             return self._streams(run, engine, ids, preset)
         engine.stream(ids, run.settings.decode.but(speculative=True))  # ContextLengthError before any pick
         self._pools.add(pair.conversations)
-        return self._streams(run, engine, ids, preset, pair.conversations.pick(ids, pair.target, owner=owner))
+        cache = pair.conversations.pick(ids, pair.target, owner=owner)
+        run.reading -= 0 if cache is None else cache.reusable(ids, pair.target)
+        return self._streams(run, engine, ids, preset, cache)
 
     def _streams(self, run: Run, engine, ids, preset, cache=None):
         """(phase, result, views, engine stream) per run of the request, each opened only when its turn
