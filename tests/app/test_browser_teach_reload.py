@@ -59,3 +59,31 @@ def test_a_refresh_mid_lesson_comes_back_to_the_same_round(site):
     assert other.locator("#step-view .teach-step[data-round]").count() == 0
     assert other.locator("#teach-prompt textarea").input_value() != PROMPT
     page.context.close()
+
+
+def test_a_refresh_at_round_1_decodes_nothing_and_next_brings_the_same_round_1(site):
+    """A run never stepped past round 1 is not decoded again on a refresh (0442d56): the page says its prompt and
+    settings are back, and Next decodes it at round 1: the same run (the same seed, the same draws), not the box's
+    defaults."""
+    browser, url = site
+    page = _open(browser, url)
+    page.fill("#teach-prompt textarea", PROMPT)
+    set_number(page, "teach-k", 3)
+    set_number(page, "teach-temperature", 0.9)
+    set_number(page, "teach-max-new-tokens", 20)
+    set_number(page, "teach-seed", 7)
+    page.click("#step-start")
+    wait_round(page, 1, timeout_ms=120_000)
+    rows = shown_rows(page)
+    page.reload()
+    page.wait_for_selector("#step-start", timeout=60_000)
+    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('are back')",
+                           timeout=30_000)
+    page.wait_for_timeout(2_000)
+    assert page.locator("#step-view .teach-step[data-round]").count() == 0  # nothing decoded
+    page.click("#step-next")
+    wait_round(page, 1, timeout_ms=120_000)
+    assert shown_rows(page) == rows
+    assert "(seed 7)" in page.locator("#step-status").inner_text()
+    page.context.close()
+
