@@ -153,6 +153,7 @@ class Session:
         prints the stats; returns (speculative Reply, plain Reply or None, the ids read)."""
         from specui.prompt_cache import turn_ids
         from specui.terminal_view import Reply, compare_line, stats_line, stream_reply
+        from specui.text import reading_note
 
         ids = turn_ids(self.engine.tokenizer, self.preset, [*messages, {"role": "user", "content": text}],
                        system=self.args.system)
@@ -161,6 +162,9 @@ class Session:
             cache.limit = cache.reusable(ids, self.engine.target_model)
         try:
             rounds = self.engine.stream(ids, self.settings, into=spec.result, cache=cache)  # refuses before work
+            reading = len(ids) - (0 if cache is None else cache.reusable(ids, self.engine.target_model))
+            if note := reading_note(reading):  # a long message: seconds before the reply's first token
+                print(f"({note})", file=sys.stderr, flush=True)
             # a terminal's reply wrapped at word boundaries to its width (COLUMNS, else the terminal's), read as each
             # reply starts: a window resized between turns wraps at its new width; a pipe's as written
             width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None

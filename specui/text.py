@@ -81,3 +81,13 @@ def not_unicode(text: str | None, what: str) -> str | None:
         return (f"{what} is not valid Unicode text: character {e.start + 1} is U+{ord(text[e.start]):04X}, a lone "
                 "surrogate (half of a pair, or a byte that is not UTF-8)")
     return None
+
+
+READ_NOTE_TOKENS = 256  # a prompt whose reading takes at least these many tokens (seconds on a CPU) is said to be read
+
+
+def reading_note(tokens: int) -> str | None:
+    """What the app and the terminal say while a long prompt is read, before its first token comes: a pasted file's
+    thousands of tokens take tens of seconds on a CPU. `tokens`: those the run reads (not those a kept conversation
+    cache holds); None below READ_NOTE_TOKENS."""
+    return f"Reading the prompt: {tokens:,} tokens…" if tokens >= READ_NOTE_TOKENS else None

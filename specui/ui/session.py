@@ -23,7 +23,7 @@ from specui.engine import ContextLengthError
 from specui.events import GenerationResult
 from specui.loading import LoadError
 from specui.prompt_cache import chat_history, leave_out_oldest, turn_ids
-from specui.text import TokenText, fmt, not_unicode
+from specui.text import TokenText, fmt, not_unicode, reading_note
 from specui.tree_steps import tree_record
 from specui.ui import arena_view, charts, render, stats
 from specui.ui.gpu_calls import GpuCalls
@@ -34,7 +34,6 @@ log = logging.getLogger("specui.ui")
 PHASES = {"speculative": "Decoding speculatively…", "plain": "Decoding plainly (target alone) for the comparison…",
           "arena": "Arena: decoding…", "stopped": "Stopped.", "done": ""}
 STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
-READ_NOTE_TOKENS = 256  # a prompt that reads at least these many tokens is said to be read (seconds on a CPU)
 
 
 # A streamed reply's markup the page is sent per second at most. Each frame sends the reply whole (its caret and
@@ -191,8 +190,7 @@ class Showcase:
         text_due = Throttle(self.text_interval)
         chart_due = Throttle(self.chart_interval) if figures else (lambda: False)
         try:
-            if run.reading >= READ_NOTE_TOKENS:  # a long message: seconds before its first token, said as they pass
-                line = f"Reading the prompt: {run.reading:,} tokens…"
+            if line := reading_note(run.reading):  # a long message: seconds before its first token, said as they pass
                 yield Frame(message=render.render_note(line), stats=stats.stats_html(None, status=line)), run
             self.warm_up(engine, pair, ids)
             if settings.arena:  # the drafters the pair's warm-up did not run

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from specui.loading import PairCache
-from specui.ui.session import READ_NOTE_TOKENS, Settings, Showcase
+from specui.text import READ_NOTE_TOKENS
+from specui.ui.session import Settings, Showcase
 from tests.helpers import ui_config
 
 pytestmark = pytest.mark.slow  # loads a real pair

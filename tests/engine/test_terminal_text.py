@@ -72,3 +72,18 @@ def test_a_rejection_inside_a_characters_bytes_shows_on_the_character(smollm2_to
     stream_reply(rounds, reply, tokenizer=tok, prompt_ids=[], out=out, colour=True, safe=True)
     assert reply.text == "🇯🇵 ok" and reply.pieces[0] == ""  # the text as written, the first token no text alone
     assert out.getvalue().startswith(f"{RED}🇯{RESET}\x1b[32m🇵{RESET}"), repr(out.getvalue())
+
+
+@pytest.mark.slow
+def test_a_long_prompt_is_said_to_be_read_on_stderr_and_a_short_one_is_not():
+    """The reply's first token comes after the prompt's reading, tens of seconds for a pasted file on a CPU, with
+    nothing on the screen: a prompt of READ_NOTE_TOKENS or more says so, on stderr (stdout keeps the reply alone)."""
+    from tests.engine.test_terminal import run_cli
+
+    long = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(60))
+    status, out, err = run_cli("--preset", "bundled", "--max-new-tokens", "4", long)
+    assert status == 0, err
+    [note] = [line for line in err.splitlines() if "Reading the prompt" in line]
+    assert note.startswith("(Reading the prompt: ") and note.endswith(" tokens…)") and "Reading" not in out
+    status, _, err = run_cli("--preset", "bundled", "--max-new-tokens", "4", "def main(argv):")
+    assert status == 0 and "Reading the prompt" not in err
