@@ -1,11 +1,14 @@
 () => {
   // The Teach tab steps with the keyboard, and so with a presenter's clicker (it sends PageDown / PageUp or the
   // arrow keys): → or PageDown is "Next", ← or PageUp "Previous" of whichever step-through is on screen (a tree
-  // round's, when its panel is open there, else the rounds'). With the rounds below the screen (the controls above
-  // them fill a projector's screen: Decode or Play just clicked), the keys step the rounds once some are decoded
-  // and scroll them into view; elsewhere (the experiments further down) they scroll as always. They never act
-  // while a text box has the focus.
+  // round's, when its panel is open there, else the rounds'). The second drafter's view (#compare-view) shows the
+  // round the rounds' step-through is on and has no buttons of its own: on screen with a comparison, it steps the
+  // rounds (a projector shows it with the step view scrolled above). With the rounds below the screen (the controls
+  // above them fill a projector's screen: Decode or Play just clicked), the keys step the rounds once some are
+  // decoded and scroll them into view; elsewhere (the experiments further down) they scroll as always. They never
+  // act while a text box has the focus.
   const steppers = [["#tree-step-view", "#tree-step-next", "#tree-step-prev"], ["#step-view", "#step-next", "#step-prev"]];
+  const followers = [["#compare-view .teach-compare[data-round]", steppers[1]]];  // [a view, the stepper it follows]
   const forward = { ArrowRight: true, PageDown: true, ArrowLeft: false, PageUp: false };
   const onScreen = (element) => {
     if (!element || element.offsetParent === null) return false;  // another tab, or a closed panel
@@ -25,6 +28,7 @@
     // leaves them stepping
     if (focus && focus.hasAttribute("data-specui-scroll") && focus !== pointed) return;
     let shown = steppers.find(([view]) => onScreen(document.querySelector(view)));
+    if (!shown) shown = (followers.find(([view]) => onScreen(document.querySelector(view))) || [])[1];
     const rounds = document.querySelector(steppers[1][0]);
     const below = rounds && rounds.offsetParent !== null && rounds.getBoundingClientRect().top >= window.innerHeight;
     if (!shown && below && rounds.querySelector(".teach-step[data-round]")) {

@@ -1,0 +1,61 @@
+"""The Teach tab on a lecture hall's projector in a real browser: 1280 × 720 at 150% zoom, 853 × 480 CSS px at a
+device scale of 1.5, over the tiny pair of test_browser_teaching, with a presenter's clicker (PageDown, PageUp) and
+the keyboard. The second drafter's view (#compare-view) on screen, the step view scrolled above it, the keys step
+the rounds, as its help says, and still leave a list and a scrolling table their arrows; the Compare drafters
+table scrolls within its column instead of spilling under the controls beside it, a Tab stop whose arrows scroll
+it; the context box opens at its end (the text the drafts continue), not at the prompt's first lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app.test_browser_teaching import tiny_showcase, wait_round
+from tests.helpers import app_page, require_browser
+from tools.screenshot import set_number
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
+
+PROJECTOR = dict(viewport={"width": 853, "height": 480}, device_scale_factor=1.5)
+# a prompt of many lines: the context box (180 px high) overflows, its end below its foot unless scrolled there
+PROMPT = "".join(f"def add{i}(a, b):\n    return a + b\n\n" for i in range(13)) + "def add(a, b):\n"
+ON_SCREEN = """(selector) => { const box = document.querySelector(selector).getBoundingClientRect();
+    return box.bottom > 0 && box.top < window.innerHeight; }"""
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    require_browser()  # before the pair is built
+    showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
+    with app_page(showcase.config, showcase=showcase, path="?tab=teach", ready="#step-start", **PROJECTOR) as page:
+        page.fill("#teach-prompt textarea", PROMPT)
+        set_number(page, "teach-k", 1)  # one draft a round: rounds enough to step through
+        set_number(page, "teach-temperature", 0)
+        set_number(page, "teach-max-new-tokens", 24)
+        page.click("#step-start")
+        wait_round(page, 1, timeout_ms=120_000)
+        yield page
+
+
+def compared_round(page) -> int:
+    return int(page.locator("#compare-view .teach-compare").get_attribute("data-round"))
+
+
+def test_the_keys_step_the_rounds_with_the_compare_view_on_screen(page):
+    page.click("#teach-second input")
+    page.locator("[role=option]", has_text="prompt lookup").first.click()
+    page.wait_for_selector("#compare-view .teach-compare[data-round]", timeout=120_000)
+    at = compared_round(page)
+    page.evaluate("() => document.querySelector('#compare-view').scrollIntoView({block: 'start'})")
+    page.locator("#teach-second input").focus()
+    page.keyboard.press("ArrowRight")  # the focus in the list: its arrows are the list's
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(1000)
+    assert compared_round(page) == at
+    page.evaluate("() => document.activeElement.blur()")
+    assert not page.evaluate(ON_SCREEN, "#step-view") and page.evaluate(ON_SCREEN, "#compare-view")
+    page.keyboard.press("PageDown")
+    page.wait_for_selector(f"#compare-view .teach-compare[data-round='{at + 1}']", timeout=30_000)
+    wait_round(page, at + 1)
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_selector(f"#compare-view .teach-compare[data-round='{at}']", timeout=30_000)
+    assert page.evaluate(ON_SCREEN, "#compare-view")  # stepped where it was, not scrolled away
