@@ -79,6 +79,7 @@
   let due = null;
   const tidy = () => {
     due = null;
+    toEnds();  // a box shown since (a tab, a panel opened): the page unchanged
     for (const button of document.querySelectorAll("#teach-tab .modebar-btn:not([tabindex='-1'])")) {
       button.setAttribute("tabindex", "-1");
     }
@@ -94,8 +95,19 @@
       }
     }
   };
+  // The context the drafts continue from (.teach-context, its height capped by style.css) opens at its end, where
+  // the drafts go on: at its top, a chat preset's system prompt filled the box from round 2 on, the text the drafts
+  // continue below its foot. A text the reader scrolled keeps its place until the box's text changes
+  const ended = new WeakMap();  // a context box -> the text it was last scrolled to the end for
+  const toEnds = () => {
+    for (const box of document.querySelectorAll("#teach-tab .teach-context")) {
+      if (ended.get(box) === box.textContent || !box.getClientRects().length) continue;  // hidden: once it shows
+      ended.set(box, box.textContent);
+      box.scrollTop = box.scrollHeight;
+    }
+  };
   const soon = () => { if (due === null) due = setTimeout(tidy, 100); };
-  new MutationObserver(soon).observe(document.body, { childList: true, subtree: true });
+  new MutationObserver(() => { toEnds(); soon(); }).observe(document.body, { childList: true, subtree: true });
   window.addEventListener("resize", soon);
   document.addEventListener("click", soon, true);  // a tab or a panel opened shows its tables, the page unchanged
   // Enter in a slider's number box commits what was typed, as leaving the box does: gradio puts a value out of

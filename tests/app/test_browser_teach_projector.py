@@ -40,6 +40,24 @@ def compared_round(page) -> int:
     return int(page.locator("#compare-view .teach-compare").get_attribute("data-round"))
 
 
+def test_the_context_box_shows_its_end_the_text_the_drafts_continue(page):
+    box = "#step-view .teach-context"
+    ends = f"""() => {{ const b = document.querySelector('{box}');
+        return [b.scrollHeight - b.clientHeight, b.scrollTop]; }}"""
+    for n in (1, 2):
+        if n > 1:
+            page.click("#step-next")
+            wait_round(page, n)
+        try:
+            page.wait_for_function(f"() => {{ const [over, top] = ({ends})(); return over > 40 && top >= over - 1; }}",
+                                   timeout=5_000)
+        except Exception as e:
+            raise AssertionError(f"round {n}: [overflow, scrollTop] = {page.evaluate(ends)}") from e
+    page.evaluate(f"() => {{ document.querySelector('{box}').scrollTop = 0; }}")  # the reader scrolls up: it stays
+    page.wait_for_timeout(500)
+    assert page.evaluate(ends)[1] == 0
+
+
 def test_the_keys_step_the_rounds_with_the_compare_view_on_screen(page):
     page.click("#teach-second input")
     page.locator("[role=option]", has_text="prompt lookup").first.click()
