@@ -77,3 +77,32 @@ def test_the_keys_step_the_rounds_with_the_compare_view_on_screen(page):
     page.keyboard.press("ArrowLeft")
     page.wait_for_selector(f"#compare-view .teach-compare[data-round='{at}']", timeout=30_000)
     assert page.evaluate(ON_SCREEN, "#compare-view")  # stepped where it was, not scrolled away
+
+
+def test_the_compare_drafters_table_scrolls_within_its_column(page):
+    page.locator("#drafters-run").scroll_into_view_if_needed()
+    page.click("#drafters-run")
+    table = "#drafters-table .teach-table"
+    page.wait_for_function(f"() => document.querySelectorAll('{table} tbody tr').length >= 2", timeout=120_000)
+    boxes = page.evaluate(f"""() => {{ const r = e => e.getBoundingClientRect();
+        const t = document.querySelector('{table}');
+        return {{table: r(t).right, column: r(t.closest('.column')).right,
+                 slider: r(document.querySelector('#drafters-noise')).left,
+                 button: r(document.querySelector('#drafters-run')).left,
+                 wide: t.scrollWidth - t.clientWidth}}; }}""")
+    assert boxes["table"] <= min(boxes["column"], boxes["slider"], boxes["button"]) + 1, boxes
+    assert boxes["wide"] > 1, f"the table fits its column at 853 px: nothing to check {boxes}"
+    # wider than its box: a Tab stop (keys.js), whose arrows scroll it and step nothing
+    page.wait_for_selector(f"{table}[data-specui-scroll][tabindex='0']", timeout=5_000)
+    at = int(page.locator("#step-view .teach-step").get_attribute("data-round"))
+    page.locator("#drafters-run").focus()
+    page.keyboard.press("Shift+Tab")  # the Tab order from the button back: the help's links, the table
+    for _ in range(5):
+        if page.evaluate(f"() => document.activeElement === document.querySelector('{table}')"):
+            break
+        page.keyboard.press("Shift+Tab")
+    assert page.evaluate(f"() => document.activeElement === document.querySelector('{table}')")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(f"() => document.querySelector('{table}').scrollLeft > 0", timeout=5_000)
+    page.wait_for_timeout(1000)
+    assert int(page.locator("#step-view .teach-step").get_attribute("data-round")) == at
