@@ -135,7 +135,8 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
     c.next.click(calmly(functools.partial(decode_first, state, ui), said),
                  c.settings | {ui.run, ui.index, cmp.second}, decoded, **queued)
     # a new prompt typed mid-lesson: Next and Previous still step the rounds decoded, and the status line says so
-    c.prompt.input(functools.partial(prompt_edited, ui), {c.prompt, ui.run, c.context}, [s.status], **NAV)
+    c.prompt.input(functools.partial(prompt_edited, ui), {c.prompt, ui.run, c.context, ui.memory, s.status}, [s.status],
+                   **NAV)
     c.play.click(functools.partial(toggle, ui), {ui.run, ui.playing, c.speed}, [ui.playing, ui.timer, c.play], **NAV)
     c.speed.change(lambda seconds: gr.Timer(value=float(seconds)), [c.speed], [ui.timer], **NAV)
     # as in the Chat tab: a preset the user picks brings its drafter, a drafter its own K (`input`: the settings that
@@ -260,9 +261,13 @@ def decoded_note(run) -> str:
             "the same prompt with the target alone for the measured speedup. Step through the rounds below.")
 
 
+CHANGED = "The prompt changed: **Next round ▶** (or **Decode**) decodes it at round 1, not the last lesson's."
+
+
 def prompt_edited(ui: TeachTab, data: dict) -> dict:
     """The status line once the prompt box no longer holds the prompt of the rounds shown (and back when it does),
-    and once it no longer holds the chat message whose conversation came with it (and back when it does)."""
+    once it no longer holds the chat message whose conversation came with it (and back when it does), and once it no
+    longer holds the prompt a refreshed page said was back (`teach_memory.restored_note`; and back when it does)."""
     run, context, prompt = data[ui.run], data.get(ui.controls.context), data[ui.controls.prompt]
     words = conversation_words(conversation(context))
     if run is not None and prompt == run.prompt:
@@ -270,6 +275,10 @@ def prompt_edited(ui: TeachTab, data: dict) -> dict:
     if words and prompt == context["prompt"]:  # the chat's message again: with its conversation
         return {ui.step.status: f"The Chat tab's message. {handed_note(conversation(context))}"}
     alone = f" It is decoded alone: the chat's conversation ({words}) is no longer used." if words else ""
+    saved = data.get(ui.memory)
+    back = teach_memory.restored_note(saved, teach=False)
+    if run is None and back is not None and data.get(ui.step.status) in (back, CHANGED):  # the line says it is back
+        return {ui.step.status: back if prompt == saved["prompt"] else CHANGED}
     if run is None:
         return {ui.step.status: f"The prompt changed.{alone}" if alone else gr.update()}
     return {ui.step.status: "The prompt changed: the rounds below are still the last decoded prompt's. Press "

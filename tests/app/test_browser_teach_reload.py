@@ -63,8 +63,8 @@ def test_a_refresh_mid_lesson_comes_back_to_the_same_round(site):
 
 def test_a_refresh_at_round_1_decodes_nothing_and_next_brings_the_same_round_1(site):
     """A run never stepped past round 1 is not decoded again on a refresh (0442d56): the page says its prompt and
-    settings are back, and Next decodes it at round 1: the same run (the same seed, the same draws), not the box's
-    defaults."""
+    settings are back (and that the prompt changed while another is typed), and Next decodes it at round 1: the same
+    run (the same seed, the same draws), not the box's defaults."""
     browser, url = site
     page = _open(browser, url)
     page.fill("#teach-prompt textarea", PROMPT)
@@ -81,6 +81,13 @@ def test_a_refresh_at_round_1_decodes_nothing_and_next_brings_the_same_round_1(s
                            timeout=30_000)
     page.wait_for_timeout(2_000)
     assert page.locator("#step-view .teach-step[data-round]").count() == 0  # nothing decoded
+    page.locator("#teach-prompt textarea").press_sequentially("x")  # typed: the lesson's prompt is no longer there
+    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('prompt changed')",
+                           timeout=30_000)
+    page.fill("#teach-prompt textarea", PROMPT[:-1])
+    page.locator("#teach-prompt textarea").press_sequentially(PROMPT[-1])  # the lesson's prompt again
+    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('are back')",
+                           timeout=30_000)
     page.click("#step-next")
     wait_round(page, 1, timeout_ms=120_000)
     assert shown_rows(page) == rows

@@ -225,3 +225,28 @@ def test_a_prompt_too_long_to_keep_is_not_decoded_again_as_another(tmp_path):
     assert note is None or ("back" not in note and "decoding" not in note), note
     again = resumed({**page, ui.index: Shown(), ui.memory: memory})  # the refreshed page: its default prompt shown
     assert ui.run not in again or again[ui.run].prompt == long, again.get(ui.step.status)
+
+
+def test_a_prompt_typed_after_a_refresh_is_not_said_to_be_the_last_lessons():
+    """A refreshed page that decodes nothing says the last lesson's prompt and settings are back and that Next decodes
+    it (0442d56); a teacher then typing another prompt still read that line, though Next now decodes the new one. The
+    line says the prompt changed, and comes back with the lesson's prompt; a line of another's (a chat message handed
+    off) is left as it is."""
+    from specui.loading import PairCache
+    from specui.ui.session import Showcase
+    from specui.ui.teach_memory import build, restored_note
+    from specui.ui.teaching import teaching_tab
+
+    with gr.Blocks() as demo:
+        ui = teaching_tab(Showcase(ui_config(), PairCache()), tab=False, memory=build())
+    c, status = ui.controls, ui.step.status
+    [edited] = [f for f in demo.fns.values() if any(t == "input" and i == c.prompt._id for i, t in f.targets)]
+    assert {ui.memory, status} <= set(edited.inputs)  # what the page sends it
+    saved = {"prompt": "def f(x):\n", "seed": 3}
+    note = restored_note(saved, teach=False)
+    page = {c.prompt: "a prompt of the teacher's", ui.run: None, c.context: None, ui.memory: saved, status: note}
+    typed = edited.fn(page)[status]
+    assert typed != gr.update() and "changed" in typed and "are back" not in typed, typed
+    assert edited.fn({**page, status: typed, c.prompt: saved["prompt"]})[status] == note  # the lesson's prompt again
+    handed = "The Chat tab's last message and settings: press **Decode** to step through it round by round."
+    assert edited.fn({**page, status: handed})[status] == gr.update()
