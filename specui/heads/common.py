@@ -38,7 +38,7 @@ FORMAT = "specui-head/1"
 META = "specui_head.json"
 WEIGHTS = "head.safetensors"  # or head-01.safetensors, head-02... for a head above SHARD_BYTES
 SHARD_BYTES = 8 * 2**20
-# heads' output rows by what they are made of: (id of the target's output weight, its version and address, the ids'
+# heads' output rows by what they are made of: (id of the target's output weight, the rows' type and device, the ids'
 # bytes) -> (a weak reference to that weight, one to the rows): see `VocabOutput.bind`
 _ROWS: dict[tuple, tuple[weakref.ref, weakref.ref]] = {}
 
@@ -154,23 +154,25 @@ class VocabOutput(nn.Module):
 
 def _shared_rows(weight: torch.Tensor, token_ids: torch.Tensor, rounded: bool) -> torch.Tensor:
     """The target's output rows `weight` [V, D] at `token_ids` (float32: float16 values, as heads are saved, so a
-    drafting step reads half the bytes; rounded: int8 rows, a quarter), made once while a head holds them: heads of one
-    target that read the same ids (the chat preset's Medusa and early-exit heads) share one copy, and so one packed
-    product (`specui.products`). Never edited in place (`round_rows` makes new rows), so sharing changes no head."""
+    drafting step reads half the bytes; rounded: int8 rows, a quarter), held once: heads of one target that read the
+    same ids (the chat preset's Medusa and early-exit heads) share one copy, and so one packed product
+    (`specui.products`). Rows are made at every bind and the kept ones taken only where they hold the same bits: a
+    weight edited in place need not say so (`param.data.copy_`, an inference tensor: neither counts a version, and
+    the id and address stay). Never edited in place (`round_rows` makes new rows), so sharing changes no head."""
     ids = token_ids.detach().cpu().to(torch.long)
-    version = -1 if weight.is_inference() else weight._version
-    key = (id(weight), version, weight.data_ptr(), weight.dtype, str(weight.device), rounded, ids.numpy().tobytes())
+    rows = weight.detach()[ids.to(weight.device)].clone()
+    if rows.dtype == torch.float32:
+        rows = rows.half().float()
+        if rounded:
+            rows = int8.rounded(rows)
+    key = (id(weight), rows.dtype, str(rows.device), rounded, ids.numpy().tobytes())
     for old in [k for k, (w, r) in list(_ROWS.items()) if w() is None or r() is None]:
         _ROWS.pop(old, None)
     found = _ROWS.get(key)
-    rows = found[1]() if found is not None and found[0]() is weight else None
-    if rows is None:
-        rows = weight.detach()[ids.to(weight.device)].clone()
-        if rows.dtype == torch.float32:
-            rows = rows.half().float()
-            if rounded:
-                rows = int8.rounded(rows)
-        _ROWS[key] = (weakref.ref(weight), weakref.ref(rows))
+    kept = found[1]() if found is not None and found[0]() is weight else None
+    if kept is not None and kept.shape == rows.shape and torch.equal(kept.view(torch.uint8), rows.view(torch.uint8)):
+        return kept  # bit for bit the rows this weight gives now
+    _ROWS[key] = (weakref.ref(weight), weakref.ref(rows))
     return rows
 
 

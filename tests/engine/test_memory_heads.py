@@ -106,3 +106,19 @@ def test_a_loaded_head_keeps_no_file_mapped(target, tmp_path):
     gc.collect()
     assert _mapped(tmp_path) == []
     assert torch.equal(head.output.token_ids, IDS)
+
+
+def test_rows_follow_weights_edited_in_place_without_a_version(target):
+    """`param.data.copy_(...)` (how many scripts put a fine-tune's or a merge's weights in place) and edits of an
+    inference tensor leave the weight's id, address and version as they were: a head bound afterwards must still read
+    the rows the target has now, not those an earlier head holds."""
+    a = medusa.build(target, token_ids=IDS, num_heads=1)
+    before = a.output._rows.clone()
+    original = target.lm_head.weight.detach().clone()
+    target.lm_head.weight.data.mul_(2)  # no version counted
+    try:
+        fresh = early_exit.build(target, token_ids=IDS, exit_layer=1)
+        assert torch.equal(fresh.output._rows, _expected_rows(target, IDS))
+        assert torch.equal(a.output._rows, before)  # the earlier head keeps its own
+    finally:
+        target.lm_head.weight.data.copy_(original)
