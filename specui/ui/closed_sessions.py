@@ -54,10 +54,11 @@ def keep_swept(demo, every: float | None = None, *, launched: threading.Event | 
     stale = getattr(demo, "state_holder", None)  # an earlier launch's (gradio makes one a launch)
 
     def install() -> bool:  # False while there is no state holder yet (and the launch may still make one)
+        returned = launched.is_set()  # asked first: a launch that returns after this made its holder before it
         demo = app()
         holder = None if demo is None else getattr(demo, "state_holder", None)
         if holder is None or holder is stale:
-            return demo is None or launched.is_set()
+            return demo is None or returned
         expire = holder.delete_all_expired_state
         last = [time.monotonic()]
 

@@ -49,7 +49,7 @@ def test_a_session_closed_for_longer_than_gradio_keeps_it_is_dropped_and_no_othe
 def test_a_closed_session_used_again_is_kept_for_another_hour():
     """Gradio marks a session closed when its heartbeat drops, and never unmarks it: a page that comes back (a laptop
     woken, a network back) is used again, and its time of last use is what counts."""
-    holder, _, now = holder_of_three()
+    holder, _, _ = holder_of_three()
     holder["closed-long-ago"]  # used again: gradio's __getitem__ records the time
     assert closed_sessions.sweep(holder, datetime.datetime.now()) == 0
 
@@ -115,3 +115,27 @@ def test_the_sweep_joins_gradios_expiry_and_leaves_no_thread_behind():
             assert not sweeper.is_alive(), "the thread that adds the sweep lives on"
         assert demo.state_holder.delete_all_expired_state.__name__ == "expire_and_sweep"
         demo.close()
+
+
+def test_a_launch_that_returns_between_the_threads_two_looks_still_gets_the_sweep():
+    """The thread looks for the state holder, then asks whether the launch has returned; a launch that made its holder
+    and returned between those two looks (a moment, but the thread asks every 50 ms for as long as a launch takes)
+    ended the thread with no sweep, and the app kept every closed tab's record for good. Gradio's real Blocks and
+    state holder; the launch's return is made to fall in that moment."""
+    import threading
+
+    import gradio as gr
+    from gradio.state_holder import StateHolder
+
+    with gr.Blocks() as demo:
+        gr.Textbox()
+
+    class ReturnsAsAsked(threading.Event):  # the launch makes its state holder and returns as the thread asks
+        def is_set(self) -> bool:
+            if not super().is_set():
+                StateHolder().set_blocks(demo)
+                self.set()
+            return True
+
+    closed_sessions.keep_swept(demo, launched=ReturnsAsAsked()).join(timeout=10)
+    assert demo.state_holder.delete_all_expired_state.__name__ == "expire_and_sweep"
