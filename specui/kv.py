@@ -113,6 +113,10 @@ class CachedLM:
         return self._logged(out, wanted, features, at)
 
     def _extend(self, ids, last_only, features, early, prompt):
+        with self._whole():
+            return self._forward(ids, last_only, features, early, prompt)
+
+    def _forward(self, ids, last_only, features, early, prompt):
         if self.stack is not None:
             self._stack_cache()
             out = self.stack.forward(ids, self.cache, last_only=last_only, features=tuple(features), early=early,
@@ -146,6 +150,27 @@ class CachedLM:
         if not wanted:
             return logits
         return logits, states[:, : states.shape[1] // len(asked) * len(wanted)]
+
+    @contextmanager
+    def _whole(self):
+        """A forward done whole or not at all: one that raises (Ctrl-C, out of memory, a hook's error) leaves the
+        cache at `length`, which only a finished forward advances. transformers' own forward appends each layer's
+        keys as it reaches the layer, so the layers it reached are cut back (the others never got the block); the
+        lean forwards write past `length` and advance the cache's own length last, so it is set back. The tokens
+        cached before stay (a conversation's cache is reused, exactly); a tree begun or early layers run ahead
+        are forgotten (run again)."""
+        try:
+            yield
+        except BaseException:
+            self.early = self.tree = None
+            if isinstance(self.cache, (StaticKV, GraphKV)):
+                self.cache.length = self.length
+            elif self.cache is not None:
+                for layer in self.cache.layers:  # transformers 5: a negative crop drops that many tokens
+                    extra = layer.get_seq_length() - self.length
+                    if extra > 0:
+                        layer.crop(-extra)
+            raise
 
     def _stack_cache(self) -> None:
         """The stack's cache, made at the first forward (a GPU stack's goes back to it when this one is gone)."""
@@ -187,13 +212,14 @@ class CachedLM:
         wanted = tuple(features)
         if self.log is not None:
             features = self.log.ask(wanted, past)
-        if self.stack is not None:
-            self._stack_cache()
-            out = self.stack.forward(ids, self.cache, last_only=False, features=tuple(features),
-                                     tree=(positions.to(self.device), visible))
-            self.length += n
-        else:
-            out = self._model_tree(ids, positions, visible, features)
+        with self._whole():
+            if self.stack is not None:
+                self._stack_cache()
+                out = self.stack.forward(ids, self.cache, last_only=False, features=tuple(features),
+                                         tree=(positions.to(self.device), visible))
+                self.length += n
+            else:
+                out = self._model_tree(ids, positions, visible, features)
         return self._logged(out, wanted, features, past)
 
     def _model_tree(self, ids, positions, visible, features):

@@ -120,10 +120,6 @@ def test_a_stream_kept_unclosed_keeps_its_cache_and_others_run_without_it_exact(
     assert bundled.generate(prompt, drafter="model", cache=cache, **GREEDY).reused_tokens == len(prompt) - 1
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="specui/kv.py and specui/prompt_cache.py (another "
-                   "helper's files): CachedLM.extend leaves transformers' own cache (a model without the lean "
-                   "forward) with the layers a cut-short forward reached one block longer than the others, and "
-                   "PromptCache.open, whose trim then raises 'KV cache out of step', leaves the cache held for good")
 def test_a_keyboard_interrupt_inside_a_transformers_forward_leaves_the_cache_exact():
     """As above, for a target that runs transformers' own forward and cache (GPT-2: no lean forward): Ctrl-C lands
     inside its forward, after its first layer took the block's keys (here raised from its second layer's forward)."""
