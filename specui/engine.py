@@ -211,18 +211,18 @@ class SpeculativeEngine:
         started = time.perf_counter()  # the generators draw on the device of what they sample
         features = features_of(drafter)
         target, reused, states, held = open_target(cache, self.target_model, prompt, features, self.head_features)
-        context = list(prompt)
-        resume = held.resume(prompt, reused) if held is not None and _resumes(drafter) else None
-        try:
+        context, begun = list(prompt), []  # begun: the drafter once its start returned (it has a state to keep)
+        try:  # from here on the cache is given back whatever happens (Ctrl-C included)
+            resume = held.resume(prompt, reused) if held is not None and _resumes(drafter) else None
             yield from self._run(target, reused, states, prompt, context, sampling, drafter, features, seed, result,
                                  started, max_new_tokens=max_new_tokens, schedule=schedule, ignore_eos=ignore_eos,
-                                 generators=generators, tree=tree, resume=resume)
+                                 generators=generators, tree=tree, resume=resume, begun=begun)
         finally:
-            if held is not None:
-                held.close(context, drafter)
+            if held is not None:  # a drafter cut short before its start returned leaves the kept state as it was
+                held.close(context, begun[0] if begun else None)
 
     def _run(self, target, reused, states, prompt, context, sampling, drafter, features, seed, result, started, *,
-             max_new_tokens, schedule, ignore_eos, generators, tree, resume=None):
+             max_new_tokens, schedule, ignore_eos, generators, tree, resume=None, begun=None):
         result.reused_tokens = reused
         threads = self.prompt_threads if self.device.type == "cpu" else None
         asked = time.perf_counter()
@@ -242,6 +242,8 @@ class SpeculativeEngine:
                 if resume is not None:  # the drafter's own cache of the conversation's earlier turns
                     extra["resume"] = resume
                 drafter.start(prompt, sampling=sampling, seed=seed, **extra)
+                if begun is not None:
+                    begun.append(drafter)
             self._sync()
         result.prefill_s = time.perf_counter() - started - waited
 

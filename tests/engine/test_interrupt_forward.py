@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 
 from specui import SpeculativeEngine
+from specui.lean import DecoderStack
 from specui.prompt_cache import PromptCache
-from tests.helpers import make_model
+from tests.helpers import BUNDLED_TARGET, make_model
 
 GREEDY = dict(max_new_tokens=24, temperature=0.0, ignore_eos=True)
 PROMPT = [5, 17, 3, 88, 41, 9, 5, 17, 3, 88]
@@ -44,6 +45,33 @@ def press_in_layer(monkeypatch, layer, presses: Presses) -> None:
         return type(layer).forward(layer, *args, **kwargs)
 
     monkeypatch.setattr(layer, "forward", forward, raising=False)
+
+
+def press_in_stack(monkeypatch, model, at: int, presses: Presses) -> None:
+    """The lean forward (`DecoderStack`) of `model`: a run of layers that reaches layer `at` runs the layers
+    before it (their keys and values written into the cache), then raises."""
+    run = DecoderStack._run
+
+    def _run(self, x, cache, past, n, start, stop, *args, **kwargs):
+        if self.embed is model.get_input_embeddings() and start <= at < stop and presses.due():
+            run(self, x, cache, past, n, start, at, *args, **kwargs)
+            presses.raise_()
+        return run(self, x, cache, past, n, start, stop, *args, **kwargs)
+
+    monkeypatch.setattr(DecoderStack, "_run", _run)
+
+
+def press_after_layers(monkeypatch, model, presses: Presses) -> None:
+    """The lean forward of `model`: raise in its final norm, once every layer wrote the block's keys and values and
+    the cache's own length counts them."""
+    norm = DecoderStack._norm
+
+    def _norm(self, x, weight, eps):
+        if weight is self.norm.weight and self.embed is model.get_input_embeddings() and presses.due():
+            presses.raise_()
+        return norm(self, x, weight, eps)
+
+    monkeypatch.setattr(DecoderStack, "_norm", _norm)
 
 
 def interrupted_turn(engine, presses: Presses, settings: dict, fresh_plain) -> None:
@@ -90,3 +118,67 @@ def test_a_transformers_target_cut_short_inside_a_forward_keeps_its_cache_exact(
     press_in_layer(monkeypatch, target.transformer.h[1], presses)
     interrupted_turn(SpeculativeEngine(target, draft), presses, {**GREEDY, **RUNS[run]}, plain_of(target))
 
+
+@pytest.mark.slow
+@pytest.mark.parametrize("error", ERRORS)
+@pytest.mark.parametrize("nth", [1, 2, 4])  # the draft's prompt read (its start), then its rounds
+@pytest.mark.parametrize("run", ["draft model", "model + lookup", "draft model, trees"])
+def test_a_transformers_draft_cut_short_inside_a_forward_keeps_the_caches_exact(monkeypatch, gpt2_pair, run, nth,
+                                                                                error):
+    """A draft model's forward cut short in its prompt's read left `keep()` without its valid count
+    (AttributeError: '_valid', raised while the cache was given back, which stayed held)."""
+    target, draft = gpt2_pair
+    presses = Presses(error, nth)
+    press_in_layer(monkeypatch, draft.transformer.h[1], presses)
+    interrupted_turn(SpeculativeEngine(target, draft), presses, {**GREEDY, **RUNS[run]}, plain_of(target))
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    if not BUNDLED_TARGET.exists():
+        pytest.skip("the bundled pair is not built")
+    from specui import load_engine
+
+    return load_engine("bundled", warm_up=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("error", ERRORS)
+@pytest.mark.parametrize("nth", [1, 3])
+def test_the_lean_forward_cut_short_at_a_layer_keeps_the_caches_exact_for_every_drafter(monkeypatch, bundled, nth,
+                                                                                        error):
+    """The target's lean forward (its prompt read, a verify, an early-exit draft's first layers) and the draft
+    model's (its prompt read, its steps), for every drafter of the bundled preset, chains and trees."""
+    plain = {}
+
+    def fresh_plain(ids):
+        if tuple(ids) not in plain:
+            plain[tuple(ids)] = bundled.generate(ids, speculative=False, **GREEDY).token_ids
+        return plain[tuple(ids)]
+
+    runs = [dict(drafter=d) for d in bundled.drafters] + [dict(drafter="model", tree_width=2, tree_nodes=4),
+                                                          dict(drafter="eagle", tree_width=2, tree_nodes=4)]
+    fresh_plain(PROMPT + [1, 2])  # before any press
+    for model in (bundled.target_model, bundled.draft_model):
+        for run in runs:
+            # the draft model's forwards: its prompt read (its rounds run in one native call, `DecoderChain`)
+            if model is bundled.draft_model and (run["drafter"] not in ("model", "model_lookup") or nth > 1):
+                continue
+            presses = Presses(error, nth)
+            with monkeypatch.context() as patched:
+                press_in_stack(patched, model, 1, presses)
+                interrupted_turn(bundled, presses, {**GREEDY, **run}, fresh_plain)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("error", ERRORS)
+@pytest.mark.parametrize("nth", [1, 2, 3])
+def test_the_lean_forward_cut_short_after_its_layers_keeps_the_cache_exact(monkeypatch, bundled, nth, error):
+    """Raised after the lean cache counted the block (its final norm, the output layer): the cache was a block
+    longer than the CachedLM, and the next turn's trim raised 'KV cache out of step', the cache held for good."""
+    plain = bundled.generate(PROMPT + [1, 2], speculative=False, **GREEDY).token_ids
+    for run in (dict(speculative=False), dict(drafter="eagle"), dict(drafter="model", tree_width=2, tree_nodes=4)):
+        presses = Presses(error, nth)
+        with monkeypatch.context() as patched:
+            press_after_layers(patched, bundled.target_model, presses)
+            interrupted_turn(bundled, presses, {**GREEDY, **run}, lambda ids: plain)
