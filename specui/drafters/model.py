@@ -49,12 +49,15 @@ class ModelDrafter:
         self.sampling = sampling
         # Its own generators, one per device its logits land on (the draft may sit elsewhere than the target).
         self.generators = Generators(seed ^ 0x5DEECE66D, home=self.device)
+        self.lm = None  # `keep()` holds nothing until the cache's valid tokens are known
         kept = 0
         if resume is not None and resume.get("model") is self.model:
-            self.lm, kept = resume["lm"], min(resume["pairs"], resume["valid"], len(prompt) - 1)
-            self.lm.trim(min(self.lm.length, kept))
+            lm, kept = resume["lm"], min(resume["pairs"], resume["valid"], len(prompt) - 1)
+            lm.trim(min(lm.length, kept))
         else:
-            self.lm = CachedLM(self.model, drafts=True)
+            lm = CachedLM(self.model, drafts=True)
+        # known context tokens before the prompt's read, so that a read cut short (Ctrl-C, an error) keeps them
+        self.lm, self._valid = lm, min(lm.length, kept)
         if len(prompt) - 1 > kept:
             self.lm.extend(self._visible(prompt[kept:-1]), last_only=True, prompt=True)
         self._valid = len(prompt) - 1  # cached tokens known to be part of the context
