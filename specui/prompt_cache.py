@@ -97,6 +97,13 @@ class PromptCache:
                 return None
             reused = self.reusable(prompt, model)
             self._busy = True
+        try:
+            return self._open(model, prompt, features, log, reused)
+        except BaseException:  # Ctrl-C or an error (out of memory) while opening: the conversation is forgotten
+            self._drop()
+            raise
+
+    def _open(self, model, prompt, features, log, reused):
         lm = self.lm if self.lm is not None and self.lm.model is model else None
         key = tuple(sorted({*features, *log}))
         if lm is None:
@@ -110,6 +117,13 @@ class PromptCache:
         lm.trim(reused)
         self.lm, self.tokens = lm, list(prompt)
         return lm, reused, (lm.log.states(reused, features) if features and reused else None)
+
+    def _drop(self) -> None:
+        """Forget the conversation and give the cache back: for an opening or closing that failed part way, which
+        leaves what the cache holds unknown (the next generation reads its prompt whole: exact)."""
+        self.lm, self.tokens, self.drafter_state = None, [], None
+        with self._guard:
+            self._busy = False
 
     def resume(self, prompt: list[int], reused: int) -> dict | None:
         """For the engine: the kept drafter state (an EAGLE head's cache or a draft model's), with "pairs": how
@@ -127,13 +141,17 @@ class PromptCache:
         forward's rows when a run failed inside a round; positions before len(context) hold context tokens.
         A drafter's state is kept for the next turn when it has one to keep (`keep()`); a plain run leaves
         the last one."""
-        if self.lm is not None and self.lm.length > len(context):
-            self.lm.trim(len(context))
-        if drafter is not None:
-            keep = getattr(drafter, "keep", None)
-            state = keep() if callable(keep) else None
-            self.drafter_state = None if state is None else (state, list(context))
-        self.tokens = context
+        try:
+            if self.lm is not None and self.lm.length > len(context):
+                self.lm.trim(len(context))
+            if drafter is not None:
+                keep = getattr(drafter, "keep", None)
+                state = keep() if callable(keep) else None
+                self.drafter_state = None if state is None else (state, list(context))
+            self.tokens = context
+        except BaseException:  # a drafter's keep() that raised, Ctrl-C: the cache is given back empty
+            self._drop()
+            raise
         with self._guard:
             self._busy = False
         pool = self.pool() if self.pool is not None else None
