@@ -165,6 +165,8 @@ def _shared_rows(weight: torch.Tensor, token_ids: torch.Tensor, rounded: bool) -
         rows = rows.half().float()
         if rounded:
             rows = int8.rounded(rows)
+    if rows.is_meta:  # an output layer offloaded (no values here to compare): the head loads, as before, unshared
+        return rows
     key = (id(weight), rows.dtype, str(rows.device), rounded, ids.numpy().tobytes())
     for old in [k for k, (w, r) in list(_ROWS.items()) if w() is None or r() is None]:
         _ROWS.pop(old, None)

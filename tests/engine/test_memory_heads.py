@@ -122,3 +122,14 @@ def test_rows_follow_weights_edited_in_place_without_a_version(target):
         assert torch.equal(a.output._rows, before)  # the earlier head keeps its own
     finally:
         target.lm_head.weight.data.copy_(original)
+
+
+def test_rows_of_an_offloaded_output_layer_load_unshared():
+    """An output layer on 'meta' (offloaded by accelerate) has no values to compare: its head's rows load as before
+    sharing came (a review: `torch.equal` raised at load, and the preset with it)."""
+    from specui.heads.common import _shared_rows
+
+    weight = torch.empty(50, 8, device="meta")
+    ids = torch.tensor([1, 4, 9])
+    first, second = _shared_rows(weight, ids, False), _shared_rows(weight, ids, False)
+    assert first.is_meta and first.shape == (3, 8) and second is not first
