@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tools.screenshot import set_number
-from tests.app.test_browser_teaching import PROMPT, app, teach_page, wait_round  # noqa: F401 - app: the served Teach tab
+from tests.app.test_browser_teaching import PROMPT, app, decode_lesson, teach_page, wait_round  # noqa: F401 - app: the served Teach tab
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
 
@@ -21,12 +21,7 @@ SETTLE_MS = 1500  # after the last round expected shows: long enough for a press
 @pytest.fixture(scope="module")
 def page(app):  # noqa: F811 - the fixture imported above
     with teach_page(app[1], width=1280, height=720) as page:
-        page.fill("#teach-prompt textarea", PROMPT)
-        set_number(page, "teach-k", 1)  # one draft a round: many rounds to step through
-        set_number(page, "teach-temperature", 0)
-        set_number(page, "teach-max-new-tokens", 32)
-        page.click("#step-start")
-        wait_round(page, 1, timeout_ms=120_000)
+        decode_lesson(page, PROMPT, new_tokens=32)
         page.locator("#step-status").click()  # the focus off the prompt box
         yield page
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.test_browser_teaching import tiny_showcase, wait_round
+from tests.app.test_browser_teaching import decode_lesson, tiny_showcase, wait_round
 from tests.helpers import app_page, require_browser
-from tools.screenshot import set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -27,12 +26,7 @@ def page(tmp_path_factory):
     require_browser()  # before the pair is built
     showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
     with app_page(showcase.config, showcase=showcase, path="?tab=teach", ready="#step-start", **PROJECTOR) as page:
-        page.fill("#teach-prompt textarea", PROMPT)
-        set_number(page, "teach-k", 1)  # one draft a round: rounds enough to step through
-        set_number(page, "teach-temperature", 0)
-        set_number(page, "teach-max-new-tokens", 24)
-        page.click("#step-start")
-        wait_round(page, 1, timeout_ms=120_000)
+        decode_lesson(page, PROMPT, new_tokens=24)
         yield page
 
 

@@ -91,6 +91,16 @@ def wait_round(page, n: int, *, timeout_ms: int = 30_000) -> None:
                              f"status={page.locator('#step-status').inner_text()!r}") from e
 
 
+def decode_lesson(page, prompt: str, *, new_tokens: int) -> None:
+    """Decode `prompt` greedily with one draft a round (rounds enough to step through) and wait for round 1."""
+    page.fill("#teach-prompt textarea", prompt)
+    set_number(page, "teach-k", 1)
+    set_number(page, "teach-temperature", 0)
+    set_number(page, "teach-max-new-tokens", new_tokens)
+    page.click("#step-start")
+    wait_round(page, 1, timeout_ms=120_000)
+
+
 def shown_rows(page) -> list[dict]:
     return page.evaluate("""() => [...document.querySelectorAll('#step-view tr.teach-draft')].map(r => ({
         token: +r.dataset.token, q: parseFloat(r.dataset.q), p: r.dataset.p === '' ? null : parseFloat(r.dataset.p),
