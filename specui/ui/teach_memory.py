@@ -8,9 +8,10 @@ the round it would have come back to.
 Gradio's BrowserState keeps them in the page's localStorage, encrypted with the server's key: a restarted server
 cannot read them back and the tab opens on its defaults, as a page on another browser does. What is kept is what
 Decode read, but for a prompt over MAX_PROMPT characters (its settings come back without it, nothing decoded); a
-value that no longer fits (a preset gone from models.yaml, a number outside its slider) is left at the tab's default. A chat message's conversation (`teach_prepare`) is not kept (what people wrote stays out of the
-browser's storage, and it may be long): only how many messages came before the prompt, so that after a refresh the
-status line says the prompt is now decoded alone.
+value that no longer fits (a preset gone from models.yaml, a number outside its slider) is left at the tab's default.
+A chat message's conversation (`teach_prepare`) is not kept (what people wrote stays out of the browser's storage,
+and it may be long): only how many messages came before the prompt, so that after a refresh the status line says the
+prompt is now decoded alone.
 """
 
 from __future__ import annotations

@@ -48,8 +48,8 @@ def test_a_token_that_holds_part_of_a_character_shows_a_placeholder_that_says_so
     assert all(s["text"] or render.PART_CLASS in s["class"] for s in spans)
     assert not any("\ufffd" in s["text"] for s in spans)
     partial = [s for s, v in zip(spans, views) if not v.text]
-    assert partial and all(s["text"] == "" and render.PART_CLASS in s["class"].split() and render.PART_NOTE in s["title"]
-                           for s in partial)
+    assert partial and all(s["text"] == "" and render.PART_CLASS in s["class"].split()
+                           and render.PART_NOTE in s["title"] for s in partial)
     assert any("tok-rejected" in s["class"] for s in partial)  # the rejected half emoji, as one too
     whole = [s for s, v in zip(spans, views) if v.text]
     assert not any(render.PART_NOTE in s["title"] or render.PART_CLASS in s["class"] for s in whole)
