@@ -290,7 +290,8 @@ class PairCache:
                 self._pairs.move_to_end(preset.name)
                 apply_threads(self._pairs[preset.name])
                 return self._pairs[preset.name]
-            if len(self._pairs) >= self.capacity:  # the oldest go first: the new pair loads with their memory free
+            if len(self._pairs) >= self.capacity:  # the oldest go first: the new pair loads with their memory free,
+                check_before_loading(preset)  # once what can be known before loading (a missing folder) is fine
                 while len(self._pairs) >= self.capacity:
                     self._pairs.popitem(last=False)
                 give_back_memory()

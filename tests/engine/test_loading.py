@@ -135,15 +135,22 @@ def test_a_reachable_hub_or_a_cached_model_is_not_refused(monkeypatch):
     assert specui_hub.unreachable([("org/cached", None), ("org/missing", "v1")]) == ["org/missing"]
 
 
-def test_cache_keeps_the_loaded_pair_when_another_fails(hub):
+def test_cache_keeps_the_loaded_pair_when_another_fails_its_checks(hub):
+    """A preset refused before anything loads (4-bit without CUDA, a missing folder) leaves the loaded pair;
+    one that fails as it loads (a draft of another tokenizer) has let it go already, so that a pair loads with the
+    memory to itself (tests/engine/test_pair_switch.py), and the next choice of it loads it again."""
     cache = PairCache(capacity=1)
     first = cache.get(hub.get("llama"))
     assert cache.get(hub.get("llama")) is first
+    with pytest.raises(LoadError, match="CUDA"):
+        cache.get(hub.get("quantized"))
+    assert cache.get(hub.get("llama")) is first  # still loaded, not reloaded
     with pytest.raises(LoadError):
         cache.get(hub.get("mismatched"))
-    assert cache.get(hub.get("llama")) is first  # still loaded, not reloaded
+    again = cache.get(hub.get("llama"))
+    assert again is not first and cache.get(hub.get("llama")) is again
     second = cache.get(hub.get("gpt2"))
-    assert second is not first and cache.get(hub.get("gpt2")) is second
+    assert second is not again and cache.get(hub.get("gpt2")) is second
 
 
 def test_missing_local_folder_is_named(tmp_path):
