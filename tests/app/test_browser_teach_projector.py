@@ -64,6 +64,8 @@ def test_the_keys_step_the_rounds_with_the_compare_view_on_screen(page):
     page.wait_for_timeout(1000)
     assert compared_round(page) == at
     page.evaluate("() => document.activeElement.blur()")
+    # the list's focus may have scrolled the page to it: the compare view at the top again, the step view above
+    page.evaluate("() => document.querySelector('#compare-view').scrollIntoView({block: 'start'})")
     assert not page.evaluate(ON_SCREEN, "#step-view") and page.evaluate(ON_SCREEN, "#compare-view")
     page.keyboard.press("PageDown")
     page.wait_for_selector(f"#compare-view .teach-compare[data-round='{at + 1}']", timeout=30_000)
