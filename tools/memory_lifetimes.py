@@ -57,18 +57,14 @@ def deep_size(obj) -> int:
 def sessions(visitors: int) -> None:
     from playwright.sync_api import sync_playwright
 
-    from specui.ui.blocks import build, launch
     from tests.helpers import ui_config
-    from tools.screenshot import free_port, launch_chromium, open_page, run_prompt
+    from tools.screenshot import launch_chromium, open_page, run_prompt, served_demo
 
-    demo = build(ui_config(), preload=False)
-    port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
+    with served_demo(ui_config(), preload=False) as (demo, url):
         with sync_playwright() as p:
             browser = launch_chromium(p)
             for _ in range(visitors):
-                page = open_page(browser, f"http://127.0.0.1:{port}/")
+                page = open_page(browser, url)
                 run_prompt(page, "def main(argv):")
                 run_prompt(page, "import os\n")
                 page.close()
@@ -78,10 +74,7 @@ def sessions(visitors: int) -> None:
         for key, session in list(demo.state_holder.session_data.items()):
             components, state = deep_size(session.config_values) / 1024, deep_size(session.state_data) / 1024
             print(f"session {key[:8]}: closed {session.is_closed}, components {components:.0f} KB, "
-                  f"state {state:.0f} KB",
-                  flush=True)
-    finally:
-        demo.close()
+                  f"state {state:.0f} KB", flush=True)
 
 
 def main(argv=None) -> None:

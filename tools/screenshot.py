@@ -29,18 +29,25 @@ def launch_chromium(playwright):
 
 
 @contextlib.contextmanager
-def served(config, *, preload: bool = True, showcase=None):
-    """The app (`config`; a given `showcase` serves the requests) served in this process on a free port: yields its
-    URL, and closes the server after."""
+def served_demo(config, *, preload: bool = True, showcase=None):
+    """The app (`config`; a given `showcase` serves the requests) served in this process on a free port: yields
+    (the gradio Blocks, its URL), and closes the server after."""
     from specui.ui.blocks import build, launch
 
     demo = build(config, preload=preload, showcase=showcase)
     port = free_port()
     launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
     try:
-        yield f"http://127.0.0.1:{port}/"
+        yield demo, f"http://127.0.0.1:{port}/"
     finally:
         demo.close()
+
+
+@contextlib.contextmanager
+def served(config, *, preload: bool = True, showcase=None):
+    """`served_demo`, yielding the URL alone."""
+    with served_demo(config, preload=preload, showcase=showcase) as (_, url):
+        yield url
 
 
 def open_page(browser, url: str, **options):

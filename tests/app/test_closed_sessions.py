@@ -62,35 +62,28 @@ def test_a_closed_tab_of_the_served_app_leaves_its_record_and_an_open_one_keeps_
     stays, and the open page goes on chatting."""
     from playwright.sync_api import sync_playwright
 
-    from specui.ui.blocks import build, launch
     from tests.helpers import require_browser, ui_config
-    from tools.screenshot import free_port, launch_chromium, open_page, run_prompt
+    from tools.screenshot import launch_chromium, open_page, run_prompt, served_demo
 
     require_browser()
     monkeypatch.setenv("GRADIO_IS_E2E_TEST", "1")
     monkeypatch.setattr(closed_sessions, "SWEEP_SECONDS", 0.2)
-    demo = build(ui_config(), preload=False)
-    port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    try:
-        with sync_playwright() as p:
-            browser = launch_chromium(p)
-            try:
-                staying, leaving = (open_page(browser, f"http://127.0.0.1:{port}/") for _ in range(2))
-                for page in (staying, leaving):
-                    run_prompt(page, "def main(argv):")
-                assert len(demo.state_holder.session_data) == 2
-                leaving.close()
-                deadline = time.monotonic() + 30
-                while len(demo.state_holder.session_data) > 1:
-                    assert time.monotonic() < deadline, "the closed tab's session record stayed"
-                    time.sleep(0.1)
-                run_prompt(staying, "import os\n")  # the open page's session is whole
-                assert len(demo.state_holder.session_data) == 1
-            finally:
-                browser.close()
-    finally:
-        demo.close()
+    with served_demo(ui_config(), preload=False) as (demo, url), sync_playwright() as p:
+        browser = launch_chromium(p)
+        try:
+            staying, leaving = (open_page(browser, url) for _ in range(2))
+            for page in (staying, leaving):
+                run_prompt(page, "def main(argv):")
+            assert len(demo.state_holder.session_data) == 2
+            leaving.close()
+            deadline = time.monotonic() + 30
+            while len(demo.state_holder.session_data) > 1:
+                assert time.monotonic() < deadline, "the closed tab's session record stayed"
+                time.sleep(0.1)
+            run_prompt(staying, "import os\n")  # the open page's session is whole
+            assert len(demo.state_holder.session_data) == 1
+        finally:
+            browser.close()
 
 
 @pytest.mark.slow  # two launches of a real server
