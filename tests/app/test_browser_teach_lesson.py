@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from tools.screenshot import set_number
-from tests.app.test_browser_teaching import PROMPT, app, teach_page, wait_round  # noqa: F401 - app: the served Teach tab
+from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
+from tests.app.test_browser_teaching import PROMPT, click_and_wait, teach_page, wait_answered, wait_round, watch_busy
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
 
@@ -58,11 +59,12 @@ def test_a_clicker_at_a_presenters_pace_steps_every_press(page):
 def test_decode_clicked_at_the_top_brings_its_progress_into_view(page):
     """At 1280 × 720 the controls fill the screen: Decode's progress (and round 1) showed below it, out of sight."""
     page.evaluate("() => window.scrollTo(0, 0)")
+    watch_busy(page, "#step-status")
     page.click("#step-start")
     page.wait_for_function("""() => { const box = document.querySelector('#step-status').getBoundingClientRect();
         return box.bottom > 0 && box.top < window.innerHeight; }""", timeout=10_000)
-    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('Decoded')",
-                           timeout=120_000)
+    wait_answered(page, "#step-status")  # 'Decoded' alone was the last test's text: the next test's click was dropped
+    assert "Decoded" in page.locator("#step-status").inner_text()
 
 
 def test_new_tokens_off_the_eights_decode_as_many_and_the_slider_shows_them(page):
@@ -70,7 +72,6 @@ def test_new_tokens_off_the_eights_decode_as_many_and_the_slider_shows_them(page
     set_number(page, "teach-max-new-tokens", 20)
     page.locator("#step-status").click()  # the box left
     assert page.locator("#teach-max-new-tokens input[type=range]").input_value() == "20"
-    page.click("#step-start")
-    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('Decoded 20 tokens')",
-                           timeout=120_000)
+    click_and_wait(page, "#step-start", "#step-status")
+    assert "Decoded 20 tokens" in page.locator("#step-status").inner_text()
     assert page.locator("#teach-max-new-tokens input[type=number]").input_value() == "20"
