@@ -264,3 +264,31 @@ def q8_0(weight: torch.Tensor) -> torch.Tensor:
     b = weight.reshape(weight.shape[0], -1, 32)
     d = (b.abs().amax(-1, keepdim=True) / 127).half().float()
     return (d * torch.round(b / torch.where(d > 0, d, torch.ones_like(d))).clamp(-127, 127)).reshape(weight.shape)
+
+
+def click_and_wait(page, button: str, output: str, *, timeout_ms: int = 120_000) -> None:
+    """Click `button` and wait until the event it starts has answered in `output` (gradio's progress came and went).
+    A wait on the output's text or round 1 alone passed at once when an earlier run had left the same text there,
+    and the next click, made while this run was still pending, was dropped (gradio takes one click of a button at a
+    time): a fresh-clone CI run decoded 32 tokens where the test asked for 20."""
+    watch_busy(page, output)
+    page.click(button)
+    wait_answered(page, output, timeout_ms=timeout_ms)
+
+
+def _busy(output: str) -> str:
+    return f"document.querySelector('{output}').querySelector('.pending, .progress-text')"
+
+
+def watch_busy(page, output: str) -> None:
+    """Note (in the page) when `output` next shows gradio's progress; `wait_answered` waits for it to come and go."""
+    page.evaluate(f"""() => {{ window.__specuiBusySeen = false;
+        const look = () => {{ if ({_busy(output)}) window.__specuiBusySeen = true; }};
+        window.__specuiBusyWatch?.disconnect();
+        window.__specuiBusyWatch = new MutationObserver(look);
+        window.__specuiBusyWatch.observe(document.querySelector('{output}'), {{subtree: true, childList: true,
+                                                                            attributes: true}}); }}""")
+
+
+def wait_answered(page, output: str, *, timeout_ms: int = 120_000) -> None:
+    page.wait_for_function(f"() => window.__specuiBusySeen && !({_busy(output)})", timeout=timeout_ms)

@@ -10,7 +10,8 @@ import pytest
 
 from tools.screenshot import set_number
 from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
-from tests.app.test_browser_teaching import PROMPT, click_and_wait, teach_page, wait_answered, wait_round, watch_busy
+from tests.app.test_browser_teaching import PROMPT, teach_page, wait_round
+from tests.helpers import click_and_wait, wait_answered, watch_busy
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
 

@@ -15,7 +15,7 @@ import contextlib
 import pytest
 
 from tools.screenshot import free_port, launch_chromium, set_number
-from tests.helpers import make_model, noisy_copy, require_browser, save_tiny_model
+from tests.helpers import click_and_wait, make_model, noisy_copy, require_browser, save_tiny_model
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
 
@@ -89,34 +89,6 @@ def wait_round(page, n: int, *, timeout_ms: int = 30_000) -> None:
     except Exception as e:
         raise AssertionError(f"round {n} never showed: view={page.locator('#step-view').inner_text()[:400]!r} "
                              f"status={page.locator('#step-status').inner_text()!r}") from e
-
-
-def click_and_wait(page, button: str, output: str, *, timeout_ms: int = 120_000) -> None:
-    """Click `button` and wait until the event it starts has answered in `output` (gradio's progress came and went).
-    A wait on the output's text or round 1 alone passed at once when an earlier run had left the same text there,
-    and the next click, made while this run was still pending, was dropped (gradio takes one click of a button at a
-    time): a fresh-clone CI run decoded 32 tokens where the test asked for 20."""
-    watch_busy(page, output)
-    page.click(button)
-    wait_answered(page, output, timeout_ms=timeout_ms)
-
-
-def _busy(output: str) -> str:
-    return f"document.querySelector('{output}').querySelector('.pending, .progress-text')"
-
-
-def watch_busy(page, output: str) -> None:
-    """Note (in the page) when `output` next shows gradio's progress; `wait_answered` waits for it to come and go."""
-    page.evaluate(f"""() => {{ window.__specuiBusySeen = false;
-        const look = () => {{ if ({_busy(output)}) window.__specuiBusySeen = true; }};
-        window.__specuiBusyWatch?.disconnect();
-        window.__specuiBusyWatch = new MutationObserver(look);
-        window.__specuiBusyWatch.observe(document.querySelector('{output}'), {{subtree: true, childList: true,
-                                                                            attributes: true}}); }}""")
-
-
-def wait_answered(page, output: str, *, timeout_ms: int = 120_000) -> None:
-    page.wait_for_function(f"() => window.__specuiBusySeen && !({_busy(output)})", timeout=timeout_ms)
 
 
 def decode_lesson(page, prompt: str, *, new_tokens: int) -> None:
