@@ -71,10 +71,16 @@ def set_number(page, elem_id: str, value) -> None:
     box.press("Enter")
 
 
-# the chat's last reply is a finished run's (its first frames are a note: "…", loading lines) or an error
+# the chat's event is still answering: gradio's progress (a message waiting for its turn) or the reply's ↻ and ↶
+# greyed out (a run streaming); they stay so until the event's last answer, which comes after the reply's last frame
+CHAT_BUSY = "document.querySelector('#chat .progress-text, #chat .pending, #chat button[disabled]')"
+# the chat's last reply is a finished run's (its first frames are a note: "…", loading lines) or an error, and its
+# event has answered: the reply's last frame alone passed while the run's last answer (its download, the way to the
+# Teach tab) was still to come, and a message sent then was refused as "still being answered" or, shown at once,
+# was wiped from the chat by that last answer, which brought back the chat as it was, finished reply last
 FINISHED = ("() => { const m = document.querySelectorAll('#chat [data-testid=bot]'); const last = m[m.length - 1];"
-            " return last && last.querySelector('.specui-out, .specui-error') && !last.querySelector('.specui-caret') &&"
-            " !document.querySelector('#stats .stat-status')?.textContent.includes('…'); }")
+            " return last && last.querySelector('.specui-out, .specui-error') && !last.querySelector('.specui-caret')"
+            f" && !document.querySelector('#stats .stat-status')?.textContent.includes('…') && !{CHAT_BUSY}; }}")
 
 
 def run_prompt(page, prompt: str, *, timeout_ms: int = 120_000) -> None:
