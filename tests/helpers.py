@@ -292,3 +292,15 @@ def watch_busy(page, output: str) -> None:
 
 def wait_answered(page, output: str, *, timeout_ms: int = 120_000) -> None:
     page.wait_for_function(f"() => window.__specuiBusySeen && !({_busy(output)})", timeout=timeout_ms)
+
+
+def wait_at_rest(page, *, quiet_ms: int = 1_000, timeout_ms: int = 120_000) -> None:
+    """Wait until no output on the page has shown gradio's progress for `quiet_ms` (every event answered, and none
+    chained after it started since). An output whose event is pending is greyed: a page looked at as soon as the
+    awaited round showed was checked while a second event on the same view was still pending (axe measured its
+    faded colours: 2.76:1 where the page at rest reads 4.5:1 and more)."""
+    page.evaluate("() => { window.__specuiRestSince = undefined; }")
+    page.wait_for_function(f"""() => {{ const now = performance.now();
+        if (window.__specuiRestSince === undefined || document.querySelector('.pending, .progress-text'))
+            window.__specuiRestSince = now;
+        return now - window.__specuiRestSince >= {quiet_ms}; }}""", timeout=timeout_ms)

@@ -16,7 +16,7 @@ import importlib.util
 
 import pytest
 
-from tests.helpers import IN_CI, require_browser, served_app, ui_config
+from tests.helpers import IN_CI, require_browser, served_app, ui_config, wait_at_rest
 from tools.screenshot import launch_chromium, run_prompt, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
@@ -70,7 +70,7 @@ def assert_clean(page) -> None:
     from axe_playwright_python.sync_playwright import Axe
 
     page.mouse.move(0, 0)  # no control hovered: the colours checked are those a page shows at rest
-    page.wait_for_timeout(300)
+    wait_at_rest(page)  # no event pending (a pending output is greyed), the hover's fade gone
     found = Axe().run(page).response["violations"]
     lines = [f"{v['id']} ({v['impact']}) {' '.join(node['target'])}: {node['failureSummary'].splitlines()[-1].strip()}"
             for v in found for node in v["nodes"] if not excluded(v["id"], " ".join(node["target"]))]
