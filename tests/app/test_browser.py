@@ -242,6 +242,9 @@ def test_stop_halts_a_long_run(page):
     assert reply.locator(".tok:not(.tok-rejected)").count() < 2 * 400
     assert reply.locator(".specui-verdict").count() == 0  # no comparison claimed for a stopped run
     page.click("#compare input")
+    # 'Stopped' is the run's last frame; its event answers after it. The next test's Send, made before, was refused
+    # as "still being answered" (the session busy until the run's end), and that test waited for a message never shown
+    run_prompt_done(page)
 
 
 def test_injection_shows_as_text_and_never_runs(page):

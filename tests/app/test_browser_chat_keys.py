@@ -52,3 +52,4 @@ def test_escape_in_the_prompt_box_stops_the_reply(page):
         raise AssertionError(f"Escape did not stop the run: stats {page.locator('#stats').inner_text()!r}") from e
     assert "stopped" in page.locator("#chat .specui-out").last.inner_text()
     page.click("#compare input")
+    page.wait_for_function(FINISHED, timeout=120_000)  # the stopped run's event answered: the page free for what next
