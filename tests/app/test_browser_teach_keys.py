@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 
 from tools.screenshot import set_number
-from tests.app.test_browser_teaching import PROMPT, app, decode_lesson, teach_page, wait_round  # noqa: F401 - app: the served Teach tab
+from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
+from tests.app.test_browser_teaching import PROMPT, decode_lesson, teach_page, wait_quiet, wait_round
+from tests.helpers import wait_answered, watch_busy
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
-
-SETTLE_MS = 1500  # after the last round expected shows: long enough for a press too many to show as well
 
 
 @pytest.fixture(scope="module")
@@ -33,16 +33,20 @@ def shown(page) -> tuple[int, int]:
 
 
 def go_to(page, n: int) -> None:
-    """Step one press at a time, waiting for each, to round `n`."""
+    """Step one press at a time, waiting for each, to round `n` (from the round shown once every event an earlier
+    test started has answered: a late tick of its auto-play stepped the round this read)."""
+    wait_quiet(page)
     while (at := shown(page)[0]) != n:
         page.keyboard.press("ArrowRight" if at < n else "ArrowLeft")
         wait_round(page, at + (1 if at < n else -1))
 
 
 def settled(page, n: int) -> None:
-    """Round `n` shows, and stays: no press is applied twice or late."""
+    """Round `n` shows, and stays once every press has been answered: no press is applied twice or late. (A fixed
+    1.5 s after round `n` showed passed at once where the presses end on the round they began on, and an answer that
+    came later on a busy machine (round 2 on the way from 3 back to 3 by PageUp ×4 PageDown ×2) failed the check.)"""
     wait_round(page, n)
-    page.wait_for_timeout(SETTLE_MS)
+    wait_quiet(page)
     assert shown(page)[0] == n
 
 
@@ -102,7 +106,7 @@ def test_presses_while_decode_runs_do_no_harm(page):
     burst(page, ["ArrowRight"] * 3)
     page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('Decoded 24 tokens')",
                            timeout=120_000)
-    page.wait_for_timeout(SETTLE_MS)
+    wait_quiet(page)  # the presses' answers too
     at, rounds = shown(page)
     assert f"in {rounds} rounds" in page.locator("#step-status").inner_text()  # the new run's rounds
     assert 1 <= at <= 4
@@ -118,7 +122,7 @@ def test_a_clicker_steps_the_rounds_below_the_screen_and_brings_them_into_view(p
     page.wait_for_function("() => document.querySelector('#step-play').innerText.includes('Pause')")
     page.click("#step-play")
     page.wait_for_function("() => document.querySelector('#step-play').innerText.includes('Play')")
-    page.wait_for_timeout(SETTLE_MS)  # a tick that came before the Pause, if any, shows its round
+    wait_quiet(page)  # a tick that came before the Pause, if any, shows its round
     at = shown(page)[0]
     assert not page.evaluate(ON_SCREEN, "#step-view"), "the rounds are on screen: nothing to check"
     burst(page, ["PageDown", "PageDown"])  # scrolled the page (the keys stepped only a step-through on screen)
@@ -166,11 +170,11 @@ def test_the_tree_step_through_counts_every_press(page):
     page.locator("#tree-step-status").click()
     burst(page, ["ArrowRight"] * 3)
     page.wait_for_selector(f"{step}[data-step='4']", timeout=30_000)
-    page.wait_for_timeout(SETTLE_MS)
+    wait_quiet(page)
     assert page.locator(step).get_attribute("data-step") == "4"
     burst(page, ["ArrowLeft", "ArrowLeft"])
     page.wait_for_selector(f"{step}[data-step='2']", timeout=30_000)
-    page.wait_for_timeout(SETTLE_MS)
+    wait_quiet(page)
     assert page.locator(step).get_attribute("data-step") == "2"
 
 
@@ -184,9 +188,11 @@ def test_decode_with_a_tree_from_the_keyboard_brings_its_steps_where_the_keys_st
         page.locator("#teach-tree").get_by_text("Token trees: a tree round, node by node").click()
     page.evaluate("() => document.querySelector('#tree-step-start').scrollIntoView({block: 'end'})")
     page.focus("#tree-step-start")
+    watch_busy(page, "#tree-step-status")
     page.keyboard.press("Enter")
-    page.wait_for_selector(f"{step}[data-step='1']", timeout=120_000)
-    page.wait_for_function("() => document.querySelector('#tree-step-status').innerText.includes('Decoded')",
-                           timeout=120_000)
+    # 'Decoded' was there before (the last test's tree): the decode's progress comes and goes
+    wait_answered(page, "#tree-step-status")
+    page.wait_for_selector(f"{step}[data-step='1']", timeout=30_000)
+    assert "Decoded" in page.locator("#tree-step-status").inner_text()
     page.keyboard.press("ArrowRight")
     page.wait_for_selector(f"{step}[data-step='2']", timeout=30_000)

@@ -12,7 +12,8 @@ import contextlib
 import pytest
 
 from tools.screenshot import launch_chromium, set_number
-from tests.app.test_browser_teaching import PROMPT, app, wait_round  # noqa: F401 - app: the served Teach tab
+from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
+from tests.app.test_browser_teaching import PROMPT, track_calls, wait_quiet, wait_round
 from tests.app.test_browser_teach_keys import burst, go_to, settled, shown
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
@@ -35,6 +36,7 @@ def decoded_pages(url: str, count: int):
         try:
             pages = [browser.new_page(viewport={"width": 1280, "height": 720}) for _ in range(count)]
             for page in pages:
+                track_calls(page)  # `settled` waits for every press's answer
                 page.goto(url)
                 page.wait_for_selector("#step-start", timeout=60_000)
                 page.fill("#teach-prompt textarea", PROMPT)
@@ -80,7 +82,7 @@ def test_presses_during_play_never_show_an_older_round_and_pause_where_shown(app
         if "Pause" in page.locator("#step-play").inner_text():  # else Play stopped at the last round
             page.click("#step-play")
         page.wait_for_function("() => document.querySelector('#step-play').innerText.includes('Play')")
-        page.wait_for_timeout(1500)  # a tick already sent lands, if any
+        wait_quiet(page)  # a tick already sent lands, if any (a fixed 1.5 s was too short on a busy machine)
         rounds = page.evaluate("window.rounds")
         assert rounds == sorted(rounds), f"an older round came back: {rounds}"
         at = shown(page)[0]

@@ -11,6 +11,7 @@ Under CI=true a missing browser is a failure, not a skip.
 from __future__ import annotations
 
 import contextlib
+import time
 
 import pytest
 
@@ -69,6 +70,7 @@ def teach_page(url: str, *, width: int = 1400, height: int = 1000):
         page = browser.new_page(viewport={"width": width, "height": height})
         page.dialogs = []
         page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+        track_calls(page)
         page.goto(url)
         page.wait_for_selector("#step-start", timeout=60_000)
         try:
@@ -81,6 +83,44 @@ def teach_page(url: str, *, width: int = 1400, height: int = 1000):
 def page(app):
     with teach_page(app[1]) as page:
         yield page
+
+
+# a page's gradio calls: an event sent (queued or not), and the stream of a queued event's answers, which the server
+# closes once the page has no event left pending
+GRADIO_CALLS = ("/queue/join", "/queue/data", "/run/predict")
+QUIET_MS = 1500  # no call open that long: the events that presses, clicks and ticks started have all answered
+
+
+def track_calls(page) -> None:
+    """Note on `page.calls` the page's gradio calls in flight and when one last started or ended (`wait_quiet`)."""
+    page.calls = {"open": set(), "last": time.monotonic()}
+
+    def started(request):
+        if any(part in request.url for part in GRADIO_CALLS):
+            page.calls["open"].add(request)
+            page.calls["last"] = time.monotonic()
+
+    def ended(request):
+        if request in page.calls["open"]:
+            page.calls["open"].discard(request)
+            page.calls["last"] = time.monotonic()
+
+    page.on("request", started)
+    page.on("requestfinished", ended)
+    page.on("requestfailed", ended)
+
+
+def wait_quiet(page, *, quiet_ms: int = QUIET_MS, timeout_ms: int = 60_000) -> None:
+    """Wait until `page` (`track_calls`) has had no gradio call open for `quiet_ms`: every event its presses, clicks
+    and auto-play ticks started has answered. A fixed wait after the round expected showed passed on a round an
+    earlier state had left there (a burst that ends where it began), and an answer later than the wait (a busy
+    machine) showed after the check, in the next test."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while page.calls["open"] or time.monotonic() - page.calls["last"] < quiet_ms / 1000:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gradio calls still open after {timeout_ms} ms: "
+                                 f"{sorted(r.url for r in page.calls['open'])}")
+        page.wait_for_timeout(100)  # playwright delivers the request events while it waits
 
 
 def wait_round(page, n: int, *, timeout_ms: int = 30_000) -> None:
@@ -223,7 +263,7 @@ def test_autoplay_advances_and_stops(page):
     page.click("#step-play")  # pause
     page.wait_for_function("() => document.querySelector('#step-play').textContent.includes('Play')",
                            timeout=10_000)
-    page.wait_for_timeout(800)  # a tick already in flight may still land
+    wait_quiet(page)  # a tick already in flight lands (800 ms was too short for it on a busy machine)
     stopped_at = page.locator("#step-view .teach-step").get_attribute("data-round")
     page.wait_for_timeout(1200)
     assert page.locator("#step-view .teach-step").get_attribute("data-round") == stopped_at
