@@ -46,35 +46,39 @@ def played(index: int, presses: str, count: int) -> tuple[int, bool]:
 
 
 class Shown:
-    """What one page's step-through shows: `what` (a run, a tree round's record) and the step `index`.
+    """What one page's step-through shows: `what` (a run, a tree round's record), the step `index`, and `beside`
+    (what is drawn beside each step and must follow it: the rounds' second drafter's comparison, or None).
 
     A gr.State's value (`gr.State(Shown())`): gradio copies the first value for each page and then hands every event
     of that page this object itself, and forgets it with the page's session (gradio keeps a bounded number of them),
     so nothing here grows with the visitors. An event reads and moves it under `lock` (`move`), so a page's moves
     take turns, each from the step the one before it left, without waiting on other pages'. Events get the object
-    itself, not a copy: a value read before the lock could be one the move before changed since."""
+    itself, not a copy: a value read before the lock could be one the move before changed since. `beside` lives here,
+not in a gr.State of its own: an event reads a State's value as it starts, so a step that started before the
+comparison's answer had stored it drew the round without it (or with the last drafter's)."""
 
-    def __init__(self, what=None, index: int = 0):
-        self.what, self.index, self.moves = what, index, 0
+    def __init__(self, what=None, index: int = 0, beside=None):
+        self.what, self.index, self.beside, self.moves = what, index, beside, 0
         self.lock = threading.Lock()
 
     def __deepcopy__(self, memo) -> Shown:  # gradio's copy for a new page: a lock of its own
-        return Shown(self.what, self.index)
+        return Shown(self.what, self.index, self.beside)
 
-    def move(self, what, index: int) -> Shown:
-        """Show step `index` of `what` (the caller holds `lock`, as `moving` does)."""
-        self.what, self.index, self.moves = what, index, self.moves + 1
+    def move(self, what, index: int, beside=None) -> Shown:
+        """Show step `index` of `what`, with `beside` (the caller holds `lock`, as `moving` does)."""
+        self.what, self.index, self.beside, self.moves = what, index, beside, self.moves + 1
         return self
 
 
 def moving(shown: Shown, unchanged: dict, fn, *args) -> dict:
-    """`fn(*args)`'s answer, run under `shown`'s lock; `unchanged` when `fn` moved it and another move came before
-    this answer could leave: that one shows a later step, and this one might reach the page after it."""
+    """`fn(*args)`'s answer, run under `shown`'s lock; `unchanged` when a move came after it before this answer could
+    leave: that one shows a later step, and this one might reach the page after it. `fn` may move `shown` or only
+    draw its step again (with a new `beside`: a move would drop the answer of a step it crossed, which the page's
+    memory of the step was in)."""
     with shown.lock:
-        before = shown.moves
         answer = fn(*args)
         mine = shown.moves
-    return unchanged if mine != before and shown.moves != mine else answer
+    return unchanged if shown.moves != mine else answer
 
 
 def unchanged(outputs: list) -> dict:

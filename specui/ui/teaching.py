@@ -41,7 +41,7 @@ from specui.ui.teach_experiments import Experiment
 from specui.ui.teach_layout import TEACH_K_MAX, TEACH_MAX_NEW, Controls, StepView  # noqa: F401 (the Chat tab's)
 from specui.ui.teach_prepare import conversation, conversation_words, handed_note, prepare
 from specui.ui.teach_view import INTRO, render_measured, render_step
-from specui.ui.toasts import calmly, refusal
+from specui.ui.toasts import Refusal, calmly, refusal
 
 NAV = {"api_visibility": "private", "show_progress": "hidden"}
 SHOW_STATUS = teach_keys.into_view("step-status")  # Decode's progress, then its round 1
@@ -128,7 +128,7 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
     # every press of Next and Previous counts, however fast they come (a clicker double-tapped), and the auto-play's
     # ticks are presses among them: one stepping event of a page in flight, its answers in order (teach_keys)
     teach_keys.stepper("step", back=c.prev, on=c.next, tick=c.tick, shown=ui.index,
-                       fn=functools.partial(pressed, ui), inputs=[ui.index, cmp.compared, cmp.second, ui.memory],
+                       fn=functools.partial(pressed, ui), inputs=[ui.index, cmp.second, ui.memory],
                        outputs=nav_outputs, **NAV)
     teach_keys.ticking("step", ui.timer)
     # Next before any run decodes the prompt shown (in the engine's queue) and lands on round 1
@@ -145,10 +145,11 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
     c.preset.input(functools.partial(on_preset, config, k_max=TEACH_K_MAX), [c.preset], [c.drafter, c.k], **NAV)
     c.drafter.input(functools.partial(on_drafter, config, k_max=TEACH_K_MAX), [c.preset, c.drafter], [c.k],
                     **NAV)
-    # the export says what the view shows: the second drafter's rounds with the run's, or none
+    # the export says what the view shows: the second drafter's rounds with the run's, or none; the round shown drawn
+    # again with them (the step view too: whichever of its answer and a step's lands last, both show one round)
     cmp.second.input(calmly(functools.partial(second_chosen, state, ui),
                             lambda text: {cmp.compared: None, cmp.view: render_compare(None, 0, note=f"⚠ {text}")}),
-                     {ui.run, ui.index, cmp.second}, [*compared, s.export], **queued)
+                     {ui.run, ui.index, cmp.second}, [*compared, s.export, s.view, s.residual], **queued)
     for experiment, handler, extra in teach_experiments.handlers(ui):
         run = calmly(functools.partial(handler, state, ui), functools.partial(experiment_refused, experiment))
         experiment.run.click(run, c.settings | extra, [experiment.chart, experiment.table], **queued)
@@ -166,8 +167,9 @@ def show_round(ui: TeachTab, run, index, compared=None, second: str | None = Non
 
 
 def _move_to(ui: TeachTab, shown: teach_keys.Shown, run, index: int, compared, second: str | None = None) -> dict:
-    """Show round `index` of `run` (the caller holds `shown`'s lock: `teach_keys.moving`)."""
-    shown.move(run, index)
+    """Show round `index` of `run` with the second drafter's `compared` beside it, kept in `shown` for the steps after
+    (the caller holds `shown`'s lock: `teach_keys.moving`)."""
+    shown.move(run, index, compared)
     return show_round(ui, run, index, compared, second)
 
 
@@ -231,9 +233,30 @@ def second_chosen(state: TeachState, ui: TeachTab, data: dict) -> dict:
     bare = replace(run, spec=GenerationResult(), plain=None, steps=[]) if run is not None else None
     # nothing decoded, nothing to compare: no model, so no GPU call (on ZeroGPU a visitor's quota and a queue wait)
     asked = (bare, data[ui.compare.second], data[ui.index].index)
-    [out] = state.work(compared_with, *asked) if run is not None else compared_with(state, *asked)
+    shown = data[ui.index]
+    try:
+        [out] = state.work(compared_with, *asked) if run is not None else compared_with(state, *asked)
+    except Refusal:  # the view says why (calmly): the steps after show no comparison, nor the last drafter's
+        with shown.lock:
+            shown.beside = None if shown.what is run else shown.beside
+        raise
     out = teach_work.by_component(ui.compare, out)
-    return {**out, ui.step.export: exported(state, run, out[ui.compare.compared])} if run is not None else out
+    if run is None:
+        return out
+    # the comparison took time, and the rounds may have stepped meanwhile: it goes beside the round shown now
+    view = teach_keys.moving(shown, {}, _beside, ui, shown, run, out, data[ui.compare.second])
+    return {**out, ui.compare.view: gr.update(), **view, ui.step.export: exported(state, run, out[ui.compare.compared])}
+
+
+def _beside(ui: TeachTab, shown: teach_keys.Shown, run, out: dict, second: str) -> dict:
+    """The round shown drawn again with the second drafter's answer `out` beside it (its line when it compared none),
+    kept in `shown` for the steps after, or nothing when another run is on show (the caller holds `shown`'s lock:
+    `teach_keys.moving`)."""
+    if shown.what is not run:
+        return {}
+    compared = shown.beside = out[ui.compare.compared]
+    view = show_round(ui, run, shown.index, compared, second)
+    return view if compared is not None else {**view, ui.compare.view: out[ui.compare.view]}
 
 
 def refused(ui: TeachTab, text: str) -> dict:
@@ -294,7 +317,7 @@ def pressed(ui: TeachTab, presses: str, data: dict) -> dict:
     if run is None or not run.steps:
         return {**teach_keys.unchanged([ui.step.view]), **(stopped(ui) if "t" in presses else {})}
     index, ended = teach_keys.played(shown.index, presses, len(run.steps))
-    moved = {**_move_to(ui, shown, run, index, data[ui.compare.compared], data.get(ui.compare.second)),
+    moved = {**_move_to(ui, shown, run, index, shown.beside, data.get(ui.compare.second)),
              ui.memory: teach_memory.at_round(data[ui.memory], index)}  # a refresh comes back to it
     return {**moved, **stopped(ui)} if ended else moved
 
