@@ -95,25 +95,24 @@ def apply_threads(pair: LoadedPair) -> None:
 _LOADS = threading.Lock()  # one load at a time in a process: see load_pair
 
 
-def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None) -> LoadedPair:
-    """Load everything a preset names. `progress` receives short status lines.
+def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None, checked: bool = False) -> LoadedPair:
+    """Load everything a preset names. `progress` receives short status lines. checked: `check_before_loading`
+    ran already (`PairCache`, before it let the loaded pairs go): not again (it may ask the Hub).
 
     Loads take turns: two of transformers' `from_pretrained` at once in one process (two visitors' presets, a script's
     threads) are not safe: with transformers 5.x a tied output layer came out untied and newly initialised (the load
     report's "lm_head.weight MISSING": a silently different target), and the lazy `from transformers import ...` of
     two threads at once raised ImportError."""
     say = progress or (lambda _msg: None)
-    if not _LOADS.acquire(blocking=False):
+    if _LOADS.locked():
         say("Waiting for another model's load to finish")
-        _LOADS.acquire()
-    try:
-        return _load_pair(preset, say)
-    finally:
-        _LOADS.release()
+    with _LOADS:  # taken and given back by `with` itself: a Ctrl-C just after it was taken cannot keep it
+        return _load_pair(preset, say, checked=checked)
 
 
-def _load_pair(preset: Preset, say: Callable[[str], None]) -> LoadedPair:
-    check_before_loading(preset)  # before transformers is imported: a broken HF_ENDPOINT stops that import
+def _load_pair(preset: Preset, say: Callable[[str], None], *, checked: bool) -> LoadedPair:
+    if not checked:
+        check_before_loading(preset)  # before transformers is imported: a broken HF_ENDPOINT stops that import
     from transformers import AutoModelForCausalLM
 
     try:
@@ -290,12 +289,13 @@ class PairCache:
                 self._pairs.move_to_end(preset.name)
                 apply_threads(self._pairs[preset.name])
                 return self._pairs[preset.name]
-            if len(self._pairs) >= self.capacity:  # the oldest go first: the new pair loads with their memory free,
+            full = len(self._pairs) >= self.capacity
+            if full:  # the oldest go first: the new pair loads with their memory free,
                 check_before_loading(preset)  # once what can be known before loading (a missing folder) is fine
                 while len(self._pairs) >= self.capacity:
                     self._pairs.popitem(last=False)
                 give_back_memory()
-            pair = load_pair(preset, progress=progress)
+            pair = load_pair(preset, progress=progress, checked=full)  # checked once, not again in the load
             self._pairs[preset.name] = pair
             return pair
 
