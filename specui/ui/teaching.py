@@ -117,8 +117,10 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
     said = functools.partial(refused, ui)
     # the status line brought into view as Decode starts: on a projector the controls fill the screen, and the run's
     # progress (and then round 1) was below it, a minute of nothing to see at the largest settings
+    # Decode clicked again while a run is on its way (new settings, a changed mind) decodes again after it: gradio's
+    # default ("once") dropped that click, and the rounds shown were the first run's, with no word
     c.start.click(calmly(functools.partial(decode, state, ui), said), c.settings | {cmp.second, ui.index}, decoded,
-                  js=SHOW_STATUS, **queued)
+                  js=SHOW_STATUS, trigger_mode="always_last", **queued)
     if resume:  # a page refreshed on the Teach tab: the remembered run decoded again, at the round it was on
         teach_memory.resume(gr.context.Context.root_block, state.showcase.config, ui,
                             functools.partial(decode, state, ui), said, c.settings | {cmp.second, ui.index, ui.memory},

@@ -1,0 +1,44 @@
+"""Decode clicked again while a decode runs, in a real browser over the tiny pair of test_browser_teaching: a teacher
+who changes New tokens mid-run and clicks Decode again gets a run with the new settings once the first ends. Gradio's
+default for a click ("once") dropped that click while the first run was pending, and the rounds shown were the
+first run's, with no word."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app.test_browser_teaching import set_number, tiny_showcase
+from tests.helpers import app_page, require_browser
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
+
+PROMPT = "".join(f"def add{i}(a, b):\n    return a + b\n\n" for i in range(6)) + "def add(a, b):\n"
+BUSY = "() => !!document.querySelector('#step-status').querySelector('.pending, .progress-text')"
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    require_browser()  # before the pair is built
+    showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
+    with app_page(showcase.config, showcase=showcase, path="?tab=teach", ready="#step-start") as page:
+        yield page
+
+
+def test_decode_clicked_while_one_runs_decodes_the_new_settings_after_it(page):
+    page.fill("#teach-prompt textarea", PROMPT)
+    set_number(page, "teach-k", 1)
+    set_number(page, "teach-temperature", 0)
+    set_number(page, "teach-max-new-tokens", 128)
+    page.click("#step-start")
+    page.wait_for_function(BUSY, timeout=30_000)  # the first run pending
+    set_number(page, "teach-max-new-tokens", 16)
+    pending = page.evaluate(f"() => {{ const busy = ({BUSY})(); document.querySelector('#step-start').click();"
+                            " return busy; }")
+    assert pending, "the first run had ended before the second click: nothing checked (a slower first run needed)"
+    status = "#step-status"
+    try:
+        page.wait_for_function(f"() => document.querySelector('{status}').innerText.includes('Decoded 16 tokens')"
+                               f" && !({BUSY})()", timeout=90_000)
+    except Exception as e:
+        raise AssertionError(f"status: {page.locator(status).inner_text()!r}") from e
+    assert page.locator("#step-view .teach-step").get_attribute("data-round") == "1"
