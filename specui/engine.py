@@ -210,16 +210,22 @@ class SpeculativeEngine:
                 tree=None, cache=None):
         started = time.perf_counter()  # the generators draw on the device of what they sample
         features = features_of(drafter)
-        target, reused, states, held = open_target(cache, self.target_model, prompt, features, self.head_features)
         context, begun = list(prompt), []  # begun: the drafter once its start returned (it has a state to keep)
-        try:  # from here on the cache is given back whatever happens (Ctrl-C included)
-            resume = held.resume(prompt, reused) if held is not None and _resumes(drafter) else None
-            yield from self._run(target, reused, states, prompt, context, sampling, drafter, features, seed, result,
-                                 started, max_new_tokens=max_new_tokens, schedule=schedule, ignore_eos=ignore_eos,
-                                 generators=generators, tree=tree, resume=resume, begun=begun)
-        finally:
-            if held is not None:  # a drafter cut short before its start returned leaves the kept state as it was
-                held.close(context, begun[0] if begun else None)
+        try:  # the cache is given back whatever happens (Ctrl-C included, before open_target's value arrives)
+            try:
+                target, reused, states, held = open_target(cache, self.target_model, prompt, features,
+                                                           self.head_features, holder=context)
+                resume = held.resume(prompt, reused) if held is not None and _resumes(drafter) else None
+                yield from self._run(target, reused, states, prompt, context, sampling, drafter, features, seed,
+                                     result, started, max_new_tokens=max_new_tokens, schedule=schedule,
+                                     ignore_eos=ignore_eos, generators=generators, tree=tree, resume=resume,
+                                     begun=begun)
+            finally:  # a drafter cut short before its start returned leaves the kept state as it was
+                if cache is not None and cache.holds(context):
+                    cache.close(context, begun[0] if begun else None)
+        finally:  # a Ctrl-C as close began: the cache forgets the conversation and is given back
+            if cache is not None:
+                cache.let_go(context)
 
     def _run(self, target, reused, states, prompt, context, sampling, drafter, features, seed, result, started, *,
              max_new_tokens, schedule, ignore_eos, generators, tree, resume=None, begun=None):
@@ -234,9 +240,7 @@ class SpeculativeEngine:
                 if features:
                     states = out[1] if states is None else torch.cat([states.to(out[1].device), out[1]])
             if drafter is not None:
-                extra = {}
-                if features:
-                    extra["features"] = states
+                extra = {"features": states} if features else {}
                 if getattr(drafter, "shares_target", False):
                     extra["target"] = target
                 if resume is not None:  # the drafter's own cache of the conversation's earlier turns
@@ -313,10 +317,7 @@ class SpeculativeEngine:
                               target_argmax=argmax(logits) if sampling.greedy else None)  # as plain decoding
         n = verdict.num_accepted
         target.trim(len(context) + n)  # keep cur and the accepted drafts; the new token is next round's cur
-        if features:
-            drafter.observe(n, features=states[: n + 1])
-        else:
-            drafter.observe(n)
+        drafter.observe(n, **({"features": states[: n + 1]} if features else {}))
 
         # p and q of every drafted token and of the round's last token
         # (sampled: None for the drafts past the rejection, whose rows the rule never read)

@@ -52,6 +52,7 @@ class PromptCache:
         self.limit: int | None = None
         self.drafter_state: tuple[dict, list[int]] | None = None  # a drafter's `keep()` and its run's context
         self._busy = False
+        self._holder: object = None  # the run holding it (`open`'s holder)
         self._guard = threading.Lock()
         self.pool: weakref.ref | None = None  # the `PromptCaches` it belongs to, told when a run closes it
         self.owner: str | None = None  # whose conversation it holds (`PromptCaches.pick`)
@@ -87,21 +88,35 @@ class PromptCache:
 
     # -- for the engine ----------------------------------------------------------------------------------
 
-    def open(self, model: torch.nn.Module, prompt: list[int], features: tuple[int, ...], *, log: tuple[int, ...] = ()):
+    def open(self, model: torch.nn.Module, prompt: list[int], features: tuple[int, ...], *, log: tuple[int, ...] = (),
+             holder: object = None):
         """The target's cache trimmed to the reusable prefix of `prompt`, that prefix's length and its states
         of layers `features` (None without them): (CachedLM, reused, states); None while another generation
         holds the cache. The caller gives it back with `close`. log: the layers to keep states of besides
-        `features` (those of the engine's heads: a later turn may draft with another)."""
-        with self._guard:
-            if self._busy:
-                return None
-            reused = self.reusable(prompt, model)
-            self._busy = True
-        try:
+        `features` (those of the engine's heads: a later turn may draft with another). holder: the run's own
+        object (the engine: its context list): `holds(holder)` says whether that run holds the cache, also when
+        a Ctrl-C cut it off before this method's value reached it."""
+        try:  # from the moment the cache is marked held, a Ctrl-C or an error gives it back (`_drop`)
+            with self._guard:
+                if self._busy:
+                    return None
+                reused = self.reusable(prompt, model)
+                self._holder, self._busy = holder, True  # no call between the two: one interrupt cannot split them
             return self._open(model, prompt, features, log, reused)
         except BaseException:  # Ctrl-C or an error (out of memory) while opening: the conversation is forgotten
-            self._drop()
+            if self.holds(holder):
+                self._drop()
             raise
+
+    def holds(self, holder: object) -> bool:
+        """Whether the run that opened the cache with `holder` holds it still."""
+        return self._busy and self._holder is holder
+
+    def let_go(self, holder: object) -> None:
+        """If the run that opened the cache with `holder` holds it still (its `close` cut short as it began), the
+        conversation is forgotten and the cache given back."""
+        if self.holds(holder):
+            self._drop()
 
     def _open(self, model, prompt, features, log, reused):
         lm = self.lm if self.lm is not None and self.lm.model is model else None
@@ -123,7 +138,7 @@ class PromptCache:
         leaves what the cache holds unknown (the next generation reads its prompt whole: exact)."""
         self.lm, self.tokens, self.drafter_state = None, [], None
         with self._guard:
-            self._busy = False
+            self._busy, self._holder = False, None
 
     def resume(self, prompt: list[int], reused: int) -> dict | None:
         """For the engine: the kept drafter state (an EAGLE head's cache or a draft model's), with "pairs": how
@@ -153,17 +168,18 @@ class PromptCache:
             self._drop()
             raise
         with self._guard:
-            self._busy = False
+            self._busy, self._holder = False, None
         pool = self.pool() if self.pool is not None else None
         if pool is not None:  # it may have grown: the pool makes room, older caches first
             pool.used(self)
 
 
 def open_target(cache: PromptCache | None, model: torch.nn.Module, prompt: list[int], features: tuple[int, ...],
-                log: tuple[int, ...] = ()):
+                log: tuple[int, ...] = (), *, holder: object = None):
     """(CachedLM, reused tokens, their states or None, the cache to close or None): a fresh cache without
-    a PromptCache or when it is held."""
-    opened = cache.open(model, prompt, features, log=log) if cache is not None else None
+    a PromptCache or when it is held. holder: as `PromptCache.open`'s (the caller closes the cache if
+    `cache.holds(holder)`, whether or not this returned)."""
+    opened = cache.open(model, prompt, features, log=log, holder=holder) if cache is not None else None
     if opened is None:
         return CachedLM(model), 0, None, None
     return (*opened, cache)
