@@ -64,8 +64,8 @@ def cpu_threads(count: int | None):
     if count is None or count == before:
         yield
         return
-    torch.set_num_threads(count)
-    try:
+    try:  # set inside the try: a Ctrl-C just after the set (as the call returns) puts torch's count back too
+        torch.set_num_threads(count)
         yield
     finally:
         torch.set_num_threads(before)
