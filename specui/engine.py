@@ -220,7 +220,7 @@ class SpeculativeEngine:
                                      result, started, max_new_tokens=max_new_tokens, schedule=schedule,
                                      ignore_eos=ignore_eos, generators=generators, tree=tree, resume=resume,
                                      begun=begun)
-            finally:  # a drafter cut short before its start returned leaves the kept state as it was
+            finally:  # a drafter cut short before its start returned leaves no kept state (`PromptCache.resume`)
                 if cache is not None and cache.holds(context):
                     cache.close(context, begun[0] if begun else None)
         finally:  # a Ctrl-C as close began: the cache forgets the conversation and is given back

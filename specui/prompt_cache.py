@@ -143,12 +143,17 @@ class PromptCache:
     def resume(self, prompt: list[int], reused: int) -> dict | None:
         """For the engine: the kept drafter state (an EAGLE head's cache or a draft model's), with "pairs": how
         many of its leading positions (a token, or a target state and the token after it) stand for the new
-        prompt's, at most the `reused` positions of the target's cache."""
+        prompt's, at most the `reused` positions of the target's cache. A state handed over is no longer kept: the
+        drafter's start trims and extends its cache in place, and its run's `close` keeps its state again (`keep()`);
+        a start cut short (Ctrl-C, an error) leaves none, and the next turn's drafter reads the conversation whole."""
         if self.drafter_state is None:
             return None
         state, tokens = self.drafter_state
         pairs = min(reused, common_prefix(tokens, prompt) - 1)
-        return {**state, "pairs": pairs} if pairs > 0 else None
+        if pairs <= 0:
+            return None
+        self.drafter_state = None
+        return {**state, "pairs": pairs}
 
     def close(self, context: list[int], drafter=None) -> None:
         """The generation that opened the cache ended (or stopped) with `context` (prompt and tokens so far).
