@@ -284,6 +284,8 @@ class PairCache:
         self._lock = threading.Lock()
 
     def get(self, preset: Preset, *, progress: Callable[[str], None] | None = None) -> LoadedPair:
+        if progress is not None and self._lock.locked():  # another load through this cache (a visitor's, the preload)
+            progress("Waiting for another model's load to finish")
         with self._lock:
             if preset.name in self._pairs:
                 self._pairs.move_to_end(preset.name)

@@ -5,6 +5,8 @@ switch through `PairCache` checks the preset once (`check_before_loading`, which
 from __future__ import annotations
 
 import sys
+import threading
+import time
 
 import pytest
 
@@ -49,3 +51,33 @@ def test_a_ctrl_c_just_after_a_load_took_its_turn_gives_the_turn_back(hub):  # n
             loading._LOADS.release()  # for the tests after this one
     assert not kept, "the Ctrl-C kept the process's load turn: every later load waits forever"
     assert loading.load_pair(hub.get("llama")).target is not None
+
+
+def test_a_load_waiting_behind_another_through_the_pair_cache_says_so(hub):  # noqa: F811
+    """The app loads through one `PairCache` (a visitor's preset, the startup preload), whose own lock makes a second
+    load wait before `load_pair`: that wait said nothing (the progress box stayed empty until the first load ended)."""
+    cache = PairCache(capacity=2)
+    paused, go = threading.Event(), threading.Event()
+
+    def first_progress(line):  # the first load pauses at its first line, holding its turn
+        paused.set()
+        go.wait(30)
+
+    first = threading.Thread(target=cache.get, args=(hub.get("llama"),), kwargs={"progress": first_progress})
+    first.start()
+    lines: list[str] = []
+    second = threading.Thread(target=cache.get, args=(hub.get("qwen2"),), kwargs={"progress": lines.append})
+    try:
+        assert paused.wait(30)
+        second.start()
+        deadline = time.monotonic() + 5
+        while not lines and time.monotonic() < deadline:
+            time.sleep(0.05)
+        waiting = list(lines)
+    finally:
+        go.set()
+        first.join(60)
+        if second.ident:
+            second.join(60)
+    assert waiting == ["Waiting for another model's load to finish"], waiting
+    assert lines[-1] == "Ready"  # then it loaded
