@@ -95,7 +95,9 @@ class PromptCache:
         holds the cache. The caller gives it back with `close`. log: the layers to keep states of besides
         `features` (those of the engine's heads: a later turn may draft with another). holder: the run's own
         object (the engine: its context list): `holds(holder)` says whether that run holds the cache, also when
-        a Ctrl-C cut it off before this method's value reached it."""
+        a Ctrl-C cut it off before this method's value reached it; without one, a holder of its own (two runs that
+        name none are still told apart: a Ctrl-C in one that finds the cache held does not give back the other's)."""
+        holder = object() if holder is None else holder
         try:  # from the moment the cache is marked held, a Ctrl-C or an error gives it back (`_drop`)
             with self._guard:
                 if self._busy:

@@ -78,3 +78,21 @@ def test_a_ctrl_c_at_any_line_of_a_runs_cache_handling_gives_the_cache_back(draf
         again = engine.generate(PROMPT, cache=cache, **settings)
         assert again.token_ids == plain, at
         assert engine.generate(PROMPT, cache=cache, **settings).reused_tokens == len(PROMPT) - 1, at
+
+
+def test_a_ctrl_c_in_an_open_that_finds_the_cache_held_leaves_it_to_its_holder():
+    """`PromptCache.open` without a holder (`open_target`'s default, a script's own use): a Ctrl-C in a second open,
+    which found the cache held, gave back the first one's cache while it ran (both holders were None), so a third
+    run could take it and the first one's close would then trim that run's cache."""
+    target = make_model("llama", layers=2, seed=3)
+    cache = PromptCache()
+    lm, _, _ = cache.open(target, PROMPT, ())  # a run holds it
+    count = PressAtLine()
+    traced(count, lambda: cache.open(target, PROMPT, ()))
+    assert count.seen >= 3 and cache.busy
+    for at in range(1, count.seen + 1):
+        with pytest.raises(KeyboardInterrupt):
+            traced(PressAtLine(at), lambda: cache.open(target, PROMPT, ()))
+        assert cache.busy and cache.lm is lm, f"a Ctrl-C at the {at}-th line gave the held cache back"
+    cache.close(list(PROMPT))
+    assert not cache.busy
