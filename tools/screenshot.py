@@ -28,6 +28,12 @@ def launch_chromium(playwright):
     return playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
 
 
+# launch's options for an app served in this process: no reachability probe. gradio's launch sends the new server a
+# HEAD with a 3 s timeout and, with no answer in time (a busy machine), raised "When localhost is not accessible, a
+# shareable link must be created"; the page or client that comes next waits for the server as long as it needs
+NO_PROBE = {"_frontend": False}
+
+
 @contextlib.contextmanager
 def served_demo(config, *, preload: bool = True, showcase=None):
     """The app (`config`; a given `showcase` serves the requests) served in this process on a free port: yields
@@ -36,7 +42,7 @@ def served_demo(config, *, preload: bool = True, showcase=None):
 
     demo = build(config, preload=preload, showcase=showcase)
     port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **NO_PROBE)
     try:
         yield demo, f"http://127.0.0.1:{port}/"
     finally:

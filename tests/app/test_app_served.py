@@ -142,3 +142,20 @@ def test_a_short_soak_levels_off():
     first, second = map(float, re.search(r"([+-][\d.]+) MB over the first half, ([+-][\d.]+) MB over the second half",
                                          done.stdout).groups())
     assert second < 15, f"{first:+.1f} MB then {second:+.1f} MB: {done.stdout[-1500:]}"
+
+
+def test_the_app_is_served_though_gradios_reachability_probe_times_out(monkeypatch):
+    """`served_app` (tools.screenshot.served_demo) yields the served app though gradio's launch probes the new server
+    with a HEAD of 3 s (networking.url_ok) and gets no answer in time, as on a busy machine: launch raised 'When
+    localhost is not accessible, a shareable link must be created' (test_closed_sessions failed so in a loaded run).
+    A test's own requests wait as long as it needs for the server."""
+    import httpx
+    from gradio import networking
+
+    def timed_out(url, *, timeout, **kwargs):  # the server's answer later than the probe's timeout
+        raise httpx.ReadTimeout(f"no answer within {timeout} s")
+
+    monkeypatch.setattr(networking.httpx, "head", timed_out)
+    with served_app(ui_config()) as url:
+        monkeypatch.undo()
+        assert httpx.get(url, timeout=60).status_code == 200

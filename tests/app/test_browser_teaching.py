@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tools.screenshot import free_port, launch_chromium, set_number
+from tools.screenshot import NO_PROBE, free_port, launch_chromium, set_number
 from tests.helpers import click_and_wait, make_model, noisy_copy, require_browser, save_tiny_model
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
@@ -55,7 +55,7 @@ def app(tmp_path_factory):
         teaching_tab(showcase)
     demo.queue(default_concurrency_limit=4)
     port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **NO_PROBE)
     url = f"http://127.0.0.1:{port}/"
     SERVED[url] = demo
     try:

@@ -96,12 +96,13 @@ def test_the_sweep_joins_gradios_expiry_and_leaves_no_thread_behind():
 
     from specui.ui.blocks import build, launch
     from tests.helpers import ui_config
-    from tools.screenshot import free_port
+    from tools.screenshot import NO_PROBE, free_port
 
     demo = build(ui_config(), preload=False)
     for _ in range(2):  # launched, closed, launched again
         before = set(threading.enumerate())
-        launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+        launch(demo, server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True,
+               **NO_PROBE)
         [sweeper] = [t for t in set(threading.enumerate()) - before if t.name == "specui-closed-sessions"] or [None]
         if sweeper is not None:
             sweeper.join(timeout=10)

@@ -37,7 +37,7 @@ def test_a_toast_shows_markup_as_text_in_the_browser():
     from playwright.sync_api import sync_playwright
 
     from specui.ui.toasts import refusal, warn
-    from tools.screenshot import free_port, launch_chromium
+    from tools.screenshot import NO_PROBE, free_port, launch_chromium
 
     def warned():
         warn(INJECTION)
@@ -52,7 +52,7 @@ def test_a_toast_shows_markup_as_text_in_the_browser():
         gr.Button("refuse", elem_id="refuse").click(refused, None, out)
     demo.queue()
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **NO_PROBE)
     try:
         with sync_playwright() as p:
             browser = launch_chromium(p)
