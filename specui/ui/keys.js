@@ -47,15 +47,18 @@
   // auto-play tick is a press too (window.specuiTick clicks the hidden #NAME-tick): one stepping event in flight,
   // so its answers reach the page in the order the server moved the step
   const presses = {};
-  const kinds = { next: "+", prev: "-", tick: "t" };
+  const kinds = { next: "+", prev: "-", tick: "t", redraw: "=" };
   document.addEventListener("click", (event) => {
-    const selector = "button[id$='-next'], button[id$='-prev'], button[id$='-tick']";
+    const selector = "button[id$='-next'], button[id$='-prev'], button[id$='-tick'], button[id$='-redraw']";
     const button = event.target.closest ? event.target.closest(selector) : null;
-    const name = button && button.id.replace(/-(next|prev|tick)$/, "");
+    const name = button && button.id.replace(/-(next|prev|tick|redraw)$/, "");
     if (!steppers.some(([view]) => view === `#${name}-view`)) return;
     (presses[name] = presses[name] || []).push(kinds[button.id.slice(name.length + 1)]);
   }, true);
   window.specuiTakePresses = (name) => (presses[name] || []).splice(0).join("");
+  // An event that changed the step shown another way (Decode, a second drafter) has it drawn again as a press "="
+  // (teach_keys.redraw_after): its answer and a press's could land in either order, the stepping event's in order
+  window.specuiRedraw = (name) => { document.querySelector(`#${name}-redraw`)?.click(); };
   // Pause takes effect as it is clicked: the timer stops only when the server's answer to it arrives, and a tick
   // in between (or one still waiting here) stepped a round after the class saw the auto-play paused
   const paused = {};

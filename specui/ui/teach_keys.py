@@ -7,7 +7,10 @@ presses, and an auto-play tick, a click on the hidden `#NAME-tick`, adds "t") an
 with `trigger_mode="always_last"`: it takes every press made so far (its `js` empties the page's list into a hidden
 box) and the server applies them one by one, each stopping at the first or last step as a click would. So a page has
 one stepping event in flight at a time, and its answers reach the page in the order they moved the step (gradio
-sends an answer after the event ran: two events of one page at once could arrive in either order). Each page's moves
+sends an answer after the event ran: two events of one page at once could arrive in either order). An event of the
+page that changed what is shown another way (a Decode, a second drafter picked) asks for the step shown to be drawn
+again through it (`redraw_after`: a press "=" of the hidden #NAME-redraw), so whatever answer landed before, the
+page ends on the step the server holds. Each page's moves
 take turns on its `Shown`'s lock, each starting from the step the one before it left; other pages' events run beside
 them. Pure functions and the wiring, no HTML.
 """
@@ -30,8 +33,8 @@ def into_view(elem_id: str) -> str:
 
 
 def walk(index: int, presses: str, count: int) -> int:
-    """`index` after each press in turn ("+" or an auto-play tick "t" on, "-" back), kept within 0 … count − 1 as
-    each press is made."""
+    """`index` after each press in turn ("+" or an auto-play tick "t" on, "-" back, "=" a redraw: no move), kept
+    within 0 … count − 1 as each press is made."""
     return played(index, presses, count)[0]
 
 
@@ -88,16 +91,18 @@ def unchanged(outputs: list) -> dict:
 
 def stepper(name: str, *, back: gr.Button, on: gr.Button, shown: gr.State, fn, inputs: list, outputs: list,
             tick: gr.Button | None = None, **event):
-    """Wire `back` and `on` (ids #NAME-prev and #NAME-next), and `tick` (#NAME-tick, hidden: an auto-play's timer
-    clicks it, `ticking`) if given, to one event `fn(presses, data)`: `presses` the "+"/"-"/"t" string of the
-    presses taken, `data` the other `inputs` by component; `shown` (one of `inputs`, its value a `Shown`) is locked
-    while `fn` runs, and `fn` moves it. Returns the event.
+    """Wire `back` and `on` (ids #NAME-prev and #NAME-next), `tick` (#NAME-tick, hidden: an auto-play's timer
+    clicks it, `ticking`) if given, and a hidden #NAME-redraw made here (`redraw_after`) to one event
+    `fn(presses, data)`: `presses` the "+"/"-"/"t"/"=" string of the presses taken, `data` the other `inputs` by
+    component; `shown` (one of `inputs`, its value a `Shown`) is locked while `fn` runs, and `fn` moves it (a
+    redraw "=" to the step it shows). Returns the event.
 
     Clicks in one moment (a burst of keys handled in one go) each start the event before gradio knows one runs, so
     `always_last` does not hold them all back: the first takes every press and the others none. So an event that
     took none changes nothing (it would show the step it read, over the first's). The events are not limited to one
     at a time (one visitor's presses would wait behind every other's): the lock keeps each page's in turn."""
     box = gr.Textbox("", visible=False)  # carries the presses: its value comes from the page, never from a user
+    redraw = gr.Button("Redraw", visible="hidden", elem_id=f"{name}-redraw")  # clicked by the page (redraw_after)
 
     def handler(presses, *values):
         if not presses:
@@ -107,7 +112,7 @@ def stepper(name: str, *, back: gr.Button, on: gr.Button, shown: gr.State, fn, i
 
     take = f"(presses, ...rest) => [window.specuiTakePresses ? window.specuiTakePresses({name!r}) : '', ...rest]"
     event = {**event, "queue": True, "concurrency_id": f"{name}-presses", "concurrency_limit": None}
-    triggers = [on.click, back.click] + ([tick.click] if tick is not None else [])
+    triggers = [on.click, back.click, redraw.click] + ([tick.click] if tick is not None else [])
     return gr.on(triggers, handler, [box, *inputs], outputs, js=take, trigger_mode="always_last",
                  **event)
 
@@ -116,3 +121,11 @@ def ticking(name: str, timer: gr.Timer) -> None:
     """Make each of `timer`'s ticks a press of NAME's hidden tick button, in the page (no server call of its own):
     the tick takes its turn with the presses in NAME's one stepping event (`stepper`)."""
     timer.tick(None, None, None, js=f"() => {{ window.specuiTick && window.specuiTick({name!r}); }}")
+
+
+def redraw_after(name: str, event) -> None:
+    """Once `event` (an event listener's dependency) has answered, draw NAME's step shown again through its stepping
+    event (a press "=", in the page: no server call of its own). `event` changed what is shown (`Shown`) and may have
+    drawn it; a press's answer and its own reach the page in either order, so the last one could show a step the
+    server has left: the redraw, one of the stepping event's answers in order, shows the step the server holds."""
+    event.then(None, None, None, js=f"() => {{ window.specuiRedraw && window.specuiRedraw({name!r}); }}")

@@ -20,6 +20,7 @@ import math
 
 import gradio as gr
 
+from specui.ui import teach_keys
 from specui.ui.teach_prepare import conversation_words
 from specui.ui.toasts import calmly
 
@@ -168,4 +169,4 @@ def resume(demo: gr.Blocks, config, ui, decode, said, inputs, outputs, **event) 
         return calmly(lambda values: decode(values, at=at), said)({**data, **kept})
 
     demo.load(due, [ui.memory, wanted], [wanted], show_progress="hidden", api_visibility="private", queue=False)
-    wanted.change(resumed, inputs, outputs, **event)
+    teach_keys.redraw_after("step", wanted.change(resumed, inputs, outputs, **event))  # a press could land first

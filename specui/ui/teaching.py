@@ -36,6 +36,7 @@ from specui.ui import (teach_charts, teach_compare, teach_experiments, teach_key
 from specui.ui.exports import Exports
 from specui.ui.gpu_calls import GpuWork
 from specui.ui.preset_view import on_drafter, on_preset
+from specui.ui.request import DRAFTER_CHOICES
 from specui.ui.teach_compare_view import render_compare, waiting
 from specui.ui.teach_experiments import Experiment
 from specui.ui.teach_layout import TEACH_K_MAX, TEACH_MAX_NEW, Controls, StepView  # noqa: F401 (the Chat tab's)
@@ -119,8 +120,10 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
     # progress (and then round 1) was below it, a minute of nothing to see at the largest settings
     # Decode clicked again while a run is on its way (new settings, a changed mind) decodes again after it: gradio's
     # default ("once") dropped that click, and the rounds shown were the first run's, with no word
-    c.start.click(calmly(functools.partial(decode, state, ui), said), c.settings | {cmp.second, ui.index}, decoded,
-                  js=SHOW_STATUS, trigger_mode="always_last", **queued)
+    # a press's answer could land before Decode's (round 1): the round the server holds is drawn again after it
+    teach_keys.redraw_after("step", c.start.click(
+        calmly(functools.partial(decode, state, ui), said), c.settings | {cmp.second, ui.index}, decoded,
+        js=SHOW_STATUS, trigger_mode="always_last", **queued))
     if resume:  # a page refreshed on the Teach tab: the remembered run decoded again, at the round it was on
         teach_memory.resume(gr.context.Context.root_block, state.showcase.config, ui,
                             functools.partial(decode, state, ui), said, c.settings | {cmp.second, ui.index, ui.memory},
@@ -134,8 +137,8 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
                        outputs=nav_outputs, **NAV)
     teach_keys.ticking("step", ui.timer)
     # Next before any run decodes the prompt shown (in the engine's queue) and lands on round 1
-    c.next.click(calmly(functools.partial(decode_first, state, ui), said),
-                 c.settings | {ui.run, ui.index, cmp.second}, decoded, **queued)
+    teach_keys.redraw_after("step", c.next.click(calmly(functools.partial(decode_first, state, ui), said),
+                                                 c.settings | {ui.run, ui.index, cmp.second}, decoded, **queued))
     # a new prompt typed mid-lesson: Next and Previous still step the rounds decoded, and the status line says so
     c.prompt.input(functools.partial(prompt_edited, ui), {c.prompt, ui.run, c.context, ui.memory, s.status}, [s.status],
                    **NAV)
@@ -147,11 +150,14 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
     c.preset.input(functools.partial(on_preset, config, k_max=TEACH_K_MAX), [c.preset], [c.drafter, c.k], **NAV)
     c.drafter.input(functools.partial(on_drafter, config, k_max=TEACH_K_MAX), [c.preset, c.drafter], [c.k],
                     **NAV)
-    # the export says what the view shows: the second drafter's rounds with the run's, or none; the round shown drawn
-    # again with them (the step view too: whichever of its answer and a step's lands last, both show one round)
-    cmp.second.input(calmly(functools.partial(second_chosen, state, ui),
-                            lambda text: {cmp.compared: None, cmp.view: render_compare(None, 0, note=f"⚠ {text}")}),
-                     {ui.run, ui.index, cmp.second}, [*compared, s.export, s.view, s.residual], **queued)
+    # the export says what the view shows: the second drafter's rounds with the run's, or none; the comparison kept
+    # beside the rounds (ui.index's Shown) and the round shown drawn again with it through the stepping event: its
+    # answers land in order, an answer of this event could land after a step's and show the round it left.
+    # always_last: a drafter picked while the last pick's comparison is on its way is compared after it ("once"
+    # dropped it, and the list named a drafter the view did not show)
+    teach_keys.redraw_after("step", cmp.second.input(
+        calmly(functools.partial(second_chosen, state, ui), functools.partial(compare_refused, ui)),
+        {ui.run, ui.index, cmp.second}, [*compared, s.export], trigger_mode="always_last", **queued))
     for experiment, handler, extra in teach_experiments.handlers(ui):
         run = calmly(functools.partial(handler, state, ui), functools.partial(experiment_refused, experiment))
         experiment.run.click(run, c.settings | extra, [experiment.chart, experiment.table], **queued)
@@ -160,19 +166,27 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
 # -- handlers (each gets the tab's state, its components, and the inputs by component) -----------------------
 
 
-def show_round(ui: TeachTab, run, index, compared=None, second: str | None = None) -> dict:
-    """Round `index` of `run`: the step view, its residual chart and the second drafter's view of it (`compared`;
-    without one, what the dropdown's choice `second` waits for)."""
+def show_round(ui: TeachTab, run, index, beside=None, second: str | None = None) -> dict:
+    """Round `index` of `run`: the step view, its residual chart and the second drafter's view of it (`beside`: its
+    `Comparison`, or the HTML the view shows instead, e.g. why it compared none; without either, what the dropdown's
+    choice `second` waits for)."""
     step = run.steps[index] if run is not None and run.steps else None
+    side = beside if isinstance(beside, str) else render_compare(beside, index,
+                                                                  note=waiting(second, decoded=run is not None))
     return {ui.step.view: render_step(run, index), ui.step.residual: teach_charts.residual_figure(step),
-            ui.compare.view: render_compare(compared, index, note=waiting(second, decoded=run is not None))}
+            ui.compare.view: side}
 
 
-def _move_to(ui: TeachTab, shown: teach_keys.Shown, run, index: int, compared, second: str | None = None) -> dict:
-    """Show round `index` of `run` with the second drafter's `compared` beside it, kept in `shown` for the steps after
-    (the caller holds `shown`'s lock: `teach_keys.moving`)."""
-    shown.move(run, index, compared)
-    return show_round(ui, run, index, compared, second)
+def _move_to(ui: TeachTab, shown: teach_keys.Shown, run, index: int, beside, second: str | None = None) -> dict:
+    """Show round `index` of `run` with the second drafter's `beside` it (`show_round`), kept in `shown` for the steps
+    after (the caller holds `shown`'s lock: `teach_keys.moving`)."""
+    shown.move(run, index, beside)
+    return show_round(ui, run, index, beside, second)
+
+
+def _beside(ui: TeachTab, out: dict):
+    """What goes beside the rounds from a comparison's answer `out`: the comparison, or its view's line (none)."""
+    return out[ui.compare.compared] if out[ui.compare.compared] is not None else out[ui.compare.view]
 
 
 # the tab's components that `teach_compare.run_comparison` reads and answers, standing as their names (`teach_work`)
@@ -210,9 +224,7 @@ def decode(state: TeachState, ui: TeachTab, data: dict, *, at: int = 0) -> dict:
     compared = teach_work.by_component(ui.compare, compared)
     # round 1 unless a press made since the run arrived has moved it on already (that press's answer shows its round)
     kept = teach_memory.kept(ui.controls, data, conversation=conversation_of, seed=run.spec.seed)  # a blank box: 0
-    view = teach_keys.moving(shown, {}, _move_to, ui, shown, run, at, compared[ui.compare.compared])
-    if compared[ui.compare.compared] is None and ui.compare.view in view:  # none: the comparison's line says why
-        view[ui.compare.view] = compared[ui.compare.view]
+    view = teach_keys.moving(shown, {}, _move_to, ui, shown, run, at, _beside(ui, compared))
     return {ui.run: run, **compared, ui.step.view: gr.update(), ui.compare.view: gr.update(), **view,
             s.theory_tokens: teach_charts.theory_tokens_figure(run.measured),
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
@@ -229,36 +241,37 @@ def exported(state: TeachState, run, compared) -> str:
 
 
 def second_chosen(state: TeachState, ui: TeachTab, data: dict) -> dict:
-    """A second drafter picked for the run on show: its rounds beside the run's, in the view and the export."""
-    run = data[ui.run]
+    """A second drafter picked for the run on show: its rounds kept beside the run's (the round shown is drawn again
+    with them through the stepping event: `teach_keys.redraw_after`) and in the export. The comparison already
+    beside this run picked again (the list answers again on Escape and as it loses the focus) is not computed again:
+    one engine round per round of the run, in the queue every visitor's runs wait in."""
+    run, shown, choice = data[ui.run], data[ui.index], data[ui.compare.second]
+    held = shown.beside if shown.what is run and run is not None else None
+    if isinstance(held, lesson_compare.Comparison) and DRAFTER_CHOICES.get(choice) == held.second:
+        return {ui.compare.second: gr.update()}  # a no-op: gradio reads an empty dict as one value, an error
     # what the comparison reads of the run (its preset, prompt ids and settings) goes to the call, not its rounds
     bare = replace(run, spec=GenerationResult(), plain=None, steps=[]) if run is not None else None
     # nothing decoded, nothing to compare: no model, so no GPU call (on ZeroGPU a visitor's quota and a queue wait)
-    asked = (bare, data[ui.compare.second], data[ui.index].index)
-    shown = data[ui.index]
+    asked = (bare, choice, shown.index)
     try:
         [out] = state.work(compared_with, *asked) if run is not None else compared_with(state, *asked)
-    except Refusal:  # the view says why (calmly): the steps after show no comparison, nor the last drafter's
+    except Refusal as e:  # the view says why: the steps after show no comparison, nor the last drafter's
         with shown.lock:
-            shown.beside = None if shown.what is run else shown.beside
+            shown.beside = render_compare(None, 0, note=f"⚠ {e.text}") if shown.what is run else shown.beside
         raise
     out = teach_work.by_component(ui.compare, out)
     if run is None:
         return out
-    # the comparison took time, and the rounds may have stepped meanwhile: it goes beside the round shown now
-    view = teach_keys.moving(shown, {}, _beside, ui, shown, run, out, data[ui.compare.second])
-    return {**out, ui.compare.view: gr.update(), **view, ui.step.export: exported(state, run, out[ui.compare.compared])}
+    with shown.lock:  # beside the run it compared, whatever round it is on now (another run: not this one's)
+        if shown.what is run:
+            shown.beside = _beside(ui, out)
+    del out[ui.compare.view]  # drawn by the redraw after, for the round shown then
+    return {**out, ui.step.export: exported(state, run, out[ui.compare.compared])}
 
 
-def _beside(ui: TeachTab, shown: teach_keys.Shown, run, out: dict, second: str) -> dict:
-    """The round shown drawn again with the second drafter's answer `out` beside it (its line when it compared none),
-    kept in `shown` for the steps after, or nothing when another run is on show (the caller holds `shown`'s lock:
-    `teach_keys.moving`)."""
-    if shown.what is not run:
-        return {}
-    compared = shown.beside = out[ui.compare.compared]
-    view = show_round(ui, run, shown.index, compared, second)
-    return view if compared is not None else {**view, ui.compare.view: out[ui.compare.view]}
+def compare_refused(ui: TeachTab, text: str) -> dict:
+    """A second drafter's comparison refused: its line goes beside the rounds (`second_chosen` kept it in the Shown)."""
+    return {ui.compare.compared: None}
 
 
 def refused(ui: TeachTab, text: str) -> dict:

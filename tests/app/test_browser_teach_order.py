@@ -1,0 +1,100 @@
+"""Every answer that draws the Teach tab's rounds lands in order, in a real browser over the tiny pair of
+test_browser_teaching, on a server made slow where a loaded machine is slow (a handler of the real app slowed here):
+a second drafter's comparison or a Decode answered after a press that stepped the rounds (the page used to end on
+the old round, the server on the new one), a prompt typed back while its last edit's event was pending (the status
+line kept "The prompt changed"), auto-play ticks that pile up while a step is on its way (the view jumped rounds)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from specui.ui import teaching
+from tests.app.test_browser_teach_keys import go_to, settled, shown
+from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
+from tests.app.test_browser_teaching import PROMPT, decode_lesson, teach_page, wait_quiet, wait_round
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
+
+
+@pytest.fixture(scope="module")
+def page(app):  # noqa: F811 - the fixture imported above
+    with teach_page(app[1], width=1280, height=720) as page:
+        decode_lesson(page, PROMPT, new_tokens=32)
+        page.locator("#step-status").click()  # the focus off the prompt box
+        yield page
+
+
+def slowed(monkeypatch, name: str, seconds: float) -> threading.Event:
+    """`teaching.NAME` made `seconds` slower (a loaded machine); the event is set as a call of it starts."""
+    started, real = threading.Event(), getattr(teaching, name)
+
+    def slow(*args, **kwargs):
+        started.set()
+        time.sleep(seconds)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(teaching, name, slow)
+    return started
+
+
+def click(page, *ids: str) -> None:
+    page.evaluate("(ids) => ids.forEach(id => document.querySelector(`#${id}`).click())", list(ids))
+
+
+def compare_round(page) -> str | None:
+    return page.evaluate("() => document.querySelector('#compare-view .teach-compare[data-round]')?.dataset.round")
+
+
+def watch_rounds(page) -> None:
+    """Note in the page every (step view's round, compare view's round) it shows from now (`rounds_seen`)."""
+    page.evaluate("""() => { window.roundsSeen = [];
+        const round = (selector) => +(document.querySelector(selector)?.dataset.round || 0);
+        new MutationObserver(() => {
+            const now = [round('#step-view .teach-step[data-round]'),
+                         round('#compare-view .teach-compare[data-round]')];
+            const last = window.roundsSeen.at(-1);
+            if (!last || last[0] !== now[0] || last[1] !== now[1]) window.roundsSeen.push(now); })
+        .observe(document.querySelector('#teach-tab'), {childList: true, subtree: true}); }""")
+
+
+def rounds_seen(page) -> list[list[int]]:
+    return page.evaluate("() => window.roundsSeen")
+
+
+def test_a_step_made_as_a_comparison_answers_is_the_round_both_views_end_on(page, monkeypatch):
+    go_to(page, 3)
+    # the comparison is computed; its answer (the export last) leaves after the step below has moved the rounds
+    started = slowed(monkeypatch, "exported", 2)
+    watch_rounds(page)
+    page.click("#teach-second input")
+    page.locator("[role=option]", has_text="prompt lookup").first.click()
+    page.locator("#step-status").click()  # the list closed, the focus off it
+    assert started.wait(60), "the comparison never answered"
+    click(page, "step-next")
+    wait_round(page, 4)
+    wait_quiet(page)
+    seen = rounds_seen(page)
+    # never the old round again once the step showed (its answer drawn for round 3 landed after the step's 4)
+    assert seen[-1] == [4, 4] and all(step == 4 for step, _ in seen[[s for s, _ in seen].index(4):]), seen
+    click(page, "step-next")  # the server on round 4 too: the next press shows 5
+    settled(page, 5)
+    page.click("#teach-second input")
+    page.locator("[role=option]", has_text="none").first.click()
+    page.locator("#step-status").click()
+    page.wait_for_selector("#compare-view .teach-compare.teach-empty", timeout=30_000)
+
+
+def test_presses_made_as_decode_answers_are_the_round_it_ends_on(page, monkeypatch):
+    go_to(page, 3)
+    started = slowed(monkeypatch, "exported", 2)  # Decode's answer leaves after its run is on show on the server
+    click(page, "step-start")
+    assert started.wait(120), "Decode never answered"
+    click(page, "step-next", "step-next", "step-next")  # the new run's rounds 2, 3, 4 on the server
+    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('Decoded')")
+    wait_quiet(page)
+    assert shown(page)[0] == 4
+    click(page, "step-next")
+    settled(page, 5)
