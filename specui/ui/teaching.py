@@ -140,16 +140,19 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
     teach_keys.redraw_after("step", c.next.click(calmly(functools.partial(decode_first, state, ui), said),
                                                  c.settings | {ui.run, ui.index, cmp.second}, decoded, **queued))
     # a new prompt typed mid-lesson: Next and Previous still step the rounds decoded, and the status line says so
+    # always_last, as every `.input` of the tab: a key typed (a preset picked) while the last one's event is on its way
+    # is answered after it (gradio's default, "once", dropped it: "The prompt changed" stayed by the decoded prompt)
     c.prompt.input(functools.partial(prompt_edited, ui), {c.prompt, ui.run, c.context, ui.memory, s.status}, [s.status],
-                   **NAV)
+                   trigger_mode="always_last", **NAV)
     c.play.click(functools.partial(toggle, ui), {ui.run, ui.playing, c.speed}, [ui.playing, ui.timer, c.play], **NAV)
     c.speed.change(lambda seconds: gr.Timer(value=float(seconds)), [c.speed], [ui.timer], **NAV)
     # as in the Chat tab: a preset the user picks brings its drafter, a drafter its own K (`input`: the settings that
     # the Chat tab's "step through it" sets stay as they are)
     config = state.showcase.config
-    c.preset.input(functools.partial(on_preset, config, k_max=TEACH_K_MAX), [c.preset], [c.drafter, c.k], **NAV)
+    c.preset.input(functools.partial(on_preset, config, k_max=TEACH_K_MAX), [c.preset], [c.drafter, c.k],
+                   trigger_mode="always_last", **NAV)
     c.drafter.input(functools.partial(on_drafter, config, k_max=TEACH_K_MAX), [c.preset, c.drafter], [c.k],
-                    **NAV)
+                    trigger_mode="always_last", **NAV)
     # the export says what the view shows: the second drafter's rounds with the run's, or none; the comparison kept
     # beside the rounds (ui.index's Shown) and the round shown drawn again with it through the stepping event: its
     # answers land in order, an answer of this event could land after a step's and show the round it left.

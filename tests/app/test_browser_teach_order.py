@@ -98,3 +98,18 @@ def test_presses_made_as_decode_answers_are_the_round_it_ends_on(page, monkeypat
     assert shown(page)[0] == 4
     click(page, "step-next")
     settled(page, 5)
+
+
+def test_a_prompt_typed_back_while_its_edit_is_answered_says_the_rounds_are_its(page, monkeypatch):
+    wait_quiet(page)
+    decoded = page.locator("#step-status").inner_text()
+    assert decoded.startswith("Decoded")
+    slowed(monkeypatch, "conversation_words", 1)  # every prompt_edited call reads it first
+    box = page.locator("#teach-prompt textarea")
+    prompt = box.input_value()
+    box.press_sequentially("import os", delay=150)
+    box.fill(prompt)  # the decoded prompt again, while the last key's event is on its way
+    page.locator("#step-status").click()
+    wait_quiet(page)
+    page.wait_for_timeout(1_000)
+    assert page.locator("#step-status").inner_text() == decoded
