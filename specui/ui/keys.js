@@ -69,9 +69,11 @@
     paused[name] = button.innerText.includes("Pause");  // the label as clicked: Pause, or Play again
     if (paused[name] && presses[name]) presses[name] = presses[name].filter((press) => press !== "t");
   }, true);
+  // At most one tick waits here: on a slow server the ticks of the step in flight piled up, and the next event
+  // applied them all (the auto-play jumped from round 7 to 12); a tick waiting already is the next step
   window.specuiTick = (name) => {
     const button = document.querySelector(`#${name}-tick`);
-    if (button && !paused[name]) button.click();
+    if (button && !paused[name] && !(presses[name] || []).includes("t")) button.click();
   };
   // The Teach tab's charts keep plotly's tool bar for the mouse, out of the Tab order: a presenter tabbing from the
   // step buttons to the controls below went through eight buttons of each of its charts (plotly redraws the bar).

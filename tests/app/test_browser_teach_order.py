@@ -12,6 +12,7 @@ import time
 import pytest
 
 from specui.ui import teaching
+from tools.screenshot import set_number
 from tests.app.test_browser_teach_keys import go_to, settled, shown
 from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
 from tests.app.test_browser_teaching import PROMPT, decode_lesson, teach_page, wait_quiet, wait_round
@@ -113,3 +114,18 @@ def test_a_prompt_typed_back_while_its_edit_is_answered_says_the_rounds_are_its(
     wait_quiet(page)
     page.wait_for_timeout(1_000)
     assert page.locator("#step-status").inner_text() == decoded
+
+
+def test_auto_play_ticks_on_a_slow_server_step_one_round_each(page, monkeypatch):
+    go_to(page, 1)
+    set_number(page, "step-speed", 0.2)
+    slowed(monkeypatch, "render_step", 1)  # every step answered a second late: five ticks come meanwhile
+    watch_rounds(page)
+    page.click("#step-play")
+    page.wait_for_timeout(5_000)
+    page.click("#step-play")
+    page.wait_for_function("() => document.querySelector('#step-play').innerText.includes('Play')")
+    wait_quiet(page)
+    steps = [step for step, _ in rounds_seen(page)]
+    seen = [step for i, step in enumerate(steps) if i == 0 or step != steps[i - 1]]
+    assert len(seen) >= 2 and all(b - a == 1 for a, b in zip(seen, seen[1:])), seen
