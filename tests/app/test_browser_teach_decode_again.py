@@ -5,8 +5,11 @@ first run's, with no word."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from specui.ui import teaching
 from tests.app.test_browser_teaching import set_number, tiny_showcase
 from tests.helpers import app_page, require_browser
 
@@ -24,7 +27,9 @@ def page(tmp_path_factory):
         yield page
 
 
-def test_decode_clicked_while_one_runs_decodes_the_new_settings_after_it(page):
+def test_decode_clicked_while_one_runs_decodes_the_new_settings_after_it(page, monkeypatch):
+    real = teaching.exported  # Decode's last step: its answer 2 s late, the first run pending when the second click
+    monkeypatch.setattr(teaching, "exported", lambda *args: (time.sleep(2), real(*args))[1])  # comes (it took 0.7 s)
     page.fill("#teach-prompt textarea", PROMPT)
     set_number(page, "teach-k", 1)
     set_number(page, "teach-temperature", 0)
