@@ -21,8 +21,7 @@ from tools.screenshot import FINISHED, launch_chromium, run_prompt, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
-INJECTION = "<img src=x onerror=alert(1)>"
-PROMPT = "import os\nimport sys\n\n\ndef main(argv):\n"
+INJECTION, PROMPT = "<img src=x onerror=alert(1)>", "import os\nimport sys\n\n\ndef main(argv):\n"
 EMITTED = "#chat .tok-accepted, #chat .tok-resampled, #chat .tok-bonus"
 
 
@@ -242,9 +241,7 @@ def test_stop_halts_a_long_run(page):
     assert reply.locator(".tok:not(.tok-rejected)").count() < 2 * 400
     assert reply.locator(".specui-verdict").count() == 0  # no comparison claimed for a stopped run
     page.click("#compare input")
-    # 'Stopped' is the run's last frame; its event answers after it. The next test's Send, made before, was refused
-    # as "still being answered" (the session busy until the run's end), and that test waited for a message never shown
-    run_prompt_done(page)
+    run_prompt_done(page)  # 'Stopped' is the last frame: a Send before the event's end is "still being answered"
 
 
 def test_injection_shows_as_text_and_never_runs(page):

@@ -11,13 +11,11 @@ Under CI=true a missing browser is a failure, not a skip.
 from __future__ import annotations
 
 import contextlib
-import json
-import time
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from tools.screenshot import NO_PROBE, free_port, launch_chromium, set_number
+from tests.gradio_calls import SERVED, session_of, track_calls, wait_quiet  # noqa: F401 - the Teach tests import them from here
 from tests.helpers import click_and_wait, make_model, noisy_copy, require_browser, save_tiny_model
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
@@ -88,72 +86,6 @@ def teach_page(url: str, *, width: int = 1400, height: int = 1000):
 def page(app):
     with teach_page(app[1]) as page:
         yield page
-
-
-# a page's gradio calls: an event sent (queued or not), and the stream of a queued event's answers, which the server
-# closes once the page has no event left pending
-GRADIO_CALLS = ("/queue/join", "/queue/data", "/run/predict")
-QUIET_MS = 1500  # no call open that long: the events that presses, clicks and ticks started have all answered
-SERVED: dict = {}  # the URL `app` serves the Teach tab at: its Blocks (wait_quiet reads the queue's pending events)
-
-
-def track_calls(page) -> None:
-    """Note on `page.calls` the page's gradio calls in flight, when one last started or ended, and the page's gradio
-    sessions (`wait_quiet`)."""
-    page.calls = {"open": set(), "last": time.monotonic(), "sessions": set()}
-
-    def started(request):
-        if any(part in request.url for part in GRADIO_CALLS):
-            page.calls["open"].add(request)
-            page.calls["last"] = time.monotonic()
-            page.calls["sessions"].update(session_of(request))
-
-    def ended(request):
-        if request in page.calls["open"]:
-            page.calls["open"].discard(request)
-            page.calls["last"] = time.monotonic()
-
-    page.on("request", started)
-    page.on("requestfinished", ended)
-    page.on("requestfailed", ended)
-
-
-def session_of(request) -> set[str]:
-    """The gradio session a call is of: in a stream's address, or in a join's or predict's JSON body."""
-    sessions = set(parse_qs(urlsplit(request.url).query).get("session_hash", ()))
-    with contextlib.suppress(Exception):
-        sessions.add(json.loads(request.post_data)["session_hash"])
-    return sessions
-
-
-def pending(page) -> bool | None:
-    """Whether the server (`app`'s, in this process) holds an event of the page's sessions queued, running or with its
-    answer not yet sent (None: the page is not on a server `app` serves)."""
-    demo = next((demo for url, demo in SERVED.items() if page.url.startswith(url)), None)
-    if getattr(demo, "_queue", None) is None:
-        return None
-    return any(demo._queue.pending_event_ids_session.get(session) for session in page.calls["sessions"])
-
-
-def wait_quiet(page, *, quiet_ms: int = QUIET_MS, timeout_ms: int = 60_000) -> None:
-    """Wait until `page` (`track_calls`) has had no gradio call open for `quiet_ms`: every event its presses, clicks
-    and auto-play ticks started has answered. A fixed wait after the round expected showed passed on a round an
-    earlier state had left there (a burst that ends where it began), and an answer later than the wait (a busy
-    machine) showed after the check, in the next test. A stream of answers (queue/data) counts while the server has
-    an event of the page pending: gradio's client sometimes opens one for an event already answered, and the server
-    holds it open with nothing to send until the page's next event (waited for, it timed out a page at rest)."""
-    deadline = time.monotonic() + timeout_ms / 1000
-    while True:
-        waiting = pending(page)
-        calls = {r for r in page.calls["open"] if waiting is not False or "/queue/data" not in r.url}
-        if waiting:
-            page.calls["last"] = time.monotonic()
-        elif not calls and time.monotonic() - page.calls["last"] >= quiet_ms / 1000:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gradio calls still open after {timeout_ms} ms: {sorted(r.url for r in calls)}"
-                                 f"{' (an event pending on the server)' if waiting else ''}")
-        page.wait_for_timeout(100)  # playwright delivers the request events while it waits
 
 
 def wait_round(page, n: int, *, timeout_ms: int = 30_000) -> None:
@@ -401,13 +333,14 @@ def test_wait_quiet_returns_though_a_stream_stays_open_with_no_event_pending(pag
     60 s on a page at rest and working, and every later test of the page with it. Here the page opens such a stream
     as gradio's client does (a GET of queue/data for its session), with nothing pending."""
     sessions = set()
-    page.on("request", lambda r: sessions.update(parse_qs(urlsplit(r.url).query).get("session_hash", ())))
+    page.on("request", lambda r: sessions.update(session_of(r)))
     decode_lesson(page, PROMPT, new_tokens=32)
     page.locator("#step-status").click()  # the focus off the prompt box
     wait_quiet(page)
     (session,) = sessions
     page.evaluate("""(session) => { window.idleStream = new AbortController();
-        fetch('gradio_api/queue/data?session_hash=' + session, {signal: window.idleStream.signal}).catch(() => {}); }""",
+        fetch('gradio_api/queue/data?session_hash=' + session, {signal: window.idleStream.signal})
+            .catch(() => {}); }""",
                   session)
     page.wait_for_timeout(500)  # the request's event delivered
     assert any("/queue/data" in r.url for r in page.calls["open"]), "no stream open: nothing to check"

@@ -1,0 +1,76 @@
+"""A browser page's gradio calls, followed through playwright's request events, for tests that must wait until every
+event a page started (presses, clicks, auto-play ticks, whose progress is hidden) has answered: `track_calls`,
+`wait_quiet`. `SERVED` maps a URL served in this process to its Blocks, so a wait can ask the server whether an event
+of the page is still pending."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from urllib.parse import parse_qs, urlsplit
+
+# a page's gradio calls: an event sent (queued or not), and the stream of a queued event's answers, which the server
+# closes once the page has no event left pending
+GRADIO_CALLS = ("/queue/join", "/queue/data", "/run/predict")
+QUIET_MS = 1500  # no call open that long: the events that presses, clicks and ticks started have all answered
+SERVED: dict = {}  # the URL `app` serves the Teach tab at: its Blocks (wait_quiet reads the queue's pending events)
+
+
+def track_calls(page) -> None:
+    """Note on `page.calls` the page's gradio calls in flight, when one last started or ended, and the page's gradio
+    sessions (`wait_quiet`)."""
+    page.calls = {"open": set(), "last": time.monotonic(), "sessions": set()}
+
+    def started(request):
+        if any(part in request.url for part in GRADIO_CALLS):
+            page.calls["open"].add(request)
+            page.calls["last"] = time.monotonic()
+            page.calls["sessions"].update(session_of(request))
+
+    def ended(request):
+        if request in page.calls["open"]:
+            page.calls["open"].discard(request)
+            page.calls["last"] = time.monotonic()
+
+    page.on("request", started)
+    page.on("requestfinished", ended)
+    page.on("requestfailed", ended)
+
+
+def session_of(request) -> set[str]:
+    """The gradio session a call is of: in a stream's address, or in a join's or predict's JSON body."""
+    sessions = set(parse_qs(urlsplit(request.url).query).get("session_hash", ()))
+    with contextlib.suppress(Exception):
+        sessions.add(json.loads(request.post_data)["session_hash"])
+    return sessions
+
+
+def pending(page) -> bool | None:
+    """Whether the server (`app`'s, in this process) holds an event of the page's sessions queued, running or with its
+    answer not yet sent (None: the page is not on a server `app` serves)."""
+    demo = next((demo for url, demo in SERVED.items() if page.url.startswith(url)), None)
+    if getattr(demo, "_queue", None) is None:
+        return None
+    return any(demo._queue.pending_event_ids_session.get(session) for session in page.calls["sessions"])
+
+
+def wait_quiet(page, *, quiet_ms: int = QUIET_MS, timeout_ms: int = 60_000) -> None:
+    """Wait until `page` (`track_calls`) has had no gradio call open for `quiet_ms`: every event its presses, clicks
+    and auto-play ticks started has answered. A fixed wait after the round expected showed passed on a round an
+    earlier state had left there (a burst that ends where it began), and an answer later than the wait (a busy
+    machine) showed after the check, in the next test. A stream of answers (queue/data) counts while the server has
+    an event of the page pending: gradio's client sometimes opens one for an event already answered, and the server
+    holds it open with nothing to send until the page's next event (waited for, it timed out a page at rest)."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        waiting = pending(page)
+        calls = {r for r in page.calls["open"] if waiting is not False or "/queue/data" not in r.url}
+        if waiting:
+            page.calls["last"] = time.monotonic()
+        elif not calls and time.monotonic() - page.calls["last"] >= quiet_ms / 1000:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gradio calls still open after {timeout_ms} ms: {sorted(r.url for r in calls)}"
+                                 f"{' (an event pending on the server)' if waiting else ''}")
+        page.wait_for_timeout(100)  # playwright delivers the request events while it waits
