@@ -15,16 +15,14 @@ from specui.ui import teaching
 from tools.screenshot import set_number
 from tests.app.test_browser_teach_keys import go_to, settled, shown
 from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
-from tests.app.test_browser_teaching import PROMPT, decode_lesson, teach_page, wait_quiet, wait_round
+from tests.app.test_browser_teaching import lesson_page, wait_quiet, wait_round
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
 
 @pytest.fixture(scope="module")
 def page(app):  # noqa: F811 - the fixture imported above
-    with teach_page(app[1], width=1280, height=720) as page:
-        decode_lesson(page, PROMPT, new_tokens=32)
-        page.locator("#step-status").click()  # the focus off the prompt box
+    with lesson_page(app[1]) as page:
         yield page
 
 

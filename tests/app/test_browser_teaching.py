@@ -82,6 +82,16 @@ def teach_page(url: str, *, width: int = 1400, height: int = 1000):
             browser.close()
 
 
+@contextlib.contextmanager
+def lesson_page(url: str):
+    """A Teach page at a projector's 1280 x 720 with a lesson decoded (32 tokens of PROMPT), the focus off the prompt
+    box: the keys' and the events' order tests start from it."""
+    with teach_page(url, width=1280, height=720) as page:
+        decode_lesson(page, PROMPT, new_tokens=32)
+        page.locator("#step-status").click()
+        yield page
+
+
 @pytest.fixture(scope="module")
 def page(app):
     with teach_page(app[1]) as page:
