@@ -276,8 +276,11 @@ def click_and_wait(page, button: str, output: str, *, timeout_ms: int = 120_000)
     wait_answered(page, output, timeout_ms=timeout_ms)
 
 
+PROGRESS = ".pending, .progress-text"  # gradio's marks of an output whose event has not answered yet
+
+
 def _busy(output: str) -> str:
-    return f"document.querySelector('{output}').querySelector('.pending, .progress-text')"
+    return f"document.querySelector('{output}').querySelector('{PROGRESS}')"
 
 
 def watch_busy(page, output: str) -> None:
@@ -301,6 +304,6 @@ def wait_at_rest(page, *, quiet_ms: int = 1_000, timeout_ms: int = 120_000) -> N
     faded colours: 2.76:1 where the page at rest reads 4.5:1 and more)."""
     page.evaluate("() => { window.__specuiRestSince = undefined; }")
     page.wait_for_function(f"""() => {{ const now = performance.now();
-        if (window.__specuiRestSince === undefined || document.querySelector('.pending, .progress-text'))
+        if (window.__specuiRestSince === undefined || document.querySelector('{PROGRESS}'))
             window.__specuiRestSince = now;
         return now - window.__specuiRestSince >= {quiet_ms}; }}""", timeout=timeout_ms)

@@ -57,8 +57,8 @@ class Shown:
     so nothing here grows with the visitors. An event reads and moves it under `lock` (`move`), so a page's moves
     take turns, each from the step the one before it left, without waiting on other pages'. Events get the object
     itself, not a copy: a value read before the lock could be one the move before changed since. `beside` lives here,
-not in a gr.State of its own: an event reads a State's value as it starts, so a step that started before the
-comparison's answer had stored it drew the round without it (or with the last drafter's)."""
+    not in a gr.State of its own: an event reads a State's value as it starts, so a step that started before the
+    comparison's answer had stored it drew the round without it (or with the last drafter's)."""
 
     def __init__(self, what=None, index: int = 0, beside=None):
         self.what, self.index, self.beside, self.moves = what, index, beside, 0
