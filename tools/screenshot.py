@@ -37,13 +37,14 @@ NO_PROBE = {"_frontend": False}
 @contextlib.contextmanager
 def served_demo(config, *, preload: bool = True, showcase=None):
     """The app (`config`; a given `showcase` serves the requests) served in this process on a free port: yields
-    (the gradio Blocks, its URL), and closes the server after."""
+    (the gradio Blocks, its URL), and closes the server after, also when the launch raised once it had started the
+    server (gradio's own request to it failed: a proxy in HTTP_PROXY that does not reach this machine)."""
     from specui.ui.blocks import build, launch
 
     demo = build(config, preload=preload, showcase=showcase)
     port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **NO_PROBE)
     try:
+        launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **NO_PROBE)
         yield demo, f"http://127.0.0.1:{port}/"
     finally:
         demo.close()
