@@ -92,15 +92,30 @@ class Wrap:
     (the space before it stays at the old line's end); a word longer than a line is broken at the edge, shown as it
     comes once it is that long (a reply without spaces, as Chinese is written, streams). `push`
     takes a token's shown text and kind, and returns the (text, kind) pieces to write now, the line breaks it adds
-    of no kind, so each piece is painted in its own colour and none runs over a break."""
+    of no kind, so each piece is painted in its own colour and none runs over a break.
 
-    def __init__(self, width: int):
-        self.width, self.column, self.word = max(width, 1), 0, []  # word: [(character, kind)]
+    With `marks` (where colours are), the text wraps a column short of the edge and that last column is kept for
+    the `LINE_BREAK` of a rejection's line break (`blank_marked`), placed after the line's last word: the mark joined
+    the word before it, so a word that ended a line at the edge was taken to the next line with it, and a full line's
+    mark went past the edge, on a line of its own."""
+
+    def __init__(self, width: int, *, marks: bool = False):
+        self.edge = max(width, 1)
+        self.width, self.column, self.word = max(self.edge - marks, 1), 0, []  # word: [(character, kind)]
         self.breaking = False  # the word in hand is longer than a line: placed as it comes, broken at the edge
 
     def push(self, text: str, kind) -> list[tuple[str, str | None]]:
         out: list[tuple[str, str | None]] = []
         for c in text:
+            if c == LINE_BREAK and kind == BLANK_REJECTION:  # a mark (a blank rejection has no text of its own)
+                self._place(out)
+                self.breaking = False
+                if self.column >= self.edge:  # only where the edge is 1 column: no room for text and the mark
+                    out.append(("\n", None))
+                    self.column = 0
+                out.append((c, kind))
+                self.column += 1
+                continue
             if c in " \t\n":
                 self._place(out)
                 self.breaking = False
@@ -130,6 +145,8 @@ class Wrap:
         return merged(out)
 
     def _place(self, out: list) -> None:
+        if not self.word:  # nothing held (the column may be the mark's, past the text's width)
+            return
         length = sum(columns(c) for c, _ in self.word)
         if self.column and self.column + length > self.width and not self.breaking:
             out.append(("\n", None))
@@ -177,7 +194,7 @@ def stream_reply(rounds, reply: Reply, *, tokenizer, prompt_ids, out, colour: bo
     reply so far written and its line ended."""
     special = frozenset(getattr(tokenizer, "all_special_ids", ()) or ())
     decoder = TokenText(tokenizer, prompt_ids)
-    wrap = Wrap(width) if width else None
+    wrap = Wrap(width, marks=colour) if width else None
 
     def write(text: str, kind) -> None:
         if colour:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import random
+import re
 
-from specui.terminal_view import Wrap
+from specui.events import Kind
+from specui.terminal_view import LINE_BREAK, Reply, Wrap, stream_reply
+from tests.app.test_ui_unicode import smollm2_tokenizer  # noqa: F401 (a fixture)
 
 
 def _text(pieces) -> str:
@@ -38,3 +42,37 @@ def test_streaming_wraps_as_the_whole_text_at_once_does():
         for a, b in zip([0, *cut], [*cut, len(text)]):
             got += _text(wrap.push(text[a:b], "bonus"))
         assert got + _text(wrap.flush()) == expected, (text, width)
+
+
+def test_a_rejections_line_break_mark_never_moves_the_text_nor_passes_the_edge(smollm2_tokenizer):  # noqa: F811
+    """Where colours are, a rejection's line break shows as `LINE_BREAK` before the break. The mark joined the word
+    before it: a word that ended a line at the edge was taken to the next line with it (the reply wrapped one way
+    where the line break was accepted, another where it was a rejection), and a full line's mark went past the edge,
+    on a line of its own. The wrap keeps the last column for it: the text's lines are the same wherever the
+    rejections fell, and each mark ends its line."""
+    from tests.app.test_ui_render import make_round
+
+    tok = smollm2_tokenizer
+    rng = random.Random(1)
+    words = ["a", "to", "the", "abcde", "hello", "world.", "xxxxxxxxxxxxx"]
+    for _ in range(40):
+        text = "".join(rng.choice(words) + rng.choice([" ", " ", "\n", "\n\n", " \n"]) for _ in range(12))
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        assert tok.decode(ids) == text
+        breaks = [i for i, t in enumerate(ids) if not tok.decode([t]).strip(" \n") and "\n" in tok.decode([t])]
+        rejected = set(rng.sample(breaks, len(breaks) // 2 + 1)) if breaks else set()
+        for width in (2, 5, 8, 10, 24):
+            shown = {}
+            for label, bad in (("accepted", set()), ("rejected", rejected)):
+                kinds = [Kind.RESAMPLED if i in bad else Kind.ACCEPTED for i in range(len(ids))]
+                rounds = [make_round(drafted=[], num_accepted=0, token_ids=[t], kinds=[k]) for t, k in zip(ids, kinds)]
+                out = io.StringIO()
+                stream_reply(rounds, Reply(), tokenizer=tok, prompt_ids=[], out=out, colour=True, safe=True,
+                             width=width)
+                shown[label] = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())
+            lines = shown["rejected"].split("\n")
+            assert all(len(line) <= width for line in lines), (width, lines)  # nothing past the edge
+            assert all(LINE_BREAK not in line[:-1] for line in lines), (width, lines)  # each mark ends its line
+            assert shown["rejected"].count(LINE_BREAK) == sum(tok.decode([ids[i]]).count("\n") for i in rejected)
+            # the text wraps the same wherever the rejections fell
+            assert shown["rejected"].replace(LINE_BREAK, "") == shown["accepted"], (width, text)
