@@ -5,8 +5,9 @@
   // round the rounds' step-through is on and has no buttons of its own: on screen with a comparison, it steps the
   // rounds (a projector shows it with the step view scrolled above). With the rounds below the screen (the controls
   // above them fill a projector's screen: Decode or Play just clicked), the keys step the rounds once some are
-  // decoded and scroll them into view; elsewhere (the experiments further down) they scroll as always. They never
-  // act while a text box has the focus.
+  // decoded, or once the status line asks for Next (a page refreshed at round 1: the lesson is back, Next decodes it),
+  // and scroll them into view; elsewhere (the experiments further down) they scroll as always. They never act while a
+  // text box has the focus.
   const steppers = [["#tree-step-view", "#tree-step-next", "#tree-step-prev"], ["#step-view", "#step-next", "#step-prev"]];
   const followers = [["#compare-view .teach-compare[data-round]", steppers[1]]];  // [a view, the stepper it follows]
   const forward = { ArrowRight: true, PageDown: true, ArrowLeft: false, PageUp: false };
@@ -14,6 +15,13 @@
     if (!element || element.offsetParent === null) return false;  // another tab, or a closed panel
     const box = element.getBoundingClientRect();
     return box.bottom > 0 && box.top < window.innerHeight;
+  };
+  // the status line names the Next button in bold ("**Next round ▶** … decodes it at round 1"): a refreshed page's
+  // lesson is back with no round decoded yet, and a clicker's first PageDown scrolled the page past it
+  const asksForNext = () => {
+    const next = document.querySelector(steppers[1][1]), status = document.querySelector("#step-status");
+    const label = next && next.textContent.trim();
+    return !!label && !!status && [...status.querySelectorAll("strong")].some((s) => s.textContent.trim() === label);
   };
   let pointedAt = -Infinity, pointed = null;  // the element the pointer last focused (a click, a tap)
   document.addEventListener("pointerdown", () => { pointedAt = performance.now(); }, true);
@@ -31,7 +39,8 @@
     if (!shown) shown = (followers.find(([view]) => onScreen(document.querySelector(view))) || [])[1];
     const rounds = document.querySelector(steppers[1][0]);
     const below = rounds && rounds.offsetParent !== null && rounds.getBoundingClientRect().top >= window.innerHeight;
-    if (!shown && below && rounds.querySelector(".teach-step[data-round]")) {
+    const waiting = rounds && (rounds.querySelector(".teach-step[data-round]") || (forward[event.key] && asksForNext()));
+    if (!shown && below && waiting) {
       shown = steppers[1];  // the Teach tab is shown, with rounds decoded below the controls: bring them into view
       rounds.scrollIntoView({ block: "start" });
     }

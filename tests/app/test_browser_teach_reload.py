@@ -94,3 +94,30 @@ def test_a_refresh_at_round_1_decodes_nothing_and_next_brings_the_same_round_1(s
     assert "(seed 7)" in page.locator("#step-status").inner_text()
     page.context.close()
 
+
+
+def test_a_clickers_first_page_down_after_a_refresh_at_round_1_brings_round_1(site):
+    """A page refreshed at round 1 decodes nothing, the rounds' view is empty below the controls (a projector's 720
+    lines), and the status line asks for Next: a clicker's first PageDown scrolled the page instead (keys.js stepped
+    only rounds already decoded), the later ones stepped. The first press is Next now, and brings the rounds into
+    view."""
+    browser, url = site
+    page = _open(browser, url)
+    page.fill("#teach-prompt textarea", PROMPT)
+    set_number(page, "teach-max-new-tokens", 24)
+    page.click("#step-start")
+    wait_round(page, 1, timeout_ms=120_000)
+    rows = shown_rows(page)
+    page.reload()
+    page.wait_for_selector("#step-start", timeout=60_000)
+    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('are back')",
+                           timeout=30_000)
+    assert page.evaluate("() => document.querySelector('#step-view').getBoundingClientRect().top") >= 720
+    assert page.evaluate("() => window.scrollY") == 0
+    page.keyboard.press("PageDown")
+    wait_round(page, 1, timeout_ms=120_000)
+    assert shown_rows(page) == rows
+    assert page.evaluate("() => document.querySelector('#step-view').getBoundingClientRect().top") < 720
+    page.keyboard.press("PageDown")
+    wait_round(page, 2)
+    page.context.close()
