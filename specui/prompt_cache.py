@@ -51,6 +51,7 @@ class PromptCache:
         self.tokens: list[int] = []  # the last generation's context: its first lm.length tokens are cached
         self.limit: int | None = None
         self.drafter_state: tuple[dict, list[int]] | None = None  # a drafter's `keep()` and its run's context
+        self.lent = 0  # the bytes of a drafter state handed to the run that holds the cache (`resume`), until it closes
         self._busy = False
         self._holder: object = None  # the run holding it (`open`'s holder)
         self._guard = threading.Lock()
@@ -60,8 +61,8 @@ class PromptCache:
     @property
     def nbytes(self) -> int:
         """The memory the cache holds: the target's keys and values (whole buffers), states for heads and a
-        drafter's kept cache."""
-        return held_bytes(self.lm, self.drafter_state)
+        drafter's kept cache, also while a run that holds the cache has it (`resume`: as it was handed over)."""
+        return held_bytes(self.lm, self.drafter_state) + self.lent
 
     @property
     def length(self) -> int:
@@ -138,7 +139,7 @@ class PromptCache:
     def _drop(self) -> None:
         """Forget the conversation and give the cache back: for an opening or closing that failed part way, which
         leaves what the cache holds unknown (the next generation reads its prompt whole: exact)."""
-        self.lm, self.tokens, self.drafter_state = None, [], None
+        self.lm, self.tokens, self.drafter_state, self.lent = None, [], None, 0
         with self._guard:
             self._busy, self._holder = False, None
 
@@ -147,14 +148,17 @@ class PromptCache:
         many of its leading positions (a token, or a target state and the token after it) stand for the new
         prompt's, at most the `reused` positions of the target's cache. A state handed over is no longer kept: the
         drafter's start trims and extends its cache in place, and its run's `close` keeps its state again (`keep()`);
-        a start cut short (Ctrl-C, an error) leaves none, and the next turn's drafter reads the conversation whole."""
+        a start cut short (Ctrl-C, an error) leaves none, and the next turn's drafter reads the conversation whole.
+        Until the run closes, the cache's `nbytes` counts the state as it was handed over (`lent`): a pool of caches
+        (`specui.cache_pool`) making room meanwhile counted the conversation without it, and kept more than
+        its budget."""
         if self.drafter_state is None:
             return None
         state, tokens = self.drafter_state
         pairs = min(reused, common_prefix(tokens, prompt) - 1)
         if pairs <= 0:
             return None
-        self.drafter_state = None
+        self.drafter_state, self.lent = None, held_bytes(state)
         return {**state, "pairs": pairs}
 
     def close(self, context: list[int], drafter=None) -> None:
@@ -170,7 +174,7 @@ class PromptCache:
                 keep = getattr(drafter, "keep", None)
                 state = keep() if callable(keep) else None
                 self.drafter_state = None if state is None else (state, list(context))
-            self.tokens = context
+            self.tokens, self.lent = context, 0  # what a run was lent is kept again (`drafter_state`) or gone
         except BaseException:  # a drafter's keep() that raised, Ctrl-C: the cache is given back empty
             self._drop()
             raise

@@ -292,3 +292,26 @@ def test_a_visitors_new_chat_does_not_take_another_visitors_conversation(engine)
     assert turn(engine, pool, template + [10, 11, 90], owner="alice")[1] < len(template) + 3
     carol, read = turn(engine, pool, bob + [30], owner="carol")
     assert read <= 3 and len(pool.caches) == 2
+
+
+def test_a_drafters_state_handed_to_a_run_still_counts_against_the_budget(engine):
+    """A conversation's next turn hands the draft's kept cache to its run (`PromptCache.resume`): the pool stopped
+    counting it while the run went on, though it still took memory, and a pick meanwhile kept other caches beyond the
+    budget by that much."""
+    pool = PromptCaches(budget=10**12)
+    alice, _ = turn(engine, pool, opening(0))
+    turn(engine, pool, opening(1))
+    cache = pool.caches[1]
+    handed, before = held_bytes(cache.drafter_state), cache.nbytes
+    assert handed > 0 and cache.tokens[:5] == opening(0)
+    pool.budget = pool.nbytes  # both conversations, the drafters' caches included, and no byte more
+    ids = alice + [50]
+    stream = engine.stream(ids, max_new_tokens=TOKENS, cache=pool.pick(ids, engine.target_model))
+    next(stream)  # the run has alice's cache and its draft's
+    assert cache.busy and cache.drafter_state is None and cache.nbytes >= before
+    newcomer = opening(2)
+    pool.pick(newcomer, engine.target_model)  # makes room for a third conversation while alice's turn runs
+    held = sum(held_bytes(c.lm, c.drafter_state) for c in pool.caches) + handed  # what the memory really holds
+    assert held + len(newcomer) * bytes_per_token(engine.target_model) <= pool.budget, "over the budget"
+    list(stream)
+    assert cache.nbytes == held_bytes(cache.lm, cache.drafter_state) > 0  # kept again, counted once
