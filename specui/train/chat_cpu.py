@@ -101,7 +101,7 @@ def _prompt(record: dict) -> tuple[int, ...]:
 def start(args, target, tok):
     """What both recipes start from: the --answers split into training and validation (`split`), and the
     draft to train: --init-draft's (its vocabulary kept, or with --new-vocab picked afresh), else a new one of
-    --drafts' first shape over the most frequent tokens. Returns (training answers, validation answers, draft,
+    --drafts' shape over the most frequent tokens. Returns (training answers, validation answers, draft,
     facts for its card)."""
     records, val = split(load_answers(args.answers), args.val_answers)
     chat = torch.cat([r["ids"].long() for r in records])
@@ -113,7 +113,10 @@ def start(args, target, tok):
         raise SystemExit(f"--vocab {args.vocab}: the target has {vocab:,} tokens; give at most {vocab}")
     if not args.init_draft:
         token_ids, covered = pick_vocab([chat, code_stream(tok)], size=args.vocab, tok=tok)
-        layers, init = args.drafts.split(";")[0].split(":")
+        layers, init = args.drafts.split(":")
+        if max(map(int, init.split(","))) >= target.config.num_hidden_layers:
+            raise SystemExit(f"--drafts {args.drafts}: the target has layers 0 to "
+                             f"{target.config.num_hidden_layers - 1}")
         draft = chat_draft.build(target, num_layers=int(layers), token_ids=token_ids,
                                  init_layers=[int(i) for i in init.split(",")])
         return records, val, draft, {**facts, "init_layers": init, "vocab_coverage": round(covered, 4)}

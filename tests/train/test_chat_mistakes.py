@@ -205,3 +205,33 @@ def test_resume_with_another_vocabulary_is_refused_in_one_line(answers, first, t
                                          r"300 \(picked by --vocab, .*\): give the first run's, or another --out$"):
         chat.main([*_args(answers, out, "--steps", "3", "--resume"), "--vocab", "300"])
     chat.main(_args(answers, out, "--steps", "3", "--resume"))  # the first run's: goes on
+
+
+def test_flags_a_combination_left_unused_or_a_drafts_shape_past_its_layers_are_refused(tmp_path, capsys):
+    """Each was taken and then read past, without a word: --sample-seed on greedy answers (nothing drawn), --graphs
+    with --labels above 0 (the graphs decode ids alone, so generate() wrote every answer), a second --drafts shape
+    after ';' and target layers past the draft's (only the first shape, and as many target layers as it has, were
+    used)."""
+    write = ["--write-answers", str(tmp_path / "w")]
+    answers = ["--answers", str(_answers_folder(tmp_path / "a")), "--out", str(tmp_path / "out")]
+    for argv, words in (
+            ([*write, "--sample-seed", "5"], "--sample-seed offsets the draws of --sample's answers, and greedy "
+                                             "answers draw nothing: add --sample or drop it"),
+            ([*write, "--graphs"], "--graphs decodes answers as ids alone, without the top-32 log-probs --labels "
+                                   "keeps (32 unless given): add --labels 0 or drop it"),
+            ([*answers, "--drafts", "2:0,1;3:0,1,2"], "--drafts 2:0,1;3:0,1,2: expected one LAYERS:TARGET_LAYERS"),
+            ([*answers, "--drafts", "2:0,1,2"], "--drafts 2:0,1,2: 3 target layers for 2 draft layers, one each in "
+                                                "order: name at most 2")):
+        line = _refused(argv, capsys)
+        assert line.startswith(f"python -m specui.train.chat: error: {words}"), (argv, line)
+    for argv in ([*write, "--sample", "--sample-seed", "5"], [*write, "--prompt-set", "asked", "--sample-seed", "5"],
+                 [*write, "--graphs", "--labels", "0"], [*answers, "--drafts", "3:0,1"]):
+        chat.parse_args(argv)  # each flag used (the asked set's prompts are drawn by --seed plus --sample-seed)
+
+
+@pytest.mark.slow
+@needs_wheel
+def test_a_drafts_target_layer_past_the_targets_is_one_line(answers, tmp_path):
+    """It was an IndexError's traceback once the target had loaded and the vocabulary was picked."""
+    with pytest.raises(SystemExit, match=r"^--drafts 1:30: the target has layers 0 to 29$"):
+        chat.main(_args(answers, tmp_path / "run", "--steps", "1", "--drafts", "1:30"))  # the last --drafts counts
