@@ -85,7 +85,12 @@ def tree_panel(controls, *, work, concurrency_id: str = "engine") -> TreePanel:
     # its step buttons, status line and first step brought into view: the keys step the tree once it is on screen
     panel.start.click(calmly(functools.partial(decode, panel, controls, work), functools.partial(refused, panel)),
                       inputs, decoded, js=teach_keys.into_view("tree-step-prev"), **queued)
-    panel.pick.input(functools.partial(pick, panel), {panel.trees, panel.pick, panel.step}, panel.shown, **NAV)
+    # a round picked while the last pick's answer is on its way is answered after it (gradio's default, "once", dropped
+    # it: the list named one round, the tree and its steps showed another), and the step the server holds is drawn
+    # again through the stepping event after it: a press's answer and the pick's could land in either order
+    teach_keys.redraw_after("tree-step", panel.pick.input(
+        functools.partial(pick, panel), {panel.trees, panel.pick, panel.step}, panel.shown, trigger_mode="always_last",
+        **NAV))
     # every press counts, however fast they come, and one page's presses take turns (teach_keys)
     teach_keys.stepper("tree-step", back=panel.prev, on=panel.next, shown=panel.step,
                        fn=functools.partial(pressed, panel), inputs=[panel.step], outputs=panel.shown, **NAV)

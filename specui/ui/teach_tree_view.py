@@ -109,4 +109,5 @@ def render_tree_step(record: TreeRecord | None, steps: list[TreeStep], index: in
         body = _end(record, step)
     else:
         body = _try(record, step)
-    return f'<div class="teach-step teach-tree-step" data-step="{index + 1}" data-kind="{step.kind}">{head}{body}</div>'
+    return (f'<div class="teach-step teach-tree-step" data-round="{record.round_index + 1}" data-step="{index + 1}" '
+            f'data-kind="{step.kind}">{head}{body}</div>')

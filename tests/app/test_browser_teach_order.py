@@ -26,16 +26,16 @@ def page(app):  # noqa: F811 - the fixture imported above
         yield page
 
 
-def slowed(monkeypatch, name: str, seconds: float) -> threading.Event:
-    """`teaching.NAME` made `seconds` slower (a loaded machine); the event is set as a call of it starts."""
-    started, real = threading.Event(), getattr(teaching, name)
+def slowed(monkeypatch, name: str, seconds: float, *, module=teaching) -> threading.Event:
+    """`module.NAME` made `seconds` slower (a loaded machine); the event is set as a call of it starts."""
+    started, real = threading.Event(), getattr(module, name)
 
     def slow(*args, **kwargs):
         started.set()
         time.sleep(seconds)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(teaching, name, slow)
+    monkeypatch.setattr(module, name, slow)
     return started
 
 

@@ -1,0 +1,64 @@
+"""What the Teach tab's pickers and Next send the server, in a real browser over the tiny pair of test_browser_teaching:
+a tree round picked while the last pick is answered on a slow server (a handler of the real app slowed here, a
+stand-in for a loaded machine) is answered after it, the tree and its steps ending on the round the list names (the
+pick was dropped: the list named one round, the steps showed another); Next with a run on show only steps it (it also
+queued a no-op decode in the engine's queue, behind every visitor's runs, and a redraw after it)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from specui.ui import teach_tree
+from tools.screenshot import set_number
+from tests.app.test_browser_teach_order import slowed
+from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
+from tests.app.test_browser_teaching import PROMPT, teach_page, wait_quiet
+from tests.helpers import click_and_wait
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
+
+TREE_STEP = "#tree-step-view .teach-tree-step"
+
+
+@pytest.fixture(scope="module")
+def page(app):  # noqa: F811 - the fixture imported above
+    with teach_page(app[1]) as page:
+        yield page
+
+
+def pick_round(page, label: str) -> None:
+    """Pick the option `label` in the tree panel's Round list, the focus off it after (a click on the list with the
+    focus in it does not open it)."""
+    page.click("#tree-step-round input")
+    page.locator("[role=option]", has_text=label).first.click()
+    page.locator("#tree-step-status").click()
+
+
+def test_a_round_picked_while_the_last_pick_is_answered_is_the_round_shown(page, monkeypatch):
+    page.fill("#teach-prompt textarea", PROMPT)
+    set_number(page, "teach-k", 4)  # trees four deep
+    set_number(page, "teach-max-new-tokens", 32)
+    page.locator("#teach-tree").get_by_text("Token trees: a tree round, node by node").click()
+    click_and_wait(page, "#tree-step-start", "#tree-step-status")
+    page.wait_for_selector(f"{TREE_STEP}[data-step='1']", timeout=30_000)
+    page.click("#tree-step-round input")
+    labels = page.locator("[role=option]").all_inner_texts()
+    page.locator("#tree-step-status").click()
+    assert len(labels) >= 3, labels
+    wait_quiet(page)
+    first, last = labels[1], labels[-1]
+    started = slowed(monkeypatch, "render_tree_step", 3, module=teach_tree)  # each pick answered 3 s late
+    answered, slow = threading.Event(), teach_tree.render_tree_step
+    monkeypatch.setattr(teach_tree, "render_tree_step", lambda *a: (slow(*a), answered.set())[0])
+    pick_round(page, first)
+    assert started.wait(60), "the pick never reached the server"
+    pick_round(page, last)  # while the first pick is answered
+    assert not answered.is_set(), "the first pick had been answered before the second: nothing tested"
+    wait_quiet(page)
+    picked = page.locator("#tree-step-round input").input_value()
+    assert picked == last
+    shown = page.locator(TREE_STEP).get_attribute("data-round")
+    assert last.startswith(f"round {shown} ·"), (shown, picked)
+
