@@ -54,7 +54,9 @@ class PromptCache:
         self.lent = 0  # the bytes of a drafter state handed to the run that holds the cache (`resume`), until it closes
         self._busy = False
         self._holder: object = None  # the run holding it (`open`'s holder)
-        self._guard = threading.Lock()
+        # re-entrant: a run's stream dropped unfinished is closed when the collector finds it, which may be while its
+        # own thread holds this lock (the collector runs at any allocation) and its close then takes it again
+        self._guard = threading.RLock()
         self.pool: weakref.ref | None = None  # the `PromptCaches` it belongs to, told when a run closes it
         self.owner: str | None = None  # whose conversation it holds (`PromptCaches.pick`)
 
@@ -76,7 +78,11 @@ class PromptCache:
     def reusable(self, ids: Sequence[int], model: torch.nn.Module | None = None) -> int:
         """How many leading tokens of the prompt `ids` a generation would not read again (never its last token,
         which opens round 1); 0 while another generation holds the cache, or for another `model`."""
-        if self.lm is None or self._busy or (model is not None and self.lm.model is not model):
+        return 0 if self._busy else self._shared(ids, model)
+
+    def _shared(self, ids: Sequence[int], model: torch.nn.Module | None) -> int:
+        """`reusable`, whether or not a generation holds the cache (`open`'s, which holds it already)."""
+        if self.lm is None or (model is not None and self.lm.model is not model):
             return 0
         n = common_prefix(self.tokens[: self.lm.length], list(ids)[:-1])
         return n if self.limit is None else min(n, self.limit)
@@ -100,12 +106,11 @@ class PromptCache:
         name none are still told apart: a Ctrl-C in one that finds the cache held does not give back the other's)."""
         holder = object() if holder is None else holder
         try:  # from the moment the cache is marked held, a Ctrl-C or an error gives it back (`_drop`)
-            with self._guard:
+            with self._guard:  # no call between the check and the mark: no collection or interrupt splits them
                 if self._busy:
                     return None
-                reused = self.reusable(prompt, model)
-                self._holder, self._busy = holder, True  # no call between the two: one interrupt cannot split them
-            return self._open(model, prompt, features, log, reused)
+                self._holder, self._busy = holder, True
+            return self._open(model, prompt, features, log, self._shared(prompt, model))
         except BaseException:  # Ctrl-C or an error (out of memory) while opening: the conversation is forgotten
             if self.holds(holder):
                 self._drop()

@@ -247,8 +247,8 @@ def test_another_targets_cache_is_not_reused(engine, row_prompts):
 class StaleCache(PromptCache):
     """Broken on purpose: reuses every cached token, whether or not the new prompt still has it."""
 
-    def reusable(self, ids, model=None):
-        return 0 if self.lm is None or self.busy else min(self.lm.length, len(ids) - 1)
+    def _shared(self, ids, model=None):  # what `open` and `reusable` reuse
+        return 0 if self.lm is None else min(self.lm.length, len(ids) - 1)
 
 
 def test_a_cache_that_reuses_tokens_that_changed_is_caught(engine, row_prompts):
