@@ -27,7 +27,6 @@ from specui.presets import COMMAND_LINE, Preset
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-
 @dataclass
 class LoadedPair:
     preset: Preset
@@ -36,7 +35,6 @@ class LoadedPair:
     tokenizer: object  # a transformers tokenizer
     heads: dict = field(default_factory=dict)  # drafter name -> a head trained on the target (specui.heads)
     conversations: object = field(default_factory=lambda: _prompt_caches())  # the app's chats' target caches
-
 
     def engine(self):
         """A `SpeculativeEngine` over this pair and its heads; a run that names no drafter drafts as the preset says."""
@@ -93,7 +91,25 @@ def apply_threads(pair: LoadedPair) -> None:
         torch.set_num_threads(pair.preset.threads)
 
 
-_LOADS = threading.Lock()  # one load at a time in a process: see load_pair
+_LOADS = threading.RLock()  # one load at a time in a process: see load_pair; re-entrant for `in_turn`
+WAITING = "Waiting for another model's load to finish"
+
+
+def in_turn(turn: threading.RLock, say: Callable[[str], None], work: Callable[[], object]):
+    """`work()` once this thread holds `turn`, given back however it ends; `say(WAITING)` first when another thread
+    holds it as this one asks. Asked by taking it: a look before taking (`locked()`) missed a load that took it in
+    between, which was then waited for unannounced, or announced one that ended meanwhile. A Ctrl-C anywhere gives it
+    back: taken and given back in one `try`, and a re-entrant lock's release raises unless this thread took it."""
+    try:
+        if not turn.acquire(blocking=False):
+            say(WAITING)
+            turn.acquire()
+        return work()
+    finally:  # nothing is called before the release here: no Ctrl-C comes in between
+        try:
+            turn.release()
+        except RuntimeError:  # never taken: a Ctrl-C (or the say function's error) came first
+            pass
 
 
 def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None, checked: bool = False) -> LoadedPair:
@@ -105,10 +121,7 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None, 
     report's "lm_head.weight MISSING": a silently different target), and the lazy `from transformers import ...` of
     two threads at once raised ImportError."""
     say = progress or (lambda _msg: None)
-    if _LOADS.locked():
-        say("Waiting for another model's load to finish")
-    with _LOADS:  # taken and given back by `with` itself: a Ctrl-C just after it was taken cannot keep it
-        return _load_pair(preset, say, checked=checked)
+    return in_turn(_LOADS, say, lambda: _load_pair(preset, say, checked=checked))
 
 
 def _load_pair(preset: Preset, say: Callable[[str], None], *, checked: bool) -> LoadedPair:
@@ -197,11 +210,9 @@ def check_before_loading(preset: Preset) -> None:
                             "another preset.")
     wants_cuda = preset.quantization != "none" or preset.draft_quantization != "none"
     if wants_cuda and not torch.cuda.is_available():
-        raise LoadError(
-            f"Preset '{preset.name}' asks for {preset.quantization if preset.quantization != 'none' else preset.draft_quantization} "
-            "quantization, which needs a CUDA GPU (bitsandbytes); this machine has none. "
-            "Choose a preset without quantization."
-        )
+        wanted = preset.quantization if preset.quantization != "none" else preset.draft_quantization
+        raise LoadError(f"Preset '{preset.name}' asks for {wanted} quantization, which needs a CUDA GPU "
+                        "(bitsandbytes); this machine has none. Choose a preset without quantization.")
     models = ((preset.target, preset.revision), (preset.draft, preset.draft_revision))
     on_hub = [(ref, rev) for ref, rev in models
               if ref and not Path(ref).is_absolute() and not packaged.is_packaged(ref)]
@@ -282,25 +293,26 @@ class PairCache:
     def __init__(self, capacity: int = 1):
         self.capacity = capacity
         self._pairs: OrderedDict[str, LoadedPair] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # `in_turn`'s
 
     def get(self, preset: Preset, *, progress: Callable[[str], None] | None = None) -> LoadedPair:
-        if progress is not None and self._lock.locked():  # another load through this cache (a visitor's, the preload)
-            progress("Waiting for another model's load to finish")
-        with self._lock:
-            if preset.name in self._pairs:
-                self._pairs.move_to_end(preset.name)
-                apply_threads(self._pairs[preset.name])
-                return self._pairs[preset.name]
-            full = len(self._pairs) >= self.capacity
-            if full:  # the oldest go first: the new pair loads with their memory free,
-                check_before_loading(preset)  # once what can be known before loading (a missing folder) is fine
-                while len(self._pairs) >= self.capacity:
-                    self._pairs.popitem(last=False)
-                give_back_memory()
-            pair = load_pair(preset, progress=progress, checked=full)  # checked once, not again in the load
-            self._pairs[preset.name] = pair
-            return pair
+        """`preset`'s pair, loaded if need be, after any other load through this cache (a visitor's, the preload)."""
+        return in_turn(self._lock, progress or (lambda _msg: None), lambda: self._get(preset, progress))
+
+    def _get(self, preset: Preset, progress: Callable[[str], None] | None) -> LoadedPair:
+        if preset.name in self._pairs:
+            self._pairs.move_to_end(preset.name)
+            apply_threads(self._pairs[preset.name])
+            return self._pairs[preset.name]
+        full = len(self._pairs) >= self.capacity
+        if full:  # the oldest go first: the new pair loads with their memory free,
+            check_before_loading(preset)  # once what can be known before loading (a missing folder) is fine
+            while len(self._pairs) >= self.capacity:
+                self._pairs.popitem(last=False)
+            give_back_memory()
+        pair = load_pair(preset, progress=progress, checked=full)  # checked once, not again in the load
+        self._pairs[preset.name] = pair
+        return pair
 
 
 def give_back_memory() -> None:

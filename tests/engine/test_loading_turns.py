@@ -4,6 +4,7 @@ switch through `PairCache` checks the preset once (`check_before_loading`, which
 
 from __future__ import annotations
 
+import inspect
 import sys
 import threading
 import time
@@ -13,6 +14,8 @@ import pytest
 from specui import loading
 from specui.loading import PairCache
 from tests.engine.test_loading import hub  # noqa: F401 (the fixture: local folders of tiny models)
+
+WAITING = "Waiting for another model's load to finish"
 
 
 def test_a_preset_switch_checks_the_preset_once(hub, monkeypatch):  # noqa: F811
@@ -26,31 +29,122 @@ def test_a_preset_switch_checks_the_preset_once(hub, monkeypatch):  # noqa: F811
     assert checked == ["llama", "gpt2"]
 
 
-def test_a_ctrl_c_just_after_a_load_took_its_turn_gives_the_turn_back(hub):  # noqa: F811
-    """The interrupt is raised by a trace function at the first line `load_pair` runs while holding the turn, as a
-    signal handler raises it between two statements."""
+def taken(lock) -> bool:
+    """Whether a thread holds `lock`, asked from a thread of its own (which takes it if it can, and gives it back)."""
+    got = []
+    asker = threading.Thread(target=lambda: got.append(lock.acquire(blocking=False) and (lock.release() or True)))
+    asker.start()
+    asker.join(30)
+    return not got[0]
 
-    def press(frame, event, arg):
-        if frame.f_code is not loading.load_pair.__code__:
+
+def turn_lines() -> set:
+    """The code a load runs as it takes its turn and before it loads: load_pair, its work and `in_turn` up to its
+    `finally`, whose release no signal handler can come before (no call returns there first)."""
+    finally_line = next(i for i, line in enumerate(inspect.getsourcelines(loading.in_turn)[0]) if "finally:" in line)
+    codes = {loading.load_pair.__code__, *(c for c in loading.load_pair.__code__.co_consts if inspect.iscode(c))}
+    return {(code, None) for code in codes} | {(loading.in_turn.__code__, loading.in_turn.__code__.co_firstlineno +
+                                                 finally_line)}
+
+
+class PressWhileHeld:
+    """A trace function that raises KeyboardInterrupt at the `at`-th line of a load's turn-taking code run while the
+    turn is held (0: never), as a signal handler raises it between two statements, and counts those lines."""
+
+    def __init__(self, at: int = 0):
+        self.at, self.seen, self.lines = at, 0, turn_lines()
+
+    def __call__(self, frame, event, arg):
+        before = next((end for code, end in self.lines if code is frame.f_code), False)
+        if before is False:
             return None
 
         def line(frame, event, arg):
-            if event == "line" and loading._LOADS.locked():
-                raise KeyboardInterrupt("just after the load took its turn")
+            if event == "line" and (before is None or frame.f_lineno < before) and taken(loading._LOADS):
+                self.seen += 1
+                if self.seen == self.at:
+                    raise KeyboardInterrupt(f"at line {frame.f_lineno} of {frame.f_code.co_name}, the turn taken")
             return line
         return line
 
-    sys.settrace(press)
+
+def test_a_ctrl_c_just_after_a_load_took_its_turn_gives_the_turn_back(hub):  # noqa: F811
+    """The interrupt is raised by a trace function at each line a load runs while holding the turn, before it loads:
+    the turn was kept for good."""
+    count = PressWhileHeld()
+    sys.settrace(count)
     try:
-        with pytest.raises(KeyboardInterrupt):
-            loading.load_pair(hub.get("llama"))
+        loading.load_pair(hub.get("llama"))
     finally:
         sys.settrace(None)
-        kept = loading._LOADS.locked()
-        if kept:
-            loading._LOADS.release()  # for the tests after this one
-    assert not kept, "the Ctrl-C kept the process's load turn: every later load waits forever"
+    assert count.seen >= 2
+    for at in range(1, count.seen + 1):
+        sys.settrace(PressWhileHeld(at))
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                loading.load_pair(hub.get("llama"))
+        finally:
+            sys.settrace(None)
+        assert not taken(loading._LOADS), f"a Ctrl-C at the {at}-th line kept the process's load turn"
     assert loading.load_pair(hub.get("llama")).target is not None
+
+
+def test_a_load_that_finds_the_turn_taken_says_it_waits_whichever_line_the_other_took_it_at(hub):  # noqa: F811
+    """The load looked whether the turn was taken, then took it: another load that took it in between was waited for
+    without a word (the progress box empty until that load ended). Here another load takes the turn at each line the
+    first one runs before it holds it (a trace function starts it and lets the first go on once it holds the turn)."""
+
+    def first_load(at: int) -> tuple[list[str], int]:
+        """The first load's progress lines, with another load taking the turn at its `at`-th line (0: none); and how
+        many lines it ran before it held the turn."""
+        lines, seen, go, paused = [], [0], threading.Event(), threading.Event()
+        others = []
+
+        def other_progress(line):  # the other load holds the turn here until the first one said it waits
+            paused.set()
+            go.wait(10)
+
+        def trace(frame, event, arg):
+            if frame.f_code.co_filename != loading.__file__ or frame.f_code is loading._load_pair.__code__:
+                return None
+
+            def line(frame, event, arg):
+                if event == "line" and not others and not taken(loading._LOADS):
+                    seen[0] += 1
+                    if seen[0] == at:
+                        others.append(threading.Thread(target=loading.load_pair, args=(hub.get("qwen2"),),
+                                                       kwargs={"progress": other_progress}))
+                        others[0].start()
+                        assert paused.wait(60)
+                return line
+            return line
+
+        def said(line):
+            lines.append(line)
+            if line == WAITING:
+                go.set()
+
+        def load():
+            sys.settrace(trace)
+            try:
+                loading.load_pair(hub.get("llama"), progress=said)
+            finally:
+                sys.settrace(None)
+
+        first = threading.Thread(target=load)
+        first.start()
+        first.join(120)
+        go.set()
+        for thread in others:
+            thread.join(120)
+        return lines, seen[0]
+
+    lines, count = first_load(0)
+    assert count >= 2 and WAITING not in lines
+    for at in range(1, count + 1):
+        lines, _ = first_load(at)
+        assert lines[:1] == [WAITING], f"the other load took the turn at line {at}: {lines[:2]}"
+        assert lines[-1] == "Ready", at
 
 
 def test_a_load_waiting_behind_another_through_the_pair_cache_says_so(hub):  # noqa: F811
@@ -79,5 +173,5 @@ def test_a_load_waiting_behind_another_through_the_pair_cache_says_so(hub):  # n
         first.join(60)
         if second.ident:
             second.join(60)
-    assert waiting == ["Waiting for another model's load to finish"], waiting
+    assert waiting == [WAITING], waiting
     assert lines[-1] == "Ready"  # then it loaded
