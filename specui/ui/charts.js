@@ -13,14 +13,26 @@
     for (const plot of document.querySelectorAll(".js-plotly-plot")) {
       const said = name(plot);
       if (plot.getAttribute("aria-label") !== said) {
-        plot.setAttribute("role", "figure");  // a named figure: its modebar stays reachable
+        plot.setAttribute("role", "figure");  // a named figure: its download (below) stays reachable
         plot.setAttribute("aria-label", said);
       }
     }
   };
+  // A chart's plotly tool bar (zoom, pan, select, zoom in and out, autoscale, reset, its logo's link) was nine or ten
+  // Tab stops, 38 on the Chat tab between the controls and the token trees. The bar stays for the mouse; the keyboard
+  // keeps one stop a chart, its download as a PNG (the one tool that works without a pointer; plotly shows the bar as
+  // it takes the focus), and none on the Teach tab, where a presenter tabs from the step buttons to the controls below
+  // (its numbers are in the lesson's export). Plotly redraws the bar with the chart: done again on every change
+  const kept = (button) => !button.closest("#teach-tab") && button.matches("[data-title^='Download plot']");
+  const tabStops = () => {
+    for (const button of document.querySelectorAll(".modebar-btn:not([tabindex='-1'])")) {
+      if (!kept(button)) button.setAttribute("tabindex", "-1");
+    }
+  };
   let due = null;
   new MutationObserver(() => {
-    if (due === null) due = setTimeout(() => { due = null; label(); }, 250);
+    if (due === null) due = setTimeout(() => { due = null; label(); tabStops(); }, 250);
   }).observe(document.body, { childList: true, subtree: true });
   label();
+  tabStops();
 }

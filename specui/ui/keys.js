@@ -39,7 +39,7 @@
     if (!shown) shown = (followers.find(([view]) => onScreen(document.querySelector(view))) || [])[1];
     const rounds = document.querySelector(steppers[1][0]);
     const below = rounds && rounds.offsetParent !== null && rounds.getBoundingClientRect().top >= window.innerHeight;
-    const waiting = rounds && (rounds.querySelector(".teach-step[data-round]") || (forward[event.key] && asksForNext()));
+    const waiting = rounds && (rounds.querySelector(".teach-step[data-round]") || forward[event.key] && asksForNext());
     if (!shown && below && waiting) {
       shown = steppers[1];  // the Teach tab is shown, with rounds decoded below the controls: bring them into view
       rounds.scrollIntoView({ block: "start" });
@@ -84,18 +84,23 @@
     const button = document.querySelector(`#${name}-tick`);
     if (button && !paused[name] && !(presses[name] || []).includes("t")) button.click();
   };
-  // The Teach tab's charts keep plotly's tool bar for the mouse, out of the Tab order: a presenter tabbing from the
-  // step buttons to the controls below went through eight buttons of each of its charts (plotly redraws the bar).
   // What style.css lets scroll (the Teach tab's draft table on a phone, a long context, a side of the compare view)
   // is a Tab stop while it overflows, so that the keyboard scrolls it too: its arrows then scroll, not step (axe's
   // scrollable-region-focusable: a draft table a phone's page cut off was out of a keyboard's reach)
   const scrollers = "#teach-tab .teach-table, #teach-tab .teach-context, #teach-tab .teach-side";
+  const RESET_TIP = "Reset to default value (Escape in the number box or on the slider)";
   let due = null;
   const tidy = () => {
     due = null;
     toEnds();  // a box shown since (a tab, a panel opened): the page unchanged
-    for (const button of document.querySelectorAll("#teach-tab .modebar-btn:not([tabindex='-1'])")) {
-      button.setAttribute("tabindex", "-1");
+    for (const reset of document.querySelectorAll(".block .reset-button:not([tabindex='-1'])")) {
+      const block = reset.closest(".block");
+      if (!block.querySelector("input[type=range]")) continue;
+      reset.setAttribute("tabindex", "-1");  // a slider's ↺ (below)
+      reset.setAttribute("title", RESET_TIP);
+      for (const box of block.querySelectorAll("input[type=range], input[type=number]")) {
+        box.setAttribute("aria-keyshortcuts", "Escape");
+      }
     }
     for (const box of document.querySelectorAll(scrollers)) {
       if (!box.getClientRects().length) continue;  // hidden (another tab, a closed panel): it scrolls as it did
@@ -125,13 +130,24 @@
   window.addEventListener("resize", soon);
   document.addEventListener("click", soon, true);  // a tab or a panel opened shows its tables, the page unchanged
   // Enter in a slider's number box commits what was typed, as leaving the box does: gradio puts a value out of
-  // range back within it only when the box loses the focus, and blocks.py's `settled` puts it on the step's grid
+  // range back within it only when the box loses the focus, and blocks.py's `settled` puts it on the step's grid.
+  // A slider's ↺ (gradio's "Reset to default value") was a Tab stop of its own between its number box and the slider,
+  // eleven on the Chat tab between the controls that matter: it stays for the mouse, out of the Tab order (tidy,
+  // above), and Escape in the number box or on the slider does what it does, as its tooltip and the two inputs'
+  // aria-keyshortcuts say
   document.addEventListener("keydown", (event) => {
     const box = event.target;
-    if (event.key !== "Enter" || !box || box.type !== "number") return;
+    if (!box || !["number", "range"].includes(box.type) || !["Enter", "Escape"].includes(event.key)) return;
     const block = box.closest(".block");
     if (!block || !block.querySelector("input[type=range]")) return;
-    box.blur();
-    box.focus();
+    if (event.key === "Escape") {
+      const reset = block.querySelector(".reset-button");
+      if (!reset || event.isComposing) return;
+      event.preventDefault();
+      reset.click();
+    } else if (box.type === "number") {
+      box.blur();
+      box.focus();
+    }
   });
 }

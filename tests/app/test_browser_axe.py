@@ -1,13 +1,13 @@
 """axe-core, the standard automated WCAG checker, on the served app in Chromium: every state a visitor reaches.
 
 The Chat tab after a reply compared with plain decoding (coloured tokens, charts, the side-by-side view, its
-download), on a light and a dark page and on a phone (390 × 844); a sampled reply with its rejected drafts shown, and
-a token's box opened by the arrow keys; a refused message; arena mode; the token trees' panel; the Teach tab after
-Decode, after Next and with a second drafter compared, light and dark, and on a phone, and with its panels open. Each
-fails on any violation axe reports (rule, impact, the element) but those listed in EXCLUDED: each a rule on one
-selector inside Gradio's own components, which the app cannot change, with the reason. The page's colours are the
-app's own theme (`specui.ui.theme.page_theme`), so contrast is never excluded. axe.min.js comes with the PyPI package
-axe-playwright-python (requirements-dev.txt).
+download), on a light and a dark page and on a phone (390 × 844); a chart's tool bar shown by the keyboard; a
+sampled reply with its rejected drafts shown, and a token's box opened by the arrow keys; a refused message; arena
+mode; the token trees' panel; the Teach tab after Decode, after Next and with a second drafter compared, light and
+dark, and on a phone, and with its panels open. Each fails on any violation axe reports (rule, impact, the element)
+but those listed in EXCLUDED: each a rule on one selector inside Gradio's own components, which the app cannot
+change, with the reason. The page's colours are the app's own theme (`specui.ui.theme.page_theme`), so contrast is
+never excluded. axe.min.js comes with the PyPI package axe-playwright-python (requirements-dev.txt).
 """
 
 from __future__ import annotations
@@ -91,6 +91,19 @@ def test_the_chat_tab_after_a_compared_reply(app, theme):
     page.check("#compare input")
     _replied(page)
     page.wait_for_selector("#chat .specui-compare")
+    assert_clean(page)
+    page.close()
+
+
+def test_a_charts_tool_bar_shown_by_its_download_reached_with_tab(app):
+    """A chart keeps one Tab stop of its plotly tool bar, its download (charts.js), which shows the bar as it takes
+    the focus; the other buttons stay for the mouse, out of the Tab order."""
+    page = _page(app)
+    page.wait_for_function("""() => { const stops = [...document.querySelectorAll('#chat-tab .modebar-btn')]
+        .filter(b => b.tabIndex >= 0); return stops.length > 0 && stops.every(b => /^Download/.test(b.ariaLabel)); }""",
+                           timeout=15_000)
+    page.locator("#chat-tab .modebar-btn:not([tabindex='-1'])").first.focus()
+    page.wait_for_function("() => getComputedStyle(document.activeElement.closest('.modebar-group')).opacity === '1'")
     assert_clean(page)
     page.close()
 

@@ -1,0 +1,129 @@
+"""The Tab order in a real browser: a keyboard user meets the controls that matter, each once.
+
+Gradio's sliders each had a ↺ (reset to the default value) as a Tab stop of its own between the number box and the
+slider, and plotly's tool bars nine or ten buttons per chart (zoom, pan, select, autoscale, its logo's link): 38 stops
+on the Chat tab's four charts. The resets stay for the mouse, out of the Tab order, and Escape in a slider's number box
+or on the slider resets it (keys.js); a chart keeps one stop, its download as a PNG, which the keyboard works
+(charts.js); the Teach tab's charts keep none (a presenter tabs from the step buttons to the controls below). One
+served app, one browser.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import require_browser, served_app, ui_config
+from tools.screenshot import launch_chromium, set_number
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
+
+# what has the focus: its tag, its class, its name, the id of the element around it
+FOCUS = """() => { const e = document.activeElement, around = e.closest('[id]');
+    return {tag: e.tagName, cls: String(e.className.baseVal ?? e.className), id: around ? around.id : '',
+            name: e.getAttribute('aria-label') || (e.innerText || '').slice(0, 30)}; }"""
+
+
+@pytest.fixture(scope="module")
+def app():
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with served_app(ui_config()) as url, sync_playwright() as p:
+        browser = launch_chromium(p)
+        yield browser, url
+        browser.close()
+
+
+def _page(app, *, query: str = "", ready: str = "#prompt textarea"):
+    browser, url = app
+    page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    page.goto(url + query)
+    page.wait_for_selector(ready, timeout=60_000)
+    return page
+
+
+def _wait_tidied(page, tab: str) -> None:
+    """Until keys.js and charts.js have seen the page: every chart's tool bar drawn and tidied, and the sliders'
+    resets out of the Tab order (15 s at most: a page never tidied fails on what the test finds, named)."""
+    from playwright.sync_api import TimeoutError as Timeout
+
+    page.wait_for_selector(f"{tab} .modebar", state="attached", timeout=30_000)
+    try:
+        _tidied(page, tab)
+    except Timeout:
+        pass
+
+
+def _tidied(page, tab: str) -> None:
+    page.wait_for_function(f"""() => {{ const bars = [...document.querySelectorAll('{tab} .modebar')];
+        const resets = [...document.querySelectorAll('{tab} .reset-button')];
+        return bars.length > 0 && resets.length > 0 && resets.every(b => b.tabIndex === -1)
+            && bars.every(bar => [...bar.querySelectorAll('.modebar-btn')].filter(b => b.tabIndex >= 0).length <= 1);
+    }}""", timeout=15_000)
+
+
+def _tab_until(page, start: str, stop: str, *, most: int = 120) -> list[dict]:
+    """Every element Tab focuses from `start` (a selector, focused first) up to the one that matches `stop`."""
+    page.locator(start).first.focus()
+    stops = []
+    for _ in range(most):
+        page.keyboard.press("Tab")
+        stops.append(page.evaluate(FOCUS))
+        if page.evaluate(f"() => document.activeElement.matches({stop!r})"):
+            return stops
+    raise AssertionError(f"{stop} not reached in {most} Tab presses: {stops}")
+
+
+def test_the_chat_tab_from_the_prompt_to_the_token_trees_skips_resets_and_keeps_one_stop_a_chart(app):
+    page = _page(app)
+    _wait_tidied(page, "#chat-tab")
+    stops = _tab_until(page, "#prompt textarea", "#tree-view .label-wrap")
+    assert not [s for s in stops if "reset-button" in s["cls"]], stops
+    assert any(s["id"] == "temperature" for s in stops) and any(s["name"].startswith("range slider for Temp")
+                                                                  for s in stops)  # the box and the slider stay
+    bars = [s for s in stops if "modebar" in s["cls"]]
+    charts = page.locator("#chat-tab .js-plotly-plot:visible").count()
+    assert charts >= 4 and [s["name"] for s in bars] == ["Download plot as a PNG"] * charts, bars
+    assert len(stops) <= 60, len(stops)  # 102 before
+
+    page.locator("#chat-tab .modebar-btn[tabindex='-1']").first.wait_for(state="attached")
+    download = page.locator("#chat-tab .modebar-btn:not([tabindex='-1'])").first
+    download.focus()
+    # plotly shows the bar as its button takes the focus, and the button shows the page's ring
+    page.wait_for_function("() => getComputedStyle(document.activeElement.closest('.modebar-group')).opacity === '1'")
+    ring = page.evaluate("() => [getComputedStyle(document.activeElement).outlineWidth, "
+                         "document.activeElement.matches(':focus-visible')]")
+    assert ring == ["2px", True], ring
+    with page.expect_download(timeout=30_000) as saved:
+        page.keyboard.press("Enter")
+    assert saved.value.suggested_filename.endswith(".png")
+    page.close()
+
+
+def test_escape_in_a_sliders_number_box_or_on_the_slider_resets_it(app):
+    page = _page(app)
+    _wait_tidied(page, "#chat-tab")
+    box, slider = "#temperature input[type=number]", "#temperature input[type=range]"
+    default = page.locator(box).input_value()
+    reset = page.locator("#temperature .reset-button")
+    assert "Escape" in (reset.get_attribute("title") or "")
+    assert page.locator(box).get_attribute("aria-keyshortcuts") == "Escape"
+    assert page.locator(slider).get_attribute("aria-keyshortcuts") == "Escape"
+    for where in (box, slider):
+        set_number(page, "temperature", 1.3)
+        page.wait_for_function(f"() => document.querySelector('{slider}').value === '1.3'")
+        page.locator(where).focus()
+        page.keyboard.press("Escape")
+        page.wait_for_function(f"() => document.querySelector('{box}').value === {default!r} "
+                               f"&& document.querySelector('{slider}').value === {default!r}", timeout=10_000)
+        assert page.evaluate(f"() => document.activeElement.matches({where!r})")  # the focus stays
+    page.close()
+
+
+def test_the_teach_tab_from_the_step_buttons_meets_no_reset_and_no_tool_bar(app):
+    page = _page(app, query="?tab=teach", ready="#step-start")
+    _wait_tidied(page, "#teach-tab")
+    stops = _tab_until(page, "#step-next", "#teach-tab .label-wrap")
+    assert not [s for s in stops if "reset-button" in s["cls"] or "modebar" in s["cls"]], stops
+    assert any(s["id"] == "step-speed" for s in stops)
+    page.close()
