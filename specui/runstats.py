@@ -52,11 +52,12 @@ class RunStats:
     prefill_s: float = 0.0  # reading the prompt (its new tokens, after what the conversation's cache held)
     reused_tokens: int = 0  # prompt tokens the conversation's cache held (`specui.prompt_cache`)
     trees: bool = False  # the run drafted token trees (no theory: Theorem 3.8 counts chains)
+    tree_nodes: int = 0  # token trees: the most nodes a round drafted (the static tree: width + width² + ... to K)
 
     def as_dict(self) -> dict:
         """JSON-able (the API's `stats`): the numbers, and `theory`, Theorem 3.8's figures at the K this RunStats was
         made with (`run_stats(k=)`: the K chosen, as the chat tab's stats line), or None."""
-        out = {k: v for k, v in self.__dict__.items() if k not in ("theory", "trees")}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("theory", "trees", "tree_nodes")}
         out["theory"] = dataclasses.asdict(self.theory) if self.theory is not None else None
         return out
 
@@ -95,6 +96,7 @@ def run_stats(result, *, plain=None, k: int | None = None) -> RunStats:
         # chain with the tree's tokens per forward, and says so)
         theory=None if trees else metrics.theory(rounds, c=c, k=k), prefill_s=result.prefill_s,
         reused_tokens=result.reused_tokens, trees=trees,
+        tree_nodes=max((len(r.tree) for r in rounds if r.tree), default=0),
     )
 
 

@@ -16,6 +16,8 @@ from specui.settings import (MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_REPETITION_PE
                              MAX_TREE_NODES, MAX_TREE_WIDTH, DecodeSettings, SettingsError, reworded)
 
 DRAFTER_CHOICES = {label: name for name, label in LABELS.items()}  # what the radio shows -> drafter name
+# a refusal's list of drafters: the names (the API's docs, the library) and the labels (the page's radio), both taken
+DRAFTERS_SAID = f"a name ({', '.join(LABELS)}) or a label ({', '.join(LABELS.values())})"
 # the settings' field names as the page's controls are labelled (a refusal quotes the engine's check)
 PAGE_WORDS = {"num_draft_tokens": "K", "max_new_tokens": "Max new tokens",
               "tree_width": "Tree width", "tree_nodes": "Tree nodes", "top_k": "Top-k", "top_p": "Top-p",
@@ -57,7 +59,7 @@ class Settings(DecodeSettings):
         """Coerce what widgets send (floats for integers, None or "" for blanks, labels) and check ranges."""
         drafter = name_of(values.get("drafter") or MODEL)
         if drafter not in DRAFTER_NAMES:
-            raise SettingsError(f"drafter must be one of {', '.join(DRAFTER_CHOICES)} (got {said(drafter)})")
+            raise SettingsError(f"drafter must be {DRAFTERS_SAID} (got {said(drafter)})")
         if values.get("arena"):  # the arena races every drafter: the one selected must not veto its settings
             drafter = MODEL
         top_p = _number(values, "top_p", 0.0, 1.0, 1.0)

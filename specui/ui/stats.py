@@ -9,16 +9,30 @@ from specui.arena import label
 from specui.runstats import RunStats, speedup
 from specui.text import fmt
 
+CPU_TREE_NODES = (7, 11)  # the tree budgets that pay on a CPU (docs/performance.md): more nodes, slower rounds
+
 HINTS = {
-    "acceptance rate": "accepted draft tokens / drafted tokens",
+    "acceptance rate": "accepted draft tokens / drafted tokens, every draft counted: those after a rejection (never "
+                       "judged) and those a confidence stop let through. Not the fitted α of the theoretical speedup, "
+                       "the per-token acceptance of the paper's model that gives the measured tokens per round",
+    "acceptance along the path": "token trees: accepted nodes / the nodes the target judged along each round's path "
+                                 "(its accepted nodes, and the child rejected where the walk stopped): how often the "
+                                 "walk went one level deeper. Not a share of every drafted node: a round keeps one "
+                                 "path of its tree, and the rest of the nodes are its cost",
     "mean accepted length": "tokens emitted per target forward, bonus included (plain decoding = 1.0)",
     "speculative": "tokens / engine seconds (prefill + draft + verify; time spent drawing the page is left out)",
     "plain": "the target alone, same prompt, settings and seed, timed after the speculative run",
     "speedup": "speculative tokens/s / plain tokens/s (turn Compare on to measure it)",
     "theoretical speedup": "(1 - α^(K+1)) / ((1 - α)(K c + 1)), Leviathan et al. 2023, Theorem 3.8; K as chosen "
-                           "(adaptive K: the one most rounds asked for), α from the "
-                           "measured tokens per round, c = draft cost / target cost measured in this run; none for "
-                           "token trees (the theorem counts a chain of K drafts)",
+                           "(adaptive K: the one most rounds asked for); α, the paper's per-token acceptance (each "
+                           "draft accepted independently with probability α), fitted so that (1 - α^(K+1)) / (1 - α) "
+                           "is the measured tokens per round: not the acceptance rate, which counts every drafted "
+                           "token, those after a rejection included; c = draft cost / target cost measured in this "
+                           "run; none for token trees (the theorem counts a chain of K drafts)",
+    "tree": f"the most nodes a round's token tree held: each is a row of the target's verify forward. Tree nodes 0 is "
+            f"the static tree, width + width² + … to depth K (126 at width 2 and K 6); on a CPU a dynamic tree of "
+            f"{CPU_TREE_NODES[0]} to {CPU_TREE_NODES[1]} nodes pays best (a verify of up to {CPU_TREE_NODES[1] + 1} "
+            f"tokens reads each weight once)",
     "tokens": "new tokens, target forwards and engine seconds; the prompt's time is its new tokens' alone when a "
               "chat's earlier turns were kept in the target's cache (kept: not read again)",
 }
@@ -29,7 +43,7 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
     items = []
     if spec is not None:
         rate = fmt(spec.acceptance_rate, ".1%")
-        items += [("acceptance rate", rate),
+        items += [("acceptance along the path" if spec.trees else "acceptance rate", rate),
                   ("mean accepted length", f"{fmt(spec.mean_accepted_length, '.2f')} tokens/round"),
                   ("speculative", f"{fmt(spec.tokens_per_s, '.1f')} tokens/s")]
         ratio = speedup(spec, plain)
@@ -42,6 +56,8 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
                                                  f"K={theory.k}, c={fmt(theory.c, '.2f')})"))
         else:
             items.append(("theoretical speedup", "– (token trees)" if spec.trees else "–"))
+        if spec.trees:
+            items.append(("tree", tree_note(spec.tree_nodes)))
         kept = f", {spec.reused_tokens} kept" if spec.reused_tokens else ""
         prompt = f"prompt {fmt(spec.prefill_s, '.2f')} s{kept}"
         items.append(("tokens", f"{spec.tokens} in {spec.rounds} rounds, {fmt(spec.seconds, '.2f')} s ({prompt})"))
@@ -51,6 +67,14 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
     if not body and not head:
         head = '<span class="stat-status">Send a prompt to see acceptance, tokens/s and speedup.</span>'
     return f'<div class="specui-stats">{head}{body}</div>'
+
+
+def tree_note(nodes: int) -> str:
+    """The stats line's word on a token-tree run's size: the most nodes a round drafted, and, past the budgets that pay
+    on a CPU, what does (a static tree of width 2 holds 126 nodes at K 6: several times slower than a chain there)."""
+    said = f"up to {nodes} nodes a round"
+    lo, hi = CPU_TREE_NODES
+    return said if nodes <= hi else f"{said}: on a CPU, Tree nodes {lo} to {hi} pay best"
 
 
 ARENA_HEADERS = ["drafter", "K", "acceptance rate", "mean accepted length", "c (draft cost)", "tokens/s", "speedup",
