@@ -142,7 +142,8 @@ class PromptCaches:
         with self._guard:
             gone = [c for c in self.caches if c.owner == owner]
             for cache in gone:
-                self.caches.remove(cache)
+                if cache in self.caches:  # a run closed meanwhile (a stream collected in a clear) may have let it go
+                    self.caches.remove(cache)
                 cache.pool = None  # a run that holds it does not bring it back (`used`)
                 cache.clear()  # its memory goes now (a cache a run holds keeps its own until that run ends)
         return len(gone)

@@ -98,3 +98,25 @@ def test_a_stream_collected_inside_its_caches_lock_gives_the_cache_back(engine, 
             collected_at(CollectAtLine(code, at))
     finally:
         gc.enable()
+
+
+def test_a_stream_collected_while_the_pool_forgets_a_visitor_leaves_none_of_its_caches(engine):
+    """`PromptCaches.forget` lets a visitor's caches go one by one; a stream collected meanwhile (in a cache's clear)
+    closed another visitor's cache, and the pool, making room for it, let go a cache that forget had still to come to:
+    forget raised ValueError (list.remove) and the visitor's caches after it stayed."""
+    from specui.cache_pool import PromptCaches
+
+    pool = PromptCaches(budget=10**12)
+    for ids in ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]):  # the leaving visitor's two conversations
+        engine.generate(ids, cache=pool.pick(ids, engine.target_model, owner="leaving"), **GREEDY)
+    abandon(engine, pool.pick(PROMPT, engine.target_model, owner="staying"))
+    pool.budget = 0  # when the staying visitor's cache closes, the pool lets every free cache go
+    forgotten = []
+    gc.disable()  # only the trace's collection closes the dropped stream
+    try:
+        collect = CollectAtLine(PromptCache.clear.__code__, 3)  # inside the first cache's clear, its lock held
+        assert on_a_thread(collect, lambda: forgotten.append(pool.forget("leaving")))
+    finally:
+        gc.enable()
+    assert forgotten == [2], "forget raised"
+    assert [c.owner for c in pool.caches] == ["staying"] and not pool.caches[0].busy
