@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import inspect
 import secrets
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -51,6 +50,7 @@ from specui.sampling import Generators, Rows, Sampling, argmax, choose, penalize
 from specui.settings import TREE_METHODS, DecodeSettings, settings_from, why_no_trees
 from specui.tree_round import tree_round
 from specui.tree_verify import verify_tree
+from specui.turns import Turns
 from specui.verify_rule import verify
 
 
@@ -80,7 +80,7 @@ class SpeculativeEngine:
                                            or prompt_threads < 1):
             raise ValueError(f"prompt_threads must be a positive integer or None (got {prompt_threads!r})")
         self.prompt_threads = prompt_threads
-        self._turn = threading.RLock()  # the rounds of runs on several threads take turns (docs/engine.md: threads)
+        self._turns = Turns()  # the rounds of runs on several threads take turns, in order (docs/engine.md: threads)
         if drafter is not None and name_of(drafter) not in DRAFTER_NAMES:
             raise ValueError(f"drafter must be one of {', '.join(DRAFTER_NAMES)} or None (got {drafter!r})")
         self.default_drafter = drafter = None if drafter is None else name_of(drafter)  # a label ("EAGLE") as its name
@@ -232,7 +232,7 @@ class SpeculativeEngine:
         result.reused_tokens = reused
         threads = self.prompt_threads if self.device.type == "cpu" else None
         asked = time.perf_counter()
-        with self._turn, torch.inference_mode(), cpu_threads(threads):
+        with self._turns.place(), self._turns.take(), torch.inference_mode(), cpu_threads(threads):
             # none is held across a yield: the consumer may run on another thread, and other runs' rounds go on
             waited = time.perf_counter() - asked  # another thread's turn: in total_s, not in this prompt's reading
             if len(prompt) - 1 > reused:  # the last prompt token opens round 1
@@ -253,7 +253,7 @@ class SpeculativeEngine:
 
         while len(result.token_ids) < max_new_tokens:
             remaining = max_new_tokens - len(result.token_ids)
-            with self._turn, torch.inference_mode():
+            with self._turns.place(), self._turns.take(), torch.inference_mode():
                 if drafter is None:
                     round_ = self._plain_round(target, context, sampling, generators)
                 else:
