@@ -3,7 +3,8 @@ round the step-through is on, what the second drafter proposes from the same con
 
 `run_comparison` computes it for the run on show (its prompt, settings and preset, not the controls'
 current values, which may have changed since) with `specui.lesson_compare`, in the engine's queue; it runs
-after every Decode and whenever the dropdown changes. `specui.ui.teaching` renders the view at each step.
+after every Decode and whenever the dropdown changes. `specui.ui.teaching` keeps the comparison beside the run's
+rounds (`teach_keys.Shown.beside`) and renders the view at each step.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from specui.ui.toasts import refusal
 class CompareView:
     second: gr.Dropdown
     view: gr.HTML
-    compared: gr.State  # the `lesson_compare.Comparison` of the run on show, or None
 
 
 def build() -> CompareView:
@@ -35,7 +35,7 @@ def build() -> CompareView:
             second = gr.Dropdown([NONE, *DRAFTER_CHOICES], value=NONE, label="Compare with a second drafter",
                                  elem_id="teach-second")
             gr.Markdown(COMPARE_HELP)
-    return CompareView(second, view, gr.State(None))
+    return CompareView(second, view)
 
 
 def choices(engine, primary: str) -> list[str]:
@@ -43,11 +43,12 @@ def choices(engine, primary: str) -> list[str]:
     return [NONE, *(LABELS[d] for d in engine.drafters if d != primary)]
 
 
-def run_comparison(showcase, ui, data: dict) -> dict:
-    """Compare the run on show with the chosen second drafter (or clear the view when none is chosen)."""
+def run_comparison(showcase, ui, data: dict) -> tuple[lesson_compare.Comparison | None, dict]:
+    """Compare the run on show with the chosen second drafter (or clear the view when none is chosen): (the
+    `Comparison`, or None; the answer to the view and the dropdown)."""
     view, run, choice, index = ui.compare, data[ui.run], data[ui.compare.second], data[ui.index].index
     if run is None:  # a drafter chosen before any Decode: it compares once one is decoded
-        return {view.compared: None, view.view: render_compare(None, index, note=waiting(choice, decoded=False))}
+        return None, {view.view: render_compare(None, index, note=waiting(choice, decoded=False))}
     preset = showcase.config.get(run.extra.get("preset"))
     pair = showcase.cache.get(preset)  # loaded by the run's Decode
     engine, primary = pair.engine(), run.decode.drafter
@@ -55,14 +56,13 @@ def run_comparison(showcase, ui, data: dict) -> dict:
     if choice not in offered:  # a drafter this preset lacks, or the primary itself
         why = "drafts this run itself" if choice == LABELS.get(primary) else "cannot be compared here"
         note = f"{choice} {why}: this run's preset offers {', '.join(offered[1:]) or 'no other'}."
-        return {view.compared: None, view.view: render_compare(None, index, note=note),
-                view.second: gr.update(choices=offered, value=NONE)}
+        return None, {view.view: render_compare(None, index, note=note),
+                      view.second: gr.update(choices=offered, value=NONE)}
     if choice == NONE:
-        return {view.compared: None, view.view: render_compare(None, index), view.second: gr.update(choices=offered)}
+        return None, {view.view: render_compare(None, index), view.second: gr.update(choices=offered)}
     try:
         compared = lesson_compare.compare(engine, pair.tokenizer, run.prompt_ids, run.decode, primary=primary,
                                           second=DRAFTER_CHOICES[choice], lock=showcase.lock(preset.name))
     except ValueError as e:
         raise refusal(str(e)) from None
-    return {view.compared: compared, view.view: render_compare(compared, index),
-            view.second: gr.update(choices=offered)}
+    return compared, {view.view: render_compare(compared, index), view.second: gr.update(choices=offered)}

@@ -111,7 +111,7 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True,
 def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool = False) -> None:
     c, s, cmp = ui.controls, ui.step, ui.compare
     queued = {"concurrency_id": concurrency_id, "concurrency_limit": 1, "api_visibility": "private"}
-    compared = [cmp.compared, cmp.view, cmp.second]
+    compared = [cmp.view, cmp.second]  # the comparison itself is kept beside the rounds, in ui.index's Shown
     decoded = [ui.run, s.view, s.residual, s.theory_tokens, s.theory_speedup, s.measured, s.export,
                s.status, ui.playing, ui.timer, c.play, ui.memory, *compared]
     # a refusal (an empty prompt, a setting out of range) says why in the status line; the rest keeps what it showed
@@ -187,18 +187,18 @@ def _move_to(ui: TeachTab, shown: teach_keys.Shown, run, index: int, beside, sec
     return show_round(ui, run, index, beside, second)
 
 
-def _beside(ui: TeachTab, out: dict):
-    """What goes beside the rounds from a comparison's answer `out`: the comparison, or its view's line (none)."""
-    return out[ui.compare.compared] if out[ui.compare.compared] is not None else out[ui.compare.view]
+def _beside(ui: TeachTab, comparison, out: dict):
+    """What goes beside the rounds from a comparison and its answer `out`: the comparison, or its view's line (none)."""
+    return comparison if comparison is not None else out[ui.compare.view]
 
 
 # the tab's components that `teach_compare.run_comparison` reads and answers, standing as their names (`teach_work`)
-COMPARE = SimpleNamespace(compare=teach_compare.CompareView("second", "view", "compared"), run="run", index="index")
+COMPARE = SimpleNamespace(compare=teach_compare.CompareView("second", "view"), run="run", index="index")
 
 
 def decoded(state: TeachState, values: dict, second: str):
     """Decode's model work (a `GpuWork` task): the run, what its ids hold besides the prompt (`conversation`) and the
-    second drafter's view of its round 1, by name."""
+    second drafter's comparison with its answer for round 1, by name (`_compared`)."""
     p, lock = state.prepare(values)
     try:
         state.showcase.warm_up(p.engine, p.pair, p.ids)
@@ -210,28 +210,30 @@ def decoded(state: TeachState, values: dict, second: str):
 
 
 def compared_with(state: TeachState, run, second: str, index: int):
-    """The second drafter's model work (a `GpuWork` task): its view of `run`'s round `index`, by name."""
+    """The second drafter's model work (a `GpuWork` task): its comparison, and its answer for `run`'s round `index` by
+    name (`_compared`)."""
     yield _compared(state, run, second, index)
 
 
-def _compared(state: TeachState, run, second: str, index: int) -> dict:
+def _compared(state: TeachState, run, second: str, index: int) -> tuple:
+    """(the `Comparison` or None, the answer to the compare view and the dropdown by name): `run_comparison`'s."""
     return teach_compare.run_comparison(state.showcase, COMPARE,
                                         {"run": run, "second": second, "index": teach_keys.Shown(run, index)})
 
 
 def decode(state: TeachState, ui: TeachTab, data: dict, *, at: int = 0) -> dict:
     """Decode the prompt and show its round `at` (the last if it has fewer), or a round a press made since moved to."""
-    [(run, conversation_of, compared)] = state.work(decoded, teach_work.values(ui.controls, data),
-                                                    data[ui.compare.second])
+    [(run, conversation_of, (comparison, compared))] = state.work(decoded, teach_work.values(ui.controls, data),
+                                                                  data[ui.compare.second])
     s, shown, at = ui.step, data[ui.index], max(0, min(at, len(run.steps) - 1))
     compared = teach_work.by_component(ui.compare, compared)
     # round 1 unless a press made since the run arrived has moved it on already (that press's answer shows its round)
     kept = teach_memory.kept(ui.controls, data, conversation=conversation_of, seed=run.spec.seed)  # a blank box: 0
-    view = teach_keys.moving(shown, {}, _move_to, ui, shown, run, at, _beside(ui, compared))
+    view = teach_keys.moving(shown, {}, _move_to, ui, shown, run, at, _beside(ui, comparison, compared))
     return {ui.run: run, **compared, ui.step.view: gr.update(), ui.compare.view: gr.update(), **view,
             s.theory_tokens: teach_charts.theory_tokens_figure(run.measured),
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
-            s.export: exported(state, run, compared[ui.compare.compared]),
+            s.export: exported(state, run, comparison),
             s.status: decoded_note(run) + (f" Back at round {at + 1}, where this browser left it." if at else ""),
             **stopped(ui), ui.memory: teach_memory.at_round(kept, shown.index)}
 
@@ -257,7 +259,7 @@ def second_chosen(state: TeachState, ui: TeachTab, data: dict) -> dict:
     # nothing decoded, nothing to compare: no model, so no GPU call (on ZeroGPU a visitor's quota and a queue wait)
     asked = (bare, choice, shown.index)
     try:
-        [out] = state.work(compared_with, *asked) if run is not None else compared_with(state, *asked)
+        [(comparison, out)] = state.work(compared_with, *asked) if run is not None else compared_with(state, *asked)
     except Refusal as e:  # the view says why: the steps after show no comparison, nor the last drafter's
         with shown.lock:
             shown.beside = render_compare(None, 0, note=f"⚠ {e.text}") if shown.what is run else shown.beside
@@ -267,14 +269,15 @@ def second_chosen(state: TeachState, ui: TeachTab, data: dict) -> dict:
         return out
     with shown.lock:  # beside the run it compared, whatever round it is on now (another run: not this one's)
         if shown.what is run:
-            shown.beside = _beside(ui, out)
+            shown.beside = _beside(ui, comparison, out)
     del out[ui.compare.view]  # drawn by the redraw after, for the round shown then
-    return {**out, ui.step.export: exported(state, run, out[ui.compare.compared])}
+    return {**out, ui.step.export: exported(state, run, comparison)}
 
 
 def compare_refused(ui: TeachTab, text: str) -> dict:
-    """A second drafter's comparison refused: its line goes beside the rounds (`second_chosen` kept it in the Shown)."""
-    return {ui.compare.compared: None}
+    """A second drafter's comparison refused: its line goes beside the rounds (`second_chosen` kept it in the Shown,
+    the redraw after draws it); nothing else changes."""
+    return {ui.compare.second: gr.update()}  # a no-op: gradio reads an empty dict as one value, an error
 
 
 def refused(ui: TeachTab, text: str) -> dict:

@@ -46,10 +46,31 @@ def _inputs(ui, *, second: str, temperature: float = 0.8, confidence: float = 0.
             ui.index: Shown()}
 
 
+def _decoded(state, ui, **settings) -> tuple:
+    """Decode with `settings` (`_inputs`): (its answer, the second drafter's comparison kept beside its rounds)."""
+    from specui.ui.teaching import decode
+
+    data = _inputs(ui, **settings)
+    out = decode(state, ui, data)
+    return out, data[ui.index].beside
+
+
 def test_the_tab_has_the_second_drafter_and_its_view(tab):
     demo, _, _ = tab
     ids = {c.get("props", {}).get("elem_id") for c in demo.config["components"]}
     assert {"teach-second", "compare-view", "step-view", "sweep-run", "drafters-run", "verify-cost-run"} <= ids
+
+
+def test_every_state_the_tab_writes_is_read(tab):
+    """The comparison was written to a gr.State of its own after it moved beside the rounds (`Shown.beside`), read
+    by no event: a Comparison kept per page for nothing. Every State an event of the tab writes, one reads."""
+    import gradio as gr
+
+    demo, _, _ = tab
+    fns = list(demo.fns.values())
+    read = {id(c) for f in fns for c in f.inputs}
+    written = {id(c): c for f in fns for c in f.outputs if isinstance(c, gr.State)}
+    assert written and not [c for i, c in written.items() if i not in read]
 
 
 @pytest.mark.parametrize("temperature", [0.0, 0.8])
@@ -59,12 +80,12 @@ def test_decode_compares_and_next_steps_both(tab, temperature):
     _, ui, state = tab
     data = _inputs(ui, second="prompt lookup", temperature=temperature)
     out = decode(state, ui, data)
-    run, compared = out[ui.run], out[ui.compare.compared]
+    run, compared = out[ui.run], data[ui.index].beside
     assert compared.primary == "model" and compared.second == "prompt_lookup" and compared.seed == run.spec.seed
     assert compared.result.token_ids == run.spec.token_ids and len(compared.rounds) == len(run.steps)
     assert 'data-round="1"' in out[ui.compare.view] and 'data-side="second"' in out[ui.compare.view]
     assert out[ui.compare.second]["choices"] == ["none", "draft model + lookup", "prompt lookup"]  # the preset's others
-    moved = pressed(ui, "+", {**data, ui.compare.compared: compared, ui.memory: out[ui.memory]})
+    moved = pressed(ui, "+", {**data, ui.memory: out[ui.memory]})
     assert moved[ui.memory]["round"] == 1  # the round a refresh comes back to
     html = moved[ui.compare.view]
     r = compared.rounds[1]
@@ -84,8 +105,8 @@ def test_a_confidence_stop_drafts_fewer_and_the_step_says_why(tab, temperature):
     from specui.ui.teaching import decode, show_round
 
     _, ui, state = tab
-    out = decode(state, ui, _inputs(ui, second="draft model + lookup", temperature=temperature, confidence=0.9))
-    run, compared = out[ui.run], out[ui.compare.compared]
+    out, compared = _decoded(state, ui, second="draft model + lookup", temperature=temperature, confidence=0.9)
+    run = out[ui.run]
     assert run.decode.draft_confidence == 0.9 and compared.result.token_ids == run.spec.token_ids
     short = [i for i, step in enumerate(run.steps) if 0 < len(step.drafts) < step.num_draft_tokens]
     assert short, "a confidence stop of 0.9 left every round at K"
@@ -106,8 +127,8 @@ def test_the_repetition_penalty_reaches_the_rounds_and_the_step_says_so(tab, tem
     from specui.ui.teaching import decode, show_round
 
     _, ui, state = tab
-    out = decode(state, ui, _inputs(ui, second="prompt lookup", temperature=temperature, penalty=1.5))
-    run, compared = out[ui.run], out[ui.compare.compared]
+    out, compared = _decoded(state, ui, second="prompt lookup", temperature=temperature, penalty=1.5)
+    run = out[ui.run]
     assert run.decode.repetition_penalty == 1.5 and compared.result.token_ids == run.spec.token_ids
     if temperature == 0:
         unpenalised = decode(state, ui, _inputs(ui, second="none", temperature=0.0))[ui.run]
@@ -123,16 +144,17 @@ def test_the_dropdown_clears_and_explains(tab):
     _, ui, state = tab
     run = decode(state, ui, _inputs(ui, second="none"))[ui.run]
     data = {ui.run: run, ui.index: Shown(run, 2), ui.compare.second: "none"}
-    cleared = run_comparison(state.showcase, ui, data)
-    assert cleared[ui.compare.compared] is None and "teach-empty" in cleared[ui.compare.view]
+    compared, cleared = run_comparison(state.showcase, ui, data)
+    assert compared is None and "teach-empty" in cleared[ui.compare.view]
     for missing, why in (("EAGLE", "cannot be compared here"), ("draft model", "drafts this run itself")):
-        out = run_comparison(state.showcase, ui, {**data, ui.compare.second: missing})  # not in the preset, the primary
-        assert out[ui.compare.compared] is None and out[ui.compare.second]["value"] == "none"
+        # not in the preset, the primary
+        compared, out = run_comparison(state.showcase, ui, {**data, ui.compare.second: missing})
+        assert compared is None and out[ui.compare.second]["value"] == "none"
         assert why in out[ui.compare.view] and "prompt lookup" in out[ui.compare.view]
-    out = run_comparison(state.showcase, ui, {**data, ui.compare.second: "prompt lookup"})
-    assert 'data-round="3"' in out[ui.compare.view]  # the round the step-through is on
-    nothing = run_comparison(state.showcase, ui, {**data, ui.run: None})
-    assert nothing[ui.compare.compared] is None
+    compared, out = run_comparison(state.showcase, ui, {**data, ui.compare.second: "prompt lookup"})
+    assert compared.second == "prompt_lookup" and 'data-round="3"' in out[ui.compare.view]  # the round shown
+    compared, nothing = run_comparison(state.showcase, ui, {**data, ui.run: None})
+    assert compared is None and "teach-empty" in nothing[ui.compare.view]
 
 
 def test_the_view_says_what_a_chosen_drafter_waits_for(tab):
@@ -147,10 +169,10 @@ def test_the_view_says_what_a_chosen_drafter_waits_for(tab):
     assert "prompt lookup is chosen: press Decode" in chosen[view] and "Choose" not in chosen[view]
     run = decode(state, ui, _inputs(ui, second="none"))[ui.run]
     shown = Shown(run, 0)
-    stepped = pressed(ui, "+", {ui.index: shown, ui.compare.compared: None, ui.compare.second: "prompt lookup",
+    stepped = pressed(ui, "+", {ui.index: shown, ui.compare.second: "prompt lookup",
                                 ui.memory: {}})  # the comparison was refused: its reason was on show
     assert "prompt lookup was not compared with this run" in stepped[view] and "Choose" not in stepped[view]
-    none = pressed(ui, "+", {ui.index: shown, ui.compare.compared: None, ui.compare.second: "none", ui.memory: {}})
+    none = pressed(ui, "+", {ui.index: shown, ui.compare.second: "none", ui.memory: {}})
     assert "Choose a second drafter" in none[view]
     primary = decode(state, ui, _inputs(ui, second="draft model"))  # the run's own drafter picked as the second
     assert "drafts this run itself" in primary[view] and primary[ui.compare.second]["value"] == "none"
@@ -166,10 +188,8 @@ def test_next_after_a_run_changes_nothing_and_says_so_as_gradio_reads_it(tab):
 
 
 def test_the_view_escapes_model_text_and_clamps_the_round(tab):
-    from specui.ui.teaching import decode
-
     _, ui, state = tab
-    compared = decode(state, ui, _inputs(ui, second="prompt lookup"))[ui.compare.compared]
+    _, compared = _decoded(state, ui, second="prompt lookup")
     first = compared.rounds[0]
     bad = replace(first.second, drafts=[replace(d, text=INJECTION) for d in first.primary.drafts],
                   emitted=[replace(e, text=INJECTION) for e in first.second.emitted])
@@ -202,12 +222,10 @@ def test_the_export_holds_the_second_drafters_rounds_the_view_shows(tab):
     import json
     from pathlib import Path
 
-    from specui.ui.teaching import decode, second_chosen
+    from specui.ui.teaching import second_chosen
 
     _, ui, state = tab
-    data = _inputs(ui, second="prompt lookup")
-    out = decode(state, ui, data)
-    compared = out[ui.compare.compared]
+    out, compared = _decoded(state, ui, second="prompt lookup")
     second = json.loads(Path(out[ui.step.export]).read_text(encoding="utf-8"))["second_drafter"]
     assert second["second"] == "prompt_lookup" and len(second["rounds"]) == len(out[ui.run].steps)
     r = compared.rounds[1]

@@ -206,7 +206,7 @@ def test_the_tree_step_through_and_the_second_drafter_read_the_conversation_too(
                                                             tree.step: teach_keys.Shown()})
     assert out[tree.trees] and shape(out[tree.trees]) == shape(last[ui.tree.trees])  # the chat's trees, round for round
     second = teaching.decode(teaching.TeachState(app.showcase), teach, {**form, teach.compare.second: "prompt lookup"})
-    run, compared = second[teach.run], second[teach.compare.compared]
+    run, compared = second[teach.run], form[teach.index].beside  # kept beside the rounds
     pair = app.showcase.cache.get(app.showcase.config.get("bundled-chat"))
     assert run.prompt_ids == app.showcase.encode(pair, CODE, last[ui.turns][:-2])
     assert compared.rounds[0].context_tokens == len(run.prompt_ids)

@@ -93,7 +93,7 @@ def _stepped(lesson, presses: str, **settings) -> tuple:
     data = {**page, c.prompt: PROMPT, **{getattr(c, name): value for name, value in settings.items()},
             ui.index: Shown()}
     out = decode(state, ui, data)
-    moved = pressed(ui, presses, {**data, ui.compare.compared: out[ui.compare.compared], ui.memory: out[ui.memory]})
+    moved = pressed(ui, presses, {**data, ui.memory: out[ui.memory]})
     return out[ui.run], moved[ui.memory]
 
 
@@ -152,7 +152,7 @@ def test_a_run_never_stepped_past_round_1_is_not_decoded_again_on_a_refresh(less
     assert due(memory, 0, teach) == 1 and "decoding it again" in restored_note(memory) and "round 3" in \
         restored_note(memory)
     assert "decodes it at round 1" in restored_note(memory, teach=False)  # a page opened on the Chat tab
-    back = pressed(ui, "--", {ui.index: Shown(run, 2), ui.compare.compared: None, ui.memory: memory})
+    back = pressed(ui, "--", {ui.index: Shown(run, 2), ui.memory: memory})
     assert ROUND not in back[ui.memory] and due(back[ui.memory], 0, teach) == gr.skip()
 
 
@@ -216,8 +216,7 @@ def test_a_prompt_too_long_to_keep_is_not_decoded_again_as_another(tmp_path):
     data = {**page, c.prompt: long, c.k: 2, c.max_new: 24, c.temperature: 0.8, c.seed: 3, ui.index: Shown()}
     out = decode(state, ui, data)
     assert out[ui.run].prompt == long and len(out[ui.run].steps) >= 3  # decoded: a lesson of its own
-    memory = pressed(ui, "++", {**data, ui.compare.compared: out[ui.compare.compared],
-                                ui.memory: out[ui.memory]})[ui.memory]
+    memory = pressed(ui, "++", {**data, ui.memory: out[ui.memory]})[ui.memory]
     assert long not in memory.values()  # not in the browser's storage
     back = restored(showcase.config, c, memory)
     assert back[c.prompt] == gr.update() and back[c.seed] == 3 and back[c.k] == 2  # the settings come back
