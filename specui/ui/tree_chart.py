@@ -4,9 +4,9 @@ Nodes are laid out by depth (x: 0 the root, the round's first token; 1 its child
 that each parent sits beside its children (y: leaves in drafting order, a parent at its children's mean).
 Edges join children to parents; the accepted path is drawn thick; nodes are coloured by verdict
 (accepted, rejected, never judged) and the round's own token (resampled or bonus) hangs off the last
-accepted node. Hovering a node shows its token text, id, p, q, acceptance probability, draw and verdict.
-With a `step` (`specui.tree_steps.TreeStep`, the Teach tab), only what was judged up to that step is
-coloured, the child judged at that step is ringed, and the round's own token appears at the end.
+accepted node. Hovering a node shows its token text, id, p, q, and, once judged, its acceptance probability, draw
+and verdict. With a `step` (`specui.tree_steps.TreeStep`, the Teach tab), only what was judged up to that step is
+coloured and told on hover, the child judged at that step is ringed, and the round's own token appears at the end.
 
 Token texts are model output: they reach plotly as plain text, with & < > escaped (plotly would read a
 few HTML tags in text) and whitespace made visible. Pure functions, no gradio.
@@ -63,15 +63,21 @@ def positions(record: TreeRecord) -> dict:
     return out
 
 
-def _hover(record: TreeRecord, i: int) -> str:
+def _hover(record: TreeRecord, i: int, *, unjudged: str | None = None, path=()) -> str:
+    """Node `i`'s hover text: its place, token, p and q, and once judged (`unjudged` None) its acceptance probability,
+    draw and verdict, on `path` (the accepted path so far) or not; a node not judged (yet) says `unjudged` instead of
+    those three: at a step before its turn they gave its verdict away (and the acceptance probability, computed only
+    for the nodes judged, whether it ever would be)."""
     n = record.nodes[i]
     where = "a child of the root" if n.parent < 0 else f"a child of node {n.parent}"
     lines = [f"node {i}, {where}, depth {record.depth(i)}",
              f"token “{plain_label(record.texts[i], limit=None)}” (id {n.token_id})",
-             f"p(x) = {fmt_prob(n.target_prob)} · q(x) = {fmt_prob(n.draft_prob)} (at its parent)",
-             f"acceptance probability = {fmt_prob(n.accept_prob)}",
-             f"draw r = {fmt_prob(n.uniform)}" if n.uniform is not None else "draw r: none (greedy or never judged)",
-             f"verdict: {n.verdict}" + (" · on the accepted path" if i in record.path else "")]
+             f"p(x) = {fmt_prob(n.target_prob)} · q(x) = {fmt_prob(n.draft_prob)} (at its parent)"]
+    if unjudged is not None:
+        return "<br>".join([*lines, f"verdict: {unjudged}"])
+    lines += [f"acceptance probability = {fmt_prob(n.accept_prob)}",
+              f"draw r = {fmt_prob(n.uniform)}" if n.uniform is not None else "draw r: none (greedy)",
+              f"verdict: {n.verdict}" + (" · on the accepted path" if i in path else "")]
     return "<br>".join(lines)
 
 
@@ -91,13 +97,15 @@ def _edges(xy: dict, pairs) -> tuple[list, list]:
     return xs, ys
 
 
-def _node_trace(record: TreeRecord, xy: dict, members: list[int], *, name: str, colour: str, symbol: str = "circle",
-                size: int = 14, hollow: bool = False) -> go.Scatter:
+def _node_trace(record: TreeRecord, xy: dict, members: list[int], *, name: str, colour: str, path=(),
+                unjudged: bool = False) -> go.Scatter:
+    """`members` drawn as one legend entry `name`; `unjudged`: nodes not judged (yet), hollow, their hover saying
+    `name` in place of a verdict (`_hover`)."""
     return go.Scatter(x=[xy[i][0] for i in members], y=[xy[i][1] for i in members], mode="markers+text", name=name,
                       text=[plain_label(record.texts[i]) for i in members], textposition="middle right",
-                      hovertext=[_hover(record, i) for i in members], hoverinfo="text",
-                      marker={"size": size, "symbol": symbol, "color": "white" if hollow else colour,
-                              "line": {"color": colour, "width": 2}})
+                      hovertext=[_hover(record, i, unjudged=name if unjudged else None, path=path) for i in members],
+                      hoverinfo="text", marker={"size": 14, "symbol": "circle", "line": {"color": colour, "width": 2},
+                                                "color": "white" if unjudged else colour})
 
 
 def tree_figure(record: TreeRecord | None = None, *, step: TreeStep | None = None, title: str = "") -> go.Figure:
@@ -127,8 +135,8 @@ def tree_figure(record: TreeRecord | None = None, *, step: TreeStep | None = Non
         members = [i for i, n in enumerate(record.nodes) if (n.verdict if i in judged else "unvisited") == verdict]
         if members:
             label = name if step is None or verdict != "unvisited" else "not judged (yet)"
-            fig.add_trace(_node_trace(record, xy, members, name=label, colour=VERDICT_COLOURS[verdict],
-                                      hollow=verdict == "unvisited"))
+            fig.add_trace(_node_trace(record, xy, members, name=label, colour=VERDICT_COLOURS[verdict], path=path,
+                                      unjudged=verdict == "unvisited"))
     if step is not None and step.node is not None:
         fig.add_trace(go.Scatter(x=[xy[step.node][0]], y=[xy[step.node][1]], mode="markers", name="this step",
                                  hoverinfo="skip", marker={"size": 26, "symbol": "circle-open",

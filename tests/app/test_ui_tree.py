@@ -79,6 +79,32 @@ def test_the_step_view_colours_only_what_was_judged_so_far():
     assert len(traces(last, "rejected")[0].x) == 2
 
 
+def hovers(fig) -> dict:
+    """node -> its hover text, read from the figure's node traces (a node's text starts "node N,")."""
+    return {int(h.split(",")[0].split()[1]): h for t in fig.data for h in (t.hovertext or ()) if h.startswith("node ")}
+
+
+def test_a_steps_hover_tells_no_verdict_nor_draw_of_a_node_not_judged_yet():
+    """The Teach tab's tree step-through: hovering a node the walk has not reached showed its final draw and "verdict:
+    accepted · on the accepted path" while the legend called it "not judged (yet)"."""
+    steps = tree_steps(record())
+    first = hovers(tree_figure(record(), step=steps[1]))  # node 0 judged (accepted); 2 and 3 come next, 1 never
+    for node in (2, 3, 1):
+        assert "verdict: not judged (yet)" in first[node], first[node]
+        assert "draw" not in first[node] and "accepted" not in first[node] and "rejected" not in first[node]
+        assert "acceptance probability" not in first[node] and "p(x) = " in first[node]
+    assert "draw r = 0.3000" in first[0] and "verdict: accepted · on the accepted path" in first[0]
+    drafted = hovers(tree_figure(record(), step=steps[0]))  # nothing judged yet
+    assert all("draw" not in h and "verdict: not judged (yet)" in h for h in drafted.values()) and len(drafted) == 4
+    for step in steps:  # at every step: a node's draw and verdict once it is judged, and only then
+        shown = hovers(tree_figure(record(), step=step))
+        assert {i for i, h in shown.items() if "draw r = " in h} == set(step.tried)
+        assert {i for i, h in shown.items() if "on the accepted path" in h} == set(step.path)
+    whole = hovers(tree_figure(record()))  # the chat's view of the whole round: the never judged node says so
+    assert "verdict: never judged" in whole[1] and "draw" not in whole[1]
+    assert "draw r = 0.8000" in whole[2] and "verdict: rejected" in whole[2] and "accepted path" not in whole[2]
+
+
 def test_empty_tree_and_no_record():
     empty = tree_figure(record(nodes=(), path=(), texts=(), final_kind="bonus"))
     assert traces(empty, "round's own token (bonus)") and not traces(empty, "accepted")
