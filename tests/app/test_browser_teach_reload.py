@@ -27,6 +27,22 @@ def _open(browser, url: str):
     return open_page(browser, url, ready="#step-start", viewport={"width": 1280, "height": 720})
 
 
+def _refreshed_at_round_1(page, **numbers) -> list[dict]:
+    """PROMPT decoded with `numbers` (element id -> value) to round 1, then the page refreshed until it says the
+    lesson is back: round 1's rows."""
+    page.fill("#teach-prompt textarea", PROMPT)
+    for elem_id, value in numbers.items():
+        set_number(page, elem_id, value)
+    page.click("#step-start")
+    wait_round(page, 1, timeout_ms=120_000)
+    rows = shown_rows(page)
+    page.reload()
+    page.wait_for_selector("#step-start", timeout=60_000)
+    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('are back')",
+                           timeout=30_000)
+    return rows
+
+
 def test_a_refresh_mid_lesson_comes_back_to_the_same_round(site):
     browser, url = site
     page = _open(browser, url)
@@ -67,18 +83,8 @@ def test_a_refresh_at_round_1_decodes_nothing_and_next_brings_the_same_round_1(s
     run (the same seed, the same draws), not the box's defaults."""
     browser, url = site
     page = _open(browser, url)
-    page.fill("#teach-prompt textarea", PROMPT)
-    set_number(page, "teach-k", 3)
-    set_number(page, "teach-temperature", 0.9)
-    set_number(page, "teach-max-new-tokens", 20)
-    set_number(page, "teach-seed", 7)
-    page.click("#step-start")
-    wait_round(page, 1, timeout_ms=120_000)
-    rows = shown_rows(page)
-    page.reload()
-    page.wait_for_selector("#step-start", timeout=60_000)
-    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('are back')",
-                           timeout=30_000)
+    rows = _refreshed_at_round_1(page, **{"teach-k": 3, "teach-temperature": 0.9, "teach-max-new-tokens": 20,
+                                          "teach-seed": 7})
     page.wait_for_timeout(2_000)
     assert page.locator("#step-view .teach-step[data-round]").count() == 0  # nothing decoded
     page.locator("#teach-prompt textarea").press_sequentially("x")  # typed: the lesson's prompt is no longer there
@@ -103,15 +109,7 @@ def test_a_clickers_first_page_down_after_a_refresh_at_round_1_brings_round_1(si
     view."""
     browser, url = site
     page = _open(browser, url)
-    page.fill("#teach-prompt textarea", PROMPT)
-    set_number(page, "teach-max-new-tokens", 24)
-    page.click("#step-start")
-    wait_round(page, 1, timeout_ms=120_000)
-    rows = shown_rows(page)
-    page.reload()
-    page.wait_for_selector("#step-start", timeout=60_000)
-    page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('are back')",
-                           timeout=30_000)
+    rows = _refreshed_at_round_1(page, **{"teach-max-new-tokens": 24})
     assert page.evaluate("() => document.querySelector('#step-view').getBoundingClientRect().top") >= 720
     assert page.evaluate("() => window.scrollY") == 0
     page.keyboard.press("PageDown")
