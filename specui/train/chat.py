@@ -135,7 +135,7 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
                   labels=at_least(0), val_answers=at_least(0))
     # one shape: a second after ';' was read past, and target layers past the draft's were left out, unsaid
     if not re.fullmatch(r"\d+:\d+(,\d+)*", args.drafts) or int(args.drafts.split(":")[0]) < 1:
-        ap.error(f"--drafts {args.drafts}: expected one LAYERS:TARGET_LAYERS, e.g. 2:0,1 (at least one layer)")
+        ap.error(f"--drafts {args.drafts}: expected LAYERS:TARGET_LAYERS, one shape, e.g. 2:0,1 (at least one layer)")
     layers, init = args.drafts.split(":")
     if len(init.split(",")) > int(layers):
         ap.error(f"--drafts {args.drafts}: {len(init.split(','))} target layers for {layers} draft layers, one "

@@ -219,7 +219,8 @@ def test_flags_a_combination_left_unused_or_a_drafts_shape_past_its_layers_are_r
                                              "answers draw nothing: add --sample or drop it"),
             ([*write, "--graphs"], "--graphs decodes answers as ids alone, without the top-32 log-probs --labels "
                                    "keeps (32 unless given): add --labels 0 or drop it"),
-            ([*answers, "--drafts", "2:0,1;3:0,1,2"], "--drafts 2:0,1;3:0,1,2: expected one LAYERS:TARGET_LAYERS"),
+            ([*answers, "--drafts", "2:0,1;3:0,1,2"], "--drafts 2:0,1;3:0,1,2: expected LAYERS:TARGET_LAYERS, one "
+                                                      "shape"),
             ([*answers, "--drafts", "2:0,1,2"], "--drafts 2:0,1,2: 3 target layers for 2 draft layers, one each in "
                                                 "order: name at most 2")):
         line = _refused(argv, capsys)
