@@ -6,7 +6,9 @@ Byte-level BPE tokens can hold part of a UTF-8 character, and SentencePiece toke
 leading space depending on what precedes them. So each token's text is the difference between two
 decodes of a short window that ends with it (the approach of text-generation-inference): a token
 whose text is still an incomplete character shows as "" and the token that completes it carries the
-whole character. Joined, the pieces equal `tokenizer.decode(all_ids)` for the generated part.
+whole character. Joined, the pieces equal `tokenizer.decode(all_ids)` for the generated part, but for a character
+cut at the very end (the token limit fell inside its bytes): `flush` holds it back, as `push` held it, where the
+decode ends in U+FFFD; the tokens that hold its bytes stay in the run, and `cut` says so.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class TokenText:
         self.ids = list(prompt_ids)[-context:]  # a little prompt so the first token gets its leading space
         self.prefix_offset = 0  # the window decoded as "already shown"
         self.read_offset = len(self.ids)  # tokens before this are shown
+        self.cut = False  # `flush` held back an incomplete character at the very end
 
     def _decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
@@ -39,11 +42,15 @@ class TokenText:
         return ""
 
     def flush(self) -> str:
-        """Text still pending at the end of a generation (an incomplete character shows as U+FFFD)."""
+        """Text still pending at the end of a generation. An incomplete character at its very end (the token limit fell
+        inside its bytes, and the decode ends in U+FFFD) is held back as `push` held it, not shown as U+FFFD: `cut`
+        is then True. A U+FFFD that is a character of its own at the very end reads the same, and is held back too."""
         shown = self._decode(self.ids[self.prefix_offset : self.read_offset])
         full = self._decode(self.ids[self.prefix_offset :])
         self.prefix_offset = self.read_offset = len(self.ids)
-        return full[len(shown) :]
+        rest = full[len(shown) :]
+        self.cut = rest.endswith(PARTIAL)
+        return rest.removesuffix(PARTIAL)
 
     def peek(self, token_id: int) -> str:
         """The text `token_id` would have if it came next (for rejected drafts), without adding it."""

@@ -52,7 +52,8 @@ PART_SHOWN = "◌"  # what a token that holds part of a character shows: its byt
 PART_CLASS = "tok-part"  # its span's class: style.css draws PART_SHOWN before it, seen but no text (never selected,
 # copied or read aloud: a reply selected and copied held "◌◌👩◌◌🏽…")
 PART_NOTE = ("part of a character (some of its UTF-8 bytes, no text alone): the token that completes the character "
-             "shows it whole; the reply's text and its copy hold the character once")
+             "shows it whole; the reply's text and its copy hold the character once (at the end of a reply the token "
+             "limit cut inside a character, none came: that character is left out)")
 
 
 def escape_text(text: str) -> str:
