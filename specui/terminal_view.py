@@ -97,17 +97,27 @@ class Wrap:
     With `marks` (where colours are), the text wraps a column short of the edge and that last column is kept for
     the `LINE_BREAK` of a rejection's line break (`blank_marked`), placed after the line's last word: the mark joined
     the word before it, so a word that ended a line at the edge was taken to the next line with it, and a full line's
-    mark went past the edge, on a line of its own."""
+    mark went past the edge, on a line of its own.
+
+    A space or tab that would cross the edge becomes the line's break once the next character comes: a line break
+    (or a rejection's mark, then its line break) ends the line itself, where both made a blank line that the text
+    does not have, and put the mark alone on it."""
 
     def __init__(self, width: int, *, marks: bool = False):
         self.edge = max(width, 1)
         self.width, self.column, self.word = max(self.edge - marks, 1), 0, []  # word: [(character, kind)]
         self.breaking = False  # the word in hand is longer than a line: placed as it comes, broken at the edge
+        self.wrapped = False  # a space at the edge was left out: the line breaks before anything but a line break
 
     def push(self, text: str, kind) -> list[tuple[str, str | None]]:
         out: list[tuple[str, str | None]] = []
         for c in text:
-            if c == LINE_BREAK and kind == BLANK_REJECTION:  # a mark (a blank rejection has no text of its own)
+            mark = c == LINE_BREAK and kind == BLANK_REJECTION  # a mark (a blank rejection has no text of its own)
+            if self.wrapped and c != "\n" and not mark:
+                out.append(("\n", None))
+                self.column = 0
+            self.wrapped = False
+            if mark:
                 self._place(out)
                 self.breaking = False
                 if self.column >= self.edge:  # only where the edge is 1 column: no room for text and the mark
@@ -125,8 +135,7 @@ class Wrap:
                     continue
                 step = 8 - self.column % 8 if c == "\t" else 1
                 if self.column + step > self.width:  # a space at the edge: the new line is the break
-                    out.append(("\n", None))
-                    self.column = 0
+                    self.wrapped = True
                     continue
                 out.append((c, kind))
                 self.column += step
@@ -141,7 +150,7 @@ class Wrap:
         """The word held (the reply ended, or was stopped)."""
         out: list[tuple[str, str | None]] = []
         self._place(out)
-        self.breaking = False
+        self.breaking = self.wrapped = False
         return merged(out)
 
     def _place(self, out: list) -> None:

@@ -7,7 +7,7 @@ import random
 import re
 
 from specui.events import Kind
-from specui.terminal_view import LINE_BREAK, Reply, Wrap, stream_reply
+from specui.terminal_view import BLANK_REJECTION, LINE_BREAK, Reply, Wrap, stream_reply
 from tests.app.test_ui_unicode import smollm2_tokenizer  # noqa: F401 (a fixture)
 
 
@@ -76,3 +76,26 @@ def test_a_rejections_line_break_mark_never_moves_the_text_nor_passes_the_edge(s
             assert shown["rejected"].count(LINE_BREAK) == sum(tok.decode([ids[i]]).count("\n") for i in rejected)
             # the text wraps the same wherever the rejections fell
             assert shown["rejected"].replace(LINE_BREAK, "") == shown["accepted"], (width, text)
+
+
+def test_a_space_at_the_edge_before_a_line_break_adds_no_blank_line():
+    """A space that would cross the edge was written as a line break at once, so the line break after it (a line
+    ending in a space, as ' \\n' is often tokenized) showed a blank line the text does not have; where colours are
+    (the text a column short) the mark of a rejection's line break there stood alone on that blank line. The space's
+    break now waits for the next character: a line break (after the mark) ends the line itself."""
+
+    def shown(pieces, *, width, marks=False):
+        wrap = Wrap(width, marks=marks)
+        return "".join(_text(wrap.push(text, kind)) for text, kind in pieces) + _text(wrap.flush())
+
+    assert shown([("abcde \nfg", "accepted")], width=5) == "abcde\nfg"
+    assert shown([("abcd \nfg", "accepted")], width=5, marks=True) == "abcd\nfg"
+    assert shown([("abcd", "accepted"), (" " + LINE_BREAK + "\n", BLANK_REJECTION), ("fg", "accepted")],
+                 width=5, marks=True) == f"abcd{LINE_BREAK}\nfg"
+    assert shown([("abcd ", "accepted"), (LINE_BREAK + "\n", BLANK_REJECTION)], width=5, marks=True) == \
+        f"abcd{LINE_BREAK}\n"
+    assert shown([("abcd\t", "accepted"), ("\n", "accepted")], width=6) == "abcd\n"  # a tab alike
+    # anything else after it starts the next line, as before; and a reply that ends on it ends there
+    assert shown([("abcde ", "accepted"), (" fg", "accepted")], width=5) == "abcde\n fg"
+    assert shown([("abcde ", "accepted"), ("fg hi", "accepted")], width=5) == "abcde\nfg hi"
+    assert shown([("abcde ", "accepted")], width=5) == "abcde"
