@@ -91,7 +91,7 @@ def apply_threads(pair: LoadedPair) -> None:
         torch.set_num_threads(pair.preset.threads)
 
 
-_LOADS = threading.RLock()  # one load at a time in a process: see load_pair; re-entrant for `in_turn`
+_LOADS = threading.RLock()  # one load at a time in a process: see load_pair; an RLock knows its owner (`in_turn`)
 WAITING = "Waiting for another model's load to finish"
 
 
@@ -99,7 +99,11 @@ def in_turn(turn: threading.RLock, say: Callable[[str], None], work: Callable[[]
     """`work()` once this thread holds `turn`, given back however it ends; `say(WAITING)` first when another thread
     holds it as this one asks. Asked by taking it: a look before taking (`locked()`) missed a load that took it in
     between, which was then waited for unannounced, or announced one that ended meanwhile. A Ctrl-C anywhere gives it
-    back: taken and given back in one `try`, and a re-entrant lock's release raises unless this thread took it."""
+    back: taken and given back in one `try`, and a re-entrant lock's release raises unless this thread took it. A turn
+    asked for within this thread's own (a `say` that loads) is refused: it went through, a pair loaded amid another."""
+    if turn._is_owned():  # `turn` is a re-entrant lock, asked by its owner: it would wait for itself with a plain one
+        raise RuntimeError("a model's load was asked for within another load on the same thread (a progress function "
+                           "that loads?): load one after the other")
     try:
         if not turn.acquire(blocking=False):
             say(WAITING)

@@ -175,3 +175,23 @@ def test_a_load_waiting_behind_another_through_the_pair_cache_says_so(hub):  # n
             second.join(60)
     assert waiting == [WAITING], waiting
     assert lines[-1] == "Ready"  # then it loaded
+
+
+def test_a_load_asked_for_within_a_load_on_its_own_thread_is_refused(hub):  # noqa: F811
+    """A progress function that loads (through the same `PairCache`, or `load_pair` itself): with the turns' plain
+    locks it waited for itself for good; with re-entrant ones it went through, a second pair loaded amid the first
+    (the cache then held two pairs at capacity 1). It is refused, and both turns are given back."""
+    cache = PairCache(capacity=1)
+    for load in (lambda: cache.get(hub.get("qwen2")), lambda: loading.load_pair(hub.get("qwen2"))):
+        asked = []
+
+        def progress(line, load=load):
+            if not asked:  # the first line, said while this thread holds both turns
+                asked.append(line)
+                load()
+
+        with pytest.raises(loading.LoadError, match="within another load on the same thread"):
+            cache.get(hub.get("llama"), progress=progress)
+        assert asked and not taken(cache._lock) and not taken(loading._LOADS)
+        assert list(cache._pairs) == []
+    assert cache.get(hub.get("llama")).target is not None and list(cache._pairs) == ["llama"]
