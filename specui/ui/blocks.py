@@ -341,9 +341,7 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     p.chat.clear(emptied, [ui.messages], ui.outputs, **at_once)  # the chat's own 🗑 clears the conversation too
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)
     # with the settings the message ran with (its run's JSON), not the controls as they are now
-    r.to_teach.click(lambda data: teach_handoff.step_through(ui, teach, data, max_seed=MAX_SEED_SHOWN,
-                                                             chats=app.showcase.chats),
-                     {ui.exchanges, ui.turns, r.export} | c.inputs, chat_handlers.to_teach_outputs(ui, teach), **QUIET)
+    teach_handoff.wire(ui, teach, max_seed=MAX_SEED_SHOWN, chats=app.showcase.chats)
     c.preset.change(lambda name: on_preset(app.showcase.config, c, name), [c.preset],
                     [c.k, c.drafter, c.confidence, c.about],
                     **QUIET)

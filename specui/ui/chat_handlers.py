@@ -20,12 +20,13 @@ import gradio as gr
 
 from specui import arena
 from specui.lesson import json_safe
-from specui.ui import arena_view, charts, chat_tree, render, stats, teach_prepare
+from specui.ui import arena_view, charts, chat_tree, render, stats, teach_charts, teach_prepare, teaching
 from specui.ui.exports import Exports
 from specui.ui.request import SettingsError
 from specui.ui.runs import Run, reply
 from specui.ui.session import Showcase, decode
 from specui.ui.stops import Stops
+from specui.ui.teach_view import render_measured
 from specui.ui.teaching import TEACH_K_MAX, TEACH_MAX_NEW
 from specui.ui.toasts import refusal, warn
 
@@ -250,19 +251,36 @@ def undo(app: App, ui, data: dict, request: gr.Request | None = None) -> dict:
 
 def to_teach_outputs(ui, teach) -> list:
     """What `to_teach` may change: its event's outputs (gradio refuses an update of anything else)."""
-    t = teach.controls
+    t, s = teach.controls, teach.step
     return [t.prompt, t.preset, t.drafter, t.k, t.confidence, t.temperature, t.penalty, t.max_new, t.seed, t.context,
-            teach.step.status, ui.tabs]
+            s.status, ui.tabs, teach.run, s.view, s.residual, s.theory_tokens, s.theory_speedup, s.measured, s.export,
+            teach.compare.view, teach.playing, teach.timer, t.play]
+
+
+def lesson_cleared(teach, data: dict) -> dict:
+    """The Teach tab's step-through as a fresh page shows it, for a message handed to it: no run, no round, no
+    second drafter's round (its choice's note: `data[teach.compare.second]`), the theory charts without a measured
+    point, no export, the auto-play off. The page's `Shown` (`data[teach.index]`, absent: none to move) leaves the
+    last lesson, so Next decodes the message at round 1 (`teaching.decode_first`) rather than step the old rounds."""
+    shown = data.get(teach.index)
+    if shown is not None:
+        with shown.lock:
+            shown.move(None, 0)
+    s = teach.step
+    return {teach.run: None, **teaching.show_round(teach, None, 0, None, data.get(teach.compare.second)),
+            s.theory_tokens: teach_charts.theory_tokens_figure(), s.measured: render_measured(None),
+            s.theory_speedup: teach_charts.theory_speedup_figure(), s.export: None, **teaching.stopped(teach)}
 
 
 def to_teach(ui, teach, data: dict, *, chats=None) -> dict:
     """"Step through it in the Teach tab": the Teach tab's prompt and settings become the chat's last message and
     the settings in `data` (`teach_handoff.step_through` puts there those the message ran with), with the
     conversation before it and the system prompt as the chat's run read them (the turns it kept: the oldest left
-    out where the context could not hold them all), and the Teach tab opens; its Decode then steps through that
-    message round by round. `teach` is the `teaching.TeachTab`; `chats(preset)` (the showcase's) is False for a
-    base model, which reads no conversation. What the Teach tab cannot take as it is (K and new tokens beyond its
-    ranges, top-p, top-k) is said in its status line, and so is the conversation it decodes the message after."""
+    out where the context could not hold them all), and the Teach tab opens on it, the last lesson's rounds gone
+    (`lesson_cleared`); its Decode then steps through that message round by round. `teach` is the
+    `teaching.TeachTab`; `chats(preset)` (the showcase's) is False for a base model, which reads no conversation.
+    What the Teach tab cannot take as it is (K and new tokens beyond its ranges, top-p, top-k) is said in its status
+    line, and so is the conversation it decodes the message after."""
     if not data[ui.exchanges]:
         return {}
     c, t = ui.controls, teach.controls
@@ -283,7 +301,7 @@ def to_teach(ui, teach, data: dict, *, chats=None) -> dict:
     updates = {t.prompt: last["text"], t.preset: data[c.preset], t.drafter: data[c.drafter],
                t.k: min(k, TEACH_K_MAX), t.confidence: data[c.confidence], t.temperature: data[c.temperature],
                t.penalty: data[c.penalty], t.max_new: fitted, t.context: context, teach.step.status: status,
-               ui.tabs: gr.Tabs(selected="teach")}
+               ui.tabs: gr.Tabs(selected="teach"), **lesson_cleared(teach, data)}
     if seed is not None and seed >= 0:
         updates[t.seed] = seed
     return updates

@@ -14,10 +14,23 @@ import json
 import logging
 
 from specui.drafters import LABELS
-from specui.ui.chat_handlers import to_teach
+from specui.ui.chat_handlers import to_teach, to_teach_outputs
 
 log = logging.getLogger("specui.ui")
 UNKNOWN = "This message's own settings are not known here: these are the Chat tab's settings as they are now."
+# once the Teach tab shows (it opens with the answer, and is built when first shown), the page scrolls to its prompt,
+# Decode and status line: all three where the screen holds them, else Decode and the status line at the screen's foot
+# with what it holds of the prompt above, else (a phone: the settings come between) the prompt and Decode. The page
+# stayed scrolled where the chat's button was, on the Teach tab's charts. Decode takes the keyboard's focus (the
+# button pressed is hidden now) without scrolling again.
+SHOW_LESSON = """() => { let frames = 0; const look = () => {
+  const q = (id) => document.querySelector(id)?.getBoundingClientRect();
+  const prompt = q('#teach-prompt'), start = q('#step-start'), status = q('#step-status');
+  if (!prompt || !start || !status || !status.height) { if (++frames < 600) requestAnimationFrame(look); return; }
+  const fits = (top, bottom) => bottom - top + 16 <= window.innerHeight, low = status.bottom + 8 - window.innerHeight;
+  const by = fits(prompt.top, status.bottom) || !fits(start.top, status.bottom) ? prompt.top - 8 : low;
+  window.scrollBy({top: by, behavior: 'instant'});
+  document.querySelector('#step-start')?.focus({preventScroll: true}); }; look(); }"""
 
 
 def as_it_ran(controls, data: dict, export: str | None, reply: str | None, *, max_seed: int
@@ -57,3 +70,13 @@ def step_through(ui, teach, data: dict, *, max_seed: int, chats=None) -> dict:
     if updates and notes:
         updates[teach.step.status] = " ".join([updates[teach.step.status], *notes])
     return updates
+
+
+def wire(ui, teach, *, max_seed: int, chats=None) -> None:
+    """The Chat tab's "Step through this message in the Teach tab" (`ui.results.to_teach`): `step_through` (the Teach
+    tab's step-through cleared and the page's step shown, `teach.index`, moved off the last lesson: an input), then
+    the page scrolled to the Teach tab's prompt (`SHOW_LESSON`)."""
+    inputs = {ui.exchanges, ui.turns, ui.results.export, teach.index, teach.compare.second} | ui.controls.inputs
+    ui.results.to_teach.click(lambda data: step_through(ui, teach, data, max_seed=max_seed, chats=chats), inputs,
+                              to_teach_outputs(ui, teach), queue=False, api_visibility="private"
+                              ).then(None, None, None, js=SHOW_LESSON, queue=False, api_visibility="private")

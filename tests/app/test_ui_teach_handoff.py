@@ -14,7 +14,7 @@ import pytest
 from specui.loading import PairCache
 from specui.ui import teach_handoff, teach_keys, teach_memory, teach_tree, teaching
 from specui.ui.blocks import MAX_SEED_SHOWN, chat_tab
-from specui.ui.chat_handlers import App, respond
+from specui.ui.chat_handlers import App, respond, to_teach_outputs
 from specui.ui.session import Showcase
 from tests.helpers import ui_config
 from tests.unit.test_chat_ids import CHATML
@@ -96,6 +96,40 @@ def test_a_random_seed_too_long_for_the_seed_box_is_said_to_be_random(tabs):
                                                    ui.controls.k: 6}, max_seed=MAX_SEED_SHOWN)
     assert moved[teach.controls.k] == 2 and teach.controls.seed not in moved
     assert "seed was random" in moved[teach.step.status]
+
+
+def test_a_message_handed_over_mid_lesson_leaves_none_of_the_lesson_and_next_decodes_it(tabs):
+    """The Teach tab on round 3 of a lesson, auto-playing: the message handed over clears its rounds, measured point,
+    export and auto-play, and moves the page's step shown (`Shown`) off it, so Next decodes the message at round 1
+    (the old rounds stayed beside the new prompt, and Next stepped them on)."""
+    ui, teach, app = tabs
+    lesson_data, lesson_last = sent(app, ui, "import os\n", temperature=0.0, seed=0)
+    state, shown, second = teaching.TeachState(app.showcase), teach_keys.Shown(), "prompt lookup"
+    form = teach_form(teach, teach_handoff.step_through(ui, teach, {**lesson_data, **chat_state(ui, lesson_last)},
+                                                        max_seed=MAX_SEED_SHOWN), max_new=24)
+    lesson = teaching.decode(state, teach, {**form, teach.index: shown, teach.compare.second: second})
+    teach_keys.moving(shown, {}, teaching.pressed, teach, "++", {teach.index: shown, teach.memory: lesson[teach.memory]})
+    assert shown.index == 2 and shown.what is lesson[teach.run] and len(lesson[teach.run].steps) > 3
+    data, last = sent(app, ui, CODE, temperature=0.0, seed=0)
+    moved = teach_handoff.step_through(ui, teach, {**data, **chat_state(ui, last), teach.index: shown,
+                                                   teach.compare.second: second}, max_seed=MAX_SEED_SHOWN)
+    assert set(moved) <= set(to_teach_outputs(ui, teach))  # gradio updates only an event's outputs
+    s = teach.step
+    assert shown.what is None and shown.index == 0 and moved.get(teach.run, shown) is None, (shown.index, list(moved))
+    assert "Press <b>Decode</b>" in moved[s.view] and "No run yet" in moved[s.measured] and moved[s.export] is None
+    assert "prompt lookup is chosen: press Decode" in moved[teach.compare.view]
+    assert moved[teach.playing] is False and "Play" in moved[teach.controls.play]["value"]
+    assert not moved[s.residual].data and not any(t.name == "measured" for t in moved[s.theory_tokens].data)
+    nxt = teaching.decode_first(state, teach, {**teach_form(teach, moved), teach.run: moved[teach.run],
+                                               teach.index: shown, teach.compare.second: second})
+    assert nxt[teach.run].prompt == CODE and shown.what is nxt[teach.run] and shown.index == 0
+    assert 'data-round="1"' in nxt[s.view]
+
+
+def chat_state(ui, last) -> dict:
+    """The conversation's states and the run's download after a chat run's `last` frame."""
+    return {ui.messages: last[ui.messages], ui.turns: last[ui.turns], ui.exchanges: last[ui.exchanges],
+            ui.results.export: last[ui.results.export]["value"]}
 
 
 # -- a later message of a chat: the conversation before it comes along ----------------------------------------
