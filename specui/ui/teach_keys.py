@@ -17,6 +17,7 @@ them. Pure functions and the wiring, no HTML.
 
 from __future__ import annotations
 
+import json
 import threading
 
 import gradio as gr
@@ -121,6 +122,18 @@ def ticking(name: str, timer: gr.Timer) -> None:
     """Make each of `timer`'s ticks a press of NAME's hidden tick button, in the page (no server call of its own):
     the tick takes its turn with the presses in NAME's one stepping event (`stepper`)."""
     timer.tick(None, None, None, js=f"() => {{ window.specuiTick && window.specuiTick({name!r}); }}")
+
+
+def unless_shown(on: gr.Button, shown: str, elem_id: str) -> gr.Button:
+    """A hidden button (#`elem_id`, returned) that a click of `on` clicks, in the page (no server call of its own),
+    only while nothing on the page matches the selector `shown` (no step on show): the event that decodes a first run
+    goes on it, so that a press with a step on show sends its step alone. (An answer of its own, a no-op with a step on
+    show, waited its turn in the engine's queue behind every visitor's runs, then a redraw after it.) The page shows a
+    step only once the server holds its run; before, the event on the button checks on the server."""
+    hidden = gr.Button("First", visible="hidden", elem_id=elem_id)
+    on.click(None, None, None, js=f"() => {{ if (!document.querySelector({json.dumps(shown)})) "
+                                  f"document.querySelector('#{elem_id}')?.click(); }}")
+    return hidden
 
 
 def redraw_after(name: str, event) -> None:

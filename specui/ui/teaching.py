@@ -136,9 +136,11 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
                        fn=functools.partial(pressed, ui), inputs=[ui.index, cmp.second, ui.memory],
                        outputs=nav_outputs, **NAV)
     teach_keys.ticking("step", ui.timer)
-    # Next before any run decodes the prompt shown (in the engine's queue) and lands on round 1
-    teach_keys.redraw_after("step", c.next.click(calmly(functools.partial(decode_first, state, ui), said),
-                                                 c.settings | {ui.run, ui.index, cmp.second}, decoded, **queued))
+    # Next before any run decodes the prompt shown (in the engine's queue) and lands on round 1; with a round on show
+    # the page sends its step alone (a no-op decode waited its turn in the engine's queue, then a redraw after it)
+    first = teach_keys.unless_shown(c.next, "#step-view .teach-step[data-round]", "step-first")
+    teach_keys.redraw_after("step", first.click(calmly(functools.partial(decode_first, state, ui), said),
+                                                c.settings | {ui.run, ui.index, cmp.second}, decoded, **queued))
     # a new prompt typed mid-lesson: Next and Previous still step the rounds decoded, and the status line says so
     # always_last, as every `.input` of the tab: a key typed (a preset picked) while the last one's event is on its way
     # is answered after it (gradio's default, "once", dropped it: "The prompt changed" stayed by the decoded prompt)
@@ -291,7 +293,8 @@ def experiment_refused(experiment: Experiment, text: str) -> dict:
 
 
 def decode_first(state: TeachState, ui: TeachTab, data: dict) -> dict:
-    """After Next: decode if no run is on show, nor came since (a refresh's own decode): round 1 is then shown."""
+    """After Next with no round on show in the page (`teach_keys.unless_shown`): decode if no run is on show, nor came
+    since (a refresh's own decode, a Decode on its way as Next was pressed): round 1 is then shown."""
     if data[ui.run] is not None or data[ui.index].what is not None:
         return {ui.controls.play: gr.update()}  # a no-op: gradio reads an empty dict as one value, an error
     return decode(state, ui, data)

@@ -14,7 +14,7 @@ from specui.ui import teach_tree
 from tools.screenshot import set_number
 from tests.app.test_browser_teach_order import slowed
 from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
-from tests.app.test_browser_teaching import PROMPT, teach_page, wait_quiet
+from tests.app.test_browser_teaching import PROMPT, decode_lesson, teach_page, wait_quiet, wait_round
 from tests.helpers import click_and_wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
@@ -62,3 +62,15 @@ def test_a_round_picked_while_the_last_pick_is_answered_is_the_round_shown(page,
     shown = page.locator(TREE_STEP).get_attribute("data-round")
     assert last.startswith(f"round {shown} ·"), (shown, picked)
 
+
+
+def test_next_with_a_run_on_show_only_steps_it(page):
+    decode_lesson(page, PROMPT, new_tokens=16)
+    page.locator("#step-status").click()  # the focus off the prompt box
+    wait_quiet(page)
+    joins = []
+    page.on("request", lambda r: joins.append(r.url) if "/queue/join" in r.url or "/run/predict" in r.url else None)
+    page.click("#step-next")
+    wait_round(page, 2)
+    wait_quiet(page)
+    assert len(joins) == 1, joins  # the stepping event, not a decode's no-op in the engine's queue and a redraw

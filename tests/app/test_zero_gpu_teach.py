@@ -97,7 +97,7 @@ def answer(fn, data):
 
 @pytest.mark.slow  # loads the bundled pair and runs every Teach action
 @pytest.mark.parametrize("elem_id, name, task", [
-    ("step-start", "click", "decoded"), ("step-next", "click", "decoded"),
+    ("step-start", "click", "decoded"), ("step-first", "click", "decoded"),
     ("tree-step-start", "click", "decoded"),
     ("sweep-run", "click", "k_sweep_points"), ("temp-run", "click", "temperature_points"),
     ("drafters-run", "click", "drafter_points"), ("verify-cost-run", "click", "verify_cost_curve"),
