@@ -118,12 +118,19 @@ def _one_after_another(engine, prompt, settings, names, first, into, ks, confide
         yield name, engine.stream(prompt, own, into=into[name])
 
 
-def warm_up(engine, prompt: Sequence[int], *, names: Sequence[str] | None = None, lock=None) -> None:
-    """Three tokens with each contestant, so first-call allocations are not timed as decoding."""
-    for name in names if names is not None else contestants(engine):
+def warm_up(engine, prompt: Sequence[int], settings: DecodeSettings | None = None, *,
+            names: Sequence[str] | None = None, lock=None, ks: Mapping[str, int] | None = None,
+            confidences: Mapping[str, float] | None = None) -> None:
+    """Three tokens with each contestant (`names`, else those that can decode with `settings`), with the arena's
+    settings as `streams` gives them (sampled or greedy, token trees, each drafter's own K and draft_confidence), so
+    that the first use of what a contestant's run takes (a drafter's preparation, its native rounds, the tree or the
+    sampled paths and what they set up once) falls here, not inside its timed run."""
+    settings = (settings or DecodeSettings()).but(max_new_tokens=3, ignore_eos=True)
+    ks, confidences = ks or {}, confidences or {}
+    for name in names if names is not None else contestants(engine, settings):
         with lock if lock is not None else contextlib.nullcontext():
-            engine.generate(list(prompt)[-8:], arm_settings(DecodeSettings(max_new_tokens=3, ignore_eos=True), name,
-                                                            seed=0))
+            engine.generate(list(prompt)[-8:], arm_settings(settings, name, seed=0, k=ks.get(name),
+                                                            confidence=confidences.get(name)))
 
 
 # -- the records -------------------------------------------------------------------------------------------
@@ -227,7 +234,7 @@ def run(engine, prompt: Sequence[int], settings: DecodeSettings | None = None, *
     left_out = skipped(engine, settings) if names is None else ()
     names = tuple(names) if names is not None else contestants(engine, settings)
     if warm:
-        warm_up(engine, prompt, names=names)
+        warm_up(engine, prompt, settings, names=names, ks=ks, confidences=confidences)
     results: dict[str, GenerationResult] = {}
     for _, stream in streams(engine, prompt, settings, into=results, names=names, ks=ks, confidences=confidences):
         with contextlib.closing(stream):

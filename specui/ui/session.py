@@ -193,8 +193,9 @@ class Showcase:
             if line := reading_note(run.reading):  # a long message: seconds before its first token, said as they pass
                 yield Frame(message=render.render_note(line), stats=stats.stats_html(None, status=line)), run
             self.warm_up(engine, pair, ids)
-            if settings.arena:  # the drafters the pair's warm-up did not run
-                arena.warm_up(engine, ids, lock=lock)
+            if settings.arena:  # the drafters the pair's warm-up did not run, with the arena's settings
+                arena.warm_up(engine, ids, settings.decode, lock=lock, ks=dict(preset.drafter_tokens),
+                              confidences=dict(preset.draft_confidence))
             for phase, result, views, stream in streams:  # one run at a time
                 run.phase = phase
                 yield from self._drive(run, stream, result, pair, ids, views, lock, stop, text_due, chart_due)
