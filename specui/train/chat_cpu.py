@@ -103,6 +103,9 @@ def start(args, target, tok):
     draft to train: --init-draft's (its vocabulary kept, or with --new-vocab picked afresh), else a new one of
     --drafts' shape over the most frequent tokens. Returns (training answers, validation answers, draft,
     facts for its card)."""
+    layers, init = args.drafts.split(":")
+    if not args.init_draft and max(map(int, init.split(","))) >= target.config.num_hidden_layers:  # said first
+        raise SystemExit(f"--drafts {args.drafts}: the target has layers 0 to {target.config.num_hidden_layers - 1}")
     records, val = split(load_answers(args.answers), args.val_answers)
     chat = torch.cat([r["ids"].long() for r in records])
     answer_tokens = sum(len(r["ids"]) - int(r["prompt_len"]) for r in records)
@@ -113,10 +116,6 @@ def start(args, target, tok):
         raise SystemExit(f"--vocab {args.vocab}: the target has {vocab:,} tokens; give at most {vocab}")
     if not args.init_draft:
         token_ids, covered = pick_vocab([chat, code_stream(tok)], size=args.vocab, tok=tok)
-        layers, init = args.drafts.split(":")
-        if max(map(int, init.split(","))) >= target.config.num_hidden_layers:
-            raise SystemExit(f"--drafts {args.drafts}: the target has layers 0 to "
-                             f"{target.config.num_hidden_layers - 1}")
         draft = chat_draft.build(target, num_layers=int(layers), token_ids=token_ids,
                                  init_layers=[int(i) for i in init.split(",")])
         return records, val, draft, {**facts, "init_layers": init, "vocab_coverage": round(covered, 4)}

@@ -232,7 +232,10 @@ def test_flags_a_combination_left_unused_or_a_drafts_shape_past_its_layers_are_r
 
 @pytest.mark.slow
 @needs_wheel
-def test_a_drafts_target_layer_past_the_targets_is_one_line(answers, tmp_path):
-    """It was an IndexError's traceback once the target had loaded and the vocabulary was picked."""
+def test_a_drafts_target_layer_past_the_targets_is_one_line(answers, tmp_path, monkeypatch):
+    """It was an IndexError's traceback once the target had loaded and the vocabulary was picked; now one line as
+    soon as the target's layers are known, before the answers are read and the vocabulary picked (seconds to
+    minutes on a CPU, for a run that was never to start)."""
+    monkeypatch.setattr(chat_cpu, "load_answers", lambda *_: pytest.fail("the answers were read first"))
     with pytest.raises(SystemExit, match=r"^--drafts 1:30: the target has layers 0 to 29$"):
         chat.main(_args(answers, tmp_path / "run", "--steps", "1", "--drafts", "1:30"))  # the last --drafts counts
