@@ -48,7 +48,7 @@ CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
 # to stop), the open tab's name in the address (address.js), each chart named for a screen reader (charts.js)
 JS = "() => {\n" + "".join(f"({(Path(__file__).with_name(name)).read_text(encoding='utf-8').strip()})();\n"
                             for name in ("copy.js", "tokens.js", "keys.js", "chat_keys.js", "address.js",
-                                         "charts.js")) + "}"
+                                         "charts.js", "frames.js")) + "}"
 # the most events that wait for their turn (gradio's "Queue is full" past it). Gradio caps it at 1 on a ZeroGPU Space
 # unless the app gives one (gradio/blocks.py `queue`: utils.is_zero_gpu_space()), so while one visitor decodes and a
 # second waits, a third's Send, Decode or Next round was refused; elsewhere it stays unbounded, as gradio has it
@@ -337,6 +337,7 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     p.chat.undo(back, {ui.messages, ui.turns, ui.exchanges}, [p.chat, ui.messages, ui.turns, ui.exchanges, p.prompt],
                 **at_once)
     p.stop.click(halt, None, [p.chat], **QUIET)
+    gr.api(app.showcase.pages.drawn, api_name="drawn", queue=False, api_visibility="undocumented")  # frames.js
     p.clear.click(fresh, None, ui.outputs, **at_once)
     p.chat.clear(emptied, [ui.messages], ui.outputs, **at_once)  # the chat's own 🗑 clears the conversation too
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)

@@ -27,6 +27,7 @@ from specui.text import TokenText, fmt, not_unicode, reading_note
 from specui.tree_steps import tree_record
 from specui.ui import arena_view, charts, render, stats
 from specui.ui.gpu_calls import GpuCalls
+from specui.ui.pages import Pages
 from specui.ui.request import Settings
 from specui.ui.runs import Frame, Run
 
@@ -69,6 +70,7 @@ class Showcase:
         self._pools: weakref.WeakSet = weakref.WeakSet()  # the pairs' conversation caches runs have picked from
         self.live = 0  # runs in flight (started and neither finished, stopped nor closed)
         self.calls = GpuCalls(self)  # requests under ZeroGPU (a plain call elsewhere)
+        self.pages = Pages()  # what each run's page has drawn: a frame waits for the last but one
 
     def lock(self, preset_name: str) -> threading.Lock:
         with self._guard:
@@ -299,6 +301,7 @@ class Showcase:
 
     def _drive(self, run, stream, result, pair, ids, views, lock, stop, text_due, chart_due):
         decoder, special = TokenText(pair.tokenizer, ids), frozenset(pair.tokenizer.all_special_ids)
+        tag, sent = self.pages.start(), 0  # the frames sent: the page says which it drew (`Pages`)
         clock = None  # engine seconds: prefill, then each round's draft and verify time
         try:
             while True:
@@ -314,12 +317,14 @@ class Showcase:
                 if rnd.tree is not None and result is run.spec:  # a tree round: its tree, with texts, for the tree view
                     run.trees[rnd.index] = tree_record(rnd, tokenizer=pair.tokenizer, greedy=run.settings.greedy,
                                                        context_ids=ids + result.token_ids[: -len(rnd.token_ids)])
-                if text_due():
+                if self.pages.ready(tag, sent, text_due.last) and text_due():
                     frame = self.frame(run, figures=chart_due())
                     text_due.hold = len(frame.message) / FRAME_BYTES_PER_S
-                    yield frame, run
+                    sent += 1
+                    yield replace(frame, stats=frame.stats + Pages.mark(tag, sent)), run
         finally:
             stream.close()
+            self.pages.end(tag)
         rest = decoder.flush()
         if rest and views:
             last = views[-1]
