@@ -73,6 +73,7 @@ def test_nothing_runs_for_the_first_time_inside_a_contestants_timed_run(engine, 
     assert found == []
 
 
+@pytest.mark.slow  # loads a real pair
 def test_the_apps_arena_warms_its_drafters_with_its_own_settings():
     """The Chat tab's arena (`Showcase.run`), on the bundled pair, sampled and with token trees: the drafters' tree
     and sampled paths first ran in its warm-up, not in their timed runs."""
