@@ -3,13 +3,16 @@ models, take the engine's rounds in order of asking, so a run that asked for its
 round of the other; each run's tokens are still what it gives alone (greedy: plain decoding's; sampled: its seed's).
 With a plain lock the thread that ended a round took the next one before the waiting thread woke: 5 to 60 rounds
 in a row while the other waited. A run alone waits for no one; a turn taken within the thread's own turn (a drafter
-that runs the engine) goes straight in, as with the reentrant lock before."""
+that runs the engine) goes straight in, as with the reentrant lock before. On bare turns, without a model: three
+threads take turns in the order they asked, and the next in line waits for the outer turn of one within which a turn
+was taken."""
 
 from __future__ import annotations
 
 import inspect
 import sys
 import threading
+import time
 
 import pytest
 
@@ -17,7 +20,7 @@ from specui import SpeculativeEngine
 from specui.drafters import PromptLookupDrafter
 from specui.turns import Turns
 from tests.engine.test_interrupt_windows import with_exits
-from tests.engine.test_library_threads import at_once
+from tests.engine.test_library_threads import WAIT, at_once
 from tests.helpers import make_model, noisy_copy
 
 PROMPTS = ([5, 17, 3, 88, 41, 9, 5, 17], [60, 2, 33, 71, 8, 60, 2, 90, 14])
@@ -85,6 +88,90 @@ class Asks:
         if event == "line" and frame.f_lineno in ASKS[frame.f_code] and frame.f_lasti not in EXITS[frame.f_code]:
             self.log.append(("ask", self.names[threading.get_ident()]))
         return self.line
+
+
+IN_LINE = lines_of(Turns.take, lambda line: line.startswith("with before"))  # where a turn waits for the one before
+
+
+def until(done, thread: threading.Thread, what: str) -> None:
+    """Return once `done()`; fail if `thread` ends first or WAIT s pass ("a never took its turn", ...)."""
+    deadline = time.monotonic() + WAIT
+    while not done():
+        assert thread.is_alive() and time.monotonic() < deadline, what
+        threading.Event().wait(0.001)
+
+
+def in_line(thread: threading.Thread) -> None:
+    """Return once `thread` waits in line (in take(), for the place before its own); fail if it does not in WAIT s."""
+    code, lines = IN_LINE
+
+    def waits() -> bool:
+        frame = sys._current_frames().get(thread.ident)
+        return frame is not None and frame.f_code is code and frame.f_lineno in lines
+    until(waits, thread, "it never waited in line")
+
+
+def started(run) -> threading.Thread:
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def ended(*threads: threading.Thread) -> None:
+    for thread in threads:
+        thread.join(WAIT)
+    assert not any(thread.is_alive() for thread in threads), "a thread is stuck in line"
+
+
+def test_three_threads_take_turns_in_the_order_they_asked():
+    """Bare turns, no model: a holds the turn; b, then c, ask and wait in line; a, its turn over, asks again at once
+    and goes after c. A take() that skipped the wait, or that waited for its own place, fails here, in bounded time
+    and without a model."""
+    turns, order, go = Turns(), [], threading.Event()
+
+    def turn(name: str, hold: bool = False) -> None:
+        with turns.place(), turns.take():
+            order.append(name)
+            if hold:
+                assert go.wait(WAIT)
+
+    a = started(lambda: (turn("a", hold=True), turn("a")))
+    until(lambda: order, a, "a never took its turn")
+    b = started(lambda: turn("b"))
+    in_line(b)
+    c = started(lambda: turn("c"))
+    in_line(c)
+    go.set()
+    ended(a, b, c)
+    assert order == ["a", "b", "c", "a"]
+
+
+def test_a_turn_within_a_turn_goes_in_while_the_next_in_line_waits_for_the_outer_one():
+    """Bare turns: a, in its turn with b waiting in line behind it, takes a turn within its own (its place() makes a
+    new place the thread notes in place of the outer one's): it goes straight in, and b goes only when a's outer
+    turn ends. A take() that put the inner turn in line (behind b, who waits for a) fails here in bounded time; in
+    test_a_turn_within_the_threads_own_turn_goes_straight_in it waited for its own outer place for good."""
+    turns, order, go = Turns(), [], threading.Event()
+
+    def a():
+        with turns.place(), turns.take():
+            order.append("a")
+            assert go.wait(WAIT)
+            with turns.place(), turns.take():
+                order.append("a within")
+            order.append("a ends")
+
+    def b():
+        with turns.place(), turns.take():
+            order.append("b")
+
+    first = started(a)
+    until(lambda: order, first, "a never took its turn")
+    second = started(b)
+    in_line(second)
+    go.set()
+    ended(first, second)
+    assert order == ["a", "a within", "a ends", "b"]
 
 
 def run_logged(engine, prompt, log: list, name: str, names: dict, **settings) -> list[int]:
