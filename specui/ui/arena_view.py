@@ -36,7 +36,8 @@ def _title(name: str, standing: arena.Standing | None) -> str:
     if standing is not None and standing.finished:
         title += f" · {fmt(standing.stats.tokens_per_s, '.1f')} tokens/s"
         if name != arena.PLAIN:
-            title += (f" · {fmt(standing.speedup, '.2f×')} · α {fmt(standing.stats.acceptance_rate, '.2f')}"
+            rate = fmt(standing.stats.acceptance_rate, ".2f")  # the table's column; α is the stats line's fitted one
+            title += (f" · {fmt(standing.speedup, '.2f×')} · acceptance rate {rate}"
                       f" · {fmt(standing.stats.mean_accepted_length, '.2f')} tokens/round")
     return title
 

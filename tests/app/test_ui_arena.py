@@ -340,3 +340,14 @@ def test_the_teach_tab_takes_the_presets_drafter_and_k_as_the_chat_tab_does(show
     with gr.Blocks():
         tab = teaching.teaching_tab(Showcase(config, PairCache()), tab=False)
     assert tab.controls.drafter.value == LABELS["eagle"] and tab.controls.k.value == 3
+
+
+def test_a_contestants_title_names_its_acceptance_rate_as_the_table_does(results):
+    """The title's figure is the table's "acceptance rate" column (accepted drafts / drafted); α is the stats line's
+    fitted per-token acceptance, another number."""
+    from specui.ui import arena_view
+
+    standing = arena.summarise(results, greedy=True).standing("model")
+    title = arena_view._title("model", standing)
+    assert "acceptance rate 0.67" in title and "α" not in title
+    assert "acceptance rate" in stats.ARENA_HEADERS
