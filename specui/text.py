@@ -8,12 +8,15 @@ decodes of a short window that ends with it (the approach of text-generation-inf
 whose text is still an incomplete character shows as "" and the token that completes it carries the
 whole character. Joined, the pieces equal `tokenizer.decode(all_ids)` for the generated part, but for a character
 cut at the very end (the token limit fell inside its bytes): `flush` holds it back, as `push` held it, where the
-decode ends in U+FFFD; the tokens that hold its bytes stay in the run, and `cut` says so.
+decode ends in U+FFFD; the tokens that hold its bytes stay in the run, and `cut` says so. A U+FFFD the model wrote
+as a character of its own (its tokens are the tokenizer's own for "\ufffd") is text like any other: shown at once,
+never held back nor cut.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 
 PARTIAL = "\ufffd"  # what a decoder writes for an incomplete UTF-8 sequence
 
@@ -31,12 +34,30 @@ class TokenText:
     def _decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
+    @cached_property
+    def _replacement_ids(self) -> tuple[int, ...] | None:
+        """The tokens this tokenizer writes U+FFFD with after other text (None if it has no such tokens of its own)."""
+        if not hasattr(self.tokenizer, "encode"):  # a decoder alone (a test's): every U+FFFD at the end reads as cut
+            return None
+        before = self.tokenizer.encode("a", add_special_tokens=False)
+        both = self.tokenizer.encode("a" + PARTIAL, add_special_tokens=False)
+        ids = tuple(both[len(before) :])
+        return ids if both[: len(before)] == before and ids and self._decode(ids) == PARTIAL else None
+
+    def _ends_incomplete(self, text: str) -> bool:
+        """Whether `text`, the decode of the ids so far, ends in an incomplete character (more bytes may complete
+        it), not in a U+FFFD the model wrote as a character of its own: its ids end with the tokenizer's own for it."""
+        if not text.endswith(PARTIAL):
+            return False
+        own = self._replacement_ids
+        return own is None or tuple(self.ids[-len(own) :]) != own
+
     def push(self, token_id: int) -> str:
         """Add a generated token; return its text ("" while it ends in an incomplete character)."""
         self.ids.append(int(token_id))
         shown = self._decode(self.ids[self.prefix_offset : self.read_offset])
         full = self._decode(self.ids[self.prefix_offset :])
-        if len(full) > len(shown) and not full.endswith(PARTIAL):
+        if len(full) > len(shown) and not self._ends_incomplete(full):
             self.prefix_offset, self.read_offset = self.read_offset, len(self.ids)
             return full[len(shown) :]
         return ""
@@ -44,13 +65,14 @@ class TokenText:
     def flush(self) -> str:
         """Text still pending at the end of a generation. An incomplete character at its very end (the token limit fell
         inside its bytes, and the decode ends in U+FFFD) is held back as `push` held it, not shown as U+FFFD: `cut`
-        is then True. A U+FFFD that is a character of its own at the very end reads the same, and is held back too."""
+        is then True. A U+FFFD the model wrote as a character of its own (`push` showed it) is kept; written in other
+        tokens than the tokenizer's own for it, it reads as a cut one."""
         shown = self._decode(self.ids[self.prefix_offset : self.read_offset])
         full = self._decode(self.ids[self.prefix_offset :])
+        self.cut = len(full) > len(shown) and self._ends_incomplete(full)
         self.prefix_offset = self.read_offset = len(self.ids)
         rest = full[len(shown) :]
-        self.cut = rest.endswith(PARTIAL)
-        return rest.removesuffix(PARTIAL)
+        return rest.removesuffix(PARTIAL) if self.cut else rest
 
     def peek(self, token_id: int) -> str:
         """The text `token_id` would have if it came next (for rejected drafts), without adding it."""

@@ -65,3 +65,24 @@ def test_a_reply_cut_inside_a_character_ends_at_its_last_whole_one_in_the_chat_p
     terminal_view.stream_reply(run.spec.rounds, reply, tokenizer=tokenizer, prompt_ids=prompt, out=out, colour=False,
                                safe=True)
     assert reply.text == whole and out.getvalue() == whole + "\n"
+
+
+@pytest.mark.parametrize("text", ["ok \ufffd", "Tea 🧪\ufffd", "\ufffd\ufffd", "a \ufffd b", "\ufffd🧪"])
+def test_a_replacement_character_the_model_wrote_is_text_shown_at_once_never_cut(tokenizer, text):
+    """U+FFFD as a character of its own (SmolLM2 has a token for it) is no cut character: the token that writes it shows
+    it at once, so a reply ending in it keeps it (the terminal's flush, the Teach tab's token texts, which never flush,
+    and the chat's end of turn, whose view the reply leaves out with all its text); a character cut after it is still
+    left out."""
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    for end in range(1, len(ids) + 1):
+        decoder = TokenText(tokenizer, tokenizer("Say:", add_special_tokens=False)["input_ids"])
+        pieces = [decoder.push(i) for i in ids[:end]]
+        decoded = tokenizer.decode(ids[:end])
+        cut = decoded.endswith(PARTIAL) and not text.startswith(decoded)  # the limit fell inside 🧪's bytes
+        assert "".join(pieces) + decoder.flush() == decoded.removesuffix(PARTIAL if cut else ""), end
+        assert decoder.cut == cut, end
+        if text.startswith(decoded):  # every whole character shown by the token that completes it
+            assert "".join(pieces) == decoded, (end, pieces)
+    decoder = TokenText(tokenizer, [])
+    assert [decoder.push(i) for i in [*ids, eos]][-1] == "<|im_end|>"  # the end of turn's view holds itself alone
