@@ -20,7 +20,7 @@ import gradio as gr
 
 from specui import arena
 from specui.lesson import json_safe
-from specui.ui import arena_view, charts, chat_tree, render, stats, teach_charts, teach_prepare, teaching
+from specui.ui import arena_view, charts, chat_tree, render, stats, teach_charts, teach_memory, teach_prepare, teaching
 from specui.ui.exports import Exports
 from specui.ui.request import SettingsError
 from specui.ui.runs import Run, reply
@@ -254,14 +254,16 @@ def to_teach_outputs(ui, teach) -> list:
     t, s = teach.controls, teach.step
     return [t.prompt, t.preset, t.drafter, t.k, t.confidence, t.temperature, t.penalty, t.max_new, t.seed, t.context,
             s.status, ui.tabs, teach.run, s.view, s.residual, s.theory_tokens, s.theory_speedup, s.measured, s.export,
-            teach.compare.view, teach.playing, teach.timer, t.play]
+            teach.compare.view, teach.playing, teach.timer, t.play, teach.memory]
 
 
 def lesson_cleared(teach, data: dict) -> dict:
     """The Teach tab's step-through as a fresh page shows it, for a message handed to it: no run, no round, no
     second drafter's round (its choice's note: `data[teach.compare.second]`), the theory charts without a measured
     point, no export, the auto-play off. The page's `Shown` (`data[teach.index]`, absent: none to move) leaves the
-    last lesson, so Next decodes the message at round 1 (`teaching.decode_first`) rather than step the old rounds."""
+    last lesson, so Next decodes the message at round 1 (`teaching.decode_first`) rather than step the old rounds.
+    The browser's memory (`data[teach.memory]`, absent: left as it is) keeps the lesson's prompt and settings but not
+    its round: a refresh on the Teach tab decoded the lesson again, a ZeroGPU call, and showed the round left."""
     shown = data.get(teach.index)
     if shown is not None:
         with shown.lock:
@@ -269,7 +271,8 @@ def lesson_cleared(teach, data: dict) -> dict:
     s = teach.step
     return {teach.run: None, **teaching.show_round(teach, None, 0, None, data.get(teach.compare.second)),
             s.theory_tokens: teach_charts.theory_tokens_figure(), s.measured: render_measured(None),
-            s.theory_speedup: teach_charts.theory_speedup_figure(), s.export: None, **teaching.stopped(teach)}
+            s.theory_speedup: teach_charts.theory_speedup_figure(), s.export: None, **teaching.stopped(teach),
+            **({teach.memory: teach_memory.at_round(data[teach.memory], 0)} if teach.memory in data else {})}
 
 
 def to_teach(ui, teach, data: dict, *, chats=None) -> dict:

@@ -74,9 +74,10 @@ def step_through(ui, teach, data: dict, *, max_seed: int, chats=None) -> dict:
 
 def wire(ui, teach, *, max_seed: int, chats=None) -> None:
     """The Chat tab's "Step through this message in the Teach tab" (`ui.results.to_teach`): `step_through` (the Teach
-    tab's step-through cleared and the page's step shown, `teach.index`, moved off the last lesson: an input), then
-    the page scrolled to the Teach tab's prompt (`SHOW_LESSON`)."""
-    inputs = {ui.exchanges, ui.turns, ui.results.export, teach.index, teach.compare.second} | ui.controls.inputs
+    tab's step-through cleared, the page's step shown, `teach.index`, moved off the last lesson and the browser's
+    memory, `teach.memory`, off its round: inputs), then the page scrolled to the Teach tab's prompt (`SHOW_LESSON`)."""
+    inputs = {ui.exchanges, ui.turns, ui.results.export, teach.index, teach.compare.second, teach.memory}
+    inputs |= ui.controls.inputs
     ui.results.to_teach.click(lambda data: step_through(ui, teach, data, max_seed=max_seed, chats=chats), inputs,
                               to_teach_outputs(ui, teach), queue=False, api_visibility="private"
                               ).then(None, None, None, js=SHOW_LESSON, queue=False, api_visibility="private")

@@ -108,11 +108,20 @@ def test_a_message_handed_over_mid_lesson_leaves_none_of_the_lesson_and_next_dec
     form = teach_form(teach, teach_handoff.step_through(ui, teach, {**lesson_data, **chat_state(ui, lesson_last)},
                                                         max_seed=MAX_SEED_SHOWN), max_new=24)
     lesson = teaching.decode(state, teach, {**form, teach.index: shown, teach.compare.second: second})
-    teach_keys.moving(shown, {}, teaching.pressed, teach, "++", {teach.index: shown, teach.memory: lesson[teach.memory]})
+    teach_keys.moving(shown, {}, teaching.pressed, teach, "++",
+                      {teach.index: shown, teach.memory: lesson[teach.memory]})
     assert shown.index == 2 and shown.what is lesson[teach.run] and len(lesson[teach.run].steps) > 3
+    memory = teach_memory.at_round(lesson[teach.memory], shown.index)  # as the steps wrote it: a refresh resumes
+    assert teach_memory.resumed_round(memory) == 2
     data, last = sent(app, ui, CODE, temperature=0.0, seed=0)
     moved = teach_handoff.step_through(ui, teach, {**data, **chat_state(ui, last), teach.index: shown,
-                                                   teach.compare.second: second}, max_seed=MAX_SEED_SHOWN)
+                                                   teach.compare.second: second, teach.memory: memory},
+                                       max_seed=MAX_SEED_SHOWN)
+    # a refresh (the page is on ?tab=teach now) no longer decodes the lesson left to show its round 3: it puts its
+    # prompt and settings back, and Next decodes it at round 1
+    assert teach_memory.resumed_round(moved[teach.memory]) is None, moved[teach.memory]
+    assert moved[teach.memory]["prompt"] == memory["prompt"] and "round 1" in teach_memory.restored_note(
+        moved[teach.memory])
     assert set(moved) <= set(to_teach_outputs(ui, teach))  # gradio updates only an event's outputs
     s = teach.step
     assert shown.what is None and shown.index == 0 and moved.get(teach.run, shown) is None, (shown.index, list(moved))
@@ -124,6 +133,19 @@ def test_a_message_handed_over_mid_lesson_leaves_none_of_the_lesson_and_next_dec
                                                teach.index: shown, teach.compare.second: second})
     assert nxt[teach.run].prompt == CODE and shown.what is nxt[teach.run] and shown.index == 0
     assert 'data-round="1"' in nxt[s.view]
+
+
+def test_the_hand_off_reads_and_writes_the_browsers_memory(tabs):
+    """`teach_handoff.wire` gives `step_through` the Teach tab's memory and takes it back (`lesson_cleared`): without
+    it among the click's inputs the memory kept the lesson's round, and a refresh brought the lesson back there."""
+    ui, teach, app = tabs
+    with gr.Blocks() as demo, gr.Tabs() as tabs_:
+        chat = chat_tab(ui_config())
+        tab = teaching.teaching_tab(app.showcase)
+        chat.tabs = tabs_
+        teach_handoff.wire(chat, tab, max_seed=MAX_SEED_SHOWN)
+    click, = [f for f in demo.fns.values() if any(t[0] == chat.results.to_teach._id for t in f.targets)]
+    assert tab.memory in click.inputs and tab.memory in click.outputs and tab.index in click.inputs
 
 
 def chat_state(ui, last) -> dict:
