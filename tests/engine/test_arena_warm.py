@@ -52,6 +52,10 @@ def first_calls_while_timed():
 
 @pytest.fixture
 def engine():
+    return fresh_engine()
+
+
+def fresh_engine():
     """A fresh engine with every drafter (the draft model, EAGLE, Medusa and early-exit heads): its drafters' weights
     never prepared before (a product's preparation is kept per weight)."""
     target = make_model("llama", layers=3, seed=0, vocab_size=96)
@@ -88,3 +92,21 @@ def test_the_apps_arena_warms_its_drafters_with_its_own_settings():
     assert frame.done and not frame.error, frame.error
     assert len(run.arena) >= 2 and all(result.token_ids for result in run.arena.values())
     assert found == []
+
+
+@pytest.mark.parametrize("settings", [
+    DecodeSettings(max_new_tokens=16, num_draft_tokens=3, seed=7, temperature=0.9, top_k=20, adaptive=True),
+    DecodeSettings(max_new_tokens=16, num_draft_tokens=3, seed=7, temperature=0.8, top_p=0.9, tree_width=2,
+                   tree_nodes=5),
+], ids=["sampled, adaptive K", "sampled token trees"])
+def test_the_warm_up_changes_no_contestants_output(settings):
+    """Seeded sampled runs after the warm-ups (its own draws, each drafter's adaptive K and trees) are token for token
+    and kind for kind the same runs without them: nothing of a warm-up leaks into a timed run, nor one contestant's
+    warm-up into another's run."""
+    def runs(warm):
+        outcome = arena.run(fresh_engine(), PROMPT, settings, warm=warm, ks={"medusa": 2},
+                            confidences={"eagle": 0.1})
+        return {s.name: (s.result.token_ids, s.result.kinds) for s in outcome.standings}
+
+    cold, warmed = runs(False), runs(True)
+    assert len(cold) >= 4 and warmed == cold
