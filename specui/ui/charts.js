@@ -21,9 +21,10 @@
   // A chart's plotly tool bar (zoom, pan, select, zoom in and out, autoscale, reset, its logo's link) was nine or ten
   // Tab stops, 38 on the Chat tab between the controls and the token trees. The bar stays for the mouse; the keyboard
   // keeps one stop a chart, its download as a PNG (the one tool that works without a pointer; plotly shows the bar as
-  // it takes the focus), and none on the Teach tab, where a presenter tabs from the step buttons to the controls below
-  // (its numbers are in the lesson's export). Plotly redraws the bar with the chart: done again on every change
-  const kept = (button) => !button.closest("#teach-tab") && button.matches("[data-title^='Download plot']");
+  // it takes the focus), on the Teach tab as well: a presenter tabbing from the step buttons to the controls below
+  // passes one stop a chart, and a keyboard can save the chart a mouse can (WCAG 2.1.1; the Teach tab's had none).
+  // Plotly redraws the bar with the chart: done again on every change
+  const kept = (button) => button.matches("[data-title^='Download plot']");
   const tabStops = () => {
     for (const button of document.querySelectorAll(".modebar-btn:not([tabindex='-1'])")) {
       if (!kept(button)) button.setAttribute("tabindex", "-1");
