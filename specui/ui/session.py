@@ -41,6 +41,7 @@ STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
 # titles change inside it), and the browser reads it whole: an arena of 512 tokens is 1.3 MB of spans, which ten
 # frames a second kept a browser on a 2-core machine busy throughout, a click on Stop waiting up to half a minute
 # (tools.page_lag). Frames of a large reply come less often; a chat's reply (tens of kB) streams at the interval.
+# A page slower still (a loaded machine): a frame also waits until it has drawn all but the last one sent (`Pages`).
 FRAME_BYTES_PER_S = 1_000_000
 
 
