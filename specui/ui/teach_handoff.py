@@ -22,7 +22,9 @@ UNKNOWN = "This message's own settings are not known here: these are the Chat ta
 # Decode and status line: all three where the screen holds them, else Decode and the status line at the screen's foot
 # with what it holds of the prompt above, else (a phone: the settings come between) the prompt and Decode. The page
 # stayed scrolled where the chat's button was, on the Teach tab's charts. Decode takes the keyboard's focus (the
-# button pressed is hidden now) without scrolling again.
+# button pressed is hidden now) without scrolling again, described by the status line: a screen reader says what came
+# over and what the Teach tab changed of it (K, top-p, the conversation), which is neither focused nor live and, on
+# a phone, below the screen.
 SHOW_LESSON = """() => { let frames = 0; const look = () => {
   const q = (id) => document.querySelector(id)?.getBoundingClientRect();
   const prompt = q('#teach-prompt'), start = q('#step-start'), status = q('#step-status');
@@ -30,7 +32,9 @@ SHOW_LESSON = """() => { let frames = 0; const look = () => {
   const fits = (top, bottom) => bottom - top + 16 <= window.innerHeight, low = status.bottom + 8 - window.innerHeight;
   const by = fits(prompt.top, status.bottom) || !fits(start.top, status.bottom) ? prompt.top - 8 : low;
   window.scrollBy({top: by, behavior: 'instant'});
-  document.querySelector('#step-start')?.focus({preventScroll: true}); }; look(); }"""
+  const decode = document.querySelector('#step-start');
+  if (decode) { decode.setAttribute('aria-describedby', 'step-status'); decode.focus({preventScroll: true}); } };
+  look(); }"""
 
 
 def as_it_ran(controls, data: dict, export: str | None, reply: str | None, *, max_seed: int

@@ -70,6 +70,10 @@ def test_a_message_handed_over_after_a_lesson_opens_a_clean_teach_tab_at_its_pro
     unseen = [sel for sel in ("#teach-prompt", "#step-start", "#step-status") if not page.evaluate(ON_SCREEN, sel)]
     assert not unseen, f"off screen: {unseen} (scrolled to {page.evaluate('window.scrollY')})"
     assert page.evaluate("() => document.activeElement?.id") == "step-start"
+    # a screen reader hears, with Decode, what came over and what changed of it: the status line describes it
+    described = page.evaluate("() => document.getElementById("
+                              "document.activeElement.getAttribute('aria-describedby') || 'none')?.innerText")
+    assert described and "press Decode" in described, described
     # Next decodes the message, at round 1: not the last lesson's round 4
     click_and_wait(page, "#step-next", "#step-status")
     page.wait_for_function(f"() => ({ROUND})() === '1'", timeout=60_000)
