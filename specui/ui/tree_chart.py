@@ -134,7 +134,8 @@ def tree_figure(record: TreeRecord | None = None, *, step: TreeStep | None = Non
     for verdict, name in (("accepted", "accepted"), ("rejected", "rejected"), ("unvisited", "never judged")):
         members = [i for i, n in enumerate(record.nodes) if (n.verdict if i in judged else "unvisited") == verdict]
         if members:
-            label = name if step is None or verdict != "unvisited" else "not judged (yet)"
+            # at the round's end a node not judged never will be: "(yet)" would promise a turn it has not got
+            label = name if step is None or step.kind == END or verdict != "unvisited" else "not judged (yet)"
             fig.add_trace(_node_trace(record, xy, members, name=label, colour=VERDICT_COLOURS[verdict], path=path,
                                       unjudged=verdict == "unvisited"))
     if step is not None and step.node is not None:

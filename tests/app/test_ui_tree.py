@@ -100,6 +100,8 @@ def test_a_steps_hover_tells_no_verdict_nor_draw_of_a_node_not_judged_yet():
         shown = hovers(tree_figure(record(), step=step))
         assert {i for i, h in shown.items() if "draw r = " in h} == set(step.tried)
         assert {i for i, h in shown.items() if "on the accepted path" in h} == set(step.path)
+    end = tree_figure(record(), step=steps[-1])  # the round over: node 1 never will be judged, and says so
+    assert "verdict: never judged" in hovers(end)[1] and traces(end, "never judged") and not traces(end, "not judged (yet)")
     whole = hovers(tree_figure(record()))  # the chat's view of the whole round: the never judged node says so
     assert "verdict: never judged" in whole[1] and "draw" not in whole[1]
     assert "draw r = 0.8000" in whole[2] and "verdict: rejected" in whole[2] and "accepted path" not in whole[2]
