@@ -5,7 +5,7 @@ first run's, with no word."""
 
 from __future__ import annotations
 
-import time
+import threading
 
 import pytest
 
@@ -27,19 +27,36 @@ def page(tmp_path_factory):
         yield page
 
 
+def held_first(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Decode's first answer held on the server (its last step, `exported`) until the test lets it go: (set as it is
+    held, set to let it go). A sleep let the first run end before the second click on a loaded machine."""
+    held, go, real = threading.Event(), threading.Event(), teaching.exported
+
+    def first_held(*args):
+        if not held.is_set():
+            held.set()
+            go.wait(120)
+        return real(*args)
+
+    monkeypatch.setattr(teaching, "exported", first_held)
+    return held, go
+
+
 def test_decode_clicked_while_one_runs_decodes_the_new_settings_after_it(page, monkeypatch):
-    real = teaching.exported  # Decode's last step: its answer 2 s late, the first run pending when the second click
-    monkeypatch.setattr(teaching, "exported", lambda *args: (time.sleep(2), real(*args))[1])  # comes (it took 0.7 s)
+    held, go = held_first(monkeypatch)
     page.fill("#teach-prompt textarea", PROMPT)
     set_number(page, "teach-k", 1)
     set_number(page, "teach-temperature", 0)
     set_number(page, "teach-max-new-tokens", 128)
     page.click("#step-start")
-    page.wait_for_function(BUSY, timeout=30_000)  # the first run pending
-    set_number(page, "teach-max-new-tokens", 16)
-    pending = page.evaluate(f"() => {{ const busy = ({BUSY})(); document.querySelector('#step-start').click();"
-                            " return busy; }")
-    assert pending, "the first run had ended before the second click: nothing checked (a slower first run needed)"
+    try:
+        assert held.wait(120), "the first Decode never reached its answer"
+        set_number(page, "teach-max-new-tokens", 16)
+        pending = page.evaluate(f"() => {{ const busy = ({BUSY})(); document.querySelector('#step-start').click();"
+                                " return busy; }")
+    finally:
+        go.set()  # the first run answers now, the second click made while it was held
+    assert pending, "the page showed the first run done while its answer was held: nothing checked"
     status = "#step-status"
     try:
         page.wait_for_function(f"() => document.querySelector('{status}').innerText.includes('Decoded 16 tokens')"
