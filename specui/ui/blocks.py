@@ -45,7 +45,8 @@ log = logging.getLogger("specui.ui")
 CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
 # the page's script: the chat's "Copy reply" buttons (copy.js), a tapped token's p and q (tokens.js), the keys (keys.js:
 # the Teach tab's steps, Enter in a slider's number box; chat_keys.js: the prompt box's focus after Send, Escape in it
-# to stop), the open tab's name in the address (address.js), each chart named for a screen reader (charts.js)
+# to stop), the open tab's name in the address (address.js), each chart named for a screen reader (charts.js), the
+# frames of a streamed reply the page has drawn (frames.js: `pages.Pages`)
 JS = "() => {\n" + "".join(f"({(Path(__file__).with_name(name)).read_text(encoding='utf-8').strip()})();\n"
                             for name in ("copy.js", "tokens.js", "keys.js", "chat_keys.js", "address.js",
                                          "charts.js", "frames.js")) + "}"
