@@ -224,20 +224,34 @@ def _compared(state: TeachState, run, second: str, index: int) -> tuple:
 
 
 def decode(state: TeachState, ui: TeachTab, data: dict, *, at: int = 0) -> dict:
-    """Decode the prompt and show its round `at` (the last if it has fewer), or a round a press made since moved to."""
+    """Decode the prompt and show its round `at` (the last if it has fewer), or a round a press made since moved to.
+    A message the Chat tab handed over meanwhile (`chat_handlers.lesson_cleared`: not queued, it lands first) is left
+    alone: the answer changes nothing (it put the lesson left back, its round 1 beside the handed message's prompt)."""
+    moves = data[ui.index].moves
     [(run, conversation_of, (comparison, compared))] = state.work(decoded, teach_work.values(ui.controls, data),
                                                                   data[ui.compare.second])
     s, shown, at = ui.step, data[ui.index], max(0, min(at, len(run.steps) - 1))
     compared = teach_work.by_component(ui.compare, compared)
     # round 1 unless a press made since the run arrived has moved it on already (that press's answer shows its round)
     kept = teach_memory.kept(ui.controls, data, conversation=conversation_of, seed=run.spec.seed)  # a blank box: 0
-    view = teach_keys.moving(shown, {}, _move_to, ui, shown, run, at, _beside(ui, comparison, compared))
+    view = teach_keys.moving(shown, {}, _move_unless_cleared, ui, shown, moves, run, at,
+                             _beside(ui, comparison, compared))
+    if view is None:
+        return teach_keys.unchanged([s.status])
     return {ui.run: run, **compared, ui.step.view: gr.update(), ui.compare.view: gr.update(), **view,
             s.theory_tokens: teach_charts.theory_tokens_figure(run.measured),
             s.theory_speedup: teach_charts.theory_speedup_figure(run.measured), s.measured: render_measured(run),
             s.export: exported(state, run, comparison),
             s.status: decoded_note(run) + (f" Back at round {at + 1}, where this browser left it." if at else ""),
             **stopped(ui), ui.memory: teach_memory.at_round(kept, shown.index)}
+
+
+def _move_unless_cleared(ui: TeachTab, shown: teach_keys.Shown, moves: int, run, index: int, beside) -> dict | None:
+    """`_move_to`, or None when the step shown was moved off every run since `moves` (a hand-off cleared it): the
+    caller holds `shown`'s lock (`teach_keys.moving`)."""
+    if shown.what is None and shown.moves != moves:
+        return None
+    return _move_to(ui, shown, run, index, beside)
 
 
 def exported(state: TeachState, run, compared) -> str:

@@ -14,7 +14,7 @@ import pytest
 from specui.loading import PairCache
 from specui.ui import teach_handoff, teach_keys, teach_memory, teach_tree, teaching
 from specui.ui.blocks import MAX_SEED_SHOWN, chat_tab
-from specui.ui.chat_handlers import App, respond, to_teach_outputs
+from specui.ui.chat_handlers import App, lesson_cleared, respond, to_teach_outputs
 from specui.ui.session import Showcase
 from tests.helpers import ui_config
 from tests.unit.test_chat_ids import CHATML
@@ -133,6 +133,29 @@ def test_a_message_handed_over_mid_lesson_leaves_none_of_the_lesson_and_next_dec
                                                teach.index: shown, teach.compare.second: second})
     assert nxt[teach.run].prompt == CODE and shown.what is nxt[teach.run] and shown.index == 0
     assert 'data-round="1"' in nxt[s.view]
+
+
+def test_a_decode_answered_after_a_hand_off_leaves_the_handed_message_alone(tabs):
+    """Decode in the engine's queue as the Chat tab hands a message over (not queued: it lands first) answers after
+    it: it put the lesson left back (its round 1, run, export, status line and memory beside the handed message's
+    prompt, and Next stepped the old rounds). Now its answer changes nothing and the page's `Shown` stays off it."""
+    ui, teach, app = tabs
+    data, last = sent(app, ui, "import os\n", temperature=0.0, seed=0)
+    state, shown = teaching.TeachState(app.showcase), teach_keys.Shown()
+    form = teach_form(teach, teach_handoff.step_through(ui, teach, {**data, **chat_state(ui, last)},
+                                                        max_seed=MAX_SEED_SHOWN), max_new=8)
+    real = state.work
+
+    def work(*args):
+        done = real(*args)
+        lesson_cleared(teach, {teach.index: shown})  # the hand-off, as the run is decoded
+        return done
+
+    state.work = work
+    answer = teaching.decode(state, teach, {**form, teach.index: shown})
+    assert shown.what is None and shown.index == 0, shown.what
+    kept = [teach.run, teach.step.view, teach.step.export, teach.step.status, teach.memory, teach.compare.view]
+    assert all(answer.get(c, gr.update()) == gr.update() for c in kept), answer
 
 
 def test_the_hand_off_reads_and_writes_the_browsers_memory(tabs):
