@@ -1,18 +1,16 @@
 """What the Teach tab's pickers and Next send the server, in a real browser over the tiny pair of test_browser_teaching:
-a tree round picked while the last pick is answered on a slow server (a handler of the real app slowed here, a
-stand-in for a loaded machine) is answered after it, the tree and its steps ending on the round the list names (the
-pick was dropped: the list named one round, the steps showed another); Next with a run on show only steps it (it also
-queued a no-op decode in the engine's queue, behind every visitor's runs, and a redraw after it)."""
+a tree round picked while the last pick is answered (its answer held on the server here until the second pick is
+made) is answered after it, the tree and its steps ending on the round the list names (the pick was dropped: the
+list named one round, the steps showed another); Next with a run on show only steps it (it also queued a no-op
+decode in the engine's queue, behind every visitor's runs, and a redraw after it)."""
 
 from __future__ import annotations
-
-import threading
 
 import pytest
 
 from specui.ui import teach_tree
 from tools.screenshot import set_number
-from tests.app.test_browser_teach_order import slowed
+from tests.app.test_browser_teach_order import held_first
 from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
 from tests.app.test_browser_teaching import PROMPT, decode_lesson, teach_page, wait_quiet, wait_round
 from tests.helpers import click_and_wait
@@ -49,13 +47,13 @@ def test_a_round_picked_while_the_last_pick_is_answered_is_the_round_shown(page,
     assert len(labels) >= 3, labels
     wait_quiet(page)
     first, last = labels[1], labels[-1]
-    started = slowed(monkeypatch, "render_tree_step", 3, module=teach_tree)  # each pick answered 3 s late
-    answered, slow = threading.Event(), teach_tree.render_tree_step
-    monkeypatch.setattr(teach_tree, "render_tree_step", lambda *a: (slow(*a), answered.set())[0])
+    held, go = held_first(monkeypatch, "render_tree_step", module=teach_tree)  # the first pick's answer held
     pick_round(page, first)
-    assert started.wait(60), "the pick never reached the server"
-    pick_round(page, last)  # while the first pick is answered
-    assert not answered.is_set(), "the first pick had been answered before the second: nothing tested"
+    try:
+        assert held.wait(60), "the pick never reached the server"
+        pick_round(page, last)  # while the first pick is answered
+    finally:
+        go.set()
     wait_quiet(page)
     picked = page.locator("#tree-step-round input").input_value()
     assert picked == last

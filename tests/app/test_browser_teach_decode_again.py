@@ -5,11 +5,9 @@ first run's, with no word."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
-from specui.ui import teaching
+from tests.app.test_browser_teach_order import held_first
 from tests.app.test_browser_teaching import set_number, tiny_showcase
 from tests.helpers import app_page, require_browser
 
@@ -27,23 +25,8 @@ def page(tmp_path_factory):
         yield page
 
 
-def held_first(monkeypatch) -> tuple[threading.Event, threading.Event]:
-    """Decode's first answer held on the server (its last step, `exported`) until the test lets it go: (set as it is
-    held, set to let it go). A sleep let the first run end before the second click on a loaded machine."""
-    held, go, real = threading.Event(), threading.Event(), teaching.exported
-
-    def first_held(*args):
-        if not held.is_set():
-            held.set()
-            go.wait(120)
-        return real(*args)
-
-    monkeypatch.setattr(teaching, "exported", first_held)
-    return held, go
-
-
 def test_decode_clicked_while_one_runs_decodes_the_new_settings_after_it(page, monkeypatch):
-    held, go = held_first(monkeypatch)
+    held, go = held_first(monkeypatch, "exported")  # Decode's last step: the first run's answer held
     page.fill("#teach-prompt textarea", PROMPT)
     set_number(page, "teach-k", 1)
     set_number(page, "teach-temperature", 0)

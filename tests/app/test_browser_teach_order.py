@@ -39,6 +39,22 @@ def slowed(monkeypatch, name: str, seconds: float, *, module=teaching) -> thread
     return started
 
 
+def held_first(monkeypatch, name: str, *, module=teaching) -> tuple[threading.Event, threading.Event]:
+    """`module.NAME`'s first call held on the server until the test lets it go, the calls after it not: (set as it is
+    held, set to let it go). A race test's second click then surely lands while the first is answered, where a sleep
+    let the first answer leave before it on a loaded machine."""
+    held, go, real = threading.Event(), threading.Event(), getattr(module, name)
+
+    def first_held(*args, **kwargs):
+        if not held.is_set():
+            held.set()
+            go.wait(120)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, first_held)
+    return held, go
+
+
 def click(page, *ids: str) -> None:
     page.evaluate("(ids) => ids.forEach(id => document.querySelector(`#${id}`).click())", list(ids))
 
