@@ -241,10 +241,12 @@ def stream_reply(rounds, reply: Reply, *, tokenizer, prompt_ids, out, colour: bo
 
 def stats_line(reply: Reply, *, drafter: str, k: int, confidence: float, sampled: bool, chat: bool = False) -> str:
     """tokens · tokens/s · acceptance · tokens per target forward · the drafter and K · the stop reason (and a sampled
-    run's seed)."""
+    run's seed). A token-tree run's rate is "acceptance along the path", as the app names it: the nodes the target
+    judged along each round's kept path, not a share of every drafted node."""
     stats = runstats.run_stats(reply.result, k=k)
+    rate = "acceptance along the path" if stats.trees else "acceptance"
     parts = [f"{stats.tokens} tokens", f"{fmt(stats.tokens_per_s, '.1f')} tokens/s",
-             f"acceptance {fmt(stats.acceptance_rate, '.2f')}",
+             f"{rate} {fmt(stats.acceptance_rate, '.2f')}",
              f"{fmt(stats.mean_accepted_length, '.2f')} tokens per target forward",
              f"drafter {LABELS.get(drafter, drafter)}, K {k}"
              + (f" (fewer while the draft is less sure than {confidence:g})" if confidence else "")]
