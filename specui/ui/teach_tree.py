@@ -82,9 +82,13 @@ def tree_panel(controls, *, work, concurrency_id: str = "engine") -> TreePanel:
     inputs = controls.settings | {panel.width, panel.nodes, panel.step}
     # a refused setting (a drafter that cannot draft trees, too wide a tree) says why in the status line, and the
     # tree and its steps keep what they showed: no red error state over the panel
-    # its step buttons, status line and first step brought into view: the keys step the tree once it is on screen
-    panel.start.click(calmly(functools.partial(decode, panel, controls, work), functools.partial(refused, panel)),
-                      inputs, decoded, js=teach_keys.into_view("tree-step-prev"), **queued)
+    # its step buttons, status line and first step brought into view: the keys step the tree once it is on screen.
+    # Clicked again while a decode is on its way (a wider tree, a changed mind), it decodes again after it (gradio's
+    # default, "once", dropped that click: the trees were the first settings'), and the step the server holds is
+    # drawn again through the stepping event after it: a step press's answer could land before Decode's (its step 1)
+    teach_keys.redraw_after("tree-step", panel.start.click(
+        calmly(functools.partial(decode, panel, controls, work), functools.partial(refused, panel)), inputs, decoded,
+        js=teach_keys.into_view("tree-step-prev"), trigger_mode="always_last", **queued))
     # a round picked while the last pick's answer is on its way is answered after it (gradio's default, "once", dropped
     # it: the list named one round, the tree and its steps showed another), and the step the server holds is drawn
     # again through the stepping event after it: a press's answer and the pick's could land in either order
@@ -103,8 +107,9 @@ def tree_panel(controls, *, work, concurrency_id: str = "engine") -> TreePanel:
 def show(panel: TreePanel, shown: teach_keys.Shown, record: TreeRecord | None, index: int) -> dict:
     """Step `index` of `record` (clamped): the tree as judged so far and the step in words (the caller holds
     `shown`'s lock: `teach_keys.moving`)."""
-    if record is None:
-        shown.move(None, 0)
+    if record is None:  # no tree: a press without one moves nothing (a hand-off's clearing counts its moves)
+        if shown.what is not None:
+            shown.move(None, 0)
         return {panel.chart: tree_figure(), panel.view: render_tree_step(None, [], 0)}
     steps = tree_steps(record)
     index = max(0, min(index, len(steps) - 1))
@@ -113,13 +118,42 @@ def show(panel: TreePanel, shown: teach_keys.Shown, record: TreeRecord | None, i
 
 
 def decode(panel: TreePanel, controls, work, data: dict) -> dict:
-    """Decode the Teach prompt with a tree (in one call of `work`); show the first tree round's first step."""
+    """Decode the Teach prompt with a tree (in one call of `work`); show the first tree round's first step. A message
+    the Chat tab handed over meanwhile (`cleared`: not queued, it lands first) is left alone: the answer changes
+    nothing (it put the last prompt's trees back beside the handed message)."""
+    shown = data[panel.step]
+    moves = shown.moves
     [(trees, note)] = work(decoded, teach_work.values(controls, data), data[panel.width], data[panel.nodes])
     choices = round_choices(trees)
     first = next((i for i in sorted(trees) if trees[i].nodes), choices[0][1] if choices else None)
-    shown = data[panel.step]
-    return {panel.trees: trees, panel.pick: gr.update(choices=choices, value=first), panel.status: note,
-            **teach_keys.moving(shown, {}, show, panel, shown, trees.get(first), 0)}
+    view = teach_keys.moving(shown, {}, _show_unless_cleared, panel, shown, moves, trees.get(first))
+    if view is None:
+        return teach_keys.unchanged([panel.status])
+    return {panel.trees: trees, panel.pick: gr.update(choices=choices, value=first), panel.status: note, **view}
+
+
+def _show_unless_cleared(panel: TreePanel, shown: teach_keys.Shown, moves: int, record) -> dict | None:
+    """`show`'s first step of `record`, or None when the step shown was moved off every tree since `moves` (a hand-off
+    cleared it): the caller holds `shown`'s lock (`teach_keys.moving`)."""
+    if shown.what is None and shown.moves != moves:
+        return None
+    return show(panel, shown, record, 0)
+
+
+def outputs(panel: TreePanel) -> list:
+    """What `cleared` changes."""
+    return [panel.trees, panel.pick, panel.status, *panel.shown]
+
+
+def cleared(panel: TreePanel, shown: teach_keys.Shown | None) -> dict:
+    """The panel as a fresh page shows it, for a message the Chat tab hands to the Teach tab: no trees, no round to
+    pick, no step; its Shown (`shown`, None: none to move) moved off the last prompt's tree, so that a step press
+    or a Decode with a tree answered after it changes nothing of it."""
+    if shown is not None:
+        with shown.lock:
+            shown.move(None, 0)
+    return {panel.trees: {}, panel.pick: gr.update(choices=[], value=None), panel.status: "",
+            panel.chart: tree_figure(), panel.view: render_tree_step(None, [], 0)}
 
 
 def decoded(state, values: dict, width, nodes):

@@ -55,6 +55,22 @@ def held_first(monkeypatch, name: str, *, module=teaching) -> tuple[threading.Ev
     return held, go
 
 
+def held_answer(monkeypatch, name: str, *, module=teaching) -> tuple[threading.Event, threading.Event]:
+    """`module.NAME`'s first call made, then its answer held on the server until the test lets it go (`held_first`
+    holds it before: a lock the call takes is then free while it is held, and what the call moved is moved)."""
+    held, go, real = threading.Event(), threading.Event(), getattr(module, name)
+
+    def answer_held(*args, **kwargs):
+        answer = real(*args, **kwargs)
+        if not held.is_set():
+            held.set()
+            go.wait(120)
+        return answer
+
+    monkeypatch.setattr(module, name, answer_held)
+    return held, go
+
+
 def click(page, *ids: str) -> None:
     page.evaluate("(ids) => ids.forEach(id => document.querySelector(`#${id}`).click())", list(ids))
 
