@@ -35,7 +35,7 @@ from specui.ui import (address, charts, chat_handlers, chat_tree, closed_session
                        teach_memory)
 from specui.ui.api import generate_endpoint
 from specui.ui.chat_handlers import App, clear, replay, respond, retry, stopped, undo, waiting
-from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_drafter
+from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_drafter, tell_resets
 from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE, MAX_TOP_K, Settings, in_page_words
 from specui.ui.session import Showcase
 from specui.ui.teaching import teaching_tab
@@ -279,6 +279,7 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
         address.wire(demo, ui_tabs)  # ?tab=teach opens the Teach tab; a refresh keeps the tab
         teach_memory.wire(demo, app.showcase.config, teach.controls, teach.memory,  # and the lesson's settings
                           status=teach.step.status)
+        tell_resets(demo, app.showcase.config, ui.controls, teach.controls)  # a slider's ↺: the preset's (keys.js)
         gr.api(generate_endpoint(app.showcase), api_name="generate", concurrency_id=ENGINE_GROUP,
                concurrency_limit=1)
     demo.queue(default_concurrency_limit=4, max_size=ZERO_GPU_QUEUE_SIZE if spaces.zero_gpu() else None)

@@ -88,16 +88,18 @@
   // is a Tab stop while it overflows, so that the keyboard scrolls it too: its arrows then scroll, not step (axe's
   // scrollable-region-focusable: a draft table a phone's page cut off was out of a keyboard's reach)
   const scrollers = "#teach-tab .teach-table, #teach-tab .teach-context, #teach-tab .teach-side";
-  const RESET_TIP = "Reset to default value (Escape in the number box or on the slider)";
+  const ESCAPE = " (Escape in the number box or on the slider)";
+  const RESET_TIP = "Reset to default value" + ESCAPE, PRESET_TIP = "Reset to the preset's value" + ESCAPE;
   let due = null;
   const tidy = () => {
     due = null;
     toEnds();  // a box shown since (a tab, a panel opened): the page unchanged
-    for (const reset of document.querySelectorAll(".block .reset-button:not([tabindex='-1'])")) {
+    for (const reset of document.querySelectorAll(".block .reset-button")) {
       const block = reset.closest(".block");
-      if (!block.querySelector("input[type=range]")) continue;
+      const tip = presetValues(block) ? PRESET_TIP : RESET_TIP;
+      if (!block.querySelector("input[type=range]") || reset.getAttribute("title") === tip) continue;
       reset.setAttribute("tabindex", "-1");  // a slider's ↺ (below)
-      reset.setAttribute("title", RESET_TIP);
+      reset.setAttribute("title", tip);
       for (const box of block.querySelectorAll("input[type=range], input[type=number]")) {
         box.setAttribute("aria-keyshortcuts", "Escape");
       }
@@ -129,6 +131,26 @@
   new MutationObserver(() => { toEnds(); soon(); }).observe(document.body, { childList: true, subtree: true });
   window.addEventListener("resize", soon);
   document.addEventListener("click", soon, true);  // a tab or a panel opened shows its tables, the page unchanged
+  // A slider that a preset sets (K, the confidence stop: preset_view.tell_resets) goes back to the value the preset
+  // chosen gives the drafter chosen, as its menus show them; gradio's ↺ put back the value the page opened with
+  const presetValues = (block) => (window.specuiPresetValues || {})[block.id];
+  const presetValue = (block) => {
+    const follows = presetValues(block);
+    const preset = follows && document.querySelector(`#${follows.preset} input`);
+    const drafter = follows && document.querySelector(`#${follows.drafter} input:checked`);
+    return preset && drafter ? (follows.values[preset.value] || {})[drafter.value] : undefined;
+  };
+  document.addEventListener("click", (event) => {
+    const reset = event.target.closest ? event.target.closest(".reset-button") : null;
+    const block = reset && reset.closest(".block");
+    const slider = block && block.querySelector("input[type=range]");
+    const value = slider && presetValue(block);
+    if (!slider || value === undefined || slider.disabled) return;
+    event.preventDefault();
+    event.stopPropagation();  // gradio's own reset is not told
+    slider.value = String(value);
+    slider.dispatchEvent(new Event("input", { bubbles: true }));  // as a key on the slider moves it
+  }, true);
   // Enter in a slider's number box commits what was typed, as leaving the box does: gradio puts a value out of
   // range back within it only when the box loses the focus, and blocks.py's `settled` puts it on the step's grid.
   // A slider's ↺ (gradio's "Reset to default value") was a Tab stop of its own between its number box and the slider,

@@ -2,10 +2,13 @@
 
 `about` is the line under the Chat tab's preset menu (the description, the memory it needs, where it runs,
 its drafter and K); `on_preset` sets a tab's drafter and K from the preset chosen, `on_drafter` moves a K
-slider to the K the preset gives the drafter chosen (`on_chat_drafter` the Chat tab's confidence slider too).
+slider to the K the preset gives the drafter chosen (`on_chat_drafter` the Chat tab's confidence slider too);
+`tell_resets` gives the page those values, for a slider's ↺ and Escape (keys.js).
 """
 
 from __future__ import annotations
+
+import json
 
 import gradio as gr
 
@@ -54,6 +57,26 @@ def on_chat_drafter(config, preset_name: str, drafter: str) -> tuple:
 def confidence_of(preset) -> dict:
     """The confidence slider's update for a preset chosen: its drafter's `draft_confidence` (0: always K)."""
     return gr.update(value=preset.confidence_for())
+
+
+def tell_resets(demo: gr.Blocks, config, chat, teach) -> None:
+    """Give the page (`window.specuiPresetValues`, read by keys.js) the value each preset sets K and the confidence
+    stop to, for each drafter chosen, as the handlers above set them: a slider's ↺ (and Escape on it) put back
+    gradio's first value, the default preset's, where the preset chosen had set another. `chat`, `teach`: the two
+    tabs' controls (their preset menu, drafter radio and sliders); the Teach tab's confidence follows no preset."""
+    def k(preset, drafter):
+        return preset.k_for(drafter)
+
+    def confidence(preset, drafter):
+        return preset.confidence_for(drafter)
+
+    followed = ((chat, chat.k, k), (chat, chat.confidence, confidence), (teach, teach.k, k))
+    values = {slider.elem_id: {"preset": tab.preset.elem_id, "drafter": tab.drafter.elem_id,
+                               "values": {name: {label: min(slider.maximum, value(config.get(name), drafter))
+                                                 for drafter, label in LABELS.items()} for name in config.names}}
+              for tab, slider, value in followed}
+    demo.load(None, None, None, js=f"() => {{ window.specuiPresetValues = {json.dumps(values)}; }}", queue=False,
+              api_visibility="private")
 
 
 def _capped(k: int, k_max: int | None) -> int:

@@ -4,7 +4,8 @@ Gradio's sliders each had a ↺ (reset to the default value) as a Tab stop of it
 slider, and plotly's tool bars nine or ten buttons per chart (zoom, pan, select, autoscale, its logo's link): 38 stops
 on the Chat tab's four charts. The resets stay for the mouse, out of the Tab order, and Escape in a slider's number box
 or on the slider resets it (keys.js); a chart keeps one stop, its download as a PNG, which the keyboard works
-(charts.js), on the Teach tab as well (it kept none: a keyboard could not save a chart there). One served app, one
+(charts.js), on the Teach tab as well (it kept none: a keyboard could not save a chart there). Escape and ↺ put back
+the value the preset chosen set (K, the confidence stop), not the one the page opened with. One served app, one
 browser.
 """
 
@@ -113,4 +114,53 @@ def test_the_teach_tab_from_the_step_buttons_meets_no_reset_and_one_download_a_c
     # its charts' downloads are reached as the Chat tab's are (they were no stop at all: WCAG 2.1.1), no other button
     bars = [s["name"] for s in stops if "modebar" in s["cls"]]
     assert bars and set(bars) == {"Download plot as a PNG"}, stops
+    page.close()
+
+
+def _slider(elem_id: str) -> str:
+    return (f"() => [...document.querySelectorAll('#{elem_id} input')].map(i => i.value).join(' ')")
+
+
+def _reset(page, elem_id: str, *, moved: float, back: str, how: str) -> None:
+    """Move the slider `elem_id` to `moved`, then put it back by `how` (Escape on the slider or in its number box, or
+    a click of its ↺) and wait until both its inputs show `back`."""
+    set_number(page, elem_id, moved)
+    page.wait_for_function(f"() => document.querySelector('#{elem_id} input[type=range]').value === '{moved}'")
+    if how == "click":
+        page.click(f"#{elem_id} .reset-button")
+    else:
+        page.locator(f"#{elem_id} input[type={how}]").focus()
+        page.keyboard.press("Escape")
+    try:
+        page.wait_for_function(f"() => ({_slider(elem_id)})() === '{back} {back}'", timeout=10_000)
+    except Exception as e:  # playwright's timeout: say what it shows
+        raise AssertionError(f"{how} on {elem_id} put back {page.evaluate(_slider(elem_id))!r}, not {back}") from e
+
+
+def _choose(page, menu: str, name: str, *, then: dict) -> None:
+    """Pick `name` in the preset menu `menu` and wait until the server's answer has set the sliders as `then` says."""
+    page.click(f"#{menu} input")
+    page.get_by_role("option", name=name, exact=True).click()
+    for elem_id, value in then.items():
+        page.wait_for_function(f"() => ({_slider(elem_id)})() === '{value} {value}'", timeout=30_000)
+
+
+def test_escape_and_reset_put_back_the_value_the_chosen_preset_and_drafter_set(app):  # noqa: F811
+    page = _page(app)
+    _wait_tidied(page, "#chat-tab")
+    # the page opened on bundled (K 7, no confidence stop); smollm2-chat sets K 6 and EAGLE's confidence 0.6
+    _choose(page, "preset", "smollm2-chat", then={"num-draft-tokens": 6, "draft-confidence": 0.6})
+    _reset(page, "num-draft-tokens", moved=3, back="6", how="range")  # gradio's own: 7, the page's first value
+    _reset(page, "draft-confidence", moved=0.2, back="0.6", how="number")  # 0
+    _reset(page, "num-draft-tokens", moved=2, back="6", how="click")
+    page.locator("#drafter").get_by_label("draft model", exact=True).check()  # its own confidence: 0.5
+    page.wait_for_function(f"() => ({_slider('draft-confidence')})() === '0.5 0.5'", timeout=30_000)
+    _reset(page, "draft-confidence", moved=0.1, back="0.5", how="range")
+    tips = page.evaluate("() => ['num-draft-tokens', 'temperature'].map(id => "
+                         "document.querySelector(`#${id} .reset-button`).title)")
+    assert "preset's value" in tips[0] and "Escape" in tips[0] and "default value" in tips[1], tips
+    page.close()
+    page = _page(app, query="?tab=teach", ready="#step-start")  # the Teach tab's K follows its own menu
+    _choose(page, "teach-preset", "smollm2-1.7b-cpu", then={"teach-k": 4})
+    _reset(page, "teach-k", moved=2, back="4", how="range")  # gradio's own: 7
     page.close()
