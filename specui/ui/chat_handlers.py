@@ -61,6 +61,9 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
         return {chat: shown, ui.messages: shown, ui.turns: history, ui.exchanges: sent, **changes}
 
     key = session_key(request)
+    # a page's Send waited first (`waiting`), an API client's call to /chat never does: only a page's frames are marked
+    # and paced by what it drew (`pages.Paced`)
+    a_page = app.stops.newer(key)
     # the event this message waited with (`waiting`), taken off the queue first: every way out below ends it, or the
     # session would stay busy and its next message be refused as "still being answered"
     halt = app.stops.start(key)
@@ -81,7 +84,8 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
         # a chat takes the message into the conversation, so the box empties for the next one (it comes back if the
         # run fails); a base model's prompt stays, to be edited and run again
         chatting = _is_chat(app, settings.preset) and not again
-        for frame, run in decode(app.showcase, text, settings, history=history, stop=halt, owner=key):
+        for frame, run in decode(app.showcase, text, settings, history=history, stop=halt, owner=key,
+                                 page=a_page):
             if frame.error:
                 warn(frame.error)
             changes = {r.stats: frame.stats}

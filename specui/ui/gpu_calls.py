@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 
 from specui.spaces import gpu, zero_gpu
+from specui.ui.pages import Paced
 from specui.ui.request import Settings
 
 
@@ -27,6 +28,7 @@ class GpuCalls:
     def __init__(self, showcase, *, duration: int = 180):
         self.showcase = showcase
         self.live: dict[int, threading.Event | None] = {}
+        self.paced: dict[int, Paced] = {}  # key -> the pacing of the calls in flight that a page reads (`decode`)
         self._keys = itertools.count()
         self.on_gpu = gpu(duration=duration)(self._serve)
         self.apart = zero_gpu()  # the decorated call runs in a worker process, where a Stop set here is not seen
@@ -43,16 +45,22 @@ class GpuCalls:
                 self.gone.append(owner)
 
     def decode(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
-               stop: threading.Event | None = None, figures: bool = True, owner: str | None = None) -> Iterator[tuple]:
+               stop: threading.Event | None = None, figures: bool = True, owner: str | None = None,
+               page: bool = False) -> Iterator[tuple]:
+        """The run's (frame, run) pairs; `page`: a page reads them, and says which it drew (`Paced`, here in the
+        server's process, where the page's word arrives: a worker never hears it). Other clients (the API, gradio's
+        client) are sent every frame the throttle lets through, unmarked."""
         key = next(self._keys)
         self.live[key] = stop
+        paced = self.paced[key] = Paced(self.showcase.pages) if page else None
         with self._gone_guard:
             gone = list(self.gone)
             self.gone.clear()
         calls = self.on_gpu(key, prompt, settings, list(history), figures, owner, gone)
+        frames = paced.frames(calls) if paced else calls
         heard = False  # whether the worker ran (a call ZeroGPU refuses, a quota spent, raises before any frame)
         try:
-            for frame, run in calls:
+            for frame, run in frames:
                 heard = True
                 yield frame, run
                 if self.apart and stop is not None and stop.is_set() and not frame.done:
@@ -63,8 +71,10 @@ class GpuCalls:
                     yield self.showcase.frame(run, figures=figures, final=True), run
                     return
         finally:
+            frames.close()
             calls.close()
             self.live.pop(key, None)
+            self.paced.pop(key, None)
             if gone and not heard:  # the next call takes them (forgetting twice is harmless), the newest kept
                 with self._gone_guard:
                     self.gone = deque([*gone, *self.gone], maxlen=self.gone.maxlen)
@@ -77,7 +87,9 @@ class GpuCalls:
         for closed in gone:  # the caches of pages closed since the last call, held here (nothing elsewhere)
             self.showcase.forget_here(closed)
         stop = self.live.get(key) or threading.Event()
-        yield from self.showcase.run(prompt, settings, history=history, stop=stop, figures=figures, owner=owner)
+        paced = self.paced.get(key)  # in this process, a frame the page is not ready for is not even rendered
+        yield from self.showcase.run(prompt, settings, history=history, stop=stop, figures=figures, owner=owner,
+                                     due=paced.ready if paced else None)
 
 
 class GpuWork:

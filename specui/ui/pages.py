@@ -1,11 +1,14 @@
 """What each streaming run's page has drawn, so that the server sends a frame no faster than the page draws them:
-`Pages`, kept by the `Showcase`, told by the page (frames.js, through the app's `/drawn` endpoint). No gradio here."""
+`Pages`, kept by the `Showcase`, told by the page (frames.js, through the app's `/drawn` endpoint), and `Paced`, one
+page's request paced by it in the server's process. No gradio here."""
 
 from __future__ import annotations
 
 import secrets
 import threading
 import time
+from collections.abc import Iterator
+from dataclasses import replace
 
 
 class Pages:
@@ -53,3 +56,36 @@ class Pages:
     def mark(tag: str, number: int) -> str:
         """The frame's mark, in its stats line: the page reads it and says it drew it."""
         return f'<span class="specui-frame" data-frame="{tag}:{number}" hidden></span>'
+
+
+class Paced:
+    """One page's request paced by `pages` (`frames`), in the server's process: under ZeroGPU the run decodes in a
+    worker process, whose copy of `Pages` never hears the page, so the frames it yields are paced here, as they come.
+    `ready` tells a run in this process (a plain call) whether a frame would go now, so that it renders none that
+    would not."""
+
+    def __init__(self, pages: Pages):
+        self.pages, self.sent, self.since = pages, 0, float("-inf")
+        self.tag = pages.start()
+
+    def ready(self) -> bool:
+        return self.pages.ready(self.tag, self.sent, self.since)
+
+    def frames(self, frames: Iterator[tuple]) -> Iterator[tuple]:
+        """(frame, run) from `frames` as the page is to be sent them: a frame the page is not ready for is left out
+        (its charts and table go with the next one sent that has none of its own), each one sent carries its mark
+        (`Pages.mark`), and the last (done) always goes, unmarked. The run's tag is forgotten at the end."""
+        held: dict = {}
+        try:
+            for frame, run in frames:
+                if not frame.done:
+                    if not self.ready():
+                        held.update({name: value for name in ("figures", "table")
+                                     if (value := getattr(frame, name)) is not None})
+                        continue
+                    self.sent, self.since = self.sent + 1, time.monotonic()
+                    kept = {name: value for name, value in held.items() if getattr(frame, name) is None}
+                    frame, held = replace(frame, stats=frame.stats + Pages.mark(self.tag, self.sent), **kept), {}
+                yield frame, run
+        finally:
+            self.pages.end(self.tag)

@@ -41,7 +41,7 @@ STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
 # titles change inside it), and the browser reads it whole: an arena of 512 tokens is 1.3 MB of spans, which ten
 # frames a second kept a browser on a 2-core machine busy throughout, a click on Stop waiting up to half a minute
 # (tools.page_lag). Frames of a large reply come less often; a chat's reply (tens of kB) streams at the interval.
-# A page slower still (a loaded machine): a frame also waits until it has drawn all but the last one sent (`Pages`).
+# A page slower still (a loaded machine): a frame also waits until it has drawn all but the last one sent (`Paced`).
 FRAME_BYTES_PER_S = 1_000_000
 
 
@@ -124,20 +124,21 @@ class Showcase:
 
     def run(self, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
             stop: threading.Event | None = None, figures: bool = True,
-            owner: str | None = None) -> Iterator[tuple[Frame, Run]]:
+            owner: str | None = None, due=None) -> Iterator[tuple[Frame, Run]]:
         """Yield (frame, run) as the request goes; the last frame has done=True. `figures=False` (the API)
         builds no charts. Setting `stop` (or closing this generator) ends the run at the next round. owner: whose
-        conversation it is (a page's session), so that another's new chat does not take its cache (`PromptCaches`)."""
+        conversation it is (a page's session), so that another's new chat does not take its cache (`PromptCaches`).
+        due: whether a streamed frame would be sent now (`pages.Paced.ready`; None: whenever the throttle says)."""
         with self._guard:
             self.live += 1
         try:
             yield from self._run(prompt, settings, history=history, stop=stop or threading.Event(), figures=figures,
-                                 owner=owner)
+                                 owner=owner, due=due or (lambda: True))
         finally:
             with self._guard:
                 self.live -= 1
 
-    def _run(self, prompt, settings, *, history, stop, figures, owner=None) -> Iterator[tuple[Frame, Run]]:
+    def _run(self, prompt, settings, *, history, stop, figures, owner=None, due) -> Iterator[tuple[Frame, Run]]:
         run = Run(settings)
 
         def fail(message: str):
@@ -201,7 +202,7 @@ class Showcase:
                               confidences=dict(preset.draft_confidence))
             for phase, result, views, stream in streams:  # one run at a time
                 run.phase = phase
-                yield from self._drive(run, stream, result, pair, ids, views, lock, stop, text_due, chart_due)
+                yield from self._drive(run, stream, result, pair, ids, views, lock, stop, due, text_due, chart_due)
                 if run.phase == "stopped":
                     break
         except Exception as e:  # a model failing mid-run: say so, keep serving
@@ -300,9 +301,8 @@ class Showcase:
         with self._guard:
             self._warm.append(weakref.ref(pair))
 
-    def _drive(self, run, stream, result, pair, ids, views, lock, stop, text_due, chart_due):
+    def _drive(self, run, stream, result, pair, ids, views, lock, stop, due, text_due, chart_due):
         decoder, special = TokenText(pair.tokenizer, ids), frozenset(pair.tokenizer.all_special_ids)
-        tag, sent = self.pages.start(), 0  # the frames sent: the page says which it drew (`Pages`)
         clock = None  # engine seconds: prefill, then each round's draft and verify time
         try:
             while True:
@@ -318,14 +318,12 @@ class Showcase:
                 if rnd.tree is not None and result is run.spec:  # a tree round: its tree, with texts, for the tree view
                     run.trees[rnd.index] = tree_record(rnd, tokenizer=pair.tokenizer, greedy=run.settings.greedy,
                                                        context_ids=ids + result.token_ids[: -len(rnd.token_ids)])
-                if self.pages.ready(tag, sent, text_due.last) and text_due():
+                if due() and text_due():
                     frame = self.frame(run, figures=chart_due())
                     text_due.hold = len(frame.message) / FRAME_BYTES_PER_S
-                    sent += 1
-                    yield replace(frame, stats=frame.stats + Pages.mark(tag, sent)), run
+                    yield frame, run
         finally:
             stream.close()
-            self.pages.end(tag)
         rest = decoder.flush()
         if rest and views:
             last = views[-1]
@@ -377,10 +375,11 @@ class Showcase:
 
 
 def decode(showcase: Showcase, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
-           stop: threading.Event | None = None, figures: bool = True,
-           owner: str | None = None) -> Iterator[tuple[Frame, Run]]:
-    """`showcase.run` under one ZeroGPU allocation (see `GpuCalls`)."""
-    return showcase.calls.decode(prompt, settings, history=history, stop=stop, figures=figures, owner=owner)
+           stop: threading.Event | None = None, figures: bool = True, owner: str | None = None,
+           page: bool = False) -> Iterator[tuple[Frame, Run]]:
+    """`showcase.run` under one ZeroGPU allocation (see `GpuCalls`); `page`: paced by what the page drew (`Paced`)."""
+    return showcase.calls.decode(prompt, settings, history=history, stop=stop, figures=figures, owner=owner,
+                                 page=page)
 
 
 def _not_text(texts: dict[str, str]) -> str | None:

@@ -38,12 +38,19 @@ class Paced(Showcase):
             said(frame)
 
         self.pages.drawn = drawn
+        decode = self.calls.decode
+
+        def sent(*args, **kwargs):  # the frames as the page is sent them (paced in the server's process)
+            for frame, run in decode(*args, **kwargs):
+                self.sent += 'class="specui-frame"' in frame.stats  # a streamed frame, marked for the page
+                yield frame, run
+
+        self.calls.decode = sent
 
     def run(self, prompt, settings, **kwargs):
         for frame, run in super().run(prompt, settings, **kwargs):
             if not self.runs or self.runs[-1] is not run:
                 self.runs.append(run)
-            self.sent += 'class="specui-frame"' in frame.stats  # a streamed frame, marked for the page
             yield frame, run
 
     def _drive(self, run, stream, *args):

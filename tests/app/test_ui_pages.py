@@ -38,26 +38,80 @@ def test_each_frame_carries_its_mark_hidden():
     assert Pages.mark("ab12", 7) == '<span class="specui-frame" data-frame="ab12:7" hidden></span>'
 
 
-def test_a_run_sends_no_frame_past_the_last_but_one_its_page_drew():
-    """The run's own wiring (`Showcase._drive`): once the page has said it drew frame 1, frames 2 and 3 go and no
-    more until it says it drew another, yet the last frame (every token) always comes. Without the wait a frame goes
-    every round (a fast machine's page keeps up, so the browser test alone passes there without it)."""
+def marked_run(showcase, *, page: bool = True, **settings):
+    """A run of the bundled pair as a page gets it (`session.decode`, `page`): the page says it drew the first frame
+    marked, then nothing more. Returns (the marks' numbers, the last frame, the run)."""
     import re
 
-    from specui.loading import PairCache
-    from specui.ui.session import Settings, Showcase
-    from tests.helpers import ui_config
+    from specui.ui.session import Settings, decode
 
-    showcase = Showcase(ui_config(), PairCache(), text_interval=0, chart_interval=0)
-    showcase.pages.ACK_WAIT_S = 600.0  # no answer counts as lost within the run
     marks, last = [], None
-    for frame, run in showcase.run("import os\n", Settings(max_new_tokens=48, num_draft_tokens=1)):
+    for frame, run in decode(showcase, "import os\n", Settings(max_new_tokens=48, num_draft_tokens=1, **settings),
+                             page=page):
         if said := re.search(r'data-frame="([0-9a-f]+:[0-9]+)"', frame.stats):
             marks.append(said.group(1))
             if len(marks) == 1:
                 showcase.pages.drawn(said.group(1))  # the page drew the first, then says nothing more
         last = frame
+    return [m.rpartition(":")[2] for m in marks], last, run
+
+
+def paced_showcase():
+    from specui.loading import PairCache
+    from specui.ui.session import Showcase
+    from tests.helpers import ui_config
+
+    showcase = Showcase(ui_config(), PairCache(), text_interval=0, chart_interval=0)
+    showcase.pages.ACK_WAIT_S = 600.0  # no answer counts as lost within the run
+    return showcase
+
+
+def test_a_run_sends_no_frame_past_the_last_but_one_its_page_drew():
+    """The run's own wiring (`session.decode` for a page): once the page has said it drew frame 1, frames 2 and 3 go
+    and no more until it says it drew another, yet the last frame (every token) always comes. Without the wait a frame
+    goes every round (a fast machine's page keeps up, so the browser test alone passes there without it)."""
+    showcase = paced_showcase()
+    marks, last, run = marked_run(showcase)
     assert len(run.spec.rounds) > 4, "too few rounds to tell"
-    assert [m.rpartition(":")[2] for m in marks] == ["1", "2", "3"], marks
+    assert marks == ["1", "2", "3"], marks
     assert last.done and "specui-frame" not in last.stats  # the final frame, unmarked, is always sent
+    assert last.figures  # the final charts come whole
     assert showcase.pages._drawn == {}  # the run's tag is forgotten at its end
+
+
+def test_a_client_that_is_no_page_gets_every_frame_unmarked():
+    """A run for an API client (`page=False`: gradio's client on /chat, /generate) carries no mark in its stats, and
+    is paced by the throttle alone; no tag is kept for it."""
+    showcase = paced_showcase()
+    marks, last, run = marked_run(showcase, page=False)
+    assert marks == [] and last.done and len(run.spec.rounds) > 4
+    assert showcase.pages._drawn == {}
+
+
+def test_the_charts_of_a_frame_left_out_go_with_the_next_one_sent():
+    """A frame the page is not ready for is left out whole, but its charts and table (sent with some frames only) go
+    with the next frame sent that has none of its own, rather than wait for the run's end."""
+    from specui.ui.pages import Paced
+    from specui.ui.runs import Frame
+
+    pages = Pages()
+    paced = Paced(pages)
+
+    def frames():  # the page draws frame 1 at once, then nothing until frame 3 is drawn, as frame 5 comes
+        yield Frame("1", ""), None
+        pages.drawn(f"{paced.tag}:1")
+        yield Frame("2", ""), None
+        yield Frame("3", ""), None
+        yield Frame("4", "", figures={"a": 4}, table=[4]), None  # 1 drawn of 3 sent: left out
+        pages.drawn(f"{paced.tag}:3")
+        yield Frame("5", "", table=[5]), None
+        yield Frame("6", "", figures={"a": 6}), None
+        yield Frame("7", "", figures={"a": 7}), None  # 3 drawn of 5 sent: left out, and the run ends
+        yield Frame("end", "", done=True), None
+
+    sent = [frame for frame, _ in paced.frames(frames())]
+    assert [(f.message, f.figures, f.table) for f in sent] == [
+        ("1", None, None), ("2", None, None), ("3", None, None), ("5", {"a": 4}, [5]), ("6", {"a": 6}, None),
+        ("end", None, None)]
+    assert [f.stats for f in sent[:-1]] == [Pages.mark(paced.tag, n) for n in range(1, 6)] and sent[-1].stats == ""
+    assert pages._drawn == {}
