@@ -90,7 +90,8 @@ def test_decode_pick_and_step_through_a_tree_round(teach):
 
     c, panel, work, _ = teach
     data = {c.prompt: "def main(argv):\n    ", c.preset: "bundled", c.drafter: "draft model", c.k: 3, c.confidence: 0.0,
-            c.temperature: 0.8, c.penalty: 1.0, c.max_new: 16, c.seed: 1, panel.width: 2, panel.nodes: 0}
+            c.temperature: 0.8, c.penalty: 1.0, c.max_new: 16, c.seed: 1, panel.width: 2, panel.nodes: 0,
+            panel.step: Shown()}
     shown = Shown()
     out = teach_tree.decode(panel, c, work, {**data, panel.step: shown})
     trees = out[panel.trees]
@@ -121,7 +122,7 @@ def test_a_refused_tree_setting_says_why_in_the_panel_not_as_an_error(teach):
     start = next(f.fn for f in demo.fns.values() if (panel.start._id, "click") in f.targets)
     data = {c.prompt: "def main(argv):\n    ", c.preset: "bundled", c.drafter: "prompt lookup", c.k: 3,
             c.confidence: 0.0, c.temperature: 0.8, c.penalty: 1.0, c.max_new: 16, c.seed: 1, panel.width: 2,
-            panel.nodes: 0}
+            panel.nodes: 0, panel.step: Shown()}
     with pytest.warns(UserWarning, match="cannot draft trees"):
         out = start(data)
     assert list(out) == [panel.status] and out[panel.status].startswith("⚠ Not decoded:")
