@@ -14,6 +14,7 @@ import json
 import logging
 
 from specui.drafters import LABELS
+from specui.ui import teach_keys, teach_tree
 from specui.ui.chat_handlers import to_teach, to_teach_outputs
 
 log = logging.getLogger("specui.ui")
@@ -65,23 +66,37 @@ def as_it_ran(controls, data: dict, export: str | None, reply: str | None, *, ma
 
 
 def step_through(ui, teach, data: dict, *, max_seed: int, chats=None) -> dict:
-    """`chat_handlers.to_teach` for the chat's last message, with the settings its run took (`as_it_ran`);
-    `chats` as `to_teach` takes it."""
+    """`chat_handlers.to_teach` for the chat's last message, with the settings its run took (`as_it_ran`), and the
+    token-tree stepper cleared (`teach_tree.cleared`: its trees were the last prompt's); `chats` as `to_teach` takes
+    it."""
     last, turns = data[ui.exchanges][-1:], data[ui.turns]
     reply = turns[-1]["content"] if last and last[0]["kept"] and turns else None
     sent, notes = as_it_ran(ui.controls, data, data[ui.results.export], reply, max_seed=max_seed)
     updates = to_teach(ui, teach, sent, chats=chats)
     if updates and notes:
         updates[teach.step.status] = " ".join([updates[teach.step.status], *notes])
+    if updates:
+        updates.update(teach_tree.cleared(teach.tree, data.get(teach.tree.step)))
     return updates
+
+
+def outputs(ui, teach) -> list:
+    """What `step_through` may change: its event's outputs (gradio refuses an update of anything else)."""
+    return to_teach_outputs(ui, teach) + teach_tree.outputs(teach.tree)
 
 
 def wire(ui, teach, *, max_seed: int, chats=None) -> None:
     """The Chat tab's "Step through this message in the Teach tab" (`ui.results.to_teach`): `step_through` (the Teach
-    tab's step-through cleared, the page's step shown, `teach.index`, moved off the last lesson and the browser's
-    memory, `teach.memory`, off its round: inputs), then the page scrolled to the Teach tab's prompt (`SHOW_LESSON`)."""
-    inputs = {ui.exchanges, ui.turns, ui.results.export, teach.index, teach.compare.second, teach.memory}
+    tab's step-through and tree stepper cleared, the page's steps shown, `teach.index` and `teach.tree.step`, moved
+    off the last lesson and the browser's memory, `teach.memory`, off its round: inputs), then the page scrolled to
+    the Teach tab's prompt (`SHOW_LESSON`). Both steps shown are drawn again through their stepping events after it
+    (`teach_keys.redraw_after`): a step answered just before it (an auto-play tick) could land after it, and put the
+    last lesson's round on the page and in the browser's memory."""
+    inputs = {ui.exchanges, ui.turns, ui.results.export, teach.index, teach.compare.second, teach.memory,
+              teach.tree.step}
     inputs |= ui.controls.inputs
-    ui.results.to_teach.click(lambda data: step_through(ui, teach, data, max_seed=max_seed, chats=chats), inputs,
-                              to_teach_outputs(ui, teach), queue=False, api_visibility="private"
-                              ).then(None, None, None, js=SHOW_LESSON, queue=False, api_visibility="private")
+    click = ui.results.to_teach.click(lambda data: step_through(ui, teach, data, max_seed=max_seed, chats=chats),
+                                      inputs, outputs(ui, teach), queue=False, api_visibility="private")
+    click.then(None, None, None, js=SHOW_LESSON, queue=False, api_visibility="private")
+    teach_keys.redraw_after("step", click)
+    teach_keys.redraw_after("tree-step", click)

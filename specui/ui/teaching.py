@@ -18,6 +18,13 @@ Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-confiden
 #budget-chart #budget-table, for a second
 drafter judged on the same rounds (`specui.ui.teach_compare`) #teach-second #compare-view, and the tree
 stepper's (`specui.ui.teach_tree`). Every model or user string is escaped before it becomes HTML.
+
+Three hidden buttons that the page clicks, never a user (`teach_keys`; the tree stepper has its own
+#tree-step-redraw): #step-first, clicked by Next while no round is on show, decodes the prompt and shows round 1
+(`decode_first`; with a round on show Next sends its step alone); #step-redraw, clicked once an event that changed
+the run or round shown another way has answered (Decode, a second drafter, a refresh's decode, the Chat tab's
+hand-off), draws the round the server holds again through the stepping event, a press "=" that moves nothing;
+#step-tick, clicked by the auto-play's timer, steps one round as a press "t" among Next's and Previous's.
 """
 
 from __future__ import annotations
@@ -83,6 +90,7 @@ class TeachTab:
     playing: gr.State
     timer: gr.Timer
     memory: gr.BrowserState  # the last decoded run's settings, kept in the browser (teach_memory)
+    tree: teach_tree.TreePanel  # the token-tree stepper (a hand-off clears it too: teach_handoff)
 
 
 def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True,
@@ -98,12 +106,12 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True,
         controls = teach_layout.controls(showcase.config)
         step, compare = teach_layout.step_view()
         state = TeachState(showcase)
-        teach_tree.tree_panel(controls, work=state.work, concurrency_id=concurrency_id)
+        tree = teach_tree.tree_panel(controls, work=state.work, concurrency_id=concurrency_id)
         gr.Markdown("## Experiments")
         ui = TeachTab(controls=controls, step=step, **teach_experiments.build(), compare=compare,
                       run=gr.State(None), index=gr.State(teach_keys.Shown()), playing=gr.State(False),
                       timer=gr.Timer(1.5, active=False),
-                      memory=memory if memory is not None else teach_memory.build())
+                      memory=memory if memory is not None else teach_memory.build(), tree=tree)
         _wire(ui, state, concurrency_id, resume=memory is not None)
     return ui
 
@@ -352,6 +360,10 @@ def pressed(ui: TeachTab, presses: str, data: dict) -> dict:
     resumes it)."""
     shown = data[ui.index]
     run = shown.what
+    if run is None and "=" in presses and shown.moves:  # a hand-off's redraw: a step answered before it may have
+        # landed after it, the last lesson's round over the handed message and in the browser's memory
+        return {**show_round(ui, None, 0, shown.beside, data.get(ui.compare.second)),
+                ui.memory: teach_memory.at_round(data[ui.memory], 0), **stopped(ui)}
     if run is None or not run.steps:
         return {**teach_keys.unchanged([ui.step.view]), **(stopped(ui) if "t" in presses else {})}
     index, ended = teach_keys.played(shown.index, presses, len(run.steps))

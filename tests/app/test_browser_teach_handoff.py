@@ -79,3 +79,46 @@ def test_a_message_handed_over_after_a_lesson_opens_a_clean_teach_tab_at_its_pro
     page.wait_for_function(f"() => ({ROUND})() === '1'", timeout=60_000)
     assert "P o i n t" in page.locator("#step-view").inner_text()  # the tiny pair's tokens are characters
     assert page.locator("#step-status").inner_text().startswith("Decoded")
+
+
+def test_an_auto_play_tick_answered_just_before_a_hand_off_leaves_the_handed_message_clean(page, monkeypatch):
+    """A tick moved the lesson on to round 2 as the message was handed over, its answer (held on the server here)
+    landing after the hand-off's: the page showed the last lesson's round 2 beside the handed message, and the
+    browser's memory kept it (a refresh decoded the lesson left to show it). The redraw after the hand-off draws the
+    clean view again, after that answer; a refresh then only puts the lesson's prompt back."""
+    from specui.ui import teach_keys
+    from tests.app.test_browser_teach_order import held_answer
+
+    page.get_by_role("tab", name="Chat").click()
+    set_number(page, "max-new-tokens", 12)
+    run_prompt(page, MESSAGE)
+    page.get_by_role("tab", name="Teach").click()
+    page.fill("#teach-prompt textarea", LESSON)
+    set_number(page, "teach-max-new-tokens", 24)
+    set_number(page, "teach-k", 2)
+    click_and_wait(page, "#step-start", "#step-status")
+    page.wait_for_function(f"() => ({ROUND})() === '1'", timeout=60_000)
+    wait_at_rest(page)
+    set_number(page, "step-speed", 1)
+    held, go = held_answer(monkeypatch, "moving", module=teach_keys)  # the first tick's answer held after its step
+    page.click("#step-play")
+    try:
+        assert held.wait(60), "no tick reached the server"
+        page.get_by_role("tab", name="Chat").click()
+        page.click("#to-teach")
+        page.wait_for_function("p => document.querySelector('#teach-prompt textarea')?.value === p", arg=MESSAGE,
+                               timeout=10_000)
+        page.wait_for_function("() => document.querySelector('#step-play').textContent.includes('Play')",
+                               timeout=10_000)
+        assert page.evaluate(ROUND) is None  # the hand-off's answer is on the page, the tick's still held
+    finally:
+        go.set()
+    page.wait_for_function(f"() => ({ROUND})() === '2'", timeout=30_000)  # the tick's answer: the lesson's round 2
+    page.wait_for_function(f"() => ({ROUND})() === null", timeout=30_000)  # drawn over by the hand-off's redraw
+    wait_at_rest(page)
+    assert page.evaluate(ROUND) is None and "Press Decode" in page.locator("#step-view").inner_text()
+    page.goto(page.url.split("?")[0] + "?tab=teach")  # a refresh on the Teach tab
+    page.wait_for_selector("#step-start", timeout=60_000)
+    page.wait_for_function("() => / (is|are) back/.test(document.querySelector('#step-status').innerText)",
+                           timeout=30_000)
+    assert "prompt and settings are back" in page.locator("#step-status").inner_text()

@@ -14,7 +14,7 @@ import pytest
 from specui.loading import PairCache
 from specui.ui import teach_handoff, teach_keys, teach_memory, teach_tree, teaching
 from specui.ui.blocks import MAX_SEED_SHOWN, chat_tab
-from specui.ui.chat_handlers import App, lesson_cleared, respond, to_teach_outputs
+from specui.ui.chat_handlers import App, lesson_cleared, respond
 from specui.ui.session import Showcase
 from tests.helpers import ui_config
 from tests.unit.test_chat_ids import CHATML
@@ -122,7 +122,7 @@ def test_a_message_handed_over_mid_lesson_leaves_none_of_the_lesson_and_next_dec
     assert teach_memory.resumed_round(moved[teach.memory]) is None, moved[teach.memory]
     assert moved[teach.memory]["prompt"] == memory["prompt"] and "round 1" in teach_memory.restored_note(
         moved[teach.memory])
-    assert set(moved) <= set(to_teach_outputs(ui, teach))  # gradio updates only an event's outputs
+    assert set(moved) <= set(teach_handoff.outputs(ui, teach))  # gradio updates only an event's outputs
     s = teach.step
     assert shown.what is None and shown.index == 0 and moved.get(teach.run, shown) is None, (shown.index, list(moved))
     assert "Press <b>Decode</b>" in moved[s.view] and "No run yet" in moved[s.measured] and moved[s.export] is None
@@ -133,6 +133,63 @@ def test_a_message_handed_over_mid_lesson_leaves_none_of_the_lesson_and_next_dec
                                                teach.index: shown, teach.compare.second: second})
     assert nxt[teach.run].prompt == CODE and shown.what is nxt[teach.run] and shown.index == 0
     assert 'data-round="1"' in nxt[s.view]
+
+
+def test_a_step_answered_just_before_a_hand_off_is_drawn_over_by_the_redraw_after_it(tabs):
+    """An auto-play tick moved the lesson on round 3 just before the hand-off, its answer landing after it: the old
+    round on the page and in the browser's memory (a refresh decoded the lesson left). The hand-off's redraw
+    (`teach_handoff.wire`: a press "=" through the stepping event, in order after that answer) draws the handed
+    message's clean view and takes the round out of the memory again; a page that never decoded is left alone."""
+    ui, teach, app = tabs
+    data, last = sent(app, ui, "import os\n", temperature=0.0, seed=0)
+    state, shown = teaching.TeachState(app.showcase), teach_keys.Shown()
+    form = teach_form(teach, teach_handoff.step_through(ui, teach, {**data, **chat_state(ui, last)},
+                                                        max_seed=MAX_SEED_SHOWN), max_new=24)
+    lesson = teaching.decode(state, teach, {**form, teach.index: shown})
+    ticked = teach_keys.moving(shown, {}, teaching.pressed, teach, "t+",
+                               {teach.index: shown, teach.memory: lesson[teach.memory]})
+    assert teach_memory.resumed_round(ticked[teach.memory]) == 2
+    lesson_cleared(teach, {teach.index: shown})  # the hand-off; the tick's answer lands after it
+    second = "prompt lookup"
+    redrawn = teach_keys.moving(shown, {}, teaching.pressed, teach, "=",
+                                {teach.index: shown, teach.memory: ticked[teach.memory], teach.compare.second: second})
+    assert "Press <b>Decode</b>" in redrawn[teach.step.view] and "data-round" not in redrawn[teach.step.view]
+    assert "prompt lookup is chosen: press Decode" in redrawn[teach.compare.view]
+    memory = redrawn[teach.memory]
+    assert teach_memory.resumed_round(memory) is None and memory["prompt"] == "import os\n", memory
+    assert shown.what is None
+    fresh = teaching.pressed(teach, "=", {teach.index: teach_keys.Shown(), teach.memory: ticked[teach.memory]})
+    assert teach.memory not in fresh  # nothing decoded on this page, nothing handed: its memory stays as it is
+
+
+def test_a_hand_off_clears_the_tree_stepper_and_a_tree_decode_answered_after_it_changes_nothing(tabs):
+    """The tree stepper kept the last prompt's trees, round list and step beside the handed message; and a Decode with
+    a tree in the engine's queue as the message was handed over put them back when it answered."""
+    ui, teach, app = tabs
+    tree, data, last = teach.tree, *sent(app, ui, "import os\n", temperature=0.0, seed=0)
+    form = teach_form(teach, teach_handoff.step_through(ui, teach, {**data, **chat_state(ui, last)},
+                                                        max_seed=MAX_SEED_SHOWN), max_new=16)
+    work, shown = teaching.TeachState(app.showcase).work, teach_keys.Shown()
+    panel = {**form, tree.width: 2, tree.nodes: 0, tree.step: shown}
+    assert teach_tree.decode(tree, teach.controls, work, panel)[tree.trees] and shown.what is not None
+    moved = teach_handoff.step_through(ui, teach, {**data, **chat_state(ui, last), tree.step: shown},
+                                       max_seed=MAX_SEED_SHOWN)
+    assert shown.what is None and moved[tree.trees] == {} and moved[tree.pick]["choices"] == []
+    assert "Decode with a tree" in moved[tree.view] and moved[tree.status] == ""
+    assert set(moved) <= set(teach_handoff.outputs(ui, teach))
+
+    def handed_meanwhile(*args):
+        done = work(*args)
+        teach_tree.cleared(tree, shown)  # the hand-off, as the trees are decoded
+        return done
+
+    answer = teach_tree.decode(tree, teach.controls, handed_meanwhile, panel)
+    assert shown.what is None and list(answer) == [tree.status] and answer[tree.status] == gr.update(), answer
+    # a step pressed with no tree moves nothing: a Decode with a tree on its way still shows its first tree
+    moves = shown.moves
+    teach_keys.moving(shown, {}, teach_tree.pressed, tree, "+", {tree.step: shown})
+    assert shown.moves == moves
+    assert teach_tree.decode(tree, teach.controls, work, panel)[tree.trees] and shown.what is not None
 
 
 def test_a_decode_answered_after_a_hand_off_leaves_the_handed_message_alone(tabs):
@@ -169,6 +226,11 @@ def test_the_hand_off_reads_and_writes_the_browsers_memory(tabs):
         teach_handoff.wire(chat, tab, max_seed=MAX_SEED_SHOWN)
     click, = [f for f in demo.fns.values() if any(t[0] == chat.results.to_teach._id for t in f.targets)]
     assert tab.memory in click.inputs and tab.memory in click.outputs and tab.index in click.inputs
+    assert tab.tree.step in click.inputs and set(teach_tree.outputs(tab.tree)) <= set(click.outputs)
+    # both steps shown drawn again after it, through their stepping events (a step's answer could land after it)
+    after = [f.js for f in demo.fns.values() if f.trigger_after == click._id]
+    assert any("specuiRedraw('step')" in (js or "") for js in after), after
+    assert any("specuiRedraw('tree-step')" in (js or "") for js in after), after
 
 
 def chat_state(ui, last) -> dict:
