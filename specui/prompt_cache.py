@@ -50,8 +50,9 @@ class PromptCache:
         self.lm: CachedLM | None = None
         self.tokens: list[int] = []  # the last generation's context: its first lm.length tokens are cached
         self.limit: int | None = None
-        self.drafter_state: tuple[dict, list[int]] | None = None  # a drafter's `keep()` and its run's context
-        self.lent = 0  # the bytes of a drafter state handed to the run that holds the cache (`resume`), until it closes
+        # (drafter_state, lent), set together in one store: a reader of `nbytes` on another thread (a pool making
+        # room) finds a state's bytes counted once as `resume` hands it over and `close` takes one back
+        self._kept: tuple[tuple[dict, list[int]] | None, int] = (None, 0)
         self._busy = False
         self._holder: object = None  # the run holding it (`open`'s holder)
         # re-entrant: a run's stream dropped unfinished is closed when the collector finds it, which may be while its
@@ -61,10 +62,21 @@ class PromptCache:
         self.owner: str | None = None  # whose conversation it holds (`PromptCaches.pick`)
 
     @property
+    def drafter_state(self) -> tuple[dict, list[int]] | None:
+        """A drafter's `keep()` and its run's context, kept for the next turn (None: none)."""
+        return self._kept[0]
+
+    @property
+    def lent(self) -> int:
+        """The bytes of a drafter state handed to the run that holds the cache (`resume`), until it closes."""
+        return self._kept[1]
+
+    @property
     def nbytes(self) -> int:
         """The memory the cache holds: the target's keys and values (whole buffers), states for heads and a
         drafter's kept cache, also while a run that holds the cache has it (`resume`: as it was handed over)."""
-        return held_bytes(self.lm, self.drafter_state) + self.lent
+        state, lent = self._kept
+        return held_bytes(self.lm, state) + lent
 
     @property
     def length(self) -> int:
@@ -91,7 +103,7 @@ class PromptCache:
         """Forget the conversation (the memory goes with it)."""
         with self._guard:
             if not self._busy:
-                self.lm, self.tokens, self.drafter_state = None, [], None
+                self.lm, self.tokens, self._kept = None, [], (None, 0)
 
     # -- for the engine ----------------------------------------------------------------------------------
 
@@ -144,7 +156,7 @@ class PromptCache:
     def _drop(self) -> None:
         """Forget the conversation and give the cache back: for an opening or closing that failed part way, which
         leaves what the cache holds unknown (the next generation reads its prompt whole: exact)."""
-        self.lm, self.tokens, self.drafter_state, self.lent = None, [], None, 0
+        self.lm, self.tokens, self._kept = None, [], (None, 0)
         with self._guard:
             self._busy, self._holder = False, None
 
@@ -163,7 +175,7 @@ class PromptCache:
         pairs = min(reused, common_prefix(tokens, prompt) - 1)
         if pairs <= 0:
             return None
-        self.drafter_state, self.lent = None, held_bytes(state)
+        self._kept = (None, held_bytes(state))  # one store: the bytes move from the state kept to those lent
         return {**state, "pairs": pairs}
 
     def close(self, context: list[int], drafter=None) -> None:
@@ -178,8 +190,10 @@ class PromptCache:
             if drafter is not None:
                 keep = getattr(drafter, "keep", None)
                 state = keep() if callable(keep) else None
-                self.drafter_state = None if state is None else (state, list(context))
-            self.tokens, self.lent = context, 0  # what a run was lent is kept again (`drafter_state`) or gone
+                kept = None if state is None else (state, list(context))
+            else:
+                kept = self.drafter_state
+            self.tokens, self._kept = context, (kept, 0)  # what a run was lent is kept again, or gone: one store
         except BaseException:  # a drafter's keep() that raised, Ctrl-C: the cache is given back empty
             self._drop()
             raise

@@ -5,6 +5,7 @@ went reads its whole conversation again and gives a fresh run's tokens. Real tin
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import pytest
@@ -13,7 +14,7 @@ import torch
 from specui import SpeculativeEngine, lean
 from specui.loading import LoadError, _prompt_caches
 from specui.cache_pool import PromptCaches, bytes_per_token, default_budget, parse_bytes
-from specui.prompt_cache import held_bytes
+from specui.prompt_cache import PromptCache, held_bytes
 from tests.helpers import make_model, noisy_copy
 
 TOKENS = 6  # each turn's answer
@@ -315,3 +316,46 @@ def test_a_drafters_state_handed_to_a_run_still_counts_against_the_budget(engine
     assert held + len(newcomer) * bytes_per_token(engine.target_model) <= pool.budget, "over the budget"
     list(stream)
     assert cache.nbytes == held_bytes(cache.lm, cache.drafter_state) > 0  # kept again, counted once
+
+
+def nbytes_at_each_instruction(cache, method, run) -> list[int]:
+    """`cache.nbytes` read before each instruction of `method` (a PromptCache method) that `run()` runs, as a pool's
+    budget check on another thread may read it between any two of them (in free-threaded Python)."""
+    seen = []
+
+    def trace(frame, event, arg):
+        if frame.f_code is not method.__code__:
+            return None
+        frame.f_trace_opcodes = True
+
+        def step(frame, event, arg):
+            if event == "opcode":
+                seen.append(cache.nbytes)
+            return step
+        return step
+
+    sys.settrace(trace)
+    try:
+        run()
+    finally:
+        sys.settrace(None)
+    return seen
+
+
+def test_a_drafters_state_is_counted_once_at_every_instruction_as_it_is_handed_over_and_back(engine):
+    """`resume` hands the kept drafter state to the run (from `drafter_state` to `lent`), and `close` keeps one back:
+    `drafter_state` was emptied one store before `lent` was set, and kept again one store before `lent` went to 0, so
+    a reader between the two found the state's bytes counted nowhere (a pool then kept other caches beyond its budget
+    by that much), or twice."""
+    pool = PromptCaches(budget=10**12)
+    alice, _ = turn(engine, pool, opening(0))
+    cache = pool.caches[0]
+    handed = held_bytes(cache.drafter_state)
+    ids = alice + [50]
+    stream = engine.stream(ids, max_new_tokens=TOKENS, cache=pool.pick(ids, engine.target_model))
+    seen = nbytes_at_each_instruction(cache, PromptCache.resume, lambda: next(stream))
+    assert handed > 0 and cache.lent == handed and cache.drafter_state is None  # handed over
+    assert len(seen) > 5 and set(seen) == {seen[0]}, f"the bytes as resume runs: {seen}"
+    rest = nbytes_at_each_instruction(cache, PromptCache.close, lambda: list(stream))
+    assert cache.lent == 0 and cache.drafter_state is not None  # kept back
+    assert len(rest) > 5 and set(rest) <= {rest[0], cache.nbytes}, f"the bytes as close runs: {rest}"
