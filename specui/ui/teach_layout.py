@@ -12,10 +12,9 @@ import gradio as gr
 from specui.drafters import LABELS
 from specui.ui import teach_charts, teach_compare, teach_work
 from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE
-from specui.ui.teach_view import DEFAULT_PROMPT, STEP_HELP, THEORY_HELP, render_measured, render_step
+from specui.ui.teach_view import DEFAULT_PROMPT, STEP_HELP, TEACH_K_MAX, THEORY_HELP, render_measured, render_step
 from specui.ui.theme import PLOT_MIN_WIDTH
 
-TEACH_K_MAX = 8  # the Teach tab's K slider: enough for a lesson, small enough to read a round
 TEACH_MAX_NEW = 128  # its new-tokens slider (from 8, one token at a time: 20 asked is 20 decoded)
 
 

@@ -12,6 +12,13 @@ from specui.events import Check, Kind
 from specui.text import fmt, fmt_prob
 from specui.ui.render import TokenView, escape_text, token_span
 
+TEACH_K_MAX = 8  # the Teach tab's K slider: enough for a lesson, small enough to read a round
+
+
+def beyond_slider(best_k: int | None) -> str:
+    """A note for a best K past this tab's K slider (the theory searches K 1..16; the Chat tab's K goes to 64)."""
+    return f"; above this tab's {TEACH_K_MAX}: try it in the Chat tab" if best_k and best_k > TEACH_K_MAX else ""
+
 CONTEXT_CHARS = 1200  # the context shown is cut to its last characters
 DEFAULT_PROMPT = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"
 SWEEP_KS = range(1, 9)
@@ -242,8 +249,9 @@ def render_measured(run: lesson.TeachingRun | None) -> str:
                   "seconds of one (K+1)-token verify forward / one plain target forward (the theorem assumes 1)"),
              item("measured speedup", fmt(m.speedup, ".2f×"), "tokens/s / plain tokens/s, same prompt and seed"),
              item("theory speedup", fmt(m.theory_speedup, ".2f×"), "Theorem 3.8 at the measured α, K, c"),
-             item("best K", "–" if m.best_k is None else f"{m.best_k} ({fmt(m.best_k_speedup, '.2f×')})",
-                  "the K that maximises Theorem 3.8 at the measured α and c")]
+             item("best K", "–" if m.best_k is None else
+                  f"{m.best_k} ({fmt(m.best_k_speedup, '.2f×')}{beyond_slider(m.best_k)})",
+                  "the K (1 to 16) that maximises Theorem 3.8 at the measured α and c")]
     return f'<div class="teach-measured specui-stats">{"".join(items)}</div>'
 
 
