@@ -128,7 +128,7 @@ def tree_figure(record: TreeRecord | None = None, *, step: TreeStep | None = Non
                              hoverinfo="skip"))
     root = (f"the root: the round's first token “{plain_label(record.root_text, limit=None)}”<br>(the context's "
             "last; the target scores every node after it in one forward)")
-    fig.add_trace(go.Scatter(x=[0], y=[xy[-1][1]], mode="markers+text", name="root (cur)",
+    fig.add_trace(go.Scatter(x=[0], y=[xy[-1][1]], mode="markers+text", name="root (the last token so far)",
                              text=[plain_label(record.root_text)], textposition="middle left", hovertext=[root],
                              hoverinfo="text", marker={"size": 16, "symbol": "square", "color": "#374151"}))
     for verdict, name in (("accepted", "accepted"), ("rejected", "rejected"), ("unvisited", "never judged")):

@@ -48,6 +48,8 @@ def test_the_figure_has_every_node_and_edge_and_highlights_the_accepted_path():
     (accepted,), (rejected,), (never,) = traces(fig, "accepted"), traces(fig, "rejected"), traces(fig, "never judged")
     assert len(accepted.x) == 1 and len(rejected.x) == 2 and len(never.x) == 1
     assert accepted.marker.color != rejected.marker.color
+    (root,) = traces(fig, "root (the last token so far)")  # the legend in a reader's words, not the engine's "cur"
+    assert list(root.text) == ["x"]
     (own,) = traces(fig, "round's own token (resampled)")
     assert "resampled" in own.hovertext[0] and "p = 0.2500" in own.hovertext[0]
     hover = rejected.hovertext[1]
