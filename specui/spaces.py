@@ -33,10 +33,14 @@ def zero_gpu() -> bool:
 def gpu(*, duration: int = 120) -> Callable:
     """Decorator: a ZeroGPU allocation per call when `spaces` is importable, a no-op otherwise (its own `GPU` is one
     off ZeroGPU). Where SPACES_ZERO_GPU says ZeroGPU but the package cannot start (no device API, a CPU build of
-    torch), a warning says so and the app decodes without it."""
+    torch) or is not installed, a warning says so and the app decodes without it."""
     try:
         import spaces
     except ImportError:
+        if zero_gpu():
+            log.warning("SPACES_ZERO_GPU=%s says this is a ZeroGPU Space, but the `spaces` package is not installed: "
+                        "decoding runs without ZeroGPU (on the CPU). Add `spaces` to the Space's requirements.txt; "
+                        "elsewhere than on ZeroGPU, unset SPACES_ZERO_GPU.", os.environ.get("SPACES_ZERO_GPU"))
         return lambda fn: fn
     except Exception as e:  # raised by the package's start on ZeroGPU: an AssertionError, torch.version.cuda None
         log.warning("SPACES_ZERO_GPU=%s says this is a ZeroGPU Space, but ZeroGPU's `spaces` package cannot start "

@@ -1,6 +1,8 @@
 """Spaces deployment: README front matter agrees with requirements.txt; ZeroGPU is optional."""
 
+import logging
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,6 +62,20 @@ def test_gpu_decorator_is_a_no_op_without_spaces():
         import spaces as _  # noqa: F401
     except ImportError:
         assert spaces.gpu(duration=60)(work) is work
+
+
+def test_zero_gpu_without_the_spaces_package_says_so(monkeypatch, caplog):
+    """SPACES_ZERO_GPU set and no `spaces` package: the app decoded on the CPU and logged nothing."""
+    monkeypatch.setitem(sys.modules, "spaces", None)  # `import spaces` raises ImportError, installed or not
+    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
+    with caplog.at_level(logging.WARNING, logger="specui.spaces"):
+        assert spaces.gpu(duration=60)(len) is len
+    assert "`spaces` package is not installed" in caplog.text and "requirements.txt" in caplog.text
+    caplog.clear()
+    monkeypatch.delenv("SPACES_ZERO_GPU")
+    with caplog.at_level(logging.WARNING, logger="specui.spaces"):
+        assert spaces.gpu(duration=60)(len) is len
+    assert caplog.text == ""  # off ZeroGPU the package is not needed: no word
 
 
 def test_cpu_note_and_preset_variable(monkeypatch):
