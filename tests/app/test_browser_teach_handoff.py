@@ -29,14 +29,19 @@ def page(tmp_path_factory):
         yield page
 
 
-def lesson_on_round_3(page) -> None:
-    """A lesson in the Teach tab: decoded, a second drafter beside it, on round 3, auto-playing."""
+def lesson_on_round_1(page) -> None:
+    """A lesson in the Teach tab, decoded, on round 1."""
     page.get_by_role("tab", name="Teach").click()
     page.fill("#teach-prompt textarea", LESSON)
     set_number(page, "teach-max-new-tokens", 24)
     set_number(page, "teach-k", 2)
     click_and_wait(page, "#step-start", "#step-status")
     page.wait_for_function(f"() => ({ROUND})() === '1'", timeout=60_000)
+
+
+def lesson_on_round_3(page) -> None:
+    """A lesson in the Teach tab: decoded, a second drafter beside it, on round 3, auto-playing."""
+    lesson_on_round_1(page)
     page.click("#teach-second input")
     page.locator("[role=option]", has_text="prompt lookup").first.click()
     page.wait_for_selector("#compare-view .teach-compare[data-round='1']", timeout=60_000)
@@ -92,12 +97,7 @@ def test_an_auto_play_tick_answered_just_before_a_hand_off_leaves_the_handed_mes
     page.get_by_role("tab", name="Chat").click()
     set_number(page, "max-new-tokens", 12)
     run_prompt(page, MESSAGE)
-    page.get_by_role("tab", name="Teach").click()
-    page.fill("#teach-prompt textarea", LESSON)
-    set_number(page, "teach-max-new-tokens", 24)
-    set_number(page, "teach-k", 2)
-    click_and_wait(page, "#step-start", "#step-status")
-    page.wait_for_function(f"() => ({ROUND})() === '1'", timeout=60_000)
+    lesson_on_round_1(page)
     wait_at_rest(page)
     set_number(page, "step-speed", 1)
     held, go = held_answer(monkeypatch, "moving", module=teach_keys)  # the first tick's answer held after its step

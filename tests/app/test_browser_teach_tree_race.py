@@ -10,6 +10,7 @@ import pytest
 
 from specui.ui import teach_keys
 from tools.screenshot import set_number
+from tests.app.test_browser_teach_decode_again import busy, click_again_while_held
 from tests.app.test_browser_teach_order import click, held_answer
 from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
 from tests.app.test_browser_teaching import PROMPT, teach_page, wait_quiet
@@ -17,7 +18,7 @@ from tests.app.test_browser_teaching import PROMPT, teach_page, wait_quiet
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
 STEP = "() => document.querySelector('#tree-step-view .teach-tree-step')?.dataset.step ?? null"
-BUSY = "() => !!document.querySelector('#tree-step-status').querySelector('.pending, .progress-text')"
+BUSY = busy("#tree-step-status")
 
 
 @pytest.fixture(scope="module")
@@ -37,20 +38,8 @@ def status(page) -> str:
 def test_decode_with_a_tree_clicked_while_one_is_answered_decodes_again_after_it(page, monkeypatch):
     set_number(page, "tree-step-width", 2)
     held, go = held_answer(monkeypatch, "moving", module=teach_keys)  # the first Decode's answer held
-    page.click("#tree-step-start")
-    try:
-        assert held.wait(120), "the first Decode with a tree never reached its answer"
-        set_number(page, "tree-step-width", 3)
-        pending = page.evaluate(f"() => {{ const busy = ({BUSY})(); document.querySelector('#tree-step-start')"
-                                ".click(); return busy; }")
-    finally:
-        go.set()  # the first decode answers now, the second click made while it was held
-    assert pending, "the page showed the first decode done while its answer was held: nothing checked"
-    try:
-        page.wait_for_function(f"() => document.querySelector('#tree-step-status').innerText.includes('width 3')"
-                               f" && !({BUSY})()", timeout=90_000)
-    except Exception as e:
-        raise AssertionError(f"status: {status(page)!r}") from e
+    click_again_while_held(page, held, go, "#tree-step-start", "#tree-step-status", says="width 3",
+                           change=lambda: set_number(page, "tree-step-width", 3))
     wait_quiet(page)
     assert page.evaluate(STEP) == "1"
 
