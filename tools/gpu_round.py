@@ -43,6 +43,8 @@ import tarfile
 import time
 from pathlib import Path
 
+from specui.train.chat_shape import drafts_problem, grow_problem
+
 # Chat and code first: the held-out prompts' kinds. `asked`: prompts the target writes itself, about new words
 # every sampled round (specui/train/asked.py).
 SETS = ("asked", "main", "everyday", "fresh", "wide", "extra", "library")
@@ -109,7 +111,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--no-draft", action="store_true",
                     help="train the EAGLE head alone (it ran 13 steps a second alone on an H100, 8.5 beside the draft)")
     ap.add_argument("--tiny", action="store_true", help="a smoke test on a CPU: a few prompts, short answers")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    # the shapes the draft's trainer takes, checked now: it starts minutes in, on a GPU paid for by the second
+    if args.new_draft is not None and (problem := drafts_problem(args.new_draft, "--new-draft")):
+        ap.error(problem)
+    if args.grow_draft is not None and (problem := grow_problem(args.grow_draft, "--grow-draft")):
+        ap.error(problem)
+    return args
 
 
 def log(msg: str) -> None:

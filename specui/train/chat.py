@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import time
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from specui.train.asked import asked_prompts
 from specui.train.chat_cpu import train_on_answers
 from specui.train.chat_data import load_target, log, write_answers
 from specui.train.chat_gpu import train_gpu_on_answers, train_hard_on_answers
+from specui.train.chat_shape import drafts_problem, grow_problem
 from specui.command_line import refuse_ignored
 from specui.train.common import at_least, check_budgets, check_folders, tf32_products
 from specui.train.greedy_labels import label_folders
@@ -133,13 +133,8 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
     check_budgets(ap, args, minutes=at_least(0, "0: all prompts"), max_minutes=at_least(0, "0: never"),
                   max_answer=at_least(1), gen_batch=at_least(1), alpha_tokens=at_least(1), asked=at_least(1),
                   labels=at_least(0), val_answers=at_least(0))
-    # one shape: a second after ';' was read past, and target layers past the draft's were left out, unsaid
-    if not re.fullmatch(r"\d+:\d+(,\d+)*", args.drafts) or int(args.drafts.split(":")[0]) < 1:
-        ap.error(f"--drafts {args.drafts}: expected LAYERS:TARGET_LAYERS, one shape, e.g. 2:0,1 (at least one layer)")
-    layers, init = args.drafts.split(":")
-    if len(init.split(",")) > int(layers):
-        ap.error(f"--drafts {args.drafts}: {len(init.split(','))} target layers for {layers} draft layers, one "
-                 f"each in order: name at most {layers}")
+    if problem := drafts_problem(args.drafts):
+        ap.error(problem)
     # a path that is not there: one line now, not a traceback after the target has loaded
     if args.gguf and not Path(args.gguf).is_file():
         ap.error(f"--gguf {args.gguf}: no such file")
@@ -154,8 +149,8 @@ def parse_args(argv=None, *, create: bool = False) -> argparse.Namespace:
         ap.error("--label-sampled writes greedy tokens for --hard-labels to learn: add --hard-labels")
     if args.grow and not args.init_draft:
         ap.error("--grow adds layers to --init-draft's draft: say which draft (a new one takes --drafts' shape)")
-    if args.grow and not all(part.strip().isdigit() for part in args.grow.split(",")):
-        ap.error(f"--grow {args.grow}: expected target layer indices separated by commas, e.g. 2,3")
+    if args.grow and (problem := grow_problem(args.grow)):
+        ap.error(problem)
     refuse_ignored(ap, args, argv, ignored_options(args))
     check_folders(ap, args, ["write_answers"] if args.write_answers else ["out"], create=create)
     if args.write_answers:

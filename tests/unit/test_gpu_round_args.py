@@ -1,0 +1,35 @@
+"""tools.gpu_round refuses a draft shape its trainer (`python -m specui.train.chat`) would refuse as its arguments are
+read, in the trainer's words naming its own flag: the trainer starts minutes into the round, on a GPU paid for by the
+second, and a mistyped --new-draft or --grow-draft failed only then (in its log, the round's draft lost)."""
+
+from __future__ import annotations
+
+import pytest
+
+from specui.train import chat
+from tools import gpu_round
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--new-draft", "3"], "--new-draft 3: expected LAYERS:TARGET_LAYERS, one shape, e.g. 2:0,1"),
+    (["--new-draft", "2:0,1;3:0,1,2"], "--new-draft 2:0,1;3:0,1,2: expected LAYERS:TARGET_LAYERS"),
+    (["--new-draft", "0:"], "--new-draft 0:: expected LAYERS:TARGET_LAYERS"),
+    (["--new-draft", "2:0,1,2"], "--new-draft 2:0,1,2: 3 target layers for 2 draft layers, one each in order"),
+    (["--grow-draft", "2;3"], "--grow-draft 2;3: expected target layer indices separated by commas, e.g. 2,3"),
+])
+def test_a_draft_shape_the_trainer_would_refuse_is_refused_as_the_arguments_are_read(argv, said, capsys):
+    with pytest.raises(SystemExit) as refused:
+        gpu_round.parse_args(["--out", "OUT", *argv])
+    assert refused.value.code == 2 and said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--new-draft", "3:0,1,2"], ["--new-draft", "4:0,1"], ["--grow-draft", "2,3"], []])
+def test_a_shape_the_trainer_takes_is_taken(argv, tmp_path):
+    args = gpu_round.parse_args(["--out", "OUT", *argv])
+    assert (args.new_draft, args.grow_draft) == (dict(zip(argv[::2], argv[1::2])).get("--new-draft"),
+                                                 dict(zip(argv[::2], argv[1::2])).get("--grow-draft"))
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    (answers / "answers-00000.pt").touch()
+    if args.new_draft:  # and the trainer it is handed to takes it too
+        chat.parse_args(["--answers", str(answers), "--out", str(tmp_path / "out"), "--drafts", args.new_draft])
