@@ -66,7 +66,7 @@ class Paced:
 
     def __init__(self, pages: Pages):
         self.pages, self.sent, self.since = pages, 0, float("-inf")
-        self.tag = pages.start()
+        self.tag = ""  # the run's, once its frames are asked for (`frames`): a call that never starts keeps none
 
     def ready(self) -> bool:
         return self.pages.ready(self.tag, self.sent, self.since)
@@ -76,6 +76,7 @@ class Paced:
         (its charts and table go with the next one sent that has none of its own), each one sent carries its mark
         (`Pages.mark`), and the last (done) always goes, unmarked. The run's tag is forgotten at the end."""
         held: dict = {}
+        self.tag = self.pages.start()
         try:
             for frame, run in frames:
                 if not frame.done:
