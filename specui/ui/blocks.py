@@ -43,13 +43,13 @@ from specui.ui.theme import PLOT_MIN_WIDTH, page_theme
 
 log = logging.getLogger("specui.ui")
 CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
-# the page's script: the chat's "Copy reply" buttons (copy.js), a tapped token's p and q (tokens.js), the keys (keys.js:
-# the Teach tab's steps, Enter in a slider's number box; chat_keys.js: the prompt box's focus after Send, Escape in it
-# to stop), the open tab's name in the address (address.js), each chart named for a screen reader (charts.js), the
-# frames of a streamed reply the page has drawn (frames.js: `pages.Pages`)
+# the page's script: one watcher of the page's changes for the rest (watch.js), the chat's "Copy reply" buttons
+# (copy.js), a tapped token's p and q (tokens.js), the keys (keys.js: the Teach tab's steps, a slider's Enter, Escape;
+# chat_keys.js: the prompt box's focus after Send, Escape in it to stop), the address's tab (address.js), each chart
+# named (charts.js), the frames of a streamed reply the page has drawn (frames.js: `pages.Pages`)
 JS = "() => {\n" + "".join(f"({(Path(__file__).with_name(name)).read_text(encoding='utf-8').strip()})();\n"
-                            for name in ("copy.js", "tokens.js", "keys.js", "chat_keys.js", "address.js",
-                                         "charts.js", "frames.js")) + "}"
+                            for name in ("watch.js", "copy.js", "tokens.js", "keys.js", "chat_keys.js",
+                                         "address.js", "charts.js", "frames.js")) + "}"
 # the most events that wait for their turn (gradio's "Queue is full" past it). Gradio caps it at 1 on a ZeroGPU Space
 # unless the app gives one (gradio/blocks.py `queue`: utils.is_zero_gpu_space()), so while one visitor decodes and a
 # second waits, a third's Send, Decode or Next round was refused; elsewhere it stays unbounded, as gradio has it

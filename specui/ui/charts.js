@@ -31,9 +31,9 @@
     }
   };
   let due = null;
-  new MutationObserver(() => {
+  window.specuiWatch(() => {  // watch.js: the page changed
     if (due === null) due = setTimeout(() => { due = null; label(); tabStops(); }, 250);
-  }).observe(document.body, { childList: true, subtree: true });
+  });
   label();
   tabStops();
 }

@@ -14,5 +14,5 @@
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ data: [frame] }),
     }).catch(() => {});
   };
-  new MutationObserver(look).observe(document.body, { childList: true, subtree: true });
+  window.specuiWatch(look);  // watch.js: the page changed
 }

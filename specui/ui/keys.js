@@ -128,7 +128,7 @@
     }
   };
   const soon = () => { if (due === null) due = setTimeout(tidy, 100); };
-  new MutationObserver(() => { toEnds(); soon(); }).observe(document.body, { childList: true, subtree: true });
+  window.specuiWatch(() => { toEnds(); soon(); });  // watch.js: the page changed
   window.addEventListener("resize", soon);
   document.addEventListener("click", soon, true);  // a tab or a panel opened shows its tables, the page unchanged
   // A slider that a preset sets (K, the confidence stop: preset_view.tell_resets) goes back to the value the preset
