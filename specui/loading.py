@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import numbers
 import os
-import threading
 from collections import OrderedDict
 from pathlib import Path
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from specui.kv import model_device
 from specui.load_checks import (HubUnreachableError, LoadError, check_causal, check_compatible,
                                 read_tokenizer)
 from specui.presets import COMMAND_LINE, Preset
+from specui.turns import LoadTurn, in_turn
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -91,29 +91,7 @@ def apply_threads(pair: LoadedPair) -> None:
         torch.set_num_threads(pair.preset.threads)
 
 
-_LOADS = threading.RLock()  # one load at a time in a process: see load_pair; an RLock knows its owner (`in_turn`)
-WAITING = "Waiting for another model's load to finish"
-
-
-def in_turn(turn: threading.RLock, say: Callable[[str], None], work: Callable[[], object]):
-    """`work()` once this thread holds `turn`, given back however it ends; `say(WAITING)` first when another thread
-    holds it as this one asks. Asked by taking it: a look before taking (`locked()`) missed a load that took it in
-    between, which was then waited for unannounced, or announced one that ended meanwhile. A Ctrl-C anywhere gives it
-    back: taken and given back in one `try`, and a re-entrant lock's release raises unless this thread took it. A turn
-    asked for within this thread's own (a `say` that loads) is refused: it went through, a pair loaded amid another."""
-    if turn._is_owned():  # `turn` is a re-entrant lock, asked by its owner: it would wait for itself with a plain one
-        raise RuntimeError("a model's load was asked for within another load on the same thread (a progress function "
-                           "that loads?): load one after the other")
-    try:
-        if not turn.acquire(blocking=False):
-            say(WAITING)
-            turn.acquire()
-        return work()
-    finally:  # nothing is called before the release here: no Ctrl-C comes in between
-        try:
-            turn.release()
-        except RuntimeError:  # never taken: a Ctrl-C (or the say function's error) came first
-            pass
+_LOADS = LoadTurn()  # one load at a time in a process: see load_pair
 
 
 def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None, checked: bool = False) -> LoadedPair:
@@ -297,7 +275,7 @@ class PairCache:
     def __init__(self, capacity: int = 1):
         self.capacity = capacity
         self._pairs: OrderedDict[str, LoadedPair] = OrderedDict()
-        self._lock = threading.RLock()  # `in_turn`'s
+        self._lock = LoadTurn()  # one load through this cache at a time (`in_turn`)
 
     def get(self, preset: Preset, *, progress: Callable[[str], None] | None = None) -> LoadedPair:
         """`preset`'s pair, loaded if need be, after any other load through this cache (a visitor's, the preload)."""

@@ -1,6 +1,7 @@
-"""Loads take turns in a process (`specui.loading._LOADS`): a Ctrl-C just after a load took its turn gives the turn
-back (it kept it for good: every later load, the app's preset switches included, waited forever); and a preset
-switch through `PairCache` checks the preset once (`check_before_loading`, which may ask the Hub), not twice."""
+"""Loads take turns in a process (`specui.loading._LOADS`, `specui.turns.in_turn`): a Ctrl-C just after a load took
+its turn gives the turn back (it kept it for good: every later load, the app's preset switches included, waited
+forever); and a preset switch through `PairCache` checks the preset once (`check_before_loading`, which may ask the
+Hub), not twice."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import time
 
 import pytest
 
-from specui import loading
+from specui import loading, turns
 from specui.loading import PairCache
 from tests.engine.test_loading import hub  # noqa: F401 (the fixture: local folders of tiny models)
 
@@ -60,7 +61,7 @@ class PressWhileHeld:
             return None
 
         def line(frame, event, arg):
-            if event == "line" and (before is None or frame.f_lineno < before) and taken(loading._LOADS):
+            if event == "line" and (before is None or frame.f_lineno < before) and taken(loading._LOADS.lock):
                 self.seen += 1
                 if self.seen == self.at:
                     raise KeyboardInterrupt(f"at line {frame.f_lineno} of {frame.f_code.co_name}, the turn taken")
@@ -85,7 +86,7 @@ def test_a_ctrl_c_just_after_a_load_took_its_turn_gives_the_turn_back(hub):  # n
                 loading.load_pair(hub.get("llama"))
         finally:
             sys.settrace(None)
-        assert not taken(loading._LOADS), f"a Ctrl-C at the {at}-th line kept the process's load turn"
+        assert not taken(loading._LOADS.lock), f"a Ctrl-C at the {at}-th line kept the process's load turn"
     assert loading.load_pair(hub.get("llama")).target is not None
 
 
@@ -105,11 +106,12 @@ def test_a_load_that_finds_the_turn_taken_says_it_waits_whichever_line_the_other
             go.wait(10)
 
         def trace(frame, event, arg):
-            if frame.f_code.co_filename != loading.__file__ or frame.f_code is loading._load_pair.__code__:
+            if frame.f_code.co_filename not in (loading.__file__, turns.__file__) \
+                    or frame.f_code is loading._load_pair.__code__:
                 return None
 
             def line(frame, event, arg):
-                if event == "line" and not others and not taken(loading._LOADS):
+                if event == "line" and not others and not taken(loading._LOADS.lock):
                     seen[0] += 1
                     if seen[0] == at:
                         others.append(threading.Thread(target=loading.load_pair, args=(hub.get("qwen2"),),
@@ -192,6 +194,6 @@ def test_a_load_asked_for_within_a_load_on_its_own_thread_is_refused(hub):  # no
 
         with pytest.raises(loading.LoadError, match="within another load on the same thread"):
             cache.get(hub.get("llama"), progress=progress)
-        assert asked and not taken(cache._lock) and not taken(loading._LOADS)
+        assert asked and not taken(cache._lock.lock) and not taken(loading._LOADS.lock)
         assert list(cache._pairs) == []
     assert cache.get(hub.get("llama")).target is not None and list(cache._pairs) == ["llama"]

@@ -13,9 +13,11 @@ import inspect
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
+import specui
 from specui import SpeculativeEngine
 from specui.drafters import PromptLookupDrafter
 from specui.turns import Turns
@@ -130,7 +132,8 @@ def test_three_threads_take_turns_in_the_order_they_asked():
     turns, order, go = Turns(), [], threading.Event()
 
     def turn(name: str, hold: bool = False) -> None:
-        with turns.place(), turns.take():
+        place, mark = turns.place()
+        with place, mark, turns.take(place, mark):
             order.append(name)
             if hold:
                 assert go.wait(WAIT)
@@ -147,22 +150,25 @@ def test_three_threads_take_turns_in_the_order_they_asked():
 
 
 def test_a_turn_within_a_turn_goes_in_while_the_next_in_line_waits_for_the_outer_one():
-    """Bare turns: a, in its turn with b waiting in line behind it, takes a turn within its own (its place() makes a
-    new place the thread notes in place of the outer one's): it goes straight in, and b goes only when a's outer
+    """Bare turns: a, in its turn with b waiting in line behind it, takes a turn within its own (the outer turn's mark
+    held): it goes straight in, and b goes only when a's outer
     turn ends. A take() that put the inner turn in line (behind b, who waits for a) fails here in bounded time; in
     test_a_turn_within_the_threads_own_turn_goes_straight_in it waited for its own outer place for good."""
     turns, order, go = Turns(), [], threading.Event()
 
     def a():
-        with turns.place(), turns.take():
+        place, mark = turns.place()
+        with place, mark, turns.take(place, mark):
             order.append("a")
             assert go.wait(WAIT)
-            with turns.place(), turns.take():
+            inner, inner_mark = turns.place()
+            with inner, inner_mark, turns.take(inner, inner_mark):
                 order.append("a within")
             order.append("a ends")
 
     def b():
-        with turns.place(), turns.take():
+        place, mark = turns.place()
+        with place, mark, turns.take(place, mark):
             order.append("b")
 
     first = started(a)
@@ -226,7 +232,7 @@ def test_a_run_alone_waits_for_no_place_in_line(engine):
         engine.generate(PROMPTS[0], max_new_tokens=5, temperature=0.0, ignore_eos=True)
     finally:
         sys.settrace(None)
-    assert "before, self._last = self._last, self._mine.place" in seen.ran
+    assert "before, self._last = self._last, place" in seen.ran
     assert "with before:" not in seen.ran
 
 
@@ -254,3 +260,16 @@ def test_a_turn_within_the_threads_own_turn_goes_straight_in(engine):
     together = at_once([lambda d=d: engine.generate(PROMPTS[0], drafter=d, **settings).token_ids for d in drafters])
     assert together == [plain, plain]
     assert [d.inner for d in drafters] == [alone.inner, alone.inner]
+
+
+PRIVATE = ("._is_owned(", "._release_save(", "._acquire_restore(")  # CPython's locks' private methods
+
+
+def test_the_library_asks_its_locks_through_public_methods_only():
+    """Whose turn it is (the engine's turns, a load's) was asked of `RLock._is_owned()`, a private method of CPython's
+    locks that another Python need not have; now the turns note it themselves (`Lock.locked()` of a lock only its own
+    thread takes, a load's `owner`)."""
+    root = Path(specui.__file__).parent
+    used = [f"{path.relative_to(root)}: {name}" for path in sorted(root.rglob("*.py"))
+            for name in PRIVATE if name in path.read_text()]
+    assert not used, used
