@@ -5,9 +5,10 @@ from __future__ import annotations
 import io
 import random
 import re
+import unicodedata
 
 from specui.events import Kind
-from specui.terminal_view import BLANK_REJECTION, LINE_BREAK, Reply, Wrap, stream_reply
+from specui.terminal_view import BLANK_REJECTION, LINE_BREAK, Reply, Wrap, columns, stream_reply
 from tests.app.test_ui_unicode import smollm2_tokenizer  # noqa: F401 (a fixture)
 
 
@@ -99,3 +100,15 @@ def test_a_space_at_the_edge_before_a_line_break_adds_no_blank_line():
     assert shown([("abcde ", "accepted"), (" fg", "accepted")], width=5) == "abcde\n fg"
     assert shown([("abcde ", "accepted"), ("fg hi", "accepted")], width=5) == "abcde\nfg hi"
     assert shown([("abcde ", "accepted")], width=5) == "abcde"
+
+
+def test_the_line_break_mark_is_one_column_on_every_terminal_cjk_set_ones_too():
+    """Wrap keeps the last column of a line for a rejection's `LINE_BREAK` mark and counts it as one. A terminal set
+    for CJK text draws the characters Unicode calls East Asian Ambiguous (A: ¶, ←, →, …) two columns wide, and such a
+    mark at the edge would cross it onto a line of its own. ↵ (U+21B5) is Neutral (N): one column whether ambiguous
+    characters are narrow or wide (glibc's wcwidth, Markus Kuhn's mk_wcwidth_cjk and Unicode's table agree)."""
+    assert unicodedata.east_asian_width(LINE_BREAK) in ("N", "Na", "H") and columns(LINE_BREAK) == 1
+    wrap = Wrap(6, marks=True)
+    shown = _text(wrap.push("abcde", "accepted") + wrap.push(LINE_BREAK + "\n", BLANK_REJECTION) + wrap.flush())
+    assert shown == f"abcde{LINE_BREAK}\n"  # the word fills the line but its last column, the mark takes that one
+    assert max(sum(columns(c) for c in line) for line in shown.split("\n")) == 6

@@ -1,10 +1,13 @@
 """The commands README.md and docs/*.md give for `python -m specui`, `python -m specui.train` (the stdlib pair's
-trainer) and `python -m specui.bench` are taken by those commands' own checks as written: a reader who copies one is
-not refused. The checks run on the real repository (its assets/ and models.yaml) and start no work: the benchmark's
-are its flags' and what its preset makes of them (`refuse_ignored`), before any model loads."""
+trainer), `python -m specui.train.chat` (the chat draft's) and `python -m specui.bench` are taken by those commands'
+own checks as written: a reader who copies one is not refused. The checks run on the real repository (its assets/ and
+models.yaml) and start no work: the benchmark's are its flags' and what its preset makes of them (`refuse_ignored`),
+before any model loads; the chat trainer's are all of its own (`chat.parse_args`), with the folders of answers a
+command names (placeholders: FOLDERS, DIR) a real one."""
 
 import re
 import shlex
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,11 +15,12 @@ import pytest
 from specui import terminal
 from specui.bench import cli as bench_cli
 from specui.presets import load_config
+from specui.train import chat as train_chat
 from specui.train import cli as train_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-COMMAND = re.compile(r"python -m (specui(?:\.train|\.bench)?)((?: +-[^`|#]*)?)(?=[`|#]|$)")
+COMMAND = re.compile(r"python -m (specui(?:\.train\.chat|\.train|\.bench)?)((?: +-[^`|#]*)?)(?=[`|#]|$)")
 CODE_SPAN = re.compile(r"`([^`]+)`")
 
 
@@ -26,8 +30,25 @@ def bench(argv):
         bench_cli.refuse_ignored(args, load_config(args.config).get(args.preset))
 
 
+def chat(argv):
+    """`python -m specui.train.chat ARGV` read as its own checks read it, with the folders it names real ones: the
+    answers --answers reads one folder of answers (its files' names are all the checks read), the folder it writes
+    (--write-answers, step 1's, or --out, step 2's) a new one. A command the docs give as step 2's options alone
+    (`--init-draft ... --grow 2`, no step named) reads answers."""
+    with tempfile.TemporaryDirectory() as folder:
+        answers, given = Path(folder) / "answers", dict(zip(argv, argv[1:]))
+        answers.mkdir()
+        (answers / "answers-00000.pt").touch()
+        argv = [str(answers) if before == "--answers" else str(Path(folder) / "written") if before in
+                ("--write-answers", "--out") else arg for before, arg in zip(["", *argv], argv)]
+        if "--write-answers" not in given:
+            argv += [*([] if "--answers" in given else ["--answers", str(answers)]),
+                     *([] if "--out" in given else ["--out", str(Path(folder) / "written")])]
+        train_chat.parse_args(argv, create=False)
+
+
 PARSERS = {"specui": terminal.parse_args, "specui.train": lambda argv: train_cli.parse_args(argv, create=False),
-           "specui.bench": bench}
+           "specui.train.chat": chat, "specui.bench": bench}
 
 
 def code(text):
@@ -51,6 +72,8 @@ def documented():
         for number, text in code(page.read_text(encoding="utf-8")):
             for match in COMMAND.finditer(text.strip()):
                 argv = shlex.split(match.group(2).replace("[", "").replace("]", ""))
+                if argv and argv[-1].endswith(")") and "(" not in argv[-1]:  # a command given in parentheses
+                    argv[-1] = argv[-1][:-1]
                 if argv and "--help" not in argv and "-h" not in argv and "..." not in argv:
                     yield f"{page.name}:{number}", match.group(1), argv
 
@@ -61,6 +84,8 @@ COMMANDS = list(documented())
 def test_the_documented_commands_are_found():
     assert {module for _, module, _ in COMMANDS} == set(PARSERS)
     assert ("stdlib-pair.md:27", "specui.train", ["--out", "assets", "--overwrite"]) in COMMANDS
+    assert ("chat-model.md:148", "specui.train.chat", ["--answers", "FOLDERS", "--hard-labels"]) in COMMANDS
+    assert ("drafters.md:282", "specui.train.chat", ["--write-answers", "DIR"]) in COMMANDS
 
 
 @pytest.mark.parametrize(("where", "module", "argv"), COMMANDS, ids=[where for where, _, _ in COMMANDS])
