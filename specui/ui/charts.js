@@ -18,18 +18,43 @@
       }
     }
   };
-  // A chart's plotly tool bar (zoom, pan, select, zoom in and out, autoscale, reset, its logo's link) was nine or ten
-  // Tab stops, 38 on the Chat tab between the controls and the token trees. The bar stays for the mouse; the keyboard
-  // keeps one stop a chart, its download as a PNG (the one tool that works without a pointer; plotly shows the bar as
-  // it takes the focus), on the Teach tab as well: a presenter tabbing from the step buttons to the controls below
-  // passes one stop a chart, and a keyboard can save the chart a mouse can (WCAG 2.1.1; the Teach tab's had none).
-  // Plotly redraws the bar with the chart: done again on every change
-  const kept = (button) => button.matches("[data-title^='Download plot']");
+  // A chart's plotly tool bar (download, zoom, pan, zoom in and out, autoscale, reset, its logo's link) was nine or
+  // ten Tab stops, 38 on the Chat tab between the controls and the token trees. As WAI-ARIA's toolbar pattern has it
+  // (plotly gives the bar the role, not the keys), a bar is one Tab stop (its download as a PNG at first, on the Teach
+  // tab as well: a keyboard can save the chart a mouse can, WCAG 2.1.1) and its arrow keys move between its buttons
+  // (Home, End: its first and last), the button moved to becoming the bar's stop; plotly shows the bar while it holds
+  // the focus. Zoom in and out, autoscale and reset work from the keys; zoom, pan and select then want a pointer.
+  // Plotly redraws the bar with the chart: done again on every change, the stop kept by its title on the chart
+  const DOWNLOAD = "Download plot";
   const tabStops = () => {
-    for (const button of document.querySelectorAll(".modebar-btn:not([tabindex='-1'])")) {
-      if (!kept(button)) button.setAttribute("tabindex", "-1");
+    for (const bar of document.querySelectorAll(".modebar")) {
+      const buttons = [...bar.querySelectorAll(".modebar-btn")];
+      const plot = bar.closest(".js-plotly-plot");
+      const kept = (plot && plot.dataset.specuiTool) || DOWNLOAD;
+      const stop = buttons.find((b) => b.dataset.title === kept) ||
+        buttons.find((b) => (b.dataset.title || "").startsWith(DOWNLOAD));
+      for (const button of buttons) {
+        if (button === stop) button.removeAttribute("tabindex");
+        else if (button.getAttribute("tabindex") !== "-1") button.setAttribute("tabindex", "-1");
+      }
+      if (!bar.hasAttribute("aria-label")) bar.setAttribute("aria-label", "Chart tools");  // plotly's role: toolbar
     }
   };
+  const STEPS = { ArrowRight: 1, ArrowLeft: -1, Home: "first", End: "last" };
+  document.addEventListener("keydown", (event) => {
+    const from = event.target.closest ? event.target.closest(".modebar-btn") : null;
+    const step = STEPS[event.key];
+    if (!from || step === undefined || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    const buttons = [...from.closest(".modebar").querySelectorAll(".modebar-btn")];
+    const at = buttons.indexOf(from), last = buttons.length - 1;
+    const to = buttons[step === "first" ? 0 : step === "last" ? last : (at + step + last + 1) % (last + 1)];
+    event.preventDefault();
+    for (const button of buttons) button.setAttribute("tabindex", "-1");
+    to.removeAttribute("tabindex");
+    const plot = from.closest(".js-plotly-plot");
+    if (plot) plot.dataset.specuiTool = to.dataset.title || "";
+    to.focus();
+  });
   let due = null;
   window.specuiWatch(() => {  // watch.js: the page changed
     if (due === null) due = setTimeout(() => { due = null; label(); tabStops(); }, 250);

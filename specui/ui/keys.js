@@ -7,7 +7,7 @@
   // above them fill a projector's screen: Decode or Play just clicked), the keys step the rounds once some are
   // decoded, or once the status line asks for Next (a page refreshed at round 1: the lesson is back, Next decodes it),
   // and scroll them into view; elsewhere (the experiments further down) they scroll as always. They never act while a
-  // text box has the focus.
+  // text box has the focus, nor the arrows in a chart's tool bar (charts.js: they move between its buttons).
   const steppers = [["#tree-step-view", "#tree-step-next", "#tree-step-prev"], ["#step-view", "#step-next", "#step-prev"]];
   const followers = [["#compare-view .teach-compare[data-round]", steppers[1]]];  // [a view, the stepper it follows]
   const forward = { ArrowRight: true, PageDown: true, ArrowLeft: false, PageUp: false };
@@ -32,6 +32,8 @@
     if (!(event.key in forward) || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
     const focus = document.activeElement;
     if (focus && (focus.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(focus.tagName))) return;
+    // a chart's tool bar takes its arrows (charts.js); PageDown and PageUp, a clicker's keys, still step
+    if (focus && focus.closest && focus.closest("[role=toolbar]") && event.key.startsWith("Arrow")) return;
     // the arrows scroll a table reached with Tab (below); one a click or a tap focused (a presenter pointing at it)
     // leaves them stepping
     if (focus && focus.hasAttribute("data-specui-scroll") && focus !== pointed) return;

@@ -3,10 +3,10 @@
 Gradio's sliders each had a ↺ (reset to the default value) as a Tab stop of its own between the number box and the
 slider, and plotly's tool bars nine or ten buttons per chart (zoom, pan, select, autoscale, its logo's link): 38 stops
 on the Chat tab's four charts. The resets stay for the mouse, out of the Tab order, and Escape in a slider's number box
-or on the slider resets it (keys.js); a chart keeps one stop, its download as a PNG, which the keyboard works
-(charts.js), on the Teach tab as well (it kept none: a keyboard could not save a chart there). Escape and ↺ put back
-the value the preset chosen set (K, the confidence stop), not the one the page opened with. One served app, one
-browser.
+or on the slider resets it (keys.js); a chart's bar is one stop, its download as a PNG at first, which the keyboard
+works, and its arrow keys move between its buttons (charts.js: WAI-ARIA's toolbar), on the Teach tab as well (it kept
+none: a keyboard could not save a chart there). Escape and ↺ put back the value the preset chosen set (K, the
+confidence stop), not the one the page opened with. One served app, one browser.
 """
 
 from __future__ import annotations
@@ -163,4 +163,28 @@ def test_escape_and_reset_put_back_the_value_the_chosen_preset_and_drafter_set(a
     page = _page(app, query="?tab=teach", ready="#step-start")  # the Teach tab's K follows its own menu
     _choose(page, "teach-preset", "smollm2-1.7b-cpu", then={"teach-k": 4})
     _reset(page, "teach-k", moved=2, back="4", how="range")  # gradio's own: 7
+    page.close()
+
+
+def test_a_charts_tool_bar_is_one_tab_stop_whose_arrow_keys_move_between_its_buttons(app):  # noqa: F811
+    page = _page(app)
+    _wait_tidied(page, "#chat-tab")
+    chart = "#chart-speed"
+    names = page.evaluate(f"() => [...document.querySelectorAll('{chart} .modebar-btn')].map(b => b.dataset.title)")
+    focused = "() => document.activeElement.dataset.title"
+    page.locator(f"{chart} .modebar-btn:not([tabindex='-1'])").focus()
+    assert page.evaluate(focused) == names[0] == "Download plot as a PNG", names
+    for key, at in (("ArrowRight", 1), ("ArrowRight", 2), ("ArrowLeft", 1), ("End", -1), ("ArrowRight", 0),
+                    ("ArrowLeft", -1), ("Home", 0), ("ArrowRight", 1)):
+        page.keyboard.press(key)
+        assert page.evaluate(focused) == names[at], (key, page.evaluate(focused), names[at])
+    stops = page.evaluate(f"() => [...document.querySelectorAll('{chart} .modebar-btn')].filter(b => b.tabIndex >= 0)"
+                          ".map(b => b.dataset.title)")
+    assert stops == [names[1]], stops  # the button moved to is the bar's one stop: Tab leaves, Shift+Tab comes back
+    page.keyboard.press("Tab")
+    assert not page.evaluate(f"() => !!document.activeElement.closest('{chart}')")
+    page.keyboard.press("Shift+Tab")
+    assert page.evaluate(focused) == names[1]
+    bar = page.locator(f"{chart} .modebar")
+    assert bar.get_attribute("role") == "toolbar" and bar.get_attribute("aria-label") == "Chart tools"
     page.close()

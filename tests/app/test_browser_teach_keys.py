@@ -146,7 +146,8 @@ def test_a_tick_just_after_pause_does_not_step(page):
 def test_the_charts_tool_bars_keep_one_tab_stop_their_download(page):
     """Tab from the step buttons went through every chart's plotly tool bar (eight buttons each); they stay there
     for the mouse, and the keyboard meets one stop a chart, its download as a PNG (none at all left a chart's
-    download out of a keyboard's reach: WCAG 2.1.1). The keys still step the rounds."""
+    download out of a keyboard's reach: WCAG 2.1.1). The keys still step the rounds, but in a tool bar they move
+    between its buttons."""
     bars = "() => [...document.querySelectorAll('#teach-tab .modebar')].map(bar => [...bar.querySelectorAll(" \
         "'.modebar-btn')].filter(b => b.tabIndex >= 0).map(b => b.dataset.title))"
     page.wait_for_function(f"() => ({bars})().length > 0 && ({bars})().every(kept => kept.length === 1)",
@@ -160,10 +161,22 @@ def test_the_charts_tool_bars_keep_one_tab_stop_their_download(page):
                                  "document.activeElement.dataset.title : null"))
     met = [title for title in met if title]
     assert met and set(met) == {"Download plot as a PNG"}, met
+    page.locator("#step-next").focus()  # out of a tool bar, which takes the arrows (below)
     go_to(page, 3)
     page.locator("#step-next").focus()
     burst(page, ["ArrowRight"])
     settled(page, 4)
+    # in a chart's tool bar, with the rounds on screen, the arrows move between its buttons (charts.js): no round
+    page.locator("#step-view").scroll_into_view_if_needed()
+    page.evaluate("""() => [...document.querySelectorAll("#teach-tab .modebar-btn:not([tabindex='-1'])")]
+        .find(b => b.offsetParent !== null).focus({preventScroll: true})""")
+    assert page.evaluate(ON_SCREEN, "#step-view")
+    page.keyboard.press("ArrowRight")
+    title = page.evaluate("() => document.activeElement.closest('.modebar') && document.activeElement.dataset.title")
+    assert title and not title.startswith("Download"), title
+    settled(page, 4)
+    page.keyboard.press("PageDown")  # a clicker's key still steps
+    settled(page, 5)
 
 
 def test_the_tree_step_through_counts_every_press(page):
