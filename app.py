@@ -111,8 +111,17 @@ def _main(argv: list[str] | None) -> int:
             if zero:  # the pair loads now, on the thread where `spaces` fakes CUDA, and before the server starts: every
                 # GPU call's worker forks with it (elsewhere it loads in the background as the page is built)
                 showcase.preload(start, progress=lambda line: print(f"specui: {line}", flush=True))
-            launch(build(config, showcase=showcase, preload=not zero), server_name=args.host, server_port=args.port,
-                   share=args.share)
+            demo = build(config, showcase=showcase, preload=not zero)
+            # gradio's one switch for its hint "To create a public link, set `share=True`" (which a local user does
+            # not need and a Space never shows) is `quiet`, which drops its "Running on" line too: said here instead.
+            # With --share, or GRADIO_SSR_MODE's server-side rendering, gradio says what it does (the public link's
+            # terms, a failed Node proxy), not quiet.
+            quiet = not args.share and os.environ.get("GRADIO_SSR_MODE", "").lower() != "true"
+            launch(demo, server_name=args.host, server_port=args.port, share=args.share, quiet=quiet,
+                   prevent_thread_lock=True)
+            if quiet:
+                print(f"* Running on local URL:  {demo.local_url}", flush=True)
+            demo.block_thread()  # until Ctrl-C or SIGTERM (gradio's own, as launch() would block)
         except KeyboardInterrupt:  # while the page was being built
             pass
         except BrokenPipeError:  # stdout's reader left (`| head`): ended as every command ends it, without a word
