@@ -90,7 +90,8 @@ def test_a_turn_asked_for_at_any_point_of_a_run_waiting_in_line_goes_through(eng
         assert not thread.is_alive(), f"a turn asked for at the {at}-th point waited for its own thread's place"
         other.join(WAIT)
         assert not other.is_alive() and other.tokens == plain
-        assert tokens == [plain] and handled == ([plain] if at else [])
+        reached = 0 < at <= trace.seen  # a run that waited in line less often than another reaches fewer points
+        assert tokens == [plain] and handled == ([plain] if reached else [])
         most, at = max(most, trace.seen), at + 1
     assert most >= 10
 
