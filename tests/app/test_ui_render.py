@@ -131,7 +131,7 @@ def test_a_token_block_is_one_named_keyboard_stop_not_one_per_token():
     views = [render.TokenView(text=t, kind="accepted") for t in ("a", "b", "c")]
     markup = render.render_reply(views)
     assert markup.count('tabindex="0"') == 1 and 'role="group"' in markup  # the block, for tokens.js's arrow keys
-    assert f'title="{html.escape(render.TOKENS_LABEL, quote=True)}"' in markup  # its name (no aria-label: sanitised)
+    assert f'title="{render.attribute(render.TOKENS_LABEL)}"' in markup  # its name (no aria-label: sanitised)
     assert "arrow keys" in render.legend_html()
 
 
