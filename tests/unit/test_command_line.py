@@ -166,7 +166,8 @@ def test_the_terminals_help_and_flag_mistakes_answer_before_torch_loads(argv, st
     with the benchmark's words, still loads torch: a run loads it anyway)."""
     probe = ("import runpy, sys\nsys.argv = ['specui', *sys.argv[1:]]\ntry:\n"
              "    runpy.run_module('specui', run_name='__main__', alter_sys=True)\nexcept SystemExit as e:\n"
-             "    print('exit', e.code, sorted({'torch', 'transformers', 'gradio'} & set(sys.modules)), file=sys.stderr)")
+             "    heavy = sorted({'torch', 'transformers', 'gradio'} & set(sys.modules))\n"
+             "    print('exit', e.code, heavy, file=sys.stderr)")
     out = subprocess.run([sys.executable, "-c", probe, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert said in out.stdout + out.stderr, out.stderr
     assert out.stderr.strip().splitlines()[-1] == f"exit {status} []", out.stderr
