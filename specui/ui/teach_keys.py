@@ -8,11 +8,12 @@ with `trigger_mode="always_last"`: it takes every press made so far (its `js` em
 box) and the server applies them one by one, each stopping at the first or last step as a click would. So a page has
 one stepping event in flight at a time, and its answers reach the page in the order they moved the step (gradio
 sends an answer after the event ran: two events of one page at once could arrive in either order). An event of the
-page that changed what is shown another way (a Decode, a second drafter picked) asks for the step shown to be drawn
-again through it (`redraw_after`: a press "=" of the hidden #NAME-redraw), so whatever answer landed before, the
-page ends on the step the server holds. Each page's moves
-take turns on its `Shown`'s lock, each starting from the step the one before it left; other pages' events run beside
-them. Pure functions and the wiring, no HTML.
+page that changed what is shown another way (a Decode, Next's first decode, a refresh's decode, a second drafter
+picked; a Decode with a tree, a tree round picked; the Chat tab's hand-off of a message, which clears both
+step-throughs) asks for the step shown to be drawn again through it (`redraw_after`: a press "=" of the hidden
+#NAME-redraw, one for each step-through it changed), so whatever answer landed before, the page ends on the step the
+server holds. Each page's moves take turns on its `Shown`'s lock, each starting from the step the one before it
+left; other pages' events run beside them. Pure functions and the wiring, no HTML.
 """
 
 from __future__ import annotations
