@@ -57,10 +57,11 @@ class GpuCalls:
             gone = list(self.gone)
             self.gone.clear()
         calls = self.on_gpu(key, prompt, settings, list(history), figures, owner, gone)
-        frames = paced.frames(calls) if paced else calls
         heard = False  # whether the worker ran (a call ZeroGPU refuses, a quota spent, raises before any frame)
-        try:
-            for frame, run in frames:
+
+        def ran() -> Iterator[tuple]:  # the call's frames, each one (sent to the page or not) hearing a Stop
+            nonlocal heard
+            for frame, run in calls:
                 heard = True
                 yield frame, run
                 if self.apart and stop is not None and stop.is_set() and not frame.done:
@@ -70,6 +71,10 @@ class GpuCalls:
                     run.phase = "stopped"
                     yield self.showcase.frame(run, figures=figures, final=True), run
                     return
+
+        frames = paced.frames(ran()) if paced else ran()
+        try:
+            yield from frames
         finally:
             frames.close()
             calls.close()

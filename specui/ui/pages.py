@@ -73,8 +73,9 @@ class Paced:
 
     def frames(self, frames: Iterator[tuple]) -> Iterator[tuple]:
         """(frame, run) from `frames` as the page is to be sent them: a frame the page is not ready for is left out
-        (its charts and table go with the next one sent that has none of its own), each one sent carries its mark
-        (`Pages.mark`), and the last (done) always goes, unmarked. The run's tag is forgotten at the end."""
+        (its charts and table go with the next one sent that has none of its own, the last included: an error's), each
+        one sent carries its mark (`Pages.mark`), and the last (done) always goes, unmarked. The run's tag is
+        forgotten at the end."""
         held: dict = {}
         self.tag = self.pages.start()
         try:
@@ -85,8 +86,9 @@ class Paced:
                                      if (value := getattr(frame, name)) is not None})
                         continue
                     self.sent, self.since = self.sent + 1, time.monotonic()
-                    kept = {name: value for name, value in held.items() if getattr(frame, name) is None}
-                    frame, held = replace(frame, stats=frame.stats + Pages.mark(self.tag, self.sent), **kept), {}
+                    frame = replace(frame, stats=frame.stats + Pages.mark(self.tag, self.sent))
+                kept = {name: value for name, value in held.items() if getattr(frame, name) is None}
+                frame, held = replace(frame, **kept) if kept else frame, {}
                 yield frame, run
         finally:
             self.pages.end(self.tag)

@@ -90,7 +90,8 @@ def test_a_client_that_is_no_page_gets_every_frame_unmarked():
 
 def test_the_charts_of_a_frame_left_out_go_with_the_next_one_sent():
     """A frame the page is not ready for is left out whole, but its charts and table (sent with some frames only) go
-    with the next frame sent that has none of its own, rather than wait for the run's end."""
+    with the next frame sent that has none of its own, rather than wait for the run's end; the last frame included,
+    so that a run ending in an error (a frame with no charts) leaves none of them behind."""
     from specui.ui.pages import Paced
     from specui.ui.runs import Frame
 
@@ -109,11 +110,58 @@ def test_the_charts_of_a_frame_left_out_go_with_the_next_one_sent():
         yield Frame("5", "", table=[5]), None
         yield Frame("6", "", figures={"a": 6}), None
         yield Frame("7", "", figures={"a": 7}), None  # 3 drawn of 5 sent: left out, and the run ends
-        yield Frame("end", "", done=True), None
+        yield Frame("end", "", done=True), None  # no charts of its own (as an error's): it takes 7's
 
     sent = [frame for frame, _ in paced.frames(frames())]
     assert [(f.message, f.figures, f.table) for f in sent] == [
         ("1", None, None), ("2", None, None), ("3", None, None), ("5", {"a": 4}, [5]), ("6", {"a": 6}, None),
-        ("end", None, None)]
+        ("end", {"a": 7}, None)]
     assert [f.stats for f in sent[:-1]] == [Pages.mark(paced.tag, n) for n in range(1, 6)] and sent[-1].stats == ""
     assert pages._drawn == {}
+
+
+def test_under_zero_gpu_a_stop_ends_the_workers_call_at_its_next_frame_even_one_the_page_is_not_sent():
+    """Under ZeroGPU the worker never hears a Stop, so `GpuCalls.decode` ends its call at the next frame it yields.
+    A page behind (the very case where Stop is pressed) is sent no frame for a while: the Stop is still heard at the
+    worker's next frame, not only at the next one sent (which came no sooner than the page caught up, or the worker's
+    last frame: it decoded on to its end)."""
+    import threading
+
+    from specui.ui.gpu_calls import GpuCalls
+    from specui.ui.runs import Frame
+
+    class Run:
+        phase = "spec"
+
+    class Showcase:
+        pages = Pages()
+
+        @staticmethod
+        def frame(run, *, figures, final):
+            return Frame(f"stopped at {run.phase}", "", done=True)
+
+    yielded, stop = [], threading.Event()
+
+    def worker(key, prompt, settings, history, figures, owner, gone):  # ZeroGPU's worker: never hears the Stop
+        run = Run()
+        for n in range(1, 101):
+            yielded.append(n)
+            if n == 5:
+                stop.set()  # Stop, pressed while the page is behind: frames 4 on are left out (1 drawn of 3 sent)
+            yield Frame(str(n), ""), run
+        run.phase = "done"
+        yield Frame("end", "", done=True), run
+
+    calls = GpuCalls(Showcase())
+    calls.apart, calls.on_gpu = True, worker
+    Showcase.pages.ACK_WAIT_S = 600.0
+    sent = []
+    for frame, _ in calls.decode("hi", None, stop=stop, page=True):
+        sent.append(frame.message)
+        if len(sent) == 1:
+            tag = frame.stats.partition('data-frame="')[2].partition(":")[0]
+            Showcase.pages.drawn(f"{tag}:1")  # the page drew frame 1, then falls behind
+    assert sent == ["1", "2", "3", "stopped at stopped"], sent
+    assert yielded == [1, 2, 3, 4, 5], yielded  # the worker's call ended at its first frame after the Stop
+    assert calls.paced == {} and calls.live == {} and Showcase.pages._drawn == {}
+
