@@ -11,9 +11,10 @@ the seconds the page's main thread was busy (Chrome's TaskDuration) and that as 
 answer's median and longest wait. Nothing is asserted: on a 2-core machine the server and the browser share the
 cores, so compare runs made side by side (e.g. at two commits), not against a fixed number.
 
-The timing starts once the reply streams (its caret shows) or has finished (a reply all in one frame, an error). It
-waits for that up to --first-token-s (600 s): the first run loads the preset's pair, and the chat model's load and
-first token took over a minute on a loaded 2-core machine, past the 60 s this waited before.
+The questions start once the reply streams (its caret shows) or has finished (a reply all in one frame, an error);
+the wall and busy times count from Send, a load included. It waits for that up to --first-token-s (600 s): the first
+run loads the preset's pair, and the chat model's load and first token took over a minute on a loaded 2-core machine,
+past the 60 s this waited before.
 """
 
 from __future__ import annotations
