@@ -233,7 +233,7 @@ class SpeculativeEngine:
         threads = self.prompt_threads if self.device.type == "cpu" else None
         asked = time.perf_counter()
         place, mark = self._turns.place()
-        with place, mark, self._turns.take(place, mark), torch.inference_mode(), cpu_threads(threads):
+        with mark, place, self._turns.take(place, mark), torch.inference_mode(), cpu_threads(threads):
             # none is held across a yield: the consumer may run on another thread, and other runs' rounds go on
             waited = time.perf_counter() - asked  # another thread's turn: in total_s, not in this prompt's reading
             if len(prompt) - 1 > reused:  # the last prompt token opens round 1
@@ -255,7 +255,7 @@ class SpeculativeEngine:
         while len(result.token_ids) < max_new_tokens:
             remaining = max_new_tokens - len(result.token_ids)
             place, mark = self._turns.place()
-            with place, mark, self._turns.take(place, mark), torch.inference_mode():
+            with mark, place, self._turns.take(place, mark), torch.inference_mode():
                 if drafter is None:
                     round_ = self._plain_round(target, context, sampling, generators)
                 else:

@@ -9,22 +9,24 @@ more, a run that asked waits at most one turn of each run that asked before it.
 Used as three items of one `with` statement, all C locks that the statement itself takes and gives back:
 
     place, mark = turns.place()
-    with place, mark, turns.take(place, mark):
+    with mark, place, turns.take(place, mark):
         ...  # the turn
 
 `place()` only makes two free locks: the place in line, which the threads behind wait for, and a mark that only this
-thread ever takes, held from before it joins the line to the turn's end. `take()` then joins the line and waits for
-the place before it, and returns the turn's own lock (a `threading.RLock`), which the statement takes. So a Ctrl-C
-anywhere, while waiting in line included, leaves nothing held: every lock is given back by the `with` statement,
-never by Python code that a KeyboardInterrupt could cut short (tests/engine/test_turns_interrupt.py). A place given
-up that way lets the next in line go to the turn's lock at once: the order may slip, never the one-at-a-time.
+thread ever takes, held from before it joins the line until its place is given up (the statement gives its items back
+last first: a mark given back before the place left a point where the thread's place was held, but no turn of its was
+under way, and a turn asked for there waited for that place, its own, for good). `take()` then joins the line and waits
+for the place before it, and returns the turn's own lock (a `threading.RLock`), which the statement takes. So a Ctrl-C
+anywhere, while waiting in line included, leaves nothing held: every lock is given back by the `with` statement, never
+by Python code that a KeyboardInterrupt could cut short (tests/engine/test_turns_interrupt.py). A place given up that
+way lets the next in line go to the turn's lock at once: the order may slip, never the one-at-a-time.
 
-Alone, a turn is uncontended lock acquires and no wait. A turn asked for while the thread's own is under way (its
-mark held: a drafter that runs the engine within its round; a signal handler or a finaliser that runs one while the
-thread waits in line) goes to the turn's lock at once, without a place in line, which would wait for the thread's own
-place: within its turn it goes straight in, as with a reentrant lock; in line, it waits only for the turn under way.
-Whether a mark is held is public (`Lock.locked()`) and exact, as no other thread takes it (a place is: the one
-behind takes it as it goes).
+Alone, a turn is uncontended lock acquires and no wait. A turn asked for while the thread's own is under way (its mark
+held: a drafter that runs the engine within its round; a signal handler or a finaliser that runs one while the thread
+waits in line, or between its turn's end and its place's) goes to the turn's lock at once, without a place in line,
+which would wait for the thread's own place: within its turn it goes straight in, as with a reentrant lock; in line, it
+waits only for the turn under way. Whether a mark is held is public (`Lock.locked()`) and exact, as no other thread
+takes it (a place is: the one behind takes it as it goes).
 
 Loads take turns too, one at a time in a process (`specui.loading.load_pair`, `PairCache`): `in_turn` with a
 `LoadTurn`, a lock without a line (loads are few) and a note of whose turn it is, which says when a load waits and
@@ -38,7 +40,7 @@ from collections.abc import Callable
 
 
 class Turns:
-    """One engine's turns (see the module's docstring): `with place, mark, turns.take(place, mark): ...`."""
+    """One engine's turns (see the module's docstring): `with mark, place, turns.take(place, mark): ...`."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()  # the turn itself: one thread at a time, reentrant

@@ -133,7 +133,7 @@ def test_three_threads_take_turns_in_the_order_they_asked():
 
     def turn(name: str, hold: bool = False) -> None:
         place, mark = turns.place()
-        with place, mark, turns.take(place, mark):
+        with mark, place, turns.take(place, mark):
             order.append(name)
             if hold:
                 assert go.wait(WAIT)
@@ -158,17 +158,17 @@ def test_a_turn_within_a_turn_goes_in_while_the_next_in_line_waits_for_the_outer
 
     def a():
         place, mark = turns.place()
-        with place, mark, turns.take(place, mark):
+        with mark, place, turns.take(place, mark):
             order.append("a")
             assert go.wait(WAIT)
             inner, inner_mark = turns.place()
-            with inner, inner_mark, turns.take(inner, inner_mark):
+            with inner_mark, inner, turns.take(inner, inner_mark):
                 order.append("a within")
             order.append("a ends")
 
     def b():
         place, mark = turns.place()
-        with place, mark, turns.take(place, mark):
+        with mark, place, turns.take(place, mark):
             order.append("b")
 
     first = started(a)

@@ -2,11 +2,14 @@
 thread at any point where it calls or waits): within the turn it goes straight in; while the thread waits in line it
 waits only for the turn under way (with its place in line, behind the thread's own, it waited for itself for good).
 Raised by a trace function at every point of the turns' code where a handler runs, in a run that waits in line behind
-another thread's; and by a real signal delivered while the main thread's run is blocked in line. Real tiny models;
+another thread's, and at every point of the engine's `with` statements that take a turn and give it back, in a run
+alone; and by a real signal delivered while the main thread's run is blocked in line. Real tiny models;
 every run exact (plain decoding's tokens)."""
 
 from __future__ import annotations
 
+import dis
+import linecache
 import signal
 import sys
 import threading
@@ -22,6 +25,9 @@ from tests.engine.test_turns_interrupt import GREEDY, WAITS, Other, _line, trace
 from tests.helpers import make_model, noisy_copy
 
 POINTS = {code: signal_points(code) for code in (Turns.place.__code__, Turns.take.__code__)}
+RUN = SpeculativeEngine._run.__code__  # its `with` statements take each turn and give it back
+ENDS = {RUN: {op.offset for op in dis.get_instructions(RUN) if op.offset in signal_points(RUN) and op.positions.lineno
+              and "self._turns.take(" in linecache.getline(RUN.co_filename, op.positions.lineno)}}
 
 
 @pytest.fixture(scope="module")
@@ -35,17 +41,18 @@ class HandlerAt:
     outside the handler (0: never), as a signal handler or a finaliser would run there, counts those points, and
     calls `waiting` when the thread comes to wait in line."""
 
-    def __init__(self, handler, at: int, waiting):
+    def __init__(self, handler, at: int, waiting, points=POINTS):
         self.handler, self.at, self.seen, self.inside, self.waiting = handler, at, 0, False, waiting
+        self.points = points
 
     def __call__(self, frame, event, arg):
-        if frame.f_code not in POINTS or self.inside:
+        if frame.f_code not in self.points or self.inside:
             return None
         frame.f_trace_opcodes = True
         return self.step(frame, event, arg)  # the "call" event: the function starts (at its RESUME)
 
     def step(self, frame, event, arg):
-        if not self.inside and event in ("call", "opcode") and frame.f_lasti in POINTS[frame.f_code]:
+        if not self.inside and event in ("call", "opcode") and frame.f_lasti in self.points[frame.f_code]:
             self.seen += 1
             if self.seen == self.at:
                 self.inside = True
@@ -133,3 +140,27 @@ def test_a_turn_asked_for_by_a_signal_handler_while_the_thread_waits_in_line_goe
     presser.join(WAIT)
     other.join(WAIT)
     assert tokens == plain and handled == [plain] and other.tokens == plain
+
+
+def test_a_turn_asked_for_at_any_point_of_the_with_statements_that_take_and_give_back_a_turn_goes_through(engine):
+    """A run alone; at each point of the engine's `with` statements that take its turns and give them back (where a
+    handler runs: after each item is taken, and after each is given back, last first), a handler on its thread runs
+    the engine. With the mark given back before the place, a handler just between found no turn of its thread under
+    way and queued behind its own place, still held, for good (the thread is a daemon: the test fails in bounded
+    time)."""
+    plain = engine.generate(PROMPT, speculative=False, **GREEDY).token_ids
+    most, at = 0, 0
+    while at <= most:
+        handled, tokens = [], []
+
+        def handler(handled=handled):
+            handled.append(engine.generate(PROMPT, speculative=False, **GREEDY).token_ids)
+
+        trace = HandlerAt(handler, at, waiting=lambda: None, points=ENDS)
+        thread = on_a_thread(lambda trace=trace, tokens=tokens: tokens.append(
+            traced(trace, lambda: engine.generate(PROMPT, **GREEDY).token_ids)))
+        thread.join(WAIT)
+        assert not thread.is_alive(), f"a turn asked for at the {at}-th point waited for its own thread's place"
+        assert tokens == [plain] and handled == ([plain] if 0 < at <= trace.seen else [])
+        most, at = max(most, trace.seen), at + 1
+    assert most >= 14  # the prompt's turn (8 points) and a round's (6) at least
