@@ -64,7 +64,7 @@ EXAMPLES = [  # chat and code for the default chat model; code to continue for t
     "import unittest\n\n\nclass TestList(unittest.TestCase):\n\n    def test_append(self):",
     "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"",
     "import os\nimport sys\n\n\ndef main(argv):",
-    "<img src=x onerror=alert(1)>",
+    "Write a small HTML page with a <button> that says hello.",  # markup in a prompt and a reply is shown as text
 ]
 TITLE = "specui: speculative decoding, visible"
 INTRO = ("A small **draft** model guesses the next K tokens; the **target** checks them all in one forward pass, "
