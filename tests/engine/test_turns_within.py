@@ -26,8 +26,19 @@ from tests.helpers import make_model, noisy_copy
 
 POINTS = {code: signal_points(code) for code in (Turns.place.__code__, Turns.take.__code__)}
 RUN = SpeculativeEngine._run.__code__  # its `with` statements take each turn and give it back
-ENDS = {RUN: {op.offset for op in dis.get_instructions(RUN) if op.offset in signal_points(RUN) and op.positions.lineno
-              and "self._turns.take(" in linecache.getline(RUN.co_filename, op.positions.lineno)}}
+
+
+def on_lines(code, text: str) -> set[int]:
+    """The signal points of `code` on its lines that read `text`."""
+    points, starts, line, on = signal_points(code), dict(dis.findlinestarts(code)), None, set()
+    for op in dis.get_instructions(code):
+        line = starts.get(op.offset) or line
+        if op.offset in points and line and text in linecache.getline(code.co_filename, line):
+            on.add(op.offset)
+    return on
+
+
+ENDS = {RUN: on_lines(RUN, "self._turns.take(")}
 
 
 @pytest.fixture(scope="module")
@@ -163,4 +174,4 @@ def test_a_turn_asked_for_at_any_point_of_the_with_statements_that_take_and_give
         assert not thread.is_alive(), f"a turn asked for at the {at}-th point waited for its own thread's place"
         assert tokens == [plain] and handled == ([plain] if 0 < at <= trace.seen else [])
         most, at = max(most, trace.seen), at + 1
-    assert most >= 14  # the prompt's turn (8 points) and a round's (6) at least
+    assert most >= 14 and len(ENDS[RUN]) >= 14  # the prompt's turn (8 points) and a round's (6) at least
