@@ -90,7 +90,9 @@ def in_turn(turn: LoadTurn, say: Callable[[str], None], work: Callable[[], objec
     back: taken and given back in one `try`, and a re-entrant lock's release raises unless this thread took it. A turn
     asked for within this thread's own (a `say` that loads) is refused: it went through, a pair loaded amid another.
     `owner` says whose turn it is: noted once the lock is taken, and cleared in the `finally` with no call before the
-    release (a Ctrl-C, which comes only as a call returns, cannot leave it noted for a turn given back)."""
+    release (a Ctrl-C, which comes only as a call returns, cannot leave it noted for a turn given back). A load that
+    a signal handler asks for just as the lock's taking returns, before the note, goes through: whole, before this
+    turn's `work()` begins, so not amid it."""
     me = threading.get_ident()
     if turn.owner == me:  # asked by the thread whose turn it is: it would wait for itself with a plain lock
         raise RuntimeError("a model's load was asked for within another load on the same thread (a progress function "
