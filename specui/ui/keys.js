@@ -7,7 +7,8 @@
   // above them fill a projector's screen: Decode or Play just clicked), the keys step the rounds once some are
   // decoded, or once the status line asks for Next (a page refreshed at round 1: the lesson is back, Next decodes it),
   // and scroll them into view; elsewhere (the experiments further down) they scroll as always. They never act while a
-  // text box has the focus, nor the arrows in a chart's tool bar (charts.js: they move between its buttons).
+  // text box, a slider or a menu has the focus, nor the arrows on a radio (a drafter just clicked: PageDown and PageUp
+  // step there) or in a chart's tool bar (charts.js: they move between its buttons).
   const steppers = [["#tree-step-view", "#tree-step-next", "#tree-step-prev"], ["#step-view", "#step-next", "#step-prev"]];
   const followers = [["#compare-view .teach-compare[data-round]", steppers[1]]];  // [a view, the stepper it follows]
   const forward = { ArrowRight: true, PageDown: true, ArrowLeft: false, PageUp: false };
@@ -31,7 +32,11 @@
   document.addEventListener("keydown", (event) => {
     if (!(event.key in forward) || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
     const focus = document.activeElement;
-    if (focus && (focus.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(focus.tagName))) return;
+    // a radio or a checkbox (a Drafter just clicked) keeps its arrows, as browsers have them; a clicker's PageDown
+    // and PageUp still step. A text box, a slider or a menu keeps every key
+    const picked = focus && focus.tagName === "INPUT" && ["radio", "checkbox"].includes(focus.type);
+    if (picked && event.key.startsWith("Arrow")) return;
+    if (focus && !picked && (focus.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(focus.tagName))) return;
     // a chart's tool bar takes its arrows (charts.js); PageDown and PageUp, a clicker's keys, still step
     if (focus && focus.closest && focus.closest("[role=toolbar]") && event.key.startsWith("Arrow")) return;
     // the arrows scroll a table reached with Tab (below); one a click or a tap focused (a presenter pointing at it)
@@ -102,6 +107,7 @@
       if (!block.querySelector("input[type=range]") || reset.getAttribute("title") === tip) continue;
       reset.setAttribute("tabindex", "-1");  // a slider's ↺ (below)
       reset.setAttribute("title", tip);
+      reset.setAttribute("aria-label", tip.slice(0, tip.indexOf(" (")));  // gradio's said "Reset to default value"
       for (const box of block.querySelectorAll("input[type=range], input[type=number]")) {
         box.setAttribute("aria-keyshortcuts", "Escape");
       }

@@ -159,6 +159,10 @@ def test_escape_and_reset_put_back_the_value_the_chosen_preset_and_drafter_set(a
     tips = page.evaluate("() => ['num-draft-tokens', 'temperature'].map(id => "
                          "document.querySelector(`#${id} .reset-button`).title)")
     assert "preset's value" in tips[0] and "Escape" in tips[0] and "default value" in tips[1], tips
+    # a screen reader's name for the ↺ says what its tooltip says (gradio's aria-label: "Reset to default value")
+    names = page.evaluate("() => ['num-draft-tokens', 'temperature'].map(id => "
+                          "document.querySelector(`#${id} .reset-button`).getAttribute('aria-label'))")
+    assert names == ["Reset to the preset's value", "Reset to default value"], names
     page.close()
     page = _page(app, query="?tab=teach", ready="#step-start")  # the Teach tab's K follows its own menu
     _choose(page, "teach-preset", "smollm2-1.7b-cpu", then={"teach-k": 4})
