@@ -16,7 +16,8 @@ from specui.ui.teach_view import TEACH_K_MAX, render_measured
 
 def _measured(alpha: float, c: float) -> Measured:
     best = metrics.best_k(alpha, c)
-    return Measured(k=4, acceptance_rate=alpha, alpha=alpha, tokens_per_round=metrics.expected_tokens_per_round(alpha, 4),
+    return Measured(k=4, acceptance_rate=alpha, alpha=alpha,
+                    tokens_per_round=metrics.expected_tokens_per_round(alpha, 4),
                     cost_ratio=c, verify_cost=1.0, tokens_per_s=20.0, plain_tokens_per_s=10.0, speedup=2.0,
                     theory_tokens_per_round=metrics.expected_tokens_per_round(alpha, 4),
                     theory_speedup=metrics.theoretical_speedup(alpha, 4, c), best_k=best,
