@@ -68,7 +68,8 @@ def as_it_ran(controls, data: dict, export: str | None, reply: str | None, *, ma
 def step_through(ui, teach, data: dict, *, max_seed: int, chats=None) -> dict:
     """`chat_handlers.to_teach` for the chat's last message, with the settings its run took (`as_it_ran`), and the
     token-tree stepper cleared (`teach_tree.cleared`: its trees were the last prompt's); `chats` as `to_teach` takes
-    it."""
+    it. The page's count of hand-offs (`teach.handed`) goes up with both Shown's: a Decode clicked before the hand-off
+    and answered after it, having waited in the engine's queue, then changes nothing."""
     last, turns = data[ui.exchanges][-1:], data[ui.turns]
     reply = turns[-1]["content"] if last and last[0]["kept"] and turns else None
     sent, notes = as_it_ran(ui.controls, data, data[ui.results.export], reply, max_seed=max_seed)
@@ -77,12 +78,17 @@ def step_through(ui, teach, data: dict, *, max_seed: int, chats=None) -> dict:
         updates[teach.step.status] = " ".join([updates[teach.step.status], *notes])
     if updates:
         updates.update(teach_tree.cleared(teach.tree, data.get(teach.tree.step)))
+        shown = data.get(teach.index)  # moved off the lesson by `to_teach`; the hand-off counted, as the tree's
+        if shown is not None:
+            with shown.lock:
+                shown.handed += 1
+            updates[teach.handed] = shown.handed  # the page's count, sent with each Decode (teach_keys.handed_since)
     return updates
 
 
 def outputs(ui, teach) -> list:
     """What `step_through` may change: its event's outputs (gradio refuses an update of anything else)."""
-    return to_teach_outputs(ui, teach) + teach_tree.outputs(teach.tree)
+    return to_teach_outputs(ui, teach) + teach_tree.outputs(teach.tree) + [teach.handed]
 
 
 def wire(ui, teach, *, max_seed: int, chats=None) -> None:

@@ -64,6 +64,7 @@ class Shown:
 
     def __init__(self, what=None, index: int = 0, beside=None):
         self.what, self.index, self.beside, self.moves = what, index, beside, 0
+        self.handed = 0  # the messages the Chat tab handed to this page (`handed_since`)
         self.lock = threading.Lock()
 
     def __deepcopy__(self, memo) -> Shown:  # gradio's copy for a new page: a lock of its own
@@ -84,6 +85,14 @@ def moving(shown: Shown, unchanged: dict, fn, *args) -> dict:
         answer = fn(*args)
         mine = shown.moves
     return unchanged if shown.moves != mine else answer
+
+
+def handed_since(shown: Shown, handed) -> bool:
+    """Whether the Chat tab handed a message to the page (teach_handoff) after the click that sent `handed`, the
+    page's count of them then (a hidden number the hand-off sets; None: not sent, nothing to tell). A click's inputs
+    are the page's at the click, its `Shown` the server's when it runs: a Decode that waited in the engine's queue
+    as a message was handed over (not queued: it lands first) would put the last prompt's run back beside it."""
+    return handed is not None and int(handed) != shown.handed
 
 
 def unchanged(outputs: list) -> dict:

@@ -2,7 +2,7 @@
 verification one judged child at a time (`specui.tree_steps`), the tree drawn beside each step
 (`specui.ui.tree_chart`) and the step told in words (`specui.ui.teach_tree_view`).
 
-`tree_panel(controls, work=..., concurrency_id=...)` builds it inside the Teach tab: `controls` are the
+`tree_panel(controls, work=..., concurrency_id=..., handed=...)` builds it inside the Teach tab: `controls` are the
 tab's (prompt, preset, drafter, K, temperature, new tokens, seed; read by name through `controls.settings`),
 `work` the tab's `GpuWork`, in one call of which its decode runs (one ZeroGPU allocation: `teach_work`), its holder's
 `prepare(values)` checking them and loading the pair (the tab's settings check). Element ids:
@@ -43,6 +43,7 @@ class TreePanel:
     view: gr.HTML
     trees: gr.State  # round index -> TreeRecord
     step: gr.State  # a `teach_keys.Shown`: the picked round's record and the step shown within it
+    handed: gr.Number | None = None  # the Teach tab's count of messages handed to the page (teach_keys.handed_since)
 
     @property
     def shown(self) -> list:
@@ -74,12 +75,14 @@ def _layout() -> TreePanel:
                      gr.State(teach_keys.Shown()))
 
 
-def tree_panel(controls, *, work, concurrency_id: str = "engine") -> TreePanel:
-    """Build and wire the stepper inside the current Teach tab (see the module docstring)."""
+def tree_panel(controls, *, work, concurrency_id: str = "engine", handed: gr.Number | None = None) -> TreePanel:
+    """Build and wire the stepper inside the current Teach tab (see the module docstring); `handed`, the tab's count
+    of messages the Chat tab handed to the page, goes with each Decode with a tree (`decode`)."""
     panel = _layout()
+    panel.handed = handed
     queued = {"concurrency_id": concurrency_id, "concurrency_limit": 1, "api_visibility": "private"}
     decoded = [panel.trees, panel.pick, panel.status, *panel.shown]
-    inputs = controls.settings | {panel.width, panel.nodes, panel.step}
+    inputs = controls.settings | {panel.width, panel.nodes, panel.step} | ({handed} if handed is not None else set())
     # a refused setting (a drafter that cannot draft trees, too wide a tree) says why in the status line, and the
     # tree and its steps keep what they showed: no red error state over the panel
     # its step buttons, status line and first step brought into view: the keys step the tree once it is on screen.
@@ -119,39 +122,46 @@ def show(panel: TreePanel, shown: teach_keys.Shown, record: TreeRecord | None, i
 
 def decode(panel: TreePanel, controls, work, data: dict) -> dict:
     """Decode the Teach prompt with a tree (in one call of `work`); show the first tree round's first step. A message
-    the Chat tab handed over meanwhile (`cleared`: not queued, it lands first) is left alone: the answer changes
-    nothing (it put the last prompt's trees back beside the handed message)."""
-    shown = data[panel.step]
+    the Chat tab handed over since the click (`cleared`: not queued, it lands first; `teach_keys.handed_since`), while
+    the decode waited in the engine's queue or ran, is left alone: the answer changes nothing (it put the last
+    prompt's trees back beside the handed message)."""
+    shown, handed = data[panel.step], data.get(panel.handed)
+    if teach_keys.handed_since(shown, handed):  # handed as it waited: no run (a GPU call)
+        return teach_keys.unchanged([panel.status])
     moves = shown.moves
     [(trees, note)] = work(decoded, teach_work.values(controls, data), data[panel.width], data[panel.nodes])
     choices = round_choices(trees)
     first = next((i for i in sorted(trees) if trees[i].nodes), choices[0][1] if choices else None)
-    view = teach_keys.moving(shown, {}, _show_unless_cleared, panel, shown, moves, trees.get(first))
+    view = teach_keys.moving(shown, {}, _show_unless_cleared, panel, shown, (moves, handed), trees.get(first))
     if view is None:
         return teach_keys.unchanged([panel.status])
     return {panel.trees: trees, panel.pick: gr.update(choices=choices, value=first), panel.status: note, **view}
 
 
-def _show_unless_cleared(panel: TreePanel, shown: teach_keys.Shown, moves: int, record) -> dict | None:
-    """`show`'s first step of `record`, or None when the step shown was moved off every tree since `moves` (a hand-off
-    cleared it): the caller holds `shown`'s lock (`teach_keys.moving`)."""
-    if shown.what is None and shown.moves != moves:
+def _show_unless_cleared(panel: TreePanel, shown: teach_keys.Shown, since: tuple, record) -> dict | None:
+    """`show`'s first step of `record`, or None when a hand-off cleared the step shown since (`since`: `shown`'s moves
+    as the decode began and the page's count of hand-offs at the click): the caller holds `shown`'s lock
+    (`teach_keys.moving`)."""
+    moves, handed = since
+    if teach_keys.handed_since(shown, handed) or (shown.what is None and shown.moves != moves):
         return None
     return show(panel, shown, record, 0)
 
 
 def outputs(panel: TreePanel) -> list:
-    """What `cleared` changes."""
+    """What `cleared` changes (the count of hand-offs, `panel.handed`, is the Teach tab's: `teach_handoff`)."""
     return [panel.trees, panel.pick, panel.status, *panel.shown]
 
 
 def cleared(panel: TreePanel, shown: teach_keys.Shown | None) -> dict:
     """The panel as a fresh page shows it, for a message the Chat tab hands to the Teach tab: no trees, no round to
-    pick, no step; its Shown (`shown`, None: none to move) moved off the last prompt's tree, so that a step press
-    or a Decode with a tree answered after it changes nothing of it."""
+    pick, no step; its Shown (`shown`, None: none to move) moved off the last prompt's tree and the hand-off counted
+    (`teach_keys.handed_since`), so that a step press or a Decode with a tree clicked before it changes nothing of
+    it."""
     if shown is not None:
         with shown.lock:
             shown.move(None, 0)
+            shown.handed += 1
     return {panel.trees: {}, panel.pick: gr.update(choices=[], value=None), panel.status: "",
             panel.chart: tree_figure(), panel.view: render_tree_step(None, [], 0)}
 

@@ -91,6 +91,7 @@ class TeachTab:
     timer: gr.Timer
     memory: gr.BrowserState  # the last decoded run's settings, kept in the browser (teach_memory)
     tree: teach_tree.TreePanel  # the token-tree stepper (a hand-off clears it too: teach_handoff)
+    handed: gr.Number  # hidden: the messages handed to the page, sent with each Decode (teach_keys.handed_since)
 
 
 def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True,
@@ -106,12 +107,13 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True,
         controls = teach_layout.controls(showcase.config)
         step, compare = teach_layout.step_view()
         state = TeachState(showcase)
-        tree = teach_tree.tree_panel(controls, work=state.work, concurrency_id=concurrency_id)
+        handed = gr.Number(0, visible=False)  # set by the page's hand-offs only (teach_handoff), never by a user
+        tree = teach_tree.tree_panel(controls, work=state.work, concurrency_id=concurrency_id, handed=handed)
         gr.Markdown("## Experiments")
         ui = TeachTab(controls=controls, step=step, **teach_experiments.build(), compare=compare,
                       run=gr.State(None), index=gr.State(teach_keys.Shown()), playing=gr.State(False),
                       timer=gr.Timer(1.5, active=False),
-                      memory=memory if memory is not None else teach_memory.build(), tree=tree)
+                      memory=memory if memory is not None else teach_memory.build(), tree=tree, handed=handed)
         _wire(ui, state, concurrency_id, resume=memory is not None)
     return ui
 
@@ -130,7 +132,7 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
     # default ("once") dropped that click, and the rounds shown were the first run's, with no word
     # a press's answer could land before Decode's (round 1): the round the server holds is drawn again after it
     teach_keys.redraw_after("step", c.start.click(
-        calmly(functools.partial(decode, state, ui), said), c.settings | {cmp.second, ui.index}, decoded,
+        calmly(functools.partial(decode, state, ui), said), c.settings | {cmp.second, ui.index, ui.handed}, decoded,
         js=SHOW_STATUS, trigger_mode="always_last", **queued))
     if resume:  # a page refreshed on the Teach tab: the remembered run decoded again, at the round it was on
         teach_memory.resume(gr.context.Context.root_block, state.showcase.config, ui,
@@ -148,7 +150,8 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
     # the page sends its step alone (a no-op decode waited its turn in the engine's queue, then a redraw after it)
     first = teach_keys.unless_shown(c.next, "#step-view .teach-step[data-round]", "step-first")
     teach_keys.redraw_after("step", first.click(calmly(functools.partial(decode_first, state, ui), said),
-                                                c.settings | {ui.run, ui.index, cmp.second}, decoded, **queued))
+                                                c.settings | {ui.run, ui.index, cmp.second, ui.handed}, decoded,
+                                                **queued))
     # a new prompt typed mid-lesson: Next and Previous still step the rounds decoded, and the status line says so
     # always_last, as every `.input` of the tab: a key typed (a preset picked) while the last one's event is on its way
     # is answered after it (gradio's default, "once", dropped it: "The prompt changed" stayed by the decoded prompt)
@@ -233,8 +236,11 @@ def _compared(state: TeachState, run, second: str, index: int) -> tuple:
 
 def decode(state: TeachState, ui: TeachTab, data: dict, *, at: int = 0) -> dict:
     """Decode the prompt and show its round `at` (the last if it has fewer), or a round a press made since moved to.
-    A message the Chat tab handed over meanwhile (`chat_handlers.lesson_cleared`: not queued, it lands first) is left
-    alone: the answer changes nothing (it put the lesson left back, its round 1 beside the handed message's prompt)."""
+    A message the Chat tab handed over since the click (`chat_handlers.lesson_cleared`: not queued, it lands first;
+    `teach_keys.handed_since`), while the run waited in the engine's queue or ran, is left alone: the answer changes
+    nothing (it put the lesson left back, its round 1 beside the handed message's prompt)."""
+    if teach_keys.handed_since(data[ui.index], data.get(ui.handed)):  # handed as it waited: no run (a GPU call)
+        return teach_keys.unchanged([ui.step.status])
     moves = data[ui.index].moves
     [(run, conversation_of, (comparison, compared))] = state.work(decoded, teach_work.values(ui.controls, data),
                                                                   data[ui.compare.second])
@@ -242,7 +248,7 @@ def decode(state: TeachState, ui: TeachTab, data: dict, *, at: int = 0) -> dict:
     compared = teach_work.by_component(ui.compare, compared)
     # round 1 unless a press made since the run arrived has moved it on already (that press's answer shows its round)
     kept = teach_memory.kept(ui.controls, data, conversation=conversation_of, seed=run.spec.seed)  # a blank box: 0
-    view = teach_keys.moving(shown, {}, _move_unless_cleared, ui, shown, moves, run, at,
+    view = teach_keys.moving(shown, {}, _move_unless_cleared, ui, shown, (moves, data.get(ui.handed)), run, at,
                              _beside(ui, comparison, compared))
     if view is None:
         return teach_keys.unchanged([s.status])
@@ -254,10 +260,11 @@ def decode(state: TeachState, ui: TeachTab, data: dict, *, at: int = 0) -> dict:
             **stopped(ui), ui.memory: teach_memory.at_round(kept, shown.index)}
 
 
-def _move_unless_cleared(ui: TeachTab, shown: teach_keys.Shown, moves: int, run, index: int, beside) -> dict | None:
-    """`_move_to`, or None when the step shown was moved off every run since `moves` (a hand-off cleared it): the
-    caller holds `shown`'s lock (`teach_keys.moving`)."""
-    if shown.what is None and shown.moves != moves:
+def _move_unless_cleared(ui: TeachTab, shown: teach_keys.Shown, since: tuple, run, index: int, beside) -> dict | None:
+    """`_move_to`, or None when a hand-off cleared the step shown since (`since`: `shown`'s moves as the run began and
+    the page's count of hand-offs at the click): the caller holds `shown`'s lock (`teach_keys.moving`)."""
+    moves, handed = since
+    if teach_keys.handed_since(shown, handed) or (shown.what is None and shown.moves != moves):
         return None
     return _move_to(ui, shown, run, index, beside)
 

@@ -215,6 +215,33 @@ def test_a_decode_answered_after_a_hand_off_leaves_the_handed_message_alone(tabs
     assert all(answer.get(c, gr.update()) == gr.update() for c in kept), answer
 
 
+def test_a_decode_clicked_before_a_hand_off_and_run_after_it_changes_nothing(tabs):
+    """Decode (or Decode with a tree) clicked on the last lesson waited in the engine's queue as the Chat tab handed a
+    message over (not queued: it lands first), then ran, reading the Shown the hand-off had moved: it put the lesson's
+    round 1 (its trees) back beside the handed message. The click now carries the page's count of hand-offs
+    (`teach.handed`): it runs no model and changes nothing. A Decode clicked after the hand-off decodes."""
+    ui, teach, app = tabs
+    tree, (data, last) = teach.tree, sent(app, ui, "import os\n", temperature=0.0, seed=0)
+    chat = {**data, **chat_state(ui, last)}
+    lesson = teach_form(teach, teach_handoff.step_through(ui, teach, chat, max_seed=MAX_SEED_SHOWN), max_new=8)
+    shown, tree_shown = teach_keys.Shown(), teach_keys.Shown()
+    clicked = {**lesson, teach.index: shown, teach.handed: 0, tree.width: 2, tree.nodes: 0, tree.step: tree_shown}
+    moved = teach_handoff.step_through(ui, teach, {**chat, teach.index: shown, tree.step: tree_shown},
+                                       max_seed=MAX_SEED_SHOWN)  # the hand-off, as both decodes wait in the queue
+    assert moved[teach.handed] == 1 and set(moved) <= set(teach_handoff.outputs(ui, teach))
+    def no_run(*args):
+        pytest.fail("a decode clicked before the hand-off ran the model")
+    state, real = teaching.TeachState(app.showcase), teaching.TeachState(app.showcase)
+    state.work = no_run
+    answer = teaching.decode(state, teach, clicked)
+    assert list(answer) == [teach.step.status] and answer[teach.step.status] == gr.update() and shown.what is None
+    answer = teach_tree.decode(tree, teach.controls, no_run, clicked)
+    assert list(answer) == [tree.status] and answer[tree.status] == gr.update() and tree_shown.what is None
+    after = {**clicked, teach.handed: moved[teach.handed]}  # clicked once the hand-off's answer is on the page
+    assert 'data-round="1"' in teaching.decode(real, teach, after)[teach.step.view] and shown.what is not None
+    assert teach_tree.decode(tree, teach.controls, real.work, after)[tree.trees] and tree_shown.what is not None
+
+
 def test_the_hand_off_reads_and_writes_the_browsers_memory(tabs):
     """`teach_handoff.wire` gives `step_through` the Teach tab's memory and takes it back (`lesson_cleared`): without
     it among the click's inputs the memory kept the lesson's round, and a refresh brought the lesson back there."""
@@ -231,6 +258,12 @@ def test_the_hand_off_reads_and_writes_the_browsers_memory(tabs):
     after = [f.js for f in demo.fns.values() if f.trigger_after == click._id]
     assert any("specuiRedraw('step')" in (js or "") for js in after), after
     assert any("specuiRedraw('tree-step')" in (js or "") for js in after), after
+    # the page's count of hand-offs set by it, and sent with every Decode (a click before it then changes nothing)
+    assert tab.handed in click.outputs and tab.tree.handed is tab.handed
+    first, = [b._id for b in demo.blocks.values() if getattr(b, "elem_id", None) == "step-first"]
+    starts = {tab.controls.start._id, tab.tree.start._id, first}
+    decodes = [f for f in demo.fns.values() if any(t[0] in starts and t[1] == "click" for t in f.targets) and f.fn]
+    assert len(decodes) == 3 and all(tab.handed in f.inputs for f in decodes), [f.name for f in decodes]
 
 
 def chat_state(ui, last) -> dict:
