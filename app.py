@@ -9,11 +9,13 @@ on (a port in use, a host that is not this machine's) with one line naming the o
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import errno
 import os
 import socket
 import sys
+import threading
 from dataclasses import replace
 
 
@@ -104,14 +106,17 @@ def _main(argv: list[str] | None) -> int:
     from specui.ui.blocks import build, launch
     from specui.ui.session import Showcase
 
+    left = threading.Event()  # stdout's reader left while the preload said its progress
     with stop_signals() as stopped:  # Ctrl-C or SIGTERM: gradio closes the server and returns as if done
         try:
             showcase = Showcase(config, PairCache())  # imports ZeroGPU's `spaces` (where installed) on this thread
-            zero = zero_gpu()
-            if zero:  # the pair loads now, on the thread where `spaces` fakes CUDA, and before the server starts: every
-                # GPU call's worker forks with it (elsewhere it loads in the background as the page is built)
-                showcase.preload(start, progress=lambda line: print(f"specui: {line}", flush=True))
-            demo = build(config, showcase=showcase, preload=not zero)
+            say = _progress(left)
+            if zero_gpu():  # the pair loads now, on the thread where `spaces` fakes CUDA, and before the server starts:
+                showcase.preload(start, progress=say)  # every GPU call's worker forks with it
+            else:  # in the background as the page is built
+                threading.Thread(target=showcase.preload, args=(start,), kwargs={"progress": say}, daemon=True,
+                                 name="specui-preload").start()
+            demo = build(config, showcase=showcase, preload=False)
             # gradio's one switch for its hint "To create a public link, set `share=True`" (which a local user does
             # not need and a Space never shows) is `quiet`, which drops its "Running on" line too: said here instead.
             # With --share, or GRADIO_SSR_MODE's server-side rendering, gradio says what it does (the public link's
@@ -121,7 +126,8 @@ def _main(argv: list[str] | None) -> int:
                    prevent_thread_lock=True)
             if quiet:
                 print(f"* Running on local URL:  {demo.local_url}", flush=True)
-            demo.block_thread()  # until Ctrl-C or SIGTERM (gradio's own, as launch() would block)
+            if not left.is_set():
+                demo.block_thread()  # until Ctrl-C or SIGTERM (gradio's own, as launch() would block)
         except KeyboardInterrupt:  # while the page was being built
             pass
         except BrokenPipeError:  # stdout's reader left (`| head`): ended as every command ends it, without a word
@@ -133,7 +139,30 @@ def _main(argv: list[str] | None) -> int:
             print(f"error: cannot serve on {args.host}:{args.port} (choose another with --port): {e}",
                   file=sys.stderr)
             return 1
+    if left.is_set():
+        from specui.command_line import READER_LEFT
+
+        return READER_LEFT
     return 128 + stopped[0] if stopped else 0  # the shell's status for the signal: 130 for Ctrl-C, 143 for SIGTERM
+
+
+def _progress(left: threading.Event):
+    """The preload's progress lines, `specui: ...` on stdout. Its reader gone (`python app.py | head -1` took the URL
+    line) ends the app as a failed print of the main thread's own does, with status 141 and without a word: `left`
+    set, stdout silenced and the main thread interrupted (gradio closes the server). A failed print in the preload's
+    thread had stopped the preload, with a warning on stderr, and the app served on, its model not loaded."""
+    def say(line: str) -> None:
+        try:
+            print(f"specui: {line}", flush=True)
+        except BrokenPipeError:
+            from specui.command_line import silence_stdout
+
+            silence_stdout()
+            if not left.is_set():
+                left.set()
+                _thread.interrupt_main()  # a Ctrl-C, as the shell's: gradio closes the server, main returns 141
+
+    return say
 
 
 def _port(text: str) -> int:
