@@ -1,6 +1,7 @@
 """`python app.py` stopped by Ctrl-C (SIGINT) or SIGTERM exits with the shell's status for the signal, 130 or 143, as
 the other commands do (specui.command_line): it exited 0, as if it had finished, for Ctrl-C. A real server, stopped
-once it serves."""
+once it serves; as it serves, it says where, and not gradio's hint "To create a public link, set `share=True` in
+`launch()`", which a local user does not need (--share is in its --help) and a Space never shows."""
 
 from __future__ import annotations
 
@@ -11,9 +12,22 @@ import subprocess
 import sys
 import time
 
+import httpx
 import pytest
 
 from tests.helpers import ROOT
+
+
+def answers(page: str, within: float = 120) -> bool:
+    """Whether `page` answers 200 within `within` seconds, asked again until then."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(page, timeout=30).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    return False
 
 
 @pytest.mark.slow
@@ -22,20 +36,27 @@ def test_the_app_stopped_by_a_signal_exits_with_the_shells_status_for_it(signum,
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = str(s.getsockname()[1])
+    # each line as printed, as a terminal shows it (a pipe's buffer, not flushed at a Ctrl-C, lost gradio's hint)
     app = subprocess.Popen([sys.executable, "app.py", "--preset", "bundled", "--port", port], cwd=ROOT,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         said = []
-        for line in app.stdout:  # gradio's "Running on local URL: ..." once it serves
+        for line in app.stdout:  # "* Running on local URL:  http://...", once it serves
             said.append(line)
             if "Running on" in line:
                 break
-        assert "Running on" in "".join(said), "".join(said)
+        assert f"* Running on local URL:  http://127.0.0.1:{port}" in "".join(said), "".join(said)
+        # gradio said where it serves, asked its own server for its startup events, then gave its hint: the page
+        # answered is the server up, the hint's moment past (a signal at once could come before it)
+        assert answers(f"http://127.0.0.1:{port}/")
         app.send_signal(signum)
-        rest = app.communicate(timeout=60)[0]
+        said.append(app.communicate(timeout=60)[0])
     finally:
         app.kill()
-    assert app.returncode == status and "Traceback" not in rest, rest
+    out = "".join(said)
+    assert app.returncode == status and "Traceback" not in out, out
+    assert "public link" not in out and "share=True" not in out, out
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
