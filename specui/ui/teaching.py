@@ -136,7 +136,8 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
         js=SHOW_STATUS, trigger_mode="always_last", **queued))
     if resume:  # a page refreshed on the Teach tab: the remembered run decoded again, at the round it was on
         teach_memory.resume(gr.context.Context.root_block, state.showcase.config, ui,
-                            functools.partial(decode, state, ui), said, c.settings | {cmp.second, ui.index, ui.memory},
+                            functools.partial(decode, state, ui), said,
+                            c.settings | {cmp.second, ui.index, ui.memory, ui.handed},
                             decoded, **queued)
     # the round shown moves in place (ui.index, a teach_keys.Shown), one move of a page at a time: never an output
     nav_outputs = [s.view, s.residual, cmp.view, ui.playing, ui.timer, c.play, ui.memory]

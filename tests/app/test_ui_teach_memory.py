@@ -249,3 +249,19 @@ def test_a_prompt_typed_after_a_refresh_is_not_said_to_be_the_last_lessons():
     assert edited.fn({**page, status: typed, c.prompt: saved["prompt"]})[status] == note  # the lesson's prompt again
     handed = "The Chat tab's last message and settings: press **Decode** to step through it round by round."
     assert edited.fn({**page, status: handed})[status] == gr.update()
+
+
+def test_a_refreshs_decode_waiting_as_a_message_is_handed_over_changes_nothing(lesson):
+    """A page refreshed on the Teach tab decodes its remembered run again, in the engine's queue; a message the Chat
+    tab handed over meanwhile (not queued: it lands first) was then buried under the old lesson's round, as Decode's
+    was (teaching.decode): the refresh's decode now sends the page's count of hand-offs too, and runs no model."""
+    from specui.ui.teach_keys import Shown
+
+    ui, _, page, resumed, demo = lesson
+    [resume] = [f for f in demo.fns.values() if f.name == "resumed"]
+    assert ui.handed in resume.inputs
+    _, memory = _stepped(lesson, "++", k=2, max_new=24, seed=1)
+    shown = Shown()
+    shown.handed = 1  # the hand-off answered while the refresh's decode waited; the page sent 0
+    answer = resumed({**page, ui.memory: memory, ui.index: shown, ui.handed: 0})
+    assert ui.run not in answer and ui.memory not in answer and shown.what is None
