@@ -143,6 +143,23 @@ def test_a_tick_just_after_pause_does_not_step(page):
     page.wait_for_function("() => document.querySelector('#step-play').innerText.includes('Play')")
 
 
+def test_a_clicker_steps_the_rounds_with_a_drafter_radio_just_clicked(page):
+    """A presenter who has just clicked a Drafter (the focus left on its radio) steps on with the clicker: keys.js
+    left every key to a focused input, so PageDown and PageUp did nothing until a click elsewhere (F's audit). The
+    arrows stay the radio's own, as browsers have them (they pick the next drafter). Before the tree tests: a tree
+    round's panel open on screen takes the keys."""
+    page.locator("#step-status").click()  # the focus off the last test's buttons
+    go_to(page, 2)
+    page.locator("#teach-drafter input:checked").click()  # the drafter chosen already: no change, the focus there
+    assert page.evaluate("() => document.activeElement.type") == "radio"
+    page.keyboard.press("PageDown")
+    settled(page, 3)
+    page.keyboard.press("PageUp")
+    settled(page, 2)
+    assert page.evaluate("() => document.activeElement.type") == "radio"
+    page.locator("#step-status").click()  # the focus off the radio, whose arrows would pick another drafter
+
+
 def test_the_charts_tool_bars_keep_one_tab_stop_their_download(page):
     """Tab from the step buttons went through every chart's plotly tool bar (eight buttons each); they stay there
     for the mouse, and the keyboard meets one stop a chart, its download as a PNG (none at all left a chart's
@@ -216,17 +233,3 @@ def test_decode_with_a_tree_from_the_keyboard_brings_its_steps_where_the_keys_st
     page.keyboard.press("ArrowRight")
     page.wait_for_selector(f"{step}[data-step='2']", timeout=30_000)
 
-
-def test_a_clicker_steps_the_rounds_with_a_drafter_radio_just_clicked(page):
-    """A presenter who has just clicked a Drafter (the focus left on its radio) steps on with the clicker: keys.js
-    left every key to a focused input, so PageDown and PageUp did nothing until a click elsewhere (F's audit). The
-    arrows stay the radio's own, as browsers have them (they pick the next drafter)."""
-    go_to(page, 2)
-    page.locator("#teach-drafter input:checked").click()  # the drafter chosen already: no change, the focus there
-    assert page.evaluate("() => document.activeElement.type") == "radio"
-    page.keyboard.press("PageDown")
-    settled(page, 3)
-    page.keyboard.press("PageUp")
-    settled(page, 2)
-    assert page.evaluate("() => document.activeElement.type") == "radio"
-    page.locator("#step-status").click()  # the focus off the radio, whose arrows would pick another drafter
