@@ -9,7 +9,7 @@ import re
 from specui import lesson
 from specui.events import GenerationResult, Round
 from specui.settings import DecodeSettings
-from specui.ui import teach_charts, teach_view
+from specui.ui import render, teach_charts, teach_view
 from tests.helpers import char_tokenizer
 
 
@@ -138,7 +138,7 @@ def test_the_tokens_a_round_adds_are_quoted_so_a_space_or_a_line_break_shows():
     assert space.strip() == "" and lt.strip() == "<"
     assert [(kind, text) for kind, _, text in spans] == [("accepted", teach_view.escape_text(repr(space))),
                                                          ("bonus", teach_view.escape_text(repr(lt)))]
-    assert f"token 1 {teach_view.escape_text(repr(space))}" in spans[0][1]
+    assert f"token 1 {render.attribute(repr(space))}" in spans[0][1]  # a tooltip: attribute-escaped (render.py)
     assert "<" not in re.sub(r"</?(span|div)\b", "", html)
 
 
