@@ -64,15 +64,9 @@ def tell_resets(demo: gr.Blocks, config, chat, teach) -> None:
     stop to, for each drafter chosen, as the handlers above set them: a slider's ↺ (and Escape on it) put back
     gradio's first value, the default preset's, where the preset chosen had set another. `chat`, `teach`: the two
     tabs' controls (their preset menu, drafter radio and sliders); the Teach tab's confidence follows no preset."""
-    def k(preset, drafter):
-        return preset.k_for(drafter)
-
-    def confidence(preset, drafter):
-        return preset.confidence_for(drafter)
-
-    followed = ((chat, chat.k, k), (chat, chat.confidence, confidence), (teach, teach.k, k))
+    followed = ((chat, chat.k, "k_for"), (chat, chat.confidence, "confidence_for"), (teach, teach.k, "k_for"))
     values = {slider.elem_id: {"preset": tab.preset.elem_id, "drafter": tab.drafter.elem_id,
-                               "values": {name: {label: min(slider.maximum, value(config.get(name), drafter))
+                               "values": {name: {label: min(slider.maximum, getattr(config.get(name), value)(drafter))
                                                  for drafter, label in LABELS.items()} for name in config.names}}
               for tab, slider, value in followed}
     demo.load(None, None, None, js=f"() => {{ window.specuiPresetValues = {json.dumps(values)}; }}", queue=False,
