@@ -95,6 +95,13 @@ def handed_since(shown: Shown, handed) -> bool:
     return handed is not None and int(handed) != shown.handed
 
 
+def cleared_since(shown: Shown, since: tuple) -> bool:
+    """Whether a hand-off cleared the step shown since a decode began (`since`: `shown`'s moves then and the page's
+    count of hand-offs at the click): its answer then changes nothing. The caller holds `shown`'s lock."""
+    moves, handed = since
+    return handed_since(shown, handed) or (shown.what is None and shown.moves != moves)
+
+
 def unchanged(outputs: list) -> dict:
     """An answer that changes none of `outputs` (gradio reads an empty dict as one value: an error)."""
     return {outputs[0]: gr.update()}

@@ -81,7 +81,7 @@ def tree_panel(controls, *, work, concurrency_id: str = "engine", handed: gr.Num
     panel = _layout()
     panel.handed = handed
     queued = {"concurrency_id": concurrency_id, "concurrency_limit": 1, "api_visibility": "private"}
-    decoded = [panel.trees, panel.pick, panel.status, *panel.shown]
+    decoded = outputs(panel)
     inputs = controls.settings | {panel.width, panel.nodes, panel.step} | ({handed} if handed is not None else set())
     # a refused setting (a drafter that cannot draft trees, too wide a tree) says why in the status line, and the
     # tree and its steps keep what they showed: no red error state over the panel
@@ -142,10 +142,7 @@ def _show_unless_cleared(panel: TreePanel, shown: teach_keys.Shown, since: tuple
     """`show`'s first step of `record`, or None when a hand-off cleared the step shown since (`since`: `shown`'s moves
     as the decode began and the page's count of hand-offs at the click): the caller holds `shown`'s lock
     (`teach_keys.moving`)."""
-    moves, handed = since
-    if teach_keys.handed_since(shown, handed) or (shown.what is None and shown.moves != moves):
-        return None
-    return show(panel, shown, record, 0)
+    return None if teach_keys.cleared_since(shown, since) else show(panel, shown, record, 0)
 
 
 def outputs(panel: TreePanel) -> list:

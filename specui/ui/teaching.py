@@ -264,10 +264,7 @@ def decode(state: TeachState, ui: TeachTab, data: dict, *, at: int = 0) -> dict:
 def _move_unless_cleared(ui: TeachTab, shown: teach_keys.Shown, since: tuple, run, index: int, beside) -> dict | None:
     """`_move_to`, or None when a hand-off cleared the step shown since (`since`: `shown`'s moves as the run began and
     the page's count of hand-offs at the click): the caller holds `shown`'s lock (`teach_keys.moving`)."""
-    moves, handed = since
-    if teach_keys.handed_since(shown, handed) or (shown.what is None and shown.moves != moves):
-        return None
-    return _move_to(ui, shown, run, index, beside)
+    return None if teach_keys.cleared_since(shown, since) else _move_to(ui, shown, run, index, beside)
 
 
 def exported(state: TeachState, run, compared) -> str:
