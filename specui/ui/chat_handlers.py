@@ -258,7 +258,7 @@ def to_teach_outputs(ui, teach) -> list:
     t, s = teach.controls, teach.step
     return [t.prompt, t.preset, t.drafter, t.k, t.confidence, t.temperature, t.penalty, t.max_new, t.seed, t.context,
             s.status, ui.tabs, teach.run, s.view, s.residual, s.theory_tokens, s.theory_speedup, s.measured, s.export,
-            teach.compare.view, teach.playing, teach.timer, t.play, teach.memory]
+            teach.compare.view, teach.timer, t.play, teach.memory]
 
 
 def lesson_cleared(teach, data: dict) -> dict:

@@ -87,7 +87,6 @@ class TeachTab:
     compare: teach_compare.CompareView
     run: gr.State
     index: gr.State  # a `teach_keys.Shown`: the run whose round the step view shows, and that round's index
-    playing: gr.State
     timer: gr.Timer
     memory: gr.BrowserState  # the last decoded run's settings, kept in the browser (teach_memory)
     tree: teach_tree.TreePanel  # the token-tree stepper (a hand-off clears it too: teach_handoff)
@@ -111,7 +110,7 @@ def teaching_tab(showcase, *, concurrency_id: str = "engine", tab: bool = True,
         tree = teach_tree.tree_panel(controls, work=state.work, concurrency_id=concurrency_id, handed=handed)
         gr.Markdown("## Experiments")
         ui = TeachTab(controls=controls, step=step, **teach_experiments.build(), compare=compare,
-                      run=gr.State(None), index=gr.State(teach_keys.Shown()), playing=gr.State(False),
+                      run=gr.State(None), index=gr.State(teach_keys.Shown()),
                       timer=gr.Timer(1.5, active=False),
                       memory=memory if memory is not None else teach_memory.build(), tree=tree, handed=handed)
         _wire(ui, state, concurrency_id, resume=memory is not None)
@@ -123,7 +122,7 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
     queued = {"concurrency_id": concurrency_id, "concurrency_limit": 1, "api_visibility": "private"}
     compared = [cmp.view, cmp.second]  # the comparison itself is kept beside the rounds, in ui.index's Shown
     decoded = [ui.run, s.view, s.residual, s.theory_tokens, s.theory_speedup, s.measured, s.export,
-               s.status, ui.playing, ui.timer, c.play, ui.memory, *compared]
+               s.status, ui.timer, c.play, ui.memory, *compared]
     # a refusal (an empty prompt, a setting out of range) says why in the status line; the rest keeps what it showed
     said = functools.partial(refused, ui)
     # the status line brought into view as Decode starts: on a projector the controls fill the screen, and the run's
@@ -140,7 +139,7 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
                             c.settings | {cmp.second, ui.index, ui.memory, ui.handed},
                             decoded, **queued)
     # the round shown moves in place (ui.index, a teach_keys.Shown), one move of a page at a time: never an output
-    nav_outputs = [s.view, s.residual, cmp.view, ui.playing, ui.timer, c.play, ui.memory]
+    nav_outputs = [s.view, s.residual, cmp.view, ui.timer, c.play, ui.memory]
     # every press of Next and Previous counts, however fast they come (a clicker double-tapped), and the auto-play's
     # ticks are presses among them: one stepping event of a page in flight, its answers in order (teach_keys)
     teach_keys.stepper("step", back=c.prev, on=c.next, tick=c.tick, shown=ui.index,
@@ -158,7 +157,7 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
     # is answered after it (gradio's default, "once", dropped it: "The prompt changed" stayed by the decoded prompt)
     c.prompt.input(functools.partial(prompt_edited, ui), {c.prompt, ui.run, c.context, ui.memory, s.status}, [s.status],
                    trigger_mode="always_last", **NAV)
-    c.play.click(functools.partial(toggle, ui), {ui.run, ui.playing, c.speed}, [ui.playing, ui.timer, c.play], **NAV)
+    c.play.click(functools.partial(toggle, ui), {ui.run, c.play, c.speed}, [ui.timer, c.play], **NAV)
     c.speed.change(lambda seconds: gr.Timer(value=float(seconds)), [c.speed], [ui.timer], **NAV)
     # as in the Chat tab: a preset the user picks brings its drafter, a drafter its own K (`input`: the settings that
     # the Chat tab's "step through it" sets stay as they are)
@@ -378,13 +377,16 @@ def pressed(ui: TeachTab, presses: str, data: dict) -> dict:
 
 
 def toggle(ui: TeachTab, data: dict) -> dict:
-    on = not data[ui.playing] and data[ui.run] is not None
-    return {ui.playing: on, ui.timer: gr.Timer(value=float(data[ui.controls.speed]), active=on),
+    """Play or Pause as the button read when it was clicked (its label, an input), not the opposite of the server's
+    play state it kept: a Pause clicked as the last round's tick ended the auto-play (its answer on its way) turned it
+    back on, and the page, which drops ticks from a Pause click on (keys.js), left it at "Pause" with nothing playing."""
+    on = "Play" in str(data[ui.controls.play]) and data[ui.run] is not None
+    return {ui.timer: gr.Timer(value=float(data[ui.controls.speed]), active=on),
             ui.controls.play: gr.update(value="⏸ Pause" if on else "▶ Play")}
 
 
 def stopped(ui: TeachTab) -> dict:
     """The auto-play off: its timer stopped, the button back to Play."""
-    return {ui.playing: False, ui.timer: gr.Timer(active=False), ui.controls.play: gr.update(value="▶ Play")}
+    return {ui.timer: gr.Timer(active=False), ui.controls.play: gr.update(value="▶ Play")}
 
 

@@ -127,7 +127,7 @@ def test_a_message_handed_over_mid_lesson_leaves_none_of_the_lesson_and_next_dec
     assert shown.what is None and shown.index == 0 and moved.get(teach.run, shown) is None, (shown.index, list(moved))
     assert "Press <b>Decode</b>" in moved[s.view] and "No run yet" in moved[s.measured] and moved[s.export] is None
     assert "prompt lookup is chosen: press Decode" in moved[teach.compare.view]
-    assert moved[teach.playing] is False and "Play" in moved[teach.controls.play]["value"]
+    assert moved[teach.timer].active is False and "Play" in moved[teach.controls.play]["value"]
     assert not moved[s.residual].data and not any(t.name == "measured" for t in moved[s.theory_tokens].data)
     nxt = teaching.decode_first(state, teach, {**teach_form(teach, moved), teach.run: moved[teach.run],
                                                teach.index: shown, teach.compare.second: second})

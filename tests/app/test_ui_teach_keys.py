@@ -104,13 +104,33 @@ def test_a_tick_at_the_last_round_ends_the_auto_play(tab):  # noqa: F811
     def press(presses):
         return asyncio.run(demo.process_api(stepper, _values(stepper, {stepper.inputs[0]: presses}), page))
 
-    page[ui.playing._id] = True
-    assert _round(press("t" * (rounds - 1)), stepper, ui.step.view) == rounds  # still playing: the last round shown
-    assert page[ui.playing._id] is True
+    playing = press("t" * (rounds - 1))
+    assert _round(playing, stepper, ui.step.view) == rounds  # the last round shown, the auto-play still on
+    assert playing["data"][stepper.outputs.index(ui.controls.play)] == gr.update()
     ended = press("t")
-    assert page[ui.playing._id] is False  # a State: kept in the page's session, not sent
     assert ended["data"][stepper.outputs.index(ui.controls.play)]["value"] == "▶ Play"
+    assert ended["data"][stepper.outputs.index(ui.timer)]["active"] is False
     assert _round(ended, stepper, ui.step.view) == rounds
+
+
+def test_play_and_pause_do_what_the_button_said_when_it_was_clicked(tab):  # noqa: F811
+    """A Pause clicked as the last round's tick ended the auto-play (that answer still on its way, so the button
+    still read Pause) turned the auto-play back on: the server flipped its own play state. The page drops ticks from
+    a Pause click on (keys.js), so the button then stayed at Pause with nothing playing (CI, stop 96)."""
+    demo, ui, _ = tab
+    decode, stepper = _events(demo, ui)
+    page = _decoded(demo, ui, decode)
+    play = next(f for f in demo.fns.values() if (ui.controls.play._id, "click") in f.targets)
+
+    def click(label):
+        answer = asyncio.run(demo.process_api(play, _values(play, {ui.controls.play: label, ui.controls.speed: 0.5}),
+                                              page))["data"]
+        return answer[play.outputs.index(ui.controls.play)]["value"], answer[play.outputs.index(ui.timer)]["active"]
+
+    assert click("▶ Play") == ("⏸ Pause", True)
+    asyncio.run(demo.process_api(stepper, _values(stepper, {stepper.inputs[0]: "t" * 99}), page))  # ended: Play
+    assert click("⏸ Pause") == ("▶ Play", False)  # clicked before the page heard it had ended: still paused
+    assert click("⏸ Pause") == ("▶ Play", False) and click("▶ Play") == ("⏸ Pause", True)
 
 
 def test_a_tick_and_presses_at_once_each_move_on_from_the_round_the_other_left(tab):  # noqa: F811
