@@ -24,13 +24,18 @@
   // tab as well: a keyboard can save the chart a mouse can, WCAG 2.1.1) and its arrow keys move between its buttons
   // (Home, End: its first and last), the button moved to becoming the bar's stop; plotly shows the bar while it holds
   // the focus. Zoom in and out, autoscale and reset work from the keys; zoom, pan and select then want a pointer.
-  // Plotly redraws the bar with the chart: done again on every change, the stop kept by its title on the chart
+  // Plotly redraws the bar with the chart: done again on every change, the stop kept by its title for the chart's
+  // place on the page (its block's id, which a redraw keeps)
   const DOWNLOAD = "Download plot";
+  const stops = new Map();  // a chart's block id -> the title of its bar's stop
+  const place = (element) => {
+    const block = element.closest(".js-plotly-plot")?.parentElement?.closest("[id]");
+    return block ? block.id : "";
+  };
   const tabStops = () => {
     for (const bar of document.querySelectorAll(".modebar")) {
       const buttons = [...bar.querySelectorAll(".modebar-btn")];
-      const plot = bar.closest(".js-plotly-plot");
-      const kept = (plot && plot.dataset.specuiTool) || DOWNLOAD;
+      const kept = stops.get(place(bar)) || DOWNLOAD;
       const stop = buttons.find((b) => b.dataset.title === kept) ||
         buttons.find((b) => (b.dataset.title || "").startsWith(DOWNLOAD));
       for (const button of buttons) {
@@ -51,12 +56,36 @@
     event.preventDefault();
     for (const button of buttons) button.setAttribute("tabindex", "-1");
     to.removeAttribute("tabindex");
-    const plot = from.closest(".js-plotly-plot");
-    if (plot) plot.dataset.specuiTool = to.dataset.title || "";
+    if (place(from)) stops.set(place(from), to.dataset.title || "");
     to.focus();
   });
+  // A redraw took the focused button off the page and the focus fell to the page, where → stepped the Teach tab's
+  // rounds (its auto-play redraws the charts each round): the focus goes back to the same button of the bar drawn
+  // in its place. The button the focus is on, unless the focus left it for the page or another element
+  let held = null;
+  document.addEventListener("focusin", (event) => {
+    const button = event.target.closest ? event.target.closest(".modebar-btn") : null;
+    held = button && place(button) ? { button, at: place(button), title: button.dataset.title } : null;
+  });
+  document.addEventListener("focusout", (event) => {
+    const left = held && held.button === event.target ? held : null;
+    setTimeout(() => { if (left && held === left && left.button.isConnected) held = null; }, 0);  // not a redraw
+  });
+  const refocus = () => {
+    if (!held || held.button.isConnected) return;
+    if (document.activeElement && document.activeElement !== document.body) { held = null; return; }
+    const chart = document.getElementById(held.at);
+    const button = chart && [...chart.querySelectorAll(".modebar-btn")].find((b) => b.dataset.title === held.title);
+    if (!button) return;  // its bar not drawn yet: at a later change
+    for (const other of button.closest(".modebar").querySelectorAll(".modebar-btn")) {
+      other.setAttribute("tabindex", "-1");
+    }
+    button.removeAttribute("tabindex");  // the bar's stop, as the arrows left it
+    button.focus({ preventScroll: true });
+  };
   let due = null;
   window.specuiWatch(() => {  // watch.js: the page changed
+    refocus();
     if (due === null) due = setTimeout(() => { due = null; label(); tabStops(); }, 250);
   });
   label();

@@ -194,6 +194,14 @@ def test_the_charts_tool_bars_keep_one_tab_stop_their_download(page):
     settled(page, 4)
     page.keyboard.press("PageDown")  # a clicker's key still steps
     settled(page, 5)
+    # the step redrew the charts (auto-play does so each round): the focus stays on the same button of its bar,
+    # where → moves on (it fell to the page, and → stepped a round)
+    focused = "() => document.activeElement.closest('.modebar') && document.activeElement.dataset.title"
+    page.wait_for_function(f"({focused})() === {title!r}", timeout=10_000)
+    page.keyboard.press("ArrowRight")
+    moved = page.evaluate(focused)
+    assert moved and moved != title, moved
+    settled(page, 5)
 
 
 def test_the_tree_step_through_counts_every_press(page):
