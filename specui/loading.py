@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import numbers
 import os
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from collections.abc import Callable
@@ -102,8 +103,32 @@ def load_pair(preset: Preset, *, progress: Callable[[str], None] | None = None, 
     threads) are not safe: with transformers 5.x a tied output layer came out untied and newly initialised (the load
     report's "lm_head.weight MISSING": a silently different target), and the lazy `from transformers import ...` of
     two threads at once raised ImportError."""
-    say = progress or (lambda _msg: None)
+    _refuse_within(_LOADS, f"load_pair({preset.name!r})")
+    say = _told(progress)
     return in_turn(_LOADS, say, lambda: _load_pair(preset, say, checked=checked))
+
+
+_SAYING = threading.local()  # `line`: the status line a load's progress function is being given on this thread
+
+
+def _told(progress: Callable[[str], None] | None) -> Callable[[str], None]:
+    """`progress` (None: quiet), noting on this thread the line it is being given (for `_refuse_within`)."""
+    def say(line: str) -> None:
+        before, _SAYING.line = getattr(_SAYING, "line", None), line
+        try:
+            progress(line)
+        finally:
+            _SAYING.line = before
+    return (lambda _msg: None) if progress is None else say
+
+
+def _refuse_within(turn: LoadTurn, asked: str) -> None:
+    """A LoadError, which the app shows as a load's failure, when this thread holds `turn`: a load asked for by the
+    progress function of a load on this thread would wait for itself (`in_turn` refuses it: a plain RuntimeError)."""
+    if turn.owner == threading.get_ident():
+        raise LoadError(f"{asked} was called within another load on the same thread (from its progress function, as "
+                        f"it was given {getattr(_SAYING, 'line', None)!r}): it would wait for itself. Load one after "
+                        "the other: note in the progress function what to load, and load it once the first returned")
 
 
 def _load_pair(preset: Preset, say: Callable[[str], None], *, checked: bool) -> LoadedPair:
@@ -255,11 +280,7 @@ def _model_kwargs(preset: Preset, *, quantization: str, revision, device, device
 
         kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=quantization == "4bit",
                                                            load_in_8bit=quantization == "8bit")
-        kwargs["device_map"] = device_map or pick_device(device)
-    elif device_map:
-        kwargs["device_map"] = device_map
-    else:
-        kwargs["device_map"] = pick_device(device)
+    kwargs["device_map"] = device_map or pick_device(device)
     return kwargs
 
 
@@ -279,7 +300,9 @@ class PairCache:
 
     def get(self, preset: Preset, *, progress: Callable[[str], None] | None = None) -> LoadedPair:
         """`preset`'s pair, loaded if need be, after any other load through this cache (a visitor's, the preload)."""
-        return in_turn(self._lock, progress or (lambda _msg: None), lambda: self._get(preset, progress))
+        _refuse_within(self._lock, f"PairCache.get({preset.name!r})")
+        progress = _told(progress)
+        return in_turn(self._lock, progress, lambda: self._get(preset, progress))
 
     def _get(self, preset: Preset, progress: Callable[[str], None] | None) -> LoadedPair:
         if preset.name in self._pairs:

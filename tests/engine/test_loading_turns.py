@@ -14,6 +14,7 @@ import pytest
 
 from specui import loading, turns
 from specui.loading import PairCache
+from specui.presets import load_config
 from tests.engine.test_loading import hub  # noqa: F401 (the fixture: local folders of tiny models)
 
 WAITING = "Waiting for another model's load to finish"
@@ -197,3 +198,36 @@ def test_a_load_asked_for_within_a_load_on_its_own_thread_is_refused(hub):  # no
         assert asked and not taken(cache._lock.lock) and not taken(loading._LOADS.lock)
         assert list(cache._pairs) == []
     assert cache.get(hub.get("llama")).target is not None and list(cache._pairs) == ["llama"]
+
+
+def test_a_load_asked_for_while_its_thread_waits_for_anothers_load_is_refused_with_a_load_error():
+    """`PairCache.get` from a progress function told WAITING (this thread holds the cache's turn and waits for the
+    process's, which another thread holds) raised `in_turn`'s plain RuntimeError, outside the load's own LoadError
+    wrapping: the app did not show it as a load's failure. Now a LoadError that names the call and the line. No model
+    loads: the refusal comes before any."""
+    cache, preset = PairCache(capacity=1), load_config().get("bundled")
+    holding, go = threading.Event(), threading.Event()
+
+    def other_load():  # another thread's load, holding the process's turn
+        with loading._LOADS.lock:
+            holding.set()
+            go.wait(30)
+
+    other = threading.Thread(target=other_load)
+    other.start()
+    told: list[str] = []
+
+    def progress(line):
+        told.append(line)
+        cache.get(preset)  # a second load, asked for within this thread's own
+
+    try:
+        assert holding.wait(30)
+        with pytest.raises(loading.LoadError, match="within another load on the same thread") as refused:
+            cache.get(preset, progress=progress)
+    finally:
+        go.set()
+        other.join(30)
+    assert told == [WAITING]
+    assert "PairCache.get('bundled')" in str(refused.value) and repr(WAITING) in str(refused.value)
+    assert not taken(cache._lock.lock) and cache._lock.owner is None and list(cache._pairs) == []
