@@ -183,7 +183,9 @@ class PromptCache:
         The cache may hold more: tokens accepted after an EOS inside a block, which the run dropped, or a
         forward's rows when a run failed inside a round; positions before len(context) hold context tokens.
         A drafter's state is kept for the next turn when it has one to keep (`keep()`); a plain run leaves
-        the last one."""
+        the last one. Its pool (`specui.cache_pool`) hears before the cache is free: a Ctrl-C that cuts the telling
+        short leaves the cache held, and its run then forgets the conversation (the engine's `let_go`), so a free cache
+        never holds more than its pool was told (it heard late, at the next pick, when it was told after)."""
         try:
             if self.lm is not None and self.lm.length > len(context):
                 self.lm.trim(len(context))
@@ -194,14 +196,14 @@ class PromptCache:
             else:
                 kept = self.drafter_state
             self.tokens, self._kept = context, (kept, 0)  # what a run was lent is kept again, or gone: one store
+            pool = self.pool() if self.pool is not None else None
+            if pool is not None:  # it may have grown: the pool makes room, older caches first
+                pool.used(self)
         except BaseException:  # a drafter's keep() that raised, Ctrl-C: the cache is given back empty
             self._drop()
             raise
         with self._guard:
             self._busy, self._holder = False, None
-        pool = self.pool() if self.pool is not None else None
-        if pool is not None:  # it may have grown: the pool makes room, older caches first
-            pool.used(self)
 
 
 def open_target(cache: PromptCache | None, model: torch.nn.Module, prompt: list[int], features: tuple[int, ...],
