@@ -11,9 +11,9 @@
     address.searchParams.set("tab", name);
     window.history.replaceState(window.history.state, "", address);
   };
-  new MutationObserver((changes) => {
+  window.specuiWatch((changes) => {  // watch.js: an element's aria-selected changed
     for (const change of changes) {
       if (change.target.matches && change.target.matches("button[role=tab][data-tab-id]")) write(change.target);
     }
-  }).observe(document.body, { attributes: true, attributeFilter: ["aria-selected"], subtree: true });
+  }, "aria-selected");
 }

@@ -43,7 +43,7 @@ from specui.ui.theme import PLOT_MIN_WIDTH, page_theme
 
 log = logging.getLogger("specui.ui")
 CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
-# the page's script: one watcher of the page's changes (watch.js: keys, charts, frames), "Copy reply" buttons
+# the page's script: one watcher of the page's changes (watch.js: keys, address, charts, frames), "Copy reply" buttons
 # (copy.js), a tapped token's p and q (tokens.js), the keys (keys.js: the Teach tab's steps, a slider's Enter, Escape;
 # chat_keys.js: the prompt box's focus after Send, Escape in it to stop), the address's tab (address.js), each chart
 # named (charts.js), the frames of a streamed reply the page has drawn (frames.js: `pages.Pages`)
