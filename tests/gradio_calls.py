@@ -74,3 +74,18 @@ def wait_quiet(page, *, quiet_ms: int = QUIET_MS, timeout_ms: int = 60_000) -> N
             raise AssertionError(f"gradio calls still open after {timeout_ms} ms: {sorted(r.url for r in calls)}"
                                  f"{' (an event pending on the server)' if waiting else ''}")
         page.wait_for_timeout(100)  # playwright delivers the request events while it waits
+
+
+def chat_call(client, prompt: str, **named):
+    """The app's `/chat` event submitted through `gradio_client` (`client`): the prompt, then every control the event
+    reads at the value the page opens with, those in `named` (by elem_id, '-' written '_': num_draft_tokens=4,
+    max_new_tokens=16) instead. Returns the job. A control added to the page takes its default here, where a call of
+    positional values broke."""
+    dependency = next(d for d in client.config["dependencies"] if d.get("api_name") == "chat")
+    components = {c["id"]: c for c in client.config["components"]}
+    controls = [components[i] for i in dependency["inputs"] if components[i]["type"] != "state"]  # states: the server's
+    names = [c["props"].get("elem_id", "").replace("-", "_") for c in controls]
+    if unknown := sorted(set(named) - set(names)):
+        raise TypeError(f"/chat has no control {unknown}; it reads {names}")
+    values = {**{n: c["props"].get("value") for n, c in zip(names, controls)}, **named, "prompt": prompt}
+    return client.submit(*(values[n] for n in names), api_name="/chat")

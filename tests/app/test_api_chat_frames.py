@@ -12,6 +12,7 @@ import pytest
 from specui.loading import PairCache
 from specui.ui.session import Showcase
 from tests.app.test_app_client import PROMPT
+from tests.gradio_calls import chat_call
 from tests.helpers import served_app, ui_config
 
 pytestmark = pytest.mark.slow  # serves the app on the bundled pair
@@ -24,10 +25,7 @@ def test_an_api_client_of_the_chat_event_gets_no_frame_mark():
     showcase = Showcase(config, PairCache(), text_interval=0)  # a frame each round: many in-between values
     with served_app(config, showcase=showcase) as url:
         client = gradio_client.Client(url, verbose=False)
-        # preset, drafter, K, adaptive, confidence, temperature, top-p, top-k, penalty, max new, seed, compare, arena,
-        # tree width and nodes (no tree), system prompt (none), as test_app_client's test of /chat
-        job = client.submit(PROMPT, None, "draft model", 4, False, 0.0, 0.0, 1.0, 0, 1.0, 32, 0, False, False, 1, 0,
-                            "", api_name="/chat")
+        job = chat_call(client, PROMPT, num_draft_tokens=4, max_new_tokens=32)  # greedy, no tree: the page's defaults
         outputs = list(job)
     streamed = [o for o in outputs if "tok-" in json.dumps(o)]
     assert len(streamed) >= 3, "too few frames to tell"  # tokens in several frames, the last included

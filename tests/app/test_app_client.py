@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import pytest
 
+from tests.gradio_calls import chat_call
 from tests.helpers import ROOT, served_app, ui_config
 
 pytestmark = pytest.mark.slow  # serves the app on the bundled pair
@@ -201,10 +202,7 @@ def test_concurrent_visitors_get_their_own_runs(app, client):
 
 
 def test_the_chat_event_streams_frames(client):
-    # preset, drafter, K, adaptive, confidence, temperature, top-p, top-k, penalty, max new, seed, compare, arena,
-    # tree width and nodes (no tree), system prompt (none)
-    job = client.submit(PROMPT, None, "draft model", 4, False, 0.0, 0.0, 1.0, 0, 1.0, 16, 0, False, False, 1, 0, "",
-                        api_name="/chat")
+    job = chat_call(client, PROMPT, num_draft_tokens=4, max_new_tokens=16)  # the page's other defaults: greedy, no tree
     outputs = list(job)
     assert len(outputs) >= 2  # a loading frame, then tokens
     chat = outputs[-1][0]
