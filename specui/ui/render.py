@@ -5,9 +5,10 @@ token such as `<img src=x onerror=alert(1)>` is shown as text and never becomes 
 is one line of HTML (newlines and tabs become character references), so a markdown renderer cannot
 split it into blocks, and `white-space: pre-wrap` in a monospace font shows code exactly.
 
-Each emitted token is a `<span class="tok tok-{kind}" title="...">` whose tooltip gives the target
+Each emitted token is a `<span class="tok tok-{kind}" value="...">` whose tooltip gives the target
 probability p, the draft probability q and the acceptance probability; rejected drafts are
-`tok-rejected` spans (hidden unless the chat has the `show-rejected` class).
+`tok-rejected` spans (hidden unless the chat has the `show-rejected` class). The tooltip is sent short (`tip_value`:
+its figures alone) and written out by the page's script (tokens.js) as the token is hovered or focused.
 """
 
 from __future__ import annotations
@@ -121,6 +122,29 @@ def tooltip(view: TokenView) -> str:
     return " · ".join(parts)
 
 
+COPIED = "copied from the context"  # the notes of `round_views`, each a letter in `tip_value` (tokens.js's NOTES)
+UNDRAFTED = "nothing was drafted this round: the target's own token"
+REJECTED_HERE, DISCARDED = "rejected here", "discarded after the rejection"
+NOT_NEEDED = "discarded after the rejection (p never needed)"
+NOTE_CODES = {COPIED: "c", UNDRAFTED: "u", REJECTED_HERE: "r", DISCARDED: "d", NOT_NEEDED: "n"}
+PRINTABLE_ASCII = re.compile(r"[ -~\n\t]*")  # a text whose repr tokens.js writes from the span's own text
+
+
+def tip_value(view: TokenView) -> str | None:
+    """`tooltip(view)` sent short, as the span's `value` (the chat's sanitiser drops `data-` attributes): its figures
+    as the tooltip writes them, space-separated (p, q, the acceptance probability, the token id, a letter per note of
+    `NOTE_CODES`) and, for a text other than printable ASCII, its repr. The page's script (tokens.js) writes the
+    tooltip from them, the kind's label from the class, the repr from the span's text, the special token's or a
+    part's note from its class, as the token is hovered, focused or tapped: a reply's frames were 80% tooltips, every
+    one sent again with each frame. None: a note that has no letter (the span keeps its `title`)."""
+    codes = [NOTE_CODES.get(part) for part in view.note.split(" · ")] if view.note else []
+    if None in codes:
+        return None
+    fields = [_num(view.p), _num(view.q), _num(view.accept, 3), "" if view.token_id is None else str(view.token_id),
+              "".join(codes)]
+    return " ".join(fields if PRINTABLE_ASCII.fullmatch(view.text) else [*fields, repr(view.text)])
+
+
 def part_class(text: str, *, special: bool = False) -> str:
     """" tok-part" (`PART_CLASS`) for a token that holds part of a character, whose text is "" until a later token
     completes the character (`specui.text.TokenText`): style.css shows `PART_SHOWN` for it, where an empty span
@@ -129,12 +153,14 @@ def part_class(text: str, *, special: bool = False) -> str:
 
 
 def token_span(view: TokenView, *, style: str = "", shown: str | None = None) -> str:
-    """One token's span: its kind's class and its tooltip, showing its text (or `shown`: the Teach tab quotes it)."""
+    """One token's span: its kind's class and its tooltip, showing its text (or `shown`: the Teach tab quotes it,
+    its tooltip a `title` written out)."""
     style_attr = f' style="{style}"' if style else ""
     special = " tok-special" if view.special else ""
     part = part_class(view.text, special=view.special) if shown is None else ""
-    return (f'<span class="tok tok-{html.escape(view.kind)}{special}{part}" '
-            f'title="{attribute(tooltip(view))}"{style_attr}>'
+    short = tip_value(view) if shown is None else None
+    tip = f'value="{attribute(short)}"' if short is not None else f'title="{attribute(tooltip(view))}"'
+    return (f'<span class="tok tok-{html.escape(view.kind)}{special}{part}" {tip}{style_attr}>'
             f'{escape_text(closed_bidi(view.text) if shown is None else shown)}</span>')
 
 
@@ -234,7 +260,8 @@ def render_race(lanes: Sequence[tuple[str, Sequence[TokenView], float]], *, nonc
     longest = max(total for _, _, total in lanes) or 1.0
     rows = []
     for title, views, total in lanes:
-        spans = "".join(token_span(v, style=f"animation-delay:{v.time_s:.3f}s") for v in views if v.kind != Kind.REJECTED)
+        spans = "".join(token_span(v, style=f"animation-delay:{v.time_s:.3f}s")
+                        for v in views if v.kind != Kind.REJECTED)
         width = 100.0 * total / longest
         rows.append(
             f'<div class="race-lane"><div class="race-label">{escape_text(title)}</div>'
@@ -254,9 +281,9 @@ def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], 
     draft's text without adding it; `special`: the tokenizer's special ids (their views are marked).
     """
     views = []
-    copied = "copied from the context" if round_.copied else ""  # the model + lookup drafter
+    copied = COPIED if round_.copied else ""  # the model + lookup drafter
     # a round that drafted nothing (prompt lookup without a match, a budget's last token): its bonus is the target's
-    undrafted = "nothing was drafted this round: the target's own token" if not round_.drafted else ""
+    undrafted = UNDRAFTED if not round_.drafted else ""
     for token in round_.emitted():
         if token.kind == Kind.RESAMPLED:  # the rejected draft and the discarded ones after it, first
             for d in round_.positions():
@@ -265,9 +292,9 @@ def round_views(round_, text: Callable[[int], str], peek: Callable[[int], str], 
                         text=peek(d.token_id).removesuffix(PARTIAL),  # part of a character: shown as one
                         kind=Kind.REJECTED, p=d.target_prob, q=d.draft_prob,
                         accept=d.accept_prob, token_id=d.token_id, time_s=time_s, special=d.token_id in special,
-                        note=" · ".join(filter(None, ["rejected here" if d.check == Check.REJECTED
-                                                      else "discarded after the rejection" if d.target_prob is not None
-                                                      else "discarded after the rejection (p never needed)", copied]))))
+                        note=" · ".join(filter(None, [REJECTED_HERE if d.check == Check.REJECTED
+                                                      else DISCARDED if d.target_prob is not None
+                                                      else NOT_NEEDED, copied]))))
         views.append(TokenView(text=text(token.token_id), kind=token.kind, p=token.target_prob, q=token.draft_prob,
                                accept=token.accept_prob, token_id=token.token_id, time_s=time_s,
                                special=token.token_id in special,

@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 
 from tests.helpers import app_page, require_browser, ui_config
-from tools.screenshot import launch_chromium, run_prompt, set_number
+from tools.screenshot import run_prompt, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -82,30 +82,19 @@ def test_a_bidi_override_in_a_token_reverses_its_own_token_alone():
     """A token that opens a right-to-left override (U+202E) and never closes it had reversed every later token on its
     line: "one two three" read "eerht owt eno", each colour over another token's letters. In the app's stylesheet, the
     reply's tokens (render_tokens) and an arena's (credit_span) keep their order."""
-    require_browser()
-    from pathlib import Path
-
-    from playwright.sync_api import sync_playwright
-
     from specui.arena import Credit
     from specui.events import Kind
     from specui.ui.render import TokenView, credit_span, render_tokens
+    from tests.app.test_browser_token_tips import static_page
 
-    css = (Path(__file__).resolve().parents[2] / "specui" / "ui" / "style.css").read_text(encoding="utf-8")
     kinds = (Kind.ACCEPTED, Kind.RESAMPLED, Kind.ACCEPTED, Kind.BONUS, Kind.ACCEPTED)
     texts = ("abc ", "x\u202e", "one ", "two ", "three")
     reply = render_tokens([TokenView(text, kind) for text, kind in zip(texts, kinds)])
     lane = "".join(credit_span(text, Credit(index=i, token_id=i, kinds={"eagle": kind}), {})
                    for i, (text, kind) in enumerate(zip(texts, kinds)))
-    with sync_playwright() as p:
-        browser = launch_chromium(p)
-        try:
-            page = browser.new_page(viewport={"width": 390, "height": 300})
-            page.set_content(f"<style>{css}</style><div id=reply>{reply}</div>"
-                             f"<div id=lane class=specui-text>{lane}</div>")
-            for block in ("#reply", "#lane"):
-                lefts = page.evaluate(f"() => [...document.querySelectorAll('{block} .tok')].map("
-                                      "e => e.getBoundingClientRect().left)")
-                assert lefts == sorted(lefts), (block, lefts)  # each token after the one before it
-        finally:
-            browser.close()
+    with static_page(f"<div id=reply>{reply}</div><div id=lane class=specui-text>{lane}</div>", width=390,
+                     height=300) as page:
+        for block in ("#reply", "#lane"):
+            lefts = page.evaluate(f"() => [...document.querySelectorAll('{block} .tok')].map("
+                                  "e => e.getBoundingClientRect().left)")
+            assert lefts == sorted(lefts), (block, lefts)  # each token after the one before it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from dataclasses import replace
 from html.parser import HTMLParser
 
 import pytest
@@ -28,7 +29,7 @@ class Spans(HTMLParser):
         attrs = dict(attrs)
         self.tags.append((tag, attrs))
         if tag == "span" and "tok" in attrs.get("class", "").split():
-            self._in = {"class": attrs["class"], "title": attrs.get("title"), "text": ""}
+            self._in = {"class": attrs["class"], "title": attrs.get("title"), "value": attrs.get("value"), "text": ""}
             self.tokens.append(self._in)
 
     def handle_endtag(self, tag):
@@ -81,19 +82,21 @@ def test_injection_token_and_prompt_render_as_text():
 
 def test_token_text_in_the_tooltip_is_escaped_too():
     view = render.TokenView(text='"><script>alert(1)</script>', kind="bonus", p=0.5, token_id=1)
-    parsed = parse(render.token_span(view))
+    parsed = parse(render.token_span(view, shown="x"))  # the Teach tab's: its tooltip written out, as a title
     assert [tag for tag, _ in parsed.tags] == ["span"]
     assert "<script>" in parsed.tokens[0]["title"]  # as text inside the attribute
+    short = parse(render.token_span(replace(view, text="é" + view.text)))  # a reply's: its repr in the value
+    assert [tag for tag, _ in short.tags] == ["span"] and "<script>" in short.tokens[0]["value"]
 
 
 def test_a_special_token_is_marked_as_one():
     """An end-of-turn token is one of the run's tokens (the target chose it; it may be an accepted draft): it shows,
     small, with a tooltip that says it is not text."""
-    end = parse(render.token_span(render.TokenView(text="<|im_end|>", kind="accepted", p=0.9, q=0.8, token_id=2,
-                                                   special=True)))
-    word = parse(render.token_span(render.TokenView(text="Paris", kind="accepted", token_id=3)))
-    assert "tok-special" in end.tokens[0]["class"] and "tok-special" not in word.tokens[0]["class"]
-    assert "a special token" in end.tokens[0]["title"] and "special" not in word.tokens[0]["title"]
+    end_view = render.TokenView(text="<|im_end|>", kind="accepted", p=0.9, q=0.8, token_id=2, special=True)
+    word_view = render.TokenView(text="Paris", kind="accepted", token_id=3)
+    end, word = parse(render.token_span(end_view)), parse(render.token_span(word_view))
+    assert "tok-special" in end.tokens[0]["class"] and "tok-special" not in word.tokens[0]["class"]  # tokens.js: a note
+    assert "a special token" in render.tooltip(end_view) and "special" not in render.tooltip(word_view)
 
 
 # -- token spans ------------------------------------------------------------------------------------
@@ -106,7 +109,8 @@ def test_each_kind_is_a_span_with_its_class_and_a_tooltip_giving_p_q_and_accepta
     token = parse(render.render_tokens([view])).tokens[0]
     assert f"tok-{kind}" in token["class"].split()
     assert token["text"] == " x"
-    title = token["title"]
+    assert token["value"] == render.tip_value(view) and token["title"] is None  # tokens.js writes the title out
+    title = render.tooltip(view)
     assert "p (target) = 0.1235" in title
     assert ("q (draft) = 0.5000" if kind != "plain" else "q (draft) = –") in title
     assert "accept prob" in title and ("0.250" in title if view.accept is not None else "= –" in title)

@@ -47,12 +47,12 @@ def test_a_token_that_holds_part_of_a_character_shows_a_placeholder_that_says_so
     # none an empty span (style.css draws render.PART_SHOWN for a tok-part one: seen, but no text), no U+FFFD
     assert all(s["text"] or render.PART_CLASS in s["class"] for s in spans)
     assert not any("\ufffd" in s["text"] for s in spans)
-    partial = [s for s, v in zip(spans, views) if not v.text]
+    partial = [s for s, v in zip(spans, views) if not v.text]  # their tooltips' note: tokens.js's, for the class
     assert partial and all(s["text"] == "" and render.PART_CLASS in s["class"].split()
-                           and render.PART_NOTE in s["title"] for s in partial)
+                           and render.PART_NOTE in render.tooltip(v) for s, v in zip(spans, views) if not v.text)
     assert any("tok-rejected" in s["class"] for s in partial)  # the rejected half emoji, as one too
-    whole = [s for s, v in zip(spans, views) if v.text]
-    assert not any(render.PART_NOTE in s["title"] or render.PART_CLASS in s["class"] for s in whole)
+    assert not any(render.PART_NOTE in render.tooltip(v) or render.PART_CLASS in s["class"]
+                   for s, v in zip(spans, views) if v.text)
     reply = runs.reply(views, None)
     assert reply == TEXT  # the reply's text: every character once, the rejected draft left out
     copy = render.render_copy(reply)  # the copy button's hidden text holds it byte for byte
