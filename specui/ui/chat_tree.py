@@ -48,7 +48,7 @@ class TreeView:
 
 def tree_view() -> TreeView:
     """The view's components, in an accordion, inside the current `gr.Blocks`."""
-    with gr.Accordion("Token trees: one round's tree, node by node", open=False, elem_id="tree-view"):
+    with gr.Accordion("Token trees: a tree round, node by node", open=False, elem_id="tree-view"):
         note = gr.Markdown(EMPTY_NOTE, elem_id="tree-note")
         pick = gr.Dropdown([], value=None, label="Round", interactive=True, elem_id="tree-round")
         plot = gr.Plot(tree_figure(), elem_id="chart-tree", show_label=False)

@@ -152,7 +152,7 @@ def test_arena_mode(app):
 def test_the_token_trees_panel(app):
     page = _page(app)
     _replied(page, **{"tree-width": 2})
-    page.locator("#tree-view").get_by_text("Token trees: one round's tree").first.click()
+    page.locator("#tree-view").get_by_text("Token trees: a tree round").first.click()
     page.wait_for_selector("#chart-tree .scatterlayer .point", timeout=30_000)
     assert_clean(page)
     page.close()

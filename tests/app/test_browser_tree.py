@@ -36,7 +36,7 @@ def test_a_tree_run_fills_the_tree_view():
             page.locator("#chat-export a").first.click()
         settings = json.loads(Path(download.value.path()).read_text(encoding="utf-8"))["settings"]
         assert settings["repetition_penalty"] == 1.3 and settings["tree_width"] == 2  # the sliders reached the run
-        page.locator("#tree-view").get_by_text("Token trees: one round's tree").first.click()  # open the accordion
+        page.locator("#tree-view").get_by_text("Token trees: a tree round").first.click()  # open the accordion
         page.wait_for_function("() => /tree rounds/.test(document.querySelector('#tree-note')?.textContent || '')",
                                timeout=30_000)
         page.wait_for_selector("#chart-tree .scatterlayer .point", timeout=30_000)
