@@ -1,8 +1,7 @@
-"""`python -m specui.bench`'s command line: options, prompts, the environment, and `main`."""
+"""`python -m specui.bench`'s run: prompts, the environment, and `main` (its flags: specui.bench.flags)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import torch
@@ -11,149 +10,20 @@ from specui import chat_prompts
 from specui.arena import PLAIN, can_draft, skip_reason
 from specui.bench import arena as bench_arena
 from specui.bench import conversation as bench_conversation
-from specui.bench.prompts import builtin_prompts, read_prompt_texts, tokenize_prompts
-from specui.bench.record import environment, json_path_problem, provenance, show, started, write_json
-from specui.command_line import READER_LEFT, check_preset, refuse, refuse_empty, refuse_greedy_seed
+from specui.bench.flags import (  # noqa: F401 (parse_args, as_flags and the defaults are the command line's, here too)
+    ALL, DEFAULT_PROMPTS, PROG, PROMPT_TOKENS, TIMING_SAMPLES, as_flags, parse_args, too_few_turns)
+from specui.bench.prompts import builtin_prompts, tokenize_prompts
+from specui.bench.record import environment, provenance, show, write_json
+from specui.command_line import READER_LEFT, check_preset, refuse
 from specui.bench.report import format_table
-from specui.bench.run import (
-    DEFAULT_PROMPTS,
-    PROMPT_TOKENS,
-    TIMING_SAMPLES,
-    Methods,
-    Plan,
-    constant_assistant_schedule,
-    measure_costs,
-    plan_arms,
-    run_prompts,
-    summarise,
-)
-from specui.drafters import DRAFTER_NAMES, HEAD_DRAFTERS, MODEL_DRAFTERS, PROMPT_LOOKUP
+from specui.bench.run import (Methods, Plan, constant_assistant_schedule, measure_costs, plan_arms, run_prompts,
+                              summarise)
+from specui.drafters import HEAD_DRAFTERS, MODEL_DRAFTERS, PROMPT_LOOKUP
 from specui.loading import load_pair
-from specui.presets import ConfigError, load_config, with_pair
-from specui.settings import DecodeSettings, SettingsError, reworded
+from specui.presets import load_config, with_pair
+from specui.settings import DecodeSettings
 
-PROG = "python -m specui.bench"
-ALL = "all"  # --drafter all: plain decoding and every drafter of the preset
 MORE_PROMPTS = 'give --prompts FILE (JSON Lines, one {"prompt": "..."} a line) with more'
-# DecodeSettings' fields that are flags here of the same name (top_p: --top-p)
-SETTINGS_FLAGS = ("max_new_tokens", "num_draft_tokens", "temperature", "top_p", "top_k", "seed", "repetition_penalty",
-                  "tree_width", "tree_nodes", "draft_confidence", "drafter")
-
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=PROG,
-                                description="specui's engine against transformers' own generation, on the same "
-                                            "prompts.")
-    p.add_argument("--preset", default=None, help="a preset of models.yaml (default: its default)")
-    p.add_argument("--config", default=None, help="the models.yaml to read (default: specui's own, beside its app.py)")
-    p.add_argument("--target", default=None, help="a pair not in models.yaml: its target (a local folder, a .gguf "
-                                                  "file or a Hugging Face Hub id), in place of --preset")
-    p.add_argument("--draft", default=None, help="with --target: its draft model (a folder, a .gguf file or a Hub id; "
-                                                 "without one, prompt lookup drafts)")
-    p.add_argument("--chat", action="store_true", help="with --target: prompts in the target's chat template")
-    p.add_argument("--prompts", default=None,
-                   help='JSON Lines file, one {"prompt": "..."} per line (default: the held-out chat and code prompts '
-                        'of specui.chat_prompts for a chat preset, else held-out stdlib test code)')
-    p.add_argument("--num-prompts", type=int, default=None,
-                   help=f"how many prompts: the first N of the built-in ones (default: {DEFAULT_PROMPTS}; there are 16 "
-                        "held-out chat prompts) or, with --prompts, the first N of the file's (default: all of them); "
-                        "not with --turns, whose N turns are the first N prompts")
-    p.add_argument("--prompt-tokens", type=int, default=None,
-                   help=f"length of each built-in stdlib prompt, in tokens (default: {PROMPT_TOKENS}; not for a chat "
-                        "preset's prompts or a --prompts file's, which run as written)")
-    p.add_argument("--max-new-tokens", type=int, default=128,
-                   help="tokens decoded per run (default: %(default)s)")
-    p.add_argument("-k", "--num-draft-tokens", type=int, default=None, metavar="K",
-                   help="K (default: the preset's; with --drafter all or a head, each drafter's own K from the "
-                        "preset's drafter_tokens)")
-    p.add_argument("--draft-confidence", type=float, default=None,
-                   help="a round stops drafting once the draft's confidence (the product of its top probabilities) "
-                        "falls below this; K is then the most it drafts (default: the preset's draft_confidence, 0 "
-                        "with token trees; 0 = always K)")
-    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
-    p.add_argument("--top-p", type=float, default=1.0, help="with --temperature: nucleus sampling (1 = off)")
-    p.add_argument("--top-k", type=int, default=0, help="with --temperature: the k most likely tokens only (0 = off)")
-    p.add_argument("--repetition-penalty", type=float, default=1.0,
-                   help="transformers' repetition penalty on the target's logits (1 = off; greedy or sampled)")
-    p.add_argument("--tree-width", type=int, default=1,
-                   help="token trees: children per expanded node (1 = one chain of K drafts, the default)")
-    p.add_argument("--tree-nodes", type=int, default=0,
-                   help="token trees: 0 = the static tree to depth K, N = the dynamic (EAGLE-2) tree keeping N nodes")
-    p.add_argument("--drafter", choices=(*DRAFTER_NAMES, ALL), default=None, metavar="NAME|all",
-                   help=f"a drafter of the preset ({', '.join(DRAFTER_NAMES)}; default: the preset's), or {ALL}: "
-                        "plain decoding and every drafter of the preset, side by side")
-    p.add_argument("--turns", type=int, default=0,
-                   help="N > 0: a conversation of N turns (the first N prompts as successive messages), each turn "
-                        "decoded afresh and with the conversation's cache (specui.prompt_cache), side by side")
-    p.add_argument("--repeats", type=int, default=3,
-                   help="timed runs of each method per prompt, the median kept (default: %(default)s)")
-    p.add_argument("--warmup", type=int, default=1,
-                   help="untimed runs of each method per prompt first (default: %(default)s)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: the preset's `threads`, else torch's choice)")
-    p.add_argument("--prompt-threads", type=int, default=None,
-                   help="torch CPU threads while specui's engine reads a prompt (default: the preset's "
-                        "`prompt_threads`, else --threads)")
-    p.add_argument("--cost-samples", type=int, default=None,
-                   help=f"timed one-token forwards of each model for c, the median kept (default: {TIMING_SAMPLES}; "
-                        "only a run of one drafter that is no head against plain decoding and transformers measures c)")
-    p.add_argument("--seed", type=int, default=0, help="the runs' seed (default: %(default)s)")
-    p.add_argument("--json", default=None, help="also write the results as one JSON object to this file")
-    args = p.parse_args(argv)
-    refuse_empty(p, args, "preset", "config", "target", "draft", "prompts", "json")
-    if args.prompt_tokens is not None and args.prompts:  # it was ignored: the file's prompts run as written
-        p.error("--prompt-tokens sets the built-in prompts' length; --prompts runs the file's prompts as written")
-    for name in ("max_new_tokens", "repeats", "num_prompts", "prompt_tokens", "cost_samples"):  # None: the default
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1")
-    for name in ("num_draft_tokens", "threads", "prompt_threads"):  # None: the preset's; 0 would read as None
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1 (leave it out for the preset's)")
-    for name in ("warmup", "temperature", "turns"):
-        if getattr(args, name) < 0:
-            p.error(f"--{name} must be >= 0, got {getattr(args, name)}")
-    if (args.top_p != 1.0 or args.top_k) and args.temperature == 0:
-        p.error("--top-p and --top-k shape sampled decoding: give --temperature > 0 too")
-    if args.turns and args.drafter == ALL:
-        p.error(f"--turns runs one drafter (the preset's, or --drafter NAME), not {ALL}")
-    if args.turns and args.num_prompts is not None:  # it was ignored, or cut the prompts short of --turns
-        p.error("--num-prompts with --turns: the conversation's turns are the first N prompts (--turns N); leave "
-                "--num-prompts out")
-    if args.cost_samples is not None and (args.turns or args.drafter == ALL):  # they were ignored: c is not measured
-        p.error(f"--cost-samples with {'--turns' if args.turns else '--drafter all'}: that run measures no draft cost "
-                "c; leave --cost-samples out")
-    if (args.draft or args.chat) and not args.target:
-        p.error("--draft and --chat need --target")
-    if args.target and args.preset:
-        p.error("--target names a pair in place of --preset: give one of them")
-    if args.prompts:  # a file that cannot be used is refused before any model loads, naming its flag
-        try:
-            args.prompt_texts, args.prompts_sha256 = read_prompt_texts(args.prompts)
-        except ConfigError as e:
-            p.error(f"--prompts {e}")
-        if args.turns > len(args.prompt_texts):
-            p.error(too_few_turns(args.turns, f"{args.prompts} holds {len(args.prompt_texts)}",
-                                  f"add prompts to {args.prompts}"))
-    if args.json:  # refused now, not after minutes of timing
-        problem = json_path_problem(args.json)
-        if problem:
-            p.error(f"--json {args.json}: {problem}")
-    try:  # the ranges that need no preset (a seed, a tree's shape), refused before minutes of loading
-        DecodeSettings(max_new_tokens=args.max_new_tokens, num_draft_tokens=args.num_draft_tokens or 1,
-                       temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
-                       repetition_penalty=args.repetition_penalty,
-                       tree_width=args.tree_width, tree_nodes=args.tree_nodes,
-                       draft_confidence=args.draft_confidence or 0.0,
-                       drafter=None if args.drafter in (None, ALL) else args.drafter)  # one that drafts no trees
-    except SettingsError as e:
-        p.error(as_flags(str(e)))
-    refuse_greedy_seed(p, args, argv)
-    args.started = started()  # the date and the code the run starts with, not those at its end
-    return args
-
-
-def too_few_turns(turns: int, have: str, fix: str) -> str:
-    """--turns N with fewer than N prompts, in one line: where the prompts came from and what to do."""
-    return f"--turns {turns} needs {turns} prompts, one a turn: {have}; {fix}, or lower --turns"
 
 
 def refuse_ignored(args, preset) -> None:
@@ -175,15 +45,6 @@ def refuse_ignored(args, preset) -> None:
     if args.turns > len(chat_prompts.HELD_OUT):
         refuse(PROG, too_few_turns(args.turns, f"preset {preset.name!r} has {len(chat_prompts.HELD_OUT)} built-in "
                                                "held-out chat prompts (specui.chat_prompts)", MORE_PROMPTS))
-
-
-def as_flags(message: str) -> str:
-    """A settings error in the command line's words: `top_p must be ...` -> `--top-p must be ...` (and a seed is
-    an integer here: the library's None is the command line's absent flag)."""
-    if message.startswith("drafter "):  # elsewhere "drafter" is a word of the sentence ("needs a drafter with ...")
-        message = "--" + message
-    flags = {name: f"--{name.replace('_', '-')}" for name in SETTINGS_FLAGS if name != "drafter"}
-    return reworded(message, flags).replace(" must be None or ", " must be ")
 
 
 # -- prompts -----------------------------------------------------------------------------------------
@@ -208,10 +69,11 @@ def first_prompts(texts: list[str], count: int | None, path: str) -> list[str]:
 
 
 
-def main(argv=None) -> dict:
+def main(argv=None, *, args=None) -> dict:
+    """The benchmark of `argv`'s flags (args: those flags read already, `specui.bench.__main__`)."""
     from transformers.utils import logging as transformers_logging
 
-    args = parse_args(argv)
+    args = parse_args(argv) if args is None else args
     texts = first_prompts(args.prompt_texts, args.num_prompts, args.prompts) if args.prompts else None
     count = args.turns or args.num_prompts or DEFAULT_PROMPTS  # of the built-in prompts
     length = args.prompt_tokens or PROMPT_TOKENS

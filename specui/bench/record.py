@@ -16,15 +16,16 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-import torch
-
 import specui
 from specui.command_line import silence_stdout
 
 ROOT = Path(specui.__file__).resolve().parent.parent  # a checkout's root: where its .git is
 
 
-def environment(device: torch.device) -> dict:
+def environment(device) -> dict:
+    """The machine, its threads and the versions the run used on `device` (a torch.device). This module imports no
+    torch at its top: `json_path_problem` and `started` serve the flags' checks (specui.bench.flags), said at once."""
+    import torch
     import transformers
 
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else _cpu_name()
@@ -35,7 +36,7 @@ def environment(device: torch.device) -> dict:
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}  # `import specui` makes it PASSIVE
 
 
-def _product_threads(device: torch.device) -> dict:
+def _product_threads(device) -> dict:
     """The threads specui's native products are split over (1: on a GPU, or without the native kernels) and,
     when more than one, how often this process's large products were split and computed alone giving way."""
     from specui import native

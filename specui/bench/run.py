@@ -34,6 +34,7 @@ import torch
 
 from specui import chat_draft, metrics, native
 from specui.bench.budget import time_budget
+from specui.bench.flags import TIMING_SAMPLES
 from specui.drafters import MODEL_DRAFTERS, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
 from specui.kv import CachedLM
@@ -42,9 +43,6 @@ from specui.settings import DecodeSettings
 from specui.verify_cost import measure_verify_cost
 
 METHODS = ("plain", "speculative", "hf_assisted", "hf_plain")
-DEFAULT_PROMPTS = 8
-PROMPT_TOKENS = 128
-TIMING_SAMPLES = 50
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,45 @@
+"""`python -m specui.bench`'s flags are read before torch loads (specui.bench.flags): --help, a setting out of range
+and a --json path that cannot be written answer in one line with neither torch nor transformers imported; a sound
+command goes on to the run (a preset that does not exist is said there, by the run's own check)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT
+
+PROBE = ("import runpy, sys\nsys.argv = ['bench', *sys.argv[1:]]\ntry:\n"
+         "    runpy.run_module('specui.bench', run_name='__main__', alter_sys=True)\nexcept SystemExit as e:\n"
+         "    heavy = sorted({'torch', 'transformers', 'gradio'} & set(sys.modules))\n"
+         "    print('exit', e.code, heavy, file=sys.stderr)")
+
+
+def bench(*argv: str) -> tuple[str, str]:
+    """The command's output and its last line: `exit STATUS [the heavy modules it had imported]`."""
+    out = subprocess.run([sys.executable, "-c", PROBE, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return out.stdout + out.stderr, out.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("argv, status, said", [
+    (["--help"], 0, "--json JSON"),
+    (["--temperature", "1", "--seed", "-1"], 2, "--seed must be an integer from 0"),
+    (["--tree-width", "0"], 2, "--tree-width must be an integer from 1"),
+    (["--json", "/nonexistent-folder/report.json"], 2, "--json /nonexistent-folder/report.json: its folder"),
+])
+def test_the_benchmarks_flag_mistakes_answer_before_torch_loads(argv, status, said):
+    """They loaded torch first (seconds): the checks lived in specui.bench.cli and record, which import it on top."""
+    output, last = bench(*argv)
+    assert said in output, output
+    assert last == f"exit {status} []", output
+
+
+def test_sound_flags_go_on_to_the_run():
+    """In this process (torch is no matter here): the flags read once, then the run's own check of the preset."""
+    from specui.bench.__main__ import main
+    from specui.presets import ConfigError
+
+    with pytest.raises(ConfigError, match="no-such-preset"):
+        main(["--preset", "no-such-preset"])
