@@ -16,8 +16,16 @@ Modules: config (TrainConfig), common (tokenizer, batches, schedule, the target'
 distill (the draft), evaluate (held-out figures), model_card (README.md of each folder), cli (`main`).
 """
 
-from specui.train.cli import main, parse_args
-from specui.train.common import train_tokenizer
-from specui.train.config import TrainConfig
+import importlib
 
 __all__ = ["TrainConfig", "main", "parse_args", "train_tokenizer"]
+_HOMES = {"main": "specui.train.cli", "parse_args": "specui.train.cli", "train_tokenizer": "specui.train.common",
+          "TrainConfig": "specui.train.config"}
+
+
+def __getattr__(name: str):
+    """The package's names, imported on first use: a module of it that needs no torch (chat_shape, which
+    tools/gpu_round.py reads its arguments with) is imported without it, and an argument's mistake answers at once."""
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name]), name)
+    raise AttributeError(f"module 'specui.train' has no attribute {name!r}")
