@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable
 
 from specui import SpeculativeEngine
 from specui.cache_pool import PromptCaches
@@ -20,30 +21,27 @@ POINTS = {code: signal_points(code) for code in CODES}
 GREEDY = dict(max_new_tokens=4, temperature=0.0, ignore_eos=True)
 
 
-class PressAt:
-    """A trace function that raises KeyboardInterrupt before the `at`-th signal point of CODES this thread reaches (0:
-    never), and counts the points it saw."""
+def press_at(at: int) -> tuple[Callable, list]:
+    """A trace function that raises KeyboardInterrupt before the `at`-th signal point of CODES this thread reaches
+    (0: never), and the list of the points' functions it saw, one a point."""
+    seen: list = []
 
-    def __init__(self, at: int = 0):
-        self.at, self.seen, self.codes = at, 0, set()
-
-    def __call__(self, frame, event, arg):
-        if frame.f_code not in POINTS:
-            return None
-        frame.f_trace_opcodes = True
-        return self.step(frame, event, arg)  # the "call" event: the function starts (at its RESUME)
-
-    def step(self, frame, event, arg):
+    def step(frame, event, arg):
         if event in ("call", "opcode") and frame.f_lasti in POINTS[frame.f_code]:
-            self.seen += 1
-            self.codes.add(frame.f_code)
-            if self.seen == self.at:
+            seen.append(frame.f_code)
+            if len(seen) == at:
                 raise KeyboardInterrupt(f"at offset {frame.f_lasti} of {frame.f_code.co_name}")
-        return self.step
+        return step
+
+    def trace(frame, event, arg):  # the "call" event: the function starts (at its RESUME)
+        frame.f_trace_opcodes = frame.f_code in POINTS
+        return step(frame, event, arg) if frame.f_trace_opcodes else None
+
+    return trace, seen
 
 
 @contextlib.contextmanager
-def traced_close(press: PressAt):
+def traced_close(press: Callable):
     """`PromptCache.close` traced by `press` (only it: a whole run traced is slow), within the block."""
     close = PromptCache.close
 
@@ -61,7 +59,7 @@ def traced_close(press: PressAt):
         PromptCache.close = close
 
 
-def turn_pressed(engine, at: int) -> PressAt:
+def turn_pressed(engine, at: int) -> list:
     """An older conversation's turn, then a new one's, whose growth leaves no room for the older in the pool's budget,
     with a Ctrl-C at its close's `at`-th point. The new cache ends free, and the older one has gone from the pool
     unless the new one forgot its conversation (it holds nothing)."""
@@ -72,24 +70,23 @@ def turn_pressed(engine, at: int) -> PressAt:
     new = pool.pick(new_ids, model)
     assert new is not older and older in pool.caches
     pool.budget = older.nbytes  # the new conversation's first bytes leave no room for the older one
-    press = PressAt(at)
+    press, seen = press_at(at)
     try:
         with traced_close(press):
             engine.generate(new_ids, cache=new, **GREEDY)
     except KeyboardInterrupt:
-        assert at and press.seen == at
+        assert at and len(seen) == at
     assert not new.busy, f"the cache is still held after a Ctrl-C at point {at}"
     assert older not in pool.caches or new.nbytes == 0, \
-        f"after a Ctrl-C at point {at} ({press.seen} seen) the pool kept more than its budget: it was not told"
-    return press
+        f"after a Ctrl-C at point {at} ({len(seen)} seen) the pool kept more than its budget: it was not told"
+    return seen
 
 
 def test_a_ctrl_c_at_any_point_of_a_runs_close_leaves_its_pool_told_or_the_cache_empty():
     target = make_model("llama", layers=2, seed=3)
     engine = SpeculativeEngine(target, noisy_copy(target, noise=0.2, seed=4))
     alone = turn_pressed(engine, 0)  # no Ctrl-C: the older conversation goes as the new one closes
-    assert alone.codes == set(CODES)
-    points = alone.seen
-    for at in range(1, points + 1):
+    assert set(alone) == set(CODES)
+    for at in range(1, len(alone) + 1):
         turn_pressed(engine, at)
 
