@@ -79,11 +79,24 @@ def legend() -> str:
     return "  ".join(painted(words, kind, colour=True, safe=False) for kind, words in KIND_WORDS.items())
 
 
-def columns(c: str) -> int:
-    """The columns a character takes on a terminal: 2 for a wide one (CJK, most emoji), 0 for a combining mark."""
+AMBIGUOUS_WIDE = "SPECUI_AMBIGUOUS_WIDE"  # set: the terminal draws East Asian Ambiguous characters 2 columns wide
+
+
+def columns(c: str, ambiguous: int = 1) -> int:
+    """The columns a character takes on a terminal: 2 for a wide one (CJK, most emoji), 0 for a combining mark, and
+    `ambiguous` for one Unicode calls East Asian Ambiguous (…, °, ×, Greek, Cyrillic, box drawing): 1 on most
+    terminals, 2 on one set to draw them wide, as a CJK one may be (`ambiguous_columns`)."""
     if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me", "Cf"):
         return 0
-    return 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1
+    width = unicodedata.east_asian_width(c)
+    return 2 if width in ("W", "F") else ambiguous if width == "A" else 1
+
+
+def ambiguous_columns() -> int:
+    """The columns an East Asian Ambiguous character takes here: 2 where SPECUI_AMBIGUOUS_WIDE is set to anything but
+    an empty string (a terminal set to draw them wide: no terminal says so, and guessed from the locale, a CJK one set
+    narrow, as most are by default, would wrap short), else 1."""
+    return 2 if os.environ.get(AMBIGUOUS_WIDE) else 1
 
 
 class Wrap:
@@ -103,8 +116,8 @@ class Wrap:
     (or a rejection's mark, then its line break) ends the line itself, where both made a blank line that the text
     does not have, and put the mark alone on it."""
 
-    def __init__(self, width: int, *, marks: bool = False):
-        self.edge = max(width, 1)
+    def __init__(self, width: int, *, marks: bool = False, ambiguous: int = 1):
+        self.edge, self.ambiguous = max(width, 1), ambiguous  # ambiguous: `columns`' (a CJK-set terminal's 2)
         self.width, self.column, self.word = max(self.edge - marks, 1), 0, []  # word: [(character, kind)]
         self.breaking = False  # the word in hand is longer than a line: placed as it comes, broken at the edge
         self.wrapped = False  # a space at the edge was left out: the line breaks before anything but a line break
@@ -141,7 +154,7 @@ class Wrap:
                 self.column += step
             else:
                 self.word.append((c, kind))
-                if self.breaking or sum(columns(held) for held, _ in self.word) > self.width:
+                if self.breaking or sum(columns(held, self.ambiguous) for held, _ in self.word) > self.width:
                     self._place(out)
                     self.breaking = True
         return merged(out)
@@ -156,16 +169,16 @@ class Wrap:
     def _place(self, out: list) -> None:
         if not self.word:  # nothing held (the column may be the mark's, past the text's width)
             return
-        length = sum(columns(c) for c, _ in self.word)
+        length = sum(columns(c, self.ambiguous) for c, _ in self.word)
         if self.column and self.column + length > self.width and not self.breaking:
             out.append(("\n", None))
             self.column = 0
         for c, kind in self.word:  # a word longer than a line broken at the edge
-            if self.column + columns(c) > self.width:
+            if self.column + columns(c, self.ambiguous) > self.width:
                 out.append(("\n", None))
                 self.column = 0
             out.append((c, kind))
-            self.column += columns(c)
+            self.column += columns(c, self.ambiguous)
         self.word = []
 
 
@@ -203,7 +216,7 @@ def stream_reply(rounds, reply: Reply, *, tokenizer, prompt_ids, out, colour: bo
     reply so far written and its line ended."""
     special = frozenset(getattr(tokenizer, "all_special_ids", ()) or ())
     decoder = TokenText(tokenizer, prompt_ids)
-    wrap = Wrap(width, marks=colour) if width else None
+    wrap = Wrap(width, marks=colour, ambiguous=ambiguous_columns()) if width else None
 
     def write(text: str, kind) -> None:
         if colour:

@@ -8,7 +8,8 @@ import re
 import unicodedata
 
 from specui.events import Kind
-from specui.terminal_view import BLANK_REJECTION, LINE_BREAK, Reply, Wrap, columns, stream_reply
+from specui.terminal_view import (AMBIGUOUS_WIDE, BLANK_REJECTION, LINE_BREAK, Reply, Wrap, ambiguous_columns, columns,
+                                  stream_reply)
 from tests.app.test_ui_unicode import smollm2_tokenizer  # noqa: F401 (a fixture)
 
 
@@ -112,3 +113,46 @@ def test_the_line_break_mark_is_one_column_on_every_terminal_cjk_set_ones_too():
     shown = _text(wrap.push("abcde", "accepted") + wrap.push(LINE_BREAK + "\n", BLANK_REJECTION) + wrap.flush())
     assert shown == f"abcde{LINE_BREAK}\n"  # the word fills the line but its last column, the mark takes that one
     assert max(sum(columns(c) for c in line) for line in shown.split("\n")) == 6
+
+
+AMBIGUOUS_TEXT = "ab αβγδ ×°…"  # 3 + 4 + 1 + 3 characters, all but "ab" and the spaces East Asian Ambiguous
+
+
+def wrapped(width: int, ambiguous: int) -> str:
+    """AMBIGUOUS_TEXT wrapped to `width` columns, an ambiguous character taking `ambiguous`."""
+    wrap = Wrap(width, ambiguous=ambiguous)
+    return "".join(text for text, _ in wrap.push(AMBIGUOUS_TEXT, "accepted") + wrap.flush())
+
+
+def test_ambiguous_characters_take_the_columns_the_terminal_gives_them():
+    """On a terminal that draws East Asian Ambiguous characters two columns wide (one set for CJK text), with
+    SPECUI_AMBIGUOUS_WIDE set, a reply's own ambiguous characters count two columns each, where they counted one and
+    the terminal's lines ran past the wrap's edge, breaking words in two."""
+    assert [columns(c) for c in "aα×漢"] == [1, 1, 1, 2]
+    assert [columns(c, 2) for c in "aα×漢"] == [1, 2, 2, 2]
+    assert columns("\u0301", 2) == 0  # a combining mark (Ambiguous too) takes none either way
+    assert wrapped(11, 1) == AMBIGUOUS_TEXT  # narrow: 11 columns, one line
+    assert wrapped(11, 2) == "ab αβγδ\n×°…"  # wide: "ab αβγδ" fills the line's 11 columns, ×°… takes 6
+    for line in wrapped(11, 2).split("\n"):
+        assert sum(columns(c, 2) for c in line) <= 11, line
+
+
+def test_the_ambiguous_width_is_read_from_the_environment(monkeypatch, smollm2_tokenizer):  # noqa: F811
+    """A streamed reply wraps with SPECUI_AMBIGUOUS_WIDE's width (set to anything but an empty string: 2)."""
+    from tests.app.test_ui_render import make_round
+
+    monkeypatch.delenv(AMBIGUOUS_WIDE, raising=False)
+    assert ambiguous_columns() == 1
+    monkeypatch.setenv(AMBIGUOUS_WIDE, "")
+    assert ambiguous_columns() == 1
+    shown = {}
+    for value in ("", "1"):
+        monkeypatch.setenv(AMBIGUOUS_WIDE, value)
+        ids = smollm2_tokenizer(AMBIGUOUS_TEXT, add_special_tokens=False)["input_ids"]
+        rounds = [make_round(drafted=[], num_accepted=0, token_ids=ids, kinds=[Kind.ACCEPTED] * len(ids))]
+        out = io.StringIO()
+        stream_reply(rounds, Reply(), tokenizer=smollm2_tokenizer, prompt_ids=[], out=out, colour=False, safe=True,
+                     width=11)
+        shown[value] = out.getvalue()
+    assert ambiguous_columns() == 2
+    assert shown[""].rstrip("\n") == wrapped(11, 1) and shown["1"].rstrip("\n") == wrapped(11, 2), shown
