@@ -135,8 +135,20 @@
       box.scrollTop = box.scrollHeight;
     }
   };
+  // A page refreshed mid-lesson decodes the run again at the round the class had reached (teach_memory: the status
+  // line says "Back at round N"), below the controls: off a projector's 720 lines. The first round shown before any
+  // press of a key or a pointer on the page brings the status line, and the round under it, into view
+  let restoring = true;
+  for (const kind of ["keydown", "pointerdown"]) document.addEventListener(kind, () => { restoring = false; }, true);
+  const restored = () => {
+    const status = document.querySelector("#step-status");
+    if (!restoring || !status || status.offsetParent === null) return;  // not shown: another tab
+    if (!document.querySelector(`${steppers[1][0]} .teach-step[data-round]`)) return;
+    restoring = false;
+    status.scrollIntoView({ block: "start" });
+  };
   const soon = () => { if (due === null) due = setTimeout(tidy, 100); };
-  window.specuiWatch(() => { toEnds(); soon(); });  // watch.js: the page changed
+  window.specuiWatch(() => { toEnds(); restored(); soon(); });  // watch.js: the page changed
   window.addEventListener("resize", soon);
   document.addEventListener("click", soon, true);  // a tab or a panel opened shows its tables, the page unchanged
   // A slider that a preset sets (K, the confidence stop: preset_view.tell_resets) goes back to the value the preset
