@@ -81,6 +81,39 @@ def test_back_after_forward_in_one_burst_nets_out(page):
     settled(page, 4)
 
 
+DRAFT_TABLE = """(sampled) => { const shown = document.querySelector('#step-view table.teach-drafts');
+    const table = shown.cloneNode(true);  // beside the round's own: a sampled round's short heads, wrapping verdicts
+    if (sampled) {
+        ['#', 'draft token', 'q(x) draft', 'p(x) target', 'min(1, p/q)', 'u', 'u &lt; p/q?'].forEach((head, i) => {
+            table.querySelectorAll('th')[i].innerHTML = head; });
+        const cells = table.querySelectorAll('tbody tr td');
+        cells[6].textContent = '\u2713 accepted (u < p/q)';
+        if (sampled === 'long') {
+            cells[5].innerHTML += ' <span class="teach-unused">(unused)</span>';
+            cells[1].textContent = "'Explanation'";
+            cells[6].textContent = '\u2717 rejected (u \u2265 p/q)';
+        }
+    }
+    shown.after(table);
+    const style = getComputedStyle(table);
+    const inside = table.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const rows = [...table.querySelectorAll('tr')].map((row) => row.getBoundingClientRect());
+    table.remove();
+    return {fill: rows.map((row) => Math.round(row.width - inside)), heights: rows.slice(1).map((row) => row.height)};
+}"""
+
+
+def test_the_round_table_fills_its_column_at_every_round(page):
+    """A round's draft table took the width of its round's texts (a verdict or an "(unused)" wrapped in one round
+    and not in the next) and what is under it jumped as a class stepped (F's audit): it fills its column, a line a
+    draft, at every round. A sampled round's short heads and long verdicts are measured in a copy of the round's
+    table beside it (this module's lesson is greedy, whose long heads fill the column anyway)."""
+    go_to(page, 2)
+    tables = [page.evaluate(DRAFT_TABLE, sampled) for sampled in (False, "short", "long")]
+    assert all(abs(gap) <= 1 for table in tables for gap in table["fill"]), tables
+    assert all(table["heights"] == tables[0]["heights"] for table in tables), tables  # a line a draft
+
+
 def test_presses_at_the_ends_stop_there_and_count_in_order(page):
     last = shown(page)[1]
     go_to(page, last - 3)
@@ -241,3 +274,26 @@ def test_decode_with_a_tree_from_the_keyboard_brings_its_steps_where_the_keys_st
     page.keyboard.press("ArrowRight")
     page.wait_for_selector(f"{step}[data-step='2']", timeout=30_000)
 
+
+TREE_LAYOUT = """() => { const menu = document.querySelector('#tree-step-round input');
+    const labels = [...document.querySelectorAll('#tree-step-chart .textpoint text')].filter((t) => t.textContent)
+        .map((t) => [t.textContent, t.getBoundingClientRect()]);
+    const overlaps = labels.flatMap(([a, p], i) => labels.slice(i + 1).filter(([, q]) => p.left < q.right - 1
+        && q.left < p.right - 1 && p.top < q.bottom - 1 && q.top < p.bottom - 1).map(([b]) => [a, b]));
+    return {menu: [menu.value, menu.scrollWidth, menu.clientWidth], overlaps}; }"""
+
+
+def test_the_tree_panel_at_150_percent_shows_its_round_menu_whole_and_labels_apart(page):
+    """A projector's 1280 x 720 at 150 % is an 853 x 480 page: the tree panel's help beside its controls left the
+    Round menu too narrow for its rounds' names (cut off) and the tree's node labels on top of each other (F's
+    audit). Its help goes under its controls there."""
+    page.set_viewport_size({"width": 853, "height": 480})
+    try:
+        fits = f"() => {{ const shown = ({TREE_LAYOUT})(); return shown.menu[0] && shown.menu[1] <= shown.menu[2] " \
+            "&& !shown.overlaps.length; }"
+        try:
+            page.wait_for_function(fits, timeout=10_000)
+        except Exception as e:
+            raise AssertionError(page.evaluate(TREE_LAYOUT)) from e
+    finally:
+        page.set_viewport_size({"width": 1280, "height": 720})
