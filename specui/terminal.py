@@ -92,7 +92,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     if (args.top_p != 1.0 or args.top_k) and args.temperature == 0:
         p.error("--top-p and --top-k shape sampled decoding: give --temperature > 0 too")
     if args.json:
-        from specui.bench.record import json_path_problem  # with torch: a run that writes a record loads it anyway
+        from specui.bench.record import json_path_problem  # torch-free: a folder that is not there answers at once
 
         if problem := json_path_problem(args.json):
             p.error(f"--json {args.json}: {problem}")
@@ -107,9 +107,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def as_flags(message: str) -> str:
-    """A settings error in the flags' words (`specui.bench.cli.as_flags`, imported as a mistake is said: it comes with
-    torch, which --help and the flags' own mistakes never wait for)."""
-    from specui.bench.cli import as_flags as worded
+    """A settings error in the flags' words (`specui.bench.flags.as_flags`, torch-free: a range's mistake answers at
+    once; imported as a mistake is said, which --help never waits for)."""
+    from specui.bench.flags import as_flags as worded
 
     return worded(message)
 

@@ -167,12 +167,15 @@ def test_the_apps_reader_that_left_is_not_a_port_it_cannot_serve_on():
     (["--drafter", "nope", "hi"], 2, "--drafter 'nope': no such drafter"),
     (["--top-p", "0.5", "hi"], 2, "--top-p and --top-k shape sampled decoding"),
     (["--seed", "3", "hi"], 2, "--seed with greedy decoding"),
+    (["--temperature", "1", "--seed", "-1", "hi"], 2, "--seed must be an integer from 0"),
+    (["--max-new-tokens", "0", "hi"], 2, "--max-new-tokens must be"),
+    (["--json", "/nonexistent-folder/run.json", "hi"], 2, "--json /nonexistent-folder/run.json: its folder"),
 ])
 def test_the_terminals_help_and_flag_mistakes_answer_before_torch_loads(argv, status, said):
     """`python -m specui --help` imported torch and transformers (seconds) before it printed: specui.command_line
     imported the errors it ends in one line from the engine's modules, and specui.terminal the benchmark's CLI. Its
-    --help and the flags' own mistakes now answer with neither loaded (a settings range or --json's folder, checked
-    with the benchmark's words, still loads torch: a run loads it anyway)."""
+    --help and the flags' mistakes, a settings range and --json's folder too (worded and checked by the benchmark's
+    torch-free specui.bench.flags and record), now answer with neither loaded."""
     probe = ("import runpy, sys\nsys.argv = ['specui', *sys.argv[1:]]\ntry:\n"
              "    runpy.run_module('specui', run_name='__main__', alter_sys=True)\nexcept SystemExit as e:\n"
              "    heavy = sorted({'torch', 'transformers', 'gradio'} & set(sys.modules))\n"
