@@ -43,3 +43,14 @@ def test_sound_flags_go_on_to_the_run():
 
     with pytest.raises(ConfigError, match="no-such-preset"):
         main(["--preset", "no-such-preset"])
+
+
+def test_the_layout_places_every_module_of_the_benchmark():
+    """docs/layout.md's bench/ entry names each of its modules: flags.py (new), prompts.py and record.py were not on
+    the map."""
+    import re
+
+    layout = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    entry = re.search(r"^  bench/ .*?(?=^  \S)", layout, re.M | re.S)[0]
+    modules = sorted(path.stem for path in (ROOT / "specui" / "bench").glob("*.py") if not path.stem.startswith("__"))
+    assert modules and [name for name in modules if not re.search(rf"\b{name}\b", entry)] == []
