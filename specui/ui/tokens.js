@@ -37,7 +37,7 @@
     if (id) parts.push(`token ${id} ${fields.length > 5 ? fields.slice(5).join(" ") : repr(token.textContent)}`);
     parts.push(...[...notes].map((n) => NOTES[n]));
     if (token.classList.contains("tok-special")) parts.push(SPECIAL);
-    else if (!token.textContent) parts.push(PART);
+    else if (token.classList.contains("tok-part")) parts.push(PART);  // render.part_class (a NUL shows no text)
     return parts.join(" · ");
   };
   const titled = (token) => { if (!token.hasAttribute("title")) token.setAttribute("title", tip(token)); return token; };

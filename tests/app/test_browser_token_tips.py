@@ -19,7 +19,8 @@ pytestmark = [pytest.mark.browser]  # Chromium on a page of its own: no app, no 
 UI = Path(render.__file__).parent
 TEXTS = [" the", "it's", 'say "hi"', "both ' and \"", "back\\slash", "line\nbreak\tand tab", "cr\r", "bell\x07",
          '"><img src=x onerror="window.__pwned=1">', "x' onmouseover='window.__pwned=2", "&amp; <b>", "café",
-         "\U0001F468\u200d\U0001F469", "\u202eabc", "\u2028", "a  b", "<|im_end|>", ""]
+         "\U0001F468\u200d\U0001F469", "\u202eabc", "\u2028", "a  b", "<|im_end|>", "",
+         "\x00"]  # a NUL: the page's parser drops it, the span shows no text, yet no part of a character
 NOTES = ["", render.COPIED, render.UNDRAFTED, render.REJECTED_HERE, render.DISCARDED, render.NOT_NEEDED,
          f"{render.REJECTED_HERE} · {render.COPIED}", f"{render.NOT_NEEDED} · {render.COPIED}"]
 
