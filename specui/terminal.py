@@ -31,6 +31,12 @@ EXAMPLES = """examples:
   python -m specui --compare --drafter "draft model" -k 4 "Explain recursion briefly."
   echo "def fibonacci(n):" | python -m specui --preset bundled --max-new-tokens 64
   python -m specui --chat --system "You answer in one sentence."
+
+environment:
+  COLUMNS                   the reply's wrap width (else the terminal's)
+  SPECUI_AMBIGUOUS_WIDE=1   a terminal set to draw East Asian Ambiguous characters (Greek, Cyrillic, the
+                            degree sign, the ellipsis) two columns wide, as a CJK one may be: the wrap counts
+                            them two
 """
 
 

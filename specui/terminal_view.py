@@ -93,10 +93,12 @@ def columns(c: str, ambiguous: int = 1) -> int:
 
 
 def ambiguous_columns() -> int:
-    """The columns an East Asian Ambiguous character takes here: 2 where SPECUI_AMBIGUOUS_WIDE is set to anything but
-    an empty string (a terminal set to draw them wide: no terminal says so, and guessed from the locale, a CJK one set
-    narrow, as most are by default, would wrap short), else 1."""
-    return 2 if os.environ.get(AMBIGUOUS_WIDE) else 1
+    """The columns an East Asian Ambiguous character takes here: 2 where SPECUI_AMBIGUOUS_WIDE is on (1, yes or any
+    value but 0, false, no, off and empty, which are off as unset is), for a terminal set to draw them wide (no
+    terminal says so, and guessed from the locale, a CJK one set narrow, as most are by default, would wrap short),
+    else 1."""
+    value = os.environ.get(AMBIGUOUS_WIDE, "").strip().lower()
+    return 1 if value in ("", "0", "false", "no", "off") else 2
 
 
 class Wrap:

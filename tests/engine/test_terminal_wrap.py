@@ -138,13 +138,15 @@ def test_ambiguous_characters_take_the_columns_the_terminal_gives_them():
 
 
 def test_the_ambiguous_width_is_read_from_the_environment(monkeypatch, smollm2_tokenizer):  # noqa: F811
-    """A streamed reply wraps with SPECUI_AMBIGUOUS_WIDE's width (set to anything but an empty string: 2)."""
+    """A streamed reply wraps with SPECUI_AMBIGUOUS_WIDE's width (set to 1 or yes: 2; unset, empty, 0, false, no or
+    off: 1)."""
     from tests.app.test_ui_render import make_round
 
     monkeypatch.delenv(AMBIGUOUS_WIDE, raising=False)
     assert ambiguous_columns() == 1
-    monkeypatch.setenv(AMBIGUOUS_WIDE, "")
-    assert ambiguous_columns() == 1
+    for off in ("", "0", "false", "No", " off "):  # set to turn it off, as a user may: not on (`=0` turned it on)
+        monkeypatch.setenv(AMBIGUOUS_WIDE, off)
+        assert ambiguous_columns() == 1, off
     shown = {}
     for value in ("", "1"):
         monkeypatch.setenv(AMBIGUOUS_WIDE, value)
@@ -156,3 +158,17 @@ def test_the_ambiguous_width_is_read_from_the_environment(monkeypatch, smollm2_t
         shown[value] = out.getvalue()
     assert ambiguous_columns() == 2
     assert shown[""].rstrip("\n") == wrapped(11, 1) and shown["1"].rstrip("\n") == wrapped(11, 2), shown
+
+
+def test_the_ambiguous_width_is_in_the_terminals_help(capsys):
+    """`python -m specui --help`, where a terminal's user looks (README: it "lists it all"), names the variable and
+    how to turn it on, in ASCII (a help that a Latin-1 terminal cannot print would fail)."""
+    import pytest
+
+    from specui.terminal import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    shown = capsys.readouterr().out
+    assert f"{AMBIGUOUS_WIDE}=1" in shown and "East Asian Ambiguous" in shown
+    assert shown[shown.index("environment:"):].isascii()
