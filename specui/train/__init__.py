@@ -29,3 +29,9 @@ def __getattr__(name: str):
     if name in _HOMES:
         return getattr(importlib.import_module(_HOMES[name]), name)
     raise AttributeError(f"module 'specui.train' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The package's own names and those imported on first use: `dir()`, `help()` and an editor's completion list
+    them (they left out the four that `__getattr__` gives)."""
+    return sorted({*globals(), *_HOMES})

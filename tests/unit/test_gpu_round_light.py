@@ -36,5 +36,6 @@ def test_the_train_packages_names_are_still_there():
     assert (train.TrainConfig, train.main, train.parse_args, train.train_tokenizer) == \
         (TrainConfig, main, parse_args, train_tokenizer)
     assert sorted(train.__all__) == ["TrainConfig", "main", "parse_args", "train_tokenizer"]
+    assert set(train.__all__) <= set(dir(train))  # dir(), help() and completion list them too
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         train.nope  # noqa: B018
