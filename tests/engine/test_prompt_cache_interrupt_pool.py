@@ -76,6 +76,8 @@ def turn_pressed(engine, at: int) -> list:
             engine.generate(new_ids, cache=new, **GREEDY)
     except KeyboardInterrupt:
         assert at and len(seen) == at
+    else:  # a run that never reached its point would pass untested
+        assert not at, f"no Ctrl-C at point {at}: the run reached {len(seen)}"
     assert not new.busy, f"the cache is still held after a Ctrl-C at point {at}"
     assert older not in pool.caches or new.nbytes == 0, \
         f"after a Ctrl-C at point {at} ({len(seen)} seen) the pool kept more than its budget: it was not told"
