@@ -183,9 +183,10 @@ class PromptCache:
         The cache may hold more: tokens accepted after an EOS inside a block, which the run dropped, or a
         forward's rows when a run failed inside a round; positions before len(context) hold context tokens.
         A drafter's state is kept for the next turn when it has one to keep (`keep()`); a plain run leaves
-        the last one. Its pool (`specui.cache_pool`) hears before the cache is free: a Ctrl-C that cuts the telling
-        short leaves the cache held, and its run then forgets the conversation (the engine's `let_go`), so a free cache
-        never holds more than its pool was told (it heard late, at the next pick, when it was told after)."""
+        the last one. Its pool (`specui.cache_pool`) hears before the cache is marked free: a Ctrl-C that cuts the
+        telling short, or comes after it and before the mark, forgets the conversation and gives the cache back empty
+        (the `except` here, or the engine's `let_go` as this returns), so a free cache never holds more than its pool
+        was told (told after the mark, a pool cut short kept more than its budget until the next pick)."""
         try:
             if self.lm is not None and self.lm.length > len(context):
                 self.lm.trim(len(context))
