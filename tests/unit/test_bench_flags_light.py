@@ -51,6 +51,6 @@ def test_the_layout_places_every_module_of_the_benchmark():
     import re
 
     layout = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
-    entry = re.search(r"^  bench/ .*?(?=^  \S)", layout, re.M | re.S)[0]
+    entry = re.search(r"^  bench/ .*?(?=^  \S)", layout, re.MULTILINE | re.DOTALL)[0]
     modules = sorted(path.stem for path in (ROOT / "specui" / "bench").glob("*.py") if not path.stem.startswith("__"))
     assert modules and [name for name in modules if not re.search(rf"\b{name}\b", entry)] == []
