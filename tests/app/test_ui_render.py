@@ -8,12 +8,11 @@ from html.parser import HTMLParser
 
 import pytest
 
-from specui import metrics
+from specui import metrics, runstats
 from specui.events import GenerationResult, Round
-from specui import runstats
+from specui.text import TokenText
 from specui.ui import render, stats
 from specui.ui.request import Settings, SettingsError
-from specui.text import TokenText
 
 INJECTION = "<img src=x onerror=alert(1)>"
 
