@@ -64,9 +64,9 @@ def escape_text(text: str) -> str:
 
 
 def attribute(text: str) -> str:
-    """`text` as a double-quoted attribute's value (a tooltip): & " < > escaped. An apostrophe, which cannot end the
-    value, stays one byte, where `html.escape` made it six (`&#x27;`): twice in each token's tooltip, which quotes its
-    text, and every streamed frame sends the reply's tooltips whole."""
+    """`text` as a double-quoted attribute's value (a tooltip, a token's `tip_value`): & " < > escaped. An apostrophe,
+    which cannot end the value, stays one byte, where `html.escape` made it six (`&#x27;`): twice in a tooltip or a
+    value that quotes its token's text, and every streamed frame sends the reply's values whole."""
     return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
 
 
