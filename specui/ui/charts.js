@@ -71,6 +71,11 @@
     const left = held && held.button === event.target ? held : null;
     setTimeout(() => { if (left && held === left && left.button.isConnected) held = null; }, 0);  // not a redraw
   });
+  // a key or a pointer pressed while the focus is on the page (its chart removed, its bar not drawn again yet): the
+  // visitor goes on from there, and a bar drawn later at that place does not take the focus back from under them
+  for (const kind of ["keydown", "pointerdown"]) {
+    document.addEventListener(kind, () => { if (held && !held.button.isConnected) held = null; }, true);
+  }
   const refocus = () => {
     if (!held || held.button.isConnected) return;
     if (document.activeElement && document.activeElement !== document.body) { held = null; return; }

@@ -137,9 +137,14 @@
   };
   // A page refreshed mid-lesson decodes the run again at the round the class had reached (teach_memory: the status
   // line says "Back at round N"), below the controls: off a projector's 720 lines. The first round shown before any
-  // press of a key or a pointer on the page brings the status line, and the round under it, into view
+  // press of a key or a pointer on the page brings the status line, and the round under it, into view. A wheel turned
+  // (the reader scrolled the page already) or a click that came with no press (a screen reader's, voice control's or
+  // a switch's activation: a fresh visitor's first Decode) is a visitor's too, and the page is left where it is
   let restoring = true;
-  for (const kind of ["keydown", "pointerdown"]) document.addEventListener(kind, () => { restoring = false; }, true);
+  const visited = (event) => { if (event.isTrusted) restoring = false; };
+  for (const kind of ["keydown", "pointerdown", "wheel", "click"]) {
+    document.addEventListener(kind, visited, { capture: true, passive: true });
+  }
   const restored = () => {
     const status = document.querySelector("#step-status");
     if (!restoring || !status || status.offsetParent === null) return;  // not shown: another tab

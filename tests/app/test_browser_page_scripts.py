@@ -1,0 +1,87 @@
+"""The page's scripts on a page of their own in Chromium, no server: keys.js brings a refreshed lesson's status line
+into view only on a page nobody has touched yet (not after a wheel turned, nor a screen reader's click, which comes
+with no key or pointer press), and charts.js gives a chart's tool bar the focus back only for the redraw that took
+it (not after the visitor went on from the page, its chart gone meanwhile)."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+
+from specui.ui import render
+from tests.helpers import require_browser
+from tools.screenshot import launch_chromium
+
+pytestmark = [pytest.mark.browser]  # Chromium on pages of its own: no app, no model
+
+UI = Path(render.__file__).parent
+LESSON = ("<button id=decode>Decode</button><div style='height:2000px'>controls</div>"
+          "<div id=step-status>Back at round 5</div><div id=step-view></div><div style='height:2000px'></div>")
+ROUND = "() => { document.querySelector('#step-view').innerHTML = \"<div class=teach-step data-round=4>r</div>\"; }"
+BAR = ("<div class='js-plotly-plot'><div class=modebar role=toolbar>"
+       "<a href=# class=modebar-btn data-title='Download plot as a png'>d</a>"
+       "<a href=# class=modebar-btn data-title='Zoom in'>z</a></div></div>")
+FOCUSED = "() => document.activeElement.dataset.title || null"
+
+
+@contextlib.contextmanager
+def pages(scripts: tuple[str, ...]):
+    """`open(body)`: a new Chromium page of `body` under style.css with watch.js and `scripts` run, as blocks.JS does."""
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+
+        def open_page(body: str):
+            page = browser.new_page(viewport={"width": 800, "height": 600})
+            page.set_content(f"<style>{(UI / 'style.css').read_text(encoding='utf-8')}</style>{body}")
+            for name in ("watch.js", *scripts):
+                page.add_script_tag(content=f"({(UI / name).read_text(encoding='utf-8')})();")
+            return page
+
+        try:
+            yield open_page
+        finally:
+            browser.close()
+
+
+def test_a_round_shown_scrolls_to_the_status_line_only_on_a_page_nobody_touched():
+    with pages(("keys.js",)) as open_page:
+        page = open_page(LESSON)  # refreshed, the lesson decoded again: the status line comes into view
+        page.evaluate(ROUND)
+        page.wait_for_function("() => document.querySelector('#step-status').getBoundingClientRect().top < 5")
+        page = open_page(LESSON)  # the reader turned the wheel while the round decoded: left where they went
+        page.mouse.move(400, 300)
+        page.mouse.wheel(0, 300)
+        page.wait_for_function("() => window.scrollY === 300")
+        page.evaluate(ROUND)
+        page.evaluate("() => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)))")  # one frame
+        assert page.evaluate("() => window.scrollY") == 300
+        page = open_page(LESSON)  # a screen reader's Decode: a click, with no key or pointer press on the page
+        page.evaluate("""() => { for (const kind of ['pointerdown', 'mousedown', 'keydown', 'wheel'])
+            window.addEventListener(kind, (event) => event.stopImmediatePropagation(), true); }""")
+        page.click("#decode")
+        page.evaluate(ROUND)
+        page.evaluate("() => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)))")
+        assert page.evaluate("() => window.scrollY") == 0
+
+
+def test_a_tool_bar_takes_the_focus_back_only_from_the_redraw_that_took_it():
+    with pages(("charts.js",)) as open_page:
+        page = open_page(f"<div id=one>{BAR}</div><div id=two>{BAR}</div>")
+        redraw = "([id, bar]) => { document.getElementById(id).innerHTML = bar; }"
+        page.locator("#two .modebar-btn").nth(1).focus()
+        page.evaluate(redraw, ["two", BAR])  # a redraw: the same button of the bar drawn in its place
+        page.wait_for_function("() => document.activeElement.closest('#two .modebar') !== null")
+        assert page.evaluate(FOCUSED) == "Zoom in"
+        for press in (lambda: page.mouse.click(700, 500), lambda: page.keyboard.press("ArrowRight")):
+            page.locator("#one .modebar-btn").nth(1).focus()
+            page.evaluate("() => { document.getElementById('one').innerHTML = ''; }")  # the chart taken away
+            assert page.evaluate("() => document.activeElement === document.body")
+            press()  # the visitor goes on from the page
+            page.evaluate(redraw, ["one", BAR])  # drawn again later: the focus stays where the visitor has it
+            page.evaluate("() => new Promise((done) => setTimeout(done, 0))")
+            assert page.evaluate("() => document.activeElement === document.body")
