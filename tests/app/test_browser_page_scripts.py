@@ -28,7 +28,7 @@ FOCUSED = "() => document.activeElement.dataset.title || null"
 
 @contextlib.contextmanager
 def pages(scripts: tuple[str, ...]):
-    """`open(body)`: a new Chromium page of `body` under style.css with watch.js and `scripts` run, as blocks.JS does."""
+    """`open_page(body)`: a new Chromium page of `body` under style.css, watch.js and `scripts` run (as blocks.JS)."""
     require_browser()
     from playwright.sync_api import sync_playwright
 
