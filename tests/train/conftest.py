@@ -22,16 +22,19 @@ def _tokenizer_key(tok):
 
 
 def remembered(real, name: str):
-    """`real(tok, texts)` (texts None: the function's own default), each distinct result computed once; a copy is
-    returned, so a caller that writes into its stream cannot change the next caller's."""
+    """`real(tok, texts)`, each distinct result computed once; a copy is returned, so a caller that writes into its
+    stream cannot change the next caller's. Texts None (code_stream's default) are read here, as `real` would read
+    them (`chat_data.offline_texts`, looked up at the call): the key holds the corpus's contents, so a test that gives
+    the trainer another corpus gets that corpus's ids, not a stream remembered from the real one."""
 
     def stream(tok, texts=None):
         key = _tokenizer_key(tok)
         if key is None:
             return real(tok) if texts is None else real(tok, texts)
-        key = (name, key, None if texts is None else tuple(texts))
+        texts = chat_data.offline_texts() if texts is None else texts
+        key = (name, key, tuple(texts))
         if key not in _STREAMS:
-            _STREAMS[key] = real(tok) if texts is None else real(tok, texts)
+            _STREAMS[key] = real(tok, texts)
         return _STREAMS[key].clone()
 
     stream.__wrapped__ = real

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 from transformers import AutoTokenizer
 
@@ -20,8 +21,12 @@ def test_the_trainers_read_the_remembered_streams():
         assert hasattr(getattr(module, name), "__wrapped__"), (module.__name__, name)
 
 
-def test_a_remembered_stream_is_the_tokenizers_own_for_each_tokenizer_and_text():
-    tok = AutoTokenizer.from_pretrained(BUNDLED_TARGET.parent)
+@pytest.fixture(scope="module")
+def tok():
+    return AutoTokenizer.from_pretrained(BUNDLED_TARGET.parent)
+
+
+def test_a_remembered_stream_is_the_tokenizers_own_for_each_tokenizer_and_text(tok):
     real = common.encode_stream.__wrapped__(tok, TEXTS)
     first = common.encode_stream(tok, TEXTS)
     assert torch.equal(first, real)
@@ -33,3 +38,11 @@ def test_a_remembered_stream_is_the_tokenizers_own_for_each_tokenizer_and_text()
     assert torch.equal(common.encode_stream(other, TEXTS), common.encode_stream.__wrapped__(other, TEXTS))
     assert not torch.equal(common.encode_stream(other, TEXTS), real)
     assert torch.equal(chat_data.code_stream(tok, TEXTS), chat_data.code_stream.__wrapped__(tok, TEXTS))
+
+
+def test_the_offline_corpus_is_part_of_what_is_remembered(tok, monkeypatch):
+    """code_stream(tok) reads the offline corpus itself: another corpus (a test's) gives its own ids, not the stream
+    remembered for the corpus read before it."""
+    for texts in (TEXTS, TEXTS[:1]):
+        monkeypatch.setattr(chat_data, "offline_texts", lambda texts=texts: list(texts))
+        assert torch.equal(chat_data.code_stream(tok), chat_data.code_stream.__wrapped__(tok, texts)), texts
