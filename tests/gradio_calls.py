@@ -1,7 +1,8 @@
 """A browser page's gradio calls, followed through playwright's request events, for tests that must wait until every
 event a page started (presses, clicks, auto-play ticks, whose progress is hidden) has answered: `track_calls`,
 `wait_quiet`. `SERVED` maps a URL served in this process to its Blocks, so a wait can ask the server whether an event
-of the page is still pending."""
+of the page is still pending. `chat_call` submits the app's `/chat` event through `gradio_client`, its controls
+named."""
 
 from __future__ import annotations
 
@@ -84,7 +85,13 @@ def chat_call(client, prompt: str, **named):
     dependency = next(d for d in client.config["dependencies"] if d.get("api_name") == "chat")
     components = {c["id"]: c for c in client.config["components"]}
     controls = [components[i] for i in dependency["inputs"] if components[i]["type"] != "state"]  # states: the server's
-    names = [c["props"].get("elem_id", "").replace("-", "_") for c in controls]
+    names = [(c["props"].get("elem_id") or "").replace("-", "_") for c in controls]
+    if unnamed := [c["props"].get("label") or c["type"]
+                   for c, n in zip(controls, names) if names.count(n) > 1 or not n]:
+        raise TypeError(f"/chat reads controls with no elem_id or a shared one, which chat_call can't tell apart: "
+                        f"{unnamed}")  # one value would be sent for them all
+    if "prompt" not in names:
+        raise TypeError(f"/chat reads no control named prompt, so the prompt would not be sent; it reads {names}")
     if unknown := sorted(set(named) - set(names)):
         raise TypeError(f"/chat has no control {unknown}; it reads {names}")
     values = {**{n: c["props"].get("value") for n, c in zip(names, controls)}, **named, "prompt": prompt}
