@@ -17,6 +17,7 @@ from specui.settings import MAX_TREE_WIDTH
 from specui.tree_steps import TreeRecord
 from specui.ui.tree_chart import tree_figure
 
+SECTION = "Token trees: a tree round, node by node"  # the section's name in both tabs (the Teach tab's too)
 CHAT_TREE_NODES = 64  # the tree nodes slider's top (the settings allow more; 64 keeps a verify forward small)
 NODES_HELP = ("0 = the static tree: the top-w children of every node, to depth K. "
               "N = the dynamic (EAGLE-2) tree of N nodes, the chain of K always among them. "
@@ -48,7 +49,7 @@ class TreeView:
 
 def tree_view() -> TreeView:
     """The view's components, in an accordion, inside the current `gr.Blocks`."""
-    with gr.Accordion("Token trees: a tree round, node by node", open=False, elem_id="tree-view"):
+    with gr.Accordion(SECTION, open=False, elem_id="tree-view"):
         note = gr.Markdown(EMPTY_NOTE, elem_id="tree-note")
         pick = gr.Dropdown([], value=None, label="Round", interactive=True, elem_id="tree-round")
         plot = gr.Plot(tree_figure(), elem_id="chart-tree", show_label=False)

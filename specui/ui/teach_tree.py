@@ -21,7 +21,7 @@ import gradio as gr
 from specui.settings import MAX_TREE_WIDTH, SettingsError
 from specui.tree_steps import TreeRecord, tree_record, tree_steps
 from specui.ui import teach_keys, teach_work
-from specui.ui.chat_tree import CHAT_TREE_NODES, NODES_HELP, round_choices
+from specui.ui.chat_tree import CHAT_TREE_NODES, NODES_HELP, SECTION, round_choices
 from specui.ui.request import in_page_words
 from specui.ui.teach_tree_view import TREE_HELP, render_tree_step
 from specui.ui.toasts import calmly, refusal
@@ -52,7 +52,7 @@ class TreePanel:
 
 
 def _layout() -> TreePanel:
-    with gr.Accordion("Token trees: a tree round, node by node", open=False, elem_id="teach-tree"):
+    with gr.Accordion(SECTION, open=False, elem_id="teach-tree"):
         with gr.Row(equal_height=False):
             with gr.Column(scale=3, min_width=360):
                 with gr.Row():
