@@ -117,6 +117,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.error(problem)
     if args.grow_draft is not None and (problem := grow_problem(args.grow_draft, "--grow-draft")):
         ap.error(problem)
+    if args.no_draft and args.no_eagle and args.heads == "none":  # argparse's form and status 2, as its own mistakes
+        ap.error("--no-draft, --no-eagle and --heads none together leave nothing to train")
+    if args.grow_draft and args.new_draft:
+        ap.error("--grow-draft grows --init-draft; --new-draft starts another: say one of them")
+    if not 0 < args.draft_share <= 1:
+        ap.error(f"--draft-share must be in (0, 1], got {args.draft_share}")
     return args
 
 
@@ -126,12 +132,6 @@ def log(msg: str) -> None:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    if args.no_draft and args.no_eagle and args.heads == "none":
-        raise SystemExit("--no-draft, --no-eagle and --heads none together leave nothing to train")
-    if args.grow_draft and args.new_draft:
-        raise SystemExit("--grow-draft grows --init-draft; --new-draft starts another: say one of them")
-    if not 0 < args.draft_share <= 1:
-        raise SystemExit(f"--draft-share must be in (0, 1], got {args.draft_share}")
     started = time.time()
 
     def left() -> float:

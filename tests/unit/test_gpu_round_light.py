@@ -21,7 +21,11 @@ PROBE = ("import runpy, sys\nsys.argv = ['gpu_round', *sys.argv[1:]]\ntry:\n"
 @pytest.mark.parametrize("argv, status, said", [
     (["--help"], 0, "--new-draft"),
     (["--out", "OUT", "--new-draft", "3"], 2, "--new-draft 3: expected LAYERS:TARGET_LAYERS"),
-    (["--out", "OUT", "--draft-share", "2"], 1, "--draft-share must be in (0, 1], got 2.0"),
+    (["--out", "OUT", "--draft-share", "2"], 2, "gpu_round.py: error: --draft-share must be in (0, 1], got 2.0"),
+    (["--out", "OUT", "--no-draft", "--no-eagle", "--heads", "none"], 2,
+     "gpu_round.py: error: --no-draft, --no-eagle and --heads none together leave nothing to train"),
+    (["--out", "OUT", "--grow-draft", "2", "--new-draft", "2:0,1"], 2,
+     "gpu_round.py: error: --grow-draft grows --init-draft; --new-draft starts another: say one of them"),
 ])
 def test_the_gpu_rounds_argument_mistakes_answer_before_torch_loads(argv, status, said):
     out = subprocess.run([sys.executable, "-c", PROBE, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
