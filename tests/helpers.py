@@ -9,6 +9,8 @@ The app: `ui_config` is the bundled pair's config (the UI tests skip, saying why
 built; SPECUI_UI_TEST_CONFIG points them at another models.yaml, whose default preset is used);
 `served_app` serves the real app in this process; `require_browser` checks for playwright and Chromium;
 `served_browser`, `open_page` and `app_page` put the served app in Chromium; `read_until_closed` reads a pty.
+`static_page`: the app's stylesheet and scripts alone in Chromium. Waits that hold under load, each on what it awaits:
+`click_and_wait`, `wait_answered`, `wait_at_rest`, `press_heard`, `page_timers_run`, `wait_until`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import contextlib
 import importlib.util
 import copy
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -175,11 +178,17 @@ def ui_config(*, with_broken: bool = False):
 @contextlib.contextmanager
 def served_app(config, *, showcase=None):
     """The real app, launched in this process on a free port; yields its URL. A given `showcase` serves
-    the requests (a test watches its runs)."""
-    from tools.screenshot import served
+    the requests (a test watches its runs). Its Blocks are in tests/gradio_calls.SERVED while it serves, so that
+    `wait_quiet` on a page of it asks the server whether the page's events are pending."""
+    from tests.gradio_calls import SERVED
+    from tools.screenshot import served_demo
 
-    with served(config, preload=False, showcase=showcase) as url:
-        yield url
+    with served_demo(config, preload=False, showcase=showcase) as (demo, url):
+        SERVED[url] = demo
+        try:
+            yield url
+        finally:
+            SERVED.pop(url, None)
 
 
 @contextlib.contextmanager
@@ -199,10 +208,15 @@ def served_browser(config, *, showcase=None):
             browser.close()
 
 
-def open_page(browser, url: str, *, ready: str = "#prompt textarea", **context):
+def open_page(browser, url: str, *, ready: str = "#prompt textarea", tracked: bool = False, **context):
     """A page of its own browser context (`context`: playwright's options, e.g. viewport, is_mobile) at `url`, once
-    `ready` (a selector) shows."""
+    `ready` (a selector) shows; `tracked`: its gradio calls followed from before it loads (tests/gradio_calls'
+    `track_calls`: `wait_quiet` then waits for the events its load started too)."""
     page = browser.new_context(**context).new_page()
+    if tracked:
+        from tests.gradio_calls import track_calls
+
+        track_calls(page)
     page.goto(url)
     page.wait_for_selector(ready, timeout=60_000)
     return page
@@ -307,3 +321,77 @@ def wait_at_rest(page, *, quiet_ms: int = 1_000, timeout_ms: int = 120_000) -> N
         if (window.__specuiRestSince === undefined || document.querySelector('{PROGRESS}'))
             window.__specuiRestSince = now;
         return now - window.__specuiRestSince >= {quiet_ms}; }}""", timeout=timeout_ms)
+
+
+def wait_until(ready, what: str, *, timeout_s: float = 120, pause=None) -> None:
+    """Poll `ready()` until it is true, `pause(seconds)` between looks (time.sleep, or a page's `wait_for_timeout`
+    where playwright must deliver events meanwhile); after `timeout_s` (a loaded CI machine) fail saying `what`."""
+    deadline = time.monotonic() + timeout_s
+    while not ready():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout_s:g} s for {what}")
+        (pause or time.sleep)(0.05)
+
+
+HEARD = """() => { if (!window.__specuiHeard) {
+        window.__specuiHeard = {keys: 0, clicks: []};
+        // a task queued as the key is dispatched runs once every listener of it has (stopped propagation or not)
+        window.addEventListener('keydown', () => setTimeout(() => { window.__specuiHeard.keys += 1; }), true);
+        window.addEventListener('click', (event) => {
+            const button = event.target.closest && event.target.closest('button');
+            window.__specuiHeard.clicks.push(button ? button.id || button.textContent.trim() : event.target.tagName);
+        }, true); }
+    window.__specuiHeard.clicks = [];
+    return window.__specuiHeard.keys; }"""
+
+
+def press_heard(page, key: str, *, timeout_ms: int = 30_000) -> list[str]:
+    """Press `key` and wait until the page's scripts have had it (every listener of its keydown has run); returns the
+    buttons clicked meanwhile (ids): keys.js steps by clicking Next or Previous, so a key that must step nothing is
+    checked once handled, where a fixed wait ran out under load with the key or its step still on its way."""
+    seen = page.evaluate(HEARD)
+    page.keyboard.press(key)
+    page.wait_for_function("(seen) => window.__specuiHeard.keys > seen", arg=seen, timeout=timeout_ms)
+    return page.evaluate("() => window.__specuiHeard.clicks")
+
+
+def page_timers_run(page, ms: int) -> None:
+    """Wait until every timer the page set for `ms` or less from now has run (the page's scripts act a moment after
+    a change: keys.js tidies its tables 100 ms after it): a timer of the page's own set now for `ms` fires after them,
+    timers running in the order they fall due, where a wait in the test ran out first on a page starved of the CPU."""
+    page.evaluate("(ms) => new Promise((done) => setTimeout(done, ms))", ms)
+
+
+UI = ROOT / "specui" / "ui"
+
+
+def static_content(page, body: str, *, scripts: tuple[str, ...] = ()):
+    """`page` showing `body` alone under the app's style.css, with the app's `scripts` (file names in specui/ui) run
+    in order, as blocks.py runs them; returns the page."""
+    page.set_content(f"<style>{(UI / 'style.css').read_text(encoding='utf-8')}</style>{body}")
+    for name in scripts:
+        page.add_script_tag(content=f"({(UI / name).read_text(encoding='utf-8')})();")
+    return page
+
+
+@contextlib.contextmanager
+def static_browser():
+    """Chromium with no server (skips, or fails under CI=true, without it): yields the browser, closed after."""
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    from tools.screenshot import launch_chromium
+
+    with sync_playwright() as p:
+        browser = launch_chromium(p)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextlib.contextmanager
+def static_page(body: str, *, width: int = 800, height: int = 600, scripts: tuple[str, ...] = ()):
+    """A Chromium page of `body` alone under the app's style.css, with the app's scripts named (no server)."""
+    with static_browser() as browser:
+        yield static_content(browser.new_page(viewport={"width": width, "height": height}), body, scripts=scripts)

@@ -85,7 +85,7 @@ def test_a_bidi_override_in_a_token_reverses_its_own_token_alone():
     from specui.arena import Credit
     from specui.events import Kind
     from specui.ui.render import TokenView, credit_span, render_tokens
-    from tests.app.test_browser_token_tips import static_page
+    from tests.helpers import static_page
 
     kinds = (Kind.ACCEPTED, Kind.RESAMPLED, Kind.ACCEPTED, Kind.BONUS, Kind.ACCEPTED)
     texts = ("abc ", "x\u202e", "one ", "two ", "three")

@@ -6,17 +6,13 @@ it (not after the visitor went on from the page, its chart gone meanwhile)."""
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 
 import pytest
 
-from specui.ui import render
-from tests.helpers import require_browser
-from tools.screenshot import launch_chromium
+from tests.helpers import static_browser, static_content
 
 pytestmark = [pytest.mark.browser]  # Chromium on pages of its own: no app, no model
 
-UI = Path(render.__file__).parent
 LESSON = ("<button id=decode>Decode</button><div style='height:2000px'>controls</div>"
           "<div id=step-status>Back at round 5</div><div id=step-view></div><div style='height:2000px'></div>")
 ROUND = "() => { document.querySelector('#step-view').innerHTML = \"<div class=teach-step data-round=4>r</div>\"; }"
@@ -29,23 +25,9 @@ FOCUSED = "() => document.activeElement.dataset.title || null"
 @contextlib.contextmanager
 def pages(scripts: tuple[str, ...]):
     """`open_page(body)`: a new Chromium page of `body` under style.css, watch.js and `scripts` run (as blocks.JS)."""
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = launch_chromium(p)
-
-        def open_page(body: str):
-            page = browser.new_page(viewport={"width": 800, "height": 600})
-            page.set_content(f"<style>{(UI / 'style.css').read_text(encoding='utf-8')}</style>{body}")
-            for name in ("watch.js", *scripts):
-                page.add_script_tag(content=f"({(UI / name).read_text(encoding='utf-8')})();")
-            return page
-
-        try:
-            yield open_page
-        finally:
-            browser.close()
+    with static_browser() as browser:
+        yield lambda body: static_content(browser.new_page(viewport={"width": 800, "height": 600}), body,
+                                          scripts=("watch.js", *scripts))
 
 
 def test_a_round_shown_scrolls_to_the_status_line_only_on_a_page_nobody_touched():

@@ -4,43 +4,20 @@ special token, part of a character and hostile text gives the very tooltip `rend
 
 from __future__ import annotations
 
-import contextlib
-from pathlib import Path
-
 import pytest
 
 from specui.events import Kind
 from specui.ui import render
-from tests.helpers import require_browser
-from tools.screenshot import launch_chromium
+from tests.helpers import static_page
 
 pytestmark = [pytest.mark.browser]  # Chromium on a page of its own: no app, no model
 
-UI = Path(render.__file__).parent
 TEXTS = [" the", "it's", 'say "hi"', "both ' and \"", "back\\slash", "line\nbreak\tand tab", "cr\r", "bell\x07",
          '"><img src=x onerror="window.__pwned=1">', "x' onmouseover='window.__pwned=2", "&amp; <b>", "café",
          "\U0001F468\u200d\U0001F469", "\u202eabc", "\u2028", "a  b", "<|im_end|>", "",
          "\x00"]  # a NUL: the page's parser drops it, the span shows no text, yet no part of a character
 NOTES = ["", render.COPIED, render.UNDRAFTED, render.REJECTED_HERE, render.DISCARDED, render.NOT_NEEDED,
          f"{render.REJECTED_HERE} · {render.COPIED}", f"{render.NOT_NEEDED} · {render.COPIED}"]
-
-
-@contextlib.contextmanager
-def static_page(body: str, *, width: int = 800, height: int = 600, scripts: tuple[str, ...] = ()):
-    """A Chromium page of `body` alone under the app's style.css, with the app's scripts named (no server)."""
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = launch_chromium(p)
-        try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            page.set_content(f"<style>{(UI / 'style.css').read_text(encoding='utf-8')}</style>{body}")
-            for name in scripts:
-                page.add_script_tag(content=f"({(UI / name).read_text(encoding='utf-8')})();")
-            yield page
-        finally:
-            browser.close()
 
 
 def views() -> list[render.TokenView]:
