@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.gradio_calls import track_calls, wait_quiet
 from tests.helpers import require_browser, served_app, ui_config
 from tools.screenshot import launch_chromium, set_number
 
@@ -36,6 +37,7 @@ def _on_tab(page, name: str) -> None:
 def _open(site, query: str):
     browser, url = site
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    track_calls(page)  # from before it loads: `wait_quiet` waits for its load's events too
     page.goto(f"{url}/{query}")
     page.wait_for_selector("button[role=tab][aria-selected=true]", timeout=60_000)
     return page
@@ -59,7 +61,7 @@ def test_the_address_opens_the_teach_tab_and_a_refresh_keeps_the_tab(site):
     page.reload()
     _on_tab(page, "Teach")
     other = _open(site, "?tab=nonsense")  # a name it does not know: the Chat tab
-    other.wait_for_timeout(1_000)
+    wait_quiet(other)  # the load's answer (the tab its address names) is on the page
     assert _selected(other) == "Chat"
 
 

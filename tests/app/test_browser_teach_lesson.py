@@ -47,14 +47,12 @@ def test_a_prompt_typed_mid_lesson_is_said_not_to_be_the_rounds_shown(page):
 def test_a_clicker_at_a_presenters_pace_steps_every_press(page):
     start = shown_round(page)
     page.locator("#step-status").click()  # the focus off the prompt box
-    for _ in range(4):
+    for n in range(1, 5):  # a presenter presses once the last press's round shows
         page.keyboard.press("PageDown")
-        page.wait_for_timeout(300)
-    wait_round(page, start + 4)
-    for _ in range(2):
+        wait_round(page, start + n)
+    for n in (3, 2):
         page.keyboard.press("PageUp")
-        page.wait_for_timeout(300)
-    wait_round(page, start + 2)
+        wait_round(page, start + n)
 
 
 def test_decode_clicked_at_the_top_brings_its_progress_into_view(page):

@@ -141,9 +141,12 @@ def test_a_prompt_typed_back_while_its_edit_is_answered_says_the_rounds_are_its(
     box.press_sequentially("import os", delay=150)
     box.fill(prompt)  # the decoded prompt again, while the last key's event is on its way
     page.locator("#step-status").click()
-    wait_quiet(page)
-    page.wait_for_timeout(1_000)
-    assert page.locator("#step-status").inner_text() == decoded
+    wait_quiet(page)  # every edit's event answered, the one held back (always_last) for the last edit too
+    try:  # and its answer drawn
+        page.wait_for_function("(want) => document.querySelector('#step-status').innerText === want", arg=decoded,
+                               timeout=10_000)
+    except Exception as e:
+        raise AssertionError(f"the status line says {page.locator('#step-status').inner_text()!r}") from e
 
 
 def test_auto_play_ticks_on_a_slow_server_step_one_round_each(page, monkeypatch):
@@ -152,7 +155,9 @@ def test_auto_play_ticks_on_a_slow_server_step_one_round_each(page, monkeypatch)
     slowed(monkeypatch, "render_step", 1)  # every step answered a second late: five ticks come meanwhile
     watch_rounds(page)
     page.click("#step-play")
-    page.wait_for_timeout(5_000)
+    # three steps shown (each a second late, five ticks come meanwhile): a view that jumped rounds gets there too
+    page.wait_for_function("() => +document.querySelector('#step-view .teach-step').dataset.round >= 4",
+                           timeout=60_000)
     page.click("#step-play")
     page.wait_for_function("() => document.querySelector('#step-play').innerText.includes('Play')")
     wait_quiet(page)

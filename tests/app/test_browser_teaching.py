@@ -16,7 +16,7 @@ import pytest
 
 from tools.screenshot import NO_PROBE, free_port, launch_chromium, set_number
 from tests.gradio_calls import SERVED, session_of, track_calls, wait_quiet  # noqa: F401 - the Teach tests import them from here
-from tests.helpers import click_and_wait, make_model, noisy_copy, require_browser, save_tiny_model
+from tests.helpers import click_and_wait, make_model, noisy_copy, press_heard, require_browser, save_tiny_model
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
 
@@ -186,14 +186,12 @@ def test_the_arrow_keys_and_a_clickers_page_keys_step_through_the_rounds(page):
     page.keyboard.press("ArrowLeft")
     wait_round(page, 2)
     page.click("#teach-prompt textarea")
-    page.keyboard.press("ArrowRight")
-    page.wait_for_timeout(800)
+    assert press_heard(page, "ArrowRight") == []  # the page had the key and clicked no Next: the caret's
     assert page.locator("#step-view .teach-step").get_attribute("data-round") == "2"
     page.locator("#step-status").click()
     page.locator("#teach-export").scroll_into_view_if_needed()  # the round off screen: PageDown scrolls
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
-    page.keyboard.press("PageDown")
-    page.wait_for_timeout(800)
+    assert press_heard(page, "PageDown") == []
     assert page.locator("#step-view .teach-step").get_attribute("data-round") == "2"
     # the tree panel, open and on screen, takes the keys; the rounds' step-through, off screen, stays
     page.locator("#teach-tree").get_by_text("Token trees: a tree round, node by node").click()
@@ -240,7 +238,8 @@ def test_autoplay_advances_and_stops(page):
                            timeout=10_000)
     wait_quiet(page)  # a tick already in flight lands (800 ms was too short for it on a busy machine)
     stopped_at = page.locator("#step-view .teach-step").get_attribute("data-round")
-    page.wait_for_timeout(1200)
+    page.wait_for_timeout(1200)  # no tick within six of its 0.2 s periods: the auto-play is stopped (a negative wait)
+    wait_quiet(page)  # and a step a tick would have started meanwhile has landed
     assert page.locator("#step-view .teach-step").get_attribute("data-round") == stopped_at
 
 
@@ -348,11 +347,11 @@ def test_wait_quiet_returns_though_a_stream_stays_open_with_no_event_pending(pag
     page.locator("#step-status").click()  # the focus off the prompt box
     wait_quiet(page)
     (session,) = sessions
-    page.evaluate("""(session) => { window.idleStream = new AbortController();
-        fetch('gradio_api/queue/data?session_hash=' + session, {signal: window.idleStream.signal})
-            .catch(() => {}); }""",
-                  session)
-    page.wait_for_timeout(500)  # the request's event delivered
+    with page.expect_request(lambda r: "/queue/data" in r.url, timeout=30_000):  # its request event delivered
+        page.evaluate("""(session) => { window.idleStream = new AbortController();
+            fetch('gradio_api/queue/data?session_hash=' + session, {signal: window.idleStream.signal})
+                .catch(() => {}); }""",
+                      session)
     assert any("/queue/data" in r.url for r in page.calls["open"]), "no stream open: nothing to check"
     try:
         wait_quiet(page, timeout_ms=10_000)
