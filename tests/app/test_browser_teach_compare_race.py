@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.app.test_browser_teaching import decode_lesson, set_number, tiny_showcase, wait_round
+from tests.gradio_calls import track_calls, wait_quiet
 from tests.helpers import app_page, require_browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
@@ -21,6 +22,7 @@ def page(tmp_path_factory):
     require_browser()  # before the pair is built
     showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
     with app_page(showcase.config, showcase=showcase, path="?tab=teach", ready="#step-start") as page:
+        track_calls(page)  # wait_quiet: every answer on its way landed
         decode_lesson(page, PROMPT, new_tokens=128)  # ~90 rounds: a comparison takes a while
         yield page
 
@@ -45,7 +47,7 @@ def settled_beside(page, n: int, drafter: str) -> None:
               f" return c && c.dataset.round === '{n}' && c.textContent.includes({drafter!r}); }}")
     try:
         page.wait_for_function(beside, timeout=30_000)
-        page.wait_for_timeout(2_000)  # a late answer, drawn for an older round, would land by now
+        wait_quiet(page)  # every answer on its way (a late one, drawn for an older round, too) has landed
         assert page.evaluate(beside)
     except Exception as e:
         raise AssertionError(f"step view on round {step_round(page)}, compare view: "
@@ -79,11 +81,15 @@ def test_a_drafter_chosen_during_the_auto_play(page):
     set_number(page, "step-speed", 0.3)
     choose(page, "none")
     page.wait_for_selector("#compare-view .teach-compare.teach-empty", timeout=30_000)
+    at = step_round(page)
     page.click("#step-prev")
+    wait_round(page, at - 1)
     page.click("#step-play")
-    page.wait_for_timeout(700)
+    page.wait_for_function(f"() => +document.querySelector('#step-view .teach-step').dataset.round >= {at}",
+                           timeout=30_000)  # the auto-play steps
     choose(page, "prompt lookup")
-    page.wait_for_timeout(200)
+    page.wait_for_timeout(200)  # a presenter's moment (pacing, nothing awaited: the answers may land in any order)
     page.click("#step-play")  # Pause, with the comparison's answer (and perhaps a tick) on its way
-    page.wait_for_timeout(1_000)
+    page.wait_for_function("() => document.querySelector('#step-play').innerText.includes('Play')", timeout=30_000)
+    wait_quiet(page)  # the ticks and the comparison answered: the round it stopped on
     settled_beside(page, step_round(page), "prompt lookup")

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from tests.app.test_browser_teaching import decode_lesson, tiny_showcase, wait_round
-from tests.helpers import app_page, require_browser
+from tests.gradio_calls import track_calls, wait_quiet
+from tests.helpers import app_page, page_timers_run, press_heard, require_browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -26,6 +27,7 @@ def page(tmp_path_factory):
     require_browser()  # before the pair is built
     showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
     with app_page(showcase.config, showcase=showcase, path="?tab=teach", ready="#step-start", **PROJECTOR) as page:
+        track_calls(page)  # wait_quiet: every answer on its way landed
         decode_lesson(page, PROMPT, new_tokens=24)
         yield page
 
@@ -47,8 +49,10 @@ def test_the_context_box_shows_its_end_the_text_the_drafts_continue(page):
                                    timeout=5_000)
         except Exception as e:
             raise AssertionError(f"round {n}: [overflow, scrollTop] = {page.evaluate(ends)}") from e
-    page.evaluate(f"() => {{ document.querySelector('{box}').scrollTop = 0; }}")  # the reader scrolls up: it stays
-    page.wait_for_timeout(500)
+    # the reader scrolls up: it stays, the page changed since (the watcher's look at once, keys.js's tidy 100 ms on)
+    page.evaluate(f"""() => {{ document.querySelector('{box}').scrollTop = 0;
+        const mark = document.createElement('i'); document.body.append(mark); mark.remove(); }}""")
+    page_timers_run(page, 300)
     assert page.evaluate(ends)[1] == 0
 
 
@@ -59,9 +63,9 @@ def test_the_keys_step_the_rounds_with_the_compare_view_on_screen(page):
     at = compared_round(page)
     page.evaluate("() => document.querySelector('#compare-view').scrollIntoView({block: 'start'})")
     page.locator("#teach-second input").focus()
-    page.keyboard.press("ArrowRight")  # the focus in the list: its arrows are the list's
+    assert press_heard(page, "ArrowRight") == []  # the focus in the list: its arrows are the list's
     page.keyboard.press("Escape")
-    page.wait_for_timeout(1000)
+    wait_quiet(page)  # the list's events answered
     assert compared_round(page) == at
     page.evaluate("() => document.activeElement.blur()")
     # the list's focus may have scrolled the page to it: the compare view at the top again, the step view above
@@ -74,7 +78,7 @@ def test_the_keys_step_the_rounds_with_the_compare_view_on_screen(page):
     wait_round(page, at + 1)
     page.keyboard.press("ArrowLeft")
     page.wait_for_selector(f"#compare-view .teach-compare[data-round='{at}']", timeout=30_000)
-    page.wait_for_timeout(1000)  # an answer on its way, drawn for another round, would land by now
+    wait_quiet(page)  # every answer on its way (one drawn for another round, too) has landed
     assert compared_round(page) == at
     assert page.evaluate(ON_SCREEN, "#compare-view")  # stepped where it was, not scrolled away
 
@@ -102,7 +106,6 @@ def test_the_compare_drafters_table_scrolls_within_its_column(page):
             break
         page.keyboard.press("Shift+Tab")
     assert page.evaluate(f"() => document.activeElement === document.querySelector('{table}')")
-    page.keyboard.press("ArrowRight")
-    page.wait_for_function(f"() => document.querySelector('{table}').scrollLeft > 0", timeout=5_000)
-    page.wait_for_timeout(1000)
+    assert press_heard(page, "ArrowRight") == []  # no Next clicked
+    page.wait_for_function(f"() => document.querySelector('{table}').scrollLeft > 0", timeout=10_000)
     assert int(page.locator("#step-view .teach-step").get_attribute("data-round")) == at

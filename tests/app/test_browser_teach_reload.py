@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.test_browser_teaching import PROMPT, shown_rows, tiny_showcase, wait_round
+from tests.app.test_browser_teaching import PROMPT, shown_rows, tiny_showcase, wait_quiet, wait_round
 from tests.helpers import open_page, require_browser, served_browser
 from tools.screenshot import set_number
 
@@ -24,7 +24,7 @@ def site(tmp_path_factory):
 
 
 def _open(browser, url: str):
-    return open_page(browser, url, ready="#step-start", viewport={"width": 1280, "height": 720})
+    return open_page(browser, url, ready="#step-start", tracked=True, viewport={"width": 1280, "height": 720})
 
 
 def _refreshed_at_round_1(page, **numbers) -> list[dict]:
@@ -74,7 +74,7 @@ def test_a_refresh_mid_lesson_comes_back_to_the_same_round(site):
     assert page.locator("#teach-prompt textarea").input_value() == PROMPT
 
     other = _open(browser, url)  # another visitor: their own storage, nothing decoded
-    other.wait_for_timeout(3_000)
+    wait_quiet(other)  # its load's events answered, and a decode they started (a run remembered) too
     assert other.locator("#step-view .teach-step[data-round]").count() == 0
     assert other.locator("#teach-prompt textarea").input_value() != PROMPT
     page.context.close()
@@ -88,7 +88,7 @@ def test_a_refresh_at_round_1_decodes_nothing_and_next_brings_the_same_round_1(s
     page = _open(browser, url)
     rows = _refreshed_at_round_1(page, **{"teach-k": 3, "teach-temperature": 0.9, "teach-max-new-tokens": 20,
                                           "teach-seed": 7})
-    page.wait_for_timeout(2_000)
+    wait_quiet(page)  # the refreshed page's load events answered, and a decode they started too
     assert page.locator("#step-view .teach-step[data-round]").count() == 0  # nothing decoded
     page.locator("#teach-prompt textarea").press_sequentially("x")  # typed: the lesson's prompt is no longer there
     page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('prompt changed')",
