@@ -164,17 +164,26 @@ def token_span(view: TokenView, *, style: str = "", shown: str | None = None) ->
             f'{escape_text(closed_bidi(view.text) if shown is None else shown)}</span>')
 
 
+CARET = "specui-caret"  # the class of a block of tokens still streaming: style.css draws a blinking caret after it
+
+
+def open_tokens(views: Sequence[TokenView], *, cursor: bool = False) -> str:
+    """`render_tokens` left open, its closing tag not written: a streamed frame ends with it, so that the next frame,
+    a few tokens longer, starts with this one (`render_reply`). `cursor`: the block's class `CARET`, which draws the
+    caret after its last token (style.css), in its opening tag, where the tokens that come next leave it be."""
+    caret = f" {CARET}" if cursor else ""
+    return (f'<div class="specui-text{caret}" tabindex="0" role="group" title="{attribute(TOKENS_LABEL)}"'
+            f' style="{TEXT_STYLE}">{"".join(token_span(v) for v in views)}')
+
+
 def render_tokens(views: Sequence[TokenView], *, cursor: bool = False) -> str:
-    """A block of token spans; `cursor` adds a blinking caret while streaming.
+    """A block of token spans; `cursor` adds a blinking caret while streaming (`open_tokens`).
 
     The block is one stop of the Tab key, a named group (TOKENS_LABEL): from it the arrow keys step from token to
     token, each showing and announcing its kind, p and q (`specui/ui/tokens.js`); a tab stop per token would put
     hundreds of stops between the prompt and the settings. The name is a title (the chat's sanitiser drops
     aria-label)."""
-    body = "".join(token_span(v) for v in views)
-    caret = '<span class="specui-caret">▍</span>' if cursor else ""
-    return (f'<div class="specui-text" tabindex="0" role="group" title="{attribute(TOKENS_LABEL)}"'
-            f' style="{TEXT_STYLE}">{body}{caret}</div>')
+    return f"{open_tokens(views, cursor=cursor)}</div>"
 
 
 def render_prompt(prompt: str) -> str:
@@ -205,18 +214,26 @@ def render_reply(spec: Sequence[TokenView], *, plain: Sequence[TokenView] | None
                  copy: str | None = None) -> str:
     """The assistant's message: the speculative tokens, and beside them the plain run in compare mode.
 
-    streaming: "spec" or "plain" puts a caret at the end of that column. copy: the reply's text, for a
-    "Copy reply" button (`render_copy`; none while it streams).
+    streaming: "spec" or "plain", the column still streaming: the message as a streamed frame shows it, left open
+    after that column's last token (`open_tokens`, with the caret), no closing tag, note, verdict or copy row after
+    it (they come with the final frame; a plain column not begun is not shown). So each frame starts with the one
+    before (the plain column's first frame aside), and gradio's queue sends what was added alone (`gradio.utils.diff`:
+    an "append"), where every frame had sent the whole reply again; the page's HTML parser closes the open tags.
+    copy: the reply's text, for a "Copy reply" button (`render_copy`).
     """
     end = f"{render_note(note)}{render_copy(copy)}"
     if plain is None:
-        return f'<div class="specui-out">{render_tokens(spec, cursor=streaming == "spec")}{end}</div>'
-    cols = "".join(
-        f'<div class="specui-col"><div class="specui-col-title">{escape_text(title)}</div>'
-        f'{render_tokens(views, cursor=streaming == which)}</div>'
-        for which, title, views in (("spec", spec_title, spec), ("plain", plain_title, plain))
-    )
-    return f'<div class="specui-out"><div class="specui-compare">{cols}</div>{verdict}{end}</div>'
+        if streaming:
+            return f'<div class="specui-out">{open_tokens(spec, cursor=True)}'
+        return f'<div class="specui-out">{render_tokens(spec)}{end}</div>'
+    columns = [(f'<div class="specui-col"><div class="specui-col-title">{escape_text(title)}</div>', views)
+               for title, views in ((spec_title, spec), (plain_title, plain))]
+    *done, (head, views) = columns[: 1 if streaming == "spec" else 2]  # the last column shown, open while it streams
+    cols = "".join(f"{top}{render_tokens(shown)}</div>" for top, shown in done)
+    start = f'<div class="specui-out"><div class="specui-compare">{cols}{head}'
+    if streaming:
+        return f"{start}{open_tokens(views, cursor=True)}"
+    return f"{start}{render_tokens(views)}</div></div>{verdict}{end}</div>"
 
 
 def render_verdict(*, identical: bool | None, speedup: float | None, first_difference: int | None = None,

@@ -37,8 +37,8 @@ PHASES = {"speculative": "Decoding speculatively…", "plain": "Decoding plainly
 STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
 
 
-# A streamed reply's markup the page is sent per second at most. Each frame sends the reply whole (its caret and
-# titles change inside it), and the browser reads it whole: an arena of 512 tokens is 1.3 MB of spans, which ten
+# A streamed reply's markup the page is sent per second at most. The browser reads each frame's reply whole (a chat's
+# goes on the wire as what it gained: `render.render_reply`): an arena of 512 tokens is 1.3 MB of spans, which ten
 # frames a second kept a browser on a 2-core machine busy throughout, a click on Stop waiting up to half a minute
 # (tools.page_lag). Frames of a large reply come less often; a chat's reply (tens of kB) streams at the interval.
 # A page slower still (a loaded machine): a frame also waits until it has drawn all but the last one sent (`Paced`).
@@ -342,6 +342,7 @@ class Showcase:
             note = "⏹ stopped"
         elif final:
             note = STOP_REASONS.get(run.spec.stop_reason, "")
+        # a streamed frame ends open after its last token (`render_reply`): a note (left-out messages) comes at the end
         note = run.note(note)
         copy = run.reply_text if final else None
         if run.settings.compare:

@@ -1,0 +1,147 @@
+"""A streamed chat reply's frames grow at their end: each starts with the one before (`render.render_reply` leaves a
+streamed message open after its last token, the caret drawn by its block's class), so gradio's queue sends each as an
+append of what the reply gained (`gradio.utils.diff`), where every frame had sent the whole reply again (a 200-token
+reply: 2 MB, 4 MB in compare mode); the final frame closes the message as it always was. And the open markup in
+Chromium, through the app's own Chatbot on a served Blocks: tokens and caret as they stream, hostile token texts
+staying text inside the open block, no caret once the final frame lands."""
+
+from __future__ import annotations
+
+import threading
+from html.parser import HTMLParser
+
+import pytest
+from gradio.utils import diff
+
+from specui import runstats
+from specui.events import Kind
+from specui.loading import PairCache
+from specui.text import fmt
+from specui.ui import render
+from specui.ui.request import Settings
+from specui.ui.session import STOP_REASONS, Showcase
+from tests.helpers import require_browser, ui_config
+
+PROMPT = "import os\nimport sys\n\n\ndef main(argv):\n"
+
+
+@pytest.fixture(scope="module")
+def showcase():
+    return Showcase(ui_config(), PairCache(), text_interval=0, chart_interval=1e9)  # a frame every round
+
+
+class Opened(HTMLParser):
+    """The elements left open at the end of some markup (class names), and every element it made."""
+
+    def __init__(self, markup: str):
+        super().__init__(convert_charrefs=True)
+        self.open, self.made = [], []
+        self.feed(markup)
+
+    def handle_starttag(self, tag, attrs):
+        self.made.append(tag)
+        self.open.append(f"{tag}.{dict(attrs).get('class', '')}")
+
+    def handle_endtag(self, tag):
+        assert self.open and self.open[-1].startswith(f"{tag}."), (tag, self.open)
+        self.open.pop()
+
+
+def appended(old: str, new: str) -> bool:
+    """Whether gradio's queue sends `new` after `old` as an append (the Chatbot's messages, as it diffs them)."""
+    edits = diff([{"content": [{"text": old, "type": "text"}]}], [{"content": [{"text": new, "type": "text"}]}])
+    return [e[0] for e in edits] == ["append"]
+
+
+@pytest.mark.parametrize("compare", [False, True])
+def test_streamed_frames_are_appends_and_the_final_message_is_the_whole_reply(showcase, compare):
+    frames = list(showcase.run(PROMPT, Settings(max_new_tokens=40, num_draft_tokens=2, compare=compare),
+                               figures=False))
+    final, run = frames[-1]
+    streamed = [f.message for f, _ in frames if not f.done and "specui-out" in f.message]  # not a loading note
+    assert len(streamed) >= 4 and final.done
+    replaced = [i + 1 for i, (old, new) in enumerate(zip(streamed, streamed[1:])) if not appended(old, new)]
+    plain_opens = [i for i, m in enumerate(streamed) if "plain (target alone)" in m][:1]  # compare: its first frame
+    assert replaced == plain_opens and len(plain_opens) == compare, replaced
+    for message in streamed:  # open: the reply's block last, its caret its class; nothing after its tokens
+        column = ["div.specui-compare", "div.specui-col"] if compare else []
+        assert Opened(message).open == ["div.specui-out", *column, f"div.specui-text {render.CARET}"], message[-300:]
+    assert render.CARET not in final.message and not Opened(final.message).open
+    # the final message as it always was: the reply whole, closed, its note and copy row after it (and the verdict)
+    note, copy = STOP_REASONS[run.spec.stop_reason], run.reply_text
+    if not compare:
+        assert final.message == render.render_reply(run.spec_views, note=note, copy=copy)
+        return
+    spec, plain = run.stats()
+    verdict = render.render_verdict(identical=run.identical, speedup=runstats.speedup(spec, plain))
+    assert run.identical and final.message == render.render_reply(
+        run.spec_views, plain=run.plain_views, spec_title=f"speculative · {fmt(spec.tokens_per_s, '.1f')} tokens/s",
+        plain_title=f"plain (target alone) · {fmt(plain.tokens_per_s, '.1f')} tokens/s", note=note, verdict=verdict,
+        copy=copy)
+
+
+HOSTILE = ("ok ", '</div></div><img src=x onerror="window.__pwned=1">', "&amp; &lt;", "\n\n", "'\"", "\u202eabc",
+           "<script>window.__pwned=2</script>", "\n</span>x", " end")
+SHOWN = [render.closed_bidi(text) for text in HOSTILE]  # each token's text on the page (its bidi scope closed)
+
+
+def test_hostile_token_texts_in_an_open_message_make_no_element_and_leave_it_open():
+    views = [render.TokenView(text, Kind.ACCEPTED, 0.5, 0.5, 1.0, i) for i, text in enumerate(HOSTILE)]
+    for shown in range(1, len(views) + 1):
+        parsed = Opened(render.render_reply(views[:shown], streaming="spec"))
+        assert parsed.open == ["div.specui-out", f"div.specui-text {render.CARET}"], parsed.open
+        assert set(parsed.made) == {"div", "span"} and parsed.made.count("span") == shown
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_an_open_message_streams_in_the_apps_chatbot_as_tokens_and_caret_and_ends_closed():
+    """The app's Chatbot (its sanitiser, no Markdown) on a served Blocks, sent hostile tokens one frame at a time, each
+    frame an append: every token shows in the caret's block, as text, the caret drawn after the last; the final frame
+    closes the message (no caret). The server yields the next frame once the test has seen this one."""
+    require_browser()
+    import gradio as gr
+    from playwright.sync_api import sync_playwright
+
+    from specui.ui import blocks
+    from tools.screenshot import NO_PROBE, free_port, launch_chromium
+
+    views = [render.TokenView(text, Kind.ACCEPTED, 0.5, 0.5, 1.0, i) for i, text in enumerate(HOSTILE)]
+    seen = threading.Semaphore(0)
+
+    def stream():
+        for shown in range(1, len(views) + 1):
+            yield [{"role": "assistant", "content": render.render_reply(views[:shown], streaming="spec")}]
+            assert seen.acquire(timeout=60), "the page never showed the frame"
+        yield [{"role": "assistant", "content": render.render_reply(views, note="end of text", copy="x")}]
+
+    with gr.Blocks() as demo:
+        panel = blocks._chat_panel()
+        panel.send.click(stream, None, panel.chat)
+    port = free_port()
+    state = """() => { const block = document.querySelector('#chat .specui-text'); return block && {
+        caret: block.classList.contains('specui-caret'), drawn: getComputedStyle(block, '::after').content,
+        tokens: [...block.querySelectorAll('.tok')].map(t => t.textContent), pwned: window.__pwned ?? null,
+        made: document.querySelectorAll('#chat :is(img, script)').length,
+        outside: document.querySelectorAll('#chat .tok').length - block.querySelectorAll('.tok').length}; }"""
+    try:
+        blocks.launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                      **NO_PROBE)
+        with sync_playwright() as p:
+            browser = launch_chromium(p)
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.click("#send")
+            for shown in range(1, len(views) + 1):
+                page.wait_for_function(f"() => document.querySelectorAll('#chat .tok').length === {shown}",
+                                       timeout=60_000)
+                found = page.evaluate(state)
+                assert found == {"caret": True, "drawn": '"▍" / ""', "tokens": SHOWN[:shown],
+                                 "pwned": None, "made": 0, "outside": 0}, found
+                seen.release()
+            page.wait_for_selector("#chat .specui-copy", timeout=60_000)  # the final frame
+            found = page.evaluate(state)
+            assert not found["caret"] and found["drawn"] == "none" and found["tokens"] == SHOWN, found
+            browser.close()
+    finally:
+        demo.close()
