@@ -16,7 +16,7 @@ import importlib.util
 
 import pytest
 
-from tests.helpers import IN_CI, require_browser, served_app, ui_config, wait_at_rest
+from tests.helpers import IN_CI, page_timers_run, require_browser, served_app, ui_config, wait_at_rest
 from tools.screenshot import launch_chromium, run_prompt, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
@@ -237,7 +237,7 @@ def test_a_draft_table_stays_a_tab_stop_after_a_chat_in_the_other_tab(app):
     page.wait_for_selector("#step-view .teach-table[tabindex='0']", timeout=120_000)
     page.get_by_role("tab", name="Chat").click()
     _replied(page, **{"max-new-tokens": 4})
-    page.wait_for_timeout(300)
+    page_timers_run(page, 300)  # keys.js's look at the tables (100 ms after the reply's last change) ran while hidden
     page.get_by_role("tab", name="Teach").click()
     page.wait_for_selector("#step-view .teach-table[tabindex='0']", timeout=5_000)
     assert_clean(page)
