@@ -51,3 +51,12 @@ def corpus_tokenized_once():
         for module in (common, cli, evaluate):
             patch.setattr(module, "encode_stream", encode_stream)
         yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def streams_kept_apart(tmp_path_factory):
+    """The token streams the trainers keep on disk (`common.kept_stream`) go to the session's own folder, never the
+    user's cache: set in the environment, so trainers a test starts as a command keep theirs there too."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(common.STREAMS_ENV, str(tmp_path_factory.mktemp("streams")))
+        yield

@@ -1,0 +1,108 @@
+"""The token streams the trainers keep on disk (`specui.train.common.kept_stream`): a second start reads the file
+instead of tokenizing, each tokenizer and text set has its own file, a file that is torn, foreign or not whole is
+tokenized again and written over, and what is read is the tokenizer's own stream. The stdlib pair's small tokenizer
+on two short texts; the calls counted, never timed."""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import pytest
+import torch
+from transformers import AutoTokenizer
+
+from specui import packaged
+from specui.train import chat_data, common
+from tests.helpers import BUNDLED_TARGET
+
+FRESH = common._encoded  # the stream tokenized, never kept
+TEXTS = ["def main(argv=None):\n    return 0\n", "x = [i * i for i in range(10)]  # é, ü\n"]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return AutoTokenizer.from_pretrained(BUNDLED_TARGET.parent)
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    monkeypatch.setenv(common.STREAMS_ENV, str(tmp_path / "streams"))
+    return tmp_path / "streams"
+
+
+@pytest.fixture
+def tokenized(monkeypatch) -> list:
+    """The texts of each `encode_stream` that was tokenized, one entry a call."""
+    calls, real = [], common._encoded
+
+    def counted(tokenizer, texts):
+        calls.append(list(texts))
+        return real(tokenizer, texts)
+
+    monkeypatch.setattr(common, "_encoded", counted)
+    return calls
+
+
+def encode(tokenizer, texts) -> torch.Tensor:
+    """`common.encode_stream` itself, not the memory tests/train/conftest.py puts in front of it."""
+    return common.encode_stream.__wrapped__(tokenizer, texts)
+
+
+def test_the_tests_keep_their_streams_apart_from_the_users_cache():
+    assert os.environ.get(common.STREAMS_ENV)  # tests/train/conftest.py: started commands inherit it
+    assert common.streams_folder() != packaged.cache_root() / "streams"
+
+
+def test_a_second_call_reads_the_file_and_each_tokenizer_and_text_set_has_its_own(tok, folder, tokenized):
+    first = encode(tok, TEXTS)
+    assert len(tokenized) == 1 and len(list(folder.glob("*.ids"))) == 1
+    assert torch.equal(first, FRESH(tok, TEXTS))
+    again = encode(tok, list(TEXTS))
+    assert len(tokenized) == 1, "read from the file, not tokenized"
+    assert again.dtype == torch.long and torch.equal(again, first)
+    other = copy.deepcopy(tok)
+    other.add_tokens(["def main"])  # the same name and folder, another vocabulary: its own ids, its own file
+    assert torch.equal(encode(other, TEXTS), FRESH(other, TEXTS)) and len(tokenized) == 2
+    assert not torch.equal(FRESH(other, TEXTS), first)
+    assert torch.equal(encode(tok, TEXTS[:1]), FRESH(tok, TEXTS[:1])) and len(tokenized) == 3
+    assert len(list(folder.glob("*.ids"))) == 3 and not list(folder.glob("*.part"))
+    assert torch.equal(encode(other, TEXTS), FRESH(other, TEXTS)) and len(tokenized) == 3
+
+
+def test_the_chat_trainers_stream_is_kept_too(tok, folder, monkeypatch):
+    fresh = chat_data.code_stream.__wrapped__(tok, TEXTS)
+    calls = []
+    tokenize = type(tok).__call__
+    monkeypatch.setattr(type(tok), "__call__", lambda self, *a, **k: calls.append(1) or tokenize(self, *a, **k))
+    kept = chat_data.code_stream.__wrapped__(tok, TEXTS)
+    assert torch.equal(kept, fresh) and not calls
+    assert [p.name.split("-")[0] for p in folder.glob("*.ids")] == ["code_stream"]
+
+
+@pytest.mark.parametrize("damage", ["torn", "a bit flipped", "foreign", "empty"])
+def test_a_damaged_file_is_tokenized_again_and_written_over(tok, folder, tokenized, damage):
+    first = encode(tok, TEXTS)
+    (path,) = folder.glob("*.ids")
+    data = path.read_bytes()
+    path.write_bytes({"torn": data[:-3], "a bit flipped": data[:-1] + bytes([data[-1] ^ 1]),
+                      "foreign": b"PK\x03\x04" + data[4:], "empty": b""}[damage])
+    assert torch.equal(encode(tok, TEXTS), first) and len(tokenized) == 2
+    assert path.read_bytes() == data  # written over, whole again
+    assert torch.equal(encode(tok, TEXTS), first) and len(tokenized) == 2
+
+
+def test_a_cache_that_cannot_be_written_leaves_the_run_as_it_was(tok, tmp_path, monkeypatch, tokenized):
+    (tmp_path / "file").write_text("in the way")
+    monkeypatch.setenv(common.STREAMS_ENV, str(tmp_path / "file" / "streams"))
+    assert torch.equal(encode(tok, TEXTS), encode(tok, TEXTS)) and len(tokenized) == 2
+
+
+def test_a_ctrl_c_while_writing_leaves_no_file(tok, folder, monkeypatch):
+    def pressed(*args):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
+        patch.setattr(os, "replace", pressed)  # the file written, not yet renamed into place
+        encode(tok, TEXTS)
+    assert not list(folder.iterdir())
