@@ -1,0 +1,58 @@
+"""A new visitor's first screens, in Chromium on the served app (what a layout is, only a browser tells): the Chat
+tab's prompt box and Send show without scrolling at 1280 × 800, the prompt box on a phone (the empty chat, 460 px high,
+had pushed them below the screen's edge), and the chat takes its full height once it has a message; the Teach tab
+shows no empty export box before a run (Gradio's empty file frame, about 200 px of dashed border around an icon), and
+shows the export once a run has given one.
+
+One served app (the UI tests' bundled pair, a few tokens a run) and one browser for the module."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import open_page, served_browser, ui_config, wait_at_rest
+from tools.screenshot import run_prompt, set_number
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
+
+BOX = "s => { const r = document.querySelector(s).getBoundingClientRect(); return {top: r.top, bottom: r.bottom}; }"
+
+
+@pytest.fixture(scope="module")
+def served():
+    with served_browser(ui_config()) as (browser, url):
+        yield browser, url
+
+
+@pytest.mark.parametrize("viewport", [(1280, 800), (390, 844)])
+def test_the_first_screen_shows_the_prompt_box_and_send(served, viewport):
+    browser, url = served
+    width, height = viewport
+    page = open_page(browser, url, viewport={"width": width, "height": height})
+    try:
+        wait_at_rest(page)
+        send, prompt = page.evaluate(BOX, "#send"), page.evaluate(BOX, "#prompt textarea")
+        assert 0 <= prompt["top"] and prompt["top"] + 60 <= height, prompt  # where to type, without scrolling
+        if width > 1000:  # and Send beside it; then a message: the chat takes its full height
+            assert send["bottom"] <= height, send
+            set_number(page, "max-new-tokens", 8)
+            run_prompt(page, "import os\n")
+            chat = page.evaluate(BOX, "#chat")
+            assert chat["bottom"] - chat["top"] >= 400, chat
+    finally:
+        page.context.close()
+
+
+def test_the_teach_tab_shows_its_export_only_once_a_run_gives_one(served):
+    browser, url = served
+    page = open_page(browser, url + "?tab=teach", ready="#teach-prompt textarea",
+                     viewport={"width": 1280, "height": 800})
+    try:
+        wait_at_rest(page)
+        assert page.locator("#teach-export").is_hidden()  # no empty file box under "No run yet."
+        set_number(page, "teach-max-new-tokens", 8)
+        page.click("#step-start")
+        page.wait_for_selector("#teach-export a", timeout=120_000)
+        assert page.locator("#teach-export").is_visible() and ".json" in page.locator("#teach-export").inner_text()
+    finally:
+        page.context.close()
