@@ -8,13 +8,15 @@ endpoint waits for that before it lets the cancel through: the slot frees only o
 A client that vanishes without a cancel (a killed process, a dropped connection) is only marked dead
 by Gradio (its event's `alive`); the endpoint watches for that too and stops the run the same way.
 
-The API builds no charts: it returns none (`figures=False`).
+The API builds no charts: it returns none (`figures=False`). The API page ("Use via API") names and describes each
+parameter and the answer (`serve_generate`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import itertools
 import threading
 
@@ -128,6 +130,50 @@ def type_problem(values: dict) -> str | None:
     return None
 
 
+# each parameter of /generate and its answer as the API page ("Use via API") tells them. Gradio's page writes 'The
+# input value that is provided in the "NAME" Api component.' and then this; NAME was "1st", "2nd", ... and nothing
+# followed, so a reader learnt nothing of what a parameter does. docs/showcase.md has the same table
+PARAMETERS = {
+    "prompt": "The message (a chat preset wraps it in the chat template) or the text to continue.",
+    "preset": "A preset of models.yaml (the page's Preset).",
+    "drafter": "model, model_lookup, eagle, medusa, early_exit, early_exit_lookup, prompt_lookup or the page's "
+               "label ('EAGLE'); None: the preset's.",
+    "num_draft_tokens": "K, the most tokens drafted a round, 1 to 64; None: the preset's K for the drafter.",
+    "adaptive": "Adaptive K: K moves between 1 and max(2K, 8) with the acceptance (not with token trees).",
+    "temperature": "0: greedy; above 0 (up to 5), sampled.",
+    "top_p": "Nucleus sampling, above 0 to 1 (1: off).",
+    "top_k": "Sample among the k most likely tokens only (0: off).",
+    "max_new_tokens": "The most tokens the reply may have, 1 to 1024.",
+    "seed": "A sampled run's seed; -1 or None: a fresh one, which the answer's seed gives back.",
+    "compare": "Then decode with the target alone: the answer adds plain_text, plain_stats, speedup and (greedy) "
+               "identical.",
+    "tree_width": "Children per expanded node of a token tree (1: one chain of K drafts), 1 to 8.",
+    "tree_nodes": "With tree_width above 1: 0 the static tree, N (up to 256) a dynamic tree of N nodes.",
+    "system": "A chat preset's system message (empty: the chat template's own); base models ignore it.",
+    "draft_confidence": "A chain stops drafting once the draft's chance of being accepted whole falls below it "
+                        "(0: always K); None: the preset's for the drafter.",
+    "repetition_penalty": "Transformers' repetition penalty, up to 10 (1: off; above 1, tokens already in the prompt "
+                          "or the reply become less likely); the output stays exactly the target's.",
+}
+ANSWER = ("A dict: text, tokens (id, text, kind, p, q, accept), stats, stop_reason, seed, stopped and, with compare, "
+          "plain_text, plain_stats, speedup and identical (greedy; None when sampled).")
+
+
+def serve_generate(showcase: Showcase, **options):
+    """The `/generate` endpoint (`options`: gr.api's) inside the current gr.Blocks, each parameter and the answer
+    named and described on the API page (`PARAMETERS`, `ANSWER`)."""
+    generate = generate_endpoint(showcase)
+    gr.api(generate, api_name="generate", **options)
+    fn = next(f for f in gr.context.get_blocks_context().fns.values() if f.fn is generate)
+    names = [name for name in inspect.signature(generate).parameters if name != "request"]
+    for component, name in zip(fn.inputs, names, strict=True):
+        component.label = name
+        component._api_info = {**component._api_info, "additional_description": PARAMETERS[name]}
+    for component in fn.outputs:
+        component.label = "answer"
+        component._api_info = {**component._api_info, "description": ANSWER}
+
+
 def generate_endpoint(showcase: Showcase):
     """The `/generate` API function: its parameters (names, defaults) are the API's."""
     default = showcase.config.get(None)
@@ -138,13 +184,10 @@ def generate_endpoint(showcase: Showcase):
                        seed: int = 0, compare: bool = False, tree_width: int = 1, tree_nodes: int = 0,
                        system: str = "", draft_confidence: float | None = None, repetition_penalty: float = 1.0,
                        request: gr.Request = None) -> dict:
-        """Decode `prompt` speculatively (and plainly too with compare=True); returns the text (without the
-        end-of-text token that closed it), every token with its kind, p, q and acceptance probability, the
-        stats and, with compare, the speedup and (greedy) whether both outputs are identical. tree_width > 1
-        drafts token trees (tree_nodes: 0 the static tree, N a dynamic tree of N nodes). `system`: a chat preset's
-        system message (empty: the template's own). draft_confidence: a chain stops drafting below it (None: the
-        preset's own for the drafter; 0: always K). repetition_penalty: transformers' (1: off; above 1 discourages
-        the target from repeating any token of the prompt or the answer; exact, as the output stays the target's)."""
+        """Decode the prompt speculatively (and plainly too with compare=True) and answer one dict: the text
+        (without the end-of-text token that closed it), every token with its kind, p, q and acceptance probability,
+        the stats and, with compare, the speedup and (greedy) whether both outputs are identical. Each parameter
+        below says what it does (docs/showcase.md has the same table)."""
         problem = type_problem(dict(prompt=prompt, preset=preset, drafter=drafter, num_draft_tokens=num_draft_tokens,
                                     adaptive=adaptive, temperature=temperature, top_p=top_p, top_k=top_k,
                                     max_new_tokens=max_new_tokens, seed=seed, compare=compare, tree_width=tree_width,

@@ -33,7 +33,7 @@ from specui.loading import PairCache
 from specui.settings import MAX_DRAFT_TOKENS, SettingsError
 from specui.ui import (address, charts, chat_handlers, chat_tree, closed_sessions, render, stats, teach_handoff,
                        teach_memory)
-from specui.ui.api import generate_endpoint
+from specui.ui.api import serve_generate
 from specui.ui.chat_handlers import App, clear, replay, respond, retry, stopped, undo, waiting
 from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_drafter, tell_resets
 from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE, MAX_TOP_K, Settings, in_page_words
@@ -280,8 +280,7 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
         teach_memory.wire(demo, app.showcase.config, teach.controls, teach.memory,  # and the lesson's settings
                           status=teach.step.status)
         tell_resets(demo, app.showcase.config, ui.controls, teach.controls)  # a slider's ↺: the preset's (keys.js)
-        gr.api(generate_endpoint(app.showcase), api_name="generate", concurrency_id=ENGINE_GROUP,
-               concurrency_limit=1)
+        serve_generate(app.showcase, concurrency_id=ENGINE_GROUP, concurrency_limit=1)
     demo.queue(default_concurrency_limit=4, max_size=ZERO_GPU_QUEUE_SIZE if spaces.zero_gpu() else None)
     return demo
 
