@@ -14,7 +14,7 @@ import pytest
 
 from specui.loading import PairCache
 from specui.ui.session import Showcase
-from tests.helpers import served_browser, ui_config
+from tests.helpers import served_browser, ui_config, wait_until
 from tools.screenshot import FINISHED, open_page, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
@@ -75,13 +75,13 @@ def test_the_page_keeps_up_with_a_long_reply_so_stop_lands_while_it_streams():
         page.click("#send")
         assert showcase.started.wait(120)
         run = showcase.runs[-1]
-        while len(run.spec.token_ids) < STOP_AT and run.phase == "speculative":
-            time.sleep(0.05)
+        wait_until(lambda: len(run.spec.token_ids) >= STOP_AT or run.phase != "speculative",
+                   f"the run to reach {STOP_AT} tokens", timeout_s=300)
         clicked_at = len(run.spec.token_ids)
         assert clicked_at < MAX_NEW_TOKENS // 3, "the run went too fast to be stopped in the middle"
         page.evaluate("() => document.querySelector('#stop').click()")  # a click: one task of the page's
-        while run.phase == "speculative":
-            time.sleep(0.01)
+        wait_until(lambda: run.phase != "speculative", "the run to stop or end", timeout_s=300,
+                   pause=lambda _: time.sleep(0.01))  # looked at often: the frames drawn as Stop landed
         sent, drawn, stopped_at = showcase.sent, showcase.drawn, len(run.spec.token_ids)
         assert run.phase == "stopped", f"the run ended by itself ({stopped_at} tokens) before Stop landed"
         assert stopped_at < MAX_NEW_TOKENS, f"Stop clicked at {clicked_at} tokens landed at {stopped_at}"

@@ -5,12 +5,13 @@ later visitor pays for it."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.request
 
 import pytest
 
-from tests.helpers import require_browser, served_app, ui_config
+from tests.helpers import require_browser, served_app, ui_config, wait_until
 from tools.screenshot import FINISHED, launch_chromium, open_page, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
@@ -37,6 +38,13 @@ def test_a_tab_closed_while_its_message_waits_leaves_no_wait_behind():
     config = ui_config()
     showcase = Showcase(config, PairCache())
     lock = showcase.lock(config.default)  # held: a run in flight stays in flight
+    left, forget = threading.Event(), showcase.forget
+
+    def forgotten(key):  # blocks.py's `left` (a page's unload) ends the page's waits, then forgets its caches
+        forget(key)
+        left.set()
+
+    showcase.forget = forgotten
     with served_app(config, showcase=showcase) as url, sync_playwright() as p:
         client = gradio_client.Client(url, verbose=False)
         client.predict("def main(argv):", max_new_tokens=4, api_name="/generate")  # the pair loaded and warm
@@ -45,22 +53,17 @@ def test_a_tab_closed_while_its_message_waits_leaves_no_wait_behind():
             gone = open_page(browser, url)
             lock.acquire()
             first = client.submit("def main(argv):", max_new_tokens=4, api_name="/generate")  # in flight
-            while showcase.live == 0:
-                time.sleep(0.05)
+            wait_until(lambda: showcase.live > 0, "the API's run to start")
             gone.fill("#prompt textarea", "import os\n")
             gone.click("#send")
             gone.wait_for_selector(f"#chat >> text={WAITING}")
-            deadline = time.monotonic() + 30
-            while queued(url) == 0:  # its run waits in the queue
-                assert time.monotonic() < deadline, "the closing tab's run never joined the queue"
-                time.sleep(0.05)
+            wait_until(lambda: queued(url) > 0, "the closing tab's run to join the queue")  # its run waits there
+            left.clear()  # from here: the unload of the tab closed next
             gone.close()
-            while queued(url) > 0:  # gradio dropped it with its tab
-                assert time.monotonic() < deadline, "the closed tab's run stayed in the queue"
-                time.sleep(0.05)
+            wait_until(lambda: queued(url) == 0, "gradio to drop the closed tab's run from the queue")
             lock.release()
             first.result(timeout=120)
-            time.sleep(1)  # the tab's unload has had its turn
+            assert left.wait(120), "the closed tab's unload (blocks.py's `left`) never ran"
 
             page = open_page(browser, url)
             set_number(page, "max-new-tokens", 8)
@@ -68,8 +71,7 @@ def test_a_tab_closed_while_its_message_waits_leaves_no_wait_behind():
             page.fill("#prompt textarea", "import sys\n")
             page.click("#send")
             page.wait_for_selector("#chat .specui-prompt")
-            while showcase.live == 0:  # the run has started (and waits for the lock): the note as Send left it
-                time.sleep(0.05)
+            wait_until(lambda: showcase.live > 0, "the run to start")  # it waits for the lock: the note as Send left it
             note = page.locator("#chat [data-testid=bot]").last.text_content()
             lock.release()
             page.wait_for_function(FINISHED, timeout=60_000)

@@ -5,12 +5,11 @@ and the session stayed "still being answered" for good."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 
 import pytest
 
-from tests.helpers import require_browser, served_app, ui_config
+from tests.helpers import require_browser, served_app, ui_config, wait_until
 from tools.screenshot import FINISHED, launch_chromium, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
@@ -54,17 +53,15 @@ def test_a_message_whose_run_the_full_queue_refused_leaves_the_session_free(monk
             set_number(page, "max-new-tokens", 4)
             lock.acquire()
             first = client.submit("def main(argv):", max_new_tokens=4, api_name="/generate")  # in flight
-            while showcase.live == 0:
-                time.sleep(0.05)
+            wait_until(lambda: showcase.live > 0, "the API's run to start")
             page.route("**/queue/join*", hold_the_run)
             page.fill("#prompt textarea", "import os\n")
             page.click("#send")
             page.wait_for_selector("#chat .specui-prompt")  # Send's first step: the message shows
-            while not held:
-                page.wait_for_timeout(50)
+            wait_until(lambda: held, "the page's run to ask to join the queue",
+                       pause=lambda s: page.wait_for_timeout(s * 1000))  # playwright routes requests meanwhile
             second = client.submit("def main(argv):", max_new_tokens=4, api_name="/generate")  # waits: the queue full
-            while str(second.status().code) != "Status.IN_QUEUE":
-                time.sleep(0.05)
+            wait_until(lambda: str(second.status().code) == "Status.IN_QUEUE", "the second call to wait in the queue")
             held[0].continue_()  # refused: "This application is currently busy"
             page.wait_for_selector("text=This application is currently busy", timeout=30_000)
             page.unroute("**/queue/join*")
