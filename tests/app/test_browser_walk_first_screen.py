@@ -56,3 +56,22 @@ def test_the_teach_tab_shows_its_export_only_once_a_run_gives_one(served):
         assert page.locator("#teach-export").is_visible() and ".json" in page.locator("#teach-export").inner_text()
     finally:
         page.context.close()
+
+
+RING = "s => getComputedStyle(document.querySelector(s)).boxShadow"
+
+
+def test_the_teach_tabs_text_boxes_show_their_focus_as_the_chat_tabs_do(served):
+    """A focused text box gets the page's 2 px ring in both tabs: the Teach tab's prompt, seed and preset boxes had
+    Gradio's pale border alone (1.8:1), the same focused or not."""
+    browser, url = served
+    page = open_page(browser, url + "?tab=teach", ready="#teach-prompt textarea",
+                     viewport={"width": 1280, "height": 800})
+    try:
+        for box in ("#teach-prompt textarea", "#teach-seed input", "#teach-preset input", "#prompt textarea"):
+            if box == "#prompt textarea":
+                page.get_by_role("tab", name="Chat").click()
+            page.locator(box).focus()
+            assert "rgb(37, 99, 235) 0px 0px 0px 2px" in page.evaluate(RING, box), box
+    finally:
+        page.context.close()
