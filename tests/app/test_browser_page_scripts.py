@@ -9,7 +9,7 @@ import contextlib
 
 import pytest
 
-from tests.helpers import static_browser, static_content
+from tests.helpers import page_timers_run, press_heard, static_browser, static_content
 
 pytestmark = [pytest.mark.browser]  # Chromium on pages of its own: no app, no model
 
@@ -67,3 +67,19 @@ def test_a_tool_bar_takes_the_focus_back_only_from_the_redraw_that_took_it():
             page.evaluate(redraw, ["one", BAR])  # drawn again later: the focus stays where the visitor has it
             page.evaluate("() => new Promise((done) => setTimeout(done, 0))")
             assert page.evaluate("() => document.activeElement === document.body")
+
+
+def test_press_heard_returns_the_next_a_key_clicked_and_page_timers_run_waits_for_the_pages_timers():
+    """tests/helpers' waits for the browser tests' keys and timers: `press_heard` returns once keys.js has had the key,
+    with the Next it clicked (none from a text box); `page_timers_run` returns once a timer the page set is run."""
+    with pages(("keys.js",)) as open_page:
+        page = open_page("<textarea></textarea><div id=step-view><div class=teach-step data-round=2>r</div></div>"
+                         "<button id=step-prev>Previous</button><button id=step-next>Next</button>")
+        page.locator("#step-view").click()
+        assert press_heard(page, "ArrowRight") == ["step-next"]
+        assert press_heard(page, "PageUp") == ["step-prev"]
+        page.locator("textarea").focus()
+        assert press_heard(page, "ArrowRight") == []  # the caret's
+        page.evaluate("() => { window.ran = false; setTimeout(() => { window.ran = true; }, 100); }")
+        page_timers_run(page, 150)
+        assert page.evaluate("() => window.ran")
