@@ -202,12 +202,12 @@ def test_the_teach_tab_on_a_phone_whose_draft_table_the_keyboard_scrolls(app):
     page = _page(app, size=(390, 844), tab="teach", ready="#step-start")
     page.click("#step-start")
     page.wait_for_selector("#step-view .teach-step[data-round='1']", timeout=120_000)
-    page.wait_for_selector("#step-view .teach-table[tabindex='0']", timeout=5_000)
+    page.wait_for_selector("#step-view .teach-table[tabindex='0']", timeout=15_000)
     assert_clean(page)
     table = page.locator("#step-view .teach-table[tabindex='0']").first
     table.focus()
     page.keyboard.press("ArrowRight")
-    page.wait_for_function("t => t.scrollLeft > 0", arg=table.element_handle(), timeout=5_000)
+    page.wait_for_function("t => t.scrollLeft > 0", arg=table.element_handle(), timeout=15_000)
     assert page.locator("#step-view .teach-step").get_attribute("data-round") == "1"  # not stepped to round 2
     page.close()
 
@@ -219,7 +219,7 @@ def test_a_draft_table_tapped_on_a_phone_leaves_the_keys_stepping_the_rounds(app
     page = _page(app, size=(390, 844), tab="teach", ready="#step-start")
     page.click("#step-start")
     page.wait_for_selector("#step-view .teach-step[data-round='1']", timeout=120_000)
-    page.wait_for_selector("#step-view .teach-table[tabindex='0']", timeout=5_000)
+    page.wait_for_selector("#step-view .teach-table[tabindex='0']", timeout=15_000)
     page.locator("#step-view .teach-table[tabindex='0'] td").first.click()  # the table has the focus now
     assert page.evaluate("document.activeElement.hasAttribute('data-specui-scroll')")
     page.keyboard.press("ArrowRight")
@@ -239,6 +239,6 @@ def test_a_draft_table_stays_a_tab_stop_after_a_chat_in_the_other_tab(app):
     _replied(page, **{"max-new-tokens": 4})
     page_timers_run(page, 300)  # keys.js's look at the tables (100 ms after the reply's last change) ran while hidden
     page.get_by_role("tab", name="Teach").click()
-    page.wait_for_selector("#step-view .teach-table[tabindex='0']", timeout=5_000)
+    page.wait_for_selector("#step-view .teach-table[tabindex='0']", timeout=15_000)
     assert_clean(page)
     page.close()

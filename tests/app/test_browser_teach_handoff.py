@@ -50,7 +50,7 @@ def lesson_on_round_3(page) -> None:
     page.wait_for_function(f"() => ({ROUND})() === '3'", timeout=30_000)
     set_number(page, "step-speed", 5)  # a tick every 5 s: the hand-off turns it off before the next
     page.click("#step-play")
-    page.wait_for_function("() => document.querySelector('#step-play').textContent.includes('Pause')", timeout=10_000)
+    page.wait_for_function("() => document.querySelector('#step-play').textContent.includes('Pause')", timeout=30_000)
     assert "No run yet" not in page.locator("#teach-measured").inner_text()
 
 
@@ -61,7 +61,7 @@ def test_a_message_handed_over_after_a_lesson_opens_a_clean_teach_tab_at_its_pro
     run_prompt(page, MESSAGE)
     page.click("#to-teach")  # scrolled to it, under the chat
     page.wait_for_function("p => document.querySelector('#teach-prompt textarea')?.value === p", arg=MESSAGE,
-                           timeout=10_000)
+                           timeout=30_000)
     wait_at_rest(page)
     shown = {"round": page.evaluate(ROUND), "view": page.locator("#step-view").inner_text(),
              "compare": page.locator("#compare-view").inner_text(),
@@ -92,7 +92,7 @@ def test_an_auto_play_tick_answered_just_before_a_hand_off_leaves_the_handed_mes
     browser's memory kept it (a refresh decoded the lesson left to show it). The redraw after the hand-off draws the
     clean view again, after that answer; a refresh then only puts the lesson's prompt back."""
     from specui.ui import teach_keys
-    from tests.app.test_browser_teach_order import held_answer
+    from tests.app.test_browser_teach_order import held_answer, rounds_seen, watch_rounds
 
     page.get_by_role("tab", name="Chat").click()
     set_number(page, "max-new-tokens", 12)
@@ -107,14 +107,18 @@ def test_an_auto_play_tick_answered_just_before_a_hand_off_leaves_the_handed_mes
         page.get_by_role("tab", name="Chat").click()
         page.click("#to-teach")
         page.wait_for_function("p => document.querySelector('#teach-prompt textarea')?.value === p", arg=MESSAGE,
-                               timeout=10_000)
+                               timeout=30_000)
         page.wait_for_function("() => document.querySelector('#step-play').textContent.includes('Play')",
-                               timeout=10_000)
+                               timeout=30_000)
         assert page.evaluate(ROUND) is None  # the hand-off's answer is on the page, the tick's still held
+        watch_rounds(page)  # every round drawn from now: the tick's may be drawn over within one frame
     finally:
         go.set()
-    page.wait_for_function(f"() => ({ROUND})() === '2'", timeout=30_000)  # the tick's answer: the lesson's round 2
-    page.wait_for_function(f"() => ({ROUND})() === null", timeout=30_000)  # drawn over by the hand-off's redraw
+    try:  # the tick's answer (the lesson's round 2), then drawn over by the hand-off's redraw
+        page.wait_for_function(f"() => window.roundsSeen.some(([step]) => step === 2) && ({ROUND})() === null",
+                               timeout=30_000)
+    except Exception as e:
+        raise AssertionError(f"rounds drawn since the tick was let go: {rounds_seen(page)}") from e
     wait_at_rest(page)
     assert page.evaluate(ROUND) is None and "Press Decode" in page.locator("#step-view").inner_text()
     page.goto(page.url.split("?")[0] + "?tab=teach")  # a refresh on the Teach tab

@@ -36,12 +36,12 @@ def test_a_prompt_typed_mid_lesson_is_said_not_to_be_the_rounds_shown(page):
     page.fill("#teach-prompt textarea", "")
     page.locator("#teach-prompt textarea").press_sequentially("import os\n")  # typed, as a teacher does
     page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('prompt changed')",
-                           timeout=10_000)
+                           timeout=30_000)
     assert "press Decode" in page.locator("#step-status").inner_text().replace("Press", "press")
     page.fill("#teach-prompt textarea", PROMPT[:-1])
     page.locator("#teach-prompt textarea").press_sequentially(PROMPT[-1])  # back to the prompt decoded
     page.wait_for_function("() => document.querySelector('#step-status').innerText.includes('Decoded 32 tokens')",
-                           timeout=10_000)
+                           timeout=30_000)
 
 
 def test_a_clicker_at_a_presenters_pace_steps_every_press(page):

@@ -46,7 +46,7 @@ def test_the_context_box_shows_its_end_the_text_the_drafts_continue(page):
             wait_round(page, n)
         try:
             page.wait_for_function(f"() => {{ const [over, top] = ({ends})(); return over > 40 && top >= over - 1; }}",
-                                   timeout=5_000)
+                                   timeout=15_000)
         except Exception as e:
             raise AssertionError(f"round {n}: [overflow, scrollTop] = {page.evaluate(ends)}") from e
     # the reader scrolls up: it stays, the page changed since (the watcher's look at once, keys.js's tidy 100 ms on)
@@ -97,7 +97,7 @@ def test_the_compare_drafters_table_scrolls_within_its_column(page):
     assert boxes["table"] <= min(boxes["column"], boxes["slider"], boxes["button"]) + 1, boxes
     assert boxes["wide"] > 1, f"the table fits its column at 853 px: nothing to check {boxes}"
     # wider than its box: a Tab stop (keys.js), whose arrows scroll it and step nothing
-    page.wait_for_selector(f"{table}[data-specui-scroll][tabindex='0']", timeout=5_000)
+    page.wait_for_selector(f"{table}[data-specui-scroll][tabindex='0']", timeout=15_000)
     at = int(page.locator("#step-view .teach-step").get_attribute("data-round"))
     page.locator("#drafters-run").focus()
     page.keyboard.press("Shift+Tab")  # the Tab order from the button back: the help's links, the table

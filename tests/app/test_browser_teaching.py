@@ -235,7 +235,7 @@ def test_autoplay_advances_and_stops(page):
                            timeout=30_000)
     page.click("#step-play")  # pause
     page.wait_for_function("() => document.querySelector('#step-play').textContent.includes('Play')",
-                           timeout=10_000)
+                           timeout=30_000)
     wait_quiet(page)  # a tick already in flight lands (800 ms was too short for it on a busy machine)
     stopped_at = page.locator("#step-view .teach-step").get_attribute("data-round")
     page.wait_for_timeout(1200)  # no tick within six of its 0.2 s periods: the auto-play is stopped (a negative wait)
