@@ -64,13 +64,11 @@ def test_tokens_stream_coloured_with_tooltips_and_the_charts_draw(page):
     k = page.locator("#num-draft-tokens input[type=number]").first.input_value()
     set_number(page, "num-draft-tokens", 1)
     set_number(page, "max-new-tokens", 512)
-    # record every state of the chat in which coloured tokens show while the caret says it is still streaming: the
-    # tokens inside the streaming block (its markup open at its end: render.open_tokens), the caret drawn after them
-    page.evaluate("""sel => { window.streamed = [];
+    # record every state of the chat in which coloured tokens show inside the block whose drawn caret says it streams
+    page.evaluate("""sel => { const streamed = window.streamed = [];
         new MutationObserver(() => {
-            const n = document.querySelectorAll(sel).length, caret = document.querySelector('#chat .specui-caret');
-            if (n > 0 && caret && caret.querySelector('.tok') && getComputedStyle(caret, '::after').content !== 'none')
-                window.streamed.push(n);
+            const n = document.querySelectorAll(sel).length, c = document.querySelector('#chat .specui-caret');
+            if (n && c?.querySelector('.tok') && getComputedStyle(c, '::after').content !== 'none') streamed.push(n);
         }).observe(document.querySelector('#chat'), {subtree: true, childList: true, characterData: true}); }""",
                   EMITTED)
     page.fill("#prompt textarea", PROMPT)
