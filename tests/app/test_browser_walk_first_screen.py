@@ -75,3 +75,29 @@ def test_the_teach_tabs_text_boxes_show_their_focus_as_the_chat_tabs_do(served):
             assert "rgb(37, 99, 235) 0px 0px 0px 2px" in page.evaluate(RING, box), box
     finally:
         page.context.close()
+
+
+# where the picked round's label ends (its text measured in the box's font) and where the list's arrow begins: Gradio
+# lays the arrow over the box's right end, so a label under it was cut short with no overflow the box could tell
+TEXT_END = """() => { const e = document.querySelector('#tree-step-round input'); const cs = getComputedStyle(e);
+    const c = document.createElement('canvas').getContext('2d'); c.font = cs.font;
+    return e.getBoundingClientRect().left + parseFloat(cs.paddingLeft) + c.measureText(e.value).width; }"""
+ARROW = "() => document.querySelector('#tree-step-round .icon-wrap').getBoundingClientRect().left"
+
+
+def test_the_teach_trees_round_list_shows_its_whole_label(served):
+    """The Teach tab's token-tree section: the picked round's label ("round 1 · 9 nodes · 2 accepted + bonus") fits
+    its list, where the list, half of a row shared with Decode with a tree, cut it short under its arrow."""
+    browser, url = served
+    page = open_page(browser, url + "?tab=teach", ready="#teach-prompt textarea",
+                     viewport={"width": 1280, "height": 800})
+    try:
+        set_number(page, "teach-max-new-tokens", 8)
+        page.locator("#teach-tree button").first.click()  # the section opens
+        set_number(page, "tree-step-nodes", 9)
+        page.click("#tree-step-start")
+        page.wait_for_function("() => /^round 1 /.test(document.querySelector('#tree-step-round input').value)",
+                               timeout=120_000)
+        assert page.evaluate(TEXT_END) <= page.evaluate(ARROW), page.locator("#tree-step-round input").input_value()
+    finally:
+        page.context.close()
