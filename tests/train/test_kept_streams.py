@@ -74,7 +74,8 @@ def test_the_chat_trainers_stream_is_encode_streams_kept_file(tok, folder, token
     """chat_data.code_stream tokenized through `tok(...)` before: the same ids (all of them equal for SmolLM2's
     tokenizer on the offline corpus, checked once), now one path and one file, which the heads' --windows read too."""
     kept = chat_data.code_stream.__wrapped__(tok, TEXTS)
-    assert torch.equal(kept, encode(tok, TEXTS)) and len(tokenized) == 1
+    assert len(tokenized) == 1  # encode_stream's tokenizing
+    assert torch.equal(encode(tok, TEXTS), kept) and len(tokenized) == 1  # and its file, read
     eos = tok.eos_token_id
     assert kept.tolist() == [t for ids in tok(TEXTS, add_special_tokens=False)["input_ids"] for t in [eos, *ids]]
 
