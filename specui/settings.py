@@ -27,6 +27,8 @@ SEED_LIMIT = 2**64  # torch generators take seeds in [0, 2**64)
 DRAFTER_METHODS = ("start", "propose", "observe")  # what a drafter object must have (`specui.drafters.Drafter`)
 MAX_TREE_WIDTH = 8  # children per expanded node of a token tree
 MAX_TREE_NODES = 256  # the most tree nodes one verify forward may check
+MAX_CONFIDENCE = 0.95  # the most draft_confidence the app's slider, its API and the terminal take (a round drafts at
+# least one token whatever it is; the library takes any below 1)
 TREE_DRAFTERS = (MODEL, EAGLE, MEDUSA)  # the named drafters that draft trees (they give distributions)
 NO_TREES = "no distributions to rank children by"  # why the other named drafters cannot, unless `WHY_NO_TREES` says
 WHY_NO_TREES = {  # drafter -> why it drafts no trees, where that is not `NO_TREES`

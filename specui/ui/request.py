@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, fields
 
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, MODEL, name_of
-from specui.settings import (MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_REPETITION_PENALTY, MAX_SEED, MAX_TEMPERATURE,
-                             MAX_TREE_NODES, MAX_TREE_WIDTH, DecodeSettings, SettingsError, reworded)
+from specui.settings import (MAX_CONFIDENCE, MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_REPETITION_PENALTY, MAX_SEED,
+                             MAX_TEMPERATURE, MAX_TREE_NODES, MAX_TREE_WIDTH, DecodeSettings, SettingsError, reworded)
 
 DRAFTER_CHOICES = {label: name for name, label in LABELS.items()}  # what the radio shows -> drafter name
 # a refusal's list of drafters: the names (the API's docs, the library) and the labels (the page's radio), both taken
@@ -82,7 +82,6 @@ class Settings(DecodeSettings):
 
 _REQUIRED = object()
 MAX_TOP_K = 1_000_000  # the top-k box's most
-MAX_CONFIDENCE = 0.95  # the confidence slider's end (a round drafts at least one token whatever it is)
 MAX_SYSTEM_CHARS = 4000  # a system prompt is instructions, not a document (the context holds the rest)
 
 
