@@ -28,6 +28,11 @@ from specui.ui.toasts import calmly, refusal
 from specui.ui.tree_chart import tree_figure
 
 NAV = {"api_visibility": "private", "show_progress": "hidden", "queue": False}
+# the Tree nodes slider's first value: a dynamic tree of 9, the size its help (NODES_HELP) says pays best on a CPU.
+# 0, the static tree, was the default: at width 2, 126 nodes at K 6 (a chart about 2,400 px tall), 254 at K 7 and
+# refused at the slider's K 8 (510). The Chat tab's slider starts at 0 as its width starts at 1, a chain, which takes
+# no nodes (the settings refuse nodes without a tree)
+TREE_NODES = 9
 
 
 @dataclass
@@ -58,7 +63,7 @@ def _layout() -> TreePanel:
                 with gr.Row():
                     width = gr.Slider(2, MAX_TREE_WIDTH, value=2, step=1, label="Tree width",
                                       info="children per expanded node", elem_id="tree-step-width")
-                    nodes = gr.Slider(0, CHAT_TREE_NODES, value=0, step=1, label="Tree nodes", info=NODES_HELP,
+                    nodes = gr.Slider(0, CHAT_TREE_NODES, value=TREE_NODES, step=1, label="Tree nodes", info=NODES_HELP,
                                       elem_id="tree-step-nodes")
                 with gr.Row():  # the round's list twice the button's width: an even split cut its label short
                     # ("round 1 · 126 nodes · 6 accepted + bonu", its arrow over the rest)

@@ -130,3 +130,20 @@ def test_a_refused_tree_setting_says_why_in_the_panel_not_as_an_error(teach):
     with pytest.warns(UserWarning, match="static tree of width 8"):
         out = start({**data, c.drafter: "draft model", c.k: 8, panel.width: 8})
     assert list(out) == [panel.status] and "static tree of width 8" in out[panel.status]
+
+
+def test_the_tree_nodes_start_at_a_dynamic_tree_the_size_its_help_says_pays():
+    """The Teach tab's Tree nodes began at 0, the static tree: at width 2 and K 6 a tree of 126 nodes (its chart about
+    2,400 px tall), 254 at K 7, refused at the tab's K 8 (510), where its own help says 7 to 11 pay on a CPU."""
+    import gradio as gr
+
+    from specui.settings import DecodeSettings
+    from specui.ui import teach_tree
+    from specui.ui.chat_tree import NODES_HELP
+    from specui.ui.teach_view import TEACH_K_MAX
+
+    with gr.Blocks():
+        panel = teach_tree._layout()
+    assert 7 <= panel.nodes.value <= 11 and "7 to 11 pay" in NODES_HELP, panel.nodes.value
+    for k in range(1, TEACH_K_MAX + 1):  # a tree every K of the tab's slider takes, at the width's first value
+        DecodeSettings(num_draft_tokens=k, tree_width=panel.width.value, tree_nodes=panel.nodes.value)
