@@ -165,10 +165,18 @@ def encode_stream(tokenizer, texts: list[str]) -> torch.Tensor:
 
 
 def _encoded(tokenizer, texts: list[str]) -> torch.Tensor:
-    """`encode_stream`'s ids, tokenized."""
+    """`encode_stream`'s ids, tokenized by a copy of the tokenizer's backend with every text whole, as
+    `tokenizer(texts)` gives them: a call such as `tokenizer(..., padding=True, truncation=True)` or
+    `split_special_tokens=True` leaves those settings on the backend itself (pads and cut documents in the stream),
+    and the last is no part of its serialization (`stream_key`)."""
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())  # special tokens matched, as by default
+    backend.no_padding()
+    backend.no_truncation()
     eos = tokenizer.eos_token_id
     ids = []
-    for encoding in tokenizer.backend_tokenizer.encode_batch(texts, add_special_tokens=False):
+    for encoding in backend.encode_batch(texts, add_special_tokens=False):
         ids.append(eos)
         ids.extend(encoding.ids)
     return torch.tensor(ids, dtype=torch.long)
@@ -177,7 +185,7 @@ def _encoded(tokenizer, texts: list[str]) -> torch.Tensor:
 # ---------------------------------------------------------------- token streams kept on disk
 
 STREAMS_ENV = "SPECUI_STREAMS"  # where they are kept instead (the tests' own folder)
-STREAM_FORMAT = 1  # raised whenever what a kept stream holds changes (its ids, the file's layout): older files unread
+STREAM_FORMAT = 2  # raised whenever what a kept stream holds changes (its ids, the file's layout): older files unread
 MAGIC = b"specui token stream\n"
 
 
@@ -190,15 +198,18 @@ def streams_folder() -> Path:
 
 
 def stream_key(name: str, tokenizer, texts: list[str]) -> str | None:
-    """A SHA-256 of everything `name`'s ids depend on: the function and STREAM_FORMAT, the tokenizer's class, EOS and
-    whole serialization (its vocabulary, merges, normalizer, added tokens: not its name), every text's bytes. None
-    for a tokenizer without a fast backend (nothing is kept)."""
+    """A SHA-256 of everything `name`'s ids depend on: the function and STREAM_FORMAT, the tokenizers library's
+    version (its code does the tokenizing), the tokenizer's class, EOS and whole serialization (its vocabulary,
+    merges, normalizer, added tokens: not its name), every text's bytes. None for a tokenizer without a fast backend
+    (nothing is kept)."""
+    import tokenizers
+
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
         return None
     digest = hashlib.sha256()
-    head = f"{name} {STREAM_FORMAT} {type(tokenizer).__qualname__} {tokenizer.eos_token_id} " \
-           f"{getattr(tokenizer, 'split_special_tokens', None)}"
+    head = f"{name} {STREAM_FORMAT} {tokenizers.__version__} {type(tokenizer).__qualname__} " \
+           f"{tokenizer.eos_token_id} {getattr(tokenizer, 'split_special_tokens', None)}"
     for part in (head, backend.to_str(), *texts):  # each after its length: no two lists give the same bytes
         data = part.encode("utf-8", "surrogatepass")
         digest.update(len(data).to_bytes(8, "little") + data)

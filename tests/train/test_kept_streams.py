@@ -9,6 +9,7 @@ import copy
 import os
 
 import pytest
+import tokenizers
 import torch
 from transformers import AutoTokenizer
 
@@ -78,6 +79,27 @@ def test_the_chat_trainers_stream_is_encode_streams_kept_file(tok, folder, token
     assert torch.equal(encode(tok, TEXTS), kept) and len(tokenized) == 1  # and its file, read
     eos = tok.eos_token_id
     assert kept.tolist() == [t for ids in tok(TEXTS, add_special_tokens=False)["input_ids"] for t in [eos, *ids]]
+
+
+def test_a_tokenizer_left_padding_cutting_or_splitting_specials_still_gives_every_text_whole(tok, folder):
+    """A call with padding, truncation or split_special_tokens leaves them set on the tokenizer's backend (the last
+    outside its serialization, so outside the key): the stream, kept or fresh, is still `tok(texts)`'s, every text
+    whole and its special tokens matched (code_stream's `tok(...)` before f8e6bd3 set them back at each call)."""
+    texts, eos = [*TEXTS, f"a {tok.eos_token} b"], tok.eos_token_id
+    whole = [t for ids in tok(texts, add_special_tokens=False)["input_ids"] for t in [eos, *ids]]
+    used = copy.deepcopy(tok)
+    assert encode(used, texts).tolist() == whole  # kept
+    used.backend_tokenizer.encode_special_tokens = True  # as `used(..., split_special_tokens=True)` leaves it
+    assert FRESH(used, texts).tolist() == encode(used, texts).tolist() == whole
+    used(texts, padding=True, truncation=True, max_length=4)
+    assert chat_data.code_stream.__wrapped__(used, texts).tolist() == whole
+
+
+def test_another_tokenizers_library_tokenizes_again(tok, folder, tokenized, monkeypatch):
+    encode(tok, TEXTS)
+    monkeypatch.setattr(tokenizers, "__version__", "0.0.1")  # an upgrade may tokenize the same file otherwise
+    assert torch.equal(encode(tok, TEXTS), FRESH(tok, TEXTS)) and len(tokenized) == 2
+    assert len(list(folder.glob("*.ids"))) == 2
 
 
 @pytest.mark.parametrize("damage", ["torn", "a bit flipped", "foreign", "empty"])
