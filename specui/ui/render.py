@@ -165,6 +165,9 @@ def token_span(view: TokenView, *, style: str = "", shown: str | None = None) ->
 
 
 CARET = "specui-caret"  # the class of a block of tokens still streaming: style.css draws a blinking caret after it
+# the class of a compare run's plain column before its run begins (its title alone): style.css puts it in the second
+# grid cell, as the plain column will be, though its markup comes before the streaming speculative column
+NEXT_COLUMN = "specui-col-next"
 
 
 def open_tokens(views: Sequence[TokenView], *, cursor: bool = False) -> str:
@@ -216,9 +219,10 @@ def render_reply(spec: Sequence[TokenView], *, plain: Sequence[TokenView] | None
 
     streaming: "spec" or "plain", the column still streaming: the message as a streamed frame shows it, left open
     after that column's last token (`open_tokens`, with the caret), no closing tag, note, verdict or copy row after
-    it (they come with the final frame; a plain column not begun is not shown). So each frame starts with the one
-    before (the plain column's first frame aside), and gradio's queue sends what was added alone (`gradio.utils.diff`:
-    an "append"), where every frame had sent the whole reply again; the page's HTML parser closes the open tags.
+    it (they come with the final frame; a plain column not begun shows its title, its markup before the speculative
+    column's and its place the second: `NEXT_COLUMN`). So each frame starts with the one before (the plain column's
+    first frame aside), and gradio's queue sends what was added alone (`gradio.utils.diff`: an "append"), where every
+    frame had sent the whole reply again; the page's HTML parser closes the open tags.
     copy: the reply's text, for a "Copy reply" button (`render_copy`).
     """
     end = f"{render_note(note)}{render_copy(copy)}"
@@ -226,14 +230,15 @@ def render_reply(spec: Sequence[TokenView], *, plain: Sequence[TokenView] | None
         if streaming:
             return f'<div class="specui-out">{open_tokens(spec, cursor=True)}'
         return f'<div class="specui-out">{render_tokens(spec)}{end}</div>'
-    columns = [(f'<div class="specui-col"><div class="specui-col-title">{escape_text(title)}</div>', views)
-               for title, views in ((spec_title, spec), (plain_title, plain))]
-    *done, (head, views) = columns[: 1 if streaming == "spec" else 2]  # the last column shown, open while it streams
-    cols = "".join(f"{top}{render_tokens(shown)}</div>" for top, shown in done)
-    start = f'<div class="specui-out"><div class="specui-compare">{cols}{head}'
+    spec_head, plain_head = [f'<div class="specui-col-title">{escape_text(t)}</div>' for t in (spec_title, plain_title)]
+    out = '<div class="specui-out"><div class="specui-compare">'
+    if streaming == "spec":  # the plain column to come: its title in its place, its markup before the spec column's
+        return (f'{out}<div class="specui-col {NEXT_COLUMN}">{plain_head}</div>'
+                f'<div class="specui-col">{spec_head}{open_tokens(spec, cursor=True)}')
+    start = f'{out}<div class="specui-col">{spec_head}{render_tokens(spec)}</div><div class="specui-col">{plain_head}'
     if streaming:
-        return f"{start}{open_tokens(views, cursor=True)}"
-    return f"{start}{render_tokens(views)}</div></div>{verdict}{end}</div>"
+        return f"{start}{open_tokens(plain, cursor=True)}"
+    return f"{start}{render_tokens(plain)}</div></div>{verdict}{end}</div>"
 
 
 def render_verdict(*, identical: bool | None, speedup: float | None, first_difference: int | None = None,

@@ -8,7 +8,9 @@ staying text inside the open block, no caret once the final frame lands."""
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from html.parser import HTMLParser
+from itertools import pairwise
 
 import pytest
 from gradio.utils import diff
@@ -60,9 +62,12 @@ def test_streamed_frames_are_appends_and_the_final_message_is_the_whole_reply(sh
     final, run = frames[-1]
     streamed = [f.message for f, _ in frames if not f.done and "specui-out" in f.message]  # not a loading note
     assert len(streamed) >= 4 and final.done
-    replaced = [i + 1 for i, (old, new) in enumerate(zip(streamed, streamed[1:])) if not appended(old, new)]
-    plain_opens = [i for i, m in enumerate(streamed) if "plain (target alone)" in m][:1]  # compare: its first frame
+    replaced = [i + 1 for i, (old, new) in enumerate(pairwise(streamed)) if not appended(old, new)]
+    plain_opens = [i for i, m in enumerate(streamed) if "tokens/s" in m][:1]  # compare: the plain run's first frame
     assert replaced == plain_opens and len(plain_opens) == compare, replaced
+    # compare: the plain column's title shows from the first frame, in its place before its run begins (NEXT_COLUMN)
+    assert all(("plain (target alone)" in m) == compare for m in streamed)
+    assert [render.NEXT_COLUMN in m for m in streamed] == [compare and i < plain_opens[0] for i in range(len(streamed))]
     for message in streamed:  # open: the reply's block last, its caret its class; nothing after its tokens
         column = ["div.specui-compare", "div.specui-col"] if compare else []
         assert Opened(message).open == ["div.specui-out", *column, f"div.specui-text {render.CARET}"], message[-300:]
@@ -93,12 +98,10 @@ def test_hostile_token_texts_in_an_open_message_make_no_element_and_leave_it_ope
         assert set(parsed.made) == {"div", "span"} and parsed.made.count("span") == shown
 
 
-@pytest.mark.browser
-@pytest.mark.slow
-def test_an_open_message_streams_in_the_apps_chatbot_as_tokens_and_caret_and_ends_closed():
-    """The app's Chatbot (its sanitiser, no Markdown) on a served Blocks, sent hostile tokens one frame at a time, each
-    frame an append: every token shows in the caret's block, as text, the caret drawn after the last; the final frame
-    closes the message (no caret). The server yields the next frame once the test has seen this one."""
+@contextmanager
+def chat_page(stream):
+    """A page of the app's Chatbot (its sanitiser, no Markdown; the app's CSS and JS) on a served Blocks, Send pressed:
+    the chat shows what `stream()` yields, one value at a time."""
     require_browser()
     import gradio as gr
     from playwright.sync_api import sync_playwright
@@ -106,6 +109,30 @@ def test_an_open_message_streams_in_the_apps_chatbot_as_tokens_and_caret_and_end
     from specui.ui import blocks
     from tools.screenshot import NO_PROBE, free_port, launch_chromium
 
+    with gr.Blocks() as demo:
+        panel = blocks._chat_panel()
+        panel.send.click(stream, None, panel.chat)
+    port = free_port()
+    try:
+        blocks.launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                      **NO_PROBE)
+        with sync_playwright() as p:
+            browser = launch_chromium(p)
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.click("#send")
+            yield page
+            browser.close()
+    finally:
+        demo.close()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_an_open_message_streams_in_the_apps_chatbot_as_tokens_and_caret_and_ends_closed():
+    """The app's Chatbot, sent hostile tokens one frame at a time, each frame an append: every token shows in the
+    caret's block, as text, the caret drawn after the last; the final frame closes the message (no caret). The server
+    yields the next frame once the test has seen this one."""
     views = [render.TokenView(text, Kind.ACCEPTED, 0.5, 0.5, 1.0, i) for i, text in enumerate(HOSTILE)]
     seen = threading.Semaphore(0)
 
@@ -115,33 +142,48 @@ def test_an_open_message_streams_in_the_apps_chatbot_as_tokens_and_caret_and_end
             assert seen.acquire(timeout=60), "the page never showed the frame"
         yield [{"role": "assistant", "content": render.render_reply(views, note="end of text", copy="x")}]
 
-    with gr.Blocks() as demo:
-        panel = blocks._chat_panel()
-        panel.send.click(stream, None, panel.chat)
-    port = free_port()
     state = """() => { const block = document.querySelector('#chat .specui-text'); return block && {
         caret: block.classList.contains('specui-caret'), drawn: getComputedStyle(block, '::after').content,
         tokens: [...block.querySelectorAll('.tok')].map(t => t.textContent), pwned: window.__pwned ?? null,
         made: document.querySelectorAll('#chat :is(img, script)').length,
         outside: document.querySelectorAll('#chat .tok').length - block.querySelectorAll('.tok').length}; }"""
-    try:
-        blocks.launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                      **NO_PROBE)
-        with sync_playwright() as p:
-            browser = launch_chromium(p)
-            page = browser.new_page()
-            page.goto(f"http://127.0.0.1:{port}/")
-            page.click("#send")
-            for shown in range(1, len(views) + 1):
-                page.wait_for_function(f"() => document.querySelectorAll('#chat .tok').length === {shown}",
-                                       timeout=60_000)
-                found = page.evaluate(state)
-                assert found == {"caret": True, "drawn": '"▍" / ""', "tokens": SHOWN[:shown],
-                                 "pwned": None, "made": 0, "outside": 0}, found
-                seen.release()
-            page.wait_for_selector("#chat .specui-copy", timeout=60_000)  # the final frame
+    with chat_page(stream) as page:
+        for shown in range(1, len(views) + 1):
+            page.wait_for_function(f"() => document.querySelectorAll('#chat .tok').length === {shown}",
+                                   timeout=60_000)
             found = page.evaluate(state)
-            assert not found["caret"] and found["drawn"] == "none" and found["tokens"] == SHOWN, found
-            browser.close()
-    finally:
-        demo.close()
+            assert found == {"caret": True, "drawn": '"▍" / ""', "tokens": SHOWN[:shown],
+                             "pwned": None, "made": 0, "outside": 0}, found
+            seen.release()
+        page.wait_for_selector("#chat .specui-copy", timeout=60_000)  # the final frame
+        found = page.evaluate(state)
+        assert not found["caret"] and found["drawn"] == "none" and found["tokens"] == SHOWN, found
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_compare_runs_plain_column_stands_in_its_place_before_its_run_begins():
+    """Compare mode, the speculative column streaming: the plain column's title stands where that column will be, the
+    second cell beside it, though its markup comes first (the streaming column must stay the message's end); the plain
+    run's first frame puts the plain column in that very place, the speculative column not moved."""
+    spec = [render.TokenView(f" word{i}", Kind.ACCEPTED, 0.5, 0.5, 1.0, i) for i in range(60)]
+    plain = [render.TokenView(" word0", Kind.PLAIN, 0.5, None, None, 0)]
+    titles = {"spec_title": "speculative", "plain_title": "plain (target alone)"}
+    seen = threading.Semaphore(0)
+
+    def stream():
+        yield [{"role": "assistant", "content": render.render_reply(spec, plain=[], streaming="spec", **titles)}]
+        assert seen.acquire(timeout=60), "the page never showed the frame"
+        yield [{"role": "assistant", "content": render.render_reply(spec, plain=plain, streaming="plain", **titles)}]
+
+    columns = """() => [...document.querySelectorAll('#chat .specui-col')].map(c => {
+        const box = c.getBoundingClientRect();
+        return [c.querySelector('.specui-col-title').textContent, ...[box.x, box.y, box.width].map(Math.round)]; })"""
+    with chat_page(stream) as page:
+        page.wait_for_selector("#chat .specui-col .tok", timeout=60_000)
+        before = page.evaluate(columns)  # in the markup's order: the plain column's title, then the spec column
+        seen.release()
+        page.wait_for_selector("#chat .tok-plain", timeout=60_000)
+        after = page.evaluate(columns)
+    assert [title for title, *_ in before] == ["plain (target alone)", "speculative"], before
+    assert before[::-1] == after and after[0][1] < after[1][1], (before, after)
