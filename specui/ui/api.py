@@ -22,9 +22,11 @@ import threading
 
 import gradio as gr
 
-from specui.drafters.registry import name_of
+from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
 from specui.presets import ConfigError
-from specui.ui.request import Settings, SettingsError, said
+from specui.settings import (MAX_CONFIDENCE, MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_REPETITION_PENALTY, MAX_SEED,
+                             MAX_TEMPERATURE, MAX_TREE_NODES, MAX_TREE_WIDTH)
+from specui.ui.request import MAX_SYSTEM_CHARS, MAX_TOP_K, Settings, SettingsError, said
 from specui.ui.session import Showcase, decode
 
 _names = itertools.count(1)
@@ -132,28 +134,32 @@ def type_problem(values: dict) -> str | None:
 
 # each parameter of /generate and its answer as the API page ("Use via API") tells them. Gradio's page writes 'The
 # input value that is provided in the "NAME" Api component.' and then this; NAME was "1st", "2nd", ... and nothing
-# followed, so a reader learnt nothing of what a parameter does. docs/showcase.md has the same table
+# followed, so a reader learnt nothing of what a parameter does. The limits are the ones the request is checked
+# against (`Settings.from_ui`'s), read from where it reads them; docs/showcase.md has the same table
 PARAMETERS = {
     "prompt": "The message (a chat preset wraps it in the chat template) or the text to continue.",
     "preset": "A preset of models.yaml (the page's Preset).",
-    "drafter": "model, model_lookup, eagle, medusa, early_exit, early_exit_lookup, prompt_lookup or the page's "
-               "label ('EAGLE'); None: the preset's.",
-    "num_draft_tokens": "K, the most tokens drafted a round, 1 to 64; None: the preset's K for the drafter.",
+    "drafter": f"{', '.join(DRAFTER_NAMES)} or the page's label ('{LABELS['eagle']}'); None: the preset's.",
+    "num_draft_tokens": f"K, the most tokens drafted a round, 1 to {MAX_DRAFT_TOKENS}; None: the preset's K for the "
+                        "drafter.",
     "adaptive": "Adaptive K: K moves between 1 and max(2K, 8) with the acceptance (not with token trees).",
-    "temperature": "0: greedy; above 0 (up to 5), sampled.",
+    "temperature": f"0: greedy; above 0 (up to {MAX_TEMPERATURE:g}), sampled.",
     "top_p": "Nucleus sampling, above 0 to 1 (1: off).",
-    "top_k": "Sample among the k most likely tokens only (0: off).",
-    "max_new_tokens": "The most tokens the reply may have, 1 to 1024.",
-    "seed": "A sampled run's seed; -1 or None: a fresh one, which the answer's seed gives back.",
+    "top_k": f"Sample among the k most likely tokens only, up to {MAX_TOP_K:,} (0: off).",
+    "max_new_tokens": f"The most tokens the reply may have, 1 to {MAX_NEW_TOKENS}.",
+    "seed": f"A sampled run's seed, 0 to {MAX_SEED:,}; -1 or None: a fresh one, which the answer's seed gives back.",
     "compare": "Then decode with the target alone: the answer adds plain_text, plain_stats, speedup and (greedy) "
                "identical.",
-    "tree_width": "Children per expanded node of a token tree (1: one chain of K drafts), 1 to 8.",
-    "tree_nodes": "With tree_width above 1: 0 the static tree, N (up to 256) a dynamic tree of N nodes.",
-    "system": "A chat preset's system message (empty: the chat template's own); base models ignore it.",
-    "draft_confidence": "A chain stops drafting once the draft's chance of being accepted whole falls below it "
-                        "(0: always K); None: the preset's for the drafter.",
-    "repetition_penalty": "Transformers' repetition penalty, up to 10 (1: off; above 1, tokens already in the prompt "
-                          "or the reply become less likely); the output stays exactly the target's.",
+    "tree_width": f"Children per expanded node of a token tree (1: one chain of K drafts), 1 to {MAX_TREE_WIDTH}.",
+    "tree_nodes": f"With tree_width above 1: 0 the static tree (at most {MAX_TREE_NODES} nodes), N (up to "
+                  f"{MAX_TREE_NODES}) a dynamic tree of N nodes.",
+    "system": f"A chat preset's system message, up to {MAX_SYSTEM_CHARS:,} characters (empty: the chat template's "
+              "own); base models ignore it.",
+    "draft_confidence": "A chain stops drafting once the draft's chance of being accepted whole falls below it, 0 to "
+                        f"{MAX_CONFIDENCE:g} (0: always K); None: the preset's for the drafter.",
+    "repetition_penalty": f"Transformers' repetition penalty, above 0 up to {MAX_REPETITION_PENALTY:g} (1: off; above "
+                          "1, tokens already in the prompt or the reply become less likely); the output stays "
+                          "exactly the target's.",
 }
 ANSWER = ("A dict: text, tokens (id, text, kind, p, q, accept), stats, stop_reason, seed, stopped and, with compare, "
           "plain_text, plain_stats, speedup and identical (greedy; None when sampled).")

@@ -42,3 +42,19 @@ def test_the_answer_is_described_and_the_description_reads_as_text(generate_info
     (answer,) = generate_info["returns"]
     assert answer["label"] == "answer" and answer["python_type"]["description"] == ANSWER
     assert "`" not in generate_info["description"]  # shown as written: no Markdown backticks
+
+
+def test_each_limit_is_the_one_a_request_is_checked_against():
+    """Each bounded parameter's description gives the limit `Settings.from_ui` checks, read from where it reads it:
+    the page had written them out again (and left out top_k's, seed's, system's and draft_confidence's)."""
+    from specui.drafters.registry import DRAFTER_NAMES
+    from specui.settings import (MAX_CONFIDENCE, MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_REPETITION_PENALTY, MAX_SEED,
+                                 MAX_TEMPERATURE, MAX_TREE_NODES, MAX_TREE_WIDTH)
+    from specui.ui.request import MAX_SYSTEM_CHARS, MAX_TOP_K
+
+    limits = {"num_draft_tokens": f"1 to {MAX_DRAFT_TOKENS}", "max_new_tokens": f"1 to {MAX_NEW_TOKENS}",
+              "temperature": f"up to {MAX_TEMPERATURE:g}", "top_k": f"up to {MAX_TOP_K:,}",
+              "seed": f"0 to {MAX_SEED:,}", "tree_width": f"1 to {MAX_TREE_WIDTH}", "tree_nodes": f"{MAX_TREE_NODES}",
+              "system": f"{MAX_SYSTEM_CHARS:,} characters", "draft_confidence": f"0 to {MAX_CONFIDENCE:g}",
+              "repetition_penalty": f"up to {MAX_REPETITION_PENALTY:g}", "drafter": ", ".join(DRAFTER_NAMES)}
+    assert {name: PARAMETERS[name] for name, limit in limits.items() if limit not in PARAMETERS[name]} == {}
