@@ -191,7 +191,8 @@ MAGIC = b"specui token stream\n"
 
 def streams_folder() -> Path:
     """Where token streams are kept: $SPECUI_STREAMS, else streams/ in specui's cache folder (`packaged.cache_root`:
-    $SPECUI_CACHE, else ~/.cache/specui), where the converted GGUF and the native build are."""
+    $SPECUI_CACHE, else $XDG_CACHE_HOME/specui or ~/.cache/specui), where the converted GGUF and the native build
+    are."""
     from specui.packaged import cache_root
 
     return Path(os.environ[STREAMS_ENV]).expanduser() if os.environ.get(STREAMS_ENV) else cache_root() / "streams"
@@ -222,9 +223,13 @@ def kept_stream(name: str, tokenizer, texts: list[str], tokenize) -> torch.Tenso
     half a file. A file that is not whole, or not this key's (its header and the SHA-256 of its ids checked), is
     never trusted: tokenized again and written over. A cache that cannot be written leaves the run as it was."""
     key = stream_key(name, tokenizer, texts)
+    try:
+        folder = streams_folder()
+    except RuntimeError:  # no home folder to find the cache in (Path.home: no $HOME, a uid without a passwd entry)
+        key = None
     if key is None:
         return tokenize()
-    path = streams_folder() / f"{name}-{key[:32]}.ids"
+    path = folder / f"{name}-{key[:32]}.ids"
     head = MAGIC + key.encode() + b"\n"
     try:
         data = path.read_bytes()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import os
+from pathlib import Path
 
 import pytest
 import tokenizers
@@ -118,6 +119,16 @@ def test_a_cache_that_cannot_be_written_leaves_the_run_as_it_was(tok, tmp_path, 
     (tmp_path / "file").write_text("in the way")
     monkeypatch.setenv(common.STREAMS_ENV, str(tmp_path / "file" / "streams"))
     assert torch.equal(encode(tok, TEXTS), encode(tok, TEXTS)) and len(tokenized) == 2
+
+
+def test_a_cache_folder_that_cannot_be_found_leaves_the_run_as_it_was(tok, monkeypatch, tokenized):
+    def homeless(cls):
+        raise RuntimeError("Could not determine home directory.")  # Path.home: no $HOME, a uid without a passwd entry
+
+    for name in (common.STREAMS_ENV, "SPECUI_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(Path, "home", classmethod(homeless))
+    assert torch.equal(encode(tok, TEXTS), FRESH(tok, TEXTS)) and len(tokenized) == 1
 
 
 def test_a_ctrl_c_while_writing_leaves_no_file(tok, folder, monkeypatch):
