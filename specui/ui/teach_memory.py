@@ -38,8 +38,8 @@ def build() -> gr.BrowserState:
 def kept(controls, data: dict, *, conversation: dict | None = None, seed: int | None = None) -> dict:
     """What the memory keeps of a decoded run: its settings as the controls (`controls`: teach_layout.Controls) held
     them, by field name, and `conversation` (`teach_prepare.conversation`: how many messages came before the prompt,
-    whether a system prompt did; none of their text). `seed`: the seed the run drew with, kept for the box's (a blank
-    Seed box decodes seed 0: a refresh decodes that seed again, not the box's default)."""
+    whether a system prompt did; none of their text). `seed`: the seed the run drew with, kept for the box's (-1 or a
+    blank Seed box draws one: a refresh decodes that seed again, not a fresh one)."""
     settings = {name: data[getattr(controls, name)] for name in FIELDS}
     if not _fits(settings["prompt"]):  # never put back: a refresh would decode the box's prompt as this run
         del settings["prompt"]

@@ -247,7 +247,7 @@ def decode(state: TeachState, ui: TeachTab, data: dict, *, at: int = 0) -> dict:
     s, shown, at = ui.step, data[ui.index], max(0, min(at, len(run.steps) - 1))
     compared = teach_work.by_component(ui.compare, compared)
     # round 1 unless a press made since the run arrived has moved it on already (that press's answer shows its round)
-    kept = teach_memory.kept(ui.controls, data, conversation=conversation_of, seed=run.spec.seed)  # a blank box: 0
+    kept = teach_memory.kept(ui.controls, data, conversation=conversation_of, seed=run.spec.seed)  # -1: the one drawn
     view = teach_keys.moving(shown, {}, _move_unless_cleared, ui, shown, (moves, data.get(ui.handed)), run, at,
                              _beside(ui, comparison, compared))
     if view is None:
@@ -330,7 +330,8 @@ def decoded_note(run) -> str:
     """The status line while the rounds of `run` are stepped through."""
     after = conversation_words(run.extra)
     after = f" after {after}, as the chat decoded it" if after else ""
-    return (f"Decoded {len(run.spec.token_ids)} tokens in {len(run.steps)} rounds (seed {run.spec.seed}){after}, and "
+    seed = "greedy: the seed plays no part" if run.greedy else f"seed {run.spec.seed}"  # -1: the one drawn
+    return (f"Decoded {len(run.spec.token_ids)} tokens in {len(run.steps)} rounds ({seed}){after}, and "
             "the same prompt with the target alone for the measured speedup. Step through the rounds below.")
 
 

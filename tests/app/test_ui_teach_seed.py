@@ -1,0 +1,70 @@
+"""The Teach tab's Seed box, through its handlers without a server or a browser (over a tiny real pair): -1 draws
+a fresh seed for the run, as the Chat tab's does, which the status line shows and which replays the run; a given
+seed stays as it is; a greedy run reads none."""
+
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+
+@pytest.fixture(scope="module")
+def tabs(tmp_path_factory):
+    """The Chat tab's layout and the Teach tab over a tiny real pair in one Blocks, the Teach handlers' state and
+    the Teach controls' values of a page as it opens."""
+    from specui.ui.blocks import chat_tab
+    from specui.ui.teaching import TeachState, teaching_tab
+    from tests.app.test_browser_teaching import PROMPT, tiny_showcase
+
+    showcase = tiny_showcase(tmp_path_factory.mktemp("teach-seed-pair"))
+    with gr.Blocks() as demo, gr.Tabs():
+        chat = chat_tab(showcase.config)
+        teach = teaching_tab(showcase)
+    c = teach.controls
+    page = {component: component.value for component in (c.preset, c.drafter, c.k, c.confidence, c.temperature,
+                                                          c.penalty, c.max_new, c.seed)}
+    page |= {c.prompt: PROMPT, teach.compare.second: "none", c.context: None, teach.handed: 0}
+    return demo, chat, teach, TeachState(showcase), page
+
+
+def _decoded(tabs, **settings) -> tuple:
+    """Decode with `settings` (by control name) as the Teach tab's Decode does: (the run, its status line)."""
+    from specui.ui.teach_keys import Shown
+    from specui.ui.teaching import decode
+
+    _, _, teach, state, page = tabs
+    c = teach.controls
+    out = decode(state, teach, {**page, **{getattr(c, name): value for name, value in settings.items()},
+                                teach.index: Shown(), teach.memory: {}})
+    return out[teach.run], out[teach.step.status]
+
+
+def _rounds(run) -> list:
+    """What a run's rounds show: each round's drafts, u draws and tokens kept."""
+    return [(s.index, [(d.token_id, d.u, d.verdict) for d in s.drafts], [e.token_id for e in s.emitted])
+            for s in run.steps]
+
+
+def test_minus_one_draws_a_fresh_seed_that_is_shown_and_replays_the_run(tabs):
+    """-1 decoded with seed 0 without a word (teach_prepare made None 0): a teacher who typed it for "random" got
+    the same rounds every time. Now each Decode draws its own seed, the status line says which, and that seed typed
+    in the box gives the very rounds again, the plain run beside them taken with it too."""
+    sampled = {"k": 3, "temperature": 0.9, "max_new": 16}
+    first, said = _decoded(tabs, seed=-1, **sampled)
+    second, said_again = _decoded(tabs, seed=-1, **sampled)
+    assert first.spec.seed != second.spec.seed
+    assert f"(seed {first.spec.seed})" in said and f"(seed {second.spec.seed})" in said_again
+    assert first.plain.seed == first.spec.seed
+    replayed, said_replayed = _decoded(tabs, seed=first.spec.seed, **sampled)
+    assert replayed.spec.seed == first.spec.seed and f"(seed {first.spec.seed})" in said_replayed
+    assert replayed.spec.token_ids == first.spec.token_ids and _rounds(replayed) == _rounds(first)
+    kept, said_kept = _decoded(tabs, seed=5, **sampled)  # a given seed stays as it is
+    assert kept.spec.seed == 5 and "(seed 5)" in said_kept
+
+
+def test_a_greedy_run_reads_no_seed(tabs):
+    """At temperature 0 the rounds are the same whatever the seed, and the status line shows none to replay."""
+    greedy = {"k": 3, "temperature": 0.0, "max_new": 12}
+    drawn, said = _decoded(tabs, seed=-1, **greedy)
+    given, _ = _decoded(tabs, seed=5, **greedy)
+    assert drawn.spec.token_ids == given.spec.token_ids and _rounds(drawn) == _rounds(given)
+    assert "(greedy: the seed plays no part)" in said and "(seed" not in said
