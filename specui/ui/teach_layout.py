@@ -81,7 +81,8 @@ def controls(config) -> Controls:
                                 info="every token already seen gets a lower p before the check; still exact",
                                 elem_id="teach-penalty")
         with gr.Column(scale=2, min_width=280):
-            preset = gr.Dropdown(config.names, value=default.name, label="Preset", elem_id="teach-preset")
+            preset = gr.Dropdown(config.names, value=default.name, label="Preset (models.yaml)",
+                                 elem_id="teach-preset")
             drafter = gr.Radio(list(DRAFTER_CHOICES), value=LABELS[default.drafter], label="Drafter",
                                elem_id="teach-drafter")
             k = gr.Slider(1, TEACH_K_MAX, value=min(TEACH_K_MAX, default.k_for()), step=1,
@@ -91,8 +92,9 @@ def controls(config) -> Controls:
                                    elem_id="teach-confidence")
             temperature = gr.Slider(0.0, 2.0, value=0.8, step=0.05, label="Temperature (0 = greedy)",
                                     elem_id="teach-temperature")
-            max_new = gr.Slider(8, TEACH_MAX_NEW, value=32, step=1, label="New tokens", elem_id="teach-max-new-tokens")
-            seed = gr.Number(1, label="Seed", precision=0, elem_id="teach-seed")
+            max_new = gr.Slider(8, TEACH_MAX_NEW, value=32, step=1, label="Max new tokens",
+                                elem_id="teach-max-new-tokens")
+            seed = gr.Number(1, label="Seed (-1 = random)", precision=0, elem_id="teach-seed")
     return Controls(prompt, start, prev, nxt, play, tick, speed, preset, drafter, k, confidence, temperature, penalty,
                     max_new, seed, gr.State(None))
 

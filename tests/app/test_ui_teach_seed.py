@@ -1,11 +1,15 @@
-"""The Teach tab's Seed box, through its handlers without a server or a browser (over a tiny real pair): -1 draws
-a fresh seed for the run, as the Chat tab's does, which the status line shows and which replays the run; a given
-seed stays as it is; a greedy run reads none."""
+"""The Teach tab's Seed box and labels, through its handlers without a server or a browser (over a tiny real pair):
+-1 draws a fresh seed for the run, as the Chat tab's does, which the status line shows and which replays the run; a
+given seed stays as it is; a greedy run reads none. The controls the two tabs share are labelled alike, and the
+Teach tab's refusals name its controls by those words."""
 
 from __future__ import annotations
 
 import gradio as gr
 import pytest
+
+from specui.ui.toasts import Refusal
+
 
 @pytest.fixture(scope="module")
 def tabs(tmp_path_factory):
@@ -68,3 +72,33 @@ def test_a_greedy_run_reads_no_seed(tabs):
     given, _ = _decoded(tabs, seed=5, **greedy)
     assert drawn.spec.token_ids == given.spec.token_ids and _rounds(drawn) == _rounds(given)
     assert "(greedy: the seed plays no part)" in said and "(seed" not in said
+
+
+def test_the_two_tabs_label_the_same_controls_alike(tabs):
+    """'Preset (models.yaml)' / 'Preset', 'Max new tokens' / 'New tokens', 'Seed (-1 = random)' / 'Seed': the same
+    control had two names. Each Teach control whose element id is a Chat control's with "teach-" before it, and
+    each one of the same field name, carries the Chat control's label."""
+    from dataclasses import fields
+
+    demo, chat, teach, _, _ = tabs
+    ids = {block.elem_id: block for block in demo.blocks.values() if getattr(block, "elem_id", None)}
+    pairs = {(ids[name], ids[name.removeprefix("teach-")]) for name in ids
+             if name.startswith("teach-") and name.removeprefix("teach-") in ids}
+    assert {block.elem_id for block, _ in pairs} >= {"teach-preset", "teach-max-new-tokens", "teach-seed"}
+    pairs |= {(getattr(teach.controls, f.name), getattr(chat.controls, f.name)) for f in fields(teach.controls)
+              if hasattr(chat.controls, f.name) and getattr(getattr(chat.controls, f.name), "label", None)}
+    assert {teach_control.label: chat_control.label for teach_control, chat_control in pairs} == {
+        chat_control.label: chat_control.label for _, chat_control in pairs}
+
+
+@pytest.mark.parametrize(("name", "value"), [("seed", 1.5), ("seed", -2), ("max_new", 0)])
+def test_a_refusal_names_the_teach_control_as_its_label_does(tabs, name, value):
+    """A setting the Teach tab refuses is named by the words on its control (its label up to the parenthesis)."""
+    from specui.ui import teach_work
+
+    _, _, teach, state, page = tabs
+    c = teach.controls
+    with pytest.raises(Refusal) as refused:
+        state.prepare({**teach_work.values(c, page), name: value})
+    words = getattr(c, name).label.split(" (")[0]
+    assert refused.value.text.lower().startswith(f"{words.lower()} must be")
