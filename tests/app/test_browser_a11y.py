@@ -1,9 +1,9 @@
 """Accessibility in a real browser: the keyboard, a screen reader's names, contrast on light and dark pages.
 
 A reply's tokens are one Tab stop whose arrow keys step from token to token, showing and announcing each one's
-kind, p and q; a slider, a check box, a radio, the prompt box, a number box and the preset list show a focus ring;
-faded and coloured text (a rejected draft, the Teach tab's verdicts, the prompt in grey) keeps WCAG AA's 4.5:1 on both
-page themes. One served app, one browser.
+kind, p and q; a slider, a check box, a radio, the prompt box, a number box and the preset list show a focus ring, the
+Teach tab's text boxes the same one; faded and coloured text (a rejected draft, the Teach tab's verdicts, the prompt in
+grey) keeps WCAG AA's 4.5:1 on both page themes. One served app, one browser.
 """
 
 from __future__ import annotations
@@ -107,6 +107,16 @@ def test_the_prompt_box_a_number_box_and_the_preset_list_show_a_focus_ring(app):
         ring = page.evaluate("() => { const e = document.activeElement; "
                              "return [e.matches(':focus-visible'), getComputedStyle(e).boxShadow] }")
         assert ring == [True, "rgb(37, 99, 235) 0px 0px 0px 2px"], (selector, ring)  # Gradio: outline none !important
+    page.close()
+
+
+def test_the_teach_tabs_text_boxes_show_the_chat_tabs_focus_ring(app):
+    """The Teach tab's prompt, seed and preset boxes had Gradio's pale border alone (1.8:1), the same focused or not."""
+    page = _page(app, query="?tab=teach", ready="#teach-prompt textarea")
+    for selector in ("#teach-prompt textarea", "#teach-seed input", "#teach-preset input"):
+        page.locator(selector).focus()
+        ring = page.evaluate("s => getComputedStyle(document.querySelector(s)).boxShadow", selector)
+        assert ring == "rgb(37, 99, 235) 0px 0px 0px 2px", (selector, ring)
     page.close()
 
 

@@ -1,13 +1,24 @@
 """A real browser on the served app, checking the layout on a wide and on a phone-sized page: the chat's corner buttons
 (Clear, Copy conversation) sit in a row above the messages, so that no message scrolls under them (Gradio lays them
 over the messages, where they hid a message's first line); the run charts stand two a row, or one on a phone; the
-Teach tab's tables scroll sideways on a phone."""
+Teach tab's tables scroll sideways on a phone.
+
+A new visitor's first screens: the Chat tab's prompt box and Send show without scrolling at 1280 × 800, the prompt box
+on a phone (the empty chat, 460 px high, had pushed them below the screen's edge), and the chat takes its full height
+once it has a message; the Teach tab shows no empty export box before a run (Gradio's empty file frame, about 200 px
+of dashed border around an icon), and shows the export once a run has given one; the Teach tree's Round list shows
+its picked round's whole label.
+
+One served app (the UI tests' bundled pair, a few tokens a run) and one browser for the module, a page of its own
+browser context each."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
-from tests.helpers import app_page, ui_config
+from tests.helpers import open_page, served_browser, ui_config, wait_at_rest
 from tools.screenshot import run_prompt, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
@@ -22,14 +33,26 @@ GEOMETRY = """() => {
 }"""
 
 
-def wide(width: int, height: int = 1000):
-    """The served app (the UI tests' config) in Chromium, a page `width` px wide, once its prompt box shows."""
-    return app_page(ui_config(), viewport={"width": width, "height": height})
+@pytest.fixture(scope="module")
+def served():
+    with served_browser(ui_config()) as (browser, url):
+        yield browser, url
+
+
+@contextlib.contextmanager
+def wide(served, width: int, height: int = 1000, *, path: str = "", ready: str = "#prompt textarea"):
+    """A page of the served app (the UI tests' config) `width` px wide at `path`, once `ready` shows; closed after."""
+    browser, url = served
+    page = open_page(browser, url + path, ready=ready, viewport={"width": width, "height": height})
+    try:
+        yield page
+    finally:
+        page.context.close()
 
 
 @pytest.mark.parametrize("width", [1400, 420])
-def test_the_chats_corner_buttons_never_cover_a_message(width):
-    with wide(width) as page:
+def test_the_chats_corner_buttons_never_cover_a_message(served, width):
+    with wide(served, width) as page:
         set_number(page, "max-new-tokens", 48)
         for prompt in ("import os\n", "class Stack:\n", "def main(argv):\n"):
             run_prompt(page, prompt)
@@ -47,10 +70,10 @@ def test_the_chats_corner_buttons_never_cover_a_message(width):
             assert acceptance["top"] >= speed["bottom"] - 0.5 and speed["right"] <= width, charts
 
 
-def test_the_teach_tabs_draft_table_scrolls_sideways_on_a_phone_instead_of_losing_its_verdicts():
+def test_the_teach_tabs_draft_table_scrolls_sideways_on_a_phone_instead_of_losing_its_verdicts(served):
     """The draft table (#, token, q, p, min(1, p/q), u, verdict) is wider than a 420 px page: it scrolls within the
     page instead of running past its edge, where the verdict column was cut off."""
-    with wide(420, 900) as page:
+    with wide(served, 420, 900) as page:
         page.get_by_role("tab", name="Teach").click()
         page.click("#step-start")
         page.wait_for_selector("#step-view table.teach-drafts", timeout=120_000)
@@ -61,10 +84,10 @@ def test_the_teach_tabs_draft_table_scrolls_sideways_on_a_phone_instead_of_losin
         assert g["scroll"] > g["client"], g  # and its further columns a sideways scroll away
 
 
-def test_the_arena_chart_keeps_its_five_panels_legible_on_a_phone():
+def test_the_arena_chart_keeps_its_five_panels_legible_on_a_phone(served):
     """The arena's chart (five panels side by side) keeps 700 px on a 420 px page and scrolls sideways inside it,
     instead of squeezing each panel's title into its neighbour's."""
-    with wide(420, 900) as page:
+    with wide(served, 420, 900) as page:
         set_number(page, "max-new-tokens", 16)
         page.click("#arena input")
         run_prompt(page, "import os\n", timeout_ms=300_000)
@@ -73,3 +96,55 @@ def test_the_arena_chart_keeps_its_five_panels_legible_on_a_phone():
             return {right: e.getBoundingClientRect().right, plot: plot.width, scroll: e.scrollWidth,
                     client: e.clientWidth}; }""")
         assert g["right"] <= 420 and g["plot"] >= 700 and g["scroll"] > g["client"], g
+
+
+BOX = "s => { const r = document.querySelector(s).getBoundingClientRect(); return {top: r.top, bottom: r.bottom}; }"
+
+
+@pytest.mark.parametrize("viewport", [(1280, 800), (390, 844)])
+def test_the_first_screen_shows_the_prompt_box_and_send(served, viewport):
+    width, height = viewport
+    with wide(served, width, height) as page:
+        wait_at_rest(page)
+        send, prompt = page.evaluate(BOX, "#send"), page.evaluate(BOX, "#prompt textarea")
+        assert 0 <= prompt["top"] and prompt["top"] + 60 <= height, prompt  # where to type, without scrolling
+        if width > 1000:  # and Send beside it; then a message: the chat takes its full height
+            assert send["bottom"] <= height, send
+            set_number(page, "max-new-tokens", 8)
+            run_prompt(page, "import os\n")
+            chat = page.evaluate(BOX, "#chat")
+            assert chat["bottom"] - chat["top"] >= 400, chat
+
+
+TEACH = {"path": "?tab=teach", "ready": "#teach-prompt textarea"}
+
+
+def test_the_teach_tab_shows_its_export_only_once_a_run_gives_one(served):
+    with wide(served, 1280, 800, **TEACH) as page:
+        wait_at_rest(page)
+        assert page.locator("#teach-export").is_hidden()  # no empty file box under "No run yet."
+        set_number(page, "teach-max-new-tokens", 8)
+        page.click("#step-start")
+        page.wait_for_selector("#teach-export a", timeout=120_000)
+        assert page.locator("#teach-export").is_visible() and ".json" in page.locator("#teach-export").inner_text()
+
+
+# where the picked round's label ends (its text measured in the box's font) and where the list's arrow begins: Gradio
+# lays the arrow over the box's right end, so a label under it was cut short with no overflow the box could tell
+TEXT_END = """() => { const e = document.querySelector('#tree-step-round input'); const cs = getComputedStyle(e);
+    const c = document.createElement('canvas').getContext('2d'); c.font = cs.font;
+    return e.getBoundingClientRect().left + parseFloat(cs.paddingLeft) + c.measureText(e.value).width; }"""
+ARROW = "() => document.querySelector('#tree-step-round .icon-wrap').getBoundingClientRect().left"
+
+
+def test_the_teach_trees_round_list_shows_its_whole_label(served):
+    """The Teach tab's token-tree section: the picked round's label ("round 1 · 9 nodes · 2 accepted + bonus") fits
+    its list, where the list, half of a row shared with Decode with a tree, cut it short under its arrow."""
+    with wide(served, 1280, 800, **TEACH) as page:
+        set_number(page, "teach-max-new-tokens", 8)
+        page.locator("#teach-tree button").first.click()  # the section opens
+        set_number(page, "tree-step-nodes", 9)
+        page.click("#tree-step-start")
+        page.wait_for_function("() => /^round 1 /.test(document.querySelector('#tree-step-round input').value)",
+                               timeout=120_000)
+        assert page.evaluate(TEXT_END) <= page.evaluate(ARROW), page.locator("#tree-step-round input").input_value()
