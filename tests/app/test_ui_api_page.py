@@ -35,7 +35,6 @@ def test_every_parameter_is_named_and_says_what_it_does(generate_info):
     for p in parameters:
         assert p["label"] == p["parameter_name"]  # the page's "in the "max_new_tokens" Api component", not "9th"
         assert p["python_type"]["description"] == PARAMETERS[p["parameter_name"]]
-    assert "1 to 1024" in PARAMETERS["max_new_tokens"]
 
 
 def test_the_answer_is_described_and_the_description_reads_as_text(generate_info):
