@@ -1,7 +1,8 @@
 """The token streams the trainers keep on disk (`specui.train.common.kept_stream`): a second start reads the file
-instead of tokenizing, each tokenizer and text set has its own file, a file that is torn, foreign or not whole is
-tokenized again and written over, and what is read is the tokenizer's own stream. The stdlib pair's small tokenizer
-on two short texts; the calls counted, never timed."""
+instead of tokenizing, each tokenizer, text set and tokenizers version has its own file, a file that is torn, foreign
+or not whole is tokenized again and written over, and what is read is the tokenizer's own stream, every text whole
+whatever settings an earlier call left on it; a cache that cannot be found or written leaves the run as it was. The
+stdlib pair's small tokenizer on two short texts; the calls counted, never timed."""
 
 from __future__ import annotations
 
