@@ -188,7 +188,8 @@ class DecodeSettings:
     def _check_tree(self, put) -> None:
         width, nodes = _as_int(self.tree_width), _as_int(self.tree_nodes)
         if width is None or not 1 <= width <= MAX_TREE_WIDTH:
-            raise SettingsError(f"tree_width must be an integer from 1 (no tree) to {MAX_TREE_WIDTH}, got {self.tree_width!r}")
+            raise SettingsError(f"tree_width must be an integer from 1 (no tree) to {MAX_TREE_WIDTH}, "
+                                f"got {self.tree_width!r}")
         if nodes is None or not 0 <= nodes <= MAX_TREE_NODES:
             raise SettingsError(f"tree_nodes must be an integer from 0 (the static tree) to {MAX_TREE_NODES}, "
                                 f"got {self.tree_nodes!r}")

@@ -22,13 +22,15 @@ from pathlib import Path
 
 from specui.command_line import refuse_empty, refuse_greedy_seed
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
-from specui.settings import DecodeSettings, SettingsError
+from specui.settings import (MAX_CONFIDENCE, MAX_REPETITION_PENALTY, MAX_TREE_NODES, MAX_TREE_WIDTH, TREE_DRAFTERS,
+                             DecodeSettings, SettingsError)
 from specui.text import not_unicode
 
 PROG = "python -m specui"
 EXAMPLES = """examples:
   python -m specui "Write a haiku about the sea."
   python -m specui --compare --drafter "draft model" -k 4 "Explain recursion briefly."
+  python -m specui --compare --tree-width 2 --tree-nodes 8 "Explain recursion briefly."
   echo "def fibonacci(n):" | python -m specui --preset bundled --max-new-tokens 64
   python -m specui --chat --system "You answer in one sentence."
 
@@ -74,9 +76,24 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "default: the preset's")
     p.add_argument("-k", "--num-draft-tokens", type=int, default=None, metavar="K",
                    help="K, the most tokens drafted a round (default: the preset's K for the drafter)")
+    p.add_argument("--adaptive", action="store_true",
+                   help="adaptive K: K moves between 1 and max(2K, 8) with the acceptance (not with token trees)")
+    p.add_argument("--draft-confidence", type=float, default=None, metavar="C",
+                   help="the confidence stop: a chain stops drafting once the draft's chance of being accepted whole "
+                        f"falls below C, 0 to {MAX_CONFIDENCE:g} (0 = always K; default: the preset's for the drafter)")
+    p.add_argument("--tree-width", type=int, default=1, metavar="W",
+                   help=f"token trees: children per expanded node, 1 to {MAX_TREE_WIDTH} (1 = one chain of K drafts, "
+                        f"the default); drafters {', '.join(TREE_DRAFTERS)}")
+    p.add_argument("--tree-nodes", type=int, default=0, metavar="N",
+                   help="with --tree-width above 1: 0 = the static tree to depth K (the default), N (up to "
+                        f"{MAX_TREE_NODES}) = a dynamic tree of N nodes (on a CPU, 7 to 11 pay best)")
     p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default), else sampled")
     p.add_argument("--top-p", type=float, default=1.0, help="with --temperature: nucleus sampling (1 = off)")
     p.add_argument("--top-k", type=int, default=0, help="with --temperature: the k most likely tokens only (0 = off)")
+    p.add_argument("--repetition-penalty", type=float, default=1.0, metavar="P",
+                   help=f"transformers' repetition penalty, up to {MAX_REPETITION_PENALTY:g} (1 = off, the default; "
+                        "above 1, tokens already in the prompt or the reply become less likely); greedy or sampled, "
+                        "the output stays exactly the target's")
     p.add_argument("--seed", type=int, default=None,
                    help="with --temperature: the run's seed (default: a fresh one, shown in a sampled run's stats)")
     p.add_argument("--max-new-tokens", type=int, default=128, help="the most tokens to write (default: %(default)s)")
@@ -102,10 +119,15 @@ def parse_args(argv=None) -> argparse.Namespace:
 
         if problem := json_path_problem(args.json):
             p.error(f"--json {args.json}: {problem}")
-    try:  # the ranges, before any model loads
+    if args.draft_confidence is not None and not 0 <= args.draft_confidence <= MAX_CONFIDENCE:  # the app's most
+        p.error(f"--draft-confidence must be a number from 0 (always K drafts) to {MAX_CONFIDENCE:g}, got "
+                f"{args.draft_confidence:g}")
+    try:  # the ranges, before any model loads (a static tree's size at the preset's K: before its models load)
         DecodeSettings(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
                        top_k=args.top_k, seed=args.seed, num_draft_tokens=1 if args.num_draft_tokens is None
-                       else args.num_draft_tokens)
+                       else args.num_draft_tokens, repetition_penalty=args.repetition_penalty,
+                       adaptive=args.adaptive, tree_width=args.tree_width, tree_nodes=args.tree_nodes,
+                       draft_confidence=args.draft_confidence or 0.0, drafter=args.drafter and name_of(args.drafter))
     except SettingsError as e:
         p.error(as_flags(str(e)))
     refuse_greedy_seed(p, args, argv)
@@ -117,7 +139,7 @@ def as_flags(message: str) -> str:
     once; imported as a mistake is said, which --help never waits for)."""
     from specui.bench.flags import as_flags as worded
 
-    return worded(message)
+    return worded(message).replace("adaptive K and token trees", "--adaptive and token trees (--tree-width above 1)")
 
 
 def not_text(text: str, what: str) -> str | None:
@@ -188,7 +210,8 @@ class Session:
                          colour=self.colour, safe=self.safe, width=width)
             s = self.settings
             print(stats_line(spec, drafter=s.drafter, k=s.num_draft_tokens, confidence=s.draft_confidence,
-                             sampled=not s.greedy, chat=self.args.chat), file=sys.stderr, flush=True)
+                             sampled=not s.greedy, chat=self.args.chat, adaptive=s.adaptive), file=sys.stderr,
+                  flush=True)
             if self.args.compare:
                 print("decoding plainly (the target alone) for the comparison…", file=sys.stderr, flush=True)
                 plain = Reply()
@@ -226,21 +249,28 @@ def load(args):
     if args.system and not preset.chat_template:
         refuse(f"--system: preset {preset.name!r} is a base model with no chat template: it continues the text and "
                "reads no system prompt")
+    settings_for(args, None, preset)  # a static tree too big at the preset's K, refused before its models load
     check_preset(PROG, preset)  # a wheel or folder missing: a usage mistake (2), as app.py says it
     engine = load_engine(preset, progress=lambda line: print(line, file=sys.stderr, flush=True))
     return engine, preset
 
 
 def settings_for(args, engine, preset) -> DecodeSettings:
-    """The run's settings: the flags, and the preset's K and draft confidence for the drafter where they leave it."""
+    """The run's settings: the flags, and the preset's K and draft confidence for the drafter where they leave it
+    (the engine None: before its models load, the drafter not yet checked against the loaded ones)."""
     drafter = name_of(args.drafter) if args.drafter else preset.drafter
-    if drafter not in engine.drafters:
+    if engine is not None and drafter not in engine.drafters:
         refuse(f"--drafter {args.drafter or drafter}: preset {preset.name!r} has no such drafter; its drafters: "
                f"{', '.join(engine.drafters)}")
     k = args.num_draft_tokens if args.num_draft_tokens is not None else preset.k_for(drafter)
-    return DecodeSettings(max_new_tokens=args.max_new_tokens, num_draft_tokens=k, temperature=args.temperature,
-                          top_p=args.top_p, top_k=args.top_k, seed=args.seed, drafter=drafter,
-                          draft_confidence=preset.confidence_for(drafter))
+    confidence = preset.confidence_for(drafter) if args.draft_confidence is None else args.draft_confidence
+    try:
+        return DecodeSettings(max_new_tokens=args.max_new_tokens, num_draft_tokens=k, temperature=args.temperature,
+                              top_p=args.top_p, top_k=args.top_k, seed=args.seed, drafter=drafter,
+                              draft_confidence=confidence, repetition_penalty=args.repetition_penalty,
+                              adaptive=args.adaptive, tree_width=args.tree_width, tree_nodes=args.tree_nodes)
+    except SettingsError as e:  # what needs the preset: its drafter can draft no trees, a static tree at its K
+        refuse(as_flags(str(e)))
 
 
 COMMANDS = {"/reset": "start a new conversation (the model forgets this one)", "/help": "list these commands",

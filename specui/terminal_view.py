@@ -254,16 +254,19 @@ def stream_reply(rounds, reply: Reply, *, tokenizer, prompt_ids, out, colour: bo
     return reply
 
 
-def stats_line(reply: Reply, *, drafter: str, k: int, confidence: float, sampled: bool, chat: bool = False) -> str:
-    """tokens · tokens/s · acceptance · tokens per target forward · the drafter and K · the stop reason (and a sampled
-    run's seed). A token-tree run's rate is "acceptance along the path", as the app names it: the nodes the target
-    judged along each round's kept path, not a share of every drafted node."""
-    stats = runstats.run_stats(reply.result, k=k)
+def stats_line(reply: Reply, *, drafter: str, k: int, confidence: float, sampled: bool, chat: bool = False,
+               adaptive: bool = False) -> str:
+    """tokens · tokens/s · acceptance · tokens per target forward · the drafter and K (adaptive K: where it started; a
+    token-tree run: its largest tree) · the stop reason (and a sampled run's seed). A token-tree run's rate is
+    "acceptance along the path", as the app names it: the nodes the target judged along each round's kept path, not a
+    share of every drafted node."""
+    stats = runstats.run_stats(reply.result, k=None if adaptive else k)
     rate = "acceptance along the path" if stats.trees else "acceptance"
     parts = [f"{stats.tokens} tokens", f"{fmt(stats.tokens_per_s, '.1f')} tokens/s",
              f"{rate} {fmt(stats.acceptance_rate, '.2f')}",
              f"{fmt(stats.mean_accepted_length, '.2f')} tokens per target forward",
-             f"drafter {LABELS.get(drafter, drafter)}, K {k}"
+             f"drafter {LABELS.get(drafter, drafter)}, " + (f"K adaptive from {k}" if adaptive else f"K {k}")
+             + (f", token trees of up to {stats.tree_nodes} nodes" if stats.trees else "")
              + (f" (fewer while the draft is less sure than {confidence:g})" if confidence else "")]
     if chat:
         parts.append(f"{reply.result.reused_tokens} prompt tokens kept from the conversation")
@@ -289,7 +292,8 @@ def compare_line(spec: Reply, plain: Reply, *, greedy: bool) -> str:
 def record(spec: Reply, plain: Reply | None, *, preset: str, settings, prompt: str, system: str, command: str) -> dict:
     """The run as JSON-able data, in the keys of the app's API answer and download: the preset and settings, the reply
     and its tokens (kind, p, q, acceptance probability), the numbers and, with --compare, plain decoding's."""
-    spec_stats = runstats.run_stats(spec.result, plain=plain.result if plain else None, k=settings.num_draft_tokens)
+    spec_stats = runstats.run_stats(spec.result, plain=plain.result if plain else None,  # adaptive: the run's own K
+                                    k=None if settings.adaptive else settings.num_draft_tokens)  # as the app's stats
     plain_stats = runstats.run_stats(plain.result) if plain else None
     tokens = [{"id": e.token_id, "text": text, "kind": str(e.kind), "p": e.target_prob, "q": e.draft_prob,
                "accept": e.accept_prob}
