@@ -56,7 +56,9 @@ def _status(run, *, final: bool) -> str:
         return "Stopped."
     if final:
         left_out = "".join(f" {arena.label(name)}: skipped, it {arena.skip_reason(name)}." for name in run.skipped)
-        return f"Arena: {len(run.arena)} runs, one after another, the same prompt, settings and seed.{left_out}"
+        plain = run.arena.get(arena.PLAIN)  # the seed every contestant took: a sampled arena's replays with it
+        seed = f" ({plain.seed})" if plain is not None and not run.settings.greedy else ""
+        return f"Arena: {len(run.arena)} runs, one after another, the same prompt, settings and seed{seed}.{left_out}"
     return f"Arena: decoding with {arena.label(run.contestant)}…" if run.contestant else "Arena…"
 
 

@@ -22,7 +22,7 @@ from specui import arena
 from specui.lesson import json_safe
 from specui.ui import arena_view, charts, chat_tree, render, stats, teach_charts, teach_memory, teach_prepare, teaching
 from specui.ui.exports import Exports
-from specui.ui.request import SettingsError
+from specui.ui.request import SettingsError, seeded
 from specui.ui.runs import Run, reply
 from specui.ui.session import Showcase, decode
 from specui.ui.stops import Stops
@@ -76,7 +76,7 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
                 yield page(render.render_note(STOPPED_WAITING), {r.stats: stats.stats_html(None, status="Stopped")})
             return
         try:
-            settings = ui.controls.settings(data)
+            settings = seeded(ui.controls.settings(data))  # -1: a seed drawn now, shown and typed back
         except SettingsError as e:
             warn(str(e))
             yield page(render.render_error(str(e)), {r.stats: stats.stats_html(None, status="Error")})
@@ -300,6 +300,7 @@ def to_teach(ui, teach, data: dict, *, chats=None) -> dict:
     notes = [f"K {k} became {TEACH_K_MAX}" if k > TEACH_K_MAX else "",
              f"{max_new} new tokens became {fitted}" if fitted != max_new else "",
              "it samples without top-p and top-k" if data[c.top_p] < 1 or data[c.top_k] else "",
+             # -1 only where the run's own seed is not known (`teach_handoff.as_it_ran`: its download unread)
              "the seed was random: the Teach tab's is kept" if seed is None or seed < 0 else ""]
     said = "; ".join(n for n in notes if n)
     status = " ".join(part for part in (

@@ -2,6 +2,10 @@
 arena),
 and `Settings.from_ui`, which turns widget values (floats for integers, blanks, labels) into them.
 
+A Seed of -1 (or a blank box) is None here; the app's handlers draw its seed with `seeded`, once for a request's whole
+work, below `SEEDS_DRAWN`: every seed the page shows can be read out and typed back (the engine's own draw, for a
+library user who leaves it None, is 63 bits, more than the page's Seed box holds).
+
 The ranges are `specui.settings`' limits, checked there; this module only coerces what widgets send.
 """
 
@@ -9,12 +13,14 @@ from __future__ import annotations
 
 import math
 import re
+import secrets
 from dataclasses import dataclass, fields
 
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, MODEL, name_of
 from specui.settings import (MAX_CONFIDENCE, MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_REPETITION_PENALTY, MAX_SEED,
                              MAX_TEMPERATURE, MAX_TREE_NODES, MAX_TREE_WIDTH, DecodeSettings, SettingsError, reworded)
 
+SEEDS_DRAWN = 10**9  # a seed drawn for -1 is below it: nine digits at most, read out and typed back in a moment
 DRAFTER_CHOICES = {label: name for name, label in LABELS.items()}  # what the radio shows -> drafter name
 # a refusal's list of drafters: the names (the API's docs, the library) and the labels (the page's radio), both taken
 DRAFTERS_SAID = f"a name ({', '.join(LABELS)}) or a label ({', '.join(LABELS.values())})"
@@ -78,6 +84,13 @@ class Settings(DecodeSettings):
                    tree_width=_integer(values, "tree_width", 1, MAX_TREE_WIDTH, blank=1),
                    tree_nodes=_integer(values, "tree_nodes", 0, MAX_TREE_NODES, blank=0),
                    arena=bool(values.get("arena")), system=_system(values))
+
+
+def seeded(settings: Settings) -> Settings:
+    """`settings` with the seed its run decodes with: its own, or for -1 (None: a blank box too) a fresh one below
+    `SEEDS_DRAWN`, drawn once for all of a request's work (compare's plain run and every arena contestant take it too,
+    as do a Teach experiment's every point). A greedy run reads none."""
+    return settings if settings.seed is not None else settings.but(seed=secrets.randbelow(SEEDS_DRAWN))
 
 
 _REQUIRED = object()

@@ -365,7 +365,8 @@ class Showcase:
         race = None
         if final and run.settings.compare and run.phase == "done" and run.plain is not None:
             race = self.race(run)
-        return Frame(message=message, stats=stats.stats_html(spec_stats, plain_stats, status=PHASES[run.phase]),
+        return Frame(message=message, stats=stats.stats_html(spec_stats, plain_stats, status=PHASES[run.phase],
+                                                             seed=None if run.settings.greedy else run.spec.seed),
                      figures=charts.all_figures(run.spec, run.plain) if figures else None, race=race, done=final)
 
     @staticmethod

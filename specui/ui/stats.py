@@ -33,13 +33,16 @@ HINTS = {
             f"the static tree, width + width² + … to depth K (126 at width 2 and K 6); on a CPU a dynamic tree of "
             f"{CPU_TREE_NODES[0]} to {CPU_TREE_NODES[1]} nodes pays best (a verify of up to {CPU_TREE_NODES[1] + 1} "
             f"tokens reads each weight once)",
+    "seed": "the seed this sampled run took (Seed -1 drew it): typed in Seed, it runs the same tokens again",
     "tokens": "new tokens, target forwards and engine seconds; the prompt's time is its new tokens' alone when a "
               "chat's earlier turns were kept in the target's cache (kept: not read again)",
 }
 
 
-def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: str = "") -> str:
-    """The stats line under the chat (numbers only; `status` is escaped). Each name has a tooltip."""
+def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: str = "", seed: int | None = None
+               ) -> str:
+    """The stats line under the chat (numbers only; `status` is escaped), with a sampled run's `seed` (None: a greedy
+    run, which reads none). Each name has a tooltip."""
     items = []
     if spec is not None:
         rate = fmt(spec.acceptance_rate, ".1%")
@@ -61,6 +64,8 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
         kept = f", {spec.reused_tokens} kept" if spec.reused_tokens else ""
         prompt = f"prompt {fmt(spec.prefill_s, '.2f')} s{kept}"
         items.append(("tokens", f"{spec.tokens} in {spec.rounds} rounds, {fmt(spec.seconds, '.2f')} s ({prompt})"))
+        if seed is not None:
+            items.append(("seed", str(seed)))
     body = "".join(f'<span class="stat" title="{html.escape(HINTS.get(k, k))}"><span class="stat-name">{html.escape(k)}'
                    f'</span> <span class="stat-value">{html.escape(v)}</span></span>' for k, v in items)
     head = f'<span class="stat-status">{html.escape(status)}</span>' if status else ""

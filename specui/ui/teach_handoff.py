@@ -1,11 +1,11 @@
 """The Chat tab's "Step through this message in the Teach tab", with the settings the message ran with.
 
 `chat_handlers.to_teach` fills the Teach tab from the chat's controls; a teacher who moved K or the temperature
-after the message (or ran it with a random seed) would then step through another run than the one on screen. Here
-the controls' values are replaced by those of the message's run, read from its JSON (the chat's download, written
-when the run finished, hidden when another starts): its preset, drafter, K, confidence stop, temperature, top-p,
-top-k, penalty, token budget, seed and system prompt (the Teach tab decodes the message after it and the
-conversation before it, as the chat did: `to_teach`).
+after the message (or ran it with Seed -1, which drew the seed it ran with) would then step through another run than
+the one on screen. Here the controls' values are replaced by those of the message's run, read from its JSON (the
+chat's download, written when the run finished, hidden when another starts): its preset, drafter, K, confidence stop,
+temperature, top-p, top-k, penalty, token budget, seed and system prompt (the Teach tab decodes the message after it
+and the conversation before it, as the chat did: `to_teach`).
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def as_it_ran(controls, data: dict, export: str | None, reply: str | None, *, ma
     """`data` (the chat's inputs by component; `controls` is `blocks.Controls`) with each setting as the run of
     `export` (its JSON's path) took it, and what the Teach tab leaves out of that run; `data` as it is (and a note
     saying so) where the JSON cannot be read or is another message's (its reply is not `reply`, the last one kept:
-    ↶ took the message back). A seed above `max_seed` (the seed box's most) stays out: a random one the engine drew
-    is 63 bits, which a page's number cannot hold."""
+    ↶ took the message back). A seed -1 drew comes with it (`request.seeded`: short enough for the Seed box); one above
+    `max_seed` (the seed box's most: an API client's of 63 bits) stays out, which a page's number cannot hold."""
     try:
         with open(export, encoding="utf-8") as f:
             ran = json.load(f)

@@ -5,22 +5,21 @@ A chat message handed to the Teach tab (`teach_handoff`) brings the conversation
 (the `context` State: history, system, the message's text): while the prompt box holds that message, its ids are
 the chat template's of all three, as the chat's run read them (`Showcase.encode`); another prompt is decoded alone.
 
-A Seed of -1 (or a blank box) means what it means in the Chat tab: a fresh seed, drawn here for the handler's whole
-run (`seeded`), which the run's facts then show (the status line, the export's name), so it can be replayed."""
+A Seed of -1 (or a blank box) means what it means in the Chat tab: a fresh seed, drawn for the handler's whole run
+(`request.seeded`, the Chat tab's rule), which the run's facts then show (the status line, the export's name), so it
+can be replayed."""
 
 from __future__ import annotations
 
 import logging
-import secrets
 from dataclasses import dataclass
 
 from specui.drafters import MODEL_DRAFTERS
 from specui.engine import SpeculativeEngine
-from specui.ui.request import Settings, SettingsError, in_page_words
+from specui.ui.request import Settings, SettingsError, in_page_words, seeded
 from specui.ui.toasts import refusal
 
 log = logging.getLogger("specui.ui")
-SEEDS_DRAWN = 10**9  # a seed drawn for -1 is below it: nine digits at most, read out and typed back in a moment
 
 
 @dataclass(frozen=True)
@@ -95,9 +94,3 @@ def prepare(showcase, c, data: dict, *, drafter: str | None = None) -> tuple[Pre
     prepared = Prepared(settings, chosen, pair, pair.engine(), ids, conversation(context))
     return prepared, showcase.lock(chosen.name)
 
-
-def seeded(settings: Settings) -> Settings:
-    """`settings` with the seed its run decodes with: the box's, or for -1 (None: a blank box too) a fresh one drawn
-    here, once for all the handler's work (an experiment's every point, a comparison's rounds, the plain run beside
-    the speculative one take the same). A greedy run reads none."""
-    return settings if settings.seed is not None else settings.but(seed=secrets.randbelow(SEEDS_DRAWN))

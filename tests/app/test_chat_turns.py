@@ -256,7 +256,7 @@ def test_a_finished_run_can_be_downloaded_as_json(tab):
     assert arena["plain"]["text"] == data["text"] and set(arena) >= {"plain", "model", "prompt_lookup"}
     # the reply the chat keeps (plain decoding's) and the seed drawn, named in the file too (it said "seedNone")
     assert whole["text"] == data["text"] and whole["stop_reason"] == "length" and isinstance(whole["seed"], int)
-    assert path.name.endswith(f"-seed{whole['seed']}.json") and whole["settings"]["seed"] is None
+    assert path.name.endswith(f"-seed{whole['seed']}.json") and whole["settings"]["seed"] == whole["seed"]
     assert all(entry["identical_to_plain"] for entry in arena.values())
     assert arena["model"]["num_draft_tokens"] == 3 and arena["plain"]["num_draft_tokens"] is None  # the table's K
 

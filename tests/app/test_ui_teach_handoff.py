@@ -87,17 +87,6 @@ def test_a_download_that_is_not_the_messages_leaves_the_controls_and_says_so(tab
     assert missing[t.k] == 4 and "not known here" in missing[teach.step.status]
 
 
-def test_a_random_seed_too_long_for_the_seed_box_is_said_to_be_random(tabs):
-    """The engine draws a random seed of 63 bits: the page's seed box (a javascript number) cannot hold it."""
-    ui, teach, app = tabs
-    data, last = sent(app, ui, CODE, seed=-1, k=2)
-    state = {ui.messages: last[ui.messages], ui.turns: last[ui.turns], ui.exchanges: last[ui.exchanges]}
-    moved = teach_handoff.step_through(ui, teach, {**data, **state, ui.results.export: last[ui.results.export]["value"],
-                                                   ui.controls.k: 6}, max_seed=MAX_SEED_SHOWN)
-    assert moved[teach.controls.k] == 2 and teach.controls.seed not in moved
-    assert "seed was random" in moved[teach.step.status]
-
-
 def test_a_message_handed_over_mid_lesson_leaves_none_of_the_lesson_and_next_decodes_it(tabs):
     """The Teach tab on round 3 of a lesson, auto-playing: the message handed over clears its rounds, measured point,
     export and auto-play, and moves the page's step shown (`Shown`) off it, so Next decodes the message at round 1
