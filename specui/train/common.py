@@ -171,15 +171,26 @@ def _encoded(tokenizer, texts: list[str]) -> torch.Tensor:
     and the last is no part of its serialization (`stream_key`)."""
     from tokenizers import Tokenizer
 
-    backend = Tokenizer.from_str(tokenizer.backend_tokenizer.to_str())  # special tokens matched, as by default
-    backend.no_padding()
-    backend.no_truncation()
     eos = tokenizer.eos_token_id
-    ids = []
-    for encoding in backend.encode_batch(texts, add_special_tokens=False):
-        ids.append(eos)
-        ids.extend(encoding.ids)
-    return torch.tensor(ids, dtype=torch.long)
+    serialized = _serialized(tokenizer)
+    if serialized is None:  # a slow tokenizer, or a backend with a Python part: the tokenizer's own call, kept nowhere
+        batch = tokenizer(texts, add_special_tokens=False, padding=False, truncation=False)["input_ids"]
+    else:
+        backend = Tokenizer.from_str(serialized)  # special tokens matched, as by default
+        backend.no_padding()
+        backend.no_truncation()
+        batch = [encoding.ids for encoding in backend.encode_batch(texts, add_special_tokens=False)]
+    return torch.tensor([t for ids in batch for t in (eos, *ids)], dtype=torch.long)
+
+
+def _serialized(tokenizer) -> str | None:
+    """The tokenizer's fast backend as JSON; None for a slow tokenizer or a backend that cannot be written out (a
+    pre-tokenizer or normalizer of Python code)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    try:
+        return None if backend is None else backend.to_str()
+    except Exception:  # noqa: BLE001 - tokenizers raises its own Exception for a custom component
+        return None
 
 
 # ---------------------------------------------------------------- token streams kept on disk
@@ -202,16 +213,16 @@ def stream_key(name: str, tokenizer, texts: list[str]) -> str | None:
     """A SHA-256 of everything `name`'s ids depend on: the function and STREAM_FORMAT, the tokenizers library's
     version (its code does the tokenizing), the tokenizer's class, EOS and whole serialization (its vocabulary,
     merges, normalizer, added tokens: not its name), every text's bytes. None for a tokenizer without a fast backend
-    (nothing is kept)."""
+    that can be written out (nothing is kept)."""
     import tokenizers
 
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None:
+    serialized = _serialized(tokenizer)
+    if serialized is None:
         return None
     digest = hashlib.sha256()
     head = f"{name} {STREAM_FORMAT} {tokenizers.__version__} {type(tokenizer).__qualname__} " \
            f"{tokenizer.eos_token_id} {getattr(tokenizer, 'split_special_tokens', None)}"
-    for part in (head, backend.to_str(), *texts):  # each after its length: no two lists give the same bytes
+    for part in (head, serialized, *texts):  # each after its length: no two lists give the same bytes
         data = part.encode("utf-8", "surrogatepass")
         digest.update(len(data).to_bytes(8, "little") + data)
     return digest.hexdigest()

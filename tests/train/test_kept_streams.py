@@ -140,3 +140,21 @@ def test_a_ctrl_c_while_writing_leaves_no_file(tok, folder, monkeypatch):
         patch.setattr(os, "replace", pressed)  # the file written, not yet renamed into place
         encode(tok, TEXTS)
     assert not list(folder.iterdir())
+
+
+class _Words:
+    """A pre-tokenizer of Python code: a backend with it cannot be written out (`to_str` raises)."""
+
+    def pre_tokenize(self, pretok):
+        pretok.split(lambda i, s: s.split(" ", "isolated"))
+
+
+def test_a_tokenizer_that_cannot_be_written_out_is_tokenized_by_its_own_call_and_kept_nowhere(tok, folder):
+    custom = copy.deepcopy(tok)
+    custom.backend_tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.PreTokenizer.custom(_Words())
+    with pytest.raises(Exception):
+        custom.backend_tokenizer.to_str()
+    want = [t for ids in custom(TEXTS, add_special_tokens=False)["input_ids"] for t in (custom.eos_token_id, *ids)]
+    assert encode(custom, TEXTS).tolist() == want
+    assert common.stream_key("encode_stream", custom, TEXTS) is None
+    assert not folder.exists() or not any(folder.iterdir())
