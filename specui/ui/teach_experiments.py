@@ -120,7 +120,7 @@ def drafter_points(state, values: dict, noise: float):
     p, lock = state.prepare(values, drafter=LABELS[PROMPT_LOOKUP])
     choices = []
     if p.pair.draft is not None:
-        key = (p.preset.name, round(noise, 3))
+        key = (p.preset.name, round(noise, 3), p.settings.seed)  # the noise drawn with the run's seed
         if key not in state.weak_drafts:
             state.weak_drafts.clear()
             state.weak_drafts[key] = lesson.weakened_draft(p.pair.draft, noise=noise, seed=p.settings.seed)

@@ -62,7 +62,7 @@ class TeachState:
 
     showcase: object
     exports: Exports = field(default_factory=lambda: Exports("specui-teach-"))
-    weak_drafts: dict = field(default_factory=dict)  # (preset, noise) -> the noisy draft, one kept
+    weak_drafts: dict = field(default_factory=dict)  # (preset, noise, seed) -> the noisy draft, one kept
     work: GpuWork = field(init=False, repr=False)
 
     def __post_init__(self):

@@ -102,3 +102,20 @@ def test_a_refusal_names_the_teach_control_as_its_label_does(tabs, name, value):
         state.prepare({**teach_work.values(c, page), name: value})
     words = getattr(c, name).label.split(" (")[0]
     assert refused.value.text.lower().startswith(f"{words.lower()} must be")
+
+
+def test_the_noisy_draft_of_the_drafter_comparison_is_drawn_with_each_runs_seed(tabs):
+    """The 'draft + noise' contestant was kept by (preset, noise): a later run at another seed (-1 draws one each time)
+    raced the first seed's noisy draft. Now it is the one its own seed draws."""
+    import torch
+
+    from specui import lesson
+    from specui.ui import teach_experiments, teach_work
+
+    _, _, teach, state, page = tabs
+    values = {**teach_work.values(teach.controls, page), "temperature": 0.9, "max_new": 8}
+    for seed in (1, 2):
+        list(teach_experiments.drafter_points(state, {**values, "seed": seed}, 3.0))
+    [weak] = state.weak_drafts.values()
+    drawn = lesson.weakened_draft(state.prepare(values)[0].pair.draft, noise=3.0, seed=2)
+    assert all(torch.equal(a, b) for a, b in zip(weak.parameters(), drawn.parameters(), strict=True))
