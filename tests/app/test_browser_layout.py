@@ -40,10 +40,11 @@ def served():
 
 
 @contextlib.contextmanager
-def wide(served, width: int, height: int = 1000, *, path: str = "", ready: str = "#prompt textarea"):
-    """A page of the served app (the UI tests' config) `width` px wide at `path`, once `ready` shows; closed after."""
+def wide(served, width: int, height: int = 1000, *, path: str = "", ready: str = "#prompt textarea", **context):
+    """A page of the served app (the UI tests' config) `width` px wide at `path`, once `ready` shows (`context`:
+    playwright's further options); closed after."""
     browser, url = served
-    page = open_page(browser, url + path, ready=ready, viewport={"width": width, "height": height})
+    page = open_page(browser, url + path, ready=ready, viewport={"width": width, "height": height}, **context)
     try:
         yield page
     finally:
@@ -101,10 +102,11 @@ def test_the_arena_chart_keeps_its_five_panels_legible_on_a_phone(served):
 BOX = "s => { const r = document.querySelector(s).getBoundingClientRect(); return {top: r.top, bottom: r.bottom}; }"
 
 
-@pytest.mark.parametrize("viewport", [(1280, 800), (390, 844)])
+# a laptop, a phone, and a laptop's 1280 × 800 at 150 % zoom (a projector's setting: 853 × 533 CSS px)
+@pytest.mark.parametrize("viewport", [(1280, 800, 1), (390, 844, 1), (853, 533, 1.5)])
 def test_the_first_screen_shows_the_prompt_box_and_send(served, viewport):
-    width, height = viewport
-    with wide(served, width, height) as page:
+    width, height, scale = viewport
+    with wide(served, width, height, device_scale_factor=scale) as page:
         wait_at_rest(page)
         send, prompt = page.evaluate(BOX, "#send"), page.evaluate(BOX, "#prompt textarea")
         assert 0 <= prompt["top"] and prompt["top"] + 60 <= height, prompt  # where to type, without scrolling
