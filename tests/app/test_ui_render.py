@@ -72,6 +72,8 @@ def test_injection_token_and_prompt_render_as_text():
     for markup in (render.render_tokens([view]), render.render_prompt(INJECTION), render.render_error(INJECTION),
                    render.render_reply([view], plain=[view], spec_title=INJECTION, plain_title=INJECTION,
                                        note=INJECTION),
+                   # a streamed compare frame: the plain column's title stands in its place (render.NEXT_COLUMN)
+                   render.render_reply([view], plain=[], spec_title=INJECTION, plain_title=INJECTION, streaming="spec"),
                    render.render_race([(INJECTION, [view], 1.0)])):
         parsed = parse(markup)
         assert all(tag != "img" for tag, _ in parsed.tags), markup
