@@ -188,8 +188,10 @@ def decoded(state, values: dict, width, nodes):
         if rnd.tree is not None:
             trees[rnd.index] = tree_record(rnd, tokenizer=p.pair.tokenizer, context_ids=context, greedy=settings.greedy)
         context += rnd.token_ids
-    yield trees, (f"Decoded {len(result.token_ids)} tokens in {len(result.rounds)} rounds with trees of width "
-                  f"{settings.tree_width} ({'static' if not settings.tree_nodes else f'{settings.tree_nodes} nodes'}); "
+    seed = "greedy: the seed plays no part" if settings.greedy else f"seed {result.seed}"  # -1: the one drawn
+    yield trees, (f"Decoded {len(result.token_ids)} tokens in {len(result.rounds)} rounds ({seed}) with trees of "
+                  f"width {settings.tree_width} ("
+                  f"{'static' if not settings.tree_nodes else f'{settings.tree_nodes} nodes'}); "
                   "pick a round and step through it.")
 
 

@@ -147,3 +147,20 @@ def test_the_tree_nodes_start_at_a_dynamic_tree_the_size_its_help_says_pays():
     assert 7 <= panel.nodes.value <= 11 and "7 to 11 pay" in NODES_HELP, panel.nodes.value
     for k in range(1, TEACH_K_MAX + 1):  # a tree every K of the tab's slider takes, at the width's first value
         DecodeSettings(num_draft_tokens=k, tree_width=panel.width.value, tree_nodes=panel.nodes.value)
+
+
+def test_the_status_line_names_the_seed_that_replays_the_trees(teach):
+    """The tree stepper's status line named no seed: a tree lesson decoded with -1 could not be decoded again."""
+    import re
+
+    from specui.ui import teach_tree
+
+    c, panel, work, _ = teach
+    data = {c.prompt: "def main(argv):\n    ", c.preset: "bundled", c.drafter: "draft model", c.k: 3, c.confidence: 0.0,
+            c.temperature: 0.8, c.penalty: 1.0, c.max_new: 16, c.seed: -1, panel.width: 2, panel.nodes: 7}
+    drawn = teach_tree.decode(panel, c, work, {**data, panel.step: Shown()})
+    seed = int(re.search(r"\(seed (\d+)\)", drawn[panel.status]).group(1))
+    again = teach_tree.decode(panel, c, work, {**data, c.seed: seed, panel.step: Shown()})
+    assert f"(seed {seed})" in again[panel.status] and again[panel.trees] == drawn[panel.trees]
+    greedy = teach_tree.decode(panel, c, work, {**data, c.temperature: 0.0, panel.step: Shown()})
+    assert "(greedy: the seed plays no part)" in greedy[panel.status]
