@@ -103,7 +103,8 @@ BOX = "s => { const r = document.querySelector(s).getBoundingClientRect(); retur
 
 
 # a laptop, a phone, and a laptop's 1280 × 800 at 150 % zoom (a projector's setting: 853 × 533 CSS px)
-@pytest.mark.parametrize("viewport", [(1280, 800, 1), (390, 844, 1), (853, 533, 1.5)])
+@pytest.mark.parametrize("viewport", [(1280, 800, 1), (390, 844, 1), (853, 533, 1.5)],
+                         ids=["laptop", "phone", "zoom150"])
 def test_the_first_screen_shows_the_prompt_box_and_send(served, viewport):
     width, height, scale = viewport
     with wide(served, width, height, device_scale_factor=scale) as page:
