@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from html.parser import HTMLParser
 from itertools import pairwise
 
+import gradio as gr
 import pytest
 from gradio.utils import diff
 
@@ -50,9 +51,11 @@ class Opened(HTMLParser):
 
 
 def appended(old: str, new: str) -> bool:
-    """Whether gradio's queue sends `new` after `old` as an append (the Chatbot's messages, as it diffs them)."""
-    edits = diff([{"content": [{"text": old, "type": "text"}]}], [{"content": [{"text": new, "type": "text"}]}])
-    return [e[0] for e in edits] == ["append"]
+    """Whether gradio's queue sends `new` after `old` as an append: a Chatbot's values as it sends them (its
+    postprocess; the app's: sanitised, no Markdown), diffed as the queue diffs them."""
+    chat = gr.Chatbot(render_markdown=False, sanitize_html=True)
+    values = [chat.postprocess([{"role": "assistant", "content": m}]).model_dump() for m in (old, new)]
+    return [e[0] for e in diff(*values)] == ["append"]
 
 
 @pytest.mark.parametrize("compare", [False, True])
@@ -103,7 +106,6 @@ def chat_page(stream):
     """A page of the app's Chatbot (its sanitiser, no Markdown; the app's CSS and JS) on a served Blocks, Send pressed:
     the chat shows what `stream()` yields, one value at a time."""
     require_browser()
-    import gradio as gr
     from playwright.sync_api import sync_playwright
 
     from specui.ui import blocks
