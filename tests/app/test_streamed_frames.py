@@ -133,8 +133,8 @@ def chat_page(stream):
 @pytest.mark.slow
 def test_an_open_message_streams_in_the_apps_chatbot_as_tokens_and_caret_and_ends_closed():
     """The app's Chatbot, sent hostile tokens one frame at a time, each frame an append: every token shows in the
-    caret's block, as text, the caret drawn after the last; the final frame closes the message (no caret). The server
-    yields the next frame once the test has seen this one."""
+    caret's block, as text, the caret drawn after the last (blinking, still under reduced motion); the final frame
+    closes the message (no caret). The server yields the next frame once the test has seen this one."""
     views = [render.TokenView(text, Kind.ACCEPTED, 0.5, 0.5, 1.0, i) for i, text in enumerate(HOSTILE)]
     seen = threading.Semaphore(0)
 
@@ -156,6 +156,11 @@ def test_an_open_message_streams_in_the_apps_chatbot_as_tokens_and_caret_and_end
             found = page.evaluate(state)
             assert found == {"caret": True, "drawn": '"▍" / ""', "tokens": SHOWN[:shown],
                              "pwned": None, "made": 0, "outside": 0}, found
+            if shown == 1:  # the caret blinks, and stands still for a reader who asks for less motion
+                blink = "() => getComputedStyle(document.querySelector('#chat .specui-caret'), '::after').animationName"
+                assert page.evaluate(blink) == "specui-blink"
+                page.emulate_media(reduced_motion="reduce")
+                assert page.evaluate(blink) == "none"
             seen.release()
         page.wait_for_selector("#chat .specui-copy", timeout=60_000)  # the final frame
         found = page.evaluate(state)
