@@ -26,7 +26,7 @@ from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
 from specui.presets import ConfigError
 from specui.settings import (MAX_CONFIDENCE, MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_REPETITION_PENALTY, MAX_SEED,
                              MAX_TEMPERATURE, MAX_TREE_NODES, MAX_TREE_WIDTH)
-from specui.ui.request import MAX_SYSTEM_CHARS, MAX_TOP_K, Settings, SettingsError, said
+from specui.ui.request import MAX_SYSTEM_CHARS, MAX_TOP_K, SEEDS_DRAWN, Settings, SettingsError, said, seeded
 from specui.ui.session import Showcase, decode
 
 _names = itertools.count(1)
@@ -147,7 +147,8 @@ PARAMETERS = {
     "top_p": "Nucleus sampling, above 0 to 1 (1: off).",
     "top_k": f"Sample among the k most likely tokens only, up to {MAX_TOP_K:,} (0: off).",
     "max_new_tokens": f"The most tokens the reply may have, 1 to {MAX_NEW_TOKENS}.",
-    "seed": f"A sampled run's seed, 0 to {MAX_SEED:,}; -1 or None: a fresh one, which the answer's seed gives back.",
+    "seed": f"A sampled run's seed, 0 to {MAX_SEED:,}; -1 or None: a fresh one below {SEEDS_DRAWN:,}, which the "
+            "answer's seed gives back.",
     "compare": "Then decode with the target alone: the answer adds plain_text, plain_stats, speedup and (greedy) "
                "identical.",
     "tree_width": f"Children per expanded node of a token tree (1: one chain of K drafts), 1 to {MAX_TREE_WIDTH}.",
@@ -207,12 +208,12 @@ def generate_endpoint(showcase: Showcase):
         except ConfigError as e:  # no such preset
             raise gr.Error(str(e), print_exception=False) from None
         try:
-            settings = Settings.from_ui(preset=preset, drafter=drafter, num_draft_tokens=num_draft_tokens,
+            settings = seeded(Settings.from_ui(preset=preset, drafter=drafter, num_draft_tokens=num_draft_tokens,
                                         adaptive=adaptive, draft_confidence=draft_confidence,
                                         temperature=temperature, top_p=top_p, top_k=top_k,
                                         repetition_penalty=repetition_penalty,
                                         max_new_tokens=max_new_tokens, seed=seed, compare=compare,
-                                        tree_width=tree_width, tree_nodes=tree_nodes, system=system)
+                                        tree_width=tree_width, tree_nodes=tree_nodes, system=system))
         except SettingsError as e:
             raise gr.Error(str(e), print_exception=False) from None  # the client's settings: no fault of ours
         stop = threading.Event()

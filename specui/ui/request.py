@@ -93,6 +93,11 @@ def seeded(settings: Settings) -> Settings:
     return settings if settings.seed is not None else settings.but(seed=secrets.randbelow(SEEDS_DRAWN))
 
 
+def seed_words(greedy: bool, seed: int | None) -> str:
+    """A decoded run's seed as a status line says it: the one drawn for -1 too, or that a greedy run read none."""
+    return "greedy: the seed plays no part" if greedy else f"seed {seed}"
+
+
 _REQUIRED = object()
 MAX_TOP_K = 1_000_000  # the top-k box's most
 MAX_SYSTEM_CHARS = 4000  # a system prompt is instructions, not a document (the context holds the rest)

@@ -22,7 +22,7 @@ from specui.settings import MAX_TREE_WIDTH, SettingsError
 from specui.tree_steps import TreeRecord, tree_record, tree_steps
 from specui.ui import teach_keys, teach_work
 from specui.ui.chat_tree import CHAT_TREE_NODES, NODES_HELP, SECTION, round_choices
-from specui.ui.request import in_page_words
+from specui.ui.request import in_page_words, seed_words
 from specui.ui.teach_tree_view import TREE_HELP, render_tree_step
 from specui.ui.toasts import calmly, refusal
 from specui.ui.tree_chart import tree_figure
@@ -188,7 +188,7 @@ def decoded(state, values: dict, width, nodes):
         if rnd.tree is not None:
             trees[rnd.index] = tree_record(rnd, tokenizer=p.pair.tokenizer, context_ids=context, greedy=settings.greedy)
         context += rnd.token_ids
-    seed = "greedy: the seed plays no part" if settings.greedy else f"seed {result.seed}"  # -1: the one drawn
+    seed = seed_words(settings.greedy, result.seed)  # -1: the one drawn
     yield trees, (f"Decoded {len(result.token_ids)} tokens in {len(result.rounds)} rounds ({seed}) with trees of "
                   f"width {settings.tree_width} ("
                   f"{'static' if not settings.tree_nodes else f'{settings.tree_nodes} nodes'}); "

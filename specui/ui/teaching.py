@@ -43,7 +43,7 @@ from specui.ui import (teach_charts, teach_compare, teach_experiments, teach_key
 from specui.ui.exports import Exports
 from specui.ui.gpu_calls import GpuWork
 from specui.ui.preset_view import on_drafter, on_preset
-from specui.ui.request import DRAFTER_CHOICES
+from specui.ui.request import DRAFTER_CHOICES, seed_words
 from specui.ui.teach_compare_view import render_compare, waiting
 from specui.ui.teach_experiments import Experiment
 from specui.ui.teach_layout import TEACH_K_MAX, TEACH_MAX_NEW, Controls, StepView  # noqa: F401 (the Chat tab's)
@@ -330,7 +330,7 @@ def decoded_note(run) -> str:
     """The status line while the rounds of `run` are stepped through."""
     after = conversation_words(run.extra)
     after = f" after {after}, as the chat decoded it" if after else ""
-    seed = "greedy: the seed plays no part" if run.greedy else f"seed {run.spec.seed}"  # -1: the one drawn
+    seed = seed_words(run.greedy, run.spec.seed)  # -1: the one drawn
     return (f"Decoded {len(run.spec.token_ids)} tokens in {len(run.steps)} rounds ({seed}){after}, and "
             "the same prompt with the target alone for the measured speedup. Step through the rounds below.")
 
@@ -380,7 +380,7 @@ def pressed(ui: TeachTab, presses: str, data: dict) -> dict:
 def toggle(ui: TeachTab, data: dict) -> dict:
     """Play or Pause as the button read when it was clicked (its label, an input), not the opposite of the server's
     play state it kept: a Pause clicked as the last round's tick ended the auto-play (its answer on its way) turned it
-    back on, and the page, which drops ticks from a Pause click on (keys.js), left it at "Pause" with nothing playing."""
+    back on, and the page, which drops ticks from a Pause click on (keys.js), left it at "Pause", nothing playing."""
     on = "Play" in str(data[ui.controls.play]) and data[ui.run] is not None
     return {ui.timer: gr.Timer(value=float(data[ui.controls.speed]), active=on),
             ui.controls.play: gr.update(value="⏸ Pause" if on else "▶ Play")}

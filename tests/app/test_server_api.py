@@ -14,6 +14,7 @@ import pytest
 
 from specui.loading import PairCache
 from specui.ui.api import generate_endpoint
+from specui.ui.request import SEEDS_DRAWN
 from specui.ui.session import Showcase
 from tests.helpers import ui_config
 
@@ -73,3 +74,13 @@ def test_a_refusal_quotes_a_long_value_cut_short(fields):
     with pytest.raises(gr.Error) as refused:
         asyncio.run(generate_endpoint(showcase)("def f():", max_new_tokens=4, **fields))
     assert len(refused.value.message) < 300 and "characters)" in refused.value.message, refused.value.message
+
+
+def test_a_fresh_seed_is_one_the_pages_seed_box_takes_and_replays_the_answer():
+    """/generate's seed -1 drew 63 bits in the engine: a seed the page's Seed box (2**53 - 1 at most) cannot take. It is
+    drawn as the page's is (`request.seeded`), below SEEDS_DRAWN, and sent back replays the same tokens."""
+    generate = generate_endpoint(Showcase(ui_config(), PairCache()))
+    fresh = asyncio.run(generate("def f():", temperature=0.8, max_new_tokens=6, seed=-1))
+    assert 0 <= fresh["seed"] < SEEDS_DRAWN
+    again = asyncio.run(generate("def f():", temperature=0.8, max_new_tokens=6, seed=fresh["seed"]))
+    assert again["seed"] == fresh["seed"] and again["tokens"] == fresh["tokens"]
