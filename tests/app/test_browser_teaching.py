@@ -16,7 +16,8 @@ import pytest
 
 from tools.screenshot import NO_PROBE, free_port, launch_chromium, set_number
 from tests.gradio_calls import SERVED, session_of, track_calls, wait_quiet  # noqa: F401 - the Teach tests import them from here
-from tests.helpers import click_and_wait, make_model, noisy_copy, press_heard, require_browser, save_tiny_model
+from tests.helpers import (click_and_wait, make_model, noisy_copy, page_timers_run, press_heard, require_browser,
+                           save_tiny_model)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
 
@@ -238,8 +239,8 @@ def test_autoplay_advances_and_stops(page):
                            timeout=30_000)
     wait_quiet(page)  # a tick already in flight lands (800 ms was too short for it on a busy machine)
     stopped_at = page.locator("#step-view .teach-step").get_attribute("data-round")
-    page.wait_for_timeout(1200)  # no tick within six of its 0.2 s periods: the auto-play is stopped (a negative wait)
-    wait_quiet(page)  # and a step a tick would have started meanwhile has landed
+    page_timers_run(page, 1200)  # six of its 0.2 s periods: a tick due (the auto-play not stopped) has run in the page
+    wait_quiet(page)  # and a step it would have started has landed
     assert page.locator("#step-view .teach-step").get_attribute("data-round") == stopped_at
 
 
