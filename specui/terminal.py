@@ -210,8 +210,9 @@ class Session:
                          colour=self.colour, safe=self.safe, width=width)
             s = self.settings
             print(stats_line(spec, drafter=s.drafter, k=s.num_draft_tokens, confidence=s.draft_confidence,
-                             sampled=not s.greedy, chat=self.args.chat, adaptive=s.adaptive), file=sys.stderr,
-                  flush=True)
+                             sampled=not s.greedy, chat=self.args.chat, adaptive=s.adaptive,
+                             static_tree=s.tree_width > 1 and not s.tree_nodes, penalty=s.repetition_penalty),
+                  file=sys.stderr, flush=True)
             if self.args.compare:
                 print("decoding plainly (the target alone) for the comparison…", file=sys.stderr, flush=True)
                 plain = Reply()

@@ -255,9 +255,10 @@ def stream_reply(rounds, reply: Reply, *, tokenizer, prompt_ids, out, colour: bo
 
 
 def stats_line(reply: Reply, *, drafter: str, k: int, confidence: float, sampled: bool, chat: bool = False,
-               adaptive: bool = False) -> str:
+               adaptive: bool = False, static_tree: bool = False, penalty: float = 1.0) -> str:
     """tokens · tokens/s · acceptance · tokens per target forward · the drafter and K (adaptive K: where it started; a
-    token-tree run: its largest tree) · the stop reason (and a sampled run's seed). A token-tree run's rate is
+    token-tree run: its largest tree; a static tree keeps its shape whatever `confidence` is) · a repetition penalty
+    (the target it stays exact to) · the stop reason (and a sampled run's seed). A token-tree run's rate is
     "acceptance along the path", as the app names it: the nodes the target judged along each round's kept path, not a
     share of every drafted node."""
     stats = runstats.run_stats(reply.result, k=None if adaptive else k)
@@ -267,7 +268,9 @@ def stats_line(reply: Reply, *, drafter: str, k: int, confidence: float, sampled
              f"{fmt(stats.mean_accepted_length, '.2f')} tokens per target forward",
              f"drafter {LABELS.get(drafter, drafter)}, " + (f"K adaptive from {k}" if adaptive else f"K {k}")
              + (f", token trees of up to {stats.tree_nodes} nodes" if stats.trees else "")
-             + (f" (fewer while the draft is less sure than {confidence:g})" if confidence else "")]
+             + (f" (fewer while the draft is less sure than {confidence:g})" if confidence and not static_tree else "")]
+    if penalty != 1:  # --compare's plain run takes it too: "identical" is to the penalised target's own output
+        parts.append(f"repetition penalty {penalty:g}")
     if chat:
         parts.append(f"{reply.result.reused_tokens} prompt tokens kept from the conversation")
     if reply.result.seed is not None and sampled:  # what --seed takes to draw this reply again

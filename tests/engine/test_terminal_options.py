@@ -1,7 +1,7 @@
 """`python -m specui`'s settings that the app's Chat tab and its API's /generate have: --adaptive, --draft-confidence,
 --tree-width, --tree-nodes and --repetition-penalty. Each reaches the engine (the run's --json record holds it), each
 out-of-range value is refused in one line naming its flag with exit status 2 before torch loads, at the API's limits,
-and greedy --compare stays identical with token trees, adaptive K and the confidence stop on the bundled pair."""
+and greedy --compare stays identical with token trees, adaptive K and the confidence stop on tiny models."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from specui.engine import SpeculativeEngine
 from specui.terminal import main
 from specui.terminal_view import Reply, record, stats_line
-from tests.helpers import BUNDLED_TARGET, ROOT, make_model, noisy_copy
+from tests.helpers import ROOT, make_model, noisy_copy, save_tiny_model
 
 # every argv read by the terminal's parse_args in one process: its exit status and message each, then the heavy
 # modules imported by then (none: the refusals came before torch and transformers)
@@ -75,31 +75,46 @@ def test_a_static_tree_too_big_at_the_presets_k_is_refused_before_its_models_loa
 
 RUNS = {  # the flags, and what the run's record must hold of them
     "dynamic tree": (["--tree-width", "2", "--tree-nodes", "8"], {"tree_width": 2, "tree_nodes": 8}),
-    "static tree": (["--tree-width", "2", "-k", "2"], {"tree_width": 2, "tree_nodes": 0, "num_draft_tokens": 2}),
+    "static tree": (["--tree-width", "2", "-k", "2", "--draft-confidence", "0.5"],
+                    {"tree_width": 2, "tree_nodes": 0, "num_draft_tokens": 2, "draft_confidence": 0.5}),
     "adaptive, confidence stop": (["--adaptive", "--draft-confidence", "0.5"],
                                   {"adaptive": True, "draft_confidence": 0.5}),
     "repetition penalty": (["--repetition-penalty", "1.5"], {"repetition_penalty": 1.5}),
 }
 
 
-@pytest.mark.slow
-def test_each_flag_reaches_the_engine_and_greedy_compare_stays_identical(tmp_path, capsys):
-    """In this process (the bundled pair loads in a second): each run's record holds its flags, and --compare finds
-    the plain run identical. Greedy, the tree, adaptive and confidence-stop runs all write plain greedy's text; the
-    repetition penalty changes the text (it reached the target's logits) and stays identical to plain decoding's
-    with the same penalty."""
-    if not BUNDLED_TARGET.exists():
-        pytest.skip("the bundled pair is not in assets/")
+@pytest.fixture(scope="module")
+def tiny_config(tmp_path_factory):
+    """A models.yaml of one preset: a tiny random target and a noisy copy of it as the draft model (char-level),
+    loaded in milliseconds where the bundled pair takes seconds a run."""
+    root = tmp_path_factory.mktemp("tiny")
+    target = make_model("llama", layers=2, seed=0)
+    save_tiny_model(root / "target", "llama", layers=2, seed=0, model=target)
+    save_tiny_model(root / "draft", "llama", layers=2, seed=1, model=noisy_copy(target, noise=0.1, seed=1))
+    (root / "models.yaml").write_text("default: tiny\npresets:\n  tiny:\n    target: ./target\n    draft: ./draft\n"
+                                      "    drafter: model\n    num_draft_tokens: 3\n    dtype: float32\n"
+                                      "    device: cpu\n")
+    return root / "models.yaml"
+
+
+def test_each_flag_reaches_the_engine_and_greedy_compare_stays_identical(tiny_config, tmp_path, capsys):
+    """In this process: each run's record holds its flags, and --compare finds the plain run identical. Greedy, the
+    tree, adaptive and confidence-stop runs all write plain greedy's text; the repetition penalty changes the text (it
+    reached the target's logits), stays identical to plain decoding's with the same penalty, and the stats line says
+    it. A static tree keeps its shape whatever the confidence stop: its stats line claims no stop."""
     texts = {}
     for name, (flags, recorded) in RUNS.items():
         path = tmp_path / f"{len(texts)}.json"
-        main(["--preset", "bundled", "--max-new-tokens", "24", "--compare", "--json", str(path), *flags,
+        main(["--config", str(tiny_config), "--max-new-tokens", "24", "--compare", "--json", str(path), *flags,
               "def fibonacci(n):"])
         err = capsys.readouterr().err
         data = json.loads(path.read_text())
         assert {k: data["settings"][k] for k in recorded} == recorded, (name, data["settings"])
         assert data["identical"] is True and "identical: yes, token for token" in err, (name, err)
+        assert data["stats"]["mean_accepted_length"] > 1, (name, err)  # drafts were accepted: rounds kept paths
         assert ("acceptance along the path" in err) == ("tree" in name), (name, err)
+        assert ("fewer while the draft is less sure" in err) == (name == "adaptive, confidence stop"), (name, err)
+        assert ("repetition penalty 1.5" in err) == (name == "repetition penalty"), (name, err)
         texts[name] = data["text"]
     assert "token trees of up to 8 nodes" not in err  # the last run drafted chains
     penalised = texts.pop("repetition penalty")
