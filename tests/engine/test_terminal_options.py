@@ -93,8 +93,17 @@ def tiny_config(tmp_path_factory):
     save_tiny_model(root / "draft", "llama", layers=2, seed=1, model=noisy_copy(target, noise=0.1, seed=1))
     (root / "models.yaml").write_text("default: tiny\npresets:\n  tiny:\n    target: ./target\n    draft: ./draft\n"
                                       "    drafter: model\n    num_draft_tokens: 3\n    dtype: float32\n"
-                                      "    device: cpu\n")
+                                      "    device: cpu\n  alone:\n    target: ./target\n    device: cpu\n")
     return root / "models.yaml"
+
+
+def test_a_tree_with_a_presets_drafter_that_drafts_none_is_refused_before_its_models_load(tiny_config, capsys):
+    """No --drafter: the preset's own (a target alone drafts by prompt lookup) is checked before anything loads."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["--config", str(tiny_config), "--preset", "alone", "--tree-width", "2", "--tree-nodes", "4", "x"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1 and "Loading" not in err, err
+    assert err.startswith("python -m specui: error: --drafter 'prompt_lookup' cannot draft trees"), err
 
 
 def test_each_flag_reaches_the_engine_and_greedy_compare_stays_identical(tiny_config, tmp_path, capsys):
