@@ -33,7 +33,9 @@ HINTS = {
             f"the static tree, width + width² + … to depth K (126 at width 2 and K 6); on a CPU a dynamic tree of "
             f"{CPU_TREE_NODES[0]} to {CPU_TREE_NODES[1]} nodes pays best (a verify of up to {CPU_TREE_NODES[1] + 1} "
             f"tokens reads each weight once)",
-    "seed": "the seed this sampled run took (Seed -1 drew it): typed in Seed, it runs the same tokens again",
+    "seed": "the seed this sampled run took (the one drawn when Seed is -1): typed in Seed, ↻ under the reply runs "
+            "its message again to the same tokens (sent again as a new message, it follows this reply: another "
+            "context, other tokens)",
     "tokens": "new tokens, target forwards and engine seconds; the prompt's time is its new tokens' alone when a "
               "chat's earlier turns were kept in the target's cache (kept: not read again)",
 }

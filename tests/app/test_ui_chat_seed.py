@@ -13,9 +13,10 @@ import pytest
 
 from specui.ui import teach_handoff, teaching
 from specui.ui.blocks import MAX_SEED_SHOWN
-from specui.ui.chat_handlers import respond
+from specui.ui.chat_handlers import respond, retry
 from specui.ui.request import SEEDS_DRAWN
-from tests.app.test_ui_teach_handoff import CODE, chat_form, chat_state, tabs, teach_form  # noqa: F401 - the fixture
+from tests.app.test_ui_teach_handoff import (CODE, chat, chat_form, chat_state, tabs,  # noqa: F401 - the fixtures
+                                             teach_form)
 
 pytestmark = pytest.mark.slow  # runs the bundled pair
 
@@ -87,3 +88,21 @@ def test_the_hand_off_carries_the_seed_minus_one_drew_and_the_teach_tab_replays_
     unknown = teach_handoff.step_through(ui, teach, {**data, **chat_state(ui, last), ui.results.export: None},
                                          max_seed=MAX_SEED_SHOWN)
     assert teach.controls.seed not in unknown and "the seed was random" in unknown[teach.step.status]
+
+
+def test_in_a_chat_the_seed_typed_back_replays_the_message_by_its_retry_as_the_stats_hint_says(chat):  # noqa: F811
+    """In a conversation the same message sent again follows the reply it got: another context, other tokens, though
+    the stats' hint said that the seed typed in Seed "runs the same tokens again". ↻ runs the message again in its
+    own context, and with the seed typed back gives the very tokens: the hint names it."""
+    ui, _, app, _ = chat
+    values, state, frames = {"preset": "bundled-chat", **SAMPLED}, {}, []
+    for prompt in ("def add(a, b):\n    ", CODE):  # two turns: the second has a conversation before it
+        frames = list(respond(app, ui, {**chat_form(ui, prompt, **values), **state}))
+        state = {ui.messages: frames[-1][ui.messages], ui.turns: frames[-1][ui.turns],
+                 ui.exchanges: frames[-1][ui.exchanges]}
+    line = [f for f in frames if ui.results.stats in f][-1][ui.results.stats]
+    seed, answer = shown_seed(line), ran(frames[-1], ui)
+    again = list(retry(app, ui, {**chat_form(ui, "", **{**values, "seed": typed_back(ui, seed)}), **state}))
+    assert [t["id"] for t in ran(again[-1], ui)["tokens"]] == [t["id"] for t in answer["tokens"]]
+    hint = re.search(r'<span class="stat" title="([^"]*)"><span class="stat-name">seed<', line).group(1)
+    assert "↻" in hint and "new message" in hint, hint
