@@ -80,7 +80,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="adaptive K: K moves between 1 and max(2K, 8) with the acceptance (not with token trees)")
     p.add_argument("--draft-confidence", type=float, default=None, metavar="C",
                    help="the confidence stop: a chain stops drafting once the draft's chance of being accepted whole "
-                        f"falls below C, 0 to {MAX_CONFIDENCE:g} (0 = always K; default: the preset's for the drafter)")
+                        f"falls below C, 0 to {MAX_CONFIDENCE:g} (0 = always K; default: the preset's for the drafter, "
+                        "0 with a tree); a dynamic tree keeps no node whose path is less likely")
     p.add_argument("--tree-width", type=int, default=1, metavar="W",
                    help=f"token trees: children per expanded node, 1 to {MAX_TREE_WIDTH} (1 = one chain of K drafts, "
                         f"the default); drafters {', '.join(TREE_DRAFTERS)}")
@@ -264,7 +265,8 @@ def settings_for(args, engine, preset) -> DecodeSettings:
         refuse(f"--drafter {args.drafter or drafter}: preset {preset.name!r} has no such drafter; its drafters: "
                f"{', '.join(engine.drafters)}")
     k = args.num_draft_tokens if args.num_draft_tokens is not None else preset.k_for(drafter)
-    confidence = preset.confidence_for(drafter) if args.draft_confidence is None else args.draft_confidence
+    confidence = (preset.confidence_for(drafter, tree=args.tree_width > 1) if args.draft_confidence is None
+                  else args.draft_confidence)  # a tree takes no preset's floor, as load_engine and the benchmark
     try:
         return DecodeSettings(max_new_tokens=args.max_new_tokens, num_draft_tokens=k, temperature=args.temperature,
                               top_p=args.top_p, top_k=args.top_k, seed=args.seed, drafter=drafter,

@@ -93,8 +93,23 @@ def tiny_config(tmp_path_factory):
     save_tiny_model(root / "draft", "llama", layers=2, seed=1, model=noisy_copy(target, noise=0.1, seed=1))
     (root / "models.yaml").write_text("default: tiny\npresets:\n  tiny:\n    target: ./target\n    draft: ./draft\n"
                                       "    drafter: model\n    num_draft_tokens: 3\n    dtype: float32\n"
-                                      "    device: cpu\n  alone:\n    target: ./target\n    device: cpu\n")
+                                      "    device: cpu\n  alone:\n    target: ./target\n    device: cpu\n"
+                                      "  confident:\n    target: ./target\n    draft: ./draft\n"
+                                      "    draft_confidence: {model: 0.5}\n    device: cpu\n")
     return root / "models.yaml"
+
+
+def test_a_tree_takes_no_presets_confidence_floor_unless_given_as_load_engine_and_the_benchmark(tiny_config):
+    """A preset's draft_confidence is its chains' stop; a tree left without --draft-confidence gets no floor
+    (`Preset.confidence_for(tree=True)`, docs/engine.md), where it took the chain's and pruned its nodes."""
+    from specui.presets import load_config
+    from specui.terminal import parse_args, settings_for
+
+    preset = load_config(tiny_config).get("confident")
+    confidence = {flags: settings_for(parse_args([*flags, "x"]), None, preset).draft_confidence
+                  for flags in [(), ("--tree-width", "2", "--tree-nodes", "6"),
+                                ("--tree-width", "2", "--tree-nodes", "6", "--draft-confidence", "0.2")]}
+    assert list(confidence.values()) == [0.5, 0.0, 0.2], confidence
 
 
 def test_a_tree_with_a_presets_drafter_that_drafts_none_is_refused_before_its_models_load(tiny_config, capsys):
