@@ -94,15 +94,16 @@ async def run_stoppable(work, stop: threading.Event, alive=lambda: True):
 
 
 def own_settings(showcase: Showcase, preset: str | None, drafter: str | None, num_draft_tokens: int | None,
-                 draft_confidence: float | None) -> tuple:
+                 draft_confidence: float | None, *, tree: bool = False) -> tuple:
     """(drafter, K, confidence) with each one left out (None) taken from the preset named (None: the default one): its
-    drafter, its K and its `draft_confidence` for the drafter, as the page's controls follow the preset. An unknown
-    preset raises `ConfigError`, naming the known ones."""
+    drafter, its K and its `draft_confidence` for the drafter, as the page's controls follow the preset; a token
+    tree's run (`tree`) keeps no confidence floor unless it names one, as the library, the benchmark and the terminal
+    do (docs/engine.md). An unknown preset raises `ConfigError`, naming the known ones."""
     own = showcase.config.get(preset)
     drafter = drafter or own.drafter
     name = name_of(drafter) or None  # a label ("draft model") or a name
     return (drafter, own.k_for(name) if num_draft_tokens is None else num_draft_tokens,
-            own.confidence_for(name) if draft_confidence is None else draft_confidence)
+            own.confidence_for(name, tree=tree) if draft_confidence is None else draft_confidence)
 
 
 TEXTS = ("prompt", "preset", "drafter", "system")  # strings, or null for the default
@@ -157,7 +158,7 @@ PARAMETERS = {
     "system": f"A chat preset's system message, up to {MAX_SYSTEM_CHARS:,} characters (empty: the chat template's "
               "own); base models ignore it.",
     "draft_confidence": "A chain stops drafting once the draft's chance of being accepted whole falls below it, 0 to "
-                        f"{MAX_CONFIDENCE:g} (0: always K); None: the preset's for the drafter.",
+                        f"{MAX_CONFIDENCE:g} (0: always K); None: the preset's for the drafter (a token tree's: 0).",
     "repetition_penalty": f"Transformers' repetition penalty, above 0 up to {MAX_REPETITION_PENALTY:g} (1: off; above "
                           "1, tokens already in the prompt or the reply become less likely); the output stays "
                           "exactly the target's.",
@@ -204,7 +205,7 @@ def generate_endpoint(showcase: Showcase):
             raise gr.Error(problem, print_exception=False)
         try:
             drafter, num_draft_tokens, draft_confidence = own_settings(showcase, preset, drafter, num_draft_tokens,
-                                                                       draft_confidence)
+                                                                       draft_confidence, tree=tree_width > 1)
         except ConfigError as e:  # no such preset
             raise gr.Error(str(e), print_exception=False) from None
         try:

@@ -13,7 +13,8 @@ import gradio as gr
 import pytest
 
 from specui.loading import PairCache
-from specui.ui.api import generate_endpoint
+from specui.presets import load_config
+from specui.ui.api import generate_endpoint, own_settings
 from specui.ui.request import SEEDS_DRAWN
 from specui.ui.session import Showcase
 from tests.helpers import ui_config
@@ -84,3 +85,15 @@ def test_a_fresh_seed_is_one_the_pages_seed_box_takes_and_replays_the_answer():
     assert 0 <= fresh["seed"] < SEEDS_DRAWN
     again = asyncio.run(generate("def f():", temperature=0.8, max_new_tokens=6, seed=fresh["seed"]))
     assert again["seed"] == fresh["seed"] and again["tokens"] == fresh["tokens"]
+
+
+def test_a_token_trees_run_keeps_no_confidence_floor_unless_it_names_one():
+    """docs/engine.md: a tree's run (tree_width > 1) keeps no confidence floor unless it names one, as the library,
+    the benchmark and the terminal do; /generate gave it the preset's chain floor, pruning its trees."""
+    showcase = Showcase(load_config(None), PairCache())  # models.yaml's presets: nothing loads
+    own = showcase.config.get(None)
+    name, floor = max(dict(own.draft_confidence).items(), key=lambda item: item[1])
+    assert floor > 0  # the preset has a chain floor for this drafter, which a chain takes
+    assert own_settings(showcase, None, name, None, None)[2] == floor
+    assert own_settings(showcase, None, name, None, None, tree=True)[2] == 0
+    assert own_settings(showcase, None, name, None, 0.3, tree=True)[2] == 0.3
