@@ -1,0 +1,61 @@
+"""The bytes a streamed chat reply puts on the wire: each frame's message diffed against the last, as gradio's queue
+sends a streamed output (`gradio.utils.diff`: a string that grew at its end goes as an append of what it gained, any
+other change whole).
+
+    python -m tools.frame_bytes [--preset NAME] [--max-new-tokens 200] [--prompt TEXT] [--no-compare]
+
+Runs the showcase's own frames (`Showcase.run`, greedy, no charts, no text interval) on the preset (default:
+models.yaml's default, the chat model), with compare off and then on, and prints per run the frames, how many left
+the message as it was (a load's progress, the stats alone) and how many went as appends, the bytes sent (the first
+frame whole, then each diff's JSON) and the bytes a frame. The showcase paces frames by the time a page takes to
+draw the message, so the count of frames varies with the machine; compare bytes a frame, run at two commits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+PROMPT = "Write a short story about a lighthouse keeper."
+
+
+def measure(show, prompt: str, settings) -> dict:
+    """`show.run`'s frames for `prompt` with `settings`: frames, appends and bytes sent."""
+    from gradio.utils import diff
+
+    messages = [frame.message for frame, _ in show.run(prompt, settings, figures=False)]
+    sent, appends, unchanged = len(messages[0].encode()), 0, 0
+    for old, new in zip(messages, messages[1:]):
+        edits = diff([{"role": "assistant", "content": old}], [{"role": "assistant", "content": new}])
+        sent += len(json.dumps(edits, ensure_ascii=False).encode())
+        unchanged += not edits  # a frame for the stats or a load's progress alone
+        appends += bool(edits) and all(edit[0] == "append" for edit in edits)
+    return {"frames": len(messages), "unchanged": unchanged, "appends": appends, "bytes": sent,
+            "bytes_a_frame": round(sent / len(messages))}
+
+
+def main(argv=None) -> list[dict]:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--preset", default=None, help="a preset of models.yaml (default: its default)")
+    ap.add_argument("--max-new-tokens", type=int, default=200)
+    ap.add_argument("--prompt", default=PROMPT)
+    ap.add_argument("--no-compare", action="store_true", help="compare off only")
+    args = ap.parse_args(argv)
+    from specui.loading import PairCache
+    from specui.presets import load_config
+    from specui.ui.session import Settings, Showcase
+
+    config = load_config(None)
+    preset = config.get(args.preset).name
+    show = Showcase(config, PairCache(), text_interval=0, chart_interval=1e9)
+    rows = []
+    for compare in (False,) if args.no_compare else (False, True):
+        row = {"compare": compare, **measure(show, args.prompt, Settings(preset=preset, compare=compare,
+                                                                       max_new_tokens=args.max_new_tokens))}
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
