@@ -19,11 +19,14 @@ SERVED: dict = {}  # the URL `app` serves the Teach tab at: its Blocks (wait_qui
 
 
 def track_calls(page) -> None:
-    """Note on `page.calls` the page's gradio calls in flight, when one last started or ended, and the page's gradio
-    sessions (`wait_quiet`)."""
+    """Note on `page.calls` the page's gradio calls in flight, when one last started or ended, and the gradio sessions
+    of the document the page shows (`wait_quiet`): a reload or a goto starts another, and the one before is
+    forgotten, its events left pending on the server for good (wait_quiet asked about it and timed out)."""
     page.calls = {"open": set(), "last": time.monotonic(), "sessions": set()}
 
     def started(request):
+        if request.is_navigation_request() and request.frame == page.main_frame:  # the next document's own session
+            page.calls["sessions"].clear()  # (a tab's history.replaceState navigates without a request: kept)
         if any(part in request.url for part in GRADIO_CALLS):
             page.calls["open"].add(request)
             page.calls["last"] = time.monotonic()
