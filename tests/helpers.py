@@ -210,8 +210,9 @@ def served_browser(config, *, showcase=None):
 
 def open_page(browser, url: str, *, ready: str = "#prompt textarea", tracked: bool = False, **context):
     """A page of its own browser context (`context`: playwright's options, e.g. viewport, is_mobile) at `url`, once
-    `ready` (a selector) shows; `tracked`: its gradio calls followed from before it loads (tests/gradio_calls'
-    `track_calls`: `wait_quiet` then waits for the events its load started too)."""
+    `ready` (a selector) shows and the page's scripts have run (blocks.JS, after gradio draws the page: a slider's
+    Enter typed before keys.js was there left 999 in K's box); `tracked`: its gradio calls followed from before it
+    loads (tests/gradio_calls' `track_calls`: `wait_quiet` then waits for the events its load started too)."""
     page = browser.new_context(**context).new_page()
     if tracked:
         from tests.gradio_calls import track_calls
@@ -219,6 +220,7 @@ def open_page(browser, url: str, *, ready: str = "#prompt textarea", tracked: bo
         track_calls(page)
     page.goto(url)
     page.wait_for_selector(ready, timeout=60_000)
+    page.wait_for_function("() => window.specuiTakePresses", timeout=60_000)  # keys.js ran, and the scripts before it
     return page
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import require_browser, served_app, ui_config
-from tools.screenshot import launch_chromium, open_page, run_prompt
+from tests.helpers import open_page, require_browser, served_app, ui_config
+from tools.screenshot import launch_chromium, run_prompt
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -34,7 +34,7 @@ def test_a_typed_number_shows_the_value_the_run_takes_and_a_refusal_leaves_send_
 
     with served_app(ui_config()) as url, sync_playwright() as p:
         browser = launch_chromium(p)
-        page = open_page(browser, url)
+        page = open_page(browser, url, viewport={"width": 1400, "height": 1000})  # once keys.js is there (Enter)
         # gradio kept 999 in the box after Enter (the slider at 64), and 2.5, 13 or 0.33 off the slider's step
         typed(page, "num-draft-tokens", 999, "64")
         expect(page.locator("#num-draft-tokens input[type=range]")).to_have_value("64", timeout=30_000)
