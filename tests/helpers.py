@@ -220,7 +220,7 @@ def open_page(browser, url: str, *, ready: str = "#prompt textarea", tracked: bo
         track_calls(page)
     page.goto(url)
     page.wait_for_selector(ready, timeout=60_000)
-    page.wait_for_function("() => window.specuiTakePresses", timeout=60_000)  # keys.js ran, and the scripts before it
+    page.wait_for_function("() => window.specuiTakePresses", timeout=60_000)  # keys.js ran: blocks.JS runs all at once
     return page
 
 

@@ -30,8 +30,11 @@ def _selected(page) -> str:
 
 
 def _on_tab(page, name: str) -> None:
-    page.wait_for_function("(name) => document.querySelector('button[role=tab][aria-selected=true]')?.textContent"
-                           ".trim() === name", arg=name, timeout=20_000)
+    """Wait until the page shows the tab `name` and its scripts have run (blocks.JS runs after gradio draws the page:
+    a tab chosen before address.js was there was never written in the address)."""
+    page.wait_for_function("(name) => window.specuiTakePresses && document.querySelector("
+                           "'button[role=tab][aria-selected=true]')?.textContent.trim() === name", arg=name,
+                           timeout=20_000)
 
 
 def _open(site, query: str):
