@@ -58,10 +58,12 @@ def served(config, *, preload: bool = True, showcase=None):
 
 
 def open_page(browser, url: str, **options):
-    """A new 1400 × 1000 page of the app at `url` (`options`: more of `new_page`'s), once its prompt box shows."""
+    """A new 1400 × 1000 page of the app at `url` (`options`: more of `new_page`'s), once its prompt box shows and the
+    page's scripts have run (they run after gradio draws the page: a key pressed before keys.js is there is lost)."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000}, **options)
     page.goto(url)
     page.wait_for_selector("#prompt textarea", timeout=60_000)
+    page.wait_for_function("() => window.specuiTakePresses", timeout=60_000)  # keys.js ran, and the scripts before it
     return page
 
 
