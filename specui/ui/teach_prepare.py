@@ -93,4 +93,3 @@ def prepare(showcase, c, data: dict, *, drafter: str | None = None) -> tuple[Pre
     settings = seeded(settings)
     prepared = Prepared(settings, chosen, pair, pair.engine(), ids, conversation(context))
     return prepared, showcase.lock(chosen.name)
-
