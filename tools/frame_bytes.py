@@ -1,6 +1,6 @@
 """The bytes a streamed chat reply puts on the wire: each frame's message diffed against the last, as gradio's queue
-sends a streamed output (`gradio.utils.diff`: a string that grew at its end goes as an append of what it gained, any
-other change whole).
+sends a streamed output (`gradio.utils.diff` of the Chatbot's values: a string that grew at its end goes as an append
+of what it gained, any other change whole).
 
     python -m tools.frame_bytes [--preset NAME] [--max-new-tokens 200] [--prompt TEXT] [--no-compare]
 
@@ -19,17 +19,25 @@ import json
 PROMPT = "Write a short story about a lighthouse keeper."
 
 
-def measure(show, prompt: str, settings) -> dict:
-    """`show.run`'s frames for `prompt` with `settings`: frames, appends and bytes sent."""
+def edits(old: str, new: str) -> list:
+    """What gradio's queue sends when the chat's message `old` becomes `new`: the Chatbot's values as it sends them
+    (its postprocess; the app's Chatbot: sanitised, no Markdown), diffed as the queue diffs a streamed output."""
+    import gradio as gr
     from gradio.utils import diff
 
+    chat = gr.Chatbot(render_markdown=False, sanitize_html=True)
+    return diff(*(chat.postprocess([{"role": "assistant", "content": m}]).model_dump() for m in (old, new)))
+
+
+def measure(show, prompt: str, settings) -> dict:
+    """`show.run`'s frames for `prompt` with `settings`: frames, appends and bytes sent."""
     messages = [frame.message for frame, _ in show.run(prompt, settings, figures=False)]
     sent, appends, unchanged = len(messages[0].encode()), 0, 0
     for old, new in zip(messages, messages[1:]):
-        edits = diff([{"role": "assistant", "content": old}], [{"role": "assistant", "content": new}])
-        sent += len(json.dumps(edits, ensure_ascii=False).encode())
-        unchanged += not edits  # a frame for the stats or a load's progress alone
-        appends += bool(edits) and all(edit[0] == "append" for edit in edits)
+        edits_sent = edits(old, new)
+        sent += len(json.dumps(edits_sent, ensure_ascii=False).encode())
+        unchanged += not edits_sent  # a frame for the stats or a load's progress alone
+        appends += bool(edits_sent) and all(edit[0] == "append" for edit in edits_sent)
     return {"frames": len(messages), "unchanged": unchanged, "appends": appends, "bytes": sent,
             "bytes_a_frame": round(sent / len(messages))}
 

@@ -14,7 +14,6 @@ from itertools import pairwise
 
 import gradio as gr
 import pytest
-from gradio.utils import diff
 
 from specui import runstats
 from specui.events import Kind
@@ -24,6 +23,7 @@ from specui.ui import render
 from specui.ui.request import Settings
 from specui.ui.session import STOP_REASONS, Showcase
 from tests.helpers import require_browser, ui_config
+from tools.frame_bytes import edits
 
 PROMPT = "import os\nimport sys\n\n\ndef main(argv):\n"
 
@@ -53,9 +53,7 @@ class Opened(HTMLParser):
 def appended(old: str, new: str) -> bool:
     """Whether gradio's queue sends `new` after `old` as an append: a Chatbot's values as it sends them (its
     postprocess; the app's: sanitised, no Markdown), diffed as the queue diffs them."""
-    chat = gr.Chatbot(render_markdown=False, sanitize_html=True)
-    values = [chat.postprocess([{"role": "assistant", "content": m}]).model_dump() for m in (old, new)]
-    return [e[0] for e in diff(*values)] == ["append"]
+    return [e[0] for e in edits(old, new)] == ["append"]
 
 
 @pytest.mark.parametrize("compare", [False, True])
