@@ -2,7 +2,9 @@
 weaker drafters, what verification costs and where the time goes. Each has a chart and a table on the
 left, its explanation, any extra control and its run button on the right (#NAME-chart, #NAME-table,
 #NAME-run), and a handler that redraws both as each point is measured; its model work is a task of the tab's
-`GpuWork` (one ZeroGPU allocation: `specui.ui.teach_work`). Every number comes from `specui.lesson`."""
+`GpuWork` (one ZeroGPU allocation: `specui.ui.teach_work`). Every number comes from `specui.lesson`. A table names
+the seed its run drew with (-1: the one drawn, `request.seeded`), so that it can be run again, or says that a greedy
+run reads none; the verify cost times forwards, which draw nothing."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from specui.drafters import LABELS, MODEL, PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
 from specui.text import fmt
 from specui.ui import teach_charts, teach_work
+from specui.ui.request import seed_words
 from specui.ui.teach_view import (BUDGET_HELP, DRAFTERS_HELP, SWEEP_HELP, SWEEP_KS, TEMP_HELP, TEMPERATURES,
                                   VERIFY_HELP, render_budget, render_points, render_verify_cost)
 from specui.ui.toasts import refusal
@@ -71,11 +74,11 @@ def handlers(ui) -> tuple:
 
 
 def _stream_points(experiment: Experiment, points, figure):
-    """Redraw an experiment's chart and table as each of its points arrives."""
+    """Redraw an experiment's chart and table as each of its points (with its run's seed in words) arrives."""
     shown = []
-    for point in points:
+    for seed, point in points:
         shown.append(point)
-        yield {experiment.chart: figure(shown), experiment.table: render_points(shown)}
+        yield {experiment.chart: figure(shown), experiment.table: render_points(shown, seed=seed)}
 
 
 def sweep(state, ui, data: dict):
@@ -99,21 +102,31 @@ def verify_costs(state, ui, data: dict):
 
 
 def time_budget(state, ui, data: dict):
-    for budget in state.work(time_budget_split, teach_work.values(ui.controls, data)):
-        yield {ui.budget.chart: teach_charts.time_budget_figure(budget), ui.budget.table: render_budget(budget)}
+    for seed, budget in state.work(time_budget_split, teach_work.values(ui.controls, data)):
+        yield {ui.budget.chart: teach_charts.time_budget_figure(budget),
+               ui.budget.table: render_budget(budget, seed=seed)}
 
 
 # -- their model work: `GpuWork` tasks (state: the tab's `TeachState`; values: the controls' by name, `teach_work`),
-# each yielding what its chart is drawn from
+# each yielding what its chart is drawn from, after the run's seed in words (`_seeded`)
+
+def _seeded(settings, items, *, greedy: bool | None = None):
+    """Each of `items` after the seed `settings` drew with, in words (`greedy`: whether the runs read none; by
+    default the settings' own temperature says)."""
+    words = seed_words(settings.greedy if greedy is None else greedy, settings.seed)
+    for item in items:
+        yield words, item
+
 
 def k_sweep_points(state, values: dict):
     p, lock = state.prepare(values)
-    yield from lesson.k_sweep(p.engine, p.ids, p.settings.decode, ks=SWEEP_KS, lock=lock)
+    yield from _seeded(p.settings, lesson.k_sweep(p.engine, p.ids, p.settings.decode, ks=SWEEP_KS, lock=lock))
 
 
 def temperature_points(state, values: dict):
     p, lock = state.prepare(values)
-    yield from lesson.temperature_sweep(p.engine, p.ids, p.settings.decode, temperatures=TEMPERATURES, lock=lock)
+    points = lesson.temperature_sweep(p.engine, p.ids, p.settings.decode, temperatures=TEMPERATURES, lock=lock)
+    yield from _seeded(p.settings, points, greedy=False)  # its points above 0 sample, whatever the box's temperature
 
 
 def drafter_points(state, values: dict, noise: float):
@@ -128,7 +141,9 @@ def drafter_points(state, values: dict, noise: float):
                     lesson.DrafterChoice(f"draft + noise {fmt(noise, 'g')}",
                                          SpeculativeEngine(p.pair.target, state.weak_drafts[key]), MODEL)]
     choices.append(lesson.DrafterChoice(LABELS[PROMPT_LOOKUP], p.engine, PROMPT_LOOKUP))
-    yield from lesson.drafter_comparison(choices, p.ids, p.settings.decode, lock=lock)
+    # the noisy draft's weights are drawn with the seed, greedy or not
+    yield from _seeded(p.settings, lesson.drafter_comparison(choices, p.ids, p.settings.decode, lock=lock),
+                       greedy=p.settings.greedy and p.pair.draft is None)
 
 
 def verify_cost_curve(state, values: dict):
@@ -144,4 +159,4 @@ def time_budget_split(state, values: dict):
         budget = lesson_budget.time_budget_run(p.engine, p.ids, p.settings.decode, lock=lock)
     except ValueError as e:  # a one-token prompt, or a run that drafted nothing
         raise refusal(str(e)) from None
-    yield budget
+    yield from _seeded(p.settings, [budget])

@@ -255,8 +255,17 @@ def render_measured(run: lesson.TeachingRun | None) -> str:
     return f'<div class="teach-measured specui-stats">{"".join(items)}</div>'
 
 
-def render_points(points) -> str:
-    """An experiment's points as a table."""
+def seed_note(seed: str) -> str:
+    """The line under an experiment's table: the seed its runs drew with, as `request.seed_words` says it (-1: the
+    one drawn; a greedy run reads none), so that a run with -1 can be run again; "" for none given."""
+    if not seed:
+        return ""
+    again = ": type it in Seed to run this again" if seed.startswith("seed ") else ""
+    return f'<p class="teach-key teach-seed">{escape_text(seed[:1].upper() + seed[1:] + again)}.</p>'
+
+
+def render_points(points, *, seed: str = "") -> str:
+    """An experiment's points as a table, and the seed its runs drew with (`seed_note`)."""
     if not points:
         return ""
     heads = ["run", "α", "acceptance rate", "tokens/round", "tokens/s", "speedup"]
@@ -267,7 +276,7 @@ def render_points(points) -> str:
             fmt(p.tokens_per_s, ".1f"), fmt(p.speedup, ".2f×"))) + "</tr>" for p in points)
     head = "".join(f'<th class="num">{h}</th>' for h in heads)
     return (f'<table class="teach-table teach-points"><thead><tr>{head}</tr>'
-            f'</thead><tbody>{rows}</tbody></table>')
+            f'</thead><tbody>{rows}</tbody></table>{seed_note(seed)}')
 
 
 def render_verify_cost(curve: dict) -> str:
@@ -282,8 +291,9 @@ def render_verify_cost(curve: dict) -> str:
     return f'<table class="teach-table teach-points"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
 
 
-def render_budget(budget: dict) -> str:
-    """The efficiency (measured / Thm 3.8) as the parts the theorem does not count are taken away in turn."""
+def render_budget(budget: dict, *, seed: str = "") -> str:
+    """The efficiency (measured / Thm 3.8) as the parts the theorem does not count are taken away in turn, and the
+    seed its runs drew with (`seed_note`)."""
     rows = "".join(f'<tr class="teach-point"><td class="num">{fmt(step["efficiency"], ".2f")}</td>'
                    f'<td>{escape_text(step["without"])}</td></tr>' for step in budget["efficiency_steps"])
     head = '<th class="num">efficiency</th><th>taking away</th>'
@@ -291,4 +301,5 @@ def render_budget(budget: dict) -> str:
             f'{fmt(budget["target_forward_ms"], ".2f")} ms, draft {fmt(budget["draft_forward_ms"], ".2f")} ms; '
             f'plain {fmt(budget["plain_total_ms_per_token"], ".2f")} ms and speculative '
             f'{fmt(budget["speculative_total_ms_per_token"], ".2f")} ms a token</p>')
-    return f'<table class="teach-table teach-points"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{note}'
+    return (f'<table class="teach-table teach-points"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{note}'
+            f'{seed_note(seed)}')

@@ -119,3 +119,44 @@ def test_the_noisy_draft_of_the_drafter_comparison_is_drawn_with_each_runs_seed(
     [weak] = state.weak_drafts.values()
     drawn = lesson.weakened_draft(state.prepare(values)[0].pair.draft, noise=3.0, seed=2)
     assert all(torch.equal(a, b) for a, b in zip(weak.parameters(), drawn.parameters(), strict=True))
+
+
+def _experiment(tabs, name: str, **settings) -> str:
+    """The last table that the experiment `name` (a `TeachTab` field: sweep, temps, drafters, budget) drew, run with
+    `settings` (by control name) as its button runs it."""
+    from specui.ui import teach_experiments
+
+    _, _, teach, state, page = tabs
+    c, experiment = teach.controls, getattr(teach, name)
+    handler, extra = next((h, e) for x, h, e in teach_experiments.handlers(teach) if x is experiment)
+    data = {**page, **{getattr(c, key): value for key, value in settings.items()},
+            **{control: control.value for control in extra}}
+    return list(handler(state, teach, data))[-1][experiment.table]
+
+
+@pytest.mark.parametrize("name", ["sweep", "temps", "drafters", "budget"])
+def test_each_experiment_names_the_seed_its_runs_drew_which_runs_it_again(tabs, name):
+    """An experiment run with -1 drew a seed that no table named: a teacher could not run it again. Each table now
+    names it (the stepper's words, request.seed_words), and that seed typed in Seed gives the same runs: the same
+    tokens a round and acceptance (the timings differ)."""
+    import re
+
+    sampled = {"k": 3, "temperature": 0.9, "max_new": 8}
+    table = _experiment(tabs, name, seed=-1, **sampled)
+    seed = int(re.search(r"Seed (\d+): type it in Seed to run this again\.", table).group(1))
+    assert seed < 10**9
+    if name in ("sweep", "drafters"):  # their rows: label, α, acceptance rate, tokens a round, then timings
+
+        def same(html):
+            return [row.split('<td class="num">')[1:4] for row in html.split('<tr class="teach-point">')[1:]]
+
+        assert same(_experiment(tabs, name, seed=seed, **sampled)) == same(table)
+
+
+def test_a_greedy_experiment_says_the_seed_plays_no_part_but_noise_and_sampled_points_name_it(tabs):
+    """At temperature 0 the K sweep reads no seed, and its table says so; the temperature sweep's points above 0 and
+    the drafter comparison's noisy draft draw with it whatever the box's temperature, and theirs name it."""
+    greedy = {"k": 3, "temperature": 0.0, "max_new": 8}
+    assert "Greedy: the seed plays no part." in _experiment(tabs, "sweep", seed=-1, **greedy)
+    for name in ("temps", "drafters"):
+        assert "Seed 7: type it in Seed to run this again." in _experiment(tabs, name, seed=7, **greedy)
