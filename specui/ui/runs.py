@@ -12,6 +12,10 @@ from specui.events import GenerationResult, Kind
 from specui.prompt_cache import answer_ids
 from specui.ui.request import Settings
 
+# a stopped reply's note: its mark a square that Debian's own fonts draw (DejaVu, Liberation: U+25A0), where U+23F9 (⏹)
+# is in none of them and showed as an empty box in its Chromium
+STOPPED = "\u25a0 stopped"
+
 
 @dataclass
 class Frame:

@@ -29,7 +29,7 @@ from specui.ui import arena_view, charts, render, stats
 from specui.ui.gpu_calls import GpuCalls
 from specui.ui.pages import Pages
 from specui.ui.request import Settings
-from specui.ui.runs import Frame, Run
+from specui.ui.runs import STOPPED, Frame, Run
 
 log = logging.getLogger("specui.ui")
 PHASES = {"speculative": "Decoding speculatively…", "plain": "Decoding plainly (target alone) for the comparison…",
@@ -339,7 +339,7 @@ class Showcase:
         streaming = "" if final else ("plain" if run.phase == "plain" else "spec")
         note = ""
         if run.phase == "stopped":
-            note = "⏹ stopped"
+            note = STOPPED
         elif final:
             note = STOP_REASONS.get(run.spec.stop_reason, "")
         # a streamed frame ends open after its last token (`render_reply`): a note (left-out messages) comes at the end
