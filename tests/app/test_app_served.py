@@ -13,6 +13,7 @@ import time
 import pytest
 
 from tests.helpers import ROOT, require_browser, served_app, ui_config
+from tests.waits import wait_until
 
 pytestmark = pytest.mark.slow  # serves the app on the bundled pair
 
@@ -31,17 +32,17 @@ def app():
         yield url, showcase
 
 
-def wait_until(condition, *, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
-
 def decoding_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.startswith("specui-generate")]
+
+
+def threads_left() -> str:
+    return f"the decoding threads to end ({decoding_threads()} still there)"
+
+
+def still_decoding(showcase):
+    """`wait_until`'s words for the runs to stop, with the number still decoding when it gave up."""
+    return lambda: f"the runs to stop ({showcase.live} still decoding)"
 
 
 def test_a_cancelled_api_job_stops_and_frees_its_slot(app):
@@ -49,19 +50,20 @@ def test_a_cancelled_api_job_stops_and_frees_its_slot(app):
     client = gradio_client.Client(url, verbose=False)
     client.predict(PROMPT, max_new_tokens=8, api_name="/generate")  # loads and warms the pair
     job = client.submit(PROMPT, max_new_tokens=1000, compare=True, api_name="/generate")
-    assert wait_until(lambda: showcase.live == 1, timeout=60), "the long run never started"
+    wait_until(lambda: showcase.live == 1, "the long run to start", timeout_s=60)
     time.sleep(1.0)  # a few rounds in
     job.cancel()
     # one round at most (milliseconds), then the run is gone; the whole run takes far longer than this bound
     cancelled = time.monotonic()
-    assert wait_until(lambda: showcase.live == 0, timeout=4), f"{showcase.live} run(s) still decoding"
+    wait_until(lambda: showcase.live == 0, still_decoding(showcase), timeout_s=4)
     print(f"stopped {time.monotonic() - cancelled:.2f} s after the cancel")
-    assert wait_until(lambda: not decoding_threads(), timeout=5), decoding_threads()
+    wait_until(lambda: not decoding_threads(), threads_left, timeout_s=5)
     started = time.monotonic()
     out = client.predict(PROMPT, max_new_tokens=8, api_name="/generate")
     assert out["tokens"] and time.monotonic() - started < 60
     # that run's thread hands its answer over as its last act, so it may still be exiting as the answer arrives
-    assert showcase.live == 0 and wait_until(lambda: not decoding_threads(), timeout=5), decoding_threads()
+    assert showcase.live == 0
+    wait_until(lambda: not decoding_threads(), threads_left, timeout_s=5)
 
 
 def test_a_killed_api_client_stops_its_run(app, tmp_path):
@@ -78,16 +80,16 @@ def test_a_killed_api_client_stops_its_run(app, tmp_path):
         "time.sleep(600)\n")
     client = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        assert wait_until(lambda: showcase.live == 1, timeout=60), "the long run never started"
+        wait_until(lambda: showcase.live == 1, "the long run to start", timeout_s=60)
         time.sleep(1.0)
     finally:
         client.kill()  # SIGKILL: no cancel, no goodbye
         client.wait()
     killed = time.monotonic()
     # the whole run would take ~20 s more here; stopping takes Gradio's noticing plus one round
-    assert wait_until(lambda: showcase.live == 0, timeout=10), f"{showcase.live} run(s) still decoding"
+    wait_until(lambda: showcase.live == 0, still_decoding(showcase), timeout_s=10)
     print(f"stopped {time.monotonic() - killed:.2f} s after the client died")
-    assert wait_until(lambda: not decoding_threads(), timeout=5), decoding_threads()
+    wait_until(lambda: not decoding_threads(), threads_left, timeout_s=5)
 
 
 def test_the_api_builds_no_charts(app, monkeypatch):
@@ -122,7 +124,7 @@ def test_a_closed_page_stops_its_run(app):
         assert showcase.live == 1
         page.close()
         try:
-            assert wait_until(lambda: showcase.live == 0, timeout=30), f"{showcase.live} run(s) still decoding"
+            wait_until(lambda: showcase.live == 0, still_decoding(showcase), timeout_s=30)
         finally:
             browser.close()
 
