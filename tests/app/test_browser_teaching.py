@@ -16,8 +16,8 @@ import pytest
 
 from tools.screenshot import NO_PROBE, free_port, launch_chromium, set_number
 from tests.gradio_calls import SERVED, session_of, track_calls, wait_quiet  # noqa: F401 - the Teach tests import them from here
-from tests.helpers import (click_and_wait, make_model, noisy_copy, page_timers_run, press_heard, require_browser,
-                           save_tiny_model)
+from tests.helpers import make_model, noisy_copy, open_page, require_browser, save_tiny_model
+from tests.waits import click_and_wait, page_timers_run, press_heard
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
 
@@ -66,17 +66,15 @@ def app(tmp_path_factory):
 
 @contextlib.contextmanager
 def teach_page(url: str, *, width: int = 1400, height: int = 1000):
-    """A Chromium page on the served Teach tab, its dialogs noted in `page.dialogs` (and dismissed)."""
+    """A Chromium page on the served Teach tab once its scripts have run (`open_page`; its gradio calls tracked), its
+    dialogs noted in `page.dialogs` (and dismissed)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = launch_chromium(p)
-        page = browser.new_page(viewport={"width": width, "height": height})
+        page = open_page(browser, url, ready="#step-start", tracked=True, viewport={"width": width, "height": height})
         page.dialogs = []
         page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
-        track_calls(page)
-        page.goto(url)
-        page.wait_for_selector("#step-start", timeout=60_000)
         try:
             yield page
         finally:
@@ -315,10 +313,8 @@ def test_an_injected_prompt_stays_text(page):
 
 
 def test_before_any_run_next_decodes_and_the_experiment_charts_say_what_they_will_hold(app, page):
-    fresh = page.context.browser.new_page()  # a new session: nothing decoded yet
+    fresh = open_page(page.context.browser, app[1], ready="#step-start")  # a new session: nothing decoded yet
     try:
-        fresh.goto(app[1])
-        fresh.wait_for_selector("#step-start", timeout=60_000)
         for chart in ("sweep-chart", "temp-chart", "drafters-chart"):
             fresh.wait_for_selector(f"#{chart} .js-plotly-plot", timeout=30_000)
             shown = fresh.locator(f"#{chart}").inner_text()
