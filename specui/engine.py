@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -211,21 +212,18 @@ class SpeculativeEngine:
         started = time.perf_counter()  # the generators draw on the device of what they sample
         features = features_of(drafter)
         context, begun = list(prompt), []  # begun: the drafter once its start returned (it has a state to keep)
-        try:  # the cache is given back whatever happens (Ctrl-C included, before open_target's value arrives)
-            try:
+        with (alive := threading.Lock()):  # the cache's holder, released in C however the run ends (`_settle`)
+            try:  # the cache is given back whatever happens (Ctrl-C included, before open_target's value arrives)
                 target, reused, states, held = open_target(cache, self.target_model, prompt, features,
-                                                           self.head_features, holder=context)
+                                                           self.head_features, holder=alive)
                 resume = held.resume(prompt, reused) if held is not None and _resumes(drafter) else None
                 yield from self._run(target, reused, states, prompt, context, sampling, drafter, features, seed,
                                      result, started, max_new_tokens=max_new_tokens, schedule=schedule,
                                      ignore_eos=ignore_eos, generators=generators, tree=tree, resume=resume,
                                      begun=begun)
             finally:  # a drafter cut short before its start returned leaves no kept state (`PromptCache.resume`)
-                if cache is not None and cache.holds(context):
+                if cache is not None and cache.holds(alive):
                     cache.close(context, begun[0] if begun else None)
-        finally:  # a Ctrl-C as close began: the cache forgets the conversation and is given back
-            if cache is not None:
-                cache.let_go(context)
 
     def _run(self, target, reused, states, prompt, context, sampling, drafter, features, seed, result, started, *,
              max_new_tokens, schedule, ignore_eos, generators, tree, resume=None, begun=None):

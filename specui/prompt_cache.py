@@ -29,6 +29,8 @@ from specui.feature_log import FeatureLog
 from specui.graphs import GraphKV
 from specui.kv import CachedLM, StaticKV
 
+LOCK = type(threading.Lock())
+
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     """The number of leading tokens `a` and `b` share."""
@@ -85,12 +87,22 @@ class PromptCache:
 
     @property
     def busy(self) -> bool:
+        """Whether a generation holds the cache."""
+        self._settle()
         return self._busy
+
+    def _settle(self) -> None:
+        """A hold whose run ended without giving the cache back ends now, the conversation forgotten: its holder a
+        lock that the run held in a `with` (the engine's), released in C however the run ended, where two Ctrl-Cs in
+        a row can cut short both `close` and the `_drop` after it (a Python function's own start is a signal point)."""
+        with self._guard:
+            if self._busy and isinstance(self._holder, LOCK) and not self._holder.locked():
+                self._drop()
 
     def reusable(self, ids: Sequence[int], model: torch.nn.Module | None = None) -> int:
         """How many leading tokens of the prompt `ids` a generation would not read again (never its last token,
         which opens round 1); 0 while another generation holds the cache, or for another `model`."""
-        return 0 if self._busy else self._shared(ids, model)
+        return 0 if self.busy else self._shared(ids, model)
 
     def _shared(self, ids: Sequence[int], model: torch.nn.Module | None) -> int:
         """`reusable`, whether or not a generation holds the cache (`open`'s, which holds it already)."""
@@ -102,7 +114,7 @@ class PromptCache:
     def clear(self) -> None:
         """Forget the conversation (the memory goes with it)."""
         with self._guard:
-            if not self._busy:
+            if not self.busy:
                 self.lm, self.tokens, self._kept = None, [], (None, 0)
 
     # -- for the engine ----------------------------------------------------------------------------------
@@ -113,12 +125,15 @@ class PromptCache:
         of layers `features` (None without them): (CachedLM, reused, states); None while another generation
         holds the cache. The caller gives it back with `close`. log: the layers to keep states of besides
         `features` (those of the engine's heads: a later turn may draft with another). holder: the run's own
-        object (the engine: its context list): `holds(holder)` says whether that run holds the cache, also when
-        a Ctrl-C cut it off before this method's value reached it; without one, a holder of its own (two runs that
-        name none are still told apart: a Ctrl-C in one that finds the cache held does not give back the other's)."""
+        object: `holds(holder)` says whether that run holds the cache, also when a Ctrl-C cut it off before this
+        method's value reached it; a `threading.Lock` that the run holds in a `with` (the engine's) ends the hold as
+        it is released, if the run could not give the cache back (`_settle`); without one, a holder of its own (two
+        runs that name none are still told apart: a Ctrl-C in one that finds the cache held does not give back the
+        other's)."""
         holder = object() if holder is None else holder
         try:  # from the moment the cache is marked held, a Ctrl-C or an error gives it back (`_drop`)
             with self._guard:  # no call between the check and the mark: no collection or interrupt splits them
+                self._settle()
                 if self._busy:
                     return None
                 self._holder, self._busy = holder, True
@@ -131,12 +146,6 @@ class PromptCache:
     def holds(self, holder: object) -> bool:
         """Whether the run that opened the cache with `holder` holds it still."""
         return self._busy and self._holder is holder
-
-    def let_go(self, holder: object) -> None:
-        """If the run that opened the cache with `holder` holds it still (its `close` cut short as it began), the
-        conversation is forgotten and the cache given back."""
-        if self.holds(holder):
-            self._drop()
 
     def _open(self, model, prompt, features, log, reused):
         lm = self.lm if self.lm is not None and self.lm.model is model else None
@@ -185,8 +194,8 @@ class PromptCache:
         A drafter's state is kept for the next turn when it has one to keep (`keep()`); a plain run leaves
         the last one. Its pool (`specui.cache_pool`) hears before the cache is marked free: a Ctrl-C that cuts the
         telling short, or comes after it and before the mark, forgets the conversation and gives the cache back empty
-        (the `except` here, or the engine's `let_go` as this returns), so a free cache never holds more than its pool
-        was told (told after the mark, a pool cut short kept more than its budget until the next pick)."""
+        (the `except` here; one as this begins: `_settle`, as the run's `with` ends), so a free cache never holds more
+        than its pool was told (told after the mark, a pool cut short kept more than its budget until the next pick)."""
         try:
             if self.lm is not None and self.lm.length > len(context):
                 self.lm.trim(len(context))

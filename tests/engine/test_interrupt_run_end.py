@@ -1,10 +1,9 @@
-"""One Ctrl-C at any point of a run's end where a signal handler runs leaves its conversation's cache free: in the
-engine's own frame (`_rounds`: its inner `finally` asks `holds`, then `close`; its outer one `let_go`) and in the
-cache's `holds`, `close`, `let_go` and `_drop`, raised by a trace function during a real run of a tiny model.
-
-`let_go` (specui/engine.py, the outer `finally`) only has work to do when `close` was cut short, which takes a
-first Ctrl-C; a Ctrl-C at its very start then is a second signal, within the microseconds the first one's unwinding
-takes (it would leave the cache held: later runs read their prompts whole, without it). One signal never does."""
+"""Ctrl-Cs at any point of a run's end where a signal handler runs leave its conversation's cache free: in the
+engine's own frame (`_rounds`: its `finally` asks `holds`, then `close`) and in the cache's `holds`, `close` and
+`_drop`, raised by a trace function during a real run of a tiny model. One Ctrl-C, and a second within the first
+one's unwinding: a Ctrl-C as `close` began, then one as the `let_go` after it began (a Python function's own start
+is a signal point), left the cache held for good (later runs read their prompts whole, without it); the run's hold
+now ends with a lock its `with` releases in C (`PromptCache._settle`)."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ from specui.prompt_cache import PromptCache
 from tests.engine.test_interrupt_threads import signal_points
 
 CODES = {code: signal_points(code) for code in (SpeculativeEngine._rounds.__code__, PromptCache.holds.__code__,
-                                                 PromptCache.close.__code__, PromptCache.let_go.__code__,
-                                                 PromptCache._drop.__code__)}
+                                                 PromptCache.close.__code__, PromptCache._drop.__code__)}
 PROMPT = [3, 4, 40, 41, 42]
 GREEDY = dict(max_new_tokens=3, temperature=0.0, ignore_eos=True)
 
@@ -60,6 +58,56 @@ def test_one_ctrl_c_anywhere_in_a_runs_end_leaves_its_cache_free(llama_pair):
     engine.generate(PROMPT, cache=cache, **GREEDY)  # untraced: the first run builds the lean forward (many calls)
     seen = pressed(engine, cache, 0)
     names = [name for name, _ in seen]
-    assert names[-4:] == ["let_go", "holds", "let_go", "_rounds"] and "close" in names, seen  # the whole end reached
+    assert names[-3:] == ["close", "_rounds", "_rounds"] and "holds" in names, seen  # the whole end reached
     for at in range(1, len(seen) + 1):
         pressed(engine, cache, at)
+
+
+
+class PressTwice(PressOnce):
+    """Two presses: at the `at`-th point of CODES, then at the `then`-th point after it (`pressed` counts them).
+    The first press's raise unsets the trace function, so a profile function, called as the next function returns
+    or starts (before any signal point), sets it again, on the frames running too."""
+
+    def __init__(self, at: int, then: int):
+        super().__init__(at)
+        self.then, self.pressed = then, 0
+
+    def step(self, frame, event, arg):
+        if event in ("call", "opcode") and frame.f_lasti in CODES[frame.f_code] and len(self.seen) + 1 == self.at:
+            self.pressed += 1
+            sys.setprofile(self.again)
+        return super().step(frame, event, arg)
+
+    def again(self, frame, event, arg):
+        sys.setprofile(None)
+        self.at += self.then
+        sys.settrace(self)
+        running = frame
+        while running is not None:  # the frames running go on traced from their next instruction
+            if running.f_code in CODES:
+                running.f_trace, running.f_trace_opcodes = self.step, True
+            running = running.f_back
+        if event == "call" and frame.f_code in CODES:  # a function's start, which its trace's "call" event missed
+            self.step(frame, event, arg)
+
+
+def test_two_ctrl_cs_in_a_runs_end_leave_its_cache_free(llama_pair):
+    """A second Ctrl-C at any of the 3 points after the first, wherever the first lands in a run's end."""
+    engine, cache = SpeculativeEngine(*llama_pair), PromptCache()
+    engine.generate(PROMPT, cache=cache, **GREEDY)
+    ends, twice = len(pressed(engine, cache, 0)), 0
+    for at in range(1, ends + 1):
+        for then in range(1, 4):
+            press = PressTwice(at, then)
+            sys.settrace(press)
+            try:
+                engine.generate(PROMPT, cache=cache, **GREEDY)
+            except KeyboardInterrupt:
+                pass
+            finally:
+                sys.settrace(None)
+                sys.setprofile(None)
+            twice += press.pressed == 2
+            assert not cache.busy, f"the cache is still held after Ctrl-Cs at the ends of {press.seen[at - 1:press.at]}"
+    assert twice > ends  # most first presses were followed by a second
