@@ -11,7 +11,7 @@ import gradio as gr
 
 from specui.drafters import LABELS
 from specui.ui import teach_charts, teach_compare, teach_work
-from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE
+from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE, Settings
 from specui.ui.teach_view import DEFAULT_PROMPT, STEP_HELP, TEACH_K_MAX, THEORY_HELP, render_measured, render_step
 from specui.ui.theme import PLOT_MIN_WIDTH
 
@@ -94,7 +94,8 @@ def controls(config) -> Controls:
                                     elem_id="teach-temperature")
             max_new = gr.Slider(8, TEACH_MAX_NEW, value=32, step=1, label="Max new tokens",
                                 elem_id="teach-max-new-tokens")
-            seed = gr.Number(1, label="Seed (-1 = random)", precision=0, elem_id="teach-seed")
+            # the Chat tab's, /generate's and a lesson's default seed: the same settings decode the same tokens
+            seed = gr.Number(Settings.seed, label="Seed (-1 = random)", precision=0, elem_id="teach-seed")
     return Controls(prompt, start, prev, nxt, play, tick, speed, preset, drafter, k, confidence, temperature, penalty,
                     max_new, seed, gr.State(None))
 

@@ -91,6 +91,19 @@ def test_the_two_tabs_label_the_same_controls_alike(tabs):
         chat_control.label: chat_control.label for _, chat_control in pairs}
 
 
+def test_both_tabs_seed_boxes_open_on_the_seed_chat_generate_and_a_lesson_default_to(tabs):
+    """The Teach tab's Seed box opened on 1, the Chat tab's on 0 (as /generate's and a lesson's runs): the same
+    message with the same settings decoded other tokens in the two tabs. Both open on 0 now."""
+    import inspect
+
+    from specui import lesson
+    from specui.ui import api
+
+    _, chat, teach, state, _ = tabs
+    generate = inspect.signature(api.generate_endpoint(state.showcase)).parameters["seed"].default
+    assert teach.controls.seed.value == chat.controls.seed.value == generate == lesson.DEFAULTS.seed == 0
+
+
 @pytest.mark.parametrize(("name", "value"), [("seed", 1.5), ("seed", -2), ("max_new", 0)])
 def test_a_refusal_names_the_teach_control_as_its_label_does(tabs, name, value):
     """A setting the Teach tab refuses is named by the words on its control (its label up to the parenthesis)."""
