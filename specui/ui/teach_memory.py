@@ -39,10 +39,13 @@ def kept(controls, data: dict, *, conversation: dict | None = None, seed: int | 
     """What the memory keeps of a decoded run: its settings as the controls (`controls`: teach_layout.Controls) held
     them, by field name, and `conversation` (`teach_prepare.conversation`: how many messages came before the prompt,
     whether a system prompt did; none of their text). `seed`: the seed the run drew with, kept for the box's (-1 or a
-    blank Seed box draws one: a refresh decodes that seed again, not a fresh one)."""
+    blank Seed box draws one: a refresh decodes that seed again, not a fresh one); a greedy run's plays no part, and
+    the box comes back as it was set (a blank as -1, what it means there)."""
     settings = {name: data[getattr(controls, name)] for name in FIELDS}
     if not _fits(settings["prompt"]):  # never put back: a refresh would decode the box's prompt as this run
         del settings["prompt"]
+    if settings["temperature"] == 0:  # greedy: no draw reads the seed, so none drawn is put in the box
+        seed = -1 if settings["seed"] is None or settings["seed"] == "" else None
     return {**settings, **({} if seed is None else {"seed": seed}), **(conversation or {})}
 
 

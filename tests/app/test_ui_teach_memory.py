@@ -99,7 +99,7 @@ def _stepped(lesson, presses: str, **settings) -> tuple:
 
 def test_a_refresh_after_a_blank_seed_decodes_the_same_run_again(lesson):
     """A Seed box left blank decodes with a seed drawn for it (as -1 does); the memory kept the blank, which no longer
-    fits the box, so the refreshed page decoded its default seed (1) and said it was 'back at round N, where this
+    fits the box, so the refreshed page decoded its default seed (then 1) and said it was 'back at round N, where this
     browser left it' over other rounds (other draws at temperature 0.8). The refreshed page's own load handler, over a
     real tiny pair: the memory keeps the seed drawn."""
     from specui.ui.teach_keys import Shown
@@ -111,6 +111,25 @@ def test_a_refresh_after_a_blank_seed_decodes_the_same_run_again(lesson):
     assert again[ui.run].spec.seed == run.spec.seed
     assert again[ui.run].spec.token_ids == run.spec.token_ids
     assert "Back at round 3" in again[ui.step.status]
+
+
+@pytest.mark.parametrize("seed", [-1, None])
+def test_a_greedy_lessons_refresh_leaves_the_seed_box_as_it_was_set(lesson, seed):
+    """A greedy run with Seed -1 (or blank) drew a seed that plays no part, and the memory kept it: the refreshed page
+    put that random number in the box, as though the lesson had been decoded with it. The box comes back as the user
+    set it (a blank as -1, what it means), the same rounds are decoded again, and the status line says the seed plays
+    no part."""
+    from specui.ui.teach_keys import Shown
+    from specui.ui.teach_memory import restored
+
+    ui, state, page, resumed, _ = lesson
+    run, memory = _stepped(lesson, "++", k=2, temperature=0.0, max_new=24, seed=seed)
+    assert memory["seed"] == -1
+    assert restored(state.showcase.config, ui.controls, memory)[ui.controls.seed] == -1
+    again = resumed({**page, ui.index: Shown(), ui.memory: memory})
+    assert again[ui.run].spec.token_ids == run.spec.token_ids and "Back at round 3" in again[ui.step.status]
+    assert "(greedy: the seed plays no part)" in again[ui.step.status] and "(seed" not in again[ui.step.status]
+    assert again[ui.memory]["seed"] == -1
 
 
 def test_next_pressed_while_a_refreshed_page_decodes_keeps_the_round(lesson):
