@@ -72,7 +72,7 @@ def view(run, *, figures: bool = False, final: bool = False) -> ArenaView:
     credits = list(zip(plain_views, result.credits)) if result is not None else []
     message = render.render_arena(credits, lanes, labels={name: arena.label(name) for name in run.arena},
                                   verdict=_verdict(run, result, final=final),
-                                  note=run.note(STOPPED if run.phase == "stopped" else ""),
+                                  note=STOPPED if run.phase == "stopped" else "", lead=run.left_out_note,
                                   streaming="" if final else run.contestant, copy=run.reply_text if final else None)
     charts_now = ({**charts.arena_run_figures(run.arena), "chart-arena": charts.arena_figure(result)} if figures
                   else None)

@@ -214,7 +214,7 @@ def render_copy(text: str | None) -> str:
 
 def render_reply(spec: Sequence[TokenView], *, plain: Sequence[TokenView] | None = None, spec_title: str = "",
                  plain_title: str = "", note: str = "", verdict: str = "", streaming: str = "",
-                 copy: str | None = None) -> str:
+                 copy: str | None = None, lead: str = "") -> str:
     """The assistant's message: the speculative tokens, and beside them the plain run in compare mode.
 
     streaming: "spec" or "plain", the column still streaming: the message as a streamed frame shows it, left open
@@ -223,15 +223,16 @@ def render_reply(spec: Sequence[TokenView], *, plain: Sequence[TokenView] | None
     column's and its place the second: `NEXT_COLUMN`). So each frame starts with the one before (the plain column's
     first frame aside), and gradio's queue sends what was added alone (`gradio.utils.diff`: an "append"), where every
     frame had sent the whole reply again; the page's HTML parser closes the open tags.
-    copy: the reply's text, for a "Copy reply" button (`render_copy`).
+    copy: the reply's text, for a "Copy reply" button (`render_copy`). lead: a note known from the first frame (a
+    chat's messages left out of the turn), the message's start in every frame, streamed or final, so it never moves.
     """
-    end = f"{render_note(note)}{render_copy(copy)}"
+    end, out = f"{render_note(note)}{render_copy(copy)}", f'<div class="specui-out">{render_note(lead)}'
     if plain is None:
         if streaming:
-            return f'<div class="specui-out">{open_tokens(spec, cursor=True)}'
-        return f'<div class="specui-out">{render_tokens(spec)}{end}</div>'
+            return f'{out}{open_tokens(spec, cursor=True)}'
+        return f'{out}{render_tokens(spec)}{end}</div>'
     spec_head, plain_head = [f'<div class="specui-col-title">{escape_text(t)}</div>' for t in (spec_title, plain_title)]
-    out = '<div class="specui-out"><div class="specui-compare">'
+    out += '<div class="specui-compare">'
     if streaming == "spec":  # the plain column to come: its title in its place, its markup before the spec column's
         return (f'{out}<div class="specui-col {NEXT_COLUMN}">{plain_head}</div>'
                 f'<div class="specui-col">{spec_head}{open_tokens(spec, cursor=True)}')
@@ -359,13 +360,13 @@ def arena_key(names: Sequence[str], labels: dict[str, str]) -> str:
 
 def render_arena(credits: Sequence[tuple[str, object]], lanes: Sequence[tuple[str, str, Sequence[TokenView]]], *,
                  labels: dict[str, str], verdict: str = "", note: str = "", streaming: str = "",
-                 copy: str | None = None) -> str:
+                 copy: str | None = None, lead: str = "") -> str:
     """The arena's message: plain decoding's output with each token coloured by the drafter(s) that proposed
     it, then every contestant's own run (its tokens coloured by kind, as in the chat).
 
     credits: (token view, `specui.arena.Credit`) per token of plain decoding's output.
     lanes: (contestant name, title, token views); streaming names the lane that gets the caret.
-    copy: the reply's text (plain decoding's), for a "Copy reply" button.
+    copy: the reply's text (plain decoding's), for a "Copy reply" button. lead: as `render_reply`'s, its start.
     """
     drafters = [name for name, _, _ in lanes if name in labels and name != "plain"]
     who = ""
@@ -375,7 +376,8 @@ def render_arena(credits: Sequence[tuple[str, object]], lanes: Sequence[tuple[st
                f'{arena_key(drafters, labels)}<div class="specui-text" style="{TEXT_STYLE}">{spans}</div>')
     rows = "".join(f'<div class="arena-lane"><div class="specui-col-title">{escape_text(title)}</div>'
                    f'{render_tokens(views, cursor=streaming == name)}</div>' for name, title, views in lanes)
-    return f'<div class="specui-out specui-arena">{who}{rows}{verdict}{render_note(note)}{render_copy(copy)}</div>'
+    end = f"{verdict}{render_note(note)}{render_copy(copy)}"
+    return f'<div class="specui-out specui-arena">{render_note(lead)}{who}{rows}{end}</div>'
 
 
 def render_arena_verdict(*, greedy: bool, differ: Sequence[tuple[str, int | None]], finished: bool) -> str:

@@ -70,13 +70,10 @@ class Run:
         ids = [] if result is None else answer_ids(result)
         return {"role": "assistant", "content": self.reply_text, "token_ids": ids, "ids_of": self.preset}
 
-    def note(self, first: str) -> str:
-        """The reply's note: `first` (the stop reason, or that it was stopped), then what was left out, if any."""
-        return " · ".join(part for part in (first, self.left_out_note) if part)
-
     @property
     def left_out_note(self) -> str:
-        """What the reply's note says when a chat's oldest messages were left out of this turn ("" when none were)."""
+        """The note that leads the reply when a chat's oldest messages were left out of this turn ("" when none were):
+        known before its first token, it is the message's start from its first frame on (`render_reply`'s lead)."""
         if not self.left_out:
             return ""
         some = "message" if self.left_out == 1 else f"{self.left_out} messages"

@@ -195,7 +195,8 @@ class Showcase:
         chart_due = Throttle(self.chart_interval) if figures else (lambda: False)
         try:
             if line := reading_note(run.reading):  # a long message: seconds before its first token, said as they pass
-                yield Frame(message=render.render_note(line), stats=stats.stats_html(None, status=line)), run
+                message = render.render_note(run.left_out_note) + render.render_note(line)  # left-out: the first note
+                yield Frame(message=message, stats=stats.stats_html(None, status=line)), run
             self.warm_up(engine, pair, ids)
             if settings.arena:  # the drafters the pair's warm-up did not run, with the arena's settings
                 arena.warm_up(engine, ids, settings.decode, lock=lock, ks=dict(preset.drafter_tokens),
@@ -342,9 +343,7 @@ class Showcase:
             note = STOPPED
         elif final:
             note = STOP_REASONS.get(run.spec.stop_reason, "")
-        # a streamed frame ends open after its last token (`render_reply`): a note (left-out messages) comes at the end
-        note = run.note(note)
-        copy = run.reply_text if final else None
+        copy, lead = run.reply_text if final else None, run.left_out_note  # lead: the message's start in every frame
         if run.settings.compare:
             verdict = ""
             if final and run.phase == "done":
@@ -359,9 +358,9 @@ class Showcase:
                 plain_title += f" · {fmt(plain_stats.tokens_per_s, '.1f')} tokens/s"
             message = render.render_reply(run.spec_views, plain=run.plain_views, spec_title=spec_title,
                                           plain_title=plain_title, note=note, verdict=verdict, streaming=streaming,
-                                          copy=copy)
+                                          copy=copy, lead=lead)
         else:
-            message = render.render_reply(run.spec_views, note=note, streaming=streaming, copy=copy)
+            message = render.render_reply(run.spec_views, note=note, streaming=streaming, copy=copy, lead=lead)
         race = None
         if final and run.settings.compare and run.phase == "done" and run.plain is not None:
             race = self.race(run)

