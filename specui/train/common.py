@@ -1,25 +1,23 @@
-"""Training utilities shared by the stages: the tokenizer, the token stream (kept on disk), model shapes, batches,
-the learning-rate schedule, the optimiser, the target's training loop and saving a model folder.
+"""Training utilities shared by the stages: the tokenizer, the token stream (kept on disk: `streams`), model
+shapes, batches, the learning-rate schedule, the optimiser, the target's training loop and saving a model folder.
 
 References: nanoGPT (karpathy/nanoGPT, train.py) for the loop.
 """
 
 import copy
-import hashlib
 import json
 import math
 import os
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy
 import torch
 from tqdm import tqdm
 
 from specui.engine import SpeculativeEngine
 from specui.settings import DecodeSettings
 from specui.train.config import EOS, TARGET_DIR, TrainConfig
+from specui.train.streams import kept_stream
 
 
 def at_least(low, why: str = "") -> tuple:
@@ -161,18 +159,18 @@ def train_tokenizer(texts: list[str], *, vocab_size: int, max_positions: int):
 def encode_stream(tokenizer, texts: list[str]) -> torch.Tensor:
     """All texts as one token stream, each document preceded by EOS: (n_tokens,) int64; kept on disk
     (`kept_stream`), so the next run with the same tokenizer and texts reads it instead of tokenizing again."""
-    return kept_stream("encode_stream", tokenizer, texts, lambda: _encoded(tokenizer, texts))
+    return kept_stream("encode_stream", tokenizer, texts, lambda serialized: _encoded(tokenizer, texts, serialized))
 
 
-def _encoded(tokenizer, texts: list[str]) -> torch.Tensor:
-    """`encode_stream`'s ids, tokenized by a copy of the tokenizer's backend with every text whole, as
-    `tokenizer(texts)` gives them: a call such as `tokenizer(..., padding=True, truncation=True)` or
-    `split_special_tokens=True` leaves those settings on the backend itself (pads and cut documents in the stream),
-    and the last is no part of its serialization (`stream_key`)."""
+def _encoded(tokenizer, texts: list[str], serialized: str | None) -> torch.Tensor:
+    """`encode_stream`'s ids, tokenized by a copy of the tokenizer's backend (`serialized`: its JSON, as
+    `streams.serialized` gives it) with every text whole, as `tokenizer(texts)` gives them: a call such as
+    `tokenizer(..., padding=True, truncation=True)` or `split_special_tokens=True` leaves those settings on the
+    backend itself (pads and cut documents in the stream), and the last is no part of its serialization
+    (`stream_key`)."""
     from tokenizers import Tokenizer
 
     eos = tokenizer.eos_token_id
-    serialized = _serialized(tokenizer)
     if serialized is None:  # a slow tokenizer, or a backend with a Python part: the tokenizer's own call, kept nowhere
         batch = tokenizer(texts, add_special_tokens=False, padding=False, truncation=False)["input_ids"]
     else:
@@ -181,91 +179,6 @@ def _encoded(tokenizer, texts: list[str]) -> torch.Tensor:
         backend.no_truncation()
         batch = [encoding.ids for encoding in backend.encode_batch(texts, add_special_tokens=False)]
     return torch.tensor([t for ids in batch for t in (eos, *ids)], dtype=torch.long)
-
-
-def _serialized(tokenizer) -> str | None:
-    """The tokenizer's fast backend as JSON; None for a slow tokenizer or a backend that cannot be written out (a
-    pre-tokenizer or normalizer of Python code)."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    try:
-        return None if backend is None else backend.to_str()
-    except Exception:  # noqa: BLE001 - tokenizers raises its own Exception for a custom component
-        return None
-
-
-# ---------------------------------------------------------------- token streams kept on disk
-
-STREAMS_ENV = "SPECUI_STREAMS"  # where they are kept instead (the tests' own folder)
-STREAM_FORMAT = 2  # raised whenever what a kept stream holds changes (its ids, the file's layout): older files unread
-MAGIC = b"specui token stream\n"
-
-
-def streams_folder() -> Path:
-    """Where token streams are kept: $SPECUI_STREAMS, else streams/ in specui's cache folder (`packaged.cache_root`:
-    $SPECUI_CACHE, else $XDG_CACHE_HOME/specui or ~/.cache/specui), where the converted GGUF and the native build
-    are."""
-    from specui.packaged import cache_root
-
-    return Path(os.environ[STREAMS_ENV]).expanduser() if os.environ.get(STREAMS_ENV) else cache_root() / "streams"
-
-
-def stream_key(name: str, tokenizer, texts: list[str]) -> str | None:
-    """A SHA-256 of everything `name`'s ids depend on: the function and STREAM_FORMAT, the tokenizers library's
-    version (its code does the tokenizing), the tokenizer's class, EOS and whole serialization (its vocabulary,
-    merges, normalizer, added tokens: not its name), every text's bytes. None for a tokenizer without a fast backend
-    that can be written out (nothing is kept)."""
-    import tokenizers
-
-    serialized = _serialized(tokenizer)
-    if serialized is None:
-        return None
-    digest = hashlib.sha256()
-    head = f"{name} {STREAM_FORMAT} {tokenizers.__version__} {type(tokenizer).__qualname__} " \
-           f"{tokenizer.eos_token_id} {getattr(tokenizer, 'split_special_tokens', None)}"
-    for part in (head, serialized, *texts):  # each after its length: no two lists give the same bytes
-        data = part.encode("utf-8", "surrogatepass")
-        digest.update(len(data).to_bytes(8, "little") + data)
-    return digest.hexdigest()
-
-
-def kept_stream(name: str, tokenizer, texts: list[str], tokenize) -> torch.Tensor:
-    """`tokenize()`'s stream, read from the file an earlier run kept for the same `stream_key` (in `streams_folder`),
-    else tokenized and kept: written under a temporary name and renamed, so runs at once or a Ctrl-C never leave
-    half a file. A file that is not whole, or not this key's (its header and the SHA-256 of its ids checked), is
-    never trusted: tokenized again and written over. A cache that cannot be written leaves the run as it was."""
-    key = stream_key(name, tokenizer, texts)
-    try:
-        folder = streams_folder()
-    except RuntimeError:  # no home folder to find the cache in (Path.home: no $HOME, a uid without a passwd entry)
-        key = None
-    if key is None:
-        return tokenize()
-    path = folder / f"{name}-{key[:32]}.ids"
-    head = MAGIC + key.encode() + b"\n"
-    try:
-        data = path.read_bytes()
-    except OSError:
-        data = b""
-    digest, payload = data[len(head):len(head) + 65], data[len(head) + 65:]
-    if data.startswith(head) and digest == hashlib.sha256(payload).hexdigest().encode() + b"\n" \
-            and len(payload) % 4 == 0:
-        return torch.from_numpy(numpy.frombuffer(payload, dtype="<i4").astype(numpy.int64))
-    stream = tokenize()
-    payload = stream.numpy().astype("<i4").tobytes()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, part = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    except OSError:
-        return stream
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(head + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
-        os.replace(part, path)
-    except BaseException as e:  # a full disk, Ctrl-C: no part left behind
-        Path(part).unlink(missing_ok=True)
-        if not isinstance(e, OSError):
-            raise
-    return stream
 
 
 # ---------------------------------------------------------------- models

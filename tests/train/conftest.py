@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from specui.train import chat_cpu, chat_data, cli, common, evaluate
+from specui.train import chat_cpu, chat_data, cli, common, evaluate, streams
 
 _STREAMS: dict = {}
 
@@ -55,8 +55,8 @@ def corpus_tokenized_once():
 
 @pytest.fixture(scope="session", autouse=True)
 def streams_kept_apart(tmp_path_factory):
-    """The token streams the trainers keep on disk (`common.kept_stream`) go to the session's own folder, never the
+    """The token streams the trainers keep on disk (`streams.kept_stream`) go to the session's own folder, never the
     user's cache: set in the environment, so trainers a test starts as a command keep theirs there too."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(common.STREAMS_ENV, str(tmp_path_factory.mktemp("streams")))
+        patch.setenv(streams.STREAMS_ENV, str(tmp_path_factory.mktemp("streams")))
         yield

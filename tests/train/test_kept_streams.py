@@ -1,8 +1,9 @@
-"""The token streams the trainers keep on disk (`specui.train.common.kept_stream`): a second start reads the file
+"""The token streams the trainers keep on disk (`specui.train.streams.kept_stream`): a second start reads the file
 instead of tokenizing, each tokenizer, text set and tokenizers version has its own file, a file that is torn, foreign
 or not whole is tokenized again and written over, and what is read is the tokenizer's own stream, every text whole
 whatever settings an earlier call left on it; a cache that cannot be found or written leaves the run as it was. The
-stdlib pair's small tokenizer on two short texts; the calls counted, never timed."""
+stdlib pair's small tokenizer on two short texts; the calls counted, never timed. The tokenizer is written out once
+a call, and the least recently used streams are removed beyond the budget, the user told in one line."""
 
 from __future__ import annotations
 
@@ -16,10 +17,9 @@ import torch
 from transformers import AutoTokenizer
 
 from specui import packaged
-from specui.train import chat_data, common
+from specui.train import chat_data, common, streams
 from tests.helpers import BUNDLED_TARGET
 
-FRESH = common._encoded  # the stream tokenized, never kept
 TEXTS = ["def main(argv=None):\n    return 0\n", "x = [i * i for i in range(10)]  # é, ü\n"]
 
 
@@ -30,7 +30,7 @@ def tok():
 
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
-    monkeypatch.setenv(common.STREAMS_ENV, str(tmp_path / "streams"))
+    monkeypatch.setenv(streams.STREAMS_ENV, str(tmp_path / "streams"))
     return tmp_path / "streams"
 
 
@@ -39,12 +39,17 @@ def tokenized(monkeypatch) -> list:
     """The texts of each `encode_stream` that was tokenized, one entry a call."""
     calls, real = [], common._encoded
 
-    def counted(tokenizer, texts):
+    def counted(tokenizer, texts, backend):
         calls.append(list(texts))
-        return real(tokenizer, texts)
+        return real(tokenizer, texts, backend)
 
     monkeypatch.setattr(common, "_encoded", counted)
     return calls
+
+
+def FRESH(tokenizer, texts, encoded=common._encoded) -> torch.Tensor:
+    """The stream tokenized, never kept (nor counted by `tokenized`)."""
+    return encoded(tokenizer, texts, streams.serialized(tokenizer))
 
 
 def encode(tokenizer, texts) -> torch.Tensor:
@@ -53,8 +58,8 @@ def encode(tokenizer, texts) -> torch.Tensor:
 
 
 def test_the_tests_keep_their_streams_apart_from_the_users_cache():
-    assert os.environ.get(common.STREAMS_ENV)  # tests/train/conftest.py: started commands inherit it
-    assert common.streams_folder() != packaged.cache_root() / "streams"
+    assert os.environ.get(streams.STREAMS_ENV)  # tests/train/conftest.py: started commands inherit it
+    assert streams.streams_folder() != packaged.cache_root() / "streams"
 
 
 def test_a_second_call_reads_the_file_and_each_tokenizer_and_text_set_has_its_own(tok, folder, tokenized):
@@ -118,7 +123,7 @@ def test_a_damaged_file_is_tokenized_again_and_written_over(tok, folder, tokeniz
 
 def test_a_cache_that_cannot_be_written_leaves_the_run_as_it_was(tok, tmp_path, monkeypatch, tokenized):
     (tmp_path / "file").write_text("in the way")
-    monkeypatch.setenv(common.STREAMS_ENV, str(tmp_path / "file" / "streams"))
+    monkeypatch.setenv(streams.STREAMS_ENV, str(tmp_path / "file" / "streams"))
     assert torch.equal(encode(tok, TEXTS), encode(tok, TEXTS)) and len(tokenized) == 2
 
 
@@ -126,7 +131,7 @@ def test_a_cache_folder_that_cannot_be_found_leaves_the_run_as_it_was(tok, monke
     def homeless(cls):
         raise RuntimeError("Could not determine home directory.")  # Path.home: no $HOME, a uid without a passwd entry
 
-    for name in (common.STREAMS_ENV, "SPECUI_CACHE", "XDG_CACHE_HOME"):
+    for name in (streams.STREAMS_ENV, "SPECUI_CACHE", "XDG_CACHE_HOME"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(Path, "home", classmethod(homeless))
     assert torch.equal(encode(tok, TEXTS), FRESH(tok, TEXTS)) and len(tokenized) == 1
@@ -156,5 +161,46 @@ def test_a_tokenizer_that_cannot_be_written_out_is_tokenized_by_its_own_call_and
         custom.backend_tokenizer.to_str()
     want = [t for ids in custom(TEXTS, add_special_tokens=False)["input_ids"] for t in (custom.eos_token_id, *ids)]
     assert encode(custom, TEXTS).tolist() == want
-    assert common.stream_key("encode_stream", custom, TEXTS) is None
+    assert streams.stream_key("encode_stream", custom, TEXTS) is None
     assert not folder.exists() or not any(folder.iterdir())
+
+
+def test_a_cold_cache_writes_the_tokenizer_out_once(tok, folder):
+    """Its backend serialized (a vocabulary's JSON: about a second for SmolLM2's) for the key and the tokenizing alike:
+    once a call, where a cold cache wrote it out twice."""
+    asked = []
+    counting = copy.deepcopy(tok)
+    counting.__class__ = type("Counting", (type(tok),), {"backend_tokenizer": property(
+        lambda self: asked.append(1) or self._tokenizer)})
+    cold = encode(counting, TEXTS)
+    assert len(asked) == 1  # keyed and tokenized
+    warm = encode(counting, TEXTS)
+    assert len(asked) == 2  # keyed and read
+    assert torch.equal(cold, FRESH(tok, TEXTS)) and torch.equal(warm, cold)
+
+
+def kept(folder: Path) -> list[str]:
+    return sorted(path.name for path in folder.glob("*.ids"))
+
+
+def test_the_least_recently_used_streams_go_beyond_the_budget_and_the_user_is_told(tok, folder, monkeypatch, capsys):
+    sets = [[text * (i + 1)] for i, text in enumerate([TEXTS[0], TEXTS[1], TEXTS[0] + TEXTS[1]])]
+    names = []
+    for age, texts in enumerate(sets):  # three streams, the first the oldest
+        encode(tok, texts)
+        (name,) = set(kept(folder)) - set(names)
+        names.append(name)
+        os.utime(folder / name, (1000 + age, 1000 + age))
+    sizes = {name: (folder / name).stat().st_size for name in names}
+    monkeypatch.setattr(streams, "BUDGET", sizes[names[2]] + sizes[names[0]] + max(sizes.values()))
+    encode(tok, sets[0])  # read: the most recently used now
+    assert kept(folder) == sorted(names) and not capsys.readouterr().err
+    encode(tok, TEXTS)  # a fourth: the budget holds three, and the second is the least recently used
+    err = capsys.readouterr().err
+    assert names[1] not in kept(folder) and len(kept(folder)) == 3
+    assert err.count("\n") == 1 and "removed 1 older token stream (" in err and str(folder) in err, err
+    monkeypatch.setattr(streams, "BUDGET", 1)  # the new one is kept, whatever its size
+    before = kept(folder)
+    encode(tok, [TEXTS[1] * 5])
+    assert len(kept(folder)) == 1 and kept(folder)[0] not in before
+    assert "removed 3 older token streams" in capsys.readouterr().err
