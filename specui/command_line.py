@@ -61,6 +61,17 @@ def refuse_empty(parser, args, *names: str) -> None:
             parser.error(f"--{name} {value!r} is empty: give a value, or leave --{name} out")
 
 
+def refuse_outside(parser, args, **ranges: tuple) -> None:
+    """An option given a value outside its range is refused in one line naming the flag and the range: `ranges` maps
+    its dest to (low, high, what low means or ""), the app's and its API's limits from `specui.settings`, where the
+    library takes more (`--temperature 50`, `--top-k` of ten million). NaN is outside every range."""
+    for name, (low, high, means) in ranges.items():
+        if (value := getattr(args, name)) is not None and not low <= value <= high:
+            kind, got = ("an integer", f"{value}") if isinstance(high, int) else ("a number", f"{value:g}")
+            parser.error(f"--{name.replace('_', '-')} must be {kind} from {low}{f' ({means})' if means else ''} to "
+                         f"{f'{high:,}' if isinstance(high, int) else f'{high:g}'}, got {got}")
+
+
 def named_options(ap, args, argv) -> set[str]:
     """The dests of the options the command line `argv` names (whatever their values), of parser `ap`'s `args`."""
     unset = object()  # argparse fills in a default only where the namespace has no value yet

@@ -23,6 +23,7 @@ MAX_TEMPERATURE = 5.0
 MAX_REPETITION_PENALTY = 10.0  # transformers takes any positive penalty; past a few, every seen token is gone
 MIN_TEMPERATURE = 1e-5  # below it, logits / temperature overflow float32 and sampling is greedy anyway
 MAX_SEED = 2**63 - 1  # the UI's seed box
+MAX_TOP_K = 1_000_000  # the most top_k the app's box, its API and the terminal take (the library takes any)
 SEED_LIMIT = 2**64  # torch generators take seeds in [0, 2**64)
 DRAFTER_METHODS = ("start", "propose", "observe")  # what a drafter object must have (`specui.drafters.Drafter`)
 MAX_TREE_WIDTH = 8  # children per expanded node of a token tree

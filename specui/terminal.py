@@ -20,10 +20,10 @@ import shutil
 import sys
 from pathlib import Path
 
-from specui.command_line import refuse_empty, refuse_greedy_seed
+from specui.command_line import refuse_empty, refuse_greedy_seed, refuse_outside
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
-from specui.settings import (MAX_CONFIDENCE, MAX_REPETITION_PENALTY, MAX_TREE_NODES, MAX_TREE_WIDTH, TREE_DRAFTERS,
-                             DecodeSettings, SettingsError)
+from specui.settings import (MAX_CONFIDENCE, MAX_REPETITION_PENALTY, MAX_SEED, MAX_TEMPERATURE, MAX_TOP_K,
+                             MAX_TREE_NODES, MAX_TREE_WIDTH, TREE_DRAFTERS, DecodeSettings, SettingsError)
 from specui.text import not_unicode
 
 PROG = "python -m specui"
@@ -88,9 +88,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--tree-nodes", type=int, default=0, metavar="N",
                    help="with --tree-width above 1: 0 = the static tree to depth K (the default), N (up to "
                         f"{MAX_TREE_NODES}) = a dynamic tree of N nodes (on a CPU, 7 to 11 pay best)")
-    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default), else sampled")
+    p.add_argument("--temperature", type=float, default=0.0, help=f"0 = greedy (default), else sampled, up to "
+                                                                  f"{MAX_TEMPERATURE:g}")
     p.add_argument("--top-p", type=float, default=1.0, help="with --temperature: nucleus sampling (1 = off)")
-    p.add_argument("--top-k", type=int, default=0, help="with --temperature: the k most likely tokens only (0 = off)")
+    p.add_argument("--top-k", type=int, default=0, help=f"with --temperature: the k most likely tokens only, up to "
+                                                        f"{MAX_TOP_K:,} (0 = off)")
     p.add_argument("--repetition-penalty", type=float, default=1.0, metavar="P",
                    help=f"transformers' repetition penalty, up to {MAX_REPETITION_PENALTY:g} (1 = off, the default; "
                         "above 1, tokens already in the prompt or the reply become less likely); greedy or sampled, "
@@ -120,9 +122,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
         if problem := json_path_problem(args.json):
             p.error(f"--json {args.json}: {problem}")
-    if args.draft_confidence is not None and not 0 <= args.draft_confidence <= MAX_CONFIDENCE:  # the app's most
-        p.error(f"--draft-confidence must be a number from 0 (always K drafts) to {MAX_CONFIDENCE:g}, got "
-                f"{args.draft_confidence:g}")
+    refuse_outside(p, args, temperature=(0, MAX_TEMPERATURE, "greedy"), top_k=(0, MAX_TOP_K, "off"),
+                   seed=(0, MAX_SEED, ""), draft_confidence=(0, MAX_CONFIDENCE, "always K drafts"))  # the app's limits
     try:  # the ranges, before any model loads (a static tree's size at the preset's K: before its models load)
         DecodeSettings(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
                        top_k=args.top_k, seed=args.seed, num_draft_tokens=1 if args.num_draft_tokens is None

@@ -18,7 +18,8 @@ from dataclasses import dataclass, fields
 
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, MODEL, name_of
 from specui.settings import (MAX_CONFIDENCE, MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_REPETITION_PENALTY, MAX_SEED,
-                             MAX_TEMPERATURE, MAX_TREE_NODES, MAX_TREE_WIDTH, DecodeSettings, SettingsError, reworded)
+                             MAX_TEMPERATURE, MAX_TOP_K, MAX_TREE_NODES, MAX_TREE_WIDTH, DecodeSettings, SettingsError,
+                             reworded)
 
 SEEDS_DRAWN = 10**9  # a seed drawn for -1 is below it: nine digits at most, read out and typed back in a moment
 DRAFTER_CHOICES = {label: name for name, label in LABELS.items()}  # what the radio shows -> drafter name
@@ -99,7 +100,6 @@ def seed_words(greedy: bool, seed: int | None) -> str:
 
 
 _REQUIRED = object()
-MAX_TOP_K = 1_000_000  # the top-k box's most
 MAX_SYSTEM_CHARS = 4000  # a system prompt is instructions, not a document (the context holds the rest)
 
 

@@ -1,7 +1,8 @@
 """`python -m specui`'s settings that the app's Chat tab and its API's /generate have: --adaptive, --draft-confidence,
 --tree-width, --tree-nodes and --repetition-penalty. Each reaches the engine (the run's --json record holds it), each
-out-of-range value is refused in one line naming its flag with exit status 2 before torch loads, at the API's limits,
-and greedy --compare stays identical with token trees, adaptive K and the confidence stop on tiny models."""
+out-of-range value is refused in one line naming its flag with exit status 2 before torch loads, at the API's limits
+(the older --temperature, --top-k and --seed too: they took any the library takes, `--temperature 50`), and greedy
+--compare stays identical with token trees, adaptive K and the confidence stop on tiny models."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 import pytest
 
 from specui.engine import SpeculativeEngine
+from specui.settings import MAX_SEED
 from specui.terminal import main
 from specui.terminal_view import Reply, record, stats_line
 from tests.helpers import ROOT, make_model, noisy_copy, save_tiny_model
@@ -43,19 +45,25 @@ REFUSED = [
     (["--drafter", "prompt lookup", "--tree-width", "2"], "--drafter 'prompt_lookup' cannot draft trees"),
     (["--tree-width", "2", "-k", "8"], "a static tree of width 2 and depth K=8 has 510 nodes, more than 256; lower "
                                        "them or set --tree-nodes"),
+    (["--temperature", "50"], "--temperature must be a number from 0 (greedy) to 5, got 50"),
+    (["--temperature", "nan"], "--temperature must be a number from 0 (greedy) to 5, got nan"),
+    (["--temperature", "1", "--top-k", str(10**7)], "--top-k must be an integer from 0 (off) to 1,000,000, got 1000"),
+    (["--temperature", "1", "--seed", str(MAX_SEED + 1)], "--seed must be an integer from 0 to 9,223,372,036,854,"),
 ]
+ACCEPTED = [["--temperature", "5", "--top-k", "1000000", "--seed", str(MAX_SEED)], ["--draft-confidence", "0.95"]]
 
 
 def test_out_of_range_values_are_one_line_naming_the_flag_before_torch_loads():
     """At the API's limits (the app's confidence slider ends at 0.95: specui.settings.MAX_CONFIDENCE, which both
     read); --help names every new flag."""
-    argvs = [["--help"], *([*argv, "x"] for argv, _ in REFUSED)]
+    argvs = [["--help"], *([*argv, "x"] for argv, _ in REFUSED), *([*argv, "x"] for argv in ACCEPTED)]
     out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argvs)], cwd=ROOT, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
     said, heavy = json.loads(out.stdout)
     assert heavy == []
-    (status, help_text), *refusals = said
+    (status, help_text), *refusals = said[:len(said) - len(ACCEPTED)]
+    assert all(answer == [0, ""] for answer in said[len(said) - len(ACCEPTED):]), said  # the limits themselves taken
     assert status == 0 and all(flag in help_text for flag in ("--adaptive", "--draft-confidence C", "--tree-width W",
                                                               "--tree-nodes N", "--repetition-penalty P"))
     for (argv, expected), (status, err) in zip(REFUSED, refusals, strict=True):
