@@ -344,15 +344,14 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)
     # with the settings the message ran with (its run's JSON), not the controls as they are now
     teach_handoff.wire(ui, teach, max_seed=MAX_SEED_SHOWN, chats=app.showcase.chats)
-    c.preset.change(lambda name: on_preset(app.showcase.config, c, name), [c.preset],
-                    [c.k, c.drafter, c.confidence, c.about],
-                    **QUIET)
-    c.drafter.change(lambda name, drafter: on_chat_drafter(app.showcase.config, name, drafter), [c.preset, c.drafter],
+    c.preset.change(lambda name, width: on_preset(app.showcase.config, c, name, width), [c.preset, c.tree_width],
+                    [c.k, c.drafter, c.confidence, c.about], **QUIET)  # a tree's confidence: none (preset_view)
+    c.drafter.change(lambda *chosen: on_chat_drafter(app.showcase.config, *chosen), [c.preset, c.drafter, c.tree_width],
                      [c.k, c.confidence], **QUIET)
     c.arena.change(lambda on: gr.update(visible=on), [c.arena], [r.arena], **QUIET)
     c.show_rejected.change(lambda on: gr.update(elem_classes=["show-rejected"] if on else []), [c.show_rejected],
                            [p.chat], **QUIET)
-    chat_tree.wire(ui.tree)
+    chat_tree.wire(ui.tree, c, app.showcase.config)  # and the confidence slider following Tree width
     # a number box shows the value the run takes once it is left (or Enter is pressed in it: keys.js): gradio keeps
     # what was typed there (2.5 for K, 13 new tokens, 999 until the box loses the focus) while the slider's thumb
     # shows another value; a box out of range or off the step took a value the page did not show, or was refused
@@ -377,13 +376,13 @@ def settled(lo: float, hi: float, step: float, *, blank: bool = False) -> str:
 # -- the controls' handlers (the chat's: chat_handlers.py) -----------------------------------------
 
 
-def on_preset(config, c: Controls, name: str) -> dict:
+def on_preset(config, c: Controls, name: str, width=1) -> dict:
     try:
         chosen = config.get(name)
     except ValueError as e:
         return {c.about: f"⚠ {e}"}
     drafter, k = follow_preset(chosen)
-    return {c.k: k, c.drafter: drafter, c.confidence: confidence_of(chosen), c.about: about(chosen)}
+    return {c.k: k, c.drafter: drafter, c.confidence: confidence_of(chosen, width=width), c.about: about(chosen)}
 
 
 def launch(demo: gr.Blocks, **kwargs):

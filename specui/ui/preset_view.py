@@ -4,6 +4,11 @@
 its drafter and K); `on_preset` sets a tab's drafter and K from the preset chosen, `on_drafter` moves a K
 slider to the K the preset gives the drafter chosen (`on_chat_drafter` the Chat tab's confidence slider too);
 `tell_resets` gives the page those values, for a slider's ↺ and Escape (keys.js).
+
+The Chat tab's confidence slider shows the floor its run takes: the preset's for the drafter on a chain, none on a
+token tree (Tree width 2 or more), as `/generate` and `python -m specui` give a tree none unless one is named
+(`Preset.confidence_for(tree=)`); `on_tree_width` moves it between the two as the width crosses 1, and a floor the
+user set stays, which a tree then honours as the API honours one named.
 """
 
 from __future__ import annotations
@@ -43,20 +48,51 @@ def on_drafter(config, preset_name: str, drafter: str, *, k_max: int | None = No
     return gr.update(value=_capped(preset.k_for(name_of(drafter)), k_max)) if preset.drafter_tokens else gr.skip()
 
 
-def on_chat_drafter(config, preset_name: str, drafter: str) -> tuple:
+def on_chat_drafter(config, preset_name: str, drafter: str, width=1) -> tuple:
     """The Chat tab's drafter chosen: `on_drafter`'s K, and the confidence slider at the drafter's own
-    `draft_confidence` where the preset gives drafters one (other presets leave it alone)."""
+    `draft_confidence` where the preset gives drafters one (other presets leave it alone); at Tree width `width` 2
+    or more, none (`is_tree`)."""
     k = on_drafter(config, preset_name, drafter)
     try:
         preset = config.get(preset_name)
     except ValueError:
         return k, gr.skip()
-    return k, gr.update(value=preset.confidence_for(name_of(drafter))) if preset.draft_confidence else gr.skip()
+    return k, confidence_of(preset, name_of(drafter), width) if preset.draft_confidence else gr.skip()
 
 
-def confidence_of(preset) -> dict:
-    """The confidence slider's update for a preset chosen: its drafter's `draft_confidence` (0: always K)."""
-    return gr.update(value=preset.confidence_for())
+def confidence_of(preset, drafter: str | None = None, width=1) -> dict:
+    """The confidence slider's update for a preset (and drafter) chosen: its drafter's `draft_confidence` (0: always
+    K); a token tree's (Tree width `width` 2 or more) 0, as /generate and the terminal give it."""
+    return gr.update(value=preset.confidence_for(drafter, tree=is_tree(width)))
+
+
+def is_tree(width) -> bool:
+    """Whether the Tree width slider's value `width` asks for a token tree (2 or more; a value it cannot hold: no)."""
+    try:
+        return float(width) > 1
+    except (TypeError, ValueError):
+        return False
+
+
+def on_tree_width(config, preset_name: str, drafter: str, width, confidence) -> dict:
+    """Tree width moved: the confidence slider from the floor the preset gives one shape (a chain: the drafter's own;
+    a tree: none) to the other's, where it holds the first (`confidence`); a floor the user set stays, which the run
+    honours, chain or tree."""
+    try:
+        preset = config.get(preset_name)
+    except ValueError:
+        return gr.skip()
+    name, tree = name_of(drafter), is_tree(width)
+    was, now = preset.confidence_for(name, tree=not tree), preset.confidence_for(name, tree=tree)
+    return gr.update(value=now) if was != now and _same(confidence, was) else gr.skip()
+
+
+def _same(value, floor: float) -> bool:
+    """Whether the slider's `value` is the preset's `floor` (as the slider holds it: within a step's rounding)."""
+    try:
+        return abs(float(value) - floor) < 1e-9
+    except (TypeError, ValueError):
+        return False
 
 
 def tell_resets(demo: gr.Blocks, config, chat, teach) -> None:

@@ -209,3 +209,42 @@ def test_an_arena_request_with_trees_skips_prompt_lookup_and_says_so(showcase):
     assert frame.table[-1][-1] == "skipped: cannot draft token trees" and set(frame.table[-1][1:-1]) == {"–"}
     assert "prompt lookup: skipped, it cannot draft token trees" in frame.stats
     assert len(frame.table[0]) == len(stats.ARENA_HEADERS)
+
+
+def test_the_chat_tabs_confidence_slider_shows_the_floor_a_tree_takes_as_generate_does():
+    """At Tree width 2 the Chat tab's confidence slider kept the chat preset's chain floor (EAGLE's 0.6), which the
+    tree run took and pruned its trees with, where /generate and python -m specui give a tree none unless one is
+    named. The slider now moves to a tree's (0) as the width crosses 1 and back to the chain's at 1, and a preset or
+    drafter chosen at width 2 brings a tree's; a floor the user set stays (the run honours it, as the API one named)."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import gradio as gr
+
+    from specui.drafters import LABELS
+    from specui.presets import load_config
+    from specui.ui import blocks
+    from specui.ui.api import own_settings
+    from specui.ui.preset_view import on_chat_drafter
+
+    config = load_config(Path(__file__).parents[2] / "models.yaml")  # presets only: nothing loads
+    with gr.Blocks() as demo:
+        tab = blocks.chat_tab(config)
+        chat_tree.wire(tab.tree, tab.controls, config)
+    c, preset = tab.controls, config.get(None)
+    [moved] = [f for f in demo.fns.values() if (c.tree_width._id, "input") in f.targets]
+    assert moved.inputs == [c.preset, c.drafter, c.tree_width, c.confidence] and moved.outputs == [c.confidence]
+
+    def api(tree: bool) -> float:  # the floor /generate takes, none named
+        return own_settings(SimpleNamespace(config=config), None, None, None, None, tree=tree)[2]
+
+    chain, drafter = c.confidence.value, LABELS[preset.drafter]
+    assert chain == api(False) > 0  # the chat preset's EAGLE floor: something to move
+    assert moved.fn(preset.name, drafter, 2, chain)["value"] == api(True) == 0
+    assert moved.fn(preset.name, drafter, 1, 0.0)["value"] == chain
+    for width, value in ((3, 0.0), (2, 0.3), (1, 0.3), (4, chain + 0.05)):  # the same shape, or the user's own
+        assert "value" not in moved.fn(preset.name, drafter, width, value)
+    assert blocks.on_preset(config, c, preset.name, 2)[c.confidence]["value"] == 0
+    assert blocks.on_preset(config, c, preset.name, 1)[c.confidence]["value"] == chain
+    assert on_chat_drafter(config, preset.name, LABELS["model"], 2)[1]["value"] == 0
+    assert on_chat_drafter(config, preset.name, LABELS["model"], 1)[1]["value"] == preset.confidence_for("model") > 0
