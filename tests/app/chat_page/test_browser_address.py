@@ -7,22 +7,9 @@ from __future__ import annotations
 import pytest
 
 from tests.gradio_calls import track_calls, wait_quiet
-from tests.helpers import require_browser, served_app, ui_config
-from tools.screenshot import launch_chromium, set_number
+from tools.screenshot import set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
-
-
-@pytest.fixture(scope="module")
-def site():
-    """Chromium and the served app's address (without its trailing /)."""
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with served_app(ui_config()) as url, sync_playwright() as p:
-        browser = launch_chromium(p)
-        yield browser, url.rstrip("/")
-        browser.close()
 
 
 def _selected(page) -> str:
@@ -37,13 +24,24 @@ def _on_tab(page, name: str) -> None:
                            timeout=20_000)
 
 
-def _open(site, query: str):
+@pytest.fixture
+def opened(site):
+    """`opened(query)`: a new page at the folder's served app (conftest.py) with `query` (e.g. "?tab=teach"), its gradio
+    calls tracked from before it loads (`wait_quiet` waits for its load's events too); each closed after the test."""
     browser, url = site
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    track_calls(page)  # from before it loads: `wait_quiet` waits for its load's events too
-    page.goto(f"{url}/{query}")
-    page.wait_for_selector("button[role=tab][aria-selected=true]", timeout=60_000)
-    return page
+    pages = []
+
+    def open_at(query: str):
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        pages.append(page)
+        track_calls(page)
+        page.goto(url + query)
+        page.wait_for_selector("button[role=tab][aria-selected=true]", timeout=60_000)
+        return page
+
+    yield open_at
+    for page in pages:
+        page.close()
 
 
 def _choose(page, name: str) -> None:
@@ -53,8 +51,8 @@ def _choose(page, name: str) -> None:
                            timeout=10_000)
 
 
-def test_the_address_opens_the_teach_tab_and_a_refresh_keeps_the_tab(site):
-    page = _open(site, "?tab=teach")
+def test_the_address_opens_the_teach_tab_and_a_refresh_keeps_the_tab(opened):
+    page = opened("?tab=teach")
     _on_tab(page, "Teach")
     assert page.locator("#step-start").is_visible()
     _choose(page, "Chat")
@@ -63,13 +61,13 @@ def test_the_address_opens_the_teach_tab_and_a_refresh_keeps_the_tab(site):
     _choose(page, "Teach")
     page.reload()
     _on_tab(page, "Teach")
-    other = _open(site, "?tab=nonsense")  # a name it does not know: the Chat tab
+    other = opened("?tab=nonsense")  # a name it does not know: the Chat tab
     wait_quiet(other)  # the load's answer (the tab its address names) is on the page
     assert _selected(other) == "Chat"
 
 
-def test_a_refreshed_teach_tab_keeps_the_last_decoded_prompt_and_settings(site):
-    page = _open(site, "?tab=teach")
+def test_a_refreshed_teach_tab_keeps_the_last_decoded_prompt_and_settings(opened):
+    page = opened("?tab=teach")
     _on_tab(page, "Teach")
     page.fill("#teach-prompt textarea", "def remembered(x):\n")
     set_number(page, "teach-seed", 42)

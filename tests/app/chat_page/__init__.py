@@ -1,0 +1,20 @@
+"""The Chat tab in a real browser on one served app, shared by this folder's test files (conftest.py's package
+fixtures: one server and one browser for them all, where each file started its own). test_browser.py and
+test_browser_conversation.py go on on one page, in that order (each test from the page the one before left); the
+other files each open a page of their own on the same server. The shared prompt and wait are here.
+"""
+
+from __future__ import annotations
+
+from tools.screenshot import FINISHED
+
+PROMPT = "import os\nimport sys\n\n\ndef main(argv):\n"
+
+
+def run_prompt_done(page):
+    """Wait until the last reply has no caret (the run finished); say what the page shows if it never does."""
+    try:
+        page.wait_for_function(FINISHED, timeout=120_000)
+    except Exception as e:
+        raise AssertionError(f"the run did not finish: chat={page.locator('#chat').inner_text()[-500:]!r} "
+                             f"stats={page.locator('#stats').inner_text()!r}") from e
