@@ -1,17 +1,19 @@
 """Token streams kept on disk between training runs (`kept_stream`, `common.encode_stream`'s): the next run with the
 same tokenizer and texts reads its stream instead of tokenizing again, and the kept streams stay within a budget.
 
-The budget (`BUDGET`, 256 MB): after a stream is written, the least recently used others (read or written, by
-their files' times) are removed until all of them fit, the new one always kept. A size, not a count, since what
-fills the disk is bytes and a stream's size is its corpus's (the chat corpus's is about 14 MB, the stdlib's about
-13 MB: about 18 such streams fit, more than the corpora and tokenizers a user trains with at a time). What was
-removed is said in one line on stderr.
+The budget (`BUDGET`, 256 MB; `$SPECUI_STREAMS_BUDGET` sets another, e.g. 1GB): after a stream is written, the
+least recently used others (read or written, by their files' times) are removed until all of them fit, the new one
+always kept. A size, not a count, since what fills the disk is bytes and a stream's size is its corpus's (the chat
+corpus's is about 14 MB, the stdlib's about 13 MB: about 18 such streams fit, more than the corpora and tokenizers a
+user trains with at a time). What was removed is said in one line on stderr. Only kept streams are ever removed (a
+file named and headed as `kept_stream` writes them): another file in the folder stays.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -23,6 +25,8 @@ STREAMS_ENV = "SPECUI_STREAMS"  # where they are kept instead (the tests' own fo
 STREAM_FORMAT = 2  # raised whenever what a kept stream holds changes (its ids, the file's layout): older files unread
 MAGIC = b"specui token stream\n"
 BUDGET = 256 * 2**20  # the bytes the kept streams may take in all (the newest one whatever its size)
+BUDGET_ENV = "SPECUI_STREAMS_BUDGET"  # another budget: a size as people write it ("1GB", "512MB"; 0: the newest alone)
+NAMED = re.compile(r"\w+-[0-9a-f]{32}\.ids")  # a kept stream's file name (`kept_stream`'s path)
 
 
 def serialized(tokenizer) -> str | None:
@@ -107,16 +111,44 @@ def kept_stream(name: str, tokenizer, texts: list[str], tokenize) -> torch.Tenso
         if not isinstance(e, OSError):
             raise
         return stream
-    prune(folder, path, BUDGET)
+    prune(folder, path, stream_budget())
     return stream
 
 
+def stream_budget() -> int:
+    """The bytes the kept streams may take: `$SPECUI_STREAMS_BUDGET`'s size, else `BUDGET`; a value that is no size is
+    said in one line on stderr, and `BUDGET` taken (the stream is a cache: the run goes on)."""
+    from specui.cache_pool import parse_bytes
+
+    text = os.environ.get(BUDGET_ENV, "").strip()
+    try:
+        return parse_bytes(text) if text else BUDGET
+    except ValueError as e:
+        print(f"specui: ${BUDGET_ENV}: {e}; kept token streams take at most {BUDGET // 2**20} MB", file=sys.stderr,
+              flush=True)
+        return BUDGET
+
+
+def is_kept_stream(path: Path) -> bool:
+    """Whether `path` is a stream `kept_stream` wrote: its name's form and its header (a file of the user's that
+    happens to end in .ids is none)."""
+    if not NAMED.fullmatch(path.name):
+        return False
+    try:
+        with path.open("rb") as file:
+            return file.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
 def prune(folder: Path, new: Path, budget: int) -> list[Path]:
-    """Remove the least recently used kept streams of `folder` (its *.ids files, by modification time) but `new`
+    """Remove the least recently used kept streams of `folder` (`is_kept_stream`, by modification time) but `new`
     until those left take at most `budget` bytes, and say so in one line on stderr. Returns the files removed; a file
-    gone meanwhile (another run's prune) or that cannot be removed is passed over."""
+    gone meanwhile (another run's prune) or that cannot be removed is passed over, and no other file is touched."""
     found = []
     for path in folder.glob("*.ids"):
+        if path != new and not is_kept_stream(path):
+            continue
         try:
             info = path.stat()
         except OSError:
@@ -134,6 +166,6 @@ def prune(folder: Path, new: Path, budget: int) -> list[Path]:
             freed += size
     if removed:
         print(f"specui: removed {len(removed)} older token stream{'s' * (len(removed) > 1)} ({freed / 2**20:.0f} MB) "
-              f"from {folder}: kept streams take at most {budget // 2**20} MB, the most recently used kept",
-              file=sys.stderr, flush=True)
+              f"from {folder}: kept streams take at most {budget // 2**20} MB (${BUDGET_ENV}), the most recently used "
+              "kept", file=sys.stderr, flush=True)
     return removed

@@ -204,3 +204,35 @@ def test_the_least_recently_used_streams_go_beyond_the_budget_and_the_user_is_to
     encode(tok, [TEXTS[1] * 5])
     assert len(kept(folder)) == 1 and kept(folder)[0] not in before
     assert "removed 3 older token streams" in capsys.readouterr().err
+
+
+
+def test_the_budget_removes_kept_streams_alone(tok, folder, monkeypatch):
+    """A file of the user's that ends in .ids (a folder $SPECUI_STREAMS names may hold others), older than any
+    stream, is never removed, whether or not its name looks like a kept stream's."""
+    encode(tok, TEXTS)
+    (older,) = kept(folder)
+    theirs = {"notes.ids": b"my own ids", f"encode_stream-{'0' * 32}.ids": b"not a stream of specui's"}
+    for name, data in theirs.items():
+        (folder / name).write_bytes(data)
+        os.utime(folder / name, (1000, 1000))
+    monkeypatch.setattr(streams, "BUDGET", 0)  # the new stream alone
+    encode(tok, TEXTS[:1])
+    assert older not in kept(folder) and all((folder / name).read_bytes() == data for name, data in theirs.items())
+
+
+def test_the_user_sets_the_budget_and_is_told_where(tok, folder, monkeypatch, capsys):
+    """$SPECUI_STREAMS_BUDGET sets the budget (a size as people write it); a value that is no size is said in one
+    line and the default taken; the removal's line names the variable."""
+    monkeypatch.setenv(streams.BUDGET_ENV, "2 GB")
+    assert streams.stream_budget() == 2 * 10**9
+    monkeypatch.setenv(streams.BUDGET_ENV, "lots")
+    assert streams.stream_budget() == streams.BUDGET
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and streams.BUDGET_ENV in err and "'lots' is not a size" in err, err
+    encode(tok, TEXTS)
+    monkeypatch.setenv(streams.BUDGET_ENV, "0")
+    encode(tok, TEXTS[:1])
+    assert len(kept(folder)) == 1
+    err = capsys.readouterr().err
+    assert "removed 1 older token stream (" in err and f"${streams.BUDGET_ENV}" in err, err
