@@ -152,8 +152,22 @@
     restoring = false;
     status.scrollIntoView({ block: "start" });
   };
+  // A gr.Radio is one radio group, as a keyboard expects: one Tab stop (its chosen option), the arrow keys moving the
+  // choice between its options. Gradio 6 names each option's input apart ("radio-1", "radio-2"... and a new name each
+  // time it draws one again, a choice made), so each option was a group of its own: seven Tab stops for the Chat tab's
+  // Drafter, and no arrows. The options of one fieldset share a name here, given again whenever gradio renames one
+  const groups = new WeakMap();  // a radio's fieldset -> the name its options share
+  const grouped = () => {
+    for (const radio of document.querySelectorAll("fieldset input[type=radio]")) {
+      const set = radio.closest("fieldset");
+      if (!groups.has(set)) groups.set(set, `specui-radios-${set.id || Math.random().toString(36).slice(2)}`);
+      if (radio.name !== groups.get(set)) radio.name = groups.get(set);
+    }
+  };
+  grouped();
+  window.specuiWatch(grouped, "name");  // gradio renamed an option
   const soon = () => { if (due === null) due = setTimeout(tidy, 100); };
-  window.specuiWatch(() => { toEnds(); restored(); soon(); });  // watch.js: the page changed
+  window.specuiWatch(() => { grouped(); toEnds(); restored(); soon(); });  // watch.js: the page changed
   window.addEventListener("resize", soon);
   document.addEventListener("click", soon, true);  // a tab or a panel opened shows its tables, the page unchanged
   // A slider that a preset sets (K, the confidence stop: preset_view.tell_resets) goes back to the value the preset
@@ -163,7 +177,10 @@
     const follows = presetValues(block);
     const preset = follows && document.querySelector(`#${follows.preset} input`);
     const drafter = follows && document.querySelector(`#${follows.drafter} input:checked`);
-    return preset && drafter ? (follows.values[preset.value] || {})[drafter.value] : undefined;
+    // the Chat tab's confidence stop at Tree width 2 or more: a tree's (preset_view.on_tree_width)
+    const width = follows && follows.tree && document.querySelector(`#${follows.tree.width} input[type=number]`);
+    const values = width && Number(width.value) > 1 ? follows.tree.values : follows && follows.values;
+    return preset && drafter ? (values[preset.value] || {})[drafter.value] : undefined;
   };
   document.addEventListener("click", (event) => {
     const reset = event.target.closest ? event.target.closest(".reset-button") : null;

@@ -6,7 +6,8 @@ on the Chat tab's four charts. The resets stay for the mouse, out of the Tab ord
 or on the slider resets it (keys.js); a chart's bar is one stop, its download as a PNG at first, which the keyboard
 works, and its arrow keys move between its buttons (charts.js: WAI-ARIA's toolbar), on the Teach tab as well (it kept
 none: a keyboard could not save a chart there). Escape and ↺ put back the value the preset chosen set (K, the
-confidence stop), not the one the page opened with. One served app, one browser.
+confidence stop), not the one the page opened with. A radio group (a Drafter) is one stop whose arrow keys move the
+choice (keys.js: gradio 6 named each option apart, a stop each). One served app, one browser.
 """
 
 from __future__ import annotations
@@ -191,4 +192,51 @@ def test_a_charts_tool_bar_is_one_tab_stop_whose_arrow_keys_move_between_its_but
     assert page.evaluate(focused) == names[1]
     bar = page.locator(f"{chart} .modebar")
     assert bar.get_attribute("role") == "toolbar" and bar.get_attribute("aria-label") == "Chart tools"
+    page.close()
+
+
+# the options of a radio group: their names, which is checked, which gradio shows chosen, which has the focus
+RADIOS = """(id) => [...document.querySelectorAll(`#${id} input[type=radio]`)].map(r => ({name: r.name,
+    value: r.value, checked: r.checked, chosen: r.closest('label').classList.contains('selected'),
+    focused: r === document.activeElement}))"""
+
+
+def _radios_in_step(page, elem_id: str, *, focused: str) -> list[dict]:
+    """The options of the radio group `elem_id`, once the one named `focused` has the focus, is checked and is the one
+    gradio shows chosen (its value taken), the group's options sharing one name again (gradio renames the two whose
+    choice changed)."""
+    page.wait_for_function(f"""() => {{ const rs = ({RADIOS})({elem_id!r});
+        return new Set(rs.map(r => r.name)).size === 1
+            && rs.filter(r => r.checked && r.chosen && r.focused).length === 1
+            && rs.find(r => r.focused).value === {focused!r}; }}""", timeout=30_000)
+    return page.evaluate(RADIOS, elem_id)
+
+
+def test_a_radio_group_is_one_tab_stop_whose_arrow_keys_move_the_choice(app):  # noqa: F811
+    """Gradio 6 names each option's input apart, so each was a group of its own: a Tab stop each (seven for the
+    Drafter) and no arrow keys. keys.js gives a group's options one name: Tab reaches the chosen one and leaves, the
+    arrows move the choice. The Chat tab's Drafter, then the Teach tab's."""
+    page = _page(app)
+    page.wait_for_function("() => window.specuiTakePresses")  # keys.js ran
+    for tab, before, elem_id, after in (
+            (None, "#preset input", "drafter", "#num-draft-tokens input[type=number]"),
+            ("Teach", "#teach-preset input", "teach-drafter", "#teach-k input[type=number]")):
+        if tab:
+            page.get_by_role("tab", name=tab).click()
+            page.locator(before).wait_for(state="visible")
+        options = page.evaluate(RADIOS, elem_id)
+        assert len(options) >= 3 and len({o["name"] for o in options}) == 1, options
+        chosen = next(i for i, o in enumerate(options) if o["checked"])
+        page.locator(before).focus()
+        page.keyboard.press("Tab")
+        _radios_in_step(page, elem_id, focused=options[chosen]["value"])  # the chosen option, not the first
+        page.keyboard.press("Tab")
+        assert page.evaluate(f"() => document.activeElement.matches({after!r})"), page.evaluate(FOCUS)
+        page.keyboard.press("Shift+Tab")
+        _radios_in_step(page, elem_id, focused=options[chosen]["value"])
+        step = 1 if chosen + 1 < len(options) else -1
+        page.keyboard.press("ArrowDown" if step == 1 else "ArrowUp")  # the next option, chosen: gradio has its value
+        _radios_in_step(page, elem_id, focused=options[chosen + step]["value"])
+        page.keyboard.press("ArrowUp" if step == 1 else "ArrowDown")  # and back, the names shared still
+        _radios_in_step(page, elem_id, focused=options[chosen]["value"])
     page.close()
