@@ -46,10 +46,10 @@ CSS = (Path(__file__).with_name("style.css")).read_text(encoding="utf-8")
 # the page's script: one watcher of the page's changes (watch.js: keys, address, charts, frames), "Copy reply" buttons
 # (copy.js), a tapped token's p and q (tokens.js), the keys (keys.js: the Teach tab's steps, a slider's Enter, Escape;
 # chat_keys.js: the prompt box's focus after Send, Escape in it to stop), the address's tab (address.js), each chart
-# named (charts.js), the frames of a streamed reply the page has drawn (frames.js: `pages.Pages`)
+# named (charts.js), a streamed reply's frames drawn (frames.js: `pages.Pages`), old toasts closed (toasts.js)
 JS = "() => {\n" + "".join(f"({(Path(__file__).with_name(name)).read_text(encoding='utf-8').strip()})();\n"
                             for name in ("watch.js", "copy.js", "tokens.js", "keys.js", "chat_keys.js",
-                                         "address.js", "charts.js", "frames.js")) + "}"
+                                         "address.js", "charts.js", "frames.js", "toasts.js")) + "}"
 # the most events that wait for their turn (gradio's "Queue is full" past it). Gradio caps it at 1 on a ZeroGPU Space
 # unless the app gives one (gradio/blocks.py `queue`: utils.is_zero_gpu_space()), so while one visitor decodes and a
 # second waits, a third's Send, Decode or Next round was refused; elsewhere it stays unbounded, as gradio has it

@@ -4,6 +4,7 @@ Gradio renders a toast's message as HTML, and specui never renders what a user o
 may quote a setting, a file or an exception's text, so every toast's message is escaped here. A refusal of what a
 user asked (a setting out of range, an empty prompt) is no fault of the app: it prints no traceback on the server.
 (Gradio 6.31's page shows "Error" or "Warning" above a toast whatever title the server sends, so none is given.)
+The page closes the toasts it shows once a run is asked for again (toasts.js): gradio kept them their 10 s.
 
 A handler that raises puts every output of its event into gradio's red "Error" state, which covers what the output
 showed. `calmly(handler, answer)` wraps a handler whose event chains nothing after it: its refusal becomes a warning

@@ -53,3 +53,37 @@ def test_escape_in_the_prompt_box_stops_the_reply(page):
     assert "stopped" in page.locator("#chat .specui-out").last.inner_text()
     page.click("#compare input")
     page.wait_for_function(FINISHED, timeout=120_000)  # the stopped run's event answered: the page free for what next
+
+
+# the page's toast messages as they come and go (gradio shows those of one kind, an error or a warning, in one toast,
+# each message 10 s unless closed), and the clicks of Send and of a toast's ×, in order
+TOAST_LOG = """() => { window.__toasts = []; window.__clicks = [];
+    window.addEventListener('click', (e) => { const hit = e.target.closest('#send, .toast-close');
+        if (hit) window.__clicks.push(hit.id || 'close'); }, true);
+    new MutationObserver(() => {
+        for (const t of document.querySelectorAll('.toast-message-item'))
+            if (!window.__toasts.some(s => s.node === t)) window.__toasts.push({node: t, text: t.innerText});
+    }).observe(document.body, {childList: true, subtree: true}); }"""
+SHOWN = "() => window.__toasts.map(s => s.node.isConnected)"
+
+
+def test_a_refusals_toast_goes_when_the_next_run_is_asked_for(page):
+    """"Type a prompt first." stayed on screen its 10 s while the next message's reply streamed: toasts.js closes the
+    toasts shown once a run is asked for again (Send, Shift+Enter), and the same refusal twice is one message on
+    screen, not two stacked."""
+    set_number(page, "max-new-tokens", 8)
+    page.evaluate(TOAST_LOG)
+    page.fill("#prompt textarea", "  ")
+    page.click("#send")
+    page.wait_for_function(f"() => ({SHOWN})().join() === 'true'", timeout=30_000)
+    page.press("#prompt textarea", "Shift+Enter")  # refused again: the first message goes, the second shows alone
+    page.wait_for_function(f"() => ({SHOWN})().join() === 'false,true'", timeout=30_000)
+    page.evaluate("() => { window.__clicks = []; }")
+    page.fill("#prompt textarea", "import os")
+    page.click("#send")  # the run starts: the refusal's toast goes as Send is clicked (a × clicked within the click)
+    clicks = page.wait_for_function("() => window.__clicks.length >= 2 && window.__clicks", timeout=10_000)
+    assert clicks.json_value() == ["send", "close"]
+    page.wait_for_function(f"() => ({SHOWN})().join() === 'false,false'", timeout=30_000)
+    page.wait_for_function(FINISHED, timeout=120_000)
+    assert [t.count("Type a prompt first.") for t in page.evaluate("() => window.__toasts.map(s => s.text)")] == [1, 1]
+    assert page.locator("#chat .specui-prompt").last.inner_text().strip() == "import os"
