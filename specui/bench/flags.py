@@ -7,10 +7,10 @@ import argparse
 
 from specui.bench.prompts import read_prompt_texts
 from specui.bench.record import json_path_problem, started
-from specui.command_line import refuse_empty, refuse_greedy_seed
+from specui.command_line import refuse_empty, refuse_greedy_seed, refuse_outside
 from specui.drafters.registry import DRAFTER_NAMES
 from specui.presets import ConfigError
-from specui.settings import DecodeSettings, SettingsError, reworded
+from specui.settings import MAX_TEMPERATURE, MAX_TOP_K, DecodeSettings, SettingsError, reworded
 
 DEFAULT_PROMPTS = 8
 PROMPT_TOKENS = 128
@@ -52,9 +52,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="a round stops drafting once the draft's confidence (the product of its top probabilities) "
                         "falls below this; K is then the most it drafts (default: the preset's draft_confidence, 0 "
                         "with token trees; 0 = always K)")
-    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    p.add_argument("--temperature", type=float, default=0.0,
+                   help=f"0 = greedy, else sampled, up to {MAX_TEMPERATURE:g}")
     p.add_argument("--top-p", type=float, default=1.0, help="with --temperature: nucleus sampling (1 = off)")
-    p.add_argument("--top-k", type=int, default=0, help="with --temperature: the k most likely tokens only (0 = off)")
+    p.add_argument("--top-k", type=int, default=0, help=f"with --temperature: the k most likely tokens only, up to "
+                                                        f"{MAX_TOP_K:,} (0 = off)")
     p.add_argument("--repetition-penalty", type=float, default=1.0,
                    help="transformers' repetition penalty on the target's logits (1 = off; greedy or sampled)")
     p.add_argument("--tree-width", type=int, default=1,
@@ -94,6 +96,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     for name in ("warmup", "temperature", "turns"):
         if getattr(args, name) < 0:
             p.error(f"--{name} must be >= 0, got {getattr(args, name)}")
+    refuse_outside(p, args, temperature=(0, MAX_TEMPERATURE, "greedy"), top_k=(0, MAX_TOP_K, "off"))  # the app's
     if (args.top_p != 1.0 or args.top_k) and args.temperature == 0:
         p.error("--top-p and --top-k shape sampled decoding: give --temperature > 0 too")
     if args.turns and args.drafter == ALL:

@@ -48,6 +48,10 @@ def test_a_negative_value_is_refused_naming_its_option(flag, capsys):
     (["--seed", "-5"], "--seed must be an integer from 0 to 2**64 - 1, got -5"),
     (["--tree-width", "0"], "--tree-width must be an integer from 1 (no tree) to 8, got 0"),
     (["--draft-confidence", "3"], "--draft-confidence must be a number from 0"),
+    (["--temperature", "50"], "--temperature must be a number from 0 (greedy) to 5, got 50"),  # the app's limits
+    (["--temperature", "nan"], "--temperature must be a number from 0 (greedy) to 5, got nan"),
+    (["--top-k", "10000000", "--temperature", "1"],
+     "--top-k must be an integer from 0 (off) to 1,000,000, got 10000000"),
 ])
 def test_a_setting_out_of_range_is_refused_in_the_command_lines_words(args, said, capsys):
     """The engine's settings check names its fields (top_p, and a seed that may be None); here they are flags."""
@@ -57,6 +61,7 @@ def test_a_setting_out_of_range_is_refused_in_the_command_lines_words(args, said
         parse_args(args)
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and said in err and "None" not in err
+    assert parse_args(["--temperature", "5", "--top-k", "1000000"]).top_k == 1_000_000  # the limits themselves taken
 
 
 def test_a_json_path_that_cannot_be_written_is_refused_before_the_run(tmp_path, capsys):
