@@ -16,7 +16,7 @@ import gradio as gr
 
 from specui.settings import MAX_TREE_WIDTH
 from specui.tree_steps import TreeRecord
-from specui.ui.preset_view import on_tree_width
+from specui.ui.preset_view import is_tree, on_tree_width
 from specui.ui.tree_chart import tree_figure
 
 SECTION = "Token trees: a tree round, node by node"  # the section's name in both tabs (the Teach tab's too)
@@ -64,8 +64,12 @@ def wire(view: TreeView, controls=None, config=None) -> None:
     view.pick.input(show, [view.trees, view.pick], [view.plot], **QUIET)
     if controls is not None:  # always_last: a drag's last width is answered, with the slider's value by then
         c = controls
-        c.tree_width.input(functools.partial(on_tree_width, config), [c.preset, c.drafter, c.tree_width, c.confidence],
-                           [c.confidence], trigger_mode="always_last", **QUIET)
+        # the shape the last width answered asked for (a tree or a chain), so that only a move across 1 moves the
+        # slider; change, not input: the width's ↺ (and Escape on it) puts back 1 with a change alone
+        shape = gr.State(is_tree(c.tree_width.value))
+        c.tree_width.change(functools.partial(on_tree_width, config),
+                            [c.preset, c.drafter, c.tree_width, c.confidence, shape], [c.confidence, shape],
+                            trigger_mode="always_last", **QUIET)
 
 
 def round_choices(trees: dict[int, TreeRecord]) -> list[tuple[str, int]]:

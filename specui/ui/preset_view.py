@@ -74,17 +74,20 @@ def is_tree(width) -> bool:
         return False
 
 
-def on_tree_width(config, preset_name: str, drafter: str, width, confidence) -> dict:
-    """Tree width moved: the confidence slider from the floor the preset gives one shape (a chain: the drafter's own;
-    a tree: none) to the other's, where it holds the first (`confidence`); a floor the user set stays, which the run
-    honours, chain or tree."""
+def on_tree_width(config, preset_name: str, drafter: str, width, confidence, was_tree=False) -> tuple:
+    """Tree width moved (or put back by its ↺): the confidence slider from the floor the preset gives the shape the
+    last width asked for (`was_tree`: a chain or a tree) to the new shape's, where it holds the first (`confidence`);
+    a floor the user set stays, which the run honours, chain or tree, and so does any floor while the shape stays
+    (width 2 -> 3 keeps a tree's floor set by hand). (The slider's update, whether the width asks for a tree now: the
+    shape the next move starts from.)"""
+    tree = is_tree(width)
     try:
         preset = config.get(preset_name)
     except ValueError:
-        return gr.skip()
-    name, tree = name_of(drafter), is_tree(width)
-    was, now = preset.confidence_for(name, tree=not tree), preset.confidence_for(name, tree=tree)
-    return gr.update(value=now) if was != now and _same(confidence, was) else gr.skip()
+        return gr.skip(), tree
+    name = name_of(drafter)
+    was, now = preset.confidence_for(name, tree=bool(was_tree)), preset.confidence_for(name, tree=tree)
+    return (gr.update(value=now) if was != now and _same(confidence, was) else gr.skip()), tree
 
 
 def _same(value, floor: float) -> bool:
@@ -98,13 +101,20 @@ def _same(value, floor: float) -> bool:
 def tell_resets(demo: gr.Blocks, config, chat, teach) -> None:
     """Give the page (`window.specuiPresetValues`, read by keys.js) the value each preset sets K and the confidence
     stop to, for each drafter chosen, as the handlers above set them: a slider's ↺ (and Escape on it) put back
-    gradio's first value, the default preset's, where the preset chosen had set another. `chat`, `teach`: the two
-    tabs' controls (their preset menu, drafter radio and sliders); the Teach tab's confidence follows no preset."""
+    gradio's first value, the default preset's, where the preset chosen had set another; the Chat tab's confidence at
+    Tree width 2 or more, a tree's. `chat`, `teach`: the two tabs' controls (their preset menu, drafter radio and
+    sliders); the Teach tab's confidence follows no preset."""
     followed = ((chat, chat.k, "k_for"), (chat, chat.confidence, "confidence_for"), (teach, teach.k, "k_for"))
+
+    def each(slider, value: str, **shape) -> dict:  # preset name -> drafter label -> the slider's value
+        return {name: {label: min(slider.maximum, getattr(config.get(name), value)(drafter, **shape))
+                       for drafter, label in LABELS.items()} for name in config.names}
+
     values = {slider.elem_id: {"preset": tab.preset.elem_id, "drafter": tab.drafter.elem_id,
-                               "values": {name: {label: min(slider.maximum, getattr(config.get(name), value)(drafter))
-                                                 for drafter, label in LABELS.items()} for name in config.names}}
-              for tab, slider, value in followed}
+                               "values": each(slider, value)} for tab, slider, value in followed}
+    # at Tree width 2 or more the Chat tab's confidence stop is a tree's (`on_tree_width`): keys.js reads the width
+    values[chat.confidence.elem_id]["tree"] = {"width": chat.tree_width.elem_id,
+                                               "values": each(chat.confidence, "confidence_for", tree=True)}
     demo.load(None, None, None, js=f"() => {{ window.specuiPresetValues = {json.dumps(values)}; }}", queue=False,
               api_visibility="private")
 

@@ -232,19 +232,66 @@ def test_the_chat_tabs_confidence_slider_shows_the_floor_a_tree_takes_as_generat
         tab = blocks.chat_tab(config)
         chat_tree.wire(tab.tree, tab.controls, config)
     c, preset = tab.controls, config.get(None)
-    [moved] = [f for f in demo.fns.values() if (c.tree_width._id, "input") in f.targets]
-    assert moved.inputs == [c.preset, c.drafter, c.tree_width, c.confidence] and moved.outputs == [c.confidence]
+    [moved] = [f for f in demo.fns.values() if (c.tree_width._id, "change") in f.targets]  # ↺ puts it back: a change
+    shape = moved.inputs[-1]  # the shape the last width answered asked for: a chain at first
+    assert moved.inputs == [c.preset, c.drafter, c.tree_width, c.confidence, shape]
+    assert moved.outputs == [c.confidence, shape] and shape.value is False
 
     def api(tree: bool) -> float:  # the floor /generate takes, none named
         return own_settings(SimpleNamespace(config=config), None, None, None, None, tree=tree)[2]
 
+    def move(width, value, was_tree):  # the slider's new value (None: left alone), checking the shape kept
+        update, tree = moved.fn(preset.name, drafter, width, value, was_tree)
+        assert tree is (width > 1)
+        return update.get("value")
+
     chain, drafter = c.confidence.value, LABELS[preset.drafter]
     assert chain == api(False) > 0  # the chat preset's EAGLE floor: something to move
-    assert moved.fn(preset.name, drafter, 2, chain)["value"] == api(True) == 0
-    assert moved.fn(preset.name, drafter, 1, 0.0)["value"] == chain
-    for width, value in ((3, 0.0), (2, 0.3), (1, 0.3), (4, chain + 0.05)):  # the same shape, or the user's own
-        assert "value" not in moved.fn(preset.name, drafter, width, value)
+    assert move(2, chain, False) == api(True) == 0
+    assert move(1, 0.0, True) == chain
+    for width, value, was in ((3, 0.0, True), (2, 0.3, False), (1, 0.3, True), (4, chain + 0.05, False)):
+        assert move(width, value, was) is None  # the same shape, or the user's own
     assert blocks.on_preset(config, c, preset.name, 2)[c.confidence]["value"] == 0
     assert blocks.on_preset(config, c, preset.name, 1)[c.confidence]["value"] == chain
     assert on_chat_drafter(config, preset.name, LABELS["model"], 2)[1]["value"] == 0
     assert on_chat_drafter(config, preset.name, LABELS["model"], 1)[1]["value"] == preset.confidence_for("model") > 0
+
+
+def test_a_floor_set_by_hand_on_a_tree_stays_as_the_width_moves_between_trees():
+    """The width's handler read a chain's floor as the one the slider came from whenever the new width was a tree: at
+    width 2 a floor set by hand to the chain's (0.6, say with the slider's ↺, which gave a chain's) went to 0 as the
+    width moved on to 3, a tree still. The page now keeps the shape the last width asked for, and only a move across
+    1 moves the slider. Played as the page plays it: each width with the slider's value and the page's state by then."""
+    from pathlib import Path
+
+    import gradio as gr
+
+    from specui.presets import load_config
+    from specui.ui import blocks
+
+    config = load_config(Path(__file__).parents[2] / "models.yaml")  # presets only: nothing loads
+    with gr.Blocks() as demo:
+        tab = blocks.chat_tab(config)
+        chat_tree.wire(tab.tree, tab.controls, config)
+    c = tab.controls
+    [moved] = [f for f in demo.fns.values() if f.fn and any(t[0] == c.tree_width._id for t in f.targets)]
+    values = {x: x.value for x in moved.inputs}
+
+    def width(n):  # Tree width set to n: the handler's answer put on the page, as gradio puts it
+        values[c.tree_width] = n
+        out = moved.fn(*[values[x] for x in moved.inputs])
+        for x, value in zip(moved.outputs, out if isinstance(out, tuple) else (out,), strict=True):
+            if not isinstance(value, dict):
+                values[x] = value
+            elif "value" in value:
+                values[x] = value["value"]
+        return values[c.confidence]
+
+    chain = c.confidence.value
+    assert chain > 0 and width(2) == 0
+    values[c.confidence] = chain  # set by hand on the tree
+    assert width(3) == chain and width(4) == chain and width(1) == chain
+    values[c.confidence] = 0.2  # the user's own on a chain: kept through a tree and back
+    assert width(2) == 0.2 and width(1) == 0.2
+    values[c.confidence] = chain
+    assert width(3) == 0 and width(1) == chain  # the preset's floor still follows the shape
