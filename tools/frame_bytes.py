@@ -2,10 +2,11 @@
 sends a streamed output (`gradio.utils.diff` of the Chatbot's values: a string that grew at its end goes as an append
 of what it gained, any other change whole).
 
-    python -m tools.frame_bytes [--preset NAME] [--max-new-tokens 200] [--prompt TEXT] [--no-compare]
+    python -m tools.frame_bytes [--preset NAME] [--max-new-tokens 200] [--prompt TEXT] [--no-compare | --arena]
 
 Runs the showcase's own frames (`Showcase.run`, greedy, no charts, no text interval) on the preset (default:
-models.yaml's default, the chat model), with compare off and then on, and prints per run the frames, how many left
+models.yaml's default, the chat model), with compare off and then on (--arena: an arena, plain decoding and then
+every drafter of the preset, in their place), and prints per run the frames, how many left
 the message as it was (a load's progress, the stats alone) and how many went as appends, the bytes sent (the first
 frame whole, then each diff's JSON) and the bytes a frame. The showcase paces frames by the time a page takes to
 draw the message, so the count of frames varies with the machine; compare bytes a frame, run at two commits.
@@ -30,8 +31,12 @@ def edits(old: str, new: str) -> list:
 
 
 def measure(show, prompt: str, settings) -> dict:
-    """`show.run`'s frames for `prompt` with `settings`: frames, appends and bytes sent."""
-    messages = [frame.message for frame, _ in show.run(prompt, settings, figures=False)]
+    """`show.run`'s frames for `prompt` with `settings`: frames, appends and bytes sent (`count`)."""
+    return count([frame.message for frame, _ in show.run(prompt, settings, figures=False)])
+
+
+def count(messages: list[str]) -> dict:
+    """A message's frames on the wire: frames, those that left it unchanged, appends, bytes sent and bytes a frame."""
     sent, appends, unchanged = len(messages[0].encode()), 0, 0
     for old, new in zip(messages, messages[1:]):
         edits_sent = edits(old, new)
@@ -47,7 +52,9 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--preset", default=None, help="a preset of models.yaml (default: its default)")
     ap.add_argument("--max-new-tokens", type=int, default=200)
     ap.add_argument("--prompt", default=PROMPT)
-    ap.add_argument("--no-compare", action="store_true", help="compare off only")
+    modes = ap.add_mutually_exclusive_group()
+    modes.add_argument("--no-compare", action="store_true", help="compare off only")
+    modes.add_argument("--arena", action="store_true", help="an arena's frames, in place of compare off and on")
     args = ap.parse_args(argv)
     from specui.loading import PairCache
     from specui.presets import load_config
@@ -57,9 +64,10 @@ def main(argv=None) -> list[dict]:
     preset = config.get(args.preset).name
     show = Showcase(config, PairCache(), text_interval=0, chart_interval=1e9)
     rows = []
-    for compare in (False,) if args.no_compare else (False, True):
-        row = {"compare": compare, **measure(show, args.prompt, Settings(preset=preset, compare=compare,
-                                                                       max_new_tokens=args.max_new_tokens))}
+    compares = (False,) if args.no_compare else (False, True)
+    for mode in [{"arena": True}] if args.arena else [{"compare": compare} for compare in compares]:
+        settings = Settings(preset=preset, max_new_tokens=args.max_new_tokens, **mode)
+        row = {**mode, **measure(show, args.prompt, settings)}
         print(json.dumps(row), flush=True)
         rows.append(row)
     return rows

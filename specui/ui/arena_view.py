@@ -64,16 +64,21 @@ def _status(run, *, final: bool) -> str:
 
 
 def view(run, *, figures: bool = False, final: bool = False) -> ArenaView:
-    """The arena run as it stands: who proposed each token, every contestant's lane, the verdict at the end."""
+    """The arena run as it stands: who proposed each token, every contestant's lane, the verdict at the end.
+
+    A streamed frame grows at its end alone (`render.render_arena`, left open after the streaming lane's last token):
+    the who-proposed-it line credits the runs done and the streaming lane's title is its name, so a contestant's frames
+    after its first go as appends (gradio's queue sends what they gained), where each frame went whole (20-40 kB)."""
     result = outcome(run)
-    standings = {s.name: s for s in result.standings} if result is not None else {}
+    streaming = "" if final else run.contestant
+    standings = {s.name: s for s in result.standings if s.name != streaming} if result is not None else {}
     lanes = [(name, _title(name, standings.get(name)), views) for name, views in run.arena_views.items()]
-    plain_views = run.arena_views.get(arena.PLAIN, [])
-    credits = list(zip(plain_views, result.credits)) if result is not None else []
-    message = render.render_arena(credits, lanes, labels={name: arena.label(name) for name in run.arena},
+    done = {name: ran for name, ran in run.arena.items() if name != streaming}  # the runs the who line credits
+    credits = list(zip(run.arena_views.get(arena.PLAIN, []), arena.credits(done))) if arena.PLAIN in done else []
+    message = render.render_arena(credits, lanes, labels={name: arena.label(name) for name in done},
                                   verdict=_verdict(run, result, final=final),
                                   note=STOPPED if run.phase == "stopped" else "", lead=run.left_out_note,
-                                  streaming="" if final else run.contestant, copy=run.reply_text if final else None)
+                                  streaming=streaming, copy=run.reply_text if final else None)
     charts_now = ({**charts.arena_run_figures(run.arena), "chart-arena": charts.arena_figure(result)} if figures
                   else None)
     return ArenaView(message=message, stats=stats.stats_html(None, status=_status(run, final=final)),

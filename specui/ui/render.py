@@ -365,7 +365,8 @@ def render_arena(credits: Sequence[tuple[str, object]], lanes: Sequence[tuple[st
     it, then every contestant's own run (its tokens coloured by kind, as in the chat).
 
     credits: (token view, `specui.arena.Credit`) per token of plain decoding's output.
-    lanes: (contestant name, title, token views); streaming names the lane that gets the caret.
+    lanes: (contestant name, title, token views); streaming names the last, still streaming: the message is left open
+    after its last token, with the caret, and nothing after it (as `render_reply`'s streamed frames).
     copy: the reply's text (plain decoding's), for a "Copy reply" button. lead: as `render_reply`'s, its start.
     """
     drafters = [name for name, _, _ in lanes if name in labels and name != "plain"]
@@ -375,9 +376,10 @@ def render_arena(credits: Sequence[tuple[str, object]], lanes: Sequence[tuple[st
         who = (f'<div class="arena-head">Who proposed each token (in its own run; hover for every drafter)</div>'
                f'{arena_key(drafters, labels)}<div class="specui-text" style="{TEXT_STYLE}">{spans}</div>')
     rows = "".join(f'<div class="arena-lane"><div class="specui-col-title">{escape_text(title)}</div>'
-                   f'{render_tokens(views, cursor=streaming == name)}</div>' for name, title, views in lanes)
-    end = f"{verdict}{render_note(note)}{render_copy(copy)}"
-    return f'<div class="specui-out specui-arena">{render_note(lead)}{who}{rows}{end}</div>'
+                   + (open_tokens(views, cursor=True) if streaming == name else f"{render_tokens(views)}</div>")
+                   for name, title, views in lanes)
+    start = f'<div class="specui-out specui-arena">{render_note(lead)}{who}{rows}'
+    return start if streaming else f"{start}{verdict}{render_note(note)}{render_copy(copy)}</div>"
 
 
 def render_arena_verdict(*, greedy: bool, differ: Sequence[tuple[str, int | None]], finished: bool) -> str:

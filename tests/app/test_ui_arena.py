@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from html.parser import HTMLParser
+from itertools import pairwise
 
 import pytest
 
@@ -14,6 +15,8 @@ from specui.events import GenerationResult, Round
 from specui.ui import charts, render, stats
 from specui.ui.render import TokenView
 from specui.ui.request import Settings
+from tools import frame_bytes
+from tools.frame_bytes import edits
 
 INJECTION = "<img src=x onerror=alert(1)>"
 
@@ -208,7 +211,16 @@ PROMPT = "def main(argv):\n    "
 
 
 def test_an_arena_request_runs_plain_then_every_drafter_and_fills_the_table(showcase):
-    frames = list(showcase.run(PROMPT, Settings(max_new_tokens=16, arena=True, seed=0)))
+    """And its streamed frames grow at their end but where a contestant starts (a frame every round, the fixture's
+    pair): each is left open after the streaming lane's last token (its caret), the who-proposed-it line crediting the
+    runs done and that lane's title its name, so gradio's queue sends a contestant's frames after its first as appends
+    of what they gained (`gradio.utils.diff` of the Chatbot's values), where every frame went whole (20-40 kB); a
+    contestant's first frame (the lane before it closed, its figures in its title, the who line crediting it) and the
+    final one go whole."""
+    from specui.ui.session import Showcase
+
+    fast = Showcase(showcase.config, showcase.cache, text_interval=0, chart_interval=1e9)
+    frames = list(fast.run(PROMPT, Settings(max_new_tokens=16, arena=True, seed=0)))
     frame, run = frames[-1]
     assert frame.done and run.phase == "done" and frame.error is None
     assert list(run.arena) == ["plain", "model", "model_lookup", "eagle", "medusa", "early_exit", "early_exit_lookup",
@@ -223,8 +235,17 @@ def test_an_arena_request_runs_plain_then_every_drafter_and_fills_the_table(show
     assert run.reply_text == "".join(v.text for v in run.arena_views["plain"]) and run.reply_text
     assert frame.race.count('class="race-lane"') == 8 and "prompt lookup · " in frame.race
     assert all(f.race is None for f, _ in frames[:-1])
-    streaming = [f for f, r in frames if not f.done and "specui-caret" in f.message]
-    assert streaming, "the arena streams its runs as they decode"
+    streamed = [f.message for f, _ in frames if not f.done and "specui-arena" in f.message]
+    lanes = [m.count('class="arena-lane"') for m in streamed]
+    assert lanes[0] == 1 and lanes[-1] == 8, "the arena streams its runs as they decode"
+    for m, n in zip(streamed, lanes):  # open: the streaming lane's block last, its caret; the who line once two ran
+        assert m.count(render.CARET) == 1 and "<div" not in m[m.index(render.CARET):] and m.endswith("</span>"), m
+        assert ("Who proposed" in m) == (n > 2)
+    whole = [i + 1 for i, (old, new) in enumerate(pairwise(streamed)) if [e[0] for e in edits(old, new)] != ["append"]]
+    assert whole == [i for i in range(1, len(lanes)) if lanes[i] > lanes[i - 1]] and len(whole) < len(streamed) - 9
+    on_the_wire = frame_bytes.count([*streamed, frame.message])  # as `python -m tools.frame_bytes --arena` counts them
+    assert on_the_wire["appends"] == len(streamed) - 1 - len(whole) and on_the_wire["frames"] == len(streamed) + 1
+    assert render.CARET not in frame.message and frame.message.endswith("</div></div>")
 
 
 def test_an_arena_with_trees_ignores_a_drafter_that_cannot_draft_them(showcase):
