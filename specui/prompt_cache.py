@@ -94,10 +94,18 @@ class PromptCache:
     def _settle(self) -> None:
         """A hold whose run ended without giving the cache back ends now, the conversation forgotten: its holder a
         lock that the run held in a `with` (the engine's), released in C however the run ended, where two Ctrl-Cs in
-        a row can cut short both `close` and the `_drop` after it (a Python function's own start is a signal point)."""
-        with self._guard:
-            if self._busy and isinstance(self._holder, LOCK) and not self._holder.locked():
-                self._drop()
+        a row can cut short both `close` and the `_drop` after it (a Python function's own start is a signal point).
+        The lock is taken only for such a hold: a pool's `pick` asks every cache's `busy` inside the pool's lock, and a
+        thread holding a cache's lock may be running the collector, whose closing of another run's stream comes to the
+        pool (`used`): a pick that waited there for the cache's lock would deadlock the two threads."""
+        if self._ended():
+            with self._guard:
+                if self._ended():
+                    self._drop()
+
+    def _ended(self) -> bool:
+        """Whether a run holds the cache with a lock it no longer holds (`_settle`)."""
+        return self._busy and isinstance(holder := self._holder, LOCK) and not holder.locked()
 
     def reusable(self, ids: Sequence[int], model: torch.nn.Module | None = None) -> int:
         """How many leading tokens of the prompt `ids` a generation would not read again (never its last token,

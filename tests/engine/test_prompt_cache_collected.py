@@ -120,3 +120,31 @@ def test_a_stream_collected_while_the_pool_forgets_a_visitor_leaves_none_of_its_
         gc.enable()
     assert forgotten == [2], "forget raised"
     assert [c.owner for c in pool.caches] == ["staying"] and not pool.caches[0].busy
+
+
+def test_a_pools_pick_never_waits_for_a_caches_lock(engine):
+    """A thread that holds a cache's lock may be running the collector, whose closing of another run's stream comes to
+    the pool (`PromptCaches.used`, the pool's lock): a pick, which asks every cache's `busy` inside the pool's lock,
+    waited for the cache's (7fe6982's `PromptCache._settle`) and would deadlock the two threads. Here another thread
+    holds the lock of the cache the pick takes; the pick goes on, as the run it gives the cache to does."""
+    from specui.cache_pool import PromptCaches
+
+    pool = PromptCaches(budget=10**12)
+    cache = pool.pick(PROMPT, engine.target_model, owner="a")
+    engine.generate(PROMPT, cache=cache, **GREEDY)
+    held, done = threading.Event(), threading.Event()
+
+    def hold():
+        with cache._guard:  # as a run's open or clear does while the collector runs in it
+            held.set()
+            done.wait(60)
+
+    threading.Thread(target=hold, daemon=True).start()
+    assert held.wait(30)
+    picked = []
+    try:
+        assert on_a_thread(None, lambda: picked.append(pool.pick(PROMPT, engine.target_model, owner="a"))), \
+            "the pick waited for the cache's lock"
+    finally:
+        done.set()
+    assert picked == [cache] and not cache.busy
