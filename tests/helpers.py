@@ -211,19 +211,27 @@ def served_browser(config, *, showcase=None):
             browser.close()
 
 
-def open_page(browser, url: str, *, ready: str = "#prompt textarea", tracked: bool = False, **context):
+def open_page(browser, url: str, *, ready: str = "#prompt textarea", tracked: bool = False, dialogs: bool = False,
+              **context):
     """A page of its own browser context (`context`: playwright's options, e.g. viewport, is_mobile) at `url`, once
-    `ready` (a selector) shows and the page's scripts have run (blocks.JS, after gradio draws the page: a slider's
-    Enter typed before keys.js was there left 999 in K's box); `tracked`: its gradio calls followed from before it
-    loads (tests/gradio_calls' `track_calls`: `wait_quiet` then waits for the events its load started too)."""
+    `ready` (a selector) shows and the page's scripts have run (tools/screenshot's `wait_scripts`: a slider's Enter
+    typed before keys.js was there left 999 in K's box); `tracked`: its gradio calls followed from before it loads
+    (tests/gradio_calls' `track_calls`: `wait_quiet` then waits for the events its load started too); `dialogs`: its
+    dialogs noted in `page.dialogs` (and dismissed) from before it loads, so that one raised as it draws counts too
+    (playwright dismisses a dialog no one listens for, unseen)."""
+    from tools.screenshot import wait_scripts
+
     page = browser.new_context(**context).new_page()
+    if dialogs:
+        page.dialogs = []
+        page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
     if tracked:
         from tests.gradio_calls import track_calls
 
         track_calls(page)
     page.goto(url)
     page.wait_for_selector(ready, timeout=60_000)
-    page.wait_for_function("() => window.specuiTakePresses", timeout=60_000)  # keys.js ran: blocks.JS runs all at once
+    wait_scripts(page)
     return page
 
 

@@ -63,8 +63,14 @@ def open_page(browser, url: str, **options):
     page = browser.new_page(viewport={"width": 1400, "height": 1000}, **options)
     page.goto(url)
     page.wait_for_selector("#prompt textarea", timeout=60_000)
-    page.wait_for_function("() => window.specuiTakePresses", timeout=60_000)  # keys.js ran, and the scripts before it
+    wait_scripts(page)
     return page
+
+
+def wait_scripts(page) -> None:
+    """Wait until the page's scripts have run: blocks.JS runs them all at once, after gradio draws the page, and
+    keys.js (which sets window.specuiTakePresses) among them; a key pressed before it is there is lost."""
+    page.wait_for_function("() => window.specuiTakePresses", timeout=60_000)
 
 
 def free_port() -> int:

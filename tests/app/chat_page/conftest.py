@@ -20,12 +20,10 @@ def site():
 
 @pytest.fixture(scope="package")
 def page(site):
-    """The page the folder's files share, its scripts run; dialogs noted in `page.dialogs` (and dismissed), the
-    default preset's name in `page.default_preset`."""
-    page = open_page(*site, viewport=VIEWPORT)
+    """The page the folder's files share, its scripts run; dialogs noted in `page.dialogs` (and dismissed) from before
+    it loads, the default preset's name in `page.default_preset`."""
+    page = open_page(*site, dialogs=True, viewport=VIEWPORT)
     page.default_preset = ui_config().default
-    page.dialogs = []
-    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
     yield page
     page.context.close()
 
