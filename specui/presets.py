@@ -7,6 +7,7 @@ Every problem is reported as a `ConfigError` whose message names the file and th
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -350,7 +351,7 @@ def _did_you_mean(word, options) -> str:
 
 def _device(value: str | None, where: str, words: tuple[str, ...] = ()) -> str | None:
     """A torch device ("cpu", "cuda", "cuda:1", "mps"), or one of `words` (device_map's strategies); None stays."""
-    if value is None or value in words:
+    if value is None or value in words or re.fullmatch(r"cpu|mps|cuda(:\d+)?", value):  # without torch: it is one
         return value
     import torch
 

@@ -12,39 +12,18 @@ from specui.bench import arena as bench_arena
 from specui.bench import conversation as bench_conversation
 from specui.bench.flags import (  # noqa: F401 (parse_args, as_flags and the defaults are the command line's, here too)
     ALL, DEFAULT_PROMPTS, PROG, PROMPT_TOKENS, TIMING_SAMPLES, as_flags, parse_args, too_few_turns)
+from specui.bench.preflight import (  # noqa: F401 (refuse_ignored: the docs' commands' test reads it here)
+    MORE_PROMPTS, checked_preset, refuse_ignored)
 from specui.bench.prompts import builtin_prompts, tokenize_prompts
 from specui.bench.record import environment, provenance, show, write_json
 from specui.command_line import READER_LEFT, check_preset, refuse
 from specui.bench.report import format_table
 from specui.bench.run import (Methods, Plan, constant_assistant_schedule, measure_costs, plan_arms, run_prompts,
                               summarise)
-from specui.drafters import HEAD_DRAFTERS, MODEL_DRAFTERS, PROMPT_LOOKUP
+from specui.drafters import HEAD_DRAFTERS, MODEL_DRAFTERS
+from specui.engine_checks import check_context
 from specui.loading import load_pair
-from specui.presets import load_config, with_pair
 from specui.settings import DecodeSettings
-
-MORE_PROMPTS = 'give --prompts FILE (JSON Lines, one {"prompt": "..."} a line) with more'
-
-
-def refuse_ignored(args, preset) -> None:
-    """What `preset` makes of the flags, refused in one line (exit 2) before its models load: a flag it would ignore,
-    or more turns than its built-in prompts."""
-    drafter = args.drafter or preset.drafter
-    whose = "" if args.drafter else f" (preset {preset.name}'s default)"
-    if args.draft_confidence is not None and drafter == PROMPT_LOOKUP:  # copies from the context: no probabilities
-        refuse(PROG, f"--draft-confidence with --drafter {drafter}{whose}: prompt lookup copies tokens with no "
-                     "confidence to stop on; leave --draft-confidence out, or choose a drafter that is a model")
-    if args.cost_samples is not None and drafter in HEAD_DRAFTERS:  # a head runs beside plain decoding: no c
-        refuse(PROG, f"--cost-samples with --drafter {drafter}{whose}: a head is measured beside plain decoding, with "
-                     "no draft cost c; leave --cost-samples out")
-    if not preset.chat_template or args.prompts:
-        return
-    if args.prompt_tokens is not None:  # the chat prompts run as written
-        refuse(PROG, f"--prompt-tokens sets the built-in stdlib prompts' length; preset {preset.name!r} is a chat "
-                     "preset, whose built-in prompts (specui.chat_prompts) run as written: leave --prompt-tokens out")
-    if args.turns > len(chat_prompts.HELD_OUT):
-        refuse(PROG, too_few_turns(args.turns, f"preset {preset.name!r} has {len(chat_prompts.HELD_OUT)} built-in "
-                                               "held-out chat prompts (specui.chat_prompts)", MORE_PROMPTS))
 
 
 # -- prompts -----------------------------------------------------------------------------------------
@@ -78,11 +57,7 @@ def main(argv=None, *, args=None) -> dict:
     count = args.turns or args.num_prompts or DEFAULT_PROMPTS  # of the built-in prompts
     length = args.prompt_tokens or PROMPT_TOKENS
     transformers_logging.set_verbosity_error()  # generate()'s advice about its own arguments is noise here
-    config = load_config(args.config)
-    if args.target:
-        config = with_pair(config, args.target, args.draft, chat=args.chat)
-    preset = config.get(args.preset)
-    refuse_ignored(args, preset)
+    preset = checked_preset(args)  # what the preset makes of the flags: refused before torch, by __main__
     check_preset(PROG, preset)  # a wheel or folder missing: a usage mistake (2), as app.py says it
     pair = load_pair(preset, progress=lambda msg: print(msg, file=sys.stderr))  # applies the preset's threads
     if args.threads:
@@ -108,6 +83,8 @@ def main(argv=None, *, args=None) -> dict:
     prompts = (tokenize_prompts(texts, pair.tokenizer, chat=chat) if texts
                else tokenize_prompts(chat_prompts.HELD_OUT[:count], pair.tokenizer, chat=True) if chat
                else builtin_prompts(pair.tokenizer, count=count, length=length))
+    for ids in prompts if not args.turns else ():  # a prompt too long for the target: said now, not after minutes
+        check_context(len(ids), decode.max_new_tokens, target=pair.target)  # (the engine says it as its run starts)
     if not texts and not args.turns:
         note_fewer_prompts(count, len(prompts), "held-out chat and code prompts" if chat
                            else f"held-out stdlib prompts of {length} tokens")

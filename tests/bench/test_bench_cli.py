@@ -81,12 +81,41 @@ def test_a_json_path_that_cannot_be_written_is_refused_before_the_run(tmp_path, 
     assert json.loads((tmp_path / "ok.json").read_text()) == {"a": 1}
 
 
-def test_prompts_longer_than_the_context_are_one_line_not_a_traceback():
-    out = subprocess.run([sys.executable, "-m", "specui.bench", "--preset", "bundled", "--num-prompts", "1",
-                          "--repeats", "1", "--warmup", "0", "--max-new-tokens", "5000"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=300)
+def test_prompts_longer_than_the_context_are_one_line_before_torch_loads():
+    """The built-in stdlib prompts are --prompt-tokens long: with --max-new-tokens they overflow the target's context
+    (its config.json's), refused in the engine's words before torch and the pair load (it was after both, and after
+    the prompts' scan and the cost measure: minutes)."""
+    watch = ("import atexit, runpy, sys; atexit.register(lambda: print('torch loaded:', 'torch' in sys.modules, "
+             "file=sys.stderr)); runpy.run_module('specui.bench', run_name='__main__')")
+    out = subprocess.run([sys.executable, "-c", watch, "--preset", "bundled", "--num-prompts", "1", "--repeats", "1",
+                          "--warmup", "0", "--max-new-tokens", "5000"], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr  # as python -m specui's (it was 1)
-    assert "python -m specui.bench: error: the prompt (" in out.stderr and "lower max_new_tokens" in out.stderr
+    assert "python -m specui.bench: error: the prompt (128 tokens) plus max_new_tokens (5000) is 5128 tokens, more " \
+           "than the target model's context of 1024; shorten the prompt or lower max_new_tokens" in out.stderr
+    assert "torch loaded: False" in out.stderr
+
+
+def test_a_prompt_the_context_cannot_take_is_refused_only_where_the_flags_say_its_length(tmp_path):
+    """The early refusal reads a folder's config.json, and only for the built-in stdlib prompts, whose length the
+    flags give: a chat preset's prompts, a --prompts file's and --turns' are tokenized first (checked after loading,
+    before the costs are measured), and a Hub id or a config without a context is left to the engine."""
+    from specui.bench.flags import parse_args
+    from specui.bench.preflight import checked_preset, folder_context
+    from tests.helpers import BUNDLED_TARGET
+
+    assert folder_context(str(BUNDLED_TARGET.parent)) == 1024
+    assert folder_context("HuggingFaceTB/SmolLM2-135M-Instruct") is None and folder_context(None) is None
+    (tmp_path / "config.json").write_text('{"n_positions": 64}')
+    assert folder_context(str(tmp_path)) is None
+    assert checked_preset(parse_args(["--preset", "bundled", "--max-new-tokens", "896"])).name == "bundled"  # 1024
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "a"}\n', encoding="utf-8")
+    assert checked_preset(parse_args(["--preset", "bundled", "--max-new-tokens", "5000", "--prompts", str(prompts)]))
+    with pytest.raises(SystemExit, match="^2$"):
+        checked_preset(parse_args(["--preset", "bundled", "--max-new-tokens", "897"]))
+    with pytest.raises(SystemExit, match="^2$"):
+        checked_preset(parse_args(["--preset", "bundled", "--max-new-tokens", "1000", "--prompt-tokens", "25"]))
 
 
 def test_a_drafter_the_preset_lacks_is_refused_with_the_presets_drafters(capsys):
