@@ -260,8 +260,9 @@ def seed_note(seed: str) -> str:
     one drawn; a greedy run reads none), so that a run with -1 can be run again; "" for none given."""
     if not seed:
         return ""
-    again = ": type it in Seed to run this again" if seed.startswith("seed ") else ""
-    return f'<p class="teach-key teach-seed">{escape_text(seed[:1].upper() + seed[1:] + again)}.</p>'
+    again = ": type it in the Seed box to run this again" if seed.startswith("seed ") else ""
+    # the page's text size, not a chart key's faint 12 px (.teach-key): a class reads it off a projector to type it
+    return f'<p class="teach-seed">{escape_text(seed[:1].upper() + seed[1:] + again)}.</p>'
 
 
 def render_points(points, *, seed: str = "") -> str:

@@ -156,7 +156,7 @@ def test_each_experiment_names_the_seed_its_runs_drew_which_runs_it_again(tabs, 
 
     sampled = {"k": 3, "temperature": 0.9, "max_new": 8}
     table = _experiment(tabs, name, seed=-1, **sampled)
-    seed = int(re.search(r"Seed (\d+): type it in Seed to run this again\.", table).group(1))
+    seed = int(re.search(r"Seed (\d+): type it in the Seed box to run this again\.", table).group(1))
     assert seed < 10**9
     if name in ("sweep", "drafters"):  # their rows: label, α, acceptance rate, tokens a round, then timings
 
@@ -172,4 +172,22 @@ def test_a_greedy_experiment_says_the_seed_plays_no_part_but_noise_and_sampled_p
     greedy = {"k": 3, "temperature": 0.0, "max_new": 8}
     assert "Greedy: the seed plays no part." in _experiment(tabs, "sweep", seed=-1, **greedy)
     for name in ("temps", "drafters"):
-        assert "Seed 7: type it in Seed to run this again." in _experiment(tabs, name, seed=7, **greedy)
+        assert "Seed 7: type it in the Seed box to run this again." in _experiment(tabs, name, seed=7, **greedy)
+
+
+def test_the_seed_line_reads_off_a_projector_as_the_table_does():
+    """The seed line under an experiment's table had the chart keys' class (.teach-key: 12 px at 70% opacity), the
+    faintest text of the tab, where a class reads the seed off a projector to type it back; and it said "type it in
+    Seed". It now reads at the page's text size, none of its classes shrunk or faded by style.css, and names the box."""
+    import re
+    from pathlib import Path
+
+    from specui.ui.teach_view import seed_note
+
+    note = seed_note("seed 482913377")
+    assert "Seed 482913377: type it in the Seed box to run this again." in note
+    css = (Path(__file__).parents[2] / "specui/ui/style.css").read_text()
+    classes = re.search(r'class="([^"]*)"', note).group(1).split()
+    faint = [c for c in classes if re.search(rf"\.{c}\b[^{{}}]*\{{[^}}]*(opacity|font-size:\s*1[0-3]px)", css)]
+    assert not faint, faint
+    assert seed_note("greedy: the seed plays no part") == '<p class="teach-seed">Greedy: the seed plays no part.</p>'
