@@ -6,6 +6,9 @@ held-out evaluation set; everything else is training data. `site-packages` is ne
 File order is sorted by relative path, so every function here is deterministic.
 """
 
+import fnmatch
+import functools
+import os
 import sysconfig
 from pathlib import Path
 
@@ -29,14 +32,25 @@ def is_held_out(relative: Path) -> bool:
 
 
 def list_sources(root: Path | None = None) -> list[Path]:
-    """Every `*.py` file under `root` (the stdlib by default), sorted, relative to `root`."""
-    root = stdlib_root() if root is None else Path(root)
+    """Every `*.py` file under `root` (the stdlib by default: walked once per process, as it does not change while one
+    runs), sorted, relative to `root`. The walk never enters an excluded folder: the stdlib's own site-packages may
+    hold ten times its files."""
+    return list(_stdlib_sources() if root is None else _walk(Path(root)))
+
+
+@functools.cache
+def _stdlib_sources() -> tuple[Path, ...]:
+    return _walk(stdlib_root())
+
+
+def _walk(root: Path) -> tuple[Path, ...]:
     paths = []
-    for path in root.rglob("*.py"):
-        relative = path.relative_to(root)
-        if EXCLUDED_DIRS.isdisjoint(relative.parts[:-1]) and path.is_file():
-            paths.append(relative)
-    return sorted(paths, key=lambda p: p.as_posix())
+    for folder, dirs, files in os.walk(root):  # as Path.rglob: symlinked folders are not entered
+        dirs[:] = [d for d in dirs if d not in EXCLUDED_DIRS]
+        base = Path(folder).relative_to(root)
+        paths += [base / name for name in files
+                  if fnmatch.fnmatchcase(name, "*.py") and (Path(folder) / name).is_file()]
+    return tuple(sorted(paths, key=lambda p: p.as_posix()))
 
 
 def split_sources(root: Path | None = None) -> tuple[list[Path], list[Path]]:
