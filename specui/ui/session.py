@@ -195,7 +195,8 @@ class Showcase:
         chart_due = Throttle(self.chart_interval) if figures else (lambda: False)
         try:
             if line := reading_note(run.reading):  # a long message: seconds before its first token, said as they pass
-                message = render.render_note(run.left_out_note) + render.render_note(line)  # left-out: the first note
+                lead = render.render_note(run.left_out_note)  # first, in its place in the reply's frames (no jump)
+                message = f'<div class="specui-out">{lead}{render.render_note(line)}</div>'
                 yield Frame(message=message, stats=stats.stats_html(None, status=line)), run
             self.warm_up(engine, pair, ids)
             if settings.arena:  # the drafters the pair's warm-up did not run, with the arena's settings
@@ -338,11 +339,7 @@ class Showcase:
                          race=view.race, done=final)
         spec_stats, plain_stats = run.stats()
         streaming = "" if final else ("plain" if run.phase == "plain" else "spec")
-        note = ""
-        if run.phase == "stopped":
-            note = STOPPED
-        elif final:
-            note = STOP_REASONS.get(run.spec.stop_reason, "")
+        note = STOPPED if run.phase == "stopped" else STOP_REASONS.get(run.spec.stop_reason, "") if final else ""
         copy, lead = run.reply_text if final else None, run.left_out_note  # lead: the message's start in every frame
         if run.settings.compare:
             verdict = ""
