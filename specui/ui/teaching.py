@@ -383,7 +383,7 @@ def toggle(ui: TeachTab, data: dict) -> dict:
     back on, and the page, which drops ticks from a Pause click on (keys.js), left it at "Pause", nothing playing."""
     on = "Play" in str(data[ui.controls.play]) and data[ui.run] is not None
     return {ui.timer: gr.Timer(value=float(data[ui.controls.speed]), active=on),
-            ui.controls.play: gr.update(value="⏸ Pause" if on else "▶ Play")}
+            ui.controls.play: gr.update(value="❚❚ Pause" if on else "▶ Play")}
 
 
 def stopped(ui: TeachTab) -> dict:

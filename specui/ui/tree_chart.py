@@ -31,7 +31,7 @@ FINAL = "final"  # the round's own token, in `positions`
 
 def plain_label(text: str, *, limit: int | None = LABEL_CHARS) -> str:
     """A token's text for plotly: whitespace made visible, cut to `limit`, then & < > escaped."""
-    shown = text.replace(" ", "␣").replace("\n", "↵").replace("\r", "␍").replace("\t", "⇥") or "∅"
+    shown = text.replace(" ", "␣").replace("\n", "↵").replace("\r", "⇤").replace("\t", "⇥") or "∅"
     if limit is not None and len(shown) > limit:
         shown = shown[: limit - 1] + "…"
     return html.escape(shown, quote=False)

@@ -127,10 +127,10 @@ def test_play_and_pause_do_what_the_button_said_when_it_was_clicked(tab):  # noq
                                               page))["data"]
         return answer[play.outputs.index(ui.controls.play)]["value"], answer[play.outputs.index(ui.timer)]["active"]
 
-    assert click("▶ Play") == ("⏸ Pause", True)
+    assert click("▶ Play") == ("❚❚ Pause", True)
     asyncio.run(demo.process_api(stepper, _values(stepper, {stepper.inputs[0]: "t" * 99}), page))  # ended: Play
-    assert click("⏸ Pause") == ("▶ Play", False)  # clicked before the page heard it had ended: still paused
-    assert click("⏸ Pause") == ("▶ Play", False) and click("▶ Play") == ("⏸ Pause", True)
+    assert click("❚❚ Pause") == ("▶ Play", False)  # clicked before the page heard it had ended: still paused
+    assert click("❚❚ Pause") == ("▶ Play", False) and click("▶ Play") == ("❚❚ Pause", True)
 
 
 def test_a_tick_and_presses_at_once_each_move_on_from_the_round_the_other_left(tab):  # noqa: F811
