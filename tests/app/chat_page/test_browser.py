@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.chat_page import PROMPT, run_prompt_done
-from tools.screenshot import run_prompt, set_number
+from tests.app.chat_page import PROMPT, run_prompt_done, send_and_finish
+from tools.screenshot import FINISHED, run_prompt, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -37,9 +37,7 @@ def test_tokens_stream_coloured_with_tooltips_and_the_charts_draw(page):
             if (n && c?.querySelector('.tok') && getComputedStyle(c, '::after').content !== 'none') streamed.push(n);
         }).observe(document.querySelector('#chat'), {subtree: true, childList: true, characterData: true}); }""",
                   EMITTED)
-    page.fill("#prompt textarea", PROMPT)
-    page.click("#send")
-    run_prompt_done(page)
+    send_and_finish(page, PROMPT)
     set_number(page, "num-draft-tokens", k)
     assert page.evaluate("window.streamed.length") > 0, "no token was shown before the run finished"
     token = page.locator(EMITTED).filter(visible=True).first  # one there: window.streamed counted them
@@ -242,3 +240,19 @@ def test_copy_reply_puts_the_replys_text_on_the_clipboard_not_its_markup(page):
     page.wait_for_function("() => navigator.clipboard.readText().then(t => t.startsWith('User: '))", timeout=10_000)
     conversation = page.evaluate("navigator.clipboard.readText()")
     assert conversation.endswith(f"User: {PROMPT}\n\nAssistant: {shown}") and "<span" not in conversation
+
+
+def test_send_and_finish_waits_for_the_run_it_sent_not_the_finished_reply_on_show(page):
+    """A Send the page takes a second to start (a loaded machine): the wait is for that run's end, where the finished
+    reply on show passed it at once (the run not even started, its tokens never seen streaming)."""
+    set_number(page, "max-new-tokens", 8)
+    if not page.locator("#chat .specui-out").count():
+        run_prompt(page, "x = 1")  # a finished reply on show
+    page.evaluate("""() => { const send = document.querySelector('#send'); let held = true;
+        send.addEventListener('click', (event) => { if (!held) return;
+            held = false; event.stopImmediatePropagation(); setTimeout(() => send.click(), 1500); }, true); }""")
+    before = page.locator("#chat .specui-prompt").count()
+    send_and_finish(page, "x = 2")
+    assert page.locator("#chat .specui-prompt").count() == before + 1
+    assert page.locator("#chat .specui-prompt").last.evaluate("e => e.textContent") == "x = 2"
+    assert page.evaluate(FINISHED)
