@@ -58,18 +58,40 @@ def bench_config(tmp_path_factory) -> list[str]:
     return ["--config", str(_tiny_pair_config(tmp_path_factory.mktemp("bench_pair")))]
 
 
-def _run(args: list[str], tmp_path: Path) -> tuple[dict, str]:
+def _argv(args: list[str], tmp_path: Path) -> tuple[list[str], Path]:
+    """A run on one short prompt of few tokens, its JSON written to the returned path."""
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text(json.dumps({"prompt": "def add(a, b):\n    return"}) + "\n", encoding="utf-8")
     out = tmp_path / "bench.json"
     side_by_side = any(arg in ("all", *HEAD_DRAFTERS) for arg in args)  # they measure no c: --cost-samples is refused
-    cmd = [sys.executable, "-m", "specui.bench", "--prompts", str(prompts), "--max-new-tokens", "6",
-           "--repeats", "1", *([] if side_by_side else ["--cost-samples", "3"]), "--threads", "1", "--json", str(out),
-           *args]
-    done = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    return ["--prompts", str(prompts), "--max-new-tokens", "6", "--repeats", "1",
+            *([] if side_by_side else ["--cost-samples", "3"]), "--threads", "1", "--json", str(out), *args], out
+
+
+def _run(args: list[str], tmp_path: Path) -> tuple[dict, str]:
+    """`python -m specui.bench` ARGS in a process of its own: the command end to end."""
+    argv, out = _argv(args, tmp_path)
+    done = subprocess.run([sys.executable, "-m", "specui.bench", *argv], check=False, cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(out.read_text(encoding="utf-8")), done.stdout
+
+
+def _main(args: list[str], tmp_path: Path, capsys) -> tuple[dict, str]:
+    """The same run through `specui.bench.__main__.main` in this process, whose imports it shares (a process of its
+    own imports torch and transformers afresh: about a minute here under load); torch's threads put back after."""
+    import torch
+
+    from specui.bench.__main__ import main
+
+    argv, out = _argv(args, tmp_path)
+    threads = torch.get_num_threads()
+    capsys.readouterr()
+    try:
+        main(argv)
+    finally:
+        torch.set_num_threads(threads)
+    return json.loads(out.read_text(encoding="utf-8")), capsys.readouterr().out
 
 
 @pytest.mark.slow
@@ -230,7 +252,7 @@ def test_bench_every_drafter_side_by_side(bench_config, tmp_path):
 
 
 @pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair is not built")
-def test_each_drafter_at_its_own_k_from_the_preset(tmp_path):
+def test_each_drafter_at_its_own_k_from_the_preset(tmp_path, capsys):
     """A preset's drafter_tokens give `--drafter all` each drafter its own K (the table says so); an explicit
     --num-draft-tokens puts every drafter at that K."""
     from specui.presets import load_config
@@ -241,22 +263,22 @@ def test_each_drafter_at_its_own_k_from_the_preset(tmp_path):
                       f"    target: {bundled.target}\n    draft: {bundled.draft}\n    dtype: float32\n"
                       f"    num_draft_tokens: 3\n    heads: {{medusa: {bundled.head_folders['medusa']}}}\n"
                       "    drafter_tokens: {medusa: 1, prompt_lookup: 2}\n")
-    report, stdout = _run(["--config", str(config), "--drafter", "all"], tmp_path)
+    report, stdout = _main(["--config", str(config), "--drafter", "all"], tmp_path, capsys)
     ks = {name: d["num_draft_tokens"] for name, d in report["drafters"].items()}
     assert ks == {"plain": None, "model": 3, "model_lookup": 3, "medusa": 1, "prompt_lookup": 2}
     assert "each drafter at its own K" in stdout and report["identical_to_plain"] is True
-    report, stdout = _run(["--config", str(config), "--drafter", "medusa"], tmp_path)
+    report, stdout = _main(["--config", str(config), "--drafter", "medusa"], tmp_path, capsys)
     assert report["drafters"]["medusa"]["num_draft_tokens"] == 1 and report["num_draft_tokens"] == 1
-    report, _ = _run(["--config", str(config), "--drafter", "all", "--num-draft-tokens", "2"], tmp_path)
+    report, _ = _main(["--config", str(config), "--drafter", "all", "--num-draft-tokens", "2"], tmp_path, capsys)
     assert {d["num_draft_tokens"] for d in report["drafters"].values()} == {None, 2} and "K=2" in _
     # a default drafter with a K of its own (the chat preset's EAGLE) leaves the others at num_draft_tokens
     config.write_text(config.read_text() + "    drafter: medusa\n")
-    report, _ = _run(["--config", str(config), "--drafter", "all"], tmp_path)
+    report, _ = _main(["--config", str(config), "--drafter", "all"], tmp_path, capsys)
     assert {name: d["num_draft_tokens"] for name, d in report["drafters"].items()} == ks
 
 
 @pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair is not built")
-def test_each_drafter_drafts_while_confident_with_its_own_draft_confidence(tmp_path):
+def test_each_drafter_drafts_while_confident_with_its_own_draft_confidence(tmp_path, capsys):
     """A preset's draft_confidence: `--drafter all` gives the drafters it names their own (the table marks their K
     as the most), the others K always; one drafter's run takes its own; --draft-confidence sets it for the run, and
     the report says K is then the most a round drafts. Outputs stay identical to plain decoding."""
@@ -267,12 +289,12 @@ def test_each_drafter_drafts_while_confident_with_its_own_draft_confidence(tmp_p
     config.write_text("default: b\npresets:\n  b:\n"
                       f"    target: {bundled.target}\n    draft: {bundled.draft}\n    dtype: float32\n"
                       "    num_draft_tokens: 4\n    draft_confidence: {model: 0.5}\n")
-    report, stdout = _run(["--config", str(config), "--drafter", "all"], tmp_path)
+    report, stdout = _main(["--config", str(config), "--drafter", "all"], tmp_path, capsys)
     own = {name: d["draft_confidence"] for name, d in report["drafters"].items()}
     assert own == {"plain": None, "model": 0.5, "model_lookup": 0.0, "prompt_lookup": 0.0}
     assert report["identical_to_plain"] is True and "<=4" in stdout and "draft_confidence: draft model 0.5" in stdout
-    report, stdout = _run(["--config", str(config), "--drafter", "model"], tmp_path)
+    report, stdout = _main(["--config", str(config), "--drafter", "model"], tmp_path, capsys)
     assert report["draft_confidence"] == 0.5 and "K=4 at most, drafting while confident >= 0.5" in stdout
     assert report["identical_to_plain"] is True and "(K<=4)" in stdout
-    report, stdout = _run(["--config", str(config), "--drafter", "model", "--draft-confidence", "0"], tmp_path)
+    report, stdout = _main(["--config", str(config), "--drafter", "model", "--draft-confidence", "0"], tmp_path, capsys)
     assert report["draft_confidence"] == 0.0 and "at most" not in stdout
