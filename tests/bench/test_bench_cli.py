@@ -137,19 +137,20 @@ def test_a_drafter_the_preset_lacks_is_refused_with_the_presets_drafters(capsys)
 
 @pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair's built-in stdlib prompts")
 def test_more_prompts_than_there_are_is_said_in_one_line(monkeypatch, capsys):
-    """--num-prompts beyond the built-in prompts runs those there are and says so, not quietly."""
+    """--num-prompts beyond the built-in prompts runs those there are and says so, not quietly. (The EAGLE head runs
+    beside plain decoding alone: the prompts are what is tested, not the costs and transformers' arms.)"""
     from specui import corpus
     from specui.bench.cli import main
 
     real = corpus.held_out_prompts
     monkeypatch.setattr(corpus, "held_out_prompts", lambda *a, count, **kw: real(*a, count=min(count, 2), **kw))
     report = main(["--preset", "bundled", "--num-prompts", "1000", "--max-new-tokens", "2", "--repeats", "1",
-                   "--warmup", "0", "--cost-samples", "1", "--threads", "1"])
+                   "--warmup", "0", "--drafter", "eagle", "--threads", "1"])
     assert report["num_prompts"] == 2
     err = capsys.readouterr().err
     assert "--num-prompts 1000: there are only 2 held-out stdlib prompts of 128 tokens; running those 2" in err
     main(["--preset", "bundled", "--num-prompts", "2", "--max-new-tokens", "2", "--repeats", "1", "--warmup", "0",
-          "--cost-samples", "1", "--threads", "1"])
+          "--drafter", "eagle", "--threads", "1"])
     assert "--num-prompts" not in capsys.readouterr().err  # as many as asked: nothing to say
 
 
@@ -162,7 +163,7 @@ def test_num_prompts_takes_the_first_n_of_a_prompts_file(tmp_path, capsys):
     prompts = tmp_path / "three.jsonl"
     prompts.write_text("".join(json.dumps({"prompt": f"def {name}(x):\n"}) + "\n" for name in "abc"), encoding="utf-8")
     quick = ["--preset", "bundled", "--prompts", str(prompts), "--max-new-tokens", "2", "--repeats", "1", "--warmup",
-             "0", "--cost-samples", "1", "--threads", "1"]
+             "0", "--drafter", "eagle", "--threads", "1"]
     assert main([*quick, "--num-prompts", "2"])["num_prompts"] == 2
     assert "--num-prompts" not in capsys.readouterr().err
     assert main([*quick, "--num-prompts", "5"])["num_prompts"] == 3
