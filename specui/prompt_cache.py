@@ -204,9 +204,11 @@ class PromptCache:
         telling short, or comes after it and before the mark, forgets the conversation and gives the cache back empty
         (the `except` here; one as this begins: `_settle`, as the run's `with` ends), so a free cache never holds more
         than its pool was told (told after the mark, a pool cut short kept more than its budget until the next pick)."""
-        try:
-            if self.lm is not None and self.lm.length > len(context):
-                self.lm.trim(len(context))
+        try:  # the cache holds `tokens` (the prompt `open` took it to), then the run's; an `open` cut short by a Ctrl-C
+            # and a second as its `except` began left the last turn's tokens: only their prefix shared with `context`
+            held = len(context) if context[:len(self.tokens)] == self.tokens else common_prefix(self.tokens, context)
+            if self.lm is not None and self.lm.length > held:
+                self.lm.trim(held)
             if drafter is not None:
                 keep = getattr(drafter, "keep", None)
                 state = keep() if callable(keep) else None

@@ -3,11 +3,14 @@ engine's own frame (`_rounds`: its `finally` asks `holds`, then `close`) and in 
 `_drop`, raised by a trace function during a real run of a tiny model. One Ctrl-C, and a second within the first
 one's unwinding: a Ctrl-C as `close` began, then one as the `let_go` after it began (a Python function's own start
 is a signal point), left the cache held for good (later runs read their prompts whole, without it); the run's hold
-now ends with a lock its `with` releases in C (`PromptCache._settle`)."""
+now ends with a lock its `with` releases in C (`PromptCache._settle`). Two as a run opens the cache (`open` cut short,
+then its `except`) leave the cache standing for no other turn's tokens than its own."""
 
 from __future__ import annotations
 
 import sys
+
+import pytest
 
 from specui import SpeculativeEngine
 from specui.prompt_cache import PromptCache
@@ -63,7 +66,6 @@ def test_one_ctrl_c_anywhere_in_a_runs_end_leaves_its_cache_free(llama_pair):
         pressed(engine, cache, at)
 
 
-
 class PressTwice(PressOnce):
     """Two presses: at the `at`-th point of CODES, then at the `then`-th point after it (`pressed` counts them).
     The first press's raise unsets the trace function, so a profile function, called as the next function returns
@@ -111,3 +113,23 @@ def test_two_ctrl_cs_in_a_runs_end_leave_its_cache_free(llama_pair):
             twice += press.pressed == 2
             assert not cache.busy, f"the cache is still held after Ctrl-Cs at the ends of {press.seen[at - 1:press.at]}"
     assert twice > ends  # most first presses were followed by a second
+
+
+def test_two_ctrl_cs_as_a_run_opens_its_cache_leave_it_no_other_turns_tokens(llama_pair, monkeypatch):
+    """A Ctrl-C as `open` began to take the cache to a new prompt (the last turn's tokens still in it, untrimmed), then
+    one as its `except` began to forget them (`_drop`'s start): the run's end closed the cache with the new prompt,
+    which then stood for the last turn's keys and values, and the next run of that prompt reused them (inexact)."""
+    engine, cache = SpeculativeEngine(*llama_pair), PromptCache()
+    engine.generate([3, 4, 40, 41, 42, 43, 44, 45], cache=cache, **GREEDY)  # the last turn
+    prompt = [3, 4, 50, 51, 52, 53, 54, 55]  # two tokens shared
+
+    def press(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
+        patch.setattr(cache, "_open", press)  # the first press: nothing in the cache changed yet
+        patch.setattr(cache, "_drop", press)  # the second
+        engine.generate(prompt, cache=cache, **GREEDY)
+    assert not cache.busy and cache.reusable(prompt) <= 2
+    plain = engine.generate(prompt, speculative=False, **GREEDY).token_ids
+    assert engine.generate(prompt, cache=cache, **GREEDY).token_ids == plain
