@@ -2,7 +2,8 @@
 44 px tall (Gradio draws the tabs at 32 px, a slider's number box and its ↺ at 22, a check box's line at 20, a reply's
 ↻ ↶ at 18), and nothing wider than the page, in the Chat tab after a run and in the Teach tab; plotly's tool bar
 above a chart's title, not over it; a new visitor's first screen holds the prompt box and Send (390 × 844 and
-360 × 640) below the title, the introduction, the tabs, the legend and the empty chat. One served app, one browser."""
+360 × 640) below the title, the introduction, the tabs, the legend and the empty chat, and once the chat has a reply it
+leaves the prompt box and Send room on one screen (portrait and landscape). One served app, one browser."""
 
 from __future__ import annotations
 
@@ -99,4 +100,19 @@ def test_a_phones_first_screen_holds_the_prompt_box_and_send(app, width, height)
         assert parts["#stop"]["top"] == parts["#clear"]["top"] == parts["#send"]["top"], parts  # one line
         order = [part["top"] for part in parts.values()][:6]
         assert order == sorted(order) and order[0] >= 0, parts  # in the page's order, from its top
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+
+
+@pytest.mark.parametrize("width, height", [(390, 844), (360, 640), (844, 390)])
+def test_a_chat_with_a_reply_the_prompt_box_and_send_fit_one_phones_screen(app, width, height):
+    """After the first message the chat took its full 460 px, so the prompt box (focused after Send) and Send went
+    below a 360 × 640 screen's edge, and a landscape 844 × 390 one's, as the reply came: the chat now leaves them room
+    on one screen, its reply still a readable box."""
+    with phone_page(app, viewport={"width": width, "height": height}) as page:
+        page.locator("#send").scroll_into_view_if_needed()
+        box = page.evaluate("""() => Object.fromEntries(['#chat', '#prompt textarea', '#send'].map(s => {
+            const r = document.querySelector(s).getBoundingClientRect();
+            return [s, {top: Math.round(r.top), bottom: Math.round(r.bottom)}]; }))""")
+        assert box["#send"]["bottom"] - box["#chat"]["top"] <= height, box  # the three within one screen
+        assert box["#chat"]["bottom"] - box["#chat"]["top"] >= 150, box
         assert page.evaluate("() => document.documentElement.scrollWidth") <= width
