@@ -155,12 +155,18 @@
   // A gr.Radio is one radio group, as a keyboard expects: one Tab stop (its chosen option), the arrow keys moving the
   // choice between its options. Gradio 6 names each option's input apart ("radio-1", "radio-2"... and a new name each
   // time it draws one again, a choice made), so each option was a group of its own: seven Tab stops for the Chat tab's
-  // Drafter, and no arrows. The options of one fieldset share a name here, given again whenever gradio renames one
+  // Drafter, and no arrows. The options of one fieldset share a name here, given again whenever gradio renames one.
+  // The fieldset is a radiogroup named by its label (gradio's is a span, no legend), so a screen reader says "Drafter"
   const groups = new WeakMap();  // a radio's fieldset -> the name its options share
   const grouped = () => {
     for (const radio of document.querySelectorAll("fieldset input[type=radio]")) {
       const set = radio.closest("fieldset");
       if (!groups.has(set)) groups.set(set, `specui-radios-${set.id || Math.random().toString(36).slice(2)}`);
+      const label = set.querySelector("[data-testid=block-info]");
+      if (set.getAttribute("role") !== "radiogroup") set.setAttribute("role", "radiogroup");
+      if (label && set.getAttribute("aria-label") !== label.textContent.trim()) {
+        set.setAttribute("aria-label", label.textContent.trim());
+      }
       if (radio.name !== groups.get(set)) radio.name = groups.get(set);
     }
   };

@@ -215,9 +215,11 @@ def _radios_in_step(page, elem_id: str, *, focused: str) -> list[dict]:
 def test_a_radio_group_is_one_tab_stop_whose_arrow_keys_move_the_choice(app):  # noqa: F811
     """Gradio 6 names each option's input apart, so each was a group of its own: a Tab stop each (seven for the
     Drafter) and no arrow keys. keys.js gives a group's options one name: Tab reaches the chosen one and leaves, the
-    arrows move the choice. The Chat tab's Drafter, then the Teach tab's."""
+    arrows move the choice; a screen reader hears the group's name. The Chat tab's Drafter, then the Teach
+    tab's."""
     page = _page(app)
     page.wait_for_function("() => window.specuiTakePresses")  # keys.js ran
+    names = set()  # each group's one name
     for tab, before, elem_id, after in (
             (None, "#preset input", "drafter", "#num-draft-tokens input[type=number]"),
             ("Teach", "#teach-preset input", "teach-drafter", "#teach-k input[type=number]")):
@@ -226,6 +228,9 @@ def test_a_radio_group_is_one_tab_stop_whose_arrow_keys_move_the_choice(app):  #
             page.locator(before).wait_for(state="visible")
         options = page.evaluate(RADIOS, elem_id)
         assert len(options) >= 3 and len({o["name"] for o in options}) == 1, options
+        names.add(options[0]["name"])
+        # a screen reader hears the group's name (gradio's fieldset had no legend nor label: a nameless group)
+        assert page.get_by_role("radiogroup", name="Drafter", exact=True).evaluate("e => e.id") == elem_id
         chosen = next(i for i, o in enumerate(options) if o["checked"])
         page.locator(before).focus()
         page.keyboard.press("Tab")
@@ -239,4 +244,5 @@ def test_a_radio_group_is_one_tab_stop_whose_arrow_keys_move_the_choice(app):  #
         _radios_in_step(page, elem_id, focused=options[chosen + step]["value"])
         page.keyboard.press("ArrowUp" if step == 1 else "ArrowDown")  # and back, the names shared still
         _radios_in_step(page, elem_id, focused=options[chosen]["value"])
+    assert len(names) == 2, names  # the two tabs' Drafters are two groups, not one
     page.close()
