@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy
@@ -26,6 +27,7 @@ STREAM_FORMAT = 2  # raised whenever what a kept stream holds changes (its ids, 
 MAGIC = b"specui token stream\n"
 BUDGET = 256 * 2**20  # the bytes the kept streams may take in all (the newest one whatever its size)
 BUDGET_ENV = "SPECUI_STREAMS_BUDGET"  # another budget: a size as people write it ("1GB", "512MB"; 0: the newest alone)
+ABANDONED = 3600  # seconds after which a stream's part file (`kept_stream` writes one, then renames it) is left over
 NAMED = re.compile(r"\w+-[0-9a-f]{32}\.ids")  # a kept stream's file name (`kept_stream`'s path)
 
 
@@ -143,8 +145,15 @@ def is_kept_stream(path: Path) -> bool:
 
 def prune(folder: Path, new: Path, budget: int) -> list[Path]:
     """Remove the least recently used kept streams of `folder` (`is_kept_stream`, by modification time) but `new`
-    until those left take at most `budget` bytes, and say so in one line on stderr. Returns the files removed; a file
-    gone meanwhile (another run's prune) or that cannot be removed is passed over, and no other file is touched."""
+    until those left take at most `budget` bytes, and say so in one line on stderr; a part file older than
+    `ABANDONED` goes too. Returns the streams removed; a file gone meanwhile (another run's prune) or that cannot be
+    removed is passed over, and no other file is touched."""
+    for part in folder.glob(".*.ids.*.part"):  # a write killed before its rename (SIGKILL, a crash): an hour old
+        try:
+            if time.time() - part.stat().st_mtime > ABANDONED:
+                part.unlink()
+        except OSError:
+            pass
     found = []
     for path in folder.glob("*.ids"):
         if path != new and not is_kept_stream(path):

@@ -209,16 +209,22 @@ def test_the_least_recently_used_streams_go_beyond_the_budget_and_the_user_is_to
 
 def test_the_budget_removes_kept_streams_alone(tok, folder, monkeypatch):
     """A file of the user's that ends in .ids (a folder $SPECUI_STREAMS names may hold others), older than any
-    stream, is never removed, whether or not its name looks like a kept stream's."""
+    stream, is never removed, whether or not its name looks like a kept stream's; a part file an hour old, left by a
+    write killed before its rename, goes, and one being written stays."""
     encode(tok, TEXTS)
     (older,) = kept(folder)
     theirs = {"notes.ids": b"my own ids", f"encode_stream-{'0' * 32}.ids": b"not a stream of specui's"}
     for name, data in theirs.items():
         (folder / name).write_bytes(data)
         os.utime(folder / name, (1000, 1000))
+    left, writing = folder / f".{older}.abcd1234.part", folder / f".{older}.efgh5678.part"
+    for part in (left, writing):  # a write killed before its rename, an hour ago; another run's, now
+        part.write_bytes(streams.MAGIC)
+    os.utime(left, (1000, 1000))
     monkeypatch.setattr(streams, "BUDGET", 0)  # the new stream alone
     encode(tok, TEXTS[:1])
     assert older not in kept(folder) and all((folder / name).read_bytes() == data for name, data in theirs.items())
+    assert not left.exists() and writing.exists()
 
 
 def test_the_user_sets_the_budget_and_is_told_where(tok, folder, monkeypatch, capsys):
