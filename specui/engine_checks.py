@@ -12,6 +12,7 @@ import reprlib
 
 import torch
 
+from specui import settings  # the overflow's words: settings.context_overflow
 from specui.drafters import Draft
 from specui.events import GenerationResult
 from specui.kv import context_limit
@@ -31,11 +32,8 @@ def check_context(prompt_len: int, max_new_tokens: int, *, target, draft=None) -
     """ContextLengthError where the prompt and the tokens asked for overflow the target's or the draft's context."""
     for role, model in (("target", target), ("draft", draft)):
         limit = None if model is None else context_limit(model)
-        if limit is not None and prompt_len + max_new_tokens > limit:
-            raise ContextLengthError(
-                f"the prompt ({prompt_len} tokens) plus max_new_tokens ({max_new_tokens}) is "
-                f"{prompt_len + max_new_tokens} tokens, more than the {role} model's context of {limit}; "
-                "shorten the prompt or lower max_new_tokens", limit)
+        if message := settings.context_overflow(prompt_len, max_new_tokens, limit, role):
+            raise ContextLengthError(message, limit)
 
 
 def check_prompt(input_ids, vocab_size: int, *, tokenizer: tuple[str, str] = ("tokenizer", "")) -> list[int]:

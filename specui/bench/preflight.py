@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specui import chat_prompts
+from specui import chat_prompts, settings
 from specui.bench.flags import PROG, PROMPT_TOKENS, too_few_turns
 from specui.command_line import refuse
 from specui.drafters.registry import HEAD_DRAFTERS, PROMPT_LOOKUP
@@ -54,17 +54,16 @@ def refuse_ignored(args, preset) -> None:
 
 def refuse_overflow(args, preset) -> None:
     """Built-in stdlib prompts (each exactly --prompt-tokens long) and --max-new-tokens that overflow the target's
-    context, refused with the engine's own words (`specui.engine_checks.check_context`, the target first, as the
-    first run would say it minutes later). Only where the length is known from the flags (not a chat preset's
-    prompts, a --prompts file's or --turns') and the target is a folder whose config.json gives its context."""
+    context, refused with the engine's own words (`specui.settings.context_overflow`, `check_context`'s too: the
+    target first, as the first run would say it minutes later). Only where the length is known from the flags (not a
+    chat preset's prompts, a --prompts file's or --turns') and the target is a folder whose config.json gives its
+    context."""
     if preset.chat_template or args.prompts or args.turns:
         return
-    limit = folder_context(preset.target)
     length = args.prompt_tokens or PROMPT_TOKENS
-    if limit is not None and length + args.max_new_tokens > limit:
-        refuse(PROG, f"the prompt ({length} tokens) plus max_new_tokens ({args.max_new_tokens}) is "
-                     f"{length + args.max_new_tokens} tokens, more than the target model's context of {limit}; "
-                     "shorten the prompt or lower max_new_tokens")
+    message = settings.context_overflow(length, args.max_new_tokens, folder_context(preset.target))
+    if message:
+        refuse(PROG, message)
 
 
 def folder_context(ref: str | None) -> int | None:

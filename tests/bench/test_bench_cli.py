@@ -118,6 +118,25 @@ def test_a_prompt_the_context_cannot_take_is_refused_only_where_the_flags_say_it
         checked_preset(parse_args(["--preset", "bundled", "--max-new-tokens", "1000", "--prompt-tokens", "25"]))
 
 
+def test_the_engine_and_the_early_refusal_say_an_overflow_from_one_place(monkeypatch, capsys):
+    """The overflow's words are written once, torch-free (specui.settings.context_overflow): the engine's
+    check_context and the benchmark's refusal before torch both say what it says, so they cannot drift apart."""
+    from types import SimpleNamespace
+
+    from specui import settings
+    from specui.bench.flags import parse_args
+    from specui.bench.preflight import checked_preset
+    from specui.engine_checks import ContextLengthError, check_context
+
+    monkeypatch.setattr(settings, "context_overflow", lambda *a: f"one place {a}")
+    model = SimpleNamespace(config=SimpleNamespace(max_position_embeddings=1024))
+    with pytest.raises(ContextLengthError, match=r"^one place \(128, 5000, 1024, 'target'\)$"):
+        check_context(128, 5000, target=model)
+    with pytest.raises(SystemExit, match="^2$"):
+        checked_preset(parse_args(["--preset", "bundled", "--max-new-tokens", "5000"]))
+    assert "error: one place (128, 5000, 1024" in capsys.readouterr().err
+
+
 def test_a_drafter_the_preset_lacks_is_refused_with_the_presets_drafters(capsys):
     from specui.bench.cli import drafters_to_run
 
