@@ -35,12 +35,13 @@ def list_sources(root: Path | None = None) -> list[Path]:
     """Every `*.py` file under `root` (the stdlib by default: walked once per process, as it does not change while one
     runs), sorted, relative to `root`. The walk never enters an excluded folder: the stdlib's own site-packages may
     hold ten times its files."""
-    return list(_stdlib_sources() if root is None else _walk(Path(root)))
+    return list(_stdlib_sources(stdlib_root()) if root is None else _walk(Path(root)))
 
 
 @functools.cache
-def _stdlib_sources() -> tuple[Path, ...]:
-    return _walk(stdlib_root())
+def _stdlib_sources(root: Path) -> tuple[Path, ...]:
+    """The stdlib's files, kept per root: `stdlib_root` pointed elsewhere (a test, a caller) is walked afresh."""
+    return _walk(root)
 
 
 def _walk(root: Path) -> tuple[Path, ...]:

@@ -41,3 +41,18 @@ def test_the_stdlibs_sources_are_those_of_a_walk_of_every_file_read_once_never_i
     assert sources == every_py_file(corpus.stdlib_root())  # the same files, so the same prompts
     train, held_out = corpus.split_sources()
     assert held_out and train and sorted(train + held_out) == sorted(sources)
+
+
+def test_the_stdlibs_kept_list_is_of_the_stdlib_it_was_walked_for(monkeypatch, tmp_path):
+    """The kept list answers for the root it was walked from: where `stdlib_root` now says another folder (a test's
+    tree, as the trainers' tests may point it), list_sources and read_texts agree on that folder's files, where the
+    first root's list came back and its paths were read under the new root."""
+    assert corpus.list_sources()  # the real stdlib's, kept
+    (tmp_path / "test_a").mkdir()
+    (tmp_path / "test_a" / "held.py").write_text("x = 1\n")
+    (tmp_path / "train.py").write_text("y = 2\n")
+    monkeypatch.setattr(corpus, "stdlib_root", lambda: tmp_path)
+    assert corpus.list_sources() == [Path("test_a/held.py"), Path("train.py")]
+    assert corpus.split_sources() == ([Path("train.py")], [Path("test_a/held.py")])
+    monkeypatch.undo()
+    assert len(corpus.list_sources()) > 100  # the real stdlib's again
