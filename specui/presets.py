@@ -351,7 +351,7 @@ def _did_you_mean(word, options) -> str:
 
 def _device(value: str | None, where: str, words: tuple[str, ...] = ()) -> str | None:
     """A torch device ("cpu", "cuda", "cuda:1", "mps"), or one of `words` (device_map's strategies); None stays."""
-    if value is None or value in words or re.fullmatch(r"cpu|mps|cuda(:\d+)?", value):  # without torch: it is one
+    if value is None or value in words or re.fullmatch(r"cpu|mps|cuda(:(0|[1-9][0-9]?))?", value):  # without torch: one
         return value
     import torch
 

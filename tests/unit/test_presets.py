@@ -1,5 +1,7 @@
 """models.yaml: the shipped file is valid, and broken files get messages naming the file and the key."""
 
+import sys
+
 import pytest
 
 from specui.presets import COMMAND_LINE, DEFAULT_CONFIG, ConfigError, load_config, with_pair
@@ -212,3 +214,19 @@ def test_a_key_nothing_is_close_to_suggests_nothing(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_config(write(tmp_path, "presets:\n  a: {target: x, colour: red}\n"))
     assert "did you mean" not in str(e.value)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda", "cuda:0", "cuda:1", "cuda:15", "mps"])
+def test_a_plain_device_is_taken_without_torch(tmp_path, monkeypatch, device):
+    """models.yaml's usual devices are read without importing torch (it takes seconds): torch is not asked."""
+    monkeypatch.setitem(sys.modules, "torch", None)  # an import of torch now fails
+    config = load_config(write(tmp_path, f"presets:\n  a: {{target: x, device: '{device}'}}\n"))
+    assert config.get("a").device == device
+
+
+@pytest.mark.parametrize("device", ["cuda:01", "cuda:\u0663", "cuda:99999999999999999999", "cuda:", "CUDA"])
+def test_a_device_torch_refuses_is_refused_though_it_looks_like_one(tmp_path, device):
+    """Only what torch takes passes without it: a leading zero, a digit of another script or an index past torch's
+    are torch's RuntimeError, and were taken unread (a run's first step failed, minutes later)."""
+    with pytest.raises(ConfigError, match=f"presets.a.device: '{device}' is not a device \\(cpu, cuda, cuda:1, "):
+        load_config(write(tmp_path, f"presets:\n  a: {{target: x, device: '{device}'}}\n"))
