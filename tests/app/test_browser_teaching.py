@@ -311,16 +311,19 @@ def test_an_injected_prompt_stays_text(page):
     assert page.dialogs == []
 
 
-def test_a_dialog_raised_as_the_page_loads_is_noted():
+def test_a_dialog_raised_as_the_page_loads_is_noted(page):
     """`page.dialogs` holds a dialog from the page's first moments too (a lesson's prompt drawn as it opens), where one
-    raised before open_page returned was dismissed by playwright unseen and the list stayed empty."""
+    raised before open_page returned was dismissed by playwright unseen and the list stayed empty. On the module's
+    browser, as teach_page opens its pages (a second playwright in one thread fails while the module's runs)."""
     from urllib.parse import quote
 
-    require_browser()
     body = ("<button id=step-start>Decode</button>"
             "<script>alert('as it loads'); window.specuiTakePresses = () => [];</script>")
-    with teach_page("data:text/html," + quote(body)) as page:
-        assert page.dialogs == ["as it loads"]
+    loaded = open_page(page.context.browser, "data:text/html," + quote(body), ready="#step-start", dialogs=True)
+    try:
+        assert loaded.dialogs == ["as it loads"]
+    finally:
+        loaded.context.close()
 
 
 def test_before_any_run_next_decodes_and_the_experiment_charts_say_what_they_will_hold(app, page):
