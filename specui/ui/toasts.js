@@ -1,6 +1,6 @@
 () => {
   // A toast (toasts.py) says why what was last asked of the page was refused ("Type a prompt first.", a setting out
-  // of range, a message still being answered) or what went wrong in a run. It goes once a run is asked for again:
+  // of range, a chat message not yet answered) or what went wrong in a run. It goes once a run is asked for again:
   // gradio kept it its 10 s, over the reply that then streamed. Asking again is a click of Send, of the chat's ↻, of
   // either Decode or of an experiment's Run, or Shift+Enter in the prompt box (gradio's submit); a refusal of that run
   // shows a toast of its own, afresh (the same refusal twice had stacked two toasts).
