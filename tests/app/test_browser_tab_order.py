@@ -15,6 +15,8 @@ from __future__ import annotations
 import pytest
 
 from tests.app.test_browser_a11y import _page, app  # noqa: F401 - one served app, one browser; its pages
+from tests.gradio_calls import wait_quiet
+from tests.helpers import open_page
 from tools.screenshot import set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
@@ -217,8 +219,9 @@ def test_a_radio_group_is_one_tab_stop_whose_arrow_keys_move_the_choice(app):  #
     Drafter) and no arrow keys. keys.js gives a group's options one name: Tab reaches the chosen one and leaves, the
     arrows move the choice; a screen reader hears the group's name. The Chat tab's Drafter, then the Teach
     tab's."""
-    page = _page(app)
-    page.wait_for_function("() => window.specuiTakePresses")  # keys.js ran
+    browser, url = app  # the page's own load events answered before a key is pressed (one that answered late put
+    page = open_page(browser, url, tracked=True, viewport={"width": 1400, "height": 1000})  # the choice back)
+    wait_quiet(page)
     names = set()  # each group's one name
     for tab, before, elem_id, after in (
             (None, "#preset input", "drafter", "#num-draft-tokens input[type=number]"),
@@ -226,6 +229,7 @@ def test_a_radio_group_is_one_tab_stop_whose_arrow_keys_move_the_choice(app):  #
         if tab:
             page.get_by_role("tab", name=tab).click()
             page.locator(before).wait_for(state="visible")
+            wait_quiet(page)
         options = page.evaluate(RADIOS, elem_id)
         assert len(options) >= 3 and len({o["name"] for o in options}) == 1, options
         names.add(options[0]["name"])
@@ -241,8 +245,29 @@ def test_a_radio_group_is_one_tab_stop_whose_arrow_keys_move_the_choice(app):  #
         _radios_in_step(page, elem_id, focused=options[chosen]["value"])
         step = 1 if chosen + 1 < len(options) else -1
         page.keyboard.press("ArrowDown" if step == 1 else "ArrowUp")  # the next option, chosen: gradio has its value
+        wait_quiet(page)
         _radios_in_step(page, elem_id, focused=options[chosen + step]["value"])
         page.keyboard.press("ArrowUp" if step == 1 else "ArrowDown")  # and back, the names shared still
+        wait_quiet(page)
         _radios_in_step(page, elem_id, focused=options[chosen]["value"])
     assert len(names) == 2, names  # the two tabs' Drafters are two groups, not one
-    page.close()
+    page.context.close()
+
+
+def test_the_teach_presets_menu_left_by_tab_keeps_the_drafter_chosen(app):  # noqa: F811
+    """Tabbing through the Teach tab's preset menu put its drafter and K back to the preset's: gradio's Dropdown fires
+    `input` as the focus leaves it, its value unchanged, and Teach's preset followed `input` (the radio test above
+    then lost its arrow key's choice to that answer, now and then). It follows `select`: an option picked."""
+    browser, url = app
+    page = open_page(browser, url, tracked=True, viewport={"width": 1400, "height": 1000})
+    wait_quiet(page)
+    page.get_by_role("tab", name="Teach").click()
+    page.locator("#teach-preset input").wait_for(state="visible")
+    wait_quiet(page)
+    page.locator("#teach-drafter label:has-text('EAGLE')").click()
+    wait_quiet(page)
+    page.locator("#teach-preset input").focus()
+    page.keyboard.press("Tab")
+    wait_quiet(page)
+    assert page.locator("#teach-drafter input:checked").get_attribute("value") == "EAGLE"
+    page.context.close()
