@@ -74,7 +74,8 @@ def view(run, *, figures: bool = False, final: bool = False) -> ArenaView:
     standings = {s.name: s for s in result.standings if s.name != streaming} if result is not None else {}
     lanes = [(name, _title(name, standings.get(name)), views) for name, views in run.arena_views.items()]
     done = {name: ran for name, ran in run.arena.items() if name != streaming}  # the runs the who line credits
-    credits = list(zip(run.arena_views.get(arena.PLAIN, []), arena.credits(done))) if arena.PLAIN in done else []
+    credits = [] if arena.PLAIN not in done else list(zip(run.arena_views.get(arena.PLAIN, []), (
+        result.credits if streaming not in run.arena else arena.credits(done))))  # all done: the summary's
     message = render.render_arena(credits, lanes, labels={name: arena.label(name) for name in done},
                                   verdict=_verdict(run, result, final=final),
                                   note=STOPPED if run.phase == "stopped" else "", lead=run.left_out_note,
