@@ -77,8 +77,8 @@ class Run:
         if not self.left_out:
             return ""
         some = "message" if self.left_out == 1 else f"{self.left_out} messages"
-        return (f"the conversation's first {some} left out: with them it is longer than the model's context "
-                f"({self.context:,} tokens)")
+        return (f"The conversation's first {some} left out: with them it is longer than the model's context "
+                f"({self.context:,} tokens).")
 
     @property
     def spec_text(self) -> str:

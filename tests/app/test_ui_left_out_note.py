@@ -1,0 +1,30 @@
+"""The note that leads a reply when a chat's oldest messages were left out of the turn (`Run.left_out_note`) reads as
+a sentence, as every other note on the page does: a capital letter first and a full stop last, in the message's
+markup as it leads it (`render.render_reply`'s and `render_arena`'s `lead`). No model, no server."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+
+from specui.events import Kind
+from specui.ui import render
+from specui.ui.request import Settings
+from specui.ui.runs import Run
+
+
+@pytest.mark.parametrize("left_out, some", [(1, "message"), (2, "2 messages")])
+def test_the_left_out_note_is_a_sentence_where_it_leads_the_message(left_out, some):
+    note = Run(Settings(max_new_tokens=8), left_out=left_out, context=8192).left_out_note
+    assert note == (f"The conversation's first {some} left out: with them it is longer than the model's context "
+                    "(8,192 tokens).")
+    shown = f'<div class="specui-note">{html.escape(note)}</div>'
+    views = [render.TokenView(" w", Kind.ACCEPTED, 0.5, 0.5, 1.0, 0)]
+    for streaming in ("spec", ""):
+        assert render.render_reply(views, streaming=streaming, lead=note).startswith(f'<div class="specui-out">{shown}')
+    assert render.render_arena([], [], labels={}, lead=note).startswith(f'<div class="specui-out specui-arena">{shown}')
+
+
+def test_no_note_when_nothing_was_left_out():
+    assert Run(Settings(max_new_tokens=8)).left_out_note == ""
