@@ -47,6 +47,7 @@ def check_prompt(input_ids, vocab_size: int, *, tokenizer: tuple[str, str] = ("t
                          f"add_generation_prompt=True) for a chat model{where}")
     if hasattr(input_ids, "keys") and "input_ids" in input_ids:  # a tokenizer's BatchEncoding, or a dict
         input_ids = input_ids["input_ids"]
+    _refuse_messages(input_ids, tokenizer, where)
     shape = getattr(input_ids, "shape", None)  # a torch tensor or a numpy array
     if shape is not None:
         if len(shape) > 2 or (len(shape) == 2 and shape[0] != 1):
@@ -77,6 +78,22 @@ def check_prompt(input_ids, vocab_size: int, *, tokenizer: tuple[str, str] = ("t
             raise ValueError(f"token id {t!r} is not an integer in [0, {vocab_size}) (the target's vocabulary)")
         ids.append(i)
     return ids
+
+
+def _refuse_messages(input_ids, tokenizer: str, where: str) -> None:
+    """A chat message (a mapping: its role and content), or a list that holds one, refused with the chat template's
+    call; another mapping with what it lacks. They read as "token id {'role': ...} is not an integer" or as text."""
+    found = input_ids if hasattr(input_ids, "keys") else None
+    if isinstance(input_ids, (list, tuple)):
+        found = next((m for m in input_ids if hasattr(m, "keys")), None)
+    if found is None:
+        return
+    if "role" in found or "content" in found:
+        raise ValueError(f"the prompt is chat messages ({reprlib.repr(found)}), and the engine takes token ids: put "
+                         f"them through the chat template first, e.g. {tokenizer}.apply_chat_template(messages, "
+                         f"add_generation_prompt=True){where}")
+    raise ValueError(f"input_ids holds a {type(found).__name__} with no 'input_ids' ({reprlib.repr(found)}): give the "
+                     "prompt's token ids (a list of ints, a 1-D tensor, or what the tokenizer returns)")
 
 
 def tokenizer_hint(engine) -> tuple[str, str]:

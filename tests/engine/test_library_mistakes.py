@@ -184,3 +184,16 @@ def test_max_new_tokens_given_in_the_place_of_settings_is_refused_with_the_keywo
                                             r"got 64 \(int\); give them as keywords, e\.g\. engine\.generate\(ids, "
                                             r"max_new_tokens=64\)$"):
         engine.generate(PROMPT, 64)
+
+
+@pytest.mark.parametrize("prompt", [[{"role": "user", "content": "Write a haiku."}],
+                                    {"role": "user", "content": "Write a haiku."}])
+def test_chat_messages_are_refused_with_the_chat_templates_call(engine, prompt):
+    """A chat as messages was refused as "token id {'role': 'user', ...} is not an integer in [0, 49152) (the target's
+    vocabulary)", and one message as "input_ids holds text ('role')": neither says to apply the chat template."""
+    with pytest.raises(ValueError, match=r"^the prompt is chat messages \(\{.*'role': 'user'\}\), and the engine takes "
+                                         r"token ids: put them through the chat template first, e\.g\. tokenizer\."
+                                         r"apply_chat_template\(messages, add_generation_prompt=True\) \(tokenizer = "):
+        engine.generate(prompt, max_new_tokens=4)
+    with pytest.raises(ValueError, match=r"^input_ids holds a dict with no 'input_ids' \(\{'ids': \[4, 8\]\}\): give "):
+        engine.generate({"ids": [4, 8]}, max_new_tokens=4)
