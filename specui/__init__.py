@@ -1,5 +1,11 @@
 """specui: exact speculative decoding, with every token's provenance, on Hugging Face transformers models.
 
+Start with a preset's engine: `engine = specui.load_engine()` (models.yaml's default, a small chat model;
+`load_engine("bundled")`: a tiny pair), then `engine.generate(ids, max_new_tokens=64)` on a prompt's token ids (from
+`engine.tokenizer`). help(specui.load_engine) has a whole example and the presets, help(engine.generate) every
+setting, help(engine.stream) a run round by round; `SpeculativeEngine(target, draft)` takes your own transformers
+models. docs/engine.md has it all, and how the output stays exactly the target's.
+
 The public names are imported lazily, so `import specui` stays cheap and never imports gradio.
 
 Importing specui before torch sets OMP_WAIT_POLICY=PASSIVE unless it is set already. With two or more

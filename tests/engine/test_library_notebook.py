@@ -59,6 +59,15 @@ def test_help_of_load_engine_says_which_presets_and_how_to_start():
         assert word in doc, word
 
 
+def test_help_of_the_package_says_how_to_start():
+    """help(specui) told of OMP_WAIT_POLICY and lazy imports, and nothing of load_engine or generate."""
+    import specui
+
+    for word in ("specui.load_engine()", '"bundled"', "engine.generate(ids, max_new_tokens=64)", "engine.tokenizer",
+                 "help(specui.load_engine)", "help(engine.generate)", "SpeculativeEngine(target, draft)"):
+        assert word in specui.__doc__, word
+
+
 @pytest.mark.parametrize("record", [GenerationResult, Round, DecodeSettings])
 def test_help_of_a_result_names_every_field_and_figure(record):
     """help(result) showed the fields' names and types only: what total_s counts, what stop_reason holds, what a
