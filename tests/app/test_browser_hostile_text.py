@@ -84,7 +84,8 @@ def test_a_bidi_override_in_a_token_reverses_its_own_token_alone():
     reply's tokens (render_tokens) and an arena's (credit_span) keep their order."""
     from specui.arena import Credit
     from specui.events import Kind
-    from specui.ui.render import TokenView, credit_span, render_tokens
+    from specui.ui.arena_view import credit_span
+    from specui.ui.render import TokenView, render_tokens
     from tests.helpers import static_page
 
     kinds = (Kind.ACCEPTED, Kind.RESAMPLED, Kind.ACCEPTED, Kind.BONUS, Kind.ACCEPTED)

@@ -12,7 +12,7 @@ import pytest
 
 from specui import arena
 from specui.events import GenerationResult, Round
-from specui.ui import charts, render, stats
+from specui.ui import arena_view, charts, render, stats
 from specui.ui.render import TokenView
 from specui.ui.request import Settings
 from tools import frame_bytes
@@ -144,7 +144,7 @@ def test_each_token_is_coloured_by_the_drafters_that_proposed_it_and_model_text_
              for name in results]
     labels = {name: arena.label(name) for name in results}
     plain = [TokenView(text=t, kind="plain", special=i == 3) for i, t in enumerate(texts)]  # the last: an end of turn
-    markup = render.render_arena(list(zip(plain, outcome.credits)), lanes, labels=labels, streaming="prompt_lookup")
+    markup = arena_view.render_arena(list(zip(plain, outcome.credits)), lanes, labels=labels, streaming="prompt_lookup")
     assert "<img" not in markup and "&lt;img" in markup
     parser = Tokens()
     parser.feed(markup)
@@ -166,13 +166,13 @@ def test_each_token_is_coloured_by_the_drafters_that_proposed_it_and_model_text_
 
 
 def test_no_who_line_before_a_drafter_runs_and_the_verdicts():
-    plain_only = render.render_arena([], [("plain", "plain", [TokenView(text="x", kind="plain")])], labels={})
+    plain_only = arena_view.render_arena([], [("plain", "plain", [TokenView(text="x", kind="plain")])], labels={})
     assert "Who proposed" not in plain_only and "tok-plain" in plain_only
-    assert "identical" in render.render_arena_verdict(greedy=True, differ=[], finished=True)
-    assert render.render_arena_verdict(greedy=True, differ=[], finished=False) == ""
-    differ = render.render_arena_verdict(greedy=True, differ=[("prompt lookup", 3)], finished=True)
+    assert "identical" in arena_view.render_arena_verdict(greedy=True, differ=[], finished=True)
+    assert arena_view.render_arena_verdict(greedy=True, differ=[], finished=False) == ""
+    differ = arena_view.render_arena_verdict(greedy=True, differ=[("prompt lookup", 3)], finished=True)
     assert "prompt lookup at token 3" in differ and "specui-different" in differ
-    assert "sampling" in render.render_arena_verdict(greedy=False, differ=[], finished=True)
+    assert "sampling" in arena_view.render_arena_verdict(greedy=False, differ=[], finished=True)
 
 
 def test_settings_take_the_arena_box():

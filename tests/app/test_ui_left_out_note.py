@@ -1,6 +1,6 @@
 """The note that leads a reply when a chat's oldest messages were left out of the turn (`Run.left_out_note`) reads as
 a sentence, as every other note on the page does: a capital letter first and a full stop last, in the message's
-markup as it leads it (`render.render_reply`'s and `render_arena`'s `lead`). No model, no server."""
+markup as it leads it (`render.render_reply`'s and `arena_view.render_arena`'s `lead`). No model, no server."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import html
 import pytest
 
 from specui.events import Kind
-from specui.ui import render
+from specui.ui import arena_view, render
 from specui.ui.request import Settings
 from specui.ui.runs import Run
 
@@ -23,7 +23,8 @@ def test_the_left_out_note_is_a_sentence_where_it_leads_the_message(left_out, so
     views = [render.TokenView(" w", Kind.ACCEPTED, 0.5, 0.5, 1.0, 0)]
     for streaming in ("spec", ""):
         assert render.render_reply(views, streaming=streaming, lead=note).startswith(f'<div class="specui-out">{shown}')
-    assert render.render_arena([], [], labels={}, lead=note).startswith(f'<div class="specui-out specui-arena">{shown}')
+    arena = arena_view.render_arena([], [], labels={}, lead=note)
+    assert arena.startswith(f'<div class="specui-out specui-arena">{shown}')
 
 
 def test_no_note_when_nothing_was_left_out():

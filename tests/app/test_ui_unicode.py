@@ -11,7 +11,7 @@ import pytest
 
 from specui.events import Kind
 from specui.text import TokenText
-from specui.ui import render, runs
+from specui.ui import arena_view, render, runs
 from tests.app.test_ui_render import make_round, parse
 from tests.helpers import HAS_WHEEL
 
@@ -63,7 +63,7 @@ def test_the_arenas_who_proposed_it_line_shows_a_part_of_a_character_as_one():
     from specui.arena import Credit
 
     credit = Credit(index=0, token_id=10813, kinds={"model": Kind.ACCEPTED})
-    span = parse(render.credit_span("", credit, {"model": "draft model"})).tokens[0]
+    span = parse(arena_view.credit_span("", credit, {"model": "draft model"})).tokens[0]
     assert span["text"] == "" and render.PART_CLASS in span["class"].split() and render.PART_NOTE in span["title"]
 
 
