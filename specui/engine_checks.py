@@ -50,6 +50,9 @@ def check_prompt(input_ids, vocab_size: int, *, tokenizer: tuple[str, str] = ("t
     _refuse_messages(input_ids, tokenizer, where)
     shape = getattr(input_ids, "shape", None)  # a torch tensor or a numpy array
     if shape is not None:
+        if len(shape) == 0:  # one number, as a plain int is refused below: not the one-token prompt it would read as
+            raise ValueError(f"input_ids is a single number ({type(input_ids).__name__} of shape ()): give the "
+                             "prompt's token ids as a 1-D sequence, e.g. [id] for one token")
         if len(shape) > 2 or (len(shape) == 2 and shape[0] != 1):
             raise ValueError(f"input_ids has shape {tuple(shape)}: the engine decodes one prompt at a time; "
                              "give a 1-D sequence of token ids or a [1, n] tensor")

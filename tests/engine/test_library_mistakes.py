@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
+import torch
 
 from specui import DecodeSettings, GenerationResult, PromptLookupDrafter, SpeculativeEngine
 from specui.presets import ConfigError
@@ -197,3 +199,13 @@ def test_chat_messages_are_refused_with_the_chat_templates_call(engine, prompt):
         engine.generate(prompt, max_new_tokens=4)
     with pytest.raises(ValueError, match=r"^input_ids holds a dict with no 'input_ids' \(\{'ids': \[4, 8\]\}\): give "):
         engine.generate({"ids": [4, 8]}, max_new_tokens=4)
+
+
+@pytest.mark.parametrize("number", [torch.tensor(5), np.int64(5), np.array(5)])
+def test_a_single_number_is_refused_as_a_plain_int_is(engine, number):
+    """torch.tensor(5) or np.int64(5) (ids[0][0] where ids[0] was meant) ran as the one-token prompt [5], where 5
+    itself is refused."""
+    with pytest.raises(ValueError, match=r"^input_ids is a single number \((Tensor|int64|ndarray) of shape \(\)\): "
+                                         r"give the prompt's token ids as a 1-D sequence, e\.g\. \[id\] for one token"):
+        engine.generate(number, max_new_tokens=4)
+    assert engine.generate(torch.tensor([5]), max_new_tokens=4).token_ids  # one token as a 1-D tensor
