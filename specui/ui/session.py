@@ -1,8 +1,8 @@
 """One request, start to end: load the preset's pair, encode the prompt, run the speculative engine
 (and in compare mode the target alone, afterwards, never overlapping; in arena mode plain decoding and
 then every drafter of the preset, one after another: `specui.arena`) and yield throttled `Frame`s
-for the UI. No gradio here: `blocks` turns frames into component updates, the API turns the final
-state into a dict, and the tests drive it directly.
+for the UI, drawn by `chat_view`. No gradio here: `blocks` turns frames into component updates, the API
+turns the final state into a dict, and the tests drive it directly.
 
 Errors people can fix (bad settings, a prompt too long, a model that fails to load) end the run with
 a readable `Frame.error`; nothing here lets a traceback reach the page.
@@ -18,23 +18,20 @@ import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
-from specui import arena, lesson, runstats, spaces
+from specui import arena, lesson, spaces
 from specui.engine import ContextLengthError
 from specui.events import GenerationResult
 from specui.loading import LoadError
 from specui.prompt_cache import chat_history, leave_out_oldest, turn_ids
-from specui.text import TokenText, fmt, not_unicode, reading_note
+from specui.text import TokenText, not_unicode, reading_note
 from specui.tree_steps import tree_record
-from specui.ui import arena_view, charts, render, stats
+from specui.ui import chat_view, render, stats
 from specui.ui.gpu_calls import GpuCalls
 from specui.ui.pages import Pages
 from specui.ui.request import Settings
-from specui.ui.runs import STOPPED, Frame, Run
+from specui.ui.runs import Frame, Run
 
 log = logging.getLogger("specui.ui")
-PHASES = {"speculative": "Decoding speculatively…", "plain": "Decoding plainly (target alone) for the comparison…",
-          "arena": "Arena: decoding…", "stopped": "Stopped.", "done": ""}
-STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
 
 
 # A streamed reply's markup the page is sent per second at most. The browser reads each frame's reply whole (a chat's
@@ -331,45 +328,10 @@ class Showcase:
             last = views[-1]
             views[-1] = replace(last, text=last.text + rest)
 
-    def frame(self, run: Run, *, figures: bool = False, final: bool = False) -> Frame:
-        """Render the run as it stands."""
-        if run.settings.arena:
-            view = arena_view.view(run, figures=figures, final=final)
-            return Frame(message=view.message, stats=view.stats, figures=view.figures, table=view.table,
-                         race=view.race, done=final)
-        spec_stats, plain_stats = run.stats()
-        streaming = "" if final else ("plain" if run.phase == "plain" else "spec")
-        note = STOPPED if run.phase == "stopped" else STOP_REASONS.get(run.spec.stop_reason, "") if final else ""
-        copy, lead = run.reply_text if final else None, run.left_out_note  # lead: the message's start in every frame
-        if run.settings.compare:
-            verdict = ""
-            if final and run.phase == "done":
-                verdict = render.render_verdict(
-                    identical=run.identical, speedup=runstats.speedup(spec_stats, plain_stats),
-                    first_difference=runstats.first_difference(run.spec.token_ids, run.plain.token_ids),
-                    explanation=_divergence_note(run) if run.identical is False else "")
-            spec_title, plain_title = "speculative", "plain (target alone)"
-            if spec_stats and run.phase != "speculative":
-                spec_title += f" · {fmt(spec_stats.tokens_per_s, '.1f')} tokens/s"
-            if plain_stats and final:
-                plain_title += f" · {fmt(plain_stats.tokens_per_s, '.1f')} tokens/s"
-            message = render.render_reply(run.spec_views, plain=run.plain_views, spec_title=spec_title,
-                                          plain_title=plain_title, note=note, verdict=verdict, streaming=streaming,
-                                          copy=copy, lead=lead)
-        else:
-            message = render.render_reply(run.spec_views, note=note, streaming=streaming, copy=copy, lead=lead)
-        race = None
-        if final and run.settings.compare and run.phase == "done" and run.plain is not None:
-            race = self.race(run)
-        return Frame(message=message, stats=stats.stats_html(spec_stats, plain_stats, status=PHASES[run.phase],
-                                                             seed=None if run.settings.greedy else run.spec.seed),
-                     figures=charts.all_figures(run.spec, run.plain) if figures else None, race=race, done=final)
-
     @staticmethod
-    def race(run: Run, nonce: int = 0) -> str:
-        spec_s, plain_s = runstats.engine_seconds(run.spec), runstats.engine_seconds(run.plain)
-        return render.render_race([(f"speculative · {fmt(spec_s, '.2f')} s", run.spec_views, spec_s),
-                                   (f"plain · {fmt(plain_s, '.2f')} s", run.plain_views, plain_s)], nonce=nonce)
+    def frame(run: Run, *, figures: bool = False, final: bool = False) -> Frame:
+        """Render the run as it stands (`chat_view.frame`)."""
+        return chat_view.frame(run, figures=figures, final=final)
 
 
 def decode(showcase: Showcase, prompt: str, settings: Settings, *, history: Sequence[dict] = (),
@@ -385,12 +347,3 @@ def _not_text(texts: dict[str, str]) -> str | None:
     may hold a lone surrogate ("\\ud800"), which no tokenizer encodes (it raised a TypeError naming its own types)."""
     problems = (not_unicode(text, f"The {name}") for name, text in texts.items())
     return next((f"{p}; send the text as UTF-8" for p in problems if p), None)
-
-
-def _divergence_note(run) -> str:
-    """Why two greedy outputs differ, in words: a near-tie (reduced precision) or not explained."""
-    divergence = runstats.explain_divergence(run.spec.token_ids, runstats.token_probs(run.spec),
-                                             run.plain.token_ids, runstats.token_probs(run.plain))
-    if divergence is None:
-        return ""
-    return divergence.describe()

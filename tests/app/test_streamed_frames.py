@@ -22,7 +22,8 @@ from specui.text import fmt
 from specui.ui import arena_view, render
 from specui.ui.request import Settings
 from specui.ui.runs import Run
-from specui.ui.session import STOP_REASONS, Showcase
+from specui.ui.chat_view import STOP_REASONS
+from specui.ui.session import Showcase
 from tests.helpers import require_browser, ui_config
 from tools.frame_bytes import edits
 

@@ -362,7 +362,7 @@ def test_a_greedy_divergence_is_explained_and_escaped():
     from types import SimpleNamespace
 
     from specui.ui import render
-    from specui.ui.session import _divergence_note
+    from specui.ui.chat_view import _divergence_note
 
     def run_of(ids, probs):
         return SimpleNamespace(token_ids=ids, rounds=[SimpleNamespace(token_target_probs=probs)])
