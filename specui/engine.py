@@ -43,7 +43,7 @@ from specui.drafters.base import features_of
 from specui.drafters.registry import name_of
 from specui.engine_checks import ContextLengthError  # noqa: F401 (where callers import it from)
 from specui.engine_checks import align, check_context, check_draft, check_prompt, check_run_arguments, longest_draft
-from specui.engine_checks import tokenizer_hint
+from specui.engine_checks import eos_ids, tokenizer_hint
 from specui.events import GenerationResult, Kind, Round
 from specui.kv import CachedLM, cpu_threads, model_device
 from specui.prompt_cache import PromptCache, open_target
@@ -114,12 +114,7 @@ class SpeculativeEngine:
                     f"The draft model's vocabulary ({draft_vocab} tokens) is larger than the target's "
                     f"({self.vocab_size}); speculative decoding needs a draft that shares the target's tokenizer."
                 )
-        if eos_token_id is None:
-            eos_token_id = getattr(target_model.generation_config, "eos_token_id", None)
-        if eos_token_id is None:
-            eos_token_id = getattr(target_model.config, "eos_token_id", None)
-        ids = [] if eos_token_id is None else [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id)
-        self.eos_token_ids = frozenset(int(i) for i in ids)
+        self.eos_token_ids = eos_ids(eos_token_id, target_model)
 
     @property
     def drafters(self) -> tuple[str, ...]:

@@ -109,6 +109,26 @@ def tokenizer_hint(engine) -> tuple[str, str]:
     return "tokenizer", f" (tokenizer = transformers.AutoTokenizer.from_pretrained({where}), the target's)"
 
 
+def eos_ids(given, target) -> frozenset[int]:
+    """The token ids that end a run: `given` (an id or a list of them; None: the target's generation config's, else
+    its config's). Given as no token id (the token's text, "</s>"; a float) it is refused by name, where its
+    characters read as ids failed with "invalid literal for int()"."""
+    ids = given
+    if ids is None:
+        ids = getattr(target.generation_config, "eos_token_id", None)
+    if ids is None:
+        ids = getattr(target.config, "eos_token_id", None)
+    ids = [] if ids is None else [ids] if _index(ids) is not None or isinstance(ids, (str, bytes)) else ids
+    try:
+        listed = [_index(i) if not isinstance(i, bool) else None for i in ids]
+    except TypeError:
+        listed = [None]
+    if None in listed:
+        raise ValueError(f"eos_token_id takes a token id or a list of them (ints, e.g. tokenizer.eos_token_id) or None "
+                         f"(the target's generation config's), not {reprlib.repr(given)}")
+    return frozenset(listed)
+
+
 def check_run_arguments(*, into, draws, cache) -> None:
     """A run's advanced arguments, each None or of its type; `into` also fresh (one result holds one run)."""
     for name, value, kind, what in (("into", into, GenerationResult, "a new specui.GenerationResult()"),

@@ -209,3 +209,14 @@ def test_a_single_number_is_refused_as_a_plain_int_is(engine, number):
                                          r"give the prompt's token ids as a 1-D sequence, e\.g\. \[id\] for one token"):
         engine.generate(number, max_new_tokens=4)
     assert engine.generate(torch.tensor([5]), max_new_tokens=4).token_ids  # one token as a 1-D tensor
+
+
+@pytest.mark.parametrize("eos", ["</s>", 2.0, [2, "</s>"], True, {"eos": 2}])
+def test_an_eos_token_id_that_is_no_id_is_refused_by_name(engine, eos):
+    """eos_token_id="</s>" (the token's text, tokenizer.eos_token) failed with "invalid literal for int() with base 10:
+    '<'" from inside the engine's __init__ (its characters read as ids); 2.0 with "'float' object is not iterable"."""
+    with pytest.raises(ValueError, match=r"^eos_token_id takes a token id or a list of them \(ints, e\.g\. tokenizer\."
+                                         r"eos_token_id\) or None \(the target's generation config's\), not "):
+        SpeculativeEngine(engine.target_model, eos_token_id=eos)
+    for given, ids in ((7, {7}), ([7, np.int64(9)], {7, 9}), (torch.tensor([7]), {7}), (None, engine.eos_token_ids)):
+        assert SpeculativeEngine(engine.target_model, eos_token_id=given).eos_token_ids == ids
