@@ -69,6 +69,7 @@ def check_prompt(input_ids, vocab_size: int, *, tokenizer: tuple[str, str] = ("t
                          "a time")
     if len(prompt) == 1 and isinstance(prompt[0], (list, tuple)):  # [[ids]], as a batch of one
         prompt = list(prompt[0])
+        _refuse_messages(prompt, tokenizer, where)  # [messages], a batch of one chat
     elif prompt and all(isinstance(t, (list, tuple)) for t in prompt):
         raise ValueError(f"input_ids holds {len(prompt)} prompts: the engine decodes one prompt at a time; give a "
                          "1-D sequence of token ids")

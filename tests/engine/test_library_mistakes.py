@@ -189,7 +189,8 @@ def test_max_new_tokens_given_in_the_place_of_settings_is_refused_with_the_keywo
 
 
 @pytest.mark.parametrize("prompt", [[{"role": "user", "content": "Write a haiku."}],
-                                    {"role": "user", "content": "Write a haiku."}])
+                                    {"role": "user", "content": "Write a haiku."},
+                                    [[{"role": "user", "content": "Write a haiku."}]]])
 def test_chat_messages_are_refused_with_the_chat_templates_call(engine, prompt):
     """A chat as messages was refused as "token id {'role': 'user', ...} is not an integer in [0, 49152) (the target's
     vocabulary)", and one message as "input_ids holds text ('role')": neither says to apply the chat template."""
