@@ -29,13 +29,14 @@ READER_LEFT = 141  # 128 + SIGPIPE: the exit status of a writer to a pipe whose 
 
 
 def usage_errors() -> tuple[type[Exception], ...]:
-    """What was asked that cannot be done as asked: exit status 2. Imported when asked for (two of them come with
-    torch): a command's --help and its flags' mistakes answer before it loads."""
-    from specui.engine_checks import ContextLengthError
+    """What was asked that cannot be done as asked: exit status 2. Imported when asked for, torch-free: a command's
+    --help, its flags' mistakes and a preset's refused before its models load answer without torch. A prompt too long
+    (`ContextLengthError`, of a module that imports torch) only where that module was loaded: none was raised else."""
     from specui.presets import ConfigError
     from specui.settings import SettingsError
 
-    return ConfigError, SettingsError, ContextLengthError
+    checks = sys.modules.get("specui.engine_checks")
+    return ConfigError, SettingsError, *((checks.ContextLengthError,) if checks else ())
 
 
 def user_errors() -> tuple[type[Exception], ...]:
@@ -115,7 +116,7 @@ def check_preset(prog: str, preset) -> None:
     """What can be known of a preset's models before any loads, refused as app.py refuses it: as a usage mistake (2)
     a model wheel not installed (with the command that installs it), a folder or GGUF file that is not there, a
     mistyped SPECUI_CONVERSATION_MEMORY; a Hub model out of reach with 1 (`refusal_status`)."""
-    from specui.loading import LoadError, check_before_loading
+    from specui.load_checks import LoadError, check_before_loading
     from specui.packaged import PackagedModelError, ensure_available, is_packaged
 
     try:

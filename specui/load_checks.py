@@ -1,15 +1,16 @@
-"""What a loaded model must be for speculative decoding, checked as a preset loads: a causal language model that keeps
-a KV cache (`check_causal`), a draft that tokenizes as its target does (`check_compatible`), and a tokenizer to read;
-each failure a `LoadError` that says, for people, what to do (specui.loading loads, these check)."""
+"""What a preset's models must be for speculative decoding: what can be known before any loads (`check_before_loading`:
+a folder or file that is not there, a GPU asked for and missing, the Hub out of reach; torch-free, so that a command
+line refuses them before torch loads), and, as it loads, a causal language model that keeps a KV cache
+(`check_causal`), a draft that tokenizes as its target does (`check_compatible`) and a tokenizer to read; each failure
+a `LoadError` that says, for people, what to do (specui.loading loads, these check)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-import torch
-
-from specui.kv import model_device
-from specui.presets import Preset
+from specui import hub, packaged, spaces
+from specui.presets import COMMAND_LINE, Preset
 
 
 class LoadError(RuntimeError):
@@ -20,6 +21,81 @@ class HubUnreachableError(LoadError):
     """A preset's Hub model neither cached nor fetchable: this machine cannot reach the Hub (specui.loading's
     `check_before_loading` says so). The network failed, not the command: a command line exits 1 for it, not a usage
     mistake's 2 (specui.command_line.refusal_status)."""
+
+
+def conversation_memory() -> int | None:
+    """SPECUI_CONVERSATION_MEMORY in bytes (None: unset); a LoadError naming it when it is no size."""
+    wanted = os.environ.get("SPECUI_CONVERSATION_MEMORY", "").strip()
+    if not wanted:
+        return None
+    from specui.cache_pool import parse_bytes  # (with torch: only where the variable is set)
+
+    try:
+        return parse_bytes(wanted)
+    except ValueError as e:
+        raise LoadError(f"SPECUI_CONVERSATION_MEMORY: {e}; or unset it for the default (a quarter of the memory "
+                        "the caches live in)") from None
+
+
+def check_before_loading(preset: Preset) -> None:
+    """Missing folders, quantization without CUDA and Hub models out of reach, said before anything heavy is loaded
+    (torch only where a GPU is asked for)."""
+    if problem := hub.endpoint_problem():
+        raise LoadError(f"Preset '{preset.name}' cannot be loaded: {problem}.")
+    conversation_memory()  # a mistyped size is said before the models load, not after
+    for role, ref in (("target", preset.target), ("draft", preset.draft)):
+        where = ("Check the path given on the command line (--target, --draft)." if preset.name == COMMAND_LINE
+                 else "Check the path in models.yaml (local paths are relative to that file).")
+        if ref and packaged.is_gguf(ref):
+            if not Path(ref).is_file():
+                raise LoadError(f"Preset '{preset.name}': the {role} GGUF file {ref} does not exist. {where}")
+            try:
+                packaged.require_gguf_package(Path(ref).name)
+            except packaged.PackagedModelError as e:
+                raise LoadError(f"Preset '{preset.name}': {e}") from None
+        elif ref and Path(ref).is_absolute() and not ((Path(ref) / "config.json").is_file() or is_draft_folder(ref)):
+            raise LoadError(f"Preset '{preset.name}': the {role} folder {ref} has no config.json. {where}")
+    for field_name in ("device", "draft_device"):
+        wanted = getattr(preset, field_name) or ""
+        if wanted.startswith("cuda") and not _has_cuda():
+            raise LoadError(f"Preset '{preset.name}' asks for {field_name}: {wanted}, and this machine has no CUDA "
+                            "GPU (or this torch was built without CUDA). Leave the device out (CPU here) or choose "
+                            "another preset.")
+    wants_cuda = preset.quantization != "none" or preset.draft_quantization != "none"
+    if wants_cuda and not _has_cuda():
+        wanted = preset.quantization if preset.quantization != "none" else preset.draft_quantization
+        raise LoadError(f"Preset '{preset.name}' asks for {wanted} quantization, which needs a CUDA GPU "
+                        "(bitsandbytes); this machine has none. Choose a preset without quantization.")
+    models = ((preset.target, preset.revision), (preset.draft, preset.draft_revision))
+    on_hub = [(ref, rev) for ref, rev in models
+              if ref and not Path(ref).is_absolute() and not packaged.is_packaged(ref)]
+    missing = hub.unreachable(on_hub)  # at once: transformers would retry for about a minute
+    if missing:
+        start = (f"Preset '{preset.name}' needs {' and '.join(missing)} from the Hugging Face Hub, which this machine "
+                 f"cannot reach, and {'they are' if len(missing) > 1 else 'it is'} not in the local cache")
+        if spaces.on_spaces():  # the Space's owner reads this in its logs: what a Space can do about it
+            raise HubUnreachableError(f"{start}: check the Hub id (a gated or private model needs an HF_TOKEN secret), "
+                                      "or set the Space's variable SPECUI_PRESET (Settings → Variables) to a preset "
+                                      "with local weights, e.g. bundled.")
+        where = "in the working directory" if preset.name == COMMAND_LINE else "beside models.yaml"
+        raise HubUnreachableError(f"{start}: connect once to download, or choose a preset with local weights. (Meant "
+                                  f"as a local folder? There is no {missing[0]} {where}.)")
+
+
+def is_draft_folder(ref: str) -> bool:
+    """Whether a folder is there and holds a chat draft (`specui.chat_draft`, which imports torch: asked only then)."""
+    if not Path(ref).is_dir():
+        return False
+    from specui import chat_draft
+
+    return chat_draft.is_draft_folder(ref)
+
+
+def _has_cuda() -> bool:
+    """Whether torch sees a CUDA GPU (torch imported only for a preset that asks for one)."""
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def check_compatible(preset: Preset, target_tokenizer, *, folder: str | None = None) -> None:
@@ -63,6 +139,10 @@ def check_causal(model, who: str) -> None:
     that differ only in the second, once a load: a causal model's first position computes the same numbers over the
     same shapes (0.0 apart for SmolLM2 in float32, bfloat16 and float16: the 1e-4 allowed is no per-dtype tolerance),
     a bidirectional one's moves with the second token."""
+    import torch
+
+    from specui.kv import model_device
+
     vocab = model.get_input_embeddings().num_embeddings
     device = model_device(model)
     with torch.no_grad():

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specui import chat_draft, hub, int8, native, packaged, spaces
+from specui import chat_draft, int8, native, packaged
 from specui.kv import model_device
-from specui.load_checks import (HubUnreachableError, LoadError, check_causal, check_compatible,
-                                read_tokenizer)
-from specui.presets import COMMAND_LINE, Preset
+from specui.load_checks import (LoadError, check_before_loading, check_causal, check_compatible, conversation_memory,
+                                read_tokenizer)  # the first two torch-free, there: a refusal before torch loads
+from specui.presets import Preset
 from specui.turns import LoadTurn, in_turn
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -65,18 +65,6 @@ def _prompt_caches():
     from specui.cache_pool import PromptCaches
 
     return PromptCaches(budget=conversation_memory())
-
-
-def conversation_memory() -> int | None:
-    """SPECUI_CONVERSATION_MEMORY in bytes (None: unset); a LoadError naming it when it is no size."""
-    from specui.cache_pool import parse_bytes
-
-    wanted = os.environ.get("SPECUI_CONVERSATION_MEMORY", "").strip()
-    try:
-        return parse_bytes(wanted) if wanted else None
-    except ValueError as e:
-        raise LoadError(f"SPECUI_CONVERSATION_MEMORY: {e}; or unset it for the default (a quarter of the memory "
-                        "the caches live in)") from None
 
 
 def pick_device(requested: str | None) -> str:
@@ -189,51 +177,6 @@ def _folder(ref: str, say: Callable[[str], None]) -> str:
     if packaged.is_gguf(ref):
         return str(packaged.gguf_folder(ref, progress=say))
     return ref
-
-
-def check_before_loading(preset: Preset) -> None:
-    """Missing folders, quantization without CUDA and Hub models out of reach, said before anything heavy is loaded."""
-    if problem := hub.endpoint_problem():
-        raise LoadError(f"Preset '{preset.name}' cannot be loaded: {problem}.")
-    conversation_memory()  # a mistyped size is said before the models load, not after
-    for role, ref in (("target", preset.target), ("draft", preset.draft)):
-        where = ("Check the path given on the command line (--target, --draft)." if preset.name == COMMAND_LINE
-                 else "Check the path in models.yaml (local paths are relative to that file).")
-        if ref and packaged.is_gguf(ref):
-            if not Path(ref).is_file():
-                raise LoadError(f"Preset '{preset.name}': the {role} GGUF file {ref} does not exist. {where}")
-            try:
-                packaged.require_gguf_package(Path(ref).name)
-            except packaged.PackagedModelError as e:
-                raise LoadError(f"Preset '{preset.name}': {e}") from None
-        elif ref and Path(ref).is_absolute() and not ((Path(ref) / "config.json").is_file()
-                                                      or chat_draft.is_draft_folder(ref)):
-            raise LoadError(f"Preset '{preset.name}': the {role} folder {ref} has no config.json. {where}")
-    for field_name in ("device", "draft_device"):
-        wanted = getattr(preset, field_name) or ""
-        if wanted.startswith("cuda") and not torch.cuda.is_available():
-            raise LoadError(f"Preset '{preset.name}' asks for {field_name}: {wanted}, and this machine has no CUDA "
-                            "GPU (or this torch was built without CUDA). Leave the device out (CPU here) or choose "
-                            "another preset.")
-    wants_cuda = preset.quantization != "none" or preset.draft_quantization != "none"
-    if wants_cuda and not torch.cuda.is_available():
-        wanted = preset.quantization if preset.quantization != "none" else preset.draft_quantization
-        raise LoadError(f"Preset '{preset.name}' asks for {wanted} quantization, which needs a CUDA GPU "
-                        "(bitsandbytes); this machine has none. Choose a preset without quantization.")
-    models = ((preset.target, preset.revision), (preset.draft, preset.draft_revision))
-    on_hub = [(ref, rev) for ref, rev in models
-              if ref and not Path(ref).is_absolute() and not packaged.is_packaged(ref)]
-    missing = hub.unreachable(on_hub)  # at once: transformers would retry for about a minute
-    if missing:
-        start = (f"Preset '{preset.name}' needs {' and '.join(missing)} from the Hugging Face Hub, which this machine "
-                 f"cannot reach, and {'they are' if len(missing) > 1 else 'it is'} not in the local cache")
-        if spaces.on_spaces():  # the Space's owner reads this in its logs: what a Space can do about it
-            raise HubUnreachableError(f"{start}: check the Hub id (a gated or private model needs an HF_TOKEN secret), "
-                                      "or set the Space's variable SPECUI_PRESET (Settings → Variables) to a preset "
-                                      "with local weights, e.g. bundled.")
-        where = "in the working directory" if preset.name == COMMAND_LINE else "beside models.yaml"
-        raise HubUnreachableError(f"{start}: connect once to download, or choose a preset with local weights. (Meant "
-                                  f"as a local folder? There is no {missing[0]} {where}.)")
 
 
 def _load_head(folder: str, target, *, where: str = ""):

@@ -240,20 +240,25 @@ class Session:
 def load(args):
     """(engine, preset) of --preset/--config, the flags that need the preset checked before its models load."""
     from specui.command_line import check_preset
-    from specui.loading import load_engine
     from specui.presets import ConfigError, load_config
 
     config = load_config(args.config)
     try:
         preset = config.get(args.preset)
     except ConfigError:
+        from specui.loading import load_engine
         load_engine(args.preset, config)  # raises the same error naming the closest preset ("Did you mean ...?")
         raise
     if args.system and not preset.chat_template:
         refuse(f"--system: preset {preset.name!r} is a base model with no chat template: it continues the text and "
                "reads no system prompt")
     settings_for(args, None, preset)  # a static tree too big at the preset's K, refused before its models load
-    check_preset(PROG, preset)  # a wheel or folder missing: a usage mistake (2), as app.py says it
+    check_preset(PROG, preset)  # a wheel or folder missing: a usage mistake (2), as app.py says it, before torch
+    from transformers.utils import logging as transformers_logging  # torch and transformers: once the preset is sound
+    from specui.loading import load_engine
+
+    transformers_logging.set_verbosity_error()
+    transformers_logging.disable_progress_bar()  # the weights' bars of a few milliseconds each
     engine = load_engine(preset, progress=lambda line: print(line, file=sys.stderr, flush=True))
     return engine, preset
 
@@ -369,18 +374,13 @@ def read_line(ask: str) -> str | None:
 
 def main(argv=None) -> None:
     args = parse_args(argv)  # --help and the flags' mistakes answer before torch and transformers load (seconds)
-    from transformers.utils import logging as transformers_logging
-
-    from specui.engine import ContextLengthError
-
     if hasattr(sys.stdin, "reconfigure"):  # bytes that are no UTF-8 as lone surrogates, which `not_text` names: a
         sys.stdin.reconfigure(errors="surrogateescape")  # UTF-8 locale but C's decodes strictly (UnicodeDecodeError)
     if args.system and (problem := not_text(args.system, "--system")):
         refuse(problem)
     text = None if args.chat and args.prompt in (None, "-") else read_prompt(args.prompt)
-    transformers_logging.set_verbosity_error()
-    transformers_logging.disable_progress_bar()  # the weights' bars of a few milliseconds each
-    engine, preset = load(args)
+    engine, preset = load(args)  # a preset's mistakes refused before torch loads
+    from specui.engine import ContextLengthError
     session = Session(args, engine, preset, settings_for(args, engine, preset), argv)
     # a reader that leaves (`| head`): specui.command_line ends the run quietly, exit status 141
     if session.colour:

@@ -16,7 +16,7 @@ from specui.bench.preflight import (  # noqa: F401 (refuse_ignored: the docs' co
     MORE_PROMPTS, checked_preset, refuse_ignored)
 from specui.bench.prompts import builtin_prompts, tokenize_prompts
 from specui.bench.record import environment, provenance, show, write_json
-from specui.command_line import READER_LEFT, check_preset, refuse
+from specui.command_line import READER_LEFT, refuse
 from specui.bench.report import format_table
 from specui.bench.run import (Methods, Plan, constant_assistant_schedule, measure_costs, plan_arms, run_prompts,
                               summarise)
@@ -57,8 +57,7 @@ def main(argv=None, *, args=None) -> dict:
     count = args.turns or args.num_prompts or DEFAULT_PROMPTS  # of the built-in prompts
     length = args.prompt_tokens or PROMPT_TOKENS
     transformers_logging.set_verbosity_error()  # generate()'s advice about its own arguments is noise here
-    preset = checked_preset(args)  # what the preset makes of the flags: refused before torch, by __main__
-    check_preset(PROG, preset)  # a wheel or folder missing: a usage mistake (2), as app.py says it
+    preset = checked_preset(args)  # what the preset makes of the flags, its models missing: refused before torch
     pair = load_pair(preset, progress=lambda msg: print(msg, file=sys.stderr))  # applies the preset's threads
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -1,7 +1,7 @@
 """What `python -m specui.bench`'s preset makes of its flags, refused in one line before torch and the models load
 (`specui.bench.__main__` runs it straight after the flags, `specui.bench.cli.main` before `load_pair`): a flag the
-preset would ignore, more turns than its built-in prompts, and built-in stdlib prompts that with --max-new-tokens
-overflow the target's context, read from its config.json."""
+preset would ignore, more turns than its built-in prompts, built-in stdlib prompts that with --max-new-tokens
+overflow the target's context, read from its config.json, and a model wheel, folder or Hub model missing."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from specui import chat_prompts, settings
 from specui.bench.flags import PROG, PROMPT_TOKENS, too_few_turns
-from specui.command_line import refuse
+from specui.command_line import check_preset, refuse
 from specui.drafters.registry import HEAD_DRAFTERS, PROMPT_LOOKUP
 from specui.presets import load_config, with_pair
 
@@ -19,7 +19,8 @@ MORE_PROMPTS = 'give --prompts FILE (JSON Lines, one {"prompt": "..."} a line) w
 
 def checked_preset(args):
     """The preset `args` name (models.yaml's, or the pair of --target), once what it makes of the flags is refused
-    (`refuse_ignored`, `refuse_overflow`); kept on `args`, so that the command's main reads it once."""
+    (`refuse_ignored`, `refuse_overflow`) and what is known of its models before any loads (`check_preset`: a wheel, a
+    folder, the Hub); kept on `args`, so that the command's main reads and checks it once."""
     if getattr(args, "checked_preset", None) is None:
         config = load_config(args.config)
         if args.target:
@@ -27,6 +28,7 @@ def checked_preset(args):
         preset = config.get(args.preset)
         refuse_ignored(args, preset)
         refuse_overflow(args, preset)
+        check_preset(PROG, preset)  # a wheel or folder missing: a usage mistake (2), as app.py says it
         args.checked_preset = preset
     return args.checked_preset
 

@@ -4,23 +4,15 @@ command goes on to the run (a preset that does not exist is said there, by the r
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from tests.helpers import ROOT
-
-PROBE = ("import runpy, sys\nsys.argv = ['bench', *sys.argv[1:]]\ntry:\n"
-         "    runpy.run_module('specui.bench', run_name='__main__', alter_sys=True)\nexcept SystemExit as e:\n"
-         "    heavy = sorted({'torch', 'transformers', 'gradio'} & set(sys.modules))\n"
-         "    print('exit', e.code, heavy, file=sys.stderr)")
+from tests.unit.test_command_line import heavy_at_exit
 
 
 def bench(*argv: str) -> tuple[str, str]:
     """The command's output and its last line: `exit STATUS [the heavy modules it had imported]`."""
-    out = subprocess.run([sys.executable, "-c", PROBE, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    return out.stdout + out.stderr, out.stderr.strip().splitlines()[-1]
+    return heavy_at_exit("specui.bench", list(argv))
 
 
 @pytest.mark.parametrize("argv, status, said", [

@@ -34,11 +34,47 @@ def test_an_unknown_preset_is_one_line_with_the_known_ones(args, prog, tmp_path)
     assert "no preset named 'nope'; known presets: smollm2-chat" in _one_line_error(args, prog)
 
 
-def test_a_missing_config_or_model_folder_is_one_line(tmp_path):
+def test_a_missing_config_is_one_line(tmp_path):
     line = _one_line_error(["specui.bench", "--config", str(tmp_path / "none.yaml")], "python -m specui.bench")
     assert "none.yaml: file not found" in line
-    line = _one_line_error(["specui.bench", "--target", str(tmp_path / "nothing")], "python -m specui.bench")
-    assert "has no config.json" in line and "the path given on the command line" in line  # not models.yaml's
+
+
+# `python -m MODULE ARGS...`, then on its exit: "exit STATUS [the heavy modules it imported]" as stderr's last line
+HEAVY_AT_EXIT = ("import runpy, sys\nmodule = sys.argv[1]\nsys.argv = [module, *sys.argv[2:]]\ntry:\n"
+                 "    runpy.run_module(module, run_name='__main__', alter_sys=True)\nexcept SystemExit as e:\n"
+                 "    heavy = sorted({'torch', 'transformers', 'gradio'} & set(sys.modules))\n"
+                 "    print('exit', e.code, heavy, file=sys.stderr)")
+
+
+def heavy_at_exit(module: str, argv: list[str]) -> tuple[str, str]:
+    """(what `python -m module argv` said on stderr before its exit, the line of its status and heavy imports)."""
+    out = subprocess.run([sys.executable, "-c", HEAVY_AT_EXIT, module, *argv], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    said, _, status = out.stderr.strip().rpartition("\n")
+    return out.stdout + said, status
+
+
+IN_MODELS_YAML = "Preset 'gone': the target folder MISSING has no config.json. Check the path in models.yaml"
+
+
+@pytest.mark.parametrize("module, argv, said", [
+    ("specui.bench", ["--target", "MISSING"], "Preset 'command-line': the target folder MISSING has no config.json. "
+                                               "Check the path given on the command line (--target, --draft)."),
+    ("specui.bench", ["--config", "YAML"], IN_MODELS_YAML), ("specui", ["--config", "YAML", "hi"], IN_MODELS_YAML),
+    ("specui.bench", ["--preset", "nope"], "no preset named 'nope'; known presets: "),
+])
+def test_a_preset_refused_before_its_models_load_is_refused_before_torch_loads(module, argv, said, tmp_path):
+    """A model folder that is not there (named by --target or a models.yaml's preset), or a preset that is not there,
+    is refused in one line with exit status 2 and neither torch nor transformers imported: specui.command_line's
+    check_preset imported specui.loading (torch) for the check, the benchmark checked only after importing its run
+    (torch, transformers) and `run` imported the errors it ends in one line from modules that import torch."""
+    missing = str(tmp_path / "no-such-model")
+    (tmp_path / "models.yaml").write_text(f"default: gone\npresets:\n  gone:\n    target: {missing}\n")
+    argv = [{"MISSING": missing, "YAML": str(tmp_path / "models.yaml")}.get(a, a) for a in argv]
+    stderr, status = heavy_at_exit(module, argv)
+    assert stderr.startswith(f"python -m {module}: error: ") and "\n" not in stderr, stderr  # one line
+    assert said.replace("MISSING", missing) in stderr, stderr
+    assert status == "exit 2 []", stderr
 
 
 def test_a_bad_prompts_file_is_one_line_in_the_commands_form(tmp_path):
@@ -176,10 +212,6 @@ def test_the_terminals_help_and_flag_mistakes_answer_before_torch_loads(argv, st
     imported the errors it ends in one line from the engine's modules, and specui.terminal the benchmark's CLI. Its
     --help and the flags' mistakes, a settings range and --json's folder too (worded and checked by the benchmark's
     torch-free specui.bench.flags and record), now answer with neither loaded."""
-    probe = ("import runpy, sys\nsys.argv = ['specui', *sys.argv[1:]]\ntry:\n"
-             "    runpy.run_module('specui', run_name='__main__', alter_sys=True)\nexcept SystemExit as e:\n"
-             "    heavy = sorted({'torch', 'transformers', 'gradio'} & set(sys.modules))\n"
-             "    print('exit', e.code, heavy, file=sys.stderr)")
-    out = subprocess.run([sys.executable, "-c", probe, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert said in out.stdout + out.stderr, out.stderr
-    assert out.stderr.strip().splitlines()[-1] == f"exit {status} []", out.stderr
+    output, exit_line = heavy_at_exit("specui", argv)
+    assert said in output, output
+    assert exit_line == f"exit {status} []", output
