@@ -1,6 +1,7 @@
 """What one request of the showcase produced: `Run` (its results, token views and state as it goes), `Frame` (what
-the page shows at one moment) and `reply` (a run's reply as the conversation keeps it). `specui.ui.session` fills
-them; the chat's handlers, the API and the arena view read them.
+the page shows at one moment) and `reply` (a run's reply as the conversation keeps it); `streams`, the engine runs
+that fill a `Run` (speculative, then plain in compare mode, or the arena's contestants), each opened when its turn
+comes. `specui.ui.session` drives them; the chat's handlers, the API and the arena view read them.
 """
 
 from __future__ import annotations
@@ -127,3 +128,39 @@ def reply(views, result: GenerationResult | None) -> str:
     if shown and result is not None and result.stop_reason == "eos":
         shown.pop()
     return "".join(v.text for v in shown)
+
+
+def streams(run: Run, engine, ids, preset, cache=None):
+    """(phase, result, views, engine stream) per run of the request, each opened only when its turn
+    comes; the first is opened now, so bad settings raise ValueError before any work. cache: the
+    conversation's `PromptCache` (the arena runs without one)."""
+    settings = run.settings
+    if settings.arena:
+        run.skipped = arena.skipped(engine, settings.decode)
+        # drafters with their own K (and draft_confidence) race at it
+        run.arena_ks = ks = dict(preset.drafter_tokens)
+        return _arena_streams(run, arena.streams(engine, ids, settings.decode, into=run.arena, ks=ks,
+                                                 confidences=dict(preset.draft_confidence)))
+    first = engine.stream(ids, settings.decode.but(speculative=True), into=run.spec, cache=cache)
+    return _spec_then_plain(run, engine, ids, first, cache)
+
+
+def _spec_then_plain(run: Run, engine, ids, first, cache):
+    if cache is not None and run.settings.compare:  # both runs read the new turn alike, and pay for it alike
+        cache.limit = cache.reusable(ids, engine.target_model)
+    try:
+        yield "speculative", run.spec, run.spec_views, first
+        if run.settings.compare:
+            run.plain = GenerationResult()
+            # the same seed, even when the first run drew one
+            plain = run.settings.decode.but(speculative=False, seed=run.spec.seed)
+            yield "plain", run.plain, run.plain_views, engine.stream(ids, plain, into=run.plain, cache=cache)
+    finally:
+        if cache is not None:
+            cache.limit = None
+
+
+def _arena_streams(run: Run, named):
+    for name, stream in named:
+        run.contestant = name
+        yield "arena", run.arena[name], run.arena_views.setdefault(name, []), stream

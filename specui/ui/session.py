@@ -20,12 +20,11 @@ from dataclasses import replace
 
 from specui import arena, lesson, spaces
 from specui.engine import ContextLengthError
-from specui.events import GenerationResult
 from specui.loading import LoadError
 from specui.prompt_cache import chat_history, leave_out_oldest, turn_ids
 from specui.text import TokenText, not_unicode, reading_note
 from specui.tree_steps import tree_record
-from specui.ui import chat_view, render, stats
+from specui.ui import chat_view, render, runs, stats
 from specui.ui.gpu_calls import GpuCalls
 from specui.ui.pages import Pages
 from specui.ui.request import Settings
@@ -217,47 +216,12 @@ class Showcase:
         # pick makes room for the prompt, letting other conversations' caches go (the stream is not started)
         run.reading = len(ids)
         if run.settings.arena:
-            return self._streams(run, engine, ids, preset)
+            return runs.streams(run, engine, ids, preset)
         engine.stream(ids, run.settings.decode.but(speculative=True))  # ContextLengthError before any pick
         self._pools.add(pair.conversations)
         cache = pair.conversations.pick(ids, pair.target, owner=owner)
         run.reading -= 0 if cache is None else cache.reusable(ids, pair.target)
-        return self._streams(run, engine, ids, preset, cache)
-
-    def _streams(self, run: Run, engine, ids, preset, cache=None):
-        """(phase, result, views, engine stream) per run of the request, each opened only when its turn
-        comes; the first is opened now, so bad settings raise ValueError before any work. cache: the
-        conversation's `PromptCache` (the arena runs without one)."""
-        settings = run.settings
-        if settings.arena:
-            run.skipped = arena.skipped(engine, settings.decode)
-            # drafters with their own K (and draft_confidence) race at it
-            run.arena_ks = ks = dict(preset.drafter_tokens)
-            return self._arena_streams(run, arena.streams(engine, ids, settings.decode, into=run.arena, ks=ks,
-                                                          confidences=dict(preset.draft_confidence)))
-        first = engine.stream(ids, settings.decode.but(speculative=True), into=run.spec, cache=cache)
-        return self._spec_then_plain(run, engine, ids, first, cache)
-
-    @staticmethod
-    def _spec_then_plain(run: Run, engine, ids, first, cache):
-        if cache is not None and run.settings.compare:  # both runs read the new turn alike, and pay for it alike
-            cache.limit = cache.reusable(ids, engine.target_model)
-        try:
-            yield "speculative", run.spec, run.spec_views, first
-            if run.settings.compare:
-                run.plain = GenerationResult()
-                # the same seed, even when the first run drew one
-                plain = run.settings.decode.but(speculative=False, seed=run.spec.seed)
-                yield "plain", run.plain, run.plain_views, engine.stream(ids, plain, into=run.plain, cache=cache)
-        finally:
-            if cache is not None:
-                cache.limit = None
-
-    @staticmethod
-    def _arena_streams(run: Run, named):
-        for name, stream in named:
-            run.contestant = name
-            yield "arena", run.arena[name], run.arena_views.setdefault(name, []), stream
+        return runs.streams(run, engine, ids, preset, cache)
 
     def forget(self, owner: str) -> None:
         """`owner`'s conversations are over (a closed tab: no page holds them any more): their target caches go,
