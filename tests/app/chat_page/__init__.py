@@ -23,10 +23,26 @@ def send_and_finish(page, prompt: str):
     run_prompt_done(page)
 
 
-def run_prompt_done(page):
-    """Wait until the last reply has no caret (the run finished); say what the page shows if it never does."""
-    try:
-        page.wait_for_function(FINISHED, timeout=120_000)
-    except Exception as e:
-        raise AssertionError(f"the run did not finish: chat={page.locator('#chat').inner_text()[-500:]!r} "
-                             f"stats={page.locator('#stats').inner_text()!r}") from e
+# how far the page has got: the chat's tokens and text, and the stats line (each frame of a run changes one of them)
+PROGRESS = ("() => [document.querySelectorAll('#chat .tok').length, document.querySelector('#chat').textContent.length,"
+            " document.querySelector('#stats')?.textContent]")
+
+
+def run_prompt_done(page, *, still_s: float = 120):
+    """Wait until the last reply has no caret (the run finished); say what the page shows if it never does. The bound
+    scales with what is decoded: the wait goes on while the chat or the stats change (a long reply streaming on a loaded
+    machine), and gives up only after `still_s` seconds in which neither did."""
+    from playwright.sync_api import TimeoutError as Timeout
+
+    seen = page.evaluate(PROGRESS)
+    while True:
+        try:
+            page.wait_for_function(FINISHED, timeout=still_s * 1000)
+            return
+        except Timeout as e:
+            if (now := page.evaluate(PROGRESS)) != seen:
+                seen = now  # it moved on meanwhile: still decoding, or drawing what it decoded
+                continue
+            raise AssertionError(f"the run did not finish, the page unchanged for {still_s:g} s: "
+                                 f"chat={page.locator('#chat').inner_text()[-500:]!r} "
+                                 f"stats={page.locator('#stats').inner_text()!r}") from e
