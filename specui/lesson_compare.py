@@ -25,7 +25,7 @@ Its caches hold the context either way, so its proposal is the one it makes at t
 Medusa's features of the context come from one prefill forward instead of the verify forwards of earlier
 rounds: equal up to float rounding); a sampling drafter's own generator restarts from the seed each round;
 adaptive K is refused, since its K depends on the rounds before. The numbers shown are the engine's `Round`
-fields (through `specui.lesson.build_steps`); nothing is recomputed. So the ~1e-7 by which such a round's q (or p)
+fields (through `lesson_steps.build_steps`); nothing is recomputed. So the ~1e-7 by which such a round's q (or p)
 can differ from a run of the second drafter alone changes no number shown against the verdict shown: the round's
 own q, p and u are the ones its verdict was decided with, and they are the ones shown and exported (a standalone
 run could, with a chance of that order, draw another token or verdict at a draw that close to its threshold: an
@@ -41,7 +41,8 @@ from dataclasses import asdict, dataclass, replace
 
 from specui.drafters.registry import LABELS
 from specui.events import GenerationResult
-from specui.lesson import DEFAULTS, Step, build_steps, locked
+from specui.lesson import DEFAULTS, locked
+from specui.lesson_steps import Step, build_steps
 from specui.sampling import Generators
 from specui.settings import DecodeSettings
 

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from specui import metrics
-from specui.lesson import Measured, Point, Step, theory_curve
+from specui.lesson import Measured, Point, theory_curve
+from specui.lesson_steps import Step
 from specui.text import fmt
 from specui.ui.teach_view import beyond_slider
 from specui.ui.theme import (BEST_COLOUR, K_COLOURS, K_DASHES, NOTE_COLOUR, PLAIN_COLOUR, POINT_COLOUR, SPEC_COLOUR,

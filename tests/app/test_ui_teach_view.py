@@ -112,7 +112,7 @@ def test_the_residual_charts_token_texts_stay_text_in_plotly():
     residual's labels in bold, '<br>' broke its title. They are escaped, as the token tree's are."""
     from dataclasses import replace
 
-    from specui.lesson import Candidate
+    from specui.lesson_steps import Candidate
 
     rnd = _round(0, drafted=[40], accepted=0, kinds=["resampled"], token_ids=[50], target_probs=[0.1],
                  draft_probs=[0.5], accept_probs=[0.2], uniforms=[0.7], residual_top=[(51, 0.3), (50, 0.2)])
