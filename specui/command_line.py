@@ -23,6 +23,10 @@ import signal
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
+from typing import NamedTuple
+
+from specui.settings import (MAX_CONFIDENCE, MAX_DRAFT_TOKENS, MAX_REPETITION_PENALTY, MAX_SEED, MAX_TEMPERATURE,
+                             MAX_TOP_K, MAX_TREE_NODES, MAX_TREE_WIDTH)
 
 USAGE = 2  # argparse's exit status for a usage mistake
 READER_LEFT = 141  # 128 + SIGPIPE: the exit status of a writer to a pipe whose reader left (`| head`)
@@ -62,15 +66,49 @@ def refuse_empty(parser, args, *names: str) -> None:
             parser.error(f"--{name} {value!r} is empty: give a value, or leave --{name} out")
 
 
-def refuse_outside(parser, args, **ranges: tuple) -> None:
-    """An option given a value outside its range is refused in one line naming the flag and the range: `ranges` maps
-    its dest to (low, high, what low means or ""), the app's and its API's limits from `specui.settings`, where the
-    library takes more (`--temperature 50`, `--top-k` of ten million). NaN is outside every range."""
-    for name, (low, high, means) in ranges.items():
-        if (value := getattr(args, name)) is not None and not low <= value <= high:
-            kind, got = ("an integer", f"{value}") if isinstance(high, int) else ("a number", f"{value:g}")
-            parser.error(f"--{name.replace('_', '-')} must be {kind} from {low}{f' ({means})' if means else ''} to "
-                         f"{f'{high:,}' if isinstance(high, int) else f'{high:g}'}, got {got}")
+class Range(NamedTuple):
+    """A numeric flag's values: from `low` (above it, not `low` itself, where `above`) to `high` (None: no end).
+    `means`: a word in brackets after `low` where it is a value taken and a `high` follows (`from 0 (greedy) to 5`),
+    else at the end (`above 0 and up to 1 (1 = off)`)."""
+
+    low: int | float
+    high: int | float | None = None
+    means: str = ""
+    above: bool = False
+
+    def holds(self, value) -> bool:
+        """Whether `value` is in the range (NaN is in none)."""
+        return (self.low < value if self.above else self.low <= value) and (self.high is None or value <= self.high)
+
+    def refusal(self, flag: str, value) -> str:
+        """`--FLAG must be an integer from LOW to HIGH, got VALUE`: every command line's words for a value outside."""
+        kind, got = ("an integer", f"{value}") if isinstance(value, int) else ("a number", f"{value:g}")
+        low, high = (end if end is None else f"{end:,}" if isinstance(end, int) else f"{end:g}"
+                     for end in (self.low, self.high))
+        note = f" ({self.means})" if self.means else ""
+        if self.above or self.high is None:  # the note at the end
+            span = f"above {low} and up to {high}" if self.above else f"from {low} up"
+            return f"{flag} must be {kind} {span}{note}, got {got}"
+        return f"{flag} must be {kind} from {low}{note} to {high}, got {got}"
+
+
+# the ranges of the settings' flags that python -m specui and python -m specui.bench share: the app's and its API's
+# limits (`specui.settings`), where the library takes more (`--temperature 50`, a `--top-k` of ten million)
+DECODE_RANGES = {
+    "max_new_tokens": Range(1), "num_draft_tokens": Range(1, MAX_DRAFT_TOKENS),
+    "temperature": Range(0, MAX_TEMPERATURE, "greedy"), "top_p": Range(0, 1.0, "1 = off", above=True),
+    "top_k": Range(0, MAX_TOP_K, "off"), "repetition_penalty": Range(0, MAX_REPETITION_PENALTY, "1 = off", above=True),
+    "seed": Range(0, MAX_SEED), "draft_confidence": Range(0, MAX_CONFIDENCE, "always K drafts"),
+    "tree_width": Range(1, MAX_TREE_WIDTH, "no tree"), "tree_nodes": Range(0, MAX_TREE_NODES, "the static tree"),
+}
+
+
+def refuse_outside(parser, args, ranges: dict[str, Range]) -> None:
+    """A numeric option given a value outside its range (`ranges`: its dest -> `Range`; one left out, None, is not
+    checked) is refused in one line naming the flag and the range (`Range.refusal`), the first in `ranges`' order."""
+    for name, allowed in ranges.items():
+        if (value := getattr(args, name)) is not None and not allowed.holds(value):
+            parser.error(allowed.refusal(f"--{name.replace('_', '-')}", value))
 
 
 def named_options(ap, args, argv) -> set[str]:

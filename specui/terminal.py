@@ -20,9 +20,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from specui.command_line import refuse_empty, refuse_greedy_seed, refuse_outside
+from specui.command_line import DECODE_RANGES, refuse_empty, refuse_greedy_seed, refuse_outside
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
-from specui.settings import (MAX_CONFIDENCE, MAX_REPETITION_PENALTY, MAX_SEED, MAX_TEMPERATURE, MAX_TOP_K,
+from specui.settings import (MAX_CONFIDENCE, MAX_REPETITION_PENALTY, MAX_TEMPERATURE, MAX_TOP_K,
                              MAX_TREE_NODES, MAX_TREE_WIDTH, TREE_DRAFTERS, DecodeSettings, SettingsError)
 from specui.text import not_unicode
 
@@ -122,9 +122,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
         if problem := json_path_problem(args.json):
             p.error(f"--json {args.json}: {problem}")
-    refuse_outside(p, args, temperature=(0, MAX_TEMPERATURE, "greedy"), top_k=(0, MAX_TOP_K, "off"),
-                   seed=(0, MAX_SEED, ""), draft_confidence=(0, MAX_CONFIDENCE, "always K drafts"))  # the app's limits
-    try:  # the ranges, before any model loads (a static tree's size at the preset's K: before its models load)
+    refuse_outside(p, args, DECODE_RANGES)  # the app's limits
+    try:  # what takes more flags than one, before any model loads (a static tree at the preset's K: before its models)
         DecodeSettings(max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
                        top_k=args.top_k, seed=args.seed, num_draft_tokens=1 if args.num_draft_tokens is None
                        else args.num_draft_tokens, repetition_penalty=args.repetition_penalty,

@@ -7,7 +7,7 @@ import argparse
 
 from specui.bench.prompts import read_prompt_texts
 from specui.bench.record import json_path_problem, started
-from specui.command_line import refuse_empty, refuse_greedy_seed, refuse_outside
+from specui.command_line import DECODE_RANGES, Range, refuse_empty, refuse_greedy_seed, refuse_outside
 from specui.drafters.registry import DRAFTER_NAMES
 from specui.presets import ConfigError
 from specui.settings import MAX_TEMPERATURE, MAX_TOP_K, DecodeSettings, SettingsError, reworded
@@ -18,6 +18,10 @@ TIMING_SAMPLES = 50
 PROG = "python -m specui.bench"
 ALL = "all"  # --drafter all: plain decoding and every drafter of the preset
 # DecodeSettings' fields that are flags here of the same name (top_p: --top-p)
+PRESETS = "leave it out for the preset's"  # (a count of 0 would read as the flag left out)
+COUNTS = {"repeats": Range(1), "warmup": Range(0), "num_prompts": Range(1), "prompt_tokens": Range(1),
+          "cost_samples": Range(1), "turns": Range(0), "threads": Range(1, means=PRESETS),
+          "prompt_threads": Range(1, means=PRESETS)}  # None: the default
 SETTINGS_FLAGS = ("max_new_tokens", "num_draft_tokens", "temperature", "top_p", "top_k", "seed", "repetition_penalty",
                   "tree_width", "tree_nodes", "draft_confidence", "drafter")
 
@@ -87,16 +91,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     refuse_empty(p, args, "preset", "config", "target", "draft", "prompts", "json")
     if args.prompt_tokens is not None and args.prompts:  # it was ignored: the file's prompts run as written
         p.error("--prompt-tokens sets the built-in prompts' length; --prompts runs the file's prompts as written")
-    for name in ("max_new_tokens", "repeats", "num_prompts", "prompt_tokens", "cost_samples"):  # None: the default
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1")
-    for name in ("num_draft_tokens", "threads", "prompt_threads"):  # None: the preset's; 0 would read as None
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1 (leave it out for the preset's)")
-    for name in ("warmup", "temperature", "turns"):
-        if getattr(args, name) < 0:
-            p.error(f"--{name} must be >= 0, got {getattr(args, name)}")
-    refuse_outside(p, args, temperature=(0, MAX_TEMPERATURE, "greedy"), top_k=(0, MAX_TOP_K, "off"))  # the app's
+    refuse_outside(p, args, {**DECODE_RANGES, **COUNTS})  # the settings' at the app's limits, and the run's counts
     if (args.top_p != 1.0 or args.top_k) and args.temperature == 0:
         p.error("--top-p and --top-k shape sampled decoding: give --temperature > 0 too")
     if args.turns and args.drafter == ALL:
@@ -123,7 +118,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         problem = json_path_problem(args.json)
         if problem:
             p.error(f"--json {args.json}: {problem}")
-    try:  # the ranges that need no preset (a seed, a tree's shape), refused before minutes of loading
+    try:  # what needs more than one flag and no preset (a tree's shape), refused before minutes of loading
         DecodeSettings(max_new_tokens=args.max_new_tokens, num_draft_tokens=args.num_draft_tokens or 1,
                        temperature=args.temperature, top_p=args.top_p, top_k=args.top_k, seed=args.seed,
                        repetition_penalty=args.repetition_penalty,
@@ -143,9 +138,9 @@ def too_few_turns(turns: int, have: str, fix: str) -> str:
 
 
 def as_flags(message: str) -> str:
-    """A settings error in the command line's words: `top_p must be ...` -> `--top-p must be ...` (and a seed is
-    an integer here: the library's None is the command line's absent flag)."""
+    """A settings error in the command line's words: `tree_nodes=5 needs a tree: set tree_width ...` -> `--tree-nodes 5
+    needs a tree: set --tree-width ...` (the ranges are refused before, by `refuse_outside`)."""
     if message.startswith("drafter "):  # elsewhere "drafter" is a word of the sentence ("needs a drafter with ...")
         message = "--" + message
     flags = {name: f"--{name.replace('_', '-')}" for name in SETTINGS_FLAGS if name != "drafter"}
-    return reworded(message, flags).replace(" must be None or ", " must be ")
+    return reworded(message, flags)

@@ -25,36 +25,48 @@ def test_an_unknown_drafter_is_refused_with_the_names_there_are(capsys):
     assert "invalid choice: 'nonsense'" in err and "prompt_lookup" in err and "all" in err
 
 
-@pytest.mark.parametrize("flag", ["--num-draft-tokens", "--threads", "--prompt-threads"])
-def test_a_zero_count_is_refused_not_read_as_the_presets(flag, capsys):
+@pytest.mark.parametrize("flag, said", [
+    ("--num-draft-tokens", "--num-draft-tokens must be an integer from 1 to 64, got 0"),
+    ("--threads", "--threads must be an integer from 1 up (leave it out for the preset's), got 0"),
+    ("--prompt-threads", "--prompt-threads must be an integer from 1 up (leave it out for the preset's), got 0"),
+])
+def test_a_zero_count_is_refused_not_read_as_the_presets(flag, said, capsys):
     from specui.bench.cli import parse_args
 
     with pytest.raises(SystemExit) as exit_:
         parse_args([flag, "0"])
-    assert exit_.value.code == 2 and f"{flag} must be >= 1 (leave it out for the preset's)" in capsys.readouterr().err
+    assert exit_.value.code == 2 and said in capsys.readouterr().err
     assert getattr(parse_args([flag, "2"]), flag[2:].replace("-", "_")) == 2
 
 
-@pytest.mark.parametrize("flag", ["--warmup", "--temperature", "--turns"])
-def test_a_negative_value_is_refused_naming_its_option(flag, capsys):
+@pytest.mark.parametrize("flag, said", [
+    ("--warmup", "--warmup must be an integer from 0 up, got -1"),
+    ("--temperature", "--temperature must be a number from 0 (greedy) to 5, got -1"),  # refused once (it was twice)
+    ("--turns", "--turns must be an integer from 0 up, got -1"),
+    ("--repeats", "--repeats must be an integer from 1 up, got -1"),
+])
+def test_a_negative_value_is_refused_naming_its_option(flag, said, capsys):
     from specui.bench.cli import parse_args
 
     with pytest.raises(SystemExit) as exit_:
         parse_args([flag, "-1"])
-    assert exit_.value.code == 2 and f"{flag} must be >= 0, got -1" in capsys.readouterr().err
+    assert exit_.value.code == 2 and said in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("args, said", [
-    (["--seed", "-5"], "--seed must be an integer from 0 to 2**64 - 1, got -5"),
-    (["--tree-width", "0"], "--tree-width must be an integer from 1 (no tree) to 8, got 0"),
-    (["--draft-confidence", "3"], "--draft-confidence must be a number from 0"),
-    (["--temperature", "50"], "--temperature must be a number from 0 (greedy) to 5, got 50"),  # the app's limits
+    (["--seed", "-5"], "--seed must be an integer from 0 to 9,223,372,036,854,775,807, got -5"),  # the app's limits,
+    (["--tree-width", "0"], "--tree-width must be an integer from 1 (no tree) to 8, got 0"),  # as python -m specui's
+    (["--draft-confidence", "3"], "--draft-confidence must be a number from 0 (always K drafts) to 0.95, got 3"),
+    (["--temperature", "50"], "--temperature must be a number from 0 (greedy) to 5, got 50"),
     (["--temperature", "nan"], "--temperature must be a number from 0 (greedy) to 5, got nan"),
     (["--top-k", "10000000", "--temperature", "1"],
      "--top-k must be an integer from 0 (off) to 1,000,000, got 10000000"),
+    (["--top-p", "2", "--temperature", "1"], "--top-p must be a number above 0 and up to 1 (1 = off), got 2"),
+    (["--repetition-penalty", "0"], "--repetition-penalty must be a number above 0 and up to 10 (1 = off), got 0"),
 ])
 def test_a_setting_out_of_range_is_refused_in_the_command_lines_words(args, said, capsys):
-    """The engine's settings check names its fields (top_p, and a seed that may be None); here they are flags."""
+    """In the words of every range a command line refuses (specui.command_line.Range), not the engine's settings
+    check's (`top_p must be in (0, 1] ...`, and a seed that may be None)."""
     from specui.bench.cli import parse_args
 
     with pytest.raises(SystemExit) as exit_:

@@ -60,11 +60,11 @@ def refused(argv: list[str], capsys) -> str:
 
 @pytest.mark.parametrize("argv, said", [
     (["--drafter", "nope", "x"], "--drafter 'nope': no such drafter; choose one of model"),
-    (["-k", "0", "x"], "--num-draft-tokens (K) must be an integer from 1 to 64, got 0"),
-    (["--max-new-tokens", "0", "x"], "--max-new-tokens must be an integer >= 1, got 0"),
+    (["-k", "0", "x"], "--num-draft-tokens must be an integer from 1 to 64, got 0"),
+    (["--max-new-tokens", "0", "x"], "--max-new-tokens must be an integer from 1 up, got 0"),
     (["--temperature", "-1", "x"], "--temperature must be a number from 0 (greedy) to 5, got -1"),
     (["--top-p", "0.9", "x"], "--top-p and --top-k shape sampled decoding: give --temperature > 0 too"),
-    (["--temperature", "1", "--top-p", "2", "x"], "--top-p must be in (0, 1]"),
+    (["--temperature", "1", "--top-p", "2", "x"], "--top-p must be a number above 0 and up to 1 (1 = off), got 2"),
     (["--seed", "-3", "x"], "--seed must be an integer from 0 to 9,223,372,036,854,775,807, got -3"),
     (["--json", "/nowhere/run.json", "x"], "--json /nowhere/run.json: its folder /nowhere does not exist"),
     (["--color", "maybe", "x"], "argument --color: invalid choice: 'maybe'"),

@@ -34,8 +34,9 @@ for argv in json.loads(sys.argv[1]):
 print(json.dumps([said, sorted({'torch', 'transformers', 'gradio'} & set(sys.modules))]))"""
 
 REFUSED = [
-    (["--repetition-penalty", "0"], "--repetition-penalty must be a number in (0, 10]"),
-    (["--repetition-penalty", "10.5"], "--repetition-penalty must be a number in (0, 10]"),
+    (["--repetition-penalty", "0"], "--repetition-penalty must be a number above 0 and up to 10 (1 = off), got 0"),
+    (["--repetition-penalty", "10.5"], "--repetition-penalty must be a number above 0 and up to 10 (1 = off), got "
+                                       "10.5"),
     (["--draft-confidence", "0.99"], "--draft-confidence must be a number from 0 (always K drafts) to 0.95, got 0.99"),
     (["--draft-confidence", "-0.1"], "--draft-confidence must be a number from 0 (always K drafts) to 0.95"),
     (["--tree-width", "9"], "--tree-width must be an integer from 1 (no tree) to 8, got 9"),

@@ -4,6 +4,7 @@ checked before the target loads."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -215,3 +216,36 @@ def test_the_terminals_help_and_flag_mistakes_answer_before_torch_loads(argv, st
     output, exit_line = heavy_at_exit("specui", argv)
     assert said in output, output
     assert exit_line == f"exit {status} []", output
+
+
+
+@pytest.mark.parametrize("command", ["specui.terminal", "specui.bench.flags"])
+def test_every_number_flag_is_refused_out_of_range_in_one_wording(command, monkeypatch, capsys):
+    """python -m specui's and the benchmark's flags that take a number, each given one far below its range: refused in
+    specui.command_line.Range's words, naming the flag. --top-p and --repetition-penalty said DecodeSettings' older
+    `must be in (0, 1] (1 disables it), got -1e+30`, the benchmark's counts `must be >= 1`."""
+    import argparse
+    import importlib
+
+    numeric, add = [], argparse.ArgumentParser.add_argument
+
+    def noted(self, *names, **options):
+        if options.get("type") in (int, float):
+            numeric.append((names[-1], options["type"]))
+        return add(self, *names, **options)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "add_argument", noted)
+    parse_args = importlib.import_module(command).parse_args
+    with pytest.raises(SystemExit):
+        parse_args(["--no-such-flag"])  # the parser made, its flags noted
+    flags, prompt = list(numeric), ["x"] if command == "specui.terminal" else []
+    for flag, kind in flags:
+        low = "-99999999999999999999" if kind is int else "-1e30"
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_:
+            parse_args([*([] if flag == "--temperature" else ["--temperature", "1"]), f"{flag}={low}", *prompt])
+        line = capsys.readouterr().err.strip().splitlines()[-1]
+        assert exit_.value.code == 2 and re.fullmatch(
+            rf"python -m specui(\.bench)?: error: {flag} must be {'an integer' if kind is int else 'a number'} "
+            rf"(from|above) .*, got {re.escape(low if kind is int else '-1e+30')}", line), line
+    assert {"--top-p", "--repetition-penalty", "--max-new-tokens", "--seed", "--tree-nodes"} <= {f for f, _ in flags}
