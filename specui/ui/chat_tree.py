@@ -61,7 +61,7 @@ def tree_view() -> TreeView:
 def wire(view: TreeView, controls=None, config=None) -> None:
     """A round picked redraws its tree; with the Chat tab's `controls` (blocks.Controls) and the `config` of presets,
     Tree width moves the confidence slider between a chain's floor and a tree's none (`preset_view.on_tree_width`)."""
-    view.pick.input(show, [view.trees, view.pick], [view.plot], **QUIET)
+    view.pick.change(show, [view.trees, view.pick], [view.plot], **QUIET)  # input fired as the focus left it unchanged
     if controls is not None:  # always_last: a drag's last width is answered, with the slider's value by then
         c = controls
         # the shape the last width answered asked for (a tree or a chain), so that only a move across 1 moves the

@@ -101,8 +101,9 @@ def tree_panel(controls, *, work, concurrency_id: str = "engine", handed: gr.Num
         js=teach_keys.into_view("tree-step-prev"), trigger_mode="always_last", **queued))
     # a round picked while the last pick's answer is on its way is answered after it (gradio's default, "once", dropped
     # it: the list named one round, the tree and its steps showed another), and the step the server holds is drawn
-    # again through the stepping event after it: a press's answer and the pick's could land in either order
-    teach_keys.redraw_after("tree-step", panel.pick.input(
+    # again through the stepping event after it: a press's answer and the pick's could land in either order.
+    # `change`, not `input`: that fired as the focus left the list unchanged (a Tab through it), back to step 1
+    teach_keys.redraw_after("tree-step", panel.pick.change(
         functools.partial(pick, panel), {panel.trees, panel.pick, panel.step}, panel.shown, trigger_mode="always_last",
         **NAV))
     # every press counts, however fast they come, and one page's presses take turns (teach_keys)
@@ -209,8 +210,14 @@ def _record(panel: TreePanel, data: dict) -> TreeRecord | None:
 
 
 def pick(panel: TreePanel, data: dict) -> dict:
-    shown = data[panel.step]
-    return teach_keys.moving(shown, teach_keys.unchanged(panel.shown), show, panel, shown, _record(panel, data), 0)
+    """The round picked, at its first step; the round on show moves nothing (the list set to it by a Decode with a
+    tree, which shows it, or cleared by a hand-off): a step pressed meanwhile stays."""
+    shown, unchanged = data[panel.step], teach_keys.unchanged(panel.shown)
+    return teach_keys.moving(shown, unchanged, _picked, panel, shown, _record(panel, data), unchanged)
+
+
+def _picked(panel: TreePanel, shown: teach_keys.Shown, record: TreeRecord | None, unchanged: dict) -> dict:
+    return unchanged if shown.what == record else show(panel, shown, record, 0)  # under `shown`'s lock (`pick`)
 
 
 def pressed(panel: TreePanel, presses: str, data: dict) -> dict:

@@ -44,7 +44,7 @@ from specui.ui.exports import Exports
 from specui.ui.gpu_calls import GpuWork
 from specui.ui.preset_view import on_drafter, on_preset
 from specui.ui.request import DRAFTER_CHOICES, seed_words
-from specui.ui.teach_compare_view import render_compare, waiting
+from specui.ui.teach_compare_view import NONE, render_compare, waiting
 from specui.ui.teach_experiments import Experiment
 from specui.ui.teach_layout import TEACH_K_MAX, TEACH_MAX_NEW, Controls, StepView  # noqa: F401 (the Chat tab's)
 from specui.ui.teach_prepare import conversation, conversation_words, handed_note, prepare
@@ -170,8 +170,8 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
     # beside the rounds (ui.index's Shown) and the round shown drawn again with it through the stepping event: its
     # answers land in order, an answer of this event could land after a step's and show the round it left.
     # always_last: a drafter picked while the last pick's comparison is on its way is compared after it ("once"
-    # dropped it, and the list named a drafter the view did not show)
-    teach_keys.redraw_after("step", cmp.second.input(
+    # dropped it); `change`, not `input`: that fired as the focus left the list unchanged (a Tab through it)
+    teach_keys.redraw_after("step", cmp.second.change(
         calmly(functools.partial(second_chosen, state, ui), functools.partial(compare_refused, ui)),
         {ui.run, ui.index, cmp.second}, [*compared, s.export], trigger_mode="always_last", **queued))
     for experiment, handler, extra in teach_experiments.handlers(ui):
@@ -275,12 +275,12 @@ def exported(state: TeachState, run, compared) -> str:
 
 def second_chosen(state: TeachState, ui: TeachTab, data: dict) -> dict:
     """A second drafter picked for the run on show: its rounds kept beside the run's (the round shown is drawn again
-    with them through the stepping event: `teach_keys.redraw_after`) and in the export. The comparison already
-    beside this run picked again (the list answers again on Escape and as it loses the focus) is not computed again:
-    one engine round per round of the run, in the queue every visitor's runs wait in."""
+    with them through the stepping event: `teach_keys.redraw_after`) and in the export. What this run has beside it
+    already is not computed again (one engine round per round of the run, in the queue every visitor's runs wait in):
+    its drafter's comparison, or none for its note (the list set back to none by a refusal or a preset without it)."""
     run, shown, choice = data[ui.run], data[ui.index], data[ui.compare.second]
     held = shown.beside if shown.what is run and run is not None else None
-    if isinstance(held, lesson_compare.Comparison) and DRAFTER_CHOICES.get(choice) == held.second:
+    if held is not None and DRAFTER_CHOICES.get(choice) == getattr(held, "second", None):
         return {ui.compare.second: gr.update()}  # a no-op: gradio reads an empty dict as one value, an error
     # what the comparison reads of the run (its preset, prompt ids and settings) goes to the call, not its rounds
     bare = replace(run, spec=GenerationResult(), plain=None, steps=[]) if run is not None else None
@@ -304,8 +304,8 @@ def second_chosen(state: TeachState, ui: TeachTab, data: dict) -> dict:
 
 def compare_refused(ui: TeachTab, text: str) -> dict:
     """A second drafter's comparison refused: its line goes beside the rounds (`second_chosen` kept it in the Shown,
-    the redraw after draws it); nothing else changes."""
-    return {ui.compare.second: gr.update()}  # a no-op: gradio reads an empty dict as one value, an error
+    the redraw after draws it) and the list says none, so that the drafter picked again tries again."""
+    return {ui.compare.second: gr.update(value=NONE)}
 
 
 def refused(ui: TeachTab, text: str) -> dict:

@@ -178,6 +178,27 @@ def test_the_view_says_what_a_chosen_drafter_waits_for(tab):
     assert "drafts this run itself" in primary[view] and primary[ui.compare.second]["value"] == "none"
 
 
+def test_the_list_set_back_to_none_keeps_the_note_of_why_and_runs_nothing(tab):
+    """The list follows `change` (its `input` fired as the focus left it, unchanged: a Tab through it ran its answer
+    again). A Decode that sets it back to none (the run's own drafter picked) changes it, as a refusal does (back to
+    none, so that the drafter picked again tries again): the answer for none keeps the note that says why, runs
+    nothing and writes no export."""
+    from specui.ui.teaching import compare_refused, decode, second_chosen
+
+    demo, ui, state = tab
+    second = ui.compare.second._id
+    events = {name for f in demo.fns.values() for target, name in f.targets if target == second}
+    assert events == {"change"}, events
+    data = _inputs(ui, second="draft model")
+    decode(state, ui, data)
+    shown = data[ui.index]
+    note = shown.beside
+    assert "drafts this run itself" in note
+    out = second_chosen(state, ui, {ui.run: shown.what, ui.index: shown, ui.compare.second: "none"})
+    assert list(out) == [ui.compare.second] and shown.beside is note
+    assert compare_refused(ui, "why")[ui.compare.second]["value"] == "none"
+
+
 def test_next_after_a_run_changes_nothing_and_says_so_as_gradio_reads_it(tab):
     """decode_first returns a dict of components (an empty dict would be read as one value: an error)."""
     from specui.ui.teaching import decode_first

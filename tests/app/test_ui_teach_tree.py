@@ -107,6 +107,9 @@ def test_decode_pick_and_step_through_a_tree_round(teach):
     assert 'data-kind="end"' in moved[panel.view] and len(moved[panel.chart].data) >= 4
     back = teach_tree.pressed(panel, "-", state)
     assert shown.index == len(steps) - 2 and 'data-kind="try"' in back[panel.view]
+    # the round on show picked (the list's change as a Decode sets it, which shows that round): the step stays
+    again = teach_tree.pick(panel, {panel.trees: trees, panel.pick: first, panel.step: shown})
+    assert shown.index == len(steps) - 2 and list(again) == [panel.chart]
     teach_tree.pick(panel, {panel.trees: trees, panel.pick: max(trees), panel.step: shown})
     assert shown.index == 0 and shown.what is trees[max(trees)]
     with pytest.raises(gr.Error, match="cannot draft trees"):

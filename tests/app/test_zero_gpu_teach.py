@@ -128,7 +128,7 @@ def test_the_second_drafter_runs_in_one_zero_gpu_call_without_the_runs_rounds(ap
     demo, by_id, stand_in = app
     fn = event(demo, by_id, "step-start", "click")
     run = next(v for v in answer(fn, form(fn, by_id)).values() if isinstance(v, TeachingRun))
-    second = event(demo, by_id, "teach-second", "input")
+    second = event(demo, by_id, "teach-second", "change")
     data = {c: copy.deepcopy(c.value) for c in second.inputs}
     run_state = next(c for c in second.inputs if isinstance(c.value, type(None)) and c is not by_id["teach-second"]
                      and c.__class__.__name__ == "State")
@@ -165,7 +165,7 @@ def test_a_second_drafter_picked_before_any_run_takes_no_zero_gpu_call(app):
     from specui.ui.teach_keys import Shown
 
     demo, by_id, stand_in = app
-    second = event(demo, by_id, "teach-second", "input")
+    second = event(demo, by_id, "teach-second", "change")
     data = {c: copy.deepcopy(c.value) for c in second.inputs} | {by_id["teach-second"]: "prompt lookup"}
     assert any(isinstance(v, Shown) for v in data.values())
     before = len(stand_in.calls)
