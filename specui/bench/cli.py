@@ -58,7 +58,8 @@ def main(argv=None, *, args=None) -> dict:
     length = args.prompt_tokens or PROMPT_TOKENS
     transformers_logging.set_verbosity_error()  # generate()'s advice about its own arguments is noise here
     preset = checked_preset(args)  # what the preset makes of the flags, its models missing: refused before torch
-    pair = load_pair(preset, progress=lambda msg: print(msg, file=sys.stderr))  # applies the preset's threads
+    pair = load_pair(preset, progress=lambda msg: print(msg, file=sys.stderr),  # applies the preset's threads
+                     checked=True)  # check_before_loading ran in checked_preset: not again (it may ask the Hub)
     if args.threads:
         torch.set_num_threads(args.threads)
     drafter = args.drafter or preset.drafter

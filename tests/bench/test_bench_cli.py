@@ -186,6 +186,29 @@ def test_more_prompts_than_there_are_is_said_in_one_line(monkeypatch, capsys):
 
 
 @pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair")
+def test_the_preset_is_checked_once_before_its_models_load(monkeypatch):
+    """check_before_loading (folders, a GPU, the Hub asked for each Hub model) ran in the preflight and then again in
+    load_pair; the run stops here once the pair is loaded."""
+    from specui import load_checks, loading
+    from specui.bench import cli
+
+    checked, real = [], load_checks.check_before_loading
+    for module in (load_checks, loading):  # the preflight's (through check_preset), and load_pair's
+        monkeypatch.setattr(module, "check_before_loading", lambda preset: checked.append(preset.name) or real(preset))
+
+    class Loaded(Exception):
+        pass
+
+    def loaded(pair, plan):
+        raise Loaded
+
+    monkeypatch.setattr(cli, "Methods", loaded)
+    with pytest.raises(Loaded):
+        cli.main(["--preset", "bundled", "--drafter", "eagle", "--max-new-tokens", "2", "--threads", "1"])
+    assert checked == ["bundled"]
+
+
+@pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair")
 def test_num_prompts_takes_the_first_n_of_a_prompts_file(tmp_path, capsys):
     """--num-prompts N with --prompts FILE runs the file's first N prompts (it was ignored: all of them ran); more than
     the file holds runs those it has and says so; without it, every prompt of the file."""
