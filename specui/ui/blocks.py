@@ -193,7 +193,7 @@ def _controls(config) -> Controls:
         confidence=gr.Slider(0.0, MAX_CONFIDENCE, value=default.confidence_for(), step=0.05,
                              label="Confidence stop (0 = off)", elem_id="draft-confidence",
                              info="drafting stops once the draft's chance of being accepted whole falls below "
-                                  "this; K is then the most"),
+                                  "this; K is then the most. Tree width 2 or more sets it to 0 unless set by hand"),
         temperature=gr.Slider(0.0, 2.0, value=0.0, step=0.05, label="Temperature (0 = greedy)", elem_id="temperature"),
         top_p=gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p", elem_id="top-p"),
         # no minimum=0: gradio's own check would refuse -5 without naming the field, printing a traceback

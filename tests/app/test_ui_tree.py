@@ -232,6 +232,7 @@ def test_the_chat_tabs_confidence_slider_shows_the_floor_a_tree_takes_as_generat
         tab = blocks.chat_tab(config)
         chat_tree.wire(tab.tree, tab.controls, config)
     c, preset = tab.controls, config.get(None)
+    assert "Tree width 2 or more sets it to 0 unless set by hand" in c.confidence.info  # its help says so
     [moved] = [f for f in demo.fns.values() if (c.tree_width._id, "change") in f.targets]  # ↺ puts it back: a change
     shape = moved.inputs[-1]  # the shape the last width answered asked for: a chain at first
     assert moved.inputs == [c.preset, c.drafter, c.tree_width, c.confidence, shape]
