@@ -14,11 +14,11 @@ from specui.ui.request import Settings
 from specui.ui.runs import Run
 
 
-@pytest.mark.parametrize("left_out, some", [(1, "message"), (2, "2 messages")])
+@pytest.mark.parametrize("left_out, some", [(1, "message left out: with it"), (2, "2 messages left out: with them")])
 def test_the_left_out_note_is_a_sentence_where_it_leads_the_message(left_out, some):
+    """One message left out is "it", several "them": one read "first message left out: with them"."""
     note = Run(Settings(max_new_tokens=8), left_out=left_out, context=8192).left_out_note
-    assert note == (f"The conversation's first {some} left out: with them it is longer than the model's context "
-                    "(8,192 tokens).")
+    assert note == f"The conversation's first {some}, it is longer than the model's context (8,192 tokens)."
     shown = f'<div class="specui-note">{html.escape(note)}</div>'
     views = [render.TokenView(" w", Kind.ACCEPTED, 0.5, 0.5, 1.0, 0)]
     for streaming in ("spec", ""):
