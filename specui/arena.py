@@ -9,8 +9,9 @@ in greedy mode, their outputs must be identical token for token.
                                rest are `skipped`, never run as chains: a table says so, not a number
     streams(engine, prompt, settings, into=...)   one engine stream per contestant, each opened only
                                when the one before it is finished (for a UI that draws every round)
-    summarise(results, greedy=..., settings=..., ks=...)   pure: the per-contestant figures
-                               (`specui.runstats`, each drafter's K as chosen), the identity check
+    summarise(results, greedy=..., settings=..., ks=..., confidences=...)   pure: the per-contestant figures
+                               (`specui.runstats`, each drafter's K as chosen and its confidence stop,
+                               `k_said` the K as a table says it), the identity check
                                and each token's provenance per drafter
     run(engine, prompt, settings)    all of it at once, for the library and the tests
 A drafter may race at its own K (`ks`, from a preset's `drafter_tokens`: Medusa and early exit do best
@@ -33,7 +34,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from specui import metrics, runstats
-from specui.drafters.registry import LABELS
+from specui.drafters.registry import LABELS, PROMPT_LOOKUP
 from specui.events import GenerationResult, Kind
 from specui.settings import TREE_DRAFTERS, DecodeSettings, why_no_trees
 
@@ -77,6 +78,15 @@ def chosen_k(settings: DecodeSettings, name: str, ks: Mapping[str, int] | None =
     return (ks or {}).get(name) or settings.num_draft_tokens
 
 
+def k_said(k: int | None, confidence: float | None, drafter: str, *, at_most: str = "≤ ", none: str = "–") -> str:
+    """A contestant's K as a table gives it: `at_most` before it where its rounds may draft fewer, a confidence stop
+    (`confidence` > 0) on a drafter with probabilities to stop on (not prompt lookup) at K 2 or more (a round drafts
+    at least one token); `none` for no K (plain decoding)."""
+    if not k:
+        return none
+    return f"{at_most}{k}" if confidence and k > 1 and drafter != PROMPT_LOOKUP else str(k)
+
+
 def arm_settings(settings: DecodeSettings, name: str, *, seed: int | None, k: int | None = None,
                  confidence: float | None = None) -> DecodeSettings:
     """A contestant's settings: the shared ones, its drafter (none for plain), the shared seed, and its own
@@ -85,9 +95,16 @@ def arm_settings(settings: DecodeSettings, name: str, *, seed: int | None, k: in
     if name == PLAIN:
         return settings.but(speculative=False, seed=seed)
     own = {"num_draft_tokens": k} if k else {}  # as `chosen_k` reads it
-    if confidence is not None and settings.tree_width == 1:
-        own["draft_confidence"] = confidence
-    return settings.but(speculative=True, drafter=name, seed=seed, **own)
+    return settings.but(speculative=True, drafter=name, seed=seed, **own,
+                        draft_confidence=raced_confidence(settings, name, confidence))
+
+
+def raced_confidence(settings: DecodeSettings, name: str, confidence: float | None = None) -> float:
+    """The draft_confidence contestant `name` races with (`arm_settings`): its own `confidence` on a chain, else the
+    settings' (a token tree's floor); 0 for plain decoding."""
+    if name == PLAIN:
+        return 0.0
+    return confidence if confidence is not None and settings.tree_width == 1 else settings.draft_confidence
 
 
 def streams(engine, prompt: Sequence[int], settings: DecodeSettings, *, into: dict[str, GenerationResult],
@@ -148,6 +165,7 @@ class Standing:
     finished: bool  # ran to its end (EOS or the token budget), not stopped
     identical: bool | None  # greedy and finished: its tokens equal plain decoding's; None otherwise
     k: int | None = None  # the K it raced at as chosen (`chosen_k`; adaptive: the run's own); None for plain
+    confidence: float = 0.0  # the draft_confidence it raced with (`arm_settings`); 0: no confidence stop, or unknown
 
 
 @dataclass(frozen=True)
@@ -185,26 +203,30 @@ class Arena:
 
 
 def summarise(results: Mapping[str, GenerationResult], *, greedy: bool, skipped: Sequence[str] = (),
-              settings: DecodeSettings | None = None, ks: Mapping[str, int] | None = None) -> Arena:
+              settings: DecodeSettings | None = None, ks: Mapping[str, int] | None = None,
+              confidences: Mapping[str, float] | None = None) -> Arena:
     """The figures, the identity check and the provenance of each token, from the contestants' results
     (`results[PLAIN]` first; a result may be partial while the arena runs); `skipped`: the drafters left out.
-    `settings` and `ks` (as `streams` took them) give each drafter's K as chosen (`chosen_k`); without them, or
-    with adaptive K, a drafter's K is its run's own (`metrics.run_k`)."""
+    `settings`, `ks` and `confidences` (as `streams` took them) give each drafter's K as chosen (`chosen_k`) and the
+    draft_confidence it raced with; without them, or with adaptive K, a drafter's K is its run's own
+    (`metrics.run_k`), and without settings its confidence 0."""
     plain = results[PLAIN]
     plain_stats = runstats.run_stats(plain) if plain.rounds else None
     standings = []
     for name, result in results.items():
         if not result.rounds:
             continue
-        k = None
+        k, confidence = None, 0.0
         if name != PLAIN:  # as chosen; with adaptive K (or no settings given) the run's own
             k = (chosen_k(settings, name, ks) if settings is not None else None) or metrics.run_k(result.rounds)
+            if settings is not None:  # as `streams` raced it
+                confidence = raced_confidence(settings, name, (confidences or {}).get(name))
         stats = plain_stats if name == PLAIN else runstats.run_stats(result, plain=plain, k=k)
         finished = bool(result.stop_reason)  # set by the engine at a run's last round
         same = result.token_ids == plain.token_ids if greedy and finished and plain.stop_reason else None
         standings.append(Standing(name=name, label=label(name), result=result, stats=stats,
                                   speedup=runstats.speedup(stats, plain_stats), finished=finished, identical=same,
-                                  k=k))
+                                  k=k, confidence=confidence))
     return Arena(names=tuple(results), standings=tuple(standings), credits=tuple(credits(results)), greedy=greedy,
                  skipped=tuple(skipped))
 
@@ -243,4 +265,5 @@ def run(engine, prompt: Sequence[int], settings: DecodeSettings | None = None, *
                     break
         if stop is not None and stop.is_set():
             break
-    return summarise(results, greedy=settings.greedy, skipped=left_out, settings=settings, ks=ks)
+    return summarise(results, greedy=settings.greedy, skipped=left_out, settings=settings, ks=ks,
+                     confidences=confidences)

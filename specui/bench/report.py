@@ -4,7 +4,7 @@ functions of the report dict; no models, no timing."""
 
 from __future__ import annotations
 
-from specui.arena import label
+from specui.arena import k_said, label
 from specui.bench.budget import format_budget
 from specui.text import fmt
 
@@ -162,7 +162,7 @@ def format_drafter_table(r: dict) -> str:
     ]
     confident = {d["label"]: d["draft_confidence"] for d in drafters.values() if d.get("draft_confidence")}
     for name, d in drafters.items():
-        k_col = ("<=" if d.get("draft_confidence") else "") + _num(d.get("num_draft_tokens"), "d")
+        k_col = k_said(d.get("num_draft_tokens"), d.get("draft_confidence"), name, at_most="<=", none="n/a")
         lines.append(f"{d['label']:<24}{k_col:>4}"
                      f"{fmt(d['tokens_per_s'], '>10.1f')}{fmt(d['speedup_vs_plain'], '>9.2fx')}"
                      f"{_num(d['acceptance_rate'], '.3f'):>8}{_num(d['mean_accepted_length'], '.2f'):>7}"

@@ -36,7 +36,7 @@ def outcome(run) -> arena.Arena | None:
     if arena.PLAIN not in run.arena:
         return None
     return arena.summarise(run.arena, greedy=run.settings.greedy, skipped=run.skipped, settings=run.settings.decode,
-                           ks=run.arena_ks)
+                           ks=run.arena_ks, confidences=run.arena_confidences)
 
 
 def _title(name: str, standing: arena.Standing | None) -> str:

@@ -47,6 +47,7 @@ class Run:
     contestant: str = ""  # arena mode: the one decoding now
     skipped: tuple = ()  # arena mode: the drafters left out (token trees: those that cannot draft them)
     arena_ks: dict = field(default_factory=dict)  # arena mode: the drafters' own K (the preset's drafter_tokens)
+    arena_confidences: dict = field(default_factory=dict)  # and their own draft_confidence (the preset's)
     trees: dict = field(default_factory=dict)  # round index -> its `TreeRecord`: the speculative run's tree rounds
     preset: str = ""  # the preset's name, once it is known
     left_out: int = 0  # a chat's history messages left out of this turn, oldest first: they no longer fit
@@ -138,9 +139,10 @@ def streams(run: Run, engine, ids, preset, cache=None):
     if settings.arena:
         run.skipped = arena.skipped(engine, settings.decode)
         # drafters with their own K (and draft_confidence) race at it
-        run.arena_ks = ks = dict(preset.drafter_tokens)
+        run.arena_ks, run.arena_confidences = ks, confidences = (dict(preset.drafter_tokens),
+                                                                  dict(preset.draft_confidence))
         return _arena_streams(run, arena.streams(engine, ids, settings.decode, into=run.arena, ks=ks,
-                                                 confidences=dict(preset.draft_confidence)))
+                                                 confidences=confidences))
     first = engine.stream(ids, settings.decode.but(speculative=True), into=run.spec, cache=cache)
     return _spec_then_plain(run, engine, ids, first, cache)
 

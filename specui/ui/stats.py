@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from specui.arena import label
+from specui.arena import k_said, label
 from specui.runstats import RunStats, speedup
 from specui.text import fmt
 
@@ -36,6 +36,10 @@ HINTS = {
     "seed": "the seed this sampled run took (the one drawn when Seed is -1): typed in Seed, ↻ under the reply runs "
             "its message again to the same tokens (sent again as a new message, it follows this reply: another "
             "context, other tokens)",
+    "speedup below 1×": "speculative tokens/s / plain tokens/s, below 1× this run: other programs busy on these "
+                        "cores, a short reply (too few rounds to repay drafting) or a long prompt (the draft reads it "
+                        "too) can make speculative decoding the slower. Whether the two outputs are identical does not "
+                        "depend on the timing",
     "tokens": "new tokens, target forwards and engine seconds; the prompt's time is its new tokens' alone when a "
               "chat's earlier turns were kept in the target's cache (kept: not read again)",
 }
@@ -45,7 +49,7 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
                ) -> str:
     """The stats line under the chat (numbers only; `status` is escaped), with a sampled run's `seed` (None: a greedy
     run, which reads none). Each name has a tooltip."""
-    items = []
+    items, tips = [], {}  # tips: the `HINTS` key of a figure's tooltip where it is not the figure's name
     if spec is not None:
         rate = fmt(spec.acceptance_rate, ".1%")
         items += [("acceptance along the path" if spec.trees else "acceptance rate", rate),
@@ -54,7 +58,11 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
         ratio = speedup(spec, plain)
         if plain is not None:
             items.append(("plain", f"{fmt(plain.tokens_per_s, '.1f')} tokens/s"))
-        items.append(("speedup", fmt(ratio, ".2f×")))
+        if ratio is not None and ratio < 1:  # said, with the why in its tooltip (`tips`)
+            items.append(("speedup", f"{fmt(ratio, '.2f×')} (slower this run)"))
+            tips["speedup"] = "speedup below 1×"
+        else:
+            items.append(("speedup", fmt(ratio, ".2f×")))
         theory = spec.theory
         if theory is not None:
             items.append(("theoretical speedup", f"{fmt(theory.speedup, '.2f×')} (fitted α={fmt(theory.alpha, '.2f')}, "
@@ -68,8 +76,8 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
         items.append(("tokens", f"{spec.tokens} in {spec.rounds} rounds, {fmt(spec.seconds, '.2f')} s ({prompt})"))
         if seed is not None:
             items.append(("seed", str(seed)))
-    body = "".join(f'<span class="stat" title="{html.escape(HINTS.get(k, k))}"><span class="stat-name">{html.escape(k)}'
-                   f'</span> <span class="stat-value">{html.escape(v)}</span></span>' for k, v in items)
+    body = "".join(f'<span class="stat" title="{html.escape(HINTS.get(tips.get(k, k), k))}"><span class="stat-name">'
+                   f'{html.escape(k)}</span> <span class="stat-value">{html.escape(v)}</span></span>' for k, v in items)
     head = f'<span class="stat-status">{html.escape(status)}</span>' if status else ""
     if not body and not head:
         head = '<span class="stat-status">Send a prompt to see acceptance, tokens/s and speedup.</span>'
@@ -91,11 +99,12 @@ ARENA_HEADERS = ["drafter", "K", "acceptance rate", "mean accepted length", "c (
 def arena_rows(arena) -> list[list[str]]:
     """The arena's table: one row per contestant (plain first), every number formatted by `fmt`; K is the K it raced
     at as chosen (its own K from the preset, or the K slider's; adaptive K: the one most rounds asked for), as the
-    stats line's theoretical speedup gives it, even where the token budget cut every round short."""
+    stats line's theoretical speedup gives it, even where the token budget cut every round short; "≤ K" where a
+    confidence stop let its rounds draft fewer (`arena.k_said`, as the benchmark's table writes "<=K")."""
     rows = []
     for s in arena.standings if arena is not None else ():
         same = "reference" if s.name == "plain" else {True: "yes", False: "NO"}.get(s.identical, "–")
-        rows.append([s.label, str(s.k) if s.k else "–",
+        rows.append([s.label, k_said(s.k, s.confidence, s.name),
                      fmt(s.stats.acceptance_rate, ".3f"), fmt(s.stats.mean_accepted_length, ".2f"),
                      fmt(s.stats.cost_ratio, ".3f"), fmt(s.stats.tokens_per_s, ".1f"), fmt(s.speedup, ".2f×"), same])
     for name in arena.skipped if arena is not None else ():  # never run as chains: no numbers, the reason instead

@@ -1,0 +1,73 @@
+"""What a newcomer found unsaid on the page, said: a drafter's confidence stop in the arena's K column ("≤ 6", as the
+benchmark's table writes "<=6"); a speedup below 1× in the stats line, with why in its tooltip. Hand-made runs and
+records: no model, no server."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from specui import arena
+from specui.runstats import RunStats
+from specui.settings import DecodeSettings
+from specui.ui import arena_view, stats
+from specui.ui.request import Settings
+from specui.ui.runs import Run
+from tests.app.test_ui_arena import result_of
+
+
+def _results(*names):
+    drafted = [[(1, "accepted"), (2, "accepted"), (3, "resampled")], [(4, "bonus")]]
+    return {"plain": result_of([[(t, "plain")] for t in (1, 2, 3, 4)], plain=True),
+            **{name: result_of(drafted) for name in names}}
+
+
+def _k_column(outcome) -> dict[str, str]:
+    return {row[0]: row[1] for row in stats.arena_rows(outcome)}
+
+
+def test_the_arena_says_k_at_most_where_a_confidence_stop_may_end_a_round_sooner():
+    """The chat preset's arena: the draft model at K 4 with its own stop 0.5 drafts up to 4 ("≤ 4"), EAGLE under the
+    slider's stop too; Medusa at K 1 drafts its one token whatever its confidence, and prompt lookup has none to stop
+    on: their K is exact. Without any stop, K is exact for all."""
+    results = _results("model", "eagle", "medusa", "prompt_lookup")
+    slider = DecodeSettings(num_draft_tokens=4, draft_confidence=0.6)
+    ks, own = {"medusa": 1, "prompt_lookup": 2}, {"model": 0.5}
+    k = _k_column(arena.summarise(results, greedy=True, settings=slider, ks=ks, confidences=own))
+    assert k == {"plain (target alone)": "–", "draft model": "≤ 4", "EAGLE": "≤ 4", "Medusa": "1", "prompt lookup": "2"}
+    none = DecodeSettings(num_draft_tokens=4)  # the slider at 0: only the drafter with its own stop
+    k = _k_column(arena.summarise(results, greedy=True, settings=none, ks=ks, confidences=own))
+    assert k["draft model"] == "≤ 4" and k["EAGLE"] == "4"
+    tree = DecodeSettings(num_draft_tokens=4, tree_width=2, tree_nodes=7)  # a tree: the settings' floor, not its own
+    assert _k_column(arena.summarise(results, greedy=True, settings=tree, ks=ks, confidences=own))["draft model"] == "4"
+    assert arena.k_said(6, 0.6, "eagle", at_most="<=") == "<=6"  # the benchmark's table, the same rule
+    assert arena.k_said(2, 0.6, "prompt_lookup", at_most="<=") == "2" and arena.k_said(None, 0.6, "plain") == "–"
+
+
+def test_the_served_arena_gives_the_table_each_drafters_own_stop():
+    """The page's table comes from `arena_view.outcome(run)`: the preset's own stops, which the run raced with
+    (`runs.streams` keeps them on the run), reach it."""
+    run = Run(settings=Settings(arena=True, num_draft_tokens=6), arena=_results("model", "medusa"),
+              arena_ks={"medusa": 1}, arena_confidences={"model": 0.5})
+    assert _k_column(arena_view.outcome(run)) == {"plain (target alone)": "–", "draft model": "≤ 6", "Medusa": "1"}
+
+
+def _stats(tokens_per_s: float) -> RunStats:
+    return RunStats(tokens=32, rounds=12, seconds=32 / tokens_per_s, tokens_per_s=tokens_per_s, acceptance_rate=0.5,
+                    mean_accepted_length=2.7, mean_k=4, cost_ratio=0.1)
+
+
+def _speedup(line: str) -> tuple[str, str]:
+    tip, value = re.search(r'<span class="stat" title="([^"]*)"><span class="stat-name">speedup</span> '
+                           r'<span class="stat-value">([^<]*)</span>', line).groups()
+    return html.unescape(value), html.unescape(tip)
+
+
+def test_a_speedup_below_one_says_so_and_why_and_that_the_identity_check_stands():
+    value, tip = _speedup(stats.stats_html(_stats(58.0), _stats(100.0)))
+    assert value == "0.58× (slower this run)"
+    assert "other programs" in tip and "short reply" in tip and "prompt" in tip
+    assert "identical does not depend on the timing" in tip
+    value, tip = _speedup(stats.stats_html(_stats(150.0), _stats(100.0)))
+    assert value == "1.50×" and tip == stats.HINTS["speedup"]
+
