@@ -1,4 +1,5 @@
-"""Text for people: token ids to display text (`TokenText`), and the one number format (`fmt`).
+"""Text for people: token ids to display text (`TokenText`), the one number format (`fmt`), and the words the app and
+the terminal say a run ended with (`STOP_REASONS`).
 
 Token ids become display text one token at a time, exactly as the tokenizer would decode the sequence.
 
@@ -19,6 +20,8 @@ from collections.abc import Sequence
 from functools import cached_property
 
 PARTIAL = "\ufffd"  # what a decoder writes for an incomplete UTF-8 sequence
+# why a run ended (`GenerationResult.stop_reason`), in the words both the chat and the terminal show under a reply
+STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
 
 
 class TokenText:

@@ -6,13 +6,12 @@ once both runs are done, the race replay) from the `Run` as it stands, streamed 
 from __future__ import annotations
 
 from specui import runstats
-from specui.text import fmt
+from specui.text import STOP_REASONS, fmt
 from specui.ui import arena_view, charts, render, stats
 from specui.ui.runs import STOPPED, Frame, Run
 
 PHASES = {"speculative": "Decoding speculatively…", "plain": "Decoding plainly (target alone) for the comparison…",
           "arena": "Arena: decoding…", "stopped": "Stopped.", "done": ""}
-STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
 
 
 def frame(run: Run, *, figures: bool = False, final: bool = False) -> Frame:

@@ -18,11 +18,10 @@ import pytest
 from specui import runstats
 from specui.events import GenerationResult, Kind
 from specui.loading import PairCache
-from specui.text import fmt
+from specui.text import STOP_REASONS, fmt
 from specui.ui import arena_view, render
 from specui.ui.request import Settings
 from specui.ui.runs import Run
-from specui.ui.chat_view import STOP_REASONS
 from specui.ui.session import Showcase
 from tests.helpers import require_browser, ui_config
 from tools.frame_bytes import edits
