@@ -16,7 +16,7 @@ from specui import runstats
 from specui.drafters.registry import LABELS
 from specui.events import GenerationResult, Kind
 from specui.lesson import json_safe
-from specui.text import TokenText, fmt
+from specui.text import STOP_REASONS, TokenText, fmt
 
 RESET = "\x1b[0m"
 BLANK_REJECTION = "resampled-blank"  # the target's token at a rejection that is only whitespace: marked where it is
@@ -25,7 +25,6 @@ COLOURS = {Kind.ACCEPTED: "\x1b[32m", Kind.RESAMPLED: "\x1b[31;4m", Kind.BONUS: 
            BLANK_REJECTION: "\x1b[31;4m"}
 KIND_WORDS = {Kind.ACCEPTED: "accepted draft", Kind.RESAMPLED: "resampled at a rejection", Kind.BONUS: "bonus",
               Kind.PLAIN: "plain decoding"}
-STOP_REASONS = {"eos": "end of text", "length": "max new tokens reached"}
 
 
 def wants_colour(choice: str, stream) -> bool:

@@ -11,7 +11,7 @@ import pytest
 from specui import text
 
 
-@pytest.mark.parametrize("module", ["specui.ui.chat_view"])
+@pytest.mark.parametrize("module", ["specui.ui.chat_view", "specui.terminal_view"])
 def test_the_chat_and_the_terminal_say_why_a_run_ended_in_one_set_of_words(module):
     assert importlib.import_module(module).STOP_REASONS is text.STOP_REASONS
     assert text.STOP_REASONS == {"eos": "end of text", "length": "max new tokens reached"}
