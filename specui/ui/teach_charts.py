@@ -24,7 +24,7 @@ from specui import metrics
 from specui.lesson import Measured, Point, theory_curve
 from specui.lesson_steps import Step
 from specui.text import fmt
-from specui.ui.teach_view import beyond_slider
+from specui.ui.teach_view import best_k_said
 from specui.ui.theme import (BEST_COLOUR, K_COLOURS, K_DASHES, NOTE_COLOUR, PLAIN_COLOUR, POINT_COLOUR, SPEC_COLOUR,
                              TALL, THEORY_COLOUR, layout, noted)
 
@@ -160,7 +160,7 @@ def theory_speedup_figure(measured: Measured | None = None, *, ks: Sequence[int]
             title += (f"<br><sub>α={fmt(measured.alpha, '.2f')}, c={fmt(c, '.3f')}: "
                       f"{measured_part}theory at K={measured.k} "
                       f"{fmt(measured.theory_speedup, '.2f×')}, "
-                      f"best K={best} ({fmt(measured.best_k_speedup, '.2f×')}{beyond_slider(best)})</sub>")
+                      f"best K={best_k_said(measured.alpha, c, best, measured.best_k_speedup)}</sub>")
     else:
         title += "<br><sub>c is a placeholder until a run is measured</sub>"
     fig = _k_labelled(_layout(fig, title=title, x="α (chance the target accepts a draft token)", y="speedup"))
@@ -219,7 +219,8 @@ def k_sweep_figure(points: Sequence[Point] = ()) -> go.Figure:
                                      line={"color": THEORY_COLOUR, "width": 2, "dash": "dot"}))
             best = metrics.best_k(alpha, c)
             measured_best = max(pts, key=lambda p: p.speedup)
-            title += (f"<br><sub>best K: theory {best}{beyond_slider(best)}, measured {measured_best.k} "
+            said = best_k_said(alpha, c, best, metrics.theoretical_speedup(alpha, best, c))
+            title += (f"<br><sub>best K: theory {said}, measured {measured_best.k} "
                       f"({fmt(measured_best.speedup, '.2f×')})</sub>")
         fig.add_hline(y=1.0, line={"color": PLAIN_COLOUR, "dash": "dash", "width": 1})
     fig = _layout(fig, title=title, x="K (draft tokens per round)", y="speedup over plain decoding")

@@ -1,6 +1,6 @@
 """What a newcomer found unsaid on the page, said: a drafter's confidence stop in the arena's K column ("≤ 6", as the
-benchmark's table writes "<=6"); a speedup below 1× in the stats line, with why in its tooltip. Hand-made runs and
-records: no model, no server."""
+benchmark's table writes "<=6"); a speedup below 1× in the stats line, with why in its tooltip; the Teach tab's best
+K one its K slider can set. Hand-made runs and records: no model, no server."""
 
 from __future__ import annotations
 
@@ -71,3 +71,31 @@ def test_a_speedup_below_one_says_so_and_why_and_that_the_identity_check_stands(
     value, tip = _speedup(stats.stats_html(_stats(150.0), _stats(100.0)))
     assert value == "1.50×" and tip == stats.HINTS["speedup"]
 
+
+def test_the_teach_tabs_best_k_is_one_its_k_slider_can_set():
+    """The theory searches K 1..16; this tab's K slider stops at 8. Where the theory's best lies past it, the best K
+    the tab gives first is the best the slider reaches (and its speedup), the theory's beside it for the Chat tab;
+    the measured panel, the theory chart and the K sweep's title say it alike."""
+    from specui import metrics
+    from specui.lesson import Point
+    from specui.ui import teach_charts
+    from specui.ui.teach_view import TEACH_K_MAX, best_k_said, render_measured
+    from tests.app.test_ui_teach_best_k import _measured
+
+    far = _measured(0.95, 0.02)
+    assert far.best_k > TEACH_K_MAX
+    here = metrics.best_k(0.95, 0.02, k_max=TEACH_K_MAX)
+    said = best_k_said(0.95, 0.02, far.best_k, far.best_k_speedup)
+    assert said.startswith(f"{here} ({metrics.theoretical_speedup(0.95, here, 0.02):.2f}×; the theory's best, "
+                           f"{far.best_k} at {far.best_k_speedup:.2f}×, is past this tab's K {TEACH_K_MAX}")
+    shown = html.unescape(re.sub(r"<[^>]+>", "", render_measured(type("View", (), {"measured": far}))))
+    assert f"best K {said}" in shown
+    title = teach_charts.theory_speedup_figure(far).layout.title.text.replace("<br>", " ")
+    assert f"best K={here} (" in re.sub(r"</?sub>", "", title)
+    near = _measured(0.6, 0.1)
+    assert best_k_said(0.6, 0.1, near.best_k, near.best_k_speedup) == f"{near.best_k} ({near.best_k_speedup:.2f}×)"
+    points = [Point(label=f"K={k}", k=k, temperature=0.0, drafter="model", tokens=32, rounds=10, acceptance_rate=0.95,
+                    alpha=0.95, mean_accept_prob=None, tokens_per_round=2.0, tokens_per_s=20.0, plain_tokens_per_s=10.0,
+                    speedup=1.0 + k / 10, cost_ratio=0.02, theory_speedup=None) for k in (1, 2)]
+    sweep = teach_charts.k_sweep_figure(points).layout.title.text
+    assert re.sub(r"</?sub>|<br>", " ", sweep).split("best K: theory ")[1].startswith(f"{here} (")
