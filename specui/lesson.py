@@ -27,8 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 from specui import __version__, metrics, runstats
 from specui.events import GenerationResult
-# a teaching run's steps and their parts, importable from here as ever (lesson.Step, lesson.DraftCheck, ...)
-from specui.lesson_steps import Candidate, DraftCheck, Emitted, Step, build_steps  # noqa: F401
+from specui.lesson_steps import Step, build_steps
 from specui.settings import DecodeSettings
 from specui.text import fmt
 

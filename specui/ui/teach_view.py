@@ -6,25 +6,19 @@ Every model or user string is escaped before it becomes HTML. Styles are classes
 
 from __future__ import annotations
 
-from specui import lesson, metrics
+from specui import lesson
 from specui.drafters.registry import PROMPT_LOOKUP
 from specui.events import Check, Kind
+from specui.lesson_steps import DraftCheck, Step
 from specui.text import fmt, fmt_prob
 from specui.ui.render import TokenView, escape_text, token_span
 
 TEACH_K_MAX = 8  # the Teach tab's K slider: enough for a lesson, small enough to read a round
 
 
-def best_k_said(alpha: float | None, c: float | None, best_k: int | None, best_speedup: float | None) -> str:
-    """A run's best K as this tab can set it: the theory's (it searches K 1..16) with its speedup where the K slider
-    reaches it; else the best the slider reaches, with the theory's beside it, to try in the Chat tab (K to 64)."""
-    if best_k is None:
-        return "–"
-    if best_k <= TEACH_K_MAX or alpha is None or c is None:
-        return f"{best_k} ({fmt(best_speedup, '.2f×')})"
-    here = metrics.best_k(alpha, c, k_max=TEACH_K_MAX)
-    return (f"{here} ({fmt(metrics.theoretical_speedup(alpha, here, c), '.2f×')}; the theory's best, {best_k} at "
-            f"{fmt(best_speedup, '.2f×')}, is past this tab's K {TEACH_K_MAX}: try it in the Chat tab)")
+def beyond_slider(best_k: int | None) -> str:
+    """A note for a best K past this tab's K slider (the theory searches K 1..16; the Chat tab's K goes to 64)."""
+    return f"; above this tab's {TEACH_K_MAX}: try it in the Chat tab" if best_k and best_k > TEACH_K_MAX else ""
 
 CONTEXT_CHARS = 1200  # the context shown is cut to its last characters
 DEFAULT_PROMPT = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"
@@ -122,7 +116,7 @@ def render_step(run: lesson.TeachingRun | None, index: int) -> str:
             f'{drafts_table(step)}{outcome(step)}{added(step)}</div>')
 
 
-def asked(run: lesson.TeachingRun, step: lesson.Step) -> str:
+def asked(run: lesson.TeachingRun, step: Step) -> str:
     """The K chosen, and the drafts this round asked for where the token budget allowed fewer (adaptive K: the
     round's own K)."""
     k = run.decode.num_draft_tokens
@@ -132,7 +126,7 @@ def asked(run: lesson.TeachingRun, step: lesson.Step) -> str:
     return f"{k}, {left - 1} asked ({left} token{'s' if left > 1 else ''} left to generate, the round's own included)"
 
 
-def stopped(run: lesson.TeachingRun, step: lesson.Step) -> str:
+def stopped(run: lesson.TeachingRun, step: Step) -> str:
     """The head's note on a round that drafted fewer than K because the draft's confidence fell below the stop."""
     stop, drafted = run.decode.draft_confidence, len(step.drafts)
     if not stop or step.copied or run.decode.drafter == PROMPT_LOOKUP or not 0 < drafted < step.num_draft_tokens:
@@ -141,7 +135,7 @@ def stopped(run: lesson.TeachingRun, step: lesson.Step) -> str:
             f"draft's top probabilities fell below the confidence stop {fmt(stop, 'g')}</span>")
 
 
-def drafts_table(step: lesson.Step) -> str:
+def drafts_table(step: Step) -> str:
     if not step.drafts:
         why = ("only one token was left to generate" if step.num_draft_tokens == 0
                else "prompt lookup found no earlier match")
@@ -176,7 +170,7 @@ def drafts_table(step: lesson.Step) -> str:
             f'<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>{note}')
 
 
-def judged(d: lesson.DraftCheck) -> float | None:
+def judged(d: DraftCheck) -> float | None:
     """The acceptance probability shown: none for a draft after the rejection, which was never judged (greedy
     rounds carry a 0 there)."""
     return None if d.verdict == Check.DISCARDED else d.accept_prob
@@ -187,7 +181,7 @@ def _repr(x: float | None) -> str:
     return "" if x is None else repr(x)
 
 
-def outcome(step: lesson.Step, *, chart: bool = True) -> str:
+def outcome(step: Step, *, chart: bool = True) -> str:
     """What the round decided, in words (`chart`: the residual's chart is shown below)."""
     n, k = step.num_accepted, len(step.drafts)
     final = step.final
@@ -222,7 +216,7 @@ def outcome(step: lesson.Step, *, chart: bool = True) -> str:
     return f'<div class="teach-outcome">{" ".join(parts)}</div>'
 
 
-def added(step: lesson.Step, *, verb: str = "adds") -> str:
+def added(step: Step, *, verb: str = "adds") -> str:
     """The round's tokens, each quoted as in the table (a line break or a space alone would not show), coloured by
     origin and told apart by their underline too."""
     spans = " ".join(token_span(TokenView(text=e.text, kind=e.kind, p=e.p, q=e.q, token_id=e.token_id),
@@ -256,9 +250,9 @@ def render_measured(run: lesson.TeachingRun | None) -> str:
                   "seconds of one (K+1)-token verify forward / one plain target forward (the theorem assumes 1)"),
              item("measured speedup", fmt(m.speedup, ".2f×"), "tokens/s / plain tokens/s, same prompt and seed"),
              item("theory speedup", fmt(m.theory_speedup, ".2f×"), "Theorem 3.8 at the measured α, K, c"),
-             item("best K", best_k_said(m.alpha, m.cost_ratio, m.best_k, m.best_k_speedup),
-                  f"the K that maximises Theorem 3.8 at the measured α and c, of those this tab's K slider takes (1 to "
-                  f"{TEACH_K_MAX}); where the theory's (K 1 to 16) lies past them, it is said beside")]
+             item("best K", "–" if m.best_k is None else
+                  f"{m.best_k} ({fmt(m.best_k_speedup, '.2f×')}{beyond_slider(m.best_k)})",
+                  "the K (1 to 16) that maximises Theorem 3.8 at the measured α and c")]
     return f'<div class="teach-measured specui-stats">{"".join(items)}</div>'
 
 

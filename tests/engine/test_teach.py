@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 
-from specui import SpeculativeEngine, lesson as teach, metrics
+from specui import SpeculativeEngine, lesson as teach, lesson_steps, metrics
 from tests.helpers import char_tokenizer, make_model, noisy_copy
 
 PROMPT = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n"
@@ -243,13 +243,13 @@ def test_charts_are_plotly_figures_with_the_measured_point(setup):
         assert isinstance(builder(), go.Figure)  # empty states draw too
 
 
-def _step_with(text: str) -> teach.Step:
-    check = teach.DraftCheck(position=1, token_id=5, text=text, q=0.5, p=0.1, accept_prob=0.2, u=0.7,
-                             verdict="rejected")
-    final = teach.Emitted(token_id=6, text=text, kind="resampled", p=0.3, q=0.05)
-    return teach.Step(index=0, context=text, num_draft_tokens=1, greedy=False, drafts=[check], num_accepted=0,
-                      residual=[teach.Candidate(6, text, 1.0)], emitted=[final], final=final, draft_s=0.0,
-                      verify_s=0.0)
+def _step_with(text: str) -> lesson_steps.Step:
+    check = lesson_steps.DraftCheck(position=1, token_id=5, text=text, q=0.5, p=0.1, accept_prob=0.2, u=0.7,
+                                    verdict="rejected")
+    final = lesson_steps.Emitted(token_id=6, text=text, kind="resampled", p=0.3, q=0.05)
+    return lesson_steps.Step(index=0, context=text, num_draft_tokens=1, greedy=False, drafts=[check], num_accepted=0,
+                             residual=[lesson_steps.Candidate(6, text, 1.0)], emitted=[final], final=final,
+                             draft_s=0.0, verify_s=0.0)
 
 
 def test_the_step_view_escapes_model_text_and_shows_the_engines_numbers(setup):
@@ -302,7 +302,7 @@ def test_a_round_cut_at_end_of_text_has_no_final_token():
                 residual_top=[], num_draft_tokens=4, draft_s=0.0, verify_s=0.0, elapsed_s=0.0)
     result = GenerationResult()
     result.add(cut)
-    steps = teach.build_steps(result, tokenizer=tokenizer, prompt_ids=[33, 34], greedy=False)
+    steps = lesson_steps.build_steps(result, tokenizer=tokenizer, prompt_ids=[33, 34], greedy=False)
     assert [d.verdict for d in steps[0].drafts] == ["accepted", "accepted", "accepted", "rejected"]
     assert steps[0].final is None and [e.token_id for e in steps[0].emitted] == [40, 41]
     run = teach.TeachingRun(prompt="AB", prompt_ids=[33, 34], decode=DecodeSettings(temperature=0.8), spec=result, plain=None,
