@@ -6,7 +6,7 @@ Every model or user string is escaped before it becomes HTML. Styles are classes
 
 from __future__ import annotations
 
-from specui import lesson
+from specui import lesson, metrics
 from specui.drafters.registry import PROMPT_LOOKUP
 from specui.events import Check, Kind
 from specui.lesson_steps import DraftCheck, Step
@@ -16,9 +16,16 @@ from specui.ui.render import TokenView, escape_text, token_span
 TEACH_K_MAX = 8  # the Teach tab's K slider: enough for a lesson, small enough to read a round
 
 
-def beyond_slider(best_k: int | None) -> str:
-    """A note for a best K past this tab's K slider (the theory searches K 1..16; the Chat tab's K goes to 64)."""
-    return f"; above this tab's {TEACH_K_MAX}: try it in the Chat tab" if best_k and best_k > TEACH_K_MAX else ""
+def best_k_said(alpha: float | None, c: float | None, best_k: int | None, best_speedup: float | None) -> str:
+    """A run's best K as this tab can set it: the theory's (it searches K 1..16) with its speedup where the K slider
+    reaches it; else the best the slider reaches, with the theory's beside it, to try in the Chat tab (K to 64)."""
+    if best_k is None:
+        return "–"
+    if best_k <= TEACH_K_MAX or alpha is None or c is None:
+        return f"{best_k} ({fmt(best_speedup, '.2f×')})"
+    here = metrics.best_k(alpha, c, k_max=TEACH_K_MAX)
+    return (f"{here} ({fmt(metrics.theoretical_speedup(alpha, here, c), '.2f×')}; the theory's best, {best_k} at "
+            f"{fmt(best_speedup, '.2f×')}, is past this tab's K {TEACH_K_MAX}: try it in the Chat tab)")
 
 CONTEXT_CHARS = 1200  # the context shown is cut to its last characters
 DEFAULT_PROMPT = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"
@@ -250,9 +257,9 @@ def render_measured(run: lesson.TeachingRun | None) -> str:
                   "seconds of one (K+1)-token verify forward / one plain target forward (the theorem assumes 1)"),
              item("measured speedup", fmt(m.speedup, ".2f×"), "tokens/s / plain tokens/s, same prompt and seed"),
              item("theory speedup", fmt(m.theory_speedup, ".2f×"), "Theorem 3.8 at the measured α, K, c"),
-             item("best K", "–" if m.best_k is None else
-                  f"{m.best_k} ({fmt(m.best_k_speedup, '.2f×')}{beyond_slider(m.best_k)})",
-                  "the K (1 to 16) that maximises Theorem 3.8 at the measured α and c")]
+             item("best K", best_k_said(m.alpha, m.cost_ratio, m.best_k, m.best_k_speedup),
+                  f"the K that maximises Theorem 3.8 at the measured α and c, of those this tab's K slider takes (1 to "
+                  f"{TEACH_K_MAX}); where the theory's (K 1 to 16) lies past them, it is said beside")]
     return f'<div class="teach-measured specui-stats">{"".join(items)}</div>'
 
 
