@@ -188,7 +188,7 @@ def test_more_prompts_than_there_are_is_said_in_one_line(monkeypatch, capsys):
 @pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair")
 def test_the_preset_is_checked_once_before_its_models_load(monkeypatch):
     """check_before_loading (folders, a GPU, the Hub asked for each Hub model) ran in the preflight and then again in
-    load_pair; the run stops here once the pair is loaded."""
+    load_pair; the run stops where load_pair would read the first model, after its own check."""
     from specui import load_checks, loading
     from specui.bench import cli
 
@@ -196,14 +196,14 @@ def test_the_preset_is_checked_once_before_its_models_load(monkeypatch):
     for module in (load_checks, loading):  # the preflight's (through check_preset), and load_pair's
         monkeypatch.setattr(module, "check_before_loading", lambda preset: checked.append(preset.name) or real(preset))
 
-    class Loaded(Exception):
+    class Loading(Exception):
         pass
 
-    def loaded(pair, plan):
-        raise Loaded
+    def reading(ref, say):
+        raise Loading
 
-    monkeypatch.setattr(cli, "Methods", loaded)
-    with pytest.raises(Loaded):
+    monkeypatch.setattr(loading, "_folder", reading)
+    with pytest.raises(Loading):
         cli.main(["--preset", "bundled", "--drafter", "eagle", "--max-new-tokens", "2", "--threads", "1"])
     assert checked == ["bundled"]
 
