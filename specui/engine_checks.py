@@ -50,7 +50,7 @@ def check_prompt(input_ids, vocab_size: int, *, tokenizer: tuple[str, str] = ("t
     _refuse_messages(input_ids, tokenizer, where)
     shape = getattr(input_ids, "shape", None)  # a torch tensor or a numpy array
     if shape is not None:
-        if len(shape) == 0:  # one number, as a plain int is refused below: not the one-token prompt it would read as
+        if len(shape) == 0 and not isinstance(input_ids.tolist(), (str, bytes)):  # one number, as the int 5 is refused
             raise ValueError(f"input_ids is a single number ({type(input_ids).__name__} of shape ()): give the "
                              "prompt's token ids as a 1-D sequence, e.g. [id] for one token")
         if len(shape) > 2 or (len(shape) == 2 and shape[0] != 1):
@@ -96,7 +96,11 @@ def _refuse_messages(input_ids, tokenizer: str, where: str) -> None:
         raise ValueError(f"the prompt is chat messages ({reprlib.repr(found)}), and the engine takes token ids: put "
                          f"them through the chat template first, e.g. {tokenizer}.apply_chat_template(messages, "
                          f"add_generation_prompt=True){where}")
-    raise ValueError(f"input_ids holds a {type(found).__name__} with no 'input_ids' ({reprlib.repr(found)}): give the "
+    if found is not input_ids:  # [tokenizer(text)]: what it returns, in a list
+        raise ValueError(f"input_ids holds a {type(found).__name__} among its token ids ({reprlib.repr(found)}): "
+                         "give the prompt's token ids (a list of ints, a 1-D tensor), or what the tokenizer returns as "
+                         "it is")
+    raise ValueError(f"input_ids is a {type(found).__name__} with no 'input_ids' ({reprlib.repr(found)}): give the "
                      "prompt's token ids (a list of ints, a 1-D tensor, or what the tokenizer returns)")
 
 
@@ -114,16 +118,18 @@ def eos_ids(given, target) -> frozenset[int]:
     """The token ids that end a run: `given` (an id or a list of them; None: the target's generation config's, else
     its config's). Given as no token id (the token's text, "</s>"; a float) it is refused by name, where its
     characters read as ids failed with "invalid literal for int()"."""
-    ids = given
-    if ids is None:
-        ids = getattr(target.generation_config, "eos_token_id", None)
-    if ids is None:
-        ids = getattr(target.config, "eos_token_id", None)
-    ids = [] if ids is None else [ids] if _index(ids) is not None or isinstance(ids, (str, bytes)) else ids
+    found, source = given, None
+    for where in ("generation_config", "config"):
+        if found is None:
+            found, source = getattr(getattr(target, where), "eos_token_id", None), where
+    ids = [] if found is None else [found] if _index(found) is not None or isinstance(found, (str, bytes)) else found
     try:
         listed = [_index(i) if not isinstance(i, bool) else None for i in ids]
     except TypeError:
         listed = [None]
+    if None in listed and given is None:  # the target's own: say where it is, not "not None"
+        raise ValueError(f"the target's {source}.eos_token_id is {reprlib.repr(found)}, which is no token id: give the "
+                         "engine eos_token_id= (an int or a list of them, e.g. tokenizer.eos_token_id)")
     if None in listed:
         raise ValueError(f"eos_token_id takes a token id or a list of them (ints, e.g. tokenizer.eos_token_id) or None "
                          f"(the target's generation config's), not {reprlib.repr(given)}")

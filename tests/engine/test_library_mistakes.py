@@ -198,8 +198,19 @@ def test_chat_messages_are_refused_with_the_chat_templates_call(engine, prompt):
                                          r"token ids: put them through the chat template first, e\.g\. tokenizer\."
                                          r"apply_chat_template\(messages, add_generation_prompt=True\) \(tokenizer = "):
         engine.generate(prompt, max_new_tokens=4)
-    with pytest.raises(ValueError, match=r"^input_ids holds a dict with no 'input_ids' \(\{'ids': \[4, 8\]\}\): give "):
+    with pytest.raises(ValueError, match=r"^input_ids is a dict with no 'input_ids' \(\{'ids': \[4, 8\]\}\): give "):
         engine.generate({"ids": [4, 8]}, max_new_tokens=4)
+
+
+def test_what_the_tokenizer_returns_put_in_a_list_is_not_said_to_lack_input_ids(engine):
+    """[tokenizer(text)] (a batch of one, as a [1, n] tensor is) was refused as "input_ids holds a BatchEncoding with
+    no 'input_ids'", of one that holds them; a 0-d array of text (np.array(text)) as "a single number"."""
+    with pytest.raises(ValueError, match=r"^input_ids holds a dict among its token ids \(\{'input_ids': \[4, 8\]\}\): "
+                                         r"give the prompt's token ids \(a list of ints, a 1-D tensor\), or what the "
+                                         r"tokenizer returns as it is$"):
+        engine.generate([{"input_ids": [4, 8]}], max_new_tokens=4)
+    with pytest.raises(ValueError, match=r"^input_ids holds text \('Write a haiku\.'\), and the engine takes token "):
+        engine.generate(np.array("Write a haiku."), max_new_tokens=4)
 
 
 @pytest.mark.parametrize("number", [torch.tensor(5), np.int64(5), np.array(5)])
@@ -221,3 +232,15 @@ def test_an_eos_token_id_that_is_no_id_is_refused_by_name(engine, eos):
         SpeculativeEngine(engine.target_model, eos_token_id=eos)
     for given, ids in ((7, {7}), ([7, np.int64(9)], {7, 9}), (torch.tensor([7]), {7}), (None, engine.eos_token_ids)):
         assert SpeculativeEngine(engine.target_model, eos_token_id=given).eos_token_ids == ids
+
+
+def test_a_targets_own_eos_that_is_no_id_is_refused_where_it_is_written(engine, monkeypatch):
+    """The target's own eos_token_id ("</s>" in its generation_config.json; transformers checks config.json's type,
+    not this one's) was refused as "eos_token_id takes ..., not None": None is what the caller gave, and right."""
+    monkeypatch.setattr(engine.target_model.generation_config, "eos_token_id", "</s>")
+    with pytest.raises(ValueError, match=r"^the target's generation_config\.eos_token_id is '</s>', which is no "
+                                         r"token id: give the engine eos_token_id= \(an int or a list of them, e\.g\. "
+                                         r"tokenizer\.eos_token_id\)$"):
+        SpeculativeEngine(engine.target_model)
+    assert SpeculativeEngine(engine.target_model, eos_token_id=7).eos_token_ids == {7}  # given, it is the one taken
+
