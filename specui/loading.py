@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -22,7 +22,7 @@ from specui import chat_draft, int8, native, packaged
 from specui.kv import model_device
 from specui.load_checks import (LoadError, check_before_loading, check_causal, check_compatible, conversation_memory,
                                 read_tokenizer)  # the first two torch-free, there: a refusal before torch loads
-from specui.presets import Preset
+from specui.presets import ConfigError, Preset
 from specui.turns import LoadTurn, in_turn
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -278,8 +278,8 @@ def give_back_memory() -> None:
         pass
 
 
-def load_engine(preset: str | Preset | None = None, config=None, *, progress: Callable[[str], None] | None = None,
-                warm_up: bool = True):
+def load_engine(preset: str | Preset | None = None, config=None, *, device=None,
+                progress: Callable[[str], None] | None = None, warm_up: bool = True):
     """A ready `SpeculativeEngine` for a preset of models.yaml (None: its default), for scripts and
     notebooks:
 
@@ -289,26 +289,30 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
         print(engine.tokenizer.decode(result.token_ids, skip_special_tokens=True), result)
 
     preset: a preset's name ('smollm2-chat', the default; 'bundled'; `specui.presets.load_config().names` lists
-    them) or a `Preset`. Where it runs is the preset's (device, dtype, threads in models.yaml); to change one:
-    `load_engine(dataclasses.replace(load_config().get(NAME), device="cuda"))`. The engine carries `.tokenizer`,
-    `.preset` and `.drafters` (the drafter names it can use); a run that names no drafter uses the preset's
-    (`drafter:` in models.yaml), and a run built from keywords drafts with the preset's K and draft confidence for
-    its drafter unless it names them (`num_draft_tokens`, `draft_confidence`), as the app does.
+    them) or a `Preset`. Where it runs is the preset's (device, dtype, threads in models.yaml): `device=` moves it;
+    for the rest, `load_engine(dataclasses.replace(load_config().get(NAME), dtype="bfloat16"))`. The engine carries
+    `.tokenizer`, `.preset` and `.drafters` (the drafter names it can use); a run that names no drafter uses the
+    preset's (`drafter:` in models.yaml), and a run built from keywords drafts with the preset's K and draft confidence
+    for its drafter unless it names them (`num_draft_tokens`, `draft_confidence`), as the app does.
 
     config: a models.yaml path, a loaded `Config`, or a models.yaml's content as a dict (its local paths relative to
     the working directory), where a preset's name is looked up; None: the models.yaml beside the package. A `Preset`
     given as preset is taken as it is, and config with it is refused.
+    device: where the models run ("cpu", "cuda", "cuda:1", "mps"), in place of the preset's device (None: the
+    preset's; models.yaml's default is CUDA when present, else CPU).
     progress: a function given each status line while it loads (e.g. progress=print); None: quiet.
     warm_up: run both paths a few tokens first, as the app does when it starts: a first run prepares the forward
     (the chat model's native products: 1.7 s), which would otherwise be timed as that run's prompt.
     """
-    from specui.presets import Config, ConfigError, load_config, parse_config
+    from specui.presets import Config, load_config, parse_config
 
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function that takes a status line, e.g. progress=print, or None; not a "
                         f"{type(progress).__name__}")
     if not isinstance(warm_up, bool):
         raise TypeError(f"warm_up must be True or False, got {warm_up!r}")
+    if device is not None:  # checked before any load: a misspelt one failed only as the loaded models moved
+        device = _device(device)
     if isinstance(preset, Preset) and config is not None:  # a Preset's paths were resolved when its file was read
         raise ConfigError(f"load_engine: config= finds a preset by name, and preset is a Preset already (its paths "
                           f"resolved when its models.yaml was read), which is used as it is: give "
@@ -324,6 +328,10 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
         except ConfigError as e:  # a typo: say the preset it is closest to
             close = difflib.get_close_matches(str(preset).lower(), config.names, n=1, cutoff=0.6)
             raise ConfigError(f"{e}. Did you mean {close[0]!r}?" if close else str(e)) from None
+    if device is not None and preset.device_map:
+        raise ConfigError(f"load_engine: preset {preset.name!r} spreads its target with device_map: "
+                          f"{preset.device_map}, which device= would not move; leave device out")
+    preset = preset if device is None else replace(preset, device=device)
     pair = load_pair(preset, progress=progress)
     engine = pair.engine()
     engine.tokenizer, engine.preset = pair.tokenizer, preset
@@ -335,6 +343,14 @@ def load_engine(preset: str | Preset | None = None, config=None, *, progress: Ca
 
         lesson.warm_up(engine, pair.tokenizer("Hello!")["input_ids"] or [0])
     return engine
+
+
+def _device(device) -> str:
+    """load_engine's device= as torch names it ("cuda", "cuda:1"; torch.device("cuda") too), or refused by name."""
+    try:
+        return str(torch.device(device))
+    except (RuntimeError, TypeError, ValueError):
+        raise ConfigError(f"load_engine: device={device!r} is not a device (cpu, cuda, cuda:1, mps)") from None
 
 
 def _is_tree(tree_width) -> bool:

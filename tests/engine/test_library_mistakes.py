@@ -244,3 +244,16 @@ def test_a_targets_own_eos_that_is_no_id_is_refused_where_it_is_written(engine, 
         SpeculativeEngine(engine.target_model)
     assert SpeculativeEngine(engine.target_model, eos_token_id=7).eos_token_ids == {7}  # given, it is the one taken
 
+
+def test_load_engine_takes_the_device_and_refuses_one_by_name():
+    """load_engine(device="cuda"), what a GPU user tries first, failed with Python's "unexpected keyword argument
+    'device'"; a misspelt device is refused before any load, and a preset spread by device_map is not moved."""
+    from specui import load_engine
+
+    with pytest.raises(ConfigError, match=r"^load_engine: device='cdua' is not a device \(cpu, cuda, cuda:1, mps\)$"):
+        load_engine("bundled", device="cdua", warm_up=False)
+    with pytest.raises(ConfigError, match=r"^load_engine: preset 'qwen2\.5-72b-offload' spreads its target with "
+                                          r"device_map: auto, which device= would not move; leave device out$"):
+        load_engine("qwen2.5-72b-offload", device="cpu", warm_up=False)
+    engine = load_engine("bundled", device=torch.device("cpu"), warm_up=False)
+    assert engine.preset.device == "cpu" and engine.device.type == "cpu" and engine.draft_model.device.type == "cpu"
