@@ -24,8 +24,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     except KeyboardInterrupt:  # before the server ran (the imports, the checks: seconds): one line, as every command
-        print("interrupted", file=sys.stderr)
+        _say("interrupted")
         return 130
+
+
+def _say(line: str) -> None:
+    """A refusal (`error: ...`) or an interruption in one line on stderr, after the command's name as typed (app.py, or
+    specui-app): argparse's form, as its own refusals of a flag and every `python -m specui...` say theirs."""
+    print(f"{os.path.basename(sys.argv[0])}: {line}", file=sys.stderr)
 
 
 def _main(argv: list[str] | None) -> int:
@@ -64,13 +70,13 @@ def _main(argv: list[str] | None) -> int:
     host_from = "$GRADIO_SERVER_NAME" if args.host is None and os.environ.get("GRADIO_SERVER_NAME") else "--host"
     args.host = args.host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
     if problem := _address_problem(args.host, args.port, host_from=host_from):  # before any model loads
-        print(f"error: {problem}", file=sys.stderr)
+        _say(f"error: {problem}")
         return 2
 
     from specui.hub import endpoint_problem
 
     if problem := endpoint_problem():  # huggingface_hub, imported by gradio, would stop with a traceback
-        print(f"error: {problem}", file=sys.stderr)
+        _say(f"error: {problem}")
         return 2
 
     from specui.loading import LoadError, check_before_loading, conversation_memory
@@ -97,7 +103,7 @@ def _main(argv: list[str] | None) -> int:
     except (ConfigError, PackagedModelError, LoadError) as e:
         from specui.command_line import refusal_status
 
-        print(f"error: {e}", file=sys.stderr)
+        _say(f"error: {e}")
         return refusal_status(e)  # 2, a usage mistake; 1 for a Hub out of reach
 
     from specui.command_line import stop_signals
@@ -136,8 +142,7 @@ def _main(argv: list[str] | None) -> int:
             silence_stdout()
             return READER_LEFT
         except OSError as e:  # the port is taken, or the address cannot be bound
-            print(f"error: cannot serve on {args.host}:{args.port} (choose another with --port): {e}",
-                  file=sys.stderr)
+            _say(f"error: cannot serve on {args.host}:{args.port} (choose another with --port): {e}")
             return 1
     if left.is_set():
         from specui.command_line import READER_LEFT

