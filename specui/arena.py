@@ -78,13 +78,18 @@ def chosen_k(settings: DecodeSettings, name: str, ks: Mapping[str, int] | None =
     return (ks or {}).get(name) or settings.num_draft_tokens
 
 
+def stops_sooner(k: int, confidence: float | None, drafter: str) -> bool:
+    """Whether a confidence stop (`confidence` > 0) may end `drafter`'s rounds before K: one with probabilities to stop
+    on (not prompt lookup) at K 2 or more (a round drafts at least one token)."""
+    return bool(confidence) and k > 1 and drafter != PROMPT_LOOKUP
+
+
 def k_said(k: int | None, confidence: float | None, drafter: str, *, at_most: str = "≤ ", none: str = "–") -> str:
-    """A contestant's K as a table gives it: `at_most` before it where its rounds may draft fewer, a confidence stop
-    (`confidence` > 0) on a drafter with probabilities to stop on (not prompt lookup) at K 2 or more (a round drafts
-    at least one token); `none` for no K (plain decoding)."""
+    """A contestant's K as a table gives it: `at_most` before it where its rounds may draft fewer (`stops_sooner`);
+    `none` for no K (plain decoding)."""
     if not k:
         return none
-    return f"{at_most}{k}" if confidence and k > 1 and drafter != PROMPT_LOOKUP else str(k)
+    return f"{at_most}{k}" if stops_sooner(k, confidence, drafter) else str(k)
 
 
 def arm_settings(settings: DecodeSettings, name: str, *, seed: int | None, k: int | None = None,
