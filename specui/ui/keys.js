@@ -220,4 +220,14 @@
       box.focus();
     }
   });
+  // a list's text as the focus came to it: gradio 6 fires a Dropdown's input as the focus leaves it unchanged too, and
+  // select for a pick by the mouse alone. specuiPicked(id, value): the value of #id's list, null where it is the one it
+  // had as the focus came (teach_keys.picked: an input listener's js)
+  document.addEventListener("focusin", (event) => {
+    if (event.target.matches?.("input[role=combobox]")) event.target.dataset.specuiAtFocus = event.target.value;
+  }, true);
+  window.specuiPicked = (id, value) => {
+    const box = document.querySelector(`#${id} input`);
+    return box && box.dataset.specuiAtFocus === String(value) ? null : value;
+  };
 }

@@ -30,8 +30,11 @@ def follow_preset(preset, *, k_max: int | None = None) -> tuple:
     return gr.update(value=LABELS[preset.drafter]), gr.update(value=_capped(preset.k_for(), k_max))
 
 
-def on_preset(config, name: str, *, k_max: int | None = None) -> tuple:
-    """`follow_preset` for a preset's name (no change for a name the config does not hold)."""
+def on_preset(config, name: str | None, *, k_max: int | None = None) -> tuple:
+    """`follow_preset` for a preset's name (no change for a name the config does not hold, nor for None: the list
+    left as it was, `teach_keys.picked`)."""
+    if name is None:
+        return gr.skip(), gr.skip()
     try:
         return follow_preset(config.get(name), k_max=k_max)
     except ValueError:

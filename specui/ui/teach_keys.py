@@ -102,6 +102,12 @@ def cleared_since(shown: Shown, since: tuple) -> bool:
     return handed_since(shown, handed) or (shown.what is None and shown.moves != moves)
 
 
+def picked(elem_id: str) -> str:
+    """An `input` listener's `js` for the list #`elem_id`: its value, or None where the focus left it as it came
+    (keys.js's `specuiPicked`): gradio 6 fires a Dropdown's `input` then too, and `select` for the mouse alone."""
+    return f"(value) => window.specuiPicked ? window.specuiPicked({elem_id!r}, value) : value"
+
+
 def unchanged(outputs: list) -> dict:
     """An answer that changes none of `outputs` (gradio reads an empty dict as one value: an error)."""
     return {outputs[0]: gr.update()}

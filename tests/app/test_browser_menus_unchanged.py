@@ -115,3 +115,16 @@ def test_the_teach_tree_round_tabbed_through_keeps_its_step_and_the_keys_pick_an
     shown = page.locator(TREE_STEP)
     assert now.startswith(f"round {shown.get_attribute('data-round')} ·") and shown.get_attribute("data-round") != \
         round_shown and shown.get_attribute("data-step") == "1", (now, round_shown)
+
+
+def test_the_teach_preset_picked_by_the_keys_brings_its_k(page):
+    """Teach's preset menu followed `select` (123c8c8: its `input` put the drafter back as the focus left it), which
+    gradio 6 fires for a pick by the mouse alone: picked with ArrowDown and Enter, the preset's K never came. It
+    follows `input` again, the list left as it came taken as no pick (teach_keys.picked)."""
+    page.get_by_role("tab", name="Teach").click()
+    page.locator("#teach-preset input").wait_for(state="visible")
+    assert page.locator("#teach-preset input").input_value() == "bundled"
+    _pick_by_keys(page, "teach-preset")  # the next one: smollm2-1.7b-cpu, at K 4
+    page.wait_for_function("() => document.querySelector('#teach-preset input').value === 'smollm2-1.7b-cpu'")
+    wait_quiet(page)
+    assert page.locator("#teach-k input[type=number]").input_value() == "4"
