@@ -69,7 +69,7 @@ def lesson(tmp_path_factory):
     handlers' state, the controls' values of a page as it opens, the handler that decodes it again and the app."""
     from specui.ui.teach_memory import build
     from specui.ui.teaching import TeachState, teaching_tab
-    from tests.app.test_browser_teaching import tiny_showcase
+    from tests.app.teach_page import tiny_showcase
 
     showcase = tiny_showcase(tmp_path_factory.mktemp("teach-memory-pair"))
     with gr.Blocks() as demo:
@@ -86,7 +86,7 @@ def _stepped(lesson, presses: str, **settings) -> tuple:
     """A run decoded with `settings` (by control name) and stepped by `presses`: (the run, the browser's memory)."""
     from specui.ui.teach_keys import Shown
     from specui.ui.teaching import decode, pressed
-    from tests.app.test_browser_teaching import PROMPT
+    from tests.app.teach_page import PROMPT
 
     ui, state, page, _, _ = lesson
     c = ui.controls
@@ -210,7 +210,7 @@ def test_a_prompt_too_long_to_keep_is_not_decoded_again_as_another(tmp_path):
     from specui.ui.teach_keys import Shown
     from specui.ui.teach_memory import MAX_PROMPT, build, restored, restored_note
     from specui.ui.teaching import TeachState, decode, pressed, teaching_tab
-    from tests.app.test_browser_teaching import PROMPT
+    from tests.app.teach_page import PROMPT
     from tests.helpers import make_model, noisy_copy, save_tiny_model
 
     vocab = {"[UNK]": 0, **{chr(c): c - 32 for c in range(33, 127)}}

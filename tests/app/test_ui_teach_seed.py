@@ -17,7 +17,7 @@ def tabs(tmp_path_factory):
     the Teach controls' values of a page as it opens."""
     from specui.ui.blocks import chat_tab
     from specui.ui.teaching import TeachState, teaching_tab
-    from tests.app.test_browser_teaching import PROMPT, tiny_showcase
+    from tests.app.teach_page import PROMPT, tiny_showcase
 
     showcase = tiny_showcase(tmp_path_factory.mktemp("teach-seed-pair"))
     with gr.Blocks() as demo, gr.Tabs():

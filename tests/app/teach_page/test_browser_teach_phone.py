@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.test_browser_teaching import PROMPT, tiny_showcase, wait_round
-from tests.helpers import app_page, require_browser
+from tests.app.teach_page import PROMPT, wait_round
+from tests.helpers import open_page
 from tools.screenshot import set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
@@ -26,11 +26,10 @@ BOXES = """() => [...document.querySelectorAll('#teach-tab .js-plotly-plot')].fi
 
 
 @pytest.fixture(scope="module")
-def phone(tmp_path_factory):
-    require_browser()  # before the pair is built
-    showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
-    with app_page(showcase.config, showcase=showcase, path="?tab=teach", ready="#step-start", **PHONE) as page:
-        yield page
+def phone(site, browser):
+    page = open_page(browser, site[1] + "?tab=teach", ready="#step-start", **PHONE)  # a phone's context of its own
+    yield page
+    page.context.close()
 
 
 def _fits(charts: list[dict]) -> list:

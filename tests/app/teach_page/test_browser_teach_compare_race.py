@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.test_browser_teaching import decode_lesson, set_number, tiny_showcase, wait_round
+from tests.app.teach_page import decode_lesson, wait_round
 from tests.gradio_calls import track_calls, wait_quiet
-from tests.helpers import app_page, require_browser
+from tests.helpers import open_page
+from tools.screenshot import set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -18,13 +19,12 @@ PROMPT = "".join(f"def add{i}(a, b):\n    return a + b\n\n" for i in range(6)) +
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    require_browser()  # before the pair is built
-    showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
-    with app_page(showcase.config, showcase=showcase, path="?tab=teach", ready="#step-start") as page:
-        track_calls(page)  # wait_quiet: every answer on its way landed
-        decode_lesson(page, PROMPT, new_tokens=128)  # ~90 rounds: a comparison takes a while
-        yield page
+def page(site, browser):
+    page = open_page(browser, site[1] + "?tab=teach", ready="#step-start")
+    track_calls(page)  # wait_quiet: every answer on its way landed
+    decode_lesson(page, PROMPT, new_tokens=128)  # ~90 rounds: a comparison takes a while
+    yield page
+    page.context.close()
 
 
 def step_round(page) -> int:

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.test_browser_teaching import set_number, tiny_showcase
-from tests.helpers import app_page, click_and_wait, require_browser, wait_at_rest
-from tools.screenshot import run_prompt
+from tests.helpers import click_and_wait, open_page, wait_at_rest
+from tools.screenshot import run_prompt, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -22,11 +21,10 @@ ON_SCREEN = """sel => { const r = document.querySelector(sel).getBoundingClientR
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    require_browser()  # before the pair is built
-    showcase = tiny_showcase(tmp_path_factory.mktemp("handoff-pair"))
-    with app_page(showcase.config, showcase=showcase, viewport={"width": 1400, "height": 1000}) as page:
-        yield page
+def page(site, browser):
+    page = open_page(browser, site[1], viewport={"width": 1400, "height": 1000})
+    yield page
+    page.context.close()
 
 
 def lesson_on_round_1(page) -> None:
@@ -92,7 +90,7 @@ def test_an_auto_play_tick_answered_just_before_a_hand_off_leaves_the_handed_mes
     browser's memory kept it (a refresh decoded the lesson left to show it). The redraw after the hand-off draws the
     clean view again, after that answer; a refresh then only puts the lesson's prompt back."""
     from specui.ui import teach_keys
-    from tests.app.test_browser_teach_order import held_answer, rounds_seen, watch_rounds
+    from tests.app.teach_page.test_browser_teach_order import held_answer, rounds_seen, watch_rounds
 
     page.get_by_role("tab", name="Chat").click()
     set_number(page, "max-new-tokens", 12)

@@ -11,16 +11,16 @@ from __future__ import annotations
 import pytest
 
 from tools.screenshot import set_number
-from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
-from tests.app.test_browser_teaching import lesson_page, wait_quiet, wait_round
+from tests.app.teach_page import lesson_page, wait_round
+from tests.gradio_calls import wait_quiet
 from tests.helpers import wait_answered, watch_busy
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
 
 
 @pytest.fixture(scope="module")
-def page(app):  # noqa: F811 - the fixture imported above
-    with lesson_page(app[1]) as page:
+def page(app, browser):
+    with lesson_page(browser, app[1]) as page:
         yield page
 
 

@@ -10,10 +10,10 @@ import pytest
 
 from specui.ui import teach_keys
 from tools.screenshot import set_number
-from tests.app.test_browser_teach_decode_again import busy, click_again_while_held
-from tests.app.test_browser_teach_order import click, held_answer
-from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
-from tests.app.test_browser_teaching import PROMPT, teach_page, wait_quiet
+from tests.app.teach_page import PROMPT, teach_page
+from tests.app.teach_page.test_browser_teach_decode_again import busy, click_again_while_held
+from tests.app.teach_page.test_browser_teach_order import click, held_answer
+from tests.gradio_calls import wait_quiet
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -22,8 +22,8 @@ BUSY = busy("#tree-step-status")
 
 
 @pytest.fixture(scope="module")
-def page(app):  # noqa: F811 - the fixture imported above
-    with teach_page(app[1]) as page:
+def page(app, browser):
+    with teach_page(browser, app[1]) as page:
         page.fill("#teach-prompt textarea", PROMPT)
         set_number(page, "teach-k", 4)  # trees four deep
         set_number(page, "teach-max-new-tokens", 16)

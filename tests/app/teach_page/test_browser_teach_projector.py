@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.test_browser_teaching import decode_lesson, tiny_showcase, wait_round
+from tests.app.teach_page import decode_lesson, wait_round
 from tests.gradio_calls import track_calls, wait_quiet
-from tests.helpers import app_page, page_timers_run, press_heard, require_browser
+from tests.helpers import open_page, page_timers_run, press_heard
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -23,13 +23,12 @@ ON_SCREEN = """(selector) => { const box = document.querySelector(selector).getB
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    require_browser()  # before the pair is built
-    showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
-    with app_page(showcase.config, showcase=showcase, path="?tab=teach", ready="#step-start", **PROJECTOR) as page:
-        track_calls(page)  # wait_quiet: every answer on its way landed
-        decode_lesson(page, PROMPT, new_tokens=24)
-        yield page
+def page(site, browser):
+    page = open_page(browser, site[1] + "?tab=teach", ready="#step-start", **PROJECTOR)
+    track_calls(page)  # wait_quiet: every answer on its way landed
+    decode_lesson(page, PROMPT, new_tokens=24)
+    yield page
+    page.context.close()
 
 
 def compared_round(page) -> int:

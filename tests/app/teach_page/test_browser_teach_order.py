@@ -13,16 +13,16 @@ import pytest
 
 from specui.ui import teaching
 from tools.screenshot import set_number
-from tests.app.test_browser_teach_keys import go_to, settled, shown
-from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
-from tests.app.test_browser_teaching import lesson_page, wait_quiet, wait_round
+from tests.app.teach_page import lesson_page, wait_round
+from tests.app.teach_page.test_browser_teach_keys import go_to, settled, shown
+from tests.gradio_calls import wait_quiet
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
 
 @pytest.fixture(scope="module")
-def page(app):  # noqa: F811 - the fixture imported above
-    with lesson_page(app[1]) as page:
+def page(app, browser):
+    with lesson_page(browser, app[1]) as page:
         yield page
 
 

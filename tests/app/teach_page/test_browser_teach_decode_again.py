@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from tests.app.test_browser_teach_order import held_first
-from tests.app.test_browser_teaching import set_number, tiny_showcase
-from tests.helpers import app_page, require_browser
+from tests.app.teach_page.test_browser_teach_order import held_first
+from tests.helpers import open_page
+from tools.screenshot import set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
@@ -19,11 +19,10 @@ PROMPT = "".join(f"def add{i}(a, b):\n    return a + b\n\n" for i in range(6)) +
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    require_browser()  # before the pair is built
-    showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
-    with app_page(showcase.config, showcase=showcase, path="?tab=teach", ready="#step-start") as page:
-        yield page
+def page(site, browser):
+    page = open_page(browser, site[1] + "?tab=teach", ready="#step-start")
+    yield page
+    page.context.close()
 
 
 def busy(status: str) -> str:

@@ -9,16 +9,15 @@ from __future__ import annotations
 import pytest
 
 from tools.screenshot import set_number
-from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
-from tests.app.test_browser_teaching import PROMPT, teach_page, wait_round
+from tests.app.teach_page import PROMPT, teach_page, wait_round
 from tests.helpers import click_and_wait, wait_answered, watch_busy
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
 
 
 @pytest.fixture(scope="module")
-def page(app):  # noqa: F811 - the fixture imported above
-    with teach_page(app[1], width=1280, height=720) as page:
+def page(app, browser):
+    with teach_page(browser, app[1], width=1280, height=720) as page:
         yield page
 
 

@@ -1,8 +1,8 @@
 """Teaching mode in a real browser: Python playwright driving Debian's Chromium (never `playwright install`).
 
 A small Blocks app mounts the Teach tab over a tiny random pair saved to a temporary folder (so this
-test does not wait for the bundled pair). It decodes a prompt, clicks through three rounds and checks
-that every number the step view shows is the engine's own for the same seed, compares a second
+test does not wait for the bundled pair: conftest.py's `app`). It decodes a prompt, clicks through three rounds and
+checks that every number the step view shows is the engine's own for the same seed, compares a second
 drafter on the same rounds, then auto-plays, checks the theory charts and the export, and sends an
 HTML-injection prompt that must stay text.
 Under CI=true a missing browser is a failure, not a skip.
@@ -10,116 +10,24 @@ Under CI=true a missing browser is a failure, not a skip.
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 
-from tools.screenshot import NO_PROBE, free_port, launch_chromium, set_number
-from tests.gradio_calls import SERVED, session_of, track_calls, wait_quiet  # noqa: F401 - the Teach tests import them from here
-from tests.helpers import make_model, noisy_copy, open_page, require_browser, save_tiny_model
-from tests.waits import click_and_wait, page_timers_run, press_heard
+from tests.app.teach_page import K, PROMPT, decode_lesson, shown_rows, teach_page, wait_round
+from tests.gradio_calls import session_of, wait_quiet
+from tests.helpers import open_page
+from tests.waits import page_timers_run, press_heard
+from tools.screenshot import set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
 
-PROMPT = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n"
 INJECTION = "<img src=x onerror=alert(1)>"
-MAX_NEW, SEED, K, TEMPERATURE = 16, 3, 4, 0.8
-
-
-def tiny_showcase(root):
-    """A Showcase whose one preset is a tiny random pair saved under `root` (loads in a moment)."""
-    from specui.loading import PairCache
-    from specui.presets import load_config
-    from specui.ui.session import Showcase
-
-    target = make_model("llama", layers=2, seed=0)
-    save_tiny_model(root / "target", "llama", layers=2, seed=0, model=target)
-    save_tiny_model(root / "draft", "llama", layers=1, seed=1, model=noisy_copy(target, noise=0.1, seed=1))
-    (root / "models.yaml").write_text(f"default: tiny\npresets:\n  tiny:\n    target: {root / 'target'}\n"
-                                      f"    draft: {root / 'draft'}\n    dtype: float32\n    device: cpu\n"
-                                      f"    num_draft_tokens: {K}\n")
-    return Showcase(load_config(root / "models.yaml"), PairCache())
+MAX_NEW, SEED, TEMPERATURE = 16, 3, 0.8
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    require_browser()
-    import gradio as gr
-
-    from specui.ui.blocks import launch
-    from specui.ui.teaching import teaching_tab
-
-    showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
-    with gr.Blocks(title="specui teaching test") as demo:
-        teaching_tab(showcase)
-    demo.queue(default_concurrency_limit=4)
-    port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **NO_PROBE)
-    url = f"http://127.0.0.1:{port}/"
-    SERVED[url] = demo
-    try:
-        yield showcase, url
-    finally:
-        SERVED.pop(url, None)
-        demo.close()
-
-
-@contextlib.contextmanager
-def teach_page(url: str, *, width: int = 1400, height: int = 1000):
-    """A Chromium page on the served Teach tab once its scripts have run (`open_page`; its gradio calls tracked), its
-    dialogs noted in `page.dialogs` (and dismissed) from before it loads."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = launch_chromium(p)
-        page = open_page(browser, url, ready="#step-start", tracked=True, dialogs=True,
-                         viewport={"width": width, "height": height})
-        try:
-            yield page
-        finally:
-            browser.close()
-
-
-@contextlib.contextmanager
-def lesson_page(url: str):
-    """A Teach page at a projector's 1280 x 720 with a lesson decoded (32 tokens of PROMPT), the focus off the prompt
-    box: the keys' and the events' order tests start from it."""
-    with teach_page(url, width=1280, height=720) as page:
-        decode_lesson(page, PROMPT, new_tokens=32)
-        page.locator("#step-status").click()
+def page(app, browser):
+    with teach_page(browser, app[1]) as page:
         yield page
-
-
-@pytest.fixture(scope="module")
-def page(app):
-    with teach_page(app[1]) as page:
-        yield page
-
-
-def wait_round(page, n: int, *, timeout_ms: int = 30_000) -> None:
-    try:
-        page.wait_for_selector(f"#step-view .teach-step[data-round='{n}']", timeout=timeout_ms)
-    except Exception as e:
-        raise AssertionError(f"round {n} never showed: view={page.locator('#step-view').inner_text()[:400]!r} "
-                             f"status={page.locator('#step-status').inner_text()!r}") from e
-
-
-def decode_lesson(page, prompt: str, *, new_tokens: int) -> None:
-    """Decode `prompt` greedily with one draft a round (rounds enough to step through) and wait for round 1."""
-    page.fill("#teach-prompt textarea", prompt)
-    set_number(page, "teach-k", 1)
-    set_number(page, "teach-temperature", 0)
-    set_number(page, "teach-max-new-tokens", new_tokens)
-    click_and_wait(page, "#step-start", "#step-status")
-    wait_round(page, 1)
-
-
-def shown_rows(page) -> list[dict]:
-    return page.evaluate("""() => [...document.querySelectorAll('#step-view tr.teach-draft')].map(r => ({
-        token: +r.dataset.token, q: parseFloat(r.dataset.q), p: r.dataset.p === '' ? null : parseFloat(r.dataset.p),
-        accept: r.dataset.accept === '' ? null : parseFloat(r.dataset.accept),
-        u: r.dataset.u === '' ? null : parseFloat(r.dataset.u),
-        verdict: r.dataset.verdict, cells: [...r.querySelectorAll('td')].map(td => td.textContent)}))""")
 
 
 def test_three_rounds_show_the_engines_numbers(app, page):

@@ -11,10 +11,10 @@ import contextlib
 
 import pytest
 
-from tools.screenshot import launch_chromium, set_number
-from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
-from tests.app.test_browser_teaching import PROMPT, track_calls, wait_quiet, wait_round
-from tests.app.test_browser_teach_keys import burst, go_to, settled, shown
+from tools.screenshot import set_number
+from tests.app.teach_page import PROMPT, wait_round
+from tests.app.teach_page.test_browser_teach_keys import burst, go_to, settled, shown
+from tests.gradio_calls import track_calls, wait_quiet
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the Teach tab
 
@@ -26,34 +26,33 @@ WATCH = """() => { window.rounds = []; const view = document.querySelector('#ste
 
 
 @contextlib.contextmanager
-def decoded_pages(url: str, count: int):
-    """`count` pages in one Chromium, each its own visitor (own context), each with the prompt decoded (greedy,
-    K 1: many rounds) and the focus off the prompt box."""
-    from playwright.sync_api import sync_playwright
+def decoded_pages(browser, url: str, count: int):
+    """`count` pages on the package's Chromium, each its own visitor (own context), each with the prompt decoded
+    (greedy, K 1: many rounds) and the focus off the prompt box; their contexts closed after."""
+    pages = []
+    try:
+        for _ in range(count):
+            pages.append(browser.new_page(viewport={"width": 1280, "height": 720}))  # a context of its own
+        for page in pages:
+            track_calls(page)  # `settled` waits for every press's answer
+            page.goto(url)
+            page.wait_for_selector("#step-start", timeout=60_000)
+            page.fill("#teach-prompt textarea", PROMPT)
+            set_number(page, "teach-k", 1)
+            set_number(page, "teach-temperature", 0)
+            set_number(page, "teach-max-new-tokens", 32)
+            page.click("#step-start")
+        for page in pages:
+            wait_round(page, 1, timeout_ms=120_000)
+            page.locator("#step-status").click()
+        yield pages
+    finally:
+        for page in pages:
+            page.context.close()
 
-    with sync_playwright() as p:
-        browser = launch_chromium(p)
-        try:
-            pages = [browser.new_page(viewport={"width": 1280, "height": 720}) for _ in range(count)]
-            for page in pages:
-                track_calls(page)  # `settled` waits for every press's answer
-                page.goto(url)
-                page.wait_for_selector("#step-start", timeout=60_000)
-                page.fill("#teach-prompt textarea", PROMPT)
-                set_number(page, "teach-k", 1)
-                set_number(page, "teach-temperature", 0)
-                set_number(page, "teach-max-new-tokens", 32)
-                page.click("#step-start")
-            for page in pages:
-                wait_round(page, 1, timeout_ms=120_000)
-                page.locator("#step-status").click()
-            yield pages
-        finally:
-            browser.close()
 
-
-def test_two_visitors_pressing_at_once_each_step_their_own_rounds(app):  # noqa: F811
-    with decoded_pages(app[1], 2) as (first, second):
+def test_two_visitors_pressing_at_once_each_step_their_own_rounds(app, browser):
+    with decoded_pages(browser, app[1], 2) as (first, second):
         go_to(first, 2)
         go_to(second, 3)
         for _ in range(4):  # interleaved: both pages' presses reach the server together
@@ -67,8 +66,8 @@ def test_two_visitors_pressing_at_once_each_step_their_own_rounds(app):  # noqa:
         settled(second, 8)
 
 
-def test_presses_during_play_never_show_an_older_round_and_pause_where_shown(app):  # noqa: F811
-    with decoded_pages(app[1], 1) as (page,):
+def test_presses_during_play_never_show_an_older_round_and_pause_where_shown(app, browser):
+    with decoded_pages(browser, app[1], 1) as (page,):
         last = shown(page)[1]
         set_number(page, "step-speed", 0.2)  # the fastest auto-play: ticks among the presses
         page.locator("#step-status").click()

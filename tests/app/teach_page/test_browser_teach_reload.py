@@ -7,20 +7,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.test_browser_teaching import PROMPT, shown_rows, tiny_showcase, wait_quiet, wait_round
-from tests.helpers import open_page, require_browser, served_browser
+from tests.app.teach_page import PROMPT, shown_rows, wait_round
+from tests.gradio_calls import wait_quiet
+from tests.helpers import open_page
 from tools.screenshot import set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """Chromium and the served app's address, opening on the Teach tab."""
-    require_browser()  # before the pair is built
-    showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
-    with served_browser(showcase.config, showcase=showcase) as (browser, url):
-        yield browser, url + "?tab=teach"
+def site(site, browser):
+    """The package's Chromium and its whole app's address (conftest.py's `site`), opening on the Teach tab."""
+    return browser, site[1] + "?tab=teach"
 
 
 def _open(browser, url: str):
@@ -77,6 +75,7 @@ def test_a_refresh_mid_lesson_comes_back_to_the_same_round(site):
     wait_quiet(other)  # its load's events answered, and a decode they started (a run remembered) too
     assert other.locator("#step-view .teach-step[data-round]").count() == 0
     assert other.locator("#teach-prompt textarea").input_value() != PROMPT
+    other.context.close()
     page.context.close()
 
 

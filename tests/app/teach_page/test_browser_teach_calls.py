@@ -10,9 +10,9 @@ import pytest
 
 from specui.ui import teach_tree
 from tools.screenshot import set_number
-from tests.app.test_browser_teach_order import held_first
-from tests.app.test_browser_teaching import app  # noqa: F401 - the served Teach tab
-from tests.app.test_browser_teaching import PROMPT, decode_lesson, teach_page, wait_quiet, wait_round
+from tests.app.teach_page import PROMPT, decode_lesson, teach_page, wait_round
+from tests.app.teach_page.test_browser_teach_order import held_first
+from tests.gradio_calls import wait_quiet
 from tests.helpers import click_and_wait
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
@@ -21,8 +21,8 @@ TREE_STEP = "#tree-step-view .teach-tree-step"
 
 
 @pytest.fixture(scope="module")
-def page(app):  # noqa: F811 - the fixture imported above
-    with teach_page(app[1]) as page:
+def page(app, browser):
+    with teach_page(browser, app[1]) as page:
         yield page
 
 

@@ -1,0 +1,50 @@
+"""The Teach tab's servers and browser, once for every test file of this folder (package fixtures: they close once the
+folder's last test has run): `browser`, one Chromium; `app`, (showcase, URL) of a small app of the Teach tab alone;
+`site`, (showcase, URL) of the whole app on the same kind of tiny pair. Each file opens its own pages on them (a new
+context each: a new gradio session, nothing of another file's left), so no file depends on another's order."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app.teach_page import tiny_showcase
+from tests.gradio_calls import SERVED
+from tests.helpers import served_app, static_browser
+from tools.screenshot import NO_PROBE, free_port
+
+
+@pytest.fixture(scope="package")
+def browser():
+    with static_browser() as browser:  # Chromium (skips, or fails under CI=true, without it)
+        yield browser
+
+
+@pytest.fixture(scope="package")
+def app(browser, tmp_path_factory):
+    """A Blocks app of the Teach tab alone over a tiny random pair (so the tests do not wait for the bundled pair)."""
+    import gradio as gr
+
+    from specui.ui.blocks import launch
+    from specui.ui.teaching import teaching_tab
+
+    showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
+    with gr.Blocks(title="specui teaching test") as demo:
+        teaching_tab(showcase)
+    demo.queue(default_concurrency_limit=4)
+    port = free_port()
+    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **NO_PROBE)
+    url = f"http://127.0.0.1:{port}/"
+    SERVED[url] = demo
+    try:
+        yield showcase, url
+    finally:
+        SERVED.pop(url, None)
+        demo.close()
+
+
+@pytest.fixture(scope="package")
+def site(browser, tmp_path_factory):
+    """The whole app (Chat and Teach) served on a tiny pair of its own: (showcase, its URL)."""
+    showcase = tiny_showcase(tmp_path_factory.mktemp("site-pair"))
+    with served_app(showcase.config, showcase=showcase) as url:
+        yield showcase, url
