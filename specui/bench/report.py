@@ -4,7 +4,7 @@ functions of the report dict; no models, no timing."""
 
 from __future__ import annotations
 
-from specui.arena import k_said, label
+from specui.arena import k_said, label, stops_sooner
 from specui.bench.budget import format_budget
 from specui.text import fmt
 
@@ -160,7 +160,8 @@ def format_drafter_table(r: dict) -> str:
         (f"{'drafter':<24}{'K':>4}{'tokens/s':>10}{'vs plain':>10}{'alpha':>8}{'len':>7}{'c':>8}{'theory':>8}"
          "  identical"),
     ]
-    confident = {d["label"]: d["draft_confidence"] for d in drafters.values() if d.get("draft_confidence")}
+    confident = {d["label"]: d["draft_confidence"] for name, d in drafters.items()  # those whose K reads <=K
+                 if stops_sooner(d.get("num_draft_tokens") or 0, d.get("draft_confidence"), name)}
     for name, d in drafters.items():
         k_col = k_said(d.get("num_draft_tokens"), d.get("draft_confidence"), name, at_most="<=", none="n/a")
         lines.append(f"{d['label']:<24}{k_col:>4}"
