@@ -17,6 +17,7 @@ import json
 
 import gradio as gr
 
+from specui.arena import k_said, stops_sooner
 from specui.drafters import LABELS
 from specui.drafters.registry import name_of
 from specui.loading import pick_device
@@ -126,10 +127,18 @@ def _capped(k: int, k_max: int | None) -> int:
     return k if k_max is None else min(k_max, k)
 
 
+def _own(preset, name: str) -> str:
+    """A drafter's own K in the preset's line, with its own confidence stop where one may end its rounds sooner
+    ("draft model ≤ 6 while confident ≥ 0.5", as the arena's table gives its K)."""
+    k, confidence = preset.k_for(name), preset.confidence_for(name)
+    stop = f" while confident ≥ {confidence:g}" if stops_sooner(k, confidence, name) else ""
+    return f"{LABELS[name]} {k_said(k, confidence, name)}{stop}"
+
+
 def about(preset) -> str:
-    """The preset's description, the memory it needs, the hardware note, then its drafter and K (and the K of
-    drafters that have their own) and whether it uses the chat template: Markdown, the description and memory as
-    written (`markdown_text`)."""
+    """The preset's description, the memory it needs, the hardware note, then its drafter and K (and the K and
+    confidence stop of drafters that have their own) and whether it uses the chat template: Markdown, the description
+    and memory as written (`markdown_text`)."""
     lines = [markdown_text(preset.description or "")]  # a models.yaml's words, shown as written: never markup
     if preset.memory:
         lines.append(f"*Needs {markdown_text(preset.memory)}.*")
@@ -138,7 +147,8 @@ def about(preset) -> str:
     if note:
         lines.append(f"*{note}*")
     drafter = LABELS.get(preset.drafter, preset.drafter) + ("" if preset.draft else " (no draft model)")
-    own = [f"{LABELS[name]} {k}" for name, k in preset.drafter_tokens if name != preset.drafter]
+    named = dict(preset.drafter_tokens).keys() | dict(preset.draft_confidence).keys()  # their own K or stop
+    own = [_own(preset, name) for name in LABELS if name in named and name != preset.drafter]
     if preset.k_for() != preset.num_draft_tokens:  # the default drafter has a K of its own: say the rest's
         own.append(f"others {preset.num_draft_tokens}")
     own = ", ".join(own)

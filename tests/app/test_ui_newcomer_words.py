@@ -1,6 +1,6 @@
 """What a newcomer found unsaid on the page, said: a drafter's confidence stop in the arena's K column ("≤ 6", as the
-benchmark's table writes "<=6"); a speedup below 1× in the stats line, with why in its tooltip; the Teach tab's best
-K one its K slider can set. Hand-made runs and records: no model, no server."""
+benchmark's table writes "<=6") and in the preset's line; a speedup below 1× in the stats line, with why in its
+tooltip; the Teach tab's best K one its K slider can set. Hand-made runs and records: no model, no server."""
 
 from __future__ import annotations
 
@@ -99,3 +99,25 @@ def test_the_teach_tabs_best_k_is_one_its_k_slider_can_set():
                     speedup=1.0 + k / 10, cost_ratio=0.02, theory_speedup=None) for k in (1, 2)]
     sweep = teach_charts.k_sweep_figure(points).layout.title.text
     assert re.sub(r"</?sub>|<br>", " ", sweep).split("best K: theory ")[1].startswith(f"{here} (")
+
+
+def test_the_presets_line_says_each_drafters_own_confidence_stop():
+    """The line under the preset menu gave only the default drafter's stop; the others' own K came without theirs (the
+    chat preset's draft model drafts up to 6 while confident ≥ 0.5). Now each drafter's own stop is said where it may
+    end a round sooner, its K written as the arena's table writes it; at K 1 none."""
+    from dataclasses import replace
+
+    from specui.drafters import LABELS
+    from specui.presets import load_config
+    from specui.ui.preset_view import about
+
+    config = load_config(None)
+    chat = config.get("smollm2-chat")
+    line = about(chat).split("\n\n")[-1]
+    others = [(name, c) for name, c in chat.draft_confidence if name != chat.drafter]
+    assert others and all(f"{LABELS[name]} ≤ {chat.k_for(name)} while confident ≥ {c:g}" in line for name, c in others)
+    bundled = config.get("bundled")
+    own = replace(bundled, num_draft_tokens=5, drafter_tokens=(("medusa", 1), ("prompt_lookup", 2)),
+                  draft_confidence=(("model", 0.3), ("eagle", 0.4), ("medusa", 0.5)))
+    assert ("Drafter: draft model · K = 5, drafting while confident ≥ 0.3 (EAGLE ≤ 5 while confident ≥ 0.4, Medusa 1, "
+            "prompt lookup 2) ·") in about(own)
