@@ -7,7 +7,6 @@ show it and keep serving whatever was loaded before.
 
 from __future__ import annotations
 
-import difflib
 import numbers
 import os
 import threading
@@ -323,11 +322,7 @@ def load_engine(preset: str | Preset | None = None, config=None, *, device=None,
         elif config is not None and not isinstance(config, (Config, str, os.PathLike)):
             raise ConfigError(f"config must be a models.yaml path, a Config or a dict, not a {type(config).__name__}")
         config = config if isinstance(config, Config) else load_config(config)
-        try:
-            preset = config.get(preset)
-        except ConfigError as e:  # a typo: say the preset it is closest to
-            close = difflib.get_close_matches(str(preset).lower(), config.names, n=1, cutoff=0.6)
-            raise ConfigError(f"{e}. Did you mean {close[0]!r}?" if close else str(e)) from None
+        preset = config.get(preset)  # a typo: its error names the preset it is closest to
     if device is not None and preset.device_map:
         raise ConfigError(f"load_engine: preset {preset.name!r} spreads its target with device_map: "
                           f"{preset.device_map}, which device= would not move; leave device out")

@@ -97,9 +97,12 @@ class Config:
         return list(self.presets)
 
     def get(self, name: str | None) -> Preset:
+        """The preset `name` (None: the default); a ConfigError naming the known ones, and the closest to a typo."""
         name = name or self.default
         if name not in self.presets:
-            raise ConfigError(f"{self.path.name}: no preset named {name!r}; known presets: {', '.join(self.presets)}")
+            close = difflib.get_close_matches(str(name).lower(), self.names, n=1, cutoff=0.6)
+            raise ConfigError(f"{self.path.name}: no preset named {name!r}; known presets: {', '.join(self.presets)}"
+                              + (f". Did you mean {close[0]!r}?" if close else ""))
         return self.presets[name]
 
 

@@ -239,15 +239,9 @@ class Session:
 def load(args):
     """(engine, preset) of --preset/--config, the flags that need the preset checked before its models load."""
     from specui.command_line import check_preset
-    from specui.presets import ConfigError, load_config
+    from specui.presets import load_config
 
-    config = load_config(args.config)
-    try:
-        preset = config.get(args.preset)
-    except ConfigError:
-        from specui.loading import load_engine
-        load_engine(args.preset, config)  # raises the same error naming the closest preset ("Did you mean ...?")
-        raise
+    preset = load_config(args.config).get(args.preset)  # a typo's error names the closest preset, before torch
     if args.system and not preset.chat_template:
         refuse(f"--system: preset {preset.name!r} is a base model with no chat template: it continues the text and "
                "reads no system prompt")

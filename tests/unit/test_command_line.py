@@ -63,18 +63,23 @@ IN_MODELS_YAML = "Preset 'gone': the target folder MISSING has no config.json. C
                                                "Check the path given on the command line (--target, --draft)."),
     ("specui.bench", ["--config", "YAML"], IN_MODELS_YAML), ("specui", ["--config", "YAML", "hi"], IN_MODELS_YAML),
     ("specui.bench", ["--preset", "nope"], "no preset named 'nope'; known presets: "),
+    ("specui.bench", ["--preset", "bundle"], "no preset named 'bundle'; known presets: "),
+    ("specui", ["--preset", "bundle", "hi"], "no preset named 'bundle'; known presets: "),
 ])
 def test_a_preset_refused_before_its_models_load_is_refused_before_torch_loads(module, argv, said, tmp_path):
     """A model folder that is not there (named by --target or a models.yaml's preset), or a preset that is not there,
     is refused in one line with exit status 2 and neither torch nor transformers imported: specui.command_line's
     check_preset imported specui.loading (torch) for the check, the benchmark checked only after importing its run
-    (torch, transformers) and `run` imported the errors it ends in one line from modules that import torch."""
+    (torch, transformers) and `run` imported the errors it ends in one line from modules that import torch. A typo
+    of a preset's name is answered with the closest one by both commands (presets.Config.get), where the terminal
+    loaded torch for it (load_engine said it) and the benchmark had none."""
     missing = str(tmp_path / "no-such-model")
     (tmp_path / "models.yaml").write_text(f"default: gone\npresets:\n  gone:\n    target: {missing}\n")
     argv = [{"MISSING": missing, "YAML": str(tmp_path / "models.yaml")}.get(a, a) for a in argv]
     stderr, status = heavy_at_exit(module, argv)
     assert stderr.startswith(f"python -m {module}: error: ") and "\n" not in stderr, stderr  # one line
     assert said.replace("MISSING", missing) in stderr, stderr
+    assert stderr.endswith(". Did you mean 'bundled'?") == ("bundle" in argv), stderr
     assert status == "exit 2 []", stderr
 
 
