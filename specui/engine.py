@@ -138,7 +138,8 @@ class SpeculativeEngine:
                  into: GenerationResult | None = None, **keywords) -> GenerationResult:
         """Decode one prompt to the end: a `GenerationResult` with every new token, its provenance and every round.
 
-        input_ids: one prompt's token ids (a list, a 1-D or [1, n] tensor, or what `engine.tokenizer` returns).
+        input_ids: one prompt's token ids (a list, a 1-D or [1, n] tensor, or what `engine.tokenizer` returns, as
+        `enc` or as transformers' generate takes it, `**enc`; unpadded).
         settings: a `DecodeSettings`, or its fields as keywords [default]: max_new_tokens [64], temperature [0: greedy,
         the target's own output token for token], top_k [0: off], top_p [1: off], repetition_penalty [1: off], seed
         [None: a fresh one, in `result.seed`], drafter [None: the engine's; `engine.drafters` lists the names],
@@ -177,6 +178,8 @@ class SpeculativeEngine:
         if settings is None and self.tuning:  # the engine's tuning for the run's drafter, where keywords leave it
             name = self._drafter_name(keywords.get("drafter"))
             keywords = {**self.tuning(name, keywords), **keywords} if isinstance(name, str) else keywords
+        if "attention_mask" in keywords:  # engine.generate(**tokenizer(text)), as transformers' generate is called
+            input_ids = {"input_ids": input_ids, "attention_mask": keywords.pop("attention_mask")}
         settings = settings_from(settings, keywords)
         check_run_arguments(into=into, draws=draws, cache=cache)
         prompt = check_prompt(input_ids, self.vocab_size, tokenizer=tokenizer_hint(self))

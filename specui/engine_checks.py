@@ -1,5 +1,5 @@
 """The engine's checks of what it is given: a prompt's token ids and whether it fits the models' context
-(`ContextLengthError`), a run's `into`/`draws`/`cache`, a drafter's proposal, a draft's q.
+(`ContextLengthError`), its `eos_token_id`, a run's `into`/`draws`/`cache`, a drafter's proposal, a draft's q.
 
 Each raises ValueError with a message that says what was wrong and what is expected, before the engine
 computes anything with it.
@@ -45,7 +45,9 @@ def check_prompt(input_ids, vocab_size: int, *, tokenizer: tuple[str, str] = ("t
         raise ValueError(f"the prompt is text, and the engine takes token ids: tokenize it first, e.g. "
                          f"{tokenizer}(text)['input_ids'], or {tokenizer}.apply_chat_template(messages, "
                          f"add_generation_prompt=True) for a chat model{where}")
+    mask = None
     if hasattr(input_ids, "keys") and "input_ids" in input_ids:  # a tokenizer's BatchEncoding, or a dict
+        mask = input_ids["attention_mask"] if "attention_mask" in input_ids else None
         input_ids = input_ids["input_ids"]
     _refuse_messages(input_ids, tokenizer, where)
     shape = getattr(input_ids, "shape", None)  # a torch tensor or a numpy array
@@ -81,7 +83,20 @@ def check_prompt(input_ids, vocab_size: int, *, tokenizer: tuple[str, str] = ("t
         if i is None or not 0 <= i < vocab_size:
             raise ValueError(f"token id {t!r} is not an integer in [0, {vocab_size}) (the target's vocabulary)")
         ids.append(i)
+    _check_unpadded(mask)
     return ids
+
+
+def _check_unpadded(mask) -> None:
+    """The tokenizer's attention_mask given with the ids: all ones, as one prompt's is; one with zeros (padding) is
+    refused, where its padding would have been read as the prompt's tokens."""
+    try:
+        ones = mask is None or bool((torch.as_tensor(mask) == 1).all())
+    except (TypeError, ValueError, RuntimeError):
+        ones = False
+    if not ones:
+        raise ValueError(f"attention_mask is {reprlib.repr(mask)}, not all ones: it pads the prompt, and the engine "
+                         "would read the padding as prompt tokens; tokenize the one prompt without padding")
 
 
 def _refuse_messages(input_ids, tokenizer: str, where: str) -> None:

@@ -213,6 +213,23 @@ def test_what_the_tokenizer_returns_put_in_a_list_is_not_said_to_lack_input_ids(
         engine.generate(np.array("Write a haiku."), max_new_tokens=4)
 
 
+def test_what_the_tokenizer_returns_is_taken_as_transformers_generate_takes_it_and_unpadded(engine):
+    """engine.generate(**enc), as transformers' model.generate(**inputs) is called, was refused as "no setting named
+    'attention_mask'"; and a padded prompt's mask (zeros) was passed over: its padding read as the prompt's tokens."""
+    enc = {"input_ids": torch.tensor([PROMPT]), "attention_mask": torch.ones(1, len(PROMPT), dtype=torch.long)}
+    want = engine.generate(PROMPT, max_new_tokens=6).token_ids
+    assert engine.generate(**enc, max_new_tokens=6).token_ids == want
+    assert engine.generate(enc, max_new_tokens=6).token_ids == want  # given whole, as before
+    assert [t for r in engine.stream(**enc, max_new_tokens=6) for t in r.token_ids] == want
+    padded = {"input_ids": [0, 0, *PROMPT], "attention_mask": [0, 0] + [1] * len(PROMPT)}
+    for call in (engine.generate, engine.stream):
+        for given in ((padded,), ()):
+            with pytest.raises(ValueError, match=r"^attention_mask is \[0, 0, 1, .*\], not all ones: it pads the "
+                                                 r"prompt, and the engine would read the padding as prompt tokens; "
+                                                 r"tokenize the one prompt without padding$"):
+                call(*given, max_new_tokens=6, **({} if given else padded))
+
+
 @pytest.mark.parametrize("number", [torch.tensor(5), np.int64(5), np.array(5)])
 def test_a_single_number_is_refused_as_a_plain_int_is(engine, number):
     """torch.tensor(5) or np.int64(5) (ids[0][0] where ids[0] was meant) ran as the one-token prompt [5], where 5
