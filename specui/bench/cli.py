@@ -21,7 +21,7 @@ from specui.bench.report import format_table
 from specui.bench.run import (Methods, Plan, constant_assistant_schedule, measure_costs, plan_arms, run_prompts,
                               summarise)
 from specui.drafters import HEAD_DRAFTERS, MODEL_DRAFTERS
-from specui.engine_checks import check_context
+from specui.engine_checks import ContextLengthError, check_context
 from specui.loading import load_pair
 from specui.settings import DecodeSettings
 
@@ -84,7 +84,10 @@ def main(argv=None, *, args=None) -> dict:
                else tokenize_prompts(chat_prompts.HELD_OUT[:count], pair.tokenizer, chat=True) if chat
                else builtin_prompts(pair.tokenizer, count=count, length=length))
     for ids in prompts if not args.turns else ():  # a prompt too long for the target: said now, not after minutes
-        check_context(len(ids), decode.max_new_tokens, target=pair.target)  # (the engine says it as its run starts)
+        try:
+            check_context(len(ids), decode.max_new_tokens, target=pair.target)  # (the engine says it as it starts)
+        except ContextLengthError as e:
+            refuse(PROG, as_flags(str(e)))  # in the flags' words, as python -m specui says it
     if not texts and not args.turns:
         note_fewer_prompts(count, len(prompts), "held-out chat and code prompts" if chat
                            else f"held-out stdlib prompts of {length} tokens")

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from specui import chat_prompts, settings
-from specui.bench.flags import PROG, PROMPT_TOKENS, too_few_turns
+from specui.bench.flags import PROG, PROMPT_TOKENS, as_flags, too_few_turns
 from specui.command_line import check_preset, refuse
 from specui.drafters.registry import HEAD_DRAFTERS, PROMPT_LOOKUP
 from specui.presets import load_config, with_pair
@@ -65,7 +65,7 @@ def refuse_overflow(args, preset) -> None:
     length = args.prompt_tokens or PROMPT_TOKENS
     message = settings.context_overflow(length, args.max_new_tokens, folder_context(preset.target))
     if message:
-        refuse(PROG, message)
+        refuse(PROG, as_flags(message))  # --max-new-tokens, as python -m specui says it
 
 
 def folder_context(ref: str | None) -> int | None:

@@ -103,9 +103,25 @@ def test_prompts_longer_than_the_context_are_one_line_before_torch_loads():
                           "--warmup", "0", "--max-new-tokens", "5000"], cwd=ROOT, capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr  # as python -m specui's (it was 1)
-    assert "python -m specui.bench: error: the prompt (128 tokens) plus max_new_tokens (5000) is 5128 tokens, more " \
-           "than the target model's context of 1024; shorten the prompt or lower max_new_tokens" in out.stderr
+    assert "python -m specui.bench: error: the prompt (128 tokens) plus --max-new-tokens (5000) is 5128 tokens, " \
+           "more than the target model's context of 1024; shorten the prompt or lower --max-new-tokens" in out.stderr
     assert "torch loaded: False" in out.stderr
+
+
+@pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair")
+def test_a_prompts_files_prompt_too_long_is_refused_in_the_flags_words(tmp_path, capsys):
+    """A --prompts file's prompt is tokenized after the pair loads, then checked against the context: refused in one
+    line naming --max-new-tokens, as the early refusal and python -m specui say it (it said max_new_tokens)."""
+    from specui.bench.cli import main
+
+    prompts = tmp_path / "long.jsonl"
+    prompts.write_text(json.dumps({"prompt": "def f(x):\n    return x\n" * 40}) + "\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_:
+        main(["--preset", "bundled", "--prompts", str(prompts), "--max-new-tokens", "1000", "--threads", "1"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert exit_.value.code == 2 and err.startswith("python -m specui.bench: error: the prompt ("), err
+    assert err.endswith("tokens, more than the target model's context of 1024; shorten the prompt or lower "
+                        "--max-new-tokens") and " plus --max-new-tokens (1000) is " in err, err
 
 
 def test_a_prompt_the_context_cannot_take_is_refused_only_where_the_flags_say_its_length(tmp_path):
