@@ -24,7 +24,7 @@ from specui import metrics
 from specui.lesson import Measured, Point, theory_curve
 from specui.lesson_steps import Step
 from specui.text import fmt
-from specui.ui.teach_view import best_k_said
+from specui.ui.teach_view import best_k_said, slider_best
 from specui.ui.theme import (BEST_COLOUR, K_COLOURS, K_DASHES, NOTE_COLOUR, PLAIN_COLOUR, POINT_COLOUR, SPEC_COLOUR,
                              TALL, THEORY_COLOUR, layout, noted)
 
@@ -129,19 +129,22 @@ def theory_tokens_figure(measured: Measured | None = None, *, ks: Sequence[int] 
 def theory_speedup_figure(measured: Measured | None = None, *, ks: Sequence[int] = KS, c: float | None = None
                           ) -> go.Figure:
     """(1 - alpha^(K+1)) / ((1 - alpha)(K c + 1)) for each K at the measured c, the measured speedup as a
-    red point, and the best K for the measured alpha and c (a green star on its curve)."""
+    red point, and the best K for the measured alpha and c that this tab's K slider can set (a green star on its
+    curve, `slider_best`); where the theory's own best lies past the slider, its curve is drawn too, named so."""
     if c is None:
         c = measured.cost_ratio if measured is not None and measured.cost_ratio is not None else DEFAULT_C
     fig = go.Figure()
     alphas = _alphas()
     best = measured.best_k if measured is not None else None
+    here, here_speedup = (slider_best(measured.alpha, c, best, measured.best_k_speedup) if measured is not None
+                          else (None, None))  # the star: the best K this tab can set
     shown = _ks(measured, ks)
-    if best is not None and best not in shown:
-        shown = sorted({*shown, best})
+    shown = sorted({*shown, *(k for k in (best, here) if k is not None)})
     for k in shown:
         mine = measured is not None and k == measured.k
+        said = " (best)" if k == here else " (the theory's best: Chat tab)" if k == best else ""
         fig.add_trace(_k_curve(alphas, theory_curve(alphas, k, c), k, mine=mine,
-                               name=f"K={k}" + (" (this run)" if mine else "") + (" (best)" if k == best else "")))
+                               name=f"K={k}" + (" (this run)" if mine else "") + said))
     fig.add_hline(y=1.0, line={"color": PLAIN_COLOUR, "dash": "dash", "width": 1})
     title = f"Speedup = (1 − α^(K+1)) / ((1 − α)(Kc + 1)), c = {fmt(c, '.3f')}"
     if measured is not None and measured.alpha is not None:
@@ -151,11 +154,11 @@ def theory_speedup_figure(measured: Measured | None = None, *, ks: Sequence[int]
                 name="measured speedup",
                 marker={"color": POINT_COLOUR, "size": 13, "symbol": "diamond", "line": {"color": "white", "width": 1}},
                 hovertemplate="measured: α=%{x:.3f}, speedup %{y:.2f}×<extra></extra>"))
-        if best is not None and measured.best_k_speedup is not None:
+        if here is not None and here_speedup is not None:
             fig.add_trace(go.Scatter(
-                x=[round(measured.alpha, 4)], y=[round(measured.best_k_speedup, 4)], mode="markers",
-                name=f"best K = {best}", marker={"color": BEST_COLOUR, "size": 14, "symbol": "star"},
-                hovertemplate=f"best K={best}: theory %{{y:.2f}}×<extra></extra>"))
+                x=[round(measured.alpha, 4)], y=[round(here_speedup, 4)], mode="markers",
+                name=f"best K = {here}", marker={"color": BEST_COLOUR, "size": 14, "symbol": "star"},
+                hovertemplate=f"best K={here}: theory %{{y:.2f}}×<extra></extra>"))
             measured_part = f"measured {fmt(measured.speedup, '.2f×')}, " if measured.speedup is not None else ""
             title += (f"<br><sub>α={fmt(measured.alpha, '.2f')}, c={fmt(c, '.3f')}: "
                       f"{measured_part}theory at K={measured.k} "

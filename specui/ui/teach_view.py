@@ -16,16 +16,28 @@ from specui.ui.render import TokenView, escape_text, token_span
 TEACH_K_MAX = 8  # the Teach tab's K slider: enough for a lesson, small enough to read a round
 
 
+def slider_best(alpha: float | None, c: float | None, best_k: int | None, best_speedup: float | None
+                ) -> tuple[int | None, float | None]:
+    """The best K this tab's K slider can set, with its theory speedup: the theory's own (`best_k`, searched over K
+    1..16) where the slider reaches it, else the best of K 1..TEACH_K_MAX at `alpha` and `c`."""
+    if best_k is None or best_k <= TEACH_K_MAX or alpha is None or c is None:
+        return best_k, best_speedup
+    here = metrics.best_k(alpha, c, k_max=TEACH_K_MAX)
+    return here, metrics.theoretical_speedup(alpha, here, c)
+
+
 def best_k_said(alpha: float | None, c: float | None, best_k: int | None, best_speedup: float | None) -> str:
     """A run's best K as this tab can set it: the theory's (it searches K 1..16) with its speedup where the K slider
-    reaches it; else the best the slider reaches, with the theory's beside it, to try in the Chat tab (K to 64)."""
+    reaches it; else the best the slider reaches (`slider_best`), with the theory's beside it, to try in the Chat tab
+    (K to 64)."""
     if best_k is None:
         return "–"
-    if best_k <= TEACH_K_MAX or alpha is None or c is None:
+    here, speedup = slider_best(alpha, c, best_k, best_speedup)
+    if here == best_k:
         return f"{best_k} ({fmt(best_speedup, '.2f×')})"
-    here = metrics.best_k(alpha, c, k_max=TEACH_K_MAX)
-    return (f"{here} ({fmt(metrics.theoretical_speedup(alpha, here, c), '.2f×')}; the theory's best, {best_k} at "
+    return (f"{here} ({fmt(speedup, '.2f×')}; the theory's best, {best_k} at "
             f"{fmt(best_speedup, '.2f×')}, is past this tab's K {TEACH_K_MAX}: try it in the Chat tab)")
+
 
 CONTEXT_CHARS = 1200  # the context shown is cut to its last characters
 DEFAULT_PROMPT = "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"

@@ -101,6 +101,31 @@ def test_the_teach_tabs_best_k_is_one_its_k_slider_can_set():
     assert re.sub(r"</?sub>|<br>", " ", sweep).split("best K: theory ")[1].startswith(f"{here} (")
 
 
+def test_the_theory_charts_star_sits_at_the_best_k_its_title_gives_first():
+    """The theory chart's green star and "(best)" curve are at the best K this tab's slider can set, the K its title
+    gives first; the theory's own best past the slider keeps its curve, named as the theory's best for the Chat tab.
+    The star sat at the theory's K 16 (8.82×) under a title giving K 8 (6.38×)."""
+    from specui import metrics
+    from specui.ui import teach_charts
+    from specui.ui.teach_view import TEACH_K_MAX
+    from tests.app.test_ui_teach_best_k import _measured
+
+    far = _measured(0.95, 0.02)
+    here = metrics.best_k(0.95, 0.02, k_max=TEACH_K_MAX)
+    assert far.best_k > TEACH_K_MAX >= here
+    fig = teach_charts.theory_speedup_figure(far)
+    star = next(t for t in fig.data if t.marker is not None and t.marker.symbol == "star")
+    assert star.name == f"best K = {here}"
+    assert star.y[0] == round(metrics.theoretical_speedup(0.95, here, 0.02), 4)
+    names = [t.name for t in fig.data]
+    assert f"K={here} (best)" in names and f"K={far.best_k} (the theory's best: Chat tab)" in names
+    near = _measured(0.6, 0.1)  # a best the slider reaches: the star and its curve as before
+    fig = teach_charts.theory_speedup_figure(near)
+    star = next(t for t in fig.data if t.marker is not None and t.marker.symbol == "star")
+    assert star.name == f"best K = {near.best_k}" and star.y[0] == round(near.best_k_speedup, 4)
+    assert not any("theory's best" in t.name for t in fig.data)
+
+
 def test_the_presets_line_says_each_drafters_own_confidence_stop():
     """The line under the preset menu gave only the default drafter's stop; the others' own K came without theirs (the
     chat preset's draft model drafts up to 6 while confident ≥ 0.5). Now each drafter's own stop is said where it may
