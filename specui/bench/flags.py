@@ -10,7 +10,8 @@ from specui.bench.record import json_path_problem, started
 from specui.command_line import DECODE_RANGES, Range, refuse_empty, refuse_greedy_seed, refuse_outside
 from specui.drafters.registry import DRAFTER_NAMES
 from specui.presets import ConfigError
-from specui.settings import MAX_TEMPERATURE, MAX_TOP_K, DecodeSettings, SettingsError, reworded
+from specui.settings import (MAX_CONFIDENCE, MAX_TEMPERATURE, MAX_TOP_K, DecodeSettings, SettingsError,
+                             reworded)
 
 DEFAULT_PROMPTS = 8
 PROMPT_TOKENS = 128
@@ -54,8 +55,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "preset's drafter_tokens)")
     p.add_argument("--draft-confidence", type=float, default=None,
                    help="a round stops drafting once the draft's confidence (the product of its top probabilities) "
-                        "falls below this; K is then the most it drafts (default: the preset's draft_confidence, 0 "
-                        "with token trees; 0 = always K)")
+                        f"falls below this, 0 to {MAX_CONFIDENCE:g}; K is then the most it drafts (default: the "
+                        "preset's draft_confidence, 0 with token trees; 0 = always K)")
     p.add_argument("--temperature", type=float, default=0.0,
                    help=f"0 = greedy, else sampled, up to {MAX_TEMPERATURE:g}")
     p.add_argument("--top-p", type=float, default=1.0, help="with --temperature: nucleus sampling (1 = off)")

@@ -28,6 +28,19 @@ def test_the_benchmarks_flag_mistakes_answer_before_torch_loads(argv, status, sa
     assert last == f"exit {status} []", output
 
 
+def test_the_help_gives_the_draft_confidence_flags_range(capsys):
+    """--draft-confidence takes the app's 0 to 0.95 since 62410ea (it took any below 1): the benchmark's --help says
+    so, as python -m specui's does, where it gave no range."""
+    import re
+
+    from specui.bench.flags import parse_args
+
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    said = re.sub(r"\s+", " ", capsys.readouterr().out)
+    assert re.search(r"--draft-confidence DRAFT_CONFIDENCE a round stops drafting [^-]*, 0 to 0\.95;", said), said
+
+
 def test_sound_flags_go_on_to_the_run():
     """In this process (torch is no matter here): the flags read once, then the run's own check of the preset."""
     from specui.bench.__main__ import main
