@@ -280,8 +280,8 @@ def lesson_cleared(teach, data: dict) -> dict:
 
 
 def to_teach(ui, teach, data: dict, *, chats=None) -> dict:
-    """"Step through it in the Teach tab": the Teach tab's prompt and settings become the chat's last message and
-    the settings in `data` (`teach_handoff.step_through` puts there those the message ran with), with the
+    """"Step through this message in the Teach tab": the Teach tab's prompt and settings become the chat's last
+    message and the settings in `data` (`teach_handoff.step_through` puts there those the message ran with), with the
     conversation before it and the system prompt as the chat's run read them (the turns it kept: the oldest left
     out where the context could not hold them all), and the Teach tab opens on it, the last lesson's rounds gone
     (`lesson_cleared`); its Decode then steps through that message round by round. `teach` is the
