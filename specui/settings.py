@@ -77,14 +77,16 @@ def _as_float(x):
     return float(x)
 
 
-def context_overflow(prompt_len: int, max_new_tokens: int, limit: int | None, role: str = "target") -> str | None:
+def context_overflow(prompt_len: int, max_new_tokens: int, limit: int | None, role: str = "target",
+                     shorten: str = "shorten the prompt") -> str | None:
     """Why a prompt of `prompt_len` tokens and `max_new_tokens` overflow a model's context of `limit` tokens, in one
     line (None where they fit, or the limit is unknown): the engine's words (`specui.engine_checks.check_context`),
-    and the benchmark's before torch loads (`specui.bench.preflight`), from here alone."""
+    and the benchmark's before torch loads (`specui.bench.preflight`, whose built-in prompts a user makes shorter
+    with a flag: `shorten`), from here alone."""
     if limit is None or prompt_len + max_new_tokens <= limit:
         return None
     return (f"the prompt ({prompt_len} tokens) plus max_new_tokens ({max_new_tokens}) is {prompt_len + max_new_tokens}"
-            f" tokens, more than the {role} model's context of {limit}; shorten the prompt or lower max_new_tokens")
+            f" tokens, more than the {role} model's context of {limit}; {shorten} or lower max_new_tokens")
 
 
 def static_size(*, width: int, depth: int) -> int:

@@ -63,7 +63,8 @@ def refuse_overflow(args, preset) -> None:
     if preset.chat_template or args.prompts or args.turns:
         return
     length = args.prompt_tokens or PROMPT_TOKENS
-    message = settings.context_overflow(length, args.max_new_tokens, folder_context(preset.target))
+    message = settings.context_overflow(length, args.max_new_tokens, folder_context(preset.target), "target",
+                                        "lower --prompt-tokens")  # built in: no prompt of the user's to shorten
     if message:
         refuse(PROG, as_flags(message))  # --max-new-tokens, as python -m specui says it
 

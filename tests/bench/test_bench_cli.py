@@ -96,7 +96,8 @@ def test_a_json_path_that_cannot_be_written_is_refused_before_the_run(tmp_path, 
 def test_prompts_longer_than_the_context_are_one_line_before_torch_loads():
     """The built-in stdlib prompts are --prompt-tokens long: with --max-new-tokens they overflow the target's context
     (its config.json's), refused in the engine's words before torch and the pair load (it was after both, and after
-    the prompts' scan and the cost measure: minutes)."""
+    the prompts' scan and the cost measure: minutes), with the flag that shortens them (it said 'shorten the prompt'
+    of prompts the user did not write)."""
     watch = ("import atexit, runpy, sys; atexit.register(lambda: print('torch loaded:', 'torch' in sys.modules, "
              "file=sys.stderr)); runpy.run_module('specui.bench', run_name='__main__')")
     out = subprocess.run([sys.executable, "-c", watch, "--preset", "bundled", "--num-prompts", "1", "--repeats", "1",
@@ -104,7 +105,7 @@ def test_prompts_longer_than_the_context_are_one_line_before_torch_loads():
                          timeout=300)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr  # as python -m specui's (it was 1)
     assert "python -m specui.bench: error: the prompt (128 tokens) plus --max-new-tokens (5000) is 5128 tokens, " \
-           "more than the target model's context of 1024; shorten the prompt or lower --max-new-tokens" in out.stderr
+           "more than the target model's context of 1024; lower --prompt-tokens or lower --max-new-tokens" in out.stderr
     assert "torch loaded: False" in out.stderr
 
 
