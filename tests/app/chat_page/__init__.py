@@ -28,21 +28,30 @@ PROGRESS = ("() => [document.querySelectorAll('#chat .tok').length, document.que
             " document.querySelector('#stats')?.textContent]")
 
 
-def run_prompt_done(page, *, still_s: float = 120):
+def run_prompt_done(page, *, still_s: float = 120, cap_s: float | None = None):
     """Wait until the last reply has no caret (the run finished); say what the page shows if it never does. The bound
     scales with what is decoded: the wait goes on while the chat or the stats change (a long reply streaming on a loaded
-    machine), and gives up only after `still_s` seconds in which neither did."""
+    machine), and gives up after `still_s` seconds in which neither did, or after `cap_s` (10 × `still_s` unless given)
+    in all, however the page changes: a stuck run whose page moves on something else (a timer in the stats) fails
+    there rather than hanging the suite."""
+    import time
+
     from playwright.sync_api import TimeoutError as Timeout
 
+    cap_s = 10 * still_s if cap_s is None else cap_s
+    give_up = time.monotonic() + cap_s
     seen = page.evaluate(PROGRESS)
     while True:
         try:
-            page.wait_for_function(FINISHED, timeout=still_s * 1000)
+            page.wait_for_function(FINISHED, timeout=max(0.1, min(still_s, give_up - time.monotonic())) * 1000)
             return
         except Timeout as e:
-            if (now := page.evaluate(PROGRESS)) != seen:
+            now = page.evaluate(PROGRESS)
+            why = (f"the page unchanged for {still_s:g} s" if now == seen
+                   else f"the page still changing after {cap_s:g} s in all" if time.monotonic() >= give_up else None)
+            if why is None:
                 seen = now  # it moved on meanwhile: still decoding, or drawing what it decoded
                 continue
-            raise AssertionError(f"the run did not finish, the page unchanged for {still_s:g} s: "
+            raise AssertionError(f"the run did not finish, {why}: "
                                  f"chat={page.locator('#chat').inner_text()[-500:]!r} "
                                  f"stats={page.locator('#stats').inner_text()!r}") from e
