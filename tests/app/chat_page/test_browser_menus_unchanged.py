@@ -5,7 +5,7 @@ mouse); `select` only for a pick by the mouse, never for the keyboard's (arrows,
 drafter, its tree round and the Chat tab's tree round follow `change`: a pick by the mouse or the keyboard, and a value
 the server sets, which their answers take as the no-op it is. A Tab through the second drafter's list ran its
 comparison's answer again (with none chosen: its model work, one ZeroGPU call), and one through the tree round's list
-put the round's steps back to step 1. One served app, one page.
+put the round's steps back to step 1. On the folder's served app (chat_page's `site`), one page of its own.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from tests.gradio_calls import GRADIO_CALLS, wait_quiet
-from tests.helpers import open_page, served_browser, ui_config
+from tests.helpers import open_page
 from tests.waits import click_and_wait, page_timers_run
 from tools.screenshot import set_number
 
@@ -24,12 +24,13 @@ TREE_STEP = "#tree-step-view .teach-tree-step"
 
 
 @pytest.fixture(scope="module")
-def page():
-    with served_browser(ui_config()) as (browser, url):
-        page = open_page(browser, url, tracked=True, viewport={"width": 1400, "height": 1000})
-        wait_quiet(page)
-        yield page
-        page.context.close()
+def page(site):
+    """This file's own page on the folder's server (its gradio calls tracked; the folder's `page` has none): its tests
+    go on on it in turn (the Teach tab's tree test decodes the prompt the second drafter's test typed)."""
+    page = open_page(*site, tracked=True, viewport={"width": 1400, "height": 1000})
+    wait_quiet(page)
+    yield page
+    page.context.close()
 
 
 def _calls_during(page, act) -> list[str]:
