@@ -58,7 +58,7 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
         ratio = speedup(spec, plain)
         if plain is not None:
             items.append(("plain", f"{fmt(plain.tokens_per_s, '.1f')} tokens/s"))
-        if ratio is not None and ratio < 1:  # said, with the why in its tooltip (`tips`)
+        if ratio is not None and round(ratio, 2) < 1:  # as shown (0.996: "1.00×", no word); the why in its tooltip
             items.append(("speedup", f"{fmt(ratio, '.2f×')} (slower this run)"))
             tips["speedup"] = "speedup below 1×"
         else:

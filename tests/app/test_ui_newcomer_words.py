@@ -70,6 +70,10 @@ def test_a_speedup_below_one_says_so_and_why_and_that_the_identity_check_stands(
     assert "identical does not depend on the timing" in tip
     value, tip = _speedup(stats.stats_html(_stats(150.0), _stats(100.0)))
     assert value == "1.50×" and tip == stats.HINTS["speedup"]
+    value, tip = _speedup(stats.stats_html(_stats(99.6), _stats(100.0)))  # shown as 1.00×: not "slower"
+    assert value == "1.00×" and tip == stats.HINTS["speedup"]
+    value, tip = _speedup(stats.stats_html(_stats(99.4), _stats(100.0)))
+    assert value == "0.99× (slower this run)"
 
 
 def test_the_teach_tabs_best_k_is_one_its_k_slider_can_set():
