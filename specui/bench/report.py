@@ -71,7 +71,8 @@ def format_table(r: dict) -> str:
     if "drafters" in r:
         return format_drafter_table(r)
     k = r["num_draft_tokens"]
-    confident = r.get("draft_confidence")  # K is then the most a round drafts
+    confident = r.get("draft_confidence")  # K is then the most a round drafts: said where it may draft fewer
+    confident = confident if stops_sooner(k, confident, r.get("drafter") or "") else None
     long = f"{k} at most, drafting while confident >= {fmt(confident, 'g')}" if confident else k
     spec_k = f"K<={k}" if confident else f"K={k}"  # the header says the rest
     mode = sampling_mode(r)

@@ -5,7 +5,7 @@ token whatever), which `--draft-confidence` gives a stop too. A hand-made report
 
 from __future__ import annotations
 
-from specui.bench.report import format_drafter_table
+from specui.bench.report import format_drafter_table, format_table
 
 
 def _row(label: str, k: int | None, confidence: float | None) -> dict:
@@ -27,3 +27,26 @@ def test_the_k_column_and_its_footnote_mark_only_the_drafters_a_stop_can_cut_sho
     assert k == {"plain (target alone)": "n/a", "draft model": "<=4", "Medusa": "1", "prompt lookup": "2", "EAGLE": "4"}
     assert any(line.startswith("<=K: drafting while confident") and "(draft_confidence: draft model 0.5)" in line
                for line in lines), lines
+
+
+class _Figures(dict):
+    """A one-drafter report by hand: the fields the header reads, any other figure 1.0."""
+
+    def __missing__(self, key):
+        return 1.0
+
+
+def test_the_one_drafter_tables_k_follows_the_same_rule():
+    """`python -m specui.bench --drafter prompt_lookup --draft-confidence 0.5` (or any drafter at K 1) said "K=4 at
+    most, drafting while confident >= 0.5" and "speculative (K<=4)" of rounds no confidence can cut short."""
+    def header(drafter: str, k: int, confidence: float) -> list[str]:
+        text = format_table(_Figures(drafter=drafter, num_draft_tokens=k, draft_confidence=confidence, preset="p",
+                                     temperature=0.0, max_new_tokens=4, num_prompts=1, repeats=1, device="cpu",
+                                     torch_threads=1, rows=[]))
+        return [line for line in text.splitlines() if line.startswith(("specui bench:", "speculative"))]
+
+    assert "K=4 at most, drafting while confident >= 0.5," in header("model", 4, 0.5)[0]
+    assert "(K<=4)" in header("model", 4, 0.5)[1]
+    for drafter, k in (("prompt_lookup", 4), ("model", 1)):
+        first, spec = header(drafter, k, 0.5)
+        assert f"K={k}," in first and "confident" not in first and f"(K={k})" in spec, (first, spec)
