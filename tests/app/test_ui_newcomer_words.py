@@ -52,6 +52,40 @@ def test_the_served_arena_gives_the_table_each_drafters_own_stop():
     assert _k_column(arena_view.outcome(run)) == {"plain (target alone)": "–", "draft model": "≤ 6", "Medusa": "1"}
 
 
+def test_the_served_arenas_k_column_says_what_each_contestant_raced_with_whatever_the_slider():
+    """The Chat tab's arena as `runs.streams` opens it for the chat preset, its confidence slider at 0 and at 0.6,
+    chains and a tree: each contestant's K reads "≤ K" exactly where the settings it raced with (those the engine got)
+    hold a stop that may end its rounds sooner. The drafters with their own stop race with it whatever the slider;
+    the others with the slider's."""
+    from specui.presets import load_config
+    from specui.ui import runs
+
+    class Engine:  # the engine's part the arena opens: each contestant's settings, recorded
+        drafters = ("model", "model_lookup", "eagle", "medusa", "early_exit", "prompt_lookup")
+
+        def __init__(self):
+            self.raced = {}
+
+        def stream(self, ids, settings, into):
+            self.raced[settings.drafter if settings.speculative else "plain"] = settings
+            return iter(())
+
+    chat = load_config(None).get("smollm2-chat")
+    for slider, width in ((0.0, 1), (0.6, 1), (0.0, 2), (0.4, 2)):
+        engine = Engine()
+        run = Run(settings=Settings(arena=True, num_draft_tokens=6, draft_confidence=slider, tree_width=width,
+                                    tree_nodes=7 if width > 1 else 0))
+        for _phase, _result, _views, stream in runs.streams(run, engine, [1, 2, 3], chat):
+            list(stream)
+        run.arena = _results(*run.arena.keys() - {"plain"})  # each contestant's rounds, as if it had run
+        said = _k_column(arena_view.outcome(run))
+        raced = {arena.label(name): arena.k_said(s.num_draft_tokens, s.draft_confidence, name)
+                 for name, s in engine.raced.items() if name != "plain"}
+        assert raced and all(said[label] == k for label, k in raced.items()), (slider, width, said, raced)
+        if width == 1:  # the draft model's own 0.5 at any slider; EAGLE's own 0.6 too
+            assert said["draft model"] == said["EAGLE"] == "≤ 6" and said["Medusa"] == "1", (slider, said)
+
+
 def _stats(tokens_per_s: float) -> RunStats:
     return RunStats(tokens=32, rounds=12, seconds=32 / tokens_per_s, tokens_per_s=tokens_per_s, acceptance_rate=0.5,
                     mean_accepted_length=2.7, mean_k=4, cost_ratio=0.1)
