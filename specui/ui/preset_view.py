@@ -152,8 +152,9 @@ def about(preset) -> str:
     if preset.k_for() != preset.num_draft_tokens:  # the default drafter has a K of its own: say the rest's
         own.append(f"others {preset.num_draft_tokens}")
     own = ", ".join(own)
-    confident = preset.confidence_for()
-    while_confident = f", drafting while confident ≥ {confident:g}" if confident else ""
+    confident = preset.confidence_for()  # said where it may end a round sooner (`stops_sooner`), as for the others
+    while_confident = (f", drafting while confident ≥ {confident:g}"
+                       if stops_sooner(preset.k_for(), confident, preset.drafter) else "")
     lines.append(f"Drafter: {drafter} · K = {preset.k_for()}{while_confident}{f' ({own})' if own else ''} · "
                  f"{'chat template' if preset.chat_template else 'base model: continues the prompt'}")
     return "\n\n".join(line for line in lines if line)

@@ -184,3 +184,5 @@ def test_the_presets_line_says_each_drafters_own_confidence_stop():
                   draft_confidence=(("model", 0.3), ("eagle", 0.4), ("medusa", 0.5)))
     assert ("Drafter: draft model · K = 5, drafting while confident ≥ 0.3 (EAGLE ≤ 5 while confident ≥ 0.4, Medusa 1, "
             "prompt lookup 2) ·") in about(own)
+    medusa = replace(own, drafter="medusa")  # the default drafter by the same rule: at K 1 no stop to say
+    assert "Drafter: Medusa · K = 1 (draft model ≤ 5 while confident ≥ 0.3," in about(medusa)
