@@ -8,7 +8,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -80,13 +79,18 @@ def test_a_cancelled_api_job_stops_and_frees_its_slot(app, monkeypatch):
     job = client.submit(PROMPT, max_new_tokens=1000, compare=True, api_name="/generate")
     wait_until(lambda: watched and watched[0]["run"] is not None and rounds(watched[0]["run"]) >= 3,
                "the long run to decode a few rounds", timeout_s=120)
-    job.cancel()
+    # the cancel's request answers once the run has ended: on a thread, so a run deaf to its stop fails the asserts
+    # below (it decodes on to the end) rather than the cancel's read timing out
+    cancelling = threading.Thread(target=job.cancel, daemon=True, name="cancel")
+    cancelling.start()
     # the stop is heard at the next round: at most the round in flight is decoded after it (however slow the machine
     # is: only the bounds of the waits depend on that); the whole run is 1000 tokens twice
     wait_until(lambda: showcase.live == 0, still_decoding(showcase), timeout_s=120)
     run, at_stop = watched[0]["run"], watched[0]["at_stop"]
     assert at_stop is not None, "the cancel never set the run's stop event"
-    assert run.phase == "stopped" and rounds(run) - at_stop <= 1, (run.phase, at_stop, rounds(run))
+    assert run.phase == "stopped" and rounds(run) - at_stop <= 1, \
+        f"the run went on after its stop: {run.phase!r}, {rounds(run) - at_stop} rounds after the {at_stop}th"
+    cancelling.join(timeout=60)
     wait_until(lambda: not decoding_threads(), threads_left, timeout_s=60)
     out = client.predict(PROMPT, max_new_tokens=8, api_name="/generate")
     assert out["tokens"]
@@ -95,11 +99,19 @@ def test_a_cancelled_api_job_stops_and_frees_its_slot(app, monkeypatch):
     wait_until(lambda: not decoding_threads(), threads_left, timeout_s=60)
 
 
-def test_a_killed_api_client_stops_its_run(app, tmp_path):
-    """A client process killed mid-run sends no cancel: Gradio only marks its event dead when the
-    stream drops, and the run must still stop and free its slot."""
+@pytest.mark.xfail(strict=False, reason="gradio 6.31 seldom marks a SIGKILLed API client's event dead before its "
+                   "run ends: at a 0.25 s heartbeat the run decoded on to 'done' (1221 rounds, 10-14 s after the "
+                   "kill, its stop never set) in 5 of 6 tries here (load 7 to 10), alone or after the cancel test; "
+                   "the slot is freed only at the run's end")
+def test_a_killed_api_client_stops_its_run(app, tmp_path, monkeypatch):
+    """A client process killed mid-run sends no cancel: Gradio only marks its event dead when the stream drops, and
+    the run must still stop (its stop event set, at most the round in flight decoded after it) and free its slot.
+    At gradio's default heartbeat (15 s, longer than this whole run takes here) the old form of this test, the slot
+    free within 10 s, passed by the run simply finishing; even at 0.25 s gradio mostly misses the dead client."""
+    monkeypatch.setenv("GRADIO_HEARTBEAT_INTERVAL", "0.25")  # read by each stream as it opens
     url, showcase = app
     gradio_client.Client(url, verbose=False).predict(PROMPT, max_new_tokens=8, api_name="/generate")  # warm
+    watched = watch_runs(showcase, monkeypatch)
     script = tmp_path / "client.py"
     script.write_text(
         "import sys, time\n"
@@ -109,16 +121,16 @@ def test_a_killed_api_client_stops_its_run(app, tmp_path):
         "time.sleep(600)\n")
     client = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_until(lambda: showcase.live == 1, "the long run to start", timeout_s=60)
-        time.sleep(1.0)
+        wait_until(lambda: watched and watched[0]["run"] is not None and rounds(watched[0]["run"]) >= 3,
+                   "the long run to decode a few rounds", timeout_s=120)
     finally:
         client.kill()  # SIGKILL: no cancel, no goodbye
         client.wait()
-    killed = time.monotonic()
-    # the whole run would take ~20 s more here; stopping takes Gradio's noticing plus one round
-    wait_until(lambda: showcase.live == 0, still_decoding(showcase), timeout_s=10)
-    print(f"stopped {time.monotonic() - killed:.2f} s after the client died")
-    wait_until(lambda: not decoding_threads(), threads_left, timeout_s=5)
+    wait_until(lambda: showcase.live == 0, still_decoding(showcase), timeout_s=120)
+    run, at_stop = watched[0]["run"], watched[0]["at_stop"]
+    assert at_stop is not None, f"the dead client's run was never stopped: it ended {run.phase!r}, {rounds(run)} rounds"
+    assert run.phase == "stopped" and rounds(run) - at_stop <= 1, (run.phase, at_stop, rounds(run))
+    wait_until(lambda: not decoding_threads(), threads_left, timeout_s=60)
 
 
 def test_the_api_builds_no_charts(app, monkeypatch):
