@@ -1,6 +1,7 @@
-"""The served app's resources: a cancelled, abandoned or orphaned run stops and frees its slot; the API builds no
-charts. The app runs in this process on the bundled pair with a `Showcase` the test holds, so it can
-watch the runs in flight (`Showcase.live`) and the API's decoding threads (`specui-generate-N`).
+"""The served app's resources: a cancelled run or a closed page's stops and frees its slot (a killed API client's
+does not before its end: gradio seldom notices, xfail); the API builds no charts. The app runs in this process on the
+bundled pair with a `Showcase` the test holds, so it can watch the runs in flight (`Showcase.live`) and the API's
+decoding threads (`specui-generate-N`).
 """
 
 from __future__ import annotations
