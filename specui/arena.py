@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from specui import metrics, runstats
-from specui.drafters.registry import LABELS, PROMPT_LOOKUP
+from specui.drafters.registry import COPIES, LABELS, PROMPT_LOOKUP
 from specui.events import GenerationResult, Kind
 from specui.settings import TREE_DRAFTERS, DecodeSettings, why_no_trees
 
@@ -84,12 +84,18 @@ def stops_sooner(k: int, confidence: float | None, drafter: str) -> bool:
     return bool(confidence) and k > 1 and drafter != PROMPT_LOOKUP
 
 
+def at_most_k(k: int, confidence: float | None, drafter: str) -> bool:
+    """Whether K is the most a round of `drafter` drafts and a stop may make it fewer (`stops_sooner`): not a drafter
+    that copies (`COPIES`), whose copied rounds draft up to their copy's length, past a K below it."""
+    return stops_sooner(k, confidence, drafter) and drafter not in COPIES
+
+
 def k_said(k: int | None, confidence: float | None, drafter: str, *, at_most: str = "≤ ", none: str = "–") -> str:
-    """A contestant's K as a table gives it: `at_most` before it where its rounds may draft fewer (`stops_sooner`);
-    `none` for no K (plain decoding)."""
+    """A contestant's K as a table gives it: `at_most` before it where its rounds draft K at most and may draft fewer
+    (`at_most_k`); `none` for no K (plain decoding)."""
     if not k:
         return none
-    return f"{at_most}{k}" if stops_sooner(k, confidence, drafter) else str(k)
+    return f"{at_most}{k}" if at_most_k(k, confidence, drafter) else str(k)
 
 
 def arm_settings(settings: DecodeSettings, name: str, *, seed: int | None, k: int | None = None,

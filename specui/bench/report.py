@@ -4,7 +4,7 @@ functions of the report dict; no models, no timing."""
 
 from __future__ import annotations
 
-from specui.arena import k_said, label, stops_sooner
+from specui.arena import at_most_k, k_said, label
 from specui.bench.budget import format_budget
 from specui.text import fmt
 
@@ -72,7 +72,7 @@ def format_table(r: dict) -> str:
         return format_drafter_table(r)
     k = r["num_draft_tokens"]
     confident = r.get("draft_confidence")  # K is then the most a round drafts: said where it may draft fewer
-    confident = confident if stops_sooner(k, confident, r.get("drafter") or "") else None
+    confident = confident if at_most_k(k, confident, r.get("drafter") or "") else None
     long = f"{k} at most, drafting while confident >= {fmt(confident, 'g')}" if confident else k
     spec_k = f"K<={k}" if confident else f"K={k}"  # the header says the rest
     mode = sampling_mode(r)
@@ -162,7 +162,7 @@ def format_drafter_table(r: dict) -> str:
          "  identical"),
     ]
     confident = {d["label"]: d["draft_confidence"] for name, d in drafters.items()  # those whose K reads <=K
-                 if stops_sooner(d.get("num_draft_tokens") or 0, d.get("draft_confidence"), name)}
+                 if at_most_k(d.get("num_draft_tokens") or 0, d.get("draft_confidence"), name)}
     for name, d in drafters.items():
         k_col = k_said(d.get("num_draft_tokens"), d.get("draft_confidence"), name, at_most="<=", none="n/a")
         lines.append(f"{d['label']:<24}{k_col:>4}"

@@ -42,6 +42,8 @@ def test_the_arena_says_k_at_most_where_a_confidence_stop_may_end_a_round_sooner
     assert _k_column(arena.summarise(results, greedy=True, settings=tree, ks=ks, confidences=own))["draft model"] == "4"
     assert arena.k_said(6, 0.6, "eagle", at_most="<=") == "<=6"  # the benchmark's table, the same rule
     assert arena.k_said(2, 0.6, "prompt_lookup", at_most="<=") == "2" and arena.k_said(None, 0.6, "plain") == "–"
+    # a drafter that copies drafts past a K below its copy's length (6 tokens with the draft model): K as chosen
+    assert arena.k_said(4, 0.5, "model_lookup") == "4" and arena.k_said(4, 0.5, "early_exit_lookup") == "4"
 
 
 def test_the_served_arena_gives_the_table_each_drafters_own_stop():
@@ -171,6 +173,7 @@ def test_the_presets_line_says_each_drafters_own_confidence_stop():
     from dataclasses import replace
 
     from specui.drafters import LABELS
+    from specui.drafters.registry import COPIES
     from specui.presets import load_config
     from specui.ui.preset_view import about
 
@@ -178,7 +181,8 @@ def test_the_presets_line_says_each_drafters_own_confidence_stop():
     chat = config.get("smollm2-chat")
     line = about(chat).split("\n\n")[-1]
     others = [(name, c) for name, c in chat.draft_confidence if name != chat.drafter]
-    assert others and all(f"{LABELS[name]} ≤ {chat.k_for(name)} while confident ≥ {c:g}" in line for name, c in others)
+    assert others and all(f"{LABELS[name]} {'' if name in COPIES else '≤ '}{chat.k_for(name)} while confident ≥ {c:g}"
+                          in line for name, c in others)  # a copy runs past a K below its length: no "≤"
     bundled = config.get("bundled")
     own = replace(bundled, num_draft_tokens=5, drafter_tokens=(("medusa", 1), ("prompt_lookup", 2)),
                   draft_confidence=(("model", 0.3), ("eagle", 0.4), ("medusa", 0.5)))
