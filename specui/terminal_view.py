@@ -16,7 +16,7 @@ from specui import runstats
 from specui.drafters.registry import LABELS
 from specui.events import GenerationResult, Kind
 from specui.lesson import json_safe
-from specui.text import STOP_REASONS, TokenText, fmt
+from specui.text import STOP_REASONS, TokenText, fmt, speedup_said
 
 RESET = "\x1b[0m"
 BLANK_REJECTION = "resampled-blank"  # the target's token at a rejection that is only whitespace: marked where it is
@@ -282,7 +282,7 @@ def compare_line(spec: Reply, plain: Reply, *, greedy: bool) -> str:
     """Plain decoding's speed, the speedup and, greedy, whether the two outputs are identical."""
     spec_stats, plain_stats = runstats.run_stats(spec.result), runstats.run_stats(plain.result)
     parts = [f"plain decoding: {plain_stats.tokens} tokens", f"{fmt(plain_stats.tokens_per_s, '.1f')} tokens/s",
-             f"speedup {fmt(runstats.speedup(spec_stats, plain_stats), '.2fx')}"]
+             f"speedup {speedup_said(runstats.speedup(spec_stats, plain_stats), '.2fx')}"]
     if greedy:
         at = runstats.first_difference(spec.result.token_ids, plain.result.token_ids)
         parts.append("identical: yes, token for token" if at is None else f"identical: NO, from token {at + 1}")

@@ -97,6 +97,19 @@ def fmt(x: float | None, spec: str = ".3f", *, none: str = "–") -> str:
     return f"{x:{spec}}{suffix}"
 
 
+# a speedup that shows below 1: its word, and why that happens (the app's tooltips; the terminal has none)
+SLOWER = "slower this run"
+SLOWER_WHY = ("other programs busy on these cores, a short reply (too few rounds to repay drafting) or a long prompt "
+              "(the draft reads it too) can make speculative decoding the slower. Whether the two outputs are "
+              "identical does not depend on the timing")
+
+
+def speedup_said(ratio: float | None, spec: str = ".2f×") -> str:
+    """A speedup as `fmt` shows it, with "(slower this run)" where it shows below 1 (0.996 shows "1.00×": no word)."""
+    said = fmt(ratio, spec)
+    return f"{said} ({SLOWER})" if ratio is not None and round(ratio, 2) < 1 else said
+
+
 def fmt_prob(x: float | None) -> str:
     """A probability for the step view: four decimals, or scientific notation below 0.001."""
     if x is None:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from specui.events import Check, Kind
-from specui.text import PARTIAL, fmt
+from specui.text import PARTIAL, SLOWER, SLOWER_WHY, fmt, speedup_said
 
 KIND_LABELS = {
     Kind.ACCEPTED: "accepted draft token",
@@ -248,7 +248,9 @@ def render_verdict(*, identical: bool | None, speedup: float | None, first_diffe
     (with `explanation`, e.g. a near-tie that reduced precision rounds either way, when they differ)."""
     parts = []
     if speedup is not None:
-        parts.append(f'<span class="specui-speedup">speedup {fmt(speedup, ".2f×")}</span>')
+        said = speedup_said(speedup)
+        why = f' title="{html.escape(SLOWER_WHY)}"' if SLOWER in said else ""
+        parts.append(f'<span class="specui-speedup"{why}>speedup {said}</span>')
     if identical is True:
         parts.append('<span class="specui-identical">✓ identical output (greedy: speculative = plain)</span>')
     elif identical is False:

@@ -7,7 +7,7 @@ import html
 
 from specui.arena import k_said, label
 from specui.runstats import RunStats, speedup
-from specui.text import fmt
+from specui.text import SLOWER, SLOWER_WHY, fmt, speedup_said
 
 CPU_TREE_NODES = (7, 11)  # the tree budgets that pay on a CPU (docs/performance.md): more nodes, slower rounds
 
@@ -36,10 +36,7 @@ HINTS = {
     "seed": "the seed this sampled run took (the one drawn when Seed is -1): typed in Seed, ↻ under the reply runs "
             "its message again to the same tokens (sent again as a new message, it follows this reply: another "
             "context, other tokens)",
-    "speedup below 1×": "speculative tokens/s / plain tokens/s, below 1× this run: other programs busy on these "
-                        "cores, a short reply (too few rounds to repay drafting) or a long prompt (the draft reads it "
-                        "too) can make speculative decoding the slower. Whether the two outputs are identical does not "
-                        "depend on the timing",
+    "speedup below 1×": f"speculative tokens/s / plain tokens/s, below 1× this run: {SLOWER_WHY}",
     "tokens": "new tokens, target forwards and engine seconds; the prompt's time is its new tokens' alone when a "
               "chat's earlier turns were kept in the target's cache (kept: not read again)",
 }
@@ -58,11 +55,9 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
         ratio = speedup(spec, plain)
         if plain is not None:
             items.append(("plain", f"{fmt(plain.tokens_per_s, '.1f')} tokens/s"))
-        if ratio is not None and round(ratio, 2) < 1:  # as shown (0.996: "1.00×", no word); the why in its tooltip
-            items.append(("speedup", f"{fmt(ratio, '.2f×')} (slower this run)"))
+        items.append(("speedup", speedup_said(ratio)))
+        if SLOWER in items[-1][1]:  # the why in its tooltip
             tips["speedup"] = "speedup below 1×"
-        else:
-            items.append(("speedup", fmt(ratio, ".2f×")))
         theory = spec.theory
         if theory is not None:
             items.append(("theoretical speedup", f"{fmt(theory.speedup, '.2f×')} (fitted α={fmt(theory.alpha, '.2f')}, "

@@ -190,3 +190,26 @@ def test_the_presets_line_says_each_drafters_own_confidence_stop():
             "prompt lookup 2) ·") in about(own)
     medusa = replace(own, drafter="medusa")  # the default drafter by the same rule: at K 1 no stop to say
     assert "Drafter: Medusa · K = 1 (draft model ≤ 5 while confident ≥ 0.3," in about(medusa)
+
+
+def test_the_compare_verdict_and_the_terminals_compare_line_say_a_speedup_below_one_as_the_stats_line_does():
+    """The verdict under a Compare run (its tooltip the why) and `python -m specui --compare`'s line gave "0.58×" with
+    no word where the stats line says "(slower this run)"; at 1.00× and above none."""
+    from specui import runstats
+    from specui.events import GenerationResult
+    from specui.terminal_view import Reply, compare_line
+    from specui.text import SLOWER_WHY
+    from specui.ui import render
+
+    slow = render.render_verdict(identical=True, speedup=0.58)
+    assert "speedup 0.58× (slower this run)" in slow and html.escape(SLOWER_WHY) in slow
+    assert "slower" not in render.render_verdict(identical=True, speedup=0.996) + render.render_verdict(
+        identical=None, speedup=1.5)
+
+    def reply(seconds: float) -> Reply:
+        return Reply(GenerationResult(token_ids=[1, 2, 3, 4], prefill_s=seconds))  # no rounds: the prompt's time
+
+    spec, plain = reply(2.0), reply(1.0)
+    assert runstats.speedup(runstats.run_stats(spec.result), runstats.run_stats(plain.result)) == 0.5
+    assert "speedup 0.50x (slower this run)" in compare_line(spec, plain, greedy=True)
+    assert "slower" not in compare_line(plain, spec, greedy=True)
