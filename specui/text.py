@@ -104,10 +104,15 @@ SLOWER_WHY = ("other programs busy on these cores, a short reply (too few rounds
               "identical does not depend on the timing")
 
 
+def shows_slower(ratio: float | None) -> bool:
+    """Whether a speedup shows below 1 as its two decimals give it (0.996 shows "1.00×": not slower)."""
+    return ratio is not None and round(ratio, 2) < 1
+
+
 def speedup_said(ratio: float | None, spec: str = ".2f×") -> str:
-    """A speedup as `fmt` shows it, with "(slower this run)" where it shows below 1 (0.996 shows "1.00×": no word)."""
+    """A speedup as `fmt` shows it, with "(slower this run)" where it shows below 1 (`shows_slower`)."""
     said = fmt(ratio, spec)
-    return f"{said} ({SLOWER})" if ratio is not None and round(ratio, 2) < 1 else said
+    return f"{said} ({SLOWER})" if shows_slower(ratio) else said
 
 
 def fmt_prob(x: float | None) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from specui.events import Check, Kind
-from specui.text import PARTIAL, SLOWER, SLOWER_WHY, fmt, speedup_said
+from specui.text import PARTIAL, SLOWER_WHY, fmt, shows_slower, speedup_said
 
 KIND_LABELS = {
     Kind.ACCEPTED: "accepted draft token",
@@ -248,9 +248,8 @@ def render_verdict(*, identical: bool | None, speedup: float | None, first_diffe
     (with `explanation`, e.g. a near-tie that reduced precision rounds either way, when they differ)."""
     parts = []
     if speedup is not None:
-        said = speedup_said(speedup)
-        why = f' title="{html.escape(SLOWER_WHY)}"' if SLOWER in said else ""
-        parts.append(f'<span class="specui-speedup"{why}>speedup {said}</span>')
+        why = f' title="{html.escape(SLOWER_WHY)}"' if shows_slower(speedup) else ""
+        parts.append(f'<span class="specui-speedup"{why}>speedup {speedup_said(speedup)}</span>')
     if identical is True:
         parts.append('<span class="specui-identical">✓ identical output (greedy: speculative = plain)</span>')
     elif identical is False:

@@ -7,7 +7,7 @@ import html
 
 from specui.arena import k_said, label
 from specui.runstats import RunStats, speedup
-from specui.text import SLOWER, SLOWER_WHY, fmt, speedup_said
+from specui.text import SLOWER_WHY, fmt, shows_slower, speedup_said
 
 CPU_TREE_NODES = (7, 11)  # the tree budgets that pay on a CPU (docs/performance.md): more nodes, slower rounds
 
@@ -56,7 +56,7 @@ def stats_html(spec: RunStats | None, plain: RunStats | None = None, *, status: 
         if plain is not None:
             items.append(("plain", f"{fmt(plain.tokens_per_s, '.1f')} tokens/s"))
         items.append(("speedup", speedup_said(ratio)))
-        if SLOWER in items[-1][1]:  # the why in its tooltip
+        if shows_slower(ratio):  # the why in its tooltip
             tips["speedup"] = "speedup below 1×"
         theory = spec.theory
         if theory is not None:
