@@ -278,7 +278,7 @@ def give_back_memory() -> None:
 
 
 def load_engine(preset: str | Preset | None = None, config=None, *, device=None,
-                progress: Callable[[str], None] | None = None, warm_up: bool = True):
+                progress: Callable[[str], None] | None = None, warm_up: bool = True, checked: bool = False):
     """A ready `SpeculativeEngine` for a preset of models.yaml (None: its default), for scripts and
     notebooks:
 
@@ -302,6 +302,8 @@ def load_engine(preset: str | Preset | None = None, config=None, *, device=None,
     progress: a function given each status line while it loads (e.g. progress=print); None: quiet.
     warm_up: run both paths a few tokens first, as the app does when it starts: a first run prepares the forward
     (the chat model's native products: 1.7 s), which would otherwise be timed as that run's prompt.
+    checked: `check_before_loading` ran already on this preset (a command line's `check_preset`): not again (it may
+    ask the Hub), as `load_pair`'s; checked again with device= (a GPU asked for is checked with it).
     """
     from specui.presets import Config, load_config, parse_config
 
@@ -327,7 +329,7 @@ def load_engine(preset: str | Preset | None = None, config=None, *, device=None,
         raise ConfigError(f"load_engine: preset {preset.name!r} spreads its target with device_map: "
                           f"{preset.device_map}, which device= would not move; leave device out")
     preset = preset if device is None else replace(preset, device=device)
-    pair = load_pair(preset, progress=progress)
+    pair = load_pair(preset, progress=progress, checked=checked and device is None)  # device=: its own check
     engine = pair.engine()
     engine.tokenizer, engine.preset = pair.tokenizer, preset
     engine.tuning = lambda drafter, keywords: {

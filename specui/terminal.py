@@ -252,7 +252,8 @@ def load(args):
 
     transformers_logging.set_verbosity_error()
     transformers_logging.disable_progress_bar()  # the weights' bars of a few milliseconds each
-    engine = load_engine(preset, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    engine = load_engine(preset, progress=lambda line: print(line, file=sys.stderr, flush=True),
+                         checked=True)  # check_preset ran check_before_loading: not again (it may ask the Hub)
     return engine, preset
 
 
