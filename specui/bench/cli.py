@@ -63,7 +63,8 @@ def main(argv=None, *, args=None) -> dict:
     if args.threads:
         torch.set_num_threads(args.threads)
     drafter = args.drafter or preset.drafter
-    names = drafters_to_run(pair, preset.name, drafter)
+    engine = pair.engine()  # one engine: its drafters say what runs, and it runs them (`Methods`)
+    names = drafters_to_run(engine, preset.name, drafter)
     confidence = args.draft_confidence if args.draft_confidence is not None else \
         0.0 if names else preset.confidence_for(drafter, tree=args.tree_width > 1)
     # a setting the preset makes wrong (a static tree too large at its K) ends in one line: specui.command_line
@@ -91,7 +92,7 @@ def main(argv=None, *, args=None) -> dict:
     if not texts and not args.turns:
         note_fewer_prompts(count, len(prompts), "held-out chat and code prompts" if chat
                            else f"held-out stdlib prompts of {length} tokens")
-    methods = Methods(pair, plan)
+    methods = Methods(pair, plan, engine=engine)
     if args.prompt_threads:
         methods.engine.prompt_threads = args.prompt_threads
     if args.turns:
@@ -176,11 +177,12 @@ def conversation(args, argv, preset, pair, methods, decode, texts: list[str]) ->
     return reported(args, report, bench_conversation.format_conversation(report))
 
 
-def drafters_to_run(pair, preset_name: str, drafter: str) -> tuple[str, ...]:
+def drafters_to_run(engine, preset_name: str, drafter: str) -> tuple[str, ...]:
     """The arms of a side-by-side run: plain and every drafter for `all`, plain and the head for a head
     drafter (transformers has nothing to time it against); () for the model or prompt lookup alone.
-    Refuses (exit 2) naming the preset's drafters when it lacks the one asked for, as `python -m specui` does."""
-    available = pair.engine().drafters
+    Refuses (exit 2) naming the preset's drafters (`engine.drafters`) when it lacks the one asked for, as
+    `python -m specui` does."""
+    available = engine.drafters
     if drafter != ALL and drafter not in available:
         refuse(PROG, f"--drafter {drafter}: preset {preset_name!r} has no such drafter; its drafters: "
                      f"{', '.join(available)} (or --drafter {ALL})")

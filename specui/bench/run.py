@@ -117,10 +117,11 @@ class ModelPair:
 class Methods:
     """Runs each method once on a prompt: returns (seconds, new token ids, engine result or None)."""
 
-    def __init__(self, pair, plan: Plan):
+    def __init__(self, pair, plan: Plan, *, engine: SpeculativeEngine | None = None):
+        """engine: the pair's engine, built already (the command line read its drafters); None: built here."""
         self.pair, self.plan, self.s = pair, plan, plan.decode
         self.device = pair.device
-        self.engine = pair.engine()
+        self.engine = pair.engine() if engine is None else engine
         self.sampled = not plan.decode.greedy
         # transformers' assistant must score the whole vocabulary: a reduced-vocabulary draft is widened
         reduced = pair.draft is not None and getattr(pair.draft, "token_ids", None) is not None

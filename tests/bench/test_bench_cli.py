@@ -167,20 +167,19 @@ def test_the_engine_and_the_early_refusal_say_an_overflow_from_one_place(monkeyp
 
 
 def test_a_drafter_the_preset_lacks_is_refused_with_the_presets_drafters(capsys):
+    from types import SimpleNamespace
+
     from specui.bench.cli import drafters_to_run
 
-    class Pair:
-        def engine(self):
-            return type("Engine", (), {"drafters": ("model", "prompt_lookup")})()
-
-    assert drafters_to_run(Pair(), "p", "all") == ("plain", "model", "prompt_lookup")
-    assert drafters_to_run(Pair(), "p", "model") == ()  # the one-drafter report, against transformers too
+    engine = SimpleNamespace(drafters=("model", "prompt_lookup"))
+    assert drafters_to_run(engine, "p", "all") == ("plain", "model", "prompt_lookup")
+    assert drafters_to_run(engine, "p", "model") == ()  # the one-drafter report, against transformers too
     with pytest.raises(SystemExit, match="^2$"):
-        drafters_to_run(Pair(), "p", "eagle")
+        drafters_to_run(engine, "p", "eagle")
     assert "--drafter eagle: preset 'p' has no such drafter; its drafters: model, prompt_lookup" in \
         capsys.readouterr().err
-    Pair.engine = lambda self: type("Engine", (), {"drafters": ("eagle", "prompt_lookup")})()
-    assert drafters_to_run(Pair(), "p", "eagle") == ("plain", "eagle")  # a head runs beside plain decoding
+    engine = SimpleNamespace(drafters=("eagle", "prompt_lookup"))
+    assert drafters_to_run(engine, "p", "eagle") == ("plain", "eagle")  # a head runs beside plain decoding
 
 
 @pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair's built-in stdlib prompts")
@@ -223,6 +222,22 @@ def test_the_preset_is_checked_once_before_its_models_load(monkeypatch):
     with pytest.raises(Loading):
         cli.main(["--preset", "bundled", "--drafter", "eagle", "--max-new-tokens", "2", "--threads", "1"])
     assert checked == ["bundled"]
+
+
+@pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair")
+@pytest.mark.parametrize("drafter", ["eagle", "all"])
+def test_the_run_builds_one_engine_and_its_checks_stand(monkeypatch, drafter):
+    """The engine whose drafters say what runs (`drafters_to_run`) is the one that runs them (`Methods`), where the
+    pair built one for each; the greedy identity check is made as before."""
+    from specui import loading
+    from specui.bench.cli import main
+
+    built, real = [], loading.LoadedPair.engine
+    monkeypatch.setattr(loading.LoadedPair, "engine", lambda pair: built.append(pair.preset.name) or real(pair))
+    report = main(["--preset", "bundled", "--drafter", drafter, "--max-new-tokens", "4", "--repeats", "1",
+                   "--warmup", "0", "--num-prompts", "1", "--threads", "1"])
+    assert built == ["bundled"]
+    assert report["identical_to_plain"] is True and len(report["drafters"]) == (2 if drafter == "eagle" else 8)
 
 
 @pytest.mark.skipif(not BUNDLED.exists(), reason="the bundled pair")
