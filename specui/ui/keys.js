@@ -220,14 +220,18 @@
       box.focus();
     }
   });
-  // a list's text as the focus came to it: gradio 6 fires a Dropdown's input as the focus leaves it unchanged too, and
-  // select for a pick by the mouse alone. specuiPicked(id, value): the value of #id's list, null where it is the one it
-  // had as the focus came (teach_keys.picked: an input listener's js)
+  // A list's pick is one server call, a list left as it came none (teach_keys.on_pick): gradio 6 fires a Dropdown's
+  // input as the focus leaves it unchanged too, twice for a pick by the mouse (as it is picked, then as the focus
+  // leaves it), and select for a pick by the mouse alone. specuiPick(id, value), the js of #id's input: unless the
+  // value is the list's text as the focus came to it (or the pick passed on already), click #id-picked, whose click
+  // is the pick's event
   document.addEventListener("focusin", (event) => {
     if (event.target.matches?.("input[role=combobox]")) event.target.dataset.specuiAtFocus = event.target.value;
   }, true);
-  window.specuiPicked = (id, value) => {
+  window.specuiPick = (id, value) => {
     const box = document.querySelector(`#${id} input`);
-    return box && box.dataset.specuiAtFocus === String(value) ? null : value;
+    if (box && box.dataset.specuiAtFocus === String(value)) return;
+    if (box) box.dataset.specuiAtFocus = String(value);  // the pick's second input, as the focus leaves, is no pick
+    document.querySelector(`#${id}-picked`)?.click();
   };
 }

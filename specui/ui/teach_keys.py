@@ -102,10 +102,18 @@ def cleared_since(shown: Shown, since: tuple) -> bool:
     return handed_since(shown, handed) or (shown.what is None and shown.moves != moves)
 
 
-def picked(elem_id: str) -> str:
-    """An `input` listener's `js` for the list #`elem_id`: its value, or None where the focus left it as it came
-    (keys.js's `specuiPicked`): gradio 6 fires a Dropdown's `input` then too, and `select` for the mouse alone."""
-    return f"(value) => window.specuiPicked ? window.specuiPicked({elem_id!r}, value) : value"
+def on_pick(menu: gr.Dropdown, elem_id: str, fn, inputs, outputs, **event):
+    """Wire `fn` to a pick in the list `menu` (#`elem_id`), by the mouse or by the keys: one server call a pick, none
+    where the list is left as it came (a Tab through it). Gradio 6 fires a Dropdown's `input` as the focus leaves it,
+    unchanged too, and twice for a pick by the mouse (as it is picked, then as the focus leaves it), and `select` for a
+    pick by the mouse alone. The page tells a pick from the rest (keys.js's `specuiPick`: the list's value is not the
+    one it had as the focus came) and clicks a hidden button (#`elem_id`-picked, made here), whose click is `fn`'s
+    event (`event`: its options). Returns that event."""
+    hidden = gr.Button("Picked", visible="hidden", elem_id=f"{elem_id}-picked")  # clicked by the page, never a user
+    click = f"document.querySelector('#{elem_id}-picked')?.click()"  # keys.js not there (it always is): every input
+    menu.input(None, [menu], None,
+               js=f"(value) => {{ window.specuiPick ? window.specuiPick({elem_id!r}, value) : {click}; }}")
+    return hidden.click(fn, inputs, outputs, **event)
 
 
 def unchanged(outputs: list) -> dict:

@@ -159,11 +159,12 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
                    trigger_mode="always_last", **NAV)
     c.play.click(functools.partial(toggle, ui), {ui.run, c.play, c.speed}, [ui.timer, c.play], **NAV)
     c.speed.change(lambda seconds: gr.Timer(value=float(seconds)), [c.speed], [ui.timer], **NAV)
-    # as in the Chat tab: a preset the user picks brings its drafter, a drafter its own K (`input`: what the Chat tab's
-    # "step through it" sets stays; the list left as it came, a Tab through it, is no pick: `select` missed the keys')
+    # as in the Chat tab: a preset the user picks brings its drafter, a drafter its own K (a pick, not `change`: what
+    # the Chat tab's "step through it" sets stays). One call a pick, none for the list left as it came (a Tab through
+    # it): gradio fires `input` then too, and twice for a mouse's pick; `select` missed the keys' (teach_keys.on_pick)
     config = state.showcase.config
-    c.preset.input(functools.partial(on_preset, config, k_max=TEACH_K_MAX), [c.preset], [c.drafter, c.k],
-                   js=teach_keys.picked("teach-preset"), trigger_mode="always_last", **NAV)
+    teach_keys.on_pick(c.preset, "teach-preset", functools.partial(on_preset, config, k_max=TEACH_K_MAX), [c.preset],
+                       [c.drafter, c.k], trigger_mode="always_last", **NAV)
     c.drafter.input(functools.partial(on_drafter, config, k_max=TEACH_K_MAX), [c.preset, c.drafter], [c.k],
                     trigger_mode="always_last", **NAV)
     # the export says what the view shows: the second drafter's rounds with the run's, or none; the comparison kept

@@ -14,8 +14,9 @@ PROMPT = "def add(a, b):\n    return a + b\n\ndef add(a, b):\n"
 K = 4  # the tiny pair's preset K
 
 
-def tiny_showcase(root):
-    """A Showcase whose one preset is a tiny random pair saved under `root` (loads in a moment)."""
+def tiny_showcase(root, *, more: str = ""):
+    """A Showcase whose one preset is a tiny random pair saved under `root` (loads in a moment); `more`: models.yaml's
+    lines of other presets after it (under `presets:`, indented as its are)."""
     from specui.loading import PairCache
     from specui.presets import load_config
     from specui.ui.session import Showcase
@@ -26,8 +27,33 @@ def tiny_showcase(root):
     save_tiny_model(root / "draft", "llama", layers=1, seed=1, model=noisy_copy(target, noise=0.1, seed=1))
     (root / "models.yaml").write_text(f"default: tiny\npresets:\n  tiny:\n    target: {root / 'target'}\n"
                                       f"    draft: {root / 'draft'}\n    dtype: float32\n    device: cpu\n"
-                                      f"    num_draft_tokens: {K}\n")
+                                      f"    num_draft_tokens: {K}\n{more}")
     return Showcase(load_config(root / "models.yaml"), PairCache())
+
+
+@contextlib.contextmanager
+def teach_app(showcase):
+    """A Blocks app of the Teach tab alone over `showcase`, served in this process: yields its URL (in
+    tests/gradio_calls.SERVED while it serves, for `wait_quiet`)."""
+    import gradio as gr
+
+    from specui.ui.blocks import launch
+    from specui.ui.teaching import teaching_tab
+    from tests.gradio_calls import SERVED
+    from tools.screenshot import NO_PROBE, free_port
+
+    with gr.Blocks(title="specui teaching test") as demo:
+        teaching_tab(showcase)
+    demo.queue(default_concurrency_limit=4)
+    port = free_port()
+    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **NO_PROBE)
+    url = f"http://127.0.0.1:{port}/"
+    SERVED[url] = demo
+    try:
+        yield url
+    finally:
+        SERVED.pop(url, None)
+        demo.close()
 
 
 @contextlib.contextmanager

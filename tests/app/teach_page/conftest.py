@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.teach_page import tiny_showcase
-from tests.gradio_calls import SERVED
+from tests.app.teach_page import teach_app, tiny_showcase
 from tests.helpers import served_app, static_browser
-from tools.screenshot import NO_PROBE, free_port
 
 
 @pytest.fixture(scope="package")
@@ -22,24 +20,9 @@ def browser():
 @pytest.fixture(scope="package")
 def app(browser, tmp_path_factory):
     """A Blocks app of the Teach tab alone over a tiny random pair (so the tests do not wait for the bundled pair)."""
-    import gradio as gr
-
-    from specui.ui.blocks import launch
-    from specui.ui.teaching import teaching_tab
-
     showcase = tiny_showcase(tmp_path_factory.mktemp("teach-pair"))
-    with gr.Blocks(title="specui teaching test") as demo:
-        teaching_tab(showcase)
-    demo.queue(default_concurrency_limit=4)
-    port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **NO_PROBE)
-    url = f"http://127.0.0.1:{port}/"
-    SERVED[url] = demo
-    try:
+    with teach_app(showcase) as url:
         yield showcase, url
-    finally:
-        SERVED.pop(url, None)
-        demo.close()
 
 
 @pytest.fixture(scope="package")

@@ -1,0 +1,96 @@
+"""What the Teach tab's controls send the server when the user changed nothing, and when they pick once, counted in a
+real browser (every queued or unqueued call the page sends, named by its function): a Tab through the preset list
+sends none (it sent one, a no-op the server answered by leaving the drafter and K alone), and a pick of a preset by the
+mouse or by the keys sends one that brings its drafter and K (the mouse's sent two: gradio fires the list's `input`
+as it is picked and again as the focus leaves it). Served on an app of its own whose models.yaml has two presets
+(the folder's `app` has one), in the folder's Chromium."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.app.teach_page import teach_app, teach_page, tiny_showcase
+from tests.gradio_calls import SERVED, wait_quiet
+from tests.waits import page_timers_run
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on a served Teach tab
+
+LOOKUP = "tiny-lookup"  # the second preset: prompt lookup at K 2, where the first ("tiny") drafts with its model at 4
+
+
+@pytest.fixture(scope="module")
+def page(browser, tmp_path_factory):
+    root = tmp_path_factory.mktemp("teach-two-presets")
+    more = (f"  {LOOKUP}:\n    target: {root / 'target'}\n    drafter: prompt_lookup\n    dtype: float32\n"
+            "    device: cpu\n    num_draft_tokens: 2\n")
+    with teach_app(tiny_showcase(root, more=more)) as url, teach_page(browser, url) as page:
+        yield page
+
+
+def calls_during(page, act) -> list[str]:
+    """The server calls the page sends while `act()` runs and until every one has answered, each named by its function
+    (`on_preset`; a stepping event's `handler`)."""
+    wait_quiet(page)
+    sent = []
+
+    def note(request):
+        if "/queue/join" in request.url or "/run/predict" in request.url:
+            sent.append(json.loads(request.post_data or "{}").get("fn_index"))
+
+    page.on("request", note)
+    try:
+        act()
+        page_timers_run(page, 100)  # the blur's handlers have run (a call they send starts within them)
+        wait_quiet(page)
+    finally:
+        page.remove_listener("request", note)
+    demo = next(demo for url, demo in SERVED.items() if page.url.startswith(url))
+    return [getattr(demo.fns[i].fn, "func", demo.fns[i].fn).__name__ if i in demo.fns else repr(i) for i in sent]
+
+
+def chosen(page) -> tuple[str, str, str]:
+    """(the preset, the drafter and K) the Teach tab's controls show."""
+    return (page.locator("#teach-preset input").input_value(),
+            page.locator("#teach-drafter input:checked").get_attribute("value"),
+            page.locator("#teach-k input[type=number]").input_value())
+
+
+def pick_by_mouse(page, preset: str):
+    def act():
+        page.click("#teach-preset input")
+        page.get_by_role("option", name=preset, exact=True).click()
+    return act
+
+
+def test_a_tab_through_the_preset_list_calls_nothing(page):
+    page.locator("#teach-drafter").get_by_label("EAGLE", exact=True).check()  # not the preset's: kept
+    wait_quiet(page)
+    before = chosen(page)
+
+    def tab_through():
+        page.locator("#teach-preset input").focus()
+        page.keyboard.press("Tab")
+
+    assert calls_during(page, tab_through) == []
+    assert chosen(page) == before == ("tiny", "EAGLE", before[2])
+
+
+def test_a_preset_picked_by_the_mouse_is_one_call_that_brings_its_drafter_and_k(page):
+    assert calls_during(page, pick_by_mouse(page, LOOKUP)) == ["on_preset"]
+    assert chosen(page) == (LOOKUP, "prompt lookup", "2")
+    calls_during(page, pick_by_mouse(page, "tiny"))
+    assert chosen(page) == ("tiny", "draft model", "4")
+
+
+def test_a_preset_picked_by_the_keys_is_one_call_that_brings_its_drafter_and_k(page):
+    calls_during(page, pick_by_mouse(page, LOOKUP))  # the list's last preset: ArrowUp picks the one before it
+
+    def by_keys():
+        page.locator("#teach-preset input").focus()
+        page.keyboard.press("ArrowUp")
+        page.keyboard.press("Enter")
+
+    assert calls_during(page, by_keys) == ["on_preset"]
+    assert chosen(page) == ("tiny", "draft model", "4")
