@@ -151,8 +151,10 @@ def _forget(sent: list, count: int) -> list[int]:
 def run_export(run: Run) -> dict:
     """The Chat tab's download of a finished run: the preset and settings, then the API's answer (the reply's
     tokens with their kind, p, q and acceptance probability, its numbers, the plain run's in compare mode), and in
-    arena mode each contestant's reply, tokens and numbers (greedy: whether it equals plain decoding's); NaN and
-    infinities as null, as `lesson.export_run` gives the Teach tab's."""
+    arena mode each contestant's reply, tokens and numbers (greedy: whether it equals plain decoding's), with the K
+    and the confidence stop it raced with (None for plain decoding), as the table reads them: its K column is
+    `arena.k_said(num_draft_tokens, draft_confidence, name)` ("≤ 6"); NaN and infinities as null, as
+    `lesson.export_run` gives the Teach tab's."""
     out = {"preset": run.preset, "settings": dataclasses.asdict(run.settings), **run.as_dict()}
     if run.settings.arena:
         plain = run.arena.get(arena.PLAIN)
@@ -160,6 +162,9 @@ def run_export(run: Run) -> dict:
         out["arena"] = {
             name: {"text": reply(run.arena_views.get(name, ()), result), "token_ids": list(result.token_ids),
                    "num_draft_tokens": standings[name].k if name in standings else None,  # as chosen: the table's
+                   # the stop it raced with (its own, the preset's, on a chain; the slider's on a tree): the table's ≤
+                   "draft_confidence": (standings[name].confidence
+                                        if name in standings and name != arena.PLAIN else None),
                    "stats": standings[name].stats.as_dict() if name in standings else None,
                    "identical_to_plain": (result.token_ids == plain.token_ids
                                           if run.settings.greedy and plain is not None else None)}
