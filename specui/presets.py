@@ -366,18 +366,25 @@ def _device(value: str | None, where: str, words: tuple[str, ...] = ()) -> str |
     return value
 
 
+_HUB_ID = re.compile(r"(\b[\w\-.]{1,96}\b/)?\b[\w\-.]{1,96}\b", re.ASCII)  # huggingface_hub's REPO_ID_REGEX
+
+
+def is_hub_id(ref: str) -> bool:
+    """Whether `ref` is a well-formed Hub id ("name", "org/name") by huggingface_hub's `validate_repo_id`, written out:
+    reading models.yaml imports no huggingface_hub (0.1 s or more), which a Hub preset's load alone needs (specui.hub);
+    tests/unit/test_presets_hub_ids.py holds the two to the same answers."""
+    return (ref.count("/") <= 1 and _HUB_ID.fullmatch(ref) is not None and "--" not in ref and ".." not in ref
+            and not ref.endswith(".git"))
+
+
 def _model(ref: str, where: str, config_path: Path) -> str:
     """A model reference resolved (`_resolve`): a folder, a packaged model, or else a well-formed Hub id."""
     resolved = _resolve(ref, config_path)
     if Path(resolved).is_absolute() or ref.startswith(PACKAGED_PREFIX):
         return resolved
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-    try:
-        validate_repo_id(ref)
-    except HFValidationError:
+    if not is_hub_id(ref):
         raise ConfigError(f"{where}: {ref!r} is neither a folder (local paths are relative to "
-                          f"{config_path.name}; none is there) nor a Hugging Face Hub id (org/name)") from None
+                          f"{config_path.name}; none is there) nor a Hugging Face Hub id (org/name)")
     return ref
 
 
