@@ -5,6 +5,7 @@ A round, with the target's KV cache holding every token but the last one ("cur")
     2. the target scores [cur, x_1..x_K] in one forward: K+1 distributions;
     3. `verify` accepts x_1..x_n and adds one target token (resampled at the rejection, or the bonus);
     4. both caches are trimmed by absolute length to the accepted prefix.
+(`specui.chain_round`; `specui.tree_round` for a round that drafts a token tree.)
 Plain decoding is the same loop with no drafter: one target forward, one token. Both paths share the
 sampler, the cache code and the events, so every comparison runs one code path.
 
@@ -42,12 +43,13 @@ from specui.drafters import (
 from specui.drafters.base import features_of
 from specui.drafters.registry import name_of
 from specui.engine_checks import ContextLengthError  # noqa: F401 (where callers import it from)
-from specui.engine_checks import align, check_context, check_draft, check_prompt, check_run_arguments, longest_draft
+from specui.chain_round import chain_round, plain_round
+from specui.engine_checks import check_context, check_prompt, check_run_arguments, longest_draft
 from specui.engine_checks import eos_ids, tokenizer_hint
-from specui.events import GenerationResult, Kind, Round
-from specui.kv import CachedLM, cpu_threads, model_device
+from specui.events import GenerationResult, Round
+from specui.kv import cpu_threads, model_device
 from specui.prompt_cache import PromptCache, open_target
-from specui.sampling import Generators, Rows, Sampling, argmax, choose, penalize
+from specui.sampling import Generators, Sampling
 from specui.settings import TREE_METHODS, DecodeSettings, settings_from, why_no_trees
 from specui.tree_round import tree_round
 from specui.tree_verify import verify_tree
@@ -253,15 +255,17 @@ class SpeculativeEngine:
             place, mark = self._turns.place()
             with mark, place, self._turns.take(place, mark), torch.inference_mode():
                 if drafter is None:
-                    round_ = self._plain_round(target, context, sampling, generators)
+                    round_ = plain_round(self, target=target, context=context, sampling=sampling,
+                                         generators=generators)
                 else:
                     k = min(schedule.k, remaining - 1)  # a round emits at most k+1 tokens
                     if tree is not None:  # a tree drafter drafts nothing for k = 0: the round is the bonus alone
                         round_ = tree_round(self, target=target, drafter=drafter, context=context, k=k,
                                             width=tree[0], nodes=tree[1], sampling=sampling, generators=generators)
                     else:
-                        round_ = self._speculative_round(target, drafter, context, k, sampling, generators,
-                                                         limit=min(longest_draft(drafter, k), remaining - 1))
+                        round_ = chain_round(self, target=target, drafter=drafter, context=context, k=k,
+                                             sampling=sampling, generators=generators,
+                                             limit=min(longest_draft(drafter, k), remaining - 1))
                     if not round_.copied:  # a copy says nothing about how far the draft model guesses well
                         schedule.update(num_accepted=round_.num_accepted, num_drafted=round_.num_drafted)
             round_ = self._cut_at_eos(round_, ignore_eos)
@@ -274,71 +278,6 @@ class SpeculativeEngine:
             yield round_
             if stop:
                 return
-
-    def _plain_round(self, target: CachedLM, context, sampling, generators: Generators) -> Round:
-        t0 = time.perf_counter()
-        logits = penalize(target.extend(context[-1:])[-1], sampling, context)
-        forward_s = self._sync_time(t0)
-        token, probs = choose(logits, sampling, generators.for_tensor(logits))
-        token = int(token)
-        p = float(probs[token])
-        return Round(index=0, token_ids=[token], kinds=[Kind.PLAIN], drafted=[], num_accepted=0, target_probs=[],
-                     draft_probs=[], accept_probs=[], uniforms=[], token_target_probs=[p], token_draft_probs=[None],
-                     residual_top=[], num_draft_tokens=0, draft_s=0.0, verify_s=self._sync_time(t0),
-                     elapsed_s=0.0, speculative=False, forward_s=forward_s)
-
-    def _speculative_round(self, target: CachedLM, drafter: Drafter, context, k, sampling,
-                           generators: Generators, *, limit: int) -> Round:
-        """limit: the most tokens kept of the proposal (k, or more for a drafter that copies past K)."""
-        t0 = time.perf_counter()
-        draft_tokens, draft_probs = check_draft(drafter.propose(context, k), limit, drafter,
-                                                vocab_size=self.vocab_size, device=self.device)
-        draft_s = self._sync_time(t0)
-        copied = bool(getattr(drafter, "copied", False))  # the model + lookup drafter copied this round's draft
-        t1 = time.perf_counter()
-
-        features = features_of(drafter)
-        logits = target.extend(torch.cat([torch.tensor(context[-1:], device=self.device), draft_tokens]),
-                               features=features)
-        forward_s = self._sync_time(t1)
-        if features:
-            logits, states = logits
-        drafted = draft_tokens.tolist()
-        logits = penalize(logits, sampling, context, drafted)  # row i has seen the context and the drafts before it
-        # verification happens where the logits are (the last device of a target spread over several)
-        device = logits.device
-        draft_tokens, draft_probs = draft_tokens.to(device), align(draft_probs, self.vocab_size, device)
-        target_probs = Rows(logits, sampling)  # [k+1, V], each row transformed when the rule reads it
-        verdict = self.verify(target_probs=target_probs, draft_tokens=draft_tokens,
-                              draft_probs=None if sampling.greedy else draft_probs,
-                              generator=generators.for_tensor(target_probs),
-                              target_argmax=argmax(logits) if sampling.greedy else None)  # as plain decoding
-        n = verdict.num_accepted
-        target.trim(len(context) + n)  # keep cur and the accepted drafts; the new token is next round's cur
-        drafter.observe(n, **({"features": states[: n + 1]} if features else {}))
-
-        # p and q of every drafted token and of the round's last token
-        # (sampled: None for the drafts past the rejection, whose rows the rule never read)
-        k_drafted = len(drafted)
-        rows, cols = [*range(k_drafted), n], [*drafted, verdict.next_token]
-        p_all = target_probs.probs(rows, cols, needed=n)  # p(x_1..x_k), then p of the round's last token
-        if draft_probs is None:
-            q_all, q_next = [1.0] * k_drafted, None
-        else:
-            at = torch.tensor([rows[:-1], cols[:-1]], dtype=torch.long, device=device)
-            q_all = draft_probs[at[0], at[1]].tolist()
-            q_next = float(draft_probs[n, verdict.next_token]) if n < k_drafted else None
-        residual_top = []
-        if verdict.residual is not None:
-            top = torch.topk(verdict.residual, min(10, verdict.residual.shape[0]))
-            residual_top = [(int(i), float(v)) for i, v in zip(top.indices.tolist(), top.values.tolist()) if v > 0]
-        verify_s = self._sync_time(t1)
-        return Round(index=0, token_ids=drafted[:n] + [verdict.next_token], kinds=[Kind.ACCEPTED] * n + [verdict.next_kind],
-                     drafted=drafted, num_accepted=n, target_probs=p_all[:k_drafted], draft_probs=q_all,
-                     accept_probs=verdict.accept_probs, uniforms=verdict.uniforms,
-                     token_target_probs=p_all[:n] + [p_all[-1]], token_draft_probs=q_all[:n] + [q_next],
-                     residual_top=residual_top, num_draft_tokens=k, draft_s=draft_s, verify_s=verify_s,
-                     elapsed_s=0.0, copied=copied, forward_s=forward_s)
 
     def _cut_at_eos(self, round_: Round, ignore_eos: bool) -> Round:
         """An EOS inside a block ends the generation there: drop what the round emitted after it."""

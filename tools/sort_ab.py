@@ -51,11 +51,10 @@ def main(argv: list[str] | None = None) -> None:
         if args.tree else {}
     arms = {"plain": {"speculative": False},
             **{d: {**drafter_settings(engine.preset, d), **tree} for d in args.drafters.split(",") if d}}
-    from specui import engine as engine_module
-    from specui import native, tree_round
+    from specui import chain_round, native, tree_round
 
     picked = "native" if sampling._sorter() is not None else "numpy's"
-    chosen, rule_rows = sampling._sorter, engine_module.Rows
+    chosen, rule_rows = sampling._sorter, chain_round.Rows
 
     every_row = functools.partial(rule_rows, every_row=True)
     if args.compare == "sort":
@@ -67,8 +66,8 @@ def main(argv: list[str] | None = None) -> None:
         ways = {"torch's draw": lambda: setattr(kernel, "has_draw", False),
                 "native draw": lambda: setattr(kernel, "has_draw", True)}
     else:
-        ways = {"every row": lambda: [setattr(m, "Rows", every_row) for m in (engine_module, tree_round)],
-                "rows read": lambda: [setattr(m, "Rows", rule_rows) for m in (engine_module, tree_round)]}
+        ways = {"every row": lambda: [setattr(m, "Rows", every_row) for m in (chain_round, tree_round)],
+                "rows read": lambda: [setattr(m, "Rows", rule_rows) for m in (chain_round, tree_round)]}
     seconds: dict[tuple[str, str], float] = {}
     rows: dict[str, list[int]] = {arm: [0, 0, 0] for arm in arms}  # rounds, rows verified, rows the rule read
     same = runs = 0
@@ -103,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
                     same += outputs[0] == outputs[1]
                     runs += 1
     finally:
-        sampling._sorter, engine_module.Rows, tree_round.Rows = chosen, rule_rows, rule_rows
+        sampling._sorter, chain_round.Rows, tree_round.Rows = chosen, rule_rows, rule_rows
         if args.compare == "draw":
             kernel.has_draw = had_draw
     tokens = args.passes * len(prompts) * args.tokens

@@ -6,7 +6,7 @@ import functools
 
 import pytest
 
-from specui import SpeculativeEngine, engine as engine_module, sampling, tree_round
+from specui import SpeculativeEngine, chain_round, sampling, tree_round
 from tests.helpers import make_model, noisy_copy
 
 SETTINGS = [dict(temperature=1.0), dict(temperature=0.7, top_p=0.9), dict(temperature=0.9, top_k=8, top_p=0.8)]
@@ -30,7 +30,7 @@ def pair():
 
 
 def runs(pair, monkeypatch, rows, **settings):
-    monkeypatch.setattr(engine_module, "Rows", rows)
+    monkeypatch.setattr(chain_round, "Rows", rows)
     monkeypatch.setattr(tree_round, "Rows", rows)
     engine = SpeculativeEngine(*pair)
     return [engine.generate([1 + s, 2, 3], max_new_tokens=24, seed=s, **settings) for s in range(6)]
