@@ -296,6 +296,7 @@ def converse(session: Session, first: str | None) -> int:
     message alone, as the app's chat does too (`turn_ids`)."""
     from specui.engine import ContextLengthError
     from specui.prompt_cache import PromptCache, answer_ids, leave_out_oldest, turn_ids
+    from specui.text import left_out_note
 
     cache, messages, turns, status = PromptCache(), [], [], 0
     ask = "> " if sys.stdin.isatty() else ""
@@ -338,8 +339,7 @@ def converse(session: Session, first: str | None) -> int:
                 _, n = leave_out_oldest(messages, lambda kept: turn_ids(tokenizer, session.preset, [*kept, user],
                                                                        system=session.args.system),
                                         limit=e.limit, new_tokens=session.settings.max_new_tokens)
-                print(f"(the conversation's first {n} messages left out: with them it is longer than the model's "
-                      f"context, {e.limit:,} tokens)", file=sys.stderr, flush=True)
+                print(left_out_note(n, e.limit), file=sys.stderr, flush=True)  # the app's chat's words
                 messages = messages[n:]
                 spec, plain, _ = session.turn(messages, text, cache)
         except ContextLengthError as e:  # this message alone is too long: say so, and take the next

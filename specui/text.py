@@ -133,6 +133,16 @@ def not_unicode(text: str | None, what: str) -> str | None:
     return None
 
 
+def left_out_note(count: int, context: int) -> str:
+    """What the app's chat (leading the reply) and the terminal's --chat say when a conversation's oldest `count`
+    messages were left out of a turn, which with them is longer than the model's `context` tokens ("" for none)."""
+    if not count:
+        return ""
+    some, them = ("message", "it") if count == 1 else (f"{count} messages", "them")
+    return (f"The conversation's first {some} left out: with {them}, it is longer than the model's context "
+            f"({context:,} tokens).")
+
+
 READ_NOTE_TOKENS = 256  # a prompt whose reading takes at least these many tokens (seconds on a CPU) is said to be read
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from specui import arena, runstats
 from specui.events import GenerationResult, Kind
 from specui.prompt_cache import answer_ids
+from specui.text import left_out_note
 from specui.ui.request import Settings
 
 # a stopped reply's note: its mark a square that Debian's own fonts draw (DejaVu, Liberation: U+25A0), where U+23F9 (⏹)
@@ -76,11 +77,7 @@ class Run:
     def left_out_note(self) -> str:
         """The note that leads the reply when a chat's oldest messages were left out of this turn ("" when none were):
         known before its first token, it is the message's start from its first frame on (`render_reply`'s lead)."""
-        if not self.left_out:
-            return ""
-        some, them = ("message", "it") if self.left_out == 1 else (f"{self.left_out} messages", "them")
-        return (f"The conversation's first {some} left out: with {them}, it is longer than the model's context "
-                f"({self.context:,} tokens).")
+        return left_out_note(self.left_out, self.context)  # the terminal's --chat says it too
 
     @property
     def spec_text(self) -> str:
