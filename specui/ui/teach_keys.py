@@ -155,6 +155,13 @@ def ticking(name: str, timer: gr.Timer) -> None:
     timer.tick(None, None, None, js=f"() => {{ window.specuiTick && window.specuiTick({name!r}); }}")
 
 
+def paced(lo: float, hi: float) -> str:
+    """The `js` of a seconds-per-step slider's `change` whose one output is the auto-play's timer: its interval set in
+    the page, no server call (Escape or the ↺ on the slider at its value fired `change` too, a call that changed
+    nothing); a value out of [`lo`, `hi`] (a box typed on its way to 0.5: 0, or left blank) leaves it as it was."""
+    return f"(seconds) => {{ const s = Number(seconds); return s >= {lo!r} && s <= {hi!r} ? s : undefined; }}"
+
+
 def unless_shown(on: gr.Button, shown: str, elem_id: str) -> gr.Button:
     """A hidden button (#`elem_id`, returned) that a click of `on` clicks, in the page (no server call of its own),
     only while nothing on the page matches the selector `shown` (no step on show): the event that decodes a first run

@@ -158,7 +158,8 @@ def _wire(ui: TeachTab, state: TeachState, concurrency_id: str, *, resume: bool 
     c.prompt.input(functools.partial(prompt_edited, ui), {c.prompt, ui.run, c.context, ui.memory, s.status}, [s.status],
                    trigger_mode="always_last", **NAV)
     c.play.click(functools.partial(toggle, ui), {ui.run, c.play, c.speed}, [ui.timer, c.play], **NAV)
-    c.speed.change(lambda seconds: gr.Timer(value=float(seconds)), [c.speed], [ui.timer], **NAV)
+    # the auto-play's pace set in the page (teach_keys.paced): Escape on the slider at its value sent a call too
+    c.speed.change(None, [c.speed], [ui.timer], js=teach_keys.paced(c.speed.minimum, c.speed.maximum), **NAV)
     # as in the Chat tab: a preset the user picks brings its drafter, a drafter its own K (a pick, not `change`: what
     # the Chat tab's "step through it" sets stays). One call a pick, none for the list left as it came (a Tab through
     # it): gradio fires `input` then too, and twice for a mouse's pick; `select` missed the keys' (teach_keys.on_pick)

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.app.teach_page import teach_app, teach_page, tiny_showcase
+from tests.app.teach_page import PROMPT, decode_lesson, teach_app, teach_page, tiny_showcase
 from tests.gradio_calls import SERVED, wait_quiet
 from tests.waits import page_timers_run
 
@@ -94,3 +94,22 @@ def test_a_preset_picked_by_the_keys_is_one_call_that_brings_its_drafter_and_k(p
 
     assert calls_during(page, by_keys) == ["on_preset"]
     assert chosen(page) == ("tiny", "draft model", "4")
+
+
+def test_escape_on_the_auto_plays_unchanged_slider_calls_nothing_and_a_move_sets_its_pace(page):
+    """The auto-play's seconds per round: Escape (or its ↺) at the value it has sent the server a call that set the
+    timer as it was. The pace is set in the page now; a move of the slider while it plays still sets its timer's
+    interval (each interval the page's timers start is noted)."""
+    for act in ("#step-speed input[type=range]", "#step-speed input[type=number]"):
+        assert calls_during(page, lambda: (page.locator(act).focus(), page.keyboard.press("Escape"))) == [], act
+    assert calls_during(page, lambda: page.locator("#step-speed .reset-button").click()) == []
+    decode_lesson(page, PROMPT, new_tokens=32)
+    page.click("#step-play")
+    page.wait_for_function("() => document.querySelector('#step-play').innerText.includes('Pause')")
+    page.evaluate("""() => { window.intervals = []; const start = window.setInterval;
+        window.setInterval = (fn, ms, ...rest) => { window.intervals.push(ms); return start(fn, ms, ...rest); }; }""")
+    page.locator("#step-speed input[type=range]").focus()
+    page.keyboard.press("ArrowRight")  # 1.5 -> 1.6 s a round
+    page.wait_for_function("() => window.intervals.includes(1600)", timeout=30_000)
+    page.click("#step-play")  # Pause
+    wait_quiet(page)
