@@ -51,6 +51,14 @@ def user_errors() -> tuple[type[Exception], ...]:
     return *usage_errors(), LoadError, PackagedModelError
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose mistakes are one line naming the flag, exit status 2 (argparse prints the whole usage
+    above it: a dozen lines to scroll past); --help still gives the usage."""
+
+    def error(self, message):
+        self.exit(USAGE, f"{self.prog}: error: {message}\n")
+
+
 def refuse(prog: str, message: str, status: int = USAGE):
     """A mistake found after the flags were read (a preset's drafters, its prompts): one line in argparse's form and
     its exit status, 2 (or `status`)."""

@@ -20,7 +20,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from specui.command_line import DECODE_RANGES, refuse_empty, refuse_greedy_seed, refuse_outside
+from specui.command_line import DECODE_RANGES, OneLineParser, refuse_empty, refuse_greedy_seed, refuse_outside
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
 from specui.settings import (MAX_CONFIDENCE, MAX_REPETITION_PENALTY, MAX_TEMPERATURE, MAX_TOP_K,
                              MAX_TREE_NODES, MAX_TREE_WIDTH, TREE_DRAFTERS, DecodeSettings, SettingsError)
@@ -49,12 +49,6 @@ class _Help(argparse.HelpFormatter):
         return text if text.startswith("examples:") else super()._fill_text(text, width, indent)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        """A mistake is one line naming the flag (argparse would print the whole usage above it)."""
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def refuse(message: str):
     """A mistake found after the flags were read (a preset's drafters, the prompt): one line, exit status 2."""
     print(f"{PROG}: error: {message}", file=sys.stderr)
@@ -62,10 +56,10 @@ def refuse(message: str):
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = _Parser(prog=PROG, description="Speculative decoding in the terminal: the reply streams as each round is "
-                                       "decided, every token coloured by where it came from (green: an accepted "
-                                       "draft, red: the target's token at a rejection, blue: the bonus token).",
-                epilog=EXAMPLES, formatter_class=_Help)
+    p = OneLineParser(prog=PROG, description="Speculative decoding in the terminal: the reply streams as each round "
+                                             "is decided, every token coloured by where it came from (green: an "
+                                             "accepted draft, red: the target's token at a rejection, blue: the bonus "
+                                             "token).", epilog=EXAMPLES, formatter_class=_Help)
     p.add_argument("prompt", nargs="?", default=None,
                    help="a chat preset: your message; a base model: the text to continue. Leave it out, or give -, to "
                         "read it from stdin (one final line break dropped)")
@@ -112,6 +106,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="colour the tokens: auto (default) on a terminal unless NO_COLOR is set")
     args = p.parse_args(argv)
     refuse_empty(p, args, "preset", "config", "json")
+    if args.drafter is not None and args.drafter.strip().lower() == "all":  # the benchmark's word, which races them all
+        p.error(f"--drafter {args.drafter}: a reply is decoded by one drafter; to race every drafter of a preset, "
+                "run python -m specui.bench --drafter all, or the app's Arena")
     if args.drafter is not None and name_of(args.drafter) not in DRAFTER_NAMES:
         p.error(f"--drafter {args.drafter!r}: no such drafter; choose one of {', '.join(DRAFTER_NAMES)} (or the app's "
                 f"labels: {', '.join(map(repr, LABELS.values()))})")

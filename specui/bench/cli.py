@@ -57,6 +57,7 @@ def main(argv=None, *, args=None) -> dict:
     count = args.turns or args.num_prompts or DEFAULT_PROMPTS  # of the built-in prompts
     length = args.prompt_tokens or PROMPT_TOKENS
     transformers_logging.set_verbosity_error()  # generate()'s advice about its own arguments is noise here
+    transformers_logging.disable_progress_bar()  # the weights' bars of a few milliseconds each, as python -m specui
     preset = checked_preset(args)  # what the preset makes of the flags, its models missing: refused before torch
     pair = load_pair(preset, progress=lambda msg: print(msg, file=sys.stderr),  # applies the preset's threads
                      checked=True)  # check_before_loading ran in checked_preset: not again (it may ask the Hub)

@@ -16,7 +16,7 @@ which turn).
 from __future__ import annotations
 
 from specui import metrics
-from specui.bench.report import run_line, sampling_mode
+from specui.bench.report import run_line, run_size, sampling_mode
 from specui.engine import ContextLengthError
 from specui.prompt_cache import PromptCache, answer_ids, chat_ids
 from specui.text import fmt
@@ -98,8 +98,8 @@ def format_conversation(r: dict) -> str:
     """The report of `run_conversation` as a text table, under the run's header lines."""
     mode = sampling_mode(r)
     lines = [(f"specui bench --turns: preset {r['preset']}, drafter {r['drafter']}, {mode}, up to "
-              f"{r['max_new_tokens']} new tokens a turn (stops at EOS), {len(r['turns'])} turns x "
-              f"{r['repeats']} repeats"),
+              f"{r['max_new_tokens']} new tokens a turn (stops at EOS), "
+              f"{run_size(len(r['turns']), r['repeats'], 'turn')}"),
              f"device: {r['device']}, torch {r['torch_version']}, {r['torch_threads']} thread(s)", run_line(r), "",
              "turn  prompt  kept  new | first token s: fresh  cached  ratio | turn s: fresh  cached  ratio | identical"]
     for x in r["turns"]:

@@ -7,11 +7,11 @@ import argparse
 
 from specui.bench.prompts import read_prompt_texts
 from specui.bench.record import json_path_problem, started
-from specui.command_line import DECODE_RANGES, Range, refuse_empty, refuse_greedy_seed, refuse_outside
-from specui.drafters.registry import DRAFTER_NAMES
+from specui.command_line import DECODE_RANGES, OneLineParser, Range, refuse_empty, refuse_greedy_seed, refuse_outside
+from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
 from specui.presets import ConfigError
-from specui.settings import (MAX_CONFIDENCE, MAX_TEMPERATURE, MAX_TOP_K, DecodeSettings, SettingsError,
-                             reworded)
+from specui.settings import (MAX_CONFIDENCE, MAX_REPETITION_PENALTY, MAX_TEMPERATURE, MAX_TOP_K, MAX_TREE_NODES,
+                             MAX_TREE_WIDTH, DecodeSettings, SettingsError, reworded)
 
 DEFAULT_PROMPTS = 8
 PROMPT_TOKENS = 128
@@ -28,9 +28,8 @@ SETTINGS_FLAGS = ("max_new_tokens", "num_draft_tokens", "temperature", "top_p", 
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog=PROG,
-                                description="specui's engine against transformers' own generation, on the same "
-                                            "prompts.")
+    p = OneLineParser(prog=PROG, description="specui's engine against transformers' own generation, on the same "
+                                             "prompts.")
     p.add_argument("--preset", default=None, help="a preset of models.yaml (default: its default)")
     p.add_argument("--config", default=None, help="the models.yaml to read (default: specui's own, beside its app.py)")
     p.add_argument("--target", default=None, help="a pair not in models.yaml: its target (a local folder, a .gguf "
@@ -53,7 +52,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("-k", "--num-draft-tokens", type=int, default=None, metavar="K",
                    help="K (default: the preset's; with --drafter all or a head, each drafter's own K from the "
                         "preset's drafter_tokens)")
-    p.add_argument("--draft-confidence", type=float, default=None,
+    p.add_argument("--draft-confidence", type=float, default=None, metavar="C",
                    help="a round stops drafting once the draft's confidence (the product of its top probabilities) "
                         f"falls below this, 0 to {MAX_CONFIDENCE:g}; K is then the most it drafts (default: the "
                         "preset's draft_confidence, 0 with token trees; 0 = always K)")
@@ -62,15 +61,19 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--top-p", type=float, default=1.0, help="with --temperature: nucleus sampling (1 = off)")
     p.add_argument("--top-k", type=int, default=0, help=f"with --temperature: the k most likely tokens only, up to "
                                                         f"{MAX_TOP_K:,} (0 = off)")
-    p.add_argument("--repetition-penalty", type=float, default=1.0,
-                   help="transformers' repetition penalty on the target's logits (1 = off; greedy or sampled)")
-    p.add_argument("--tree-width", type=int, default=1,
-                   help="token trees: children per expanded node (1 = one chain of K drafts, the default)")
-    p.add_argument("--tree-nodes", type=int, default=0,
-                   help="token trees: 0 = the static tree to depth K, N = the dynamic (EAGLE-2) tree keeping N nodes")
-    p.add_argument("--drafter", choices=(*DRAFTER_NAMES, ALL), default=None, metavar="NAME|all",
-                   help=f"a drafter of the preset ({', '.join(DRAFTER_NAMES)}; default: the preset's), or {ALL}: "
-                        "plain decoding and every drafter of the preset, side by side")
+    p.add_argument("--repetition-penalty", type=float, default=1.0, metavar="P",
+                   help=f"transformers' repetition penalty on the target's logits, up to {MAX_REPETITION_PENALTY:g} "
+                        "(1 = off; greedy or sampled)")
+    p.add_argument("--tree-width", type=int, default=1, metavar="W",
+                   help=f"token trees: children per expanded node, 1 to {MAX_TREE_WIDTH} (1 = one chain of K drafts, "
+                        "the default)")
+    p.add_argument("--tree-nodes", type=int, default=0, metavar="N",
+                   help=f"token trees: 0 = the static tree to depth K, N (up to {MAX_TREE_NODES}) = the dynamic "
+                        "(EAGLE-2) tree keeping N nodes")
+    p.add_argument("--drafter", type=name_of, choices=(*DRAFTER_NAMES, ALL), default=None, metavar="NAME|all",
+                   help=f"a drafter of the preset ({', '.join(DRAFTER_NAMES)}, or the app's labels: "
+                        f"{', '.join(map(repr, LABELS.values()))}; default: the preset's), or {ALL}: plain decoding "
+                        "and every drafter of the preset, side by side")
     p.add_argument("--turns", type=int, default=0,
                    help="N > 0: a conversation of N turns (the first N prompts as successive messages), each turn "
                         "decoded afresh and with the conversation's cache (specui.prompt_cache), side by side")
@@ -87,7 +90,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help=f"timed one-token forwards of each model for c, the median kept (default: {TIMING_SAMPLES}; "
                         "only a run of one drafter that is no head against plain decoding and transformers measures c)")
     p.add_argument("--seed", type=int, default=0, help="the runs' seed (default: %(default)s)")
-    p.add_argument("--json", default=None, help="also write the results as one JSON object to this file")
+    p.add_argument("--json", default=None, metavar="FILE", help="also write the results as one JSON object to FILE")
     args = p.parse_args(argv)
     refuse_empty(p, args, "preset", "config", "target", "draft", "prompts", "json")
     if args.prompt_tokens is not None and args.prompts:  # it was ignored: the file's prompts run as written

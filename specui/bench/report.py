@@ -47,6 +47,21 @@ def run_line(r: dict) -> str:
     return line
 
 
+def counted(n: int, word: str) -> str:
+    """`n` and `word`, plural but for one: "1 prompt", "3 repeats"."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def run_size(runs: int, repeats: int, what: str = "prompt") -> str:
+    """The header's "8 prompts x 3 repeats" (`what`: the runs' unit), "1 prompt x 1 repeat" of one."""
+    return f"{counted(runs, what)} x {counted(repeats, 'repeat')}"
+
+
+def a_number(n: int) -> str:
+    """"a 4", "an 8": the article a number takes as it is read (eight, eleven, eighteen, eighty-...)."""
+    return f"an {n}" if str(n).startswith("8") or n in (11, 18) else f"a {n}"
+
+
 def _num(value, spec: str) -> str:
     return fmt(value, spec, none="n/a")
 
@@ -79,7 +94,7 @@ def format_table(r: dict) -> str:
     plain = r["plain_tokens_per_s"]
     lines = [
         (f"specui bench: preset {r['preset']}, drafter {r['drafter']}, K={long}, {mode}, "
-         f"{r['max_new_tokens']} new tokens (EOS ignored), {r['num_prompts']} prompts x {r['repeats']} repeats"),
+         f"{r['max_new_tokens']} new tokens (EOS ignored), {run_size(r['num_prompts'], r['repeats'])}"),
         device_line(r),
         run_line(r),
         "",
@@ -99,7 +114,7 @@ def format_table(r: dict) -> str:
          f"{_num(r['mean_accepted_length'], '.2f')} tokens per target forward (bonus included)"),
         (f"c = {fmt(r['draft_cost_ratio'], '.3f')} "
          f"(one-token KV-cached forward: draft {fmt(r['draft_forward_ms'], '.2f')} ms / "
-         f"target {fmt(r['target_forward_ms'], '.2f')} ms, medians); a {k + 1}-token verify forward costs "
+         f"target {fmt(r['target_forward_ms'], '.2f')} ms, medians); {a_number(k + 1)}-token verify forward costs "
          f"{fmt(r['verify_cost_ratio'], '.2f')} target forwards"),
         _verify_curve(r.get("verify_cost_curve")),
         *_theory_lines(r),
@@ -154,7 +169,7 @@ def format_drafter_table(r: dict) -> str:
                                                                  else "(static)")
     lines = [
         (f"specui bench: preset {r['preset']}, drafters side by side ({', '.join(drafters)}), {k_text}, {mode}, "
-         f"{r['max_new_tokens']} new tokens (EOS ignored), {r['num_prompts']} prompts x {r['repeats']} repeats"),
+         f"{r['max_new_tokens']} new tokens (EOS ignored), {run_size(r['num_prompts'], r['repeats'])}"),
         device_line(r),
         run_line(r),
         "",

@@ -114,5 +114,5 @@ def test_ctrl_c_keeps_the_prompts_measured_so_far(tmp_path, monkeypatch, capsys)
     assert report["interrupted"] == "after 1 of 3 prompts" and report["num_prompts"] == len(report["rows"]) == 1
     assert report["identical_to_plain"] is True
     captured = capsys.readouterr()
-    assert "INTERRUPTED (Ctrl-C) after 1 of 3 prompts" in captured.out and "1 prompts x 1 repeats" in captured.out
+    assert "INTERRUPTED (Ctrl-C) after 1 of 3 prompts" in captured.out and "1 prompt x 1 repeat" in captured.out
     assert captured.err.splitlines()[-1] == "python -m specui.bench: interrupted"
