@@ -116,7 +116,7 @@ class SpeculativeEngine:
                     f"The draft model's vocabulary ({draft_vocab} tokens) is larger than the target's "
                     f"({self.vocab_size}); speculative decoding needs a draft that shares the target's tokenizer."
                 )
-        self.eos_token_ids = eos_ids(eos_token_id, target_model)
+        self.eos_token_ids = eos_ids(eos_token_id, target_model, vocab_size=self.vocab_size)
 
     @property
     def drafters(self) -> tuple[str, ...]:

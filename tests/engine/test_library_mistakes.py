@@ -262,6 +262,30 @@ def test_a_targets_own_eos_that_is_no_id_is_refused_where_it_is_written(engine, 
     assert SpeculativeEngine(engine.target_model, eos_token_id=7).eos_token_ids == {7}  # given, it is the one taken
 
 
+@pytest.mark.parametrize("eos", [96, 10**6, -1, [7, 96]])
+def test_an_eos_token_id_outside_the_vocabulary_is_refused_by_name(engine, eos):
+    """eos_token_id=96 of a 96-token target (or -1, or a list with one such id) was taken silently: the run could
+    never stop at it, and no one said why it ran to max_new_tokens."""
+    with pytest.raises(ValueError, match=r"^eos_token_id=.* is outside the target's vocabulary \(token ids 0 to 95\)"
+                                         r": give an id of its tokenizer \(e\.g\. tokenizer\.eos_token_id\) or None "
+                                         r"\(the target's generation config's\)$"):
+        SpeculativeEngine(engine.target_model, eos_token_id=eos)
+    assert SpeculativeEngine(engine.target_model, eos_token_id=[0, 95]).eos_token_ids == {0, 95}  # the ends: ids
+
+
+@pytest.mark.parametrize("where", ["generation_config", "config"])
+def test_a_targets_own_eos_outside_its_vocabulary_is_refused_where_it_is_written(engine, monkeypatch, where):
+    """The target's own eos_token_id out of range (a generation_config.json of another model's tokenizer) was taken
+    silently too; it is refused saying where it came from, and an eos_token_id given to the engine is taken instead."""
+    monkeypatch.setattr(engine.target_model.generation_config, "eos_token_id", None)
+    monkeypatch.setattr(getattr(engine.target_model, where), "eos_token_id", [2, 151645])
+    with pytest.raises(ValueError, match=rf"^the target's {where}\.eos_token_id is \[2, 151645\], and 151645 is "
+                                         r"outside its vocabulary \(token ids 0 to 95\): give the engine eos_token_id= "
+                                         r"\(an id of its tokenizer, e\.g\. tokenizer\.eos_token_id\)$"):
+        SpeculativeEngine(engine.target_model)
+    assert SpeculativeEngine(engine.target_model, eos_token_id=7).eos_token_ids == {7}  # given, it is the one taken
+
+
 def test_load_engine_takes_the_device_and_refuses_one_by_name():
     """load_engine(device="cuda"), what a GPU user tries first, failed with Python's "unexpected keyword argument
     'device'"; a misspelt device is refused before any load, and a preset spread by device_map is not moved."""
