@@ -19,12 +19,13 @@ Element ids: #teach-prompt #teach-preset #teach-drafter #teach-k #teach-confiden
 drafter judged on the same rounds (`specui.ui.teach_compare`) #teach-second #compare-view, and the tree
 stepper's (`specui.ui.teach_tree`). Every model or user string is escaped before it becomes HTML.
 
-Three hidden buttons that the page clicks, never a user (`teach_keys`; the tree stepper has its own
+Three hidden buttons of the step-through that the page clicks, never a user (`teach_keys`; the tree stepper has its own
 #tree-step-redraw): #step-first, clicked by Next while no round is on show, decodes the prompt and shows round 1
 (`decode_first`; with a round on show Next sends its step alone); #step-redraw, clicked once an event that changed
 the run or round shown another way has answered (Decode, a second drafter, a refresh's decode, the Chat tab's
 hand-off), draws the round the server holds again through the stepping event, a press "=" that moves nothing;
-#step-tick, clicked by the auto-play's timer, steps one round as a press "t" among Next's and Previous's.
+#step-tick, clicked by the auto-play's timer, steps one round as a press "t" among Next's and Previous's. One more,
+#teach-preset-picked, is clicked once a preset is picked, by the mouse or the keys (`teach_keys.on_pick`).
 """
 
 from __future__ import annotations
