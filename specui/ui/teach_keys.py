@@ -158,7 +158,8 @@ def ticking(name: str, timer: gr.Timer) -> None:
 def paced(lo: float, hi: float) -> str:
     """The `js` of a seconds-per-step slider's `change` whose one output is the auto-play's timer: its interval set in
     the page, no server call (Escape or the ↺ on the slider at its value fired `change` too, a call that changed
-    nothing); a value out of [`lo`, `hi`] (a box typed on its way to 0.5: 0, or left blank) leaves it as it was."""
+    nothing); a value out of [`lo`, `hi`], which the slider does not send (its box is committed within them), would
+    leave it as it was."""
     return f"(seconds) => {{ const s = Number(seconds); return s >= {lo!r} && s <= {hi!r} ? s : undefined; }}"
 
 
