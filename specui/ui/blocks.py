@@ -2,9 +2,9 @@
 
 Layout: builder functions, each returning a dataclass of its components (`_chat_panel`, `_controls`,
 `_results`, composed by `chat_tab`). The chat's handlers (a message's run, ↻ and ↶ on the last exchange, Clear)
-are in `chat_handlers`; those of the controls are here. Handlers read their inputs by component (gradio passes a
-dict when the inputs are a set) and answer with a dict of the outputs they change. The stylesheet is style.css,
-passed at `launch`.
+are in `chat_handlers`; those of the preset menu, the drafter and Tree width in `preset_view` (`follow_chat`).
+Handlers read their inputs by component (gradio passes a dict when the inputs are a set) and answer with a dict of the
+outputs they change. The stylesheet is style.css, passed at `launch`.
 
 Element ids that tests and automation rely on: #prompt #send #stop #clear #chat #compare #stats
 #chart-speed #chart-acceptance #chart-tokens-per-round #chart-position #preset #drafter
@@ -35,7 +35,7 @@ from specui.ui import (address, charts, chat_handlers, chat_tree, closed_session
                        teach_memory)
 from specui.ui.api import serve_generate
 from specui.ui.chat_handlers import App, clear, replay, respond, retry, stopped, undo, waiting
-from specui.ui.preset_view import about, confidence_of, follow_preset, on_chat_drafter, tell_resets
+from specui.ui.preset_view import about, follow_chat, tell_resets
 from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE, MAX_TOP_K, Settings, in_page_words
 from specui.ui.session import Showcase
 from specui.ui.teaching import teaching_tab
@@ -344,14 +344,12 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     r.replay.click(lambda html: replay(ui, html), [ui.race_html], [r.race], **QUIET)
     # with the settings the message ran with (its run's JSON), not the controls as they are now
     teach_handoff.wire(ui, teach, max_seed=MAX_SEED_SHOWN, chats=app.showcase.chats)
-    c.preset.change(lambda name, width: on_preset(app.showcase.config, c, name, width), [c.preset, c.tree_width],
-                    [c.k, c.drafter, c.confidence, c.about], **QUIET)  # a tree's confidence: none (preset_view)
-    c.drafter.change(lambda *chosen: on_chat_drafter(app.showcase.config, *chosen), [c.preset, c.drafter, c.tree_width],
-                     [c.k, c.confidence], **QUIET)
+    # the preset menu, the drafter radio and Tree width: one event, answered one at a time (preset_view.follow_chat)
+    follow_chat(c, app.showcase.config)
     c.arena.change(lambda on: gr.update(visible=on), [c.arena], [r.arena], **QUIET)
     c.show_rejected.change(lambda on: gr.update(elem_classes=["show-rejected"] if on else []), [c.show_rejected],
                            [p.chat], **QUIET)
-    chat_tree.wire(ui.tree, c, app.showcase.config)  # and the confidence slider following Tree width
+    chat_tree.wire(ui.tree)
     # a number box shows the value the run takes once it is left (or Enter is pressed in it: keys.js): gradio keeps
     # what was typed there (2.5 for K, 13 new tokens, 999 until the box loses the focus) while the slider's thumb
     # shows another value; a box out of range or off the step took a value the page did not show, or was refused
@@ -371,18 +369,6 @@ def settled(lo: float, hi: float, step: float, *, blank: bool = False) -> str:
             f"if (!Number.isFinite(n)) return {lo}; "
             f"const on = {lo} + Math.round((Math.min({hi}, Math.max({lo}, n)) - {lo}) / {step}) * {step}; "
             f"return Number(Math.min({hi}, on).toFixed({places})); }}")
-
-
-# -- the controls' handlers (the chat's: chat_handlers.py) -----------------------------------------
-
-
-def on_preset(config, c: Controls, name: str, width=1) -> dict:
-    try:
-        chosen = config.get(name)
-    except ValueError as e:
-        return {c.about: f"⚠ {e}"}
-    drafter, k = follow_preset(chosen)
-    return {c.k: k, c.drafter: drafter, c.confidence: confidence_of(chosen, width=width), c.about: about(chosen)}
 
 
 def launch(demo: gr.Blocks, **kwargs):

@@ -9,14 +9,12 @@ round redraws the figure (`show`, no model call). Element ids: #tree-width #tree
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import gradio as gr
 
 from specui.settings import MAX_TREE_WIDTH
 from specui.tree_steps import TreeRecord
-from specui.ui.preset_view import is_tree, on_tree_width
 from specui.ui.tree_chart import tree_figure
 
 SECTION = "Token trees: a tree round, node by node"  # the section's name in both tabs (the Teach tab's too)
@@ -58,18 +56,9 @@ def tree_view() -> TreeView:
     return TreeView(pick, plot, note, gr.State({}))
 
 
-def wire(view: TreeView, controls=None, config=None) -> None:
-    """A round picked redraws its tree; with the Chat tab's `controls` (blocks.Controls) and the `config` of presets,
-    Tree width moves the confidence slider between a chain's floor and a tree's none (`preset_view.on_tree_width`)."""
+def wire(view: TreeView) -> None:
+    """A round picked redraws its tree (Tree width's event is the preset menu's: `preset_view.follow_chat`)."""
     view.pick.change(show, [view.trees, view.pick], [view.plot], **QUIET)  # input fired as the focus left it unchanged
-    if controls is not None:  # always_last: a drag's last width is answered, with the slider's value by then
-        c = controls
-        # the shape the last width answered asked for (a tree or a chain), so that only a move across 1 moves the
-        # slider; change, not input: the width's ↺ (and Escape on it) puts back 1 with a change alone
-        shape = gr.State(is_tree(c.tree_width.value))
-        c.tree_width.change(functools.partial(on_tree_width, config),
-                            [c.preset, c.drafter, c.tree_width, c.confidence, shape], [c.confidence, shape],
-                            trigger_mode="always_last", **QUIET)
 
 
 def round_choices(trees: dict[int, TreeRecord]) -> list[tuple[str, int]]:

@@ -9,11 +9,19 @@ The Chat tab's confidence slider shows the floor its run takes: the preset's for
 token tree (Tree width 2 or more), as `/generate` and `python -m specui` give a tree none unless one is named
 (`Preset.confidence_for(tree=)`); `on_tree_width` moves it between the two as the width crosses 1, and a floor the
 user set stays, which a tree then honours as the API honours one named.
+
+In the Chat tab the preset menu, the drafter radio and Tree width are one event (`follow_chat`: `on_chat_controls`),
+answered one at a time: gradio's page sends none of its calls while another is on its way (trigger mode always_last)
+and sends the last one after it has landed, with the page's values by then. As three events, a preset picked and a
+width moved at once each had its answer computed with the other's value as it was sent, and the one that landed last
+left the slider where the stale one put it (a chain's 0.6 at width 2, say). What the controls last answered for
+(`Followed`, a State) tells the answer what changed since.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import gradio as gr
 
@@ -92,6 +100,51 @@ def on_tree_width(config, preset_name: str, drafter: str, width, confidence, was
     name = name_of(drafter)
     was, now = preset.confidence_for(name, tree=bool(was_tree)), preset.confidence_for(name, tree=tree)
     return (gr.update(value=now) if was != now and _same(confidence, was) else gr.skip()), tree
+
+
+@dataclass(frozen=True)
+class Followed:
+    """What the Chat tab's K, drafter and confidence slider were last set for (`on_chat_controls`): the preset's name,
+    the drafter's name and whether the width asked for a token tree."""
+    preset: str
+    drafter: str
+    tree: bool = False
+
+
+def on_chat_controls(config, preset_name: str, drafter: str, width, confidence, followed: Followed) -> tuple:
+    """The Chat tab's preset, drafter or Tree width changed (one event: `follow_chat`), with the page's values as they
+    are and what the controls were last set for (`followed`): a preset chosen brings its drafter, K and floor for the
+    width's shape (`follow_preset`, `confidence_of`) and its line; else a drafter chosen its K and floor
+    (`on_chat_drafter`); else a width across 1 the other shape's floor, where the slider holds the last one's
+    (`on_tree_width`). (The K, drafter, confidence and preset line's updates, and what they are set for now.)"""
+    skip = gr.skip()
+    try:
+        preset = config.get(preset_name)
+    except ValueError as e:
+        return skip, skip, skip, f"⚠ {e}", followed
+    tree, name = is_tree(width), name_of(drafter)
+    if preset.name != followed.preset:
+        drafter_now, k = follow_preset(preset)
+        return (k, drafter_now, confidence_of(preset, width=width), about(preset),
+                Followed(preset.name, preset.drafter, tree))
+    k, floor = skip, skip
+    if name != followed.drafter:
+        k, floor = on_chat_drafter(config, preset.name, drafter, width)
+    if "value" not in floor and tree != followed.tree:  # the new drafter's floor, else the slider's move across 1
+        floor, _ = on_tree_width(config, preset.name, drafter, width, confidence, followed.tree)
+    return k, skip, floor, skip, Followed(preset.name, name, tree)
+
+
+def follow_chat(controls, config) -> None:
+    """Wire the Chat tab's `controls` (blocks.Controls) to follow its preset menu, drafter radio and Tree width
+    (`on_chat_controls`), one answer at a time (see the module docstring). Tree width's change, not its input: its ↺
+    (and Escape on it) puts back 1 with a change alone."""
+    c, preset = controls, config.get(None)
+    followed = gr.State(Followed(preset.name, preset.drafter, is_tree(c.tree_width.value)))
+    gr.on([c.preset.change, c.drafter.change, c.tree_width.change], lambda *values: on_chat_controls(config, *values),
+          [c.preset, c.drafter, c.tree_width, c.confidence, followed],
+          [c.k, c.drafter, c.confidence, c.about, followed], trigger_mode="always_last", queue=False,
+          api_visibility="private")
 
 
 def _same(value, floor: float) -> bool:

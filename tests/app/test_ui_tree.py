@@ -211,136 +211,174 @@ def test_an_arena_request_with_trees_skips_prompt_lookup_and_says_so(showcase):
     assert len(frame.table[0]) == len(stats.ARENA_HEADERS)
 
 
+class ChatPage:
+    """The Chat tab's preset menu, drafter radio and Tree width with the sliders they move, wired as the app wires
+    them (`preset_view.follow_chat`; nothing loads), played as gradio's page plays their one event: each call sent with
+    the page's values as they are then (`sent`), its answer put on the page as gradio puts it (`land`), a drafter it
+    changes answered after it (the radio's change, sent once the answer has landed)."""
+
+    def __init__(self):
+        from pathlib import Path
+
+        import gradio as gr
+
+        from specui.presets import load_config
+        from specui.ui import blocks, preset_view
+
+        self.config = load_config(Path(__file__).parents[2] / "models.yaml")  # presets only: nothing loads
+        with gr.Blocks() as self.demo:
+            tab = blocks.chat_tab(self.config)
+            preset_view.follow_chat(tab.controls, self.config)
+        self.c = c = tab.controls
+        [self.event] = [f for f in self.demo.fns.values() if f.fn and any(t[0] == c.tree_width._id for t in f.targets)]
+        self.values = {x: x.value for x in self.event.inputs}
+
+    def sent(self) -> list:
+        """The event's inputs as the page sends them now."""
+        return [self.values[x] for x in self.event.inputs]
+
+    def land(self, sent: list) -> None:
+        """The answer to a call sent with `sent`, put on the page; a drafter it changes fires the event again."""
+        drafter = self.values[self.c.drafter]
+        for x, value in zip(self.event.outputs, self.event.fn(*sent), strict=True):
+            if not isinstance(value, dict):
+                self.values[x] = value
+            elif "value" in value:  # an update; gr.skip() leaves the component as it is
+                self.values[x] = value["value"]
+        if self.values[self.c.drafter] != drafter:
+            self.land(self.sent())
+
+    def set(self, component, value):
+        """The user sets `component` to `value` and its call is answered (nothing else on its way): the slider's
+        value then."""
+        self.values[component] = value
+        self.land(self.sent())
+        return self.values[self.c.confidence]
+
+
+def test_the_preset_menu_the_drafter_and_tree_width_are_one_event_answered_one_at_a_time():
+    """Three events, each answered with the page's values as it was sent, crossed: a preset picked as the width moved
+    (or the reverse) left the slider as the stale answer set it. One event whose trigger mode is always_last is never
+    sent while its last call is on its way: gradio's page holds the next and sends it after, with its values by then
+    (gradio's Blocks script: `defer` while `submissions.has(id)`, then `dispatch` again), not queued, private."""
+    page = ChatPage()
+    c, event = page.c, page.event
+    assert {t[0] for t in event.targets} == {c.preset._id, c.drafter._id, c.tree_width._id}
+    assert {t[1] for t in event.targets} == {"change"}  # the width's ↺ puts back 1 with a change alone
+    assert event.trigger_mode == "always_last" and not event.queue and event.api_visibility == "private"
+    assert event.inputs[:4] == [c.preset, c.drafter, c.tree_width, c.confidence]
+    assert event.outputs[:4] == [c.k, c.drafter, c.confidence, c.about] and event.outputs[4] is event.inputs[4]
+    triggers = {c.preset._id, c.drafter._id, c.tree_width._id}
+    assert [f for f in page.demo.fns.values() if f.fn and {t[0] for t in f.targets} & triggers] == [event]
+
+
 def test_the_chat_tabs_confidence_slider_shows_the_floor_a_tree_takes_as_generate_does():
     """At Tree width 2 the Chat tab's confidence slider kept the chat preset's chain floor (EAGLE's 0.6), which the
     tree run took and pruned its trees with, where /generate and python -m specui give a tree none unless one is
     named. The slider now moves to a tree's (0) as the width crosses 1 and back to the chain's at 1, and a preset or
     drafter chosen at width 2 brings a tree's; a floor the user set stays (the run honours it, as the API one named)."""
-    from pathlib import Path
     from types import SimpleNamespace
 
-    import gradio as gr
-
     from specui.drafters import LABELS
-    from specui.presets import load_config
-    from specui.ui import blocks
     from specui.ui.api import own_settings
     from specui.ui.preset_view import on_chat_drafter
 
-    config = load_config(Path(__file__).parents[2] / "models.yaml")  # presets only: nothing loads
-    with gr.Blocks() as demo:
-        tab = blocks.chat_tab(config)
-        chat_tree.wire(tab.tree, tab.controls, config)
-    c, preset = tab.controls, config.get(None)
+    page = ChatPage()
+    c, config = page.c, page.config
+    preset = config.get(None)
     assert "Tree width 2 or more sets it to 0 unless set by hand" in c.confidence.info  # its help says so
-    [moved] = [f for f in demo.fns.values() if (c.tree_width._id, "change") in f.targets]  # ↺ puts it back: a change
-    shape = moved.inputs[-1]  # the shape the last width answered asked for: a chain at first
-    assert moved.inputs == [c.preset, c.drafter, c.tree_width, c.confidence, shape]
-    assert moved.outputs == [c.confidence, shape] and shape.value is False
 
     def api(tree: bool) -> float:  # the floor /generate takes, none named
         return own_settings(SimpleNamespace(config=config), None, None, None, None, tree=tree)[2]
 
-    def move(width, value, was_tree):  # the slider's new value (None: left alone), checking the shape kept
-        update, tree = moved.fn(preset.name, drafter, width, value, was_tree)
-        assert tree is (width > 1)
-        return update.get("value")
-
-    chain, drafter = c.confidence.value, LABELS[preset.drafter]
-    assert chain == api(False) > 0  # the chat preset's EAGLE floor: something to move
-    assert move(2, chain, False) == api(True) == 0
-    assert move(1, 0.0, True) == chain
-    for width, value, was in ((3, 0.0, True), (2, 0.3, False), (1, 0.3, True), (4, chain + 0.05, False)):
-        assert move(width, value, was) is None  # the same shape, or the user's own
-    assert blocks.on_preset(config, c, preset.name, 2)[c.confidence]["value"] == 0
-    assert blocks.on_preset(config, c, preset.name, 1)[c.confidence]["value"] == chain
+    chain = c.confidence.value
+    assert chain == api(False) > 0 and page.values[c.preset] == preset.name  # the chat preset's EAGLE floor
+    assert page.set(c.tree_width, 2) == api(True) == 0
+    assert page.set(c.tree_width, 1) == chain
+    for width, value in ((2, 0.3), (1, 0.3), (3, chain + 0.05), (4, chain + 0.05)):  # the user's own stays
+        page.values[c.confidence] = value
+        assert page.set(c.tree_width, width) == value
+    page.values[c.confidence] = 0.0
+    assert page.set(c.preset, "bundled") == 0 and page.set(c.preset, preset.name) == 0  # at width 4: a tree's
+    assert page.set(c.tree_width, 1) == chain
+    assert page.set(c.drafter, LABELS["model"]) == preset.confidence_for("model") > 0
+    assert page.set(c.tree_width, 2) == 0 and page.values[c.drafter] == LABELS["model"]
     assert on_chat_drafter(config, preset.name, LABELS["model"], 2)[1]["value"] == 0
     assert on_chat_drafter(config, preset.name, LABELS["model"], 1)[1]["value"] == preset.confidence_for("model") > 0
-
-
-def _chat_width():
-    """(models.yaml's presets, the Chat tab's controls, Tree width's event) of a Chat tab wired as the app wires it
-    (nothing loads)."""
-    from pathlib import Path
-
-    import gradio as gr
-
-    from specui.presets import load_config
-    from specui.ui import blocks
-
-    config = load_config(Path(__file__).parents[2] / "models.yaml")  # presets only: nothing loads
-    with gr.Blocks() as demo:
-        tab = blocks.chat_tab(config)
-        chat_tree.wire(tab.tree, tab.controls, config)
-    c = tab.controls
-    [moved] = [f for f in demo.fns.values() if f.fn and any(t[0] == c.tree_width._id for t in f.targets)]
-    return config, c, moved
 
 
 def test_a_floor_set_by_hand_on_a_tree_stays_as_the_width_moves_between_trees():
     """The width's handler read a chain's floor as the one the slider came from whenever the new width was a tree: at
     width 2 a floor set by hand to the chain's (0.6, say with the slider's ↺, which gave a chain's) went to 0 as the
-    width moved on to 3, a tree still. The page now keeps the shape the last width asked for, and only a move across
+    width moved on to 3, a tree still. The page now keeps the shape the last answer was for, and only a move across
     1 moves the slider. Played as the page plays it: each width with the slider's value and the page's state by then."""
-    _, c, moved = _chat_width()
-    values = {x: x.value for x in moved.inputs}
-
-    def width(n):  # Tree width set to n: the handler's answer put on the page, as gradio puts it
-        values[c.tree_width] = n
-        out = moved.fn(*[values[x] for x in moved.inputs])
-        for x, value in zip(moved.outputs, out if isinstance(out, tuple) else (out,), strict=True):
-            if not isinstance(value, dict):
-                values[x] = value
-            elif "value" in value:
-                values[x] = value["value"]
-        return values[c.confidence]
-
+    page = ChatPage()
+    c = page.c
     chain = c.confidence.value
-    assert chain > 0 and width(2) == 0
-    values[c.confidence] = chain  # set by hand on the tree
-    assert width(3) == chain and width(4) == chain and width(1) == chain
-    values[c.confidence] = 0.2  # the user's own on a chain: kept through a tree and back
-    assert width(2) == 0.2 and width(1) == 0.2
-    values[c.confidence] = chain
-    assert width(3) == 0 and width(1) == chain  # the preset's floor still follows the shape
+    assert chain > 0 and page.set(c.tree_width, 2) == 0
+    page.values[c.confidence] = chain  # set by hand on the tree
+    assert page.set(c.tree_width, 3) == chain and page.set(c.tree_width, 4) == chain
+    assert page.set(c.tree_width, 1) == chain
+    page.values[c.confidence] = 0.2  # the user's own on a chain: kept through a tree and back
+    assert page.set(c.tree_width, 2) == 0.2 and page.set(c.tree_width, 1) == 0.2
+    page.values[c.confidence] = chain
+    assert page.set(c.tree_width, 3) == 0 and page.set(c.tree_width, 1) == chain  # the preset's floor follows the shape
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed yet: the preset's answer is computed with the width it was sent with")
 def test_a_preset_picked_as_the_width_moves_leaves_the_slider_at_the_widths_floor():
-    """The preset menu's answer and Tree width's run apart (neither queued), each on the page's values as it was sent.
-    A preset picked at width 1 (its answer: the chain's floor), then the width moved to 2 before that answer came
-    (the width's answer: 0, a tree's), the preset's answer landing last: the slider shows the chain's 0.6 at width 2,
-    which the tree run then prunes with. Played with the handlers in that order (smollm2-chat, then its -hub twin:
-    the same drafter, so no drafter change follows to draw it again)."""
-    from specui.ui import blocks
-
-    config, c, moved = _chat_width()
+    """The preset menu's answer and Tree width's ran apart, each on the page's values as it was sent: a preset picked
+    at width 1 (its answer: the chain's floor), then the width moved to 2 before that answer came (the width's answer:
+    0, a tree's), the preset's answer landing last left the chain's 0.6 at width 2, which the tree run then pruned
+    with. One event now: the width's call waits for the preset's answer and goes with the page's values by then
+    (smollm2-chat, then its -hub twin: the same drafter, so no drafter change follows to set it again)."""
+    page = ChatPage()
+    c, config = page.c, page.config
     chain = c.confidence.value
     assert chain > 0 and config.get("smollm2-chat-hub").confidence_for() == chain
-    picked = blocks.on_preset(config, c, "smollm2-chat-hub", 1)  # sent at width 1
-    update, tree = moved.fn("smollm2-chat-hub", c.drafter.value, 2, chain, False)  # sent after the width moved
-    slider = update["value"]  # the width's answer lands first
-    assert slider == 0 and tree
-    slider = picked[c.confidence]["value"]  # then the preset's
-    assert slider == 0, "width 2 with the chain's floor"
+    page.values[c.preset] = "smollm2-chat-hub"
+    picked = page.sent()  # sent at width 1
+    page.values[c.tree_width] = 2  # the width moved while the preset's answer is on its way: its call waits
+    page.land(picked)
+    assert page.values[c.confidence] == chain  # the preset's answer: the chain's floor at width 1, as sent
+    page.land(page.sent())  # then the width's
+    assert page.values[c.confidence] == 0, "width 2 with the chain's floor"
+    assert page.values[c.drafter] == "EAGLE" and page.values[c.k] == config.get("smollm2-chat-hub").k_for()
 
 
-@pytest.mark.xfail(strict=True, reason="not fixed yet: the width's answer is computed with the preset it was sent with")
 def test_a_width_answer_computed_with_the_last_preset_lands_after_the_new_presets_and_its_follow_up():
-    """The other order, which a follow-up reapplying the width rule with fresh values (`on_tree_width`, with the
-    `shape` each answer would write) does not mend: on smollm2-chat at width 2 (the slider 0, a tree's), the width
-    moved to 1 (its answer, computed with smollm2-chat: EAGLE's chain floor 0.6), then bundled picked at width 1 (its
-    answer: bundled's floor 0). The width's answer landing last leaves 0.6 on bundled, and the width rule reapplied
-    with bundled reads 0.6 as a floor set by hand (not bundled's): it stays, where no one set it."""
-    from specui.ui import blocks
-
-    config, c, moved = _chat_width()
+    """The other order: on smollm2-chat at width 2 (the slider 0, a tree's), the width moved to 1 (its answer,
+    computed with smollm2-chat: EAGLE's chain floor 0.6), then bundled picked at width 1 (its answer: bundled's floor
+    0). The width's answer landing last left 0.6 on bundled, and a follow-up reapplying the width rule with fresh values
+    read 0.6 as a floor set by hand. One event now: the preset's call waits for the width's answer, and the answer
+    knows the preset it followed (`Followed`), so bundled brings its own floor."""
+    page = ChatPage()
+    c, config = page.c, page.config
     chain, bundled = c.confidence.value, config.get("bundled")
-    assert chain > 0 and bundled.confidence_for() == 0
-    update, tree = moved.fn("smollm2-chat", c.drafter.value, 1, 0.0, True)  # sent at width 1 on smollm2-chat
-    picked = blocks.on_preset(config, c, "bundled", 1)  # sent after it, at width 1
-    assert picked[c.confidence]["value"] == 0 and update["value"] == chain and not tree
-    slider = update["value"]  # the preset's answer landed first, then the width's
-    again, _ = moved.fn("bundled", picked[c.drafter]["value"], 1, slider, False)  # the width rule, fresh values
-    slider = again.get("value", slider)
-    assert slider == 0, "bundled at width 1 with smollm2-chat's chain floor, which no one set"
+    assert chain > 0 and bundled.confidence_for() == 0 and page.set(c.tree_width, 2) == 0
+    page.values[c.tree_width] = 1
+    moved = page.sent()  # sent at width 1 on smollm2-chat
+    page.values[c.preset] = "bundled"  # picked while the width's answer is on its way: its call waits
+    page.land(moved)
+    assert page.values[c.confidence] == chain  # the width's answer: smollm2-chat's chain floor
+    page.land(page.sent())  # then the preset's, and the drafter's change it brings
+    assert page.values[c.confidence] == 0, "bundled at width 1 with smollm2-chat's chain floor, which no one set"
+    assert page.values[c.drafter] == "draft model" and page.values[c.k] == bundled.k_for()
+
+
+def test_a_drafter_chosen_as_the_width_moves_leaves_the_slider_at_the_widths_floor():
+    """The drafter radio was a third event beside the two: the draft model chosen at width 1 on smollm2-chat (its own
+    chain floor, 0.5), the width moved to 2 while that answer was on its way. One event: the width's call goes after,
+    with the drafter the page holds by then, and gives a tree's none."""
+    from specui.drafters import LABELS
+
+    page = ChatPage()
+    c, preset = page.c, page.config.get(None)
+    assert preset.confidence_for("model") > 0
+    page.values[c.drafter] = LABELS["model"]
+    chosen = page.sent()
+    page.values[c.tree_width] = 2
+    page.land(chosen)
+    assert page.values[c.confidence] == preset.confidence_for("model")  # the drafter's answer, at width 1 as sent
+    page.land(page.sent())
+    assert page.values[c.confidence] == 0 and page.values[c.k] == preset.k_for("model")
+    assert page.set(c.tree_width, 1) == preset.confidence_for("model")  # back on a chain: the draft model's floor

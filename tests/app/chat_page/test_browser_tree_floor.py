@@ -1,7 +1,7 @@
 """The Chat tab's confidence stop at Tree width 2 or more, in Chromium: the slider's ↺ (and Escape on it) put back
 the chain's floor (the chat preset's EAGLE 0.6) where a tree takes none (keys.js reads the width, preset_view
 .tell_resets gives a tree's values), and Tree width's own ↺, which gradio answers with a change and no input, left
-the slider at a tree's 0 on a chain (chat_tree.wire: the width's change moves it, not its input)."""
+the slider at a tree's 0 on a chain (preset_view.follow_chat: the width's change moves it, not its input)."""
 
 from __future__ import annotations
 
