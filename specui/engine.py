@@ -146,7 +146,7 @@ class SpeculativeEngine:
         the target's own output token for token], top_k [0: off], top_p [1: off], repetition_penalty [1: off], seed
         [None: a fresh one, in `result.seed`], drafter [None: the engine's; `engine.drafters` lists the names],
         num_draft_tokens [K: 4, or the preset's from `load_engine`], speculative [True; False: plain decoding].
-        into, draws, cache and the rest: help(engine.stream), which yields the same rounds one at a time.
+        into, draws, cache, eos_token_id and the rest: help(engine.stream), which yields the same rounds one at a time.
         Raises ValueError (ContextLengthError for a prompt that does not fit) before any work."""
         result = into if into is not None else GenerationResult()
         for _ in self.stream(input_ids, settings, into=result, **keywords):
@@ -155,7 +155,7 @@ class SpeculativeEngine:
 
     def stream(self, input_ids: Sequence[int], settings: DecodeSettings | None = None, *,
                into: GenerationResult | None = None, draws: Generators | None = None, cache: PromptCache | None = None,
-               **keywords) -> Iterator[Round]:
+               eos_token_id: int | Sequence[int] | None = None, **keywords) -> Iterator[Round]:
         """Yield one `Round` as each round is decided.
 
         settings: a `DecodeSettings`; keywords (its field names: max_new_tokens, num_draft_tokens,
@@ -175,6 +175,8 @@ class SpeculativeEngine:
                between two of its rounds, replays that run's draws from there (`specui.lesson_compare`).
         cache: a conversation's `PromptCache`: the run reads only the prompt's tokens after what the cache holds
                (a chat's earlier turns), and leaves its own there for the next (`specui.prompt_cache`).
+        eos_token_id: the token id (or ids) that end this run, in place of the engine's `eos_token_ids` (None: the
+                      engine's, which `load_engine` takes from the target's generation config); ignore_eos=True: none.
         Raises ValueError (ContextLengthError for a prompt that does not fit) before any work.
         """
         if settings is None and self.tuning:  # the engine's tuning for the run's drafter, where keywords leave it
@@ -185,6 +187,8 @@ class SpeculativeEngine:
         settings = settings_from(settings, keywords)
         check_run_arguments(into=into, draws=draws, cache=cache)
         prompt = check_prompt(input_ids, self.vocab_size, tokenizer=tokenizer_hint(self))
+        ends = self.eos_token_ids if eos_token_id is None else \
+            eos_ids(eos_token_id, self.target_model, vocab_size=self.vocab_size, none_means="the engine's")
         sampling = Sampling(temperature=settings.temperature, top_k=settings.top_k, top_p=settings.top_p,
                             repetition_penalty=settings.repetition_penalty)
         drafter = self._make_drafter(settings.drafter) if settings.speculative else None
@@ -202,12 +206,12 @@ class SpeculativeEngine:
         schedule = DraftLength(settings.num_draft_tokens, adaptive=settings.adaptive)
         generators = draws if draws is not None else Generators(seed, home=self.device)
         return self._rounds(prompt, sampling, drafter, seed, result, max_new_tokens=settings.max_new_tokens,
-                            schedule=schedule, ignore_eos=settings.ignore_eos, tree=tree, generators=generators,
-                            cache=cache)
+                            schedule=schedule, ends=frozenset() if settings.ignore_eos else ends, tree=tree,
+                            generators=generators, cache=cache)
 
     # -- the loop ------------------------------------------------------------------------------------
 
-    def _rounds(self, prompt, sampling, drafter, seed, result, *, max_new_tokens, schedule, ignore_eos, generators,
+    def _rounds(self, prompt, sampling, drafter, seed, result, *, max_new_tokens, schedule, ends, generators,
                 tree=None, cache=None):
         started = time.perf_counter()  # the generators draw on the device of what they sample
         features = features_of(drafter)
@@ -219,14 +223,14 @@ class SpeculativeEngine:
                 resume = held.resume(prompt, reused) if held is not None and _resumes(drafter) else None
                 yield from self._run(target, reused, states, prompt, context, sampling, drafter, features, seed,
                                      result, started, max_new_tokens=max_new_tokens, schedule=schedule,
-                                     ignore_eos=ignore_eos, generators=generators, tree=tree, resume=resume,
+                                     ends=ends, generators=generators, tree=tree, resume=resume,
                                      begun=begun)
             finally:  # a drafter cut short before its start returned leaves no kept state (`PromptCache.resume`)
                 if cache is not None and cache.holds(alive):
                     cache.close(context, begun[0] if begun else None)
 
     def _run(self, target, reused, states, prompt, context, sampling, drafter, features, seed, result, started, *,
-             max_new_tokens, schedule, ignore_eos, generators, tree, resume=None, begun=None):
+             max_new_tokens, schedule, ends, generators, tree, resume=None, begun=None):
         result.reused_tokens = reused
         threads = self.prompt_threads if self.device.type == "cpu" else None
         asked = time.perf_counter()
@@ -268,28 +272,16 @@ class SpeculativeEngine:
                                              limit=min(longest_draft(drafter, k), remaining - 1))
                     if not round_.copied:  # a copy says nothing about how far the draft model guesses well
                         schedule.update(num_accepted=round_.num_accepted, num_drafted=round_.num_drafted)
-            round_ = self._cut_at_eos(round_, ignore_eos)
+            round_ = _cut_at_eos(round_, ends)
             round_ = replace(round_, index=len(result.rounds), elapsed_s=time.perf_counter() - started)
             context.extend(round_.token_ids)
             result.add(round_)
-            stop = not ignore_eos and round_.token_ids[-1] in self.eos_token_ids
+            stop = round_.token_ids[-1] in ends  # ends: the run's eos ids (none with ignore_eos)
             if stop or len(result.token_ids) >= max_new_tokens:
                 result.stop_reason = "eos" if stop else "length"
             yield round_
             if stop:
                 return
-
-    def _cut_at_eos(self, round_: Round, ignore_eos: bool) -> Round:
-        """An EOS inside a block ends the generation there: drop what the round emitted after it."""
-        if ignore_eos or not self.eos_token_ids:
-            return round_
-        for j, token in enumerate(round_.token_ids[:-1]):
-            if token in self.eos_token_ids:
-                keep = j + 1
-                return replace(round_, token_ids=round_.token_ids[:keep], kinds=round_.kinds[:keep],
-                                token_target_probs=round_.token_target_probs[:keep],
-                                token_draft_probs=round_.token_draft_probs[:keep])
-        return round_
 
     # -- checks and helpers ----------------------------------------------------------------------------
 
@@ -333,3 +325,16 @@ def _resumes(drafter) -> bool:
         return "resume" in inspect.signature(drafter.start).parameters
     except (TypeError, ValueError):
         return False
+
+
+def _cut_at_eos(round_: Round, ends: frozenset[int]) -> Round:
+    """An EOS inside a block ends the generation there: drop what the round emitted after it."""
+    if not ends:
+        return round_
+    for j, token in enumerate(round_.token_ids[:-1]):
+        if token in ends:
+            keep = j + 1
+            return replace(round_, token_ids=round_.token_ids[:keep], kinds=round_.kinds[:keep],
+                           token_target_probs=round_.token_target_probs[:keep],
+                           token_draft_probs=round_.token_draft_probs[:keep])
+    return round_

@@ -129,11 +129,12 @@ def tokenizer_hint(engine) -> tuple[str, str]:
     return "tokenizer", f" (tokenizer = transformers.AutoTokenizer.from_pretrained({where}), the target's)"
 
 
-def eos_ids(given, target, *, vocab_size: int) -> frozenset[int]:
+def eos_ids(given, target, *, vocab_size: int, none_means: str = "the target's generation config's") -> frozenset[int]:
     """The token ids that end a run: `given` (an id or a list of them; None: the target's generation config's, else
     its config's). Given as no token id (the token's text, "</s>"; a float) it is refused by name, where its
     characters read as ids failed with "invalid literal for int()"; an id outside the target's vocabulary
-    [0, vocab_size) too (given, or where the target's config says it), which no run could ever stop at."""
+    [0, vocab_size) too (given, or where the target's config says it), which no run could ever stop at. none_means:
+    what None would have meant, said in the refusal of a given value (a run's: the engine's)."""
     found, source = given, None
     for where in ("generation_config", "config"):
         if found is None:
@@ -148,7 +149,7 @@ def eos_ids(given, target, *, vocab_size: int) -> frozenset[int]:
                          "engine eos_token_id= (an int or a list of them, e.g. tokenizer.eos_token_id)")
     if None in listed:
         raise ValueError(f"eos_token_id takes a token id or a list of them (ints, e.g. tokenizer.eos_token_id) or None "
-                         f"(the target's generation config's), not {reprlib.repr(given)}")
+                         f"({none_means}), not {reprlib.repr(given)}")
     outside = [i for i in listed if not 0 <= i < vocab_size]
     if outside:
         bad, ids = outside[0], listed[0] if _index(found) is not None else listed
@@ -159,7 +160,7 @@ def eos_ids(given, target, *, vocab_size: int) -> frozenset[int]:
                              "eos_token_id= (an id of its tokenizer, e.g. tokenizer.eos_token_id)")
         said = f"{ids}" if isinstance(ids, int) else f"{ids}: {bad}"
         raise ValueError(f"eos_token_id={said} is outside the target's {vocabulary}: give an id of its tokenizer "
-                         "(e.g. tokenizer.eos_token_id) or None (the target's generation config's)")
+                         f"(e.g. tokenizer.eos_token_id) or None ({none_means})")
     return frozenset(listed)
 
 

@@ -1,0 +1,53 @@
+"""The library as a power user drives it, with settings transformers' generate takes: a run's own eos_token_id (where
+a `load_engine` engine gave no way to stop at another token than its preset's), taken and checked as the engine's
+is, and exact: speculative decoding stops where plain decoding does, with every drafter."""
+
+from __future__ import annotations
+
+import pytest
+
+from specui import SpeculativeEngine
+from tests.helpers import make_model, noisy_copy
+
+PROMPT = [4, 8, 15, 16, 23, 42, 4, 8]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    target = make_model("llama", layers=2, seed=3)
+    return SpeculativeEngine(target, noisy_copy(target, noise=0.3, seed=4))
+
+
+@pytest.mark.parametrize("drafter", ["model", "model_lookup", "prompt_lookup"])
+@pytest.mark.parametrize("settings", [dict(), dict(temperature=0.8, top_p=0.9, seed=5)])
+def test_a_runs_own_eos_token_id_ends_it_where_plain_decoding_ends(engine, drafter, settings):
+    """engine.generate(ids, eos_token_id=N), as transformers' generate is called, was refused ("no setting named
+    'eos_token_id'"): the one way to stop at N was an engine of its own. Each arm (plain, or the drafter) with one seed
+    ends at the first N of its run without it (greedy: plain decoding's tokens, every arm), and the engine's own eos ids
+    stay as they were."""
+    for arm in (dict(speculative=False), dict(drafter=drafter)):
+        free = engine.generate(PROMPT, max_new_tokens=24, **arm, **settings).token_ids
+        if not settings:
+            assert free == engine.generate(PROMPT, max_new_tokens=24, speculative=False).token_ids
+        eos = free[6]
+        cut = free[:free.index(eos) + 1]
+        for ids in (eos, [eos, 95]):
+            result = engine.generate(PROMPT, max_new_tokens=24, eos_token_id=ids, **arm, **settings)
+            assert (result.token_ids, result.stop_reason) == (cut, "eos"), (arm, ids)
+        ignored = engine.generate(PROMPT, max_new_tokens=24, eos_token_id=eos, ignore_eos=True, **arm, **settings)
+        assert ignored.token_ids == free  # ignore_eos: no id ends the run, the run's own neither
+        streamed = engine.stream(PROMPT, max_new_tokens=24, eos_token_id=eos, **arm, **settings)
+        assert [t for r in streamed for t in r.token_ids] == cut
+    assert engine.eos_token_ids == frozenset()  # the tiny target has none; a run's is its own
+
+
+@pytest.mark.parametrize("eos, said", [(96, "96"), (-3, "-3"), ([5, 200], r"\[5, 200\]: 200")])
+def test_a_runs_eos_token_id_outside_the_vocabulary_is_refused_by_name(engine, eos, said):
+    """A run's eos_token_id is checked as the engine's (test_library_mistakes), None there meaning the engine's."""
+    with pytest.raises(ValueError, match=rf"^eos_token_id={said} is outside the target's vocabulary \(token ids "
+                                         r"0 to 95\): give an id of its tokenizer \(e\.g\. tokenizer\.eos_token_id\) "
+                                         r"or None \(the engine's\)$"):
+        engine.generate(PROMPT, max_new_tokens=4, eos_token_id=eos)
+    with pytest.raises(ValueError, match=r"^eos_token_id takes a token id .* or None \(the engine's\), not '</s>'$"):
+        engine.generate(PROMPT, max_new_tokens=4, eos_token_id="</s>")
+    assert len(engine.generate(PROMPT, max_new_tokens=4).token_ids) == 4  # still serving
