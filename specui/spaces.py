@@ -30,23 +30,33 @@ def zero_gpu() -> bool:
     return os.environ.get("SPACES_ZERO_GPU", "").lower() in _ZERO_GPU_TRUE
 
 
+_said: set[str] = set()  # the warnings gpu() gave in this process: each once (the app wraps its Chat and Teach work)
+
+
+def _warn_once(message: str) -> None:
+    if message not in _said:
+        _said.add(message)
+        log.warning(message)
+
+
 def gpu(*, duration: int = 120) -> Callable:
     """Decorator: a ZeroGPU allocation per call when `spaces` is importable, a no-op otherwise (its own `GPU` is one
     off ZeroGPU). Where SPACES_ZERO_GPU says ZeroGPU but the package cannot start (no device API, a CPU build of
-    torch) or is not installed, a warning says so and the app decodes without it."""
+    torch) or is not installed, a warning says so, once however many functions are wrapped, and the app decodes
+    without it."""
     try:
         import spaces
     except ImportError:
         if zero_gpu():
-            log.warning("SPACES_ZERO_GPU=%s says this is a ZeroGPU Space, but the `spaces` package is not installed: "
-                        "decoding runs without ZeroGPU (on the CPU). Add `spaces` to the Space's requirements.txt; "
-                        "elsewhere than on ZeroGPU, unset SPACES_ZERO_GPU.", os.environ.get("SPACES_ZERO_GPU"))
+            _warn_once(f"SPACES_ZERO_GPU={os.environ.get('SPACES_ZERO_GPU')} says this is a ZeroGPU Space, but the "
+                       "`spaces` package is not installed: decoding runs without ZeroGPU (on the CPU). Add `spaces` "
+                       "to the Space's requirements.txt; elsewhere than on ZeroGPU, unset SPACES_ZERO_GPU.")
         return lambda fn: fn
     except Exception as e:  # raised by the package's start on ZeroGPU: an AssertionError, torch.version.cuda None
-        log.warning("SPACES_ZERO_GPU=%s says this is a ZeroGPU Space, but ZeroGPU's `spaces` package cannot start "
-                    "here (%s: %s): it needs a CUDA build of torch and the platform's device API. Decoding runs "
-                    "without ZeroGPU; elsewhere than on ZeroGPU, unset SPACES_ZERO_GPU.",
-                    os.environ.get("SPACES_ZERO_GPU"), type(e).__name__, e)
+        _warn_once(f"SPACES_ZERO_GPU={os.environ.get('SPACES_ZERO_GPU')} says this is a ZeroGPU Space, but ZeroGPU's "
+                   f"`spaces` package cannot start here ({type(e).__name__}: {e}): it needs a CUDA build of torch and "
+                   "the platform's device API. Decoding runs without ZeroGPU; elsewhere than on ZeroGPU, unset "
+                   "SPACES_ZERO_GPU.")
         return lambda fn: fn
     return spaces.GPU(duration=duration)
 

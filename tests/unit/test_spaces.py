@@ -65,12 +65,15 @@ def test_gpu_decorator_is_a_no_op_without_spaces():
 
 
 def test_zero_gpu_without_the_spaces_package_says_so(monkeypatch, caplog):
-    """SPACES_ZERO_GPU set and no `spaces` package: the app decoded on the CPU and logged nothing."""
+    """SPACES_ZERO_GPU set and no `spaces` package: the app decoded on the CPU and logged nothing. Said once: the app
+    wraps its Chat runs and its Teach work (GpuCalls, GpuWork), and its log gave the same warning twice."""
+    monkeypatch.setattr(spaces, "_said", set())  # as in a process that has not warned yet
     monkeypatch.setitem(sys.modules, "spaces", None)  # `import spaces` raises ImportError, installed or not
     monkeypatch.setenv("SPACES_ZERO_GPU", "true")
     with caplog.at_level(logging.WARNING, logger="specui.spaces"):
-        assert spaces.gpu(duration=60)(len) is len
+        assert spaces.gpu(duration=60)(len) is len and spaces.gpu(duration=180)(min) is min
     assert "`spaces` package is not installed" in caplog.text and "requirements.txt" in caplog.text
+    assert len(caplog.records) == 1, caplog.text
     caplog.clear()
     monkeypatch.delenv("SPACES_ZERO_GPU")
     with caplog.at_level(logging.WARNING, logger="specui.spaces"):

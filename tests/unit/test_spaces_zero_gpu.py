@@ -67,7 +67,8 @@ def test_stop_ends_a_run_through_the_wrapper(showcase):
 def test_zero_gpu_said_where_it_cannot_start_is_a_warning_and_the_app_serves_on():
     """SPACES_ZERO_GPU=true where ZeroGPU cannot start (no device API here, a CPU build of torch): the `spaces` package
     fails as it is imported (an AssertionError, an AttributeError from torch.version.cuda), and the app stopped with
-    its traceback as it built the page. Now one warning names the variable and the app decodes without ZeroGPU."""
+    its traceback as it built the page. Now one warning names the variable and the app decodes without ZeroGPU (one
+    for the app, which wraps its Chat runs and its Teach work: its log said it twice)."""
     import os
     import subprocess
     import sys
@@ -77,10 +78,11 @@ def test_zero_gpu_said_where_it_cannot_start_is_a_warning_and_the_app_serves_on(
 
     code = ("from specui.spaces import gpu\n"
             "def work(x):\n    return x + 1\n"
-            "assert gpu(duration=60)(work)(1) == 2\n")
+            "assert gpu(duration=60)(work)(1) == 2 and gpu(duration=180)(work)(2) == 3\n")  # as GpuCalls, GpuWork
     env = {**os.environ, "SPACES_ZERO_GPU": "true",
            "PYTHONPATH": os.pathsep.join([str(Path(real_spaces.__file__).parent.parent), str(ROOT)])}
     env.pop("SPACES_ZERO_DEVICE_API_URL", None)
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "SPACES_ZERO_GPU" in done.stderr and "without ZeroGPU" in done.stderr
+    assert done.stderr.count("says this is a ZeroGPU Space") == 1, done.stderr  # once, however many it wraps
