@@ -244,13 +244,21 @@ class DecodeSettings:
         return d
 
 
+# transformers' generate keywords a user brings, and the setting (or argument) that does what they did there
+FOREIGN_NAMES = {"max_length": "max_new_tokens (the new tokens alone, the prompt not counted)",
+                 "do_sample": "temperature (0: greedy; above 0: sampled)", "num_assistant_tokens": "num_draft_tokens",
+                 "stop_strings": "eos_token_id= (token ids that end the run: the engine takes ids, not text)"}
+
+
 def settings_from(settings, keywords: dict) -> DecodeSettings:
     """A run's settings: `settings` (a DecodeSettings, or None for the defaults) with `keywords` changed. A name that
     is no setting, or settings of another type, is refused in one line that says what is meant."""
     names = [f.name for f in fields(DecodeSettings)]
     unknown = [k for k in keywords if k not in names]
     if unknown:
-        raise SettingsError(f"no setting named {', '.join(map(repr, unknown))}; the settings are {', '.join(names)}")
+        meant = "".join(f"; for {k!r} use {FOREIGN_NAMES[k]}" for k in unknown if k in FOREIGN_NAMES)
+        raise SettingsError(f"no setting named {', '.join(map(repr, unknown))}; the settings are {', '.join(names)}"
+                            + meant)
     if settings is None:
         return DecodeSettings(**keywords)
     if not isinstance(settings, DecodeSettings):

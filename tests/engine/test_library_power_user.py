@@ -1,12 +1,14 @@
 """The library as a power user drives it, with settings transformers' generate takes: a run's own eos_token_id (where
 a `load_engine` engine gave no way to stop at another token than its preset's), taken and checked as the engine's
-is, and exact: speculative decoding stops where plain decoding does, with every drafter."""
+is, and exact: speculative decoding stops where plain decoding does, with every drafter; and the keywords of
+transformers' generate that are no setting here, refused saying which setting does what they did there."""
 
 from __future__ import annotations
 
 import pytest
 
 from specui import SpeculativeEngine
+from specui.settings import SettingsError
 from tests.helpers import make_model, noisy_copy
 
 PROMPT = [4, 8, 15, 16, 23, 42, 4, 8]
@@ -51,3 +53,15 @@ def test_a_runs_eos_token_id_outside_the_vocabulary_is_refused_by_name(engine, e
     with pytest.raises(ValueError, match=r"^eos_token_id takes a token id .* or None \(the engine's\), not '</s>'$"):
         engine.generate(PROMPT, max_new_tokens=4, eos_token_id="</s>")
     assert len(engine.generate(PROMPT, max_new_tokens=4).token_ids) == 4  # still serving
+
+
+@pytest.mark.parametrize("name, value, meant", [("do_sample", True, r"temperature \(0: greedy; above 0: sampled\)"),
+                                                ("max_length", 40, r"max_new_tokens \(the new tokens alone"),
+                                                ("stop_strings", ["\n"], r"eos_token_id= \(token ids that end the run"),
+                                                ("num_assistant_tokens", 5, r"num_draft_tokens$")])
+def test_transformers_generate_keywords_say_which_setting_does_that(engine, name, value, meant):
+    """do_sample=True, max_length=, stop_strings= (transformers' generate) were refused with the list of settings
+    alone, which left the user to guess that temperature samples or that max_new_tokens counts no prompt."""
+    said = rf"^no setting named '{name}'; the settings are .*; for '{name}' use {meant}"
+    with pytest.raises(SettingsError, match=said):
+        engine.generate(PROMPT, max_new_tokens=4, **{name: value})
