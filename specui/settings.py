@@ -225,8 +225,9 @@ class DecodeSettings:
             raise SettingsError(f"drafter {d!r} cannot draft trees ({why_no_trees(d)}); trees need one of "
                                 f"{', '.join(TREE_DRAFTERS)}, or tree_width=1")
         if d is not None and not isinstance(d, str) and not all(callable(getattr(d, m, None)) for m in TREE_METHODS):
+            named = getattr(d, "name", None) or type(d).__name__  # as the engine names a drafter, not its repr
             raise SettingsError(f"tree_width={width} needs a drafter with the tree methods {', '.join(TREE_METHODS)}; "
-                                f"{d!r} lacks them (use tree_width=1)")
+                                f"drafter {named!r} lacks them (use tree_width=1)")
 
     @property
     def greedy(self) -> bool:

@@ -6,6 +6,7 @@ transformers' generate that are no setting here, refused saying which setting do
 from __future__ import annotations
 
 import pytest
+import torch
 
 from specui import SpeculativeEngine
 from specui.settings import SettingsError
@@ -65,3 +66,30 @@ def test_transformers_generate_keywords_say_which_setting_does_that(engine, name
     said = rf"^no setting named '{name}'; the settings are .*; for '{name}' use {meant}"
     with pytest.raises(SettingsError, match=said):
         engine.generate(PROMPT, max_new_tokens=4, **{name: value})
+
+
+class Echo:
+    """A drafter of one's own, with a name and the chain methods alone: it proposes the context's last k tokens."""
+
+    name = "echo"
+
+    def start(self, prompt, **_):
+        pass
+
+    def propose(self, context, k):
+        from specui import Draft
+
+        return Draft(torch.tensor(context[-k:]), None)
+
+    def observe(self, num_accepted, **_):
+        pass
+
+
+def test_a_drafter_of_ones_own_is_named_by_its_name(engine):
+    """A drafter object without the tree methods, asked for a tree, was named by its repr ("<__main__.Echo object at
+    0x7efc...>"); it is named as the engine names drafters, and drafts chains exactly."""
+    with pytest.raises(SettingsError, match=r"^tree_width=2 needs a drafter with the tree methods propose_tree, "
+                                            r"observe_tree; drafter 'echo' lacks them \(use tree_width=1\)$"):
+        engine.generate(PROMPT, max_new_tokens=4, drafter=Echo(), tree_width=2)
+    plain = engine.generate(PROMPT, max_new_tokens=12, speculative=False).token_ids
+    assert engine.generate(PROMPT, max_new_tokens=12, drafter=Echo()).token_ids == plain
