@@ -233,7 +233,7 @@ class GenerationResult:
         shown = ", ".join(map(str, ids)) if len(ids) <= 12 else \
             f"{', '.join(map(str, ids[:8]))}, ..., {', '.join(map(str, ids[-3:]))}"
         alpha = self.acceptance_rate
-        return (f"GenerationResult({len(ids)} tokens [{shown}], {len(self.rounds)} rounds, "
+        return (f"GenerationResult({_count(len(ids), 'token')} [{shown}], {_count(len(self.rounds), 'round')}, "
                 f"stop_reason={self.stop_reason!r}, speculative={self.speculative}, "
                 f"acceptance_rate={'None' if alpha is None else f'{alpha:.3f}'}, seed={self.seed})")
 
@@ -244,3 +244,8 @@ class GenerationResult:
                              "tokenizer the prompt was made with: tokenizer.decode(result.token_ids, "
                              "skip_special_tokens=True), where an engine from specui.load_engine carries it as "
                              "engine.tokenizer (your own models: AutoTokenizer.from_pretrained(the target's folder))")
+
+
+def _count(n: int, noun: str) -> str:
+    """'1 token', '12 tokens': a count and its noun, singular for one."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"

@@ -93,3 +93,10 @@ def test_a_drafter_of_ones_own_is_named_by_its_name(engine):
         engine.generate(PROMPT, max_new_tokens=4, drafter=Echo(), tree_width=2)
     plain = engine.generate(PROMPT, max_new_tokens=12, speculative=False).token_ids
     assert engine.generate(PROMPT, max_new_tokens=12, drafter=Echo()).token_ids == plain
+
+
+def test_a_one_token_run_shows_as_one_token_and_one_round(engine):
+    """max_new_tokens=1 showed as 'GenerationResult(1 tokens [..], 1 rounds, ...)' in a notebook."""
+    shown = repr(engine.generate(PROMPT, max_new_tokens=1))
+    assert shown.startswith("GenerationResult(1 token [") and "], 1 round, stop_reason='length'" in shown, shown
+    assert repr(engine.generate(PROMPT, max_new_tokens=2, speculative=False)).startswith("GenerationResult(2 tokens [")
