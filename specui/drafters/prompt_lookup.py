@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 from specui.drafters.base import Draft
@@ -18,6 +20,9 @@ class PromptLookupDrafter:
     name = "prompt lookup"
 
     def __init__(self, *, max_ngram: int = 3, min_ngram: int = 1):
+        for name, n in (("max_ngram", max_ngram), ("min_ngram", min_ngram)):  # 2.5 or "3": no Python TypeError
+            if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+                raise ValueError(f"PromptLookupDrafter: {name} must be an integer (n-gram lengths), got {n!r}")
         if not 1 <= min_ngram <= max_ngram:
             raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram} and {max_ngram}")
         self.ngram_sizes = range(max_ngram, min_ngram - 1, -1)

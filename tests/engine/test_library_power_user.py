@@ -100,3 +100,18 @@ def test_a_one_token_run_shows_as_one_token_and_one_round(engine):
     shown = repr(engine.generate(PROMPT, max_new_tokens=1))
     assert shown.startswith("GenerationResult(1 token [") and "], 1 round, stop_reason='length'" in shown, shown
     assert repr(engine.generate(PROMPT, max_new_tokens=2, speculative=False)).startswith("GenerationResult(2 tokens [")
+
+
+@pytest.mark.parametrize("keywords, said", [(dict(max_ngram=2.5), "max_ngram must be an integer .*, got 2.5"),
+                                            (dict(min_ngram="1"), "min_ngram must be an integer .*, got '1'"),
+                                            (dict(max_ngram=True), "max_ngram must be an integer .*, got True"),
+                                            (dict(max_ngram=0), r"need 1 <= min_ngram <= max_ngram, got 1 and 0")])
+def test_prompt_lookups_ngram_lengths_are_checked_by_name(engine, keywords, said):
+    """PromptLookupDrafter(max_ngram=2.5) failed with Python's "'float' object cannot be interpreted as an integer",
+    min_ngram="1" with "'<=' not supported between instances of 'int' and 'str'", and max_ngram=True was taken as 1."""
+    from specui import PromptLookupDrafter
+
+    with pytest.raises(ValueError, match=said):
+        PromptLookupDrafter(**keywords)
+    plain = engine.generate(PROMPT, max_new_tokens=12, speculative=False).token_ids
+    assert engine.generate(PROMPT, max_new_tokens=12, drafter=PromptLookupDrafter(max_ngram=5)).token_ids == plain
