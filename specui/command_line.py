@@ -53,10 +53,22 @@ def user_errors() -> tuple[type[Exception], ...]:
 
 class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose mistakes are one line naming the flag, exit status 2 (argparse prints the whole usage
-    above it: a dozen lines to scroll past); --help still gives the usage."""
+    above it: a dozen lines to scroll past); --help still gives the usage. argparse's own mistakes (a flag misspelt or
+    its value missing) end by saying where the flags are listed, as the usage above them did; those found in the flags
+    once read (`refuse_empty`, `refuse_outside`, a command's checks) say what to give instead, and do not."""
+
+    _reading = False  # True within parse_args: a mistake is argparse's own
+
+    def parse_args(self, args=None, namespace=None):
+        self._reading = True
+        try:
+            return super().parse_args(args, namespace)
+        finally:
+            self._reading = False
 
     def error(self, message):
-        self.exit(USAGE, f"{self.prog}: error: {message}\n")
+        see = f"; see {self.prog} --help" if self._reading else ""
+        self.exit(USAGE, f"{self.prog}: error: {message}{see}\n")
 
 
 def refuse(prog: str, message: str, status: int = USAGE):

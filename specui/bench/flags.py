@@ -27,6 +27,12 @@ SETTINGS_FLAGS = ("max_new_tokens", "num_draft_tokens", "temperature", "top_p", 
                   "tree_width", "tree_nodes", "draft_confidence", "drafter")
 
 
+def drafter_named(given: str) -> str:
+    """--drafter's value as a drafter's name: a name or the app's label for it (`name_of`), or all, in any case (as
+    python -m specui reads --drafter All, to say that this command races them all)."""
+    return ALL if given.strip().lower() == ALL else name_of(given)
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = OneLineParser(prog=PROG, description="specui's engine against transformers' own generation, on the same "
                                              "prompts.")
@@ -70,7 +76,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--tree-nodes", type=int, default=0, metavar="N",
                    help=f"token trees: 0 = the static tree to depth K, N (up to {MAX_TREE_NODES}) = the dynamic "
                         "(EAGLE-2) tree keeping N nodes")
-    p.add_argument("--drafter", type=name_of, choices=(*DRAFTER_NAMES, ALL), default=None, metavar="NAME|all",
+    p.add_argument("--drafter", type=drafter_named, choices=(*DRAFTER_NAMES, ALL), default=None, metavar="NAME|all",
                    help=f"a drafter of the preset ({', '.join(DRAFTER_NAMES)}, or the app's labels: "
                         f"{', '.join(map(repr, LABELS.values()))}; default: the preset's), or {ALL}: plain decoding "
                         "and every drafter of the preset, side by side")

@@ -30,12 +30,23 @@ def test_the_benchmarks_flag_mistakes_are_one_line_as_the_terminals(argv, said, 
     """argparse printed the benchmark's usage, 14 lines, above its mistake; python -m specui says the line alone."""
     assert refused(bench_flags.parse_args, argv, capsys).startswith(said)
     assert refused(terminal.parse_args, ["--nonsense"], capsys) == \
-        "python -m specui: error: unrecognized arguments: --nonsense"
+        "python -m specui: error: unrecognized arguments: --nonsense; see python -m specui --help"
+
+
+@pytest.mark.parametrize("parse, prog, argv", [(bench_flags.parse_args, "python -m specui.bench", []),
+                                               (terminal.parse_args, "python -m specui", ["x"])])
+def test_argparses_own_mistakes_say_where_the_flags_are_listed(parse, prog, argv, capsys):
+    """The usage argparse printed above a misspelt flag listed the flags; its one line says where they are instead. A
+    mistake found in the flags once read says what to give, and no more."""
+    for wrong in (["--drafters", "all"], ["--tree-width", "two"], ["--color", "maybe"] if argv else ["-k"]):
+        assert refused(parse, [*wrong, *argv], capsys).endswith(f"; see {prog} --help")
+    assert refused(parse, ["--temperature", "9", *argv], capsys) == \
+        f"{prog}: error: --temperature must be a number from 0 (greedy) to 5, got 9"
 
 
 @pytest.mark.parametrize("given, name", [("draft model", "model"), ("EAGLE", "eagle"),
                                          ("prompt lookup", "prompt_lookup"), ("model_lookup", "model_lookup"),
-                                         ("all", "all")])
+                                         ("all", "all"), ("ALL", "all"), (" All", "all")])
 def test_the_benchmark_takes_the_apps_drafter_labels_as_the_terminal_does(given, name):
     assert bench_flags.parse_args(["--drafter", given]).drafter == name
 
