@@ -142,7 +142,8 @@ def _load_pair(preset: Preset, say: Callable[[str], None], *, checked: bool) -> 
             say(f"Loading the {name} head {folder}")
             heads[name] = _load_head(folder, target, where=f"Preset '{preset.name}': heads.{name}: ")
         if preset.int8_drafters:  # specui's own drafters rounded to int8 rows: a quarter of the bytes a step
-            own = [*heads.values(), *([draft] if draft is not None and chat_draft.is_draft_folder(preset.draft) else [])]
+            own = [*heads.values(),
+                   *([draft] if draft is not None and chat_draft.is_draft_folder(preset.draft) else [])]
             for drafter in own:
                 int8.round_drafter(drafter)
         if model_device(target).type == "cpu":  # built here, not in the first reply (cached: at once)
@@ -310,8 +311,9 @@ def load_engine(preset: str | Preset | None = None, config=None, *, device=None,
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be a function that takes a status line, e.g. progress=print, or None; not a "
                         f"{type(progress).__name__}")
-    if not isinstance(warm_up, bool):
-        raise TypeError(f"warm_up must be True or False, got {warm_up!r}")
+    for name, flag in (("warm_up", warm_up), ("checked", checked)):  # checked="no" would skip the checks
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False, got {flag!r}")
     if device is not None:  # checked before any load: a misspelt one failed only as the loaded models moved
         device = _device(device)
     if isinstance(preset, Preset) and config is not None:  # a Preset's paths were resolved when its file was read

@@ -53,3 +53,15 @@ def test_load_engine_still_checks_by_itself_and_again_when_moved(monkeypatch):
     with pytest.raises(Loading):
         load_engine("bundled", checked=True, device="cpu")
     assert checked == ["bundled", "bundled"]
+
+
+@pytest.mark.parametrize("checked", ["no", 0, None])
+def test_load_engine_takes_checked_as_true_or_false_only(checked, monkeypatch):
+    """checked="no" (or 0, None) is refused before anything loads, as warm_up's is: a truthy string skipped the
+    checks it asked to keep."""
+    from specui.loading import load_engine
+
+    checks = count_checks(monkeypatch)
+    with pytest.raises(TypeError, match=rf"^checked must be True or False, got {checked!r}$"):
+        load_engine("bundled", checked=checked)
+    assert checks == []
