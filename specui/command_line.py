@@ -60,6 +60,7 @@ class OneLineParser(argparse.ArgumentParser):
     _reading = False  # True within parse_args: a mistake is argparse's own
 
     def parse_args(self, args=None, namespace=None):
+        """argparse's, its mistakes marked as its own (`error` then says where the flags are listed)."""
         self._reading = True
         try:
             return super().parse_args(args, namespace)
@@ -67,6 +68,7 @@ class OneLineParser(argparse.ArgumentParser):
             self._reading = False
 
     def error(self, message):
+        """`message` in one line, `PROG: error: ...`, and exit status 2."""
         see = f"; see {self.prog} --help" if self._reading else ""
         self.exit(USAGE, f"{self.prog}: error: {message}{see}\n")
 
