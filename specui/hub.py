@@ -3,8 +3,10 @@
 transformers fetches a Hub model's files with retries: on a machine without a network (a lecture hall, a
 sandbox) `from_pretrained` of a model that is not in the local cache spends about a minute retrying before it
 fails. `unreachable` answers first: the model ids that are neither in the local cache nor fetchable, because the
-Hub's host cannot be reached (one connection, a few seconds at most). Offline mode (HF_HUB_OFFLINE) and a proxy
-(which may reach what this machine cannot) skip the probe and leave the answer to transformers.
+Hub's host cannot be reached (one connection, a few seconds at most). A model that *is* cached loads all the same, but
+transformers asks the Hub about each of its files first, retrying each for half a minute (a cached pair: minutes);
+`from_cache_alone` says when to load from the cache alone. Offline mode (HF_HUB_OFFLINE) and a proxy (which may reach
+what this machine cannot) skip the probe and leave the answer to transformers.
 """
 
 from __future__ import annotations
@@ -58,10 +60,26 @@ def reachable(endpoint: str | None = None, *, timeout: float = PROBE_SECONDS) ->
         return False
 
 
+def _left_to_transformers() -> bool:
+    """Offline mode (transformers reads the cache alone already) or a proxy (it may reach what this machine cannot)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in _TRUE or any(os.environ.get(p) for p in _PROXIES)
+
+
+def from_cache_alone(models: Iterable[tuple[str, str | None]]) -> bool:
+    """Whether the (model id, revision) pairs, one at least, are all in the local cache while the Hub cannot be reached
+    (a Space's `preload_from_hub` with the Hub down): then they load from the cache alone (`local_files_only`), where
+    transformers asked the Hub about each file with retries (85 refused connections, minutes, for a tiny cached pair).
+    The Hub is probed only then: a model not cached is fetched (or refused by `unreachable`) as before."""
+    models = list(models)
+    if not models or _left_to_transformers():
+        return False
+    return all(is_cached(model_id, revision) for model_id, revision in models) and not reachable()
+
+
 def unreachable(models: Iterable[tuple[str, str | None]]) -> list[str]:
     """Of the (model id, revision) pairs, the ids that are not cached while the Hub cannot be reached; none in offline
     mode or behind a proxy (transformers then says what it finds)."""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in _TRUE or any(os.environ.get(p) for p in _PROXIES):
+    if _left_to_transformers():
         return []
     missing = [model_id for model_id, revision in models if not is_cached(model_id, revision)]
     return missing if missing and not reachable() else []

