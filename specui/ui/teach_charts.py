@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import html
+import math
 import textwrap
 from collections.abc import Sequence
 
@@ -80,11 +81,21 @@ def _k_curve(alphas: Sequence[float], values: Sequence[float], k: int, *, name: 
 
 
 def _k_labelled(fig: go.Figure) -> go.Figure:
-    """Room right of the plot for the K curves' labels."""
-    return fig.update_layout(margin_r=_K_LABELS_MARGIN)
+    """Room right of the plot for the K curves' labels, and below it for the legend: a legend of more rows than TALL
+    leaves room for makes the chart taller by them, where it took them from the plot (the speedup chart's eight
+    entries, one a row under a long name, left a plot 55 px high on a projector's 1280 × 720 at 150%)."""
+    names = [t.name for t in fig.data if t.name and t.showlegend is not False]
+    # plotly sets a wrapped horizontal legend's entries in columns as wide as its widest: short names go two to a
+    # row even on a phone's chart, a long one one to a row on a chart under ~560 px wide (a projector's, a phone's)
+    rows = math.ceil(len(names) / 2) if max(map(len, names), default=0) <= LEGEND_PAIR_CHARS else len(names)
+    extra = LEGEND_ROW_PX * max(0, rows - LEGEND_ROWS)
+    return fig.update_layout(margin_r=_K_LABELS_MARGIN, height=fig.layout.height + extra)
 
 
 _K_LABELS_MARGIN = 50
+LEGEND_ROW_PX = 21  # one row of a legend (plotly's, at the template's font)
+LEGEND_ROWS = 3  # the legend rows a theory chart's TALL height leaves room for beside a plot of ~150 px
+LEGEND_PAIR_CHARS = 14  # names this long go two a row on a phone's chart ("K=8 (this run)", not "measured speedup")
 
 
 def _waiting(fig: go.Figure, what: str) -> go.Figure:
