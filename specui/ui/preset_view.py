@@ -138,13 +138,15 @@ def on_chat_controls(config, preset_name: str, drafter: str, width, confidence, 
 def follow_chat(controls, config) -> None:
     """Wire the Chat tab's `controls` (blocks.Controls) to follow its preset menu, drafter radio and Tree width
     (`on_chat_controls`), one answer at a time (see the module docstring). Tree width's change, not its input: its ↺
-    (and Escape on it) puts back 1 with a change alone."""
+    (and Escape on it) puts back 1 with a change alone. No progress shown: gradio's covers each output while a call is
+    on its way, so a width moved hid the drafter radio, K and the preset's line behind a spinner that took the next
+    click (a drafter picked just after was lost), as the Teach tab's preset list shows none (teaching.NAV)."""
     c, preset = controls, config.get(None)
     followed = gr.State(Followed(preset.name, preset.drafter, is_tree(c.tree_width.value)))
     gr.on([c.preset.change, c.drafter.change, c.tree_width.change], lambda *values: on_chat_controls(config, *values),
           [c.preset, c.drafter, c.tree_width, c.confidence, followed],
           [c.k, c.drafter, c.confidence, c.about, followed], trigger_mode="always_last", queue=False,
-          api_visibility="private")
+          show_progress="hidden", api_visibility="private")
 
 
 def _same(value, floor: float) -> bool:

@@ -266,6 +266,7 @@ def test_the_preset_menu_the_drafter_and_tree_width_are_one_event_answered_one_a
     assert {t[0] for t in event.targets} == {c.preset._id, c.drafter._id, c.tree_width._id}
     assert {t[1] for t in event.targets} == {"change"}  # the width's ↺ puts back 1 with a change alone
     assert event.trigger_mode == "always_last" and not event.queue and event.api_visibility == "private"
+    assert event.show_progress == "hidden"  # gradio's spinner covered the drafter radio and took its next click
     assert event.inputs[:4] == [c.preset, c.drafter, c.tree_width, c.confidence]
     assert event.outputs[:4] == [c.k, c.drafter, c.confidence, c.about] and event.outputs[4] is event.inputs[4]
     triggers = {c.preset._id, c.drafter._id, c.tree_width._id}

@@ -91,3 +91,17 @@ def test_a_width_moved_to_a_chain_as_a_preset_is_picked_leaves_the_new_presets_f
     _let_go(page, held)
     assert (_shows(page, "tree-width"), _shows(page, "draft-confidence")) == ("1 1", "0 0")
     assert page.locator("#drafter input:checked").get_attribute("value") == "draft model"
+
+
+def test_a_drafter_clicked_while_the_widths_answer_is_on_its_way_is_taken(page, site):
+    """The one event's outputs are the drafter radio, K, the slider and the preset's line; with gradio's progress
+    shown, a width moved covered them all with a spinner until its answer landed, and a drafter clicked then hit the
+    spinner and was lost (it timed out here). The click is taken now, and its call goes after the width's answer."""
+    _choose(page, "preset", "smollm2-chat", then={"draft-confidence": 0.6})  # EAGLE, K 6
+    wait_quiet(page)
+    held = _hold_next(page, site[1])
+    set_number(page, "tree-width", 2)  # its answer held
+    page.locator("#drafter").get_by_label("draft model", exact=True).check(timeout=10_000)
+    _let_go(page, held)
+    assert page.locator("#drafter input:checked").get_attribute("value") == "draft model"
+    assert (_shows(page, "num-draft-tokens"), _shows(page, "draft-confidence")) == ("6 6", "0 0")  # a tree's none
