@@ -38,6 +38,7 @@ from specui.ui.chat_handlers import App, clear, replay, respond, retry, stopped,
 from specui.ui.preset_view import about, follow_chat, tell_resets
 from specui.ui.request import DRAFTER_CHOICES, MAX_CONFIDENCE, MAX_TOP_K, Settings, in_page_words
 from specui.ui.session import Showcase
+from specui.ui.start_notice import tell_start_problem
 from specui.ui.teaching import teaching_tab
 from specui.ui.theme import PLOT_MIN_WIDTH, page_theme
 
@@ -277,6 +278,7 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
 
         demo.unload(left)
         address.wire(demo, ui_tabs)  # ?tab=teach opens the Teach tab; a refresh keeps the tab
+        tell_start_problem(demo, app.showcase)  # the starting preset did not load: said as the page opens
         teach_memory.wire(demo, app.showcase.config, teach.controls, teach.memory,  # and the lesson's settings
                           status=teach.step.status)
         tell_resets(demo, app.showcase.config, ui.controls, teach.controls)  # a slider's ↺: the preset's (keys.js)

@@ -68,6 +68,7 @@ class Showcase:
         self.live = 0  # runs in flight (started and neither finished, stopped nor closed)
         self.calls = GpuCalls(self)  # requests under ZeroGPU (a plain call elsewhere)
         self.pages = Pages()  # what each run's page has drawn: a frame waits for the last but one
+        self._start_failed: tuple[str, str] | None = None  # the preload's preset and its error, until it loads
 
     def lock(self, preset_name: str) -> threading.Lock:
         with self._guard:
@@ -96,6 +97,8 @@ class Showcase:
             if isinstance(error, LoadError):
                 raise error
             raise LoadError(f"Preset '{preset.name}' could not be loaded: {type(error).__name__}: {error}")
+        if self._start_failed and self._start_failed[0] == preset.name:  # it loads now (the Hub back, say)
+            self._start_failed = None
         return box["pair"]
 
     def encode(self, pair, prompt: str, history: Sequence[dict], system: str = "") -> list[int]:
@@ -238,7 +241,8 @@ class Showcase:
     def preload(self, preset, *, progress=None) -> None:
         """Load `preset`'s pair and warm it up (the app does this in the background as it starts), so the first
         request neither waits for the load nor for first-call allocations (about 1.2 s for the chat preset on a
-        CPU). `progress` receives the load's lines. Failures are logged: a request shows them again, readably.
+        CPU). `progress` receives the load's lines. A failure is logged and kept for the pages that open
+        (`start_problem`); a request shows it again.
 
         On a ZeroGPU Space call it on the thread that imported `spaces`, before the server starts (app.py does): the
         pair loads there, where the package fakes CUDA (`spaces.loading_for_zero_gpu`), once, and the worker process
@@ -252,6 +256,17 @@ class Showcase:
             self.warm_up(pair.engine(), pair, self.encode(pair, "Hello!", []))
         except Exception as e:
             log.warning("could not preload preset %s: %s", preset.name, e)
+            self._start_failed = (preset.name, str(e))
+
+    def start_problem(self) -> str | None:
+        """What a page that opens is told of the starting preset that did not load (None: it loaded, or loads
+        still, or loaded since)."""
+        if self._start_failed is None:
+            return None
+        name, error = self._start_failed
+        named = "" if f"'{name}'" in error else f" ('{name}')"  # a LoadError names it already
+        return (f"The preset this app starts on{named} did not load: {error} Another preset from the menu may load; "
+                "this one is tried again when a message is sent with it.")
 
     def warm_up(self, engine, pair, ids) -> None:
         """Run both paths once on a fresh pair (chat and Teach tab alike), so first-call allocations are

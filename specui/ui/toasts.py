@@ -27,9 +27,9 @@ class Refusal(gr.Error):
         self.text = text
 
 
-def warn(message: str) -> None:
-    """A warning toast; the handler goes on."""
-    gr.Warning(html.escape(message, quote=False))
+def warn(message: str, *, duration: float | None = 10) -> None:
+    """A warning toast, shown `duration` seconds (None: until closed); the handler goes on."""
+    gr.Warning(html.escape(message, quote=False), duration=duration)
 
 
 def refusal(message: str) -> Refusal:

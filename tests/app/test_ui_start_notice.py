@@ -1,0 +1,56 @@
+"""The starting preset that did not load as the app started (`Showcase.preload`) is said on the page as it opens, as
+a warning toast whose text is the error's, escaped (`specui.ui.start_notice`), where only the log said it and a
+visitor found out on pressing Send. Said until the preset loads (the Hub back, a folder restored)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from specui.loading import PairCache
+from specui.presets import Preset
+from specui.ui.request import Settings
+from specui.ui.session import Showcase, decode
+from tests.helpers import BUNDLED_TARGET, app_page, ui_config
+from tests.waits import wait_until
+
+MARKUP = '<b class="injected">x</b>'  # in the missing folder's name, which the error names
+
+
+def starting_broken(tmp_path) -> tuple:
+    """A config that starts on a preset whose target folder is missing (its name holds markup), and a Showcase whose
+    preload of it failed, as app.py's would."""
+    config = ui_config()
+    broken = Preset(name="gone", target=str(tmp_path / MARKUP), drafter="prompt_lookup", device="cpu",
+                    description="a preset whose model folder is missing")
+    config = replace(config, presets={**config.presets, "gone": broken}, default="gone")
+    showcase = Showcase(config, PairCache())
+    showcase.preload(config.get(None))
+    return config, showcase
+
+
+def test_the_preloads_failure_is_kept_until_the_preset_loads(tmp_path):
+    config, showcase = starting_broken(tmp_path)
+    said = showcase.start_problem()
+    assert said.startswith("The preset this app starts on did not load: Preset 'gone': the target folder ")
+    assert MARKUP in said and said.endswith("this one is tried again when a message is sent with it.")
+    assert Showcase(config, PairCache()).start_problem() is None  # no preload failed
+    (tmp_path / MARKUP).parent.mkdir(parents=True)  # the folder is back: a message sent with it loads it
+    (tmp_path / MARKUP).symlink_to(BUNDLED_TARGET.parent)
+    frames = list(decode(showcase, "def f(x):", Settings(max_new_tokens=4, preset="gone")))
+    assert frames and showcase.start_problem() is None
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_page_that_opens_says_the_starting_preset_did_not_load_as_text(tmp_path):
+    config, showcase = starting_broken(tmp_path)
+    with app_page(config, showcase=showcase) as page:
+        wait_until(lambda: page.get_by_text("did not load", exact=False).count() > 0, "the notice", timeout_s=120,
+                   pause=lambda s: page.wait_for_timeout(s * 1000))
+        shown = page.locator("body").inner_text()
+        assert "The preset this app starts on did not load: Preset 'gone'" in shown and MARKUP in shown, shown
+        assert page.locator(".injected").count() == 0
+        page.wait_for_timeout(12_000)  # a toast of gradio's default lasts 10 s: this one stays until closed
+        assert page.get_by_text("did not load", exact=False).count() > 0
