@@ -10,7 +10,7 @@ import pytest
 import torch
 from transformers.generation.logits_process import RepetitionPenaltyLogitsProcessor
 
-import specui.engine
+import specui.chain_round
 import specui.tree_round
 from specui import SpeculativeEngine
 from specui.drafters.tree import ancestry
@@ -97,7 +97,7 @@ def test_a_verify_that_forgets_the_drafts_is_caught_greedy(pair, monkeypatch):
     engine = SpeculativeEngine(target, close)
     prompts = random_prompts(3, vocab_size=96, seed=7) + [[5, 6, 7, 5, 6, 7, 5, 6]]
     expected = [hf_greedy(target, p, NEW_TOKENS, 1.3) for p in prompts]
-    monkeypatch.setattr(specui.engine, "penalize", forgetful)
+    monkeypatch.setattr(specui.chain_round, "penalize", forgetful)
     monkeypatch.setattr(specui.tree_round, "penalize", forgetful)
     for width in (1, 2):
         wrong = [engine.generate(p, max_new_tokens=NEW_TOKENS, num_draft_tokens=4, tree_width=width,
@@ -157,7 +157,7 @@ def test_sampling_with_the_penalty_is_exact(small, width):
 def test_a_verify_that_forgets_the_drafts_is_caught_sampled(small, monkeypatch):
     target, draft = small
     prompt = [1, 2]
-    monkeypatch.setattr(specui.engine, "penalize", forgetful)
+    monkeypatch.setattr(specui.chain_round, "penalize", forgetful)
     counts = observed_first_two(SpeculativeEngine(target, draft), prompt, num_draft_tokens=2, **SAMPLED)
     assert p_value(counts, penalised_first_two(target, prompt, Sampling(**SAMPLED))) < 1e-6
 
