@@ -258,7 +258,7 @@ def test_the_teach_presets_menu_left_by_tab_keeps_the_drafter_chosen(app):  # no
     """Tabbing through the Teach tab's preset menu put its drafter and K back to the preset's: gradio's Dropdown fires
     `input` as the focus leaves it, its value unchanged, and Teach's preset followed `input` (the radio test above
     then lost its arrow key's choice to that answer, now and then). Its `input` sends no pick where the list is left
-    as the focus came to it (teach_keys.picked: `select`, which 123c8c8 took, missed a pick by the keys)."""
+    as the focus came to it (teach_keys.on_pick: `select`, which 123c8c8 took, missed a pick by the keys)."""
     browser, url = app
     page = open_page(browser, url, tracked=True, viewport={"width": 1400, "height": 1000})
     wait_quiet(page)

@@ -121,7 +121,7 @@ def test_the_teach_tree_round_tabbed_through_keeps_its_step_and_the_keys_pick_an
 def test_the_teach_preset_picked_by_the_keys_brings_its_k(page):
     """Teach's preset menu followed `select` (123c8c8: its `input` put the drafter back as the focus left it), which
     gradio 6 fires for a pick by the mouse alone: picked with ArrowDown and Enter, the preset's K never came. It
-    follows `input` again, the list left as it came taken as no pick (teach_keys.picked)."""
+    follows `input` again, the list left as it came taken as no pick (teach_keys.on_pick)."""
     page.get_by_role("tab", name="Teach").click()
     page.locator("#teach-preset input").wait_for(state="visible")
     assert page.locator("#teach-preset input").input_value() == "bundled"
