@@ -70,6 +70,7 @@ print("tried", len(tried), "|".join(lines), flush=True)
 """
 
 
+@pytest.mark.slow  # a process that imports transformers and loads the pair: about 25 s on this loaded machine
 def test_a_cached_hub_pair_loads_from_the_cache_alone_when_the_hub_cannot_be_reached(cache):
     env = {**{k: v for k, v in os.environ.items() if k not in hub._PROXIES and k != "HF_HUB_CACHE"},
            "HF_HOME": str(cache / "hf"), "HF_ENDPOINT": f"http://127.0.0.1:{refused_port()}", "HF_HUB_OFFLINE": "0",
