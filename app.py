@@ -35,9 +35,10 @@ def _say(line: str) -> None:
 
 
 def _main(argv: list[str] | None) -> int:
+    from specui.command_line import OneLineParser, refuse_empty
     from specui.spaces import preset_from_env
 
-    parser = argparse.ArgumentParser(description="specui: speculative decoding, visible (a Gradio app)")
+    parser = OneLineParser(description="specui: speculative decoding, visible (a Gradio app)")
     parser.add_argument("--preset", default=None,
                         help="the preset to start with (default: $SPECUI_PRESET, else on a Hugging Face "
                              "Space smollm2-chat-hub, else models.yaml's default)")
@@ -55,8 +56,6 @@ def _main(argv: list[str] | None) -> int:
     pair.add_argument("--chat", action="store_true",
                       help="wrap prompts in the target's chat template (instruct models)")
     args = parser.parse_args(argv)
-    from specui.command_line import refuse_empty
-
     refuse_empty(parser, args, "preset", "config", "target", "draft", "host")
     named = args.preset is not None  # else from the environment, or models.yaml's default
     args.preset = args.preset or preset_from_env()

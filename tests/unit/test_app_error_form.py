@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import socket
 
+import pytest
+
 import app
 
 
@@ -18,3 +20,16 @@ def test_the_apps_refusal_names_the_command_as_argparse_does(capsys, monkeypatch
         assert app.main(["--preset", "nosuch", "--port", port]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"{name}: error: models.yaml: no preset named 'nosuch'") and err.count("\n") == 1, err
+
+
+def test_the_apps_flag_mistake_is_one_line_that_says_where_the_flags_are(capsys, monkeypatch):
+    """As python -m specui's and the benchmark's (command_line.OneLineParser): app.py printed its dozen-line usage
+    above a misspelt flag; --help still gives the usage."""
+    monkeypatch.setattr("sys.argv", ["/somewhere/app.py"])
+    with pytest.raises(SystemExit) as stop:
+        app.main(["--prot", "3"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err == "app.py: error: unrecognized arguments: --prot 3; see app.py --help\n", err
+    with pytest.raises(SystemExit) as stop:
+        app.main(["--help"])
+    assert stop.value.code == 0 and capsys.readouterr().out.startswith("usage: app.py")
