@@ -150,9 +150,9 @@ def tree_figure(record: TreeRecord | None = None, *, step: TreeStep | None = Non
                                  marker={"size": 16, "symbol": "diamond", "color": colour}))
     rows = 1 + max(y for _, y in xy.values())
     depth = max(x for x, _ in xy.values())
+    emitted = len(record.path) + (record.final_id is not None)
     heading = title or (f"Round {record.round_index + 1}: {len(record.nodes)} drafted nodes, "
-                        f"{len(record.path)} accepted · {fmt(len(record.path) + (record.final_id is not None), 'd')} "
-                        "tokens")
+                        f"{len(record.path)} accepted · {fmt(emitted, 'd')} token{'' if emitted == 1 else 's'}")
     fig.update_yaxes(autorange="reversed", showticklabels=False, zeroline=False, showgrid=False)
     fig.update_xaxes(tickmode="linear", dtick=1, range=[-0.6, depth + 0.9])
     return layout(fig, title=heading, x="depth (0: the root)", y="", height=max(320, 110 + ROW_PX * int(rows)),
