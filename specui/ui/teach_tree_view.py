@@ -34,7 +34,8 @@ def _tok(text: str) -> str:
 
 def _where(record: TreeRecord, node: int) -> str:
     if node < 0:
-        return f"the root {_tok(record.root_text)} (the round's first token)"
+        # as the chart's legend names it: "the round's first token" read as a token the round emits
+        return f"the root {_tok(record.root_text)} (the last token so far, where the tree starts)"
     return f"node {node} {_tok(record.texts[node])} (depth {record.depth(node)})"
 
 
