@@ -5,18 +5,22 @@ sandbox) `from_pretrained` of a model that is not in the local cache spends abou
 fails. `unreachable` answers first: the model ids that are neither in the local cache nor fetchable, because the
 Hub's host cannot be reached (one connection, a few seconds at most). A model that *is* cached loads all the same, but
 transformers asks the Hub about each of its files first, retrying each for half a minute (a cached pair: minutes);
-`from_cache_alone` says when to load from the cache alone. Offline mode (HF_HUB_OFFLINE) and a proxy (which may reach
-what this machine cannot) skip the probe and leave the answer to transformers.
+`from_cache_alone` says when to load from the cache alone: the Hub asked once (`answers`) gave no answer, or a status
+huggingface_hub retries on (429, 5xx). Offline mode (HF_HUB_OFFLINE) and a proxy (which may reach what this machine
+cannot) skip the probe and leave the answer to transformers.
 """
 
 from __future__ import annotations
 
+import http.client
 import os
 import socket
+import ssl
 from collections.abc import Iterable
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 PROBE_SECONDS = 3.0
+NOT_ANSWERED = {408, 429, 500, 502, 503, 504}  # the statuses huggingface_hub retries on (its http_backoff's default)
 _TRUE = {"1", "on", "yes", "true"}
 _PROXIES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
@@ -66,14 +70,36 @@ def _left_to_transformers() -> bool:
 
 
 def from_cache_alone(models: Iterable[tuple[str, str | None]]) -> bool:
-    """Whether the (model id, revision) pairs, one at least, are all in the local cache while the Hub cannot be reached
-    (a Space's `preload_from_hub` with the Hub down): then they load from the cache alone (`local_files_only`), where
-    transformers asked the Hub about each file with retries (85 refused connections, minutes, for a tiny cached pair).
-    The Hub is probed only then: a model not cached is fetched (or refused by `unreachable`) as before."""
+    """Whether the (model id, revision) pairs, one at least, are all in the local cache while the Hub does not answer
+    (`answers`, asked of the first: a Space's `preload_from_hub` with the Hub down): then they load from the cache
+    alone (`local_files_only`), where transformers asked the Hub about each file with retries (85 refused connections,
+    minutes, for a tiny cached pair). The Hub is probed only then: a model not cached is fetched (or refused by
+    `unreachable`) as before."""
     models = list(models)
     if not models or _left_to_transformers():
         return False
-    return all(is_cached(model_id, revision) for model_id, revision in models) and not reachable()
+    return all(is_cached(model_id, revision) for model_id, revision in models) and not answers(*models[0])
+
+
+def answers(model_id: str, revision: str | None = None, *, timeout: float = PROBE_SECONDS) -> bool:
+    """Whether the Hub (HF_ENDPOINT, else huggingface.co) answers one request for the model's config.json (a HEAD,
+    no retries, no redirect followed), as huggingface_hub asks first. Not when no connection opens, none answers in
+    `timeout`, or it answers with a status huggingface_hub retries on (429, 5xx: a Hub whose host is up while it is
+    down or overloaded, where a connection alone said reachable and a cached pair then took minutes of retries). A
+    certificate this Python cannot check counts as answering: that is no outage, and transformers says what it says."""
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    path = f"{url.path.rstrip('/')}/{model_id}/resolve/{quote(revision or 'main', safe='')}/config.json"
+    kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+    connection = kind(url.hostname, url.port, timeout=timeout)
+    try:
+        connection.request("HEAD", path, headers={"User-Agent": "specui"})
+        return connection.getresponse().status not in NOT_ANSWERED
+    except ssl.SSLCertVerificationError:
+        return True
+    except (OSError, http.client.HTTPException):  # refused, no such host, timed out, the connection cut
+        return False
+    finally:
+        connection.close()
 
 
 def unreachable(models: Iterable[tuple[str, str | None]]) -> list[str]:

@@ -7,10 +7,13 @@ huggingface_hub reads HF_HOME and HF_ENDPOINT when it is imported. Bounded by th
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import os
 import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -75,7 +78,7 @@ def test_a_cached_hub_pair_loads_from_the_cache_alone_when_the_hub_cannot_be_rea
     env = {**{k: v for k, v in os.environ.items() if k not in hub._PROXIES and k != "HF_HUB_CACHE"},
            "HF_HOME": str(cache / "hf"), "HF_ENDPOINT": f"http://127.0.0.1:{refused_port()}", "HF_HUB_OFFLINE": "0",
            "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", LOAD, str(cache / "models.yaml")], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-c", LOAD, str(cache / "models.yaml")], check=False, cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     said = done.stdout.strip().splitlines()[-1]
@@ -102,8 +105,46 @@ def test_from_cache_alone_only_where_every_hub_model_is_cached_and_the_hub_is_ou
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:1")
     assert not hub.from_cache_alone(cached)
     monkeypatch.delenv("HTTPS_PROXY")
-    with socket.socket() as listening:  # the Hub reachable: transformers looks for newer files, as it did
-        listening.bind(("127.0.0.1", 0))
-        listening.listen()
-        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{listening.getsockname()[1]}")
+    with answering(404) as endpoint:  # the Hub answers (a model it does not have): transformers asks it, as it did
+        monkeypatch.setenv("HF_ENDPOINT", endpoint)
         assert not hub.from_cache_alone(cached)
+
+
+@pytest.mark.parametrize("status", [503, 502, 429])
+def test_a_hub_whose_host_is_up_but_answers_an_outage_is_out_of_reach(cache, monkeypatch, status):
+    """A Hub down or overloaded behind its load balancer: the connection opens, each request is answered 5xx or 429,
+    which huggingface_hub retries (a cached tiny pair: minutes here, where a refused one is out of reach at once)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache / "hf" / "hub"))
+    without_proxy_or_offline(monkeypatch)
+    with answering(status) as endpoint:
+        monkeypatch.setenv("HF_ENDPOINT", endpoint + "/mirror")
+        assert hub.from_cache_alone([(MODELS[0], REVISION), (MODELS[1], None)])
+        assert answering.asked == [f"HEAD /mirror/{MODELS[0]}/resolve/{REVISION}/config.json"]
+
+
+@contextlib.contextmanager
+def answering(status: int):
+    """An HTTP server on 127.0.0.1 that answers every request with `status`; yields its URL, and keeps what it was
+    asked in `answering.asked`."""
+    answering.asked = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            answering.asked.append(f"{self.command} {self.path}")
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
