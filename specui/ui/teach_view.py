@@ -70,7 +70,9 @@ THEORY_HELP = """**Theory beside measurement** (Leviathan et al. 2023)
 * **Speedup** = (1 − α^(K+1)) / ((1 − α)(Kc + 1)): a longer draft pays off only if α is high and c small.
 * The red diamonds are this run; the green star is the best K for its α and c. On the left the diamond sits on
   its K's curve by construction: α is fitted to the measured tokens per round. The **acceptance rate**
-  (accepted / drafted) is lower than α because the drafts after a rejection count as drafted though never judged.
+  (accepted / drafted) is usually lower than α: the drafts after a rejection count as drafted though never judged.
+  Rounds that drafted fewer than K (the last, with the token budget nearly spent; a confidence stop) pull α down
+  instead, so a short run at a small K can show a rate above it.
   On the right, a diamond below its curve is real cost the formula leaves out: a (K+1)-token verify that costs
   more than one plain forward ("verify cost" below), sampling, cache trims, Python."""
 SWEEP_HELP = """**K sweep.** The same prompt decoded with K = 1…8, each timed against plain decoding (the target
