@@ -321,9 +321,13 @@ def verify_cost_figure(curve: dict | None = None) -> go.Figure:
                                  name="measured", line={"color": POINT_COLOUR},
                                  hovertemplate="n=%{x}: %{y:.2f}× one token<extra></extra>"))
         if curve.get("floor_ratios"):  # what the rows' multiply-adds alone would cost (`specui.verify_cost`)
+            # a floor of 1 at every n lies on the theorem's line and hides it (a small model's 16 rows on a fast
+            # CPU): its name says where it is, as a class saw one grey line where the legend named two
+            flat = all(round(v, 2) <= 1.0 for v in curve["floor_ratios"])
             fig.add_trace(go.Scatter(
                 x=list(curve["tokens"]), y=[_r(v, 3) for v in curve["floor_ratios"]], mode="lines",
-                name=f"floor: multiply-adds at {fmt(2e-9 * curve['fma_rate'], '.0f')} GFLOP/s",
+                name=f"floor: multiply-adds at {fmt(2e-9 * curve['fma_rate'], '.0f')} GFLOP/s"
+                     + ("<br>(1 at every n: on the theorem's line)" if flat else ""),
                 line={"color": PLAIN_COLOUR, "dash": "dot", "width": 3},
                 hovertemplate="n=%{x}: the multiply-adds alone, %{y:.2f}× one token<extra></extra>"))
         ms = 1e3 * curve["seconds"][0]
