@@ -274,6 +274,10 @@ class PairCache:
         progress = _told(progress)
         return in_turn(self._lock, progress, lambda: self._get(preset, progress))
 
+    def holds(self, name: str) -> bool:
+        """Whether the pair of the preset `name` is loaded here now."""
+        return name in self._pairs
+
     def _get(self, preset: Preset, progress: Callable[[str], None] | None) -> LoadedPair:
         if preset.name in self._pairs:
             self._pairs.move_to_end(preset.name)

@@ -261,6 +261,8 @@ class Showcase:
     def start_problem(self) -> str | None:
         """What a page that opens is told of the starting preset that did not load (None: it loaded, or loads
         still, or loaded since)."""
+        if self._start_failed and self.cache.holds(self._start_failed[0]):  # loaded since: the Teach tab's Decode too
+            self._start_failed = None
         if self._start_failed is None:
             return None
         name, error = self._start_failed

@@ -36,10 +36,36 @@ def test_the_preloads_failure_is_kept_until_the_preset_loads(tmp_path):
     assert said.startswith("The preset this app starts on did not load: Preset 'gone': the target folder ")
     assert MARKUP in said and said.endswith("this one is tried again when a message is sent with it.")
     assert Showcase(config, PairCache()).start_problem() is None  # no preload failed
-    (tmp_path / MARKUP).parent.mkdir(parents=True)  # the folder is back: a message sent with it loads it
-    (tmp_path / MARKUP).symlink_to(BUNDLED_TARGET.parent)
+    restore(tmp_path)  # the folder is back: a message sent with it loads it
     frames = list(decode(showcase, "def f(x):", Settings(max_new_tokens=4, preset="gone")))
     assert frames and showcase.start_problem() is None
+
+
+def test_a_teach_tab_decode_that_loads_it_clears_it_too(tmp_path):
+    """The Teach tab loads its pair through the cache itself, not through the Chat tab's load: a page opened after
+    a Decode with the preset loaded it was still told it did not load."""
+    import gradio as gr
+
+    from specui.ui.teach_keys import Shown
+    from specui.ui.teaching import TeachState, decode, teaching_tab
+
+    _, showcase = starting_broken(tmp_path)
+    restore(tmp_path)
+    with gr.Blocks():
+        teach = teaching_tab(showcase)
+    c = teach.controls
+    page = {component: component.value for component in (c.drafter, c.k, c.confidence, c.temperature, c.penalty,
+                                                          c.seed)}
+    page |= {c.preset: "gone", c.max_new: 4, c.prompt: "def f(x):", teach.compare.second: "none", c.context: None,
+             teach.handed: 0, teach.index: Shown(), teach.memory: {}}
+    assert decode(TeachState(showcase), teach, page)[teach.run].steps
+    assert showcase.start_problem() is None
+
+
+def restore(tmp_path) -> None:
+    """The missing target folder is back (the bundled target's, under the name the preset gives)."""
+    (tmp_path / MARKUP).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / MARKUP).symlink_to(BUNDLED_TARGET.parent)
 
 
 @pytest.mark.browser
