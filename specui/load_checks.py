@@ -116,6 +116,17 @@ def check_compatible(preset: Preset, target_tokenizer, *, folder: str | None = N
         )
 
 
+def check_chat_template(preset: Preset, tokenizer) -> None:
+    """A preset that wraps prompts in the chat template (`chat_template: true`, `--chat`) needs a target tokenizer that
+    has one: a base model's has none, and each reply failed in transformers' apply_chat_template with a traceback."""
+    if preset.chat_template and not getattr(tokenizer, "chat_template", None):
+        change = ("leave out --chat" if preset.name == COMMAND_LINE
+                  else f"set chat_template: false for presets.{preset.name} in models.yaml")
+        raise LoadError(f"Preset '{preset.name}': the target {preset.target} has no chat template in its tokenizer (a "
+                        f"base model?): {change}, and prompts are continued as text; or save the instruct model's "
+                        "tokenizer beside its weights.")
+
+
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "spiece.model")
 
 

@@ -19,8 +19,9 @@ import torch
 
 from specui import chat_draft, hub, int8, native, packaged, spaces
 from specui.kv import model_device
-from specui.load_checks import (LoadError, check_before_loading, check_causal, check_compatible, conversation_memory,
-                                hub_models, read_tokenizer)  # the first two torch-free: a refusal before torch loads
+from specui.load_checks import (  # the first two torch-free: a refusal before torch loads
+    LoadError, check_before_loading, check_causal, check_chat_template, check_compatible, conversation_memory,
+    hub_models, read_tokenizer)
 from specui.presets import ConfigError, Preset
 from specui.turns import LoadTurn, in_turn
 
@@ -132,6 +133,7 @@ def _load_pair(preset: Preset, say: Callable[[str], None], *, checked: bool) -> 
         tokenizer = read_tokenizer(target_ref, f"Preset '{preset.name}': the target {preset.target}",
                                    revision=preset.revision, trust_remote_code=preset.trust_remote_code,
                                    local_files_only=cached)
+        check_chat_template(preset, tokenizer)  # before the weights: a base model's tokenizer has none
         say(f"Loading the target {preset.target}")
         target = AutoModelForCausalLM.from_pretrained(
             target_ref, local_files_only=cached, **_model_kwargs(
@@ -232,6 +234,10 @@ def _load_draft(preset: Preset, folder: str, target, tokenizer, *, local_files_o
     check_compatible(preset, tokenizer, folder=folder, local_files_only=local_files_only)
     if chat_draft.has_vocabulary(folder):  # a local folder that keeps a reduced output vocabulary
         chat_draft.restrict_vocabulary(draft, chat_draft.load_vocabulary(folder))
+    elif (rows := target.get_output_embeddings().weight.shape[0]) < draft.get_output_embeddings().weight.shape[0]:
+        # the same tokenizer, the draft's matrices padded past the target's rows: ids the target never writes (p = 0),
+        # cut off (the SpeculativeEngine refuses a larger draft vocabulary) at no cost to exactness
+        draft.resize_token_embeddings(rows)
     return draft
 
 

@@ -1,0 +1,71 @@
+"""A workstation user's own model pair, given as folders (models.yaml or --target/--draft): what real pairs get wrong
+either decodes exactly (greedy equal to plain decoding) or is refused at load in one line that says what to change.
+Tiny random models saved with a character tokenizer (tests/helpers.py), loaded through `load_engine` as a user's
+script would, without the warm-up."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specui.load_checks import LoadError
+from specui.loading import load_engine
+from tests.helpers import char_tokenizer, make_model, noisy_copy, save_tiny_model
+
+PROMPT = [5, 9, 14, 5, 9, 14, 22, 31]
+VOCAB = 96  # make_model's and char_tokenizer's
+
+
+def _engine(**preset):
+    config = {"presets": {"own": {"target": "t", **preset}}}
+    return load_engine("own", config=config, warm_up=False)
+
+
+def test_a_draft_padded_past_the_targets_vocabulary_decodes_exactly(tmp_path, monkeypatch):
+    """A draft of the target's tokenizer whose embedding matrices are padded with rows past the target's (as real
+    checkpoints pad to a multiple of 64 or 128) loads, cut to the target's rows, where `SpeculativeEngine` refused it
+    with a traceback ('vocabulary (128 tokens) is larger than the target's (96)'). Its padded rows are made the
+    largest logits, so a draft that kept them would propose ids the target has no row for: greedy must equal plain
+    decoding's, and the draft, a close copy of the target, must have its drafts accepted."""
+    monkeypatch.chdir(tmp_path)
+    target = make_model("llama", layers=2, seed=0)
+    draft = noisy_copy(target, noise=0.02, seed=1)
+    draft.resize_token_embeddings(VOCAB + 32, mean_resizing=False)
+    with torch.no_grad():
+        draft.get_output_embeddings().weight[VOCAB:] = 50 * draft.get_output_embeddings().weight[:32]
+    save_tiny_model(tmp_path / "t", "llama", layers=2, seed=0, model=target)
+    save_tiny_model(tmp_path / "d", "llama", layers=2, seed=0, model=draft)
+    engine = _engine(draft="d")
+    assert engine.draft_model.get_output_embeddings().weight.shape[0] == VOCAB
+    plain = engine.generate(PROMPT, max_new_tokens=24, speculative=False, ignore_eos=True).token_ids
+    spec = engine.generate(PROMPT, max_new_tokens=24, drafter="model", num_draft_tokens=4, ignore_eos=True)
+    assert spec.token_ids == plain
+    assert spec.acceptance_rate > 0.3
+
+
+def test_chat_on_a_target_without_a_chat_template_is_refused_at_load_saying_what_to_change(tmp_path, monkeypatch):
+    """`chat_template: true` (`--chat`) on a base model, whose tokenizer has no chat template, is refused as the
+    tokenizer is read, saying to set chat_template: false (or leave out --chat), where it loaded and every reply then
+    failed in transformers' apply_chat_template ('Cannot use chat template functions because tokenizer.chat_template
+    is not set ...') with a traceback."""
+    monkeypatch.chdir(tmp_path)
+    save_tiny_model(tmp_path / "t", "llama", layers=1, seed=0)
+    with pytest.raises(LoadError) as refused:
+        _engine(chat_template=True)
+    said = str(refused.value)
+    assert "no chat template" in said and "chat_template: false for presets.own" in said and "\n" not in said
+    tokenizer = char_tokenizer()
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    save_tiny_model(tmp_path / "t", "llama", layers=1, seed=0, tokenizer=tokenizer)
+    assert _engine(chat_template=True).preset.chat_template  # with a template: loads
+
+
+def test_a_base_pair_given_on_the_command_line_with_chat_is_told_to_leave_out_chat(tmp_path, monkeypatch):
+    """The same for `--target T --chat` (the preset `command-line`): the line names the flag."""
+    from specui.presets import load_config, with_pair
+
+    monkeypatch.chdir(tmp_path)
+    save_tiny_model(tmp_path / "t", "llama", layers=1, seed=0)
+    preset = with_pair(load_config(), "t", chat=True).get(None)
+    with pytest.raises(LoadError, match="leave out --chat"):
+        load_engine(preset, warm_up=False)
