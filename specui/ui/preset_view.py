@@ -15,7 +15,7 @@ answered one at a time: gradio's page sends none of its calls while another is o
 and sends the last one after it has landed, with the page's values by then. As three events, a preset picked and a
 width moved at once each had its answer computed with the other's value as it was sent, and the one that landed last
 left the slider where the stale one put it (a chain's 0.6 at width 2, say). What the controls last answered for
-(`Followed`, a State) tells the answer what changed since.
+(`Followed`, held by the page beside them) tells the answer what changed since.
 """
 
 from __future__ import annotations
@@ -105,34 +105,52 @@ def on_tree_width(config, preset_name: str, drafter: str, width, confidence, was
 @dataclass(frozen=True)
 class Followed:
     """What the Chat tab's K, drafter and confidence slider were last set for (`on_chat_controls`): the preset's name,
-    the drafter's name and whether the width asked for a token tree."""
+    the drafter's name and whether the width asked for a token tree. The page holds it (`follow_chat`) as
+    `[preset, drafter, tree]`."""
     preset: str
     drafter: str
     tree: bool = False
 
+    @classmethod
+    def read(cls, held) -> Followed:
+        """What the page holds (`[preset, drafter, tree]`; a Followed as it is); anything else: nothing followed, so a
+        preset's answer follows."""
+        if isinstance(held, Followed):
+            return held
+        try:
+            preset, drafter, tree = held
+        except (TypeError, ValueError):
+            return cls("", "", False)
+        return cls(str(preset), str(drafter), bool(tree))
 
-def on_chat_controls(config, preset_name: str, drafter: str, width, confidence, followed: Followed) -> tuple:
+    def held(self) -> list:
+        """As the page holds it."""
+        return [self.preset, self.drafter, self.tree]
+
+
+def on_chat_controls(config, preset_name: str, drafter: str, width, confidence, followed) -> tuple:
     """The Chat tab's preset, drafter or Tree width changed (one event: `follow_chat`), with the page's values as they
-    are and what the controls were last set for (`followed`): a preset chosen brings its drafter, K and floor for the
-    width's shape (`follow_preset`, `confidence_of`) and its line; else a drafter chosen its K and floor
-    (`on_chat_drafter`); else a width across 1 the other shape's floor, where the slider holds the last one's
-    (`on_tree_width`). (The K, drafter, confidence and preset line's updates, and what they are set for now.)"""
+    are and what the controls were last set for (`followed`, as the page holds it: `Followed.read`): a preset chosen
+    brings its drafter, K and floor for the width's shape (`follow_preset`, `confidence_of`) and its line; else a
+    drafter chosen its K and floor (`on_chat_drafter`); else a width across 1 the other shape's floor, where the
+    slider holds the last one's (`on_tree_width`). (The K, drafter, confidence and preset line's updates, and what
+    they are set for now, as the page holds it.)"""
     skip = gr.skip()
     try:
         preset = config.get(preset_name)
     except ValueError as e:
-        return skip, skip, skip, f"⚠ {e}", followed
-    tree, name = is_tree(width), name_of(drafter)
+        return skip, skip, skip, f"⚠ {e}", skip
+    tree, name, followed = is_tree(width), name_of(drafter), Followed.read(followed)
     if preset.name != followed.preset:
         drafter_now, k = follow_preset(preset)
         return (k, drafter_now, confidence_of(preset, width=width), about(preset),
-                Followed(preset.name, preset.drafter, tree))
+                Followed(preset.name, preset.drafter, tree).held())
     k, floor = skip, skip
     if name != followed.drafter:
         k, floor = on_chat_drafter(config, preset.name, drafter, width)
     if "value" not in floor and tree != followed.tree:  # the new drafter's floor, else the slider's move across 1
         floor, _ = on_tree_width(config, preset.name, drafter, width, confidence, followed.tree)
-    return k, skip, floor, skip, Followed(preset.name, name, tree)
+    return k, skip, floor, skip, Followed(preset.name, name, tree).held()
 
 
 def follow_chat(controls, config) -> None:
@@ -140,9 +158,13 @@ def follow_chat(controls, config) -> None:
     (`on_chat_controls`), one answer at a time (see the module docstring). Tree width's change, not its input: its ↺
     (and Escape on it) puts back 1 with a change alone. No progress shown: gradio's covers each output while a call is
     on its way, so a width moved hid the drafter radio, K and the preset's line behind a spinner that took the next
-    click (a drafter picked just after was lost), as the Teach tab's preset list shows none (teaching.NAV)."""
+    click (a drafter picked just after was lost), as the Teach tab's preset list shows none (teaching.NAV). What the
+    controls follow is held by the page (a hidden JSON), as long as the controls' own values: as a `gr.State` it went
+    with the server's record of the session (gradio drops a closed tab's an hour on; a restart drops all), the page's
+    controls staying, and a width moved then took the page's preset for a new pick, putting back its drafter and K
+    over those the user had chosen."""
     c, preset = controls, config.get(None)
-    followed = gr.State(Followed(preset.name, preset.drafter, is_tree(c.tree_width.value)))
+    followed = gr.JSON(Followed(preset.name, preset.drafter, is_tree(c.tree_width.value)).held(), visible=False)
     gr.on([c.preset.change, c.drafter.change, c.tree_width.change], lambda *values: on_chat_controls(config, *values),
           [c.preset, c.drafter, c.tree_width, c.confidence, followed],
           [c.k, c.drafter, c.confidence, c.about, followed], trigger_mode="always_last", queue=False,

@@ -105,3 +105,23 @@ def test_a_drafter_clicked_while_the_widths_answer_is_on_its_way_is_taken(page, 
     _let_go(page, held)
     assert page.locator("#drafter input:checked").get_attribute("value") == "draft model"
     assert (_shows(page, "num-draft-tokens"), _shows(page, "draft-confidence")) == ("6 6", "0 0")  # a tree's none
+
+
+def test_a_width_moved_after_the_sessions_state_expired_leaves_the_chosen_drafter_and_k(page, site):
+    """What the controls last followed was a `gr.State`, which gradio deletes with the session's other State values
+    (an hour after the tab was seen closed: a laptop asleep) while the page keeps its controls: a width moved then
+    read the page's preset as a new pick and put back its drafter and K (EAGLE, 6) over the user's draft model at K 3.
+    The page holds it now, as long as the controls' own values."""
+    _choose(page, "preset", "smollm2-chat", then={"draft-confidence": 0.6})
+    page.locator("#drafter").get_by_label("draft model", exact=True).check()
+    page.wait_for_function(f"() => ({_slider('draft-confidence')})() === '0.5 0.5'", timeout=30_000)  # its own
+    set_number(page, "num-draft-tokens", 3)
+    wait_quiet(page)
+    holder, sessions = SERVED[site[1]].state_holder, page.calls["sessions"]
+    assert sessions
+    for session in sessions:
+        holder.delete_state(session)  # as gradio's expiry of a closed session's State values does
+    set_number(page, "tree-width", 2)
+    wait_quiet(page)
+    assert page.locator("#drafter input:checked").get_attribute("value") == "draft model"
+    assert (_shows(page, "num-draft-tokens"), _shows(page, "draft-confidence")) == ("3 3", "0 0")
