@@ -3,7 +3,9 @@ last preset and width give, whichever answer the server would have sent first. T
 on its way (playwright's route) while the second control moves, then let go: as separate events, the second's answer
 landed first and the held one, computed with the other control's old value, left the slider at a stale floor; as one
 event (`preset_view.follow_chat`, always_last) the page sends the second call after the first has landed, with the
-values by then. Holding the call makes the crossing certain, not a matter of a loaded machine's timing."""
+values by then. Holding the call makes the crossing certain, not a matter of a loaded machine's timing. Also: a drafter
+clicked while the width's call is held is taken (no progress covers the radio), and what the controls followed
+outlives the session's State values (the page holds it)."""
 
 from __future__ import annotations
 
