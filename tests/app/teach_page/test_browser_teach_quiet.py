@@ -2,7 +2,8 @@
 real browser (every queued or unqueued call the page sends, named by its function): a Tab through the preset list
 sends none (it sent one, a no-op the server answered by leaving the drafter and K alone), and a pick of a preset by the
 mouse or by the keys sends one that brings its drafter and K (the mouse's sent two: gradio fires the list's `input`
-as it is picked and again as the focus leaves it). Served on an app of its own whose models.yaml has two presets
+as it is picked and again as the focus leaves it); a second pick made while the first's call is on its way is
+sent after it. Served on an app of its own whose models.yaml has two presets
 (the folder's `app` has one), in the folder's Chromium."""
 
 from __future__ import annotations
@@ -113,3 +114,36 @@ def test_escape_on_the_auto_plays_unchanged_slider_calls_nothing_and_a_move_sets
     page.wait_for_function("() => window.intervals.includes(1600)", timeout=30_000)
     page.click("#step-play")  # Pause
     wait_quiet(page)
+
+
+def test_a_preset_picked_again_while_the_last_pick_is_on_its_way_ends_on_the_one_picked_last(page):
+    """Two picks, the first's call held on its way (playwright's route): the page sends the second after the first has
+    landed (the hidden button's event is always_last), so the list, the drafter and K end on the last preset picked.
+    With gradio's default for a click ("once") the second pick was dropped: 'tiny' shown with tiny-lookup's K 2."""
+    calls_during(page, pick_by_mouse(page, "tiny"))
+    demo = next(demo for url, demo in SERVED.items() if page.url.startswith(url))
+    picks = {i for i, f in demo.fns.items() if getattr(getattr(f.fn, "func", f.fn), "__name__", "") == "on_preset"}
+    held = []
+
+    def hold(route):
+        if not held and json.loads(route.request.post_data or "{}").get("fn_index") in picks:
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/queue/join*", hold)
+    try:
+        pick_by_mouse(page, LOOKUP)()
+        for _ in range(100):  # until the pick's call is on its way, held
+            if held:
+                break
+            page.wait_for_timeout(100)
+        assert held, "the pick sent no call"
+        pick_by_mouse(page, "tiny")()  # while the first is held
+        page_timers_run(page, 100)
+    finally:
+        for route in held:
+            route.continue_()
+        page.unroute("**/queue/join*")
+    wait_quiet(page)
+    assert chosen(page) == ("tiny", "draft model", "4")
