@@ -40,8 +40,8 @@ def follow_preset(preset, *, k_max: int | None = None) -> tuple:
 
 
 def on_preset(config, name: str | None, *, k_max: int | None = None) -> tuple:
-    """`follow_preset` for a preset's name (no change for a name the config does not hold, nor for None: the list
-    left as it was, `teach_keys.picked`)."""
+    """`follow_preset` for a preset's name (no change for a name the config does not hold, nor for None: a list with
+    no value)."""
     if name is None:
         return gr.skip(), gr.skip()
     try:
