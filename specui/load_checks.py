@@ -54,7 +54,13 @@ def check_before_loading(preset: Preset) -> None:
             except packaged.PackagedModelError as e:
                 raise LoadError(f"Preset '{preset.name}': {e}") from None
         elif ref and Path(ref).is_absolute() and not ((Path(ref) / "config.json").is_file() or is_draft_folder(ref)):
+            gguf = sorted(Path(ref).glob("*.gguf")) if Path(ref).is_dir() else []  # the file given by its folder
+            where = f"It holds {gguf[0].name}: give that file as the {role} ({gguf[0]})." if gguf else where
             raise LoadError(f"Preset '{preset.name}': the {role} folder {ref} has no config.json. {where}")
+    for name, folder in preset.heads:  # a head loads after the target: a folder that is not there is said now
+        if not Path(folder).is_dir():
+            raise LoadError(f"Preset '{preset.name}': heads.{name}: the head folder {folder} does not exist. Check the "
+                            "path in models.yaml (relative to that file), or train one: python -m specui.train heads")
     for field_name in ("device", "draft_device"):
         wanted = getattr(preset, field_name) or ""
         if wanted.startswith("cuda") and not _has_cuda():
@@ -63,9 +69,11 @@ def check_before_loading(preset: Preset) -> None:
                             "another preset.")
     wants_cuda = preset.quantization != "none" or preset.draft_quantization != "none"
     if wants_cuda and not _has_cuda():
-        wanted = preset.quantization if preset.quantization != "none" else preset.draft_quantization
-        raise LoadError(f"Preset '{preset.name}' asks for {wanted} quantization, which needs a CUDA GPU "
-                        "(bitsandbytes); this machine has none. Choose a preset without quantization.")
+        key = "quantization" if preset.quantization != "none" else "draft_quantization"
+        raise LoadError(f"Preset '{preset.name}' asks for {getattr(preset, key)} quantization, which needs a CUDA GPU "
+                        f"(bitsandbytes); this machine has none. Choose a preset without quantization, or set {key}: "
+                        f"none for presets.{preset.name} in models.yaml (on a CPU: float32, or dtype: bfloat16 for "
+                        "half the memory).")
     missing = hub.unreachable(hub_models(preset))  # at once: transformers would retry for about a minute
     if missing:
         start = (f"Preset '{preset.name}' needs {' and '.join(missing)} from the Hugging Face Hub, which this machine "

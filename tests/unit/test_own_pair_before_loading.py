@@ -1,0 +1,54 @@
+"""A workstation user's own models.yaml entry: mistakes that can be known before any model loads are said then, in one
+line that says what to change (specui.load_checks.check_before_loading), not after the target has loaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specui.load_checks import LoadError, check_before_loading
+from specui.presets import parse_config
+
+
+def _preset(folder: Path, **body):
+    (folder / "t").mkdir(exist_ok=True)
+    (folder / "t" / "config.json").write_text("{}")
+    return parse_config({"presets": {"own": {"target": "t", **body}}}, path=folder / "models.yaml").get("own")
+
+
+def test_a_head_folder_that_is_not_there_is_said_before_the_target_loads(tmp_path):
+    """`heads: {eagle: heads/eagle}` naming no folder was said only once the target had loaded (the head loads after
+    it: a large target's minutes); now at once, naming the key and the folder."""
+    preset = _preset(tmp_path, drafter="eagle", heads={"eagle": "heads/eagle"})
+    with pytest.raises(LoadError) as refused:
+        check_before_loading(preset)
+    said = str(refused.value)
+    assert f"heads.eagle: the head folder {tmp_path / 'heads' / 'eagle'} does not exist" in said
+    assert "\n" not in said
+
+
+def test_a_folder_that_holds_a_gguf_file_says_to_give_the_file(tmp_path):
+    """A folder of GGUF files given as the model (`--target models/`), where the file itself is what specui converts:
+    'has no config.json' and the file to give instead, where it said to check the path alone."""
+    (tmp_path / "gguf").mkdir()
+    (tmp_path / "gguf" / "qwen2.5-0.5b-q8_0.gguf").write_bytes(b"GGUF")
+    with pytest.raises(LoadError) as refused:
+        check_before_loading(_preset(tmp_path, draft="gguf"))
+    said = str(refused.value)
+    assert "the draft folder" in said and "has no config.json" in said
+    assert f"give that file as the draft ({tmp_path / 'gguf' / 'qwen2.5-0.5b-q8_0.gguf'})" in said
+
+
+def test_four_bit_on_a_machine_without_cuda_says_which_key_to_change(tmp_path):
+    """bitsandbytes' 4-bit needs CUDA: on a CPU machine the user's own preset is told which key to set to none, where
+    it said only to choose another preset."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: 4-bit quantization is allowed")
+    for key in ("quantization", "draft_quantization"):
+        body = {key: "4bit", "draft": "t"}
+        with pytest.raises(LoadError, match=f"asks for 4bit quantization, which needs a CUDA GPU .* set {key}: none "
+                                            "for presets.own in models.yaml"):
+            check_before_loading(_preset(tmp_path, **body))
