@@ -5,11 +5,13 @@ awaits it. Gradio cancels an event by cancelling its asyncio task (a client's `j
 function would leave its worker thread decoding to the end while the concurrency slot is handed to the
 next request. Here the cancel sets the run's stop event, so the run ends at its next round, and the
 endpoint waits for that before it lets the cancel through: the slot frees only once decoding stopped.
-A client that vanishes without a cancel (a killed process, a dropped connection) is only marked dead
-by Gradio (its event's `alive`); the endpoint watches for that too and stops the run the same way. Gradio 6.31
-seldom marks it while the run goes on (its SSE stream marks events dead where `request.is_disconnected()` sees the
-disconnect between messages; a stream that Starlette ends at a send to the dead socket likely never gets there: not
-yet confirmed), so such a run mostly decodes to its end before its slot frees: test_app_served's xfail has the numbers.
+A client that vanishes without a cancel (a killed process, a dropped connection) is marked dead by Gradio (its
+event's `alive`); the endpoint watches for that too (`client_alive`, every `POLL_S`) and stops the run the same way,
+the slot freeing once the round in flight is done. Gradio marks it when the session's message stream
+(/gradio_api/queue/data) drops; a client killed before it opened that stream (gradio_client opens it a moment after
+its job joined the queue) is marked by `client_streams` when its heartbeat drops, the last stream it had.
+A client gone with no stream open at all (a raw HTTP client killed right after its /queue/join) leaves nothing to
+notice: that run decodes to its end before its slot frees.
 
 The API builds no charts: it returns none (`figures=False`). The API page ("Use via API") names and describes each
 parameter and the answer (`serve_generate`).

@@ -1,15 +1,19 @@
-"""The served app's resources: a cancelled run or a closed page's stops and frees its slot (a killed API client's
-does not before its end: gradio seldom notices, xfail); the API builds no charts. The app runs in this process on the
-bundled pair with a `Showcase` the test holds, so it can watch the runs in flight (`Showcase.live`) and the API's
-decoding threads (`specui-generate-N`).
+"""The served app's resources: a cancelled run, a killed API client's (also one killed before it read its answer) or
+a closed page's stops and frees its slot, and a client whose heartbeat alone dropped is still served; the API builds
+no charts. The app runs in this process on the bundled pair with a `Showcase` the test holds, so it can watch the
+runs in flight (`Showcase.live`) and the API's decoding threads (`specui-generate-N`).
 """
 
 from __future__ import annotations
 
+import inspect
+import json
 import subprocess
 import sys
 import threading
+import uuid
 
+import httpx
 import pytest
 
 from tests.helpers import ROOT, require_browser, served_app, ui_config
@@ -100,16 +104,17 @@ def test_a_cancelled_api_job_stops_and_frees_its_slot(app, monkeypatch):
     wait_until(lambda: not decoding_threads(), threads_left, timeout_s=60)
 
 
-@pytest.mark.xfail(strict=False, reason="gradio 6.31 seldom marks a SIGKILLed API client's event dead before its "
-                   "run ends: at a 0.25 s heartbeat the run decoded on to 'done' (1221 rounds, 10-14 s after the "
-                   "kill, its stop never set) in 5 of 6 tries here (load 7 to 10), alone or after the cancel test; "
-                   "the slot is freed only at the run's end")
 def test_a_killed_api_client_stops_its_run(app, tmp_path, monkeypatch):
-    """A client process killed mid-run sends no cancel: Gradio only marks its event dead when the stream drops, and
-    the run must still stop (its stop event set, at most the round in flight decoded after it) and free its slot.
-    At gradio's default heartbeat (15 s, longer than this whole run takes here) the old form of this test, the slot
-    free within 10 s, passed by the run simply finishing; even at 0.25 s gradio mostly misses the dead client."""
-    monkeypatch.setenv("GRADIO_HEARTBEAT_INTERVAL", "0.25")  # read by each stream as it opens
+    """A gradio_client process killed mid-run sends no cancel: its run must still stop (its stop event set, at most the
+    round in flight decoded after it) and free its slot, at gradio's own heartbeat. Killed a few rounds in, the client
+    often has not opened its message stream yet (it does so a moment after its job joined the queue), only its
+    heartbeat: gradio then marked nothing dead and the run decoded on to 'done' (1221 rounds, its stop never set, in 5
+    of 6 tries); `client_streams` marks the session's events dead once its last stream is gone. The kill waits for the
+    client's heartbeat to be open (its thread connects beside the job's joining): a client killed with no connection
+    open at all leaves the server nothing to notice."""
+    from specui.ui.client_streams import open_streams
+    from tests.gradio_calls import SERVED
+
     url, showcase = app
     gradio_client.Client(url, verbose=False).predict(PROMPT, max_new_tokens=8, api_name="/generate")  # warm
     watched = watch_runs(showcase, monkeypatch)
@@ -117,20 +122,110 @@ def test_a_killed_api_client_stops_its_run(app, tmp_path, monkeypatch):
     script.write_text(
         "import sys, time\n"
         "import gradio_client\n"
-        f"job = gradio_client.Client({url!r}, verbose=False).submit({PROMPT!r}, max_new_tokens=1000, compare=True,"
-        " api_name='/generate')\n"
+        f"client = gradio_client.Client({url!r}, verbose=False)\n"
+        "print(client.session_hash, flush=True)\n"
+        f"job = client.submit({PROMPT!r}, max_new_tokens=1000, compare=True, api_name='/generate')\n"
         "time.sleep(600)\n")
-    client = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True)
+    session, streams = client.stdout.readline().strip(), open_streams(SERVED[url].app)
+    killed_after(client, watched, also=lambda: streams.get(session))
+    stopped(showcase, watched)
+
+
+def test_an_api_client_killed_before_it_read_its_answer_stops_its_run(app, tmp_path, monkeypatch):
+    """A client that holds its heartbeat and joined the queue (as gradio_client does at first, or a raw HTTP client),
+    killed before it opened its message stream (GET /gradio_api/queue/data): its run stops all the same. Without
+    `client_streams` gradio marked nothing dead (its heartbeat's end closes the session's state, not its events) and the
+    run decoded all its 1000 tokens twice, every time."""
+    url, showcase = app
+    gradio_client.Client(url, verbose=False).predict(PROMPT, max_new_tokens=8, api_name="/generate")  # warm
+    watched = watch_runs(showcase, monkeypatch)
+    session = uuid.uuid4().hex
+    script = tmp_path / "raw_client.py"
+    script.write_text(
+        "import json, sys, time\n"
+        "import httpx\n"
+        "url, session, body = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])\n"
+        "beat = httpx.stream('GET', f'{url}gradio_api/heartbeat/{session}', timeout=None)\n"
+        "beat.__enter__()  # the heartbeat open, as gradio_client holds it; no message stream\n"
+        "httpx.post(url + 'gradio_api/queue/join', json=body, timeout=120).raise_for_status()\n"
+        "time.sleep(600)\n")
+    body = join_body(url, showcase, session, prompt=PROMPT, max_new_tokens=1000, compare=True)
+    client = subprocess.Popen([sys.executable, str(script), url, session, json.dumps(body)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    killed_after(client, watched)
+    stopped(showcase, watched)
+
+
+def test_a_dropped_heartbeat_leaves_a_run_whose_answer_is_read_alone(app, monkeypatch):
+    """A client that reads its message stream is there, whatever became of its heartbeat (gradio_client gives its up
+    when one is 20 s late, and reads on): its run decodes to its end and the answer comes."""
+    from specui.ui.client_streams import open_streams
+    from tests.gradio_calls import SERVED
+
+    url, showcase = app
+    gradio_client.Client(url, verbose=False).predict(PROMPT, max_new_tokens=8, api_name="/generate")  # warm
+    watched = watch_runs(showcase, monkeypatch)
+    session, streams = uuid.uuid4().hex, open_streams(SERVED[url].app)
+    lines = []
+
+    def read():
+        with httpx.stream("GET", url + "gradio_api/queue/data", params={"session_hash": session}, timeout=None) as r:
+            for line in r.iter_lines():
+                lines.append(line)
+                if "process_completed" in line:
+                    return
+
+    with httpx.stream("GET", f"{url}gradio_api/heartbeat/{session}", timeout=None) as beat:
+        httpx.post(url + "gradio_api/queue/join", json=join_body(url, showcase, session, prompt=PROMPT,
+                                                                  max_new_tokens=1000), timeout=120)
+        reader = threading.Thread(target=read, daemon=True, name="reader")
+        reader.start()
+        wait_until(lambda: streams.get(session) == 2 and watched and watched[0]["run"] is not None
+                   and rounds(watched[0]["run"]) >= 3, "the run to decode a few rounds, its answer read", timeout_s=120)
+        beat.close()  # its connection with it
+        wait_until(lambda: streams.get(session) == 1, "the server to see the heartbeat gone", timeout_s=60)
+    assert showcase.live == 1, "the run ended before its heartbeat was seen gone: this test proves nothing"
+    wait_until(lambda: showcase.live == 0, still_decoding(showcase), timeout_s=300)
+    run, at_stop = watched[0]["run"], watched[0]["at_stop"]
+    assert run.phase == "done" and at_stop is None, (run.phase, at_stop, rounds(run))
+    reader.join(timeout=60)
+    assert '"success":true' in lines[-1].replace(" ", ""), lines[-1][:500]
+
+
+def join_body(url: str, showcase, session: str, **values) -> dict:
+    """/gradio_api/queue/join's body for `/generate` as a raw HTTP client sends it: `values` over the endpoint's own
+    defaults, in its order."""
+    from specui.ui.api import generate_endpoint
+
+    config = httpx.get(url + "config", timeout=60).json()
+    fn = next(d["id"] for d in config["dependencies"] if d.get("api_name") == "generate")
+    parameters = inspect.signature(generate_endpoint(showcase)).parameters.values()
+    data = [values.get(p.name, p.default) for p in parameters if p.name != "request"]
+    return {"data": data, "fn_index": fn, "session_hash": session, "event_data": None, "trigger_id": None}
+
+
+def killed_after(client: subprocess.Popen, watched: list[dict], also=lambda: True) -> None:
+    """SIGKILL `client` (no cancel, no goodbye) once its run has decoded a few rounds (and `also()`); note the rounds
+    then."""
     try:
-        wait_until(lambda: watched and watched[0]["run"] is not None and rounds(watched[0]["run"]) >= 3,
+        wait_until(lambda: watched and watched[0]["run"] is not None and rounds(watched[0]["run"]) >= 3 and also(),
                    "the long run to decode a few rounds", timeout_s=120)
     finally:
-        client.kill()  # SIGKILL: no cancel, no goodbye
+        client.kill()
         client.wait()
+    watched[0]["at_kill"] = rounds(watched[0]["run"])
+
+
+def stopped(showcase, watched: list[dict]) -> None:
+    """Assert the killed client's run was stopped (not decoded to its end: 1221 rounds), at most the round in flight
+    decoded after its stop, and its thread gone. The bound is in rounds; only the waits' caps are in seconds."""
     wait_until(lambda: showcase.live == 0, still_decoding(showcase), timeout_s=120)
-    run, at_stop = watched[0]["run"], watched[0]["at_stop"]
-    assert at_stop is not None, f"the dead client's run was never stopped: it ended {run.phase!r}, {rounds(run)} rounds"
-    assert run.phase == "stopped" and rounds(run) - at_stop <= 1, (run.phase, at_stop, rounds(run))
+    run, at_stop, at_kill = watched[0]["run"], watched[0]["at_stop"], watched[0]["at_kill"]
+    assert at_stop is not None, (f"the dead client's run was never stopped: killed at round {at_kill}, it ended "
+                                 f"{run.phase!r}, {rounds(run)} rounds")
+    assert run.phase == "stopped" and rounds(run) - at_stop <= 1, (run.phase, at_kill, at_stop, rounds(run))
     wait_until(lambda: not decoding_threads(), threads_left, timeout_s=60)
 
 
