@@ -116,12 +116,26 @@ def check_compatible(preset: Preset, target_tokenizer, *, folder: str | None = N
     draft_tokenizer = read_tokenizer(folder or preset.draft, f"Preset '{preset.name}': the draft {preset.draft}",
                                      revision=preset.draft_revision, trust_remote_code=preset.trust_remote_code,
                                      local_files_only=local_files_only)
-    if draft_tokenizer.get_vocab() != target_tokenizer.get_vocab():
+    draft_vocab, target_vocab = draft_tokenizer.get_vocab(), target_tokenizer.get_vocab()
+    if draft_vocab != target_vocab:
         raise LoadError(
             f"Preset '{preset.name}': the draft {preset.draft} and the target {preset.target} use different "
-            "tokenizers (their vocabularies differ), so the draft's tokens cannot be verified by the target. "
-            "Pick a draft from the target's model family."
+            f"tokenizers ({_first_difference(draft_vocab, target_vocab)}), so the draft's token ids would mean other "
+            "text to the target. Pick a draft from the target's model family (the same tokenizer)."
         )
+
+
+def _first_difference(draft_vocab: dict[str, int], target_vocab: dict[str, int]) -> str:
+    """How two vocabularies (token -> id) differ, in words: their sizes, else the lowest id they disagree on."""
+    if len(draft_vocab) != len(target_vocab):
+        return f"the draft's has {len(draft_vocab)} tokens, the target's {len(target_vocab)}"
+    draft_ids, target_ids = ({i: t for t, i in vocab.items()} for vocab in (draft_vocab, target_vocab))
+    ids = sorted(set(draft_ids) | set(target_ids))
+    i = next((i for i in ids if draft_ids.get(i) != target_ids.get(i)), None)
+    if i is None:  # tokens that share an id: the mappings differ though each id reads the same
+        return "their vocabularies differ"
+    return (f"both have {len(target_vocab)} tokens, but id {i} is {draft_ids.get(i)!r} in the draft's and "
+            f"{target_ids.get(i)!r} in the target's")
 
 
 def check_chat_template(preset: Preset, tokenizer) -> None:

@@ -69,3 +69,29 @@ def test_a_base_pair_given_on_the_command_line_with_chat_is_told_to_leave_out_ch
     preset = with_pair(load_config(), "t", chat=True).get(None)
     with pytest.raises(LoadError, match="leave out --chat"):
         load_engine(preset, warm_up=False)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_a_draft_of_another_tokenizer_is_refused_saying_how_the_two_differ(tmp_path, monkeypatch, reverse):
+    """A draft whose tokenizer is not the target's is refused as it loads, where it said only 'their vocabularies
+    differ': of another size, the two sizes; of the same size with other tokens (the same characters in reverse
+    order), the first id the two read differently."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    monkeypatch.chdir(tmp_path)
+    save_tiny_model(tmp_path / "t", "llama", layers=1, seed=0)
+    if reverse:
+        tokenizer = char_tokenizer(reverse=True)
+    else:  # one token fewer
+        chars = {"[UNK]": 0, **{chr(c): c - 31 for c in range(32, 126)}}
+        words = Tokenizer(models.WordLevel(vocab=chars, unk_token="[UNK]"))
+        words.pre_tokenizer = pre_tokenizers.Split("", behavior="isolated")
+        tokenizer = PreTrainedTokenizerFast(tokenizer_object=words, unk_token="[UNK]")
+    save_tiny_model(tmp_path / "d", "llama", layers=1, seed=1, tokenizer=tokenizer)
+    with pytest.raises(LoadError) as refused:
+        _engine(draft="d")
+    said = str(refused.value)
+    assert ("both have 96 tokens, but id 1 is '~' in the draft's and ' ' in the target's" if reverse
+            else "the draft's has 95 tokens, the target's 96") in said
+    assert "Pick a draft from the target's model family" in said and "\n" not in said
