@@ -1,12 +1,13 @@
 """One tree round drawn: `tree_figure(record, step=None)`, a plotly figure of a `specui.tree_steps.TreeRecord`.
 
-Nodes are laid out by depth (x: 0 the root, the round's first token; 1 its children...) and stacked so
+Nodes are laid out by depth (x: 0 the root, the last token so far; 1 its children...) and stacked so
 that each parent sits beside its children (y: leaves in drafting order, a parent at its children's mean).
-Edges join children to parents; the accepted path is drawn thick; nodes are coloured by verdict
-(accepted, rejected, never judged) and the round's own token (resampled or bonus) hangs off the last
-accepted node. Hovering a node shows its token text, id, p, q, and, once judged, its acceptance probability, draw
-and verdict. With a `step` (`specui.tree_steps.TreeStep`, the Teach tab), only what was judged up to that step is
-coloured and told on hover, the child judged at that step is ringed, and the round's own token appears at the end.
+Edges join children to parents; the accepted path is drawn thick; nodes are coloured and shaped by
+verdict (accepted a filled circle, rejected an x, never judged a hollow circle: not by colour alone) and the
+round's own token (resampled a diamond, bonus a star) hangs off the last accepted node. Hovering a node shows
+its token text, id, p, q, and, once judged, its acceptance probability, draw and verdict. With a `step`
+(`specui.tree_steps.TreeStep`, the Teach tab), only what was judged up to that step is coloured and told on hover,
+the child judged at that step is ringed, and the round's own token appears at the end.
 
 Token texts are model output: they reach plotly as plain text, with & < > escaped (plotly would read a
 few HTML tags in text) and whitespace made visible. Pure functions, no gradio.
@@ -24,6 +25,10 @@ from specui.ui.theme import BEST_COLOUR, PLAIN_COLOUR, POINT_COLOUR, SPEC_COLOUR
 
 VERDICT_COLOURS = {"accepted": BEST_COLOUR, "rejected": POINT_COLOUR, "unvisited": "#d1d5db"}
 FINAL_COLOURS = {"resampled": "#b91c1c", "bonus": SPEC_COLOUR}
+# each kind has a shape of its own as well as a colour, for a colour-blind student (green and red alone read as one
+# olive to a deuteranope); a never-judged node is a hollow circle, an accepted one a filled circle
+VERDICT_SYMBOLS = {"accepted": "circle", "rejected": "x", "unvisited": "circle"}
+FINAL_SYMBOLS = {"resampled": "diamond", "bonus": "star"}
 LABEL_CHARS = 14  # a node's label is cut to this many characters (the hover text has it whole)
 ROW_PX = 26  # vertical room per leaf
 FINAL = "final"  # the round's own token, in `positions`
@@ -97,14 +102,14 @@ def _edges(xy: dict, pairs) -> tuple[list, list]:
     return xs, ys
 
 
-def _node_trace(record: TreeRecord, xy: dict, members: list[int], *, name: str, colour: str, path=(),
-                unjudged: bool = False) -> go.Scatter:
+def _node_trace(record: TreeRecord, xy: dict, members: list[int], *, name: str, colour: str, symbol: str,
+                path=(), unjudged: bool = False) -> go.Scatter:
     """`members` drawn as one legend entry `name`; `unjudged`: nodes not judged (yet), hollow, their hover saying
     `name` in place of a verdict (`_hover`)."""
     return go.Scatter(x=[xy[i][0] for i in members], y=[xy[i][1] for i in members], mode="markers+text", name=name,
                       text=[plain_label(record.texts[i]) for i in members], textposition="middle right",
                       hovertext=[_hover(record, i, unjudged=name if unjudged else None, path=path) for i in members],
-                      hoverinfo="text", marker={"size": 14, "symbol": "circle", "line": {"color": colour, "width": 2},
+                      hoverinfo="text", marker={"size": 14, "symbol": symbol, "line": {"color": colour, "width": 2},
                                                 "color": "white" if unjudged else colour})
 
 
@@ -126,8 +131,8 @@ def tree_figure(record: TreeRecord | None = None, *, step: TreeStep | None = Non
     xs, ys = _edges(xy, chain)
     fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="accepted path", line={"color": BEST_COLOUR, "width": 4},
                              hoverinfo="skip"))
-    root = (f"the root: the round's first token “{plain_label(record.root_text, limit=None)}”<br>(the context's "
-            "last; the target scores every node after it in one forward)")
+    root = (f"the root: the last token so far “{plain_label(record.root_text, limit=None)}”<br>(where the tree "
+            "starts; the target scores every node after it in one forward)")
     fig.add_trace(go.Scatter(x=[0], y=[xy[-1][1]], mode="markers+text", name="root (the last token so far)",
                              text=[plain_label(record.root_text)], textposition="middle left", hovertext=[root],
                              hoverinfo="text", marker={"size": 16, "symbol": "square", "color": "#374151"}))
@@ -136,8 +141,8 @@ def tree_figure(record: TreeRecord | None = None, *, step: TreeStep | None = Non
         if members:
             # at the round's end a node not judged never will be: "(yet)" would promise a turn it has not got
             label = name if step is None or step.kind == END or verdict != "unvisited" else "not judged (yet)"
-            fig.add_trace(_node_trace(record, xy, members, name=label, colour=VERDICT_COLOURS[verdict], path=path,
-                                      unjudged=verdict == "unvisited"))
+            fig.add_trace(_node_trace(record, xy, members, name=label, colour=VERDICT_COLOURS[verdict],
+                                      symbol=VERDICT_SYMBOLS[verdict], path=path, unjudged=verdict == "unvisited"))
     if step is not None and step.node is not None:
         fig.add_trace(go.Scatter(x=[xy[step.node][0]], y=[xy[step.node][1]], mode="markers", name="this step",
                                  hoverinfo="skip", marker={"size": 26, "symbol": "circle-open",
@@ -147,7 +152,8 @@ def tree_figure(record: TreeRecord | None = None, *, step: TreeStep | None = Non
         fig.add_trace(go.Scatter(x=[xy[FINAL][0]], y=[xy[FINAL][1]], mode="markers+text",
                                  name=f"round's own token ({record.final_kind})", text=[plain_label(record.final_text)],
                                  textposition="middle right", hovertext=[_final_hover(record)], hoverinfo="text",
-                                 marker={"size": 16, "symbol": "diamond", "color": colour}))
+                                 marker={"size": 16, "symbol": FINAL_SYMBOLS.get(record.final_kind, "diamond"),
+                                         "color": colour}))
     rows = 1 + max(y for _, y in xy.values())
     depth = max(x for x, _ in xy.values())
     emitted = len(record.path) + (record.final_id is not None)
