@@ -7,6 +7,7 @@ computes anything with it.
 
 from __future__ import annotations
 
+import logging
 import operator
 import reprlib
 
@@ -18,6 +19,8 @@ from specui.events import GenerationResult
 from specui.kv import context_limit
 from specui.prompt_cache import PromptCache
 from specui.sampling import Generators
+
+log = logging.getLogger(__name__)
 
 
 class ContextLengthError(ValueError):
@@ -132,9 +135,10 @@ def tokenizer_hint(engine) -> tuple[str, str]:
 def eos_ids(given, target, *, vocab_size: int, none_means: str = "the target's generation config's") -> frozenset[int]:
     """The token ids that end a run: `given` (an id or a list of them; None: the target's generation config's, else
     its config's). Given as no token id (the token's text, "</s>"; a float) it is refused by name, where its
-    characters read as ids failed with "invalid literal for int()"; an id outside the target's vocabulary
-    [0, vocab_size) too (given, or where the target's config says it), which no run could ever stop at. none_means:
-    what None would have meant, said in the refusal of a given value (a run's: the engine's)."""
+    characters read as ids failed with "invalid literal for int()". A given id outside the target's vocabulary
+    [0, vocab_size), which no run could ever stop at, is refused by name; one the target's own config says (real
+    checkpoints have such quirks) is dropped with a warning, exactly: the target can never emit it. none_means: what
+    None would have meant, said in the refusal of a given value (a run's: the engine's)."""
     found, source = given, None
     for where in ("generation_config", "config"):
         if found is None:
@@ -151,17 +155,31 @@ def eos_ids(given, target, *, vocab_size: int, none_means: str = "the target's g
         raise ValueError(f"eos_token_id takes a token id or a list of them (ints, e.g. tokenizer.eos_token_id) or None "
                          f"({none_means}), not {reprlib.repr(given)}")
     outside = [i for i in listed if not 0 <= i < vocab_size]
+    if outside and given is None:
+        return _drop_outside(found, listed, outside, f"{source}.eos_token_id", vocab_size)
     if outside:
         bad, ids = outside[0], listed[0] if _index(found) is not None else listed
         vocabulary = f"vocabulary (token ids 0 to {vocab_size - 1})"
-        if given is None:
-            said = f"{ids}, outside its" if isinstance(ids, int) else f"{reprlib.repr(found)}, and {bad} is outside its"
-            raise ValueError(f"the target's {source}.eos_token_id is {said} {vocabulary}: give the engine "
-                             "eos_token_id= (an id of its tokenizer, e.g. tokenizer.eos_token_id)")
         said = f"{ids}" if isinstance(ids, int) else f"{ids}: {bad}"
         raise ValueError(f"eos_token_id={said} is outside the target's {vocabulary}: give an id of its tokenizer "
                          f"(e.g. tokenizer.eos_token_id) or None ({none_means})")
     return frozenset(listed)
+
+
+def _drop_outside(found, listed: list[int], outside: list[int], where: str, vocab_size: int) -> frozenset[int]:
+    """The target's own eos ids less those outside its vocabulary, said in one warning: such an id is no row of the
+    target's output, so no run can sample it, and leaving it out changes no run."""
+    kept = [i for i in listed if i not in outside]
+    one = len(outside) == 1
+    bad = ", ".join(map(str, outside))
+    said = f"{listed[0]}, outside" if _index(found) is not None else \
+        f"{listed}, and {bad} {'is' if one else 'are'} outside"
+    ends = f"a run ends at {', '.join(map(str, kept))}" if kept else \
+        "no token ends a run: give the engine eos_token_id= to end at one"
+    log.warning("specui: the target's %s is %s its vocabulary of %d tokens (ids 0 to %d): no run can sample %s, so "
+                "%s left out (%s)", where, said, vocab_size, vocab_size - 1, "it" if one else "them",
+                "it is" if one else "they are", ends)
+    return frozenset(kept)
 
 
 def check_run_arguments(*, into, draws, cache) -> None:

@@ -4,6 +4,7 @@ that a notebook can show."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
 import numpy as np
@@ -274,16 +275,38 @@ def test_an_eos_token_id_outside_the_vocabulary_is_refused_by_name(engine, eos):
 
 
 @pytest.mark.parametrize("where", ["generation_config", "config"])
-def test_a_targets_own_eos_outside_its_vocabulary_is_refused_where_it_is_written(engine, monkeypatch, where):
-    """The target's own eos_token_id out of range (a generation_config.json of another model's tokenizer) was taken
-    silently too; it is refused saying where it came from, and an eos_token_id given to the engine is taken instead."""
-    monkeypatch.setattr(engine.target_model.generation_config, "eos_token_id", None)
-    monkeypatch.setattr(getattr(engine.target_model, where), "eos_token_id", [2, 151645])
-    with pytest.raises(ValueError, match=rf"^the target's {where}\.eos_token_id is \[2, 151645\], and 151645 is "
-                                         r"outside its vocabulary \(token ids 0 to 95\): give the engine eos_token_id= "
-                                         r"\(an id of its tokenizer, e\.g\. tokenizer\.eos_token_id\)$"):
-        SpeculativeEngine(engine.target_model)
-    assert SpeculativeEngine(engine.target_model, eos_token_id=7).eos_token_ids == {7}  # given, it is the one taken
+def test_a_targets_own_eos_outside_its_vocabulary_is_left_out_in_one_warning(engine, monkeypatch, caplog, where):
+    """A checkpoint whose own eos_token_id holds an id past its output rows (real generation_config.json files have
+    such quirks: another tokenizer's id) loads, where 2a166a7 refused it and so the whole model: no run can sample
+    that id, so leaving it out is exact. One warning names the id, the vocabulary's size and where it is written;
+    the ids in range still end a run (greedy: plain decoding's tokens, cut at the first), an id given is refused."""
+    target = engine.target_model
+    monkeypatch.setattr(target.generation_config, "eos_token_id", None)
+    free = engine.generate(PROMPT, max_new_tokens=24, speculative=False).token_ids  # the fixture's engine ends on none
+    eos = free[5]
+    for written, ends in (([eos, 151645], {eos}), (151645, set()), ([-1, 96], set())):
+        monkeypatch.setattr(getattr(target, where), "eos_token_id", written)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="specui.engine_checks"):
+            built = SpeculativeEngine(target, engine.draft_model)
+        assert built.eos_token_ids == ends, written
+        [record] = [r for r in caplog.records if r.name == "specui.engine_checks"]
+        assert record.levelno == logging.WARNING and f"the target's {where}.eos_token_id is {written}" in \
+            record.getMessage() and "its vocabulary of 96 tokens (ids 0 to 95)" in record.getMessage(), record
+        for arm in (dict(speculative=False), dict(drafter="model"), dict(drafter="model", tree_width=2)):
+            result = built.generate(PROMPT, max_new_tokens=24, **arm)
+            assert result.token_ids == (free[:free.index(eos) + 1] if ends else free), (written, arm)
+    assert caplog.messages[-1] == (f"specui: the target's {where}.eos_token_id is [-1, 96], and -1, 96 are outside "
+                                   "its vocabulary of 96 tokens (ids 0 to 95): no run can sample them, so they are "
+                                   "left out (no token ends a run: give the engine eos_token_id= to end at one)")
+    monkeypatch.setattr(getattr(target, where), "eos_token_id", [2, 151645])
+    with caplog.at_level(logging.WARNING, logger="specui.engine_checks"):
+        SpeculativeEngine(target)
+    assert caplog.messages[-1] == (f"specui: the target's {where}.eos_token_id is [2, 151645], and 151645 is outside "
+                                   "its vocabulary of 96 tokens (ids 0 to 95): no run can sample it, so it is left "
+                                   "out (a run ends at 2)")
+    with pytest.raises(ValueError, match=r"^eos_token_id=151645 is outside the target's vocabulary"):
+        SpeculativeEngine(target, eos_token_id=151645)  # given by the caller: refused, as ever
 
 
 def test_load_engine_takes_the_device_and_refuses_one_by_name():
