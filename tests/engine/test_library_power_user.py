@@ -9,7 +9,10 @@ import pytest
 import torch
 
 from specui import SpeculativeEngine
+from specui.heads import early_exit, medusa
 from specui.settings import SettingsError
+from tests.engine.head_helpers import perturb, sticky_target
+from tests.engine.test_head_eagle import copycat_head
 from tests.helpers import make_model, noisy_copy
 
 PROMPT = [4, 8, 15, 16, 23, 42, 4, 8]
@@ -42,6 +45,31 @@ def test_a_runs_own_eos_token_id_ends_it_where_plain_decoding_ends(engine, draft
         streamed = engine.stream(PROMPT, max_new_tokens=24, eos_token_id=eos, **arm, **settings)
         assert [t for r in streamed for t in r.token_ids] == cut
     assert engine.eos_token_ids == frozenset()  # the tiny target has none; a run's is its own
+
+
+def test_a_runs_own_eos_token_id_ends_trees_and_the_heads_runs_where_plain_decoding_ends():
+    """A run's eos_token_id ends the run of every drafter, token trees (draft model, EAGLE, Medusa) and the trained
+    heads' chains (early exit too) included: greedy at the first N of plain decoding's tokens, a sampled run at the
+    first N of its run without it, and a block that drafted past N is cut there (a sticky target: long blocks)."""
+    target = sticky_target(seed=3, vocab_size=96, layers=3)
+    heads = {"eagle": copycat_head(target), "medusa": perturb(medusa.build(target, num_heads=4), scale=0.01, seed=1),
+             "early_exit": perturb(early_exit.build(target, exit_layer=1), scale=0.02, seed=1)}
+    engine = SpeculativeEngine(target, noisy_copy(target, noise=0.3, seed=4), heads=heads)
+    plain = engine.generate(PROMPT, max_new_tokens=40, speculative=False).token_ids
+    cut_inside = 0
+    for drafter in engine.drafters:
+        for width in (1, 2) if drafter in ("model", "eagle", "medusa") else (1,):
+            for settings in (dict(), dict(temperature=0.8, top_p=0.9, seed=5)):
+                arm = dict(drafter=drafter, tree_width=width, **settings)
+                free = engine.generate(PROMPT, max_new_tokens=40, **arm).token_ids
+                assert settings or free == plain, arm
+                for eos in {free[i] for i in range(3, 40, 8)}:
+                    result = engine.generate(PROMPT, max_new_tokens=40, eos_token_id=eos, **arm)
+                    assert (result.token_ids, result.stop_reason) == (free[:free.index(eos) + 1], "eos"), (arm, eos)
+                    last = result.rounds[-1]
+                    cut_inside += len(last.token_ids) < min(last.num_accepted + 1, 40 - sum(
+                        len(r.token_ids) for r in result.rounds[:-1]))
+    assert cut_inside, "no run's last block was cut at its eos"
 
 
 @pytest.mark.parametrize("eos, said", [(96, "96"), (-3, "-3"), ([5, 200], r"\[5, 200\]: 200")])
