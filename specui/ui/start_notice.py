@@ -12,10 +12,18 @@ from specui.ui.session import Showcase
 
 
 def tell_start_problem(demo: gr.Blocks, showcase: Showcase) -> None:
-    """Each page that opens is told `showcase.start_problem()`, if any."""
-    def told():
-        if problem := showcase.start_problem():
-            toasts.warn(problem, duration=None)
+    """Each page that opens is told `showcase.start_problem()`, if any. Asked without the queue, as the page's other
+    opening events are: a queued one joined it on every page opened, and a full queue (a ZeroGPU Space's 64 waiting)
+    refused it with an error toast, 'This application is currently busy', on a page that had nothing to be told. A
+    toast reaches the page from a queued event only: that one runs only for a problem (the hidden box's text changed;
+    a State's change is not told from a page's first, unqueued event)."""
+    problem = gr.Textbox(visible="hidden", container=False, elem_id="start-problem")
 
-    # queued: a toast reaches the page from a queued event only
-    demo.load(told, None, None, show_progress="hidden", api_visibility="private")
+    def asked() -> str:
+        return showcase.start_problem() or ""
+
+    def told(said: str) -> None:
+        toasts.warn(said, duration=None)
+
+    demo.load(asked, None, problem, show_progress="hidden", api_visibility="private", queue=False)
+    problem.change(told, problem, None, show_progress="hidden", api_visibility="private")

@@ -62,6 +62,18 @@ def test_a_teach_tab_decode_that_loads_it_clears_it_too(tmp_path):
     assert showcase.start_problem() is None
 
 
+def test_no_event_of_a_page_opening_joins_the_queue():
+    """The notice is asked without the queue, as the page's other opening events are: a queued one joined it on each
+    page opened, and a full queue (a ZeroGPU Space's 64 waiting) refused it with an error toast, 'This application is
+    currently busy', on every page opened then, a preset that loaded or not. Only a page with a notice queues its
+    toast (a toast reaches the page from a queued event alone)."""
+    from specui.ui import blocks
+
+    demo = blocks.build(ui_config(), preload=False)
+    opening = [event for event in demo.config["dependencies"] if any(on == "load" for _, on in event["targets"])]
+    assert opening and all(event["queue"] is False for event in opening), opening
+
+
 def restore(tmp_path) -> None:
     """The missing target folder is back (the bundled target's, under the name the preset gives)."""
     (tmp_path / MARKUP).parent.mkdir(parents=True, exist_ok=True)
