@@ -1,8 +1,8 @@
 """A browser page's gradio calls, followed through playwright's request events, for tests that must wait until every
 event a page started (presses, clicks, auto-play ticks, whose progress is hidden) has answered: `track_calls`,
-`wait_quiet`. `SERVED` maps a URL served in this process to its Blocks, so a wait can ask the server whether an event
-of the page is still pending. `chat_call` submits the app's `/chat` event through `gradio_client`, its controls
-named."""
+`wait_quiet`; `requests_during` lists the calls an act sent. `SERVED` maps a URL served in this process to its Blocks,
+so a wait can ask the server whether an event of the page is still pending. `chat_call` submits the app's `/chat`
+event through `gradio_client`, its controls named."""
 
 from __future__ import annotations
 
@@ -99,3 +99,25 @@ def chat_call(client, prompt: str, **named):
         raise TypeError(f"/chat has no control {unknown}; it reads {names}")
     values = {**{n: c["props"].get("value") for n, c in zip(names, controls)}, **named, "prompt": prompt}
     return client.submit(*(values[n] for n in names), api_name="/chat")
+
+
+def requests_during(page, act) -> list:
+    """The gradio calls (playwright requests to GRADIO_CALLS) the page sent while `act()` ran and the handlers it
+    started ran out: quiet before, the blur's handlers run (a call they send starts within them), quiet after."""
+    from tests.waits import page_timers_run
+
+    wait_quiet(page)
+    seen = []
+
+    def note(request):
+        if any(part in request.url for part in GRADIO_CALLS):
+            seen.append(request)
+
+    page.on("request", note)
+    try:
+        act()
+        page_timers_run(page, 100)
+        wait_quiet(page)
+    finally:
+        page.remove_listener("request", note)
+    return seen

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.gradio_calls import GRADIO_CALLS, wait_quiet
+from tests.gradio_calls import requests_during, wait_quiet
 from tests.helpers import open_page
-from tests.waits import click_and_wait, page_timers_run
+from tests.waits import click_and_wait
 from tools.screenshot import set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
@@ -35,21 +35,7 @@ def page(site):
 
 def _calls_during(page, act) -> list[str]:
     """The gradio calls the page makes while `act()` runs and until every one has answered (none: nothing sent)."""
-    wait_quiet(page)
-    seen = []
-
-    def note(request):
-        if any(part in request.url for part in GRADIO_CALLS):
-            seen.append(request.url)
-
-    page.on("request", note)
-    try:
-        act()
-        page_timers_run(page, 100)  # the blur's handlers have run (a call they send starts within them)
-        wait_quiet(page)
-    finally:
-        page.remove_listener("request", note)
-    return seen
+    return [request.url for request in requests_during(page, act)]
 
 
 def _tab_through(page, menu: str):

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from tests.app.teach_page import PROMPT, decode_lesson, teach_app, teach_page, tiny_showcase
-from tests.gradio_calls import SERVED, wait_quiet
+from tests.gradio_calls import SERVED, requests_during, wait_quiet
 from tests.waits import page_timers_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on a served Teach tab
@@ -33,20 +33,8 @@ def page(browser, tmp_path_factory):
 def calls_during(page, act) -> list[str]:
     """The server calls the page sends while `act()` runs and until every one has answered, each named by its function
     (`on_preset`; a stepping event's `handler`)."""
-    wait_quiet(page)
-    sent = []
-
-    def note(request):
-        if "/queue/join" in request.url or "/run/predict" in request.url:
-            sent.append(json.loads(request.post_data or "{}").get("fn_index"))
-
-    page.on("request", note)
-    try:
-        act()
-        page_timers_run(page, 100)  # the blur's handlers have run (a call they send starts within them)
-        wait_quiet(page)
-    finally:
-        page.remove_listener("request", note)
+    sent = [json.loads(r.post_data or "{}").get("fn_index") for r in requests_during(page, act)
+            if "/queue/join" in r.url or "/run/predict" in r.url]
     demo = next(demo for url, demo in SERVED.items() if page.url.startswith(url))
     return [getattr(demo.fns[i].fn, "func", demo.fns[i].fn).__name__ if i in demo.fns else repr(i) for i in sent]
 
