@@ -59,8 +59,8 @@ def check_before_loading(preset: Preset) -> None:
             raise LoadError(f"Preset '{preset.name}': the {role} folder {ref} has no config.json. {where}")
     for name, folder in preset.heads:  # a head loads after the target: a folder that is not there is said now
         if not Path(folder).is_dir():
-            raise LoadError(f"Preset '{preset.name}': heads.{name}: the head folder {folder} does not exist. Check the "
-                            "path in models.yaml (relative to that file), or train one: python -m specui.train heads")
+            raise LoadError(f"Preset '{preset.name}': heads.{name}: the head folder {folder} has no specui_head.json "
+                            "(train one: python -m specui.train heads --help)")  # as the head's load says it
     for field_name in ("device", "draft_device"):
         wanted = getattr(preset, field_name) or ""
         if wanted.startswith("cuda") and not _has_cuda():
@@ -147,6 +147,24 @@ def check_chat_template(preset: Preset, tokenizer) -> None:
         raise LoadError(f"Preset '{preset.name}': the target {preset.target} has no chat template in its tokenizer (a "
                         f"base model?): {change}, and prompts are continued as text; or save the instruct model's "
                         "tokenizer beside its weights.")
+
+
+def check_exact_forward(preset: Preset, target, who: str) -> None:
+    """Greedy output equals plain decoding's where the target's forward is batch-invariant: specui's lean forward is
+    (Llama, Mistral, Qwen2 decoders, `specui.decoders.plain_decoder`), and in float32 on a CPU transformers' own is
+    too. Another model's own forward in float16 or bfloat16 on a CPU rounds a verify's rows otherwise than a one-token
+    forward's (docs/engine.md), so a near-tie could part the two outputs: refused, saying to set dtype."""
+    import torch
+
+    from specui.decoders import plain_decoder
+    from specui.kv import model_device
+
+    device, dtype = model_device(target), next(target.parameters()).dtype
+    if device.type == "cpu" and dtype in (torch.float16, torch.bfloat16) and not plain_decoder(target, device):
+        raise LoadError(f"{who} ({type(target).__name__}) runs its own transformers forward on this CPU (specui's lean "
+                        f"forward computes Llama, Mistral and Qwen2 decoders), which in {preset.dtype} is not batch-"
+                        "invariant: greedy speculative decoding could part from plain decoding at a near-tie. Set "
+                        f"dtype: float32 (or auto) for presets.{preset.name} in models.yaml.")
 
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "spiece.model")

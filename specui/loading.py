@@ -20,8 +20,8 @@ import torch
 from specui import chat_draft, hub, int8, native, packaged, spaces
 from specui.kv import model_device
 from specui.load_checks import (  # the first two torch-free: a refusal before torch loads
-    LoadError, check_before_loading, check_causal, check_chat_template, check_compatible, conversation_memory,
-    hub_models, read_tokenizer)
+    LoadError, check_before_loading, check_causal, check_chat_template, check_compatible, check_exact_forward,
+    conversation_memory, hub_models, read_tokenizer)
 from specui.presets import ConfigError, Preset
 from specui.turns import LoadTurn, in_turn
 
@@ -140,6 +140,7 @@ def _load_pair(preset: Preset, say: Callable[[str], None], *, checked: bool) -> 
                 preset, quantization=preset.quantization, revision=preset.revision, device=preset.device,
                 device_map=preset.device_map))
         check_causal(target, f"Preset '{preset.name}': the target {preset.target}")
+        check_exact_forward(preset, target, f"Preset '{preset.name}': the target {preset.target}")
         draft = None
         if preset.draft is not None:
             say(f"Loading the draft {preset.draft}")

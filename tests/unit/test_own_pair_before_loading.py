@@ -24,7 +24,7 @@ def test_a_head_folder_that_is_not_there_is_said_before_the_target_loads(tmp_pat
     with pytest.raises(LoadError) as refused:
         check_before_loading(preset)
     said = str(refused.value)
-    assert f"heads.eagle: the head folder {tmp_path / 'heads' / 'eagle'} does not exist" in said
+    assert f"heads.eagle: the head folder {tmp_path / 'heads' / 'eagle'} has no specui_head.json (train one" in said
     assert "\n" not in said
 
 

@@ -95,3 +95,21 @@ def test_a_draft_of_another_tokenizer_is_refused_saying_how_the_two_differ(tmp_p
     assert ("both have 96 tokens, but id 1 is '~' in the draft's and ' ' in the target's" if reverse
             else "the draft's has 95 tokens, the target's 96") in said
     assert "Pick a draft from the target's model family" in said and "\n" not in said
+
+
+def test_half_precision_on_a_cpu_is_refused_where_the_targets_own_forward_runs(tmp_path, monkeypatch):
+    """dtype: bfloat16 (or float16) for a target that specui's lean forward does not compute (GPT-2 here) runs
+    transformers' own forward on the CPU, whose K+1-row verify rounds otherwise than a one-token forward: greedy output
+    parted from plain decoding's (a GPT-2 pair and a close copy, here: 1 prompt of 2 at 32 tokens), silently. It is
+    refused as the target loads, saying to set dtype: float32; float32 loads, and a Llama target (the lean forward,
+    batch-invariant in any dtype) loads in bfloat16."""
+    monkeypatch.chdir(tmp_path)
+    save_tiny_model(tmp_path / "t", "gpt2", layers=1, seed=0)
+    with pytest.raises(LoadError) as refused:
+        _engine(dtype="bfloat16")
+    said = str(refused.value)
+    assert "(GPT2LMHeadModel) runs its own transformers forward" in said
+    assert "Set dtype: float32 (or auto) for presets.own in models.yaml" in said and "\n" not in said
+    assert _engine(dtype="float32").target_model.dtype == torch.float32
+    save_tiny_model(tmp_path / "t", "llama", layers=1, seed=0)
+    assert _engine(dtype="bfloat16").target_model.dtype == torch.bfloat16
