@@ -6,6 +6,7 @@ a `LoadError` that says, for people, what to do (specui.loading loads, these che
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -57,6 +58,12 @@ def check_before_loading(preset: Preset) -> None:
             gguf = sorted(Path(ref).glob("*.gguf")) if Path(ref).is_dir() else []  # the file given by its folder
             where = f"It holds {gguf[0].name}: give that file as the {role} ({gguf[0]})." if gguf else where
             raise LoadError(f"Preset '{preset.name}': the {role} folder {ref} has no config.json. {where}")
+    if (kind := _half_on_cpu_of_another_kind(preset)) is not None:  # a folder's, before its weights (any once loaded)
+        raise LoadError(f"Preset '{preset.name}': the target {preset.target} is a {kind!r} model, which runs its own "
+                        f"transformers forward on this CPU (specui's lean forward computes Llama, Mistral and Qwen2 "
+                        f"decoders), not batch-invariant in {preset.dtype}: greedy speculative decoding could part "
+                        f"from plain decoding at a near-tie. Set dtype: float32 (or auto) for presets.{preset.name} "
+                        "in models.yaml.")
     for name, folder in preset.heads:  # a head loads after the target: a folder that is not there is said now
         if not Path(folder).is_dir():
             raise LoadError(f"Preset '{preset.name}': heads.{name}: the head folder {folder} has no specui_head.json "
@@ -85,6 +92,23 @@ def check_before_loading(preset: Preset) -> None:
         where = "in the working directory" if preset.name == COMMAND_LINE else "beside models.yaml"
         raise HubUnreachableError(f"{start}: connect once to download, or choose a preset with local weights. (Meant "
                                   f"as a local folder? There is no {missing[0]} {where}.)")
+
+
+def _half_on_cpu_of_another_kind(preset: Preset) -> str | None:
+    """The model_type of a local target folder that `check_exact_forward` will refuse once loaded (half precision on a
+    CPU, a kind the lean forward does not compute), read from its config.json before the weights; else None (torch is
+    imported only for a half-precision preset of such a folder, to ask whether a GPU is there)."""
+    config = Path(preset.target) / "config.json"
+    if preset.dtype not in ("float16", "bfloat16") or preset.device_map or not config.is_file():
+        return None
+    try:
+        kind = json.loads(config.read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):  # transformers will say what is wrong with it
+        return None
+    from specui.decoders import MODEL_TYPES
+
+    on_cpu = (preset.device or "").startswith("cpu") or (preset.device is None and not _has_cuda())
+    return kind if isinstance(kind, str) and kind not in MODEL_TYPES and on_cpu else None
 
 
 def hub_models(preset: Preset) -> list[tuple[str, str | None]]:

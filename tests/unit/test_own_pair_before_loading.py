@@ -52,3 +52,25 @@ def test_four_bit_on_a_machine_without_cuda_says_which_key_to_change(tmp_path):
         with pytest.raises(LoadError, match=f"asks for 4bit quantization, which needs a CUDA GPU .* set {key}: none "
                                             "for presets.own in models.yaml"):
             check_before_loading(_preset(tmp_path, **body))
+
+
+def test_half_precision_for_a_kind_the_lean_forward_does_not_compute_is_said_before_the_weights_load(tmp_path):
+    """A local GPT-2 folder with dtype: bfloat16 on a CPU is refused from its config.json, before its weights load (a
+    large one's minutes), as the load itself refuses it (test_own_pair_loads); a Llama folder, and float32, pass."""
+    import json
+
+    import torch
+
+    preset = _preset(tmp_path, dtype="bfloat16", device="cpu")
+    (tmp_path / "t" / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    with pytest.raises(LoadError, match=r"the target .* is a 'gpt2' model, which runs its own transformers forward on "
+                                        r"this CPU .* Set dtype: float32 \(or auto\) for presets.own in models.yaml"):
+        check_before_loading(preset)
+    check_before_loading(_preset(tmp_path, dtype="float32", device="cpu"))
+    (tmp_path / "t" / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    check_before_loading(preset)
+    if not torch.cuda.is_available():  # the device left out: this CPU, as the load would choose
+        half = _preset(tmp_path, dtype="float16")
+        (tmp_path / "t" / "config.json").write_text(json.dumps({"model_type": "phi3"}))
+        with pytest.raises(LoadError, match="is a 'phi3' model"):
+            check_before_loading(half)

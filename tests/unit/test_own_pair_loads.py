@@ -103,13 +103,20 @@ def test_half_precision_on_a_cpu_is_refused_where_the_targets_own_forward_runs(t
     parted from plain decoding's (a GPT-2 pair and a close copy, here: 1 prompt of 2 at 32 tokens), silently. It is
     refused as the target loads, saying to set dtype: float32; float32 loads, and a Llama target (the lean forward,
     batch-invariant in any dtype) loads in bfloat16."""
+    from specui.load_checks import check_exact_forward
+    from specui.presets import load_config
+
     monkeypatch.chdir(tmp_path)
     save_tiny_model(tmp_path / "t", "gpt2", layers=1, seed=0)
+    (tmp_path / "models.yaml").write_text("presets:\n  own: {target: t, dtype: bfloat16}\n")
     with pytest.raises(LoadError) as refused:
         _engine(dtype="bfloat16")
-    said = str(refused.value)
-    assert "(GPT2LMHeadModel) runs its own transformers forward" in said
+    said = str(refused.value)  # from its config.json, before its weights load (test_own_pair_before_loading)
+    assert "is a 'gpt2' model, which runs its own transformers forward" in said
     assert "Set dtype: float32 (or auto) for presets.own in models.yaml" in said and "\n" not in said
+    preset = load_config(tmp_path / "models.yaml").get("own")  # a Hub model's kind is known once loaded
+    with pytest.raises(LoadError, match=r"^who \(GPT2LMHeadModel\) runs its own transformers forward .* Set dtype"):
+        check_exact_forward(preset, make_model("gpt2", layers=1).to(torch.bfloat16), "who")
     assert _engine(dtype="float32").target_model.dtype == torch.float32
     save_tiny_model(tmp_path / "t", "llama", layers=1, seed=0)
     assert _engine(dtype="bfloat16").target_model.dtype == torch.bfloat16
