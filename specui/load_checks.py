@@ -54,9 +54,16 @@ def check_before_loading(preset: Preset) -> None:
                 packaged.require_gguf_package(Path(ref).name)
             except packaged.PackagedModelError as e:
                 raise LoadError(f"Preset '{preset.name}': {e}") from None
+        elif ref and Path(ref).is_absolute() and role == "target" and (Path(ref) / "specui_draft.json").is_file():
+            raise LoadError(f"Preset '{preset.name}': the target folder {ref} is a specui draft (specui_draft.json), "
+                            "which drafts for its target with the target's embeddings: give it as the draft, and its "
+                            "target as the target.")
         elif ref and Path(ref).is_absolute() and not ((Path(ref) / "config.json").is_file() or is_draft_folder(ref)):
             gguf = sorted(Path(ref).glob("*.gguf")) if Path(ref).is_dir() else []  # the file given by its folder
             where = f"It holds {gguf[0].name}: give that file as the {role} ({gguf[0]})." if gguf else where
+            if (Path(ref) / "specui_head.json").is_file():  # a trained head (specui.heads), no model of its own
+                where = ("It is a specui head (specui_head.json): list it under the preset's heads in a models.yaml "
+                         "(heads: {eagle: FOLDER}, or medusa, early_exit; and drafter: its name), not as a model.")
             raise LoadError(f"Preset '{preset.name}': the {role} folder {ref} has no config.json. {where}")
     if (kind := _half_on_cpu_of_another_kind(preset)) is not None:  # a folder's, before its weights (any once loaded)
         raise LoadError(f"Preset '{preset.name}': the target {preset.target} is a {kind!r} model, which runs its own "

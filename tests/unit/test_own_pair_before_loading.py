@@ -74,3 +74,20 @@ def test_half_precision_for_a_kind_the_lean_forward_does_not_compute_is_said_bef
         (tmp_path / "t" / "config.json").write_text(json.dumps({"model_type": "phi3"}))
         with pytest.raises(LoadError, match="is a 'phi3' model"):
             check_before_loading(half)
+
+
+def test_a_head_or_a_specui_draft_given_in_the_wrong_place_says_where_it_goes(tmp_path):
+    """A trained head's folder given as the draft model said only 'has no config.json. Check the path'; a specui draft
+    (borrowed embeddings, no tokenizer) given as the target failed as its tokenizer was read ('has no tokenizer ...
+    save the model's tokenizer beside its weights'), which no save could fix. Each now says where it goes."""
+    (tmp_path / "eagle").mkdir()
+    (tmp_path / "eagle" / "specui_head.json").write_text("{}")
+    with pytest.raises(LoadError, match=r"the draft folder .*eagle has no config.json. It is a specui head "
+                                        r"\(specui_head.json\): list it under the preset's heads"):
+        check_before_loading(_preset(tmp_path, draft="eagle"))
+    (tmp_path / "chat-draft").mkdir()
+    (tmp_path / "chat-draft" / "specui_draft.json").write_text("{}")
+    preset = parse_config({"presets": {"own": {"target": "chat-draft"}}}, path=tmp_path / "models.yaml").get("own")
+    with pytest.raises(LoadError, match=r"the target folder .*chat-draft is a specui draft \(specui_draft.json\), "
+                                        r"which drafts for its target .*: give it as the draft"):
+        check_before_loading(preset)
