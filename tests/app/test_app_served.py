@@ -241,29 +241,39 @@ def test_the_api_builds_no_charts(app, monkeypatch):
     assert not calls, f"the API built figures {len(calls)} times"
 
 
-def test_a_closed_page_stops_its_run(app):
+def test_a_closed_page_stops_its_run(app, monkeypatch):
+    """A page closed mid-run: its run stops where it stood (never 'done', a run decoded to its end) and frees its slot.
+    Two ways race: its heartbeat's end runs the page's unload (`left`: its stop set, at most the round in flight decoded
+    after it) and its message stream's end marks its event dead (gradio closes the chat's generator: no round after).
+    The bound is in rounds; only the waits' caps are in seconds."""
     require_browser()
     from playwright.sync_api import sync_playwright
 
     from tools.screenshot import launch_chromium, set_number
 
     url, showcase = app
+    watched = watch_runs(showcase, monkeypatch)
     with sync_playwright() as p:
         browser = launch_chromium(p)
-        page = browser.new_page()
-        page.goto(url)
-        page.wait_for_selector("#prompt textarea", timeout=60_000)
-        set_number(page, "max-new-tokens", 512)
-        page.click("#compare input")  # a speculative run and then a plain one: long
-        page.fill("#prompt textarea", PROMPT)
-        page.click("#send")
-        page.wait_for_selector("#chat .specui-caret", timeout=120_000)
-        assert showcase.live == 1
-        page.close()
         try:
-            wait_until(lambda: showcase.live == 0, still_decoding(showcase), timeout_s=30)
+            page = browser.new_page()
+            page.goto(url)
+            page.wait_for_selector("#prompt textarea", timeout=60_000)
+            set_number(page, "max-new-tokens", 512)
+            page.click("#compare input")  # a speculative run and then a plain one: long
+            page.fill("#prompt textarea", PROMPT)
+            page.click("#send")
+            page.wait_for_selector("#chat .specui-caret", timeout=120_000)
+            assert showcase.live == 1 and watched[0]["run"] is not None
+            at_close = rounds(watched[0]["run"])
+            page.close()
+            wait_until(lambda: showcase.live == 0, still_decoding(showcase), timeout_s=120)
         finally:
             browser.close()
+    run, at_stop = watched[0]["run"], watched[0]["at_stop"]
+    assert run.phase != "done", (f"the closed page's run decoded to its end: closed at round {at_close}, it ended "
+                                 f"at {rounds(run)}")
+    assert at_stop is None or rounds(run) - at_stop <= 1, (run.phase, at_close, at_stop, rounds(run))
 
 
 def test_a_short_soak_levels_off():
