@@ -68,9 +68,7 @@ def check_before_loading(preset: Preset) -> None:
     if (kind := _half_on_cpu_of_another_kind(preset)) is not None:  # a folder's, before its weights (any once loaded)
         raise LoadError(f"Preset '{preset.name}': the target {preset.target} is a {kind!r} model, which runs its own "
                         f"transformers forward on this CPU (specui's lean forward computes Llama, Mistral and Qwen2 "
-                        f"decoders), not batch-invariant in {preset.dtype}: greedy speculative decoding could part "
-                        f"from plain decoding at a near-tie. Set dtype: float32 (or auto) for presets.{preset.name} "
-                        "in models.yaml.")
+                        f"decoders), {_not_invariant(preset, preset.dtype)}")
     for name, folder in preset.heads:  # a head loads after the target: a folder that is not there is said now
         if not Path(folder).is_dir():
             raise LoadError(f"Preset '{preset.name}': heads.{name}: the head folder {folder} has no specui_head.json "
@@ -86,8 +84,8 @@ def check_before_loading(preset: Preset) -> None:
         key = "quantization" if preset.quantization != "none" else "draft_quantization"
         raise LoadError(f"Preset '{preset.name}' asks for {getattr(preset, key)} quantization, which needs a CUDA GPU "
                         f"(bitsandbytes); this machine has none. Choose a preset without quantization, or set {key}: "
-                        f"none for presets.{preset.name} in models.yaml (on a CPU: float32, or dtype: bfloat16 for "
-                        "half the memory).")
+                        f"none for presets.{preset.name} in models.yaml (on a CPU, dtype: float32; bfloat16 halves "
+                        "the memory of a Llama, Mistral or Qwen2 target, another kind's is refused in it).")
     missing = hub.unreachable(hub_models(preset))  # at once: transformers would retry for about a minute
     if missing:
         start = (f"Preset '{preset.name}' needs {' and '.join(missing)} from the Hugging Face Hub, which this machine "
@@ -187,15 +185,25 @@ def check_exact_forward(preset: Preset, target, who: str) -> None:
     forward's (docs/engine.md), so a near-tie could part the two outputs: refused, saying to set dtype."""
     import torch
 
-    from specui.decoders import plain_decoder
+    from specui.decoders import MODEL_TYPES, plain_decoder
     from specui.kv import model_device
 
     device, dtype = model_device(target), next(target.parameters()).dtype
     if device.type == "cpu" and dtype in (torch.float16, torch.bfloat16) and not plain_decoder(target, device):
-        raise LoadError(f"{who} ({type(target).__name__}) runs its own transformers forward on this CPU (specui's lean "
-                        f"forward computes Llama, Mistral and Qwen2 decoders), which in {preset.dtype} is not batch-"
-                        "invariant: greedy speculative decoding could part from plain decoding at a near-tie. Set "
-                        f"dtype: float32 (or auto) for presets.{preset.name} in models.yaml.")
+        kind = getattr(target.config, "model_type", None)
+        why = ("specui's lean forward computes Llama, Mistral and Qwen2 decoders" if kind not in MODEL_TYPES else
+               f"specui's lean forward computes a {kind} decoder with full sdpa attention (no sliding window), SiLU "
+               "and no hook or adapter, which this one's config or modules are not")
+        raise LoadError(f"{who} ({type(target).__name__}) runs its own transformers forward on this CPU ({why}), "
+                        + _not_invariant(preset, str(dtype).removeprefix("torch.")))
+
+
+def _not_invariant(preset: Preset, dtype: str) -> str:
+    """The end of a half-precision refusal: why, and the dtype to set (float32 alone with a device_map, where auto
+    keeps the checkpoint's own dtype: `loading._model_kwargs`)."""
+    instead = "float32" if preset.device_map else "float32 (or auto)"
+    return (f"not batch-invariant in {dtype}: greedy speculative decoding could part from plain decoding at a near-tie. "
+            f"Set dtype: {instead} for presets.{preset.name} in models.yaml.")
 
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "spiece.model")

@@ -50,8 +50,11 @@ def test_four_bit_on_a_machine_without_cuda_says_which_key_to_change(tmp_path):
     for key in ("quantization", "draft_quantization"):
         body = {key: "4bit", "draft": "t"}
         with pytest.raises(LoadError, match=f"asks for 4bit quantization, which needs a CUDA GPU .* set {key}: none "
-                                            "for presets.own in models.yaml"):
+                                            "for presets.own in models.yaml") as refused:
             check_before_loading(_preset(tmp_path, **body))
+        # the dtype it suggests instead is one the load takes: bfloat16 on a CPU for the lean forward's kinds alone
+        # (check_exact_forward), where it said 'dtype: bfloat16 for half the memory' to a GPT-2 preset too
+        assert "bfloat16 halves the memory of a Llama, Mistral or Qwen2 target" in str(refused.value)
 
 
 def test_half_precision_for_a_kind_the_lean_forward_does_not_compute_is_said_before_the_weights_load(tmp_path):

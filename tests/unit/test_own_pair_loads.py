@@ -120,3 +120,33 @@ def test_half_precision_on_a_cpu_is_refused_where_the_targets_own_forward_runs(t
     assert _engine(dtype="float32").target_model.dtype == torch.float32
     save_tiny_model(tmp_path / "t", "llama", layers=1, seed=0)
     assert _engine(dtype="bfloat16").target_model.dtype == torch.bfloat16
+
+
+def test_half_precision_refusals_once_loaded_name_the_loaded_dtype_and_why_the_lean_forward_does_not_run(tmp_path):
+    """The refusal once the target has loaded names the dtype it loaded in, where it named the preset's: with a
+    device_map and dtype: auto (the checkpoint's own dtype, bfloat16 here) it said 'in auto is not batch-invariant'
+    and 'Set dtype: float32 (or auto)', and auto was what loaded it so. And a Mistral whose config has a sliding window
+    (as Mistral 7B v0.1's) says why the lean forward does not compute it, where it read 'MistralForCausalLM runs its
+    own transformers forward (specui's lean forward computes Llama, Mistral and Qwen2 decoders)'."""
+    from transformers import AutoModelForCausalLM, MistralConfig
+
+    from specui.load_checks import check_exact_forward
+    from specui.presets import load_config
+
+    (tmp_path / "models.yaml").write_text("presets:\n  spread: {target: t, device_map: auto}\n"
+                                          "  own: {target: t, dtype: bfloat16}\n")
+    presets = load_config(tmp_path / "models.yaml")
+    with pytest.raises(LoadError) as refused:
+        check_exact_forward(presets.get("spread"), make_model("gpt2", layers=1).to(torch.bfloat16), "who")
+    said = str(refused.value)
+    assert "not batch-invariant in bfloat16" in said and "Set dtype: float32 for presets.spread" in said
+    assert "auto" not in said and "\n" not in said
+    torch.manual_seed(0)
+    mistral = AutoModelForCausalLM.from_config(MistralConfig(
+        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,
+        num_key_value_heads=2, sliding_window=4096)).eval().to(torch.bfloat16)
+    with pytest.raises(LoadError) as refused:
+        check_exact_forward(presets.get("own"), mistral, "who")
+    said = str(refused.value)
+    assert "computes a mistral decoder with full sdpa attention (no sliding window)" in said
+    assert "computes Llama, Mistral and Qwen2 decoders" not in said and "Set dtype: float32 (or auto)" in said
