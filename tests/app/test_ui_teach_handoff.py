@@ -11,6 +11,7 @@ from dataclasses import replace
 import gradio as gr
 import pytest
 
+from specui import loading
 from specui.loading import PairCache
 from specui.ui import teach_handoff, teach_keys, teach_memory, teach_tree, teaching
 from specui.ui.blocks import MAX_SEED_SHOWN, chat_tab
@@ -272,7 +273,16 @@ def chat():
     preset = replace(config.get("bundled"), name="bundled-chat", chat_template=True)
     config = replace(config, presets={**config.presets, preset.name: preset}, default=preset.name)
     showcase = Showcase(config, PairCache())
-    showcase.cache.get(preset).tokenizer.chat_template = CHATML
+    read = loading.read_tokenizer
+
+    def with_template(*args, **kwargs):  # given as the tokenizer is read: the load refuses a chat preset whose
+        tokenizer = read(*args, **kwargs)  # tokenizer has none (load_checks.check_chat_template)
+        tokenizer.chat_template = CHATML
+        return tokenizer
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(loading, "read_tokenizer", with_template)
+        assert showcase.cache.get(preset).tokenizer.chat_template == CHATML
     with gr.Blocks(), gr.Tabs() as tabs:
         ui = chat_tab(config)
         teach = teaching.teaching_tab(showcase)
