@@ -11,12 +11,8 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from typing import TYPE_CHECKING
 
 import torch
-
-if TYPE_CHECKING:
-    from specui.native import Kernel
 
 log = logging.getLogger("specui.native")  # as before this module was split from specui.native (its loggers' name)
 
@@ -33,9 +29,10 @@ class Product:
     `specui.native`'s docstring); the pointers and sizes a call passes are read once, here. few: the same W as GGUF
     blocks (`specui.blocks.panels`, "q4" or "q8"), read by products of at most `BLOCK_ROWS` rows: reading
     fewer bytes pays where rebuilding the weights costs less than reading them (one token, a short verify),
-    float32 panels' multiply-adds past that; the same bits. panels None (then `k` given): blocks for every row."""
+    float32 panels' multiply-adds past that; the same bits. panels None (then `k` given): blocks for every row.
+    kernel: the `specui.native.Kernel` that computes it (not imported here: specui.native imports this module)."""
 
-    def __init__(self, kernel: Kernel, panels: torch.Tensor | None, n: int, bias: torch.Tensor | None, *,
+    def __init__(self, kernel, panels: torch.Tensor | None, n: int, bias: torch.Tensor | None, *,
                  few: tuple[torch.Tensor, str] | None = None, k: int | None = None):
         self.panels, self.bias, self.blocks = panels, bias, few and few[0]  # kept alive for the pointers below
         self.n, self.k, self.count = n, k if panels is None else panels.shape[1], -(-n // kernel.width)
