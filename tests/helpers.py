@@ -34,6 +34,15 @@ BUNDLED_TARGET = ROOT / "assets" / "specui-target" / "config.json"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def refused(parse, argv: list[str], capsys) -> str:
+    """The one line a command's `parse(argv)` refuses `argv` with (exit status 2, no usage above it), stripped."""
+    with pytest.raises(SystemExit) as exit_:
+        parse(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1, err  # one line, no usage above it
+    return err.strip()
+
+
 def make_config(arch: str, *, vocab_size: int, layers: int, hidden: int = 64, max_positions: int = 512,
                 init_range: float = 0.3):
     from transformers import GPT2Config, LlamaConfig, Qwen2Config

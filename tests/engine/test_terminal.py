@@ -19,6 +19,7 @@ import pytest
 from specui.terminal import PROG, parse_args
 from specui.terminal_view import RESET, Wrap, painted, shown
 from tests.helpers import BUNDLED_TARGET, HAS_WHEEL, ROOT, read_until_closed
+from tests.helpers import refused as one_line_refusal
 
 ESC = "\x1b["
 
@@ -51,11 +52,7 @@ def bundled():
 
 
 def refused(argv: list[str], capsys) -> str:
-    with pytest.raises(SystemExit) as exit_:
-        parse_args(argv)
-    err = capsys.readouterr().err
-    assert exit_.value.code == 2 and err.count("\n") == 1, err  # one line, no usage above it
-    return err.strip()
+    return one_line_refusal(parse_args, argv, capsys)
 
 
 @pytest.mark.parametrize("argv, said", [

@@ -11,14 +11,7 @@ import pytest
 from specui.bench import flags as bench_flags
 from specui.bench.report import format_table
 from specui import terminal
-
-
-def refused(parse, argv: list[str], capsys) -> str:
-    with pytest.raises(SystemExit) as exit_:
-        parse(argv)
-    err = capsys.readouterr().err
-    assert exit_.value.code == 2 and err.count("\n") == 1, err  # one line, no usage above it
-    return err.strip()
+from tests.helpers import refused
 
 
 @pytest.mark.parametrize("argv, said", [
