@@ -321,3 +321,21 @@ def test_load_engine_takes_the_device_and_refuses_one_by_name():
         load_engine("qwen2.5-72b-offload", device="cpu", warm_up=False)
     engine = load_engine("bundled", device=torch.device("cpu"), warm_up=False)
     assert engine.preset.device == "cpu" and engine.device.type == "cpu" and engine.draft_model.device.type == "cpu"
+
+
+def test_a_draft_padded_past_the_targets_vocabulary_is_told_to_cut_its_rows():
+    """`SpeculativeEngine(target, draft)` with a draft of the target's tokenizer whose matrices are padded (as checkpoints
+    pad to a multiple of 64 or 128) was told it "needs a draft that shares the target's tokenizer", which it does: it is
+    told how many rows each has and the call that cuts them, and the draft cut so drafts exactly."""
+    target = make_model("llama", layers=2, seed=3)
+    draft = noisy_copy(target, noise=0.1, seed=4)
+    draft.resize_token_embeddings(128, mean_resizing=False)
+    with pytest.raises(ValueError, match=r"^The draft model's output layer has 128 rows, the target's 96: the draft "
+                                         r"could propose ids 96 to 127, which the target has no row for\. If the draft "
+                                         r"shares the target's tokenizer .* cut them first: draft_model\."
+                                         r"resize_token_embeddings\(96\) .*a draft of another tokenizer cannot draft"):
+        SpeculativeEngine(target, draft)
+    draft.resize_token_embeddings(96)
+    engine = SpeculativeEngine(target, draft)
+    plain = engine.generate(PROMPT, max_new_tokens=16, speculative=False).token_ids
+    assert engine.generate(PROMPT, max_new_tokens=16, drafter="model", num_draft_tokens=3).token_ids == plain
