@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from specui.ui import teaching
+from specui.ui import teach_status, teaching
 from tools.screenshot import set_number
 from tests.app.teach_page import lesson_page, wait_round
 from tests.app.teach_page.test_browser_teach_keys import go_to, settled, shown
@@ -135,7 +135,7 @@ def test_a_prompt_typed_back_while_its_edit_is_answered_says_the_rounds_are_its(
     wait_quiet(page)
     decoded = page.locator("#step-status").inner_text()
     assert decoded.startswith("Decoded")
-    slowed(monkeypatch, "conversation_words", 1)  # every prompt_edited call reads it first
+    slowed(monkeypatch, "conversation_words", 1, module=teach_status)  # every prompt_edited call reads it first
     box = page.locator("#teach-prompt textarea")
     prompt = box.input_value()
     box.press_sequentially("import os", delay=150)
