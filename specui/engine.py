@@ -114,8 +114,8 @@ class SpeculativeEngine:
             if draft_vocab > self.vocab_size:  # a draft may propose only ids the target scores
                 raise ValueError(
                     f"The draft model's output layer has {draft_vocab} rows, the target's {self.vocab_size}: the draft "
-                    f"could propose ids {self.vocab_size} to {draft_vocab - 1}, which the target has no row for. If the "
-                    f"draft shares the target's tokenizer and its matrices are only padded past it (checkpoints pad to "
+                    f"could propose ids {self.vocab_size} to {draft_vocab - 1}, which the target has no row for. If "
+                    f"the draft shares the target's tokenizer and its matrices are only padded past it (checkpoints pad to "
                     f"a multiple of 64 or 128), cut them first: draft_model.resize_token_embeddings({self.vocab_size}) "
                     f"(specui.load_engine does so for a preset's draft); a draft of another tokenizer cannot draft "
                     f"for this target.")

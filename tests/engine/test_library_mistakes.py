@@ -324,9 +324,9 @@ def test_load_engine_takes_the_device_and_refuses_one_by_name():
 
 
 def test_a_draft_padded_past_the_targets_vocabulary_is_told_to_cut_its_rows():
-    """`SpeculativeEngine(target, draft)` with a draft of the target's tokenizer whose matrices are padded (as checkpoints
-    pad to a multiple of 64 or 128) was told it "needs a draft that shares the target's tokenizer", which it does: it is
-    told how many rows each has and the call that cuts them, and the draft cut so drafts exactly."""
+    """`SpeculativeEngine(target, draft)` with a draft of the target's tokenizer whose matrices are padded (as
+    checkpoints pad to a multiple of 64 or 128) was told it "needs a draft that shares the target's tokenizer", which
+    it does: it is told how many rows each has and the call that cuts them, and the draft cut so drafts exactly."""
     target = make_model("llama", layers=2, seed=3)
     draft = noisy_copy(target, noise=0.1, seed=4)
     draft.resize_token_embeddings(128, mean_resizing=False)
