@@ -115,8 +115,8 @@ class SpeculativeEngine:
                 raise ValueError(
                     f"The draft model's output layer has {draft_vocab} rows, the target's {self.vocab_size}: the draft "
                     f"could propose ids {self.vocab_size} to {draft_vocab - 1}, which the target has no row for. If "
-                    f"the draft shares the target's tokenizer and its matrices are only padded past it (checkpoints pad to "
-                    f"a multiple of 64 or 128), cut them first: draft_model.resize_token_embeddings({self.vocab_size}) "
+                    f"the draft shares the target's tokenizer and its matrices are only padded past it (checkpoints "
+                    f"pad to a multiple of 64 or 128), cut them first: draft_model.resize_token_embeddings({self.vocab_size}) "
                     f"(specui.load_engine does so for a preset's draft); a draft of another tokenizer cannot draft "
                     f"for this target.")
         self.eos_token_ids = eos_ids(eos_token_id, target_model, vocab_size=self.vocab_size)
