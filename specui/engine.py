@@ -113,12 +113,12 @@ class SpeculativeEngine:
             draft_vocab = draft_model.get_output_embeddings().weight.shape[0]
             if draft_vocab > self.vocab_size:  # a draft may propose only ids the target scores
                 raise ValueError(
-                    f"The draft model's output layer has {draft_vocab} rows, the target's {self.vocab_size}: the draft "
-                    f"could propose ids {self.vocab_size} to {draft_vocab - 1}, which the target has no row for. If "
-                    f"the draft shares the target's tokenizer and its matrices are only padded past it (checkpoints "
-                    f"pad to a multiple of 64 or 128), cut them first: draft_model.resize_token_embeddings({self.vocab_size}) "
-                    f"(specui.load_engine does so for a preset's draft); a draft of another tokenizer cannot draft "
-                    f"for this target.")
+                    f"The draft model's output layer has {draft_vocab} rows, the target's {self.vocab_size}: the "
+                    f"draft could propose ids {self.vocab_size} to {draft_vocab - 1}, which the target has no row "
+                    f"for. If the draft shares the target's tokenizer and its matrices are only padded past it "
+                    f"(checkpoints pad to a multiple of 64 or 128), cut them first: "
+                    f"draft_model.resize_token_embeddings({self.vocab_size}) (specui.load_engine does so for a "
+                    f"preset's draft); a draft of another tokenizer cannot draft for this target.")
         self.eos_token_ids = eos_ids(eos_token_id, target_model, vocab_size=self.vocab_size)
 
     @property
