@@ -57,6 +57,13 @@ STEP_HELP = """**What happens in one round**
    from the target. Later drafts are thrown away without a check.
 5. If all K drafts pass, the target adds a **bonus** token drawn from its own p one position further.
 
+**Why the text is exact.** At one position the target alone writes token x with probability p(x). Here x is
+written either as a kept draft, with probability q(x) · min(1, p(x)/q(x)) = min(p(x), q(x)), or after a rejection.
+A draft is rejected with probability r = 1 − Σ min(p, q), summed over every token (α, below, is Σ min(p, q) on
+average); the residual max(0, p − q) = p − min(p, q) also sums to r, so norm(max(0, p − q)) then gives x with
+probability (p(x) − min(p(x), q(x))) / r. The two ways add up to p(x), whatever q is: a poor draft is rejected more
+often, which costs speed, never exactness.
+
 One round costs one target forward and gives 1 to K+1 tokens. In **greedy** mode (temperature 0) a draft is
 kept when it equals the target's most likely token, and a rejected one is replaced by that token.
 Prompt lookup drafts by copying text: its q is 1 for the copied token. The draft model + lookup and the early

@@ -187,3 +187,19 @@ def test_the_temperature_chart_says_what_its_point_at_temperature_0_is():
     assert agreement.y[0] == round(points[0].mean_accept_prob, 4) and "argmax" in agreement.hovertemplate
     assert list(traces["mean min(1, p/q)"].x) == [0.6, 1.0]  # min(1, p/q) only where it was sampled
     assert "argmax" in teach_view.TEMP_HELP
+
+
+def test_the_step_help_says_why_the_text_is_exact_in_the_terms_of_its_table():
+    """A student alone reads why the output follows p from the page: a token comes as a kept draft (min(p, q)) or from
+    the residual after a rejection ((p − min(p, q)) / r, times r); the help said only "this step makes the text an
+    exact sample" and never why. The sum it states is checked on a hand-written p and q."""
+    said = " ".join(teach_view.STEP_HELP.split())
+    assert "Why the text is exact" in said
+    for term in ("q(x) · min(1, p(x)/q(x)) = min(p(x), q(x))", "r = 1 − Σ min(p, q)",
+                 "max(0, p − q) = p − min(p, q)", "(p(x) − min(p(x), q(x))) / r", "add up to p(x)"):
+        assert term in said, term
+    p, q = [0.5, 0.3, 0.2, 0.0], [0.1, 0.6, 0.0, 0.3]
+    r = 1 - sum(map(min, p, q))
+    for px, qx in zip(p, q):
+        kept = qx * min(1, px / qx) if qx else 0.0
+        assert abs(kept + r * (px - min(px, qx)) / r - px) < 1e-12
