@@ -202,7 +202,9 @@ def residual_figure(step: Step | None = None) -> go.Figure:
         if step.final is not None:
             where = "red" if drawn in {c.token_id for c in step.residual} else f"outside the top {len(step.residual)}"
             title += f"<br><sub>{shown}; drawn: {html.escape(repr(step.final.text), quote=False)} ({where})</sub>"
-    fig = _layout(fig, title=title, height=280, x="token", y="probability", showlegend=False)
+    # each bar reads 'text' (id): the id a student saw nowhere else is named on the axis
+    fig = _layout(fig, title=title, height=280, x="token (its id in the vocabulary)", y="probability in the residual",
+                  showlegend=False)
     if step is None:  # not plotly's empty axes from -1 to 6: what will fill them
         noted(fig, _note("Decode a prompt and step through it:<br>at a rejection, the tokens the target<br>could "
                          "draw instead show here"), size=14)

@@ -105,6 +105,9 @@ def test_the_residual_chart_marks_the_drawn_token_by_more_than_colour_and_says_i
     (bars,) = fig.data
     assert list(bars.text) == ["", "drawn", ""] and list(bars.marker.pattern.shape) == ["", "x", ""]
     assert "top 3 tokens, 0.60 of its mass" in fig.layout.title.text
+    # each bar reads "'x' (51)": the axis says what the number is, and that the heights are the residual's, not p
+    assert list(bars.x)[0].endswith("(51)") and "id" in fig.layout.xaxis.title.text
+    assert "residual" in fig.layout.yaxis.title.text
 
 
 def test_the_residual_charts_token_texts_stay_text_in_plotly():
