@@ -2,11 +2,15 @@
 
 Definitions (Leviathan, Kalman, Matias 2023, "Fast Inference from Transformers via Speculative
 Decoding", section 3; the counting conventions of vLLM and Spec-Bench):
-    alpha  acceptance rate: accepted draft tokens / drafted tokens (an estimate of E[beta])
+    acceptance rate: accepted draft tokens / drafted tokens, every draft counted (those after a rejection,
+           never judged, too); a count of this run, not the paper's alpha
+    alpha  the paper's per-token acceptance E[beta], as `fitted_alpha` estimates it from the rounds (each at the
+           K it could accept: a round the token budget cut short is not read as rejections)
     K      draft tokens proposed per round (gamma in the paper)
     c      cost of one draft forward / cost of one target forward (one token each, KV cached)
     mean accepted length: tokens emitted per target forward, bonus included (plain decoding = 1.0;
-           gpt-fast prints this minus one)
+           gpt-fast prints this minus one); this run's count: the prompt's forward emits none and is not
+           counted, and a last round that the budget or an eos cut short counts the tokens it emitted
     expected tokens per round (eq. 1): (1 - alpha^(K+1)) / (1 - alpha), K+1 when alpha = 1
     walltime speedup (Theorem 3.8): (1 - alpha^(K+1)) / ((1 - alpha)(K c + 1))
 The optimal K has no closed form; `best_k` maximises over integers.
@@ -159,21 +163,58 @@ def run_k(rounds: Iterable) -> int | None:
     return max(counts, key=lambda k: (counts[k], k)) if counts else None
 
 
-def fitted_alpha(rounds: Sequence, k: int | None = None) -> float | None:
-    """specui's one alpha estimator: the alpha whose expected tokens per round (eq. 1) at K equal the
-    measured mean accepted length, so the theory predicts exactly the rounds that were seen.
+def _could_accept(round_, k: int | None) -> int:
+    """The most drafts a round could have accepted: the K asked of its drafter (`num_draft_tokens`, which the
+    engine cuts to the token budget: K = min(K, tokens left - 1)), or more where a copy drafted more; `k` for a
+    round that does not say what it asked."""
+    asked = getattr(round_, "num_draft_tokens", None)
+    asked = int(asked) if asked is not None else int(k or 0)
+    return max(asked, _drafted(round_))
 
-    K is `run_k(rounds)` unless given. None when no round drafted, and None for a run that mixes copied
-    rounds with the model's (`copied`, the model + lookup drafter): two proposers of different lengths,
-    acceptance and cost, which Theorem 3.8's one alpha, one K and one c do not describe.
+
+def fitted_alpha(rounds: Sequence, k: int | None = None) -> float | None:
+    """specui's one alpha estimator: the per-token alpha of eq. 1 that gives the tokens the rounds' verifications
+    gave, each round at the K it could accept: sum over rounds of (1 - alpha^(K_r+1)) / (1 - alpha) equals the sum
+    of (num_accepted_r + 1).
+
+    A round counts as far as it could go, so a run is not read low for where its budget or an eos cut it short:
+    K_r is the K asked of that round (`_could_accept`: the engine asks fewer drafts as the token budget runs out;
+    a round asked none says nothing about alpha), and its tokens are its verification's (num_accepted + 1, what an
+    eos cut of the emitted tokens leaves alone). A drafter that proposed fewer than it was asked (prompt lookup
+    without a match, a confidence stop) still counts at the K asked: that is the drafter's own doing. For a fixed-K
+    run without such cuts this is eq. 1 inverted at the mean accepted length.
+
+    `k` (default `run_k(rounds)`) is the K of the run, used for rounds that do not say theirs; None when no round
+    drafted, and None for a run that mixes copied rounds with the model's (`copied`, the model + lookup drafter):
+    two proposers of different lengths, acceptance and cost, which Theorem 3.8's one alpha, one K and one c do not
+    describe.
     """
     if len({bool(getattr(r, "copied", False)) for r in rounds if _drafted(r)}) > 1:
         return None
     k = run_k(rounds) if k is None else k
-    mal = mean_accepted_length(rounds)
-    if not k or mal is None or acceptance_rate(rounds) is None:
+    if not k or acceptance_rate(rounds) is None:
         return None
-    return alpha_from_mean_accepted_length(min(max(mal, 1.0), k + 1), k)
+    rounds_at: dict[int, int] = {}  # K_r -> rounds that could accept K_r drafts
+    tokens = 0
+    for r in rounds:
+        k_r = _could_accept(r, k)
+        if k_r:  # a round that could accept nothing emits one token at any alpha
+            rounds_at[k_r] = rounds_at.get(k_r, 0) + 1
+            tokens += min(int(r.num_accepted), k_r) + 1
+    if not rounds_at:
+        return None
+    if tokens <= sum(rounds_at.values()):
+        return 0.0
+    if tokens >= sum(n * (k_r + 1) for k_r, n in rounds_at.items()):
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # the expected tokens increase with alpha: bisect
+        mid = (lo + hi) / 2
+        if sum(n * expected_tokens_per_round(mid, k_r) for k_r, n in rounds_at.items()) < tokens:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,10 @@ HINTS = {
     "theoretical speedup": "(1 - α^(K+1)) / ((1 - α)(K c + 1)), Leviathan et al. 2023, Theorem 3.8; K as chosen "
                            "(adaptive K: the one most rounds asked for); α, the paper's per-token acceptance (each "
                            "draft accepted independently with probability α), fitted so that (1 - α^(K+1)) / (1 - α) "
-                           "is the measured tokens per round: not the acceptance rate, which counts every drafted "
-                           "token, those after a rejection included; c = draft cost / target cost measured in this "
-                           "run; none for token trees (the theorem counts a chain of K drafts)",
+                           "is the measured tokens per round, each round at the K it was asked (a last round the token "
+                           "budget let ask fewer is not read as rejections): not the acceptance rate, which counts "
+                           "every drafted token, those after a rejection included; c = draft cost / target cost "
+                           "measured in this run; none for token trees (the theorem counts a chain of K drafts)",
     "tree": f"the most nodes a round's token tree held: each is a row of the target's verify forward. Tree nodes 0 is "
             f"the static tree, width + width² + … to depth K (126 at width 2 and K 6); on a CPU a dynamic tree of "
             f"{CPU_TREE_NODES[0]} to {CPU_TREE_NODES[1]} nodes pays best (a verify of up to {CPU_TREE_NODES[1] + 1} "

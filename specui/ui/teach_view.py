@@ -75,11 +75,14 @@ THEORY_HELP = """**Theory beside measurement** (Leviathan et al. 2023)
 * **Tokens per round** = (1 − α^(K+1)) / (1 − α): between 1 (α = 0) and K+1 (α = 1).
 * **c**: the cost of one draft forward relative to one target forward, measured from this run's timings.
 * **Speedup** = (1 − α^(K+1)) / ((1 − α)(Kc + 1)): a longer draft pays off only if α is high and c small.
-* The red diamonds are this run; the green star is the best K for its α and c. On the left the diamond sits on
-  its K's curve by construction: α is fitted to the measured tokens per round. The **acceptance rate**
-  (accepted / drafted) is usually lower than α: the drafts after a rejection count as drafted though never judged.
-  Rounds that drafted fewer than K (the last, with the token budget nearly spent; a confidence stop) pull α down
-  instead, so a short run at a small K can show a rate above it.
+* The red diamonds are this run; the green star is the best K for its α and c. On the left α is fitted to the
+  measured tokens per round, each round at the K it was asked, so the diamond sits on its K's curve
+  by construction where every round asked K. With the token budget nearly spent the last rounds ask fewer: they
+  count at their own K (not as rejections), and the diamond, their short rounds in its average, sits below the
+  curve of full rounds.
+  The **acceptance rate** (accepted / drafted) is usually lower than α: the drafts after a rejection count as
+  drafted though never judged. Rounds whose drafter proposed fewer than K (a confidence stop, prompt lookup without
+  a match) pull α down instead, so such a run can show a rate above it.
   On the right, a diamond below its curve is real cost the formula leaves out: a (K+1)-token verify that costs
   more than one plain forward ("verify cost" below), sampling, cache trims, Python."""
 SWEEP_HELP = """**K sweep.** The same prompt decoded with K = 1…8, each timed against plain decoding (the target
@@ -272,7 +275,8 @@ def render_measured(run: lesson.TeachingRun | None) -> str:
              item("acceptance rate (accepted / drafted)", fmt(m.acceptance_rate), "the usual acceptance rate"),
              item("tokens per round", fmt(m.tokens_per_round, ".2f"), "bonus included"),
              item("theory tokens per round (α is fitted to match)", fmt(m.theory_tokens_per_round, ".2f"),
-                  "(1 − α^(K+1)) / (1 − α) at the fitted α: the measured tokens per round, by construction"),
+                  "(1 − α^(K+1)) / (1 − α) at the fitted α: the measured tokens per round, by construction, but for "
+                  "rounds the token budget let ask fewer than K (a full round gives these)"),
              item("c", fmt(m.cost_ratio), "seconds per drafted token / seconds per plain target forward"),
              item("verify cost", fmt(m.verify_cost, ".2f×"),
                   "seconds of one (K+1)-token verify forward / one plain target forward (the theorem assumes 1)"),

@@ -94,7 +94,9 @@ def test_measured_numbers_use_the_metrics_formulas(setup):
     assert m.k == 4 and m.acceptance_rate == metrics.acceptance_rate(run.spec.rounds)
     assert m.tokens_per_round == metrics.mean_accepted_length(run.spec.rounds)
     assert m.alpha == metrics.fitted_alpha(run.spec.rounds, 4)
-    assert m.theory_tokens_per_round == pytest.approx(m.tokens_per_round)  # alpha is fitted to them
+    asked = [r for r in run.spec.rounds if r.num_draft_tokens]  # alpha is fitted to them, each at the K it asked
+    assert sum(metrics.expected_tokens_per_round(m.alpha, r.num_draft_tokens) for r in asked) == \
+        pytest.approx(sum(r.num_accepted + 1 for r in asked))
     assert m.theory_tokens_per_round == metrics.expected_tokens_per_round(m.alpha, 4)
     assert m.theory_speedup == metrics.theoretical_speedup(m.alpha, 4, m.cost_ratio)
     assert m.best_k == metrics.best_k(m.alpha, m.cost_ratio)
