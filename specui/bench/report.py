@@ -145,7 +145,7 @@ def _theory_lines(r: dict) -> list[str]:
                  "draft from the context (no model forward), the rest drafted K tokens with the model")]
     return [
         (f"theoretical speedup {_num(r['theoretical_speedup'], '.2f')}x (Leviathan et al. Thm 3.8, per-token alpha "
-         f"{_num(r['alpha_per_token'], '.3f')} fitted to the mean accepted length); efficiency "
+         f"{_num(r['alpha_per_token'], '.3f')} fitted to the tokens per round, each at the K it asked); efficiency "
          f"{_num(r['efficiency'], '.2f')} (measured / theoretical)"
          + ("; with a token tree, the theorem's chain of K with the tree's tokens per forward and a K+1-token "
             "verify, so the tree's extra verify rows count as overhead"
@@ -173,7 +173,7 @@ def format_drafter_table(r: dict) -> str:
         device_line(r),
         run_line(r),
         "",
-        (f"{'drafter':<24}{'K':>4}{'tokens/s':>10}{'vs plain':>10}{'alpha':>8}{'len':>7}{'c':>8}{'theory':>8}"
+        (f"{'drafter':<24}{'K':>4}{'tokens/s':>10}{'vs plain':>10}{'accept':>8}{'len':>7}{'c':>8}{'theory':>8}"
          "  identical"),
     ]
     confident = {d["label"]: d["draft_confidence"] for name, d in drafters.items()  # those whose K reads <=K
@@ -187,7 +187,8 @@ def format_drafter_table(r: dict) -> str:
                      f"  {'(reference)' if name == 'plain' else _yes_no(d['identical_to_plain'])}")
     lines += [
         "",
-        "alpha: accepted / drafted; len: mean accepted length, tokens per target forward (bonus included)",
+        ("accept: acceptance rate, accepted / drafted (not the theory's fitted per-token alpha); len: mean accepted "
+         "length, tokens per target forward (bonus included)"),
         ("c: median seconds per drafted token / median seconds of one plain-decoding forward (the timed runs); "
          "theory: Leviathan et al. Thm 3.8 at the fitted per-token alpha, K and c"),
         *([("<=K: drafting while confident, K the most a round drafts (draft_confidence: "
