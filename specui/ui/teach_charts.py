@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 import textwrap
 from collections.abc import Sequence
 
@@ -43,9 +44,14 @@ TITLE_TOP_PX = 20  # a title of more lines: its first line this far down (a phon
 
 
 def _wrapped(text: str, width: int) -> list[str]:
-    """The lines of `text` (its own <br> kept), each at most `width` characters where its words allow."""
-    return [line for part in text.split("<br>")
+    """The lines of `text` (its own <br> kept), each at most `width` characters where its words allow; a formula's
+    sum or difference ("Kc + 1", "1 − α") is never cut at its sign (the speedup title read "(Kc +" over "1))")."""
+    joined = [_SIGN.sub("\0\\1\0", part) for part in text.split("<br>")]
+    return [line.replace("\0", " ") for part in joined
             for line in textwrap.wrap(part, width, break_long_words=False, break_on_hyphens=False) or [""]]
+
+
+_SIGN = re.compile(r"(?<=\S) ([+−]) (?=\S)")  # a plus or minus sign between two terms
 
 
 def _note(text: str) -> str:
@@ -173,8 +179,9 @@ def theory_speedup_figure(measured: Measured | None = None, *, ks: Sequence[int]
                 hovertemplate=f"best K={here}: theory %{{y:.2f}}×<extra></extra>"))
             measured_part = f"measured {fmt(measured.speedup, '.2f×')}, " if measured.speedup is not None else ""
             title += (f"<br><sub>α={fmt(measured.alpha, '.2f')}, c={fmt(c, '.3f')}: "
-                      f"{measured_part}theory at K={measured.k} "
-                      f"{fmt(measured.theory_speedup, '.2f×')}, "
+                      # the theory's number beside its K on one line (no-break spaces): wrapped, "theory at K=7"
+                      # read over "1.82×" (`_wrapped`)
+                      f"{measured_part}theory\u00a0{fmt(measured.theory_speedup, '.2f×')}\u00a0at\u00a0K={measured.k}, "
                       f"best K={best_k_said(measured.alpha, c, best, measured.best_k_speedup)}</sub>")
     else:
         title += "<br><sub>c is a placeholder until a run is measured</sub>"
