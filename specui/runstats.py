@@ -6,7 +6,8 @@ unwatched one, and the speculative and plain runs (decoded one after the other, 
 are timed the same way.
 
 The theoretical speedup is `specui.metrics.theory` (Leviathan et al. 2023, Theorem 3.8, with the
-alpha fitted to the measured tokens per round), with c the median seconds per drafted token over the
+alpha fitted to the measured tokens per round, each round at the K it was asked: `metrics.fitted_alpha`),
+with c the median seconds per drafted token over the
 median seconds of one target forward, both from this run (the plain run's forwards when there is one).
 The chat tab, the Teach tab and the API's `stats` all give this figure, at the K chosen (`run_stats(k=)`).
 

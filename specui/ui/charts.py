@@ -4,7 +4,7 @@
     acceptance_figure   acceptance per round (bars) and the running acceptance rate (line)
     round_tokens_figure histogram of tokens emitted per round (1..K+1)
     position_figure     acceptance by draft position
-    arena_figure        the arena: tokens/s, speedup, alpha, mean accepted length and c per drafter
+    arena_figure        the arena: tokens/s, speedup, acceptance rate, mean accepted length and c per drafter
     arena_run_figures   the four charts above for an arena: speed and acceptance by position with a line per
                         contestant, the two per-round charts saying they follow a single run
 """
