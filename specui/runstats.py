@@ -8,7 +8,9 @@ are timed the same way.
 The theoretical speedup is `specui.metrics.theory` (Leviathan et al. 2023, Theorem 3.8, with the
 alpha fitted to the measured tokens per round, each round at the K it was asked: `metrics.fitted_alpha`),
 with c the median seconds per drafted token over the
-median seconds of one target forward, both from this run (the plain run's forwards when there is one).
+median seconds of one target forward, both from this run (the plain run's forwards when there is one; without
+one, the speculative rounds' verify forwards of K+1 tokens, which cost more than one token's where the verify-cost
+curve climbs, as on a CPU: c then reads low and the theory high, and the tooltip says so).
 The chat tab, the Teach tab and the API's `stats` all give this figure, at the K chosen (`run_stats(k=)`).
 
 `explain_divergence` says why a greedy speculative run and a plain one part: in reduced precision a

@@ -28,8 +28,10 @@ HINTS = {
                            "draft accepted independently with probability α), fitted so that (1 - α^(K+1)) / (1 - α) "
                            "is the measured tokens per round, each round at the K it was asked (a last round the token "
                            "budget let ask fewer is not read as rejections): not the acceptance rate, which counts "
-                           "every drafted token, those after a rejection included; c = draft cost / target cost "
-                           "measured in this run; none for token trees (the theorem counts a chain of K drafts)",
+                           "every drafted token, those after a rejection included; c = seconds per drafted token / "
+                           "seconds of one target forward, the plain run's (Compare on), else this run's verify "
+                           "forwards of K+1 tokens (costlier than one token's on a CPU: c then reads low, the theory "
+                           "high); none for token trees (the theorem counts a chain of K drafts)",
     "tree": f"the most nodes a round's token tree held: each is a row of the target's verify forward. Tree nodes 0 is "
             f"the static tree, width + width² + … to depth K (126 at width 2 and K 6); on a CPU a dynamic tree of "
             f"{CPU_TREE_NODES[0]} to {CPU_TREE_NODES[1]} nodes pays best (a verify of up to {CPU_TREE_NODES[1] + 1} "

@@ -42,6 +42,8 @@ def test_a_chains_acceptance_rate_and_fitted_alpha_each_say_why_they_differ(engi
     assert "those after a rejection" in rate_tip and "Not the fitted α" in rate_tip
     assert "fitted so that (1 - α^(K+1)) / (1 - α) is the measured tokens per round" in theory_tip
     assert "not the acceptance rate" in theory_tip and "each round at the K it was asked" in theory_tip
+    # no plain run here: c's target forward is this run's verify of K+1 tokens, and the tooltip says what that does
+    assert "the plain run's (Compare on), else this run's verify forwards of K+1 tokens" in theory_tip
     assert "tree" not in figures and "acceptance along the path" not in figures
 
 
