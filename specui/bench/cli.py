@@ -18,8 +18,8 @@ from specui.bench.prompts import builtin_prompts, tokenize_prompts
 from specui.bench.record import environment, provenance, show, write_json
 from specui.command_line import READER_LEFT, refuse
 from specui.bench.report import format_table
-from specui.bench.run import (Methods, Plan, constant_assistant_schedule, measure_costs, plan_arms, run_prompts,
-                              summarise)
+from specui.bench.costs import measure_costs
+from specui.bench.run import Methods, Plan, constant_assistant_schedule, plan_arms, run_prompts, summarise
 from specui.drafters import HEAD_DRAFTERS, MODEL_DRAFTERS
 from specui.engine_checks import ContextLengthError, check_context
 from specui.loading import load_pair

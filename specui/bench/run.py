@@ -10,8 +10,8 @@ For each prompt: `--warmup` untimed passes, then `--repeats` interleaved passes 
 every whole call is timed with `time.perf_counter` (after `torch.cuda.synchronize` on CUDA) and the
 per-prompt median kept. Tokens/s = all tokens / the sum of the medians.
 
-The draft cost ratio c is measured directly: median time of a one-token KV-cached forward of the
-draft over that of the target (the engine's own forward, `specui.kv.CachedLM`), at the first
+The draft cost ratio c is measured directly (specui.bench.costs): median time of a one-token KV-cached
+forward of the draft over that of the target (the engine's own forward, `specui.kv.CachedLM`), at the first
 prompt's length; the same for the target's (K+1)-token verify forward gives its cost in target
 forwards. Theorem 3.8 of Leviathan et al. then gives the speedup the measured acceptance allows if
 nothing but model forwards cost time and verifying costs one forward (`theoretical_speedup`;
@@ -32,15 +32,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specui import chat_draft, metrics, native
+from specui import chat_draft, metrics
 from specui.bench.budget import time_budget
-from specui.bench.flags import TIMING_SAMPLES
-from specui.drafters import MODEL_DRAFTERS, PROMPT_LOOKUP
+from specui.bench.costs import forward_seconds  # noqa: F401 (where specui.lesson_budget imports it from)
+from specui.drafters import PROMPT_LOOKUP
 from specui.engine import SpeculativeEngine
-from specui.kv import CachedLM
-from specui.native_chain import GREEDY, DecoderChain, picks
 from specui.settings import DecodeSettings
-from specui.verify_cost import measure_verify_cost
 
 METHODS = ("plain", "speculative", "hf_assisted", "hf_plain")
 
@@ -194,57 +191,6 @@ def constant_assistant_schedule(draft, k: int, confidence: float = 0.0):
         yield
     finally:
         draft.generation_config = saved
-
-
-# -- timing --------------------------------------------------------------------------------------------
-
-
-def forward_seconds(model, prompt: list[int], *, tokens: int, samples: int, sync, chain: bool = False) -> list[float]:
-    """Times of a KV-cached forward of `tokens` new tokens after `prompt` (the cache rolled back each time).
-    chain: a draft model's one-token step as its rounds run it, in one native call where it can
-    (`specui.native_chain.DecoderChain`: its layers, then the argmax and softmax of a drafted token; a sampled
-    round's draw costs about what the argmax does), so that c is the cost drafting pays."""
-    lm = CachedLM(model, drafts=chain)
-    times = []
-    with torch.inference_mode():
-        lm.extend(prompt[:-1], last_only=True)
-        kernel = native.kernel() if chain and tokens == 1 and picks(GREEDY) else None  # as `ModelDrafter.start`
-        steps = DecoderChain(lm, kernel) if kernel is not None and DecoderChain.serves(lm) else None
-        step = [prompt[-1]] * tokens
-        for _ in range(samples + 3):  # three untimed
-            sync()
-            started = time.perf_counter()
-            if steps is not None:
-                steps.run(step, 1, 0.0)
-            else:
-                lm.extend(step)
-            sync()
-            times.append(time.perf_counter() - started)
-            lm.trim(len(prompt) - 1)
-    return times[3:]
-
-
-def measure_costs(methods: Methods, prompt: list[int], k: int, *, samples: int = TIMING_SAMPLES) -> dict:
-    """c = draft / target one-token forward (medians); also the target's verify-cost curve (1..16 new tokens,
-    and K+1 if more), whose K+1 point is the (K+1)-token verify forward's cost."""
-    pair, sync = methods.pair, methods.sync
-    target_1, draft_1 = [], []
-    chunks = min(5, samples)
-    for _ in range(chunks):  # interleaved in chunks, so a slow spell of a shared machine hits both
-        n = max(1, samples // chunks)
-        target_1 += forward_seconds(pair.target, prompt, tokens=1, samples=n, sync=sync)
-        if pair.draft is not None and methods.s.drafter in MODEL_DRAFTERS:  # as this run drafts: natively
-            draft_1 += forward_seconds(pair.draft, prompt, tokens=1, samples=n, sync=sync, chain=True)
-    t1 = metrics.median(target_1)
-    d1 = metrics.median(draft_1) if draft_1 else 0.0  # prompt lookup: no model forward to draft
-    method = (f"median of {len(target_1)} timed KV-cached forwards of each model (specui.kv.CachedLM, the engine's "
-              f"own forward; a draft model's as its rounds run it, specui.native_chain) after the first "
-              f"prompt, interleaved in {chunks} chunks")
-    curve = measure_verify_cost(pair.target, cache_length=len(prompt), max_tokens=max(16, k + 1),
-                                repeats=max(3, samples // 4), floor=True)
-    return {"cost_method": method, "target_forward_ms": 1e3 * t1, "draft_forward_ms": 1e3 * d1,
-            "draft_cost_ratio": metrics.draft_cost_ratio(d1, t1),
-            "verify_cost_ratio": curve.ratio(k + 1), "verify_cost_curve": curve.as_dict()}
 
 
 def run_prompts(methods: Methods, prompts: list[list[int]], *, arms: dict[str, Arm] = ARMS,
