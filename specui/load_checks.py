@@ -200,7 +200,7 @@ def check_exact_forward(preset: Preset, target, who: str) -> None:
 
 def _not_invariant(preset: Preset, dtype: str) -> str:
     """The end of a half-precision refusal: why, and the dtype to set (float32 alone with a device_map, where auto
-    keeps the checkpoint's own dtype: `loading._model_kwargs`)."""
+    keeps the checkpoint's own dtype: `pretrained._model_kwargs`)."""
     instead = "float32" if preset.device_map else "float32 (or auto)"
     return (f"not batch-invariant in {dtype}: greedy speculative decoding could part from plain decoding at a near-tie. "
             f"Set dtype: {instead} for presets.{preset.name} in models.yaml.")

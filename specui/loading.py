@@ -1,5 +1,5 @@
 """Load a preset's target, draft and tokenizer through `from_pretrained`, the same path for the bundled
-pair (local folders) and for Hub models.
+pair (local folders) and for Hub models (each model as specui.pretrained reads it), one load at a time.
 
 Failures become a `LoadError` whose message names the preset and says what to do; callers (the app)
 show it and keep serving whatever was loaded before.
@@ -20,12 +20,11 @@ import torch
 from specui import chat_draft, hub, int8, native, packaged, spaces
 from specui.kv import model_device
 from specui.load_checks import (  # the first two torch-free: a refusal before torch loads
-    LoadError, check_before_loading, check_causal, check_chat_template, check_compatible, check_exact_forward,
-    conversation_memory, hub_models, read_tokenizer)
+    LoadError, check_before_loading, check_causal, check_chat_template, check_exact_forward, conversation_memory,
+    hub_models, read_tokenizer)
 from specui.presets import ConfigError, Preset
+from specui.pretrained import _load_draft, _load_head, _model_kwargs, pick_device  # noqa: F401 (pick_device: callers')
 from specui.turns import LoadTurn, in_turn
-
-_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
 @dataclass
@@ -65,12 +64,6 @@ def _prompt_caches():
     from specui.cache_pool import PromptCaches
 
     return PromptCaches(budget=conversation_memory())
-
-
-def pick_device(requested: str | None) -> str:
-    if requested:
-        return requested
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def apply_threads(pair: LoadedPair) -> None:
@@ -205,60 +198,6 @@ def _installed(ref: str) -> bool:
     except packaged.PackagedModelError:
         return False
     return True
-
-
-def _load_head(folder: str, target, *, where: str = ""):
-    from specui import heads
-
-    if not heads.is_head_folder(folder):
-        raise LoadError(f"{where}the head folder {folder} has no specui_head.json (train one: python -m specui.train "
-                        "heads --help)")
-    return heads.load(folder, target).to(model_device(target)).eval()
-
-
-def _load_draft(preset: Preset, folder: str, target, tokenizer, *, local_files_only: bool = False):
-    """A transformers draft model read from `folder` (the preset's draft, or its converted folder; its tokenizer checked
-    against the target's; with a `specui_vocabulary.json` beside it, proposing from those ids only; from the local
-    cache alone with `local_files_only`), or a specui draft that borrows the target's embeddings (specui.chat_draft),
-    which has no tokenizer of its own."""
-    from transformers import AutoModelForCausalLM
-
-    if chat_draft.is_draft_folder(folder):
-        draft = chat_draft.load(folder, target)
-        draft.name_or_path = str(folder)  # built on the target's config, it carried the target's folder as its name
-        return draft
-    draft = AutoModelForCausalLM.from_pretrained(
-        folder, local_files_only=local_files_only, **_model_kwargs(
-            preset, quantization=preset.draft_quantization, revision=preset.draft_revision,
-            device=preset.draft_device or preset.device, device_map=None))
-    check_causal(draft, f"Preset '{preset.name}': the draft {preset.draft}")
-    check_compatible(preset, tokenizer, folder=folder, local_files_only=local_files_only)
-    if chat_draft.has_vocabulary(folder):  # a local folder that keeps a reduced output vocabulary
-        chat_draft.restrict_vocabulary(draft, chat_draft.load_vocabulary(folder))
-    elif (rows := target.get_output_embeddings().weight.shape[0]) < draft.get_output_embeddings().weight.shape[0]:
-        # the same tokenizer, the draft's matrices padded past the target's rows: ids the target never writes (p = 0),
-        # cut off (the SpeculativeEngine refuses a larger draft vocabulary) at no cost to exactness
-        draft.resize_token_embeddings(rows)
-    return draft
-
-
-def _model_kwargs(preset: Preset, *, quantization: str, revision, device, device_map) -> dict:
-    kwargs = {"revision": revision, "trust_remote_code": preset.trust_remote_code}
-    if preset.dtype != "auto":
-        kwargs["dtype"] = _DTYPES[preset.dtype]
-    elif quantization == "none" and not device_map and pick_device(device) == "cpu":
-        # CPUs run float32 fastest and most exactly: in bfloat16 a batched verify and a one-token forward
-        # can round a near-tie differently; a checkpoint saved in half precision would otherwise load in it
-        kwargs["dtype"] = torch.float32
-    else:
-        kwargs["dtype"] = "auto"
-    if quantization != "none":
-        from transformers import BitsAndBytesConfig
-
-        kwargs["quantization_config"] = BitsAndBytesConfig(load_in_4bit=quantization == "4bit",
-                                                           load_in_8bit=quantization == "8bit")
-    kwargs["device_map"] = device_map or pick_device(device)
-    return kwargs
 
 
 def _short(e: Exception) -> str:
