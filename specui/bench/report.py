@@ -110,7 +110,7 @@ def format_table(r: dict) -> str:
         (f"speedup vs plain {fmt(r['speedup_vs_plain'], '.2fx')}; "
          f"vs transformers assisted {fmt(r['speedup_vs_hf_assisted'], '.2fx')}; "
          f"vs transformers plain {fmt(r['speedup_vs_hf_plain'], '.2fx')}"),
-        (f"acceptance rate {_num(r['acceptance_rate'], '.3f')} (accepted / drafted); mean accepted length "
+        (f"{_rate_said(r)}; mean accepted length "
          f"{_num(r['mean_accepted_length'], '.2f')} tokens per target forward (bonus included)"),
         (f"c = {fmt(r['draft_cost_ratio'], '.3f')} "
          f"(one-token KV-cached forward: draft {fmt(r['draft_forward_ms'], '.2f')} ms / "
@@ -136,6 +136,16 @@ def format_table(r: dict) -> str:
         )
     lines.append(PER_PROMPT_NOTE)
     return "\n".join(lines)
+
+
+def _rate_said(r: dict) -> str:
+    """The acceptance rate and what it counts: a chain's drafted tokens, or a token tree's nodes along each round's
+    path (the engine's `drafted` of a tree round: its accepted nodes and the child rejected where the walk stopped),
+    as the app's stats line names it."""
+    if r.get("tree_width", 1) > 1:
+        return (f"acceptance along the path {_num(r['acceptance_rate'], '.3f')} (token trees: accepted nodes / the "
+                "nodes judged along each round's path, not a share of every drafted node)")
+    return f"acceptance rate {_num(r['acceptance_rate'], '.3f')} (accepted / drafted)"
 
 
 def _theory_lines(r: dict) -> list[str]:
@@ -187,8 +197,9 @@ def format_drafter_table(r: dict) -> str:
                      f"  {'(reference)' if name == 'plain' else _yes_no(d['identical_to_plain'])}")
     lines += [
         "",
-        ("accept: acceptance rate, accepted / drafted (not the theory's fitted per-token alpha); len: mean accepted "
-         "length, tokens per target forward (bonus included)"),
+        ("accept: acceptance rate, accepted / drafted (not the theory's fitted per-token alpha"
+         + ("; a token tree's: accepted nodes / the nodes judged along each round's path" if r.get("tree_width", 1) > 1
+            else "") + "); len: mean accepted length, tokens per target forward (bonus included)"),
         ("c: median seconds per drafted token / median seconds of one plain-decoding forward (the timed runs); "
          "theory: Leviathan et al. Thm 3.8 at the fitted per-token alpha, K and c"),
         *([("<=K: drafting while confident, K the most a round drafts (draft_confidence: "

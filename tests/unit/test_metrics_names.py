@@ -2,7 +2,9 @@
 a figure is named so, and accepted / drafted is the acceptance rate. `python -m specui.bench --drafter all`'s table
 headed its accepted / drafted column "alpha" and its footnote said "alpha: accepted / drafted", beside a "theory"
 column at the fitted alpha; the one-drafter table said its alpha was "fitted to the mean accepted length", which it
-is not where the budget cut rounds short. Hand-made reports: no model."""
+is not where the budget cut rounds short. A token tree's rate counts the nodes judged along each round's path (the
+engine's `drafted` of a tree round), which the app's stats line names "acceptance along the path"; the benchmark
+called it "acceptance rate (accepted / drafted)" as a chain's. Hand-made reports: no model."""
 
 from __future__ import annotations
 
@@ -45,3 +47,21 @@ def test_the_one_drafter_tables_alpha_says_how_it_is_fitted():
     line = next(line for line in text.splitlines() if line.startswith("theoretical speedup"))
     assert "per-token alpha 0.800 fitted to the tokens per round, each at the K it asked" in line
     assert "fitted to the mean accepted length" not in text
+
+
+def test_a_token_trees_rate_is_named_as_the_stats_line_names_it():
+    figures = dict(drafter="model", num_draft_tokens=4, draft_confidence=0.0, preset="p", temperature=0.0,
+                   max_new_tokens=4, num_prompts=1, repeats=1, device="cpu", torch_threads=1, rows=[],
+                   theoretical_speedup=2.0, alpha_per_token=0.8, acceptance_rate=0.75)
+    chain = format_table(_Figures(figures, tree_width=1))
+    assert "acceptance rate 0.750 (accepted / drafted)" in chain and "along the path" not in chain
+    tree = format_table(_Figures(figures, tree_width=2, tree_nodes=0))
+    assert "acceptance along the path 0.750 (token trees: accepted nodes / the nodes judged along each round's path" \
+        in tree and "(accepted / drafted)" not in tree
+    report = {"num_draft_tokens": 4, "drafters": {"plain": _row("plain (target alone)", None),
+                                                 "model": _row("draft model", 4)},
+              "temperature": 0.0, "preset": "p", "max_new_tokens": 4, "num_prompts": 1, "repeats": 1, "device": "cpu",
+              "torch_threads": 1, "torch_version": "t", "transformers_version": "t", "identical_to_plain": True,
+              "rows": [], "tree_width": 2, "tree_nodes": 0}
+    note = next(line for line in format_drafter_table(report).splitlines() if "accepted / drafted" in line)
+    assert "a token tree's: accepted nodes / the nodes judged along each round's path" in note
