@@ -15,12 +15,16 @@ import dataclasses
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import gradio as gr
 
 from specui import arena
 from specui.lesson import json_safe
-from specui.ui import arena_view, charts, chat_tree, render, stats, teach_charts, teach_memory, teach_prepare, teaching
+from specui.presets import COMMAND_LINE, DEFAULT_CONFIG
+from specui.prompt_cache import chat_history
+from specui.ui import (arena_view, charts, chat_tree, exports, render, stats, teach_charts, teach_memory, teach_prepare,
+                       teaching)
 from specui.ui.exports import Exports
 from specui.ui.request import SettingsError, seeded
 from specui.ui.runs import Run, reply
@@ -115,12 +119,14 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
         yield page(shown[-1]["content"], {ui.panel.prompt: text})  # not taken after all: the message comes back
     if run is not None and run.error is None:
         dropped = history[:run.left_out]
+        read = _read(app, run, history)
         history = [*history[run.left_out:], {"role": "user", "content": text}, run.reply_message()]
         forgot = _forget(sent, sum(m.get("role") == "user" for m in dropped))
         sent[-1] = {"text": text, "kept": True, **({"left_out": dropped, "forgot": forgot} if dropped else {})}
         # the final charts (and table) again: a streaming client may have skipped the frame that carried them
         yield page(shown[-1]["content"], {**figures, **chat_tree.after_run(ui.tree, run.trees),
-                                          r.export: _download(app, run), r.to_teach: gr.update(visible=True)})
+                                          r.export: _download(app, run, text, read),
+                                          r.to_teach: gr.update(visible=True)})
 
 
 def unchanged_left_out(drawn: dict, updates: dict) -> dict:
@@ -148,14 +154,17 @@ def _forget(sent: list, count: int) -> list[int]:
     return forgot
 
 
-def run_export(run: Run) -> dict:
-    """The Chat tab's download of a finished run: the preset and settings, then the API's answer (the reply's
+def run_export(run: Run, *, prompt: str = "", conversation=(), command: str | None = None) -> dict:
+    """The Chat tab's download of a finished run: the preset and settings, the message (`prompt`) and the
+    `conversation` before it that the run read (the answers with the tokens the model wrote), the `command` that
+    decodes it again (`reproduction`) and the versions that decoded it, then the API's answer (the reply's
     tokens with their kind, p, q and acceptance probability, its numbers, the plain run's in compare mode), and in
     arena mode each contestant's reply, tokens and numbers (greedy: whether it equals plain decoding's), with the K
     and the confidence stop it raced with (None for plain decoding), as the table reads them: its K column is
     `arena.k_said(num_draft_tokens, draft_confidence, name)` ("≤ 6"); NaN and infinities as null, as
     `lesson.export_run` gives the Teach tab's."""
-    out = {"preset": run.preset, "settings": dataclasses.asdict(run.settings), **run.as_dict()}
+    out = {"preset": run.preset, "settings": dataclasses.asdict(run.settings), "prompt": prompt,
+           "conversation": list(conversation), "command": command, "versions": exports.versions(), **run.as_dict()}
     if run.settings.arena:
         plain = run.arena.get(arena.PLAIN)
         standings = {s.name: s for s in outcome.standings} if (outcome := arena_view.outcome(run)) else {}
@@ -172,9 +181,31 @@ def run_export(run: Run) -> dict:
     return json_safe(out)
 
 
-def _download(app: App, run: Run):
+def _read(app: App, run: Run, history: list) -> list:
+    """The conversation before the message that `run` read (`Showcase.encode`'s): a chat preset's kept turns but the
+    oldest it left out and those a base model wrote; a base model's run reads none."""
+    if not _is_chat(app, run.preset):
+        return []
+    return chat_history(history[run.left_out:], lambda name: name is not None and app.showcase.chats(name) is False)
+
+
+def reproduction(app: App, run: Run, prompt: str, conversation) -> str | None:
+    """The `python -m specui` command that decodes `run` again to the same tokens (`exports.command_line`), or None
+    where none does: a conversation's later message (the command line decodes a message alone), the arena, a pair
+    given to app.py by --target (no preset of a models.yaml)."""
+    if conversation or run.settings.arena or run.preset == COMMAND_LINE:
+        return None
+    config = Path(app.showcase.config.path).resolve()
+    return exports.command_line(preset=run.preset, settings=run.settings, prompt=prompt,
+                                chats=app.showcase.chats(run.preset) is True,
+                                config=None if config == Path(DEFAULT_CONFIG).resolve() else str(config))
+
+
+def _download(app: App, run: Run, prompt: str = "", conversation=()):
     try:
-        path = app.exports.write(run_export(run), f"specui-run-{run.preset}-seed{run.replied.seed}.json")
+        command = reproduction(app, run, prompt, conversation)
+        data = run_export(run, prompt=prompt, conversation=conversation, command=command)
+        path = app.exports.write(data, f"specui-run-{run.preset}-seed{run.replied.seed}.json")
     except Exception:  # the reply stands without its download
         log.exception("writing the run's download")
         return gr.update(value=None, visible=False)

@@ -1,10 +1,14 @@
 """JSON downloads of runs (the Chat tab's last run, the Teach tab's run): files in a temporary folder of the
-process, removed when it exits; the newest EXPORTS_KEPT stay on disk (gradio serves its own copy of each)."""
+process, removed when it exits; the newest EXPORTS_KEPT stay on disk (gradio serves its own copy of each). And what a
+download needs for its run to be decoded again: the `python -m specui` command line of a Chat run (`command_line`)
+and the versions that decoded it (`versions`)."""
 
 from __future__ import annotations
 
 import json
+import platform
 import re
+import shlex
 import shutil
 import tempfile
 import threading
@@ -38,6 +42,45 @@ def as_json(payload: dict) -> str:
     except UnicodeEncodeError:
         text = json.dumps(payload, indent=1, allow_nan=False)
     return text
+
+
+def command_line(*, preset: str, settings, prompt: str, chats: bool, config: str | None = None) -> str:
+    """The `python -m specui` command (shell-quoted, one line) that decodes `prompt` again as a Chat run with `settings`
+    (a `specui.ui.request.Settings`, its seed the one the run took) of `preset` decoded it alone (no conversation
+    before it): the same tokens, greedy or sampled, on the same kind of device. `chats`: the preset wraps messages in a
+    chat template (a base model reads no system prompt, which the command line refuses). `config`: the models.yaml
+    the app read, where it was not specui's own. Compare mode's `--compare` decodes plainly after it, as the page's
+    does; the arena has no command (each contestant is a `--drafter` of its own)."""
+    s = settings
+    words = ["python", "-m", "specui", *(["--config", config] if config else []), "--preset", preset,
+             "--drafter", str(s.drafter), "-k", str(s.num_draft_tokens), "--draft-confidence", repr(s.draft_confidence),
+             "--max-new-tokens", str(s.max_new_tokens)]
+    if s.adaptive:
+        words.append("--adaptive")
+    if s.tree_width > 1:
+        words += ["--tree-width", str(s.tree_width), "--tree-nodes", str(s.tree_nodes)]
+    if not s.greedy:  # a greedy run draws nothing, and the command line refuses a seed for one
+        words += ["--temperature", repr(s.temperature), "--top-p", repr(s.top_p), "--top-k", str(s.top_k),
+                  "--seed", str(s.seed)]
+    if s.repetition_penalty != 1:
+        words += ["--repetition-penalty", repr(s.repetition_penalty)]
+    if chats and s.system:
+        words += ["--system", s.system]
+    if s.compare:
+        words.append("--compare")
+    return shlex.join([*words, "--", prompt])  # "--": a prompt that starts with '-' is no flag
+
+
+def versions() -> dict:
+    """The versions that decoded a run: Python, specui, torch, transformers (another torch may round, or draw, another
+    way)."""
+    import torch
+    import transformers
+
+    import specui
+
+    return {"python": platform.python_version(), "specui": specui.__version__, "torch": torch.__version__,
+            "transformers": transformers.__version__}
 
 
 class Exports:
