@@ -270,7 +270,8 @@ def render_measured(run: lesson.TeachingRun | None) -> str:
         return (f'<span class="stat" title="{escape_text(hint)}"><span class="stat-name">'
                 f'{escape_text(name)}</span> <b>{escape_text(value)}</b></span>')
 
-    items = [item("α (fitted)", fmt(m.alpha), "the α whose expected tokens per round equal the measured ones; "
+    items = [item("α (fitted)", fmt(m.alpha), "the α whose expected tokens per round equal the measured ones, "
+                                              "each round at the K it was asked; "
                                               "the theory curves, the chat tab and the benchmark use it"),
              item("acceptance rate (accepted / drafted)", fmt(m.acceptance_rate), "the usual acceptance rate"),
              item("tokens per round", fmt(m.tokens_per_round, ".2f"), "bonus included"),
