@@ -300,18 +300,22 @@ def seed_note(seed: str) -> str:
 
 
 def render_points(points, *, seed: str = "") -> str:
-    """An experiment's points as a table, and the seed its runs drew with (`seed_note`)."""
+    """An experiment's points as a table, and the seed its runs drew with (`seed_note`). Points none of which was
+    timed against plain decoding (the temperature sweep's) have no speedup column, and a line says why."""
     if not points:
         return ""
-    heads = ["run", "α", "acceptance rate", "tokens/round", "tokens/s", "speedup"]
+    timed = any(p.speedup is not None for p in points)  # a column of "–" alone read as a failed measurement
+    heads = ["run", "α", "acceptance rate", "tokens/round", "tokens/s"] + (["speedup"] if timed else [])
     rows = "".join(
         f'<tr class="teach-point"><td class="text">{escape_text(p.label)}</td>'
         + "".join(f'<td class="num">{v}</td>' for v in (
             fmt(p.alpha), fmt(p.acceptance_rate), fmt(p.tokens_per_round, ".2f"),
-            fmt(p.tokens_per_s, ".1f"), fmt(p.speedup, ".2f×"))) + "</tr>" for p in points)
+            fmt(p.tokens_per_s, ".1f"), *([fmt(p.speedup, ".2f×")] if timed else []))) + "</tr>" for p in points)
     head = "".join(f'<th class="num">{h}</th>' for h in heads)
+    untimed = ("" if timed else '<p class="teach-key">No speedup column: these runs measure acceptance and are not '
+                                "timed against plain decoding.</p>")
     return (f'<table class="teach-table teach-points"><thead><tr>{head}</tr>'
-            f'</thead><tbody>{rows}</tbody></table>{seed_note(seed)}')
+            f'</thead><tbody>{rows}</tbody></table>{untimed}{seed_note(seed)}')
 
 
 def render_verify_cost(curve: dict) -> str:
