@@ -2,7 +2,8 @@
 a folder or file that is not there, a GPU asked for and missing, the Hub out of reach; torch-free, so that a command
 line refuses them before torch loads), and, as it loads, a causal language model that keeps a KV cache
 (`check_causal`), a draft that tokenizes as its target does (`check_compatible`) and a tokenizer to read; each failure
-a `LoadError` that says, for people, what to do (specui.loading loads, these check)."""
+a `LoadError` that says, for people, what to do (specui.loading loads, these check). And a target's own eos ids outside
+its vocabulary are left out once as it loads (`drop_eos_outside`)."""
 
 from __future__ import annotations
 
@@ -238,6 +239,11 @@ def check_causal(model, who: str) -> None:
 
     from specui.kv import model_device
 
+    if model.get_output_embeddings() is None:  # where the engine reads the vocabulary: it failed with AttributeError
+        raise LoadError(f"{who} ({type(model).__name__}) names no output layer (its get_output_embeddings() returns "
+                        "None), where specui reads the vocabulary it scores: choose a model whose class names it "
+                        "(transformers' Llama, Qwen2, Mistral, GPT-2 ...; remote code that defines "
+                        "get_output_embeddings)")
     vocab = model.get_input_embeddings().num_embeddings
     device = model_device(model)
     with torch.no_grad():
@@ -250,3 +256,24 @@ def check_causal(model, who: str) -> None:
         raise LoadError(f"{who} is not a causal language model ({type(model).__name__}: "
                         f"{'it keeps no KV cache' if kept is None else 'each position reads the tokens after it'}): "
                         "speculative decoding needs a decoder-only model such as Llama, Qwen2 or GPT-2.")
+
+
+def drop_eos_outside(target) -> None:
+    """The target's own eos ids outside its vocabulary (a checkpoint's quirk: `specui.engine_checks.eos_ids` leaves
+    them out, in one warning) left out of its generation_config (or config) once, as it loads: every engine built on
+    the loaded target (each Teach experiment builds one) then reads the ids in range and says nothing, where each said
+    the warning again. Ids that are no token ids are left to the engine, which refuses them by name."""
+    from specui.engine_checks import eos_ids
+
+    try:
+        kept = eos_ids(None, target, vocab_size=target.get_output_embeddings().weight.shape[0])  # its one warning
+    except ValueError:
+        return
+    for where in ("generation_config", "config"):  # the first that names any, as the engine reads them
+        config = getattr(target, where, None)
+        found = getattr(config, "eos_token_id", None)
+        if found is not None:
+            ids = [found] if isinstance(found, int) else list(found)
+            if any(i not in kept for i in ids):  # an int in range stays an int; [] where none is left: no fallback
+                config.eos_token_id = [i for i in ids if i in kept]
+            return

@@ -21,7 +21,7 @@ from specui import chat_draft, hub, int8, native, packaged, spaces
 from specui.kv import model_device
 from specui.load_checks import (  # the first two torch-free: a refusal before torch loads
     LoadError, check_before_loading, check_causal, check_chat_template, check_exact_forward, conversation_memory,
-    hub_models, read_tokenizer)
+    drop_eos_outside, hub_models, read_tokenizer)
 from specui.presets import ConfigError, Preset
 from specui.pretrained import _load_draft, _load_head, _model_kwargs, pick_device  # noqa: F401 (pick_device: callers')
 from specui.turns import LoadTurn, in_turn
@@ -134,6 +134,7 @@ def _load_pair(preset: Preset, say: Callable[[str], None], *, checked: bool) -> 
                 device_map=preset.device_map))
         check_causal(target, f"Preset '{preset.name}': the target {preset.target}")
         check_exact_forward(preset, target, f"Preset '{preset.name}': the target {preset.target}")
+        drop_eos_outside(target)  # said once here, not by each engine built on it
         draft = None
         if preset.draft is not None:
             say(f"Loading the draft {preset.draft}")
