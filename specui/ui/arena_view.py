@@ -45,7 +45,8 @@ def _title(name: str, standing: arena.Standing | None) -> str:
         title += f" · {fmt(standing.stats.tokens_per_s, '.1f')} tokens/s"
         if name != arena.PLAIN:
             rate = fmt(standing.stats.acceptance_rate, ".2f")  # the table's column; α is the stats line's fitted one
-            title += (f" · {fmt(standing.speedup, '.2f×')} · acceptance rate {rate}"
+            said = "acceptance along the path" if standing.stats.trees else "acceptance rate"  # as the stats line
+            title += (f" · {fmt(standing.speedup, '.2f×')} · {said} {rate}"
                       f" · {fmt(standing.stats.mean_accepted_length, '.2f')} tokens/round")
     return title
 

@@ -140,6 +140,8 @@ def arena_figure(arena=None) -> go.Figure:
                          "name": standing.label, "marker": {"color": colour}, "legendgroup": standing.name,
                          "showlegend": col == 1, "xaxis": f"x{axis}", "yaxis": f"y{axis}"})
     fig = go.Figure(data=bars, layout=_arena_layout())  # one pass (make_subplots and a trace at a time: 58 ms)
+    if arena is not None and any(s.stats.trees for s in arena.standings):  # as the stats line names a tree's rate
+        fig.layout.annotations[[t for t, _ in ARENA_PANELS].index("acceptance rate")].text = "acceptance along the path"
     if arena is None or not arena.standings:
         fig.add_annotation(text="Tick Arena and send a prompt: plain decoding, then every drafter of the preset",
                            showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)

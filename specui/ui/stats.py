@@ -98,12 +98,13 @@ def arena_rows(arena) -> list[list[str]]:
     """The arena's table: one row per contestant (plain first), every number formatted by `fmt`; K is the K it raced
     at as chosen (its own K from the preset, or the K slider's; adaptive K: the one most rounds asked for), as the
     stats line's theoretical speedup gives it, even where the token budget cut every round short; "≤ K" where a
-    confidence stop let its rounds draft fewer (`arena.k_said`, as the benchmark's table writes "<=K")."""
+    confidence stop let its rounds draft fewer (`arena.k_said`, as the benchmark's table writes "<=K"); a token tree's
+    rate reads "along the path", the nodes judged along each round's path, as the stats line names it."""
     rows = []
     for s in arena.standings if arena is not None else ():
         same = "reference" if s.name == "plain" else {True: "yes", False: "NO"}.get(s.identical, "–")
-        rows.append([s.label, k_said(s.k, s.confidence, s.name),
-                     fmt(s.stats.acceptance_rate, ".3f"), fmt(s.stats.mean_accepted_length, ".2f"),
+        rate = fmt(s.stats.acceptance_rate, ".3f") + (" along the path" if s.stats.trees else "")  # as the stats line
+        rows.append([s.label, k_said(s.k, s.confidence, s.name), rate, fmt(s.stats.mean_accepted_length, ".2f"),
                      fmt(s.stats.cost_ratio, ".3f"), fmt(s.stats.tokens_per_s, ".1f"), fmt(s.speedup, ".2f×"), same])
     for name in arena.skipped if arena is not None else ():  # never run as chains: no numbers, the reason instead
         rows.append([f"{label(name)} (skipped)", *["–"] * (len(ARENA_HEADERS) - 2),

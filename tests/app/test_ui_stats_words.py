@@ -69,6 +69,25 @@ def test_a_static_tree_names_its_rate_along_the_path_and_says_its_126_nodes_are_
     assert "theory" in runstats.run_stats(result).as_dict() and "tree_nodes" not in runstats.run_stats(result).as_dict()
 
 
+def test_a_token_tree_arenas_rate_is_named_along_the_path_in_its_table_chart_and_title(engine):
+    """The arena races token trees too (tree_width > 1): its table's column, its chart's panel and a contestant's
+    title named the tree's rate "acceptance rate", which the stats line calls "acceptance along the path" (the nodes
+    judged along each round's path, not a share of every drafted node); a chain arena's stay "acceptance rate"."""
+    from specui import arena
+    from specui.ui import arena_view, charts
+
+    plain = engine.generate(PROMPT, max_new_tokens=12, speculative=False, seed=0)
+    for width, named in ((2, "acceptance along the path"), (1, "acceptance rate")):
+        tree = engine.generate(PROMPT, max_new_tokens=12, num_draft_tokens=3, tree_width=width,
+                               tree_nodes=5 if width > 1 else 0, seed=0)
+        outcome = arena.summarise({"plain": plain, "model": tree}, greedy=False)
+        rate = stats.arena_rows(outcome)[1][stats.ARENA_HEADERS.index("acceptance rate")]
+        assert rate == f"{tree.acceptance_rate:.3f}" + (" along the path" if width > 1 else "")
+        panels = [a.text for a in charts.arena_figure(outcome).layout.annotations]
+        assert named in panels and ("acceptance rate" in panels) == (width == 1)
+        assert f"{named} {tree.acceptance_rate:.2f}" in arena_view._title("model", outcome.standing("model"))
+
+
 def test_a_dynamic_tree_within_what_pays_gives_its_nodes_alone(engine):
     result = engine.generate(PROMPT, max_new_tokens=24, num_draft_tokens=6, tree_width=2, tree_nodes=9, seed=0)
     figures = shown(stats.stats_html(runstats.run_stats(result)))
