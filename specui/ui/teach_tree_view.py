@@ -45,6 +45,8 @@ def _try(record: TreeRecord, step: TreeStep) -> str:
     head = (f"At {_where(record, step.parent)}, try child {step.sibling}: node {step.node} "
             f"{_tok(record.texts[step.node])} (id {n.token_id}).")
     numbers = f"p(x) = {fmt_prob(n.target_prob)}, q(x) = {fmt_prob(n.draft_prob)} at its parent."
+    if not record.greedy and not record.sampled:  # the chain's min(1, p/q) was what a student looked for here
+        numbers = numbers[:-1] + " (q chose the children, no draw reads it)."
     if record.greedy:
         rule = ("It is the target's top token here: accepted." if ok
                 else "It is not the target's top token here: rejected.")
@@ -93,6 +95,20 @@ def _end(record: TreeRecord, step: TreeStep) -> str:
     return f"<p>{text}</p><p>This round emits {len(record.path) + 1} tokens: {accepted} (accepted), then {own}.</p>"
 
 
+def _rule(record: TreeRecord) -> str:
+    """How this tree's children are judged and why: they were drawn from q (SpecInfer's min(1, p/q)), or chosen as the
+    draft's most likely tokens, so that q plays no part in their check (none in greedy mode: the argmax rule)."""
+    if record.greedy:
+        return ""
+    if record.sampled:
+        return ("<p>Each node's children were drawn from the draft's q, so a child is accepted with probability "
+                "min(1, p/q), as in a chain; after a rejection p becomes the residual norm(max(0, p − q)).</p>")
+    return ("<p>Each node's children are the draft's most likely tokens there, chosen, not drawn from q: so q plays no "
+            "part in their check. A child x is accepted with probability p(x) over the mass of p still in play; after "
+            "a rejection x leaves p, and the round's own token comes from what is left of p: its tokens still "
+            "follow p exactly.</p>")
+
+
 def render_tree_step(record: TreeRecord | None, steps: list[TreeStep], index: int) -> str:
     """One step (see `specui.tree_steps`) of `record`'s verification as HTML."""
     if record is None or not steps:
@@ -105,7 +121,7 @@ def render_tree_step(record: TreeRecord | None, steps: list[TreeStep], index: in
     if step.kind == DRAFT:
         body = (f"<p>The drafter proposed {len(record.nodes)} nodes to depth {depth_of(record)} after the root "
                 f"{_tok(record.root_text)}. One target forward scored the root and every node: "
-                f"{len(record.nodes) + 1} rows of p. The walk starts at the root.</p>")
+                f"{len(record.nodes) + 1} rows of p. The walk starts at the root.</p>{_rule(record)}")
     elif step.kind == END:
         body = _end(record, step)
     else:

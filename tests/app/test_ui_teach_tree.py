@@ -46,6 +46,22 @@ def test_greedy_and_sampled_rules_are_named():
     assert "end-of-text token" in render_tree_step(cut, tree_steps(cut), len(tree_steps(cut)) - 1)
 
 
+def test_the_first_step_says_how_the_trees_children_are_judged_and_why_q_is_not_read():
+    """A top-w tree's children are judged by p over the mass in play, a chain's by min(1, p/q): a student saw q(x)
+    beside each child and no word of why no min(1, p/q) was taken. The first step says how the children came and are
+    judged, and a try's q is said to be read by no draw; a sampled tree's rule is a chain's, greedy's needs neither."""
+    top = record()
+    words = [render_tree_step(top, tree_steps(top), i) for i in range(3)]
+    assert "chosen, not drawn from q" in words[0] and "q plays no part in their check" in words[0]
+    assert "over the mass of p still in play" in words[0] and "follow p exactly" in words[0]
+    assert "q(x) = 0.5000 at its parent (q chose the children, no draw reads it)" in words[2]
+    sampled = record(sampled=True)
+    first, second = (render_tree_step(sampled, tree_steps(sampled), i) for i in (0, 1))
+    assert "drawn from the draft's q" in first and "min(1, p/q)" in first and "no draw reads it" not in second
+    greedy = record(greedy=True)
+    assert "q plays no part" not in render_tree_step(greedy, tree_steps(greedy), 0)
+
+
 # -- the panel on the bundled pair ---------------------------------------------------------------------------
 
 
