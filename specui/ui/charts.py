@@ -100,8 +100,9 @@ def position_figure(spec=None) -> go.Figure:
 
 def _position_counts(result) -> tuple[dict[int, int], dict[int, int], dict[int, float], dict[int, int]]:
     """Per draft position i (0-based): the rounds that drafted it, those that accepted it, the sum of its
-    acceptance probabilities min(1, p/q) and the rounds that have one (a sampled round judges its drafts up to the
-    first rejection only)."""
+    acceptance probabilities min(1, p/q) and the rounds that judged it: positions up to the first rejection (a
+    greedy round records 1 or 0 for every draft, those after the rejection too, whose target rows followed a draft
+    already turned down: never judged, as a sampled round leaves them)."""
     reached: dict[int, int] = {}
     passed: dict[int, int] = {}
     prob_sum: dict[int, float] = {}
@@ -110,7 +111,7 @@ def _position_counts(result) -> tuple[dict[int, int], dict[int, int], dict[int, 
         for i in range(r.num_drafted):
             reached[i] = reached.get(i, 0) + 1
             passed[i] = passed.get(i, 0) + (i < r.num_accepted)
-            if i < len(r.accept_probs):
+            if i < len(r.accept_probs) and i <= r.num_accepted:
                 prob_sum[i] = prob_sum.get(i, 0.0) + r.accept_probs[i]
                 judged[i] = judged.get(i, 0) + 1
     return reached, passed, prob_sum, judged
