@@ -66,17 +66,31 @@ class RunStats:
 
 
 def cost_ratio(result, plain=None) -> float | None:
-    """c: median seconds per drafted token / median seconds of one target forward (the plain run's, if any)."""
+    """c: median seconds per draft forward (a chain's drafted token, a token tree's level) / median seconds of one
+    target forward (the plain run's, if any)."""
     return rounds_cost_ratio(result.rounds, plain.rounds if plain is not None and plain.rounds else result.rounds)
 
 
+def draft_forwards(round_) -> int:
+    """The drafter's forwards in a round: one per drafted token of a chain, one per level of a token tree (each level
+    one forward over its nodes), where a tree round's `drafted` lists only the path the target walked."""
+    nodes = getattr(round_, "tree", None)
+    if not nodes:
+        return round_.num_drafted
+    depth = [0] * len(nodes)
+    for i, node in enumerate(nodes):  # a node's parent comes before it
+        depth[i] = 1 if node.parent < 0 else depth[node.parent] + 1
+    return max(depth)
+
+
 def rounds_cost_ratio(rounds, forward_rounds) -> float | None:
-    """`cost_ratio` over rounds (of one run or several): the drafting rounds, and the rounds whose verify
-    seconds time one target forward (plain decoding's, or the same rounds). Rounds whose draft was copied
-    (`copied`: no model forward) are left out when the run has model rounds too: c is the model's cost."""
+    """`cost_ratio` over rounds (of one run or several): the drafting rounds' seconds per draft forward (a chain's
+    per drafted token, a tree's per level: `draft_forwards`), and the rounds whose verify seconds time one target
+    forward (plain decoding's, or the same rounds). Rounds whose draft was copied (`copied`: no model forward) are
+    left out when the run has model rounds too: c is the model's cost."""
     drafting = [r for r in rounds if r.num_drafted]
     model_rounds = [r for r in drafting if not r.copied]
-    per_draft_token = [r.draft_s / r.num_drafted for r in (model_rounds or drafting)]
+    per_draft_token = [r.draft_s / draft_forwards(r) for r in (model_rounds or drafting)]
     forwards = [r.verify_s for r in forward_rounds]
     if per_draft_token and forwards and metrics.median(forwards) > 0:
         return metrics.draft_cost_ratio(metrics.median(per_draft_token), metrics.median(forwards))
