@@ -235,6 +235,9 @@ def outcome(step: Step, *, chart: bool = True) -> str:
             where = " (chart below)" if chart else ""
             parts.append(f"The target drew {token} from the residual norm(max(0, p − q)){where}; "
                          f"its p = {_num(final.p)}.")
+        elif k and step.greedy:  # greedy draws nothing: the bonus is the target's argmax
+            parts.append(f"Every draft passed, so the target adds a bonus token {token}, its top token at "
+                         f"position {k + 1} (p = {_num(final.p)}).")
         elif k:
             parts.append(f"Every draft passed, so the target adds a bonus token {token} drawn from its own p at "
                          f"position {k + 1} (p = {_num(final.p)}).")

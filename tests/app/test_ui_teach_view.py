@@ -209,3 +209,13 @@ def test_the_step_help_says_why_the_text_is_exact_in_the_terms_of_its_table():
     for px, qx in zip(p, q):
         kept = qx * min(1, px / qx) if qx else 0.0
         assert abs(kept + r * (px - min(px, qx)) / r - px) < 1e-12
+
+
+def test_a_greedy_rounds_bonus_is_the_targets_top_token_not_a_draw():
+    """Greedy draws nothing: after a full block the bonus is the target's argmax; the outcome said it was "drawn from
+    its own p", as a sampled round's is."""
+    run = _run(GREEDY, DecodeSettings(temperature=0, num_draft_tokens=8, max_new_tokens=6))
+    outcome = re.search(r'<div class="teach-outcome">(.*?)</div>', teach_view.render_step(run, 1)).group(1)
+    assert "Every draft passed" in outcome and "its top token at position 3" in outcome and "drawn" not in outcome
+    sampled = _run(GREEDY[1:2], DecodeSettings(temperature=0.8, num_draft_tokens=2, max_new_tokens=3))
+    assert "drawn from its own p at position 3" in teach_view.render_step(sampled, 0)
