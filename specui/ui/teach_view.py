@@ -84,7 +84,9 @@ THEORY_HELP = """**Theory beside measurement** (Leviathan et al. 2023)
   drafted though never judged. Rounds whose drafter proposed fewer than K (a confidence stop, prompt lookup without
   a match) pull α down instead, so such a run can show a rate above it.
   On the right, a diamond below its curve is real cost the formula leaves out: a (K+1)-token verify that costs
-  more than one plain forward ("verify cost" below), sampling, cache trims, Python."""
+  more than one plain forward ("verify cost" below), sampling, cache trims, Python. A diamond above it paid for
+  less than the formula counts: rounds that drafted fewer than K (a confidence stop) ran fewer draft forwards than
+  its Kc, or the plain run was timed while the machine was busier (Decode again: timings move, the tokens do not)."""
 SWEEP_HELP = """**K sweep.** The same prompt decoded with K = 1…8, each timed against plain decoding (the target
 alone, same seed). Small K wastes the draft's good guesses; large K wastes draft forwards on tokens that get
 thrown away. The dotted line is the theory at the sweep's α and c. Temperature 0 gives the cleanest sweep:
