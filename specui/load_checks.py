@@ -65,7 +65,9 @@ def check_before_loading(preset: Preset) -> None:
             if (Path(ref) / "specui_head.json").is_file():  # a trained head (specui.heads), no model of its own
                 where = ("It is a specui head (specui_head.json): list it under the preset's heads in a models.yaml "
                          "(heads: {eagle: FOLDER}, or medusa, early_exit; and drafter: its name), not as a model.")
-            raise LoadError(f"Preset '{preset.name}': the {role} folder {ref} has no config.json. {where}")
+            why = (f" (it is a file: give the folder that holds it and config.json, {Path(ref).parent})"
+                   if Path(ref).is_file() else "")  # a weights file given for its folder
+            raise LoadError(f"Preset '{preset.name}': the {role} folder {ref} has no config.json{why}. {where}")
     if (kind := _half_on_cpu_of_another_kind(preset)) is not None:  # a folder's, before its weights (any once loaded)
         raise LoadError(f"Preset '{preset.name}': the target {preset.target} is a {kind!r} model, which runs its own "
                         f"transformers forward on this CPU (specui's lean forward computes Llama, Mistral and Qwen2 "

@@ -91,7 +91,8 @@ def _device(value: str | None, where: str, words: tuple[str, ...] = ()) -> str |
         torch.device(value)
     except (RuntimeError, ValueError):
         also = f", or {', '.join(words)}" if words else ""
-        raise ConfigError(f"{where}: {value!r} is not a device (cpu, cuda, cuda:1, mps{also})") from None
+        raise ConfigError(f"{where}: {value!r} is not a device (cpu, cuda, cuda:1, mps{also})"
+                          f"{_did_you_mean(value, ('cpu', 'cuda', 'mps', *words))}") from None
     return value
 
 

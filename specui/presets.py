@@ -33,6 +33,7 @@ DEFAULT_CONFIG = _shipped_config()
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 QUANTIZATIONS = ("none", "8bit", "4bit")
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")  # accelerate's strategies; else one device
+DRAFT_SETTINGS = ("draft_revision", "draft_quantization", "draft_device")  # a draft model's alone
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,7 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
         v = body.get(k, default)
         v = "none" if v is None and "none" in options else v
         if v not in options:
-            raise ConfigError(f"{key}.{k}: must be one of {', '.join(options)} (got {v!r})")
+            raise ConfigError(f"{key}.{k}: must be one of {', '.join(options)} (got {v!r}){_did_you_mean(v, options)}")
         return v
 
     def flag(k, default):
@@ -257,15 +258,26 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
     drafter = choice("drafter", DRAFTERS, MODEL if draft else PROMPT_LOOKUP)
     if drafter in MODEL_DRAFTERS and draft is None:
         raise ConfigError(f"{key}.draft: drafter {drafter!r} needs a draft model (or set drafter: prompt_lookup)")
+    for k in DRAFT_SETTINGS:  # of a draft model: without one, 4bit was refused as needing CUDA, or silently unused
+        if draft is None and body.get(k) not in (None, "none"):
+            raise ConfigError(f"{key}.{k}: {body[k]!r} is for a draft model, and this preset has none (its drafter "
+                              f"is {drafter}): remove {k}, or name the draft (draft: its folder or Hub id)")
     heads = _heads(body.get("heads"), key, path)
     drafter_tokens = _drafter_tokens(body.get("drafter_tokens"), key)
     if drafter in HEAD_OF and HEAD_OF[drafter] not in dict(heads):
         raise ConfigError(f"{key}.drafter: {drafter!r} needs a trained head listed under heads: ({HEAD_OF[drafter]}: "
                           "<folder>)")
+    models = {"target": _model(target, f"{key}.target", path), "draft": _model(draft, f"{key}.draft", path) if draft
+              else None}
+    for role, k in (("target", "revision"), ("draft", "draft_revision")):  # from_pretrained ignored it, silently
+        if body.get(k) is not None and models[role] and (Path(models[role]).is_absolute()
+                                                         or models[role].startswith(PACKAGED_PREFIX)):
+            raise ConfigError(f"{key}.{k}: {body[k]!r} is a Hub branch, tag or commit, and the {role} is no Hub model "
+                              f"({models[role]}): remove {k}, or give the {role} as a Hub id")
     return Preset(
         name=name,
-        target=_model(target, f"{key}.target", path),
-        draft=_model(draft, f"{key}.draft", path) if draft else None,
+        target=models["target"],
+        draft=models["draft"],
         drafter=drafter,
         description=prose("description"),
         revision=text("revision"),
