@@ -114,8 +114,8 @@ BUDGET_HELP = """**Where the time goes.** Theorem 3.8 counts model forwards only
 K draft forwards of cost c. This decodes the prompt with the target alone and speculatively (your settings, EOS
 ignored), times each model's one-token forward alone, and splits both runs per generated token: the forwards
 the theorem counts (solid) and what it does not (hatched): the verify's extra rows, sampling and bookkeeping,
-forwards slower than alone, prefill. The table takes those parts away one at a time, until only what the
-theorem counts is left and the efficiency is 1."""
+forwards slower than alone, prefill. The **efficiency** is the measured speedup ÷ the theorem's: the table takes
+those parts away one at a time, until only what the theorem counts is left and the efficiency is 1."""
 
 
 _num = fmt_prob
@@ -340,7 +340,7 @@ def render_budget(budget: dict, *, seed: str = "") -> str:
     seed its runs drew with (`seed_note`)."""
     rows = "".join(f'<tr class="teach-point"><td class="num">{fmt(step["efficiency"], ".2f")}</td>'
                    f'<td>{escape_text(step["without"])}</td></tr>' for step in budget["efficiency_steps"])
-    head = '<th class="num">efficiency</th><th>taking away</th>'
+    head = '<th class="num">efficiency (measured ÷ Thm 3.8)</th><th>taking away</th>'
     note = (f'<p class="teach-key">{budget["tokens"]} tokens; one-token forwards alone: target '
             f'{fmt(budget["target_forward_ms"], ".2f")} ms, draft {fmt(budget["draft_forward_ms"], ".2f")} ms; '
             f'plain {fmt(budget["plain_total_ms_per_token"], ".2f")} ms and speculative '

@@ -18,7 +18,7 @@ def _point(label: str, speedup: float | None) -> Point:
 
 
 def _heads(html: str) -> list[str]:
-    return re.findall(r"<th[^>]*>(.*?)</th>", html)
+    return re.findall(r"<th(?: [^>]*)?>(.*?)</th>", html)
 
 
 def test_a_table_of_untimed_runs_has_no_speedup_column_and_says_why():
@@ -29,3 +29,14 @@ def test_a_table_of_untimed_runs_has_no_speedup_column_and_says_why():
     assert _heads(timed)[-1] == "speedup" and "1.25×" in timed and "not timed" not in timed
     rows = re.findall(r'<tr class="teach-point">.*?</tr>', timed)
     assert all(len(re.findall(r"<td", row)) == len(_heads(timed)) for row in rows)
+
+
+def test_the_time_budget_says_what_its_efficiency_is():
+    """'Where the time goes' listed an efficiency of 0.70, 0.76, ... 0.99 with no word of what it divides: its help and
+    its table's head say it is the measured speedup ÷ the theorem's."""
+    from specui.ui.teach_view import BUDGET_HELP, render_budget
+
+    assert "efficiency** is the measured speedup ÷ the theorem's" in " ".join(BUDGET_HELP.split())
+    budget = {"tokens": 32, "target_forward_ms": 2.0, "draft_forward_ms": 0.03, "plain_total_ms_per_token": 2.2,
+              "speculative_total_ms_per_token": 1.5, "efficiency_steps": [{"without": "these runs", "efficiency": 0.7}]}
+    assert _heads(render_budget(budget))[0] == "efficiency (measured ÷ Thm 3.8)"
