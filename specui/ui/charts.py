@@ -47,11 +47,14 @@ def speed_figure(spec=None, plain=None) -> go.Figure:
 
 
 def acceptance_figure(spec=None) -> go.Figure:
-    """Per round: accepted / drafted (bars); the running acceptance rate (line)."""
+    """Per round: accepted / drafted (bars); the running acceptance rate (line). A token tree's round counts the nodes
+    judged along its path (its `drafted`), named so, as the stats line names a tree's rate."""
     fig = go.Figure()
     xs, per_round, running = [], [], []
     accepted = drafted = 0
-    for r in spec.rounds if spec is not None else []:
+    rounds = spec.rounds if spec is not None else []
+    trees = any(r.tree for r in rounds)
+    for r in rounds:
         if r.num_drafted == 0:
             continue
         accepted += r.num_accepted
@@ -59,10 +62,10 @@ def acceptance_figure(spec=None) -> go.Figure:
         xs.append(r.index + 1)
         per_round.append(round(r.num_accepted / r.num_drafted, 4))
         running.append(round(accepted / drafted, 4))
-    fig.add_trace(go.Bar(x=xs, y=per_round, name="accepted / drafted, this round", marker_color=SPEC_COLOUR,
-                         opacity=0.55))
-    fig.add_trace(go.Scatter(x=xs, y=running, mode="lines", name="running acceptance rate",
-                             line={"color": RATE_COLOUR, "width": 2}))
+    fig.add_trace(go.Bar(x=xs, y=per_round, name="accepted / judged along the path, this round" if trees else
+                         "accepted / drafted, this round", marker_color=SPEC_COLOUR, opacity=0.55))
+    fig.add_trace(go.Scatter(x=xs, y=running, mode="lines", name="running acceptance along the path" if trees else
+                             "running acceptance rate", line={"color": RATE_COLOUR, "width": 2}))
     fig = _layout(fig, title="Acceptance per round", x="round", y="acceptance", showlegend=True)
     fig.update_yaxes(range=[0, 1.05])
     return fig if xs else noted(fig, "Each round's accepted ÷ drafted,<br>and the running acceptance rate")

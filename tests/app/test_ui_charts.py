@@ -183,3 +183,19 @@ def test_an_empty_charts_note_reads_at_aa_contrast_on_white():
     colour = charts.speed_figure().layout.annotations[0].font.color
     assert 1.05 / (luminance(colour) + 0.05) >= 4.5, colour
     assert colour == theme.NOTE_COLOUR
+
+
+def test_a_token_trees_acceptance_chart_names_its_rate_along_the_path(spec):
+    """A tree round's drafted lists the path the target walked (its accepted nodes and the child rejected where it
+    stopped), so its rate is the stats line's "acceptance along the path": the chart names its bars and line so."""
+    from dataclasses import replace
+
+    from specui.events import TreeNode
+
+    node = TreeNode(index=0, token_id=7, parent=-1, target_prob=0.5, draft_prob=0.5, accept_prob=1.0, uniform=None,
+                    verdict="accepted")
+    tree = result_of([replace(r, tree=(node,), tree_path=(0,)) for r in spec.rounds])
+    names = [t.name for t in charts.acceptance_figure(tree).data]
+    assert names == ["accepted / judged along the path, this round", "running acceptance along the path"]
+    assert [t.name for t in charts.acceptance_figure(spec).data] == ["accepted / drafted, this round",
+                                                                     "running acceptance rate"]
