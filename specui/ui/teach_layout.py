@@ -16,6 +16,10 @@ from specui.ui.teach_view import DEFAULT_PROMPT, STEP_HELP, TEACH_K_MAX, THEORY_
 from specui.ui.theme import PLOT_MIN_WIDTH
 
 TEACH_MAX_NEW = 128  # its new-tokens slider (from 8, one token at a time: 20 asked is 20 decoded)
+# what proposes the drafts, under the radio: the step help says what prompt lookup and "+ lookup" do, nothing said what
+# EAGLE, Medusa or early exit are (docs/drafters.md does)
+DRAFTER_INFO = ("what proposes the drafts: a small draft model; a head trained on the target's hidden state (EAGLE, "
+                "Medusa); the target's first layers (early exit); or text copied from earlier (prompt lookup)")
 
 
 # -- layout --------------------------------------------------------------------------------------------
@@ -84,7 +88,7 @@ def controls(config) -> Controls:
             preset = gr.Dropdown(config.names, value=default.name, label="Preset (models.yaml)",
                                  elem_id="teach-preset")
             drafter = gr.Radio(list(DRAFTER_CHOICES), value=LABELS[default.drafter], label="Drafter",
-                               elem_id="teach-drafter")
+                               info=DRAFTER_INFO, elem_id="teach-drafter")
             k = gr.Slider(1, TEACH_K_MAX, value=min(TEACH_K_MAX, default.k_for()), step=1,
                           label="K (draft tokens per round)", elem_id="teach-k")
             confidence = gr.Slider(0.0, MAX_CONFIDENCE, value=0.0, step=0.05, label="Confidence stop (0 = off)",
