@@ -3,8 +3,9 @@
 transformers fetches a Hub model's files with retries: on a machine without a network (a lecture hall, a
 sandbox) `from_pretrained` of a model that is not in the local cache spends about a minute retrying before it
 fails. `unreachable` answers first: the model ids that are neither in the local cache nor fetchable, because the
-Hub's host cannot be reached (one connection, a few seconds at most). A model that *is* cached loads all the same, but
-transformers asks the Hub about each of its files first, retrying each for half a minute (a cached pair: minutes);
+Hub does not answer one request (`answers`: no connection, or a status it retries on; a few seconds at most). A
+model that *is* cached loads all the same, but transformers asks the Hub about each of its files first, retrying each
+for half a minute (a cached pair: minutes);
 `from_cache_alone` says when to load from the cache alone: the Hub asked once (`answers`) gave no answer, or a status
 huggingface_hub retries on (429, 5xx). Offline mode (HF_HUB_OFFLINE) and a proxy (which may reach what this machine
 cannot) skip the probe and leave the answer to transformers.
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import socket
 import ssl
 from collections.abc import Iterable
 from urllib.parse import quote, urlparse
@@ -53,17 +53,6 @@ def endpoint_problem() -> str | None:
     return None
 
 
-def reachable(endpoint: str | None = None, *, timeout: float = PROBE_SECONDS) -> bool:
-    """Whether a connection to the Hub's host opens (the endpoint: HF_ENDPOINT, else huggingface.co)."""
-    url = urlparse(endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    port = url.port or (80 if url.scheme == "http" else 443)
-    try:
-        socket.create_connection((url.hostname, port), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
-
-
 def _left_to_transformers() -> bool:
     """Offline mode (transformers reads the cache alone already) or a proxy (it may reach what this machine cannot)."""
     return os.environ.get("HF_HUB_OFFLINE", "").lower() in _TRUE or any(os.environ.get(p) for p in _PROXIES)
@@ -87,25 +76,40 @@ def answers(model_id: str, revision: str | None = None, *, timeout: float = PROB
     `timeout`, or it answers with a status huggingface_hub retries on (429, 5xx: a Hub whose host is up while it is
     down or overloaded, where a connection alone said reachable and a cached pair then took minutes of retries). A
     certificate this Python cannot check counts as answering: that is no outage, and transformers says what it says."""
+    return silence(model_id, revision, timeout=timeout) is None
+
+
+def silence(model_id: str, revision: str | None = None, *, timeout: float = PROBE_SECONDS) -> str | None:
+    """Why the Hub does not answer `answers`' request, in words for a refusal: "cannot be reached" (no connection, no
+    answer in `timeout`) or "answered 503" (a status huggingface_hub retries on); None where it answers."""
     url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
     path = f"{url.path.rstrip('/')}/{model_id}/resolve/{quote(revision or 'main', safe='')}/config.json"
     kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
     connection = kind(url.hostname, url.port, timeout=timeout)
     try:
         connection.request("HEAD", path, headers={"User-Agent": "specui"})
-        return connection.getresponse().status not in NOT_ANSWERED
+        status = connection.getresponse().status
+        return f"answered {status}" if status in NOT_ANSWERED else None
     except ssl.SSLCertVerificationError:
-        return True
+        return None
     except (OSError, http.client.HTTPException):  # refused, no such host, timed out, the connection cut
-        return False
+        return "cannot be reached"
     finally:
         connection.close()
 
 
 def unreachable(models: Iterable[tuple[str, str | None]]) -> list[str]:
-    """Of the (model id, revision) pairs, the ids that are not cached while the Hub cannot be reached; none in offline
-    mode or behind a proxy (transformers then says what it finds)."""
+    """Of the (model id, revision) pairs, the ids that are not cached while the Hub does not answer (`out_of_reach`)."""
+    return out_of_reach(models)[0]
+
+
+def out_of_reach(models: Iterable[tuple[str, str | None]]) -> tuple[list[str], str | None]:
+    """Of the (model id, revision) pairs, the ids that are not cached while the Hub does not answer, and why (`silence`,
+    asked of the first: "cannot be reached", "answered 503"), where a bare connection to its host said reachable and a
+    Hub answering 5xx or 429 left from_pretrained to minutes of retries; ([], None) in offline mode or behind a proxy
+    (transformers then says what it finds)."""
     if _left_to_transformers():
-        return []
-    missing = [model_id for model_id, revision in models if not is_cached(model_id, revision)]
-    return missing if missing and not reachable() else []
+        return [], None
+    missing = [(model_id, revision) for model_id, revision in models if not is_cached(model_id, revision)]
+    why = silence(*missing[0]) if missing else None
+    return ([model_id for model_id, _ in missing], why) if why else ([], None)

@@ -89,17 +89,21 @@ def check_before_loading(preset: Preset) -> None:
                         f"(bitsandbytes); this machine has none. Choose a preset without quantization, or set {key}: "
                         f"none for presets.{preset.name} in models.yaml (on a CPU, dtype: float32; bfloat16 halves "
                         "the memory of a Llama, Mistral or Qwen2 target, another kind's is refused in it).")
-    missing = hub.unreachable(hub_models(preset))  # at once: transformers would retry for about a minute
+    missing, why = hub.out_of_reach(hub_models(preset))  # at once: transformers would retry for minutes
     if missing:
-        start = (f"Preset '{preset.name}' needs {' and '.join(missing)} from the Hugging Face Hub, which this machine "
-                 f"cannot reach, and {'they are' if len(missing) > 1 else 'it is'} not in the local cache")
+        answered = why != "cannot be reached"  # a status it retries on: down or overloaded, not this machine's network
+        start = (f"Preset '{preset.name}' needs {' and '.join(missing)} from the Hugging Face Hub, which "
+                 + (f"{why} (down or overloaded)" if answered else "this machine cannot reach")
+                 + f", and {'they are' if len(missing) > 1 else 'it is'} not in the local cache")
         if spaces.on_spaces():  # the Space's owner reads this in its logs: what a Space can do about it
-            raise HubUnreachableError(f"{start}: check the Hub id (a gated or private model needs an HF_TOKEN secret), "
-                                      "or set the Space's variable SPECUI_PRESET (Settings → Variables) to a preset "
-                                      "with local weights, e.g. bundled.")
+            first = "try again later" if answered else "check the Hub id (a gated or private model needs an HF_TOKEN " \
+                                                       "secret)"
+            raise HubUnreachableError(f"{start}: {first}, or set the Space's variable SPECUI_PRESET (Settings → "
+                                      "Variables) to a preset with local weights, e.g. bundled.")
         where = "in the working directory" if preset.name == COMMAND_LINE else "beside models.yaml"
-        raise HubUnreachableError(f"{start}: connect once to download, or choose a preset with local weights. (Meant "
-                                  f"as a local folder? There is no {missing[0]} {where}.)")
+        first = "try again later, or use a cached or local model" if answered else \
+            "connect once to download, or choose a preset with local weights"
+        raise HubUnreachableError(f"{start}: {first}. (Meant as a local folder? There is no {missing[0]} {where}.)")
 
 
 def _half_on_cpu_of_another_kind(preset: Preset) -> str | None:

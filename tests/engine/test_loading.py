@@ -120,16 +120,16 @@ def test_a_hub_out_of_reach_on_a_space_says_what_its_owner_can_do(hub, monkeypat
 
 
 def test_a_reachable_hub_or_a_cached_model_is_not_refused(monkeypatch):
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
-        listening.listen()
+    from tests.unit.test_spaces_cached_hub import answering
+
+    with answering(404) as endpoint:  # a Hub that answers (a model it has not): transformers says what it says
         monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{listening.getsockname()[1]}")
+        monkeypatch.setenv("HF_ENDPOINT", endpoint)
         for proxy in specui_hub._PROXIES:
             monkeypatch.delenv(proxy, raising=False)
-        assert specui_hub.reachable()
+        assert specui_hub.answers("specui-test-org/no-such-model")
         assert specui_hub.unreachable([("specui-test-org/no-such-model", None)]) == []
-    monkeypatch.setattr(specui_hub, "reachable", lambda: False)
+    monkeypatch.setattr(specui_hub, "silence", lambda model_id, revision=None: "cannot be reached")
     monkeypatch.setattr(specui_hub, "is_cached", lambda model_id, revision=None: model_id == "org/cached")
     assert specui_hub.unreachable([("org/cached", None)]) == []
     assert specui_hub.unreachable([("org/cached", None), ("org/missing", "v1")]) == ["org/missing"]
