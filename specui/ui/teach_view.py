@@ -79,7 +79,8 @@ THEORY_HELP = """**Theory beside measurement** (Leviathan et al. 2023)
   measured tokens per round, each round at the K it was asked, so the diamond sits on its K's curve
   by construction where every round asked K. With the token budget nearly spent the last rounds ask fewer: they
   count at their own K (not as rejections), and the diamond, their short rounds in its average, sits below the
-  curve of full rounds.
+  curve of full rounds; so it does where an end of text inside an accepted block cut the last round's tokens
+  (α counts what that round's check accepted).
   The **acceptance rate** (accepted / drafted) is usually lower than α: the drafts after a rejection count as
   drafted though never judged. Rounds whose drafter proposed fewer than K (a confidence stop, prompt lookup without
   a match) pull α down instead, so such a run can show a rate above it.
