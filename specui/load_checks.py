@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from specui import hub, packaged, spaces
-from specui.presets import COMMAND_LINE, Preset
+from specui.presets import COMMAND_LINE, DRAFT_SETTINGS, Preset
 
 
 class LoadError(RuntimeError):
@@ -82,6 +82,14 @@ def check_before_loading(preset: Preset) -> None:
             raise LoadError(f"Preset '{preset.name}' asks for {field_name}: {wanted}, and this machine has no CUDA "
                             "GPU (or this torch was built without CUDA). Leave the device out (CPU here) or choose "
                             "another preset.")
+        if wanted.startswith("mps") and not _has_mps():  # it failed as the weights moved, after the tokenizer
+            raise LoadError(f"Preset '{preset.name}' asks for {field_name}: {wanted}, and this machine has no Apple "
+                            "GPU that torch can use (MPS: a Mac with Apple silicon). Leave the device out or choose "
+                            "another preset.")
+    for key in DRAFT_SETTINGS:  # a Preset built in code (dataclasses.replace): as models.yaml's are refused
+        if preset.draft is None and getattr(preset, key) not in (None, "none"):
+            raise LoadError(f"Preset '{preset.name}': {key}: {getattr(preset, key)} is for a draft model, and this "
+                            f"preset has none (its drafter is {preset.drafter}): leave {key} out, or give a draft")
     wants_cuda = preset.quantization != "none" or preset.draft_quantization != "none"
     if wants_cuda and not _has_cuda():
         key = "quantization" if preset.quantization != "none" else "draft_quantization"
@@ -136,6 +144,13 @@ def is_draft_folder(ref: str) -> bool:
     from specui import chat_draft
 
     return chat_draft.is_draft_folder(ref)
+
+
+def _has_mps() -> bool:
+    """Whether torch can use an Apple GPU (torch imported only for a preset that asks for one)."""
+    import torch
+
+    return torch.backends.mps.is_available()
 
 
 def _has_cuda() -> bool:

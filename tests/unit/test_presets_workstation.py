@@ -87,3 +87,31 @@ def test_the_command_line_says_a_config_mistake_in_one_line_before_torch_loads(t
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert "error: mine.yaml: presets.own.draft_quantization: '4bit' is for a draft model" in done.stderr
     assert "torch loaded: False" in done.stderr
+
+
+def test_a_preset_built_in_code_with_a_draft_setting_and_no_draft_is_refused_as_models_yaml_is(tmp_path):
+    """`dataclasses.replace(preset, draft_quantization="4bit")` on a preset without a draft: the same refusal before
+    loading, where it said 4bit needs a CUDA GPU (or, on a GPU machine, loaded and ignored it)."""
+    from dataclasses import replace
+
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "config.json").write_text("{}")
+    preset = _own(tmp_path, "target: ./mine")
+    with pytest.raises(LoadError, match=r"^Preset 'own': draft_quantization: 4bit is for a draft model, and this "
+                                        r"preset has none \(its drafter is prompt_lookup\): leave draft_quantization "
+                                        r"out, or give a draft$"):
+        check_before_loading(replace(preset, draft_quantization="4bit"))
+
+
+def test_an_apple_gpu_asked_for_on_a_machine_without_one_is_said_before_loading(tmp_path):
+    """device: mps where torch has no MPS failed once the tokenizer had loaded, as the weights moved ('PyTorch is not
+    linked with support for mps devices'); it is said before anything loads, as a missing CUDA GPU is."""
+    import torch
+
+    if torch.backends.mps.is_available():
+        pytest.skip("this machine has an Apple GPU")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "config.json").write_text("{}")
+    with pytest.raises(LoadError, match=r"^Preset 'own' asks for device: mps, and this machine has no Apple GPU that "
+                                        r"torch can use \(MPS: a Mac with Apple silicon\)\. Leave the device out"):
+        check_before_loading(_own(tmp_path, "target: ./mine, device: mps"))
