@@ -119,9 +119,8 @@ def _main(argv: list[str] | None) -> int:
             say = _progress(left)
             if zero_gpu():  # the pair loads now, on the thread where `spaces` fakes CUDA, and before the server starts:
                 showcase.preload(start, progress=say)  # every GPU call's worker forks with it
-            else:  # in the background as the page is built
-                threading.Thread(target=showcase.preload, args=(start,), kwargs={"progress": say}, daemon=True,
-                                 name="specui-preload").start()
+            else:  # in the background as the page is built (a page that opens meanwhile asks until it has loaded)
+                showcase.preload_soon(start, progress=say)
             demo = build(config, showcase=showcase, preload=False)
             # gradio's one switch for its hint "To create a public link, set `share=True`" (which a local user does
             # not need and a Space never shows) is `quiet`, which drops its "Running on" line too: said here instead.

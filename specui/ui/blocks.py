@@ -221,7 +221,8 @@ def _controls(config) -> Controls:
 
 def _results() -> Results:
     stats_line = gr.HTML(stats.stats_html(None), elem_id="stats")
-    export = gr.File(label="This run as JSON: the reply's tokens with their kind, p and q, the numbers, the settings",
+    export = gr.File(label="This run as JSON: the reply's tokens with their kind, p and q, the numbers, the settings "
+                           "and the command that decodes it again",
                      visible=False, interactive=False, elem_id="chat-export")
     to_teach = gr.Button("Step through this message in the Teach tab ▸", size="sm", visible=False, elem_id="to-teach")
     with gr.Row():
@@ -259,12 +260,12 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
     and `cache`."""
     app = App(showcase or Showcase(config, cache or PairCache()))
     if preload:
-        threading.Thread(target=app.showcase.preload, args=(config.get(None),), daemon=True, name="specui-preload",
-                         kwargs={"progress": lambda line: print(f"specui: {line}", flush=True)}).start()
+        app.showcase.preload_soon(config.get(None), progress=lambda line: print(f"specui: {line}", flush=True))
     # every run's download (and each Teach export) is a file gradio copies into its cache: an hourly sweep removes
     # those over a day old, so a long-lived Space does not fill its disk
     with gr.Blocks(title=TITLE, delete_cache=DELETE_CACHE) as demo:
         gr.Markdown(f"# {TITLE}\n{INTRO}", elem_id="intro")
+        tell_start_problem(demo, app.showcase)  # the starting preset did not load: said above the tabs as a page opens
         memory = teach_memory.build()  # the Teach tab's last decoded settings, kept in the browser
         with gr.Tabs() as ui_tabs:
             ui = chat_tab(config)
@@ -278,7 +279,6 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
 
         demo.unload(left)
         address.wire(demo, ui_tabs)  # ?tab=teach opens the Teach tab; a refresh keeps the tab
-        tell_start_problem(demo, app.showcase)  # the starting preset did not load: said as the page opens
         teach_memory.wire(demo, app.showcase.config, teach.controls, teach.memory,  # and the lesson's settings
                           status=teach.step.status)
         tell_resets(demo, app.showcase.config, ui.controls, teach.controls)  # a slider's ↺: the preset's (keys.js)
@@ -317,7 +317,7 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     def refused(request: gr.Request):  # a run the queue refused (full, on ZeroGPU) never ends the wait `show` began
         return stopped(app, request, refused=True)
 
-    inputs = {p.prompt, ui.messages, ui.turns, ui.exchanges} | c.inputs
+    inputs = {p.prompt, ui.messages, ui.turns, ui.exchanges, ui.tree.shown} | c.inputs  # the tree's: chat_tree
     # a run waits for its turn in the queue (one at a time): `show` puts the message in the chat at once, then the run
     # the run's trigger mode is "multiple": a message stopped while it waits keeps its place in the queue (it ends
     # when its turn comes), and gradio's default ("once") would skip the next message's run while that one pends

@@ -69,6 +69,7 @@ class Showcase:
         self.calls = GpuCalls(self)  # requests under ZeroGPU (a plain call elsewhere)
         self.pages = Pages()  # what each run's page has drawn: a frame waits for the last but one
         self._start_failed: tuple[str, str] | None = None  # the preload's preset and its error, until it loads
+        self._starting = threading.Event()  # set while the starting preset preloads (`preload_soon`, `preload`)
 
     def lock(self, preset_name: str) -> threading.Lock:
         with self._guard:
@@ -238,6 +239,17 @@ class Showcase:
         for pool in list(self._pools):
             pool.forget(owner)
 
+    def preload_soon(self, preset, *, progress=None) -> None:
+        """`preload` on a thread of its own (`specui-preload`), marked as loading from now on: a page that opens before
+        the thread has begun is told to ask again (`starting`), not that all is well."""
+        self._starting.set()
+        threading.Thread(target=self.preload, args=(preset,), kwargs={"progress": progress}, daemon=True,
+                         name="specui-preload").start()
+
+    def starting(self) -> bool:
+        """Whether the starting preset is still preloading: what `start_problem` says is not known yet."""
+        return self._starting.is_set()
+
     def preload(self, preset, *, progress=None) -> None:
         """Load `preset`'s pair and warm it up (the app does this in the background as it starts), so the first
         request neither waits for the load nor for first-call allocations (about 1.2 s for the chat preset on a
@@ -247,6 +259,7 @@ class Showcase:
         On a ZeroGPU Space call it on the thread that imported `spaces`, before the server starts (app.py does): the
         pair loads there, where the package fakes CUDA (`spaces.loading_for_zero_gpu`), once, and the worker process
         of every GPU call, Chat's and Teach's alike, forks with it. Not warmed up: no GPU exists outside a call."""
+        self._starting.set()
         try:
             if spaces.zero_gpu():
                 with spaces.loading_for_zero_gpu():
@@ -254,18 +267,26 @@ class Showcase:
                 return
             pair = self.cache.get(preset, progress=progress)
             self.warm_up(pair.engine(), pair, self.encode(pair, "Hello!", []))
-        except Exception as e:
+        except Exception as e:  # the log has the error and its advice, for whoever runs the app (a Space's owner)
             log.warning("could not preload preset %s: %s", preset.name, e)
             self._start_failed = (preset.name, str(e))
+        finally:
+            self._starting.clear()  # after the failure is kept: a page that asks then is told it
+
+    def start_failure(self) -> tuple[str, str] | None:
+        """(the starting preset's name, its error) when its preload failed; None: it loaded, or loads still, or
+        loaded since."""
+        failed = self._start_failed
+        if failed and self.cache.holds(failed[0]):  # loaded since: the Teach tab's Decode too
+            self._start_failed = failed = None
+        return failed
 
     def start_problem(self) -> str | None:
-        """What a page that opens is told of the starting preset that did not load (None: it loaded, or loads
-        still, or loaded since)."""
-        if self._start_failed and self.cache.holds(self._start_failed[0]):  # loaded since: the Teach tab's Decode too
-            self._start_failed = None
-        if self._start_failed is None:
+        """What whoever runs the app is told of the starting preset that did not load, the error's advice included
+        (None: it loaded, or loads still, or loaded since). A Space's visitors are told less (`start_notice`)."""
+        if (failed := self.start_failure()) is None:
             return None
-        name, error = self._start_failed
+        name, error = failed
         named = "" if f"'{name}'" in error else f" ('{name}')"  # a LoadError names it already
         return (f"The preset this app starts on{named} did not load: {error} Another preset from the menu may load; "
                 "this one is tried again when a message is sent with it.")
