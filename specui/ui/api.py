@@ -11,7 +11,10 @@ the slot freeing once the round in flight is done. Gradio marks it when the sess
 (/gradio_api/queue/data) drops; a client killed before it opened that stream (gradio_client opens it a moment after
 its job joined the queue) is marked by `client_streams` when its heartbeat drops, the last stream it had.
 A client gone with no stream open at all (a raw HTTP client killed right after its /queue/join) leaves nothing to
-notice: that run decodes to its end before its slot frees.
+notice; it had its run decode to its end before the slot freed. A run whose session has had no stream open
+(`client_streams.open_streams`: a heartbeat, a message stream, a /call read of its answer) for `UNHEARD_S` seconds
+stops as a dead client's does: a live client holds one open (gradio_client its heartbeat from the start, the page
+both), or opens its read within that grace (a /call client reads after its POST), however slowly it then reads.
 
 The API builds no charts: it returns none (`figures=False`). The API page ("Use via API") names and describes each
 parameter and the answer (`serve_generate`).
@@ -24,6 +27,7 @@ import concurrent.futures
 import inspect
 import itertools
 import threading
+import time
 
 import gradio as gr
 
@@ -31,6 +35,7 @@ from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
 from specui.presets import ConfigError
 from specui.settings import (MAX_CONFIDENCE, MAX_DRAFT_TOKENS, MAX_NEW_TOKENS, MAX_REPETITION_PENALTY, MAX_SEED,
                              MAX_TEMPERATURE, MAX_TREE_NODES, MAX_TREE_WIDTH)
+from specui.ui import client_streams
 from specui.ui.request import MAX_SYSTEM_CHARS, MAX_TOP_K, SEEDS_DRAWN, Settings, SettingsError, said, seeded
 from specui.ui.session import Showcase, decode
 
@@ -46,19 +51,30 @@ def decode_all(showcase: Showcase, prompt: str, settings: Settings, stop: thread
 
 
 POLL_S = 0.25  # how often a run checks that its client is still there
+UNHEARD_S = 30.0  # a run whose session has had no stream open this long stops: nobody is there to read it
 
 
 def client_alive(request: gr.Request | None):
     """A check that turns False once Gradio marks this request's event dead (its client disconnected
-    without cancelling); always True where it cannot tell (no request, another Gradio)."""
+    without cancelling), or once its session has had no stream open for `UNHEARD_S` seconds (where `ClientStreams`
+    counts them); always True where it cannot tell (no request, another Gradio)."""
     raw = getattr(request, "request", None)
     try:
         queue = raw.app.get_blocks()._queue
         queue.active_jobs
     except AttributeError:
         return lambda: True
+    session = getattr(request, "session_hash", None)
+    streams = client_streams.open_streams(raw.app) if session and client_streams.watching(raw.app) else None
+    heard = time.monotonic()  # the run starts: its grace with it
 
     def alive() -> bool:
+        nonlocal heard
+        if streams is not None:
+            if streams.get(session):
+                heard = time.monotonic()
+            elif time.monotonic() - heard > UNHEARD_S:
+                return False  # nobody has listened for the grace: gone without a stream (or never there)
         for job in queue.active_jobs:
             for event in job or ():
                 if event.request is raw:

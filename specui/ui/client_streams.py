@@ -8,13 +8,15 @@ of 6 at a few rounds in, with gradio 6.31 and uvicorn). gradio_client, like the 
 /gradio_api/heartbeat/S) from its start; when that drops, gradio marks the session closed for its state but leaves
 the session's running events alive.
 
-`ClientStreams`, an ASGI middleware (`launch` adds it, `watched`), counts each session's open streams of both kinds.
+`ClientStreams`, an ASGI middleware (`launch` adds it, `watched`), counts each session's open streams of both kinds,
+and a /call client's (GET /gradio_api/call/API/EVENT, read after its POST /gradio_api/call/API: its event's session).
 When the last one ends because its client disconnected, the session has no connection left, and it calls gradio's
 `clean_events` for the session, as gradio does when the message stream drops. A heartbeat dropped while the message
 stream is open cancels nothing (gradio_client gives up its heartbeat when one is 20 s late, and reads on); neither
 does a stream that ended with its answer sent. A client killed after it joined (POST /gradio_api/queue/join) but
-with no stream open at all, no heartbeat either (a raw HTTP client), leaves nothing to notice: its run still
-decodes to its end.
+with no stream open at all, no heartbeat either (a raw HTTP client), leaves nothing to notice here: the API stops a
+run whose session has had no stream open for a while (`api.UNHEARD_S`), reading the counts kept here
+(`open_streams`) once the app is `watching` them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from starlette.middleware import Middleware
 
 HEARTBEAT = re.compile(re.escape(API_PREFIX) + r"/heartbeat/([^/?]+)/?$")
 MESSAGES = re.compile(re.escape(API_PREFIX) + r"/queue/data/?$")
+CALL = re.compile(re.escape(API_PREFIX) + r"/call/(?:v2/)?[^/]+/([^/?]+)/?$")  # a /call client's read of its event
 
 
 def session_of(scope: dict) -> str | None:
@@ -39,6 +42,30 @@ def session_of(scope: dict) -> str | None:
     if MESSAGES.search(path):
         return (parse_qs(scope.get("query_string", b"").decode("latin-1")).get("session_hash") or [None])[0]
     return None
+
+
+def event_of(scope: dict) -> str | None:
+    """The event whose answer this request reads through gradio's /call route; None for any other request."""
+    if scope.get("type") != "http" or scope.get("method") != "GET":
+        return None
+    found = CALL.search(scope.get("path", ""))
+    return found.group(1) if found else None
+
+
+def session_of_event(app, event: str) -> str:
+    """The session of `event` on `app`, found as gradio's /call route finds it (its own id when it has none)."""
+    try:
+        queue = app.get_blocks()._queue
+        if (held := queue.event_ids_to_events.get(event)) is not None:
+            return held.session_hash
+        return next((s for s, ids in queue.pending_event_ids_session.items() if event in ids), event)
+    except AttributeError:
+        return event
+
+
+def watching(app) -> bool:
+    """Whether `ClientStreams` counts `app`'s streams (it has seen a request of it): else the counts say nothing."""
+    return getattr(app.state, "specui_watched", False)
 
 
 def open_streams(app) -> dict[str, int]:
@@ -69,7 +96,11 @@ class ClientStreams:
         self.app = app
 
     async def __call__(self, scope, receive, send):
+        if scope.get("type") == "http" and "app" in scope:
+            scope["app"].state.specui_watched = True
         session = session_of(scope)
+        if session is None and (event := event_of(scope)) is not None:
+            session = session_of_event(scope["app"], event)
         if session is None:
             return await self.app(scope, receive, send)
         state = {"answered": False, "gone": False}

@@ -1,6 +1,7 @@
-"""`client_streams.ClientStreams` without a server: which requests it counts, that its count of a session's streams
-comes back to nothing however a stream ends (answered, its client gone, raising, its task cancelled), and that only
-the end of a session's last stream, by its client's going, marks the session's events dead."""
+"""`client_streams.ClientStreams` without a server: which requests it counts (a /call client's read of its answer too,
+under its event's session), that its count of a session's streams comes back to nothing however a stream ends
+(answered, its client gone, raising, its task cancelled), and that only the end of a session's last stream, by its
+client's going, marks the session's events dead."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from specui.ui.client_streams import ClientStreams, open_streams, session_of
+from specui.ui.client_streams import ClientStreams, event_of, open_streams, session_of, watching
 
 
 class App:
@@ -116,5 +117,27 @@ def test_a_stream_that_raises_leaves_no_count_and_counts_as_broken_off():
         with pytest.raises(OSError):
             await stream(heartbeat(app, "S"), client_goes=goes, fail=OSError("the socket is gone"))
         assert open_streams(app) == {} and app.cleaned == ["S"]
+
+    asyncio.run(go())
+
+
+def test_a_call_clients_read_of_its_answer_counts_as_its_sessions_stream():
+    """A /call client (POST /gradio_api/call/generate, then GET .../generate/EVENT) holds no heartbeat and no message
+    stream: its read is the one stream of its session (the event's own id where it named none, as gradio's route finds
+    it), so that the API's grace (`api.UNHEARD_S`) does not stop a run whose answer is being read."""
+    async def go():
+        app, goes, answered = App(), asyncio.Event(), asyncio.Event()
+        assert not watching(app)
+        assert event_of(scope(app, "/gradio_api/call/generate/E1")) == "E1"
+        assert event_of(scope(app, "/gradio_api/call/v2/generate/E1")) == "E1"
+        assert event_of(scope(app, "/gradio_api/call/generate", method="POST")) is None
+        assert event_of(heartbeat(app, "S")) is None
+        read = asyncio.ensure_future(stream(scope(app, "/gradio_api/call/generate/E1"), client_goes=goes,
+                                            answer=answered))
+        await asyncio.sleep(0)
+        assert open_streams(app) == {"E1": 1} and watching(app)
+        answered.set()
+        await read
+        assert open_streams(app) == {} and app.cleaned == []
 
     asyncio.run(go())

@@ -1,5 +1,6 @@
-"""The served app's resources: a cancelled run, a killed API client's (also one killed before it read its answer) or
-a closed page's stops and frees its slot, and a client whose heartbeat alone dropped is still served; the API builds
+"""The served app's resources: a cancelled run, a killed API client's (also one killed before it read its answer, and
+one gone with no stream open at all, after a grace that a /call client's read is not cut by) or a closed page's stops
+and frees its slot, and a client whose heartbeat alone dropped is still served; the API builds
 no charts. The app runs in this process on the bundled pair with a `Showcase` the test holds, so it can watch the
 runs in flight (`Showcase.live`) and the API's decoding threads (`specui-generate-N`).
 """
@@ -192,6 +193,43 @@ def test_a_dropped_heartbeat_leaves_a_run_whose_answer_is_read_alone(app, monkey
     assert run.phase == "done" and at_stop is None, (run.phase, at_stop, rounds(run))
     reader.join(timeout=60)
     assert '"success":true' in lines[-1].replace(" ", ""), lines[-1][:500]
+
+
+def test_an_api_client_with_no_stream_open_stops_its_run_after_the_grace(app, monkeypatch):
+    """A raw HTTP client that joined the queue (POST /gradio_api/queue/join) with no stream open at all, no heartbeat
+    either, and is gone: no connection drops, so nothing was marked dead and its run decoded all its 1000 tokens twice,
+    holding the slot. Nobody having listened for `api.UNHEARD_S` (1 s here), it stops as a dead client's does."""
+    from specui.ui import api
+
+    url, showcase = app
+    gradio_client.Client(url, verbose=False).predict(PROMPT, max_new_tokens=8, api_name="/generate")  # warm
+    monkeypatch.setattr(api, "UNHEARD_S", 1.0)
+    watched = watch_runs(showcase, monkeypatch)
+    body = join_body(url, showcase, uuid.uuid4().hex, prompt=PROMPT, max_new_tokens=1000, compare=True)
+    httpx.post(url + "gradio_api/queue/join", json=body, timeout=120).raise_for_status()  # and gone
+    wait_until(lambda: watched and watched[0]["run"] is not None, "the run to start", timeout_s=120)
+    watched[0]["at_kill"] = 0  # gone before it began
+    stopped(showcase, watched)
+
+
+def test_a_call_client_reading_its_answer_is_not_cut_by_the_grace(app, monkeypatch):
+    """A /call client (POST /gradio_api/call/generate, then GET its event's stream, the API page's curl recipe) holds
+    no heartbeat and no message stream: its read is its session's stream, so its run decodes to its end however
+    much longer than the grace (`api.UNHEARD_S`, 1 s here) it takes, and the answer comes."""
+    from specui.ui import api
+
+    url, showcase = app
+    gradio_client.Client(url, verbose=False).predict(PROMPT, max_new_tokens=8, api_name="/generate")  # warm
+    monkeypatch.setattr(api, "UNHEARD_S", 1.0)
+    watched = watch_runs(showcase, monkeypatch)
+    data = join_body(url, showcase, "", prompt=PROMPT, max_new_tokens=1000, compare=True)["data"]
+    event = httpx.post(url + "gradio_api/call/generate", json={"data": data}, timeout=120).json()["event_id"]
+    with httpx.stream("GET", f"{url}gradio_api/call/generate/{event}", timeout=None) as read:
+        lines = [line for line in read.iter_lines() if line]
+    wait_until(lambda: showcase.live == 0, still_decoding(showcase), timeout_s=120)
+    run, at_stop = watched[0]["run"], watched[0]["at_stop"]
+    assert run.phase == "done" and at_stop is None, (run.phase, at_stop, rounds(run))
+    assert "event: complete" in lines and '"stopped": false' in lines[-1], lines[-2:]
 
 
 def join_body(url: str, showcase, session: str, **values) -> dict:
