@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from urllib.parse import quote, urlparse
 
 PROBE_SECONDS = 3.0
+FETCH_PROBE_SECONDS = 10.0  # a model not cached: huggingface_hub's own wait for a first answer (HF_HUB_ETAG_TIMEOUT)
 NOT_ANSWERED = {408, 429, 500, 502, 503, 504}  # the statuses huggingface_hub retries on (its http_backoff's default)
 _TRUE = {"1", "on", "yes", "true"}
 _PROXIES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
@@ -111,5 +112,5 @@ def out_of_reach(models: Iterable[tuple[str, str | None]]) -> tuple[list[str], s
     if _left_to_transformers():
         return [], None
     missing = [(model_id, revision) for model_id, revision in models if not is_cached(model_id, revision)]
-    why = silence(*missing[0]) if missing else None
+    why = silence(*missing[0], timeout=FETCH_PROBE_SECONDS) if missing else None  # a slow Hub is no refusal
     return ([model_id for model_id, _ in missing], why) if why else ([], None)

@@ -129,7 +129,7 @@ def test_a_reachable_hub_or_a_cached_model_is_not_refused(monkeypatch):
             monkeypatch.delenv(proxy, raising=False)
         assert specui_hub.answers("specui-test-org/no-such-model")
         assert specui_hub.unreachable([("specui-test-org/no-such-model", None)]) == []
-    monkeypatch.setattr(specui_hub, "silence", lambda model_id, revision=None: "cannot be reached")
+    monkeypatch.setattr(specui_hub, "silence", lambda model_id, revision=None, timeout=0: "cannot be reached")
     monkeypatch.setattr(specui_hub, "is_cached", lambda model_id, revision=None: model_id == "org/cached")
     assert specui_hub.unreachable([("org/cached", None)]) == []
     assert specui_hub.unreachable([("org/cached", None), ("org/missing", "v1")]) == ["org/missing"]
