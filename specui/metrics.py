@@ -92,10 +92,16 @@ def alpha_from_mean_accepted_length(mean_length: float, k: int) -> float:
         raise ValueError(f"a mean accepted length with K={k} must be in [1, {k + 1}], got {mean_length!r}")
     if k == 0 or mean_length >= k + 1:
         return 1.0 if k > 0 else 0.0
+    return _alpha_giving(mean_length, {k: 1})
+
+
+def _alpha_giving(tokens: float, rounds_at: dict[int, int]) -> float:
+    """The alpha in [0, 1] at which rounds_at's rounds (K -> how many rounds at that K) expect `tokens` tokens in all
+    (eq. 1 summed), by bisection: the expected tokens increase with alpha."""
     lo, hi = 0.0, 1.0
-    for _ in range(60):  # expected_tokens_per_round increases with alpha: bisect
+    for _ in range(60):
         mid = (lo + hi) / 2
-        if expected_tokens_per_round(mid, k) < mean_length:
+        if sum(n * expected_tokens_per_round(mid, k) for k, n in rounds_at.items()) < tokens:
             lo = mid
         else:
             hi = mid
@@ -207,14 +213,7 @@ def fitted_alpha(rounds: Sequence, k: int | None = None) -> float | None:
         return 0.0
     if tokens >= sum(n * (k_r + 1) for k_r, n in rounds_at.items()):
         return 1.0
-    lo, hi = 0.0, 1.0
-    for _ in range(60):  # the expected tokens increase with alpha: bisect
-        mid = (lo + hi) / 2
-        if sum(n * expected_tokens_per_round(mid, k_r) for k_r, n in rounds_at.items()) < tokens:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+    return _alpha_giving(tokens, rounds_at)
 
 
 @dataclass(frozen=True)
