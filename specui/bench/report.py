@@ -200,7 +200,9 @@ def format_drafter_table(r: dict) -> str:
         ("accept: acceptance rate, accepted / drafted (not the theory's fitted per-token alpha"
          + ("; a token tree's: accepted nodes / the nodes judged along each round's path" if r.get("tree_width", 1) > 1
             else "") + "); len: mean accepted length, tokens per target forward (bonus included)"),
-        ("c: median seconds per drafted token / median seconds of one plain-decoding forward (the timed runs); "
+        ("c: median seconds per drafted token" + (", a token tree's per level (one draft forward each)"
+                                                   if r.get("tree_width", 1) > 1 else "")
+         + " / median seconds of one plain-decoding forward (the timed runs); "
          "theory: Leviathan et al. Thm 3.8 at the fitted per-token alpha, K and c"),
         *([("<=K: drafting while confident, K the most a round drafts (draft_confidence: "
             + ", ".join(f"{label} {fmt(v, 'g')}" for label, v in confident.items())

@@ -63,5 +63,9 @@ def test_a_token_trees_rate_is_named_as_the_stats_line_names_it():
               "temperature": 0.0, "preset": "p", "max_new_tokens": 4, "num_prompts": 1, "repeats": 1, "device": "cpu",
               "torch_threads": 1, "torch_version": "t", "transformers_version": "t", "identical_to_plain": True,
               "rows": [], "tree_width": 2, "tree_nodes": 0}
-    note = next(line for line in format_drafter_table(report).splitlines() if "accepted / drafted" in line)
+    lines = format_drafter_table(report).splitlines()
+    note = next(line for line in lines if "accepted / drafted" in line)
     assert "a token tree's: accepted nodes / the nodes judged along each round's path" in note
+    # c of a tree is per level (`runstats.draft_forwards`, d79fe93), not per node along its walked path
+    cost = next(line for line in lines if line.startswith("c: "))
+    assert cost.startswith("c: median seconds per drafted token, a token tree's per level (one draft forward each) /")
