@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
+from specui.runstats import draft_forwards
+
 
 def curve_ratio(curve: dict, rows: int) -> float:
     """The verify-cost curve at `rows` new tokens, linear between its measured sizes (flat past the last)."""
@@ -50,18 +52,6 @@ def _verified(round_) -> int:
     """The rows of a round's verify: cur and every drafted token (a tree round: every node of its tree; its
     `drafted` lists only the walked path)."""
     return 1 + (len(round_.tree) if getattr(round_, "tree", None) else round_.num_drafted)
-
-
-def _draft_forwards(round_) -> int:
-    """The drafter's one-token-wide forwards in a round: one per drafted token, or per level of a tree (each level
-    is one forward over its nodes)."""
-    nodes = getattr(round_, "tree", None)
-    if not nodes:
-        return round_.num_drafted
-    depth = [0] * len(nodes)
-    for i, node in enumerate(nodes):
-        depth[i] = 1 if node.parent < 0 else depth[node.parent] + 1
-    return max(depth)
 
 
 def _in_loop(rounds, alone: float) -> float:
@@ -94,7 +84,7 @@ def time_budget(plain_results: list, spec_results: list, *, target_s: float, dra
              "prefill": plain_prefill}
     rounds = [x for r in spec_results for x in r.rounds]
     verify_rows = sum(curve_ratio(curve, _verified(x)) for x in rounds) * target_s
-    drafted = sum(_draft_forwards(x) for x in rounds)
+    drafted = sum(draft_forwards(x) for x in rounds)  # one per drafted token, or per level of a tree
     verify_total = sum(x.verify_s for x in rounds)
     draft_total = sum(x.draft_s for x in rounds)
     spec_prefill = sum(r.prefill_s for r in spec_results)
