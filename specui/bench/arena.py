@@ -4,10 +4,12 @@ The arms are plain decoding and one per drafter (`specui.arena.contestants`), ti
 own harness (`specui.bench.run.run_prompts`: warm-up passes, then the arms interleaved per prompt, the
 per-prompt median kept) on the same prompts, settings and seeds, one run at a time. Per arm:
     tokens/s, speedup   all tokens / the sum of the per-prompt medians; over plain decoding's
-    alpha, mean accepted length   `specui.metrics` over the rounds of the first timed run of each prompt
+    acceptance rate, alpha, mean accepted length   `specui.metrics` over the rounds of the first timed run of each
+                        prompt (alpha: `fitted_alpha`, each round at the K it was asked)
     K                   the K it was given, as chosen: the preset's own K for it (`drafter_tokens`), else the
                         plan's (the chat tab's arena table and stats line give the same, `specui.arena.chosen_k`)
-    c                   `specui.runstats.rounds_cost_ratio`: median seconds per drafted token in those rounds
+    c                   `specui.runstats.rounds_cost_ratio`: median seconds per draft forward in those rounds (a
+                        chain's drafted token, a token tree's level)
                         over the median seconds of plain decoding's one-token forwards (the chat tab's c)
     theoretical speedup `specui.metrics.theory` at the fitted alpha, that K and that c
     identical_to_plain  greedy: every timed output equals plain decoding's, on every prompt
