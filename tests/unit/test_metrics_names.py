@@ -24,13 +24,17 @@ class _Figures(dict):
         return 1.0
 
 
+def _drafter_report(**extra) -> dict:
+    """A `--drafter all` report by hand: plain and the draft model at K 4, `extra` on top."""
+    return {"num_draft_tokens": 4, "drafters": {"plain": _row("plain (target alone)", None),
+                                               "model": _row("draft model", 4)},
+            "temperature": 0.0, "preset": "p", "max_new_tokens": 4, "num_prompts": 1, "repeats": 1, "device": "cpu",
+            "torch_threads": 1, "torch_version": "t", "transformers_version": "t", "identical_to_plain": True,
+            "rows": [], **extra}
+
+
 def test_the_drafter_tables_accepted_over_drafted_is_the_acceptance_rate_not_alpha():
-    report = {"num_draft_tokens": 4, "drafters": {"plain": _row("plain (target alone)", None),
-                                                 "model": _row("draft model", 4)},
-              "temperature": 0.0, "preset": "p", "max_new_tokens": 4, "num_prompts": 1, "repeats": 1, "device": "cpu",
-              "torch_threads": 1, "torch_version": "t", "transformers_version": "t", "identical_to_plain": True,
-              "rows": []}
-    lines = format_drafter_table(report).splitlines()
+    lines = format_drafter_table(_drafter_report()).splitlines()
     header = next(line for line in lines if line.startswith("drafter"))
     assert "alpha" not in header.split() and "accept" in header.split()
     note = next(line for line in lines if "accepted / drafted" in line)
@@ -58,12 +62,7 @@ def test_a_token_trees_rate_is_named_as_the_stats_line_names_it():
     tree = format_table(_Figures(figures, tree_width=2, tree_nodes=0))
     assert "acceptance along the path 0.750 (token trees: accepted nodes / the nodes judged along each round's path" \
         in tree and "(accepted / drafted)" not in tree
-    report = {"num_draft_tokens": 4, "drafters": {"plain": _row("plain (target alone)", None),
-                                                 "model": _row("draft model", 4)},
-              "temperature": 0.0, "preset": "p", "max_new_tokens": 4, "num_prompts": 1, "repeats": 1, "device": "cpu",
-              "torch_threads": 1, "torch_version": "t", "transformers_version": "t", "identical_to_plain": True,
-              "rows": [], "tree_width": 2, "tree_nodes": 0}
-    lines = format_drafter_table(report).splitlines()
+    lines = format_drafter_table(_drafter_report(tree_width=2, tree_nodes=0)).splitlines()
     note = next(line for line in lines if "accepted / drafted" in line)
     assert "a token tree's: accepted nodes / the nodes judged along each round's path" in note
     # c of a tree is per level (`runstats.draft_forwards`, d79fe93), not per node along its walked path
