@@ -221,7 +221,8 @@ def _controls(config) -> Controls:
 
 def _results() -> Results:
     stats_line = gr.HTML(stats.stats_html(None), elem_id="stats")
-    export = gr.File(label="This run as JSON: the reply's tokens with their kind, p and q, the numbers, the settings",
+    export = gr.File(label="This run as JSON: the reply's tokens with their kind, p and q, the numbers, the settings "
+                           "and the command that decodes it again",
                      visible=False, interactive=False, elem_id="chat-export")
     to_teach = gr.Button("Step through this message in the Teach tab ▸", size="sm", visible=False, elem_id="to-teach")
     with gr.Row():
@@ -316,7 +317,7 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     def refused(request: gr.Request):  # a run the queue refused (full, on ZeroGPU) never ends the wait `show` began
         return stopped(app, request, refused=True)
 
-    inputs = {p.prompt, ui.messages, ui.turns, ui.exchanges} | c.inputs
+    inputs = {p.prompt, ui.messages, ui.turns, ui.exchanges, ui.tree.shown} | c.inputs  # the tree's: chat_tree
     # a run waits for its turn in the queue (one at a time): `show` puts the message in the chat at once, then the run
     # the run's trigger mode is "multiple": a message stopped while it waits keeps its place in the queue (it ends
     # when its turn comes), and gradio's default ("once") would skip the next message's run while that one pends

@@ -124,7 +124,8 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
         forgot = _forget(sent, sum(m.get("role") == "user" for m in dropped))
         sent[-1] = {"text": text, "kept": True, **({"left_out": dropped, "forgot": forgot} if dropped else {})}
         # the final charts (and table) again: a streaming client may have skipped the frame that carried them
-        yield page(shown[-1]["content"], {**figures, **chat_tree.after_run(ui.tree, run.trees),
+        tree = chat_tree.after_run(ui.tree, run.trees, data.get(ui.tree.shown, chat_tree.UNKNOWN))  # the page's round
+        yield page(shown[-1]["content"], {**figures, **tree,
                                           r.export: _download(app, run, text, read),
                                           r.to_teach: gr.update(visible=True)})
 

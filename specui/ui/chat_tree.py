@@ -3,8 +3,10 @@ last run's tree rounds drawn by `specui.ui.tree_chart`.
 
 The session keeps each tree round of the speculative run as a `specui.tree_steps.TreeRecord` (`Run.trees`);
 after a run, `after_run` hands them to the view's state and lists them in the round picker; picking a
-round redraws the figure (`show`, no model call). Element ids: #tree-width #tree-nodes #tree-view
-#tree-round #chart-tree #tree-note.
+round redraws the figure (`show`, no model call). The picker's change fires for a value the server sets too: after a
+run the picker keeps the round on show (`TreeView.shown`, read by the chat's event) where the new run has it, so no
+call follows, and where the page showed no tree the change draws the first round, not the run's answer as well.
+Element ids: #tree-width #tree-nodes #tree-view #tree-round #chart-tree #tree-note.
 """
 
 from __future__ import annotations
@@ -41,10 +43,11 @@ class TreeView:
     plot: gr.Plot
     note: gr.Markdown
     trees: gr.State  # round index -> TreeRecord, of the last run
+    shown: gr.State  # the round the picker and the figure show (None: none), an input of the chat's event
 
     @property
     def outputs(self) -> list:
-        return [self.trees, self.pick, self.plot, self.note]
+        return [self.trees, self.pick, self.plot, self.note, self.shown]
 
 
 def tree_view() -> TreeView:
@@ -53,12 +56,13 @@ def tree_view() -> TreeView:
         note = gr.Markdown(EMPTY_NOTE, elem_id="tree-note")
         pick = gr.Dropdown([], value=None, label="Round", interactive=True, elem_id="tree-round")
         plot = gr.Plot(tree_figure(), elem_id="chart-tree", show_label=False)
-    return TreeView(pick, plot, note, gr.State({}))
+    return TreeView(pick, plot, note, gr.State({}), gr.State(None))
 
 
 def wire(view: TreeView) -> None:
     """A round picked redraws its tree (Tree width's event is the preset menu's: `preset_view.follow_chat`)."""
-    view.pick.change(show, [view.trees, view.pick], [view.plot], **QUIET)  # input fired as the focus left it unchanged
+    view.pick.change(lambda trees, index: (show(trees, index), index), [view.trees, view.pick], [view.plot, view.shown],
+                     **QUIET)  # input fired as the focus left it unchanged
 
 
 def round_choices(trees: dict[int, TreeRecord]) -> list[tuple[str, int]]:
@@ -80,12 +84,23 @@ def _note(trees: dict[int, TreeRecord]) -> str:
             "its token, p, q, acceptance probability, draw and verdict. The thick green line is the accepted path.")
 
 
-def after_run(view: TreeView, trees: dict[int, TreeRecord]) -> dict:
-    """The view after a run: its tree rounds in the picker, the first one drawn (or the empty view)."""
+UNKNOWN = object()  # `after_run`'s `shown` where the page's is not known: the figure always comes with the answer
+
+
+def after_run(view: TreeView, trees: dict[int, TreeRecord], shown=UNKNOWN) -> dict:
+    """The view after a run: its tree rounds in the picker, the round on show before it (`shown`, the page's
+    `TreeView.shown`) drawn where the run has it, else the first (or the empty view). The picker's value changes only
+    where that round is gone, and its change (`wire`) then redraws the figure. Where it surely changes, the figure is
+    left to it: from no tree to a tree round (a picker without choices: nothing was picked while the run went on) and
+    from a round to none (a pick while the run went on was one of the last run's rounds). From one round to another it
+    comes with the answer as well: a round picked while the run went on may be the one set, and no change follows."""
     choices = round_choices(trees)
-    first = choices[0][1] if choices else None
-    return {view.trees: dict(trees), view.pick: gr.update(choices=choices, value=first),
-            view.plot: tree_figure(trees.get(first) if first is not None else None), view.note: _note(trees)}
+    value = shown if shown is not UNKNOWN and shown in trees else (choices[0][1] if choices else None)
+    out = {view.trees: dict(trees), view.pick: gr.update(choices=choices, value=value), view.note: _note(trees),
+           view.shown: value}
+    if shown is UNKNOWN or (shown is None) == (value is None):  # else the picker's change draws it, once
+        out[view.plot] = tree_figure(trees.get(value) if value is not None else None)
+    return out
 
 
 def cleared(view: TreeView) -> dict:
