@@ -70,8 +70,8 @@ Prompt lookup drafts by copying text: its q is 1 for the copied token. The draft
 exit + lookup copy where the text repeats (such rounds say so) and ask the draft model or the early exit elsewhere."""
 THEORY_HELP = """**Theory beside measurement** (Leviathan et al. 2023)
 
-* **α**: the chance the target accepts a draft token. Fitted here so that the expected tokens per round equal
-  the measured ones (the same α the chat tab and the benchmark use).
+* **α**: the chance the target accepts a draft token. Fitted here so that the rounds' expected tokens, each round
+  at the K it was asked, equal the measured ones (the same α the chat tab and the benchmark use).
 * **Tokens per round** = (1 − α^(K+1)) / (1 − α): between 1 (α = 0) and K+1 (α = 1).
 * **c**: the cost of one draft forward relative to one target forward, measured from this run's timings.
 * **Speedup** = (1 − α^(K+1)) / ((1 − α)(Kc + 1)): a longer draft pays off only if α is high and c small.

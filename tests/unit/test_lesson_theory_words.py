@@ -25,3 +25,5 @@ def test_the_help_says_when_the_acceptance_rate_is_lower_than_alpha():
     assert "is lower than α because" not in said  # not always
     assert "usually lower than α" in said and "proposed fewer than K" in said  # and why not always
     assert "not as rejections" in said  # the budget's short rounds
+    first = said.split("* **Tokens per round**")[0]  # α's own line: fitted per round, not to the mean at one K
+    assert "each round at the K it was asked" in first and "expected tokens per round equal" not in first
