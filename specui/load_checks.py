@@ -283,7 +283,9 @@ def drop_eos_outside(target) -> None:
     """The target's own eos ids outside its vocabulary (a checkpoint's quirk: `specui.engine_checks.eos_ids` leaves
     them out, in one warning) left out of its generation_config (or config) once, as it loads: every engine built on
     the loaded target (each Teach experiment builds one) then reads the ids in range and says nothing, where each said
-    the warning again. Ids that are no token ids are left to the engine, which refuses them by name."""
+    the warning again. Where none is left, None in each config the engine falls back to (not [], on which
+    transformers' own generate fails: its pad token is the first eos id). Ids that are no token ids are left to the
+    engine, which refuses them by name."""
     from specui.engine_checks import eos_ids
 
     try:
@@ -293,8 +295,12 @@ def drop_eos_outside(target) -> None:
     for where in ("generation_config", "config"):  # the first that names any, as the engine reads them
         config = getattr(target, where, None)
         found = getattr(config, "eos_token_id", None)
-        if found is not None:
-            ids = [found] if isinstance(found, int) else list(found)
-            if any(i not in kept for i in ids):  # an int in range stays an int; [] where none is left: no fallback
-                config.eos_token_id = [i for i in ids if i in kept]
+        if found is None:
+            continue
+        ids = [found] if isinstance(found, int) else list(found)
+        if all(i in kept for i in ids):  # an int in range stays an int
+            return
+        left = [i for i in ids if i in kept]
+        config.eos_token_id = left or None  # none left: the config read next is emptied too, as no id ends a run
+        if left:
             return

@@ -74,3 +74,31 @@ def test_a_targets_eos_outside_its_vocabulary_is_said_once_however_many_engines_
     said = [r.getMessage() for r in caplog.records if r.name == "specui.engine_checks"]
     assert len(said) == 1 and "151645 is outside its vocabulary of 96 tokens" in said[0], said
     assert all(e.eos_token_ids == {2} for e in (engine, *built))  # runs end at 2 (test_library_mistakes)
+
+
+def test_a_target_none_of_whose_eos_ids_is_in_its_vocabulary_still_generates_through_transformers(tmp_path,
+                                                                                                 monkeypatch, caplog):
+    """generation_config.eos_token_id [151645] on a 96-token target: none is left, which the load wrote as [] in its
+    generation_config, and transformers' own generate on the loaded target then failed (IndexError: its pad token is
+    the first eos id) where it ran before the load touched it. Now None, in every config the engine reads: said once,
+    runs end at no token as before (not at the config's 2, which the generation config's ids stood before), and
+    transformers' generate gives the engine's plain greedy tokens."""
+    import torch
+
+    from specui import SpeculativeEngine
+
+    monkeypatch.chdir(tmp_path)
+    target = make_model("llama", layers=1, seed=0)
+    target.generation_config.eos_token_id = [151645]
+    target.config.eos_token_id = 2  # in range, but the engine reads the generation config's: no run ends at it
+    save_tiny_model(tmp_path / "t", "llama", layers=1, seed=0, model=target)
+    with caplog.at_level(logging.WARNING, logger="specui.engine_checks"):
+        engine = _engine(drafter="prompt_lookup")
+        again = SpeculativeEngine(engine.target_model)
+    said = [r.getMessage() for r in caplog.records if r.name == "specui.engine_checks"]
+    assert len(said) == 1 and "no token ends a run" in said[0], said
+    assert engine.eos_token_ids == again.eos_token_ids == frozenset()
+    prompt = [5, 6, 7]
+    out = engine.target_model.generate(torch.tensor([prompt]), max_new_tokens=4, do_sample=False)
+    plain = engine.generate(prompt, max_new_tokens=4, speculative=False).token_ids
+    assert out[0, len(prompt):].tolist() == plain
