@@ -283,7 +283,8 @@ def render_measured(run: lesson.TeachingRun | None) -> str:
              item("tokens per round", fmt(m.tokens_per_round, ".2f"), "bonus included"),
              item("theory tokens per round (α is fitted to match)", fmt(m.theory_tokens_per_round, ".2f"),
                   "(1 − α^(K+1)) / (1 − α) at the fitted α: the measured tokens per round, by construction, but for "
-                  "rounds the token budget let ask fewer than K (a full round gives these)"),
+                  "rounds the token budget let ask fewer than K or an end of text cut short (a full round gives "
+                  "these)"),
              item("c", fmt(m.cost_ratio), "seconds per drafted token / seconds per plain target forward"),
              item("verify cost", fmt(m.verify_cost, ".2f×"),
                   "seconds of one (K+1)-token verify forward / one plain target forward (the theorem assumes 1)"),

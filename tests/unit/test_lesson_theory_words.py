@@ -9,6 +9,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from specui import metrics
+from specui.ui import teach_view
 from specui.ui.teach_view import THEORY_HELP
 
 
@@ -27,3 +28,18 @@ def test_the_help_says_when_the_acceptance_rate_is_lower_than_alpha():
     assert "not as rejections" in said  # the budget's short rounds
     first = said.split("* **Tokens per round**")[0]  # α's own line: fitted per round, not to the mean at one K
     assert "each round at the K it was asked" in first and "expected tokens per round equal" not in first
+
+
+def test_the_theory_tokens_hint_names_an_end_of_text_beside_the_budget():
+    """An end of text inside an accepted block cuts a round's emitted tokens, not what its check accepted (the fit's
+    count): K 4, a round of 5 tokens, then one of 2 (its verification accepted 4). α is 1 and the theory's 5 tokens a
+    round stand above the measured 3.5; the hint beside them named only the token budget's short rounds."""
+    rounds = [SimpleNamespace(num_accepted=4, num_drafted=4, num_draft_tokens=4, token_ids=[0] * n) for n in (5, 2)]
+    measured = SimpleNamespace(alpha=metrics.fitted_alpha(rounds), acceptance_rate=1.0,
+                               tokens_per_round=metrics.mean_accepted_length(rounds), theory_tokens_per_round=5.0,
+                               cost_ratio=None, verify_cost=None, speedup=None, theory_speedup=None, best_k=None,
+                               best_k_speedup=None, k=4, tokens_per_s=1.0, plain_tokens_per_s=None)
+    assert (measured.alpha, measured.tokens_per_round) == (1.0, 3.5)
+    html = teach_view.render_measured(SimpleNamespace(measured=measured))
+    hint = html.split("theory tokens per round")[0].rsplit('title="', 1)[1]
+    assert "token budget" in hint and "end of text" in hint
