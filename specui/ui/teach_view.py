@@ -50,7 +50,7 @@ STEP_HELP = """**What happens in one round**
 
 1. The **draft** proposes K tokens, sampling each from its own distribution **q**.
 2. The **target** scores all K in *one* forward pass: **p** for each.
-3. Token i is kept when a uniform draw **u < p(x)/q(x)**, which happens with probability **min(1, p/q)**.
+3. A draft x is kept when a uniform draw **u < p(x)/q(x)**, which happens with probability **min(1, p/q)**.
    A draft the target likes at least as much as the draft did is always kept.
 4. The **first rejection ends the round**. The target then draws a replacement from the **residual**
    norm(max(0, p − q)): the probability the draft under-proposed. This step makes the text an exact sample
@@ -87,9 +87,11 @@ THEORY_HELP = """**Theory beside measurement** (Leviathan et al. 2023)
   On the right, a diamond below its curve is real cost the formula leaves out: a (K+1)-token verify that costs
   more than one plain forward ("verify cost" below), sampling, cache trims, Python. A diamond above it paid for
   less than the formula counts: rounds that drafted fewer than K (a confidence stop) ran fewer draft forwards than
-  its Kc, or the plain run was timed while the machine was busier (Decode again: timings move, the tokens do not)."""
-SWEEP_HELP = """**K sweep.** The same prompt decoded with K = 1…8, each timed against plain decoding (the target
-alone, same seed). Small K wastes the draft's good guesses; large K wastes draft forwards on tokens that get
+  its Kc, or the plain run was timed while the machine was busier (Decode again with the same seed: the timings
+  move, the tokens do not)."""
+SWEEP_HELP = """**K sweep.** The same prompt decoded with K = 1…8, each timed against plain decoding run just before
+and just after it (the target alone, same seed; the faster of the two), so a busy machine slows both sides
+alike. Small K wastes the draft's good guesses; large K wastes draft forwards on tokens that get
 thrown away. The dotted line is the theory at the sweep's α and c. Temperature 0 gives the cleanest sweep:
 every K then writes exactly the same text, so only the speed differs."""
 TEMP_HELP = """**Temperature.** Higher temperature flattens both p and q; they overlap differently and acceptance
@@ -97,7 +99,8 @@ moves. The blue line is the mean of min(1, p/q) over judged drafts: since x is d
 α = Σ min(p, q) directly. At temperature 0 (greedy) there is no p/q to take: a draft is kept when it is the
 target's most likely token, so the blue square there is how often the draft's token is the target's argmax."""
 DRAFTERS_HELP = """**Weaker drafters.** The draft model, the same draft with noise added to its weights, and prompt
-lookup (copying earlier text, no model). A worse guesser is accepted less often and the speedup collapses,
+lookup (copying earlier text, no model), each timed against plain decoding run just before and just after it
+(the faster of the two). A worse guesser is accepted less often and the speedup collapses,
 but the output stays an exact sample from the target: speculative decoding trades speed, never quality.
 Prompt lookup proposes only where the text repeats itself; with nothing to copy it drafts nothing (α shows –)."""
 

@@ -227,3 +227,15 @@ def test_the_theory_help_says_what_a_diamond_above_the_speedup_curve_means():
     said = " ".join(teach_view.THEORY_HELP.split())
     assert "A diamond above it" in said and "confidence stop" in said.split("A diamond above it")[1]
     assert "fewer draft forwards than its Kc" in said and "timed while the machine was busier" in said
+
+
+def test_the_helps_name_the_draft_x_their_formula_reads_and_when_decoding_again_keeps_the_tokens():
+    """Step 3 said "Token i is kept when u < p(x)/q(x)": an i the formula never reads. The theory help said "Decode
+    again: the tokens do not [move]", false with seed -1 (a fresh seed each time). The K sweep's and the drafters'
+    helps say their plain runs are timed beside each arm (`lesson.timed_beside`)."""
+    step = " ".join(teach_view.STEP_HELP.split())
+    assert "Token i" not in step and "A draft x is kept when a uniform draw **u < p(x)/q(x)**" in step
+    assert "Decode again with the same seed: the timings move, the tokens do not" in " ".join(
+        teach_view.THEORY_HELP.split())
+    for help_ in (teach_view.SWEEP_HELP, teach_view.DRAFTERS_HELP):
+        assert "plain decoding run just before and just after it" in " ".join(help_.split())
