@@ -47,7 +47,7 @@ def check_before_loading(preset: Preset) -> None:
     conversation_memory()  # a mistyped size is said before the models load, not after
     for role, ref in (("target", preset.target), ("draft", preset.draft)):
         where = ("Check the path given on the command line (--target, --draft)." if preset.name == COMMAND_LINE
-                 else "Check the path in models.yaml (local paths are relative to that file).")
+                 else f"Check the path in {_config(preset)} (local paths are relative to that file).")
         if ref and packaged.is_gguf(ref):
             if not Path(ref).is_file():
                 raise LoadError(f"Preset '{preset.name}': the {role} GGUF file {ref} does not exist. {where}")
@@ -95,8 +95,8 @@ def check_before_loading(preset: Preset) -> None:
         key = "quantization" if preset.quantization != "none" else "draft_quantization"
         raise LoadError(f"Preset '{preset.name}' asks for {getattr(preset, key)} quantization, which needs a CUDA GPU "
                         f"(bitsandbytes); this machine has none. Choose a preset without quantization, or set {key}: "
-                        f"none for presets.{preset.name} in models.yaml (on a CPU, dtype: float32; bfloat16 halves "
-                        "the memory of a Llama, Mistral or Qwen2 target, another kind's is refused in it).")
+                        f"none for presets.{preset.name} in {_config(preset)} (on a CPU, dtype: float32; bfloat16 "
+                        "halves the memory of a Llama, Mistral or Qwen2 target, another kind's is refused in it).")
     missing, why = hub.out_of_reach(hub_models(preset))  # at once: transformers would retry for minutes
     if missing:
         answered = why != "cannot be reached"  # a status it retries on: down or overloaded, not this machine's network
@@ -108,10 +108,16 @@ def check_before_loading(preset: Preset) -> None:
                                                        "secret)"
             raise HubUnreachableError(f"{start}: {first}, or set the Space's variable SPECUI_PRESET (Settings → "
                                       "Variables) to a preset with local weights, e.g. bundled.")
-        where = "in the working directory" if preset.name == COMMAND_LINE else "beside models.yaml"
+        where = "in the working directory" if preset.name == COMMAND_LINE else f"beside {_config(preset)}"
         first = "try again later, or use a cached or local model" if answered else \
             "connect once to download, or choose a preset with local weights"
         raise HubUnreachableError(f"{start}: {first}. (Meant as a local folder? There is no {missing[0]} {where}.)")
+
+
+def _config(preset: Preset) -> str:
+    """The file a refusal says to change: the one the preset was read from (`--config mine.yaml`), where it said
+    models.yaml of every preset; models.yaml for the pair named on a command line, which has none."""
+    return "models.yaml" if preset.name == COMMAND_LINE else preset.config_name
 
 
 def _half_on_cpu_of_another_kind(preset: Preset) -> str | None:
@@ -194,7 +200,7 @@ def check_chat_template(preset: Preset, tokenizer) -> None:
     has one: a base model's has none, and each reply failed in transformers' apply_chat_template with a traceback."""
     if preset.chat_template and not getattr(tokenizer, "chat_template", None):
         change = ("leave out --chat" if preset.name == COMMAND_LINE
-                  else f"set chat_template: false for presets.{preset.name} in models.yaml")
+                  else f"set chat_template: false for presets.{preset.name} in {_config(preset)}")
         raise LoadError(f"Preset '{preset.name}': the target {preset.target} has no chat template in its tokenizer (a "
                         f"base model?): {change}, and prompts are continued as text; or save the instruct model's "
                         "tokenizer beside its weights.")
@@ -225,7 +231,7 @@ def _not_invariant(preset: Preset, dtype: str) -> str:
     keeps the checkpoint's own dtype: `pretrained._model_kwargs`)."""
     instead = "float32" if preset.device_map else "float32 (or auto)"
     return (f"not batch-invariant in {dtype}: greedy speculative decoding could part from plain decoding at a near-tie. "
-            f"Set dtype: {instead} for presets.{preset.name} in models.yaml.")
+            f"Set dtype: {instead} for presets.{preset.name} in {_config(preset)}.")
 
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "spiece.model")

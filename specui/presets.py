@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Hashable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import yaml
@@ -61,6 +61,7 @@ class Preset:
     drafter_tokens: tuple[tuple[str, int], ...] = ()  # (drafter name, K) where a drafter does best at its own K
     draft_confidence: tuple[tuple[str, float], ...] = ()  # (drafter name, the confidence it drafts while above)
     int8_drafters: bool = False  # round specui's own drafters (EAGLE head, chat draft) to int8 rows (specui.int8)
+    config_name: str = field(default="models.yaml", compare=False)  # the file it was read from, as refusals name it
 
     @property
     def head_folders(self) -> dict[str, str]:
@@ -202,7 +203,7 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
     key = f"{path.name}: presets.{name}"
     if not isinstance(body, dict):
         raise ConfigError(f"{key}: must be a mapping of settings")
-    allowed = {f.name for f in fields(Preset)} - {"name"}
+    allowed = {f.name for f in fields(Preset)} - {"name", "config_name"}
     for k in body:
         if k not in allowed:
             raise ConfigError(f"{key}.{k}: unknown setting{_did_you_mean(k, allowed)} (allowed: "
@@ -298,4 +299,5 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
         drafter_tokens=drafter_tokens,
         draft_confidence=_draft_confidence(body.get("draft_confidence"), key),
         int8_drafters=flag("int8_drafters", False),
+        config_name=path.name,
     )

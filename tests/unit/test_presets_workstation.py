@@ -115,3 +115,24 @@ def test_an_apple_gpu_asked_for_on_a_machine_without_one_is_said_before_loading(
     with pytest.raises(LoadError, match=r"^Preset 'own' asks for device: mps, and this machine has no Apple GPU that "
                                         r"torch can use \(MPS: a Mac with Apple silicon\)\. Leave the device out"):
         check_before_loading(_own(tmp_path, "target: ./mine, device: mps"))
+
+
+def test_a_refusal_before_loading_names_the_config_file_it_was_read_from(tmp_path):
+    """`--config mine.yaml`: a refusal said 'Check the path in models.yaml' and 'set quantization: none ... in
+    models.yaml', of a file the user never wrote (specui's own models.yaml, which they might go and edit); it names
+    mine.yaml, as a ConfigError of the same file does."""
+    import torch
+
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "config.json").write_text("{}")
+    config = tmp_path / "mine.yaml"
+    config.write_text("presets:\n  own: {target: ./mine, draft: ./draft}\n"
+                      "  small: {target: ./mine, quantization: 4bit}\n")
+    with pytest.raises(LoadError, match=r"the draft folder .* has no config\.json\. Check the path in mine\.yaml "
+                                        r"\(local paths are relative to that file\)\.$"):
+        check_before_loading(load_config(config).get("own"))
+    if not torch.cuda.is_available():
+        with pytest.raises(LoadError, match=r"set quantization: none for presets\.small in mine\.yaml "):
+            check_before_loading(load_config(config).get("small"))
+    (tmp_path / "models.yaml").write_text(config.read_text())
+    assert load_config(config).get("own") == load_config(tmp_path / "models.yaml").get("own")  # the same preset
