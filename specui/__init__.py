@@ -4,7 +4,9 @@ Start with a preset's engine: `engine = specui.load_engine()` (models.yaml's def
 `load_engine("bundled")`: a tiny pair), then `engine.generate(ids, max_new_tokens=64)` on a prompt's token ids (from
 `engine.tokenizer`). help(specui.load_engine) has a whole example and the presets, help(engine.generate) every
 setting, help(engine.stream) a run round by round; `SpeculativeEngine(target, draft)` takes your own transformers
-models. docs/engine.md has it all, and how the output stays exactly the target's.
+models. docs/engine.md has it all, and how the output stays exactly the target's. A drafter of your own is any
+object with the `Drafter` methods (help(specui.Drafter), docs/drafters.md); `specui.check_drafter(engine, drafter,
+ids)` tests that it keeps the output exact.
 
 The public names are imported lazily, so `import specui` stays cheap and never imports gradio.
 
@@ -37,6 +39,8 @@ _EXPORTS = {
     "ModelDrafter": "specui.drafters",
     "ModelLookupDrafter": "specui.drafters",
     "PromptLookupDrafter": "specui.drafters",
+    "check_drafter": "specui.drafter_check",
+    "DrafterCheck": "specui.drafter_check",
 }
 
 __all__ = sorted(_EXPORTS)

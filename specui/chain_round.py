@@ -43,7 +43,8 @@ def chain_round(engine, *, target: CachedLM, drafter: Drafter, context: list[int
     """One round (see the module docstring). limit: the most tokens kept of the proposal (k, or more for a
     drafter that copies past K)."""
     t0 = time.perf_counter()
-    draft_tokens, draft_probs = check_draft(drafter.propose(context, k), limit, drafter,
+    seen = context if getattr(drafter, "trusted_q", False) else list(context)  # a custom drafter's edits stay its own
+    draft_tokens, draft_probs = check_draft(drafter.propose(seen, k), limit, drafter,
                                             vocab_size=engine.vocab_size, device=engine.device)
     draft_s = engine._sync_time(t0)
     copied = bool(getattr(drafter, "copied", False))  # the model + lookup drafter copied this round's draft

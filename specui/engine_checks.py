@@ -205,6 +205,8 @@ def check_draft(draft: Draft, k: int, drafter, *, vocab_size: int, device) -> tu
         raise ValueError(f"drafter {name!r}'s propose returned a {type(draft).__name__}; it must return a "
                          "specui.Draft(tokens, probs)")
     tokens = torch.as_tensor(draft.tokens)
+    if tokens.dim() == 1 and not tokens.numel():  # nothing drafted (k = 0): torch.tensor([]) is float, and fine
+        tokens = tokens.long()
     if tokens.dim() != 1 or tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
         raise ValueError(f"drafter {name!r} proposed {tuple(tokens.shape)} {tokens.dtype} tokens; "
                          "a Draft holds a 1-D integer tensor")
@@ -213,6 +215,9 @@ def check_draft(draft: Draft, k: int, drafter, *, vocab_size: int, device) -> tu
         raise ValueError(f"drafter {name!r} proposed token ids {tokens.tolist()}, outside the target's "
                          f"vocabulary [0, {vocab_size})")
     probs = draft.probs
+    if probs is not None and not isinstance(probs, torch.Tensor):
+        raise ValueError(f"drafter {name!r} gave q as a {type(probs).__name__}; a Draft's probs is a [n, V] float "
+                         "tensor (or None: deterministic drafts)")
     if probs is not None:
         n, v = tokens.shape[0], probs.shape[-1] if probs.dim() == 2 else None
         if probs.dim() != 2 or probs.shape[0] < n or v > vocab_size:

@@ -197,6 +197,7 @@ class DecodeSettings:
             if missing:
                 raise SettingsError(f"drafter must be None, one of {', '.join(DRAFTER_NAMES)}, or an object with the "
                                     f"Drafter methods {', '.join(DRAFTER_METHODS)}; {d!r} lacks {', '.join(missing)}")
+            _check_calls(d)
 
     def _check_tree(self, put) -> None:
         width, nodes = _as_int(self.tree_width), _as_int(self.tree_nodes)
@@ -267,3 +268,30 @@ def settings_from(settings, keywords: dict) -> DecodeSettings:
                             f"{reprlib.repr(settings)} ({type(settings).__name__}); give them as keywords, e.g. "
                             "engine.generate(ids, max_new_tokens=64)")
     return settings.but(**keywords)
+
+
+DRAFTER_CALLS = {"start": "start(prompt, *, sampling, seed)", "propose": "propose(context, k)",
+                 "observe": "observe(num_accepted)"}  # how the engine calls a drafter's methods
+ENGINE_EXTRAS = ("features", "target", "resume")  # keywords the engine adds for drafters that read the target
+
+
+def _check_calls(drafter) -> None:
+    """A drafter object's methods take the arguments the engine calls them with (`DRAFTER_CALLS`), said before the
+    run, where a mismatch raised a TypeError from inside the engine's round. Methods whose signature Python cannot
+    read (builtins, C extensions) are taken on trust."""
+    import inspect
+
+    calls = {"start": (([],), {"sampling": None, "seed": 0}), "propose": (([], 1), {}), "observe": ((0,), {})}
+    for method, (args, keywords) in calls.items():
+        try:
+            signature = inspect.signature(getattr(drafter, method))
+        except (TypeError, ValueError):
+            continue
+        extras = {k: None for k in ENGINE_EXTRAS if k in signature.parameters}  # given by the engine when read
+        try:
+            signature.bind(*args, **keywords, **extras)
+        except TypeError:
+            named = getattr(drafter, "name", None) or type(drafter).__name__
+            raise SettingsError(f"drafter {named!r}'s {method}{signature} cannot be called as "
+                                f"{DRAFTER_CALLS[method]}; a drafter's methods are "
+                                f"{', '.join(DRAFTER_CALLS.values())} (help(specui.Drafter))") from None

@@ -51,7 +51,8 @@ class Drafter(Protocol):
     propose: up to k next tokens after `context` (the prompt and every token emitted so far) as a `Draft`: the
              tokens, and q, the distribution each was drawn from ([n, V'] rows, V' <= the target's vocabulary, ids
              past V' have q 0), or None for a deterministic drafter (one-hot q). The accept/reject rule is exact
-             only for the q each token was really drawn from; the engine refuses a q that is no distribution.
+             only for the q each token was really drawn from; the engine refuses a q that is no distribution, and
+             `specui.check_drafter` tests the law. k may be 0 (a run's last token): return `Draft.empty()`.
     observe: how many of the last proposal's tokens the target accepted (the engine then appends those and one
              token of its own to the context).
     name: shown in the UI and in error messages.
