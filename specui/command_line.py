@@ -23,6 +23,7 @@ import signal
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
+from pathlib import Path
 from typing import NamedTuple
 
 from specui.settings import (MAX_CONFIDENCE, MAX_DRAFT_TOKENS, MAX_REPETITION_PENALTY, MAX_SEED, MAX_TEMPERATURE,
@@ -86,6 +87,23 @@ def refuse_empty(parser, args, *names: str) -> None:
     for name in names:
         if (value := getattr(args, name)) is not None and not value.strip():
             parser.error(f"--{name} {value!r} is empty: give a value, or leave --{name} out")
+
+
+def refuse_pair(p, args) -> None:
+    """--target's companions checked: --draft and --chat-template need it, --preset is its alternative, and --draft
+    takes a model, not a drafter's name (`--draft eagle` for `--drafter eagle` would look for a Hub model 'eagle')."""
+    if args.target and args.preset:
+        p.error("--target and --preset both name the models: give one (--target: a pair not in models.yaml)")
+    if not args.target and (args.draft or args.chat_template):
+        given = "--draft" if args.draft else "--chat-template"
+        p.error(f"{given} needs --target (a pair not in models.yaml)"
+                + (f"; to choose how a preset drafts, --drafter {args.draft}" if args.draft else ""))
+    from specui.drafters.registry import DRAFTER_NAMES, name_of
+
+    draft = args.draft
+    if draft and not Path(draft).expanduser().exists() and name_of(draft) in (*DRAFTER_NAMES, "all"):
+        p.error(f"--draft {draft!r} names a drafter; --draft takes a draft model (a folder, a .gguf file or a Hub id): "
+                f"for the drafter, --drafter {draft}")
 
 
 class Range(NamedTuple):

@@ -20,7 +20,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from specui.command_line import DECODE_RANGES, OneLineParser, refuse_empty, refuse_greedy_seed, refuse_outside
+from specui.command_line import (DECODE_RANGES, OneLineParser, refuse_empty, refuse_greedy_seed, refuse_outside,
+                                 refuse_pair)
 from specui.drafters.registry import DRAFTER_NAMES, LABELS, name_of
 from specui.settings import (MAX_CONFIDENCE, MAX_REPETITION_PENALTY, MAX_TEMPERATURE, MAX_TOP_K,
                              MAX_TREE_NODES, MAX_TREE_WIDTH, TREE_DRAFTERS, DecodeSettings, SettingsError)
@@ -65,6 +66,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "read it from stdin (one final line break dropped)")
     p.add_argument("--preset", default=None, help="a preset of models.yaml (default: its default)")
     p.add_argument("--config", default=None, help="the models.yaml to read (default: specui's own, beside its app.py)")
+    pair = p.add_argument_group("a pair not in models.yaml (as app.py takes it)")
+    pair.add_argument("--target", metavar="MODEL", help="the target: a folder, a .gguf file or a Hub id (not --preset)")
+    pair.add_argument("--draft", metavar="MODEL", help="with --target: its draft model, as --target names one (without "
+                                                       "one, prompt lookup drafts); how a run drafts is --drafter")
+    pair.add_argument("--chat-template", action="store_true",
+                      help="with --target: the prompt in the target's chat template (app.py's --chat)")
     p.add_argument("--drafter", default=None, metavar="NAME",
                    help=f"{', '.join(DRAFTER_NAMES)}, or the app's labels ({', '.join(map(repr, LABELS.values()))}); "
                         "default: the preset's")
@@ -105,7 +112,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                    help="colour the tokens: auto (default) on a terminal unless NO_COLOR is set")
     args = p.parse_args(argv)
-    refuse_empty(p, args, "preset", "config", "json")
+    refuse_empty(p, args, "preset", "config", "json", "target", "draft")
+    refuse_pair(p, args)
     if args.drafter is not None and args.drafter.strip().lower() == "all":  # the benchmark's word, which races them all
         p.error(f"--drafter {args.drafter}: a reply is decoded by one drafter; to race every drafter of a preset, "
                 "run python -m specui.bench --drafter all, or the app's Arena")
@@ -236,12 +244,15 @@ class Session:
 def load(args):
     """(engine, preset) of --preset/--config, the flags that need the preset checked before its models load."""
     from specui.command_line import check_preset
-    from specui.presets import load_config
+    from specui.presets import load_config, with_pair
 
-    preset = load_config(args.config).get(args.preset)  # a typo's error names the closest preset, before torch
+    config = load_config(args.config)
+    if args.target:  # the pair as a preset of its own, checked as a models.yaml entry is
+        config = with_pair(config, args.target, args.draft, chat=args.chat_template)
+    preset = config.get(None if args.target else args.preset)  # a typo's error names the closest preset, before torch
     if args.system and not preset.chat_template:
         refuse(f"--system: preset {preset.name!r} is a base model with no chat template: it continues the text and "
-               "reads no system prompt")
+               "reads no system prompt" + (" (an instruct --target: add --chat-template)" if args.target else ""))
     settings_for(args, None, preset)  # a static tree too big at the preset's K, refused before its models load
     check_preset(PROG, preset)  # a wheel or folder missing: a usage mistake (2), as app.py says it, before torch
     from transformers.utils import logging as transformers_logging  # torch and transformers: once the preset is sound
