@@ -3,7 +3,7 @@
 transformers fetches a Hub model's files with retries: on a machine without a network (a lecture hall, a
 sandbox) `from_pretrained` of a model that is not in the local cache spends about a minute retrying before it
 fails. `unreachable` answers first: the model ids that are neither in the local cache nor fetchable, because the
-Hub does not answer one request (`answers`: no connection, or a status it retries on; a few seconds at most). A
+Hub does not answer one request (`answers`: no connection, in a few seconds; no answer, or a status it retries on). A
 model that *is* cached loads all the same, but transformers asks the Hub about each of its files first, retrying each
 for half a minute (a cached pair: minutes);
 `from_cache_alone` says when to load from the cache alone: the Hub asked once (`answers`) gave no answer, or a status
@@ -81,13 +81,17 @@ def answers(model_id: str, revision: str | None = None, *, timeout: float = PROB
 
 
 def silence(model_id: str, revision: str | None = None, *, timeout: float = PROBE_SECONDS) -> str | None:
-    """Why the Hub does not answer `answers`' request, in words for a refusal: "cannot be reached" (no connection, no
-    answer in `timeout`) or "answered 503" (a status huggingface_hub retries on); None where it answers."""
+    """Why the Hub does not answer `answers`' request, in words for a refusal: "cannot be reached" (no connection
+    opened in PROBE_SECONDS, however long `timeout`: a network that drops packets is said as fast as a refused
+    connection; no answer in `timeout`) or "answered 503" (a status huggingface_hub retries on); None where it
+    answers."""
     url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
     path = f"{url.path.rstrip('/')}/{model_id}/resolve/{quote(revision or 'main', safe='')}/config.json"
     kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
-    connection = kind(url.hostname, url.port, timeout=timeout)
+    connection = kind(url.hostname, url.port, timeout=min(timeout, PROBE_SECONDS))
     try:
+        connection.connect()  # within PROBE_SECONDS (with TLS's handshake)
+        connection.sock.settimeout(timeout)  # then `timeout` for the answer
         connection.request("HEAD", path, headers={"User-Agent": "specui"})
         status = connection.getresponse().status
         return f"answered {status}" if status in NOT_ANSWERED else None

@@ -70,3 +70,27 @@ def test_a_host_that_refuses_connections_is_still_out_of_reach(tmp_path, online)
     with pytest.raises(LoadError, match="which this machine cannot reach, and it is not in the local cache: connect "
                                         "once to download"):
         check_before_loading(_preset(tmp_path))
+
+
+def test_the_probe_opens_its_connection_in_seconds_and_waits_longer_for_the_answer(tmp_path, online):
+    """A model not cached gives the Hub 10 s to answer (hub.FETCH_PROBE_SECONDS, as huggingface_hub waits), but that
+    wait also bounded the connection's opening: on a network that drops packets (a firewall, a sandbox) the refusal
+    came after 10 s, where the connection alone had said it in 3 (hub.PROBE_SECONDS). The connection opens within
+    PROBE_SECONDS and the answer is waited for FETCH_PROBE_SECONDS: the socket's timeouts, read from the real socket
+    each connection opened (a network that drops packets, by hand: about 3 s, was about 10)."""
+    import socket
+
+    opened = []
+    real = socket.create_connection
+
+    def recorded(address, timeout=None, *args, **kwargs):
+        opened.append((timeout, real(address, timeout, *args, **kwargs)))
+        return opened[-1][1]
+
+    online.setattr(socket, "create_connection", recorded)
+    with answering(503) as endpoint:
+        online.setenv("HF_ENDPOINT", endpoint)
+        assert hub.out_of_reach([(MODEL, None)]) == ([MODEL], "answered 503")
+        assert hub.answers(MODEL) is False
+    assert [(opening, sock.gettimeout()) for opening, sock in opened] == \
+        [(hub.PROBE_SECONDS, hub.FETCH_PROBE_SECONDS), (hub.PROBE_SECONDS, hub.PROBE_SECONDS)]
