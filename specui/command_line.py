@@ -90,20 +90,27 @@ def refuse_empty(parser, args, *names: str) -> None:
 
 
 def refuse_pair(p, args) -> None:
-    """--target's companions checked: --draft and --chat-template need it, --preset is its alternative, and --draft
-    takes a model, not a drafter's name (`--draft eagle` for `--drafter eagle` would look for a Hub model 'eagle')."""
+    """--target's companions checked: --draft and --chat-template need it, --preset is its alternative, --draft
+    takes a model, not a drafter's name (`--draft eagle` for `--drafter eagle` would look for a Hub model 'eagle'), and
+    --drafter one the pair has (said before its models load)."""
     if args.target and args.preset:
         p.error("--target and --preset both name the models: give one (--target: a pair not in models.yaml)")
     if not args.target and (args.draft or args.chat_template):
         given = "--draft" if args.draft else "--chat-template"
         p.error(f"{given} needs --target (a pair not in models.yaml)"
                 + (f"; to choose how a preset drafts, --drafter {args.draft}" if args.draft else ""))
-    from specui.drafters.registry import DRAFTER_NAMES, name_of
+    from specui.drafters.registry import DRAFTER_NAMES, MODEL_DRAFTERS, PROMPT_LOOKUP, name_of
 
     draft = args.draft
     if draft and not Path(draft).expanduser().exists() and name_of(draft) in (*DRAFTER_NAMES, "all"):
         p.error(f"--draft {draft!r} names a drafter; --draft takes a draft model (a folder, a .gguf file or a Hub id): "
                 f"for the drafter, --drafter {draft}")
+    drafter = args.drafter and name_of(args.drafter)
+    pair_drafters = (PROMPT_LOOKUP, *(MODEL_DRAFTERS if draft else ()))  # a pair of a command line has no heads
+    if args.target and drafter in DRAFTER_NAMES and drafter not in pair_drafters:
+        p.error(f"--drafter {args.drafter}: the pair of --target drafts with {', '.join(pair_drafters)}"
+                + ("; give its draft model as --draft MODEL" if drafter in MODEL_DRAFTERS else
+                   "; a head is listed under a preset's heads in a models.yaml (--config)"))
 
 
 class Range(NamedTuple):

@@ -47,6 +47,13 @@ def test_the_pair_flags_are_read_as_named(pair):
     (["--chat-template", "x"], "python -m specui: error: --chat-template needs --target (a pair not in models.yaml)"),
     (["--target", "t", "--preset", "bundled", "x"], "python -m specui: error: --target and --preset both name the "
                                                     "models: give one (--target: a pair not in models.yaml)"),
+    (["--target", "t", "--drafter", "draft model", "x"], "python -m specui: error: --drafter draft model: the pair "
+                                                         "of --target drafts with prompt_lookup; give its draft model "
+                                                         "as --draft MODEL"),
+    (["--target", "t", "--draft", "d", "--drafter", "eagle", "x"], "python -m specui: error: --drafter eagle: the pair "
+                                                                   "of --target drafts with prompt_lookup, model, "
+                                                                   "model_lookup; a head is listed under a preset's "
+                                                                   "heads in a models.yaml (--config)"),
     (["--target", "", "x"], "python -m specui: error: --target '' is empty: give a value, or leave --target out"),
 ])
 def test_a_pair_flag_misused_is_one_line(argv, said, capsys):
