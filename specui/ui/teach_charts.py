@@ -54,6 +54,13 @@ def _wrapped(text: str, width: int) -> list[str]:
 _SIGN = re.compile(r"(?<=\S) ([+−]) (?=\S)")  # a plus or minus sign between two terms
 
 
+def _together(words: str) -> str:
+    """`words` kept on one line of a wrapped title (no-break spaces), a number beside what it is ("1 (0.79×)");
+    a note after a "; " (`teach_view.best_k_said`'s K past the slider) wraps as it must."""
+    first, sep, rest = words.partition("; ")
+    return first.replace(" ", "\u00a0") + sep + rest
+
+
 def _note(text: str) -> str:
     """An empty chart's note, wrapped to fit a phone's chart."""
     return "<br>".join(_wrapped(text, NOTE_CHARS))
@@ -178,11 +185,12 @@ def theory_speedup_figure(measured: Measured | None = None, *, ks: Sequence[int]
                 name=f"best K = {here}", marker={"color": BEST_COLOUR, "size": 14, "symbol": "star"},
                 hovertemplate=f"best K={here}: theory %{{y:.2f}}×<extra></extra>"))
             measured_part = f"measured {fmt(measured.speedup, '.2f×')}, " if measured.speedup is not None else ""
-            title += (f"<br><sub>α={fmt(measured.alpha, '.2f')}, c={fmt(c, '.3f')}: "
-                      # the theory's number beside its K on one line (no-break spaces): wrapped, "theory at K=7"
-                      # read over "1.82×" (`_wrapped`)
-                      f"{measured_part}theory\u00a0{fmt(measured.theory_speedup, '.2f×')}\u00a0at\u00a0K={measured.k}, "
-                      f"best K={best_k_said(measured.alpha, c, best, measured.best_k_speedup)}</sub>")
+            # each number beside what it is, on one line: wrapped, "theory at K=7" read over "1.82×" and "best K=1"
+            # over "(0.79×)" (`_together`)
+            theory = _together(f"theory {fmt(measured.theory_speedup, '.2f×')} at K={measured.k}")
+            said = f"best K={_together(best_k_said(measured.alpha, c, best, measured.best_k_speedup))}"
+            title += (f"<br><sub>α={fmt(measured.alpha, '.2f')}, c={fmt(c, '.3f')}: {measured_part}{theory}, "
+                      f"{said}</sub>")
     else:
         title += "<br><sub>c is a placeholder until a run is measured</sub>"
     fig = _k_labelled(_layout(fig, title=title, x="α (chance the target accepts a draft token)", y="speedup"))

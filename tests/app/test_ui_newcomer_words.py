@@ -130,7 +130,8 @@ def test_the_teach_tabs_best_k_is_one_its_k_slider_can_set():
                            f"{far.best_k} at {far.best_k_speedup:.2f}×, is past this tab's K {TEACH_K_MAX}")
     shown = html.unescape(re.sub(r"<[^>]+>", "", render_measured(type("View", (), {"measured": far}))))
     assert f"best K {said}" in shown
-    title = teach_charts.theory_speedup_figure(far).layout.title.text.replace("<br>", " ")
+    # a number beside what it is is kept on one line (no-break spaces): read as spaces
+    title = teach_charts.theory_speedup_figure(far).layout.title.text.replace("<br>", " ").replace("\u00a0", " ")
     assert f"best K={here} (" in re.sub(r"</?sub>", "", title)
     near = _measured(0.6, 0.1)
     assert best_k_said(0.6, 0.1, near.best_k, near.best_k_speedup) == f"{near.best_k} ({near.best_k_speedup:.2f}×)"

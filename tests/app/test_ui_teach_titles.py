@@ -35,3 +35,16 @@ def test_the_speedup_title_is_cut_between_its_terms_never_at_a_sign():
     assert any("((1 − α)(Kc + 1))" in line for line in speedup), speedup
     theory = f"theory {m.theory_speedup:.2f}× at K={K}"
     assert any(theory in line for line in speedup), speedup  # the number beside what it is, on one line
+
+
+
+def test_a_best_k_and_its_speedup_stay_on_one_line():
+    """At α 0.03 and c 0.3 the speedup chart's subtitle read "... best K=1" over "(0.79×)": the best K is kept beside
+    its speedup."""
+    best = metrics.best_k(0.03, 0.3, k_max=8)
+    m = Measured(k=8, acceptance_rate=0.01, alpha=0.03, tokens_per_round=1.03, cost_ratio=0.3, verify_cost=1.0,
+                 tokens_per_s=20.0, plain_tokens_per_s=20.6, speedup=None, theory_tokens_per_round=1.03,
+                 theory_speedup=metrics.theoretical_speedup(0.03, 8, 0.3), best_k=best,
+                 best_k_speedup=metrics.theoretical_speedup(0.03, best, 0.3))
+    lines = _lines(teach_charts.theory_speedup_figure(m).layout.title.text)
+    assert any(f"K={best} ({m.best_k_speedup:.2f}×)" in line for line in lines), lines
