@@ -75,9 +75,18 @@ def _per_drafter(body, where: str, what: str, check: Callable, must: str) -> tup
     return tuple(out)
 
 
+_OTHER_WORDS = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32", "gpu": "cuda",
+                "int8": "8bit", "int4": "4bit"}  # other tools' words for a choice, too far from it for difflib
+
+
 def _did_you_mean(word, options) -> str:
-    """"; did you mean 'x'?" for a misspelt key or value (`num_draft_token`, `eagel`), "" when nothing is close."""
-    close = difflib.get_close_matches(str(word), [str(o) for o in options], n=1, cutoff=0.75)
+    """"; did you mean 'x'?" for a misspelt key or value (`num_draft_token`, `eagel`), another case (`CUDA`) or
+    another tool's word for it (`fp16`, `bf16`, `gpu`, `int8`), "" when nothing is close."""
+    options = [str(o) for o in options]
+    said = str(word).strip().lower()
+    if (meant := _OTHER_WORDS.get(said, said)) in options:
+        return f"; did you mean {meant!r}?"
+    close = difflib.get_close_matches(str(word), options, n=1, cutoff=0.75)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 

@@ -56,10 +56,14 @@ def test_a_revision_of_a_model_that_is_no_hub_model_is_refused_not_ignored(tmp_p
 
 @pytest.mark.parametrize("setting, meant", [("drafter: eagel", "eagle"), ("quantization: 4-bit", "4bit"),
                                             ("dtype: bfloat", "bfloat16"), ("device_map: atuo", "auto"),
-                                            ("device: cdua", "cuda")])
+                                            ("device: cdua", "cuda"), ("dtype: fp16", "float16"),
+                                            ("dtype: bf16", "bfloat16"), ("dtype: half", "float16"),
+                                            ("device: gpu", "cuda"), ("device: CUDA", "cuda"),
+                                            ("quantization: int8", "8bit"), ("drafter: EAGLE", "eagle")])
 def test_a_misspelt_value_is_answered_with_the_one_meant(tmp_path, setting, meant):
     """A value one letter off (drafter: eagel, quantization: 4-bit, device_map: atuo) listed the choices alone; a key
-    one letter off was answered with the key meant already (test_presets)."""
+    one letter off was answered with the key meant already (test_presets). Other tools' words for a choice (fp16, bf16,
+    half, gpu, int8) and another case (CUDA, EAGLE) are too far for the closest spelling, and are answered too."""
     said = _refusal(tmp_path, f"target: org/model, draft: org/draft, {setting}")
     assert said.endswith(f"; did you mean {meant!r}?"), said
 
