@@ -135,6 +135,10 @@ class DecodeSettings:
     tree_nodes: int = 0
     draft_confidence: float = 0.0
 
+    def __new__(cls, *args, **keywords):
+        refuse_unknown(keywords)  # a misspelt name in one line naming the one meant, not Python's TypeError
+        return super().__new__(cls)
+
     def __post_init__(self):
         # numbers are normalised to Python ints and floats (numpy's are accepted), bools refused
         def put(name, value):
@@ -252,15 +256,25 @@ FOREIGN_NAMES = {"max_length": "max_new_tokens (the new tokens alone, the prompt
                  "stop_strings": "eos_token_id= (token ids that end the run: the engine takes ids, not text)"}
 
 
-def settings_from(settings, keywords: dict) -> DecodeSettings:
-    """A run's settings: `settings` (a DecodeSettings, or None for the defaults) with `keywords` changed. A name that
-    is no setting, or settings of another type, is refused in one line that says what is meant."""
+def refuse_unknown(keywords: dict) -> None:
+    """Names that are no setting refused in one line: the settings, and the one meant (a typo's closest name, or
+    transformers' word for it)."""
+    import difflib
+
     names = [f.name for f in fields(DecodeSettings)]
     unknown = [k for k in keywords if k not in names]
     if unknown:
+        close = {k: difflib.get_close_matches(k, names, n=1) for k in unknown if k not in FOREIGN_NAMES}
         meant = "".join(f"; for {k!r} use {FOREIGN_NAMES[k]}" for k in unknown if k in FOREIGN_NAMES)
+        meant += "".join(f"; did you mean {close[k][0]}?" for k in close if close[k])
         raise SettingsError(f"no setting named {', '.join(map(repr, unknown))}; the settings are {', '.join(names)}"
                             + meant)
+
+
+def settings_from(settings, keywords: dict) -> DecodeSettings:
+    """A run's settings: `settings` (a DecodeSettings, or None for the defaults) with `keywords` changed. A name that
+    is no setting, or settings of another type, is refused in one line that says what is meant."""
+    refuse_unknown(keywords)
     if settings is None:
         return DecodeSettings(**keywords)
     if not isinstance(settings, DecodeSettings):
