@@ -214,7 +214,9 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
         if v is None and not required:
             return None
         if not isinstance(v, str) or not v.strip():
-            raise ConfigError(f"{key}.{k}: {'is required and ' if required else ''}must be a non-empty string")
+            kind = "true or false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else None
+            read = f" (YAML read {v!r}, {kind}: put the value in quotes)" if kind else ""  # revision: 1234567
+            raise ConfigError(f"{key}.{k}: {'is required and ' if required else ''}must be a non-empty string{read}")
         return v.strip()
 
     def prose(k):  # text shown in the app: empty (`description:` alone is YAML's null) or words, never a repr

@@ -140,3 +140,18 @@ def test_a_refusal_before_loading_names_the_config_file_it_was_read_from(tmp_pat
             check_before_loading(load_config(config).get("small"))
     (tmp_path / "models.yaml").write_text(config.read_text())
     assert load_config(config).get("own") == load_config(tmp_path / "models.yaml").get("own")  # the same preset
+
+
+
+@pytest.mark.parametrize("preset, key, got", [
+    ("target: org/model, revision: 1234567", "revision", "1234567, a number"),
+    ("target: org/model, revision: 1.0", "revision", "1.0, a number"),
+    ("target: 2024", "target", "2024, a number"),
+    ("target: org/model, draft: org/draft, draft_revision: yes", "draft_revision", "True, true or false")])
+def test_a_text_setting_that_yaml_reads_as_a_number_says_to_quote_it(tmp_path, preset, key, got):
+    """`revision: 1234567` (a commit's short hash of digits alone) or `revision: 1.0` (a tag): YAML reads a number,
+    which was refused as 'must be a non-empty string' of a value the user sees written there as text; it says what
+    YAML read and to put the value in quotes."""
+    said = _refusal(tmp_path, preset)
+    assert said.startswith(f"models.yaml: presets.own.{key}: ") and \
+        said.endswith(f"must be a non-empty string (YAML read {got}: put the value in quotes)"), said
