@@ -49,7 +49,7 @@ from specui.engine_checks import eos_ids, tokenizer_hint
 from specui.events import GenerationResult, Round
 from specui.kv import cpu_threads, model_device
 from specui.prompt_cache import PromptCache, open_target
-from specui.sampling import Generators, Sampling
+from specui.sampling import Generators, Sampling, derived_seed
 from specui.settings import TREE_METHODS, DecodeSettings, settings_from, why_no_trees
 from specui.tree_round import tree_round
 from specui.tree_verify import verify_tree
@@ -208,13 +208,18 @@ class SpeculativeEngine:
         result.seed, result.speculative = seed, settings.speculative
         schedule = DraftLength(settings.num_draft_tokens, adaptive=settings.adaptive)
         generators = draws if draws is not None else Generators(seed, home=self.device)
-        return self._rounds(prompt, sampling, drafter, seed, result, max_new_tokens=settings.max_new_tokens,
+        # the target draws from a generator seeded with `seed`: a drafter of one's own that seeds its generator with
+        # the seed `start` gives it (as the protocol says) gets one of its own, or each draft would be judged by the
+        # draw that drafted it (tests/engine/test_drafter_stream.py); the engine's drafters derive their own from it
+        own = settings.speculative and not isinstance(self._drafter_name(settings.drafter), str)
+        drafter_seed = derived_seed(seed, "drafter") if own else seed
+        return self._rounds(prompt, sampling, drafter, drafter_seed, result, max_new_tokens=settings.max_new_tokens,
                             schedule=schedule, ends=frozenset() if settings.ignore_eos else ends, tree=tree,
                             generators=generators, cache=cache)
 
     # -- the loop ------------------------------------------------------------------------------------
 
-    def _rounds(self, prompt, sampling, drafter, seed, result, *, max_new_tokens, schedule, ends, generators,
+    def _rounds(self, prompt, sampling, drafter, drafter_seed, result, *, max_new_tokens, schedule, ends, generators,
                 tree=None, cache=None):
         started = time.perf_counter()  # the generators draw on the device of what they sample
         features = features_of(drafter)
@@ -224,16 +229,15 @@ class SpeculativeEngine:
                 target, reused, states, held = open_target(cache, self.target_model, prompt, features,
                                                            self.head_features, holder=alive)
                 resume = held.resume(prompt, reused) if held is not None and _resumes(drafter) else None
-                yield from self._run(target, reused, states, prompt, context, sampling, drafter, features, seed,
-                                     result, started, max_new_tokens=max_new_tokens, schedule=schedule,
-                                     ends=ends, generators=generators, tree=tree, resume=resume,
-                                     begun=begun)
+                yield from self._run(target, reused, states, prompt, context, sampling, drafter, features,
+                                     drafter_seed, result, started, max_new_tokens=max_new_tokens, schedule=schedule,
+                                     ends=ends, generators=generators, tree=tree, resume=resume, begun=begun)
             finally:  # a drafter cut short before its start returned leaves no kept state (`PromptCache.resume`)
                 if cache is not None and cache.holds(alive):
                     cache.close(context, begun[0] if begun else None)
 
-    def _run(self, target, reused, states, prompt, context, sampling, drafter, features, seed, result, started, *,
-             max_new_tokens, schedule, ends, generators, tree, resume=None, begun=None):
+    def _run(self, target, reused, states, prompt, context, sampling, drafter, features, drafter_seed, result,
+             started, *, max_new_tokens, schedule, ends, generators, tree, resume=None, begun=None):
         result.reused_tokens = reused
         threads = self.prompt_threads if self.device.type == "cpu" else None
         asked = time.perf_counter()
@@ -251,7 +255,7 @@ class SpeculativeEngine:
                     extra["target"] = target
                 if resume is not None:  # the drafter's own cache of the conversation's earlier turns
                     extra["resume"] = resume
-                drafter.start(prompt, sampling=sampling, seed=seed, **extra)
+                drafter.start(prompt, sampling=sampling, seed=drafter_seed, **extra)
                 if begun is not None:
                     begun.append(drafter)
             self._sync()
