@@ -136,7 +136,8 @@ class DecodeSettings:
     draft_confidence: float = 0.0
 
     def __new__(cls, *args, **keywords):
-        refuse_unknown(keywords)  # a misspelt name in one line naming the one meant, not Python's TypeError
+        if cls is DecodeSettings:  # a subclass (the app's request.Settings: preset, compare...) has fields of its own
+            refuse_unknown(keywords)  # a misspelt name in one line naming the one meant, not Python's TypeError
         return super().__new__(cls)
 
     def __post_init__(self):
