@@ -199,7 +199,7 @@ def check_chat_template(preset: Preset, tokenizer) -> None:
     """A preset that wraps prompts in the chat template (`chat_template: true`, `--chat`) needs a target tokenizer that
     has one: a base model's has none, and each reply failed in transformers' apply_chat_template with a traceback."""
     if preset.chat_template and not getattr(tokenizer, "chat_template", None):
-        change = ("leave out --chat" if preset.name == COMMAND_LINE
+        change = ("leave out --chat (python -m specui's --chat-template)" if preset.name == COMMAND_LINE
                   else f"set chat_template: false for presets.{preset.name} in {_config(preset)}")
         raise LoadError(f"Preset '{preset.name}': the target {preset.target} has no chat template in its tokenizer (a "
                         f"base model?): {change}, and prompts are continued as text; or save the instruct model's "
@@ -241,18 +241,24 @@ def read_tokenizer(ref, who: str, **kwargs):
     """`AutoTokenizer.from_pretrained(ref, **kwargs)`. A local folder that holds no tokenizer beside the weights is
     said so, naming it (transformers said only the first line of "Couldn't instantiate the backend tokenizer from one
     of: ...", naming no file and no folder); asked only after transformers failed, since it reads tokenizers from
-    files this list lacks (a vocab.txt that config.json's tokenizer_class names)."""
+    files this list lacks (a vocab.txt that config.json's tokenizer_class names). transformers 5 reads a Qwen2 or
+    GPT-2 folder without one as a tokenizer of its special tokens alone, which is said the same way: a target's first
+    reply failed ('the prompt is empty'), a draft was refused as of another tokenizer ('the draft's has 1 tokens')."""
     from transformers import AutoTokenizer
 
+    none = (f"{who}: the folder {ref} has no tokenizer (no tokenizer.json or tokenizer_config.json): save the "
+            "model's tokenizer beside its weights (`tokenizer.save_pretrained(folder)`).")
     try:
-        return AutoTokenizer.from_pretrained(ref, **kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(ref, **kwargs)
     except Exception:
-        folder = Path(ref)
-        if folder.is_dir() and not any((folder / name).exists() for name in _TOKENIZER_FILES):
-            raise LoadError(f"{who}: the folder {folder} has no tokenizer (no tokenizer.json or "
-                            "tokenizer_config.json): save the model's tokenizer beside its weights "
-                            "(`tokenizer.save_pretrained(folder)`).") from None
+        if Path(ref).is_dir() and not any((Path(ref) / name).exists() for name in _TOKENIZER_FILES):
+            raise LoadError(none) from None
         raise
+    if not set(tokenizer.get_vocab()) - set(tokenizer.all_special_tokens):  # no token to write text with
+        special = ", ".join(tokenizer.all_special_tokens) or "none"
+        raise LoadError(none if Path(ref).is_dir() else f"{who}: its tokenizer has no tokens but its special ones "
+                        f"({special}): give a model that ships its tokenizer.")
+    return tokenizer
 
 
 def check_causal(model, who: str) -> None:

@@ -102,3 +102,22 @@ def test_a_target_none_of_whose_eos_ids_is_in_its_vocabulary_still_generates_thr
     out = engine.target_model.generate(torch.tensor([prompt]), max_new_tokens=4, do_sample=False)
     plain = engine.generate(prompt, max_new_tokens=4, speculative=False).token_ids
     assert out[0, len(prompt):].tolist() == plain
+
+
+@pytest.mark.parametrize("role", ["target", "draft"])
+def test_a_qwen2_folder_saved_without_its_tokenizer_is_refused_as_one(tmp_path, monkeypatch, role):
+    """A Qwen2 (or GPT-2) folder saved without its tokenizer (model.save_pretrained alone): transformers 5 reads it
+    as an empty tokenizer of one token, where it failed for a Llama folder (which the load refuses as having no
+    tokenizer): such a target loaded, and its first reply failed with a traceback ('the prompt is empty'), and such a
+    draft was refused as of another tokenizer ('the draft's has 1 tokens'). Both say the folder has no tokenizer."""
+    monkeypatch.chdir(tmp_path)
+    save_tiny_model(tmp_path / "t", "qwen2", layers=1, seed=0)
+    save_tiny_model(tmp_path / "d", "qwen2", layers=1, seed=1)
+    bare = tmp_path / ("t" if role == "target" else "d")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (bare / name).unlink()
+    with pytest.raises(LoadError) as refused:
+        _engine(draft="d")
+    said = str(refused.value)
+    assert said.startswith(f"Preset 'own': the {role} ") and f"the folder {bare} has no tokenizer" in said, said
+    assert "save_pretrained" in said and "\n" not in said
