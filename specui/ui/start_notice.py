@@ -51,7 +51,10 @@ def tell_start_problem(demo: gr.Blocks, showcase: Showcase) -> None:
     again = gr.Timer(POLL_S, active=False)
 
     def asked():
-        return shown(notice(showcase, visitor=spaces.on_spaces())), gr.Timer(active=showcase.starting())
+        # whether it loads is read first: a load that fails after asks again; one ended has its failure kept already
+        # (read after, a load that failed between the two reads gave no notice and stopped the timer)
+        loading = showcase.starting()
+        return shown(notice(showcase, visitor=spaces.on_spaces())), gr.Timer(active=loading)
 
     for event in (demo.load, again.tick):
         event(asked, None, [line, again], show_progress="hidden", api_visibility="private", queue=False)

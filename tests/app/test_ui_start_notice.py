@@ -159,3 +159,29 @@ def test_a_page_opened_as_the_preset_loads_says_it_did_not_load_as_text_covering
             apart = (notice["y"] + notice["height"] <= box["y"] or box["y"] + box["height"] <= notice["y"]
                      or notice["x"] + notice["width"] <= box["x"] or box["x"] + box["width"] <= notice["x"])
             assert apart, f"the notice {notice} covers {covered} {box}"
+
+
+def test_a_load_that_fails_as_the_page_asks_is_still_told(tmp_path, monkeypatch):
+    """A tick read the notice and then whether the preset still loads: a load that failed between the two reads gave no
+    notice (not known yet) and stopped the timer (loaded), so the page never asked again and never learnt. Whether it
+    loads is read first: a load still on asks again, and one ended has its failure kept already."""
+    config, _ = starting_broken(tmp_path)
+    showcase = Showcase(config, PairCache())
+    gate, real = threading.Event(), showcase.cache.get
+    monkeypatch.setattr(showcase.cache, "get", lambda *a, **k: gate.wait(120) and real(*a, **k))
+    again = asking(showcase)["tick"]
+    showcase.preload_soon(config.get(None))
+    read = showcase.start_failure
+
+    def failing_meanwhile():  # the notice is read while the preset loads; the load fails right after
+        failed = read()
+        gate.set()
+        wait_until(lambda: not showcase.starting(), "the preload to end", timeout_s=120)
+        return failed
+
+    monkeypatch.setattr(showcase, "start_failure", failing_meanwhile)
+    said, timer = again()
+    assert said["visible"] is False and timer.active is True, "the load ended unseen: this page is never told"
+    monkeypatch.setattr(showcase, "start_failure", read)
+    said, timer = again()
+    assert said["visible"] is True and "did not load" in said["value"] and timer.active is False
