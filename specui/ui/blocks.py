@@ -283,7 +283,10 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
                           status=teach.step.status)
         tell_resets(demo, app.showcase.config, ui.controls, teach.controls)  # a slider's ↺: the preset's (keys.js)
         serve_generate(app.showcase, concurrency_id=ENGINE_GROUP, concurrency_limit=1)
-    demo.queue(default_concurrency_limit=4, max_size=ZERO_GPU_QUEUE_SIZE if spaces.zero_gpu() else None)
+    # api_open=False: a queued event's direct route (POST /gradio_api/run/generate) is refused, where gradio left it
+    # open and it ran beside the queued run, skipping the queue (one run at a time, a visitor's place in it)
+    demo.queue(default_concurrency_limit=4, max_size=ZERO_GPU_QUEUE_SIZE if spaces.zero_gpu() else None,
+               api_open=False)
     return demo
 
 

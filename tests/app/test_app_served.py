@@ -1,8 +1,9 @@
 """The served app's resources: a cancelled run, a killed API client's (also one killed before it read its answer, and
 one gone with no stream open at all, after a grace that a /call client's read is not cut by) or a closed page's stops
-and frees its slot, and a client whose heartbeat alone dropped is still served; the API builds
-no charts. The app runs in this process on the bundled pair with a `Showcase` the test holds, so it can watch the
-runs in flight (`Showcase.live`) and the API's decoding threads (`specui-generate-N`).
+and frees its slot, and a client whose heartbeat alone dropped is still served; a direct POST, outside the queue,
+is refused; the API builds no charts. The app runs in this process on the bundled pair with a `Showcase` the
+test holds, so it can watch the runs in flight (`Showcase.live`) and the API's decoding threads
+(`specui-generate-N`).
 """
 
 from __future__ import annotations
@@ -230,6 +231,21 @@ def test_a_call_client_reading_its_answer_is_not_cut_by_the_grace(app, monkeypat
     run, at_stop = watched[0]["run"], watched[0]["at_stop"]
     assert run.phase == "done" and at_stop is None, (run.phase, at_stop, rounds(run))
     assert "event: complete" in lines and '"stopped": false' in lines[-1], lines[-2:]
+
+
+def test_a_direct_post_cannot_skip_the_queue(app, monkeypatch):
+    """POST /gradio_api/run/generate, gradio's direct route, was open: its run began at once beside the queued one
+    (two at a time, where one runs at a time), ahead of every visitor waiting in the queue, and was never told a place.
+    It is refused, saying to join the queue; the page's unqueued calls (frames.js's /run/drawn) are served still."""
+    url, showcase = app
+    watched = watch_runs(showcase, monkeypatch)
+    data = join_body(url, showcase, "", prompt=PROMPT, max_new_tokens=8)["data"]
+    for route in ("run", "api"):
+        answer = httpx.post(f"{url}gradio_api/{route}/generate", json={"data": data}, timeout=120)
+        assert answer.status_code == 404 and "join the queue" in answer.text, (route, answer.status_code,
+                                                                               answer.text[:300])
+    assert not watched, "a direct POST was decoded, outside the queue"
+    assert httpx.post(url + "gradio_api/run/drawn", json={"data": ["tag:1"]}, timeout=120).status_code == 200
 
 
 def join_body(url: str, showcase, session: str, **values) -> dict:
