@@ -221,11 +221,13 @@ def test_a_call_client_reading_its_answer_is_not_cut_by_the_grace(app, monkeypat
 
     url, showcase = app
     gradio_client.Client(url, verbose=False).predict(PROMPT, max_new_tokens=8, api_name="/generate")  # warm
-    monkeypatch.setattr(api, "UNHEARD_S", 1.0)
     watched = watch_runs(showcase, monkeypatch)
     data = join_body(url, showcase, "", prompt=PROMPT, max_new_tokens=1000, compare=True)["data"]
     event = httpx.post(url + "gradio_api/call/generate", json={"data": data}, timeout=120).json()["event_id"]
     with httpx.stream("GET", f"{url}gradio_api/call/generate/{event}", timeout=None) as read:
+        # the grace shortened once the read is open (counted before its answer began): a busy machine's GET more
+        # than 1 s after the run began is no failure
+        monkeypatch.setattr(api, "UNHEARD_S", 1.0)
         lines = [line for line in read.iter_lines() if line]
     wait_until(lambda: showcase.live == 0, still_decoding(showcase), timeout_s=120)
     run, at_stop = watched[0]["run"], watched[0]["at_stop"]
