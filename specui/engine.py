@@ -49,7 +49,7 @@ from specui.engine_checks import eos_ids, tokenizer_hint
 from specui.events import GenerationResult, Round
 from specui.kv import cpu_threads, model_device
 from specui.prompt_cache import PromptCache, open_target
-from specui.sampling import Generators, Sampling, derived_seed
+from specui.sampling import Generators, Sampling, own_drafter_seed
 from specui.settings import TREE_METHODS, DecodeSettings, settings_from, why_no_trees
 from specui.tree_round import tree_round
 from specui.tree_verify import verify_tree
@@ -212,7 +212,7 @@ class SpeculativeEngine:
         # the seed `start` gives it (as the protocol says) gets one of its own, or each draft would be judged by the
         # draw that drafted it (tests/engine/test_drafter_stream.py); the engine's drafters derive their own from it
         own = settings.speculative and not isinstance(self._drafter_name(settings.drafter), str)
-        drafter_seed = derived_seed(seed, "drafter") if own else seed
+        drafter_seed = own_drafter_seed(seed) if own else seed
         return self._rounds(prompt, sampling, drafter, drafter_seed, result, max_new_tokens=settings.max_new_tokens,
                             schedule=schedule, ends=frozenset() if settings.ignore_eos else ends, tree=tree,
                             generators=generators, cache=cache)
@@ -302,7 +302,8 @@ class SpeculativeEngine:
         drafter = self._drafter_name(drafter)
         if drafter in MODEL_DRAFTERS:
             if self.draft_model is None:
-                raise ValueError(f"drafter={drafter!r} needs a draft model; this engine has none (use {PROMPT_LOOKUP!r})")
+                raise ValueError(f"drafter={drafter!r} needs a draft model; this engine has none "
+                                 f"(use {PROMPT_LOOKUP!r})")
             return (ModelLookupDrafter if drafter == MODEL_LOOKUP else ModelDrafter)(self.draft_model)
         if drafter == PROMPT_LOOKUP:
             return PromptLookupDrafter()

@@ -325,3 +325,11 @@ def derived_seed(seed: int, label: str) -> int:
     """A seed in [0, 2**64) for `label`'s stream, fixed by `seed` and `label` (no global state)."""
     digest = hashlib.blake2b(f"{seed}/{label}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little")
+
+
+def own_drafter_seed(seed: int) -> int:
+    """The seed a run of `seed` gives a drafter of one's own: in [0, 2**32), which every common generator takes
+    (torch's, numpy's `RandomState`, Python's `random`), derived from `seed`, and never equal to it in the low 32
+    bits, the only ones torch's CPU generator reads: the drafter never draws the target's stream."""
+    derived = derived_seed(seed, "drafter") % 2**32
+    return derived if derived != seed % 2**32 else (derived + 1) % 2**32

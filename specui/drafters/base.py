@@ -47,8 +47,9 @@ class Drafter(Protocol):
     """What the engine asks of a drafter (pass any object with these methods as `drafter=`).
 
     start: a run begins with this prompt, sampling transform and seed (reset any state; draw from your own
-           generator seeded with `seed` for reproducible runs: the engine derives it from the run's seed, so it
-           never repeats the draws the target judges the drafts with).
+           generator seeded with `seed` for reproducible runs: an int in [0, 2**32), which torch, numpy's
+           `RandomState` and `random` all take, that the engine derives from the run's seed, so it never repeats
+           the draws the target judges the drafts with).
     propose: up to k next tokens after `context` (the prompt and every token emitted so far) as a `Draft`: the
              tokens, and q, the distribution each was drawn from ([n, V'] rows, V' <= the target's vocabulary, ids
              past V' have q 0), or None for a deterministic drafter (one-hot q). The accept/reject rule is exact

@@ -6,9 +6,11 @@ generator seeded with the run's seed, so a drafter given that same seed drew the
 was the target's first r, and a drafter that draws by the inverse of its distribution function (as `sample` does)
 had each draft judged with the very draw that picked it, far from the target's law (p ~ 1e-138 in 2000 runs; with
 `torch.multinomial`, as the docs' example draws, p ~ 1e-3). The engine gives a drafter of one's own a seed derived
-from the run's (`derived_seed(seed, "drafter")`); its own drafters derive theirs as before.
+from the run's (`sampling.own_drafter_seed`: in [0, 2**32), which numpy's `RandomState` needs too); its own
+drafters derive theirs as before.
 """
 
+import numpy as np
 import pytest
 import torch
 
@@ -73,3 +75,33 @@ def first_two(engine, *, shares: bool, runs: int = 1500) -> float:
 def test_a_drafter_of_ones_own_follows_the_targets_law_and_one_on_the_targets_stream_does_not(engine):
     assert first_two(engine, shares=False) > 1e-3
     assert first_two(engine, shares=True) < 1e-20  # the test's power: judged by the draw that drafted it
+
+
+class NumpyDrafter:
+    """Draws from Q with numpy's legacy generator, seeded with the seed `start` gives it: `np.random.RandomState`
+    takes seeds below 2**32 only (a seed derived over 64 bits failed nearly every run)."""
+
+    name = "numpy"
+
+    def start(self, prompt, *, sampling, seed):
+        self.seed, self.rng = seed, np.random.RandomState(seed)
+
+    def propose(self, context, k):
+        if not k:
+            return Draft.empty()
+        q = Q.double() / Q.double().sum()
+        return Draft(torch.from_numpy(self.rng.choice(len(Q), size=k, p=q.numpy())), Q.repeat(k, 1))
+
+    def observe(self, num_accepted):
+        pass
+
+
+@pytest.mark.parametrize("seed", [None, 0, 5, 2**32 + 5, 2**63 + 11, 2**64 - 1])
+def test_a_drafter_seeding_numpy_with_the_seed_it_is_given_runs_for_every_seed(engine, seed):
+    drafter = NumpyDrafter()
+    result = engine.generate(PROMPT, max_new_tokens=6, num_draft_tokens=2, drafter=drafter, temperature=1.0,
+                             seed=seed)
+    assert 0 <= drafter.seed < 2**32 and drafter.seed != result.seed % 2**32  # torch's CPU generator reads 32 bits
+    again = NumpyDrafter()
+    assert engine.generate(PROMPT, max_new_tokens=6, num_draft_tokens=2, drafter=again, temperature=1.0,
+                           seed=result.seed).token_ids == result.token_ids and again.seed == drafter.seed
