@@ -336,7 +336,10 @@ def _resumes(drafter) -> bool:
 
 
 def _cut_at_eos(round_: Round, ends: frozenset[int]) -> Round:
-    """An EOS inside a block ends the generation there: drop what the round emitted after it."""
+    """An EOS inside a block ends the generation there: drop what the round emitted after it.
+
+    `num_accepted` stays what the target's check accepted (drafts after the EOS included), the count the acceptance
+    rate and `metrics.fitted_alpha` read; the emitted tokens, which the mean accepted length reads, stop at the EOS."""
     if not ends:
         return round_
     for j, token in enumerate(round_.token_ids[:-1]):
