@@ -55,6 +55,8 @@ def test_visitors_queued_behind_a_stopped_run_each_get_their_own_tokens(monkeypa
         jobs = [client.submit(**ask, api_name="/generate") for client, ask in zip(visitors, asks)]
         wait_until(lambda: all(job.status().code == Status.IN_QUEUE and job.status().rank is not None
                                for job in jobs), "each visitor to be told its place in the queue", timeout_s=120)
+        ranks = sorted(job.status().rank for job in jobs)
+        assert ranks == [0, 1, 2, 3], f"the visitors were told places {ranks}, not each their own"
         assert showcase.live == 1, "a visitor's run began beside the long one"
         cancelling = threading.Thread(target=long.cancel, daemon=True, name="cancel")
         cancelling.start()  # Stop: the slot frees once its round in flight is done
