@@ -116,5 +116,14 @@ def out_of_reach(models: Iterable[tuple[str, str | None]]) -> tuple[list[str], s
     if _left_to_transformers():
         return [], None
     missing = [(model_id, revision) for model_id, revision in models if not is_cached(model_id, revision)]
-    why = silence(*missing[0], timeout=FETCH_PROBE_SECONDS) if missing else None  # a slow Hub is no refusal
+    why = silence(*missing[0], timeout=_fetch_wait()) if missing else None  # a slow Hub is no refusal
     return ([model_id for model_id, _ in missing], why) if why else ([], None)
+
+
+def _fetch_wait() -> float:
+    """How long huggingface_hub waits for the Hub's first answer: HF_HUB_ETAG_TIMEOUT where it is an int (as
+    huggingface_hub reads it; a user on a slow link raises it for downloads to work), else FETCH_PROBE_SECONDS."""
+    try:
+        return int(os.environ.get("HF_HUB_ETAG_TIMEOUT", "")) or FETCH_PROBE_SECONDS
+    except ValueError:
+        return FETCH_PROBE_SECONDS

@@ -94,3 +94,25 @@ def test_the_probe_opens_its_connection_in_seconds_and_waits_longer_for_the_answ
         assert hub.answers(MODEL) is False
     assert [(opening, sock.gettimeout()) for opening, sock in opened] == \
         [(hub.PROBE_SECONDS, hub.FETCH_PROBE_SECONDS), (hub.PROBE_SECONDS, hub.PROBE_SECONDS)]
+
+
+def test_a_longer_wait_the_user_gave_huggingface_hub_is_the_probes_too(tmp_path, online):
+    """HF_HUB_ETAG_TIMEOUT=60, set for a slow link so that downloads work: huggingface_hub waits 60 s for the Hub's
+    first answer, and the probe, which waited 10 s whatever it said, refused as out of reach a model transformers
+    would have fetched. It waits what huggingface_hub waits (an int, as huggingface_hub reads it; else 10 s)."""
+    import socket
+
+    opened = []
+    real = socket.create_connection
+
+    def recorded(address, timeout=None, *args, **kwargs):
+        opened.append(real(address, timeout, *args, **kwargs))
+        return opened[-1]
+
+    online.setattr(socket, "create_connection", recorded)
+    with answering(404) as endpoint:
+        online.setenv("HF_ENDPOINT", endpoint)
+        for value in ("60", "not a number"):
+            online.setenv("HF_HUB_ETAG_TIMEOUT", value)
+            assert hub.out_of_reach([(MODEL, None)]) == ([], None)
+    assert [sock.gettimeout() for sock in opened] == [60, hub.FETCH_PROBE_SECONDS]
