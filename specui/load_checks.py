@@ -230,8 +230,8 @@ def _not_invariant(preset: Preset, dtype: str) -> str:
     """The end of a half-precision refusal: why, and the dtype to set (float32 alone with a device_map, where auto
     keeps the checkpoint's own dtype: `pretrained._model_kwargs`)."""
     instead = "float32" if preset.device_map else "float32 (or auto)"
-    return (f"not batch-invariant in {dtype}: greedy speculative decoding could part from plain decoding at a near-tie. "
-            f"Set dtype: {instead} for presets.{preset.name} in {_config(preset)}.")
+    return (f"not batch-invariant in {dtype}: greedy speculative decoding could part from plain decoding at a "
+            f"near-tie. Set dtype: {instead} for presets.{preset.name} in {_config(preset)}.")
 
 
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "spiece.model")

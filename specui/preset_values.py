@@ -27,7 +27,8 @@ def _heads(body, key: str, path: Path) -> tuple[tuple[str, str], ...]:
     if body is None:
         return ()
     if not isinstance(body, dict):
-        raise ConfigError(f"{key}.heads: must be a mapping of head names ({', '.join(HEADS)}) to folders (got {body!r})")
+        raise ConfigError(f"{key}.heads: must be a mapping of head names ({', '.join(HEADS)}) to folders "
+                          f"(got {body!r})")
     out = []
     for name, folder in body.items():
         if name not in HEADS:
