@@ -2,12 +2,15 @@
 usage, every name a tool imports from specui or tools (inside its functions too, where most import after parsing
 their flags) still exists where the tool looks for it, and docs/layout.md names every tool. Nothing here loads a
 model: a library module moved or renamed under a tool fails here in seconds, where it failed only on the tool's
-first real run before."""
+first real run before. And every --flag README.md, docs/*.md and the tools' own docstrings give a
+`python -m tools.NAME` is one of that tool's options."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import importlib
+import re
 import runpy
 import sys
 
@@ -17,6 +20,9 @@ from tests.helpers import ROOT
 
 TOOLS = sorted(p.stem for p in (ROOT / "tools").glob("*.py") if p.stem != "__init__")
 LIBRARIES = {"race"}  # imported by the side-by-side tools, with no command line of its own
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "tools").glob("*.py"))]
+COMMAND = re.compile(r"python -m tools\.(\w+)([^`|#\n]*)")
+QUOTED = re.compile(r"\"[^\"]*(?:\"|$)|'[^']*(?:'|$)")  # another command's flags or JSON in a quoted value
 
 
 def has_main_block(name: str) -> bool:
@@ -33,6 +39,24 @@ def imported_names(name: str) -> list[tuple[int, str, str | None]]:
         elif isinstance(node, ast.ImportFrom) and not node.level:
             found += [(node.lineno, node.module, a.name) for a in node.names]
     return [f for f in found if f[1].split(".")[0] in ("specui", "tools")]
+
+
+def run_help(name: str, monkeypatch) -> None:
+    monkeypatch.setattr(sys, "argv", [f"tools/{name}.py", "--help"])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_module(f"tools.{name}", run_name="__main__")  # what python -m tools.NAME --help runs
+    assert exit_.value.code in (0, None)
+
+
+def documented_flags() -> list[tuple[str, str, str]]:
+    """(where, tool, --flag) of every flag written after a `python -m tools.NAME` on one line of a page."""
+    found = []
+    for page in PAGES:
+        for i, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            for m in (m for m in COMMAND.finditer(line) if m.group(1) in TOOLS):  # not tools.NAME
+                for flag in re.findall(r"(?<![\w-])--[a-z][\w-]*", QUOTED.sub("", m.group(2))):
+                    found.append((f"{page.relative_to(ROOT)}:{i}", m.group(1), flag))
+    return found
 
 
 def test_every_tool_has_a_command_line_but_the_libraries():
@@ -59,12 +83,26 @@ def test_every_name_a_tool_imports_exists(name):
 @pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")  # a tool another tool imported
 @pytest.mark.parametrize("name", sorted(set(TOOLS) - LIBRARIES))
 def test_every_tool_answers_help(name, capsys, monkeypatch):
-    monkeypatch.setattr(sys, "argv", [f"tools/{name}.py", "--help"])
-    with pytest.raises(SystemExit) as exit_:
-        runpy.run_module(f"tools.{name}", run_name="__main__")  # what python -m tools.NAME --help runs
-    assert exit_.value.code in (0, None)
+    run_help(name, monkeypatch)
     out = capsys.readouterr().out
     assert out.startswith("usage:"), out[:300]
+
+
+@pytest.mark.filterwarnings("ignore:.*found in sys.modules:RuntimeWarning")
+def test_every_documented_flag_of_a_tool_is_one_of_its_options(monkeypatch):
+    options: dict[str, set[str]] = {}
+    original = argparse.ArgumentParser.print_help
+
+    def record(parser, file=None):  # --help prints the parser's help: its option strings, read where they are
+        options[current] = set(parser._option_string_actions)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "print_help", record)
+    flags = documented_flags()
+    for current in sorted({tool for _, tool, _ in flags}):
+        run_help(current, monkeypatch)
+    monkeypatch.setattr(argparse.ArgumentParser, "print_help", original)
+    unknown = [f"{where}: tools.{tool} {flag}" for where, tool, flag in flags if flag not in options[tool]]
+    assert len(flags) > 100 and not unknown, unknown
 
 
 def test_the_layout_names_every_tool():
