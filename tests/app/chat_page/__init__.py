@@ -11,15 +11,20 @@ from tools.screenshot import FINISHED
 PROMPT = "import os\nimport sys\n\n\ndef main(argv):\n"
 
 
-def send_and_finish(page, prompt: str):
-    """Send `prompt` and wait until its run has finished (`run_prompt_done`), once its message shows: the page may
-    show an earlier run's reply, finished (a file of this folder run before the one at hand), which passed the wait at
-    once, before the run had even started."""
+def send(page, prompt: str):
+    """Send `prompt` and wait until its message shows in the chat (its run started or waiting for its turn)."""
     before = page.locator("#chat .specui-prompt").count()
     page.fill("#prompt textarea", prompt)
     page.click("#send")
     page.wait_for_function("n => document.querySelectorAll('#chat .specui-prompt').length > n", arg=before,
                            timeout=120_000)
+
+
+def send_and_finish(page, prompt: str):
+    """Send `prompt` and wait until its run has finished (`run_prompt_done`), once its message shows: the page may
+    show an earlier run's reply, finished (a file of this folder run before the one at hand), which passed the wait at
+    once, before the run had even started."""
+    send(page, prompt)
     run_prompt_done(page)
 
 

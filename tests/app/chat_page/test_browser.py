@@ -11,25 +11,52 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.app.chat_page import PROMPT, run_prompt_done, send_and_finish
+from specui.ui.session import Showcase
+from tests.app.chat_page import PROMPT, run_prompt_done, send, send_and_finish
 from tools.screenshot import FINISHED, run_prompt, set_number
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # drives Chromium on the served app
 
 INJECTION = "<img src=x onerror=alert(1)>"
 EMITTED = "#chat .tok-accepted, #chat .tok-resampled, #chat .tok-bonus"
+HOLD_CAP_S = 300  # a held run goes on after this in any case: a test that failed never leaves the server stuck
 
 
-def test_tokens_stream_coloured_with_tooltips_and_the_charts_draw(page):
-    # K = 1 and 512 tokens: about two seconds of streaming, long enough to be seen on a busy machine (at the
-    # preset's K = 7 the stdlib pair wrote 400 tokens in under a second, and a loaded CI once saw none stream)
-    k = page.locator("#num-draft-tokens input[type=number]").first.input_value()
-    set_number(page, "num-draft-tokens", 1)
-    set_number(page, "max-new-tokens", 512)
+@pytest.fixture
+def held(monkeypatch):
+    """The next run the served app decodes waits after its first streamed frame (tokens in it) until the event is set
+    or the run's Stop is, so the page is certain to see its tokens stream, however fast the run (the stdlib pair wrote
+    512 tokens in 0.23 s on a quiet machine) or slow the page. Only the speculative phase's first frame is held."""
+    go, real = threading.Event(), Showcase._drive
+
+    def drive(self, run, stream, result, pair, ids, views, lock, stop, *rest):
+        frames = real(self, run, stream, result, pair, ids, views, lock, stop, *rest)
+        try:
+            for frame in frames:
+                yield frame
+                give_up = time.monotonic() + HOLD_CAP_S
+                while run.phase == "speculative" and not (go.wait(0.05) or stop.is_set()):  # the lock is not held here
+                    if time.monotonic() > give_up:
+                        break
+                go.set()  # one frame held, once
+        finally:
+            frames.close()
+
+    monkeypatch.setattr(Showcase, "_drive", drive)
+    yield go
+    go.set()
+
+
+def test_tokens_stream_coloured_with_tooltips_and_the_charts_draw(page, held):
+    """The run is held after its first streamed frame (`held`) until the page has shown its tokens, coloured, inside
+    the reply whose caret says it streams: a fast run once ended before the page drew any frame but the last."""
+    set_number(page, "max-new-tokens", 64)
     # record every state of the chat in which coloured tokens show inside the block whose drawn caret says it streams
     page.evaluate("""sel => { const streamed = window.streamed = [];
         new MutationObserver(() => {
@@ -37,8 +64,12 @@ def test_tokens_stream_coloured_with_tooltips_and_the_charts_draw(page):
             if (n && c?.querySelector('.tok') && getComputedStyle(c, '::after').content !== 'none') streamed.push(n);
         }).observe(document.querySelector('#chat'), {subtree: true, childList: true, characterData: true}); }""",
                   EMITTED)
-    send_and_finish(page, PROMPT)
-    set_number(page, "num-draft-tokens", k)
+    send(page, PROMPT)
+    try:
+        page.wait_for_function("() => window.streamed.length > 0", timeout=120_000)  # shown at all: a generous cap
+    finally:
+        held.set()  # the run goes on
+    run_prompt_done(page)
     assert page.evaluate("window.streamed.length") > 0, "no token was shown before the run finished"
     token = page.locator(EMITTED).filter(visible=True).first  # one there: window.streamed counted them
     token.hover()  # tokens.js writes the title out from the span's short value
@@ -192,7 +223,9 @@ def test_a_confidence_stop_keeps_the_output(page):
     set_number(page, "draft-confidence", 0)
 
 
-def test_stop_halts_a_long_run(page):
+def test_stop_halts_a_long_run(page, held):
+    """The run is held after its first streamed frame (`held`) until its Stop is set: a fast run once ended before
+    the click landed."""
     set_number(page, "max-new-tokens", 400)
     page.click("#compare input")  # a speculative run and then a plain one: a long run to stop
     page.fill("#prompt textarea", PROMPT)
