@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from tests.helpers import ROOT
+from tests.unit.test_docs_names import resolves
 
 TOOLS = sorted(p.stem for p in (ROOT / "tools").glob("*.py") if p.stem != "__init__")
 LIBRARIES = {"race"}  # imported by the side-by-side tools, with no command line of its own
@@ -103,6 +104,18 @@ def test_every_documented_flag_of_a_tool_is_one_of_its_options(monkeypatch):
     monkeypatch.setattr(argparse.ArgumentParser, "print_help", original)
     unknown = [f"{where}: tools.{tool} {flag}" for where, tool, flag in flags if flag not in options[tool]]
     assert len(flags) > 100 and not unknown, unknown
+
+
+def test_every_name_and_path_a_tools_text_gives_exists():
+    """`specui.loading.give_back_memory`, `tools/gpu_answers.tar.xz` in a docstring or comment: as the docs' own."""
+    missing = []
+    for name in TOOLS:
+        text = (ROOT / "tools" / f"{name}.py").read_text(encoding="utf-8")
+        missing += [f"tools/{name}.py: {d}" for d in sorted(set(re.findall(r"\bspecui(?:\.\w+)+", text)))
+                    if not resolves(d)]
+        missing += [f"tools/{name}.py: {path}" for path in sorted(set(re.findall(
+            r"(?<![\w/.])((?:specui|tools|tests|assets)/[\w./-]*\w)", text))) if not (ROOT / path).exists()]
+    assert not missing, missing
 
 
 def test_the_layout_names_every_tool():
