@@ -1,0 +1,1 @@
+"""The scripts behind the docs' figures and the lab work: python -m tools.NAME (docs/layout.md lists them)."""
