@@ -44,14 +44,17 @@ def as_json(payload: dict) -> str:
     return text
 
 
-def command_line(*, preset: str, settings, prompt: str, chats: bool, config: str | None = None) -> str:
-    """The `python -m specui` command (shell-quoted, one line) that decodes `prompt` again as a Chat run with `settings`
+def command_line(*, preset: str, settings, prompt: str, chats: bool, config: str | None = None) -> str | None:
+    """The `python -m specui` command (shell-quoted) that decodes `prompt` again as a Chat run with `settings`
     (a `specui.ui.request.Settings`, its seed the one the run took) of `preset` decoded it alone (no conversation
     before it): the same tokens, greedy or sampled, on the same kind of device. `chats`: the preset wraps messages in a
     chat template (a base model reads no system prompt, which the command line refuses). `config`: the models.yaml
     the app read, where it was not specui's own. Compare mode's `--compare` decodes plainly after it, as the page's
-    does; the arena has no command (each contestant is a `--drafter` of its own)."""
+    does; the arena has no command (each contestant is a `--drafter` of its own). None for a prompt or system prompt
+    holding a NUL character, which no command line's argument carries."""
     s = settings
+    if "\0" in prompt or (chats and "\0" in s.system):
+        return None
     words = ["python", "-m", "specui", *(["--config", config] if config else []), "--preset", preset,
              "--drafter", str(s.drafter), "-k", str(s.num_draft_tokens), "--draft-confidence", repr(s.draft_confidence),
              "--max-new-tokens", str(s.max_new_tokens)]
@@ -65,10 +68,11 @@ def command_line(*, preset: str, settings, prompt: str, chats: bool, config: str
     if s.repetition_penalty != 1:
         words += ["--repetition-penalty", repr(s.repetition_penalty)]
     if chats and s.system:
-        words += ["--system", s.system]
+        words.append(f"--system={s.system}")  # one word: argparse takes a value that starts with '-' for a flag
     if s.compare:
         words.append("--compare")
-    return shlex.join([*words, "--", prompt])  # "--": a prompt that starts with '-' is no flag
+    line = shlex.join([*words, "--", prompt])  # "--": a prompt that starts with '-' is no flag
+    return f"echo - | {line}" if prompt == "-" else line  # python -m specui reads stdin for a prompt of '-'
 
 
 def versions() -> dict:

@@ -75,6 +75,7 @@ def test_the_command_line_reads_back_the_runs_settings_and_prompt_as_they_were()
                                                          tree_width=2, tree_nodes=9, repetition_penalty=1.2), False),
         ("-starts with a dash", dict(num_draft_tokens=7, draft_confidence=0.35, adaptive=True, compare=True), False),
         ("chat", dict(system="Answer in French.\nBriefly.", drafter="prompt_lookup", temperature=1e-5, seed=0), True),
+        ("a system prompt that starts with a dash", dict(system="--terse"), True),  # one word: no space in it
     ]:
         settings = Settings(preset="bundled", max_new_tokens=40, **{"drafter": "model", **changes})
         words = shlex.split(command_line(preset="bundled", settings=settings, prompt=prompt, chats=chats))
@@ -112,3 +113,29 @@ def test_a_conversations_later_message_decodes_again_from_its_download_through_t
                           system=ran["settings"]["system"])
     decode = {f.name: ran["settings"][f.name] for f in fields(DecodeSettings)}
     assert list(engine.generate(prompt_ids, DecodeSettings(**decode)).token_ids) == ids(ran)
+
+
+def test_a_message_or_system_prompt_with_a_nul_character_has_no_command():
+    """No command line's argument carries a NUL character (a shell cuts the word there): no command, not a wrong one."""
+    from specui.ui.exports import command_line
+
+    settings = Settings(preset="bundled", max_new_tokens=4, system="be\0brief")
+    assert command_line(preset="bundled", settings=settings, prompt="a\0b", chats=False) is None
+    assert command_line(preset="bundled", settings=settings, prompt="ab", chats=True) is None
+    assert command_line(preset="bundled", settings=settings, prompt="ab", chats=False) is not None  # no system read
+
+
+@pytest.mark.slow  # runs `python -m specui` on the bundled pair
+def test_a_message_that_is_a_dash_reaches_the_command_line_as_itself(tmp_path):
+    """`python -m specui` reads stdin for a prompt of '-' (a message the Chat tab takes): the command gives it '-'
+    there, where it waited on the shell's stdin (a terminal) or refused an empty one."""
+    from specui.ui.exports import command_line
+
+    out = tmp_path / "again.json"
+    command = command_line(preset="bundled", settings=Settings(preset="bundled", max_new_tokens=4), prompt="-",
+                           chats=False)
+    command = command.replace("python -m specui", f"{shlex.quote(sys.executable)} -m specui --json {out}", 1)
+    done = subprocess.run(["bash", "-c", command], cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text(encoding="utf-8"))["prompt"] == "-"
