@@ -119,6 +119,11 @@ def screenshot(path: str, *, config_path: str | None = None, max_new_tokens: int
         set_number(page, "max-new-tokens", max_new_tokens)
         page.click("#compare input")
         run_prompt(page, SHOT_PROMPT)
+        error = page.locator("#chat [data-testid=bot] .specui-error")
+        if error.count():  # a picture of a failed run would go into the README as if it were the app at work
+            said = error.last.inner_text()
+            browser.close()
+            raise SystemExit(f"tools.screenshot: the run ended in an error, so no picture was written: {said}")
         replay_s = page.evaluate("() => Math.max(0, ...[...document.querySelectorAll('#race .race-fill')]"
                                  ".map(e => parseFloat(e.style.animationDuration) || 0))")
         page.wait_for_timeout(1500 + 1000 * min(replay_s, 60))  # the race replay and plotly transitions end
