@@ -6,16 +6,17 @@ distributions), but not that each token was really drawn from the q its drafter 
 rule needs to stay exact. This checks it the way specui's own tests check its drafters:
 
 - the law: `runs` sampled runs, each with its own seed, of K + 1 tokens (so the first round drafts K), and a
-  chi-square test of the first two tokens' counts against the target's own distribution of them (computed from
-  the target's logits under the same temperature, top-k and top-p), cells expected fewer than 5 times pooled; a
-  token the target gives no chance (outside top-k) fails at once;
-- greedy identity: a greedy run with the drafter against plain decoding, token for token (a drafter that edits
-  the `context` list it is given, say, fails it).
+  chi-square test of each token's counts given the tokens before it against the target's own distribution after
+  them (computed from the target's logits under the same temperature, top-k and top-p), prefixes seen fewer than
+  10 times left out and cells expected fewer than 5 times pooled; a token the target gives no chance (outside
+  top-k) fails at once;
+- greedy identity: a greedy run with the drafter against plain decoding, token for token.
 
-A drafter whose q is not the law it draws from shifts the first two tokens' law, and `passed` turns False (its
-p-value falls below `alpha`). With `alpha = 1e-3` a correct drafter fails one seed in a thousand: rerun with
-another `seed` before you believe it. It tests what the first round drafts, on one prompt: give a prompt where your
-drafter does what you want to test (its state after `start`, a copy it finds), and several prompts for more.
+A drafter whose q is not the law it draws from, at any of the K positions of the first round (or in the round after
+a rejection), shifts the law of the run's tokens, and `passed` turns False (its p-value falls below `alpha`). With
+`alpha = 1e-3` a correct drafter fails one seed in a thousand: rerun with another `seed` before you believe it. It
+tests the first K + 1 tokens of one prompt: give a prompt where your drafter does what you want to test (its state
+after `start`, a copy it finds), and several prompts for more.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ class DrafterCheck:
 
     drafter: str
     runs: int
-    p_value: float  # the chi-square test of the first two tokens' law (1.0: nothing to test, e.g. a sure target)
-    cells: int  # the test's cells (its degrees of freedom + 1)
+    p_value: float  # the chi-square test of the runs' law (1.0: nothing to test, e.g. a sure target)
+    cells: int  # the test's cells, over every position and prefix tested
     greedy_identical: bool  # a greedy run with the drafter gave plain decoding's tokens
     alpha: float
 
@@ -47,8 +48,8 @@ class DrafterCheck:
 
     def __str__(self) -> str:
         verdict = "passed" if self.passed else "FAILED"
-        return (f"drafter {self.drafter!r} {verdict}: the first two tokens of {self.runs} sampled runs against the "
-                f"target's law, chi-square p = {self.p_value:.3g} over {self.cells} cells (fails below "
+        return (f"drafter {self.drafter!r} {verdict}: {self.runs} sampled runs, each token against the "
+                f"target's law after the tokens before it, chi-square p = {self.p_value:.3g} over {self.cells} cells (fails below "
                 f"{self.alpha:g}); greedy output {'identical to' if self.greedy_identical else 'DIFFERENT from'} "
                 "plain decoding")
 
@@ -76,13 +77,11 @@ def check_drafter(engine, drafter, input_ids, *, runs: int = 2000, num_draft_tok
                          f"{temperature!r}")
     settings = dict(num_draft_tokens=num_draft_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                     draft_confidence=0.0, drafter=drafter, ignore_eos=True)
-    pairs = Counter()
-    for i in range(runs):
-        result = engine.generate(input_ids, max_new_tokens=num_draft_tokens + 1, seed=(seed + i) % 2**64, **settings)
-        pairs[tuple(result.token_ids[:2])] += 1
+    seqs = [tuple(engine.generate(input_ids, max_new_tokens=num_draft_tokens + 1, seed=(seed + i) % 2**64,
+                                  **settings).token_ids) for i in range(runs)]
     prompt = _ids(engine, input_ids)
     sampling = Sampling(temperature=float(temperature), top_k=top_k, top_p=float(top_p))
-    p_value, cells = _law_p_value(engine, prompt, sampling, pairs, runs)
+    p_value, cells = _law_p_value(engine, prompt, sampling, seqs)
     identical = True
     if greedy_tokens:
         greedy = dict(max_new_tokens=greedy_tokens, temperature=0.0, num_draft_tokens=num_draft_tokens,
@@ -112,35 +111,48 @@ def _next_probs(engine, rows: list[list[int]], sampling: Sampling) -> torch.Tens
     return torch.cat(out)
 
 
-def _law_p_value(engine, prompt: list[int], sampling: Sampling, pairs: Counter, runs: int) -> tuple[float, int]:
-    """The chi-square p-value of the first two tokens' counts against the target's joint law, and its cells."""
-    first = _next_probs(engine, [prompt], sampling)[0]
-    if any(first[a] == 0 for a, _ in pairs):
-        return 0.0, 0  # a first token the target never emits
-    opened = {a for a in range(first.shape[0]) if first[a] * runs >= MIN_EXPECTED}  # first tokens split by x2
-    looked = sorted(opened | {a for a, _ in pairs})  # and every first token seen, for the zero check
-    expected, observed = [], []
-    for a, probs in zip(looked, _next_probs(engine, [[*prompt, a] for a in looked], sampling)):
-        if any(probs[b] == 0 for x, b in pairs if x == a):
-            return 0.0, 0  # a second token the target never emits after this first one
-        if a not in opened:
-            continue  # a rare first token: its pairs are pooled
-        joint = first[a] * probs * runs
-        for b in (joint >= MIN_EXPECTED).nonzero()[:, 0].tolist():
-            expected.append(float(joint[b]))
-            observed.append(pairs.get((a, b), 0))
-    rest_expected, rest_observed = runs - sum(expected), runs - sum(observed)
-    if rest_expected < 1e-9 * runs and rest_observed:
-        return 0.0, len(expected)  # tokens where the target's law leaves no room
+def _law_p_value(engine, prompt: list[int], sampling: Sampling, seqs: list[tuple[int, ...]]) -> tuple[float, int]:
+    """The chi-square p-value of every position's token given the tokens before it, and the test's cells.
+
+    Each position t's runs are grouped by their first t tokens; a group of at least 2 * MIN_EXPECTED runs is
+    compared with the target's law after that prefix (its rare tokens pooled). Under the target's law each group's
+    counts are multinomial given its size, so the groups' statistics add up to one chi-square over their summed
+    degrees of freedom: a drafter off at any drafted position (or in a later round) moves some group's counts."""
+    stat, df, cells = 0.0, 0, 0
+    for t in range(max(map(len, seqs))):
+        groups: dict[tuple[int, ...], Counter] = {}
+        for seq in seqs:
+            if len(seq) > t:
+                groups.setdefault(seq[:t], Counter())[seq[t]] += 1
+        tested = [prefix for prefix, counts in groups.items() if counts.total() >= 2 * MIN_EXPECTED]
+        if not tested:
+            break  # every prefix of t tokens seen too rarely to test, and those of later positions more so
+        for prefix, probs in zip(tested, _next_probs(engine, [[*prompt, *prefix] for prefix in tested], sampling)):
+            counts = groups[prefix]
+            if any(probs[b] == 0 for b in counts):
+                return 0.0, cells  # a token the target never emits after this prefix (outside top-k, top-p)
+            group_stat, group_cells = _pearson(counts, probs / probs.sum())
+            stat, df, cells = stat + group_stat, df + group_cells - 1, cells + group_cells
+    if not df:
+        return 1.0, cells  # nothing to test, e.g. a sure target
+    return float(torch.special.gammaincc(torch.tensor(df / 2, dtype=torch.float64),
+                                         torch.tensor(stat / 2, dtype=torch.float64))), cells
+
+
+def _pearson(counts: Counter, probs: torch.Tensor) -> tuple[float, int]:
+    """Pearson's statistic of one group's counts against `probs` and its cells: tokens expected MIN_EXPECTED times
+    or more a cell each, the rest one cell, pooled with the rarest where it is expected fewer times itself."""
+    n = counts.total()
+    big = (probs * n >= MIN_EXPECTED).nonzero()[:, 0].tolist()
+    expected, observed = [float(probs[b]) * n for b in big], [counts.get(b, 0) for b in big]
+    rest_expected, rest_observed = n - sum(expected), n - sum(observed)
     if rest_expected >= MIN_EXPECTED or not expected:
         expected.append(rest_expected)
         observed.append(rest_observed)
-    elif rest_expected > 0 or rest_observed:  # too rare for a cell of its own: pooled with the rarest cell
+    elif rest_expected > 0 or rest_observed:
         i = min(range(len(expected)), key=expected.__getitem__)
         expected[i] += rest_expected
         observed[i] += rest_observed
     if len(expected) < 2:
-        return 1.0, len(expected)
-    stat = sum((o - e) ** 2 / e for o, e in zip(observed, expected))
-    df = torch.tensor((len(expected) - 1) / 2, dtype=torch.float64)
-    return float(torch.special.gammaincc(df, torch.tensor(stat / 2, dtype=torch.float64))), len(expected)
+        return 0.0, len(expected)
+    return sum((o - e) ** 2 / e for o, e in zip(observed, expected)), len(expected)

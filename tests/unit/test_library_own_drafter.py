@@ -103,10 +103,30 @@ def test_check_drafter_passes_an_honest_drafter_and_catches_one_whose_q_is_not_i
     q = [0.5, 0.2, 0.1, 0.1, 0.1]
     honest = specui.check_drafter(engine, Fixed(q), [1, 2, 3], runs=400, greedy_tokens=8)
     assert honest.passed and honest.greedy_identical and honest.cells > 5, str(honest)
-    assert str(honest).startswith("drafter 'fixed' passed: the first two tokens of 400 sampled runs")
+    assert str(honest).startswith("drafter 'fixed' passed: 400 sampled runs, each token against the target's law "
+                                  "after the tokens before it, chi-square p = ")
     lying = specui.check_drafter(engine, Fixed(q, [0.2] * 5), [1, 2, 3], runs=400, greedy_tokens=8)
     assert not lying.passed and lying.p_value < 1e-6 and lying.greedy_identical, str(lying)
     assert str(lying).startswith("drafter 'fixed' FAILED")
+
+
+class Stuck(Fixed):
+    """Honest for its first two tokens; from the third on it proposes token 1 every time, still reporting q."""
+
+    def propose(self, context, k):
+        draft = super().propose(context, k)
+        tokens = draft.tokens.clone()
+        tokens[2:] = 1
+        return Draft(tokens, draft.probs)
+
+
+def test_check_drafter_catches_a_drafter_off_only_from_its_third_token():
+    """The first two tokens of a run never read a round's third draft: judged on them alone, as check_drafter was,
+    this drafter passed at K = 4 (p = 0.51, the honest drafter's very p-value); each token given the ones before it
+    reads them all."""
+    engine = SpeculativeEngine(chi_square_target(), None)
+    stuck = specui.check_drafter(engine, Stuck([0.5, 0.2, 0.1, 0.1, 0.1]), [1, 2, 3], runs=300, greedy_tokens=8)
+    assert not stuck.passed and stuck.p_value < 1e-6 and stuck.greedy_identical, str(stuck)
 
 
 def test_check_drafter_refuses_what_it_cannot_test(engine):
