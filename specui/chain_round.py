@@ -43,7 +43,9 @@ def chain_round(engine, *, target: CachedLM, drafter: Drafter, context: list[int
     """One round (see the module docstring). limit: the most tokens kept of the proposal (k, or more for a
     drafter that copies past K)."""
     t0 = time.perf_counter()
-    seen = context if getattr(drafter, "trusted_q", False) else list(context)  # a custom drafter's edits stay its own
+    # specui's drafters only read the context (prompt lookup indexes it as it grows: O(k) a proposal, where a copy
+    # is O(L)); a drafter of one's own reads a copy, so that its edits stay its own
+    seen = context if type(drafter).__module__.startswith("specui.") else list(context)
     draft_tokens, draft_probs = check_draft(drafter.propose(seen, k), limit, drafter,
                                             vocab_size=engine.vocab_size, device=engine.device)
     draft_s = engine._sync_time(t0)

@@ -145,4 +145,17 @@ def test_the_documented_bigram_drafter_runs_as_written():
     block = python_blocks("docs/drafters.md")[-1]
     assert "class Bigram" in block
     printed = run(block, {"__name__": "__notebook__"})
-    assert "drafter 'bigram' passed: the first two tokens of 300 sampled runs" in printed, printed
+    assert "drafter 'bigram' passed: 300 sampled runs, each token against the target's law" in printed, printed
+
+
+def test_specuis_own_drafters_read_the_runs_context_itself(engine, monkeypatch):
+    """Prompt lookup indexes the context as it grows, so that a proposal costs O(k): the copy of the whole context
+    that a drafter of one's own reads each round (O(L)) was made for it too."""
+    from specui.drafters import PromptLookupDrafter
+
+    seen, propose = [], PromptLookupDrafter.propose
+    monkeypatch.setattr(PromptLookupDrafter, "propose", lambda self, context, k: seen.append(context) or
+                        propose(self, context, k))
+    plain = engine.generate(PROMPT * 4, max_new_tokens=12, speculative=False).token_ids
+    assert engine.generate(PROMPT * 4, max_new_tokens=12, drafter="prompt_lookup").token_ids == plain
+    assert len(seen) > 1 and all(context is seen[0] for context in seen)
