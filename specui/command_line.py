@@ -95,13 +95,14 @@ def refuse_pair(p, args) -> None:
     --drafter one the pair has (said before its models load)."""
     if args.target and args.preset:
         p.error("--target and --preset both name the models: give one (--target: a pair not in models.yaml)")
-    if not args.target and (args.draft or args.chat_template):
-        given = "--draft" if args.draft else "--chat-template"
-        p.error(f"{given} needs --target (a pair not in models.yaml)"
-                + (f"; to choose how a preset drafts, --drafter {args.draft}" if args.draft else ""))
     from specui.drafters.registry import DRAFTER_NAMES, MODEL_DRAFTERS, PROMPT_LOOKUP, name_of
 
     draft = args.draft
+    if not args.target and (draft or args.chat_template):
+        given = "--draft" if draft else "--chat-template"
+        named = draft and name_of(draft) in DRAFTER_NAMES  # a drafter's name, not a model's
+        p.error(f"{given} needs --target (a pair not in models.yaml)"
+                + (f"; to choose how a preset drafts, --drafter {draft}" if named else ""))
     if draft and not Path(draft).expanduser().exists() and name_of(draft) in (*DRAFTER_NAMES, "all"):
         p.error(f"--draft {draft!r} names a drafter; --draft takes a draft model (a folder, a .gguf file or a Hub id): "
                 f"for the drafter, --drafter {draft}")

@@ -44,6 +44,7 @@ def test_the_pair_flags_are_read_as_named(pair):
     (["--target", "t", "--draft", "Prompt Lookup", "x"], "python -m specui: error: --draft 'Prompt Lookup' names a "
                                                          "drafter; --draft takes a draft model (a folder, a .gguf file "
                                                          "or a Hub id): for the drafter, --drafter Prompt Lookup"),
+    (["--draft", "org/draft-model", "x"], "python -m specui: error: --draft needs --target (a pair not in models.yaml)"),
     (["--chat-template", "x"], "python -m specui: error: --chat-template needs --target (a pair not in models.yaml)"),
     (["--target", "t", "--preset", "bundled", "x"], "python -m specui: error: --target and --preset both name the "
                                                     "models: give one (--target: a pair not in models.yaml)"),
@@ -70,3 +71,15 @@ def test_draft_is_not_a_prefix_of_drafter(capsys):
     assert parse_args(["--drafter", "eagle", "x"]).draft is None
     assert "ambiguous option: --draf could match --draft, --drafter" in refused(parse_args, ["--draf", "m", "x"],
                                                                                capsys)
+
+
+def test_chat_template_on_a_base_target_names_the_terminals_flag(tmp_path):
+    """A base --target with --chat-template is refused as it loads, naming the flag to leave out: it said 'leave out
+    --chat', app.py's flag, which python -m specui spells --chat-template (--chat here holds a conversation)."""
+    from specui.load_checks import LoadError
+    from specui.terminal import main
+
+    target = save_tiny_model(tmp_path / "base", "llama", layers=1, seed=0)
+    with pytest.raises(LoadError, match=r"has no chat template in its tokenizer \(a base model\?\): leave out --chat "
+                                        r"\(python -m specui's --chat-template\), and prompts are continued as text"):
+        main(["--target", target, "--chat-template", "--max-new-tokens", "2", "x"])
