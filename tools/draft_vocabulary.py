@@ -25,6 +25,8 @@ def main(argv=None) -> None:
     args = p.parse_args(argv)
     if not is_head_folder(args.head):
         raise SystemExit(f"{args.head}: not a head folder (python -m specui.train heads writes one)")
+    if not Path(args.draft).is_dir():  # the vocabulary goes beside the draft's weights, in a folder that exists
+        raise SystemExit(f"{args.draft}: no such folder (give the draft model's folder, where its config.json is)")
     meta = read_meta(args.head)
     tensors = load_state(args.head)  # head.safetensors, or a head above 8 MB in shards (the chat heads)
     if "output.token_ids" not in tensors:

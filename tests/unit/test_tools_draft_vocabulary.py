@@ -23,3 +23,8 @@ def test_the_ids_written_are_the_heads(head, tmp_path, capsys):
 def test_a_folder_that_is_no_head_is_refused_in_one_line(tmp_path):
     with pytest.raises(SystemExit, match="not a head folder"):
         main([str(tmp_path), str(tmp_path)])
+
+
+def test_a_draft_folder_that_does_not_exist_is_refused_in_one_line(tmp_path):
+    with pytest.raises(SystemExit, match="no-such-draft: no such folder"):  # was a FileNotFoundError's traceback
+        main([str(ROOT / "assets" / "bundled-heads" / "eagle"), str(tmp_path / "no-such-draft")])
