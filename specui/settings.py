@@ -287,7 +287,8 @@ def settings_from(settings, keywords: dict) -> DecodeSettings:
 
 DRAFTER_CALLS = {"start": "start(prompt, *, sampling, seed)", "propose": "propose(context, k)",
                  "observe": "observe(num_accepted)"}  # how the engine calls a drafter's methods
-ENGINE_EXTRAS = ("features", "target", "resume")  # keywords the engine adds for drafters that read the target
+ENGINE_EXTRAS = {"features": "target_features", "target": "shares_target"}  # keywords the engine adds for a drafter
+# that has the attribute (the target's states, the target itself); resume comes on a conversation's later turns alone
 
 
 def _check_calls(drafter) -> None:
@@ -302,7 +303,8 @@ def _check_calls(drafter) -> None:
             signature = inspect.signature(getattr(drafter, method))
         except (TypeError, ValueError):
             continue
-        extras = {k: None for k in ENGINE_EXTRAS if k in signature.parameters}  # given by the engine when read
+        extras = {k: None for k, attribute in ENGINE_EXTRAS.items()  # given by the engine where the drafter asks
+                  if getattr(drafter, attribute, None) and k in signature.parameters}
         try:
             signature.bind(*args, **keywords, **extras)
         except TypeError:

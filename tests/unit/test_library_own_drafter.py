@@ -88,6 +88,8 @@ def test_q_given_as_a_list_is_refused_in_one_line(engine):
     ("start", lambda self, prompt: None, r"start\(prompt\) cannot be called as start\(prompt, \*, sampling, seed\)"),
     ("propose", lambda self, context: None, r"propose\(context\) cannot be called as propose\(context, k\)"),
     ("observe", lambda self: None, r"observe\(\) cannot be called as observe\(num_accepted\)"),
+    ("start", lambda self, prompt, *, sampling, seed, features: None,
+     r"start\(prompt, \*, sampling, seed, features\) cannot be called as start\(prompt, \*, sampling, seed\)"),
 ])
 def test_a_method_that_takes_other_arguments_is_refused_before_the_run(engine, method, define, said):
     """Said before any work, naming the method and how the engine calls it, where a TypeError came from inside the
