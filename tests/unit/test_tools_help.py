@@ -13,6 +13,7 @@ import importlib
 import re
 import runpy
 import sys
+import types
 
 import pytest
 
@@ -40,6 +41,43 @@ def imported_names(name: str) -> list[tuple[int, str, str | None]]:
         elif isinstance(node, ast.ImportFrom) and not node.level:
             found += [(node.lineno, node.module, a.name) for a in node.names]
     return [f for f in found if f[1].split(".")[0] in ("specui", "tools")]
+
+
+def attributes_read(name: str) -> list[tuple[int, str]]:
+    """(line, dotted name) of every name read off one an import of specui or tools bound in tools/NAME.py:
+    `native.kernel()` after `from specui import native` reads `specui.native.kernel`, `specui.lean.X` after
+    `import specui` reads it whole. A local that shadows such a name would be read as it (none does today)."""
+    tree = ast.parse((ROOT / "tools" / f"{name}.py").read_text(encoding="utf-8"))
+    bound = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound |= {a.asname: a.name for a in node.names if a.asname}  # import specui.x as y
+            bound |= {a.name.split(".")[0]: a.name.split(".")[0] for a in node.names if not a.asname}  # binds specui
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            bound |= {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names}
+    found = []
+    for node in ast.walk(tree):
+        chain, inner = [], node
+        while isinstance(inner, ast.Attribute):
+            chain, inner = [inner.attr, *chain], inner.value
+        if chain and isinstance(inner, ast.Name) and bound.get(inner.id, "").split(".")[0] in ("specui", "tools"):
+            found.append((node.lineno, ".".join([bound[inner.id], *chain])))
+    return found
+
+
+def lacks(dotted: str) -> str | None:
+    """What `specui.a.b.c` lacks, read for as long as each part is a module (an object's attributes are its own
+    business: a module's global may be None until a call sets it); None when nothing."""
+    parts = dotted.split(".")
+    found = importlib.import_module(parts[0])
+    for i, part in enumerate(parts[1:], 1):
+        if not isinstance(found, types.ModuleType):
+            return None
+        try:
+            found = getattr(found, part) if hasattr(found, part) else importlib.import_module(".".join(parts[:i + 1]))
+        except ImportError:
+            return f"{'.'.join(parts[:i])} has no {part}"
+    return None
 
 
 def run_help(name: str, monkeypatch) -> None:
@@ -78,6 +116,8 @@ def test_every_name_a_tool_imports_exists(name):
                 importlib.import_module(f"{module}.{attr}")
             except ImportError:
                 missing.append(f"tools/{name}.py:{line}: {module} has no {attr}")
+    missing += [f"tools/{name}.py:{line}: {lacked}"
+                for line, dotted in attributes_read(name) if (lacked := lacks(dotted))]
     assert not missing, missing
 
 
@@ -125,6 +165,12 @@ def test_every_name_and_path_a_tools_text_gives_exists():
 def test_the_layout_names_every_tool():
     layout = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
     assert [name for name in TOOLS if f"{name}.py" not in layout] == []
+
+
+def test_the_attribute_reader_reads_a_module_imported_whole():
+    read = {dotted for _, dotted in attributes_read("threads_ab")}  # from specui import native; native.kernel()
+    assert "specui.native.kernel" in read and lacks("specui.native.kernel") is None
+    assert lacks("specui.native.no_such_kernel") == "specui.native has no no_such_kernel"
 
 
 def test_the_import_reader_sees_imports_inside_functions():
