@@ -1,9 +1,9 @@
 """The scripts under tools/, as a contributor first meets them: every `python -m tools.NAME --help` answers with its
 usage, every name a tool imports from specui or tools (inside its functions too, where most import after parsing
-their flags) still exists where the tool looks for it, and docs/layout.md names every tool. Nothing here loads a
-model: a library module moved or renamed under a tool fails here in seconds, where it failed only on the tool's
-first real run before. And every --flag README.md, docs/*.md and the tools' own docstrings give a
-`python -m tools.NAME` is one of that tool's options."""
+their flags), or reads off a module it imported (`native.kernel`), still exists where the tool looks for it, and
+docs/layout.md names every tool. Nothing here loads a model: a library module moved or renamed under a tool fails
+here in seconds, where it failed only on the tool's first real run before. And every --flag README.md, docs/*.md
+and the tools' own docstrings give a `python -m tools.NAME` is one of that tool's options."""
 
 from __future__ import annotations
 
