@@ -21,7 +21,7 @@ def test_a_refusal_leaves_the_conversation_and_the_panels_in_view(fresh_page):
     assert page.locator("#chat .error").count() == 0
     assert page.locator("#chat .specui-prompt").first.is_visible()  # the conversation still shows
     page.get_by_role("tab", name="Teach").click()
-    page.locator("#teach-drafter").get_by_text("prompt lookup").click()
+    page.locator("#teach-drafter").get_by_text("prompt lookup", exact=True).click()
     page.locator("#teach-tree").get_by_text("Token trees: a tree round, node by node").click()  # the Teach tab's
     page.click("#tree-step-start")  # prompt lookup drafts no trees: refused
     page.wait_for_function("() => /Not decoded/.test(document.querySelector('#tree-step-status')?.textContent)",
