@@ -27,7 +27,10 @@ def _busy(output: str) -> str:
 
 
 def watch_busy(page, output: str) -> None:
-    """Note (in the page) when `output` next shows gradio's progress; `wait_answered` waits for it to come and go."""
+    """Note (in the page) when `output` next shows gradio's progress; `wait_answered` waits for it to come and go. The
+    output is waited for first: one in an accordion just opened is drawn a moment later (a CI run's Teach tree panel,
+    opened by a click, had no #tree-step-status yet, and the observer had nothing to watch)."""
+    page.wait_for_selector(output, state="attached", timeout=60_000)
     page.evaluate(f"""() => {{ window.__specuiBusySeen = false;
         const look = () => {{ if ({_busy(output)}) window.__specuiBusySeen = true; }};
         window.__specuiBusyWatch?.disconnect();
