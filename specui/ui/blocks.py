@@ -265,13 +265,14 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
     # those over a day old, so a long-lived Space does not fill its disk
     with gr.Blocks(title=TITLE, delete_cache=DELETE_CACHE) as demo:
         gr.Markdown(f"# {TITLE}\n{INTRO}", elem_id="intro")
-        tell_start_problem(demo, app.showcase)  # the starting preset did not load: said above the tabs as a page opens
+        # the starting preset did not load: said above the tabs as a page opens, and asked again after each Chat run
+        noticed = tell_start_problem(demo, app.showcase)
         memory = teach_memory.build()  # the Teach tab's last decoded settings, kept in the browser
         with gr.Tabs() as ui_tabs:
             ui = chat_tab(config)
             teach = teaching_tab(app.showcase, concurrency_id=ENGINE_GROUP, memory=memory)  # step-through, theory
         ui.tabs = ui_tabs
-        _wire(ui, app, teach)
+        _wire(ui, app, teach, noticed)
 
         def left(request: gr.Request):  # a page's session ended (its tab closed): its waits end, its run stops,
             app.stops.gone(chat_handlers.session_key(request))  # and its conversation's caches go
@@ -290,7 +291,7 @@ def build(config, *, cache: PairCache | None = None, preload: bool = True,
     return demo
 
 
-def _wire(ui: ChatTab, app: App, teach) -> None:
+def _wire(ui: ChatTab, app: App, teach, noticed) -> None:
     p, c, r = ui.panel, ui.controls, ui.results
 
     def send(data: dict, request: gr.Request):  # gradio injects the request by its annotation
@@ -331,15 +332,17 @@ def _wire(ui: ChatTab, app: App, teach) -> None:
     # (the toast says why)
     at_once = {"concurrency_limit": None, "api_visibility": "private", "show_progress": "hidden",
                "show_progress_on": [ui.exchanges]}
-    p.send.click(show, inputs, [p.chat], **at_once).success(send, inputs, ui.outputs, api_name="chat",
-                                                           api_visibility="undocumented", **queued
-                                                           ).failure(refused, None, [p.chat], **QUIET)
-    p.prompt.submit(show, inputs, [p.chat], **at_once).success(send, inputs, ui.outputs, api_visibility="private",
-                                                              **queued).failure(refused, None, [p.chat], **QUIET)
-    # ↻ and ↶ under the last reply (gradio shows them once these listeners exist, and disables them while a run streams)
-    p.chat.retry(show_again, inputs, [p.chat], **at_once).success(again, inputs - {p.prompt}, ui.outputs,
-                                                                 api_visibility="private", **queued
-                                                                 ).failure(refused, None, [p.chat], **QUIET)
+    runs = [p.send.click(show, inputs, [p.chat], **at_once).success(send, inputs, ui.outputs, api_name="chat",
+                                                                    api_visibility="undocumented", **queued),
+            p.prompt.submit(show, inputs, [p.chat], **at_once).success(send, inputs, ui.outputs,
+                                                                       api_visibility="private", **queued),
+            # ↻ and ↶ under the last reply (gradio shows them once these listeners exist, and disables them while a
+            # run streams)
+            p.chat.retry(show_again, inputs, [p.chat], **at_once).success(again, inputs - {p.prompt}, ui.outputs,
+                                                                         api_visibility="private", **queued)]
+    for run in runs:
+        run.failure(refused, None, [p.chat], **QUIET)
+        noticed(run)  # a run that loaded the starting preset ends the notice that it did not load
     p.chat.undo(back, {ui.messages, ui.turns, ui.exchanges}, [p.chat, ui.messages, ui.turns, ui.exchanges, p.prompt],
                 **at_once)
     p.stop.click(halt, None, [p.chat], **QUIET)

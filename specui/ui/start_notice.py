@@ -41,12 +41,12 @@ def shown(text: str) -> dict:
     return gr.update(value=line, visible=bool(text))
 
 
-def tell_start_problem(demo: gr.Blocks, showcase: Showcase) -> None:
+def tell_start_problem(demo: gr.Blocks, showcase: Showcase):
     """Each page that opens is told the starting preset's problem, if any, in a line placed where this is called (above
     the tabs). Its events are not queued, as the page's other opening events are not: a queued one joined the queue
     on every page opened, and a full queue (a ZeroGPU Space's 64 waiting) refused it with an error toast, 'This
     application is currently busy', on a page that had nothing to be told. A timer, active only while the preset
-    loads, asks again."""
+    loads, asks again. Returns `after(run)`, which has the page ask again once a Chat run has ended."""
     line = gr.HTML("", visible=False, elem_id="start-problem", padding=False)
     again = gr.Timer(POLL_S, active=False)
 
@@ -58,3 +58,11 @@ def tell_start_problem(demo: gr.Blocks, showcase: Showcase) -> None:
 
     for event in (demo.load, again.tick):
         event(asked, None, [line, again], show_progress="hidden", api_visibility="private", queue=False)
+
+    def after(run) -> None:
+        """Ask again once `run` (a Chat run's event) has ended: a message sent with the starting preset loads it (the
+        Hub back, a folder restored), and the notice, asked only as the page opened, said until a reload that the
+        preset the chat had just answered with did not load."""
+        run.then(asked, None, [line, again], show_progress="hidden", api_visibility="private", queue=False)
+
+    return after
