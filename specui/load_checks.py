@@ -16,7 +16,13 @@ from specui.presets import COMMAND_LINE, DRAFT_SETTINGS, Preset
 
 
 class LoadError(RuntimeError):
-    """A preset could not be loaded; the message is meant for people."""
+    """A preset could not be loaded; the message is meant for people. `for_visitors`: the message is meant for a
+    Space's visitors too (what they can choose instead); most are for whoever runs the app (a path to check, a
+    variable to set), and a Space's visitor is told less (`spaces.load_failure_said`)."""
+
+    def __init__(self, message: str, *, for_visitors: bool = False):
+        super().__init__(message)
+        self.for_visitors = for_visitors
 
 
 class HubUnreachableError(LoadError):

@@ -155,7 +155,8 @@ def _load_pair(preset: Preset, say: Callable[[str], None], *, checked: bool) -> 
     except LoadError:
         raise
     except packaged.PackagedModelError as e:
-        raise LoadError(f"Preset '{preset.name}': {_wheel_said(preset, e)}") from e
+        said = _wheel_said(preset, e)
+        raise LoadError(f"Preset '{preset.name}': {said}", for_visitors=said != str(e)) from e
     except OSError as e:
         hint = ""
         if not preset.is_local and ("connect" in str(e).lower() or os.environ.get("HF_HUB_OFFLINE") == "1" or cached):

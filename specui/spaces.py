@@ -116,6 +116,17 @@ def wheel_for_visitor(package: str) -> str:
             f"choose {SPACE_PRESET}, the same chat model from the Hugging Face Hub.")
 
 
+def load_failure_said(preset: str, error: Exception) -> str:
+    """What the page says of `preset`'s load that failed with `error` (log the error whole first): the error, for
+    whoever runs the app; on a Space, whose visitor cannot change its configuration, a line for a visitor (the
+    error's advice, a path to check or a variable to set, is the owner's, in the log), unless the error is meant for
+    visitors too (`LoadError.for_visitors`: a preset to choose instead)."""
+    if not on_spaces() or getattr(error, "for_visitors", False):
+        return str(error)
+    return (f"The preset '{preset}' did not load on this Space; its owner can see why in the Space's logs. Choose "
+            "another preset from the menu, or try this one again later.")
+
+
 def preset_from_env(default: str | None = None) -> str | None:
     """The preset a deployment asks for through SPECUI_PRESET (e.g. a Space variable); on a Space without it,
     `SPACE_PRESET`: a Space installs requirements.txt alone, so the default preset's model, which comes in a wheel

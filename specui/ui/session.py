@@ -166,8 +166,8 @@ class Showcase:
         except StopIteration as done:
             pair = done.value
         except LoadError as e:
-            log.warning("%s", e)
-            yield fail(str(e))
+            log.warning("%s", e)  # the whole error, for whoever runs the app; a Space's visitor is told less
+            yield fail(spaces.load_failure_said(preset.name, e))
             return
         try:
             ids = self.encode(pair, prompt, history, settings.system)

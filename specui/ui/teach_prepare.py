@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from specui import spaces
 from specui.drafters import MODEL_DRAFTERS
 from specui.engine import SpeculativeEngine
 from specui.ui.request import Settings, SettingsError, in_page_words, seeded
@@ -80,8 +81,8 @@ def prepare(showcase, c, data: dict, *, drafter: str | None = None) -> tuple[Pre
     try:
         pair = showcase.cache.get(chosen)
     except Exception as e:  # noqa: BLE001 - LoadError or anything a loader throws: a message, not a traceback
-        log.warning("teaching: %s", e)
-        raise refusal(str(e)) from None
+        log.warning("teaching: %s", e)  # the whole error, for whoever runs the app; a Space's visitor is told less
+        raise refusal(spaces.load_failure_said(chosen.name, e)) from None
     if settings.drafter in MODEL_DRAFTERS and pair.draft is None:
         raise refusal(f"Preset '{chosen.name}' has no draft model: choose prompt lookup.")
     context = handed(c, data) if pair.preset.chat_template else None  # a base model reads no conversation

