@@ -11,6 +11,10 @@ import torch
 from tests.helpers import make_model, noisy_copy
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# huggingface_hub reads HF_HUB_OFFLINE and HF_ENDPOINT once, as it is imported: imported first by a test that set them
+# for a while (tests/unit/test_hub_outage.py: online, a local Hub since closed), it kept them, and a later test that
+# set HF_HUB_OFFLINE=1 had transformers retry the closed Hub for 46 s. Imported here, it reads the suite's.
+import huggingface_hub.constants  # noqa: E402,F401 (the package imports its submodules as they are used)
 torch.set_num_threads(1)  # tiny models: one thread is several times faster than two on a busy 2-core machine
 
 
