@@ -42,10 +42,11 @@ FRAME_BYTES_PER_S = 1_000_000
 
 
 class Throttle:
-    """True at most once per `interval` seconds, or per `hold` seconds where that is longer."""
+    """True at most once per `interval` seconds, or per `hold` seconds where that is longer; `first=False`: not at
+    once either, only `interval` after it was made."""
 
-    def __init__(self, interval: float):
-        self.interval, self.last, self.hold = interval, float("-inf"), 0.0
+    def __init__(self, interval: float, *, first: bool = True):
+        self.interval, self.last, self.hold = interval, float("-inf") if first else time.monotonic(), 0.0
 
     def __call__(self) -> bool:
         now = time.monotonic()
@@ -192,7 +193,9 @@ class Showcase:
             return
         lock = self.lock(preset.name)
         text_due = Throttle(self.text_interval)
-        chart_due = Throttle(self.chart_interval) if figures else (lambda: False)
+        # the first charts come `chart_interval` into the run, not with its first token: five plotly figures built
+        # and drawn held that frame back (0.3 s in the page, tools.page_latency); the last frame has them all
+        chart_due = Throttle(self.chart_interval, first=False) if figures else (lambda: False)
         try:
             if line := reading_note(run.reading):  # a long message: seconds before its first token, said as they pass
                 lead = render.render_note(run.left_out_note)  # first, in its place in the reply's frames (no jump)

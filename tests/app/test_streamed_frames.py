@@ -221,3 +221,17 @@ def test_a_compare_runs_plain_column_stands_in_its_place_before_its_run_begins()
         after = page.evaluate(columns)
     assert [title for title, *_ in before] == ["plain (target alone)", "speculative"], before
     assert before[::-1] == after and after[0][1] < after[1][1], (before, after)
+
+
+def test_the_first_token_frame_waits_for_no_chart(showcase):
+    """A run's streamed frames build no chart before `chart_interval` has passed (here 60 s, more than the fixture's
+    run takes): the first token's frame built all five plotly figures, and the page drew them with it, which held the
+    first token back (0.3 s of 0.4 in the page, `tools.page_latency`). The final frame still has every chart."""
+    from specui.ui import charts, session
+
+    slow = Showcase(showcase.config, showcase.cache, text_interval=0, chart_interval=60)
+    frames = list(slow.run(PROMPT, Settings(max_new_tokens=24, num_draft_tokens=2)))
+    streamed = [f for f, _ in frames if not f.done and "specui-out" in f.message]
+    assert len(streamed) >= 2 and [f for f in streamed if f.figures is not None] == []
+    assert frames[-1][0].done and set(frames[-1][0].figures) == set(charts.all_figures())
+    assert session.Throttle(60)() and not session.Throttle(60, first=False)()
