@@ -35,9 +35,16 @@ def wants_colour(choice: str, stream) -> bool:
     return bool(stream.isatty()) and not os.environ.get("NO_COLOR")
 
 
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
 def shown(text: str) -> str:
-    """`text` with its control characters but line breaks and tabs written as escapes (ESC as `\\x1b`)."""
-    return "".join(repr(c)[1:-1] if c not in "\n\t" and unicodedata.category(c) == "Cc" else c for c in text)
+    """`text` with its control characters but line breaks and tabs written as escapes (ESC as `\\x1b`), and its bidi
+    embeddings, overrides and isolates too (U+202E as `\\u202e`): a model's right-to-left override made a terminal that
+    follows them draw the rest of the line reversed, text unlike what was written (Trojan Source's trick). The marks
+    (U+200E, U+200F) that right-to-left text uses stay."""
+    return "".join(repr(c)[1:-1] if (c not in "\n\t" and unicodedata.category(c) == "Cc") or c in BIDI_CONTROLS
+                   else c for c in text)
 
 
 def blank_marked(text: str, kind: str) -> tuple[str, str]:
