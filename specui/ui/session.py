@@ -197,14 +197,17 @@ class Showcase:
         # and drawn held that frame back (0.3 s in the page, tools.page_latency); the last frame has them all
         chart_due = Throttle(self.chart_interval, first=False) if figures else (lambda: False)
         try:
-            if line := reading_note(run.reading):  # a long message: seconds before its first token, said as they pass
-                lead = render.render_note(run.left_out_note)  # first, in its place in the reply's frames (no jump)
-                message = f'<div class="specui-out">{lead}{render.render_note(line)}</div>'
-                yield Frame(message=message, stats=stats.stats_html(None, status=line)), run
+            if not self.warmed(pair):  # seconds the page would spend on the load's "Ready" (the chat preset: 1-3 s)
+                yield Frame(message=render.render_note(chat_view.WARMING),
+                            stats=stats.stats_html(None, status=chat_view.WARMING)), run
             self.warm_up(engine, pair, ids)
             if settings.arena:  # the drafters the pair's warm-up did not run, with the arena's settings
                 arena.warm_up(engine, ids, settings.decode, lock=lock, ks=dict(preset.drafter_tokens),
                               confidences=dict(preset.draft_confidence))
+            if line := reading_note(run.reading):  # a long message: seconds before its first token, said as they pass
+                lead = render.render_note(run.left_out_note)  # first, in its place in the reply's frames (no jump)
+                message = f'<div class="specui-out">{lead}{render.render_note(line)}</div>'
+                yield Frame(message=message, stats=stats.stats_html(None, status=line)), run
             for phase, result, views, stream in streams:  # one run at a time
                 run.phase = phase
                 yield from self._drive(run, stream, result, pair, ids, views, lock, stop, due, text_due, chart_due)
@@ -294,13 +297,17 @@ class Showcase:
         return (f"The preset this app starts on{named} did not load: {error} Another preset from the menu may load; "
                 "this one is tried again when a message is sent with it.")
 
+    def warmed(self, pair) -> bool:
+        """Whether `pair` has run once (`warm_up`)."""
+        with self._guard:
+            self._warm = [ref for ref in self._warm if ref() is not None]
+            return any(ref() is pair for ref in self._warm)
+
     def warm_up(self, engine, pair, ids) -> None:
         """Run both paths once on a fresh pair (chat and Teach tab alike), so first-call allocations are
         not timed as decoding."""
-        with self._guard:
-            self._warm = [ref for ref in self._warm if ref() is not None]
-            if any(ref() is pair for ref in self._warm):
-                return
+        if self.warmed(pair):
+            return
         lesson.warm_up(engine, ids, lock=self.lock(pair.preset.name))
         with self._guard:
             self._warm.append(weakref.ref(pair))
