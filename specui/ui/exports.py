@@ -13,6 +13,7 @@ import shutil
 import tempfile
 import threading
 import time
+import unicodedata
 from pathlib import Path
 
 EXPORTS_KEPT = 16  # export files kept on disk per process
@@ -44,6 +45,15 @@ def as_json(payload: dict) -> str:
     return text
 
 
+def pastes_as_typed(word: str) -> bool:
+    """Whether `word`, in quotes on a command line, is read back as written when the line is printed to a terminal or
+    pasted into one: no control character but a line break and a tab. Quotes keep a shell from reading `$(...)` or a
+    backtick, but a pasted Ctrl-C (U+0003) made the terminal drop the line typed so far, and the rest of the word
+    after a line break ran as a command of its own; a DEL erased the quote before it, an ESC began a key sequence or
+    ended a bracketed paste, and printed, escape sequences write to the terminal (a clipboard, a link)."""
+    return not any(c not in "\n\t" and unicodedata.category(c) == "Cc" for c in word)
+
+
 def command_line(*, preset: str, settings, prompt: str, chats: bool, config: str | None = None) -> str | None:
     """The `python -m specui` command (shell-quoted) that decodes `prompt` again as a Chat run with `settings`
     (a `specui.ui.request.Settings`, its seed the one the run took) of `preset` decoded it alone (no conversation
@@ -51,9 +61,10 @@ def command_line(*, preset: str, settings, prompt: str, chats: bool, config: str
     chat template (a base model reads no system prompt, which the command line refuses). `config`: the models.yaml
     the app read, where it was not specui's own. Compare mode's `--compare` decodes plainly after it, as the page's
     does; the arena has no command (each contestant is a `--drafter` of its own). None for a prompt or system prompt
-    holding a NUL character, which no command line's argument carries."""
+    holding a NUL character, which no command line's argument carries, or another control character but a line break
+    and a tab (`pastes_as_typed`)."""
     s = settings
-    if "\0" in prompt or (chats and "\0" in s.system):
+    if not all(map(pastes_as_typed, (prompt, s.system if chats else "", preset, config or ""))):
         return None
     words = ["python", "-m", "specui", *(["--config", config] if config else []), "--preset", preset,
              "--drafter", str(s.drafter), "-k", str(s.num_draft_tokens), "--draft-confidence", repr(s.draft_confidence),
