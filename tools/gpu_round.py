@@ -59,6 +59,11 @@ def jobs(rounds: int) -> list[tuple[str, list[str]]]:
     return out
 
 
+TRAIN_KEEPS_S = 120  # the end of the budget the writers leave to the trainers (and the save)
+WRITER_STARTS_S = 25  # a writer starts only while this long is left of the writing time
+WRITER_NEEDS_S = TRAIN_KEEPS_S + WRITER_STARTS_S  # the least budget, past the conversion, in which a writer starts
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--budget", type=float, default=540, help="seconds for the whole round (default: %(default)s)")
@@ -123,6 +128,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         ap.error("--grow-draft grows --init-draft; --new-draft starts another: say one of them")
     if not 0 < args.draft_share <= 1:
         ap.error(f"--draft-share must be in (0, 1], got {args.draft_share}")
+    if args.gen_seconds > 0 and args.budget <= WRITER_NEEDS_S:  # no writer would start: a round that writes nothing
+        ap.error(f"--budget {args.budget:g} leaves no time to write answers: a writer starts only while more than "
+                 f"{WRITER_NEEDS_S} s of the budget are left after the target's conversion ({TRAIN_KEEPS_S} s kept "
+                 f"for training and saving, {WRITER_STARTS_S} s to start one); raise --budget, or give "
+                 f"--gen-seconds 0 to train on --answers-in")
     return args
 
 
@@ -151,11 +161,14 @@ def main(argv=None) -> None:
     facts["phases"]["convert_s"] = round(time.time() - started, 1)
 
     batch, every, val, alpha = ("4", "2", "2", "8") if args.tiny else ("32", "100", "128", "128")
-    gen_until = time.time() + min(args.gen_seconds, left() - 120)
+    gen_until = time.time() + min(args.gen_seconds, left() - TRAIN_KEEPS_S)
     queue, running, done = (jobs(args.rounds) if args.gen_seconds > 0 else []), {}, []  # 0: train on --answers-in
+    if queue and gen_until - time.time() <= WRITER_STARTS_S:  # the conversion took what the writers needed
+        facts["no_writer"] = f"{left():.0f} s left after the conversion, a writer needs more than {WRITER_NEEDS_S} s"
+        log(f"no answer writer starts: {facts['no_writer']}")
     facts["writers_at_once"] = writers = writers_that_fit(args.writers, args.writer_gib)
     while (queue or running) and time.time() < gen_until + 30:
-        while queue and len(running) < writers and gen_until - time.time() > 25:
+        while queue and len(running) < writers and gen_until - time.time() > WRITER_STARTS_S:
             name, extra = queue.pop(0)
             minutes = (gen_until - time.time() - 15) / 60
             cmd = writer_command(args, work / name, extra, minutes=minutes)

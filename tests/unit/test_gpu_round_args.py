@@ -33,3 +33,14 @@ def test_a_shape_the_trainer_takes_is_taken(argv, tmp_path):
     (answers / "answers-00000.pt").touch()
     if args.new_draft:  # and the trainer it is handed to takes it too
         chat.parse_args(["--answers", str(answers), "--out", str(tmp_path / "out"), "--drafts", args.new_draft])
+
+
+def test_a_budget_too_short_for_any_writer_is_refused_unless_the_round_writes_none(capsys):
+    """A writer starts only while more than 145 s of the budget are left (120 kept for training, 25 to start one):
+    --budget 140 with answers to write started no writer and trained on nothing, without a word. With --gen-seconds 0
+    (the continuation's call, training on --answers-in) that budget is taken."""
+    with pytest.raises(SystemExit) as refused:
+        gpu_round.parse_args(["--out", "OUT", "--budget", "140"])
+    assert refused.value.code == 2 and "--budget 140 leaves no time to write answers" in capsys.readouterr().err
+    assert gpu_round.parse_args(["--out", "OUT", "--budget", "140", "--gen-seconds", "0"]).budget == 140
+    assert gpu_round.parse_args(["--out", "OUT", "--budget", "240"]).budget == 240
