@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 REQUIREMENTS = [ROOT / "requirements.txt", ROOT / "requirements-dev.txt"]
 # Requirements left at the installed version, and why (each must still be a requirement)
 SKIP = {
-    "torch": "any wheel but the installed one pulls gigabytes of CUDA libraries; torch>=2.4 is checked by reading",
+    "torch": "any wheel but the installed one pulls gigabytes of CUDA libraries; its floor is checked by reading",
     "bitsandbytes": "CUDA quantization only: a CPU run never imports it",
 }
 # Not ours to require, but their oldest is what a user's environment may hold beside our floors: gradio 6.31.0 asks

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Found by python -m tools.oldest_versions: below these, pip installs versions on which the app does not work
 RAISED = {
+    "torch": ("2.5", "scaled_dot_product_attention's enable_gqa (specui/lean.py), new in 2.5: read, not run"),
     "tokenizers": ("0.22.1", "transformers 5.0 needs >=0.22; 0.22.0 caps huggingface-hub below gradio 6.31's floor"),
     "safetensors": ("0.4.3", "transformers 5.0 and accelerate ask it"),
     "accelerate": ("1.2.0", "1.0 cannot load a preset (transformers 5.0: device_map needs accelerate>=1.1, and "
