@@ -384,6 +384,8 @@ def launch(demo: gr.Blocks, **kwargs):
     kwargs.setdefault("css", CSS)
     kwargs.setdefault("js", JS)
     kwargs.setdefault("theme", page_theme())
+    # the app takes no file: gradio's /gradio_api/upload kept any visitor's file of any size on disk and served it back
+    kwargs.setdefault("max_file_size", "1kb")
     kwargs["app_kwargs"] = client_streams.watched(kwargs.get("app_kwargs"))  # a client gone stops its run
     launched = threading.Event()  # set as the launch returns: an app not running from then on was closed
     closed_sessions.keep_swept(demo, launched=launched)  # a closed tab's record leaves gradio's memory an hour after
