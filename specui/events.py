@@ -185,8 +185,8 @@ class GenerationResult:
     seed           the run's seed (drawn when none was given): seed= repeats a sampled run
     speculative    False for plain decoding
     Figures (as the benchmark computes them, `specui.metrics`): num_drafted and num_accepted draft tokens,
-    acceptance_rate (accepted / drafted), mean_accepted_length (tokens per target forward), tokens_per_s (new
-    tokens / total_s).
+    acceptance_rate (accepted / drafted), mean_accepted_length (tokens per target forward; None without a round),
+    tokens_per_s (new tokens / total_s).
     """
 
     token_ids: list[int] = field(default_factory=list)  # new tokens only
@@ -219,9 +219,10 @@ class GenerationResult:
         return metrics.acceptance_rate(self.rounds)
 
     @property
-    def mean_accepted_length(self) -> float:
-        """Tokens emitted per target forward, bonus included (vLLM / Spec-Bench); plain decoding = 1.0."""
-        return metrics.mean_accepted_length(self.rounds) or 0.0
+    def mean_accepted_length(self) -> float | None:
+        """Tokens emitted per target forward, bonus included (vLLM / Spec-Bench); plain decoding = 1.0; None for a
+        run with no round (one stopped before its first: no forward, so no figure, not 0)."""
+        return metrics.mean_accepted_length(self.rounds)
 
     @property
     def tokens_per_s(self) -> float:

@@ -48,8 +48,8 @@ class RunStats:
     seconds: float  # engine time
     tokens_per_s: float
     acceptance_rate: float | None  # accepted drafts / drafted tokens
-    mean_accepted_length: float  # tokens per target forward, bonus included
-    mean_k: float  # K asked of the drafter, averaged over rounds
+    mean_accepted_length: float | None  # tokens per target forward, bonus included (None: no round, no forward)
+    mean_k: float | None  # K asked of the drafter, averaged over rounds (None: no round)
     cost_ratio: float | None  # c: one draft forward / one target forward
     theory: metrics.Theory | None = None  # Theorem 3.8 at the fitted alpha, the run's K and c
     prefill_s: float = 0.0  # reading the prompt (its new tokens, after what the conversation's cache held)
@@ -108,7 +108,7 @@ def run_stats(result, *, plain=None, k: int | None = None) -> RunStats:
         tokens=len(result.token_ids), rounds=len(rounds), seconds=seconds,
         tokens_per_s=len(result.token_ids) / seconds if seconds > 0 else 0.0,
         acceptance_rate=result.acceptance_rate, mean_accepted_length=result.mean_accepted_length,
-        mean_k=sum(r.num_draft_tokens for r in rounds) / len(rounds) if rounds else 0.0, cost_ratio=c,
+        mean_k=sum(r.num_draft_tokens for r in rounds) / len(rounds) if rounds else None, cost_ratio=c,
         # Theorem 3.8 counts a chain of K drafts: a tree run's stats give none (the benchmark reads a tree as such a
         # chain with the tree's tokens per forward, and says so)
         theory=None if trees else metrics.theory(rounds, c=c, k=k), prefill_s=result.prefill_s,

@@ -50,3 +50,17 @@ def test_an_eos_inside_an_accepted_block_leaves_alpha_at_one(same):
     assert result.stop_reason == "eos" and result.token_ids == plain[:3]
     assert only.num_accepted == 4 and len(only.token_ids) == 3
     assert metrics.fitted_alpha(result.rounds, 4) == 1.0
+
+
+def test_a_run_stopped_before_its_first_round_has_no_mean_accepted_length():
+    """No round, no target forward: tokens per target forward does not exist, and reads '–' (the API: null), where it
+    read 0.00, a figure below plain decoding's 1.0 that no run can have."""
+    from specui.events import GenerationResult
+    from specui.terminal_view import Reply, stats_line
+
+    stopped = GenerationResult(prefill_s=0.2)  # what a stream left before its first round holds
+    assert stopped.mean_accepted_length is None
+    stats = runstats.run_stats(stopped, k=4)
+    assert stats.mean_accepted_length is None and stats.mean_k is None and stats.as_dict()["mean_accepted_length"] is None
+    line = stats_line(Reply(result=stopped), drafter="model", k=4, confidence=0.0, sampled=False)
+    assert "– tokens per target forward" in line and "0.00 tokens per target forward" not in line
