@@ -61,6 +61,7 @@ def test_a_run_stopped_before_its_first_round_has_no_mean_accepted_length():
     stopped = GenerationResult(prefill_s=0.2)  # what a stream left before its first round holds
     assert stopped.mean_accepted_length is None
     stats = runstats.run_stats(stopped, k=4)
-    assert stats.mean_accepted_length is None and stats.mean_k is None and stats.as_dict()["mean_accepted_length"] is None
+    assert stats.mean_accepted_length is None and stats.mean_k is None
+    assert stats.as_dict()["mean_accepted_length"] is None
     line = stats_line(Reply(result=stopped), drafter="model", k=4, confidence=0.0, sampled=False)
     assert "– tokens per target forward" in line and "0.00 tokens per target forward" not in line
