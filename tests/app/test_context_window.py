@@ -1,0 +1,45 @@
+"""The end of the context window on the bundled pair (1024 positions, reached in seconds): a run whose prompt and
+Max new tokens fill the window exactly decodes every token, in every Chat mode, as plain decoding does (no round
+drafts past the window); one token more is refused before any work with the engine's actionable message (the sizes,
+the window, what to change), and the app serves the next run."""
+
+from __future__ import annotations
+
+import pytest
+
+from specui.loading import PairCache
+from specui.presets import load_config
+from specui.ui.session import Settings, Showcase
+
+MODES = {"chain": {}, "compare": {"compare": True}, "tree": {"tree_width": 3, "tree_nodes": 20},
+         "eagle": {"drafter": "eagle"}, "arena": {"arena": True}}
+
+
+@pytest.fixture(scope="module")
+def app():
+    config = load_config()
+    showcase = Showcase(config, PairCache())
+    pair = showcase.cache.get(config.get("bundled"))
+    text = open("specui/kv.py", encoding="utf-8").read()[:3000]
+    ids = pair.tokenizer(text)["input_ids"]
+    limit = pair.target.config.max_position_embeddings
+    assert 100 < len(ids) < limit - 64  # room for a budget that ends at the window
+    return showcase, pair, text, ids, limit
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_run_that_fills_the_window_decodes_as_plain_decoding_and_one_more_token_is_refused(app, mode):
+    showcase, pair, text, ids, limit = app
+    budget = limit - len(ids)  # the prompt and the answer fill the window to its last position
+    plain = pair.engine().generate(ids, max_new_tokens=budget, speculative=False)
+    *_, (frame, run) = showcase.run(text, Settings(preset="bundled", max_new_tokens=budget, **MODES[mode]))
+    assert frame.done and not frame.error, frame.error
+    results = run.arena.values() if mode == "arena" else [run.spec, *([run.plain] if run.plain else [])]
+    assert results and all(r.token_ids == plain.token_ids for r in results)
+    *_, (frame, run) = showcase.run(text, Settings(preset="bundled", max_new_tokens=budget + 1, **MODES[mode]))
+    assert frame.done and frame.error == (f"the prompt ({len(ids)} tokens) plus max_new_tokens ({budget + 1}) is "
+                                          f"{limit + 1} tokens, more than the target model's context of {limit}; "
+                                          "shorten the prompt or lower max_new_tokens")
+    assert not run.spec.token_ids  # refused before any work
+    *_, (frame, run) = showcase.run("def f(x):", Settings(preset="bundled", max_new_tokens=8))
+    assert frame.done and not frame.error and run.spec.token_ids  # the app serves on
