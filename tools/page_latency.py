@@ -7,15 +7,16 @@ Serves the app in this process (the stdlib pair by default) and opens it in Chro
 speculative alone (compare and arena off). Each round of the measurement, in turn:
 - page: the stdlib test prompt sent with Send; the page's own clock (performance.now, a MutationObserver on the chat)
   times the click, the reply's first frame drawn (`reply_s`: its note, before a token), its first token span and its
-  last;
+  last, and the engine seconds of that run (`engine_s`: prefill and rounds, as the stats line counts them, while the
+  browser shares the cores);
 - server: the same request through the app's `Showcase.run` with its charts (every frame built, none sent);
 - engine: `engine.stream` on the same ids and decode settings, nothing built.
 The page and server runs are the app's: a chat's kept cache may hold the prompt (the engine run reads it whole).
 Time to first token is from Send (or the call) to the first token (a span drawn, a frame with a token, a round); tokens
 per second is the reply's tokens ÷ the time from Send to its last token. Prints each round's figures as JSON, then
-the ratios page ÷ engine and server ÷ engine with their median and range. The first page run loads the pair and warms
-it up: it is printed as `first` and left out of the ratios. Nothing is asserted: the machine may be loaded, so read the
-ratios of runs made side by side, not the seconds.
+the ratios page ÷ engine and server ÷ engine with their median and range. The first page run (the app preloads the
+pair as it starts: it may still be loading) is printed as `first` and left out of the ratios. Nothing is asserted: the
+machine may be loaded, so read the ratios of runs made side by side, not the seconds.
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ def run(*, runs: int = 3, max_new_tokens: int = 256, temperature: float = 0.0, p
         timeout_s: float = 600.0) -> dict:
     from playwright.sync_api import sync_playwright
 
+    from specui import runstats
     from specui.presets import load_config
     from specui.loading import PairCache
     from specui.ui.session import Showcase
@@ -109,7 +111,8 @@ def run(*, runs: int = 3, max_new_tokens: int = 256, temperature: float = 0.0, p
 
         def run(self, prompt, settings, **keywords):
             self.settings = settings
-            return super().run(prompt, settings, **keywords)
+            for frame, self.last in super().run(prompt, settings, **keywords):
+                yield frame, self.last
 
     config = replace(load_config(None), default=preset)
     showcase = Watched(config, PairCache())
@@ -127,6 +130,7 @@ def run(*, runs: int = 3, max_new_tokens: int = 256, temperature: float = 0.0, p
             page.wait_for_function("() => !document.querySelector('#chat .specui-prompt')")
             page.fill("#prompt textarea", PROMPT)
             row = {"run": i or "first", "page": page_run(page, timeout_s)}
+            row["page"]["engine_s"] = runstats.engine_seconds(showcase.last.spec)  # its engine, beside the browser
             settings = showcase.settings
             pair = showcase.cache.get(config.get(settings.preset))
             row["server"] = server_run(showcase, settings)
@@ -140,6 +144,8 @@ def run(*, runs: int = 3, max_new_tokens: int = 256, temperature: float = 0.0, p
     summary = {
         "page tokens/s ÷ engine tokens/s": spread([rate(r["page"]) / rate(r["engine"]) for r in steady]),
         "server tokens/s ÷ engine tokens/s": spread([rate(r["server"]) / rate(r["engine"]) for r in steady]),
+        "page tokens/s ÷ its own run's engine tokens/s": spread([r["page"]["engine_s"] / r["page"]["last_s"]
+                                                                 for r in steady]),
         "page first token ÷ engine first token": spread([r["page"]["first_s"] / r["engine"]["first_s"]
                                                          for r in steady]),
         "page first token, s": spread([r["page"]["first_s"] for r in steady]),
