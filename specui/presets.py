@@ -7,6 +7,7 @@ Every problem is reported as a `ConfigError` whose message names the file and th
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Hashable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -199,7 +200,15 @@ def with_pair(config: Config, target: str, draft: str | None = None, *, chat: bo
     return Config(path=config.path, default=COMMAND_LINE, presets={COMMAND_LINE: preset, **config.presets})
 
 
+def _controlled(text: str) -> bool:
+    """Whether `text` holds a control character (an escape, a line break): a terminal obeys one where a refusal or
+    a progress line prints a name or a path (ESC ] 52 writes its clipboard)."""
+    return any(unicodedata.category(c) == "Cc" for c in text)
+
+
 def _parse_preset(name: str, body, *, path: Path) -> Preset:
+    if _controlled(name):
+        raise ConfigError(f"{path.name}: presets: the name {name!r} holds a control character; name it in plain text")
     key = f"{path.name}: presets.{name}"
     if not isinstance(body, dict):
         raise ConfigError(f"{key}: must be a mapping of settings")
@@ -217,6 +226,8 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
             kind = "true or false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else None
             read = f" (YAML read {v!r}, {kind}: put the value in quotes)" if kind else ""  # revision: 1234567
             raise ConfigError(f"{key}.{k}: {'is required and ' if required else ''}must be a non-empty string{read}")
+        if _controlled(v.strip()):
+            raise ConfigError(f"{key}.{k}: {v.strip()!r} holds a control character; give it in plain text")
         return v.strip()
 
     def prose(k):  # text shown in the app: empty (`description:` alone is YAML's null) or words, never a repr
