@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import platform
+import shutil
 import weakref
 
 import torch
@@ -101,12 +103,33 @@ class RowLinear:
 
 
 @functools.cache
-def slow_rows_warning() -> None:
-    """Say once per process that rows run one by one (exact, several times slower), and how to avoid it."""
-    log.warning("specui: this CPU's float32 matrix products give a row other bits among more rows, and specui's "
-                "native kernels are off, so the lean forward computes each row of a verify alone: exact, but "
-                "slower. With a C compiler on PATH (cc, or $CC) and SPECUI_NATIVE unset, the native kernels "
-                "compute all rows at once with the same bits.")
+def slow_rows_warning(why: str | None = None) -> None:
+    """Say once per process (and reason) that rows run one by one (exact, several times slower), why, and what would
+    avoid it where anything would (`rows_alone_why`)."""
+    log.warning("specui: this CPU's float32 matrix products give a row other bits among more rows, so the lean "
+                "forward computes each row of a verify alone: exact, but slower. %s", why or rows_alone_why())
+
+
+def rows_alone_why(*, kernel=None, dtype: torch.dtype = torch.float32, head_dim: int | None = None) -> str:
+    """Why specui's native kernels, which compute all rows at once with the same bits, do not take this product or
+    attention, and what would change that, if anything: a compiler helps only where it is what is missing. `kernel`:
+    the native build where there is one (`native.kernel()`); `dtype`: the model's; `head_dim`: attention's."""
+    if dtype != torch.float32:
+        return (f"specui's native kernels take float32 only, and this model runs in {str(dtype).removeprefix('torch.')}"
+                " (float32 weights would take them).")
+    if kernel is not None:
+        return (f"specui's native kernels are on, but their attention does not take heads of {head_dim} dimensions; "
+                "nothing to change here.")
+    wanted = os.environ.get("SPECUI_NATIVE", "").strip()
+    if wanted.lower() in ("0", "off", "no", "false"):
+        return f"SPECUI_NATIVE={wanted} turns specui's native kernels off: unset it to compute all rows at once."
+    if native.best_isa() is None:
+        return "specui's native kernels need an x86 CPU with AVX2 and FMA, which this one is not."
+    compiler = os.environ.get("CC") or "cc"
+    if shutil.which(compiler) is None:
+        return (f"specui's native kernels are built with a C compiler, and there is none on PATH ({compiler}): with "
+                "one (cc, or $CC) they compute all rows at once with the same bits.")
+    return "specui's native kernels did not build here (the reason was logged once: 'the native row-invariant ...')."
 
 
 @functools.cache

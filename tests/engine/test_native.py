@@ -131,6 +131,9 @@ def test_rows_run_alone_with_a_warning_that_says_how_to_avoid_it(monkeypatch, ca
 
     monkeypatch.setattr(products.native, "kernel", lambda *a, **k: None)
     monkeypatch.setattr(products, "rows_invariant", lambda how: False)
+    monkeypatch.setenv("CC", "no-such-cc")  # no compiler: the case the advice is for (`rows_alone_why`)
+    monkeypatch.delenv("SPECUI_NATIVE", raising=False)
+    monkeypatch.setattr(products.native, "best_isa", lambda: "avx2")
     products.slow_rows_warning.cache_clear()
     try:
         with caplog.at_level(logging.WARNING, logger="specui.products"):
