@@ -5,9 +5,10 @@
 Builds a venv over this interpreter's packages (`--system-site-packages`: torch stays the one installed, see SKIP),
 pins each requirement at its floor (`name>=X` and `name==X` become `name==X`, read from the two files, so raising a
 floor raises it here), then runs SUBSET with that venv's python: the default GGUF preset converted afresh (a new
-SPECUI_CACHE), greedy identity, a sampling-law test, the bundled pair, plotly figures, the Teach tab's charts, the
-benchmark's quick run and the served app. Prints each part's result; exits 1 if any failed. Not part of the test
-run (it installs from PyPI and takes minutes); tests/unit/test_versions_floors.py keeps its lists in step.
+SPECUI_CACHE), greedy identity, a sampling-law test, the bundled pair, plotly figures, the Teach tab's charts (in
+Chromium too), the benchmark's quick run and the served app. Prints each part's result; exits 1 if any failed.
+Not part of the test run (it installs from PyPI and takes minutes); tests/unit/test_versions_floors.py keeps its
+lists in step.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ SUBSET = [
     ["tests/unit/test_sampling.py", "tests/unit/test_verify.py"],
     ["tests/engine/test_bundled_pair.py"],
     ["tests/app/test_ui_charts.py", "tests/unit/test_lesson_baseline.py"],
+    ["tests/app/teach_page/test_browser_lecture_charts.py"],  # playwright's floor, the Teach tab's charts drawn
     ["tests/engine/test_teach.py"],
     ["tests/bench/test_bench_cli.py", "-k", "num_prompts"],
     ["tests/app/test_app_served.py", "-k", "cancelled_api_job or builds_no_charts"],
