@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from specui.prompt_cache import chat_history
 from specui.ui import (arena_view, charts, chat_tree, exports, render, stats, teach_charts, teach_memory, teach_prepare,
                        teaching)
 from specui.ui.exports import Exports
-from specui.ui.request import SettingsError, seeded
+from specui.ui.request import SettingsError, in_page_words, seeded
 from specui.ui.runs import Run, reply
 from specui.ui.session import Showcase, decode
 from specui.ui.stops import Stops
@@ -35,6 +36,9 @@ from specui.ui.teaching import TEACH_K_MAX, TEACH_MAX_NEW
 from specui.ui.toasts import refusal, warn
 
 log = logging.getLogger("specui.ui")
+# the engine's refusal of a prompt and budget past a model's context window (`settings.context_overflow`)
+CONTEXT_OVERFLOW = re.compile(r"the prompt \(\d+ tokens\) plus max_new_tokens \(\d+\) is \d+ tokens, "
+                              r"more than the \w+ model's context")
 STOPPED_WAITING = "Stopped before it started."
 NOT_RUN = "The app is busy: this message did not run. Send it again in a minute."
 
@@ -90,8 +94,11 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
         chatting = _is_chat(app, settings.preset) and not again
         for frame, run in decode(app.showcase, text, settings, history=history, stop=halt, owner=key,
                                  page=a_page):
+            message = frame.message
             if frame.error:
-                warn(frame.error)
+                said = _said_on_page(frame.error)
+                message = message if said == frame.error else render.render_error(said)
+                warn(said)
             changes = {r.stats: frame.stats}
             if frame.figures:
                 figures = {r.plots[elem_id]: figure for elem_id, figure in frame.figures.items()}
@@ -106,7 +113,7 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
             hidden = True
             if chatting and not taken:
                 changes[ui.panel.prompt], taken = "", True
-            yield page(frame.message, changes)
+            yield page(message, changes)
     except Exception as e:  # a bug of ours: still a message, never a traceback, and the app serves on
         log.exception("the request failed")
         message = f"Something went wrong: {type(e).__name__}: {e}"
@@ -358,6 +365,12 @@ def _writing(app: App, request: gr.Request | None) -> bool:
     if busy:
         warn("A reply is still being written: press Stop first.")
     return busy
+
+
+def _said_on_page(error: str) -> str:
+    """A run's error as the page says it: the engine's refusal of a prompt and budget past the context window
+    (`settings.context_overflow`) names max_new_tokens, which the page's control calls Max new tokens."""
+    return in_page_words(error) if CONTEXT_OVERFLOW.match(error) else error
 
 
 def _is_chat(app: App, preset: str | None) -> bool:

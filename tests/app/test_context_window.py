@@ -1,15 +1,22 @@
 """The end of the context window on the bundled pair (1024 positions, reached in seconds): a run whose prompt and
 Max new tokens fill the window exactly decodes every token, in every Chat mode, as plain decoding does (no round
 drafts past the window); one token more is refused before any work with the engine's actionable message (the sizes,
-the window, what to change), and the app serves the next run."""
+the window, what to change; the Chat page names Max new tokens as its control does, the API the engine's field), and
+the app serves the next run."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import gradio as gr
 import pytest
 
 from specui.loading import PairCache
 from specui.presets import load_config
+from specui.ui.blocks import chat_tab
+from specui.ui.chat_handlers import App, respond, waiting
 from specui.ui.session import Settings, Showcase
+from tests.app.test_chat_turns import form
 
 MODES = {"chain": {}, "compare": {"compare": True}, "tree": {"tree_width": 3, "tree_nodes": 20},
          "eagle": {"drafter": "eagle"}, "arena": {"arena": True}}
@@ -43,3 +50,20 @@ def test_a_run_that_fills_the_window_decodes_as_plain_decoding_and_one_more_toke
     assert not run.spec.token_ids  # refused before any work
     *_, (frame, run) = showcase.run("def f(x):", Settings(preset="bundled", max_new_tokens=8))
     assert frame.done and not frame.error and run.spec.token_ids  # the app serves on
+
+
+def test_the_chat_page_says_the_window_in_its_own_words(app):
+    """The Chat page's reply and toast name the control as labelled (Max new tokens), not the engine's field."""
+    showcase, _, text, ids, limit = app
+    with gr.Blocks():
+        ui = chat_tab(showcase.config)
+    page, request = App(showcase), SimpleNamespace(session_hash="window")
+    data = {**form(ui, text), ui.controls.max_new: limit}
+    waiting(page, ui, data, request)
+    with pytest.warns(UserWarning, match="lower Max new tokens"):
+        *_, last = respond(page, ui, data, request)
+    said = last[ui.messages][-1]["content"]
+    assert f"the prompt ({len(ids)} tokens) plus Max new tokens ({limit}) is" in said
+    assert said.endswith("shorten the prompt or lower Max new tokens</div>") and "max_new_tokens" not in said
+    *_, last = respond(page, ui, {**form(ui, "def f(x):"), ui.controls.max_new: 8}, request)
+    assert "specui-error" not in last[ui.messages][-1]["content"]  # the page serves on
