@@ -292,7 +292,9 @@ def render_measured(run: lesson.TeachingRun | None) -> str:
              item("c", fmt(m.cost_ratio), "seconds per drafted token / seconds per plain target forward"),
              item("verify cost", fmt(m.verify_cost, ".2f×"),
                   "seconds of one (K+1)-token verify forward / one plain target forward (the theorem assumes 1)"),
-             item("measured speedup", fmt(m.speedup, ".2f×"), "tokens/s / plain tokens/s, same prompt and seed"),
+             item("measured speedup", fmt(m.speedup, ".2f×"), "tokens/s / plain tokens/s, same prompt and seed: one "
+                  "run of each, timed once, so a busy machine moves it from run to run ('Where the time goes' keeps "
+                  "the median of three of each)"),
              item("theory speedup", fmt(m.theory_speedup, ".2f×"), "Theorem 3.8 at the measured α, K, c"),
              item("best K", best_k_said(m.alpha, m.cost_ratio, m.best_k, m.best_k_speedup),
                   f"the K that maximises Theorem 3.8 at the measured α and c, of those this tab's K slider takes (1 to "
