@@ -193,7 +193,7 @@ class Showcase:
             return
         lock = self.lock(preset.name)
         text_due = Throttle(self.text_interval)
-        # the first charts come `chart_interval` into the run, not with its first token: five plotly figures built
+        # the first charts come `chart_interval` into the run, not with its first token: four plotly figures built
         # and drawn held that frame back (0.3 s in the page, tools.page_latency); the last frame has them all
         chart_due = Throttle(self.chart_interval, first=False) if figures else (lambda: False)
         try:

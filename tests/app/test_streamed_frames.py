@@ -225,7 +225,7 @@ def test_a_compare_runs_plain_column_stands_in_its_place_before_its_run_begins()
 
 def test_the_first_token_frame_waits_for_no_chart(showcase):
     """A run's streamed frames build no chart before `chart_interval` has passed (here 60 s, more than the fixture's
-    run takes): the first token's frame built all five plotly figures, and the page drew them with it, which held the
+    run takes): the first token's frame built all four plotly figures, and the page drew them with it, which held the
     first token back (0.3 s of 0.4 in the page, `tools.page_latency`). The final frame still has every chart."""
     from specui.ui import charts, session
 
