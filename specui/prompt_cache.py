@@ -308,15 +308,18 @@ def leave_out_oldest(history: Sequence[dict], ids_of: Callable[[Sequence[dict]],
     `ids_of(history[n:])` (the template's ids of the kept history and the new message) with its oldest
     exchanges (a user message and the answers after it) left out, as many as leave a quarter of the context
     free besides `new_tokens`, so the next turns read the kept part from the conversation's cache instead of
-    each leaving out one more exchange and reading everything again. Returns (ids, n: the history's messages
-    left out); every message when even the newest alone does not fit (the engine then says so)."""
+    each leaving out one more exchange and reading everything again; a budget too large to leave a quarter free
+    keeps the newest exchanges that fit at all, not none. Returns (ids, n: the history's messages left out); every
+    message when even the newest alone does not fit (the engine then says so)."""
     room = limit - max(1, limit // 4) - new_tokens
     starts = [0, *(i for i, message in enumerate(history) if message.get("role") == "user" and i > 0), len(history)]
+    tried = []
     for n in starts:
         ids = ids_of(history[n:])
         if len(ids) <= room:
             return ids, n
-    return ids, len(history)
+        tried.append((ids, n))
+    return next(((ids, n) for ids, n in tried if len(ids) + new_tokens <= limit), tried[-1])
 
 
 def held_bytes(*things) -> int:
