@@ -3,10 +3,13 @@ trainer), `python -m specui.train.chat` (the chat draft's) and `python -m specui
 own checks as written: a reader who copies one is not refused. The checks run on the real repository (its assets/ and
 models.yaml) and start no work: the benchmark's are its flags' and what its preset makes of them (`refuse_ignored`),
 before any model loads; the chat trainer's are all of its own (`chat.parse_args`), with the folders of answers a
-command names (placeholders: FOLDERS, DIR) a real one."""
+command names (placeholders: FOLDERS, DIR) a real one. The flags of `python app.py` (and `specui-app`) are the ones
+its --help lists."""
 
 import re
 import shlex
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -96,3 +99,25 @@ def test_a_documented_command_is_taken_as_written(where, module, argv, capsys, m
     except SystemExit as refused:
         pytest.fail(f"{where}: python -m {module} {shlex.join(argv)} is refused (exit {refused.code}): "
                     f"{capsys.readouterr().err.strip().splitlines()[-1:]}")
+
+
+APP = re.compile(r"(?:python app\.py|specui-app)((?: +-[^`|#]*)?)(?=[`|#]|$)")
+
+
+def app_flags():
+    """The flags `python app.py --help` lists (app.py builds its parser as it starts: its help is where they are)."""
+    shown = subprocess.run([sys.executable, "app.py", "--help"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=120, check=True).stdout
+    return set(re.findall(r"(?<![\w-])--[a-z][\w-]*", shown))
+
+
+def test_a_documented_app_command_names_flags_the_app_takes():
+    """`python app.py ...` and `specui-app ...` as README.md and docs/*.md give them: each flag is one app.py takes
+    (a flag renamed or gone in app.py cannot stay behind in the docs)."""
+    commands = [(f"{page.name}:{number}", flag) for page in PAGES
+                for number, text in code(page.read_text(encoding="utf-8"))
+                for match in APP.finditer(text.strip()) for flag in re.findall(r"(?<![\w-])--[a-z][\w-]*",
+                                                                                match.group(1))]
+    assert ("README.md", "--share") in {(where.split(":")[0], flag) for where, flag in commands}
+    taken = app_flags()
+    assert [(where, flag) for where, flag in commands if flag not in taken] == []
