@@ -3,8 +3,8 @@ trainer), `python -m specui.train.chat` (the chat draft's) and `python -m specui
 own checks as written: a reader who copies one is not refused. The checks run on the real repository (its assets/ and
 models.yaml) and start no work: the benchmark's are its flags' and what its preset makes of them (`refuse_ignored`),
 before any model loads; the chat trainer's are all of its own (`chat.parse_args`), with the folders of answers a
-command names (placeholders: FOLDERS, DIR) a real one. The flags of `python app.py` (and `specui-app`) are the ones
-its --help lists."""
+command names (placeholders: FOLDERS, DIR) a real one. The flags of `python app.py` (and `specui-app`),
+`python -m specui.verify_cost` and `python -m specui.train.greedy_labels` are the ones their --help lists."""
 
 import re
 import shlex
@@ -101,23 +101,29 @@ def test_a_documented_command_is_taken_as_written(where, module, argv, capsys, m
                     f"{capsys.readouterr().err.strip().splitlines()[-1:]}")
 
 
-APP = re.compile(r"(?:python app\.py|specui-app)((?: +-[^`|#]*)?)(?=[`|#]|$)")
+
+# The commands whose flags the docs give and whose parser is built as they run: (their --help's argv, the words)
+BY_HELP = {("app.py",): r"python app\.py|specui-app", ("-m", "specui.verify_cost"): r"python -m specui\.verify_cost",
+           ("-m", "specui.train.greedy_labels"): r"python -m specui\.train\.greedy_labels"}
+FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]*")
 
 
-def app_flags():
-    """The flags `python app.py --help` lists (app.py builds its parser as it starts: its help is where they are)."""
-    shown = subprocess.run([sys.executable, "app.py", "--help"], cwd=ROOT, capture_output=True, text=True,
+def help_flags(argv):
+    """The flags a command's --help lists."""
+    shown = subprocess.run([sys.executable, *argv, "--help"], cwd=ROOT, capture_output=True, text=True,
                            timeout=120, check=True).stdout
-    return set(re.findall(r"(?<![\w-])--[a-z][\w-]*", shown))
+    return set(FLAG.findall(shown))
 
 
-def test_a_documented_app_command_names_flags_the_app_takes():
-    """`python app.py ...` and `specui-app ...` as README.md and docs/*.md give them: each flag is one app.py takes
-    (a flag renamed or gone in app.py cannot stay behind in the docs)."""
-    commands = [(f"{page.name}:{number}", flag) for page in PAGES
-                for number, text in code(page.read_text(encoding="utf-8"))
-                for match in APP.finditer(text.strip()) for flag in re.findall(r"(?<![\w-])--[a-z][\w-]*",
-                                                                                match.group(1))]
-    assert ("README.md", "--share") in {(where.split(":")[0], flag) for where, flag in commands}
-    taken = app_flags()
-    assert [(where, flag) for where, flag in commands if flag not in taken] == []
+@pytest.mark.parametrize("argv", list(BY_HELP), ids=[" ".join(argv) for argv in BY_HELP])
+def test_a_documented_command_names_flags_it_takes(argv):
+    """`python app.py ...` (and `specui-app`), `python -m specui.verify_cost ...` and `python -m
+    specui.train.greedy_labels ...` as README.md and docs/*.md give them: each flag is one the command's --help lists
+    (a flag renamed or gone cannot stay behind in the docs)."""
+    command = re.compile(rf"(?:{BY_HELP[argv]})((?: +-[^`|#]*)?)(?=[`|#]|$)")
+    given = [(f"{page.name}:{number}", flag) for page in PAGES
+             for number, text in code(page.read_text(encoding="utf-8"))
+             for match in command.finditer(text.strip()) for flag in FLAG.findall(match.group(1))]
+    assert given, f"the docs give no {argv[-1]} command with flags: BY_HELP can lose it"
+    taken = help_flags(argv)
+    assert [(where, flag) for where, flag in given if flag not in taken] == []
