@@ -380,11 +380,12 @@ def _is_chat(app: App, preset: str | None) -> bool:
 
 
 def clear(app: App, ui, request: gr.Request | None = None, *, shown: list | None = None) -> dict:
-    """Clear, or the chat's own 🗑: a new conversation (refused while a reply is being written or waits: its run
-    would write the old conversation back when it ends). `shown`: the conversation as it was, for the 🗑, which has
-    emptied the chat on the page already: refused, it shows the conversation again."""
+    """Clear, or the chat's own 🗑: a new conversation, the old one's caches gone now as a closed tab's (`forget`)
+    (refused while a reply is being written or waits: its run would write the old conversation back when it ends).
+    `shown`: the conversation as it was, for the 🗑, which has emptied the chat on the page: refused, it shows again."""
     if _writing(app, request):
         return {} if shown is None else {ui.panel.chat: shown}
+    app.showcase.forget(session_key(request))
     r, empty = ui.results, {**charts.all_figures(), "chart-arena": charts.arena_figure()}
     return {ui.panel.chat: [], ui.messages: [], ui.turns: [], ui.exchanges: [], r.stats: stats.stats_html(None),
             r.race: "", ui.race_html: "", r.replay: gr.update(visible=False), r.arena_table: [],

@@ -297,6 +297,21 @@ def test_clear_starts_a_new_conversation_unless_a_reply_is_being_written(tab):
     assert emptied[ui.results.export]["visible"] is False
 
 
+def test_clear_lets_the_conversations_caches_go_and_leaves_other_tabs_caches(tab):
+    """Clear frees the memory of the conversation it ends (its target cache), as a closed tab does; another tab's
+    conversation keeps its own."""
+    ui, app = tab
+    mine, other = SimpleNamespace(session_hash="clearing-frees"), SimpleNamespace(session_hash="clearing-stays")
+    for request in (mine, other):
+        list(respond(app, ui, form(ui, CODE), request))
+    pool = app.showcase.cache.get(app.showcase.config.get("bundled")).conversations
+    held = {owner: [c for c in pool.caches if c.owner == owner] for owner in ("clearing-frees", "clearing-stays")}
+    assert all(caches and all(c.nbytes for c in caches) for caches in held.values())
+    clear(app, ui, mine)
+    assert not any(c.owner == "clearing-frees" for c in pool.caches)
+    assert all(c.nbytes == 0 for c in held["clearing-frees"]) and all(c.nbytes for c in held["clearing-stays"])
+
+
 def test_the_apps_downloads_leave_gradios_cache_after_a_day():
     """Every finished run writes a download that gradio copies into its cache: the app sweeps it."""
     from specui.ui.blocks import build
