@@ -47,11 +47,13 @@ def as_json(payload: dict) -> str:
 
 def pastes_as_typed(word: str) -> bool:
     """Whether `word`, in quotes on a command line, is read back as written when the line is printed to a terminal or
-    pasted into one: no control character but a line break and a tab. Quotes keep a shell from reading `$(...)` or a
+    pasted into one: no control character but a line break. Quotes keep a shell from reading `$(...)` or a
     backtick, but a pasted Ctrl-C (U+0003) made the terminal drop the line typed so far, and the rest of the word
     after a line break ran as a command of its own; a DEL erased the quote before it, an ESC began a key sequence or
-    ended a bracketed paste, and printed, escape sequences write to the terminal (a clipboard, a link)."""
-    return not any(c not in "\n\t" and unicodedata.category(c) == "Cc" for c in word)
+    ended a bracketed paste, and printed, escape sequences write to the terminal (a clipboard, a link). A tab too:
+    pasted into a shell that reads a paste as typed (bash before 5.1, or bracketed paste off), it completed the quoted
+    word, and a word naming one file (`'/etc/os-relea<tab>`) got its closing quote, so the rest ran as commands."""
+    return not any(c != "\n" and unicodedata.category(c) == "Cc" for c in word)
 
 
 def command_line(*, preset: str, settings, prompt: str, chats: bool, config: str | None = None) -> str | None:
@@ -62,7 +64,7 @@ def command_line(*, preset: str, settings, prompt: str, chats: bool, config: str
     the app read, where it was not specui's own. Compare mode's `--compare` decodes plainly after it, as the page's
     does; the arena has no command (each contestant is a `--drafter` of its own). None for a prompt or system prompt
     holding a NUL character, which no command line's argument carries, or another control character but a line break
-    and a tab (`pastes_as_typed`)."""
+    (`pastes_as_typed`)."""
     s = settings
     if not all(map(pastes_as_typed, (prompt, s.system if chats else "", preset, config or ""))):
         return None

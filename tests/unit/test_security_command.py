@@ -1,7 +1,7 @@
 """The Chat download's `command` (docs/showcase.md, "Reproducing a run"): a line a user prints and pastes into a
 terminal. A message holding `$(...)`, a backtick or quotes is one quoted word of it, read back as written; a message
-or system prompt holding a control character a terminal obeys (Ctrl-C, DEL, ESC, a carriage return) has no command,
-since pasted, a Ctrl-C dropped the line so far and the message's next line ran as a command of its own."""
+or system prompt holding a control character a terminal obeys (Ctrl-C, DEL, ESC, a carriage return, a tab) has no
+command, since pasted, a Ctrl-C dropped the line so far and the message's next line ran as a command of its own."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from specui.ui.exports import command_line
 from specui.ui.request import Settings
 
 OBEYED = {"Ctrl-C": "\x03", "Ctrl-U": "\x15", "DEL": "\x7f", "ESC": "\x1b", "a carriage return": "\r",
-          "an 8-bit CSI": "\x9b", "the end of a bracketed paste": "\x1b[201~"}
+          "an 8-bit CSI": "\x9b", "the end of a bracketed paste": "\x1b[201~", "a tab": "\t"}
 
 
 @pytest.mark.parametrize("name", OBEYED)
@@ -27,9 +27,17 @@ def test_a_message_or_system_prompt_a_terminal_would_obey_has_no_command(name):
     assert command_line(preset="bundled", settings=system, prompt="hi", chats=False) is not None  # no system read
 
 
+def test_a_tab_that_completes_a_file_name_has_no_command():
+    """A tab, pasted into a shell that reads a paste as typed (bash before 5.1, or bracketed paste off), completed the
+    quoted word; `'/etc/os-relea<tab>` names one file, so bash closed its quote and ran the rest: shown in a pty by the
+    review of helper D's work (touch ran, and the line break after it ran it without Enter)."""
+    hostile = "/etc/os-relea\t; touch /tmp/pwned; : \n"
+    assert command_line(preset="bundled", settings=Settings(preset="bundled"), prompt=hostile, chats=False) is None
+
+
 def test_shell_syntax_in_a_message_is_one_quoted_word_read_back_as_written():
-    """`$(...)`, backticks, quotes, a semicolon, line breaks and tabs stay a command, its message one word."""
-    prompt = "$(touch /tmp/pwned) `touch /tmp/pwned`; ' \" \\ \n\ttab ✓ \u202eabc"
+    """`$(...)`, backticks, quotes, a semicolon and line breaks stay a command, its message one word."""
+    prompt = "$(touch /tmp/pwned) `touch /tmp/pwned`; ' \" \\ \n    indented ✓ \u202eabc"
     line = command_line(preset="bundled", settings=Settings(preset="bundled"), prompt=prompt, chats=False)
     words = shlex.split(line)
     assert words[-2:] == ["--", prompt] and words[:3] == ["python", "-m", "specui"]
