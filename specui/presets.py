@@ -206,12 +206,26 @@ def _controlled(text: str) -> bool:
     return any(unicodedata.category(c) == "Cc" for c in text)
 
 
+def _refuse_controlled(body: dict, key: str) -> None:
+    """A ConfigError, showing it escaped, for a setting's name, or its text (a target, a revision, a head's name or
+    folder, a drafter's name) but the prose shown escaped on the page (description, memory, which may break lines),
+    that holds a control character: each reached a refusal, or a progress line, as it was."""
+    for k, v in body.items():
+        if _controlled(str(k)):
+            raise ConfigError(f"{key}: the setting {str(k)!r} holds a control character; name it in plain text")
+        inner = v if isinstance(v, dict) else {}
+        for text in () if k in ("description", "memory") else (v, *inner, *inner.values()):
+            if isinstance(text, str) and _controlled(text.strip()):
+                raise ConfigError(f"{key}.{k}: {text.strip()!r} holds a control character; give it in plain text")
+
+
 def _parse_preset(name: str, body, *, path: Path) -> Preset:
     if _controlled(name):
         raise ConfigError(f"{path.name}: presets: the name {name!r} holds a control character; name it in plain text")
     key = f"{path.name}: presets.{name}"
     if not isinstance(body, dict):
         raise ConfigError(f"{key}: must be a mapping of settings")
+    _refuse_controlled(body, key)
     allowed = {f.name for f in fields(Preset)} - {"name", "config_name"}
     for k in body:
         if k not in allowed:
@@ -226,8 +240,6 @@ def _parse_preset(name: str, body, *, path: Path) -> Preset:
             kind = "true or false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else None
             read = f" (YAML read {v!r}, {kind}: put the value in quotes)" if kind else ""  # revision: 1234567
             raise ConfigError(f"{key}.{k}: {'is required and ' if required else ''}must be a non-empty string{read}")
-        if _controlled(v.strip()):
-            raise ConfigError(f"{key}.{k}: {v.strip()!r} holds a control character; give it in plain text")
         return v.strip()
 
     def prose(k):  # text shown in the app: empty (`description:` alone is YAML's null) or words, never a repr

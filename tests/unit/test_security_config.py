@@ -30,3 +30,21 @@ def test_a_plain_name_and_setting_load(tmp_path):
     path = tmp_path / "models.yaml"
     path.write_text(_yaml("fine – ✓ 中文", "org/model"), encoding="utf-8")
     assert load_config(path).default == "fine – ✓ 中文"
+
+
+@pytest.mark.parametrize("lines", [
+    ['"k\\e]52;c;cHduZWQ=\\a": 1'],  # an unknown setting's name
+    ['heads: {eagle: "x\\e]52;c;cHduZWQ=\\a\\e[2J"}', "drafter: eagle"],  # a head's folder
+    ['heads: {"e\\e[2J": x}'],  # a head's name
+    ['drafter_tokens: {"m\\e[2J": 1}'],  # a drafter's name
+])
+def test_a_control_character_in_a_settings_name_or_a_heads_folder_is_refused_escaped(tmp_path, lines):
+    """Every name and text under a preset, not only its name and text settings: an unknown setting's name, a head's
+    name and a drafter's were refused as they were written, and a head's folder loaded, then printed as it was by the
+    refusal that found no head there (the review of helper D's work: python -m specui wrote each to the terminal)."""
+    path = tmp_path / "models.yaml"
+    body = "".join(f"    {line}\n" for line in ["target: org/model", *lines])
+    path.write_text(f"presets:\n  fine:\n{body}", encoding="utf-8")
+    with pytest.raises(ConfigError, match="holds a control character") as caught:
+        load_config(path)
+    assert "\x1b" not in str(caught.value) and "\\x1b" in str(caught.value), caught.value
