@@ -133,6 +133,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                  f"{WRITER_NEEDS_S} s of the budget are left after the target's conversion ({TRAIN_KEEPS_S} s kept "
                  f"for training and saving, {WRITER_STARTS_S} s to start one); raise --budget, or give "
                  f"--gen-seconds 0 to train on --answers-in")
+    if 0 < args.gen_seconds <= WRITER_STARTS_S:  # the writing time itself ends before a writer may start
+        ap.error(f"--gen-seconds {args.gen_seconds:g} leaves no time to write answers: a writer starts only while more "
+                 f"than {WRITER_STARTS_S} s of the writing time are left; raise it, or give 0 to train on --answers-in")
     return args
 
 

@@ -44,3 +44,12 @@ def test_a_budget_too_short_for_any_writer_is_refused_unless_the_round_writes_no
     assert refused.value.code == 2 and "--budget 140 leaves no time to write answers" in capsys.readouterr().err
     assert gpu_round.parse_args(["--out", "OUT", "--budget", "140", "--gen-seconds", "0"]).budget == 140
     assert gpu_round.parse_args(["--out", "OUT", "--budget", "240"]).budget == 240
+
+
+def test_writing_time_too_short_for_any_writer_is_refused(capsys):
+    """--gen-seconds 20 (at any budget) started no writer either, and the log blamed the budget left after the
+    conversion: a writer starts only while more than 25 s of the writing time are left."""
+    with pytest.raises(SystemExit) as refused:
+        gpu_round.parse_args(["--out", "OUT", "--gen-seconds", "20"])
+    assert refused.value.code == 2 and "--gen-seconds 20 leaves no time to write answers" in capsys.readouterr().err
+    assert gpu_round.parse_args(["--out", "OUT", "--gen-seconds", "26"]).gen_seconds == 26
