@@ -1,7 +1,7 @@
 """The settings of one decoding run, validated once: `DecodeSettings`, and the limits it enforces.
 
 The engine, the chat and Teach tabs, the lesson's experiments and the benchmark all take one
-`DecodeSettings`; nothing else re-types these twelve values or re-checks their ranges. The limits live
+`DecodeSettings`; nothing else re-types these fourteen values (its fields) or re-checks their ranges. The limits live
 here and nowhere else (the UI's sliders read them).
 """
 

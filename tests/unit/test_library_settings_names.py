@@ -29,3 +29,16 @@ def test_a_run_s_misspelt_keyword_names_the_one_meant_and_transformers_words_the
 def test_settings_still_copy_and_pickle():
     settings = DecodeSettings(temperature=0.5, seed=3)
     assert pickle.loads(pickle.dumps(settings)) == settings and settings.but(top_k=2).top_k == 2
+
+
+def test_the_modules_docstring_counts_the_settings_it_holds():
+    """settings.py's docstring says how many values a DecodeSettings holds: it said twelve when it held fourteen."""
+    import re
+    from dataclasses import fields
+
+    import specui.settings
+
+    said = re.search(r"these (\w+) values", specui.settings.__doc__).group(1)
+    words = ("twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen")
+    assert said in words and words.index(said) + 12 == len(fields(DecodeSettings)), (
+        f"settings.py's docstring says {said} values; DecodeSettings has {len(fields(DecodeSettings))}")
