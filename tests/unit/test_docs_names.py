@@ -62,3 +62,16 @@ def test_every_environment_variable_named_is_read_by_specui():
     named = {name for page in PAGES for name in re.findall(r"\bSPECUI_[A-Z0-9_]*[A-Z0-9]", page.read_text("utf-8"))}
     missing = sorted(name for name in named if not re.search(rf"\b{name}\b", code))
     assert not missing, f"named in the docs, read nowhere: {', '.join(missing)}"
+
+
+def test_the_configuration_page_lists_every_environment_variable_specui_reads():
+    """docs/configuration.md's list says it holds every SPECUI_ variable: each one a Python file of specui, tools/ or
+    app.py reads by name (a quoted "SPECUI_..."; native.c's -DSPECUI_ macros are no variables) is on it."""
+    code = "\n".join(path.read_text(encoding="utf-8") for folder in ("specui", "tools")
+                     for path in (ROOT / folder).rglob("*.py"))
+    code += (ROOT / "app.py").read_text(encoding="utf-8")
+    read = set(re.findall(r"[\"'](SPECUI_[A-Z0-9_]*[A-Z0-9])[\"']", code))
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8").split("## Environment variables")[1]
+    assert "SPECUI_PRESET" in read and "SPECUI_STREAMS_BUDGET" in read
+    missing = sorted(name for name in read if f"`{name}`" not in page and f"`{name}=" not in page)
+    assert not missing, f"docs/configuration.md's environment variables leave out {', '.join(missing)}"
