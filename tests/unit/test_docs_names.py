@@ -75,3 +75,18 @@ def test_the_configuration_page_lists_every_environment_variable_specui_reads():
     assert "SPECUI_PRESET" in read and "SPECUI_STREAMS_BUDGET" in read
     missing = sorted(name for name in read if f"`{name}`" not in page and f"`{name}=" not in page)
     assert not missing, f"docs/configuration.md's environment variables leave out {', '.join(missing)}"
+
+
+def test_the_configuration_page_gives_every_key_a_preset_takes():
+    """docs/configuration.md's keys of a preset hold every field models.yaml can set (specui.presets.Preset's, but the
+    name and the file it came from, which the loader sets): a key added to the loader is documented there."""
+    from dataclasses import fields
+
+    from specui.presets import Preset
+
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    keys = page.split("## The keys of a preset")[1].split("\n## ")[0]
+    items = {name for line in keys.splitlines() if line.startswith("- ") for name in
+             re.findall(r"`(\w+)`", line.split(":")[0])}
+    missing = [f.name for f in fields(Preset) if f.name not in items and f.name not in ("name", "config_name")]
+    assert not missing, f"docs/configuration.md gives no list item to {', '.join(missing)}"
