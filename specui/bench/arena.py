@@ -5,8 +5,7 @@ own harness (`specui.bench.run.run_prompts`: warm-up passes, then the arms inter
 per-prompt median kept) on the same prompts, settings and seeds, one run at a time. Per arm:
     tokens/s, speedup   all tokens / the sum of the per-prompt medians; over plain decoding's
     acceptance rate, alpha, mean accepted length   `specui.metrics` over the rounds of the first timed run of each
-                        prompt (alpha: `fitted_alpha`, each round at the K it was asked, or at the drafts it
-                        proposed where a confidence stop ended it)
+                        prompt (alpha: `fitted_alpha`, each round at the K it was asked)
     K                   the K it was given, as chosen: the preset's own K for it (`drafter_tokens`), else the
                         plan's (the chat tab's arena table and stats line give the same, `specui.arena.chosen_k`)
     c                   `specui.runstats.rounds_cost_ratio`: median seconds per draft forward in those rounds (a

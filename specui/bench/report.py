@@ -155,8 +155,7 @@ def _theory_lines(r: dict) -> list[str]:
                  "draft from the context (no model forward), the rest drafted K tokens with the model")]
     return [
         (f"theoretical speedup {_num(r['theoretical_speedup'], '.2f')}x (Leviathan et al. Thm 3.8, per-token alpha "
-         f"{_num(r['alpha_per_token'], '.3f')} fitted to the tokens per round, each at the K it asked"
-         + (", a confidence stop's at the drafts it proposed" if r.get("draft_confidence") else "") + "); efficiency "
+         f"{_num(r['alpha_per_token'], '.3f')} fitted to the tokens per round, each at the K it asked); efficiency "
          f"{_num(r['efficiency'], '.2f')} (measured / theoretical)"
          + ("; with a token tree, the theorem's chain of K with the tree's tokens per forward and a K+1-token "
             "verify, so the tree's extra verify rows count as overhead"

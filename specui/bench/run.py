@@ -17,8 +17,7 @@ forwards. Theorem 3.8 of Leviathan et al. then gives the speedup the measured ac
 nothing but model forwards cost time and verifying costs one forward (`theoretical_speedup`;
 `efficiency` = measured / that), and again with the measured verify cost (`..._measured_verify`).
 The theorem's alpha is fitted so that its expected tokens per round give the measured ones, each round
-at the K it was asked, or at the drafts it proposed where a confidence stop ended it (`metrics.fitted_alpha`;
-accepted / drafted, also reported, undercounts it).
+at the K it was asked (`metrics.fitted_alpha`; accepted / drafted, also reported, undercounts it).
 The command line is specui.bench.cli, the table specui.bench.report. `k_speedups` times plain and
 speculative greedy decoding over several K with the same harness: the model card's speedup figure.
 """

@@ -145,7 +145,7 @@ def theory_tokens_figure(measured: Measured | None = None, *, ks: Sequence[int] 
             hovertemplate="measured: α=%{x:.3f}, %{y:.2f} tokens/round<extra></extra>"))
         title += (f"<br><sub>measured {fmt(measured.tokens_per_round, '.2f')} tokens/round; "
                   f"α={fmt(measured.alpha, '.2f')} is fitted so that K={measured.k}'s curve passes through it "
-                  f"(below it: rounds the token budget, a confidence stop or an end of text cut short)</sub>")
+                  f"(below it: rounds the token budget or an end of text cut short)</sub>")
     fig = _k_labelled(_layout(fig, title=title, x="α (chance the target accepts a draft token)", y="tokens per round"))
     fig.update_xaxes(range=[0, 1.0])
     return fig

@@ -78,14 +78,13 @@ THEORY_HELP = """**Theory beside measurement** (Leviathan et al. 2023)
 * **Speedup** = (1 − α^(K+1)) / ((1 − α)(Kc + 1)): a longer draft pays off only if α is high and c small.
 * The red diamonds are this run; the green star is the best K for its α and c. On the left α is fitted to the
   measured tokens per round, each round at the K it was asked, so the diamond sits on its K's curve
-  by construction where every round drafted K. With the token budget nearly spent the last rounds ask fewer: they
+  by construction where every round asked K. With the token budget nearly spent the last rounds ask fewer: they
   count at their own K (not as rejections), and the diamond, their short rounds in its average, sits below the
-  curve of full rounds; so it does where a confidence stop ended rounds early (each counts at the drafts it
-  proposed) and where an end of text inside an accepted block cut the last round's tokens
+  curve of full rounds; so it does where an end of text inside an accepted block cut the last round's tokens
   (α counts what that round's check accepted).
   The **acceptance rate** (accepted / drafted) is usually lower than α: the drafts after a rejection count as
-  drafted though never judged. Rounds whose drafter proposed fewer than K with no confidence stop (prompt lookup
-  without a match) pull α down instead, so such a run can show a rate above it.
+  drafted though never judged. Rounds whose drafter proposed fewer than K (a confidence stop, prompt lookup without
+  a match) pull α down instead, so such a run can show a rate above it.
   On the right, a diamond below its curve is real cost the formula leaves out: a (K+1)-token verify that costs
   more than one plain forward ("verify cost" below), sampling, cache trims, Python. A diamond above it paid for
   less than the formula counts: rounds that drafted fewer than K (a confidence stop) ran fewer draft forwards than
@@ -282,8 +281,7 @@ def render_measured(run: lesson.TeachingRun | None) -> str:
                 f'{escape_text(name)}</span> <b>{escape_text(value)}</b></span>')
 
     items = [item("α (fitted)", fmt(m.alpha), "the α whose expected tokens per round equal the measured ones, "
-                                              "each round at the K it was asked (at the drafts it proposed where a "
-                                              "confidence stop ended it); "
+                                              "each round at the K it was asked; "
                                               "the theory curves, the chat tab and the benchmark use it"),
              item("acceptance rate (accepted / drafted)", fmt(m.acceptance_rate), "the usual acceptance rate"),
              item("tokens per round", fmt(m.tokens_per_round, ".2f"), "bonus included"),
