@@ -50,10 +50,8 @@ def chain_round(engine, *, target: CachedLM, drafter: Drafter, context: list[int
                                             vocab_size=engine.vocab_size, device=engine.device)
     draft_s = engine._sync_time(t0)
     copied = bool(getattr(drafter, "copied", False))  # the model + lookup drafter copied this round's draft
-    # a drafter told to stop when unsure (`stop_below`, the settings' draft_confidence) that proposed fewer than it
-    # could (K, or its own most: Medusa's heads), at least one (a stop drafts one; none is a drafter with no state yet)
-    most = drafter.drafts_at_most(k) if hasattr(drafter, "drafts_at_most") else k
-    unsure = not copied and getattr(drafter, "stop_below", 0) > 0 and 0 < len(draft_tokens) < most
+    # a drafter told to stop when unsure (`stop_below`, the settings' draft_confidence) that proposed fewer than K
+    unsure = not copied and getattr(drafter, "stop_below", 0) > 0 and len(draft_tokens) < k
     t1 = time.perf_counter()
 
     features = features_of(drafter)

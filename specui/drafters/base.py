@@ -14,9 +14,7 @@ Drafters that read the target itself say so with two optional attributes:
     shares_target: bool   the engine passes its target `CachedLM` as `start(..., target=)`: an early-exit
         draft runs the target's first layers on the target's own KV cache.
 A drafter that draws from distributions may stop a round's drafting early (`Confidence`): it has an attribute
-`stop_below` (0: always K tokens), which the engine sets from `DecodeSettings.draft_confidence`; one that drafts
-fewer than K whatever its confidence (Medusa: one token a head) says its most with `drafts_at_most(k) -> int`, so
-that a round of that many is not read as a confidence stop (`Round.confidence_stop`).
+`stop_below` (0: always K tokens), which the engine sets from `DecodeSettings.draft_confidence`.
 A drafter whose proposal may be longer than K (the model + lookup drafter copies up to 6 tokens) says
 how long with an optional method `longest(k) -> int`; without it the engine keeps at most k tokens.
 

@@ -115,12 +115,8 @@ class MedusaDrafter:
         # the state of c_{m-2} (None for a one-token prompt: round 1 then drafts nothing)
         self.state = None if features is None or features.shape[0] == 0 else features[-1]
 
-    def drafts_at_most(self, k: int) -> int:
-        """The most tokens a round drafts for K = k: one a head (fewer than K is no confidence stop)."""
-        return min(k, self.heads.num_heads)
-
     def propose(self, context: list[int], k: int) -> Draft:
-        count = self.drafts_at_most(k)
+        count = min(k, self.heads.num_heads)
         if count <= 0 or self.state is None:
             return Draft.empty(self.device)
         draws = uniforms(self.sampling, count, self.generators.on(self.device))  # a sampled round's draws
