@@ -50,8 +50,6 @@ def chain_round(engine, *, target: CachedLM, drafter: Drafter, context: list[int
                                             vocab_size=engine.vocab_size, device=engine.device)
     draft_s = engine._sync_time(t0)
     copied = bool(getattr(drafter, "copied", False))  # the model + lookup drafter copied this round's draft
-    # a drafter told to stop when unsure (`stop_below`, the settings' draft_confidence) that proposed fewer than K
-    unsure = not copied and getattr(drafter, "stop_below", 0) > 0 and len(draft_tokens) < k
     t1 = time.perf_counter()
 
     features = features_of(drafter)
@@ -95,4 +93,4 @@ def chain_round(engine, *, target: CachedLM, drafter: Drafter, context: list[int
                  accept_probs=verdict.accept_probs, uniforms=verdict.uniforms,
                  token_target_probs=p_all[:n] + [p_all[-1]], token_draft_probs=q_all[:n] + [q_next],
                  residual_top=residual_top, num_draft_tokens=k, draft_s=draft_s, verify_s=verify_s,
-                 elapsed_s=0.0, copied=copied, forward_s=forward_s, confidence_stop=unsure)
+                 elapsed_s=0.0, copied=copied, forward_s=forward_s)

@@ -112,9 +112,8 @@ class Round:
     And: index (0-based, in the run), num_accepted (drafts accepted; num_drafted: drafted), num_draft_tokens (the K
     asked of the drafter: it may propose fewer, a copy more), residual_top (at a sampled rejection, the residual's
     most likely (token, probability) pairs), copied (the model + lookup drafter copied this draft from the context),
-    speculative (False: a plain round), confidence_stop (it proposed fewer than asked, unsure); seconds: draft_s
-    drafting, verify_s the target's forward and the decision (forward_s of it the forward alone), elapsed_s since the
-    run began when the round ended (the prompt included).
+    speculative (False: a plain round); seconds: draft_s drafting, verify_s the target's forward and the decision
+    (forward_s of it the forward alone), elapsed_s since the run began when the round ended (the prompt included).
     Tree rounds (tree_width > 1) also give `tree` (every node: token, parent, p, q, verdict) and
     `tree_path` (the accepted nodes, root to leaf) and `tree_sampled` (children drawn from q, else chosen); their
     per-position lists above describe the path the target walked: the accepted nodes, then the first rejected child
@@ -146,8 +145,6 @@ class Round:
     copied: bool = False  # the model + lookup drafter copied this round's draft from the context (no model forward)
     forward_s: float = 0.0  # of verify_s, the seconds in the target's forward itself (the rest: the decision,
     # the record)
-    confidence_stop: bool = False  # the drafter stopped before the K asked, its confidence below draft_confidence:
-    # the drafts it did not propose were never judged (`metrics.fitted_alpha` counts the round at those it proposed)
 
     @property
     def num_drafted(self) -> int:

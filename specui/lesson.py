@@ -188,8 +188,7 @@ def export_run(run: TeachingRun) -> dict:
             "accept_probs": "min(1, p/q) per drafted position (greedy: 1 if the draft is the target's argmax, else 0)",
             "uniforms": "the uniform draw u per drafted position: accepted when u < p/q (empty in greedy mode)",
             "alpha": "the alpha whose expected tokens per round (1 - a^(K+1))/(1 - a) equal the measured ones, each "
-                     "round at the K it was asked (a round the token budget cut short is not read as rejections), "
-                     "or at the drafts it proposed where a confidence stop ended it (`confidence_stop`)",
+                     "round at the K it was asked (a round the token budget cut short is not read as rejections)",
             "acceptance_rate": "accepted drafts / drafted tokens",
             "cost_ratio": "c = seconds per drafted token / seconds per plain target forward",
             "times": "seconds of engine time: prefill_s, then per round draft_s and verify_s (of it forward_s, the "

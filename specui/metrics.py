@@ -5,7 +5,7 @@ Decoding", section 3; the counting conventions of vLLM and Spec-Bench):
     acceptance rate: accepted draft tokens / drafted tokens, every draft counted (those after a rejection,
            never judged, too); a count of this run, not the paper's alpha
     alpha  the paper's per-token acceptance E[beta], as `fitted_alpha` estimates it from the rounds (each at the
-           K it could accept: a round the token budget cut short, or a confidence stop, is not read as rejections)
+           K it could accept: a round the token budget cut short is not read as rejections)
     K      draft tokens proposed per round (gamma in the paper)
     c      cost of one draft forward / cost of one target forward (one token each, KV cached)
     mean accepted length: tokens emitted per target forward, bonus included (plain decoding = 1.0;
@@ -172,10 +172,7 @@ def run_k(rounds: Iterable) -> int | None:
 def _could_accept(round_, k: int | None) -> int:
     """The most drafts a round could have accepted: the K asked of its drafter (`num_draft_tokens`, which the
     engine cuts to the token budget: K = min(K, tokens left - 1)), or more where a copy drafted more; `k` for a
-    round that does not say what it asked; the drafts it proposed where its drafter stopped, unsure, before K
-    (`confidence_stop`: the drafts it held back were never judged, so they are not rejections)."""
-    if getattr(round_, "confidence_stop", False):
-        return _drafted(round_)
+    round that does not say what it asked."""
     asked = getattr(round_, "num_draft_tokens", None)
     asked = int(asked) if asked is not None else int(k or 0)
     return max(asked, _drafted(round_))
@@ -189,12 +186,9 @@ def fitted_alpha(rounds: Sequence, k: int | None = None) -> float | None:
     A round counts as far as it could go, so a run is not read low for where its budget or an eos cut it short:
     K_r is the K asked of that round (`_could_accept`: the engine asks fewer drafts as the token budget runs out;
     a round asked none says nothing about alpha), and its tokens are its verification's (num_accepted + 1, what an
-    eos cut of the emitted tokens leaves alone). A round whose drafter stopped drafting, unsure, before K
-    (`confidence_stop`, draft_confidence > 0) counts at the drafts it proposed: those it held back were never judged,
-    and read as rejections they would pull alpha down for the drafts the target did accept. Prompt lookup that found
-    no match, or a shorter one, still counts at the K asked (its alpha is then its rounds' tokens, as eq. 1 reads
-    them). For a fixed-K run without cuts or stops this is eq. 1 inverted at the mean accepted length; with
-    confidence stops eq. 1 at (alpha, K) describes rounds that draft all K, not the tokens the stopped rounds gave.
+    eos cut of the emitted tokens leaves alone). A drafter that proposed fewer than it was asked (prompt lookup
+    without a match, a confidence stop) still counts at the K asked: that is the drafter's own doing. For a fixed-K
+    run without such cuts this is eq. 1 inverted at the mean accepted length.
 
     `k` (default `run_k(rounds)`) is the K of the run, used for rounds that do not say theirs; None when no round
     drafted, and None for a run that mixes copied rounds with the model's (`copied`, the model + lookup drafter):

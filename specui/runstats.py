@@ -6,8 +6,7 @@ unwatched one, and the speculative and plain runs (decoded one after the other, 
 are timed the same way.
 
 The theoretical speedup is `specui.metrics.theory` (Leviathan et al. 2023, Theorem 3.8, with the
-alpha fitted to the measured tokens per round, each round at the K it was asked, or at the drafts it proposed where
-a confidence stop ended it: `metrics.fitted_alpha`),
+alpha fitted to the measured tokens per round, each round at the K it was asked: `metrics.fitted_alpha`),
 with c the median seconds per draft forward (a chain's drafted token, a token tree's level: `draft_forwards`) over the
 median seconds of one target forward, both from this run (the plain run's forwards when there is one; without
 one, the speculative rounds' verify forwards of K+1 tokens, which cost more than one token's where the verify-cost

@@ -71,8 +71,7 @@ exit + lookup copy where the text repeats (such rounds say so) and ask the draft
 THEORY_HELP = """**Theory beside measurement** (Leviathan et al. 2023)
 
 * **α**: the chance the target accepts a draft token. Fitted here so that the rounds' expected tokens, each round
-  at the K it was asked (at the drafts it proposed where a confidence stop ended it: those held back are not
-  rejections), equal the measured ones (the same α the chat tab and the benchmark use).
+  at the K it was asked, equal the measured ones (the same α the chat tab and the benchmark use).
 * **Tokens per round** = (1 − α^(K+1)) / (1 − α): between 1 (α = 0) and K+1 (α = 1).
 * **c**: the cost of one draft forward relative to one target forward, measured from this run's timings.
 * **Speedup** = (1 − α^(K+1)) / ((1 − α)(Kc + 1)): a longer draft pays off only if α is high and c small.
@@ -287,8 +286,8 @@ def render_measured(run: lesson.TeachingRun | None) -> str:
              item("tokens per round", fmt(m.tokens_per_round, ".2f"), "bonus included"),
              item("theory tokens per round (α is fitted to match)", fmt(m.theory_tokens_per_round, ".2f"),
                   "(1 − α^(K+1)) / (1 − α) at the fitted α: the measured tokens per round, by construction, but for "
-                  "rounds the token budget let ask fewer than K, an end of text cut short or a confidence stop ended "
-                  "early (a full round gives these)"),
+                  "rounds the token budget let ask fewer than K or an end of text cut short (a full round gives "
+                  "these)"),
              item("c", fmt(m.cost_ratio), "seconds per drafted token / seconds per plain target forward"),
              item("verify cost", fmt(m.verify_cost, ".2f×"),
                   "seconds of one (K+1)-token verify forward / one plain target forward (the theorem assumes 1)"),
