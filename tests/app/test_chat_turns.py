@@ -3,8 +3,8 @@ settings as they are now (another drafter, K, compare) and replaces its reply; â
 conversation and puts its message back into the prompt box. A failed exchange (never in the conversation's turns)
 is taken back as well as one that succeeded, and a chat's later turn sees the conversation without it. A message
 shows in the chat at once (`waiting`), before its run's turn in the queue; Stop reaches a run that waits, and a
-session whose last message is still being answered cannot send another, nor Clear. A finished run can be
-downloaded as JSON, and gradio's copies of the downloads are swept after a day."""
+session whose last message is still being answered cannot send another (nor Clear: tests/app/test_chat_clear.py).
+A finished run can be downloaded as JSON, and gradio's copies of the downloads are swept after a day."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from specui.loading import PairCache
 from specui.presets import load_config
 from specui.ui.blocks import chat_tab
-from specui.ui.chat_handlers import App, Stops, clear, respond, retry, stopped, take_back, undo, waiting
+from specui.ui.chat_handlers import App, Stops, respond, retry, stopped, take_back, undo, waiting
 from specui.ui.request import Settings
 from specui.ui.session import Showcase
 from tests.helpers import HAS_WHEEL, ui_config
@@ -281,35 +281,6 @@ def test_a_chart_is_sent_again_only_when_it_changed():
         assert len(shown) > 2 and all(a != b for a, b in zip(shown, shown[1:])), elem_id
     assert len(sent[r.arena_table]) > 2
     assert all(component in frames[-1] for component in r.plots.values())
-
-
-def test_clear_starts_a_new_conversation_unless_a_reply_is_being_written(tab):
-    ui, app = tab
-    *_, ok = respond(app, ui, form(ui, CODE))
-    request = SimpleNamespace(session_hash="clearing")
-    waiting(app, ui, form(ui, "x = 1", state=states(ui, ok)), request)
-    assert clear(app, ui, request) == {}  # its run would write the old conversation back when it ends
-    shown = ok[ui.messages]  # the chat's own ðŸ—‘ emptied the page's chat: refused, the conversation shows again
-    assert clear(app, ui, request, shown=shown) == {ui.panel.chat: shown}
-    app.stops.set("clearing")
-    emptied = clear(app, ui, request)
-    assert emptied[ui.messages] == emptied[ui.turns] == emptied[ui.exchanges] == emptied[ui.panel.chat] == []
-    assert emptied[ui.results.export]["visible"] is False
-
-
-def test_clear_lets_the_conversations_caches_go_and_leaves_other_tabs_caches(tab):
-    """Clear frees the memory of the conversation it ends (its target cache), as a closed tab does; another tab's
-    conversation keeps its own."""
-    ui, app = tab
-    mine, other = SimpleNamespace(session_hash="clearing-frees"), SimpleNamespace(session_hash="clearing-stays")
-    for request in (mine, other):
-        list(respond(app, ui, form(ui, CODE), request))
-    pool = app.showcase.cache.get(app.showcase.config.get("bundled")).conversations
-    held = {owner: [c for c in pool.caches if c.owner == owner] for owner in ("clearing-frees", "clearing-stays")}
-    assert all(caches and all(c.nbytes for c in caches) for caches in held.values())
-    clear(app, ui, mine)
-    assert not any(c.owner == "clearing-frees" for c in pool.caches)
-    assert all(c.nbytes == 0 for c in held["clearing-frees"]) and all(c.nbytes for c in held["clearing-stays"])
 
 
 def test_the_apps_downloads_leave_gradios_cache_after_a_day():
