@@ -31,8 +31,8 @@ from specui import spaces
 from specui.drafters import LABELS
 from specui.loading import PairCache
 from specui.settings import MAX_DRAFT_TOKENS, SettingsError
-from specui.ui import (address, charts, chat_handlers, chat_tree, client_streams, closed_sessions, render, stats,
-                       teach_handoff, teach_memory)
+from specui.ui import (address, charts, chat_handlers, chat_tree, client_streams, closed_sessions, no_uploads, render,
+                       stats, teach_handoff, teach_memory)
 from specui.ui.api import serve_generate
 from specui.ui.chat_handlers import App, clear, replay, respond, retry, stopped, undo, waiting
 from specui.ui.preset_view import about, follow_chat, tell_resets
@@ -385,8 +385,9 @@ def launch(demo: gr.Blocks, **kwargs):
     kwargs.setdefault("js", JS)
     kwargs.setdefault("theme", page_theme())
     # the app takes no file: gradio's /gradio_api/upload kept any visitor's file of any size on disk and served it back
-    kwargs.setdefault("max_file_size", "1kb")
-    kwargs["app_kwargs"] = client_streams.watched(kwargs.get("app_kwargs"))  # a client gone stops its run
+    kwargs.setdefault("max_file_size", "1kb")  # and gradio's other routes that read a form's files
+    kwargs["app_kwargs"] = no_uploads.refused(kwargs.get("app_kwargs"))  # a cap of each file left 1,000 a request
+    kwargs["app_kwargs"] = client_streams.watched(kwargs["app_kwargs"])  # a client gone stops its run
     launched = threading.Event()  # set as the launch returns: an app not running from then on was closed
     closed_sessions.keep_swept(demo, launched=launched)  # a closed tab's record leaves gradio's memory an hour after
     try:

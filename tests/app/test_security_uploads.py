@@ -1,7 +1,7 @@
-"""The served app's surface to a visitor's raw HTTP: it takes no file, so gradio's upload route refuses one of more
-than a kilobyte (it kept a visitor's file of any size on the server's disk and served it back: a disk filled, a file
-hosted on the Space's address), and its file route serves nothing of the server's own files (the repo, ~/.cache,
-/etc/passwd), however the path is written."""
+"""The served app's surface to a visitor's raw HTTP: it takes no file, so gradio's upload routes refuse every one
+(`specui.ui.no_uploads`: it kept a visitor's files of any size and number on the server's disk and served them back: a
+disk filled, a file hosted on the Space's address), and its file route serves nothing of the server's own files (the
+repo, ~/.cache, /etc/passwd), however the path is written."""
 
 from __future__ import annotations
 
@@ -21,11 +21,12 @@ def _status(request) -> int:
         return e.code
 
 
-def _upload(url: str, data: bytes) -> int:
+def _upload(url: str, *files: bytes, route: str = "/gradio_api/upload", field: str = "files") -> int:
     boundary = uuid.uuid4().hex
-    body = (f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="big.bin"\r\n'
-            "Content-Type: application/octet-stream\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
-    return _status(urllib.request.Request(f"{url}/gradio_api/upload", data=body,
+    body = b"".join((f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"; filename="f{i}.bin"\r\n'
+                     "Content-Type: application/octet-stream\r\n\r\n").encode() + data + b"\r\n"
+                    for i, data in enumerate(files)) + f"--{boundary}--\r\n".encode()
+    return _status(urllib.request.Request(f"{url}{route}", data=body,
                                           headers={"Content-Type": f"multipart/form-data; boundary={boundary}"}))
 
 
@@ -34,7 +35,11 @@ def test_a_visitor_can_neither_store_a_file_nor_read_the_servers():
     secret += ["/etc/passwd", os.path.expanduser("~/.cache/huggingface/token")]
     with served_app(ui_config()) as url:
         url = url.rstrip("/")
-        assert _upload(url, b"A" * (2 * 1024 * 1024)) == 413  # gradio's answer to a file over max_file_size
+        assert _upload(url, b"A" * (2 * 1024 * 1024)) in (403, 413)  # 413: gradio's, a file over max_file_size
+        # no file at all: a cap of each file's size still kept 1,000 small ones a request, and served each back
+        assert _upload(url, *(os.urandom(500) for _ in range(1000))) == 403
+        assert _upload(url, b"") == 403
+        assert _upload(url, b"\x00" * 500, route="/gradio_api/process_recording", field="video") == 403  # ffmpeg
         for path in secret:
             for route in ("/gradio_api/file=", "/gradio_api/file=/tmp/../", "/file=", "/static/../.."):
                 assert _status(f"{url}{route}{path}") in (403, 404), (route, path)
