@@ -95,3 +95,17 @@ def test_a_yaml_block_is_models_yaml_as_it_stands(page, line, text):
     for name, piece in found:
         for key, value in piece.items():
             assert presets[name].get(key) == value, f"{page}:{line}: {name}.{key} is {presets[name].get(key)!r}"
+
+
+def test_every_fenced_block_is_one_these_tests_read():
+    """A block fenced ```py, ```python3 or ```yml is none of PYTHON's or YAML's: it would go unchecked, silently.
+    Every fence opens as ```python, ```yaml, ```bash (test_docs_commands reads those) or bare (layout.md's map)."""
+    odd = []
+    for page in PAGES:
+        fenced = False
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            fence = re.fullmatch(r"\s*(```|~~~)\s*(\S*).*", line)
+            if fence and not fenced and fence.group(2) not in ("python", "yaml", "bash", ""):
+                odd.append(f"{page.name}:{number}: {line.strip()}")
+            fenced = fenced != bool(fence)
+    assert not odd, "blocks fenced in a language no test reads:\n" + "\n".join(odd)
