@@ -6,25 +6,14 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-import gradio as gr
 import pytest
 
-from specui.loading import PairCache
-from specui.ui.blocks import chat_tab
-from specui.ui.chat_handlers import App, clear, respond, waiting
-from specui.ui.session import Showcase
+from specui.ui.chat_handlers import clear, respond, waiting
+from tests.app import test_chat_turns as turns
 from tests.app.test_chat_turns import CODE, form, states
-from tests.helpers import ui_config
 
 pytestmark = pytest.mark.slow  # runs a real pair
-
-
-@pytest.fixture(scope="module")
-def tab():
-    config = ui_config()
-    with gr.Blocks():
-        ui = chat_tab(config)
-    return ui, App(Showcase(config, PairCache()))
+tab = turns.tab  # the chat tab and a fresh app on the bundled pair (this module's own, as the fixture is per module)
 
 
 def test_clear_starts_a_new_conversation_unless_a_reply_is_being_written(tab):
