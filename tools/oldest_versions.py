@@ -73,8 +73,9 @@ def floors(paths: list[Path] = REQUIREMENTS) -> dict[str, str]:
 
 
 def pins() -> list[str]:
-    """The pip arguments that install every floor but SKIP's, and TRANSITIVE's."""
-    wanted = {name: v for name, v in floors().items() if name not in SKIP} | TRANSITIVE
+    """The pip arguments that install every floor but SKIP's, and TRANSITIVE's where the files state none (a package
+    that became a requirement is pinned at the files' floor: never below it)."""
+    wanted = TRANSITIVE | {name: v for name, v in floors().items() if name not in SKIP}
     return [f"{name}=={v}" for name, v in sorted(wanted.items())]
 
 
@@ -113,6 +114,8 @@ def main(argv: list[str] | None = None) -> None:
         print("\n".join(pins()))
         print("\n".join(f"left as installed: {name} ({why})" for name, why in SKIP.items()))
         return
+    if args.no_install and not (args.venv / "bin" / "python").exists():
+        ap.error(f"--no-install: {args.venv} holds no venv; build it first (run without --no-install)")
     python = args.venv / "bin" / "python" if args.no_install else build(args.venv)
     names = [pin.split("==")[0] for pin in pins()] + list(SKIP)
     subprocess.run([str(python), "-c", SAY_VERSIONS, *names], check=False)  # what the venv holds, as a record

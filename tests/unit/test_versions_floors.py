@@ -57,3 +57,16 @@ def test_the_subset_names_tests_that_exist():
             names = " ".join(re.findall(r"^def (test_\w+)", "".join(f.read_text() for f in files), re.M))
             words = [w for w in part[part.index("-k") + 1].split() if w not in ("or", "and", "not")]
             assert all(w in names for w in words), (part, words)
+
+
+def test_a_transitive_pin_that_became_a_requirement_takes_the_files_floor(monkeypatch):
+    """TRANSITIVE's huggingface-hub overrode the files' floor: a requirement `huggingface-hub>=1.20` was pinned 1.16.0,
+    below what the files allow, and the check above, which leaves TRANSITIVE's names out, did not see it."""
+    monkeypatch.setattr(tool, "floors", lambda: {"transformers": "5.0", "huggingface-hub": "1.20"})
+    assert tool.pins() == ["huggingface-hub==1.20", "transformers==5.0"]
+
+
+def test_no_install_without_a_venv_is_refused_in_a_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        tool.main(["--no-install", "--venv", str(tmp_path / "none")])
+    assert stop.value.code == 2 and "holds no venv; build it first" in capsys.readouterr().err
