@@ -42,13 +42,16 @@ FRAME_BYTES_PER_S = 1_000_000
 
 
 class Throttle:
-    """True at most once per `interval` seconds, or per `hold` seconds where that is longer; `first=False`: not at
-    once either, only `interval` after it was made."""
+    """True at most once per `interval` seconds, or per `hold` seconds where that is longer; `first=False`: False on
+    its first call whenever it comes, True on the next."""
 
     def __init__(self, interval: float, *, first: bool = True):
-        self.interval, self.last, self.hold = interval, float("-inf") if first else time.monotonic(), 0.0
+        self.interval, self.last, self.hold, self.skip = interval, float("-inf"), 0.0, not first
 
     def __call__(self) -> bool:
+        if self.skip:
+            self.skip = False
+            return False
         now = time.monotonic()
         if now - self.last >= max(self.interval, self.hold):
             self.last = now
@@ -193,8 +196,9 @@ class Showcase:
             return
         lock = self.lock(preset.name)
         text_due = Throttle(self.text_interval)
-        # the first charts come `chart_interval` into the run, not with its first token: four plotly figures built
-        # and drawn held that frame back (0.3 s in the page, tools.page_latency); the last frame has them all
+        # the first token's frame goes without charts: four plotly figures built and drawn held it back (0.3 s in the
+        # page, tools.page_latency), however long the warm-up and the prompt's reading took; the next frame has them,
+        # or the page would show the last run's charts beside this run's tokens until `chart_interval` had passed
         chart_due = Throttle(self.chart_interval, first=False) if figures else (lambda: False)
         try:
             if not self.warmed(pair):  # seconds the page would spend on the load's "Ready" (the chat preset: 1-3 s)
