@@ -13,7 +13,8 @@ from specui.ui.runs import STOPPED, Frame, Run
 PHASES = {"speculative": "Decoding speculatively…", "plain": "Decoding plainly (target alone) for the comparison…",
           "arena": "Arena: decoding…", "stopped": "Stopped.", "done": ""}
 # a pair's first run, before its first token: what the page says while each path runs once (`Showcase.warm_up`)
-WARMING = "Warming up: a short first run of each path, so that its one-time set-up is not timed…"
+WARMING = ("Warming up: a few tokens with the drafter and without, once for this preset, so that its one-time "
+           "set-up is not timed as decoding…")
 
 
 def frame(run: Run, *, figures: bool = False, final: bool = False) -> Frame:

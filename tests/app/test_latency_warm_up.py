@@ -28,4 +28,5 @@ def test_a_pairs_first_run_says_it_warms_up_and_a_warm_pairs_run_does_not():
     first = statuses(showcase)
     assert first.index("Ready") + 1 == first.index(chat_view.WARMING), first  # after the load, before the tokens
     assert first.count(chat_view.WARMING) == 1
+    assert "path" not in chat_view.WARMING and "once" in chat_view.WARMING  # the page's words: no engine's jargon
     assert chat_view.WARMING not in statuses(showcase)  # warm now: no such frame
