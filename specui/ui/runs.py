@@ -54,7 +54,7 @@ class Run:
     left_out: int = 0  # a chat's history messages left out of this turn, oldest first: they no longer fit
     context: int = 0  # the context they did not fit (tokens)
     reading: int = 0  # the prompt's tokens the run reads (those no kept conversation cache holds)
-    spec_charts: tuple | None = None  # (the speculative run's rounds, its own charts): `chat_view.figures` keeps them
+    spec_charts: tuple | None = None  # (the speculative run's rounds, its charts): kept by `chat_view.all_figures`
 
     @property
     def reply_text(self) -> str:
