@@ -28,12 +28,17 @@ def broken_showcase(tmp_path) -> Showcase:
     return Showcase(replace(config, presets={**config.presets, "gone": gone}), PairCache())
 
 
-@pytest.mark.parametrize("space", [True, False], ids=["on a Space", "elsewhere"])
-def test_a_chat_run_whose_preset_did_not_load(tmp_path, monkeypatch, caplog, space):
-    if space:
+@pytest.fixture(params=[True, False], ids=["on a Space", "elsewhere"])
+def space(request, monkeypatch) -> bool:
+    """Whether the app runs on a Hugging Face Space (SPACE_ID set), both ways."""
+    if request.param:
         monkeypatch.setenv("SPACE_ID", "someone/specui")
     else:
         monkeypatch.delenv("SPACE_ID", raising=False)
+    return request.param
+
+
+def test_a_chat_run_whose_preset_did_not_load(tmp_path, caplog, space):
     with caplog.at_level(logging.WARNING, logger="specui.ui"):
         *_, (frame, run) = decode(broken_showcase(tmp_path), "def f(x):", Settings(max_new_tokens=4, preset="gone"))
     assert ADVICE in caplog.text  # the whole error, in the log, either way
@@ -46,15 +51,10 @@ def test_a_chat_run_whose_preset_did_not_load(tmp_path, monkeypatch, caplog, spa
         assert ADVICE in run.error and str(tmp_path / "missing") in run.error, run.error
 
 
-@pytest.mark.parametrize("space", [True, False], ids=["on a Space", "elsewhere"])
-def test_a_teach_decode_whose_preset_did_not_load(tmp_path, monkeypatch, caplog, space):
+def test_a_teach_decode_whose_preset_did_not_load(tmp_path, caplog, space):
     from specui.ui.teach_prepare import prepare
     from specui.ui.teaching import teaching_tab
 
-    if space:
-        monkeypatch.setenv("SPACE_ID", "someone/specui")
-    else:
-        monkeypatch.delenv("SPACE_ID", raising=False)
     showcase = broken_showcase(tmp_path)
     with gr.Blocks():
         c = teaching_tab(showcase).controls
