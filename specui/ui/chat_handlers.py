@@ -198,7 +198,7 @@ def _read(app: App, run: Run, history: list) -> list:
 def reproduction(app: App, run: Run, prompt: str, conversation) -> str | None:
     """The `python -m specui` command that decodes `run` again to the same tokens (`exports.command_line`), or None
     where none does: a conversation's later message (the command line decodes a message alone), the arena, a pair
-    given to app.py by --target (no preset of a models.yaml), a NUL character in the message (`command_line`)."""
+    given to app.py by --target (no preset of a models.yaml), a control character in it (`exports.pastes_as_typed`)."""
     if conversation or run.settings.arena or run.preset == COMMAND_LINE:
         return None
     config = Path(app.showcase.config.path).resolve()
