@@ -44,7 +44,7 @@ import torch.nn.functional as F
 
 from specui import native, native_chain
 from specui.decoders import plain_decoder
-from specui.products import RowLinear, mkl_fast, rows_alone_why, rows_invariant, slow_rows_warning
+from specui.products import RowLinear, attention_rows_warning, mkl_fast, rows_invariant
 from specui.static_kv import KEY_BLOCK, StaticKV
 
 KEY_GRAIN = 64  # and reads keys up to the next multiple of this many (a divisor of KEY_BLOCK)
@@ -317,7 +317,7 @@ class DecoderStack(DecoderParts):
             return self.native.attend(q, key_buf, value_buf, mask, scaling)
         dtype, length = q.dtype, mask.shape[1]
         if rows > 2 and not rows_invariant("batched"):  # this machine's bmm rows depend on the row count:
-            slow_rows_warning(rows_alone_why(kernel=native.kernel(), dtype=dtype, head_dim=hd))
+            attention_rows_warning(native.kernel(), dtype, hd)
             per_row = mask.view(groups, rows, length)  # each row as plain decoding computes it, twice over
             return torch.cat([self._attend(q[r:r + 1].repeat(2, 1, 1), key_buf, value_buf, scaling,
                                            per_row[:, r:r + 1].repeat(1, 2, 1).reshape(groups * 2, length))[:1]

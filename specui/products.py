@@ -110,6 +110,14 @@ def slow_rows_warning(why: str | None = None) -> None:
                 "forward computes each row of a verify alone: exact, but slower. %s", why or rows_alone_why())
 
 
+@functools.cache
+def attention_rows_warning(kernel, dtype: torch.dtype, head_dim: int) -> None:
+    """`slow_rows_warning` for attention's rows computed alone, its reason (`rows_alone_why`, which reads the
+    environment and searches PATH for a compiler) worked out once per case: the lean forward asks it on a verify's
+    hot path, each layer."""
+    slow_rows_warning(rows_alone_why(kernel=kernel, dtype=dtype, head_dim=head_dim))
+
+
 def rows_alone_why(*, kernel=None, dtype: torch.dtype = torch.float32, head_dim: int | None = None) -> str:
     """Why specui's native kernels, which compute all rows at once with the same bits, do not take this product or
     attention, and what would change that, if anything: a compiler helps only where it is what is missing. `kernel`:
