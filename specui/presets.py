@@ -7,7 +7,6 @@ Every problem is reported as a `ConfigError` whose message names the file and th
 from __future__ import annotations
 
 import difflib
-import unicodedata
 from collections.abc import Hashable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -19,6 +18,7 @@ from specui.packaged import PREFIX as PACKAGED_PREFIX, PackagedModelError, is_gg
 from specui.preset_values import (  # noqa: F401 (ConfigError and is_hub_id: where callers import them from)
     DRAFTERS, ConfigError, _did_you_mean, _device, _draft_confidence, _drafter_tokens, _heads, _model, is_hub_id)
 from specui.settings import MAX_DRAFT_TOKENS
+from specui.text import holds_control
 
 
 def _shipped_config() -> Path:
@@ -200,27 +200,21 @@ def with_pair(config: Config, target: str, draft: str | None = None, *, chat: bo
     return Config(path=config.path, default=COMMAND_LINE, presets={COMMAND_LINE: preset, **config.presets})
 
 
-def _controlled(text: str) -> bool:
-    """Whether `text` holds a control character (an escape, a line break): a terminal obeys one where a refusal or
-    a progress line prints a name or a path (ESC ] 52 writes its clipboard)."""
-    return any(unicodedata.category(c) == "Cc" for c in text)
-
-
 def _refuse_controlled(body: dict, key: str) -> None:
     """A ConfigError, showing it escaped, for a setting's name, or its text (a target, a revision, a head's name or
     folder, a drafter's name) but the prose shown escaped on the page (description, memory, which may break lines),
     that holds a control character: each reached a refusal, or a progress line, as it was."""
     for k, v in body.items():
-        if _controlled(str(k)):
+        if holds_control(str(k)):
             raise ConfigError(f"{key}: the setting {str(k)!r} holds a control character; name it in plain text")
         inner = v if isinstance(v, dict) else {}
         for text in () if k in ("description", "memory") else (v, *inner, *inner.values()):
-            if isinstance(text, str) and _controlled(text.strip()):
+            if isinstance(text, str) and holds_control(text.strip()):
                 raise ConfigError(f"{key}.{k}: {text.strip()!r} holds a control character; give it in plain text")
 
 
 def _parse_preset(name: str, body, *, path: Path) -> Preset:
-    if _controlled(name):
+    if holds_control(name):
         raise ConfigError(f"{path.name}: presets: the name {name!r} holds a control character; name it in plain text")
     key = f"{path.name}: presets.{name}"
     if not isinstance(body, dict):

@@ -16,6 +16,7 @@ never held back nor cut.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from functools import cached_property
 
@@ -120,6 +121,12 @@ def fmt_prob(x: float | None) -> str:
     if x is None:
         return "–"
     return fmt(x, ".4f") if x == 0 or abs(x) >= 1e-3 else fmt(x, ".2e")
+
+
+def holds_control(text: str, allowed: str = "") -> bool:
+    """Whether `text` holds a control character (Unicode's Cc: an escape, a Ctrl-C, a line break) but those in
+    `allowed`: a terminal obeys one where the text is printed or pasted, and a shell reads it."""
+    return any(c not in allowed and unicodedata.category(c) == "Cc" for c in text)
 
 
 def not_unicode(text: str | None, what: str) -> str | None:

@@ -13,8 +13,9 @@ import shutil
 import tempfile
 import threading
 import time
-import unicodedata
 from pathlib import Path
+
+from specui.text import holds_control
 
 EXPORTS_KEPT = 16  # export files kept on disk per process
 NAME_CHARS = 100  # a download's file name at most, in characters (file systems take 255 bytes)
@@ -53,7 +54,7 @@ def pastes_as_typed(word: str) -> bool:
     ended a bracketed paste, and printed, escape sequences write to the terminal (a clipboard, a link). A tab too:
     pasted into a shell that reads a paste as typed (bash before 5.1, or bracketed paste off), it completed the quoted
     word, and a word naming one file (`'/etc/os-relea<tab>`) got its closing quote, so the rest ran as commands."""
-    return not any(c != "\n" and unicodedata.category(c) == "Cc" for c in word)
+    return not holds_control(word, allowed="\n")
 
 
 def command_line(*, preset: str, settings, prompt: str, chats: bool, config: str | None = None) -> str | None:
